@@ -1,0 +1,635 @@
+/* cfi_eval: execute call frame instructions (DWARF 5 §6.4.2) into rows.
+ *
+ * For each CIE, its initial instructions run from an empty state; the final state is the CIE's
+ * initial rule set, which every FDE of that CIE starts from and which DW_CFA_restore returns to.
+ * Every advance (DW_CFA_advance_loc*, DW_CFA_set_loc) closes a row at the current location; the
+ * state after the last instruction is the last row. Row states are interned: equal states share
+ * one id, so most rows cost 12 bytes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cfi.h"
+
+/* DW_CFA_* opcodes (DWARF 5 table 7.29; GNU extensions from GCC's dwarf2.def). */
+enum {
+    DW_CFA_advance_loc = 0x40, DW_CFA_offset = 0x80, DW_CFA_restore = 0xc0,
+    DW_CFA_nop = 0x00, DW_CFA_set_loc = 0x01, DW_CFA_advance_loc1 = 0x02,
+    DW_CFA_advance_loc2 = 0x03, DW_CFA_advance_loc4 = 0x04, DW_CFA_offset_extended = 0x05,
+    DW_CFA_restore_extended = 0x06, DW_CFA_undefined = 0x07, DW_CFA_same_value = 0x08,
+    DW_CFA_register = 0x09, DW_CFA_remember_state = 0x0a, DW_CFA_restore_state = 0x0b,
+    DW_CFA_def_cfa = 0x0c, DW_CFA_def_cfa_register = 0x0d, DW_CFA_def_cfa_offset = 0x0e,
+    DW_CFA_def_cfa_expression = 0x0f, DW_CFA_expression = 0x10,
+    DW_CFA_offset_extended_sf = 0x11, DW_CFA_def_cfa_sf = 0x12, DW_CFA_def_cfa_offset_sf = 0x13,
+    DW_CFA_val_offset = 0x14, DW_CFA_val_offset_sf = 0x15, DW_CFA_val_expression = 0x16,
+    DW_CFA_MIPS_advance_loc8 = 0x1d, DW_CFA_GNU_window_save = 0x2d, DW_CFA_GNU_args_size = 0x2e,
+    DW_CFA_GNU_negative_offset_extended = 0x2f
+};
+
+const char *fu_cfa_name(uint8_t opcode)
+{
+    switch (opcode) {
+    case DW_CFA_advance_loc: return "DW_CFA_advance_loc";
+    case DW_CFA_offset: return "DW_CFA_offset";
+    case DW_CFA_restore: return "DW_CFA_restore";
+    case DW_CFA_nop: return "DW_CFA_nop";
+    case DW_CFA_set_loc: return "DW_CFA_set_loc";
+    case DW_CFA_advance_loc1: return "DW_CFA_advance_loc1";
+    case DW_CFA_advance_loc2: return "DW_CFA_advance_loc2";
+    case DW_CFA_advance_loc4: return "DW_CFA_advance_loc4";
+    case DW_CFA_offset_extended: return "DW_CFA_offset_extended";
+    case DW_CFA_restore_extended: return "DW_CFA_restore_extended";
+    case DW_CFA_undefined: return "DW_CFA_undefined";
+    case DW_CFA_same_value: return "DW_CFA_same_value";
+    case DW_CFA_register: return "DW_CFA_register";
+    case DW_CFA_remember_state: return "DW_CFA_remember_state";
+    case DW_CFA_restore_state: return "DW_CFA_restore_state";
+    case DW_CFA_def_cfa: return "DW_CFA_def_cfa";
+    case DW_CFA_def_cfa_register: return "DW_CFA_def_cfa_register";
+    case DW_CFA_def_cfa_offset: return "DW_CFA_def_cfa_offset";
+    case DW_CFA_def_cfa_expression: return "DW_CFA_def_cfa_expression";
+    case DW_CFA_expression: return "DW_CFA_expression";
+    case DW_CFA_offset_extended_sf: return "DW_CFA_offset_extended_sf";
+    case DW_CFA_def_cfa_sf: return "DW_CFA_def_cfa_sf";
+    case DW_CFA_def_cfa_offset_sf: return "DW_CFA_def_cfa_offset_sf";
+    case DW_CFA_val_offset: return "DW_CFA_val_offset";
+    case DW_CFA_val_offset_sf: return "DW_CFA_val_offset_sf";
+    case DW_CFA_val_expression: return "DW_CFA_val_expression";
+    case DW_CFA_MIPS_advance_loc8: return "DW_CFA_MIPS_advance_loc8";
+    case DW_CFA_GNU_window_save: return "DW_CFA_GNU_window_save";
+    case DW_CFA_GNU_args_size: return "DW_CFA_GNU_args_size";
+    case DW_CFA_GNU_negative_offset_extended: return "DW_CFA_GNU_negative_offset_extended";
+    default: return NULL;
+    }
+}
+
+static bool read_expression(fu_cursor *c, fu_insn *insn, fu_error *err)
+{
+    insn->expr_len = fu_read_uleb(c);
+    insn->expr_offset = fu_cursor_offset(c);
+    if (c->failed || insn->expr_len > fu_cursor_left(c)) {
+        fu_fail(err, FU_ERR_CFI, "%s: expression length 0x%llx overruns the entry",
+                fu_cfa_name(insn->opcode), (unsigned long long)insn->expr_len);
+        return false;
+    }
+    fu_cursor_skip(c, insn->expr_len);
+    return true;
+}
+
+/* Factored offsets are multiplied as unsigned 64-bit values: hostile factors wrap instead of
+ * overflowing a signed integer. */
+static int64_t factor(uint64_t operand, int64_t data_align)
+{
+    return (int64_t)(operand * (uint64_t)data_align);
+}
+
+bool fu_insn_decode(fu_cursor *c, const fu_cie_info *cie, const fu_section *section, fu_insn *insn,
+                    fu_error *err)
+{
+    memset(insn, 0, sizeof *insn);
+    uint8_t byte = fu_read_u8(c);
+    uint8_t low = byte & 0x3f;
+    insn->opcode = (byte & 0xc0) ? (byte & 0xc0) : byte;
+    switch (insn->opcode) {
+    case DW_CFA_advance_loc:
+        insn->op = FU_INSN_ADVANCE;
+        insn->uoperand = low;
+        insn->value = (int64_t)(low * cie->code_align);
+        break;
+    case DW_CFA_offset:
+        insn->op = FU_INSN_OFFSET;
+        insn->reg = low;
+        insn->uoperand = fu_read_uleb(c);
+        insn->value = factor(insn->uoperand, cie->data_align);
+        break;
+    case DW_CFA_restore:
+        insn->op = FU_INSN_RESTORE;
+        insn->reg = low;
+        break;
+    case DW_CFA_nop: insn->op = FU_INSN_NOP; break;
+    case DW_CFA_set_loc: {
+        insn->op = FU_INSN_SET_LOC;
+        fu_section view = *section;
+        view.address_size = cie->address_size;
+        bool unresolved;
+        uint64_t v = 0;
+        if (!fu_read_encoded(c, cie->fde_encoding, &view, 0, &v, &unresolved))
+            c->failed = true;
+        insn->uoperand = v;
+        break;
+    }
+    case DW_CFA_advance_loc1:
+    case DW_CFA_advance_loc2:
+    case DW_CFA_advance_loc4:
+    case DW_CFA_MIPS_advance_loc8: {
+        unsigned size = insn->opcode == DW_CFA_advance_loc1   ? 1
+                        : insn->opcode == DW_CFA_advance_loc2 ? 2
+                        : insn->opcode == DW_CFA_advance_loc4 ? 4 : 8;
+        insn->op = FU_INSN_ADVANCE;
+        insn->uoperand = fu_read_uint(c, size);
+        insn->value = (int64_t)(insn->uoperand * cie->code_align);
+        break;
+    }
+    case DW_CFA_offset_extended:
+    case DW_CFA_val_offset:
+        insn->op = insn->opcode == DW_CFA_val_offset ? FU_INSN_VAL_OFFSET : FU_INSN_OFFSET;
+        insn->reg = fu_read_uleb(c);
+        insn->uoperand = fu_read_uleb(c);
+        insn->value = factor(insn->uoperand, cie->data_align);
+        break;
+    case DW_CFA_offset_extended_sf:
+    case DW_CFA_val_offset_sf:
+        insn->op = insn->opcode == DW_CFA_val_offset_sf ? FU_INSN_VAL_OFFSET : FU_INSN_OFFSET;
+        insn->reg = fu_read_uleb(c);
+        insn->soperand = fu_read_sleb(c);
+        insn->value = factor((uint64_t)insn->soperand, cie->data_align);
+        break;
+    case DW_CFA_GNU_negative_offset_extended:
+        insn->op = FU_INSN_OFFSET;
+        insn->reg = fu_read_uleb(c);
+        insn->uoperand = fu_read_uleb(c);
+        insn->value = -factor(insn->uoperand, cie->data_align);
+        break;
+    case DW_CFA_restore_extended: insn->op = FU_INSN_RESTORE; insn->reg = fu_read_uleb(c); break;
+    case DW_CFA_undefined: insn->op = FU_INSN_UNDEFINED; insn->reg = fu_read_uleb(c); break;
+    case DW_CFA_same_value: insn->op = FU_INSN_SAME_VALUE; insn->reg = fu_read_uleb(c); break;
+    case DW_CFA_register:
+        insn->op = FU_INSN_REGISTER;
+        insn->reg = fu_read_uleb(c);
+        insn->reg2 = fu_read_uleb(c);
+        break;
+    case DW_CFA_remember_state: insn->op = FU_INSN_REMEMBER_STATE; break;
+    case DW_CFA_restore_state: insn->op = FU_INSN_RESTORE_STATE; break;
+    case DW_CFA_def_cfa:
+        insn->op = FU_INSN_DEF_CFA;
+        insn->reg = fu_read_uleb(c);
+        insn->uoperand = fu_read_uleb(c);
+        insn->value = (int64_t)insn->uoperand;
+        break;
+    case DW_CFA_def_cfa_sf:
+        insn->op = FU_INSN_DEF_CFA;
+        insn->reg = fu_read_uleb(c);
+        insn->soperand = fu_read_sleb(c);
+        insn->value = factor((uint64_t)insn->soperand, cie->data_align);
+        break;
+    case DW_CFA_def_cfa_register: insn->op = FU_INSN_DEF_CFA_REGISTER; insn->reg = fu_read_uleb(c); break;
+    case DW_CFA_def_cfa_offset:
+        insn->op = FU_INSN_DEF_CFA_OFFSET;
+        insn->uoperand = fu_read_uleb(c);
+        insn->value = (int64_t)insn->uoperand;
+        break;
+    case DW_CFA_def_cfa_offset_sf:
+        insn->op = FU_INSN_DEF_CFA_OFFSET;
+        insn->soperand = fu_read_sleb(c);
+        insn->value = factor((uint64_t)insn->soperand, cie->data_align);
+        break;
+    case DW_CFA_def_cfa_expression:
+        insn->op = FU_INSN_DEF_CFA_EXPRESSION;
+        if (!read_expression(c, insn, err))
+            return false;
+        break;
+    case DW_CFA_expression:
+    case DW_CFA_val_expression:
+        insn->op = insn->opcode == DW_CFA_expression ? FU_INSN_EXPRESSION : FU_INSN_VAL_EXPRESSION;
+        insn->reg = fu_read_uleb(c);
+        if (!c->failed && !read_expression(c, insn, err))
+            return false;
+        break;
+    case DW_CFA_GNU_args_size: insn->op = FU_INSN_ARGS_SIZE; insn->uoperand = fu_read_uleb(c); break;
+    case DW_CFA_GNU_window_save: insn->op = FU_INSN_WINDOW_SAVE; break;
+    default:
+        fu_fail(err, FU_ERR_CFI, "unknown call frame instruction 0x%02x at offset 0x%llx", byte,
+                (unsigned long long)(fu_cursor_offset(c) - 1));
+        return false;
+    }
+    if (c->failed) {
+        const char *name = fu_cfa_name(insn->opcode);
+        fu_fail(err, FU_ERR_CFI, "%s: operands truncated or too large", name ? name : "?");
+        return false;
+    }
+    return true;
+}
+
+/* ---- evaluation state ------------------------------------------------------------------------ */
+
+typedef struct dense_state {
+    fu_rule cfa;
+    uint64_t set[FU_MAX_COLUMNS / 64]; /* columns whose rule is not unspecified */
+    fu_rule rules[FU_MAX_COLUMNS];
+} dense_state;
+
+typedef struct evaluator {
+    fu_table *t;
+    dense_state current;
+    dense_state initial;       /* the CIE's rules (for DW_CFA_restore) */
+    dense_state *stack;        /* FU_MAX_STATE_STACK entries */
+    unsigned depth;
+    uint32_t last_state;       /* id of the state last interned */
+    bool dirty;                /* `current` changed since last_state was interned */
+} evaluator;
+
+static uint64_t hash_rule(uint64_t h, const fu_rule *r)
+{
+    uint64_t a = (uint64_t)r->kind | (uint64_t)r->reg << 8 | (uint64_t)r->expr_len << 32;
+    h ^= a;
+    h *= 0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t)r->value;
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+}
+
+static bool rule_equal(const fu_rule *a, const fu_rule *b)
+{
+    return a->kind == b->kind && a->reg == b->reg && a->expr_len == b->expr_len && a->value == b->value;
+}
+
+static uint64_t hash_dense(const dense_state *s)
+{
+    uint64_t h = hash_rule(0x12345, &s->cfa);
+    for (unsigned w = 0; w < FU_MAX_COLUMNS / 64; w++)
+        for (uint64_t bits = s->set[w]; bits; bits &= bits - 1) {
+            unsigned col = w * 64 + (unsigned)__builtin_ctzll(bits);
+            h = hash_rule(h + col, &s->rules[col]);
+        }
+    return h;
+}
+
+static bool state_matches(const fu_table *t, const fu_state *st, const dense_state *s)
+{
+    if (!rule_equal(&st->cfa, &s->cfa))
+        return false;
+    unsigned n = 0;
+    for (unsigned w = 0; w < FU_MAX_COLUMNS / 64; w++)
+        n += (unsigned)__builtin_popcountll(s->set[w]);
+    if (n != st->count)
+        return false;
+    for (unsigned i = 0; i < st->count; i++) {
+        unsigned col = t->column_pool[st->first + i];
+        if (!(s->set[col / 64] >> (col % 64) & 1) || !rule_equal(&t->rule_pool[st->first + i], &s->rules[col]))
+            return false;
+    }
+    return true;
+}
+
+static bool grow32(void **array, uint32_t *cap, uint64_t need, size_t item)
+{
+    if (need <= *cap)
+        return true;
+    if (need > UINT32_MAX)
+        return false;
+    uint64_t n = *cap ? (uint64_t)*cap * 2 : 256;
+    while (n < need)
+        n *= 2;
+    if (n > UINT32_MAX)
+        n = UINT32_MAX;
+    void *p = realloc(*array, (size_t)n * item);
+    if (!p)
+        return false;
+    *array = p;
+    *cap = (uint32_t)n;
+    return true;
+}
+
+static bool rehash(fu_table *t, uint32_t new_cap)
+{
+    uint32_t *h = calloc(new_cap, sizeof *h);
+    if (!h)
+        return false;
+    for (uint32_t i = 0; i < t->state_count; i++) {
+        const fu_state *st = &t->states[i];
+        dense_state tmp; /* rebuild the hash from the stored state */
+        memset(&tmp, 0, sizeof tmp);
+        tmp.cfa = st->cfa;
+        for (unsigned k = 0; k < st->count; k++) {
+            unsigned col = t->column_pool[st->first + k];
+            tmp.set[col / 64] |= (uint64_t)1 << (col % 64);
+            tmp.rules[col] = t->rule_pool[st->first + k];
+        }
+        uint32_t slot = (uint32_t)hash_dense(&tmp) & (new_cap - 1);
+        while (h[slot])
+            slot = (slot + 1) & (new_cap - 1);
+        h[slot] = i + 1;
+    }
+    free(t->state_hash);
+    t->state_hash = h;
+    t->state_hash_cap = new_cap;
+    return true;
+}
+
+/* The id of state `s`, adding it if new. UINT32_MAX on allocation failure. */
+static uint32_t intern(fu_table *t, const dense_state *s)
+{
+    if ((uint64_t)(t->state_count + 1) * 2 > t->state_hash_cap) {
+        uint32_t cap = t->state_hash_cap ? t->state_hash_cap * 2 : 1024;
+        if (cap < t->state_hash_cap || !rehash(t, cap))
+            return UINT32_MAX;
+    }
+    uint64_t h = hash_dense(s);
+    uint32_t mask = t->state_hash_cap - 1;
+    uint32_t slot = (uint32_t)h & mask;
+    while (t->state_hash[slot]) {
+        uint32_t id = t->state_hash[slot] - 1;
+        if (state_matches(t, &t->states[id], s))
+            return id;
+        slot = (slot + 1) & mask;
+    }
+    unsigned n = 0;
+    for (unsigned w = 0; w < FU_MAX_COLUMNS / 64; w++)
+        n += (unsigned)__builtin_popcountll(s->set[w]);
+    if (!grow32((void **)&t->states, &t->state_cap, (uint64_t)t->state_count + 1, sizeof(fu_state)))
+        return UINT32_MAX;
+    uint32_t pool_cap = t->pool_cap;
+    if (!grow32((void **)&t->rule_pool, &pool_cap, (uint64_t)t->pool_count + n, sizeof(fu_rule)))
+        return UINT32_MAX;
+    if (!grow32((void **)&t->column_pool, &t->pool_cap, (uint64_t)t->pool_count + n, sizeof(uint8_t)))
+        return UINT32_MAX;
+    fu_state *st = &t->states[t->state_count];
+    memset(st, 0, sizeof *st);
+    st->cfa = s->cfa;
+    st->first = t->pool_count;
+    st->count = (uint16_t)n;
+    for (unsigned w = 0; w < FU_MAX_COLUMNS / 64; w++)
+        for (uint64_t bits = s->set[w]; bits; bits &= bits - 1) {
+            unsigned col = w * 64 + (unsigned)__builtin_ctzll(bits);
+            t->column_pool[t->pool_count] = (uint8_t)col;
+            t->rule_pool[t->pool_count] = s->rules[col];
+            t->pool_count++;
+        }
+    t->state_hash[slot] = t->state_count + 1;
+    return t->state_count++;
+}
+
+static void expand_state(const fu_table *t, uint32_t id, dense_state *out)
+{
+    memset(out, 0, sizeof *out);
+    const fu_state *st = &t->states[id];
+    out->cfa = st->cfa;
+    for (unsigned k = 0; k < st->count; k++) {
+        unsigned col = t->column_pool[st->first + k];
+        out->set[col / 64] |= (uint64_t)1 << (col % 64);
+        out->rules[col] = t->rule_pool[st->first + k];
+    }
+}
+
+const fu_state *fu_table_state(const fu_table *t, uint32_t id) { return &t->states[id]; }
+
+fu_rule fu_state_rule(const fu_table *t, const fu_state *st, unsigned column)
+{
+    for (unsigned k = 0; k < st->count; k++)
+        if (t->column_pool[st->first + k] == column)
+            return t->rule_pool[st->first + k];
+    fu_rule none = {0};
+    return none;
+}
+
+static bool emit_row(evaluator *ev, uint64_t address)
+{
+    fu_table *t = ev->t;
+    if (ev->dirty) {
+        uint32_t id = intern(t, &ev->current);
+        if (id == UINT32_MAX)
+            return false;
+        ev->last_state = id;
+        ev->dirty = false;
+    }
+    if (t->row_count == t->row_cap) {
+        /* the two row arrays grow in step */
+        uint32_t address_cap = t->row_cap, state_cap = t->row_cap;
+        if (!grow32((void **)&t->row_address, &address_cap, (uint64_t)t->row_count + 1, sizeof(uint64_t)) ||
+            !grow32((void **)&t->row_state, &state_cap, (uint64_t)t->row_count + 1, sizeof(uint32_t)))
+            return false;
+        t->row_cap = address_cap;
+    }
+    t->row_address[t->row_count] = address;
+    t->row_state[t->row_count] = ev->last_state;
+    t->row_count++;
+    return true;
+}
+
+static void set_rule(evaluator *ev, unsigned col, fu_rule rule)
+{
+    ev->current.rules[col] = rule;
+    if (rule.kind == FU_RULE_UNSPECIFIED)
+        ev->current.set[col / 64] &= ~((uint64_t)1 << (col % 64));
+    else
+        ev->current.set[col / 64] |= (uint64_t)1 << (col % 64);
+    ev->dirty = true;
+}
+
+/* Run the instructions of entry `e` over ev->current, emitting rows from `loc`. Returns false with
+ * `message` set on error. */
+static bool run(evaluator *ev, fu_entry *e, uint64_t loc, char *message, size_t message_size)
+{
+    fu_table *t = ev->t;
+    const uint8_t *base = t->section.data;
+    fu_cursor c = fu_cursor_make(base, base + e->insns_offset, base + e->end);
+    fu_error err = {0};
+    fu_insn insn;
+    bool all_nops = true;
+    /* Each instruction consumes at least one byte: the loop is bounded by the entry's length. */
+    while (fu_cursor_left(&c) > 0) {
+        uint64_t at = fu_cursor_offset(&c);
+        if (!fu_insn_decode(&c, e->cie, &t->section, &insn, &err)) {
+            snprintf(message, message_size, "%s (instruction at offset 0x%llx)", err.message,
+                     (unsigned long long)at);
+            return false;
+        }
+        if (insn.op != FU_INSN_NOP)
+            all_nops = false;
+        bool names_column = insn.op == FU_INSN_OFFSET || insn.op == FU_INSN_VAL_OFFSET ||
+                            insn.op == FU_INSN_RESTORE || insn.op == FU_INSN_UNDEFINED ||
+                            insn.op == FU_INSN_SAME_VALUE || insn.op == FU_INSN_REGISTER ||
+                            insn.op == FU_INSN_EXPRESSION || insn.op == FU_INSN_VAL_EXPRESSION;
+        bool names_cfa_register = insn.op == FU_INSN_DEF_CFA || insn.op == FU_INSN_DEF_CFA_REGISTER;
+        if ((names_column || names_cfa_register) && insn.reg >= FU_MAX_COLUMNS) {
+            snprintf(message, message_size,
+                     "%s: register %llu exceeds the limit of %d columns (instruction at offset 0x%llx)",
+                     fu_cfa_name(insn.opcode), (unsigned long long)insn.reg, FU_MAX_COLUMNS,
+                     (unsigned long long)at);
+            return false;
+        }
+        if (insn.op == FU_INSN_REGISTER && insn.reg2 >= FU_MAX_COLUMNS) {
+            snprintf(message, message_size,
+                     "DW_CFA_register: register %llu exceeds the limit of %d columns (instruction at offset 0x%llx)",
+                     (unsigned long long)insn.reg2, FU_MAX_COLUMNS, (unsigned long long)at);
+            return false;
+        }
+        unsigned col = (unsigned)insn.reg;
+        if (names_column)
+            e->referenced[col / 64] |= (uint64_t)1 << (col % 64);
+        fu_rule r = {0};
+        switch ((fu_insn_op)insn.op) {
+        case FU_INSN_ADVANCE:
+            if (!emit_row(ev, loc))
+                goto nomem;
+            loc += (uint64_t)insn.value;
+            break;
+        case FU_INSN_SET_LOC:
+            if (!emit_row(ev, loc))
+                goto nomem;
+            loc = insn.uoperand;
+            break;
+        case FU_INSN_OFFSET: r.kind = FU_RULE_OFFSET; r.value = insn.value; set_rule(ev, col, r); break;
+        case FU_INSN_VAL_OFFSET: r.kind = FU_RULE_VAL_OFFSET; r.value = insn.value; set_rule(ev, col, r); break;
+        case FU_INSN_RESTORE: set_rule(ev, col, ev->initial.rules[col]); break;
+        case FU_INSN_UNDEFINED: r.kind = FU_RULE_UNDEFINED; set_rule(ev, col, r); break;
+        case FU_INSN_SAME_VALUE: r.kind = FU_RULE_SAME_VALUE; set_rule(ev, col, r); break;
+        case FU_INSN_REGISTER: r.kind = FU_RULE_REGISTER; r.reg = (uint16_t)insn.reg2; set_rule(ev, col, r); break;
+        case FU_INSN_EXPRESSION:
+        case FU_INSN_VAL_EXPRESSION:
+            if (insn.expr_len > UINT32_MAX) {
+                snprintf(message, message_size, "expression longer than 4 GiB");
+                return false;
+            }
+            r.kind = insn.op == FU_INSN_EXPRESSION ? FU_RULE_EXPRESSION : FU_RULE_VAL_EXPRESSION;
+            r.value = (int64_t)insn.expr_offset;
+            r.expr_len = (uint32_t)insn.expr_len;
+            set_rule(ev, col, r);
+            break;
+        case FU_INSN_REMEMBER_STATE:
+            if (ev->depth == FU_MAX_STATE_STACK) {
+                snprintf(message, message_size,
+                         "DW_CFA_remember_state nested deeper than %d (instruction at offset 0x%llx)",
+                         FU_MAX_STATE_STACK, (unsigned long long)at);
+                return false;
+            }
+            ev->stack[ev->depth++] = ev->current;
+            break;
+        case FU_INSN_RESTORE_STATE:
+            if (ev->depth == 0) {
+                snprintf(message, message_size,
+                         "DW_CFA_restore_state with an empty state stack (instruction at offset 0x%llx)",
+                         (unsigned long long)at);
+                return false;
+            }
+            ev->current = ev->stack[--ev->depth];
+            ev->dirty = true;
+            break;
+        case FU_INSN_DEF_CFA:
+            ev->current.cfa.kind = FU_CFA_REG_OFFSET;
+            ev->current.cfa.reg = (uint16_t)insn.reg;
+            ev->current.cfa.value = insn.value;
+            ev->current.cfa.expr_len = 0;
+            ev->dirty = true;
+            break;
+        case FU_INSN_DEF_CFA_REGISTER:
+            /* DWARF 5 §6.4.2.2: only valid when the CFA is register+offset; the offset stays. */
+            if (ev->current.cfa.kind == FU_CFA_EXPRESSION) {
+                ev->current.cfa.value = 0;
+                ev->current.cfa.expr_len = 0;
+            }
+            ev->current.cfa.kind = FU_CFA_REG_OFFSET;
+            ev->current.cfa.reg = (uint16_t)insn.reg;
+            ev->dirty = true;
+            break;
+        case FU_INSN_DEF_CFA_OFFSET:
+            if (ev->current.cfa.kind == FU_CFA_EXPRESSION) {
+                snprintf(message, message_size,
+                         "%s while the CFA is an expression (instruction at offset 0x%llx)",
+                         fu_cfa_name(insn.opcode), (unsigned long long)at);
+                return false;
+            }
+            ev->current.cfa.kind = FU_CFA_REG_OFFSET;
+            ev->current.cfa.value = insn.value;
+            ev->dirty = true;
+            break;
+        case FU_INSN_DEF_CFA_EXPRESSION:
+            if (insn.expr_len > UINT32_MAX) {
+                snprintf(message, message_size, "expression longer than 4 GiB");
+                return false;
+            }
+            ev->current.cfa.kind = FU_CFA_EXPRESSION;
+            ev->current.cfa.reg = 0;
+            ev->current.cfa.value = (int64_t)insn.expr_offset;
+            ev->current.cfa.expr_len = (uint32_t)insn.expr_len;
+            ev->dirty = true;
+            break;
+        case FU_INSN_NOP:
+        case FU_INSN_ARGS_SIZE:
+        case FU_INSN_WINDOW_SAVE:
+            break;
+        }
+    }
+    e->all_nops = all_nops;
+    if (!emit_row(ev, loc))
+        goto nomem;
+    return true;
+nomem:
+    snprintf(message, message_size, "out of memory for rows");
+    return false;
+}
+
+static void record_error(fu_table *t, fu_entry *e, const char *detail)
+{
+    char message[400];
+    snprintf(message, sizeof message, "%s at %s+0x%llx: %s", e->kind == FU_ENTRY_CIE ? "CIE" : "FDE",
+             t->section.kind == FU_SECTION_EH_FRAME ? ".eh_frame" : ".debug_frame",
+             (unsigned long long)e->offset, detail);
+    if (!e->has_error)
+        t->error_count++;
+    fu_entry_set_error(e, message);
+}
+
+fu_status fu_table_evaluate(fu_table *t, fu_error *err)
+{
+    evaluator ev;
+    memset(&ev, 0, sizeof ev);
+    ev.t = t;
+    ev.stack = malloc(sizeof(dense_state) * FU_MAX_STATE_STACK);
+    /* Initial rule set of each CIE, as an interned state id (UINT32_MAX: not evaluated). */
+    uint32_t *cie_initial = malloc(sizeof(uint32_t) * (t->cie_count ? t->cie_count : 1));
+    if (!ev.stack || !cie_initial) {
+        free(ev.stack);
+        free(cie_initial);
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory evaluating CFI");
+    }
+    char message[300];
+    /* CIEs first: their final state is every FDE's starting point. */
+    for (uint32_t i = 0; i < t->entry_count; i++) {
+        fu_entry *e = &t->entries[i];
+        if (e->kind != FU_ENTRY_CIE)
+            continue;
+        cie_initial[e->cie_slot] = UINT32_MAX;
+        if (e->has_error)
+            continue;
+        memset(&ev.current, 0, sizeof ev.current);
+        memset(&ev.initial, 0, sizeof ev.initial);
+        ev.depth = 0;
+        ev.dirty = true;
+        e->first_row = t->row_count;
+        if (!run(&ev, e, 0, message, sizeof message)) {
+            record_error(t, e, message);
+            t->row_count = e->first_row;
+            continue;
+        }
+        e->row_count = t->row_count - e->first_row;
+        cie_initial[e->cie_slot] = t->row_state[t->row_count - 1];
+    }
+    for (uint32_t i = 0; i < t->entry_count; i++) {
+        fu_entry *e = &t->entries[i];
+        if (e->kind != FU_ENTRY_FDE || e->has_error)
+            continue;
+        const fu_entry *ce = &t->entries[e->cie_entry];
+        uint32_t initial = cie_initial[ce->cie_slot];
+        if (initial == UINT32_MAX) {
+            record_error(t, e, "its CIE's initial instructions are malformed");
+            continue;
+        }
+        expand_state(t, initial, &ev.current);
+        ev.initial = ev.current;
+        ev.last_state = initial;
+        ev.dirty = false;
+        ev.depth = 0;
+        memcpy(e->referenced, ce->referenced, sizeof e->referenced);
+        e->first_row = t->row_count;
+        if (!run(&ev, e, e->pc_begin, message, sizeof message)) {
+            record_error(t, e, message);
+            t->row_count = e->first_row;
+            continue;
+        }
+        e->row_count = t->row_count - e->first_row;
+    }
+    free(ev.stack);
+    free(cie_initial);
+    return fu_table_build_index(t, err);
+}

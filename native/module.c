@@ -1,0 +1,587 @@
+/* fastunwind._core: the Python binding of the C core.
+ *
+ * CfiTable(data, kind, address, address_size=8, text_base=0, data_base=0, segments=())
+ *   parses and evaluates one .eh_frame or .debug_frame section, with the GIL released. The
+ *   object keeps the section's buffer alive (expressions are referenced in place).
+ * Bulk data leaves as bytes (rows as packed arrays); per-entry accessors exist for convenience.
+ * Errors are raised as fastunwind.errors classes, looked up by name at import.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "cfi.h"
+
+typedef struct module_state {
+    PyObject *cfi_error;
+    PyObject *expr_error;
+} module_state;
+
+static module_state *get_state(PyObject *module) { return (module_state *)PyModule_GetState(module); }
+
+static struct PyModuleDef core_module;
+
+static module_state *state_from_type(PyTypeObject *type)
+{
+    PyObject *module = PyType_GetModuleByDef(type, &core_module);
+    return module ? get_state(module) : NULL;
+}
+
+typedef struct CfiTableObject {
+    PyObject_HEAD
+    fu_table table;
+    Py_buffer data;
+    Py_buffer *segment_buffers;
+    fu_image_segment *segments;
+    Py_ssize_t segment_count;
+    bool parsed;
+} CfiTableObject;
+
+static void table_dealloc(CfiTableObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    if (self->parsed)
+        fu_table_free(&self->table);
+    if (self->data.obj)
+        PyBuffer_Release(&self->data);
+    for (Py_ssize_t i = 0; i < self->segment_count; i++)
+        PyBuffer_Release(&self->segment_buffers[i]);
+    PyMem_Free(self->segment_buffers);
+    PyMem_Free(self->segments);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+static int raise_status(PyTypeObject *type, const fu_error *err)
+{
+    module_state *st = state_from_type(type);
+    if (err->status == FU_ERR_NOMEM) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *cls = st ? (err->status == FU_ERR_EXPR ? st->expr_error : st->cfi_error) : PyExc_ValueError;
+    PyErr_SetString(cls, err->message);
+    return -1;
+}
+
+static int table_init(CfiTableObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"data", "kind", "address", "address_size", "text_base", "data_base",
+                             "segments", NULL};
+    int kind = 0, address_size = 8;
+    unsigned long long address = 0, text_base = 0, data_base = 0;
+    PyObject *segments = NULL;
+    if (self->parsed || self->data.obj) {
+        PyErr_SetString(PyExc_RuntimeError, "CfiTable is already initialized");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*iK|iKKO", kwlist, &self->data, &kind, &address,
+                                     &address_size, &text_base, &data_base, &segments))
+        return -1;
+    if (kind != FU_SECTION_EH_FRAME && kind != FU_SECTION_DEBUG_FRAME) {
+        PyErr_Format(PyExc_ValueError, "kind must be 0 (.eh_frame) or 1 (.debug_frame), not %d", kind);
+        return -1;
+    }
+    if (segments && segments != Py_None) {
+        PyObject *seq = PySequence_Fast(segments, "segments must be a sequence of (vaddr, bytes)");
+        if (!seq)
+            return -1;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        self->segment_buffers = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
+        self->segments = PyMem_Calloc((size_t)n + 1, sizeof(fu_image_segment));
+        if (!self->segment_buffers || !self->segments) {
+            Py_DECREF(seq);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            unsigned long long vaddr;
+            if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "Ky*", &vaddr,
+                                  &self->segment_buffers[i])) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            self->segment_count = i + 1;
+            self->segments[i].vaddr = vaddr;
+            self->segments[i].data = self->segment_buffers[i].buf;
+            self->segments[i].size = (uint64_t)self->segment_buffers[i].len;
+        }
+        Py_DECREF(seq);
+    }
+    fu_section section = {
+        .kind = (fu_section_kind)kind,
+        .data = self->data.buf,
+        .size = (uint64_t)self->data.len,
+        .address = address,
+        .text_base = text_base,
+        .data_base = data_base,
+        .address_size = (uint8_t)address_size,
+        .segments = self->segments,
+        .segment_count = (size_t)self->segment_count,
+    };
+    fu_error err = {0};
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = fu_table_parse(&self->table, &section, &err);
+    if (status == FU_OK)
+        status = fu_table_evaluate(&self->table, &err);
+    Py_END_ALLOW_THREADS
+    self->parsed = true;
+    if (status != FU_OK)
+        return raise_status(Py_TYPE(self), &err);
+    return 0;
+}
+
+static PyObject *table_render(CfiTableObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"raw", "fd", NULL};
+    int raw = 0, fd = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|pi", kwlist, &raw, &fd))
+        return NULL;
+    fu_out out = {.fd = fd};
+    Py_BEGIN_ALLOW_THREADS
+    if (raw)
+        fu_print_readelf_raw(&out, &self->table);
+    else
+        fu_print_readelf_interp(&out, &self->table);
+    fu_out_flush(&out);
+    Py_END_ALLOW_THREADS
+    if (out.failed) {
+        free(out.buf);
+        if (fd >= 0)
+            return PyErr_SetFromErrno(PyExc_OSError);
+        return PyErr_NoMemory();
+    }
+    PyObject *result = fd >= 0 ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize(out.buf, (Py_ssize_t)out.len);
+    free(out.buf);
+    return result;
+}
+
+static PyObject *rule_tuple(const fu_rule *r)
+{
+    return Py_BuildValue("(iiLI)", r->kind, r->reg, (long long)r->value, r->expr_len);
+}
+
+/* state(i) -> (cfa_rule, ((column, rule), ...)), rule = (kind, reg, value, expr_len) */
+static PyObject *table_state(CfiTableObject *self, PyObject *arg)
+{
+    Py_ssize_t i = PyLong_AsSsize_t(arg);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (i < 0 || (uint64_t)i >= self->table.state_count) {
+        PyErr_Format(PyExc_IndexError, "state %zd out of range", i);
+        return NULL;
+    }
+    const fu_state *st = fu_table_state(&self->table, (uint32_t)i);
+    PyObject *columns = PyTuple_New(st->count);
+    if (!columns)
+        return NULL;
+    for (unsigned k = 0; k < st->count; k++) {
+        PyObject *item = Py_BuildValue("(iN)", self->table.column_pool[st->first + k],
+                                       rule_tuple(&self->table.rule_pool[st->first + k]));
+        if (!item) {
+            Py_DECREF(columns);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(columns, k, item);
+    }
+    return Py_BuildValue("(NN)", rule_tuple(&st->cfa), columns);
+}
+
+/* entry(i) -> dict of the entry's fields */
+static PyObject *table_entry(CfiTableObject *self, PyObject *arg)
+{
+    Py_ssize_t i = PyLong_AsSsize_t(arg);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (i < 0 || (uint64_t)i >= self->table.entry_count) {
+        PyErr_Format(PyExc_IndexError, "entry %zd out of range", i);
+        return NULL;
+    }
+    const fu_entry *e = &self->table.entries[i];
+    PyObject *d = Py_BuildValue(
+        "{s:i,s:K,s:K,s:K,s:i,s:K,s:K,s:K,s:O,s:I,s:I,s:z,s:K,s:K}",
+        "kind", e->kind, "offset", (unsigned long long)e->offset, "length", (unsigned long long)e->length,
+        "id", (unsigned long long)e->id, "offset_size", e->offset_size,
+        "pc_begin", (unsigned long long)e->pc_begin, "pc_range", (unsigned long long)e->pc_range,
+        "lsda", (unsigned long long)e->lsda, "has_lsda", e->has_lsda ? Py_True : Py_False,
+        "first_row", e->first_row, "row_count", e->row_count, "error", e->error_message,
+        "aug_data_offset", (unsigned long long)e->aug_data_offset,
+        "aug_data_len", (unsigned long long)e->aug_data_len);
+    if (!d)
+        return NULL;
+    PyObject *cie_entry = e->cie_entry == UINT32_MAX ? Py_NewRef(Py_None) : PyLong_FromUnsignedLong(e->cie_entry);
+    if (!cie_entry || PyDict_SetItemString(d, "cie_entry", cie_entry) < 0) {
+        Py_XDECREF(cie_entry);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(cie_entry);
+    if (e->cie && e->header_ok) {
+        const fu_cie_info *c = e->cie;
+        PyObject *info = Py_BuildValue(
+            "{s:i,s:s,s:K,s:L,s:K,s:i,s:i,s:i,s:O,s:K,s:i,s:i}", "version", c->version,
+            "augmentation", c->augmentation, "code_align", (unsigned long long)c->code_align,
+            "data_align", (long long)c->data_align, "ra_column", (unsigned long long)c->ra_column,
+            "fde_encoding", c->fde_encoding, "lsda_encoding", c->lsda_encoding,
+            "personality_encoding", c->personality_encoding,
+            "signal_frame", c->signal_frame ? Py_True : Py_False,
+            "personality", (unsigned long long)c->personality, "address_size", c->address_size,
+            "segment_size", c->segment_size);
+        if (!info || PyDict_SetItemString(d, "cie", info) < 0) {
+            Py_XDECREF(info);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(info);
+    }
+    return d;
+}
+
+/* rows() -> (addresses: bytes of uint64, states: bytes of uint32) */
+static PyObject *table_rows(CfiTableObject *self, PyObject *unused)
+{
+    return Py_BuildValue("(y#y#)", (const char *)self->table.row_address,
+                         (Py_ssize_t)self->table.row_count * 8, (const char *)self->table.row_state,
+                         (Py_ssize_t)self->table.row_count * 4);
+}
+
+/* entry_rows() -> (kind: bytes u8, first_row: bytes u32, row_count: bytes u32,
+ *                  pc_begin: bytes u64, pc_range: bytes u64) per entry */
+static PyObject *table_entry_arrays(CfiTableObject *self, PyObject *unused)
+{
+    uint32_t n = self->table.entry_count;
+    PyObject *kind = PyBytes_FromStringAndSize(NULL, n);
+    PyObject *first = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n * 4);
+    PyObject *count = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n * 4);
+    PyObject *begin = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n * 8);
+    PyObject *range = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n * 8);
+    if (!kind || !first || !count || !begin || !range) {
+        Py_XDECREF(kind); Py_XDECREF(first); Py_XDECREF(count); Py_XDECREF(begin); Py_XDECREF(range);
+        return NULL;
+    }
+    uint8_t *k = (uint8_t *)PyBytes_AS_STRING(kind);
+    uint32_t *f = (uint32_t *)PyBytes_AS_STRING(first), *c = (uint32_t *)PyBytes_AS_STRING(count);
+    uint64_t *b = (uint64_t *)PyBytes_AS_STRING(begin), *r = (uint64_t *)PyBytes_AS_STRING(range);
+    for (uint32_t i = 0; i < n; i++) {
+        const fu_entry *e = &self->table.entries[i];
+        k[i] = e->has_error ? 0xff : e->kind;
+        f[i] = e->first_row;
+        c[i] = e->row_count;
+        b[i] = e->pc_begin;
+        r[i] = e->pc_range;
+    }
+    return Py_BuildValue("(NNNNN)", kind, first, count, begin, range);
+}
+
+/* lookup(pc) -> (entry_index, row_index) or None */
+static PyObject *table_lookup(CfiTableObject *self, PyObject *arg)
+{
+    unsigned long long pc = PyLong_AsUnsignedLongLongMask(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    int64_t fde;
+    int64_t row = fu_table_find_row(&self->table, pc, &fde);
+    if (row < 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(LL)", (long long)fde, (long long)row);
+}
+
+/* format_expression(offset, length, style) -> str; style "readelf" or "llvm" */
+static PyObject *table_format_expression(CfiTableObject *self, PyObject *args)
+{
+    unsigned long long offset, length;
+    const char *style = "readelf";
+    if (!PyArg_ParseTuple(args, "KK|s", &offset, &length, &style))
+        return NULL;
+    if (offset > self->table.section.size || length > self->table.section.size - offset) {
+        PyErr_SetString(PyExc_ValueError, "expression outside the section");
+        return NULL;
+    }
+    fu_out out = {.fd = -1};
+    const uint8_t *expr = self->table.section.data + offset;
+    if (strcmp(style, "llvm") == 0)
+        fu_expr_print_llvm(&out, expr, length, self->table.section.address_size);
+    else
+        fu_expr_print_readelf(&out, expr, length, self->table.section.address_size);
+    PyObject *s = out.failed ? PyErr_NoMemory() : PyUnicode_FromStringAndSize(out.buf ? out.buf : "", (Py_ssize_t)out.len);
+    free(out.buf);
+    return s;
+}
+
+static PyObject *table_errors(CfiTableObject *self, PyObject *unused)
+{
+    PyObject *list = PyList_New(0);
+    if (!list)
+        return NULL;
+    for (uint32_t i = 0; i < self->table.entry_count; i++) {
+        const fu_entry *e = &self->table.entries[i];
+        if (!e->has_error)
+            continue;
+        PyObject *item = Py_BuildValue("(Ks)", (unsigned long long)e->offset,
+                                       e->error_message ? e->error_message : "out of memory");
+        if (!item || PyList_Append(list, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return list;
+}
+
+/* Bytes of memory the evaluated table holds (rows, states, rule pool, entries, index). */
+static PyObject *table_memory(CfiTableObject *self, PyObject *unused)
+{
+    const fu_table *t = &self->table;
+    uint64_t rows = (uint64_t)t->row_cap * (sizeof(uint64_t) + sizeof(uint32_t));
+    uint64_t states = (uint64_t)t->state_cap * sizeof(fu_state) +
+                      (uint64_t)t->pool_cap * (sizeof(fu_rule) + 1) + (uint64_t)t->state_hash_cap * 4;
+    uint64_t entries = (uint64_t)t->entry_cap * sizeof(fu_entry) + (uint64_t)t->cie_cap * sizeof(fu_cie_info) +
+                       (uint64_t)t->entry_count * 4;
+    return Py_BuildValue("{s:K,s:K,s:K}", "rows", (unsigned long long)rows, "states",
+                         (unsigned long long)states, "entries", (unsigned long long)entries);
+}
+
+static PyObject *get_count(CfiTableObject *self, void *which)
+{
+    const fu_table *t = &self->table;
+    switch ((intptr_t)which) {
+    case 0: return PyLong_FromUnsignedLong(t->entry_count);
+    case 1: return PyLong_FromUnsignedLong(t->row_count);
+    case 2: return PyLong_FromUnsignedLong(t->state_count);
+    case 3: return PyLong_FromUnsignedLong(t->fde_count);
+    case 4: return PyLong_FromUnsignedLong(t->error_count);
+    default: return PyLong_FromUnsignedLong(t->cie_count);
+    }
+}
+
+static PyGetSetDef table_getset[] = {
+    {"entry_count", (getter)get_count, NULL, "number of entries (CIEs, FDEs, terminators)", (void *)0},
+    {"row_count", (getter)get_count, NULL, "number of rows", (void *)1},
+    {"state_count", (getter)get_count, NULL, "number of distinct row states", (void *)2},
+    {"indexed_fde_count", (getter)get_count, NULL, "FDEs in the lookup index", (void *)3},
+    {"error_count", (getter)get_count, NULL, "entries that failed to parse or evaluate", (void *)4},
+    {"cie_count", (getter)get_count, NULL, "number of CIEs", (void *)5},
+    {NULL},
+};
+
+static PyMethodDef table_methods[] = {
+    {"render", (PyCFunction)(void (*)(void))table_render, METH_VARARGS | METH_KEYWORDS,
+     "render(raw=False, fd=-1): readelf -wF (or -wf with raw) text; written to fd if given, else returned as bytes"},
+    {"state", (PyCFunction)table_state, METH_O, "state(i) -> (cfa_rule, ((column, rule), ...))"},
+    {"entry", (PyCFunction)table_entry, METH_O, "entry(i) -> dict of the entry's fields"},
+    {"rows", (PyCFunction)table_rows, METH_NOARGS, "rows() -> (uint64 addresses, uint32 state ids) as bytes"},
+    {"entry_arrays", (PyCFunction)table_entry_arrays, METH_NOARGS,
+     "entry_arrays() -> (kind u8, first_row u32, row_count u32, pc_begin u64, pc_range u64) as bytes"},
+    {"lookup", (PyCFunction)table_lookup, METH_O, "lookup(pc) -> (entry_index, row_index) or None"},
+    {"format_expression", (PyCFunction)table_format_expression, METH_VARARGS,
+     "format_expression(offset, length, style='readelf'|'llvm') -> str"},
+    {"errors", (PyCFunction)table_errors, METH_NOARGS, "errors() -> [(entry_offset, message)]"},
+    {"memory", (PyCFunction)table_memory, METH_NOARGS, "memory() -> bytes held, by part"},
+    {NULL},
+};
+
+static PyType_Slot table_slots[] = {
+    {Py_tp_dealloc, table_dealloc},
+    {Py_tp_init, table_init},
+    {Py_tp_methods, table_methods},
+    {Py_tp_getset, table_getset},
+    {Py_tp_doc, "One parsed and evaluated CFI section (see fastunwind.cfi for the Python API)."},
+    {0, NULL},
+};
+
+static PyType_Spec table_spec = {
+    .name = "fastunwind._core.CfiTable",
+    .basicsize = sizeof(CfiTableObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = table_slots,
+};
+
+/* ---- expression evaluation for Python callers ---------------------------------------------- */
+
+typedef struct py_reader {
+    PyObject *callable;
+    bool raised;
+} py_reader;
+
+static bool read_via_python(void *opaque, uint64_t address, unsigned size, uint64_t *out)
+{
+    py_reader *r = opaque;
+    if (r->raised || !r->callable || r->callable == Py_None)
+        return false;
+    PyObject *b = PyObject_CallFunction(r->callable, "KI", (unsigned long long)address, size);
+    if (!b) {
+        r->raised = true;
+        return false;
+    }
+    if (b == Py_None) {
+        Py_DECREF(b);
+        return false;
+    }
+    char *buf;
+    Py_ssize_t len;
+    if (PyBytes_AsStringAndSize(b, &buf, &len) < 0 || len != (Py_ssize_t)size) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "memory reader returned %zd bytes, expected %u", len, size);
+        Py_DECREF(b);
+        r->raised = true;
+        return false;
+    }
+    uint64_t v = 0;
+    for (unsigned i = 0; i < size; i++)
+        v |= (uint64_t)(uint8_t)buf[i] << (8 * i);
+    Py_DECREF(b);
+    *out = v;
+    return true;
+}
+
+/* evaluate_expression(expr, registers: dict[int,int], read=None, initial=None) -> int */
+static PyObject *evaluate_expression(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"expression", "registers", "read", "initial", NULL};
+    Py_buffer expr;
+    PyObject *registers, *read = Py_None, *initial = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*O!|OO", kwlist, &expr, &PyDict_Type, &registers,
+                                     &read, &initial))
+        return NULL;
+    fu_expr_context ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.address_size = 8;
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(registers, &pos, &key, &value)) {
+        long reg = PyLong_AsLong(key);
+        unsigned long long v = PyLong_AsUnsignedLongLongMask(value);
+        if (PyErr_Occurred()) {
+            PyBuffer_Release(&expr);
+            return NULL;
+        }
+        if (reg < 0 || reg >= FU_MAX_COLUMNS) {
+            PyBuffer_Release(&expr);
+            return PyErr_Format(PyExc_ValueError, "register %ld out of range", reg);
+        }
+        ctx.regs[reg] = v;
+        ctx.valid[reg / 64] |= (uint64_t)1 << (reg % 64);
+    }
+    py_reader reader = {read, false};
+    ctx.read_memory = read_via_python;
+    ctx.opaque = &reader;
+    uint64_t init = 0;
+    if (initial != Py_None) {
+        init = PyLong_AsUnsignedLongLongMask(initial);
+        if (PyErr_Occurred()) {
+            PyBuffer_Release(&expr);
+            return NULL;
+        }
+    }
+    uint64_t result;
+    fu_error err = {0};
+    fu_status status = fu_expr_evaluate(expr.buf, (uint64_t)expr.len, &ctx, initial != Py_None, init,
+                                        &result, &err);
+    PyBuffer_Release(&expr);
+    if (reader.raised)
+        return NULL;
+    if (status != FU_OK) {
+        PyErr_SetString(get_state(module)->expr_error, err.message);
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(result);
+}
+
+/* format_expression(expr, style='readelf') -> str */
+static PyObject *format_expression(PyObject *module, PyObject *args)
+{
+    Py_buffer expr;
+    const char *style = "readelf";
+    if (!PyArg_ParseTuple(args, "y*|s", &expr, &style))
+        return NULL;
+    fu_out out = {.fd = -1};
+    if (strcmp(style, "llvm") == 0)
+        fu_expr_print_llvm(&out, expr.buf, (uint64_t)expr.len, 8);
+    else
+        fu_expr_print_readelf(&out, expr.buf, (uint64_t)expr.len, 8);
+    PyBuffer_Release(&expr);
+    PyObject *s = out.failed ? PyErr_NoMemory() : PyUnicode_FromStringAndSize(out.buf ? out.buf : "", (Py_ssize_t)out.len);
+    free(out.buf);
+    return s;
+}
+
+static PyObject *register_name(PyObject *module, PyObject *arg)
+{
+    unsigned long long reg = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    const char *name = fu_register_name(reg);
+    if (!name)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(name);
+}
+
+static PyMethodDef module_methods[] = {
+    {"evaluate_expression", (PyCFunction)(void (*)(void))evaluate_expression, METH_VARARGS | METH_KEYWORDS,
+     "evaluate_expression(expression, registers, read=None, initial=None) -> int"},
+    {"format_expression", format_expression, METH_VARARGS, "format_expression(expr, style='readelf') -> str"},
+    {"register_name", register_name, METH_O, "register_name(column) -> str | None (readelf's x86-64 names)"},
+    {NULL},
+};
+
+static int module_exec(PyObject *module)
+{
+    module_state *st = get_state(module);
+    PyObject *errors = PyImport_ImportModule("fastunwind.errors");
+    if (!errors)
+        return -1;
+    st->cfi_error = PyObject_GetAttrString(errors, "CfiError");
+    st->expr_error = PyObject_GetAttrString(errors, "ExprError");
+    Py_DECREF(errors);
+    if (!st->cfi_error || !st->expr_error)
+        return -1;
+    PyObject *type = PyType_FromModuleAndSpec(module, &table_spec, NULL);
+    if (!type)
+        return -1;
+    if (PyModule_AddObject(module, "CfiTable", type) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    if (PyModule_AddIntConstant(module, "MAX_COLUMNS", FU_MAX_COLUMNS) < 0 ||
+        PyModule_AddIntConstant(module, "MAX_STATE_STACK", FU_MAX_STATE_STACK) < 0 ||
+        PyModule_AddIntConstant(module, "EXPR_STACK", FU_EXPR_STACK) < 0 ||
+        PyModule_AddIntConstant(module, "EXPR_MAX_STEPS", FU_EXPR_MAX_STEPS) < 0 ||
+        PyModule_AddIntConstant(module, "STATE_SIZE", sizeof(fu_state)) < 0)
+        return -1;
+    return 0;
+}
+
+static int module_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    module_state *st = get_state(module);
+    Py_VISIT(st->cfi_error);
+    Py_VISIT(st->expr_error);
+    return 0;
+}
+
+static int module_clear(PyObject *module)
+{
+    module_state *st = get_state(module);
+    Py_CLEAR(st->cfi_error);
+    Py_CLEAR(st->expr_error);
+    return 0;
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "fastunwind._core",
+    .m_doc = "fastunwind's C core: CFI parsing, evaluation, lookup, DWARF expressions, readelf-format output.",
+    .m_size = sizeof(module_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+};
+
+PyMODINIT_FUNC PyInit__core(void) { return PyModuleDef_Init(&core_module); }

@@ -1,0 +1,32 @@
+"""Build the C core (fastunwind._core). Everything else is declared in pyproject.toml.
+
+FASTUNWIND_SANITIZE=1 builds the extension with ASAN+UBSAN (see `make asan`);
+FASTUNWIND_DEBUG=1 builds it with -O0 -g.
+"""
+import os
+from glob import glob
+
+from setuptools import Extension, setup
+
+compile_args = ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fvisibility=hidden"]
+link_args: list[str] = []
+if os.environ.get("FASTUNWIND_SANITIZE"):
+    compile_args += ["-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+                     "-fno-sanitize-recover=undefined"]
+    link_args += ["-fsanitize=address,undefined"]
+elif os.environ.get("FASTUNWIND_DEBUG"):
+    compile_args += ["-O0", "-g"]
+else:
+    compile_args += ["-O2"]
+
+setup(
+    ext_modules=[
+        Extension(
+            "fastunwind._core",
+            sources=sorted(glob("native/*.c")),
+            include_dirs=["native"],
+            extra_compile_args=compile_args,
+            extra_link_args=link_args,
+        )
+    ]
+)

@@ -1,0 +1,33 @@
+"""Typed errors of fastunwind.
+
+Every failure caused by input (a file, a section, an address) is one of these, with a message that
+says what went wrong, where (file, section, offset in hex) and which value was seen. The C core raises
+them by name, so Python callers catch one hierarchy whichever layer found the problem.
+"""
+
+from __future__ import annotations
+
+
+class FastunwindError(Exception):
+    """Base class of every error fastunwind raises on bad input or unsupported data."""
+
+
+class ElfError(FastunwindError):
+    """The file is not a readable ELF file of a supported kind, or one of its structures is malformed
+    (a section or segment outside the file, a bad string index, an undecompressable section)."""
+
+
+class CfiError(FastunwindError):
+    """Call frame information is malformed: an entry overruns its section, a CIE pointer is wrong, an
+    opcode or pointer encoding is unknown, a bound (state stack, register number) is exceeded.
+
+    The message names the section and the offset of the CIE/FDE in hex."""
+
+
+class ExprError(FastunwindError):
+    """A DWARF expression could not be decoded or evaluated (unknown operation, stack underflow or
+    overflow, step limit, unreadable memory)."""
+
+
+class NoUnwindInfo(FastunwindError, LookupError):
+    """No FDE covers the requested address."""
