@@ -250,6 +250,23 @@ int64_t fu_table_find_fde(const fu_table *table, uint64_t pc);
 int64_t fu_table_find_row(const fu_table *table, uint64_t pc, int64_t *fde_index);
 fu_status fu_table_build_index(fu_table *table, fu_error *err);
 
+/* eh_frame_hdr.c */
+typedef struct fu_hdr {
+    uint8_t version, eh_frame_ptr_encoding, fde_count_encoding, table_encoding;
+    uint64_t eh_frame_ptr;   /* svma .eh_frame_hdr says .eh_frame is at */
+    uint64_t count;          /* search table entries */
+    uint64_t address;        /* svma of .eh_frame_hdr */
+    uint64_t table_offset;
+    const uint8_t *table;    /* count x (sdata4 initial location, sdata4 FDE address), datarel */
+} fu_hdr;
+
+/* Parse and validate; eh_frame_address/size (0 if unknown) check where the entries point. */
+fu_status fu_hdr_parse(fu_hdr *hdr, const uint8_t *data, uint64_t size, uint64_t address,
+                       uint64_t eh_frame_address, uint64_t eh_frame_size, fu_error *err);
+void fu_hdr_entry(const fu_hdr *hdr, uint64_t i, uint64_t *initial_location, uint64_t *fde_address);
+/* Index of the last entry whose initial location <= pc, or -1. */
+int64_t fu_hdr_find(const fu_hdr *hdr, uint64_t pc);
+
 /* dwarf_expr.c */
 typedef struct fu_expr_context {
     /* Register values available to the expression; a clear bit in `valid` is an unknown value. */

@@ -308,6 +308,25 @@ static PyObject *table_format_expression(CfiTableObject *self, PyObject *args)
     return s;
 }
 
+/* entry_at(offset) -> index of the entry starting at that section offset, or None */
+static PyObject *table_entry_at(CfiTableObject *self, PyObject *arg)
+{
+    unsigned long long offset = PyLong_AsUnsignedLongLongMask(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    uint32_t lo = 0, hi = self->table.entry_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (self->table.entries[mid].offset < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < self->table.entry_count && self->table.entries[lo].offset == offset)
+        return PyLong_FromUnsignedLong(lo);
+    Py_RETURN_NONE;
+}
+
 static PyObject *table_errors(CfiTableObject *self, PyObject *unused)
 {
     PyObject *list = PyList_New(0);
@@ -376,6 +395,7 @@ static PyMethodDef table_methods[] = {
     {"lookup", (PyCFunction)table_lookup, METH_O, "lookup(pc) -> (entry_index, row_index) or None"},
     {"format_expression", (PyCFunction)table_format_expression, METH_VARARGS,
      "format_expression(offset, length, style='readelf'|'llvm') -> str"},
+    {"entry_at", (PyCFunction)table_entry_at, METH_O, "entry_at(offset) -> entry index or None"},
     {"errors", (PyCFunction)table_errors, METH_NOARGS, "errors() -> [(entry_offset, message)]"},
     {"memory", (PyCFunction)table_memory, METH_NOARGS, "memory() -> bytes held, by part"},
     {NULL},
@@ -506,6 +526,35 @@ static PyObject *format_expression(PyObject *module, PyObject *args)
     return s;
 }
 
+/* parse_eh_frame_hdr(data, address, eh_frame_address=0, eh_frame_size=0)
+ *   -> (version, eh_frame_ptr_encoding, fde_count_encoding, table_encoding, eh_frame_ptr,
+ *       entries: bytes of uint64 pairs (initial location, FDE address), absolute svmas) */
+static PyObject *parse_eh_frame_hdr(PyObject *module, PyObject *args)
+{
+    Py_buffer data;
+    unsigned long long address, eh_frame_address = 0, eh_frame_size = 0;
+    if (!PyArg_ParseTuple(args, "y*K|KK", &data, &address, &eh_frame_address, &eh_frame_size))
+        return NULL;
+    fu_hdr hdr;
+    fu_error err = {0};
+    if (fu_hdr_parse(&hdr, data.buf, (uint64_t)data.len, address, eh_frame_address, eh_frame_size, &err) != FU_OK) {
+        PyBuffer_Release(&data);
+        PyErr_SetString(get_state(module)->cfi_error, err.message);
+        return NULL;
+    }
+    PyObject *entries = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(hdr.count * 16));
+    if (!entries) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    uint64_t *out = (uint64_t *)PyBytes_AS_STRING(entries);
+    for (uint64_t i = 0; i < hdr.count; i++)
+        fu_hdr_entry(&hdr, i, &out[2 * i], &out[2 * i + 1]);
+    PyBuffer_Release(&data);
+    return Py_BuildValue("(iiiiKN)", hdr.version, hdr.eh_frame_ptr_encoding, hdr.fde_count_encoding,
+                         hdr.table_encoding, (unsigned long long)hdr.eh_frame_ptr, entries);
+}
+
 static PyObject *register_name(PyObject *module, PyObject *arg)
 {
     unsigned long long reg = PyLong_AsUnsignedLongLong(arg);
@@ -521,6 +570,8 @@ static PyMethodDef module_methods[] = {
     {"evaluate_expression", (PyCFunction)(void (*)(void))evaluate_expression, METH_VARARGS | METH_KEYWORDS,
      "evaluate_expression(expression, registers, read=None, initial=None) -> int"},
     {"format_expression", format_expression, METH_VARARGS, "format_expression(expr, style='readelf') -> str"},
+    {"parse_eh_frame_hdr", parse_eh_frame_hdr, METH_VARARGS,
+     "parse_eh_frame_hdr(data, address, eh_frame_address=0, eh_frame_size=0) -> header fields and entries"},
     {"register_name", register_name, METH_O, "register_name(column) -> str | None (readelf's x86-64 names)"},
     {NULL},
 };

@@ -1,0 +1,443 @@
+"""Call frame information of an ELF file: parsed and evaluated by the C core, read from Python.
+
+    >>> from fastunwind.cfi import UnwindInfo
+    >>> info = UnwindInfo.open("/lib/x86_64-linux-gnu/libc.so.6")
+    >>> fde, row = info.lookup(0x27290)
+    >>> row.cfa, row.registers[16]
+    (Rule(CFA_REG_OFFSET, register=7, offset=24), Rule(OFFSET, offset=-8))
+
+Rows are DWARF rows (DWARF 5 §6.4.1): a PC range, the CFA rule and a rule for every register column
+that has one. Bulk work uses `CfiSection.row_arrays()` (typed arrays, no per-row objects); the
+per-row dataclasses are for inspection.
+"""
+
+from __future__ import annotations
+
+import array
+import bisect
+import enum
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastunwind import _core
+from fastunwind.elf import ElfFile, Section, find_debug_file
+from fastunwind.errors import CfiError, NoUnwindInfo
+
+EH_FRAME = 0
+DEBUG_FRAME = 1
+
+#: DWARF x86-64 register numbers (System V AMD64 ABI, figure 3.36).
+RETURN_ADDRESS_COLUMN = 16
+REGISTER_NAMES = {column: _core.register_name(column) for column in range(_core.MAX_COLUMNS)}
+
+
+class RuleKind(enum.IntEnum):
+    """How a register (or the CFA) is recovered; values match the C core's fu_rule_kind."""
+
+    UNSPECIFIED = 0  #: no rule in the CFI (readelf prints "u")
+    UNDEFINED = 1  #: DW_CFA_undefined: not recoverable
+    SAME_VALUE = 2
+    OFFSET = 3  #: saved at CFA + offset
+    VAL_OFFSET = 4  #: value is CFA + offset
+    REGISTER = 5  #: saved in another register
+    EXPRESSION = 6  #: saved at the address an expression computes
+    VAL_EXPRESSION = 7  #: value is what an expression computes
+    CFA_REG_OFFSET = 8  #: CFA = register + offset
+    CFA_EXPRESSION = 9  #: CFA = expression
+
+
+_EXPRESSION_KINDS = (RuleKind.EXPRESSION, RuleKind.VAL_EXPRESSION, RuleKind.CFA_EXPRESSION)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One recovery rule. `register` is the base register of CFA_REG_OFFSET or the source of
+    REGISTER; `offset` belongs to OFFSET, VAL_OFFSET and CFA_REG_OFFSET; `expression` holds the
+    DWARF expression bytes of the expression kinds."""
+
+    kind: RuleKind
+    register: int = 0
+    offset: int = 0
+    expression: bytes = b""
+
+    def __repr__(self) -> str:
+        parts = [self.kind.name]
+        if self.kind in (RuleKind.REGISTER, RuleKind.CFA_REG_OFFSET):
+            parts.append(f"register={self.register}")
+        if self.kind in (RuleKind.OFFSET, RuleKind.VAL_OFFSET, RuleKind.CFA_REG_OFFSET):
+            parts.append(f"offset={self.offset}")
+        if self.kind in _EXPRESSION_KINDS:
+            parts.append(f"expression={self.expression.hex()}")
+        return f"Rule({', '.join(parts)})"
+
+    def describe(self) -> str:
+        """Short human form: "rsp+8", "[CFA-16]", "CFA+8", "rbx", "[DW_OP_breg7 RSP+8, ...]"."""
+        k = self.kind
+        if k == RuleKind.CFA_REG_OFFSET:
+            return f"{register_name(self.register)}{self.offset:+d}"
+        if k == RuleKind.OFFSET:
+            return f"[CFA{self.offset:+d}]"
+        if k == RuleKind.VAL_OFFSET:
+            return f"CFA{self.offset:+d}"
+        if k == RuleKind.REGISTER:
+            return register_name(self.register)
+        if k == RuleKind.SAME_VALUE:
+            return "same"
+        if k == RuleKind.UNDEFINED:
+            return "undefined"
+        if k == RuleKind.UNSPECIFIED:
+            return "unspecified"
+        text = _core.format_expression(self.expression, "llvm")
+        return f"[{text}]" if k == RuleKind.EXPRESSION else text
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind.name.lower()}
+        if self.kind in (RuleKind.REGISTER, RuleKind.CFA_REG_OFFSET):
+            out["register"] = self.register
+        if self.kind in (RuleKind.OFFSET, RuleKind.VAL_OFFSET, RuleKind.CFA_REG_OFFSET):
+            out["offset"] = self.offset
+        if self.kind in _EXPRESSION_KINDS:
+            out["expression"] = self.expression.hex()
+            out["text"] = _core.format_expression(self.expression, "llvm")
+        return out
+
+
+def register_name(column: int) -> str:
+    """readelf's name for a DWARF x86-64 register column ("rsp", "xmm3"), else "r<N>"."""
+    name = REGISTER_NAMES.get(column)
+    return name if name else f"r{column}"
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """The rules in force for PCs in [start, end)."""
+
+    start: int
+    end: int
+    cfa: Rule
+    registers: Mapping[int, Rule]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "start": self.start,
+            "end": self.end,
+            "cfa": self.cfa.to_json(),
+            "registers": {str(column): rule.to_json() for column, rule in self.registers.items()},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Cie:
+    offset: int
+    version: int
+    augmentation: str
+    code_alignment: int
+    data_alignment: int
+    return_address_column: int
+    fde_encoding: int
+    lsda_encoding: int
+    personality_encoding: int
+    personality: int | None
+    signal_frame: bool
+    address_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fde:
+    index: int  #: entry index in its section
+    offset: int  #: offset of the FDE in its section
+    cie: Cie
+    pc_begin: int
+    pc_end: int
+    lsda: int | None
+    first_row: int = field(repr=False)
+    row_count: int = field(repr=False)
+
+    @property
+    def signal_frame(self) -> bool:
+        return self.cie.signal_frame
+
+
+_ENTRY_CIE, _ENTRY_FDE, _ENTRY_TERMINATOR, _ENTRY_BAD = 0, 1, 2, 0xFF
+
+
+class CfiSection:
+    """One parsed and evaluated `.eh_frame` or `.debug_frame` section.
+
+    `strict=True` raises CfiError for the first malformed entry; with `strict=False` the good
+    entries stay usable and `errors` lists the bad ones."""
+
+    def __init__(
+        self,
+        data: bytes | memoryview,
+        kind: int,
+        address: int,
+        *,
+        name: str | None = None,
+        path: str | None = None,
+        address_size: int = 8,
+        text_base: int = 0,
+        data_base: int = 0,
+        segments: list[tuple[int, bytes | memoryview]] | None = None,
+        strict: bool = True,
+    ) -> None:
+        self.kind = kind
+        self.name = name or (".eh_frame" if kind == EH_FRAME else ".debug_frame")
+        self.path = path
+        self.address = address
+        self._data = data
+        self._table = _core.CfiTable(
+            data, kind, address, address_size, text_base, data_base, segments or ()
+        )
+        self.errors = [CfiError(message) for _, message in self._table.errors()]
+        if strict and self.errors:
+            raise self.errors[0]
+        self._cies: dict[int, Cie] = {}
+        self._row_arrays: tuple[array.array[int], array.array[int]] | None = None
+
+    # ---- counts -------------------------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        return self._table.row_count
+
+    @property
+    def state_count(self) -> int:
+        return self._table.state_count
+
+    @property
+    def entry_count(self) -> int:
+        return self._table.entry_count
+
+    def memory(self) -> dict[str, int]:
+        """Bytes held by the evaluated table, by part (rows, states, entries)."""
+        return dict(self._table.memory())
+
+    # ---- entries ------------------------------------------------------------------------------
+    def _cie(self, index: int) -> Cie:
+        cie = self._cies.get(index)
+        if cie is None:
+            entry = self._table.entry(index)
+            info = entry["cie"]
+            cie = Cie(
+                offset=entry["offset"],
+                version=info["version"],
+                augmentation=info["augmentation"],
+                code_alignment=info["code_align"],
+                data_alignment=info["data_align"],
+                return_address_column=info["ra_column"],
+                fde_encoding=info["fde_encoding"],
+                lsda_encoding=info["lsda_encoding"],
+                personality_encoding=info["personality_encoding"],
+                personality=info["personality"] if "P" in info["augmentation"] else None,
+                signal_frame=info["signal_frame"],
+                address_size=info["address_size"],
+            )
+            self._cies[index] = cie
+        return cie
+
+    def _fde(self, index: int) -> Fde:
+        entry = self._table.entry(index)
+        return Fde(
+            index=index,
+            offset=entry["offset"],
+            cie=self._cie(entry["cie_entry"]),
+            pc_begin=entry["pc_begin"],
+            pc_end=entry["pc_begin"] + entry["pc_range"],
+            lsda=entry["lsda"] if entry["has_lsda"] else None,
+            first_row=entry["first_row"],
+            row_count=entry["row_count"],
+        )
+
+    def fdes(self) -> Iterator[Fde]:
+        """The well-formed FDEs, in section order."""
+        kinds = self._table.entry_arrays()[0]
+        for index, kind in enumerate(kinds):
+            if kind == _ENTRY_FDE:
+                yield self._fde(index)
+
+    def cies(self) -> Iterator[Cie]:
+        kinds = self._table.entry_arrays()[0]
+        for index, kind in enumerate(kinds):
+            if kind == _ENTRY_CIE:
+                yield self._cie(index)
+
+    # ---- rows ---------------------------------------------------------------------------------
+    def row_arrays(self) -> tuple[array.array[int], array.array[int]]:
+        """(row start addresses as array('Q'), row state ids as array('I')): every row of every
+        entry, entries in section order. `state(i)` decodes a state id."""
+        if self._row_arrays is None:
+            addresses, states = self._table.rows()
+            starts = array.array("Q")
+            starts.frombytes(addresses)
+            ids = array.array("I")
+            ids.frombytes(states)
+            self._row_arrays = (starts, ids)
+        return self._row_arrays
+
+    def _rule(self, raw: tuple[int, int, int, int]) -> Rule:
+        kind, register, value, expr_len = raw
+        rule_kind = RuleKind(kind)
+        if rule_kind in _EXPRESSION_KINDS:
+            return Rule(rule_kind, expression=bytes(self._data[value : value + expr_len]))
+        if rule_kind == RuleKind.REGISTER:
+            return Rule(rule_kind, register=register)
+        if rule_kind == RuleKind.CFA_REG_OFFSET:
+            return Rule(rule_kind, register=register, offset=value)
+        if rule_kind in (RuleKind.OFFSET, RuleKind.VAL_OFFSET):
+            return Rule(rule_kind, offset=value)
+        return Rule(rule_kind)
+
+    def state(self, state_id: int) -> tuple[Rule, dict[int, Rule]]:
+        """(CFA rule, {column: rule}) of an interned row state."""
+        cfa, columns = self._table.state(state_id)
+        return self._rule(cfa), {column: self._rule(rule) for column, rule in columns}
+
+    def rows(self, fde: Fde) -> list[Row]:
+        starts, ids = self.row_arrays()
+        out = []
+        last = fde.first_row + fde.row_count
+        for i in range(fde.first_row, last):
+            end = starts[i + 1] if i + 1 < last else fde.pc_end
+            cfa, registers = self.state(ids[i])
+            out.append(Row(starts[i], end, cfa, registers))
+        return out
+
+    def lookup(self, address: int) -> tuple[Fde, Row]:
+        """The FDE and row in force at svma `address`; NoUnwindInfo if no FDE covers it."""
+        found = self._table.lookup(address)
+        if found is None:
+            raise NoUnwindInfo(f"no FDE in {self.name} covers 0x{address:x}")
+        entry_index, row_index = found
+        return self._row_at(self._fde(entry_index), row_index)
+
+    def _row_at(self, fde: Fde, row_index: int) -> tuple[Fde, Row]:
+        starts, ids = self.row_arrays()
+        last = fde.first_row + fde.row_count
+        end = starts[row_index + 1] if row_index + 1 < last else fde.pc_end
+        cfa, registers = self.state(ids[row_index])
+        return fde, Row(starts[row_index], end, cfa, registers)
+
+    def fde_at_offset(self, offset: int) -> Fde | None:
+        index = self._table.entry_at(offset)
+        if index is None or self._table.entry_arrays()[0][index] != _ENTRY_FDE:
+            return None
+        return self._fde(index)
+
+    # ---- output -------------------------------------------------------------------------------
+    def render(self, *, raw: bool = False, fd: int | None = None) -> bytes | None:
+        """readelf -wF text of the section body (-wf with raw); written to `fd` if given."""
+        return self._table.render(raw=raw, fd=-1 if fd is None else fd)
+
+
+@dataclass(frozen=True, slots=True)
+class EhFrameHdr:
+    """`.eh_frame_hdr`: its header and sorted (initial location, FDE address) search table."""
+
+    address: int
+    eh_frame_ptr: int
+    table_encoding: int
+    locations: array.array[int]
+    fde_addresses: array.array[int]
+
+    @classmethod
+    def parse(cls, data: bytes | memoryview, address: int, eh_frame_address: int = 0, eh_frame_size: int = 0) -> EhFrameHdr:
+        _version, _ptr_enc, _count_enc, table_enc, eh_frame_ptr, entries = _core.parse_eh_frame_hdr(
+            data, address, eh_frame_address, eh_frame_size
+        )
+        pairs = array.array("Q")
+        pairs.frombytes(entries)
+        return cls(address, eh_frame_ptr, table_enc, pairs[0::2], pairs[1::2])
+
+    def find(self, address: int) -> int | None:
+        """svma of the FDE whose initial location is the last one <= address (binary search)."""
+        i = bisect.bisect_right(self.locations, address)
+        return self.fde_addresses[i - 1] if i else None
+
+
+class UnwindInfo:
+    """All call frame information of one ELF file: `.eh_frame` (with `.eh_frame_hdr`), and
+    `.debug_frame` from the file or from its separate debug file. Lookups try `.eh_frame` first
+    (what the runtime uses), then `.debug_frame`."""
+
+    def __init__(self, path: str, sections: list[CfiSection], hdr: EhFrameHdr | None, hdr_error: str | None) -> None:
+        self.path = path
+        self.sections = sections
+        self.eh_frame_hdr = hdr
+        #: why `.eh_frame_hdr` is not used (absent or invalid); lookups then use the linear index
+        self.eh_frame_hdr_error = hdr_error
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, separate_debug: bool = True, strict: bool = True) -> UnwindInfo:
+        path = os.fspath(path)
+        sections: list[CfiSection] = []
+        hdr: EhFrameHdr | None = None
+        hdr_error: str | None = "no .eh_frame_hdr section"
+        with ElfFile.open(path) as elf:
+            sections.extend(cfi_sections(elf, strict=strict))
+            eh_frame = next((s for s in sections if s.kind == EH_FRAME), None)
+            hdr_section = elf.section(".eh_frame_hdr")
+            if hdr_section is not None and eh_frame is not None:
+                try:
+                    size = len(eh_frame._data)
+                    hdr = EhFrameHdr.parse(bytes(elf.section_data(hdr_section)), hdr_section.addr, eh_frame.address, size)
+                    hdr_error = None
+                except CfiError as error:
+                    hdr_error = str(error)
+            if separate_debug and not any(s.kind == DEBUG_FRAME for s in sections):
+                debug_path = find_debug_file(elf)
+                if debug_path:
+                    with ElfFile.open(debug_path) as debug_elf:
+                        sections.extend(s for s in cfi_sections(debug_elf, strict=strict) if s.kind == DEBUG_FRAME)
+        return cls(path, sections, hdr, hdr_error)
+
+    def lookup(self, address: int) -> tuple[CfiSection, Fde, Row]:
+        """Section, FDE and row in force at svma `address`."""
+        for section in self.sections:
+            if section.kind == EH_FRAME and self.eh_frame_hdr is not None:
+                fde_address = self.eh_frame_hdr.find(address)
+                fde = section.fde_at_offset(fde_address - section.address) if fde_address is not None else None
+                if fde is not None and fde.pc_begin <= address < fde.pc_end:
+                    found = section._table.lookup(address)
+                    if found is not None and found[0] == fde.index:
+                        return (section, *section._row_at(fde, found[1]))
+                continue
+            try:
+                return (section, *section.lookup(address))
+            except NoUnwindInfo:
+                continue
+        raise NoUnwindInfo(f"{self.path}: no FDE covers 0x{address:x}")
+
+
+def cfi_sections(elf: ElfFile, *, strict: bool = True) -> Iterator[CfiSection]:
+    """The CFI sections of an ELF file, in section header order, parsed and evaluated."""
+    text = elf.section(".text")
+    got = elf.section(".got")
+    segments = [(s.vaddr, elf.segment_data(s)) for s in elf.segments if s.type == 1 and s.filesz]  # PT_LOAD
+    for section in elf.sections:
+        kind = frame_section_kind(section)
+        if kind is None or section.type == 8 or section.size == 0:  # SHT_NOBITS: no contents
+            continue
+        data = elf.relocated_section_data(section)
+        yield CfiSection(
+            data,
+            kind,
+            section.addr,
+            name=section.name,
+            path=elf.path,
+            address_size=8 if elf.elf_class == 64 else 4,
+            text_base=text.addr if text else 0,
+            data_base=got.addr if got else 0,
+            segments=segments,
+            strict=strict,
+        )
+
+
+def frame_section_kind(section: Section) -> int | None:
+    """EH_FRAME, DEBUG_FRAME, or None for any other section."""
+    if section.name == ".eh_frame":
+        return EH_FRAME
+    if section.name in (".debug_frame", ".zdebug_frame"):
+        return DEBUG_FRAME
+    return None

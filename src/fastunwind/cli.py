@@ -1,0 +1,40 @@
+"""The `fastunwind` command line: a thin shell over the library, one module per command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from fastunwind import __version__
+from fastunwind.commands import lookup, table
+from fastunwind.errors import FastunwindError
+
+COMMANDS = (table, lookup)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fastunwind",
+        description="Fast, trustworthy DWARF call frame information for Linux x86-64.",
+        epilog="Run 'fastunwind COMMAND --help' for a command's options and an example.",
+    )
+    parser.add_argument("--version", action="version", version=f"fastunwind {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        command.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except FastunwindError as error:
+        print(f"fastunwind: error: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # `fastunwind table big.so | head`: stop quietly, like readelf
+        sys.stderr.close()
+        return 0

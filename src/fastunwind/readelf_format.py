@@ -1,0 +1,180 @@
+"""What `readelf --debug-dump=frames-interp` (-wF) and `--debug-dump=frames` (-wf) print for a file.
+
+The section bodies come from the C core (cfi_print.c). This module reproduces the file-level rules
+of binutils 2.40 readelf around them, so that `fastunwind table FILE` and readelf can be diffed:
+
+- frame sections are shown in section header order: `.eh_frame`, and `.debug_frame` /
+  `.zdebug_frame`; an empty one prints "Section '...' has no debugging data.", a NOBITS one
+  "section '...' has the NOBITS type - its contents are unreliable.";
+- readelf follows links by default: after the file it shows the frame sections of the separate
+  debug files it finds, through `.gnu_debuglink` (CRC-checked, then that file's own links) and the
+  build-id, searched in readelf's order and listed most recently found first; only then do its
+  section headers say "(loaded from FILE)".
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from typing import BinaryIO
+
+from fastunwind.cfi import CfiSection, frame_section_kind
+from fastunwind.elf import ElfFile
+from fastunwind.errors import CfiError, ElfError
+
+SHT_NOBITS = 8
+
+#: readelf's debuglink search roots (binutils 2.40 dwarf.c, load_separate_debug_info)
+_DEBUGDIR = "/lib/debug"
+_EXTRA_DEBUG_ROOT1 = "/usr/lib/debug"
+_EXTRA_DEBUG_ROOT2 = "/usr/lib/debug/usr"
+#: readelf's build-id prefixes (load_build_id_debug_file); the last lacks its slash there too
+_BUILD_ID_PREFIXES = ("", ".debug/", "/usr/lib/debug/", "/usr/lib/debug/usr/", "/usr/lib64/debug/", "/usr/lib64/debug/usr")
+#: a debuglink chain longer than this is a loop
+MAX_LINK_DEPTH = 8
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def _crc32_of(path: str) -> int | None:
+    crc = 0
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                crc = zlib.crc32(chunk, crc)
+    except OSError:
+        return None
+    return crc
+
+
+def _debuglink_candidates(main_path: str, name: str) -> list[str]:
+    canon_dir = os.path.dirname(os.path.realpath(main_path)) + "/"
+    return [
+        name,
+        f".debug/{name}",
+        f"{canon_dir}{name}",
+        f"{canon_dir}.debug/{name}",
+        f"{_EXTRA_DEBUG_ROOT1}/{name}",
+        f"{_EXTRA_DEBUG_ROOT1}/{canon_dir}/{name}",  # readelf's "%s/%s/%s": doubled slashes kept
+        f"{_EXTRA_DEBUG_ROOT2}/{name}",
+        f"{_DEBUGDIR}/{name}",
+    ]
+
+
+def _follow_debuglink(elf: ElfFile, path: str) -> str | None:
+    link = elf.debuglink
+    if link is None:
+        return None
+    name, crc = link
+    for candidate in _debuglink_candidates(path, name):
+        if _is_elf(candidate) and _crc32_of(candidate) == crc:
+            if os.path.realpath(candidate) == os.path.realpath(path):
+                return None
+            return candidate
+    return None
+
+
+def _follow_build_id(elf: ElfFile) -> str | None:
+    note = elf.section(".note.gnu.build-id")
+    build_id = elf.build_id
+    if note is None or note.size < 0x18 or build_id is None or len(build_id) < 8:
+        return None
+    tail = build_id[1:].hex()
+    for prefix in _BUILD_ID_PREFIXES:
+        candidate = f"{prefix}.build-id/{build_id[0]:02x}/{tail}.debug"
+        if _is_elf(candidate):
+            return candidate
+    return None
+
+
+def separate_debug_files(elf: ElfFile, path: str) -> list[str]:
+    """The separate debug files readelf -wF shows after `path`, in the order it shows them."""
+    if not elf.sections:  # readelf: a file without section headers has no links to follow
+        return []
+    found: list[str] = []
+
+    def links(current: ElfFile, current_path: str, depth: int) -> None:
+        linked = _follow_debuglink(current, current_path)
+        if linked is not None:
+            found.insert(0, linked)
+            if depth < MAX_LINK_DEPTH:
+                try:
+                    with ElfFile.open(linked) as linked_elf:
+                        links(linked_elf, linked, depth + 1)
+                except ElfError:
+                    pass
+        built = _follow_build_id(current)
+        if built is not None:
+            found.insert(0, built)
+
+    links(elf, path, 0)
+    return found
+
+
+def _write(out: BinaryIO, text: str) -> None:
+    out.write(text.encode())
+
+
+def render_file(path: str, out: BinaryIO, *, raw: bool = False, follow_links: bool = True) -> list[CfiError]:
+    """Write what readelf -wF (-wf with raw) prints for `path` to `out`; return the CFI errors met
+    (their entries are shown without rows, as far as they decode)."""
+    errors: list[CfiError] = []
+    with ElfFile.open(path) as elf:
+        files = [(path, elf)]
+        if follow_links:
+            for debug_path in separate_debug_files(elf, path):
+                try:
+                    files.append((debug_path, ElfFile.open(debug_path)))
+                except ElfError as error:
+                    errors.append(CfiError(f"{debug_path}: {error}"))
+        # readelf names the file in its headers only when it found separate debug files
+        show_origin = len(files) > 1
+        try:
+            for file_path, file_elf in files:
+                errors.extend(_render_sections(file_elf, file_path, out, raw, show_origin))
+        finally:
+            for _, file_elf in files[1:]:
+                file_elf.close()
+    return errors
+
+
+def _render_sections(elf: ElfFile, path: str, out: BinaryIO, raw: bool, show_origin: bool) -> list[CfiError]:
+    errors: list[CfiError] = []
+    address_size = 8 if elf.elf_class == 64 else 4
+    for section in elf.sections:
+        kind = frame_section_kind(section)
+        if kind is None:
+            continue
+        if section.size == 0:
+            _write(out, f"\nSection '{section.name}' has no debugging data.\n")
+            continue
+        if section.type == SHT_NOBITS:
+            _write(out, f"section '{section.name}' has the NOBITS type - its contents are unreliable.\n")
+            continue
+        table = CfiSection(
+            elf.relocated_section_data(section), kind, section.addr, name=section.name, path=path,
+            address_size=address_size, strict=False,
+        )
+        origin = f" (loaded from {path})" if show_origin else ""
+        _write(out, f"Contents of the {section.name} section{origin}:\n\n")
+        out.flush()
+        fileno = _fileno(out)
+        if fileno is not None:
+            table.render(raw=raw, fd=fileno)
+        else:
+            out.write(table.render(raw=raw) or b"")
+        errors.extend(table.errors)
+    return errors
+
+
+def _fileno(out: BinaryIO) -> int | None:
+    try:
+        return out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
