@@ -570,6 +570,41 @@ static void record_error(fu_table *t, fu_entry *e, const char *detail)
     fu_entry_set_error(e, message);
 }
 
+/* Evaluation is over: give back the growth slack of the arrays and drop the interning hash. */
+static void shrink_to_fit(fu_table *t)
+{
+    if (t->row_count && t->row_count < t->row_cap) {
+        uint64_t *a = realloc(t->row_address, (size_t)t->row_count * sizeof *a);
+        uint32_t *s = realloc(t->row_state, (size_t)t->row_count * sizeof *s);
+        if (a)
+            t->row_address = a;
+        if (s)
+            t->row_state = s;
+        if (a && s)
+            t->row_cap = t->row_count;
+    }
+    if (t->pool_count && t->pool_count < t->pool_cap) {
+        fu_rule *r = realloc(t->rule_pool, (size_t)t->pool_count * sizeof *r);
+        uint8_t *c = realloc(t->column_pool, t->pool_count);
+        if (r)
+            t->rule_pool = r;
+        if (c)
+            t->column_pool = c;
+        if (r && c)
+            t->pool_cap = t->pool_count;
+    }
+    if (t->entry_count && t->entry_count < t->entry_cap) {
+        fu_entry *e = realloc(t->entries, (size_t)t->entry_count * sizeof *e);
+        if (e) {
+            t->entries = e;
+            t->entry_cap = t->entry_count;
+        }
+    }
+    free(t->state_hash);
+    t->state_hash = NULL;
+    t->state_hash_cap = 0;
+}
+
 fu_status fu_table_evaluate(fu_table *t, fu_error *err)
 {
     evaluator ev;
@@ -631,5 +666,6 @@ fu_status fu_table_evaluate(fu_table *t, fu_error *err)
     }
     free(ev.stack);
     free(cie_initial);
+    shrink_to_fit(t);
     return fu_table_build_index(t, err);
 }

@@ -1,0 +1,72 @@
+# fastunwind — set-up, build and checks. `make demo` and `make test` work on a fresh Debian machine:
+# they install the system packages and the Python environment they need first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMPS := .build
+
+# Oracles and build tools: readelf (binutils), llvm-dwarfdump-14 / llvm-readelf-14 (llvm-14),
+# gcc, libdw and libunwind headers for the peers' harnesses, zlib/zstd for compressed sections.
+SYSTEM_PACKAGES := binutils gcc make llvm-14 elfutils libdw-dev libunwind-dev zlib1g-dev \
+                   libzstd-dev pkg-config xz-utils
+
+NATIVE := $(wildcard native/*.c native/*.h)
+EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
+
+.PHONY: all setup build demo test sweep asan fuzz bench clean
+
+all: build
+
+$(STAMPS)/system.stamp: scripts/install-system-packages.sh
+	@mkdir -p $(STAMPS)
+	scripts/install-system-packages.sh $(SYSTEM_PACKAGES)
+	@touch $@
+
+$(STAMPS)/venv.stamp: pyproject.toml $(STAMPS)/system.stamp
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+$(EXTENSION): $(NATIVE) setup.py $(STAMPS)/venv.stamp
+	$(PY) setup.py -q build_ext --inplace
+
+setup: $(STAMPS)/venv.stamp
+build: $(EXTENSION)
+
+demo: build
+	@echo "== fastunwind table --summary $(DEMO_FILE)"
+	$(VENV)/bin/fastunwind table --summary $(DEMO_FILE)
+	@echo
+	@echo "== the same table, compared with readelf --debug-dump=frames-interp"
+	@$(VENV)/bin/fastunwind table $(DEMO_FILE) > $(STAMPS)/demo-table.txt
+	@readelf --debug-dump=frames-interp $(DEMO_FILE) > $(STAMPS)/demo-readelf.txt
+	@cmp -s $(STAMPS)/demo-table.txt $(STAMPS)/demo-readelf.txt \
+	  && echo "identical to readelf: $$(wc -l < $(STAMPS)/demo-table.txt) lines" \
+	  || { echo "DIFFERENT from readelf:"; diff $(STAMPS)/demo-table.txt $(STAMPS)/demo-readelf.txt | head -20; exit 1; }
+	@echo
+	@echo "== fastunwind lookup $(DEMO_FILE) <an address inside its first multi-row FDE>"
+	$(VENV)/bin/fastunwind lookup $(DEMO_FILE) $$($(PY) scripts/demo_address.py $(DEMO_FILE))
+
+test: build
+	$(PY) -m pytest -q tests
+
+# Every ELF file with CFI under the system's library, binary, LLVM and Python directories.
+sweep: build
+	$(PY) scripts/sweep.py
+
+# The C core under AddressSanitizer + UndefinedBehaviorSanitizer: a standalone driver runs the
+# hostile-input corpus and mutated real sections.
+asan: $(STAMPS)/system.stamp
+	$(MAKE) -C native/fuzz asan
+
+fuzz: $(STAMPS)/system.stamp
+	$(MAKE) -C native/fuzz fuzz
+
+bench: build
+	$(PY) benchmarks/bench_cfi.py
+
+clean:
+	rm -rf build $(STAMPS) src/fastunwind/_core*.so src/*.egg-info
+	$(MAKE) -C native/fuzz clean 2>/dev/null || true
