@@ -41,7 +41,8 @@ demo: build
 	@echo
 	@echo "== the same table, compared with readelf --debug-dump=frames-interp"
 	@$(VENV)/bin/fastunwind table $(DEMO_FILE) > $(STAMPS)/demo-table.txt
-	@readelf --debug-dump=frames-interp $(DEMO_FILE) > $(STAMPS)/demo-readelf.txt
+	@# readelf exits 1 when it meets a NOBITS .eh_frame in a separate debug file (libc6-dbg); its output is what counts
+	@readelf --debug-dump=frames-interp $(DEMO_FILE) > $(STAMPS)/demo-readelf.txt || true
 	@cmp -s $(STAMPS)/demo-table.txt $(STAMPS)/demo-readelf.txt \
 	  && echo "identical to readelf: $$(wc -l < $(STAMPS)/demo-table.txt) lines" \
 	  || { echo "DIFFERENT from readelf:"; diff $(STAMPS)/demo-table.txt $(STAMPS)/demo-readelf.txt | head -20; exit 1; }
