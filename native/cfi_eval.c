@@ -214,6 +214,11 @@ bool fu_insn_decode(fu_cursor *c, const fu_cie_info *cie, const fu_section *sect
 
 typedef struct dense_state {
     fu_rule cfa;
+    /* The register and offset last set by DW_CFA_def_cfa*, kept while the CFA is an expression:
+     * a later DW_CFA_def_cfa_register returns to register+offset with this offset (libgcc's
+     * execute_cfa_program and gdb do so; readelf shows it). Not part of the interned state. */
+    uint16_t cfa_register;
+    int64_t cfa_offset;
     uint64_t set[FU_MAX_COLUMNS / 64]; /* columns whose rule is not unspecified */
     fu_rule rules[FU_MAX_COLUMNS];
 } dense_state;
@@ -406,6 +411,15 @@ static bool emit_row(evaluator *ev, uint64_t address)
     return true;
 }
 
+static void set_cfa_register_offset(evaluator *ev)
+{
+    ev->current.cfa.kind = FU_CFA_REG_OFFSET;
+    ev->current.cfa.reg = ev->current.cfa_register;
+    ev->current.cfa.value = ev->current.cfa_offset;
+    ev->current.cfa.expr_len = 0;
+    ev->dirty = true;
+}
+
 static void set_rule(evaluator *ev, unsigned col, fu_rule rule)
 {
     ev->current.rules[col] = rule;
@@ -441,7 +455,12 @@ static bool run(evaluator *ev, fu_entry *e, uint64_t loc, char *message, size_t 
                             insn.op == FU_INSN_SAME_VALUE || insn.op == FU_INSN_REGISTER ||
                             insn.op == FU_INSN_EXPRESSION || insn.op == FU_INSN_VAL_EXPRESSION;
         bool names_cfa_register = insn.op == FU_INSN_DEF_CFA || insn.op == FU_INSN_DEF_CFA_REGISTER;
-        if ((names_column || names_cfa_register) && insn.reg >= FU_MAX_COLUMNS) {
+        if (names_cfa_register && insn.reg > UINT16_MAX) {
+            snprintf(message, message_size, "%s: CFA register %llu is not a register number (instruction at offset 0x%llx)",
+                     fu_cfa_name(insn.opcode), (unsigned long long)insn.reg, (unsigned long long)at);
+            return false;
+        }
+        if (names_column && insn.reg >= FU_MAX_COLUMNS) {
             snprintf(message, message_size,
                      "%s: register %llu exceeds the limit of %d columns (instruction at offset 0x%llx)",
                      fu_cfa_name(insn.opcode), (unsigned long long)insn.reg, FU_MAX_COLUMNS,
@@ -506,32 +525,20 @@ static bool run(evaluator *ev, fu_entry *e, uint64_t loc, char *message, size_t 
             ev->dirty = true;
             break;
         case FU_INSN_DEF_CFA:
-            ev->current.cfa.kind = FU_CFA_REG_OFFSET;
-            ev->current.cfa.reg = (uint16_t)insn.reg;
-            ev->current.cfa.value = insn.value;
-            ev->current.cfa.expr_len = 0;
-            ev->dirty = true;
+            ev->current.cfa_register = (uint16_t)insn.reg;
+            ev->current.cfa_offset = insn.value;
+            set_cfa_register_offset(ev);
             break;
         case FU_INSN_DEF_CFA_REGISTER:
-            /* DWARF 5 §6.4.2.2: only valid when the CFA is register+offset; the offset stays. */
-            if (ev->current.cfa.kind == FU_CFA_EXPRESSION) {
-                ev->current.cfa.value = 0;
-                ev->current.cfa.expr_len = 0;
-            }
-            ev->current.cfa.kind = FU_CFA_REG_OFFSET;
-            ev->current.cfa.reg = (uint16_t)insn.reg;
-            ev->dirty = true;
+            /* DWARF 5 §6.4.2.2: the offset stays (the one before any CFA expression) */
+            ev->current.cfa_register = (uint16_t)insn.reg;
+            set_cfa_register_offset(ev);
             break;
         case FU_INSN_DEF_CFA_OFFSET:
-            if (ev->current.cfa.kind == FU_CFA_EXPRESSION) {
-                snprintf(message, message_size,
-                         "%s while the CFA is an expression (instruction at offset 0x%llx)",
-                         fu_cfa_name(insn.opcode), (unsigned long long)at);
-                return false;
-            }
-            ev->current.cfa.kind = FU_CFA_REG_OFFSET;
-            ev->current.cfa.value = insn.value;
-            ev->dirty = true;
+            /* while the CFA is an expression only the remembered offset changes (libgcc) */
+            ev->current.cfa_offset = insn.value;
+            if (ev->current.cfa.kind != FU_CFA_EXPRESSION)
+                set_cfa_register_offset(ev);
             break;
         case FU_INSN_DEF_CFA_EXPRESSION:
             if (insn.expr_len > UINT32_MAX) {
@@ -613,9 +620,14 @@ fu_status fu_table_evaluate(fu_table *t, fu_error *err)
     ev.stack = malloc(sizeof(dense_state) * FU_MAX_STATE_STACK);
     /* Initial rule set of each CIE, as an interned state id (UINT32_MAX: not evaluated). */
     uint32_t *cie_initial = malloc(sizeof(uint32_t) * (t->cie_count ? t->cie_count : 1));
-    if (!ev.stack || !cie_initial) {
+    /* ... and the CFA register/offset behind it (see dense_state) */
+    uint16_t *cie_cfa_register = malloc(sizeof(uint16_t) * (t->cie_count ? t->cie_count : 1));
+    int64_t *cie_cfa_offset = malloc(sizeof(int64_t) * (t->cie_count ? t->cie_count : 1));
+    if (!ev.stack || !cie_initial || !cie_cfa_register || !cie_cfa_offset) {
         free(ev.stack);
         free(cie_initial);
+        free(cie_cfa_register);
+        free(cie_cfa_offset);
         return fu_fail(err, FU_ERR_NOMEM, "out of memory evaluating CFI");
     }
     char message[300];
@@ -639,6 +651,8 @@ fu_status fu_table_evaluate(fu_table *t, fu_error *err)
         }
         e->row_count = t->row_count - e->first_row;
         cie_initial[e->cie_slot] = t->row_state[t->row_count - 1];
+        cie_cfa_register[e->cie_slot] = ev.current.cfa_register;
+        cie_cfa_offset[e->cie_slot] = ev.current.cfa_offset;
     }
     for (uint32_t i = 0; i < t->entry_count; i++) {
         fu_entry *e = &t->entries[i];
@@ -651,6 +665,8 @@ fu_status fu_table_evaluate(fu_table *t, fu_error *err)
             continue;
         }
         expand_state(t, initial, &ev.current);
+        ev.current.cfa_register = cie_cfa_register[ce->cie_slot];
+        ev.current.cfa_offset = cie_cfa_offset[ce->cie_slot];
         ev.initial = ev.current;
         ev.last_state = initial;
         ev.dirty = false;
@@ -666,6 +682,8 @@ fu_status fu_table_evaluate(fu_table *t, fu_error *err)
     }
     free(ev.stack);
     free(cie_initial);
+    free(cie_cfa_register);
+    free(cie_cfa_offset);
     shrink_to_fit(t);
     return fu_table_build_index(t, err);
 }

@@ -13,6 +13,9 @@
 
 #include "cfi.h"
 
+/* Highest register column readelf accepts (the size of its x86-64 register-name table). */
+#define READELF_LAST_COLUMN 126
+
 static unsigned entry_address_size(const fu_table *t, const fu_entry *e)
 {
     return e->cie ? e->cie->address_size : t->section.address_size;
@@ -277,7 +280,11 @@ static void print_instructions(fu_out *o, const fu_table *t, const fu_entry *e, 
             return;
         }
         const char *name = fu_cfa_name(insn.opcode);
-        format_register(reg, sizeof reg, insn.reg);
+        /* readelf sizes its columns by its register-name table (126 names on x86-64) and flags
+         * a rule for any register beyond it */
+        bool names_column = insn.op != FU_INSN_DEF_CFA && insn.op != FU_INSN_DEF_CFA_REGISTER;
+        int n = names_column && insn.reg > READELF_LAST_COLUMN ? snprintf(reg, sizeof reg, "bad register: ") : 0;
+        format_register(reg + n, sizeof reg - (size_t)n, insn.reg);
         switch ((fu_insn_op)insn.op) {
         case FU_INSN_ADVANCE:
             if (insn.opcode == 0x40)

@@ -148,7 +148,12 @@ enum {
     DW_OP_xderef_size = 0x95, DW_OP_nop = 0x96, DW_OP_push_object_address = 0x97,
     DW_OP_call2 = 0x98, DW_OP_call4 = 0x99, DW_OP_call_ref = 0x9a, DW_OP_form_tls_address = 0x9b,
     DW_OP_call_frame_cfa = 0x9c, DW_OP_bit_piece = 0x9d, DW_OP_implicit_value = 0x9e,
-    DW_OP_stack_value = 0x9f, DW_OP_entry_value = 0xa3, DW_OP_lo_user = 0xe0,
+    DW_OP_stack_value = 0x9f, DW_OP_addrx = 0xa1, DW_OP_entry_value = 0xa3,
+    DW_OP_GNU_addr_index = 0xfb, DW_OP_GNU_const_index = 0xfc,
+    DW_OP_const_type = 0xa4, DW_OP_regval_type = 0xa5, DW_OP_deref_type = 0xa6,
+    DW_OP_convert = 0xa8, DW_OP_reinterpret = 0xa9, DW_OP_GNU_const_type = 0xf4,
+    DW_OP_GNU_regval_type = 0xf5, DW_OP_GNU_deref_type = 0xf6, DW_OP_GNU_convert = 0xf7,
+    DW_OP_GNU_reinterpret = 0xf9, DW_OP_GNU_parameter_ref = 0xfa, DW_OP_GNU_encoded_addr = 0xf1, DW_OP_lo_user = 0xe0,
     DW_OP_GNU_push_tls_address = 0xe0, DW_OP_GNU_uninit = 0xf0, DW_OP_GNU_entry_value = 0xf3,
     DW_OP_hi_user = 0xff
 };
@@ -156,7 +161,10 @@ enum {
 typedef enum operand_form {
     OPERANDS_NONE, OPERANDS_U8, OPERANDS_S8, OPERANDS_U16, OPERANDS_S16, OPERANDS_U32,
     OPERANDS_S32, OPERANDS_U64, OPERANDS_S64, OPERANDS_ADDR, OPERANDS_ULEB, OPERANDS_SLEB,
-    OPERANDS_ULEB_SLEB, OPERANDS_ULEB_ULEB, OPERANDS_BLOCK, OPERANDS_UNKNOWN
+    OPERANDS_ULEB_SLEB, OPERANDS_ULEB_ULEB, OPERANDS_BLOCK, OPERANDS_U8_ULEB,
+    OPERANDS_ULEB_BLOCK8, /* ULEB type offset, then a block with a 1-byte length (const_type) */
+    OPERANDS_ENCODED,     /* a DW_EH_PE encoding byte, then a value of that encoding's size */
+    OPERANDS_UNKNOWN
 } operand_form;
 
 typedef struct expr_op {
@@ -231,6 +239,21 @@ static const char *op_name(uint8_t op, operand_form *form)
     case DW_OP_implicit_value: *form = OPERANDS_BLOCK; return "DW_OP_implicit_value";
     case DW_OP_stack_value: return "DW_OP_stack_value";
     case DW_OP_entry_value: *form = OPERANDS_BLOCK; return "DW_OP_entry_value";
+    case DW_OP_addrx: *form = OPERANDS_ULEB; return "DW_OP_addrx";
+    case DW_OP_const_type: *form = OPERANDS_ULEB_BLOCK8; return "DW_OP_const_type";
+    case DW_OP_GNU_const_type: *form = OPERANDS_ULEB_BLOCK8; return "DW_OP_GNU_const_type";
+    case DW_OP_regval_type: *form = OPERANDS_ULEB_ULEB; return "DW_OP_regval_type";
+    case DW_OP_GNU_regval_type: *form = OPERANDS_ULEB_ULEB; return "DW_OP_GNU_regval_type";
+    case DW_OP_deref_type: *form = OPERANDS_U8_ULEB; return "DW_OP_deref_type";
+    case DW_OP_GNU_deref_type: *form = OPERANDS_U8_ULEB; return "DW_OP_GNU_deref_type";
+    case DW_OP_convert: *form = OPERANDS_ULEB; return "DW_OP_convert";
+    case DW_OP_GNU_convert: *form = OPERANDS_ULEB; return "DW_OP_GNU_convert";
+    case DW_OP_reinterpret: *form = OPERANDS_ULEB; return "DW_OP_reinterpret";
+    case DW_OP_GNU_reinterpret: *form = OPERANDS_ULEB; return "DW_OP_GNU_reinterpret";
+    case DW_OP_GNU_parameter_ref: *form = OPERANDS_U32; return "DW_OP_GNU_parameter_ref";
+    case DW_OP_GNU_encoded_addr: *form = OPERANDS_ENCODED; return "DW_OP_GNU_encoded_addr";
+    case DW_OP_GNU_addr_index: *form = OPERANDS_ULEB; return "DW_OP_GNU_addr_index";
+    case DW_OP_GNU_const_index: *form = OPERANDS_ULEB; return "DW_OP_GNU_const_index";
     case DW_OP_GNU_push_tls_address: return "DW_OP_GNU_push_tls_address";
     case DW_OP_GNU_uninit: return "DW_OP_GNU_uninit";
     case DW_OP_GNU_entry_value: *form = OPERANDS_BLOCK; return "DW_OP_GNU_entry_value";
@@ -269,6 +292,22 @@ static bool expr_next(fu_cursor *c, unsigned address_size, expr_op *op)
     case OPERANDS_SLEB: op->s = fu_read_sleb(c); op->u = (uint64_t)op->s; break;
     case OPERANDS_ULEB_SLEB: op->u = fu_read_uleb(c); op->s = fu_read_sleb(c); break;
     case OPERANDS_ULEB_ULEB: op->u = fu_read_uleb(c); op->u2 = fu_read_uleb(c); break;
+    case OPERANDS_U8_ULEB: op->u = fu_read_uint(c, 1); op->u2 = fu_read_uleb(c); break;
+    case OPERANDS_ENCODED: {
+        op->u2 = fu_read_uint(c, 1);
+        unsigned size = fu_encoded_size((uint8_t)op->u2, address_size);
+        op->u = fu_read_uint(c, size ? size : address_size); /* as readelf sizes LEB encodings */
+        break;
+    }
+    case OPERANDS_ULEB_BLOCK8:
+        op->u = fu_read_uleb(c);
+        op->block_len = fu_read_uint(c, 1);
+        op->block_offset = fu_cursor_offset(c);
+        if (!c->failed && op->block_len > fu_cursor_left(c))
+            c->failed = true;
+        else
+            fu_cursor_skip(c, op->block_len);
+        break;
     case OPERANDS_BLOCK:
         op->block_len = fu_read_uleb(c);
         op->block_offset = fu_cursor_offset(c);
@@ -283,6 +322,19 @@ static bool expr_next(fu_cursor *c, unsigned address_size, expr_op *op)
 }
 
 /* ---- printing ------------------------------------------------------------------------------------ */
+
+/* Operations whose operand size depends on a compilation unit's DWARF version and offset size,
+ * which call frame information does not have. */
+static const char *in_frame_info_name(uint8_t op)
+{
+    switch (op) {
+    case 0x9a: return "DW_OP_call_ref";
+    case 0xa0: return "DW_OP_implicit_pointer";
+    case 0xf2: return "DW_OP_GNU_implicit_pointer";
+    case 0xfd: return "DW_OP_GNU_variable_value";
+    default: return NULL;
+    }
+}
 
 static void readelf_regname(fu_out *o, uint64_t reg)
 {
@@ -299,6 +351,12 @@ void fu_expr_print_readelf(fu_out *o, const uint8_t *expr, uint64_t len, unsigne
     expr_op op;
     while (fu_cursor_left(&c) > 0) {
         bool ok = expr_next(&c, address_size, &op);
+        const char *without_meaning = op.form == OPERANDS_UNKNOWN ? in_frame_info_name(op.opcode) : NULL;
+        if (without_meaning) {
+            /* operands sized by a compilation unit that CFI does not have: readelf stops here */
+            fu_out_printf(o, "(%s in frame info)", without_meaning);
+            return;
+        }
         if (op.form == OPERANDS_UNKNOWN) {
             if (op.opcode >= DW_OP_lo_user)
                 fu_out_printf(o, "(User defined location op %#x)", op.opcode);
@@ -327,6 +385,28 @@ void fu_expr_print_readelf(fu_out *o, const uint8_t *expr, uint64_t len, unsigne
             fu_out_printf(o, ") %lld", (long long)op.s);
         } else if (code == DW_OP_addr) {
             fu_out_printf(o, "DW_OP_addr: %llx", (unsigned long long)op.u);
+        } else if (op.form == OPERANDS_ULEB_BLOCK8) {
+            fu_out_printf(o, "%s: <%#llx>  %llu byte block: ", op.name, (unsigned long long)op.u,
+                          (unsigned long long)op.block_len);
+            for (uint64_t i = 0; i < op.block_len && ok; i++)
+                fu_out_printf(o, "%x ", expr[op.block_offset + i]);
+        } else if (op.form == OPERANDS_ENCODED) {
+            /* readelf applies pcrel from the section's address here; a CFI expression has none */
+            fu_out_printf(o, "%s: fmt:%02x addr:%0*llx", op.name, (unsigned)op.u2, (int)(address_size * 2),
+                          (unsigned long long)op.u);
+        } else if (code == DW_OP_regval_type || code == DW_OP_GNU_regval_type) {
+            fu_out_printf(o, "%s: %llu (", op.name, (unsigned long long)op.u);
+            readelf_regname(o, op.u);
+            fu_out_printf(o, ") <%#llx>", (unsigned long long)op.u2);
+        } else if (op.form == OPERANDS_U8_ULEB) {
+            fu_out_printf(o, "%s: %lld <%#llx>", op.name, (long long)op.u, (unsigned long long)op.u2);
+        } else if (code == DW_OP_convert || code == DW_OP_GNU_convert || code == DW_OP_reinterpret ||
+                   code == DW_OP_GNU_reinterpret) {
+            fu_out_printf(o, "%s <%#llx>", op.name, (unsigned long long)op.u);
+        } else if (code == DW_OP_GNU_parameter_ref) {
+            fu_out_printf(o, "%s: <%#llx>", op.name, (unsigned long long)op.u);
+        } else if (code == DW_OP_addrx || code == DW_OP_GNU_addr_index || code == DW_OP_GNU_const_index) {
+            fu_out_printf(o, "%s <%#llx>", op.name, (unsigned long long)op.u);
         } else if (code == DW_OP_call2 || code == DW_OP_call4) {
             fu_out_printf(o, "%s: <%#llx>", op.name, (unsigned long long)op.s);
         } else if (code == DW_OP_bit_piece) {
@@ -406,7 +486,14 @@ void fu_expr_print_llvm(fu_out *o, const uint8_t *expr, uint64_t len, unsigned a
                 fu_out_printf(o, " %+lld", (long long)op.s);
                 break;
             case OPERANDS_ULEB_ULEB:
+            case OPERANDS_U8_ULEB:
+            case OPERANDS_ENCODED:
                 fu_out_printf(o, " 0x%llx 0x%llx", (unsigned long long)op.u, (unsigned long long)op.u2);
+                break;
+            case OPERANDS_ULEB_BLOCK8:
+                fu_out_printf(o, " 0x%llx 0x%llx", (unsigned long long)op.u, (unsigned long long)op.block_len);
+                for (uint64_t i = 0; i < op.block_len && ok; i++)
+                    fu_out_printf(o, " 0x%02x", expr[op.block_offset + i]);
                 break;
             case OPERANDS_BLOCK:
                 fu_out_printf(o, " 0x%llx", (unsigned long long)op.block_len);

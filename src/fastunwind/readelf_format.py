@@ -7,8 +7,8 @@ of binutils 2.40 readelf around them, so that `fastunwind table FILE` and readel
   `.zdebug_frame`; an empty one prints "Section '...' has no debugging data.", a NOBITS one
   "section '...' has the NOBITS type - its contents are unreliable.";
 - readelf follows links by default: after the file it shows the frame sections of the separate
-  debug files it finds, through `.gnu_debuglink` (CRC-checked, then that file's own links) and the
-  build-id, searched in readelf's order and listed most recently found first; only then do its
+  debug files it finds, through `.gnu_debugaltlink`, `.gnu_debuglink` (CRC-checked; then the
+  linked file's own links), `.debug_sup` and the build-id, searched in readelf's order and listed most recently found first; only then do its
   section headers say "(loaded from FILE)".
 """
 
@@ -93,15 +93,53 @@ def _follow_build_id(elf: ElfFile) -> str | None:
     return None
 
 
-def separate_debug_files(elf: ElfFile, path: str) -> list[str]:
-    """The separate debug files readelf -wF shows after `path`, in the order it shows them."""
+def _follow_debugaltlink(elf: ElfFile, path: str) -> str | None:
+    """`.gnu_debugaltlink` (dwz): a NUL-terminated name, then a build-id of at least 20 bytes;
+    searched like a debuglink, without a check of the build-id (readelf does not check it)."""
+    section = elf.section(".gnu_debugaltlink")
+    if section is None:
+        return None
+    data = bytes(elf.section_data(section))
+    name, nul, build_id = data.partition(b"\0")
+    if not name or not nul or len(build_id) < 0x14:
+        return None
+    for candidate in _debuglink_candidates(path, name.decode(errors="replace")):
+        if _is_elf(candidate):
+            return None if os.path.realpath(candidate) == os.path.realpath(path) else candidate
+    return None
+
+
+def _follow_debug_sup(elf: ElfFile, path: str) -> str | None:
+    """`.debug_sup` (DWARF 5 §7.3.6): version (2 bytes), is_supplementary (1), file name; a
+    relative name is relative to the directory of `path` as given."""
+    section = elf.section(".debug_sup")
+    if section is None:
+        return None
+    data = bytes(elf.section_data(section))
+    if len(data) < 5 or data[2] != 0:
+        return None
+    name, nul, _ = data[3:].partition(b"\0")
+    if not nul:
+        return None
+    filename = name.decode(errors="replace")
+    if not filename.startswith("/") and "/" in path:
+        filename = f"{path.rsplit('/', 1)[0]}/{filename}"
+    return filename if _is_elf(filename) else None
+
+
+def separate_debug_files(elf: ElfFile, path: str) -> tuple[list[str], list[str]]:
+    """The separate debug files readelf -wF shows after `path`, in the order it shows them, and
+    the notices it prints while finding them (before anything else)."""
     if not elf.sections:  # readelf: a file without section headers has no links to follow
-        return []
+        return [], []
     found: list[str] = []
+    notices: list[str] = []
 
     def links(current: ElfFile, current_path: str, depth: int) -> None:
-        linked = _follow_debuglink(current, current_path)
-        if linked is not None:
+        for follow in (_follow_debugaltlink, _follow_debuglink):
+            linked = follow(current, current_path)
+            if linked is None:
+                continue
             found.insert(0, linked)
             if depth < MAX_LINK_DEPTH:
                 try:
@@ -109,12 +147,16 @@ def separate_debug_files(elf: ElfFile, path: str) -> list[str]:
                         links(linked_elf, linked, depth + 1)
                 except ElfError:
                     pass
+        supplementary = _follow_debug_sup(current, current_path)
+        if supplementary is not None:
+            notices.append(f"{current_path}: Found supplementary debug file: {supplementary}\n\n")
+            found.insert(0, supplementary)
         built = _follow_build_id(current)
         if built is not None:
             found.insert(0, built)
 
     links(elf, path, 0)
-    return found
+    return found, notices
 
 
 def _write(out: BinaryIO, text: str) -> None:
@@ -128,7 +170,10 @@ def render_file(path: str, out: BinaryIO, *, raw: bool = False, follow_links: bo
     with ElfFile.open(path) as elf:
         files = [(path, elf)]
         if follow_links:
-            for debug_path in separate_debug_files(elf, path):
+            debug_paths, notices = separate_debug_files(elf, path)
+            for notice in notices:
+                _write(out, notice)
+            for debug_path in debug_paths:
                 try:
                     files.append((debug_path, ElfFile.open(debug_path)))
                 except ElfError as error:
