@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastunwind import _core
-from fastunwind.elf import ElfFile, Section, find_debug_file
+from fastunwind.elf import ElfFile, find_debug_file
 from fastunwind.errors import CfiError, NoUnwindInfo
+from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, frame_section_kind
 
-EH_FRAME = 0
-DEBUG_FRAME = 1
+__all__ = ["DEBUG_FRAME", "EH_FRAME", "Cie", "CfiSection", "EhFrameHdr", "Fde", "Row", "Rule", "RuleKind",
+           "UnwindInfo", "cfi_sections", "frame_section_kind", "register_name"]
 
 #: DWARF x86-64 register numbers (System V AMD64 ABI, figure 3.36).
 RETURN_ADDRESS_COLUMN = 16
@@ -432,12 +433,3 @@ def cfi_sections(elf: ElfFile, *, strict: bool = True) -> Iterator[CfiSection]:
             segments=segments,
             strict=strict,
         )
-
-
-def frame_section_kind(section: Section) -> int | None:
-    """EH_FRAME, DEBUG_FRAME, or None for any other section."""
-    if section.name == ".eh_frame":
-        return EH_FRAME
-    if section.name in (".debug_frame", ".zdebug_frame"):
-        return DEBUG_FRAME
-    return None

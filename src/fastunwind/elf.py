@@ -26,9 +26,7 @@ Files" (build-id and debuglink lookup); binutils 2.40 `readelf.c` `apply_relocat
 from __future__ import annotations
 
 import collections
-import dataclasses
 import functools
-import logging
 import mmap
 import os
 import stat
@@ -36,11 +34,16 @@ import struct
 import zlib
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Union
+from typing import NamedTuple, Union
 
 from fastunwind.errors import ElfError
 
-logger = logging.getLogger(__name__)
+
+
+def _logger():  # logging is imported on first use: it costs 5 ms of every CLI start
+    import logging
+
+    return logging.getLogger(__name__)
 
 #: What `section_data` returns: a zero-copy view into the mapped file, or bytes it had to build.
 SectionBytes = Union[memoryview, bytes]
@@ -175,8 +178,7 @@ ZSTD_READ_CHUNK = 1 << 20
 # --- Struct layouts (little-endian only) ------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class _Layout:
+class _Layout(NamedTuple):
     """The on-disk record formats of one ELF class."""
 
     header: struct.Struct  # after e_ident
@@ -229,8 +231,7 @@ _U32 = struct.Struct("<I")
 # --- Public records --------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Section:
+class Section(NamedTuple):
     """One section header (gABI "Section Header"), with its name resolved."""
 
     index: int
@@ -251,8 +252,7 @@ class Section:
         return bool(self.flags & SHF_COMPRESSED)
 
 
-@dataclasses.dataclass(frozen=True)
-class Segment:
+class Segment(NamedTuple):
     """One program header (gABI "Program Header"); flags are PF_R | PF_W | PF_X."""
 
     type: int
@@ -265,8 +265,7 @@ class Segment:
     align: int
 
 
-@dataclasses.dataclass(frozen=True)
-class Symbol:
+class Symbol(NamedTuple):
     """One symbol table entry. type is STT_*, bind is STB_*; section_index is st_shndx, or the
     SHT_SYMTAB_SHNDX entry when st_shndx is SHN_XINDEX; special indexes (SHN_ABS, SHN_COMMON) as is."""
 
@@ -748,7 +747,7 @@ class ElfFile:
                 value -= offset
             output[offset : offset + size] = (value & mask).to_bytes(size, "little")
         for reason, count_skipped in skipped.items():
-            logger.warning(
+            _logger().warning(
                 "%s: skipped %d relocation(s) (%s) like readelf does; first: %s",
                 self._where(relocation_section),
                 count_skipped,
@@ -1137,7 +1136,7 @@ def find_debug_file(
     name, crc = link
     if os.sep in name or name in ("", ".", ".."):
         # The name is a file name, never a path (binutils stores the basename).
-        logger.warning("%s: .gnu_debuglink name %r is not a plain file name; ignored", elf.path, name)
+        _logger().warning("%s: .gnu_debuglink name %r is not a plain file name; ignored", elf.path, name)
         return None
     directories = []
     for path in (os.path.abspath(elf.path), os.path.realpath(elf.path)):
@@ -1164,7 +1163,7 @@ def _has_build_id(path: str, build_id: bytes | None) -> bool:
         with ElfFile.open(path) as candidate:
             return candidate.build_id == build_id
     except (OSError, ElfError) as error:
-        logger.debug("%s: not a usable debug file: %s", path, error)
+        _logger().debug("%s: not a usable debug file: %s", path, error)
         return False
 
 
@@ -1184,7 +1183,7 @@ def _file_crc32(path: str) -> int | None:
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapping:
                 return zlib.crc32(mapping)
     except (OSError, ValueError) as error:
-        logger.debug("%s: cannot compute CRC-32: %s", path, error)
+        _logger().debug("%s: cannot compute CRC-32: %s", path, error)
         return None
 
 

@@ -18,9 +18,10 @@ import os
 import zlib
 from typing import BinaryIO
 
-from fastunwind.cfi import CfiSection, frame_section_kind
+from fastunwind import _core
 from fastunwind.elf import ElfFile
 from fastunwind.errors import CfiError, ElfError
+from fastunwind.frame_sections import frame_section_kind
 
 SHT_NOBITS = 8
 
@@ -202,10 +203,7 @@ def _render_sections(elf: ElfFile, path: str, out: BinaryIO, raw: bool, show_ori
         if section.type == SHT_NOBITS:
             _write(out, f"section '{section.name}' has the NOBITS type - its contents are unreliable.\n")
             continue
-        table = CfiSection(
-            elf.relocated_section_data(section), kind, section.addr, name=section.name, path=path,
-            address_size=address_size, strict=False,
-        )
+        table = _core.CfiTable(elf.relocated_section_data(section), kind, section.addr, address_size)
         origin = f" (loaded from {path})" if show_origin else ""
         _write(out, f"Contents of the {section.name} section{origin}:\n\n")
         out.flush()
@@ -214,7 +212,7 @@ def _render_sections(elf: ElfFile, path: str, out: BinaryIO, raw: bool, show_ori
             table.render(raw=raw, fd=fileno)
         else:
             out.write(table.render(raw=raw) or b"")
-        errors.extend(table.errors)
+        errors.extend(CfiError(message) for _, message in table.errors())
     return errors
 
 

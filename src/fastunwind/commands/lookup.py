@@ -8,11 +8,8 @@ through `.eh_frame_hdr`'s binary search table when it is valid, else through the
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
-
-from fastunwind.cfi import RETURN_ADDRESS_COLUMN, UnwindInfo, register_name
 
 EXAMPLE = """\
 examples:
@@ -36,6 +33,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+
+    from fastunwind.cfi import RETURN_ADDRESS_COLUMN, UnwindInfo, register_name
+
     info = UnwindInfo.open(args.file, strict=False)
     section, fde, row = info.lookup(args.address)
     if args.json:

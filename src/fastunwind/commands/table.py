@@ -8,14 +8,11 @@ By default the output is byte for byte what `readelf --debug-dump=frames-interp 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
-from collections import Counter
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from fastunwind.cfi import DEBUG_FRAME, CfiSection, RuleKind, UnwindInfo, register_name
-from fastunwind.readelf_format import render_file
+if TYPE_CHECKING:
+    from fastunwind.cfi import CfiSection
 
 EXAMPLE = """\
 examples:
@@ -46,10 +43,13 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # imported here: the readelf-format path needs neither the dataclass API nor rich
     if args.summary:
         return _summary(args.file, sys.stdout)
     if args.json:
         return _json(args.file, sys.stdout)
+    from fastunwind.readelf_format import render_file
+
     sys.stdout.flush()
     errors = render_file(args.file, sys.stdout.buffer, raw=args.raw, follow_links=not args.no_follow_links)
     sys.stdout.flush()
@@ -59,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _json(path: str, out: TextIO) -> int:
+    import json
+
+    from fastunwind.cfi import UnwindInfo
+
     info = UnwindInfo.open(path, strict=False)
     out.write('{"file": %s, "sections": [' % json.dumps(path))
     for section_number, section in enumerate(info.sections):
@@ -90,6 +94,10 @@ def _json(path: str, out: TextIO) -> int:
 def section_statistics(section: CfiSection) -> dict[str, Any]:
     """Counts of rows by CFA rule, register rules by kind and expressions (by row), computed per
     distinct state rather than per row."""
+    from collections import Counter
+
+    from fastunwind.cfi import RuleKind, register_name
+
     _, state_ids = section.row_arrays()
     rows_per_state = Counter(state_ids)
     cfa_rules: Counter[str] = Counter()
@@ -123,8 +131,12 @@ def section_statistics(section: CfiSection) -> dict[str, Any]:
 
 
 def _summary(path: str, out: TextIO) -> int:
+    import time
+
     from rich.console import Console
     from rich.table import Table
+
+    from fastunwind.cfi import DEBUG_FRAME, UnwindInfo
 
     console = Console(file=out, highlight=False)
     started = time.perf_counter()
