@@ -166,6 +166,7 @@ typedef struct fu_entry {
     uint64_t display_pc_begin;  /* what readelf shows (it applies only pcrel) */
     uint64_t lsda;
     bool has_lsda;
+    bool discarded;             /* null initial location (see parse_fde): never looked up */
     uint64_t segment_selector;
     /* rows [first_row, first_row + row_count) of the table */
     uint32_t first_row;
@@ -207,7 +208,8 @@ fu_status fu_table_parse(fu_table *table, const fu_section *section, fu_error *e
 void fu_table_free(fu_table *table);
 unsigned fu_encoded_size(uint8_t encoding, unsigned address_size);
 /* Read a DW_EH_PE-encoded pointer. `func_base` is the FDE's pc_begin for funcrel (0 otherwise).
- * Returns false (cursor failed) on truncation or an unknown encoding. */
+ * A stored 0 with a relative encoding is a null pointer and reads as 0. Returns false (cursor
+ * failed) on truncation or an unknown encoding. */
 bool fu_read_encoded(fu_cursor *c, uint8_t encoding, const fu_section *section, uint64_t func_base,
                      uint64_t *value, bool *unresolved);
 void fu_entry_set_error(fu_entry *entry, const char *message);

@@ -484,6 +484,13 @@ static bool run(evaluator *ev, fu_entry *e, uint64_t loc, char *message, size_t 
             loc += (uint64_t)insn.value;
             break;
         case FU_INSN_SET_LOC:
+            /* DWARF 5 §6.4.2.1: "The new location value is always greater than the current one" */
+            if (insn.uoperand < loc) {
+                snprintf(message, message_size,
+                         "DW_CFA_set_loc moves backwards from 0x%llx to 0x%llx (instruction at offset 0x%llx)",
+                         (unsigned long long)loc, (unsigned long long)insn.uoperand, (unsigned long long)at);
+                return false;
+            }
             if (!emit_row(ev, loc))
                 goto nomem;
             loc = insn.uoperand;

@@ -117,6 +117,16 @@ bool fu_read_encoded(fu_cursor *c, uint8_t encoding, const fu_section *section, 
     }
     if (c->failed)
         return false;
+    if (application == 0x60 || application == 0x70) { /* not defined by the LSB */
+        c->failed = true;
+        return false;
+    }
+    if (v == 0 && application != 0) {
+        /* A stored 0 is a null pointer, not "0 bytes from the base": no base, no indirection
+         * (libgcc's read_encoded_value_with_base; GCC writes 0 for "no LSDA"). */
+        *value = 0;
+        return true;
+    }
     switch (application) {
     case 0x00: case FU_PE_aligned: break;
     case FU_PE_pcrel: v += field_svma; break;
@@ -314,6 +324,8 @@ static void parse_fde(fu_table *t, fu_entry *e, fu_cursor *c, const fu_cie_info 
         return;
     }
     e->display_pc_begin = readelf_display_value(at_begin, encoding, &view);
+    /* a null initial location marks a function the linker discarded: libgcc skips such FDEs */
+    e->discarded = e->pc_begin == 0 && (encoding & 0x70) != 0;
     /* The address range uses the encoding's format but never its application (LSB 5.0 §10.6.1.2). */
     bool ignored;
     if (!fu_read_encoded(c, encoding & 0x0f, &view, 0, &e->pc_range, &ignored)) {
@@ -334,7 +346,7 @@ static void parse_fde(fu_table *t, fu_entry *e, fu_cursor *c, const fu_cie_info 
                 entry_error(t, e, "bad LSDA pointer (encoding 0x%02x)", cie->lsda_encoding);
                 return;
             }
-            e->has_lsda = e->lsda != 0 || (cie->lsda_encoding & 0x70) == 0;
+            e->has_lsda = e->lsda != 0; /* a stored 0 means "no LSDA" */
         }
         fu_cursor_skip(c, e->aug_data_len);
     }

@@ -124,11 +124,21 @@ const char *fu_register_name(uint64_t column)
     return NULL;
 }
 
-/* LLVM's names for the general registers (X86RegisterInfo), as llvm-dwarfdump prints them. */
+/* LLVM's names of the x86-64 DWARF registers (X86RegisterInfo.td), as llvm-dwarfdump prints
+ * them; NULL where LLVM has no name and prints the number instead. */
 static const char *const llvm_register_names[] = {
     "RAX", "RDX", "RCX", "RBX", "RSI", "RDI", "RBP", "RSP",
     "R8", "R9", "R10", "R11", "R12", "R13", "R14", "R15", "RIP",
+    "XMM0", "XMM1", "XMM2", "XMM3", "XMM4", "XMM5", "XMM6", "XMM7",
+    "XMM8", "XMM9", "XMM10", "XMM11", "XMM12", "XMM13", "XMM14", "XMM15",
+    "ST0", "ST1", "ST2", "ST3", "ST4", "ST5", "ST6", "ST7",
+    "MM0", "MM1", "MM2", "MM3", "MM4", "MM5", "MM6", "MM7",
 };
+
+static const char *llvm_register_name(uint64_t reg)
+{
+    return reg < sizeof llvm_register_names / sizeof llvm_register_names[0] ? llvm_register_names[reg] : NULL;
+}
 
 /* ---- decoding ---------------------------------------------------------------------------------- */
 
@@ -439,14 +449,6 @@ void fu_expr_print_readelf(fu_out *o, const uint8_t *expr, uint64_t len, unsigne
     }
 }
 
-static void llvm_regname(fu_out *o, uint64_t reg)
-{
-    if (reg < sizeof llvm_register_names / sizeof llvm_register_names[0])
-        fu_out_printf(o, "%s", llvm_register_names[reg]);
-    else
-        fu_out_printf(o, "reg%llu", (unsigned long long)reg);
-}
-
 void fu_expr_print_llvm(fu_out *o, const uint8_t *expr, uint64_t len, unsigned address_size)
 {
     fu_cursor c = fu_cursor_make(expr, expr, expr + len);
@@ -464,20 +466,17 @@ void fu_expr_print_llvm(fu_out *o, const uint8_t *expr, uint64_t len, unsigned a
         }
         if (code >= DW_OP_lit0 && code <= DW_OP_lit31) {
             fu_out_printf(o, "DW_OP_lit%d", code - DW_OP_lit0);
-        } else if (code >= DW_OP_reg0 && code <= DW_OP_reg31) {
-            fu_out_printf(o, "DW_OP_reg%d ", code - DW_OP_reg0);
-            llvm_regname(o, code - DW_OP_reg0);
-        } else if (code >= DW_OP_breg0 && code <= DW_OP_breg31) {
-            fu_out_printf(o, "DW_OP_breg%d ", code - DW_OP_breg0);
-            llvm_regname(o, code - DW_OP_breg0);
-            fu_out_printf(o, "%+lld", (long long)op.s);
-        } else if (code == DW_OP_regx) {
-            fu_out_printf(o, "DW_OP_regx ");
-            llvm_regname(o, op.u);
-        } else if (code == DW_OP_bregx) {
-            fu_out_printf(o, "DW_OP_bregx ");
-            llvm_regname(o, op.u);
-            fu_out_printf(o, "%+lld", (long long)op.s);
+        } else if (code >= DW_OP_reg0 && code <= DW_OP_reg31 && llvm_register_name(code - DW_OP_reg0)) {
+            fu_out_printf(o, "DW_OP_reg%d %s", code - DW_OP_reg0, llvm_register_name(code - DW_OP_reg0));
+        } else if (code >= DW_OP_breg0 && code <= DW_OP_breg31 && llvm_register_name(code - DW_OP_breg0)) {
+            fu_out_printf(o, "DW_OP_breg%d %s%+lld", code - DW_OP_breg0, llvm_register_name(code - DW_OP_breg0),
+                          (long long)op.s);
+        } else if (code == DW_OP_regx && llvm_register_name(op.u)) {
+            fu_out_printf(o, "DW_OP_regx %s", llvm_register_name(op.u));
+        } else if (code == DW_OP_bregx && llvm_register_name(op.u)) {
+            fu_out_printf(o, "DW_OP_bregx %s%+lld", llvm_register_name(op.u), (long long)op.s);
+        } else if (code == DW_OP_bregx) { /* LLVM prints the operands of an unnamed register */
+            fu_out_printf(o, "DW_OP_bregx 0x%llx %+lld", (unsigned long long)op.u, (long long)op.s);
         } else {
             fu_out_printf(o, "%s", op.name);
             switch (op.form) {

@@ -28,7 +28,7 @@ fu_status fu_table_build_index(fu_table *t, fu_error *err)
     t->fde_count = 0;
     for (uint32_t i = 0; i < t->entry_count; i++) {
         const fu_entry *e = &t->entries[i];
-        if (e->kind == FU_ENTRY_FDE && !e->has_error && e->pc_range > 0 && e->row_count > 0)
+        if (e->kind == FU_ENTRY_FDE && !e->has_error && !e->discarded && e->pc_range > 0 && e->row_count > 0)
             t->fde_sorted[t->fde_count++] = i;
     }
     sort_table = t;

@@ -199,11 +199,12 @@ static PyObject *table_entry(CfiTableObject *self, PyObject *arg)
     }
     const fu_entry *e = &self->table.entries[i];
     PyObject *d = Py_BuildValue(
-        "{s:i,s:K,s:K,s:K,s:i,s:K,s:K,s:K,s:O,s:I,s:I,s:z,s:K,s:K}",
+        "{s:i,s:K,s:K,s:K,s:i,s:K,s:K,s:K,s:O,s:O,s:I,s:I,s:z,s:K,s:K}",
         "kind", e->kind, "offset", (unsigned long long)e->offset, "length", (unsigned long long)e->length,
         "id", (unsigned long long)e->id, "offset_size", e->offset_size,
         "pc_begin", (unsigned long long)e->pc_begin, "pc_range", (unsigned long long)e->pc_range,
         "lsda", (unsigned long long)e->lsda, "has_lsda", e->has_lsda ? Py_True : Py_False,
+        "discarded", e->discarded ? Py_True : Py_False,
         "first_row", e->first_row, "row_count", e->row_count, "error", e->error_message,
         "aug_data_offset", (unsigned long long)e->aug_data_offset,
         "aug_data_len", (unsigned long long)e->aug_data_len);
@@ -219,13 +220,15 @@ static PyObject *table_entry(CfiTableObject *self, PyObject *arg)
     if (e->cie && e->header_ok) {
         const fu_cie_info *c = e->cie;
         PyObject *info = Py_BuildValue(
-            "{s:i,s:s,s:K,s:L,s:K,s:i,s:i,s:i,s:O,s:K,s:i,s:i}", "version", c->version,
+            "{s:i,s:s,s:K,s:L,s:K,s:i,s:i,s:i,s:O,s:K,s:O,s:i,s:i}", "version", c->version,
             "augmentation", c->augmentation, "code_align", (unsigned long long)c->code_align,
             "data_align", (long long)c->data_align, "ra_column", (unsigned long long)c->ra_column,
             "fde_encoding", c->fde_encoding, "lsda_encoding", c->lsda_encoding,
             "personality_encoding", c->personality_encoding,
             "signal_frame", c->signal_frame ? Py_True : Py_False,
-            "personality", (unsigned long long)c->personality, "address_size", c->address_size,
+            "personality", (unsigned long long)c->personality,
+            "personality_unresolved", c->personality_indirect_unresolved ? Py_True : Py_False,
+            "address_size", c->address_size,
             "segment_size", c->segment_size);
         if (!info || PyDict_SetItemString(d, "cie", info) < 0) {
             Py_XDECREF(info);

@@ -261,7 +261,8 @@ static void check_rule(const fu_table *t, const fu_rule *r, bool cfa)
               "expression rule [0x%llx, +0x%x) outside the 0x%llx-byte section",
               (unsigned long long)r->value, r->expr_len, (unsigned long long)t->section.size);
     }
-    if (r->kind == FU_RULE_REGISTER || r->kind == FU_CFA_REG_OFFSET)
+    /* a register rule names a column; the CFA register is any 16-bit number (not a column) */
+    if (r->kind == FU_RULE_REGISTER)
         CHECK(r->reg < FU_MAX_COLUMNS, "rule names register %u", r->reg);
 }
 

@@ -231,7 +231,12 @@ class CfiSection:
                 fde_encoding=info["fde_encoding"],
                 lsda_encoding=info["lsda_encoding"],
                 personality_encoding=info["personality_encoding"],
-                personality=info["personality"] if "P" in info["augmentation"] else None,
+                # None too when an indirect pointer's slot is outside the file's segments
+                personality=(
+                    info["personality"]
+                    if "P" in info["augmentation"] and not info["personality_unresolved"] and info["personality"]
+                    else None
+                ),
                 signal_frame=info["signal_frame"],
                 address_size=info["address_size"],
             )
@@ -300,10 +305,18 @@ class CfiSection:
         out = []
         last = fde.first_row + fde.row_count
         for i in range(fde.first_row, last):
-            end = starts[i + 1] if i + 1 < last else fde.pc_end
+            if starts[i] >= fde.pc_end and fde.pc_end > fde.pc_begin:
+                break  # advanced past the FDE: never in force (readelf still prints these rows)
             cfa, registers = self.state(ids[i])
-            out.append(Row(starts[i], end, cfa, registers))
+            out.append(Row(starts[i], self._row_end(fde, i), cfa, registers))
         return out
+
+    def _row_end(self, fde: Fde, row_index: int) -> int:
+        """A row ends where the next begins, and never past its FDE: an advance beyond pc_end
+        leaves rows that are never in force (DWARF 5 §6.4.1 rows cover [pc_begin, pc_end))."""
+        starts, _ = self.row_arrays()
+        next_start = starts[row_index + 1] if row_index + 1 < fde.first_row + fde.row_count else fde.pc_end
+        return max(starts[row_index], min(next_start, fde.pc_end))
 
     def lookup(self, address: int) -> tuple[Fde, Row]:
         """The FDE and row in force at svma `address`; NoUnwindInfo if no FDE covers it."""
@@ -315,10 +328,8 @@ class CfiSection:
 
     def _row_at(self, fde: Fde, row_index: int) -> tuple[Fde, Row]:
         starts, ids = self.row_arrays()
-        last = fde.first_row + fde.row_count
-        end = starts[row_index + 1] if row_index + 1 < last else fde.pc_end
         cfa, registers = self.state(ids[row_index])
-        return fde, Row(starts[row_index], end, cfa, registers)
+        return fde, Row(starts[row_index], self._row_end(fde, row_index), cfa, registers)
 
     def fde_at_offset(self, offset: int) -> Fde | None:
         index = self._table.entry_at(offset)

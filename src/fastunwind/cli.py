@@ -34,6 +34,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FastunwindError as error:
         print(f"fastunwind: error: {error}", file=sys.stderr)
         return 1
+    except OSError as error:  # a missing or unreadable file
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"fastunwind: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # `fastunwind table big.so | head`: stop quietly, like readelf
         sys.stderr.close()

@@ -27,9 +27,17 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("file", help="ELF file")
-    parser.add_argument("address", type=lambda text: int(text, 0), help="address in the file (svma), e.g. 0x27290")
+    parser.add_argument("address", type=address, help="address in the file (svma), e.g. 0x27290")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
+
+
+def address(text: str) -> int:
+    """An address argument: hex with 0x, or decimal (argparse names this function in its error)."""
+    value = int(text, 0)
+    if value < 0:
+        raise ValueError(text)
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
