@@ -190,6 +190,37 @@ static fu_entry *new_entry(fu_table *t)
     return e;
 }
 
+/* `text` with bytes outside printable ASCII written as \xNN, for messages (they cross into
+ * Python as UTF-8). */
+static const char *printable(const char *text, char *out, size_t size)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p && n + 5 <= size; p++) {
+        if (*p >= 0x20 && *p < 0x7f && *p != '\\')
+            out[n++] = (char)*p;
+        else
+            n += (size_t)snprintf(out + n, size - n, "\\x%02x", *p);
+    }
+    out[n] = 0;
+    return out;
+}
+
+/* The 'z' augmentation data (LSB 5.0 §10.6.1.1): a ULEB length, then that many bytes, which
+ * `aug` is cut to; `c` moves past them. */
+static bool read_augmentation_data(fu_table *t, fu_entry *e, fu_cursor *c, fu_cursor *aug)
+{
+    e->aug_data_len = fu_read_uleb(c);
+    e->aug_data_offset = fu_cursor_offset(c);
+    if (c->failed || e->aug_data_len > fu_cursor_left(c)) {
+        entry_error(t, e, "augmentation data length 0x%llx overruns the entry",
+                    (unsigned long long)e->aug_data_len);
+        return false;
+    }
+    *aug = fu_cursor_sub(c, e->aug_data_len);
+    fu_cursor_skip(c, e->aug_data_len);
+    return true;
+}
+
 /* Decode a CIE's fields after the CIE id (DWARF 5 §6.4.1 items 3-9; LSB 5.0 §10.6.1.1). */
 static void parse_cie(fu_table *t, fu_entry *e, fu_cursor *c)
 {
@@ -260,15 +291,10 @@ static void parse_cie(fu_table *t, fu_entry *e, fu_cursor *c)
     }
     if (cie->augmentation[0] == 'z') {
         cie->has_z = true;
-        e->aug_data_len = fu_read_uleb(c);
-        e->aug_data_offset = fu_cursor_offset(c);
-        if (c->failed || e->aug_data_len > fu_cursor_left(c)) {
-            entry_error(t, e, "augmentation data length 0x%llx overruns the entry",
-                        (unsigned long long)e->aug_data_len);
+        fu_cursor aug;
+        if (!read_augmentation_data(t, e, c, &aug))
             return;
-        }
-        fu_cursor aug = fu_cursor_sub(c, e->aug_data_len);
-        fu_cursor_skip(c, e->aug_data_len);
+        char quoted[4 * FU_MAX_AUGMENTATION + 1];
         for (const char *p = cie->augmentation + 1; *p; p++) {
             bool unresolved;
             switch (*p) {
@@ -292,14 +318,15 @@ static void parse_cie(fu_table *t, fu_entry *e, fu_cursor *c)
                 goto done;
             }
             if (aug.failed) {
-                entry_error(t, e, "augmentation data too short for \"%s\"", cie->augmentation);
+                entry_error(t, e, "augmentation data too short for \"%s\"", printable(cie->augmentation, quoted, sizeof quoted));
                 return;
             }
         }
     done:;
     } else if (cie->augmentation[0] != 0 && strcmp(cie->augmentation, "eh") != 0) {
         /* Without 'z' the instructions' position is unknowable after an unknown augmentation. */
-        entry_error(t, e, "unknown augmentation \"%s\" without 'z'", cie->augmentation);
+        char quoted[4 * FU_MAX_AUGMENTATION + 1];
+        entry_error(t, e, "unknown augmentation \"%s\" without 'z'", printable(cie->augmentation, quoted, sizeof quoted));
         return;
     }
     e->insns_offset = fu_cursor_offset(c);
@@ -333,22 +360,16 @@ static void parse_fde(fu_table *t, fu_entry *e, fu_cursor *c, const fu_cie_info 
         return;
     }
     if (cie->has_z) {
-        e->aug_data_len = fu_read_uleb(c);
-        e->aug_data_offset = fu_cursor_offset(c);
-        if (c->failed || e->aug_data_len > fu_cursor_left(c)) {
-            entry_error(t, e, "augmentation data length 0x%llx overruns the entry",
-                        (unsigned long long)e->aug_data_len);
+        fu_cursor aug;
+        if (!read_augmentation_data(t, e, c, &aug))
             return;
-        }
         if (cie->lsda_encoding != FU_PE_omit && e->aug_data_len > 0) {
-            fu_cursor aug = fu_cursor_sub(c, e->aug_data_len);
             if (!fu_read_encoded(&aug, cie->lsda_encoding, &view, e->pc_begin, &e->lsda, &unresolved)) {
                 entry_error(t, e, "bad LSDA pointer (encoding 0x%02x)", cie->lsda_encoding);
                 return;
             }
             e->has_lsda = e->lsda != 0; /* a stored 0 means "no LSDA" */
         }
-        fu_cursor_skip(c, e->aug_data_len);
     }
     e->insns_offset = fu_cursor_offset(c);
     e->header_ok = true;
@@ -409,6 +430,13 @@ fu_status fu_table_parse(fu_table *t, const fu_section *section, fu_error *err)
         if (length == 0xffffffff) {
             length = fu_read_uint(&c, 8);
             e->offset_size = 8;
+            if (c.failed) {
+                e->kind = FU_ENTRY_FDE;
+                e->end = section->size;
+                entry_error(t, e, "truncated 64-bit length field (%zu bytes left)",
+                            (size_t)(section->size - e->offset - 4));
+                break;
+            }
         }
         e->length = length;
         e->kind = FU_ENTRY_FDE;

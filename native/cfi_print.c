@@ -62,6 +62,11 @@ static void print_entry_header(fu_out *o, const fu_table *t, const fu_entry *e)
     print_hex(o, e->id, e->offset_size);
 }
 
+static void print_terminator(fu_out *o, const fu_entry *e)
+{
+    fu_out_printf(o, "\n%08llx ZERO terminator\n\n", (unsigned long long)e->offset);
+}
+
 static void print_fde_header(fu_out *o, const fu_table *t, const fu_entry *e)
 {
     unsigned address_size = entry_address_size(t, e);
@@ -216,7 +221,7 @@ void fu_print_readelf_interp(fu_out *o, const fu_table *t)
         const fu_entry *e = &t->entries[i];
         switch ((fu_entry_kind)e->kind) {
         case FU_ENTRY_TERMINATOR:
-            fu_out_printf(o, "\n%08llx ZERO terminator\n\n", (unsigned long long)e->offset);
+            print_terminator(o, e);
             break;
         case FU_ENTRY_CIE:
             print_entry_header(o, t, e);
@@ -360,7 +365,7 @@ void fu_print_readelf_raw(fu_out *o, const fu_table *t)
         const fu_entry *e = &t->entries[i];
         switch ((fu_entry_kind)e->kind) {
         case FU_ENTRY_TERMINATOR:
-            fu_out_printf(o, "\n%08llx ZERO terminator\n\n", (unsigned long long)e->offset);
+            print_terminator(o, e);
             break;
         case FU_ENTRY_CIE: {
             const fu_cie_info *cie = e->cie;

@@ -355,7 +355,18 @@ static void readelf_regname(fu_out *o, uint64_t reg)
         fu_out_printf(o, "r%d", (int)reg);
 }
 
+/* DW_OP_entry_value blocks nest expressions; deeper than this is not real CFI, and each level
+ * costs a C stack frame. */
+#define FU_EXPR_MAX_NESTING 8
+
+static void print_readelf(fu_out *o, const uint8_t *expr, uint64_t len, unsigned address_size, unsigned depth);
+
 void fu_expr_print_readelf(fu_out *o, const uint8_t *expr, uint64_t len, unsigned address_size)
+{
+    print_readelf(o, expr, len, address_size, 0);
+}
+
+static void print_readelf(fu_out *o, const uint8_t *expr, uint64_t len, unsigned address_size, unsigned depth)
 {
     fu_cursor c = fu_cursor_make(expr, expr, expr + len);
     expr_op op;
@@ -428,8 +439,10 @@ void fu_expr_print_readelf(fu_out *o, const uint8_t *expr, uint64_t len, unsigne
                 fu_out_printf(o, "%x ", expr[op.block_offset + i]);
         } else if (code == DW_OP_entry_value || code == DW_OP_GNU_entry_value) {
             fu_out_printf(o, "%s: (", op.name);
-            if (ok)
-                fu_expr_print_readelf(o, expr + op.block_offset, op.block_len, address_size);
+            if (ok && depth < FU_EXPR_MAX_NESTING)
+                print_readelf(o, expr + op.block_offset, op.block_len, address_size, depth + 1);
+            else if (ok)
+                fu_out_printf(o, "<nested deeper than %d>", FU_EXPR_MAX_NESTING);
             fu_out_write(o, ")", 1);
         } else if (code == DW_OP_GNU_push_tls_address) {
             fu_out_printf(o, "DW_OP_GNU_push_tls_address or DW_OP_HP_unknown");

@@ -219,9 +219,15 @@ static PyObject *table_entry(CfiTableObject *self, PyObject *arg)
     Py_DECREF(cie_entry);
     if (e->cie && e->header_ok) {
         const fu_cie_info *c = e->cie;
+        /* bytes, not necessarily UTF-8: one character per byte */
+        PyObject *augmentation = PyUnicode_DecodeLatin1(c->augmentation, c->augmentation_len, NULL);
+        if (!augmentation) {
+            Py_DECREF(d);
+            return NULL;
+        }
         PyObject *info = Py_BuildValue(
-            "{s:i,s:s,s:K,s:L,s:K,s:i,s:i,s:i,s:O,s:K,s:O,s:i,s:i}", "version", c->version,
-            "augmentation", c->augmentation, "code_align", (unsigned long long)c->code_align,
+            "{s:i,s:N,s:K,s:L,s:K,s:i,s:i,s:i,s:O,s:K,s:O,s:i,s:i}", "version", c->version,
+            "augmentation", augmentation, "code_align", (unsigned long long)c->code_align,
             "data_align", (long long)c->data_align, "ra_column", (unsigned long long)c->ra_column,
             "fde_encoding", c->fde_encoding, "lsda_encoding", c->lsda_encoding,
             "personality_encoding", c->personality_encoding,
