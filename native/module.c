@@ -6,17 +6,11 @@
  * Bulk data leaves as bytes (rows as packed arrays); per-entry accessors exist for convenience.
  * Errors are raised as fastunwind.errors classes, looked up by name at import.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-#include "cfi.h"
-
-typedef struct module_state {
-    PyObject *cfi_error;
-    PyObject *expr_error;
-} module_state;
+#include "binding.h"
 
 static module_state *get_state(PyObject *module) { return (module_state *)PyModule_GetState(module); }
+
+module_state *fu_module_state(PyObject *module) { return get_state(module); }
 
 static struct PyModuleDef core_module;
 
@@ -49,6 +43,16 @@ static void table_dealloc(CfiTableObject *self)
     PyMem_Free(self->segments);
     type->tp_free((PyObject *)self);
     Py_DECREF(type);
+}
+
+const fu_table *fu_cfi_table_of(PyObject *module, PyObject *object)
+{
+    PyObject *type = get_state(module)->cfi_table_type;
+    if (!type || !PyObject_TypeCheck(object, (PyTypeObject *)type)) {
+        PyErr_Format(PyExc_TypeError, "expected a CfiTable, not %.100s", Py_TYPE(object)->tp_name);
+        return NULL;
+    }
+    return &((CfiTableObject *)object)->table;
 }
 
 static int raise_status(PyTypeObject *type, const fu_error *err)
@@ -599,10 +603,13 @@ static int module_exec(PyObject *module)
     PyObject *type = PyType_FromModuleAndSpec(module, &table_spec, NULL);
     if (!type)
         return -1;
+    st->cfi_table_type = Py_NewRef(type);
     if (PyModule_AddObject(module, "CfiTable", type) < 0) {
         Py_DECREF(type);
         return -1;
     }
+    if (fu_walk_binding_init(module) < 0)
+        return -1;
     if (PyModule_AddIntConstant(module, "MAX_COLUMNS", FU_MAX_COLUMNS) < 0 ||
         PyModule_AddIntConstant(module, "MAX_STATE_STACK", FU_MAX_STATE_STACK) < 0 ||
         PyModule_AddIntConstant(module, "EXPR_STACK", FU_EXPR_STACK) < 0 ||
@@ -617,6 +624,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     module_state *st = get_state(module);
     Py_VISIT(st->cfi_error);
     Py_VISIT(st->expr_error);
+    Py_VISIT(st->cfi_table_type);
     return 0;
 }
 
@@ -625,6 +633,7 @@ static int module_clear(PyObject *module)
     module_state *st = get_state(module);
     Py_CLEAR(st->cfi_error);
     Py_CLEAR(st->expr_error);
+    Py_CLEAR(st->cfi_table_type);
     return 0;
 }
 

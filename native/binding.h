@@ -1,0 +1,25 @@
+/* Shared by the files of the Python binding (module.c, walk_binding.c, perf_binding.c): the
+ * extension module's state and the C-level accessors one binding offers another. */
+#ifndef FASTUNWIND_BINDING_H
+#define FASTUNWIND_BINDING_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "cfi.h"
+
+typedef struct module_state {
+    PyObject *cfi_error;       /* fastunwind.errors.CfiError */
+    PyObject *expr_error;      /* fastunwind.errors.ExprError */
+    PyObject *cfi_table_type;  /* fastunwind._core.CfiTable */
+} module_state;
+
+module_state *fu_module_state(PyObject *module);
+
+/* The evaluated table of a fastunwind._core.CfiTable, or NULL with TypeError set. */
+const fu_table *fu_cfi_table_of(PyObject *module, PyObject *object);
+
+/* Each adds its types and functions to the module; -1 with an exception set on failure. */
+int fu_walk_binding_init(PyObject *module);
+
+#endif

@@ -1,0 +1,125 @@
+/* walk: unwind a stack with the evaluated CFI tables, one frame at a time.
+ *
+ * The walker reads memory only through a reader callback that checks bounds, never allocates and
+ * never holds the GIL. Each walk ends with an outcome: the end of the stack (a normal result),
+ * a truncated stack (the dump ran out), or a failure with its reason and address.
+ *
+ * Addresses: an avma is an address in the running process, an svma one stated in the ELF file;
+ * a module's `bias` converts them (avma = svma + bias). A return address points after the call;
+ * the row that describes the caller is the one of `return address - 1` (the call instruction),
+ * except in the frame a signal interrupted, where the saved IP is the faulting instruction itself:
+ * see fu_lookup_address, the one place this rule lives.
+ */
+#ifndef FASTUNWIND_WALK_H
+#define FASTUNWIND_WALK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfi.h"
+
+/* The DWARF x86-64 registers the walker tracks: rax..r15 and the return address column (16). */
+#define FU_WALK_REGISTERS 17
+#define FU_REG_RBP 6
+#define FU_REG_RSP 7
+#define FU_REG_RA 16
+
+/* Frames in one walk; deeper stacks end as FU_WALK_FRAME_LIMIT. perf's default is 127
+ * (kernel.perf_event_max_stack); 1024 covers deep recursion without unbounded work. */
+#define FU_WALK_MAX_FRAMES 1024
+
+typedef struct fu_regs {
+    uint64_t value[FU_WALK_REGISTERS];
+    uint32_t valid; /* bit per register */
+} fu_regs;
+
+static inline bool fu_regs_get(const fu_regs *r, unsigned reg, uint64_t *out)
+{
+    if (reg >= FU_WALK_REGISTERS || !(r->valid >> reg & 1))
+        return false;
+    *out = r->value[reg];
+    return true;
+}
+
+static inline void fu_regs_set(fu_regs *r, unsigned reg, uint64_t value)
+{
+    r->value[reg] = value;
+    r->valid |= 1u << reg;
+}
+
+/* An executable mapping of a module. */
+typedef struct fu_module {
+    uint64_t start, end;             /* avma range of the executable mapping */
+    uint64_t bias;                   /* avma = svma + bias */
+    const fu_table *eh_frame;        /* may be NULL */
+    const fu_table *debug_frame;     /* may be NULL */
+    const fu_image_segment *segments; /* the file's read-only PT_LOAD bytes, by svma (for reads) */
+    size_t segment_count;
+    uint32_t id;                     /* the caller's identifier (for symbolization) */
+} fu_module;
+
+/* Modules sorted by start, not overlapping. */
+typedef struct fu_address_space {
+    const fu_module *modules;
+    size_t count;
+} fu_address_space;
+
+/* Reads `size` (1..8) bytes at avma `address` as a little-endian value. Returns FU_READ_OK, or
+ * why not: FU_READ_PAST_DUMP means the address lies beyond the end of a captured stack dump (the
+ * stack is truncated, not corrupt). */
+typedef enum fu_read_status { FU_READ_OK = 0, FU_READ_UNREADABLE, FU_READ_PAST_DUMP } fu_read_status;
+typedef fu_read_status (*fu_read_fn)(void *context, uint64_t address, unsigned size, uint64_t *out);
+
+typedef enum fu_walk_outcome {
+    FU_WALK_END = 0,            /* end of the stack: return address undefined, or 0 */
+    FU_WALK_TRUNCATED,          /* the stack dump ended before the stack did */
+    FU_WALK_NO_UNWIND_INFO,     /* no CFI covers the PC and no plausible frame pointer */
+    FU_WALK_UNREADABLE,         /* memory at fault_address could not be read */
+    FU_WALK_NO_PROGRESS,        /* neither the IP nor the SP changed: would loop */
+    FU_WALK_SP_BACKWARDS,       /* the caller's SP is below the callee's */
+    FU_WALK_EXPRESSION_ERROR,   /* a DWARF expression failed */
+    FU_WALK_REGISTER_UNKNOWN,   /* a rule needs a register whose value is not known */
+    FU_WALK_FRAME_LIMIT,        /* FU_WALK_MAX_FRAMES (or the caller's limit) reached */
+    FU_WALK_OUTCOME_COUNT
+} fu_walk_outcome;
+
+const char *fu_walk_outcome_name(fu_walk_outcome outcome);
+
+typedef enum fu_frame_kind {
+    FU_FRAME_FIRST = 0,   /* the sampled IP */
+    FU_FRAME_CFI,         /* recovered through CFI */
+    FU_FRAME_SIGNAL,      /* recovered through a signal frame's CFI (the IP is not a return address) */
+    FU_FRAME_FP           /* recovered by following the frame pointer */
+} fu_frame_kind;
+
+typedef struct fu_frame {
+    uint64_t ip;           /* avma: the sampled IP, or a return address */
+    uint32_t module;       /* index in the address space, or UINT32_MAX */
+    uint8_t kind;          /* fu_frame_kind */
+} fu_frame;
+
+typedef struct fu_walk_result {
+    fu_walk_outcome outcome;
+    size_t frame_count;
+    uint64_t fault_address; /* UNREADABLE, TRUNCATED: the address; NO_UNWIND_INFO: the IP */
+} fu_walk_result;
+
+/* The address whose row applies to frame `ip`: ip itself for the first frame and for a frame
+ * interrupted by a signal, else ip - 1 (a return address may be the first byte after a
+ * function that ends in a call, e.g. to a noreturn function). */
+static inline uint64_t fu_lookup_address(uint64_t ip, bool ip_is_return_address)
+{
+    return ip_is_return_address ? ip - 1 : ip;
+}
+
+fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, fu_read_fn read,
+                       void *read_context, fu_frame *frames, size_t max_frames);
+
+/* The module whose executable mapping contains avma, or -1. */
+int64_t fu_address_space_find(const fu_address_space *space, uint64_t avma);
+
+/* Read from a module's file image: avma -> svma through the module's bias, then its segments. */
+bool fu_address_space_read_image(const fu_address_space *space, uint64_t avma, unsigned size, uint64_t *out);
+
+#endif

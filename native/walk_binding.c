@@ -1,0 +1,344 @@
+/* The walker's Python binding: AddressSpace, unwind() over a captured stack, unwind_self().
+ *
+ * AddressSpace(modules) takes (start, end, bias, eh_frame, debug_frame, segments, id) tuples:
+ * an executable mapping [start, end) of a module, avma = svma + bias, its CfiTable objects
+ * (or None), its read-only PT_LOAD bytes as (vaddr, buffer) pairs, and the caller's id. The
+ * object keeps every table and buffer alive while walks use them.
+ */
+#include "binding.h" /* Python.h first; it defines _GNU_SOURCE (process_vm_readv, REG_RIP) */
+
+#include <execinfo.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "walk.h"
+
+typedef struct AddressSpaceObject {
+    PyObject_HEAD
+    fu_address_space space;
+    fu_module *modules;
+    PyObject *keep;               /* the modules argument: tables and buffers stay alive */
+    Py_buffer *buffers;
+    fu_image_segment *segments;
+    Py_ssize_t buffer_count;
+} AddressSpaceObject;
+
+static void space_dealloc(AddressSpaceObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    for (Py_ssize_t i = 0; i < self->buffer_count; i++)
+        PyBuffer_Release(&self->buffers[i]);
+    PyMem_Free(self->buffers);
+    PyMem_Free(self->segments);
+    PyMem_Free(self->modules);
+    Py_XDECREF(self->keep);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+static int compare_modules(const void *a, const void *b)
+{
+    const fu_module *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"modules", NULL};
+    PyObject *modules;
+    if (self->modules) {
+        PyErr_SetString(PyExc_RuntimeError, "AddressSpace is already initialized");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", kwlist, &modules))
+        return -1;
+    PyObject *module = PyType_GetModule(Py_TYPE(self));
+    PyObject *seq = PySequence_Fast(modules, "modules must be a sequence");
+    if (!module || !seq)
+        return -1;
+    self->keep = seq; /* owns the reference */
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), total_segments = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 7) {
+            PyErr_SetString(PyExc_TypeError, "each module is (start, end, bias, eh_frame, debug_frame, segments, id)");
+            return -1;
+        }
+        Py_ssize_t count = PySequence_Size(PyTuple_GET_ITEM(item, 5));
+        if (count < 0)
+            return -1;
+        total_segments += count;
+    }
+    self->modules = PyMem_Calloc((size_t)n + 1, sizeof(fu_module));
+    self->segments = PyMem_Calloc((size_t)total_segments + 1, sizeof(fu_image_segment));
+    self->buffers = PyMem_Calloc((size_t)total_segments + 1, sizeof(Py_buffer));
+    if (!self->modules || !self->segments || !self->buffers) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        fu_module *m = &self->modules[i];
+        PyObject *eh, *debug, *segments;
+        unsigned long long start, end, bias;
+        unsigned int id;
+        if (!PyArg_ParseTuple(item, "KKKOOOI", &start, &end, &bias, &eh, &debug, &segments, &id))
+            return -1;
+        if (end <= start) {
+            PyErr_Format(PyExc_ValueError, "module %u: empty range 0x%llx..0x%llx", id, start, end);
+            return -1;
+        }
+        m->start = start;
+        m->end = end;
+        m->bias = bias;
+        m->id = id;
+        if (eh != Py_None && !(m->eh_frame = fu_cfi_table_of(module, eh)))
+            return -1;
+        if (debug != Py_None && !(m->debug_frame = fu_cfi_table_of(module, debug)))
+            return -1;
+        PyObject *segs = PySequence_Fast(segments, "segments must be a sequence of (vaddr, buffer)");
+        if (!segs)
+            return -1;
+        m->segments = &self->segments[self->buffer_count];
+        for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(segs); k++) {
+            unsigned long long vaddr;
+            Py_buffer *buffer = &self->buffers[self->buffer_count];
+            if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(segs, k), "Ky*", &vaddr, buffer)) {
+                Py_DECREF(segs);
+                return -1;
+            }
+            fu_image_segment *seg = &self->segments[self->buffer_count++];
+            seg->vaddr = vaddr;
+            seg->data = buffer->buf;
+            seg->size = (uint64_t)buffer->len;
+            m->segment_count++;
+        }
+        Py_DECREF(segs);
+    }
+    qsort(self->modules, (size_t)n, sizeof(fu_module), compare_modules);
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (self->modules[i].start < self->modules[i - 1].end) {
+            PyErr_Format(PyExc_ValueError, "modules %u and %u overlap at 0x%llx", self->modules[i - 1].id,
+                         self->modules[i].id, (unsigned long long)self->modules[i].start);
+            return -1;
+        }
+    self->space.modules = self->modules;
+    self->space.count = (size_t)n;
+    return 0;
+}
+
+static PyType_Slot space_slots[] = {
+    {Py_tp_dealloc, space_dealloc},
+    {Py_tp_init, space_init},
+    {Py_tp_doc, "Executable mappings of a process with their CFI tables (see fastunwind.address_space)."},
+    {0, NULL},
+};
+
+static PyType_Spec space_spec = {
+    .name = "fastunwind._core.AddressSpace",
+    .basicsize = sizeof(AddressSpaceObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = space_slots,
+};
+
+static PyObject *space_type_of(PyObject *module)
+{
+    return PyObject_GetAttrString(module, "AddressSpace");
+}
+
+static const fu_address_space *space_of(PyObject *module, PyObject *object)
+{
+    PyObject *type = space_type_of(module);
+    if (!type)
+        return NULL;
+    int ok = PyObject_TypeCheck(object, (PyTypeObject *)type);
+    Py_DECREF(type);
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "expected an AddressSpace, not %.100s", Py_TYPE(object)->tp_name);
+        return NULL;
+    }
+    return &((AddressSpaceObject *)object)->space;
+}
+
+/* ---- memory: a stack dump, then the modules' file images ------------------------------------ */
+
+typedef struct dump_memory {
+    const uint8_t *stack;
+    uint64_t stack_address, stack_size;
+    const fu_address_space *space;
+} dump_memory;
+
+static fu_read_status read_dump(void *context, uint64_t address, unsigned size, uint64_t *out)
+{
+    const dump_memory *m = context;
+    if (address >= m->stack_address && address - m->stack_address < m->stack_size &&
+        size <= m->stack_size - (address - m->stack_address)) {
+        uint64_t v = 0;
+        memcpy(&v, m->stack + (address - m->stack_address), size);
+        *out = v;
+        return FU_READ_OK;
+    }
+    if (fu_address_space_read_image(m->space, address, size, out))
+        return FU_READ_OK;
+    /* above the dump, within what a stack could still hold: the dump was cut short */
+    if (address >= m->stack_address + m->stack_size && address - m->stack_address < ((uint64_t)1 << 32))
+        return FU_READ_PAST_DUMP;
+    return FU_READ_UNREADABLE;
+}
+
+/* Our own memory, read through process_vm_readv so that a bad pointer is an error, not a fault. */
+static fu_read_status read_self(void *context, uint64_t address, unsigned size, uint64_t *out)
+{
+    (void)context;
+    uint64_t v = 0;
+    struct iovec local = {&v, size}, remote = {(void *)(uintptr_t)address, size};
+    if (size > 8 || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)size)
+        return FU_READ_UNREADABLE;
+    *out = v;
+    return FU_READ_OK;
+}
+
+static PyObject *walk_result(const fu_walk_result *r, const fu_frame *frames)
+{
+    PyObject *list = PyList_New((Py_ssize_t)r->frame_count);
+    if (!list)
+        return NULL;
+    for (size_t i = 0; i < r->frame_count; i++) {
+        PyObject *module = frames[i].module == UINT32_MAX ? Py_NewRef(Py_None) : PyLong_FromUnsignedLong(frames[i].module);
+        PyObject *item = module ? Py_BuildValue("(KNi)", (unsigned long long)frames[i].ip, module, frames[i].kind) : NULL;
+        if (!item) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return Py_BuildValue("(sKN)", fu_walk_outcome_name(r->outcome), (unsigned long long)r->fault_address, list);
+}
+
+/* unwind(space, registers: dict[int, int], stack: bytes, stack_address, max_frames=FU_WALK_MAX_FRAMES)
+ *   -> (outcome, fault_address, [(ip, module_index | None, kind)]) */
+static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"space", "registers", "stack", "stack_address", "max_frames", NULL};
+    PyObject *space_object, *registers;
+    Py_buffer stack;
+    unsigned long long stack_address;
+    Py_ssize_t max_frames = FU_WALK_MAX_FRAMES;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!y*K|n", kwlist, &space_object, &PyDict_Type, &registers,
+                                     &stack, &stack_address, &max_frames))
+        return NULL;
+    PyObject *result = NULL;
+    fu_frame *frames = NULL;
+    const fu_address_space *space = space_of(module, space_object);
+    if (!space)
+        goto done;
+    fu_regs regs = {{0}, 0};
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(registers, &pos, &key, &value)) {
+        long reg = PyLong_AsLong(key);
+        unsigned long long v = PyLong_AsUnsignedLongLongMask(value);
+        if (PyErr_Occurred())
+            goto done;
+        if (reg < 0 || reg >= FU_WALK_REGISTERS) {
+            PyErr_Format(PyExc_ValueError, "register %ld: the walker tracks DWARF registers 0-16", reg);
+            goto done;
+        }
+        fu_regs_set(&regs, (unsigned)reg, v);
+    }
+    if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
+        max_frames = FU_WALK_MAX_FRAMES;
+    frames = PyMem_Malloc(sizeof(fu_frame) * (size_t)max_frames);
+    if (!frames) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
+    fu_walk_result r;
+    Py_BEGIN_ALLOW_THREADS
+    r = fu_walk(space, &regs, read_dump, &memory, frames, (size_t)max_frames);
+    Py_END_ALLOW_THREADS
+    result = walk_result(&r, frames);
+done:
+    PyMem_Free(frames);
+    PyBuffer_Release(&stack);
+    return result;
+}
+
+/* unwind_self(space, max_frames) -> (outcome, fault_address, frames, backtrace)
+ * Walks the calling thread's own stack from this function, and returns glibc's backtrace() taken
+ * at the same place as an oracle (libgcc's unwinder, in process). */
+static PyObject *unwind_self(PyObject *module, PyObject *args)
+{
+    PyObject *space_object;
+    Py_ssize_t max_frames = 256;
+    if (!PyArg_ParseTuple(args, "O|n", &space_object, &max_frames))
+        return NULL;
+    const fu_address_space *space = space_of(module, space_object);
+    if (!space)
+        return NULL;
+    if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
+        max_frames = 256;
+    fu_frame *frames = PyMem_Malloc(sizeof(fu_frame) * (size_t)max_frames);
+    void **oracle = PyMem_Malloc(sizeof(void *) * (size_t)max_frames);
+    if (!frames || !oracle) {
+        PyMem_Free(frames);
+        PyMem_Free(oracle);
+        return PyErr_NoMemory();
+    }
+    ucontext_t context;
+    getcontext(&context);
+    int oracle_count = backtrace(oracle, (int)max_frames);
+    const greg_t *g = context.uc_mcontext.gregs;
+    fu_regs regs = {{0}, 0};
+    /* DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip */
+    static const int from_greg[FU_WALK_REGISTERS] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                                                      REG_RBP, REG_RSP, REG_R8, REG_R9, REG_R10, REG_R11,
+                                                      REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+    for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+        fu_regs_set(&regs, r, (uint64_t)g[from_greg[r]]);
+    fu_walk_result r = fu_walk(space, &regs, read_self, NULL, frames, (size_t)max_frames);
+    PyObject *walked = walk_result(&r, frames);
+    PyObject *bt = walked ? PyList_New(oracle_count) : NULL;
+    for (int i = 0; bt && i < oracle_count; i++) {
+        PyObject *ip = PyLong_FromUnsignedLongLong((uintptr_t)oracle[i]);
+        if (!ip) {
+            Py_CLEAR(bt);
+            break;
+        }
+        PyList_SET_ITEM(bt, i, ip);
+    }
+    PyMem_Free(frames);
+    PyMem_Free(oracle);
+    if (!bt) {
+        Py_XDECREF(walked);
+        return NULL;
+    }
+    PyObject *out = Py_BuildValue("(NN)", walked, bt);
+    return out;
+}
+
+static PyMethodDef walk_methods[] = {
+    {"unwind", (PyCFunction)(void (*)(void))unwind, METH_VARARGS | METH_KEYWORDS,
+     "unwind(space, registers, stack, stack_address, max_frames) -> (outcome, fault_address, frames)"},
+    {"unwind_self", unwind_self, METH_VARARGS,
+     "unwind_self(space, max_frames=256) -> ((outcome, fault_address, frames), glibc backtrace())"},
+    {NULL},
+};
+
+int fu_walk_binding_init(PyObject *module)
+{
+    PyObject *type = PyType_FromModuleAndSpec(module, &space_spec, NULL);
+    if (!type)
+        return -1;
+    if (PyModule_AddObject(module, "AddressSpace", type) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    if (PyModule_AddFunctions(module, walk_methods) < 0)
+        return -1;
+    if (PyModule_AddIntConstant(module, "WALK_MAX_FRAMES", FU_WALK_MAX_FRAMES) < 0)
+        return -1;
+    return 0;
+}
