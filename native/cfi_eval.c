@@ -148,7 +148,8 @@ bool fu_insn_decode(fu_cursor *c, const fu_cie_info *cie, const fu_section *sect
         insn->op = FU_INSN_OFFSET;
         insn->reg = fu_read_uleb(c);
         insn->uoperand = fu_read_uleb(c);
-        insn->value = -factor(insn->uoperand, cie->data_align);
+        /* negated as unsigned: a factored INT64_MIN must wrap, not overflow */
+        insn->value = (int64_t)(0 - (uint64_t)factor(insn->uoperand, cie->data_align));
         break;
     case DW_CFA_restore_extended: insn->op = FU_INSN_RESTORE; insn->reg = fu_read_uleb(c); break;
     case DW_CFA_undefined: insn->op = FU_INSN_UNDEFINED; insn->reg = fu_read_uleb(c); break;
@@ -198,8 +199,7 @@ bool fu_insn_decode(fu_cursor *c, const fu_cie_info *cie, const fu_section *sect
     case DW_CFA_GNU_args_size: insn->op = FU_INSN_ARGS_SIZE; insn->uoperand = fu_read_uleb(c); break;
     case DW_CFA_GNU_window_save: insn->op = FU_INSN_WINDOW_SAVE; break;
     default:
-        fu_fail(err, FU_ERR_CFI, "unknown call frame instruction 0x%02x at offset 0x%llx", byte,
-                (unsigned long long)(fu_cursor_offset(c) - 1));
+        fu_fail(err, FU_ERR_CFI, "unknown call frame instruction 0x%02x", byte);
         return false;
     }
     if (c->failed) {
@@ -641,7 +641,7 @@ fu_status fu_table_evaluate(fu_table *t, fu_error *err)
     /* CIEs first: their final state is every FDE's starting point. */
     for (uint32_t i = 0; i < t->entry_count; i++) {
         fu_entry *e = &t->entries[i];
-        if (e->kind != FU_ENTRY_CIE)
+        if (e->kind != FU_ENTRY_CIE || e->cie_slot == UINT32_MAX)
             continue;
         cie_initial[e->cie_slot] = UINT32_MAX;
         if (e->has_error)

@@ -3,6 +3,29 @@
  *
  * All pointers point into the caller's buffer of the file (or of a decompressed PERF_RECORD_COMPRESSED
  * payload owned by the fu_perf_data), which must outlive the fu_perf_data.
+ *
+ * Two layouts are read (perf.data-file-format.txt, "perf.data format" and "Pipe-mode data"):
+ *
+ *   file mode                               pipe mode (perf record -o -)
+ *   +---------------------------+           +---------------------------+
+ *   | perf_file_header (104 B)  |           | magic "PERFILE2", size=16 |
+ *   |  attrs/data sections,     |           +---------------------------+
+ *   |  feature bitmap           |           | HEADER_ATTR, HEADER_FEATURE|
+ *   +---------------------------+           | records ... (to the end)  |
+ *   | ids of each attr          |           +---------------------------+
+ *   | attrs: {attr, ids section}|
+ *   | data: records ...         |
+ *   | feature section table     |
+ *   | feature sections          |
+ *   +---------------------------+
+ *
+ * Event order: records are kept in file order while parsing, then every record the reader delivers
+ * (SAMPLE, MMAP/MMAP2, COMM, FORK, EXIT) is put in one index sorted by time with a *stable* sort, so
+ * records with equal times keep their file order. perf script orders by time within FINISHED_ROUND
+ * windows (util/ordered-events.c); a stable global sort by time gives the same sequence whenever perf
+ * did not have to deliver a late event out of order. A record without a time (no PERF_SAMPLE_TIME,
+ * or sample_id_all off) sorts at the time of the record before it in the file. The samples array is
+ * in that same time order: sample i is the i-th sample delivered.
  */
 #ifndef FASTUNWIND_PERF_DATA_H
 #define FASTUNWIND_PERF_DATA_H
@@ -13,6 +36,22 @@
 
 #include "cfi.h"
 
+/* The perf reader's failures are reported through fu_error with this status (cfi.h's enum stops at
+ * FU_ERR_NOT_FOUND; the value is kept clear of it). The message names the file offset in hex. */
+#define FU_ERR_PERF_DATA ((fu_status)16)
+
+/* ---- bounds on input-driven work (each has a named error) ---------------------------------- */
+
+/* Events (attrs) in one file. perf record opens one attr per -e; a group of 64 is already large. */
+#define FU_PERF_MAX_ATTRS 4096
+/* perf_event_attr.size: the kernel refuses anything above a page (perf_copy_attr); 6.x uses 136. */
+#define FU_PERF_MAX_ATTR_SIZE 4096
+/* Bytes of decompressed PERF_RECORD_COMPRESSED data per file, unless the caller sets another bound.
+ * perf record -z reaches ratios of 10-30 on DWARF stacks; 4 GiB covers a ~200 MiB compressed file. */
+#define FU_PERF_DEFAULT_MAX_DECOMPRESSED ((uint64_t)4 << 30)
+/* Strings (file names, comm, cmdline words, event names) are cut to this many bytes. */
+#define FU_PERF_MAX_STRING 4096
+
 /* perf's x86-64 user register numbering (arch/x86/include/uapi/asm/perf_regs.h). */
 enum fu_perf_reg {
     FU_PERF_REG_AX = 0, FU_PERF_REG_BX, FU_PERF_REG_CX, FU_PERF_REG_DX, FU_PERF_REG_SI,
@@ -22,7 +61,60 @@ enum fu_perf_reg {
     FU_PERF_REG_R13, FU_PERF_REG_R14, FU_PERF_REG_R15
 };
 
-/* One PERF_RECORD_SAMPLE, decoded. Absent fields are 0 / NULL (see `present`, PERF_SAMPLE_* bits). */
+/* PERF_SAMPLE_* bits (enum perf_event_sample_format). */
+enum {
+    FU_PERF_SAMPLE_IP = 1u << 0, FU_PERF_SAMPLE_TID = 1u << 1, FU_PERF_SAMPLE_TIME = 1u << 2,
+    FU_PERF_SAMPLE_ADDR = 1u << 3, FU_PERF_SAMPLE_READ = 1u << 4, FU_PERF_SAMPLE_CALLCHAIN = 1u << 5,
+    FU_PERF_SAMPLE_ID = 1u << 6, FU_PERF_SAMPLE_CPU = 1u << 7, FU_PERF_SAMPLE_PERIOD = 1u << 8,
+    FU_PERF_SAMPLE_STREAM_ID = 1u << 9, FU_PERF_SAMPLE_RAW = 1u << 10,
+    FU_PERF_SAMPLE_BRANCH_STACK = 1u << 11, FU_PERF_SAMPLE_REGS_USER = 1u << 12,
+    FU_PERF_SAMPLE_STACK_USER = 1u << 13, FU_PERF_SAMPLE_WEIGHT = 1u << 14,
+    FU_PERF_SAMPLE_DATA_SRC = 1u << 15, FU_PERF_SAMPLE_IDENTIFIER = 1u << 16,
+    FU_PERF_SAMPLE_TRANSACTION = 1u << 17, FU_PERF_SAMPLE_REGS_INTR = 1u << 18,
+    FU_PERF_SAMPLE_PHYS_ADDR = 1u << 19, FU_PERF_SAMPLE_AUX = 1u << 20, FU_PERF_SAMPLE_CGROUP = 1u << 21,
+    FU_PERF_SAMPLE_DATA_PAGE_SIZE = 1u << 22, FU_PERF_SAMPLE_CODE_PAGE_SIZE = 1u << 23,
+    FU_PERF_SAMPLE_WEIGHT_STRUCT = 1u << 24
+};
+
+/* read_format bits (enum perf_event_read_format). */
+enum {
+    FU_PERF_FORMAT_TOTAL_TIME_ENABLED = 1u << 0, FU_PERF_FORMAT_TOTAL_TIME_RUNNING = 1u << 1,
+    FU_PERF_FORMAT_ID = 1u << 2, FU_PERF_FORMAT_GROUP = 1u << 3, FU_PERF_FORMAT_LOST = 1u << 4
+};
+
+/* branch_sample_type bits that change the sample layout. */
+#define FU_PERF_SAMPLE_BRANCH_HW_INDEX (1ull << 17)
+#define FU_PERF_SAMPLE_BRANCH_COUNTERS (1ull << 19) /* Linux 6.8: u64 cntr[nr] after the entries */
+
+/* Record types (enum perf_event_type, and perf's user types from tools/lib/perf/include/perf/event.h). */
+enum {
+    FU_PERF_RECORD_MMAP = 1, FU_PERF_RECORD_LOST = 2, FU_PERF_RECORD_COMM = 3, FU_PERF_RECORD_EXIT = 4,
+    FU_PERF_RECORD_THROTTLE = 5, FU_PERF_RECORD_UNTHROTTLE = 6, FU_PERF_RECORD_FORK = 7,
+    FU_PERF_RECORD_READ = 8, FU_PERF_RECORD_SAMPLE = 9, FU_PERF_RECORD_MMAP2 = 10,
+    FU_PERF_RECORD_HEADER_ATTR = 64, FU_PERF_RECORD_HEADER_EVENT_TYPE = 65,
+    FU_PERF_RECORD_HEADER_TRACING_DATA = 66, FU_PERF_RECORD_HEADER_BUILD_ID = 67,
+    FU_PERF_RECORD_FINISHED_ROUND = 68, FU_PERF_RECORD_ID_INDEX = 69, FU_PERF_RECORD_AUXTRACE_INFO = 70,
+    FU_PERF_RECORD_AUXTRACE = 71, FU_PERF_RECORD_AUXTRACE_ERROR = 72, FU_PERF_RECORD_THREAD_MAP = 73,
+    FU_PERF_RECORD_CPU_MAP = 74, FU_PERF_RECORD_STAT_CONFIG = 75, FU_PERF_RECORD_STAT = 76,
+    FU_PERF_RECORD_STAT_ROUND = 77, FU_PERF_RECORD_EVENT_UPDATE = 78, FU_PERF_RECORD_TIME_CONV = 79,
+    FU_PERF_RECORD_HEADER_FEATURE = 80, FU_PERF_RECORD_COMPRESSED = 81, FU_PERF_RECORD_FINISHED_INIT = 82
+};
+
+/* header.misc bits whose meaning depends on the record type (perf_event.h). */
+#define FU_PERF_RECORD_MISC_CPUMODE_MASK 0x7
+#define FU_PERF_RECORD_MISC_COMM_EXEC (1u << 13)      /* COMM */
+#define FU_PERF_RECORD_MISC_MMAP_BUILD_ID (1u << 14)  /* MMAP2: build-id instead of maj/min/ino */
+#define FU_PERF_RECORD_MISC_BUILD_ID_SIZE (1u << 15)  /* HEADER_BUILD_ID: the size byte is valid */
+
+/* Feature bits of the file header (tools/perf/util/header.h). */
+enum {
+    FU_PERF_HEADER_BUILD_ID = 2, FU_PERF_HEADER_CMDLINE = 11, FU_PERF_HEADER_EVENT_DESC = 12,
+    FU_PERF_HEADER_COMPRESSED = 27, FU_PERF_HEADER_FEAT_BITS = 256
+};
+
+/* One PERF_RECORD_SAMPLE, decoded. Absent fields are 0 / NULL (see `present`, PERF_SAMPLE_* bits),
+ * except pid/tid/cpu which are UINT32_MAX (perf's -1) and period, which is the attr's sample_period
+ * when PERF_SAMPLE_PERIOD is not sampled (what perf script prints). */
 typedef struct fu_perf_sample {
     uint64_t present;          /* the attr's sample_type */
     uint32_t attr_index;       /* which event (index into the file's attrs) */
@@ -40,9 +132,206 @@ typedef struct fu_perf_sample {
     const uint8_t *regs;       /* popcount(regs_mask) u64 values (unaligned: read with memcpy) */
     const uint8_t *stack;      /* PERF_SAMPLE_STACK_USER: the dumped bytes, starting at the user sp */
     uint64_t stack_size;       /* dyn_size when given (bytes actually valid), else the dumped size */
+    /* ---- added fields: everything else a sample can carry, in the kernel's order ---- */
+    uint64_t stack_dump_size;  /* the dumped size (the `size` field; stack_size <= this) */
+    uint32_t index;            /* position in the time-ordered samples array */
+    uint32_t compressed;       /* 1 if the record came out of a PERF_RECORD_COMPRESSED stream;
+                                  file_offset is then the COMPRESSED record's offset */
+    /* PERF_SAMPLE_READ: the raw read_format block (unaligned u64s) and its decoded head */
+    const uint8_t *read;
+    uint64_t read_size;        /* bytes */
+    uint64_t read_format;      /* the attr's read_format */
+    uint64_t read_value_count; /* GROUP: nr; otherwise 1 */
+    uint64_t time_enabled, time_running;
+    /* PERF_SAMPLE_RAW */
+    const uint8_t *raw;
+    uint32_t raw_size;
+    /* PERF_SAMPLE_BRANCH_STACK: nr entries of {from, to, flags} (unaligned u64s) */
+    uint64_t branch_count;
+    uint64_t branch_hw_index;  /* with PERF_SAMPLE_BRANCH_HW_INDEX, else UINT64_MAX (perf's -1ULL) */
+    const uint8_t *branches;
+    const uint8_t *branch_counters; /* PERF_SAMPLE_BRANCH_COUNTERS: nr u64s, else NULL */
+    uint64_t weight;           /* PERF_SAMPLE_WEIGHT or _WEIGHT_STRUCT (the u64 as stored) */
+    uint64_t data_src, transaction;
+    uint64_t intr_regs_abi, intr_regs_mask;
+    const uint8_t *intr_regs;  /* popcount(intr_regs_mask) u64s */
+    uint64_t phys_addr, cgroup, data_page_size, code_page_size;
+    const uint8_t *aux;
+    uint64_t aux_size;
 } fu_perf_sample;
 
 /* The value of perf register `reg` in a sample; false if not sampled (or no user regs). */
 bool fu_perf_sample_reg(const fu_perf_sample *sample, unsigned reg, uint64_t *value);
+/* The same for PERF_SAMPLE_REGS_INTR. */
+bool fu_perf_sample_intr_reg(const fu_perf_sample *sample, unsigned reg, uint64_t *value);
+
+/* ---- attrs (events) ----------------------------------------------------------------------------- */
+
+typedef struct fu_perf_attr {
+    /* struct perf_event_attr, fields past the stated size are 0 */
+    uint32_t type, size;
+    uint64_t config, sample_period, sample_type, read_format, flags;
+    uint32_t wakeup_events, bp_type;
+    uint64_t config1, config2, branch_sample_type, sample_regs_user;
+    uint32_t sample_stack_user;
+    int32_t clockid;
+    uint64_t sample_regs_intr;
+    uint32_t aux_watermark;
+    uint16_t sample_max_stack;
+    uint32_t aux_sample_size;
+    uint64_t sig_data, config3;
+    /* decoded flags bits */
+    bool freq, sample_id_all;
+    uint64_t *ids;             /* owned */
+    uint64_t id_count;
+    char *name;                /* owned; from HEADER_EVENT_DESC or EVENT_UPDATE, NULL if unknown */
+    uint64_t file_offset;
+} fu_perf_attr;
+
+/* ---- side-band records ---------------------------------------------------------------------------- */
+
+typedef enum fu_perf_event_kind {
+    FU_PERF_EVENT_SAMPLE = 0, FU_PERF_EVENT_MMAP = 1, FU_PERF_EVENT_COMM = 2, FU_PERF_EVENT_FORK = 3,
+    FU_PERF_EVENT_EXIT = 4
+} fu_perf_event_kind;
+
+/* What sample_id_all appends to a non-sample record (struct sample_id): absent fields as in
+ * fu_perf_sample (pid/tid/cpu UINT32_MAX, others 0); `present` is the attr's sample_type restricted
+ * to TID|TIME|ID|STREAM_ID|CPU|IDENTIFIER, or 0 without sample_id_all. */
+typedef struct fu_perf_sample_id {
+    uint64_t present;
+    uint32_t pid, tid;
+    uint64_t time, id, stream_id;
+    uint32_t cpu;
+    uint32_t attr_index;
+} fu_perf_sample_id;
+
+/* MMAP and MMAP2 (both variants). Strings point into the file (or decompressed) bytes and are not
+ * NUL-terminated: use the length. */
+typedef struct fu_perf_mmap {
+    uint64_t file_offset;
+    uint16_t misc;
+    bool is_mmap2, has_build_id;
+    uint32_t pid, tid;
+    uint64_t start, length, pgoff;
+    uint32_t maj, min;         /* MMAP2 without MISC_MMAP_BUILD_ID */
+    uint64_t ino, ino_generation;
+    uint8_t build_id_size;     /* MMAP2 with MISC_MMAP_BUILD_ID (at most 20) */
+    uint8_t build_id[20];
+    uint32_t prot, flags;      /* MMAP2 */
+    const char *filename;
+    uint32_t filename_len;
+    fu_perf_sample_id sample_id;
+} fu_perf_mmap;
+
+typedef struct fu_perf_comm {
+    uint64_t file_offset;
+    uint16_t misc;
+    bool exec;                 /* PERF_RECORD_MISC_COMM_EXEC */
+    uint32_t pid, tid;
+    const char *comm;
+    uint32_t comm_len;
+    fu_perf_sample_id sample_id;
+} fu_perf_comm;
+
+/* FORK and EXIT share a layout. */
+typedef struct fu_perf_task {
+    uint64_t file_offset;
+    uint16_t misc;
+    bool is_exit;
+    uint32_t pid, ppid, tid, ptid;
+    uint64_t time;             /* the record's own time field */
+    fu_perf_sample_id sample_id;
+} fu_perf_task;
+
+/* One entry of the time-ordered index. */
+typedef struct fu_perf_event {
+    uint64_t time;             /* the sort key (see the top of this file) */
+    uint32_t index;            /* into samples / mmaps / comms / tasks */
+    uint8_t kind;              /* fu_perf_event_kind */
+} fu_perf_event;
+
+typedef struct fu_perf_build_id {
+    uint64_t file_offset;
+    uint16_t misc;
+    int32_t pid;
+    uint8_t size;              /* 20 unless MISC_BUILD_ID_SIZE said otherwise */
+    uint8_t build_id[20];
+    const char *filename;
+    uint32_t filename_len;
+} fu_perf_build_id;
+
+/* A string kept as a (pointer, length) into the file. */
+typedef struct fu_perf_string {
+    const char *data;
+    uint32_t len;
+} fu_perf_string;
+
+/* Options; zeroes mean the defaults. */
+typedef struct fu_perf_options {
+    uint64_t max_decompressed; /* 0: FU_PERF_DEFAULT_MAX_DECOMPRESSED */
+} fu_perf_options;
+
+typedef struct fu_perf_stats {
+    uint64_t records;          /* records seen, compressed ones included */
+    uint64_t compressed_records;
+    uint64_t decompressed_bytes;
+    uint64_t skipped_records;  /* known but unused, or unknown types skipped by their size */
+    uint64_t unknown_id_samples; /* samples whose id matches no attr (dropped, as perf does) */
+    uint64_t lost;             /* sum of PERF_RECORD_LOST.lost */
+    uint64_t finished_rounds;
+} fu_perf_stats;
+
+typedef struct fu_perf_data {
+    const uint8_t *data;       /* the caller's bytes */
+    uint64_t size;
+    bool pipe_mode;
+    uint64_t data_offset, data_size; /* the data section (pipe mode: after the 16-byte header) */
+    uint64_t feature_bits[FU_PERF_HEADER_FEAT_BITS / 64];
+    fu_perf_attr *attrs;
+    uint32_t attr_count, attr_cap;
+    fu_perf_sample *samples;   /* time order */
+    size_t sample_count, sample_cap;
+    fu_perf_mmap *mmaps;       /* file order */
+    size_t mmap_count, mmap_cap;
+    fu_perf_comm *comms;
+    size_t comm_count, comm_cap;
+    fu_perf_task *tasks;
+    size_t task_count, task_cap;
+    fu_perf_event *events;     /* time order */
+    size_t event_count, event_cap;
+    fu_perf_build_id *build_ids;
+    size_t build_id_count, build_id_cap;
+    fu_perf_string *cmdline;
+    uint32_t cmdline_count;
+    uint8_t *decompressed;     /* the concatenated output of every COMPRESSED record (owned) */
+    uint64_t decompressed_size;
+    struct fu_perf_block *aligned; /* owned copies of misaligned callchains (see perf_data.c) */
+    uint32_t compression_type, compression_level, compression_mmap_len; /* HEADER_COMPRESSED */
+    fu_perf_stats stats;
+    /* id -> attr lookup: sorted (id, attr index) pairs, rebuilt when attrs change */
+    struct fu_perf_id_entry *id_map;
+    size_t id_map_count;
+    bool id_map_dirty;
+} fu_perf_data;
+
+/* Parse a whole recording. On failure err names the file offset and the problem; `pd` is left
+ * freeable. `data` must stay valid until fu_perf_data_free. */
+fu_status fu_perf_data_parse(fu_perf_data *pd, const uint8_t *data, uint64_t size,
+                             const fu_perf_options *options, fu_error *err);
+void fu_perf_data_free(fu_perf_data *pd);
+const char *fu_perf_record_name(uint32_t type);
+
+/* ---- Python binding (perf_binding.c) ---------------------------------------------------------- */
+#ifdef Py_PYTHON_H
+/* Registers fastunwind._core.PerfData; called from module_exec. */
+int fu_perf_binding_init(PyObject *module);
+/* The contiguous, time-ordered samples of a fastunwind._core.PerfData object, for other C code in the
+ * extension (no Python per sample). NULL with a TypeError set if the object is not a PerfData. The
+ * array lives as long as the object. */
+const fu_perf_sample *fu_perf_object_samples(PyObject *perf_data, size_t *count);
+/* The parsed reader behind a PerfData object (mmaps, comms, tasks, events), or NULL + TypeError. */
+const fu_perf_data *fu_perf_object_data(PyObject *perf_data);
+#endif
 
 #endif

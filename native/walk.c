@@ -255,6 +255,7 @@ fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, fu
         frames[result.frame_count].ip = ip;
         frames[result.frame_count].module = m < 0 ? UINT32_MAX : (uint32_t)m;
         frames[result.frame_count].kind = kind;
+        frames[result.frame_count].flags = 0;
         result.frame_count++;
         if (result.frame_count == max_frames) {
             result.outcome = FU_WALK_FRAME_LIMIT;
@@ -267,6 +268,8 @@ fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, fu
         if (m >= 0 && find_row(&space->modules[m], lookup - space->modules[m].bias, &table, &row, &fde)) {
             const fu_entry *entry = &table->entries[fde];
             signal_frame = entry->cie && entry->cie->signal_frame;
+            if (signal_frame)
+                frames[result.frame_count - 1].flags |= FU_FRAME_SIGNAL_TRAMPOLINE;
             uint64_t ra_column = entry->cie ? entry->cie->ra_column : FU_REG_RA;
             if (!apply_row(&w, table, fu_table_state(table, table->row_state[row]), ra_column, &regs, &caller))
                 return result;

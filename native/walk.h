@@ -93,10 +93,14 @@ typedef enum fu_frame_kind {
     FU_FRAME_FP           /* recovered by following the frame pointer */
 } fu_frame_kind;
 
+/* fu_frame.flags */
+#define FU_FRAME_SIGNAL_TRAMPOLINE 1u /* this frame's own CFI is a signal frame ('S'): __restore_rt */
+
 typedef struct fu_frame {
     uint64_t ip;           /* avma: the sampled IP, or a return address */
     uint32_t module;       /* index in the address space, or UINT32_MAX */
-    uint8_t kind;          /* fu_frame_kind */
+    uint8_t kind;          /* fu_frame_kind: how this frame was recovered */
+    uint8_t flags;         /* FU_FRAME_* */
 } fu_frame;
 
 typedef struct fu_walk_result {

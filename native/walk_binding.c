@@ -206,7 +206,9 @@ static PyObject *walk_result(const fu_walk_result *r, const fu_frame *frames)
         return NULL;
     for (size_t i = 0; i < r->frame_count; i++) {
         PyObject *module = frames[i].module == UINT32_MAX ? Py_NewRef(Py_None) : PyLong_FromUnsignedLong(frames[i].module);
-        PyObject *item = module ? Py_BuildValue("(KNi)", (unsigned long long)frames[i].ip, module, frames[i].kind) : NULL;
+        PyObject *item = module ? Py_BuildValue("(KNii)", (unsigned long long)frames[i].ip, module, frames[i].kind,
+                                                frames[i].flags)
+                                : NULL;
         if (!item) {
             Py_DECREF(list);
             return NULL;
@@ -217,7 +219,7 @@ static PyObject *walk_result(const fu_walk_result *r, const fu_frame *frames)
 }
 
 /* unwind(space, registers: dict[int, int], stack: bytes, stack_address, max_frames=FU_WALK_MAX_FRAMES)
- *   -> (outcome, fault_address, [(ip, module_index | None, kind)]) */
+ *   -> (outcome, fault_address, [(ip, module_index | None, kind, flags)]) */
 static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"space", "registers", "stack", "stack_address", "max_frames", NULL};

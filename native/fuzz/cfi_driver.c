@@ -19,8 +19,8 @@
  *     encodings). A watchdog (alarm) turns a hang into a failure; a sanitizer report or a timeout
  *     saves the input under --save-dir so that `cfi_driver FILE` replays it.
  *
- * Exit status: 0 clean, 1 invariant violation (abort), 2 usage, 3 timeout; sanitizers exit nonzero
- * on their first report (-fno-sanitize-recover=all).
+ * Exit status: 0 clean, 2 usage, 3 timeout; the first sanitizer report (-fno-sanitize-recover=all)
+ * or invariant violation aborts (SIGABRT, status 134), after the input is named and saved.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +46,7 @@
 /* ---- limits of the driver's own work -------------------------------------------------------- */
 
 /* Lookups per table: edge PCs of this many FDEs, plus this many random PCs. A libc .eh_frame has
- * ~2900 FDEs; sampling keeps one ASAN pass over it under 0.1 s. */
+ * 3713 FDEs; sampling keeps the lookups a small part of one ASAN pass over it (0.2 s). */
 #define FUZZ_LOOKUP_FDES 64
 #define FUZZ_LOOKUP_RANDOM 64
 /* Interned states whose expression rules are evaluated per table. */
@@ -54,7 +54,7 @@
 /* Fake target memory for DW_OP_deref: one readable page at FUZZ_MEMORY_BASE. */
 #define FUZZ_MEMORY_BASE 0x7ffff000ull
 #define FUZZ_MEMORY_SIZE 4096ull
-/* Entries the mutator locates by walking length fields (libstdc++ has ~5600). */
+/* Entries the mutator locates by walking length fields (libstdc++'s .eh_frame has ~4900). */
 #define FUZZ_MAX_WALK_ENTRIES 65536
 /* Default per-input watchdog, seconds: an unmutated libstdc++ .eh_frame takes ~0.3 s under ASAN. */
 #define FUZZ_DEFAULT_TIMEOUT 10
@@ -86,8 +86,13 @@ static void save_current_input(void)
 
 static void write_stderr(const char *s) { (void)!write(2, s, strlen(s)); }
 
+static volatile sig_atomic_t failure_reported;
+
 static void report_failing_input(const char *what)
 {
+    if (failure_reported)
+        return; /* an invariant violation or a sanitizer report also ends in SIGABRT */
+    failure_reported = 1;
     write_stderr("cfi_driver: ");
     write_stderr(what);
     write_stderr(" on input: ");
@@ -104,7 +109,29 @@ static void report_failing_input(const char *what)
 }
 
 #ifndef FU_LIBFUZZER
+/* Sanitizer defaults for the standalone driver (environment options still win). gcc links ASan
+ * and UBSan as two runtimes, and only ASan's calls the death callback; with abort_on_error a
+ * UBSan report ends in abort(), which on_abort catches. Exported through -rdynamic, which the
+ * runtimes (shared libraries) need to see these. */
+const char *__asan_default_options(void);
+const char *__ubsan_default_options(void);
+__attribute__((used)) const char *__asan_default_options(void)
+{
+    return "abort_on_error=1:halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1";
+}
+__attribute__((used)) const char *__ubsan_default_options(void)
+{
+    return "abort_on_error=1:halt_on_error=1:print_stacktrace=1";
+}
+
 static void on_sanitizer_death(void) { report_failing_input("sanitizer report"); }
+
+static void on_abort(int signo)
+{
+    report_failing_input("abort (sanitizer report or invariant violation)");
+    signal(signo, SIG_DFL);
+    raise(signo);
+}
 
 static void on_alarm(int signo)
 {
@@ -710,7 +737,8 @@ static void mutate_once(blob *b, walk *w, bool is_eh, uint64_t *rng)
     walk_entries(b, is_eh, w);
     size_t pick = w->count ? (size_t)rng_below(rng, w->count) : 0;
     const walked_entry *e = w->count ? &w->entries[pick] : NULL;
-    switch ((enum mutation)rng_below(rng, MUTATE_COUNT)) {
+    enum mutation kind = (enum mutation)rng_below(rng, MUTATE_COUNT);
+    switch (kind) {
     case MUTATE_FLIP: {
         if (b->size == 0)
             return;
@@ -737,17 +765,14 @@ static void mutate_once(blob *b, walk *w, bool is_eh, uint64_t *rng)
         const uint64_t choices[] = {0, 1, 3, 4, 7, old - 1, old + 1, old + 4, old * 2, 0xfffffff0,
                                     0xffffffff, UINT64_MAX, rng_next(rng) & 0xffffffff};
         uint64_t length = choices[rng_below(rng, sizeof choices / sizeof choices[0])];
-        if (e->offset_size == 8 || length == 0xffffffff) {
-            /* 64-bit DWARF: the escape, then an 8-byte length (possibly cut off by the end) */
-            uint8_t escape[8];
-            put_le(escape, 0xffffffff, 4);
-            if (e->offset_size == 4) {
-                put_le(b->data + e->offset, 0xffffffff, 4);
-                put_le(escape, length == 0xffffffff ? rng_next(rng) : length, 8);
-                blob_insert(b, e->offset + 4, escape, 8);
-            } else {
-                put_le(b->data + e->offset + 4, length, 8);
-            }
+        if (e->offset_size == 8) {
+            put_le(b->data + e->offset + 4, length, 8);
+        } else if (length == 0xffffffff) {
+            /* turn the entry into 64-bit DWARF: the escape, then a random 8-byte length */
+            uint8_t length64[8];
+            put_le(b->data + e->offset, 0xffffffff, 4);
+            put_le(length64, rng_next(rng), 8);
+            blob_insert(b, e->offset + 4, length64, 8);
         } else {
             put_le(b->data + e->offset, length, 4);
         }
@@ -763,7 +788,7 @@ static void mutate_once(blob *b, walk *w, bool is_eh, uint64_t *rng)
         uint64_t value;
         switch (rng_below(rng, 6)) {
         case 0: value = 0; break;                          /* .eh_frame: becomes a CIE */
-        case 1: value = is_eh ? 0 : e->offset; value = is_eh ? 4 : value; break; /* itself */
+        case 1: value = is_eh ? 4 : e->offset; break;      /* itself */
         case 2: value = is_eh ? field - target_offset : target_offset; break;
         case 3: value = is_eh ? (uint64_t)0 - (b->size - field + 16) : b->size + 16; break;
         case 4: value = 0xffffffff; break;                 /* .debug_frame: becomes a CIE */
@@ -780,16 +805,16 @@ static void mutate_once(blob *b, walk *w, bool is_eh, uint64_t *rng)
             return;
         uint8_t insns[512];
         size_t n = 0;
-        uint64_t which = rng_below(rng, 4);
-        if (which == 0) { /* remember_state runs: up to 4x FU_MAX_STATE_STACK, some with restores */
+        if (kind == MUTATE_REMEMBER_RUN) {
+            /* up to 4x FU_MAX_STATE_STACK remember_states, sometimes closed by a restore */
             n = 1 + (size_t)rng_below(rng, 4 * FU_MAX_STATE_STACK);
             memset(insns, 0x0a, n);
             if (rng_below(rng, 2))
                 insns[n++] = 0x0b;
-        } else if (which == 1) { /* restore_state runs: more restores than remembers */
+        } else if (kind == MUTATE_RESTORE_RUN) { /* more restores than remembers */
             n = 1 + (size_t)rng_below(rng, 8);
             memset(insns, 0x0b, n);
-        } else if (which == 2) { /* unknown opcodes: 0x17-0x1c, 0x30-0x3f */
+        } else if (kind == MUTATE_UNKNOWN_OPCODE) { /* 0x17-0x1c, 0x30-0x3f and other holes */
             static const uint8_t unknown[] = {0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x30, 0x31, 0x35,
                                               0x3a, 0x3e, 0x3f, 0x1e, 0x1f, 0x2c};
             insns[n++] = unknown[rng_below(rng, sizeof unknown)];
@@ -811,7 +836,7 @@ static void mutate_once(blob *b, walk *w, bool is_eh, uint64_t *rng)
     }
     case MUTATE_BAD_ENCODING: {
         /* a CIE's augmentation data (the 'P', 'L', 'R' encodings) gets an undefined encoding;
-         * CIEs are few (libc has 3 among ~2900 FDEs), so pick among them */
+         * CIEs are few (libc has 3 among 3713 FDEs), so pick among them */
         size_t cies = 0;
         for (size_t k = 0; k < w->count; k++)
             cies += w->entries[k].is_cie;
@@ -949,6 +974,7 @@ int main(int argc, char **argv)
     __sanitizer_set_death_callback(on_sanitizer_death);
 #endif
     signal(SIGALRM, on_alarm);
+    signal(SIGABRT, on_abort);
     if (save_dir)
         mkdir(save_dir, 0755);
     if (mutations)

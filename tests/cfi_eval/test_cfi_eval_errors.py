@@ -76,7 +76,7 @@ def test_def_cfa_offset_while_the_cfa_is_an_expression_changes_only_the_remember
 
 
 def test_unknown_opcode():
-    fails([b"\x1c"], FDE_AT + r"unknown call frame instruction 0x1c at offset 0x[0-9a-f]+")
+    fails([b"\x1c"], FDE_AT + r"unknown call frame instruction 0x1c \(instruction at offset 0x[0-9a-f]+\)")
 
 
 def test_expression_length_overrunning_the_entry():
