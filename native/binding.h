@@ -19,6 +19,10 @@ module_state *fu_module_state(PyObject *module);
 /* The evaluated table of a fastunwind._core.CfiTable, or NULL with TypeError set. */
 const fu_table *fu_cfi_table_of(PyObject *module, PyObject *object);
 
+struct fu_address_space;
+/* The address space of a fastunwind._core.AddressSpace, or NULL with TypeError set. */
+const struct fu_address_space *fu_address_space_of(PyObject *module, PyObject *object);
+
 /* Each adds its types and functions to the module; -1 with an exception set on failure. */
 int fu_walk_binding_init(PyObject *module);
 

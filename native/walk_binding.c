@@ -5,13 +5,12 @@
  * (or None), its read-only PT_LOAD bytes as (vaddr, buffer) pairs, and the caller's id. The
  * object keeps every table and buffer alive while walks use them.
  */
-#include "binding.h" /* Python.h first; it defines _GNU_SOURCE (process_vm_readv, REG_RIP) */
+#include "binding.h" /* Python.h first; it defines _GNU_SOURCE (REG_RIP) */
 
 #include <execinfo.h>
-#include <sys/uio.h>
 #include <ucontext.h>
-#include <unistd.h>
 
+#include "memory.h"
 #include "walk.h"
 
 typedef struct AddressSpaceObject {
@@ -147,7 +146,7 @@ static PyObject *space_type_of(PyObject *module)
     return PyObject_GetAttrString(module, "AddressSpace");
 }
 
-static const fu_address_space *space_of(PyObject *module, PyObject *object)
+const fu_address_space *fu_address_space_of(PyObject *module, PyObject *object)
 {
     PyObject *type = space_type_of(module);
     if (!type)
@@ -159,44 +158,6 @@ static const fu_address_space *space_of(PyObject *module, PyObject *object)
         return NULL;
     }
     return &((AddressSpaceObject *)object)->space;
-}
-
-/* ---- memory: a stack dump, then the modules' file images ------------------------------------ */
-
-typedef struct dump_memory {
-    const uint8_t *stack;
-    uint64_t stack_address, stack_size;
-    const fu_address_space *space;
-} dump_memory;
-
-static fu_read_status read_dump(void *context, uint64_t address, unsigned size, uint64_t *out)
-{
-    const dump_memory *m = context;
-    if (address >= m->stack_address && address - m->stack_address < m->stack_size &&
-        size <= m->stack_size - (address - m->stack_address)) {
-        uint64_t v = 0;
-        memcpy(&v, m->stack + (address - m->stack_address), size);
-        *out = v;
-        return FU_READ_OK;
-    }
-    if (fu_address_space_read_image(m->space, address, size, out))
-        return FU_READ_OK;
-    /* above the dump, within what a stack could still hold: the dump was cut short */
-    if (address >= m->stack_address + m->stack_size && address - m->stack_address < ((uint64_t)1 << 32))
-        return FU_READ_PAST_DUMP;
-    return FU_READ_UNREADABLE;
-}
-
-/* Our own memory, read through process_vm_readv so that a bad pointer is an error, not a fault. */
-static fu_read_status read_self(void *context, uint64_t address, unsigned size, uint64_t *out)
-{
-    (void)context;
-    uint64_t v = 0;
-    struct iovec local = {&v, size}, remote = {(void *)(uintptr_t)address, size};
-    if (size > 8 || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)size)
-        return FU_READ_UNREADABLE;
-    *out = v;
-    return FU_READ_OK;
 }
 
 static PyObject *walk_result(const fu_walk_result *r, const fu_frame *frames)
@@ -232,7 +193,7 @@ static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     PyObject *result = NULL;
     fu_frame *frames = NULL;
-    const fu_address_space *space = space_of(module, space_object);
+    const fu_address_space *space = fu_address_space_of(module, space_object);
     if (!space)
         goto done;
     fu_regs regs = {{0}, 0};
@@ -256,10 +217,10 @@ static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
         PyErr_NoMemory();
         goto done;
     }
-    dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
+    fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
     fu_walk_result r;
     Py_BEGIN_ALLOW_THREADS
-    r = fu_walk(space, &regs, read_dump, &memory, frames, (size_t)max_frames);
+    r = fu_walk(space, &regs, fu_read_dump, &memory, frames, (size_t)max_frames);
     Py_END_ALLOW_THREADS
     result = walk_result(&r, frames);
 done:
@@ -277,7 +238,7 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
     Py_ssize_t max_frames = 256;
     if (!PyArg_ParseTuple(args, "O|n", &space_object, &max_frames))
         return NULL;
-    const fu_address_space *space = space_of(module, space_object);
+    const fu_address_space *space = fu_address_space_of(module, space_object);
     if (!space)
         return NULL;
     if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
@@ -300,7 +261,7 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
                                                       REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
     for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
         fu_regs_set(&regs, r, (uint64_t)g[from_greg[r]]);
-    fu_walk_result r = fu_walk(space, &regs, read_self, NULL, frames, (size_t)max_frames);
+    fu_walk_result r = fu_walk(space, &regs, fu_read_self, NULL, frames, (size_t)max_frames);
     PyObject *walked = walk_result(&r, frames);
     PyObject *bt = walked ? PyList_New(oracle_count) : NULL;
     for (int i = 0; bt && i < oracle_count; i++) {

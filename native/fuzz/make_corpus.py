@@ -6,13 +6,27 @@
 Each file is one blob that the driver takes as .eh_frame, .debug_frame, .eh_frame_hdr and a DWARF
 expression in turn; its name says what it is built to break. The blobs are assembled byte by byte
 here (DWARF 5 §6.4.1-2, §7.7, §7.24; LSB 5.0 §10.5-10.6) rather than committed as binaries, and
-writing twice yields identical files. Standard library only: it runs before the venv exists.
+writing twice yields identical files. The section builder is tests/fuzz/hostile_builder.py, shared
+with the hostile-input tests. Standard library only: it runs before the venv exists.
 """
 from __future__ import annotations
 
 import struct
 import sys
 from pathlib import Path
+
+# The section builder is shared with the hostile-input tests (stdlib only, like this script).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "fuzz"))
+from hostile_builder import (
+    CIE_INSNS,
+    DEBUG_FRAME,
+    EH_FRAME,
+    Frames,
+    nested_entry_value,
+    one_fde,
+    sleb,
+    uleb,
+)
 
 # Limits of the C core (native/cfi.h): cases sit on both sides of each.
 MAX_COLUMNS = 128
@@ -24,103 +38,15 @@ EXPR_STACK = 64
 PCREL_SDATA4 = 0x1B
 
 
-def uleb(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
+def eh_frame() -> Frames:
+    """.eh_frame as compilers write it: pcrel|sdata4 FDE pointers, each FDE's code 0x100 bytes
+    before its initial-location field."""
+    return Frames(EH_FRAME, encoding=PCREL_SDATA4, pc_begin=-0x100)
 
 
-def sleb(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        done = (value == 0 and not byte & 0x40) or (value == -1 and byte & 0x40)
-        out.append(byte | (0 if done else 0x80))
-        if done:
-            return bytes(out)
-
-
-class Frames:
-    """A .eh_frame or .debug_frame under construction; entries return their offsets so that FDEs
-    can point at their CIE (pcrel back-distance in .eh_frame, section offset in .debug_frame)."""
-
-    def __init__(self, eh: bool = True) -> None:
-        self.eh = eh
-        self.data = bytearray()
-
-    def _entry(self, id_value: int, body: bytes, dwarf64: bool = False) -> int:
-        offset = len(self.data)
-        if dwarf64:
-            self.data += struct.pack("<IQQ", 0xFFFFFFFF, 8 + len(body), id_value) + body
-        else:
-            self.data += struct.pack("<II", 4 + len(body), id_value & 0xFFFFFFFF) + body
-        return offset
-
-    def cie(self, insns: bytes = b"", *, version: int = 1, augmentation: bytes | None = None,
-            augmentation_data: bytes | None = None, code_align: int = 1, data_align: int = -8,
-            ra: int = 16, dwarf64: bool = False, fields: bytes | None = None) -> int:
-        if augmentation is None:
-            augmentation = b"zR" if self.eh else b""
-        if augmentation_data is None:
-            augmentation_data = bytes([PCREL_SDATA4]) if augmentation == b"zR" else b""
-        if fields is None:
-            fields = bytes([version]) + augmentation + b"\0"
-            if version >= 4:
-                fields += b"\x08\x00"
-            fields += uleb(code_align) + sleb(data_align) + (bytes([ra]) if version == 1 else uleb(ra))
-            if augmentation.startswith(b"z"):
-                fields += uleb(len(augmentation_data)) + augmentation_data
-        if self.eh:
-            cie_id = 0
-        else:
-            cie_id = 0xFFFFFFFFFFFFFFFF if dwarf64 else 0xFFFFFFFF
-        return self._entry(cie_id, fields + insns, dwarf64)
-
-    def fde(self, cie_offset: int, insns: bytes = b"", *, head: bytes | None = None,
-            augmentation: bytes | None = b"", dwarf64: bool = False, pointer: int | None = None) -> int:
-        """`head` is the initial location and address range as the CIE's encoding stores them;
-        `augmentation` the FDE's augmentation data (None: the CIE has no 'z')."""
-        if head is None:
-            head = struct.pack("<ii", -0x100, 0x40) if self.eh else struct.pack("<QQ", 0x401000, 0x40)
-        field = len(self.data) + (12 if dwarf64 else 4)
-        if pointer is None:
-            pointer = field - cie_offset if self.eh else cie_offset
-        aug = b"" if augmentation is None else uleb(len(augmentation)) + augmentation
-        return self._entry(pointer, head + aug + insns, dwarf64)
-
-    def raw(self, data: bytes) -> int:
-        offset = len(self.data)
-        self.data += data
-        return offset
-
-    def bytes(self) -> bytes:
-        return bytes(self.data)
-
-
-# Default CIE instructions: DW_CFA_def_cfa rsp+8; DW_CFA_offset r16 (rip) at cfa-8.
-CIE_INSNS = b"\x0c\x07\x08\x90\x01"
-
-
-def one_fde(fde_insns: bytes, eh: bool = True, **cie_args) -> bytes:
-    frames = Frames(eh)
-    cie = frames.cie(cie_args.pop("insns", CIE_INSNS), **cie_args)
-    frames.fde(cie, fde_insns, augmentation=b"" if frames.eh or cie_args.get("augmentation") else None)
-    return frames.bytes()
-
-
-def nested_entry_value(depth: int) -> bytes:
-    """DW_OP_entry_value blocks nested `depth` deep (each level: 0xa3, ULEB length of the rest)."""
-    prefixes, inner = [], 0
-    for _ in range(depth):
-        prefix = b"\xa3" + uleb(inner)
-        prefixes.append(prefix)
-        inner += len(prefix)
-    return b"".join(reversed(prefixes))
+def debug_frame() -> Frames:
+    """.debug_frame with absolute 8-byte initial locations in a typical non-PIE text segment."""
+    return Frames(DEBUG_FRAME, pc_begin=0x401000)
 
 
 def cases() -> dict[str, bytes]:
@@ -135,43 +61,43 @@ def cases() -> dict[str, bytes]:
     out["length-too-short-for-id"] = struct.pack("<I", 2) + b"\0\0"
     out["dwarf64-length-truncated"] = b"\xff\xff\xff\xff\x10\x00"
     out["dwarf64-length-huge"] = b"\xff\xff\xff\xff" + b"\xff" * 8 + b"\0" * 16
-    f = Frames()
-    cie = f.cie(CIE_INSNS, dwarf64=True)
-    f.fde(cie, b"\x41\x0e\x10", dwarf64=True, head=struct.pack("<ii", -0x100, 0x40))
+    f = eh_frame()
+    cie = f.cie(dwarf64=True)
+    f.fde(cie, b"\x41\x0e\x10", dwarf64=True)
     out["dwarf64-valid"] = f.bytes()
-    f = Frames(eh=False)
-    cie = f.cie(CIE_INSNS, dwarf64=True)
+    f = debug_frame()
+    cie = f.cie(dwarf64=True)
     f.fde(cie, b"\x41\x0e\x10", dwarf64=True, augmentation=None)
     out["dwarf64-debug-frame-valid"] = f.bytes()
-    out["valid-then-garbage"] = one_fde(b"\x41\x0e\x10\x0a\x0b") + b"\x07\x00\x00"
+    out["valid-then-garbage"] = one_fde(eh_frame(), b"\x41\x0e\x10\x0a\x0b") + b"\x07\x00\x00"
 
     # ---- CIE pointers ----
-    f = Frames()
-    f.cie(CIE_INSNS)
+    f = eh_frame()
+    f.cie()
     f.fde(0, pointer=0x7FFFFFF0)
     out["cie-pointer-to-nowhere"] = f.bytes()
-    f = Frames()
-    cie = f.cie(CIE_INSNS)
+    f = eh_frame()
+    cie = f.cie()
     fde = f.fde(cie)
     f.fde(fde)  # points at the FDE before it
     out["cie-pointer-to-fde"] = f.bytes()
-    f = Frames()
-    f.cie(CIE_INSNS)
+    f = eh_frame()
+    f.cie()
     f.fde(0, pointer=-0x1000 & 0xFFFFFFFF)  # forward, past the end
     out["cie-pointer-forward-beyond-end"] = f.bytes()
     # An FDE before its CIE: a forward reference, which readelf accepts. The FDE is 4 + 4 + 8 + 1
     # + 1 bytes long, so the CIE starts at 18 and the pointer field (at 4) holds 4 - 18.
-    f = Frames()
+    f = eh_frame()
     f.fde(0, b"\x41", pointer=(4 - 18) & 0xFFFFFFFF)
     assert len(f.data) == 18
-    f.cie(CIE_INSNS)
+    f.cie()
     out["cie-pointer-forward-valid"] = f.bytes()
-    f = Frames()
-    f.cie(CIE_INSNS)
+    f = eh_frame()
+    f.cie()
     f.fde(0, pointer=4)  # to itself
     out["cie-pointer-to-itself"] = f.bytes()
-    f = Frames(eh=False)
-    cie = f.cie(CIE_INSNS)
+    f = debug_frame()
+    cie = f.cie()
     fde = f.fde(cie, augmentation=None)
     f.fde(fde, augmentation=None)
     f.fde(0, augmentation=None, pointer=3)  # into the middle of the CIE
@@ -179,37 +105,38 @@ def cases() -> dict[str, bytes]:
 
     # ---- CIE headers ----
     for version in (0, 2, 5, 255):
-        f = Frames()
-        f.cie(fields=bytes([version]) + b"zR\0\x01\x78\x10\x01\x1b")
+        f = eh_frame()
+        f.cie(b"", header=bytes([version]) + b"zR\0\x01\x78\x10\x01\x1b")
         out[f"cie-version-{version}"] = f.bytes()
     out["augmentation-without-nul"] = struct.pack("<II", 8, 0) + b"\x01zRzR"
-    f = Frames()
-    f.cie(fields=b"\x01" + b"z" + b"R" * (MAX_AUGMENTATION + 4) + b"\0\x01\x78\x10\x01\x1b")
+    f = eh_frame()
+    f.cie(b"", header=b"\x01" + b"z" + b"R" * (MAX_AUGMENTATION + 4) + b"\0\x01\x78\x10\x01\x1b")
     out["augmentation-too-long"] = f.bytes()
-    f = Frames()
-    f.cie(CIE_INSNS, augmentation=b"xyz")
+    f = eh_frame()
+    f.cie(augmentation=b"xyz")
     out["unknown-augmentation-without-z"] = f.bytes()
-    f = Frames()
-    f.cie(fields=b"\x01zR\0\x01\x78\x10\x7f\x1b")
+    f = eh_frame()
+    f.cie(b"", header=b"\x01zR\0\x01\x78\x10\x7f\x1b")
     out["augmentation-data-length-overrun"] = f.bytes()
-    f = Frames()
-    f.cie(fields=b"\x01zPLR\0\x01\x78\x10\x01\x9b" + CIE_INSNS)  # 'P' wants 5 bytes, has 1
+    f = eh_frame()
+    f.cie(header=b"\x01zPLR\0\x01\x78\x10\x01\x9b")  # 'P' wants 5 bytes, has 1
     out["augmentation-data-too-short"] = f.bytes()
-    out["augmentation-unknown-char-with-z"] = one_fde(b"\x41", augmentation=b"zRX", augmentation_data=b"\x1b\x99")
-    f = Frames()
-    f.cie(fields=b"\x01eh\0" + b"\0" * 8 + b"\x01\x78\x10" + CIE_INSNS)  # old GCC's eh_ptr field
+    out["augmentation-unknown-char-with-z"] = one_fde(eh_frame(), b"\x41", augmentation=b"zRX",
+                                                      augmentation_data=b"\x1b\x99")
+    f = eh_frame()
+    f.cie(header=b"\x01eh\0" + b"\0" * 8 + b"\x01\x78\x10")  # old GCC's eh_ptr field
     out["augmentation-eh"] = f.bytes()
-    out["augmentation-S-B"] = one_fde(b"\x41", augmentation=b"zRSB", augmentation_data=b"\x1b")
+    out["augmentation-S-B"] = one_fde(eh_frame(), b"\x41", augmentation=b"zRSB", augmentation_data=b"\x1b")
     for size, segment in ((0, 0), (9, 0), (8, 8), (4, 5)):
-        f = Frames(eh=False)
-        f.cie(fields=bytes([4]) + b"\0" + bytes([size, segment]) + b"\x01\x78\x10" + CIE_INSNS)
+        f = debug_frame()
+        f.cie(header=bytes([4]) + b"\0" + bytes([size, segment]) + b"\x01\x78\x10")
         out[f"cie-v4-address-size-{size}-segment-{segment}"] = f.bytes()
-    f = Frames(eh=False)
-    cie = f.cie(fields=b"\x04\0\x04\x04\x01\x78\x10" + CIE_INSNS)
+    f = debug_frame()
+    cie = f.cie(header=b"\x04\0\x04\x04\x01\x78\x10")
     f.fde(cie, b"\x41\x0e\x10", head=struct.pack("<III", 7, 0x1000, 0x40), augmentation=None)
     out["cie-v4-segment-selector"] = f.bytes()
-    out["ra-column-200"] = one_fde(b"", ra=200)
-    out["ra-column-huge-v3"] = one_fde(b"", version=3, ra=2**64 - 1)
+    out["ra-column-200"] = one_fde(eh_frame(), b"", ra=200)
+    out["ra-column-huge-v3"] = one_fde(eh_frame(), b"", version=3, ra=2**64 - 1)
     out["cie-truncated-before-version"] = struct.pack("<II", 4, 0)
     out["cie-truncated-in-factors"] = struct.pack("<II", 7, 0) + b"\x01\0\x81"
 
@@ -217,12 +144,12 @@ def cases() -> dict[str, bytes]:
     for encoding in (0x05, 0x06, 0x07, 0x0D, 0x0E, 0x0F, 0x60, 0x70, 0x50, 0x51, 0x80, 0x9B,
                      0x20 | 0x03, 0x30 | 0x03, 0x40 | 0x03, 0x01, 0x09):
         out[f"fde-encoding-0x{encoding:02x}"] = one_fde(
-            b"\x41", augmentation_data=bytes([encoding]))
+            eh_frame(), b"\x41", augmentation_data=bytes([encoding]))
     for encoding in (0x07, 0x70, 0x80 | 0x1B):
         out[f"personality-encoding-0x{encoding:02x}"] = one_fde(
-            b"", augmentation=b"zPR", augmentation_data=bytes([encoding]) + b"\0\0\0\0" + b"\x1b")
-        frames = Frames()
-        cie = frames.cie(CIE_INSNS, augmentation=b"zLR", augmentation_data=bytes([encoding, 0x1B]))
+            eh_frame(), b"", augmentation=b"zPR", augmentation_data=bytes([encoding]) + b"\0\0\0\0" + b"\x1b")
+        frames = eh_frame()
+        cie = frames.cie(augmentation=b"zLR", augmentation_data=bytes([encoding, 0x1B]))
         frames.fde(cie, b"\x41", augmentation=b"\x10\0\0\0")
         out[f"lsda-encoding-0x{encoding:02x}"] = frames.bytes()
     heads = {
@@ -231,57 +158,60 @@ def cases() -> dict[str, bytes]:
         "fde-augmentation-overrun": (struct.pack("<ii", 0, 4) + b"\x7f", None),
     }
     for name, (head, augmentation) in heads.items():
-        f = Frames()
-        f.fde(f.cie(CIE_INSNS), b"\x41" if augmentation is not None else b"", head=head,
+        f = eh_frame()
+        f.fde(f.cie(), b"\x41" if augmentation is not None else b"", head=head,
               augmentation=augmentation)
         out[name] = f.bytes()
 
     # ---- call frame instructions ----
     for opcode in list(range(0x17, 0x1D)) + list(range(0x30, 0x40)) + [0x1E, 0x1F, 0x2C]:
-        out[f"unknown-opcode-0x{opcode:02x}"] = one_fde(bytes([0x41, opcode, 0x41]))
-    out["truncated-uleb-operand"] = one_fde(b"\x0e\x87")
-    out["overlong-uleb-operand"] = one_fde(b"\x0e" + b"\xff" * 10 + b"\x7f")
-    out["truncated-advance-loc4"] = one_fde(b"\x04\x01\x02")
-    out["truncated-set-loc"] = one_fde(b"\x01\x01")
-    out["restore-state-empty"] = one_fde(b"\x41\x0b")
-    out["remember-64"] = one_fde(b"\x0a" * MAX_STATE_STACK + b"\x0b" * MAX_STATE_STACK)
-    out["remember-65"] = one_fde(b"\x0a" * (MAX_STATE_STACK + 1))
-    out["remember-in-cie"] = one_fde(b"\x0b", insns=CIE_INSNS + b"\x0a" * (MAX_STATE_STACK + 1))
-    out["remember-restore-100k"] = one_fde(b"\x0a\x41\x0b" * 33000)
-    out["advance-100k-rows"] = one_fde(bytes([0x41, 0x0e, 0x10, 0x41, 0x0e, 0x08]) * 16000)
+        out[f"unknown-opcode-0x{opcode:02x}"] = one_fde(eh_frame(), bytes([0x41, opcode, 0x41]))
+    out["truncated-uleb-operand"] = one_fde(eh_frame(), b"\x0e\x87")
+    out["overlong-uleb-operand"] = one_fde(eh_frame(), b"\x0e" + b"\xff" * 10 + b"\x7f")
+    out["truncated-advance-loc4"] = one_fde(eh_frame(), b"\x04\x01\x02")
+    out["truncated-set-loc"] = one_fde(eh_frame(), b"\x01\x01")
+    out["restore-state-empty"] = one_fde(eh_frame(), b"\x41\x0b")
+    out["remember-64"] = one_fde(eh_frame(), b"\x0a" * MAX_STATE_STACK + b"\x0b" * MAX_STATE_STACK)
+    out["remember-65"] = one_fde(eh_frame(), b"\x0a" * (MAX_STATE_STACK + 1))
+    out["remember-in-cie"] = one_fde(eh_frame(), b"\x0b", insns=CIE_INSNS + b"\x0a" * (MAX_STATE_STACK + 1))
+    out["remember-restore-100k"] = one_fde(eh_frame(), b"\x0a\x41\x0b" * 33000)
+    out["advance-100k-rows"] = one_fde(eh_frame(), bytes([0x41, 0x0e, 0x10, 0x41, 0x0e, 0x08]) * 16000)
     for column in (MAX_COLUMNS - 1, MAX_COLUMNS, 1000, 2**32, 2**64 - 1):
         name = f"register-{column}"
-        out[f"{name}-offset-extended"] = one_fde(b"\x05" + uleb(column) + b"\x02")
-        out[f"{name}-def-cfa"] = one_fde(b"\x0c" + uleb(column) + b"\x10")
-        out[f"{name}-register-second"] = one_fde(b"\x09\x03" + uleb(column))
-        out[f"{name}-expression"] = one_fde(b"\x10" + uleb(column) + b"\x02\x77\x00")
-        out[f"{name}-restore-extended"] = one_fde(b"\x06" + uleb(column))
-    out["expression-length-overrun"] = one_fde(b"\x10\x03\x40\x77")
-    out["def-cfa-expression-length-overrun"] = one_fde(b"\x0f\x7f\x77\x00")
-    out["def-cfa-offset-after-expression"] = one_fde(b"\x0f\x02\x77\x08\x0e\x10")
-    out["def-cfa-register-after-expression"] = one_fde(b"\x0f\x02\x77\x08\x0d\x06\x41")
+        out[f"{name}-offset-extended"] = one_fde(eh_frame(), b"\x05" + uleb(column) + b"\x02")
+        out[f"{name}-def-cfa"] = one_fde(eh_frame(), b"\x0c" + uleb(column) + b"\x10")
+        out[f"{name}-register-second"] = one_fde(eh_frame(), b"\x09\x03" + uleb(column))
+        out[f"{name}-expression"] = one_fde(eh_frame(), b"\x10" + uleb(column) + b"\x02\x77\x00")
+        out[f"{name}-restore-extended"] = one_fde(eh_frame(), b"\x06" + uleb(column))
+    out["expression-length-overrun"] = one_fde(eh_frame(), b"\x10\x03\x40\x77")
+    out["def-cfa-expression-length-overrun"] = one_fde(eh_frame(), b"\x0f\x7f\x77\x00")
+    out["def-cfa-offset-after-expression"] = one_fde(eh_frame(), b"\x0f\x02\x77\x08\x0e\x10")
+    out["def-cfa-register-after-expression"] = one_fde(eh_frame(), b"\x0f\x02\x77\x08\x0d\x06\x41")
     # Factored offsets at the edges of int64: operand * data_align = INT64_MIN, then negated.
-    out["negative-offset-extended-int64-min"] = one_fde(b"\x2f\x03" + uleb(2**60), data_align=-8)
-    out["negative-offset-extended-int64-min-da1"] = one_fde(b"\x2f\x03" + uleb(2**63), data_align=1)
-    out["offset-extended-sf-overflow"] = one_fde(b"\x11\x03" + sleb(-(2**63)), data_align=-8)
-    out["def-cfa-sf-int64-min"] = one_fde(b"\x12\x07" + sleb(-(2**63)), data_align=1)
-    out["def-cfa-offset-sf-overflow"] = one_fde(b"\x13" + sleb(2**62), data_align=-(2**62))
-    out["advance-code-align-huge"] = one_fde(b"\x7f\x04\xff\xff\xff\xff\x41", code_align=2**63 + 1)
-    out["set-loc-backwards"] = one_fde(b"\x41\x01" + struct.pack("<i", -0x1000) + b"\x41")
-    out["advance-loc8-mips"] = one_fde(b"\x1d" + struct.pack("<Q", 2**64 - 1) + b"\x41")
-    out["args-size-window-save"] = one_fde(b"\x2e\x10\x2d\x41")
+    out["negative-offset-extended-int64-min"] = one_fde(eh_frame(), b"\x2f\x03" + uleb(2**60), data_align=-8)
+    out["negative-offset-extended-int64-min-da1"] = one_fde(eh_frame(), b"\x2f\x03" + uleb(2**63),
+                                                            data_align=1)
+    out["offset-extended-sf-overflow"] = one_fde(eh_frame(), b"\x11\x03" + sleb(-(2**63)), data_align=-8)
+    out["def-cfa-sf-int64-min"] = one_fde(eh_frame(), b"\x12\x07" + sleb(-(2**63)), data_align=1)
+    out["def-cfa-offset-sf-overflow"] = one_fde(eh_frame(), b"\x13" + sleb(2**62), data_align=-(2**62))
+    out["advance-code-align-huge"] = one_fde(eh_frame(), b"\x7f\x04\xff\xff\xff\xff\x41",
+                                             code_align=2**63 + 1)
+    out["set-loc-backwards"] = one_fde(eh_frame(), b"\x41\x01" + struct.pack("<i", -0x1000) + b"\x41")
+    out["advance-loc8-mips"] = one_fde(eh_frame(), b"\x1d" + struct.pack("<Q", 2**64 - 1) + b"\x41")
+    out["args-size-window-save"] = one_fde(eh_frame(), b"\x2e\x10\x2d\x41")
     # Deeply nested DW_OP_entry_value in a register rule: the readelf printer recurses per level.
     deep = nested_entry_value(60000)
-    out["expression-nested-entry-value-deep"] = one_fde(b"\x10\x06" + uleb(len(deep)) + deep)
-    out["expression-nested-entry-value-8"] = one_fde(b"\x10\x06" + uleb(len(nested_entry_value(8)))
-                                                     + nested_entry_value(8))
+    out["expression-nested-entry-value-deep"] = one_fde(eh_frame(), b"\x10\x06" + uleb(len(deep)) + deep)
+    eight = nested_entry_value(8)
+    out["expression-nested-entry-value-8"] = one_fde(eh_frame(), b"\x10\x06" + uleb(len(eight)) + eight)
 
     # ---- many FDEs: overlapping, empty and wrapping ranges (lookup) ----
-    f = Frames()
-    cie = f.cie(CIE_INSNS)
+    f = eh_frame()
+    cie = f.cie()
     for i in range(200):
         start = (i * 7919) % 0x1000 - 0x800
-        f.fde(cie, b"\x41\x0e\x10" * (i % 3), head=struct.pack("<ii", start - len(f.data), (i * 37) % 0x300))
+        f.fde(cie, b"\x41\x0e\x10" * (i % 3), pc_begin=start - len(f.data),
+              pc_range=(i * 37) % 0x300)
     out["many-overlapping-fdes"] = f.bytes()
 
     # ---- expressions, as the evaluator sees them (the whole blob is also tried as one) ----

@@ -1,0 +1,29 @@
+/* memory: the readers through which the walker sees a target's memory (fu_read_fn, walk.h).
+ *
+ * - a captured stack (perf sample, core file thread): [stack_address, +size) from the dump, then
+ *   the read-only segments of the mapped modules; addresses just above the dump are "past the
+ *   dump" (the stack was truncated), anything else unreadable;
+ * - the current process: its own memory through process_vm_readv, so a bad pointer is an error,
+ *   never a fault.
+ */
+#ifndef FASTUNWIND_MEMORY_H
+#define FASTUNWIND_MEMORY_H
+
+#include "walk.h"
+
+/* How far above a stack dump an address still counts as "the stack continued past the dump"
+ * rather than "not stack memory": the 8 MiB default stack limit rounded up to 4 GiB keeps any
+ * thread stack inside while excluding the rest of the address space. */
+#define FU_STACK_SPAN ((uint64_t)1 << 32)
+
+typedef struct fu_dump_memory {
+    const uint8_t *stack;
+    uint64_t stack_address;
+    uint64_t stack_size;
+    const fu_address_space *space;
+} fu_dump_memory;
+
+fu_read_status fu_read_dump(void *dump_memory, uint64_t address, unsigned size, uint64_t *out);
+fu_read_status fu_read_self(void *unused, uint64_t address, unsigned size, uint64_t *out);
+
+#endif
