@@ -6,9 +6,10 @@ PY := $(VENV)/bin/python
 STAMPS := .build
 
 # Oracles and build tools: readelf (binutils), llvm-dwarfdump-14 / llvm-readelf-14 (llvm-14),
-# gcc, libdw and libunwind headers for the peers' harnesses, zlib/zstd for compressed sections.
-SYSTEM_PACKAGES := binutils gcc make llvm-14 elfutils libdw-dev libunwind-dev zlib1g-dev \
-                   libzstd-dev pkg-config xz-utils
+# gcc, libdw and libunwind headers for the peers' harnesses, zlib/zstd for compressed sections,
+# perf (linux-perf) and the recorded workloads: hackbench (rt-tests), clang-14 compiling a big file.
+SYSTEM_PACKAGES := binutils gcc g++ make llvm-14 clang-14 elfutils libdw-dev libunwind-dev \
+                   zlib1g-dev libzstd-dev pkg-config xz-utils linux-perf rt-tests
 
 NATIVE := $(wildcard native/*.c native/*.h)
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
