@@ -27,6 +27,7 @@ setup(
             include_dirs=["native"],
             extra_compile_args=compile_args,
             extra_link_args=link_args,
+            libraries=["zstd"],  # perf_data.c: PERF_RECORD_COMPRESSED (perf record -z)
         )
     ]
 )

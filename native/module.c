@@ -7,6 +7,7 @@
  * Errors are raised as fastunwind.errors classes, looked up by name at import.
  */
 #include "binding.h"
+#include "perf_data.h"
 
 static module_state *get_state(PyObject *module) { return (module_state *)PyModule_GetState(module); }
 
@@ -608,13 +609,15 @@ static int module_exec(PyObject *module)
         Py_DECREF(type);
         return -1;
     }
-    if (fu_walk_binding_init(module) < 0)
+    if (fu_walk_binding_init(module) < 0 || fu_perf_walk_binding_init(module) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "MAX_COLUMNS", FU_MAX_COLUMNS) < 0 ||
         PyModule_AddIntConstant(module, "MAX_STATE_STACK", FU_MAX_STATE_STACK) < 0 ||
         PyModule_AddIntConstant(module, "EXPR_STACK", FU_EXPR_STACK) < 0 ||
         PyModule_AddIntConstant(module, "EXPR_MAX_STEPS", FU_EXPR_MAX_STEPS) < 0 ||
         PyModule_AddIntConstant(module, "STATE_SIZE", sizeof(fu_state)) < 0)
+        return -1;
+    if (fu_perf_binding_init(module) < 0)
         return -1;
     return 0;
 }

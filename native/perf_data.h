@@ -44,6 +44,9 @@
 
 /* Events (attrs) in one file. perf record opens one attr per -e; a group of 64 is already large. */
 #define FU_PERF_MAX_ATTRS 4096
+/* Event ids over all attrs (one per attr per CPU or per inherited thread): `perf record -a` with 100
+ * events on 256 CPUs has 25600. Each costs 32 bytes of lookup table. */
+#define FU_PERF_MAX_IDS (1u << 22)
 /* perf_event_attr.size: the kernel refuses anything above a page (perf_copy_attr); 6.x uses 136. */
 #define FU_PERF_MAX_ATTR_SIZE 4096
 /* Bytes of decompressed PERF_RECORD_COMPRESSED data per file, unless the caller sets another bound.
@@ -267,6 +270,14 @@ typedef struct fu_perf_string {
     uint32_t len;
 } fu_perf_string;
 
+/* A block of aligned copies of u64 arrays that sat at unaligned addresses in the input (see
+ * aligned_words in perf_data.c); fu_perf_data owns a list of them. */
+struct fu_perf_block {
+    struct fu_perf_block *next;
+    size_t used, cap;  /* in u64 words */
+    uint64_t words[];
+};
+
 /* Options; zeroes mean the defaults. */
 typedef struct fu_perf_options {
     uint64_t max_decompressed; /* 0: FU_PERF_DEFAULT_MAX_DECOMPRESSED */
@@ -309,10 +320,9 @@ typedef struct fu_perf_data {
     struct fu_perf_block *aligned; /* owned copies of misaligned callchains (see perf_data.c) */
     uint32_t compression_type, compression_level, compression_mmap_len; /* HEADER_COMPRESSED */
     fu_perf_stats stats;
-    /* id -> attr lookup: sorted (id, attr index) pairs, rebuilt when attrs change */
+    /* id -> attr lookup: open addressing, filled as attrs arrive (the first attr listing an id wins) */
     struct fu_perf_id_entry *id_map;
-    size_t id_map_count;
-    bool id_map_dirty;
+    size_t id_map_count, id_map_cap;  /* cap: a power of two, or 0 */
 } fu_perf_data;
 
 /* Parse a whole recording. On failure err names the file offset and the problem; `pd` is left

@@ -167,7 +167,14 @@ static bool apply_row(walker *w, const fu_table *t, const fu_state *state, uint6
             }
             break;
         case FU_RULE_OFFSET:
-            if (!read_word(w, cfa + (uint64_t)rule->value, 8, &v))
+            /* Only the return address must be readable: another register saved where we cannot
+             * read (e.g. below the SP in an epilogue, already popped) just becomes unknown, and
+             * the walk fails later only if something needs it (libunwind's lazy locations). */
+            if (slot != FU_REG_RA && w->read(w->read_context, cfa + (uint64_t)rule->value, 8, &v) != FU_READ_OK) {
+                out->valid &= ~(1u << slot);
+                continue;
+            }
+            if (slot == FU_REG_RA && !read_word(w, cfa + (uint64_t)rule->value, 8, &v))
                 return false;
             break;
         case FU_RULE_VAL_OFFSET: v = cfa + (uint64_t)rule->value; break;

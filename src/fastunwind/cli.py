@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from fastunwind import __version__
-from fastunwind.commands import lookup, table
+from fastunwind.commands import lookup, perf_script, table
 from fastunwind.errors import FastunwindError
 
-COMMANDS = (table, lookup)
+COMMANDS = (table, lookup, perf_script)
 
 
 def build_parser() -> argparse.ArgumentParser:

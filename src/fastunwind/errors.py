@@ -31,3 +31,12 @@ class ExprError(FastunwindError):
 
 class NoUnwindInfo(FastunwindError, LookupError):
     """No FDE covers the requested address."""
+
+
+class PerfDataError(FastunwindError):
+    """A perf.data recording is malformed or unsupported: a bad magic or header, a section outside the
+    file, a record whose size is below 8 bytes or runs past the end, a sample field that overruns its
+    record, an attr of a bad size, a corrupt or oversized COMPRESSED stream.
+
+    The message names the file offset in hex ("perf.data+0x1a30: ..."); records decoded from a
+    COMPRESSED stream name the COMPRESSED record and the offset in the decompressed stream."""

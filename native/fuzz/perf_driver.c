@@ -1,0 +1,410 @@
+/* perf_driver: native/perf_data.c under AddressSanitizer + UndefinedBehaviorSanitizer, over real
+ * perf.data recordings and seeded mutations of them. Links perf_data.c only (and libzstd).
+ *
+ * Build (from the top directory):
+ *   mkdir -p native/fuzz/build
+ *   gcc -std=c11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+ *       -Wall -Wextra -Wno-unused-parameter -Inative \
+ *       native/fuzz/perf_driver.c native/perf_data.c -lzstd -o native/fuzz/build/perf_driver_asan
+ *
+ * Recordings to start from (perf must be allowed to record; see /proc/sys/kernel/perf_event_paranoid):
+ *   perf record -e cpu-clock -c 100000 --call-graph dwarf -o /tmp/a.data -- ls /
+ *   perf record -e cpu-clock -c 100000 --call-graph dwarf -z -o /tmp/z.data -- ls /
+ *   perf record -e cpu-clock -c 100000 --call-graph dwarf -o - -- ls / > /tmp/pipe.data
+ *
+ * Run:
+ *   ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+ *   native/fuzz/build/perf_driver_asan [--seed N] [--mutations M] [--timeout S] [--save-dir DIR] FILE...
+ *
+ * Each file is parsed as is, then M mutants (bit flips, record size/type fields, hostile u64s,
+ * truncations, insertions/deletions). A parse must either succeed, with every pointer it hands out
+ * inside the input or the reader's own buffers and every invariant below holding, or fail with
+ * FU_ERR_PERF_DATA and a message naming an offset ("perf.data+0x..."). Sanitizer reports abort; a
+ * parse exceeding --timeout seconds aborts (SIGALRM). The seed is printed first; the failing mutant is
+ * saved in --save-dir. Exit status 0 when every input passed.
+ *
+ * libFuzzer (clang): build with -DFU_PERF_LIBFUZZER -fsanitize=fuzzer,address,undefined and without
+ * main's options: clang-14 -g -O1 -DFU_PERF_LIBFUZZER -fsanitize=fuzzer,address,undefined -Inative \
+ *   native/fuzz/perf_driver.c native/perf_data.c -lzstd -o native/fuzz/build/perf_fuzz
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perf_data.h"
+
+/* Mutants decompress to at most this much: enough for real -z recordings of a few MB, small enough
+ * that a crafted zstd bomb costs well under a second. */
+#define DRIVER_MAX_DECOMPRESSED ((uint64_t)64 << 20)
+
+static const char *current_input = "?";
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "perf_driver: timeout (a parse did not finish)\n";
+    ssize_t ignored = write(2, msg, sizeof msg - 1);
+    (void)ignored;
+    abort();
+}
+
+static bool inside(const void *p, uint64_t n, const uint8_t *base, uint64_t size)
+{
+    const uint8_t *q = p;
+    return base && q >= base && (uint64_t)(q - base) <= size && n <= size - (uint64_t)(q - base);
+}
+
+/* Whether [p, p+n) lies in the input, the decompressed stream or an aligned-copy block. */
+static bool owned(const fu_perf_data *pd, const void *p, uint64_t n)
+{
+    if (!p)
+        return n == 0;
+    if (inside(p, n, pd->data, pd->size) || inside(p, n, pd->decompressed, pd->decompressed_size))
+        return true;
+    for (const struct fu_perf_block *b = pd->aligned; b; b = b->next)
+        if (inside(p, n, (const uint8_t *)b->words, b->used * 8))
+            return true;
+    return false;
+}
+
+static volatile uint64_t sink;
+
+/* Invariants of a successful parse; touches every byte handed out so ASAN sees any overrun. */
+static const char *check(const fu_perf_data *pd)
+{
+    for (size_t i = 0; i < pd->sample_count; i++) {
+        const fu_perf_sample *s = &pd->samples[i];
+        if (s->index != i || s->attr_index >= pd->attr_count)
+            return "sample index or attr_index out of range";
+        if (s->callchain && (((uintptr_t)s->callchain & 7) || !owned(pd, s->callchain, s->callchain_count * 8)))
+            return "callchain misaligned or outside the buffers";
+        for (uint64_t k = 0; s->callchain && k < s->callchain_count; k++)
+            sink += s->callchain[k];
+        if (!owned(pd, s->stack, s->stack ? s->stack_dump_size : 0) || s->stack_size > s->stack_dump_size)
+            return "stack outside the buffers or dyn_size above the dump";
+        for (uint64_t k = 0; s->stack && k < s->stack_dump_size; k++)
+            sink += s->stack[k];
+        uint64_t nregs = s->regs ? (uint64_t)__builtin_popcountll(s->regs_mask) : 0;
+        if (!owned(pd, s->regs, nregs * 8))
+            return "regs outside the buffers";
+        for (unsigned r = 0; r < 64; r++) {
+            uint64_t v;
+            if (fu_perf_sample_reg(s, r, &v))
+                sink += v;
+            if (fu_perf_sample_intr_reg(s, r, &v))
+                sink += v;
+        }
+        if (!owned(pd, s->read, s->read_size) || !owned(pd, s->raw, s->raw ? s->raw_size : 0) ||
+            !owned(pd, s->branches, s->branches ? s->branch_count * 24 : 0) ||
+            !owned(pd, s->aux, s->aux ? s->aux_size : 0))
+            return "read/raw/branches/aux outside the buffers";
+        if (i && (pd->samples[i - 1].present & s->present & FU_PERF_SAMPLE_TIME) &&
+            pd->samples[i - 1].time > s->time && pd->attr_count == 1)
+            return "samples not in time order";
+    }
+    size_t counts[5] = {pd->sample_count, pd->mmap_count, pd->comm_count, pd->task_count, pd->task_count};
+    for (size_t i = 0; i < pd->event_count; i++) {
+        const fu_perf_event *e = &pd->events[i];
+        if (e->kind > FU_PERF_EVENT_EXIT || e->index >= counts[e->kind])
+            return "event index out of range";
+        if (i && pd->events[i - 1].time > e->time)
+            return "events not sorted by time";
+    }
+    for (size_t i = 0; i < pd->mmap_count; i++)
+        if (!owned(pd, pd->mmaps[i].filename, pd->mmaps[i].filename_len))
+            return "mmap filename outside the buffers";
+    for (size_t i = 0; i < pd->comm_count; i++)
+        if (!owned(pd, pd->comms[i].comm, pd->comms[i].comm_len))
+            return "comm outside the buffers";
+    for (size_t i = 0; i < pd->build_id_count; i++)
+        if (!owned(pd, pd->build_ids[i].filename, pd->build_ids[i].filename_len) || pd->build_ids[i].size > 20)
+            return "build-id outside the buffers";
+    for (uint32_t i = 0; i < pd->cmdline_count; i++)
+        if (!owned(pd, pd->cmdline[i].data, pd->cmdline[i].len))
+            return "cmdline outside the buffers";
+    return NULL;
+}
+
+/* 0: ok or a proper error; 1: invariant violated (message printed). */
+static int run_one(const uint8_t *data, size_t size, unsigned timeout, fu_status *status_out)
+{
+    /* A private copy sized exactly, so ASAN catches a read one past the end. */
+    uint8_t *copy = malloc(size ? size : 1);
+    if (!copy)
+        return 0;
+    memcpy(copy, data, size);
+    fu_perf_data pd;
+    fu_error err = {0};
+    fu_perf_options options = {.max_decompressed = DRIVER_MAX_DECOMPRESSED};
+    if (timeout)
+        alarm(timeout);
+    fu_status status = fu_perf_data_parse(&pd, copy, size, &options, &err);
+    if (timeout)
+        alarm(0);
+    int bad = 0;
+    if (status == FU_OK) {
+        const char *problem = check(&pd);
+        if (problem) {
+            fprintf(stderr, "%s: invariant violated: %s\n", current_input, problem);
+            bad = 1;
+        }
+    } else if (status == FU_ERR_PERF_DATA) {
+        if (strncmp(err.message, "perf.data+0x", 12) != 0) {
+            fprintf(stderr, "%s: error without an offset: %s\n", current_input, err.message);
+            bad = 1;
+        }
+    } else if (status != FU_ERR_NOMEM) {
+        fprintf(stderr, "%s: unexpected status %d: %s\n", current_input, (int)status, err.message);
+        bad = 1;
+    }
+    fu_perf_data_free(&pd);
+    free(copy);
+    if (status_out)
+        *status_out = status;
+    return bad;
+}
+
+#ifdef FU_PERF_LIBFUZZER
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (run_one(data, size, 0, NULL))
+        abort();
+    return 0;
+}
+#else
+
+/* xorshift64*: deterministic from the seed on every platform. */
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1Dull;
+}
+static uint64_t below(uint64_t n) { return n ? rnd() % n : 0; }
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static uint64_t get(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* Offsets of the records of the data section (best effort), for field-aware mutations. */
+static size_t find_records(const uint8_t *d, size_t n, size_t *out, size_t cap)
+{
+    if (n < 16)
+        return 0;
+    size_t pos, end;
+    if (get(d + 8, 8) == 16) {
+        pos = 16;
+        end = n;
+    } else if (n >= 104) {
+        uint64_t off = get(d + 40, 8), len = get(d + 48, 8);
+        if (off > n)
+            return 0;
+        pos = (size_t)off;
+        end = len > n - off ? n : (size_t)(off + len);
+    } else {
+        return 0;
+    }
+    size_t count = 0;
+    while (count < cap && end - pos >= 8) {
+        uint32_t type = (uint32_t)get(d + pos, 4);
+        uint64_t size = get(d + pos + 6, 2);
+        if (size < 8)
+            break;
+        out[count++] = pos;
+        if (type == 66 && end - pos >= 12)
+            size += (get(d + pos + 8, 4) + 7) & ~7ull;
+        else if (type == 71 && end - pos >= 16)
+            size += get(d + pos + 8, 8);
+        if (size > end - pos)
+            break;
+        pos += (size_t)size;
+    }
+    return count;
+}
+
+static size_t mutate(uint8_t *buf, size_t size, size_t cap, const size_t *records, size_t nrec)
+{
+    static const uint64_t hostile[] = {0, 1, 7, 8, 16, 0xff, 0xffff, 0x10000, 0x7fffffff, 0xffffffff,
+                                       0x100000000ull, 1ull << 61, 1ull << 63, ~0ull};
+    switch (below(7)) {
+    case 0:
+        for (uint64_t k = 1 + below(8); k--;)
+            buf[below(size)] ^= (uint8_t)(1u << below(8));
+        break;
+    case 1:
+        if (nrec) {
+            size_t at = records[below(nrec)];
+            if (at + 8 <= size)
+                put16(buf + at + 6, (uint16_t)(below(2) ? hostile[below(7)] : below(65536)));
+        }
+        break;
+    case 2:
+        if (nrec) {
+            static const uint32_t types[] = {1, 3, 4, 7, 9, 10, 64, 66, 67, 68, 71, 78, 80, 81, 200};
+            size_t at = records[below(nrec)];
+            if (at + 4 <= size)
+                put32(buf + at, types[below(sizeof types / sizeof types[0])]);
+        }
+        break;
+    case 3:
+        if (nrec) {
+            size_t at = records[below(nrec)];
+            if (at + 8 <= size) {
+                uint64_t rsize = get(buf + at + 6, 2);
+                if (rsize >= 16) {
+                    size_t where = at + 8 + 8 * (size_t)below((rsize - 8) / 8);
+                    if (where + 8 <= size)
+                        put64(buf + where, below(2) ? hostile[below(sizeof hostile / sizeof hostile[0])] : rnd());
+                }
+            }
+        }
+        break;
+    case 4:
+        size = (size_t)below(size);
+        break;
+    case 5:
+        if (size >= 104) {
+            size_t at = 8 * (size_t)below(13);
+            put64(buf + at, below(2) ? hostile[below(sizeof hostile / sizeof hostile[0])] : below(size));
+        }
+        break;
+    default: {
+        size_t at = (size_t)below(size);
+        size_t n = 1 + (size_t)below(16);
+        if (below(2)) {
+            if (n > size - at)
+                n = size - at;
+            memmove(buf + at, buf + at + n, size - at - n);
+            size -= n;
+        } else if (size + n <= cap) {
+            memmove(buf + at + n, buf + at, size - at);
+            for (size_t i = 0; i < n; i++)
+                buf[at + i] = (uint8_t)rnd();
+            size += n;
+        }
+    }
+    }
+    return size;
+}
+
+static uint8_t *read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        uint8_t *q = realloc(buf, cap * 2);
+        if (!q) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = q;
+        cap *= 2;
+    }
+    fclose(f);
+    *size = n;
+    return buf;
+}
+
+static void save(const char *dir, const char *input, unsigned long n, const uint8_t *data, size_t size)
+{
+    if (!dir)
+        return;
+    const char *base = strrchr(input, '/');
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.mutant%lu", dir, base ? base + 1 : input, n);
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(data, 1, size, f);
+        fclose(f);
+        fprintf(stderr, "saved %s\n", path);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seed = (uint64_t)time(NULL);
+    unsigned long mutations = 200;
+    unsigned timeout = 20;
+    const char *save_dir = NULL;
+    int first = 1;
+    for (; first < argc && strncmp(argv[first], "--", 2) == 0; first++) {
+        if (first + 1 >= argc)
+            break;
+        if (!strcmp(argv[first], "--seed"))
+            seed = strtoull(argv[++first], NULL, 0);
+        else if (!strcmp(argv[first], "--mutations"))
+            mutations = strtoul(argv[++first], NULL, 0);
+        else if (!strcmp(argv[first], "--timeout"))
+            timeout = (unsigned)strtoul(argv[++first], NULL, 0);
+        else if (!strcmp(argv[first], "--save-dir"))
+            save_dir = argv[++first];
+        else
+            break;
+    }
+    if (first >= argc) {
+        fprintf(stderr, "usage: %s [--seed N] [--mutations M] [--timeout S] [--save-dir DIR] FILE...\n", argv[0]);
+        return 2;
+    }
+    signal(SIGALRM, on_alarm);
+    printf("perf_driver: seed %llu, %lu mutations per file\n", (unsigned long long)seed, mutations);
+    fflush(stdout);
+    int failures = 0;
+    for (int i = first; i < argc; i++) {
+        size_t size;
+        uint8_t *data = read_file(argv[i], &size);
+        if (!data) {
+            fprintf(stderr, "cannot read %s\n", argv[i]);
+            return 2;
+        }
+        current_input = argv[i];
+        failures += run_one(data, size, timeout, NULL);
+        size_t cap = size + 64;
+        uint8_t *buf = malloc(cap);
+        size_t *records = malloc(sizeof *records * 65536);
+        size_t nrec = records ? find_records(data, size, records, 65536) : 0;
+        unsigned long errors = 0;
+        rng_state = seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(i + 1));
+        if (!rng_state)
+            rng_state = 1;
+        for (unsigned long n = 0; buf && n < mutations && size; n++) {
+            memcpy(buf, data, size);
+            size_t msize = mutate(buf, size, cap, records, nrec);
+            fu_status s = FU_OK;
+            int bad = run_one(buf, msize, timeout, &s);
+            errors += s != FU_OK;
+            if (bad) {
+                save(save_dir, argv[i], n, buf, msize);
+                failures++;
+            }
+        }
+        printf("%s: %zu bytes, %zu records, %lu mutants (%lu rejected with an error)\n", argv[i], size, nrec,
+               mutations, errors);
+        free(records);
+        free(buf);
+        free(data);
+    }
+    printf("perf_driver: %s (seed %llu)\n", failures ? "FAILURES" : "ok", (unsigned long long)seed);
+    return failures ? 1 : 0;
+}
+#endif

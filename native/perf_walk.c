@@ -1,0 +1,177 @@
+/* perf_walk: unwind the user stacks of a recording's samples in one call, without Python per
+ * sample: registers and stack bytes come from the decoded samples, modules from the address
+ * space each sample was taken in.
+ *
+ * unwind_samples(perf_data, space_ids, spaces, max_frames=127)
+ *   space_ids: bytes of uint32, one per sample (UINT32_MAX: skip the sample)
+ *   -> (outcomes: bytes u8[n], frame_starts: bytes u32[n + 1], ips: bytes u64[frames],
+ *       modules: bytes u32[frames], kinds: bytes u8[frames], flags: bytes u8[frames],
+ *       walk_ns: int)
+ */
+#include "binding.h"
+
+#include <time.h>
+
+#include "memory.h"
+#include "perf_data.h"
+#include "walk.h"
+
+/* perf's x86-64 register numbers for the DWARF registers 0..16 (rax rdx rcx rbx rsi rdi rbp rsp
+ * r8..r15 rip). */
+static const unsigned perf_reg_of_dwarf[FU_WALK_REGISTERS] = {
+    FU_PERF_REG_AX, FU_PERF_REG_DX, FU_PERF_REG_CX, FU_PERF_REG_BX, FU_PERF_REG_SI, FU_PERF_REG_DI,
+    FU_PERF_REG_BP, FU_PERF_REG_SP, FU_PERF_REG_R8, FU_PERF_REG_R9, FU_PERF_REG_R10, FU_PERF_REG_R11,
+    FU_PERF_REG_R12, FU_PERF_REG_R13, FU_PERF_REG_R14, FU_PERF_REG_R15, FU_PERF_REG_IP,
+};
+
+/* Outcome code for a sample without user registers (kernel-only sample, or regs_abi NONE). */
+#define FU_SAMPLE_NO_USER_REGISTERS 0xfe
+#define FU_SAMPLE_SKIPPED 0xff
+
+typedef struct growing {
+    uint8_t *data;
+    size_t len, cap;
+} growing;
+
+static bool grow_append(growing *g, const void *item, size_t size)
+{
+    if (g->len + size > g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 4096;
+        while (cap < g->len + size)
+            cap *= 2;
+        uint8_t *p = realloc(g->data, cap);
+        if (!p)
+            return false;
+        g->data = p;
+        g->cap = cap;
+    }
+    memcpy(g->data + g->len, item, size);
+    g->len += size;
+    return true;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"perf_data", "space_ids", "spaces", "max_frames", NULL};
+    PyObject *perf_data, *spaces_list;
+    Py_buffer space_ids;
+    Py_ssize_t max_frames = 127;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oy*O|n", kwlist, &perf_data, &space_ids, &spaces_list, &max_frames))
+        return NULL;
+    PyObject *result = NULL;
+    const fu_address_space **spaces = NULL;
+    fu_frame *frames = NULL;
+    growing outcomes = {0}, starts = {0}, ips = {0}, modules = {0}, kinds = {0}, flags = {0};
+    PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
+    size_t count;
+    const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
+    if (!seq || !samples)
+        goto done;
+    if ((size_t)space_ids.len != count * sizeof(uint32_t)) {
+        PyErr_Format(PyExc_ValueError, "space_ids has %zd bytes for %zu samples", space_ids.len, count);
+        goto done;
+    }
+    Py_ssize_t space_count = PySequence_Fast_GET_SIZE(seq);
+    spaces = PyMem_Calloc((size_t)space_count + 1, sizeof *spaces);
+    if (!spaces) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < space_count; i++)
+        if (!(spaces[i] = fu_address_space_of(module, PySequence_Fast_GET_ITEM(seq, i))))
+            goto done;
+    if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
+        max_frames = FU_WALK_MAX_FRAMES;
+    frames = PyMem_Malloc(sizeof(fu_frame) * (size_t)max_frames);
+    if (!frames) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const uint32_t *ids = space_ids.buf;
+    uint64_t walk_ns = 0;
+    bool nomem = false, bad_space = false;
+    Py_BEGIN_ALLOW_THREADS
+    uint32_t zero = 0;
+    nomem = !grow_append(&starts, &zero, sizeof zero);
+    for (size_t s = 0; s < count && !nomem; s++) {
+        const fu_perf_sample *sample = &samples[s];
+        uint8_t outcome = FU_SAMPLE_SKIPPED;
+        uint32_t id;
+        memcpy(&id, &ids[s], sizeof id);
+        if (id != UINT32_MAX && id >= (uint32_t)space_count) {
+            bad_space = true;
+            break;
+        }
+        fu_regs regs = {{0}, 0};
+        if (id != UINT32_MAX) {
+            for (unsigned r = 0; r < FU_WALK_REGISTERS; r++) {
+                uint64_t v;
+                if (fu_perf_sample_reg(sample, perf_reg_of_dwarf[r], &v))
+                    fu_regs_set(&regs, r, v);
+            }
+            outcome = FU_SAMPLE_NO_USER_REGISTERS;
+        }
+        uint64_t sp;
+        if (id != UINT32_MAX && (regs.valid >> FU_REG_RA & 1) && fu_regs_get(&regs, FU_REG_RSP, &sp)) {
+            fu_dump_memory memory = {sample->stack, sp, sample->stack_size, spaces[id]};
+            uint64_t t0 = now_ns();
+            fu_walk_result r = fu_walk(spaces[id], &regs, fu_read_dump, &memory, frames, (size_t)max_frames);
+            walk_ns += now_ns() - t0;
+            outcome = (uint8_t)r.outcome;
+            for (size_t f = 0; f < r.frame_count && !nomem; f++)
+                nomem = !grow_append(&ips, &frames[f].ip, 8) || !grow_append(&modules, &frames[f].module, 4) ||
+                        !grow_append(&kinds, &frames[f].kind, 1) || !grow_append(&flags, &frames[f].flags, 1);
+        }
+        uint32_t end = (uint32_t)(ips.len / 8);
+        nomem = nomem || !grow_append(&outcomes, &outcome, 1) || !grow_append(&starts, &end, sizeof end);
+    }
+    Py_END_ALLOW_THREADS
+    if (bad_space) {
+        PyErr_SetString(PyExc_ValueError, "a space id is out of range");
+        goto done;
+    }
+    if (nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_BuildValue("(y#y#y#y#y#y#K)", (const char *)outcomes.data, (Py_ssize_t)outcomes.len,
+                           (const char *)starts.data, (Py_ssize_t)starts.len, (const char *)ips.data,
+                           (Py_ssize_t)ips.len, (const char *)modules.data, (Py_ssize_t)modules.len,
+                           (const char *)kinds.data, (Py_ssize_t)kinds.len, (const char *)flags.data,
+                           (Py_ssize_t)flags.len, (unsigned long long)walk_ns);
+done:
+    free(outcomes.data);
+    free(starts.data);
+    free(ips.data);
+    free(modules.data);
+    free(kinds.data);
+    free(flags.data);
+    PyMem_Free(frames);
+    PyMem_Free(spaces);
+    Py_XDECREF(seq);
+    PyBuffer_Release(&space_ids);
+    return result;
+}
+
+static PyMethodDef perf_walk_methods[] = {
+    {"unwind_samples", (PyCFunction)(void (*)(void))unwind_samples, METH_VARARGS | METH_KEYWORDS,
+     "unwind_samples(perf_data, space_ids, spaces, max_frames=127) -> outcome and frame arrays, walk_ns"},
+    {NULL},
+};
+
+int fu_perf_walk_binding_init(PyObject *module)
+{
+    if (PyModule_AddFunctions(module, perf_walk_methods) < 0)
+        return -1;
+    if (PyModule_AddIntConstant(module, "SAMPLE_NO_USER_REGISTERS", FU_SAMPLE_NO_USER_REGISTERS) < 0 ||
+        PyModule_AddIntConstant(module, "SAMPLE_SKIPPED", FU_SAMPLE_SKIPPED) < 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,77 @@
+"""`fastunwind perf-script [-i perf.data]`: the stacks of a `perf record --call-graph dwarf`
+recording, unwound by fastunwind.
+
+The default output is the format of `perf script --no-inline -F comm,tid,time,ip,sym,symoff,dso`
+(user frames from fastunwind's unwinding, kernel frames from the sample's kernel callchain);
+`--folded` prints collapsed stacks with counts (FlameGraph's format); `--stats` prints the
+outcome of every unwind, frames per sample and the time spent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+EXAMPLE = """\
+examples:
+  perf record --call-graph dwarf -e cpu-clock -F 999 -o perf.data -- ./my-program
+  fastunwind perf-script -i perf.data | head
+  fastunwind perf-script -i perf.data --folded | flamegraph.pl > flame.svg
+  fastunwind perf-script -i perf.data --stats
+"""
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "perf-script",
+        help="unwind a perf.data recording and print its stacks (perf script format, folded, stats)",
+        description=__doc__,
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-i", "--input", default="perf.data", help="the recording (default: perf.data)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--folded", action="store_true", help="collapsed stacks with counts, for flame graphs")
+    mode.add_argument("--stats", action="store_true", help="unwinding outcomes, frames per sample, ns per frame")
+    parser.add_argument("--max-frames", type=int, default=127, help="frames per stack (default: 127, as perf)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fastunwind.perf_script import folded_stacks, render_perf_script, unwind_recording
+
+    samples, stats = unwind_recording(args.input, max_frames=args.max_frames)
+    if args.folded:
+        for stack, count in folded_stacks(samples):
+            sys.stdout.write(f"{stack} {count}\n")
+    elif args.stats:
+        _print_stats(stats)
+    else:
+        render_perf_script(samples, sys.stdout)
+    return 0
+
+
+def _print_stats(stats: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    per_frame = stats.walk_ns / stats.frames if stats.frames else 0.0
+    console.print(
+        f"{stats.samples} samples, {stats.unwound_samples} with user stacks, {stats.frames} user frames; "
+        f"unwinding took {stats.walk_ns / 1e6:.2f} ms ({per_frame:.1f} ns/frame), "
+        f"{stats.total_seconds:.2f} s in all"
+    )
+    outcomes = Table("outcome", "samples", box=None)
+    for name, count in stats.outcomes.most_common():
+        outcomes.add_row(name, str(count))
+    console.print(outcomes)
+    depths = sorted(stats.frames_per_sample.items())
+    if depths:
+        mean = sum(d * n for d, n in depths) / max(1, sum(n for _, n in depths))
+        console.print(f"frames per sample: mean {mean:.1f}, max {depths[-1][0]}")
+    for path in sorted(stats.replaced_modules):
+        console.print(f"[yellow]replaced since recording (build-id differs), not used:[/yellow] {path}")
+    for path in sorted(stats.missing_modules):
+        console.print(f"[yellow]not readable here:[/yellow] {path}")

@@ -1,0 +1,407 @@
+"""Read `perf record` recordings (perf.data, file mode and pipe mode) made with `--call-graph dwarf`.
+
+    >>> perf = PerfData.open("perf.data")
+    >>> perf.has_user_stacks, perf.sample_count
+    (True, 1234)
+    >>> for event in perf.events():          # time order, as perf script delivers them
+    ...     if isinstance(event, Sample):
+    ...         event.pid, hex(event.ip), len(event.stack), event.reg("sp")
+    ...     elif isinstance(event, Mmap):
+    ...         event.filename, hex(event.start)
+
+Decoding happens in C (native/perf_data.c) when the object is created; the samples stay in one
+contiguous C array in time order (native code reaches it with fu_perf_object_samples()). Python objects
+are made only for the events you iterate.
+
+Ordering: every delivered record (SAMPLE, MMAP/MMAP2, COMM, FORK, EXIT) is sorted by its time with a
+stable sort, so equal times keep file order; a record without a time sorts at the time of the record
+before it. perf script orders within FINISHED_ROUND windows, which gives the same sequence unless perf
+had to deliver a late event out of order.
+
+Errors: a malformed or unsupported recording raises fastunwind.errors.PerfDataError naming the file
+offset in hex.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO, NamedTuple
+
+from . import _core
+from .errors import PerfDataError
+
+__all__ = [
+    "PERF_REGS",
+    "BuildId",
+    "Comm",
+    "Exit",
+    "Fork",
+    "Mmap",
+    "PerfAttr",
+    "PerfData",
+    "PerfDataError",
+    "Sample",
+]
+
+# PERF_SAMPLE_* bits (include/uapi/linux/perf_event.h).
+SAMPLE_IP = 1 << 0
+SAMPLE_TID = 1 << 1
+SAMPLE_TIME = 1 << 2
+SAMPLE_CALLCHAIN = 1 << 5
+SAMPLE_CPU = 1 << 7
+SAMPLE_REGS_USER = 1 << 12
+SAMPLE_STACK_USER = 1 << 13
+
+# perf's x86-64 user register numbering (arch/x86/include/uapi/asm/perf_regs.h).
+PERF_REGS = ("ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip", "flags", "cs", "ss", "ds", "es", "fs",
+             "gs", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
+_REG_NUMBER = {name: number for number, name in enumerate(PERF_REGS)}
+
+# PERF_TYPE_SOFTWARE / PERF_COUNT_SW_DUMMY: perf's side-band-only tracking event, never sampled.
+_TYPE_SOFTWARE = 1
+_COUNT_SW_DUMMY = 9
+
+_KIND_SAMPLE, _KIND_MMAP, _KIND_COMM, _KIND_FORK, _KIND_EXIT = range(5)
+
+
+@dataclass(frozen=True)
+class PerfAttr:
+    """One event (struct perf_event_attr) of the recording, with its ids and its name when the
+    recording carries one (HEADER_EVENT_DESC, or EVENT_UPDATE in pipe mode)."""
+
+    index: int
+    type: int
+    config: int
+    sample_period: int  # the sample frequency when `freq`
+    freq: bool
+    sample_type: int
+    read_format: int
+    sample_id_all: bool
+    sample_regs_user: int
+    sample_stack_user: int
+    sample_regs_intr: int
+    branch_sample_type: int
+    flags: int
+    size: int
+    clockid: int
+    sample_max_stack: int
+    config1: int
+    config2: int
+    ids: tuple[int, ...]
+    name: str | None
+
+    @property
+    def has_user_stack(self) -> bool:
+        """The samples carry user registers and a user stack dump (--call-graph dwarf)."""
+        return (self.sample_type & (SAMPLE_REGS_USER | SAMPLE_STACK_USER)) == (SAMPLE_REGS_USER | SAMPLE_STACK_USER)
+
+    @property
+    def is_sampling(self) -> bool:
+        """The event takes samples (not perf's dummy side-band tracking event, not a pure counter)."""
+        if self.type == _TYPE_SOFTWARE and self.config == _COUNT_SW_DUMMY:
+            return False
+        return self.sample_period != 0
+
+
+@dataclass(frozen=True)
+class Mmap:
+    """PERF_RECORD_MMAP or MMAP2: `length` bytes of `filename` from file offset `pgoff` mapped at
+    avma `start`. build_id is hex when the kernel put it in the record (MMAP2 with
+    PERF_RECORD_MISC_MMAP_BUILD_ID); maj/min/ino are 0 then and for plain MMAP. time is None without
+    sample_id_all."""
+
+    pid: int
+    tid: int
+    start: int
+    length: int
+    pgoff: int
+    filename: str
+    build_id: str | None
+    prot: int
+    flags: int
+    time: int | None
+    maj: int = 0
+    min: int = 0
+    ino: int = 0
+    ino_generation: int = 0
+    is_mmap2: bool = True
+    cpu: int = -1
+
+    @property
+    def end(self) -> int:
+        return self.start + self.length
+
+
+@dataclass(frozen=True)
+class Comm:
+    """PERF_RECORD_COMM: thread `tid` of `pid` is now called `comm`; exec is set when an exec caused
+    it (PERF_RECORD_MISC_COMM_EXEC)."""
+
+    pid: int
+    tid: int
+    comm: str
+    exec: bool
+    time: int | None
+
+
+@dataclass(frozen=True)
+class Fork:
+    """PERF_RECORD_FORK: (pid, tid) was created by (ppid, ptid). time is the sample_id time, or the
+    record's own time field without sample_id_all."""
+
+    pid: int
+    ppid: int
+    tid: int
+    ptid: int
+    time: int
+
+
+@dataclass(frozen=True)
+class Exit:
+    """PERF_RECORD_EXIT: (pid, tid) exited; same layout and time rule as Fork."""
+
+    pid: int
+    ppid: int
+    tid: int
+    ptid: int
+    time: int
+
+
+class BuildId(NamedTuple):
+    """One entry of the build-id table (HEADER_BUILD_ID feature, or HEADER_BUILD_ID records in pipe
+    mode): a plain (pid, build_id hex, filename) tuple with names. pid is -1 for the kernel and for
+    entries perf did not tie to a process."""
+
+    pid: int
+    build_id: str
+    filename: str
+
+
+class Sample:
+    """A reference to one decoded PERF_RECORD_SAMPLE (index `index` in time order). The main fields
+    are plain attributes; the callchain, the user stack and registers are read from the C array on
+    access. pid/tid/cpu are -1 and time is None when the event did not sample them; period is the
+    attr's sample_period when PERF_SAMPLE_PERIOD is off (what perf script prints)."""
+
+    __slots__ = (
+        "_native",
+        "addr",
+        "attr_index",
+        "callchain_count",
+        "cpu",
+        "file_offset",
+        "id",
+        "index",
+        "ip",
+        "misc",
+        "period",
+        "pid",
+        "sample_type",
+        "stack_size",
+        "stream_id",
+        "tid",
+        "time",
+    )
+
+    def __init__(self, native: _core.PerfData, index: int) -> None:
+        set_ = object.__setattr__
+        set_(self, "_native", native)
+        set_(self, "index", index)
+        (pid, tid, time, ip, cpu, period, attr_index, misc, sample_type, id_, addr, stream_id,
+         callchain_count, stack_size, file_offset) = native.sample(index)
+        for name, value in (("pid", pid), ("tid", tid), ("time", time), ("ip", ip), ("cpu", cpu),
+                            ("period", period), ("attr_index", attr_index), ("misc", misc),
+                            ("sample_type", sample_type), ("id", id_), ("addr", addr),
+                            ("stream_id", stream_id), ("callchain_count", callchain_count),
+                            ("stack_size", stack_size), ("file_offset", file_offset)):
+            set_(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Sample is read-only")
+
+    def __repr__(self) -> str:
+        time = "None" if self.time is None else str(self.time)
+        return (f"Sample(index={self.index}, pid={self.pid}, tid={self.tid}, time={time}, ip={self.ip:#x}, "
+                f"cpu={self.cpu}, period={self.period}, attr_index={self.attr_index})")
+
+    @property
+    def callchain(self) -> tuple[int, ...]:
+        """PERF_SAMPLE_CALLCHAIN entries, PERF_CONTEXT_* markers included (the kernel part only with
+        --call-graph dwarf, since perf sets exclude_callchain_user)."""
+        return self._native.sample_callchain(self.index)
+
+    @property
+    def stack(self) -> bytes:
+        """The valid part (dyn_size bytes) of the user stack dump, starting at the user sp."""
+        return self._native.sample_stack(self.index)
+
+    @property
+    def regs_abi(self) -> int:
+        return self._native.sample_regs(self.index)[0]
+
+    @property
+    def regs(self) -> dict[str, int]:
+        """The sampled user registers by perf name ('ip', 'sp', 'bp', 'r12', ...); empty when the
+        sample has none (regs ABI NONE, e.g. a kernel thread)."""
+        _abi, mask, values = self._native.sample_regs(self.index)
+        names = [PERF_REGS[bit] if bit < len(PERF_REGS) else f"reg{bit}" for bit in range(64) if mask >> bit & 1]
+        return dict(zip(names, values)) if values else {}
+
+    def reg(self, register: int | str) -> int | None:
+        """One user register by perf number or name; None if not sampled."""
+        number = _REG_NUMBER[register] if isinstance(register, str) else register
+        return self._native.sample_reg(self.index, number)
+
+    @property
+    def is_kernel(self) -> bool:
+        """header.misc says the sample was taken in the kernel (PERF_RECORD_MISC_KERNEL)."""
+        return (self.misc & 7) == 1
+
+    def extra(self) -> dict:
+        """Every other sampled field: read values, raw, branch stack, weight, data_src, transaction,
+        intr regs, phys_addr, cgroup, page sizes, aux, the whole stack dump."""
+        return self._native.sample_extra(self.index)
+
+
+Event = Sample | Mmap | Comm | Fork | Exit
+
+
+def _text(raw: bytes) -> str:
+    return os.fsdecode(raw)
+
+
+class PerfData:
+    """A parsed recording. Build it with PerfData.open(path) or PerfData.read(bytes or a binary file
+    such as sys.stdin.buffer for `perf record -o - | fastunwind ...`)."""
+
+    def __init__(self, native: _core.PerfData, source: str = "<bytes>") -> None:
+        self._native = native
+        self.source = source
+        self.attrs: list[PerfAttr] = [
+            PerfAttr(index=i, type=a["type"], config=a["config"], sample_period=a["sample_period"], freq=a["freq"],
+                     sample_type=a["sample_type"], read_format=a["read_format"], sample_id_all=a["sample_id_all"],
+                     sample_regs_user=a["sample_regs_user"], sample_stack_user=a["sample_stack_user"],
+                     sample_regs_intr=a["sample_regs_intr"], branch_sample_type=a["branch_sample_type"],
+                     flags=a["flags"], size=a["size"], clockid=a["clockid"], sample_max_stack=a["sample_max_stack"],
+                     config1=a["config1"], config2=a["config2"], ids=a["ids"], name=a["name"])
+            for i, a in enumerate(native.attrs())]
+        self.build_ids: list[BuildId] = [BuildId(pid, build_id.hex(), _text(filename))
+                                         for pid, build_id, filename, _misc, _offset in native.build_ids()]
+        self.cmdline: list[str] = [_text(word) for word in native.cmdline()]
+
+    # ---- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, max_decompressed: int = 0) -> PerfData:
+        """Parse the recording at `path` (mapped, not copied). max_decompressed bounds the bytes that
+        PERF_RECORD_COMPRESSED data may expand to (0: the default, 4 GiB)."""
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                raise PerfDataError(f"{os.fspath(path)}: empty file, not a perf.data recording")
+            buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            native = _core.PerfData(buffer, max_decompressed)
+        except PerfDataError as error:
+            try:
+                buffer.close()
+            except BufferError:  # still exported by the half-built object; the GC closes it
+                pass
+            raise PerfDataError(f"{os.fspath(path)}: {error}") from None
+        return cls(native, os.fspath(path))
+
+    @classmethod
+    def read(cls, source: bytes | bytearray | memoryview | BinaryIO, *, max_decompressed: int = 0) -> PerfData:
+        """Parse a recording from bytes or from a binary file object read to its end (pipe mode:
+        `perf record -o - ...` on stdin)."""
+        if hasattr(source, "read"):
+            data = source.read()
+        else:
+            data = source
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"expected bytes or a binary file, got {type(data).__name__}")
+        return cls(_core.PerfData(bytes(data) if isinstance(data, bytearray) else data, max_decompressed))
+
+    # ---- summary ------------------------------------------------------------------------------
+
+    @property
+    def native(self) -> _core.PerfData:
+        """The C object; pass it to C code that reads the sample array (fu_perf_object_samples)."""
+        return self._native
+
+    @property
+    def pipe_mode(self) -> bool:
+        return self._native.pipe_mode
+
+    @property
+    def sample_count(self) -> int:
+        return self._native.sample_count
+
+    @property
+    def event_count(self) -> int:
+        return self._native.event_count
+
+    @property
+    def has_user_stacks(self) -> bool:
+        """Every sampling event records user registers and stack (--call-graph dwarf)."""
+        sampling = [attr for attr in self.attrs if attr.is_sampling]
+        return bool(sampling) and all(attr.has_user_stack for attr in sampling)
+
+    def stats(self) -> dict:
+        return self._native.stats()
+
+    # ---- events -------------------------------------------------------------------------------
+
+    def sample(self, index: int) -> Sample:
+        if index < 0:
+            index += self.sample_count
+        return Sample(self._native, index)
+
+    def samples(self) -> Iterator[Sample]:
+        """The samples alone, in time order."""
+        native = self._native
+        for index in range(native.sample_count):
+            yield Sample(native, index)
+
+    def sample_column(self, name: str) -> memoryview:
+        """One u64 per sample in time order (time, ip, pid, tid, cpu, period, attr_index,
+        callchain_count, stack_size), without making Python objects per sample."""
+        return memoryview(self._native.sample_column(name)).cast("Q")
+
+    def _mmap(self, index: int) -> Mmap:
+        (pid, tid, start, length, pgoff, filename, build_id, prot, flags, maj, min_, ino, ino_generation, time,
+         is_mmap2, _misc, cpu, _offset) = self._native.mmap(index)
+        return Mmap(pid, tid, start, length, pgoff, _text(filename), build_id.hex() if build_id is not None else None,
+                    prot, flags, time, maj, min_, ino, ino_generation, is_mmap2, cpu)
+
+    def _comm(self, index: int) -> Comm:
+        pid, tid, comm, exec_, time, _misc, _offset = self._native.comm(index)
+        return Comm(pid, tid, _text(comm), exec_, time)
+
+    def _task(self, index: int) -> Fork | Exit:
+        pid, ppid, tid, ptid, record_time, sample_time, is_exit, _offset = self._native.task(index)
+        cls = Exit if is_exit else Fork
+        return cls(pid, ppid, tid, ptid, sample_time if sample_time is not None else record_time)
+
+    def events(self) -> Iterator[Event]:
+        """Samples interleaved with MMAP/COMM/FORK/EXIT records, in time order."""
+        kinds, indices = self._native.events()
+        indices = memoryview(indices).cast("I")
+        native = self._native
+        for kind, index in zip(kinds, indices):
+            if kind == _KIND_SAMPLE:
+                yield Sample(native, index)
+            elif kind == _KIND_MMAP:
+                yield self._mmap(index)
+            elif kind == _KIND_COMM:
+                yield self._comm(index)
+            else:
+                yield self._task(index)
+
+    def __repr__(self) -> str:
+        mode = "pipe" if self.pipe_mode else "file"
+        return (f"PerfData({self.source!r}, {mode} mode, {len(self.attrs)} attrs, {self.sample_count} samples, "
+                f"{self.event_count} events)")

@@ -1,0 +1,220 @@
+"""Unwind a perf.data recording and print its stacks: `perf script` text, folded stacks, statistics.
+
+The pipeline: the perf.data reader (C) decodes samples; `PerfSession` replays MMAP/COMM/FORK in time
+order into address spaces; one C call unwinds every sample (GIL released); this module resolves the
+frames to DSOs and symbols and renders them.
+
+perf script's text format (perf 6.1, `-F comm,tid,time,ip,sym,symoff,dso`): a header
+`comm  tid  sec.usec: ` per sample, then one line per frame, `\\t%16x sym+0xoff (dso)`, kernel
+frames first, and a blank line. A user frame's address is the DSO-relative address perf computes
+(`avma - map start + pgoff`); caller frames are printed at their return address minus one, except
+the frame a signal interrupted (its IP is the interrupted instruction, not a return address).
+"""
+
+from __future__ import annotations
+
+import array
+import bisect
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from fastunwind import _core
+from fastunwind.address_space import ImageCache, Mapping
+from fastunwind.errors import PerfDataError
+from fastunwind.perf_data import Comm, Exit, Fork, Mmap, PerfData, Sample
+from fastunwind.perf_session import PROT_EXEC, PerfSession
+from fastunwind.symbolize import SymbolTable
+
+#: perf's default callchain depth (kernel.perf_event_max_stack)
+DEFAULT_MAX_FRAMES = 127
+#: callchain entries at or above this are PERF_CONTEXT_* markers (include/uapi/linux/perf_event.h)
+PERF_CONTEXT_MAX = (1 << 64) - 4095
+OUTCOME_NAMES = {code: name for code, name in enumerate(
+    ["end", "truncated", "no_unwind_info", "unreadable", "no_progress", "sp_backwards",
+     "expression_error", "register_unknown", "frame_limit"])}
+OUTCOME_NAMES[_core.SAMPLE_NO_USER_REGISTERS] = "no_user_registers"
+OUTCOME_NAMES[_core.SAMPLE_SKIPPED] = "skipped"
+
+#: fu_frame_kind: recovered through a signal frame's CFI (walk.h)
+FRAME_SIGNAL = 2
+RECORD_HINT = ("record with user registers and stack, e.g.: "
+               "perf record --call-graph dwarf -e cpu-clock -F 999 -- COMMAND")
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    address: int  #: DSO-relative address as perf prints it
+    symbol: str | None
+    offset: int
+    dso: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnwoundSample:
+    comm: str
+    pid: int
+    tid: int
+    time: int  #: ns
+    outcome: str
+    kernel: tuple[Frame, ...]
+    user: tuple[Frame, ...]
+
+
+@dataclass
+class Statistics:
+    samples: int = 0
+    unwound_samples: int = 0
+    frames: int = 0
+    walk_ns: int = 0
+    total_seconds: float = 0.0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    frames_per_sample: Counter[int] = field(default_factory=Counter)
+    replaced_modules: set[str] = field(default_factory=set)
+    missing_modules: set[str] = field(default_factory=set)
+
+
+class KernelSymbols:
+    """/proc/kallsyms, when readable with real addresses (root or kptr_restrict=0)."""
+
+    def __init__(self) -> None:
+        starts: list[int] = []
+        names: list[str] = []
+        try:
+            with open("/proc/kallsyms") as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) >= 3 and parts[1] in "tTwW":
+                        starts.append(int(parts[0], 16))
+                        names.append(parts[2])
+        except OSError:
+            pass
+        order = sorted(range(len(starts)), key=starts.__getitem__)
+        self._starts = array.array("Q", [starts[i] for i in order])
+        self._names = [names[i] for i in order]
+        self.usable = bool(self._starts) and self._starts[-1] != 0
+
+    def lookup(self, address: int) -> tuple[str, int] | None:
+        if not self.usable:
+            return None
+        i = bisect.bisect_right(self._starts, address) - 1
+        return (self._names[i], address - self._starts[i]) if i >= 0 else None
+
+
+class Symbolizer:
+    def __init__(self) -> None:
+        self._tables: dict[str, SymbolTable | None] = {}
+        self.kernel = KernelSymbols()
+
+    def user_frame(self, mapping: Mapping | None, avma: int) -> Frame:
+        if mapping is None:
+            return Frame(avma, None, 0, "[unknown]")
+        address = avma - mapping.start + mapping.pgoff
+        symbol = None
+        if mapping.image is not None:
+            table = self._tables.get(mapping.path)
+            if mapping.path not in self._tables:
+                table = self._tables[mapping.path] = SymbolTable.for_file(mapping.image.elf)
+            symbol = table.lookup(avma - mapping.bias) if table else None
+        if symbol is None:
+            return Frame(address, None, 0, mapping.path)
+        return Frame(address, symbol[0], symbol[1], mapping.path)
+
+    def kernel_frame(self, ip: int) -> Frame:
+        found = self.kernel.lookup(ip)
+        return Frame(ip, found[0] if found else None, found[1] if found else 0, "[kernel.kallsyms]")
+
+
+def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images: ImageCache | None = None
+                     ) -> tuple[list[UnwoundSample], Statistics]:
+    started = time.perf_counter()
+    perf = PerfData.open(path)
+    if not perf.has_user_stacks:
+        raise PerfDataError(f"{path}: the recording has no user registers and stack dumps; {RECORD_HINT}")
+    session = PerfSession(
+        {filename: bytes.fromhex(build_id) for _pid, build_id, filename in perf.build_ids}, images
+    )
+    space_ids = array.array("I", [0xFFFFFFFF]) * perf.sample_count
+    comms: list[str] = [""] * perf.sample_count
+    samples: list[Sample] = [None] * perf.sample_count  # type: ignore[list-item]
+    for event in perf.events():
+        if isinstance(event, Sample):
+            samples[event.index] = event
+            # kernel-mode samples carry the user registers and stack of the syscall entry too
+            space_ids[event.index] = session.space_index_for(event.pid)
+            comms[event.index] = session.comms.get(event.tid) or session.process(event.pid).comm
+        elif isinstance(event, Mmap):
+            # perf records plain MMAP (v1) events for executable mappings only
+            executable = bool(event.prot & PROT_EXEC) if event.is_mmap2 else True
+            session.mmap(event.pid, event.start, event.length, event.pgoff, event.filename,
+                         bytes.fromhex(event.build_id) if event.build_id else None, executable)
+        elif isinstance(event, Comm):
+            session.comm(event.pid, event.tid, event.comm, event.exec)
+        elif isinstance(event, Fork):
+            session.fork(event.pid, event.ppid, event.tid)
+        elif isinstance(event, Exit):
+            pass
+    cores = [space.to_core() for space in session.spaces]
+    outcomes, starts_b, ips_b, modules_b, kinds_b, _flags, walk_ns = _core.unwind_samples(
+        perf.native, space_ids.tobytes(), cores, max_frames
+    )
+    starts = array.array("I")
+    starts.frombytes(starts_b)
+    ips = array.array("Q")
+    ips.frombytes(ips_b)
+    modules = array.array("I")
+    modules.frombytes(modules_b)
+    symbolizer = Symbolizer()
+    stats = Statistics(samples=perf.sample_count, walk_ns=walk_ns, frames=len(ips))
+    stats.replaced_modules = session.statistics.replaced_modules
+    stats.missing_modules = session.statistics.missing_modules
+    out: list[UnwoundSample] = []
+    for index, sample in enumerate(samples):
+        outcome = OUTCOME_NAMES.get(outcomes[index], "?")
+        stats.outcomes[outcome] += 1
+        kernel = tuple(symbolizer.kernel_frame(ip) for ip in sample.callchain
+                       if ip < PERF_CONTEXT_MAX and ip >= 1 << 63)
+        user: list[Frame] = []
+        first, last = starts[index], starts[index + 1]
+        if last > first:
+            stats.unwound_samples += 1
+            space = session.spaces[space_ids[index]]
+            for k in range(first, last):
+                avma = ips[k]
+                # perf prints callers at return address - 1, except the frame a signal
+                # interrupted, whose IP is the interrupted instruction itself
+                if k > first and kinds_b[k] != FRAME_SIGNAL:
+                    avma -= 1
+                m = modules[k]
+                user.append(symbolizer.user_frame(space.mappings[m] if m != 0xFFFFFFFF else None, avma))
+        stats.frames_per_sample[last - first] += 1
+        out.append(UnwoundSample(comms[index], sample.pid, sample.tid, sample.time, outcome, kernel, tuple(user)))
+    stats.total_seconds = time.perf_counter() - started
+    return out, stats
+
+
+def format_frame(frame: Frame) -> str:
+    name = f"{frame.symbol}+0x{frame.offset:x}" if frame.symbol is not None else "[unknown]"
+    return f"\t{frame.address:16x} {name} ({frame.dso})\n"
+
+
+def render_perf_script(samples: list[UnwoundSample], out: TextIO) -> None:
+    for sample in samples:
+        seconds, nanoseconds = divmod(sample.time, 1_000_000_000)
+        out.write(f"{sample.comm} {sample.tid:5d} {seconds:5d}.{nanoseconds // 1000:06d}: \n")
+        for frame in sample.kernel:
+            out.write(format_frame(frame))
+        for frame in sample.user:
+            out.write(format_frame(frame))
+        out.write("\n")
+
+
+def folded_stacks(samples: list[UnwoundSample]) -> Iterator[tuple[str, int]]:
+    """FlameGraph's collapsed format: `comm;root;...;leaf count`, most frequent first."""
+    counts: Counter[str] = Counter()
+    for sample in samples:
+        names = [f.symbol or f"[unknown {f.dso.rsplit('/', 1)[-1]}]" for f in (*sample.kernel, *sample.user)]
+        counts[";".join([sample.comm, *reversed(names)])] += 1
+    return iter(counts.most_common())
