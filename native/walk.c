@@ -216,7 +216,9 @@ static bool frame_pointer_step(walker *w, const fu_regs *regs, fu_regs *out)
         *w->result = saved;
         return false;
     }
-    if (fu_address_space_find(w->space, ra - 1) < 0 || (caller_rbp != 0 && caller_rbp <= rbp))
+    /* The return address must land in mapped code. The saved rbp is only the caller's register
+     * value: a caller built without frame pointers keeps any data there. */
+    if (fu_address_space_find(w->space, ra - 1) < 0)
         return false;
     memset(out, 0, sizeof *out);
     fu_regs_set(out, FU_REG_RBP, caller_rbp);

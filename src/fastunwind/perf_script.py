@@ -191,8 +191,31 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
                 user.append(symbolizer.user_frame(space.mappings[m] if m != 0xFFFFFFFF else None, avma))
         stats.frames_per_sample[last - first] += 1
         out.append(UnwoundSample(comms[index], sample.pid, sample.tid, sample.time, outcome, kernel, tuple(user)))
+    out = demangle(out)
     stats.total_seconds = time.perf_counter() - started
     return out, stats
+
+
+def demangle(samples: list[UnwoundSample]) -> list[UnwoundSample]:
+    """C++ names demangled without parameters, as perf prints them, through one `c++filt -p`
+    (binutils) run over the distinct mangled names; unchanged if c++filt is missing."""
+    import dataclasses
+    import shutil
+    import subprocess
+
+    mangled = sorted({f.symbol for s in samples for f in s.user if f.symbol and f.symbol.startswith("_Z")})
+    if not mangled or shutil.which("c++filt") is None:
+        return samples
+    result = subprocess.run(["c++filt", "-p"], input="\n".join(mangled) + "\n", capture_output=True, text=True)
+    names = result.stdout.splitlines()
+    if result.returncode != 0 or len(names) != len(mangled):
+        return samples
+    plain = dict(zip(mangled, names))
+
+    def fix(frame: Frame) -> Frame:
+        return dataclasses.replace(frame, symbol=plain[frame.symbol]) if frame.symbol in plain else frame
+
+    return [dataclasses.replace(s, user=tuple(fix(f) for f in s.user)) for s in samples]
 
 
 def format_frame(frame: Frame) -> str:
