@@ -1,0 +1,67 @@
+"""Unwind one stack: registers, the stack bytes and an address space in, frames and an outcome out.
+
+    >>> from fastunwind.walk import unwind_current_thread
+    >>> walk = unwind_current_thread()
+    >>> walk.outcome, walk.frames[-1].mapping.path
+    ('end', '/usr/bin/python3.11')
+
+The walk runs in C without the GIL (native/walk.c). Registers use DWARF x86-64 numbering (0 rax ...
+7 rsp, 8-15 r8-r15, 16 the IP). Memory is the stack dump [stack_address, +len(stack)) and the
+read-only segments of the mapped files; nothing else is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping as MappingType
+from dataclasses import dataclass
+
+from fastunwind import _core
+from fastunwind.address_space import AddressSpace, ImageCache, Mapping, current_process
+
+FRAME_KINDS = ("first", "cfi", "signal", "frame_pointer")
+SIGNAL_TRAMPOLINE = 1  #: fu_frame.flags bit (walk.h)
+#: outcomes of a walk (walk.h, fu_walk_outcome); "end" is the only complete one
+OUTCOMES = ("end", "truncated", "no_unwind_info", "unreadable", "no_progress", "sp_backwards",
+            "expression_error", "register_unknown", "frame_limit")
+
+
+@dataclass(frozen=True, slots=True)
+class WalkedFrame:
+    ip: int  #: avma: the first frame's IP, then return addresses (or a signal's interrupted IP)
+    mapping: Mapping | None
+    kind: str  #: how the frame was recovered, one of FRAME_KINDS
+    signal_trampoline: bool  #: this frame's own CFI marks it as a signal frame (__restore_rt)
+
+
+@dataclass(frozen=True, slots=True)
+class Walk:
+    outcome: str
+    fault_address: int  #: for unreadable / truncated: the address; for no_unwind_info: the IP
+    frames: tuple[WalkedFrame, ...]
+
+    @property
+    def complete(self) -> bool:
+        """The stack was walked to its end (a truncated or failed walk is never complete)."""
+        return self.outcome == "end"
+
+
+def _walk(space: AddressSpace, result: tuple[str, int, list[tuple[int, int | None, int, int]]]) -> Walk:
+    outcome, fault, frames = result
+    return Walk(outcome, fault, tuple(
+        WalkedFrame(ip, space.mappings[module] if module is not None else None, FRAME_KINDS[kind],
+                    bool(flags & SIGNAL_TRAMPOLINE))
+        for ip, module, kind, flags in frames))
+
+
+def unwind_stack(space: AddressSpace, registers: MappingType[int, int], stack: bytes, stack_address: int,
+                 max_frames: int = _core.WALK_MAX_FRAMES) -> Walk:
+    """Walk a captured stack: `registers` by DWARF number (16 = IP, 7 = SP required)."""
+    return _walk(space, _core.unwind(space.to_core(), dict(registers), stack, stack_address, max_frames))
+
+
+def unwind_current_thread(images: ImageCache | None = None, max_frames: int = 256) -> Walk:
+    """Walk the calling thread's own stack, from inside the C extension up to the thread's start.
+    Memory is read with process_vm_readv: a corrupt stack gives an outcome, never a crash."""
+    space = current_process(images)
+    result, _oracle = _core.unwind_self(space.to_core(), max_frames)
+    return _walk(space, result)
