@@ -15,7 +15,7 @@ NATIVE := $(wildcard native/*.c native/*.h)
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
-.PHONY: all setup build demo test sweep asan fuzz bench clean
+.PHONY: all setup build demo test sweep asan fuzz bench bench-unwind clean
 
 all: build
 
@@ -50,6 +50,15 @@ demo: build
 	@echo
 	@echo "== fastunwind lookup $(DEMO_FILE) <an address inside its first multi-row FDE>"
 	$(VENV)/bin/fastunwind lookup $(DEMO_FILE) $$($(PY) scripts/demo_address.py $(DEMO_FILE))
+	@echo
+	@echo "== perf record --call-graph dwarf of the bundled C workload, unwound by fastunwind"
+	@status=0; $(PY) scripts/record_workloads.py $(STAMPS)/demo --only c --seconds 1 > $(STAMPS)/demo-record.log 2>&1 || status=$$?; \
+	if [ $$status -eq 0 ]; then \
+	  $(VENV)/bin/fastunwind perf-script -i $(STAMPS)/demo/c.data | awk -v RS= '/sigalrm_handler_work/ {print; exit}'; \
+	  echo; $(VENV)/bin/fastunwind perf-script -i $(STAMPS)/demo/c.data --stats; \
+	else \
+	  cat $(STAMPS)/demo-record.log; echo "(perf could not record here: the stack unwinding part of the demo is skipped)"; \
+	fi
 
 test: build
 	$(PY) -m pytest -q tests

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -34,11 +35,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FastunwindError as error:
         print(f"fastunwind: error: {error}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # `fastunwind table big.so | head`: stop quietly, like readelf; stdout goes to /dev/null so
+        # that the interpreter's final flush does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as error:  # a missing or unreadable file
         where = f"{error.filename}: " if error.filename else ""
         print(f"fastunwind: error: {where}{error.strerror or error}", file=sys.stderr)
         return 1
-    except BrokenPipeError:
-        # `fastunwind table big.so | head`: stop quietly, like readelf
-        sys.stderr.close()
-        return 0
