@@ -197,8 +197,10 @@ typedef struct fu_table {
     uint32_t pool_count, pool_cap;
     uint32_t *state_hash;       /* open addressing, state index + 1, 0 = empty */
     uint32_t state_hash_cap;
-    /* FDE index sorted by pc_begin, for lookup: entry indices */
+    /* FDE index sorted by pc_begin, for lookup: entry indices, and their pc_begin values in a
+     * dense array of their own (the binary search touches 8 bytes per step, not an entry) */
     uint32_t *fde_sorted;
+    uint64_t *fde_starts;
     uint32_t fde_count;
     uint32_t error_count;
 } fu_table;

@@ -520,5 +520,6 @@ void fu_table_free(fu_table *t)
     free(t->rule_pool);
     free(t->state_hash);
     free(t->fde_sorted);
+    free(t->fde_starts);
     memset(t, 0, sizeof *t);
 }

@@ -34,6 +34,12 @@ fu_status fu_table_build_index(fu_table *t, fu_error *err)
     sort_table = t;
     qsort(t->fde_sorted, t->fde_count, sizeof(uint32_t), compare_fde);
     sort_table = NULL;
+    free(t->fde_starts);
+    t->fde_starts = malloc(sizeof(uint64_t) * (t->fde_count ? t->fde_count : 1));
+    if (!t->fde_starts)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory for the FDE index");
+    for (uint32_t i = 0; i < t->fde_count; i++)
+        t->fde_starts[i] = t->entries[t->fde_sorted[i]].pc_begin;
     return FU_OK;
 }
 
@@ -43,7 +49,7 @@ int64_t fu_table_find_fde(const fu_table *t, uint64_t pc)
     uint32_t lo = 0, hi = t->fde_count;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (t->entries[t->fde_sorted[mid]].pc_begin <= pc)
+        if (t->fde_starts[mid] <= pc)
             lo = mid + 1;
         else
             hi = mid;

@@ -16,13 +16,34 @@
 #include "perf_data.h"
 #include "walk.h"
 
-/* perf's x86-64 register numbers for the DWARF registers 0..16 (rax rdx rcx rbx rsi rdi rbp rsp
- * r8..r15 rip). */
-static const unsigned perf_reg_of_dwarf[FU_WALK_REGISTERS] = {
-    FU_PERF_REG_AX, FU_PERF_REG_DX, FU_PERF_REG_CX, FU_PERF_REG_BX, FU_PERF_REG_SI, FU_PERF_REG_DI,
-    FU_PERF_REG_BP, FU_PERF_REG_SP, FU_PERF_REG_R8, FU_PERF_REG_R9, FU_PERF_REG_R10, FU_PERF_REG_R11,
-    FU_PERF_REG_R12, FU_PERF_REG_R13, FU_PERF_REG_R14, FU_PERF_REG_R15, FU_PERF_REG_IP,
+/* The DWARF register (0..16: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip) of each of perf's x86-64
+ * user registers (arch/x86/include/uapi/asm/perf_regs.h), -1 for those the walker does not use. */
+static const int8_t dwarf_of_perf_reg[24] = {
+    [FU_PERF_REG_AX] = 0, [FU_PERF_REG_BX] = 3, [FU_PERF_REG_CX] = 2, [FU_PERF_REG_DX] = 1,
+    [FU_PERF_REG_SI] = 4, [FU_PERF_REG_DI] = 5, [FU_PERF_REG_BP] = 6, [FU_PERF_REG_SP] = 7,
+    [FU_PERF_REG_IP] = 16, [FU_PERF_REG_FLAGS] = -1, [FU_PERF_REG_CS] = -1, [FU_PERF_REG_SS] = -1,
+    [FU_PERF_REG_DS] = -1, [FU_PERF_REG_ES] = -1, [FU_PERF_REG_FS] = -1, [FU_PERF_REG_GS] = -1,
+    [FU_PERF_REG_R8] = 8, [FU_PERF_REG_R9] = 9, [FU_PERF_REG_R10] = 10, [FU_PERF_REG_R11] = 11,
+    [FU_PERF_REG_R12] = 12, [FU_PERF_REG_R13] = 13, [FU_PERF_REG_R14] = 14, [FU_PERF_REG_R15] = 15,
 };
+
+/* The sample's user registers in DWARF numbering: one pass over the mask, the values are stored
+ * in the order of its set bits. */
+static void sample_registers(const fu_perf_sample *sample, fu_regs *regs)
+{
+    regs->valid = 0;
+    if (!sample->regs || sample->regs_abi == 0)
+        return;
+    unsigned k = 0;
+    for (uint64_t bits = sample->regs_mask; bits; bits &= bits - 1, k++) {
+        unsigned perf_reg = (unsigned)__builtin_ctzll(bits);
+        if (perf_reg < 24 && dwarf_of_perf_reg[perf_reg] >= 0) {
+            uint64_t v;
+            memcpy(&v, sample->regs + 8 * k, 8);
+            fu_regs_set(regs, (unsigned)dwarf_of_perf_reg[perf_reg], v);
+        }
+    }
+}
 
 /* Outcome code for a sample without user registers (kernel-only sample, or regs_abi NONE). */
 #define FU_SAMPLE_NO_USER_REGISTERS 0xfe
@@ -47,6 +68,39 @@ static bool grow_append(growing *g, const void *item, size_t size)
     }
     memcpy(g->data + g->len, item, size);
     g->len += size;
+    return true;
+}
+
+/* Append a walk's frames to the four column arrays (reserved once, then filled). */
+static bool append_frames(const fu_frame *frames, size_t n, growing *ips, growing *modules, growing *kinds,
+                          growing *flags)
+{
+    growing *columns[4] = {ips, modules, kinds, flags};
+    static const size_t widths[4] = {8, 4, 1, 1};
+    for (unsigned c = 0; c < 4; c++) {
+        growing *g = columns[c];
+        size_t need = g->len + n * widths[c];
+        if (need > g->cap) {
+            size_t cap = g->cap ? g->cap * 2 : 4096;
+            while (cap < need)
+                cap *= 2;
+            uint8_t *p = realloc(g->data, cap);
+            if (!p)
+                return false;
+            g->data = p;
+            g->cap = cap;
+        }
+    }
+    for (size_t f = 0; f < n; f++) {
+        memcpy(ips->data + ips->len + 8 * f, &frames[f].ip, 8);
+        memcpy(modules->data + modules->len + 4 * f, &frames[f].module, 4);
+        kinds->data[kinds->len + f] = frames[f].kind;
+        flags->data[flags->len + f] = frames[f].flags;
+    }
+    ips->len += 8 * n;
+    modules->len += 4 * n;
+    kinds->len += n;
+    flags->len += n;
     return true;
 }
 
@@ -98,6 +152,8 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     uint64_t walk_ns = 0;
     bool nomem = false, bad_space = false;
     Py_BEGIN_ALLOW_THREADS
+    /* the whole loop is timed: register extraction, walks and collecting the frames */
+    uint64_t started = now_ns();
     uint32_t zero = 0;
     nomem = !grow_append(&starts, &zero, sizeof zero);
     for (size_t s = 0; s < count && !nomem; s++) {
@@ -111,27 +167,20 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         }
         fu_regs regs = {{0}, 0};
         if (id != UINT32_MAX) {
-            for (unsigned r = 0; r < FU_WALK_REGISTERS; r++) {
-                uint64_t v;
-                if (fu_perf_sample_reg(sample, perf_reg_of_dwarf[r], &v))
-                    fu_regs_set(&regs, r, v);
-            }
+            sample_registers(sample, &regs);
             outcome = FU_SAMPLE_NO_USER_REGISTERS;
         }
         uint64_t sp;
         if (id != UINT32_MAX && (regs.valid >> FU_REG_RA & 1) && fu_regs_get(&regs, FU_REG_RSP, &sp)) {
             fu_dump_memory memory = {sample->stack, sp, sample->stack_size, spaces[id]};
-            uint64_t t0 = now_ns();
             fu_walk_result r = fu_walk(spaces[id], &regs, fu_read_dump, &memory, frames, (size_t)max_frames);
-            walk_ns += now_ns() - t0;
             outcome = (uint8_t)r.outcome;
-            for (size_t f = 0; f < r.frame_count && !nomem; f++)
-                nomem = !grow_append(&ips, &frames[f].ip, 8) || !grow_append(&modules, &frames[f].module, 4) ||
-                        !grow_append(&kinds, &frames[f].kind, 1) || !grow_append(&flags, &frames[f].flags, 1);
+            nomem = !append_frames(frames, r.frame_count, &ips, &modules, &kinds, &flags);
         }
         uint32_t end = (uint32_t)(ips.len / 8);
         nomem = nomem || !grow_append(&outcomes, &outcome, 1) || !grow_append(&starts, &end, sizeof end);
     }
+    walk_ns = now_ns() - started;
     Py_END_ALLOW_THREADS
     if (bad_space) {
         PyErr_SetString(PyExc_ValueError, "a space id is out of range");

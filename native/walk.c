@@ -142,7 +142,8 @@ static bool apply_row(walker *w, const fu_table *t, const fu_state *state, uint6
         w->result->outcome = FU_WALK_NO_UNWIND_INFO;
         return false;
     }
-    memset(out, 0, sizeof *out);
+    /* values of invalid registers are never read: only the mask needs clearing */
+    out->valid = 0;
     for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
         if (callee_saved(r) && (regs->valid >> r & 1))
             fu_regs_set(out, r, regs->value[r]);
@@ -220,7 +221,7 @@ static bool frame_pointer_step(walker *w, const fu_regs *regs, fu_regs *out)
      * value: a caller built without frame pointers keeps any data there. */
     if (fu_address_space_find(w->space, ra - 1) < 0)
         return false;
-    memset(out, 0, sizeof *out);
+    out->valid = 0;
     fu_regs_set(out, FU_REG_RBP, caller_rbp);
     fu_regs_set(out, FU_REG_RSP, rbp + 16);
     fu_regs_set(out, FU_REG_RA, ra);
