@@ -235,9 +235,12 @@ def render_perf_script(samples: list[UnwoundSample], out: TextIO) -> None:
 
 
 def folded_stacks(samples: list[UnwoundSample]) -> Iterator[tuple[str, int]]:
-    """FlameGraph's collapsed format: `comm;root;...;leaf count`, most frequent first."""
+    """FlameGraph's collapsed format: `comm;root;...;leaf count`, most frequent first. A stack
+    that did not reach its end is rooted at `[truncated]` (or the failure's name) so that it is
+    never drawn as a complete one."""
     counts: Counter[str] = Counter()
     for sample in samples:
         names = [f.symbol or f"[unknown {f.dso.rsplit('/', 1)[-1]}]" for f in (*sample.kernel, *sample.user)]
-        counts[";".join([sample.comm, *reversed(names)])] += 1
+        root = [] if sample.outcome == "end" or not sample.user else [f"[{sample.outcome}]"]
+        counts[";".join([sample.comm, *root, *reversed(names)])] += 1
     return iter(counts.most_common())

@@ -1,0 +1,46 @@
+"""`fastunwind perf-script`: the CLI's three outputs on a recording, and its refusal of recordings
+without user stacks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+CLI = [sys.executable, "-m", "fastunwind", "perf-script"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
+
+
+def test_folded_stacks_count_every_sample_and_mark_truncation(perf_recordings):
+    recording = perf_recordings.get("c")
+    result = run("-i", str(recording.data_file), "--folded")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    counts = [int(line.rsplit(" ", 1)[1]) for line in lines]
+    assert sum(counts) == recording.samples or sum(counts) > 100
+    complete = [line for line in lines if ";_start;" in line]
+    truncated = [line for line in lines if ";[truncated];" in line]
+    assert complete and all(line.split(";")[1] == "_start" for line in complete)
+    # the big-frame recursion overflows perf's 8 KiB stack copy: those stacks are marked, not rooted anywhere
+    assert truncated and all("recurse_big_frames" in line for line in truncated)
+
+
+def test_stats_report_outcomes_and_time(perf_recordings):
+    result = run("-i", str(perf_recordings.get("python").data_file), "--stats")
+    assert result.returncode == 0, result.stderr
+    assert "ns/frame" in result.stdout and "end" in result.stdout
+
+
+def test_recording_without_user_stacks_says_how_to_record(tmp_path):
+    data = tmp_path / "fp.data"
+    recorded = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "--call-graph", "fp", "-o", str(data),
+                               "--", "/bin/true"], capture_output=True, text=True)
+    if recorded.returncode != 0:
+        pytest.skip(f"perf record is not permitted here: {recorded.stderr.strip()[:200]}")
+    result = run("-i", str(data))
+    assert result.returncode == 1
+    assert "--call-graph dwarf" in result.stderr and result.stderr.startswith("fastunwind: error:")
