@@ -78,6 +78,10 @@ fuzz: $(STAMPS)/system.stamp
 bench: build
 	$(PY) benchmarks/bench_cfi.py
 
+# The walker against libunwind, libdw and a frame-pointer walk on the same perf samples.
+bench-unwind: build
+	$(PY) benchmarks/bench_unwind.py
+
 clean:
 	rm -rf build $(STAMPS) src/fastunwind/_core*.so src/*.egg-info
 	$(MAKE) -C native/fuzz clean 2>/dev/null || true

@@ -21,7 +21,7 @@ def walk_here(max_frames: int = 256):
 
 
 def assert_agrees_with_backtrace(outcome, frames, oracle):
-    ours = [ip for ip, _, _ in frames]
+    ours = [frame[0] for frame in frames]
     # frame 0 differs by construction: getcontext() and backtrace() are two call sites
     assert ours[1:] == oracle[1:len(ours)], "\n".join(f"{i}: {a:#x} {b:#x}" for i, (a, b) in enumerate(zip(ours, oracle)))
     assert outcome == "end", outcome
@@ -31,7 +31,7 @@ def assert_agrees_with_backtrace(outcome, frames, oracle):
 def test_walk_from_python_matches_backtrace():
     _, outcome, _, frames, oracle = walk_here()
     assert_agrees_with_backtrace(outcome, frames, oracle)
-    assert all(kind in (0, 1) for _, _, kind in frames)  # first frame, then CFI frames
+    assert all(kind in (0, 1) and flags == 0 for _, _, kind, flags in frames)  # first frame, then CFI frames
 
 
 def test_walk_through_deep_c_recursion():
@@ -61,7 +61,7 @@ def test_walk_through_a_libc_qsort_callback():
     assert list(values) == sorted(values)
     space, outcome, _, frames, oracle = results[0]
     assert_agrees_with_backtrace(outcome, frames, oracle)
-    paths = {space.mappings[m].path.rsplit("/", 1)[-1] for _, m, _ in frames if m is not None}
+    paths = {space.mappings[m].path.rsplit("/", 1)[-1] for _, m, _, _ in frames if m is not None}
     assert any(p.startswith("libc.so") for p in paths) and any(p.startswith("libffi") for p in paths), paths
 
 

@@ -1,0 +1,486 @@
+"""Benchmark of the walker: fastunwind against libunwind, libdw and a frame-pointer walk, on the
+same perf samples, in one run.
+
+    .venv/bin/python benchmarks/bench_unwind.py [RECORDING.data ...] [--repeat N] [--json [FILE]]
+    make bench-unwind
+
+Without recordings, the default workloads are recorded first with scripts/record_workloads.py
+(hackbench -T, the paper's benchmark; the C workload; CPython) into .build/bench-unwind/recordings
+(`--reuse` keeps recordings already there). For each recording:
+
+1. benchmarks/export_samples.py replays it with fastunwind's API and writes the samples with user
+   registers (registers, stack dump, address space) to a flat file;
+2. fastunwind's walker: `_core.unwind_samples` over exactly those samples, N times; its `walk_ns`
+   (the time inside `fu_walk`, summed per sample) is the figure;
+3. the peers in benchmarks/peers/ (built with `make -C benchmarks/peers`) unwind the same file N
+   times and time their whole unwinding loop: libunwind (remote API, global cache, as perf), libdw
+   (one Dwfl session per address space), the frame-pointer walk; plus two informational variants,
+   one pass each: libunwind without its cache, libdw with perf's per-sample session;
+4. agreement: per sample, each peer's PC list (sampled IP, then return addresses) against ours.
+
+Then, for the hackbench recording, end to end: `fastunwind perf-script -i X > /dev/null` against
+`perf script --no-inline -F comm,tid,time,ip,sym,symoff,dso -i X > /dev/null`, best of 3 each,
+interleaved, after one untimed warm-up of each.
+
+Targets (the walker issue), reported as met or not; nothing here asserts a timing:
+libunwind ns/frame ÷ ours ≥ 25, libdw ns/frame ÷ ours ≥ 25, ours ns/frame ÷ frame-pointer walk's ≤ 3,
+perf script's time ÷ ours > 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "src"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import export_samples
+
+from fastunwind import _core
+from fastunwind.perf_script import DEFAULT_MAX_FRAMES, OUTCOME_NAMES
+
+WORK = os.path.join(REPO, ".build", "bench-unwind")
+PEERS_SOURCE = os.path.join(REPO, "benchmarks", "peers")
+#: hackbench -T is the paper's benchmark; c-fp (frame pointers, no CFI in the program) is where the
+#: frame-pointer walk follows whole chains, so its per-frame speed limit is meaningful
+DEFAULT_WORKLOADS = ("hackbench-threads", "c", "python", "c-fp")
+PERF_SCRIPT_FIELDS = "comm,tid,time,ip,sym,symoff,dso"
+END_TO_END_RUNS = 3
+
+TARGET_PEER_RATIO = 25.0  #: peer ns/frame ÷ ours, at least
+TARGET_FP_RATIO = 3.0  #: ours ns/frame ÷ frame-pointer walk's, at most
+
+
+@dataclass
+class ToolResult:
+    tool: str
+    samples: int
+    frames: int  #: per pass
+    ns_total: int
+    passes: int
+    ns_first_pass: int | None = None
+    ns_best_pass: int | None = None
+    outcomes: dict[str, int] = field(default_factory=dict)
+    pcs: dict[int, tuple[int, ...]] = field(default_factory=dict, repr=False)  #: perf sample index -> PCs
+    note: str = ""
+
+    @property
+    def ns_per_frame(self) -> float:
+        return self.ns_total / (self.frames * self.passes) if self.frames else float("nan")
+
+    @property
+    def ns_per_frame_best_pass(self) -> float:
+        best = self.ns_best_pass if self.ns_best_pass is not None else self.ns_total / self.passes
+        return best / self.frames if self.frames else float("nan")
+
+    @property
+    def ns_per_frame_first_pass(self) -> float:
+        first = self.ns_first_pass if self.ns_first_pass is not None else self.ns_total / self.passes
+        return first / self.frames if self.frames else float("nan")
+
+    @property
+    def ns_per_sample(self) -> float:
+        return self.ns_total / (self.samples * self.passes) if self.samples else float("nan")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "samples": self.samples, "frames": self.frames, "passes": self.passes,
+                "ns_total": self.ns_total, "ns_per_frame": self.ns_per_frame,
+                "ns_per_frame_first_pass": self.ns_per_frame_first_pass,
+                "ns_per_frame_best_pass": self.ns_per_frame_best_pass, "ns_per_sample": self.ns_per_sample,
+                "ns_first_pass": self.ns_first_pass, "ns_best_pass": self.ns_best_pass,
+                "outcomes": self.outcomes, "note": self.note}
+
+
+@dataclass
+class Agreement:
+    peer: str
+    compared: int = 0
+    identical: int = 0
+    same_frame_count: int = 0
+    peer_prefix_of_ours: int = 0  #: the peer stopped earlier, same frames so far
+    ours_prefix_of_peer: int = 0  #: we stopped earlier
+    diverged: int = 0  #: a frame differs
+    first_divergences: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+# ---- recordings --------------------------------------------------------------------------------------
+
+
+def record_defaults(reuse: bool, seconds: float) -> list[str]:
+    out_dir = os.path.join(WORK, "recordings")
+    paths = [os.path.join(out_dir, f"{name}.data") for name in DEFAULT_WORKLOADS]
+    if reuse and all(os.path.exists(path) for path in paths):
+        return paths
+    command = [sys.executable, os.path.join(REPO, "scripts", "record_workloads.py"), out_dir,
+               "--only", ",".join(DEFAULT_WORKLOADS), "--no-script", "--seconds", f"{seconds:g}"]
+    print("recording:", shlex.join(command), file=sys.stderr, flush=True)
+    subprocess.run(command, check=True, stdout=sys.stderr)  # stdout stays clean for --json
+    return [path for path in paths if os.path.exists(path)]
+
+
+# ---- fastunwind ----------------------------------------------------------------------------------------
+
+
+def run_ours(replay: export_samples.Replay, repeat: int) -> ToolResult:
+    space_ids = replay.space_ids.tobytes()
+    cores = [space.to_core() for space in replay.spaces]
+    exported = replay.exported()
+    total_ns, passes_ns = 0, []
+    result = None
+    for _ in range(repeat):
+        result = _core.unwind_samples(replay.perf.native, space_ids, cores, DEFAULT_MAX_FRAMES)
+        passes_ns.append(result[6])
+        total_ns += result[6]
+    assert result is not None
+    outcomes_b, starts_b, ips_b = result[0], result[1], result[2]
+    starts = array.array("I")
+    starts.frombytes(starts_b)
+    ips = array.array("Q")
+    ips.frombytes(ips_b)
+    tool = ToolResult("fastunwind", len(exported), 0, total_ns, repeat, passes_ns[0], min(passes_ns))
+    for index in exported:
+        tool.pcs[index] = tuple(ips[starts[index]:starts[index + 1]])
+        name = OUTCOME_NAMES.get(outcomes_b[index], "?")
+        tool.outcomes[name] = tool.outcomes.get(name, 0) + 1
+    tool.frames = sum(map(len, tool.pcs.values()))
+    return tool
+
+
+# ---- the peers -----------------------------------------------------------------------------------------
+
+
+def build_peers() -> str:
+    out = os.path.join(WORK, "peers")
+    os.makedirs(out, exist_ok=True)
+    subprocess.run(["make", "-s", "-C", PEERS_SOURCE, f"OUT={out}"], check=True)
+    return out
+
+
+def read_pcs(path: str) -> dict[int, tuple[int, ...]]:
+    pcs = {}
+    with open(path) as f:
+        for line in f:
+            words = line.split()
+            pcs[int(words[0])] = tuple(int(word, 16) for word in words[1:])
+    return pcs
+
+
+def run_peer(binary: str, samples_file: str, repeat: int, label: str, mode: str | None = None,
+             keep_pcs: bool = True) -> ToolResult:
+    frames_file = f"{samples_file}.{label}.pcs"
+    command = [binary, samples_file, str(repeat)]
+    if keep_pcs:
+        command += ["--frames", frames_file]
+    if mode:
+        command += ["--mode", mode]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    if completed.returncode != 0:
+        raise RuntimeError(f"{shlex.join(command)} exited {completed.returncode}:\n{completed.stderr}")
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    tool = ToolResult(report["tool"], report["samples"], report["frames"], report["ns_total"], report["repeat"],
+                      report.get("ns_first_pass"), report.get("ns_best_pass"), report.get("outcomes", {}))
+    if report.get("first_error"):
+        tool.note = f"first error: {report['first_error']}"
+    if keep_pcs:
+        tool.pcs = read_pcs(frames_file)
+    return tool
+
+
+def agreement(ours: ToolResult, peer: ToolResult) -> Agreement:
+    result = Agreement(peer.tool)
+    for index, theirs in peer.pcs.items():
+        mine = ours.pcs.get(index)
+        if mine is None:
+            continue
+        result.compared += 1
+        result.same_frame_count += len(mine) == len(theirs)
+        if mine == theirs:
+            result.identical += 1
+        elif mine[: len(theirs)] == theirs:
+            result.peer_prefix_of_ours += 1
+        elif theirs[: len(mine)] == mine:
+            result.ours_prefix_of_peer += 1
+        else:
+            result.diverged += 1
+            if len(result.first_divergences) < 3:
+                at = next(k for k in range(min(len(mine), len(theirs))) if mine[k] != theirs[k])
+                result.first_divergences.append({"perf_sample_index": index, "frame": at, "ours": hex(mine[at]),
+                                                 "theirs": hex(theirs[at])})
+    return result
+
+
+# ---- end to end ----------------------------------------------------------------------------------------
+
+
+def time_command(command: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    with open(os.devnull, "wb") as null:
+        subprocess.run(command, stdout=null, stderr=subprocess.DEVNULL, env=env, check=False)
+    return time.perf_counter() - started
+
+
+def end_to_end(recording: str, runs: int) -> dict[str, Any]:
+    cache = tempfile.mkdtemp(prefix="bench-unwind-pycache-")
+    # as an installed package runs: bytecode cached (this environment may set PYTHONDONTWRITEBYTECODE)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = cache
+    fastunwind = os.path.join(REPO, ".venv", "bin", "fastunwind")
+    ours = [fastunwind, "perf-script", "-i", recording] if os.path.exists(fastunwind) else \
+        [sys.executable, "-m", "fastunwind", "perf-script", "-i", recording]
+    theirs = ["perf", "script", "--no-inline", "-F", PERF_SCRIPT_FIELDS, "-i", recording]
+    time_command(ours, env)
+    time_command(theirs, env)  # warm-up: page cache, perf's build-id cache lookups
+    ours_s, theirs_s = [], []
+    for _ in range(runs):
+        ours_s.append(time_command(ours, env))
+        theirs_s.append(time_command(theirs, env))
+    return {"recording": recording, "ours_command": shlex.join(ours) + " > /dev/null",
+            "perf_command": shlex.join(theirs) + " > /dev/null", "ours_seconds": ours_s, "perf_seconds": theirs_s,
+            "ours_best": min(ours_s), "perf_best": min(theirs_s), "ratio": min(theirs_s) / min(ours_s)}
+
+
+# ---- the machine ---------------------------------------------------------------------------------------
+
+
+def package_version(name: str) -> str:
+    found = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", name], capture_output=True, text=True,
+                           check=False)
+    return found.stdout.strip() or "unknown"
+
+
+def machine() -> dict[str, Any]:
+    cpu_model = "unknown"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--", "native", "src"],
+                           capture_output=True, text=True, check=False)
+    perf = subprocess.run(["perf", "--version"], capture_output=True, text=True, check=False)
+    gcc = subprocess.run(["gcc", "-dumpfullversion"], capture_output=True, text=True, check=False)
+    return {
+        "cpu_model": cpu_model, "nproc": os.cpu_count(), "kernel": platform.release(),
+        "python": platform.python_version(), "perf": perf.stdout.strip(), "gcc": gcc.stdout.strip(),
+        "libunwind": package_version("libunwind-dev"), "libdw": package_version("libdw-dev"),
+        "fastunwind_commit": commit.stdout.strip() + (" (with uncommitted changes in src/ or native/)"
+                                                      if dirty.stdout.strip() else ""),
+        "extension_built": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(os.path.getmtime(_core.__file__))),
+        "load_average_at_start": os.getloadavg(),
+    }
+
+
+# ---- one recording -------------------------------------------------------------------------------------
+
+
+def bench_recording(recording: str, repeat: int, peers: str, progress) -> dict[str, Any]:
+    name = os.path.splitext(os.path.basename(recording))[0]
+    samples_file = os.path.join(WORK, f"{name}.samples")
+    started = time.perf_counter()
+    replay = export_samples.replay(recording)
+    replay_seconds = time.perf_counter() - started
+    with open(samples_file, "wb") as out:
+        exported = export_samples.write_samples(replay, out)
+    progress(f"{name}: {exported['samples']} samples with user registers of {replay.perf.sample_count}; "
+             f"{exported['spaces']} address spaces")
+    tools = [run_ours(replay, repeat)]
+    progress(f"{name}: fastunwind {tools[0].ns_per_frame:.1f} ns/frame")
+    for label, binary, mode, passes in (("libunwind", "libunwind_bench", None, repeat),
+                                        ("libdw", "libdw_bench", None, repeat),
+                                        ("fp", "fp_bench", None, repeat),
+                                        ("libunwind-no-cache", "libunwind_bench", "no-cache", 1),
+                                        ("libdw-per-sample", "libdw_bench", "per-sample", 1)):
+        tool = run_peer(os.path.join(peers, binary), samples_file, passes, label, mode)
+        tools.append(tool)
+        progress(f"{name}: {tool.tool} {tool.ns_per_frame:.1f} ns/frame")
+    ours = tools[0]
+    agreements = [agreement(ours, tool) for tool in tools[1:]]
+    by_name = {tool.tool: tool for tool in tools}
+    # Three views of ns/frame: all passes (ns_total / frames: the harnesses' own figure), the first
+    # pass (cold caches and lazy set-up, like one perf script run) and the best pass (warm: the
+    # unwinder's own cost). Each ratio is computed in each view.
+    ratios: dict[str, Any] = {}
+    for view in ("all", "first", "best"):
+        def per_frame(tool: ToolResult, view: str = view) -> float:
+            return {"all": tool.ns_per_frame, "first": tool.ns_per_frame_first_pass,
+                    "best": tool.ns_per_frame_best_pass}[view]
+        ratios[view] = {"libunwind_over_ours": per_frame(by_name["libunwind"]) / per_frame(ours),
+                        "libdw_over_ours": per_frame(by_name["libdw"]) / per_frame(ours),
+                        "ours_over_fp": per_frame(ours) / per_frame(by_name["fp"])}
+    ratios["ours_over_fp_per_sample"] = ours.ns_per_sample / by_name["fp"].ns_per_sample
+    return {"name": name, "recording": recording, "samples_file": samples_file, "export": exported,
+            "all_samples": replay.perf.sample_count, "replay_seconds": replay_seconds,
+            "tools": [tool.to_json() for tool in tools], "agreement": [a.to_json() for a in agreements],
+            "ratios": ratios}
+
+
+# ---- reports -------------------------------------------------------------------------------------------
+
+
+def yes_no(met: bool) -> str:
+    return "yes" if met else "**no**"
+
+
+def outcome_text(outcomes: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items(), key=lambda kv: -kv[1]) if v)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    lines = [(f"**Machine:** {m['cpu_model']}, {m['nproc']} CPUs, Linux {m['kernel']}; {m['perf']}; libunwind "
+             f"{m['libunwind']}, libdw (elfutils) {m['libdw']}, gcc {m['gcc']} -O2 for the harnesses; Python "
+             f"{m['python']}; fastunwind at {m['fastunwind_commit']}, extension built {m['extension_built']}. "
+             f"Load average {m['load_average_at_start'][0]:.2f} at the start, "
+             f"{results['load_average_at_end'][0]:.2f} at the end; {results['repeat']} passes per tool."), ""]
+    lines += [("| recording | tool | frames | ns/frame: all passes / first / best | ns/sample | "
+               "first pass / best pass, ms | outcomes (first pass) | "
+               "agrees with ours (identical / peer stopped earlier / we stopped earlier / differ) |"),
+              "|---|---|---|---|---|---|---|---|"]
+    for r in results["recordings"]:
+        agreements = {a["peer"]: a for a in r["agreement"]}
+        for t in r["tools"]:
+            a = agreements.get(t["tool"])
+            agree = (f"{a['identical']} / {a['peer_prefix_of_ours']} / {a['ours_prefix_of_peer']} / {a['diverged']}"
+                     f" of {a['compared']}" if a else "—")
+            passes = (f"{t['ns_first_pass'] / 1e6:.2f} / {t['ns_best_pass'] / 1e6:.2f}"
+                      if t["ns_first_pass"] is not None and t["passes"] > 1 else
+                      f"{t['ns_total'] / 1e6:.2f} (1 pass)")
+            lines.append(f"| {r['name']} ({r['export']['samples']} samples) | {t['tool']} | {t['frames']:,} | "
+                         f"{t['ns_per_frame']:.1f} / {t['ns_per_frame_first_pass']:.1f} / {t['ns_per_frame_best_pass']:.1f} | "
+                         f"{t['ns_per_sample']:.0f} | {passes} | "
+                         f"{outcome_text(t['outcomes'])} | {agree} |")
+    lines += ["", "Ratios of ns/frame, each as all passes / first pass / best pass (✓ target met, ✗ not):", "",
+              ("| recording | libunwind ÷ ours (target ≥ 25) | libdw ÷ ours (target ≥ 25) | "
+               "ours ÷ frame pointers (target ≤ 3) | ours ÷ frame pointers, per sample (all passes) |"),
+              "|---|---|---|---|---|"]
+    for r in results["recordings"]:
+        q = r["ratios"]
+
+        def views(key: str, met, q: dict[str, Any] = q) -> str:
+            return " / ".join(f"{q[v][key]:.1f}x {'✓' if met(q[v][key]) else '✗'}" for v in ("all", "first", "best"))
+
+        lines.append(f"| {r['name']} | {views('libunwind_over_ours', lambda x: x >= TARGET_PEER_RATIO)} | "
+                     f"{views('libdw_over_ours', lambda x: x >= TARGET_PEER_RATIO)} | "
+                     f"{views('ours_over_fp', lambda x: x <= TARGET_FP_RATIO)} | {q['ours_over_fp_per_sample']:.1f}x |")
+    e = results.get("end_to_end")
+    if e:
+        lines += ["", (f"End to end on {os.path.basename(e['recording'])}, best of {len(e['ours_seconds'])}: "
+                      f"`{e['ours_command']}` {e['ours_best'] * 1e3:.0f} ms, `{e['perf_command']}` "
+                      f"{e['perf_best'] * 1e3:.0f} ms: perf script ÷ ours = {e['ratio']:.2f}x "
+                      f"(target > 1: {yes_no(e['ratio'] > 1)}).")]
+    return "\n".join(lines)
+
+
+def rich_report(results: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 170)
+    m = results["machine"]
+    console.print(f"[bold]machine[/bold] {m['cpu_model']}, nproc {m['nproc']}, Linux {m['kernel']}, load "
+                  f"{m['load_average_at_start'][0]:.2f} → {results['load_average_at_end'][0]:.2f}; {m['perf']}, "
+                  f"libunwind {m['libunwind']}, libdw {m['libdw']}; fastunwind {m['fastunwind_commit']}")
+    table = Table(title="Unwinding the same perf samples (ns per frame: lower is faster)", header_style="bold")
+    for column in ("recording", "tool", "frames", "ns/frame", "first pass", "best pass", "ns/sample", "outcomes", "identical to ours",
+                   "peer shorter", "ours shorter", "differ"):
+        table.add_column(column, justify="left" if column in ("recording", "tool", "outcomes") else "right")
+    for r in results["recordings"]:
+        agreements = {a["peer"]: a for a in r["agreement"]}
+        for t in r["tools"]:
+            a = agreements.get(t["tool"])
+            cells = ([f"{a['identical']}/{a['compared']}", str(a["peer_prefix_of_ours"]), str(a["ours_prefix_of_peer"]),
+                      str(a["diverged"])] if a else ["", "", "", ""])
+            table.add_row(r["name"], t["tool"], f"{t['frames']:,}", f"{t['ns_per_frame']:.1f}",
+                          f"{t['ns_per_frame_first_pass']:.1f}", f"{t['ns_per_frame_best_pass']:.1f}", f"{t['ns_per_sample']:.0f}", outcome_text(t["outcomes"]), *cells)
+        table.add_section()
+    console.print(table)
+    ratios = Table(title="Ratios of ns/frame: all passes / first pass / best pass "
+                         "(targets: peers ÷ ours ≥ 25, ours ÷ frame pointers ≤ 3)", header_style="bold")
+    for column in ("recording", "libunwind ÷ ours", "libdw ÷ ours", "ours ÷ fp"):
+        ratios.add_column(column, justify="left" if column == "recording" else "right")
+    for r in results["recordings"]:
+        q = r["ratios"]
+
+        def colour(key: str, met, q: dict[str, Any] = q) -> str:
+            return " / ".join(f"[{'green' if met(q[v][key]) else 'red'}]{q[v][key]:.1f}x[/]" for v in ("all", "first", "best"))
+
+        ratios.add_row(r["name"], colour("libunwind_over_ours", lambda x: x >= TARGET_PEER_RATIO),
+                       colour("libdw_over_ours", lambda x: x >= TARGET_PEER_RATIO),
+                       colour("ours_over_fp", lambda x: x <= TARGET_FP_RATIO))
+    console.print(ratios)
+    e = results.get("end_to_end")
+    if e:
+        console.print(f"[bold]end to end[/bold] {os.path.basename(e['recording'])}: fastunwind perf-script "
+                      f"{e['ours_best'] * 1e3:.0f} ms, perf script {e['perf_best'] * 1e3:.0f} ms (best of "
+                      f"{len(e['ours_seconds'])}): ratio {e['ratio']:.2f}x")
+    for r in results["recordings"]:
+        for a in r["agreement"]:
+            for d in a["first_divergences"]:
+                console.print(f"  {r['name']}: {a['peer']} differs at sample {d['perf_sample_index']} frame "
+                              f"{d['frame']}: ours {d['ours']}, theirs {d['theirs']}")
+    console.print("\n[bold]markdown[/bold]\n")
+    print(markdown(results))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="fastunwind's walker against libunwind, libdw and a frame-pointer walk on the same perf samples.",
+        epilog="example: .venv/bin/python benchmarks/bench_unwind.py --repeat 10\n"
+               "         .venv/bin/python benchmarks/bench_unwind.py my.data --json out.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("recordings", nargs="*", help="perf.data files (default: record hackbench -T, c, python)")
+    parser.add_argument("--repeat", type=int, default=10, help="passes over the samples per tool (default 10)")
+    parser.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
+                        help="write every figure as JSON to FILE (or stdout, instead of the tables)")
+    parser.add_argument("--reuse", action="store_true", help="reuse the default recordings if already made")
+    parser.add_argument("--seconds", type=float, default=1.5, help="recording length of the default workloads")
+    parser.add_argument("--end-to-end", default=None, metavar="RECORDING",
+                        help="recording for the perf-script comparison (default: the hackbench one, or the first)")
+    arguments = parser.parse_args(argv)
+    if arguments.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    quiet = arguments.json == "-"
+
+    def progress(line: str) -> None:
+        if not quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    os.makedirs(WORK, exist_ok=True)
+    results: dict[str, Any] = {"machine": machine(), "repeat": arguments.repeat}
+    recordings = [os.path.abspath(path) for path in arguments.recordings] or record_defaults(arguments.reuse,
+                                                                                              arguments.seconds)
+    peers = build_peers()
+    results["recordings"] = [bench_recording(path, arguments.repeat, peers, progress) for path in recordings]
+    e2e = arguments.end_to_end or next((p for p in recordings if "hackbench" in os.path.basename(p)), recordings[0])
+    progress(f"end to end on {e2e}")
+    results["end_to_end"] = end_to_end(e2e, END_TO_END_RUNS)
+    results["load_average_at_end"] = os.getloadavg()
+    if arguments.json == "-":
+        json.dump(results, sys.stdout, indent=1)
+        print()
+        return 0
+    if arguments.json:
+        with open(arguments.json, "w") as f:
+            json.dump(results, f, indent=1)
+    rich_report(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Export the user samples of a perf.data recording to a flat file the peer harnesses can read.
+
+    .venv/bin/python benchmarks/export_samples.py RECORDING.data OUT.samples
+
+The recording is replayed with fastunwind's own API, as `perf_script.unwind_recording` does
+(`PerfData` in time order, `PerfSession` for MMAP/COMM/FORK), so the peers (libunwind, libdw, the
+frame-pointer walk in benchmarks/peers/) unwind exactly the samples, registers, stack bytes and
+address spaces that fastunwind's walker gets. Only samples with user registers (rip and rsp) are
+written.
+
+File format, version 1, every integer little-endian, no padding:
+
+    header   char magic[8] = "FUSAMPLE"; u32 version = 1; u32 space_count; u32 sample_count;
+             u32 register_count = 17; u64 stack_bytes (sum of every sample's stack_size)
+    space    u32 mapping_count, then mapping_count times:
+               u64 start; u64 end          avma range of the executable mapping
+               u64 pgoff                   file offset mapped at start
+               u64 bias                    avma = svma + bias (address_space.py)
+               u32 flags                   MAPPING_USABLE: fastunwind read the file and its build-id
+                                           matches the recording; the peers use the others for nothing
+               u32 path_length; path bytes (no NUL)
+    sample   u32 space                     index of its address space
+             u32 register_valid            bit n: registers[n] was sampled
+             u32 perf_sample_index         index in PerfData's time order (for agreement checks)
+             u32 tid
+             u64 registers[17]             DWARF x86-64 numbering: rax rdx rcx rbx rsi rdi rbp rsp
+                                           r8..r15 rip (System V AMD64 ABI, figure 3.36)
+             u64 stack_address             the sampled rsp: avma of the dump's first byte
+             u64 stack_size                valid bytes of the dump (perf's dyn_size)
+             stack bytes
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import os
+import struct
+import sys
+from dataclasses import dataclass
+from typing import BinaryIO
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "src"))
+
+from fastunwind.address_space import AddressSpace
+from fastunwind.perf_data import Comm, Fork, Mmap, PerfData, Sample
+from fastunwind.perf_script import RECORD_HINT
+from fastunwind.perf_session import PROT_EXEC, PerfSession
+
+MAGIC = b"FUSAMPLE"
+VERSION = 1
+MAPPING_USABLE = 1
+#: perf register names of the DWARF registers 0..16
+DWARF_REGISTERS = ("ax", "dx", "cx", "bx", "si", "di", "bp", "sp", "r8", "r9", "r10", "r11", "r12", "r13",
+                   "r14", "r15", "ip")
+REGISTER_SP, REGISTER_IP = 7, 16
+NO_SPACE = 0xFFFFFFFF
+
+
+@dataclass
+class Replay:
+    """A recording replayed: its samples, the address spaces and, per sample, its space (NO_SPACE:
+    not exported, no user registers)."""
+
+    perf: PerfData
+    session: PerfSession
+    space_ids: array.array  # u32 per sample, in PerfData order
+    samples: list[Sample]
+
+    @property
+    def spaces(self) -> list[AddressSpace]:
+        return self.session.spaces
+
+    def exported(self) -> list[int]:
+        return [index for index, space in enumerate(self.space_ids) if space != NO_SPACE]
+
+
+def replay(path: str) -> Replay:
+    perf = PerfData.open(path)
+    if not perf.has_user_stacks:
+        raise SystemExit(f"{path}: the recording has no user registers and stack dumps; {RECORD_HINT}")
+    session = PerfSession({filename: bytes.fromhex(build_id) for _pid, build_id, filename in perf.build_ids})
+    space_ids = array.array("I", [NO_SPACE]) * perf.sample_count
+    samples: list[Sample] = [None] * perf.sample_count  # type: ignore[list-item]
+    for event in perf.events():
+        if isinstance(event, Sample):
+            samples[event.index] = event
+            if event.reg("ip") is not None and event.reg("sp") is not None:
+                space_ids[event.index] = session.space_index_for(event.pid)
+        elif isinstance(event, Mmap):
+            executable = bool(event.prot & PROT_EXEC) if event.is_mmap2 else True
+            session.mmap(event.pid, event.start, event.length, event.pgoff, event.filename,
+                         bytes.fromhex(event.build_id) if event.build_id else None, executable)
+        elif isinstance(event, Comm):
+            session.comm(event.pid, event.tid, event.comm, event.exec)
+        elif isinstance(event, Fork):
+            session.fork(event.pid, event.ppid, event.tid)
+    return Replay(perf, session, space_ids, samples)
+
+
+def write_samples(replay_: Replay, out: BinaryIO) -> dict[str, int]:
+    exported = replay_.exported()
+    stacks = [replay_.samples[index].stack for index in exported]
+    out.write(MAGIC + struct.pack("<IIIIQ", VERSION, len(replay_.spaces), len(exported), len(DWARF_REGISTERS),
+                                  sum(map(len, stacks))))
+    usable = 0
+    for space in replay_.spaces:
+        out.write(struct.pack("<I", len(space.mappings)))
+        for mapping in space.mappings:
+            path = os.fsencode(mapping.path)
+            flags = MAPPING_USABLE if mapping.image is not None else 0
+            usable += flags
+            out.write(struct.pack("<QQQQII", mapping.start, mapping.end, mapping.pgoff, mapping.bias & (2**64 - 1),
+                                  flags, len(path)) + path)
+    for index, stack in zip(exported, stacks):
+        sample = replay_.samples[index]
+        regs = sample.regs
+        values = [regs.get(name) for name in DWARF_REGISTERS]
+        valid = sum(1 << n for n, value in enumerate(values) if value is not None)
+        out.write(struct.pack("<IIII17QQQ", replay_.space_ids[index], valid, index, sample.tid & 0xFFFFFFFF,
+                              *[value or 0 for value in values], values[REGISTER_SP], len(stack)))
+        out.write(stack)
+    return {"samples": len(exported), "spaces": len(replay_.spaces), "usable_mappings": usable,
+            "stack_bytes": sum(map(len, stacks))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Write the user samples of a perf.data recording (registers, stack dumps, address spaces) "
+                    "to a flat file for the peer unwinders in benchmarks/peers/.",
+        epilog="example: .venv/bin/python benchmarks/export_samples.py hackbench.data /tmp/hackbench.samples")
+    parser.add_argument("recording")
+    parser.add_argument("out")
+    arguments = parser.parse_args(argv)
+    with open(arguments.out, "wb") as out:
+        summary = write_samples(replay(arguments.recording), out)
+    print(f"{arguments.out}: {summary['samples']} samples, {summary['spaces']} address spaces, "
+          f"{summary['usable_mappings']} usable mappings, {summary['stack_bytes']} stack bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
