@@ -26,5 +26,6 @@ const struct fu_address_space *fu_address_space_of(PyObject *module, PyObject *o
 /* Each adds its types and functions to the module; -1 with an exception set on failure. */
 int fu_walk_binding_init(PyObject *module);
 int fu_perf_walk_binding_init(PyObject *module);
+int fu_symbols_binding_init(PyObject *module);
 
 #endif

@@ -609,7 +609,8 @@ static int module_exec(PyObject *module)
         Py_DECREF(type);
         return -1;
     }
-    if (fu_walk_binding_init(module) < 0 || fu_perf_walk_binding_init(module) < 0)
+    if (fu_walk_binding_init(module) < 0 || fu_perf_walk_binding_init(module) < 0 ||
+        fu_symbols_binding_init(module) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "MAX_COLUMNS", FU_MAX_COLUMNS) < 0 ||
         PyModule_AddIntConstant(module, "MAX_STATE_STACK", FU_MAX_STATE_STACK) < 0 ||

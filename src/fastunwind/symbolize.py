@@ -11,12 +11,13 @@ from __future__ import annotations
 import array
 import bisect
 
-from fastunwind.elf import ElfFile, find_debug_file
+from collections.abc import Iterable
+
+from fastunwind import _core
+from fastunwind.elf import SHT_DYNSYM, SHT_SYMTAB, ElfFile, find_debug_file
 from fastunwind.errors import ElfError
 
-STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE = 2, 10, 0
 STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
-SHN_UNDEF = 0
 
 
 def _preference(name: str, size: int, bind: int) -> tuple[int, int, int, int]:
@@ -28,7 +29,7 @@ def _preference(name: str, size: int, bind: int) -> tuple[int, int, int, int]:
 class SymbolTable:
     """Function symbols of one module, by svma."""
 
-    def __init__(self, symbols: list[tuple[int, int, str, int]]) -> None:
+    def __init__(self, symbols: Iterable[tuple[int, int, str, int]]) -> None:
         best: dict[int, tuple[tuple[int, int, int, int], int, str]] = {}
         for value, size, name, bind in symbols:
             key = _preference(name, size, bind)
@@ -47,6 +48,7 @@ class SymbolTable:
 
     @classmethod
     def for_file(cls, elf: ElfFile) -> SymbolTable:
+        """From the file's and its separate debug file's .symtab and .dynsym (decoded in C)."""
         sources = [elf]
         debug_path = find_debug_file(elf)
         debug = None
@@ -56,12 +58,22 @@ class SymbolTable:
                 sources.insert(0, debug)
             except (OSError, ElfError):
                 debug = None
-        symbols = []
+        symbols: list[tuple[int, int, str, int]] = []
         try:
             for source in sources:
-                for symbol in source.symbols():
-                    if symbol.type in (STT_FUNC, STT_GNU_IFUNC) and symbol.section_index != SHN_UNDEF and symbol.name:
-                        symbols.append((symbol.value, symbol.size, symbol.name, symbol.bind))
+                for section in source.sections:
+                    if section.type not in (SHT_SYMTAB, SHT_DYNSYM) or section.link >= len(source.sections):
+                        continue
+                    try:
+                        table = source.section_data(section)
+                        strings = source.section_data(source.sections[section.link])
+                    except ElfError:
+                        continue  # an unreadable symbol table only costs names
+                    values_b, sizes_b, binds, names = _core.function_symbols(table, strings, source.elf_class)
+                    values, sizes = array.array("Q"), array.array("Q")
+                    values.frombytes(values_b)
+                    sizes.frombytes(sizes_b)
+                    symbols.extend(zip(values, sizes, (n.decode(errors="replace") for n in names), binds))
         finally:
             if debug is not None:
                 debug.close()
