@@ -540,9 +540,9 @@ def main(argv: list[str] | None = None) -> int:
                             f"readelf --debug-dump=frames-interp {libllvm} > /dev/null")
     progress(f"1. {readelf_interp.command}, {repeat_readelf} times")
     time_commands_interleaved([(readelf_interp, ["readelf", "--debug-dump=frames-interp", libllvm], repeat_readelf, None)])
-    comparisons.append(Comparison(f"libLLVM parse+eval (CfiSection) vs readelf -wF", construct, readelf_interp,
+    comparisons.append(Comparison("libLLVM parse+eval (CfiSection) vs readelf -wF", construct, readelf_interp,
                                   TARGET_PARSE_VS_READELF))
-    comparisons.append(Comparison(f"libLLVM open ELF + parse+eval vs readelf -wF", total, readelf_interp,
+    comparisons.append(Comparison("libLLVM open ELF + parse+eval vs readelf -wF", total, readelf_interp,
                                   TARGET_PARSE_VS_READELF))
 
     # 2. printing, whole processes

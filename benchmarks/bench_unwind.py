@@ -136,7 +136,7 @@ def record_defaults(reuse: bool, seconds: float) -> list[str]:
 # ---- fastunwind ----------------------------------------------------------------------------------------
 
 
-def run_ours(replay: export_samples.Replay, repeat: int) -> ToolResult:
+def run_ours(replay: export_samples.Exported, repeat: int) -> ToolResult:
     space_ids = replay.space_ids.tobytes()
     cores = [space.to_core() for space in replay.spaces]
     exported = replay.exported()
@@ -293,7 +293,7 @@ def bench_recording(recording: str, repeat: int, peers: str, progress) -> dict[s
     name = os.path.splitext(os.path.basename(recording))[0]
     samples_file = os.path.join(WORK, f"{name}.samples")
     started = time.perf_counter()
-    replay = export_samples.replay(recording)
+    replay = export_samples.replay_recording(recording)
     replay_seconds = time.perf_counter() - started
     with open(samples_file, "wb") as out:
         exported = export_samples.write_samples(replay, out)

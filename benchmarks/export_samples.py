@@ -44,9 +44,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "src"))
 
 from fastunwind.address_space import AddressSpace
-from fastunwind.perf_data import Comm, Fork, Mmap, PerfData, Sample
+from fastunwind.perf_data import PerfData, Sample
 from fastunwind.perf_script import RECORD_HINT
-from fastunwind.perf_session import PROT_EXEC, PerfSession
+from fastunwind.perf_session import NO_SPACE, Replay, replay
 
 MAGIC = b"FUSAMPLE"
 VERSION = 1
@@ -55,51 +55,40 @@ MAPPING_USABLE = 1
 DWARF_REGISTERS = ("ax", "dx", "cx", "bx", "si", "di", "bp", "sp", "r8", "r9", "r10", "r11", "r12", "r13",
                    "r14", "r15", "ip")
 REGISTER_SP, REGISTER_IP = 7, 16
-NO_SPACE = 0xFFFFFFFF
-
-
 @dataclass
-class Replay:
-    """A recording replayed: its samples, the address spaces and, per sample, its space (NO_SPACE:
-    not exported, no user registers)."""
+class Exported:
+    """A recording replayed (fastunwind.perf_session.replay) and the samples worth exporting: those
+    with the user IP and SP."""
 
     perf: PerfData
-    session: PerfSession
-    space_ids: array.array  # u32 per sample, in PerfData order
-    samples: list[Sample]
+    replayed: Replay
 
     @property
     def spaces(self) -> list[AddressSpace]:
-        return self.session.spaces
+        return self.replayed.session.spaces
+
+    @property
+    def samples(self) -> list[Sample]:
+        return self.replayed.samples
+
+    @property
+    def space_ids(self) -> array.array:
+        return self.replayed.space_ids
 
     def exported(self) -> list[int]:
-        return [index for index, space in enumerate(self.space_ids) if space != NO_SPACE]
+        return [index for index, sample in enumerate(self.replayed.samples)
+                if self.replayed.space_ids[index] != NO_SPACE
+                and sample.reg("ip") is not None and sample.reg("sp") is not None]
 
 
-def replay(path: str) -> Replay:
+def replay_recording(path: str) -> Exported:
     perf = PerfData.open(path)
     if not perf.has_user_stacks:
         raise SystemExit(f"{path}: the recording has no user registers and stack dumps; {RECORD_HINT}")
-    session = PerfSession({filename: bytes.fromhex(build_id) for _pid, build_id, filename in perf.build_ids})
-    space_ids = array.array("I", [NO_SPACE]) * perf.sample_count
-    samples: list[Sample] = [None] * perf.sample_count  # type: ignore[list-item]
-    for event in perf.events():
-        if isinstance(event, Sample):
-            samples[event.index] = event
-            if event.reg("ip") is not None and event.reg("sp") is not None:
-                space_ids[event.index] = session.space_index_for(event.pid)
-        elif isinstance(event, Mmap):
-            executable = bool(event.prot & PROT_EXEC) if event.is_mmap2 else True
-            session.mmap(event.pid, event.start, event.length, event.pgoff, event.filename,
-                         bytes.fromhex(event.build_id) if event.build_id else None, executable)
-        elif isinstance(event, Comm):
-            session.comm(event.pid, event.tid, event.comm, event.exec)
-        elif isinstance(event, Fork):
-            session.fork(event.pid, event.ppid, event.tid)
-    return Replay(perf, session, space_ids, samples)
+    return Exported(perf, replay(perf))
 
 
-def write_samples(replay_: Replay, out: BinaryIO) -> dict[str, int]:
+def write_samples(replay_: Exported, out: BinaryIO) -> dict[str, int]:
     exported = replay_.exported()
     stacks = [replay_.samples[index].stack for index in exported]
     out.write(MAGIC + struct.pack("<IIIIQ", VERSION, len(replay_.spaces), len(exported), len(DWARF_REGISTERS),
@@ -134,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out")
     arguments = parser.parse_args(argv)
     with open(arguments.out, "wb") as out:
-        summary = write_samples(replay(arguments.recording), out)
+        summary = write_samples(replay_recording(arguments.recording), out)
     print(f"{arguments.out}: {summary['samples']} samples, {summary['spaces']} address spaces, "
           f"{summary['usable_mappings']} usable mappings, {summary['stack_bytes']} stack bytes")
     return 0

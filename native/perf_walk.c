@@ -12,6 +12,7 @@
 
 #include <time.h>
 
+#include "growing.h"
 #include "memory.h"
 #include "perf_data.h"
 #include "walk.h"
@@ -49,48 +50,16 @@ static void sample_registers(const fu_perf_sample *sample, fu_regs *regs)
 #define FU_SAMPLE_NO_USER_REGISTERS 0xfe
 #define FU_SAMPLE_SKIPPED 0xff
 
-typedef struct growing {
-    uint8_t *data;
-    size_t len, cap;
-} growing;
-
-static bool grow_append(growing *g, const void *item, size_t size)
-{
-    if (g->len + size > g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 4096;
-        while (cap < g->len + size)
-            cap *= 2;
-        uint8_t *p = realloc(g->data, cap);
-        if (!p)
-            return false;
-        g->data = p;
-        g->cap = cap;
-    }
-    memcpy(g->data + g->len, item, size);
-    g->len += size;
-    return true;
-}
-
 /* Append a walk's frames to the four column arrays (reserved once, then filled). */
-static bool append_frames(const fu_frame *frames, size_t n, growing *ips, growing *modules, growing *kinds,
-                          growing *flags)
+/* y# with a NULL pointer builds None, not b"": an empty column must still be bytes */
+static const char *bytes_of(const fu_growing *g) { return g->data ? (const char *)g->data : ""; }
+
+static bool append_frames(const fu_frame *frames, size_t n, fu_growing *ips, fu_growing *modules,
+                          fu_growing *kinds, fu_growing *flags)
 {
-    growing *columns[4] = {ips, modules, kinds, flags};
-    static const size_t widths[4] = {8, 4, 1, 1};
-    for (unsigned c = 0; c < 4; c++) {
-        growing *g = columns[c];
-        size_t need = g->len + n * widths[c];
-        if (need > g->cap) {
-            size_t cap = g->cap ? g->cap * 2 : 4096;
-            while (cap < need)
-                cap *= 2;
-            uint8_t *p = realloc(g->data, cap);
-            if (!p)
-                return false;
-            g->data = p;
-            g->cap = cap;
-        }
-    }
+    if (!fu_growing_reserve(ips, 8 * n) || !fu_growing_reserve(modules, 4 * n) || !fu_growing_reserve(kinds, n) ||
+        !fu_growing_reserve(flags, n))
+        return false;
     for (size_t f = 0; f < n; f++) {
         memcpy(ips->data + ips->len + 8 * f, &frames[f].ip, 8);
         memcpy(modules->data + modules->len + 4 * f, &frames[f].module, 4);
@@ -122,7 +91,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     PyObject *result = NULL;
     const fu_address_space **spaces = NULL;
     fu_frame *frames = NULL;
-    growing outcomes = {0}, starts = {0}, ips = {0}, modules = {0}, kinds = {0}, flags = {0};
+    fu_growing outcomes = {0}, starts = {0}, ips = {0}, modules = {0}, kinds = {0}, flags = {0};
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
     size_t count;
     const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
@@ -155,7 +124,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     /* the whole loop is timed: register extraction, walks and collecting the frames */
     uint64_t started = now_ns();
     uint32_t zero = 0;
-    nomem = !grow_append(&starts, &zero, sizeof zero);
+    nomem = !fu_growing_append(&starts, &zero, sizeof zero);
     for (size_t s = 0; s < count && !nomem; s++) {
         const fu_perf_sample *sample = &samples[s];
         uint8_t outcome = FU_SAMPLE_SKIPPED;
@@ -178,7 +147,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
             nomem = !append_frames(frames, r.frame_count, &ips, &modules, &kinds, &flags);
         }
         uint32_t end = (uint32_t)(ips.len / 8);
-        nomem = nomem || !grow_append(&outcomes, &outcome, 1) || !grow_append(&starts, &end, sizeof end);
+        nomem = nomem || !fu_growing_append(&outcomes, &outcome, 1) || !fu_growing_append(&starts, &end, sizeof end);
     }
     walk_ns = now_ns() - started;
     Py_END_ALLOW_THREADS
@@ -190,10 +159,10 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         PyErr_NoMemory();
         goto done;
     }
-    result = Py_BuildValue("(y#y#y#y#y#y#K)", (const char *)outcomes.data, (Py_ssize_t)outcomes.len,
-                           (const char *)starts.data, (Py_ssize_t)starts.len, (const char *)ips.data,
-                           (Py_ssize_t)ips.len, (const char *)modules.data, (Py_ssize_t)modules.len,
-                           (const char *)kinds.data, (Py_ssize_t)kinds.len, (const char *)flags.data,
+    result = Py_BuildValue("(y#y#y#y#y#y#K)", bytes_of(&outcomes), (Py_ssize_t)outcomes.len,
+                           bytes_of(&starts), (Py_ssize_t)starts.len, bytes_of(&ips),
+                           (Py_ssize_t)ips.len, bytes_of(&modules), (Py_ssize_t)modules.len,
+                           bytes_of(&kinds), (Py_ssize_t)kinds.len, bytes_of(&flags),
                            (Py_ssize_t)flags.len, (unsigned long long)walk_ns);
 done:
     free(outcomes.data);

@@ -11,34 +11,13 @@
 #include "binding.h"
 
 #include "cursor.h"
+#include "growing.h"
 
 #define STT_FUNC 2
 #define STT_GNU_IFUNC 10
 #define SHN_UNDEF 0
 /* Longest symbol name kept; C++ names reach a few KiB, longer ones are data, not names. */
 #define FU_MAX_SYMBOL_NAME 65536
-
-typedef struct growing_bytes {
-    char *data;
-    size_t len, cap;
-} growing_bytes;
-
-static bool append(growing_bytes *g, const void *item, size_t size)
-{
-    if (g->len + size > g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 4096;
-        while (cap < g->len + size)
-            cap *= 2;
-        char *p = realloc(g->data, cap);
-        if (!p)
-            return false;
-        g->data = p;
-        g->cap = cap;
-    }
-    memcpy(g->data + g->len, item, size);
-    g->len += size;
-    return true;
-}
 
 static PyObject *name_at(const uint8_t *strtab, size_t strtab_size, uint64_t offset)
 {
@@ -59,7 +38,7 @@ static PyObject *function_symbols(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*y*i", &symtab, &strtab, &elf_class))
         return NULL;
     PyObject *names = PyList_New(0), *result = NULL;
-    growing_bytes values = {0}, sizes = {0}, binds = {0};
+    fu_growing values = {0}, sizes = {0}, binds = {0};
     unsigned entsize = elf_class == 64 ? 24 : 16;
     const uint8_t *base = symtab.buf;
     /* the table's length bounds the loop: one entry of entsize bytes per iteration */
@@ -95,15 +74,15 @@ static PyObject *function_symbols(PyObject *module, PyObject *args)
         }
         int failed = PyList_Append(names, text);
         Py_DECREF(text);
-        if (failed < 0 || !append(&values, &value, 8) || !append(&sizes, &size, 8) || !append(&binds, &bind, 1)) {
+        if (failed < 0 || !fu_growing_append(&values, &value, 8) || !fu_growing_append(&sizes, &size, 8) || !fu_growing_append(&binds, &bind, 1)) {
             if (!PyErr_Occurred())
                 PyErr_NoMemory();
             goto done;
         }
     }
     if (names)
-        result = Py_BuildValue("(y#y#y#O)", values.data ? values.data : "", (Py_ssize_t)values.len,
-                               sizes.data ? sizes.data : "", (Py_ssize_t)sizes.len, binds.data ? binds.data : "",
+        result = Py_BuildValue("(y#y#y#O)", values.data ? (const char *)values.data : "", (Py_ssize_t)values.len,
+                               sizes.data ? (const char *)sizes.data : "", (Py_ssize_t)sizes.len, binds.data ? (const char *)binds.data : "",
                                (Py_ssize_t)binds.len, names);
 done:
     Py_XDECREF(names);
@@ -132,7 +111,7 @@ static PyObject *kallsyms_symbols(PyObject *module, PyObject *arg)
     if (PyObject_GetBuffer(arg, &text, PyBUF_SIMPLE) < 0)
         return NULL;
     PyObject *names = PyList_New(0), *result = NULL;
-    growing_bytes addresses = {0};
+    fu_growing addresses = {0};
     const uint8_t *p = text.buf, *end = p + text.len;
     /* one line per iteration: "ffffffff81000000 T _stext [module]" */
     while (names && p < end) {
@@ -153,7 +132,7 @@ static PyObject *kallsyms_symbols(PyObject *module, PyObject *arg)
             while (name_end < eol && *name_end != ' ' && *name_end != '\t')
                 name_end++;
             PyObject *item = PyBytes_FromStringAndSize((const char *)name, name_end - name);
-            if (!item || PyList_Append(names, item) < 0 || !append(&addresses, &address, 8)) {
+            if (!item || PyList_Append(names, item) < 0 || !fu_growing_append(&addresses, &address, 8)) {
                 Py_XDECREF(item);
                 if (!PyErr_Occurred())
                     PyErr_NoMemory();
@@ -164,7 +143,7 @@ static PyObject *kallsyms_symbols(PyObject *module, PyObject *arg)
         p = eol + 1;
     }
     if (names)
-        result = Py_BuildValue("(y#O)", addresses.data ? addresses.data : "", (Py_ssize_t)addresses.len, names);
+        result = Py_BuildValue("(y#O)", addresses.data ? (const char *)addresses.data : "", (Py_ssize_t)addresses.len, names);
 done:
     Py_XDECREF(names);
     free(addresses.data);

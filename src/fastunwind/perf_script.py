@@ -25,8 +25,8 @@ from typing import TextIO
 from fastunwind import _core
 from fastunwind.address_space import ImageCache, Mapping
 from fastunwind.errors import PerfDataError
-from fastunwind.perf_data import Comm, Exit, Fork, Mmap, PerfData, Sample
-from fastunwind.perf_session import PROT_EXEC, PerfSession
+from fastunwind.perf_data import PerfData
+from fastunwind.perf_session import replay
 from fastunwind.symbolize import SymbolTable
 
 #: perf's default callchain depth (kernel.perf_event_max_stack)
@@ -157,29 +157,8 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     perf = PerfData.open(path)
     if not perf.has_user_stacks:
         raise PerfDataError(f"{path}: the recording has no user registers and stack dumps; {RECORD_HINT}")
-    session = PerfSession(
-        {filename: bytes.fromhex(build_id) for _pid, build_id, filename in perf.build_ids}, images
-    )
-    space_ids = array.array("I", [0xFFFFFFFF]) * perf.sample_count
-    comms: list[str] = [""] * perf.sample_count
-    samples: list[Sample] = [None] * perf.sample_count  # type: ignore[list-item]
-    for event in perf.events():
-        if isinstance(event, Sample):
-            samples[event.index] = event
-            # kernel-mode samples carry the user registers and stack of the syscall entry too
-            space_ids[event.index] = session.space_index_for(event.pid)
-            comms[event.index] = session.comms.get(event.tid) or session.process(event.pid).comm
-        elif isinstance(event, Mmap):
-            # perf records plain MMAP (v1) events for executable mappings only
-            executable = bool(event.prot & PROT_EXEC) if event.is_mmap2 else True
-            session.mmap(event.pid, event.start, event.length, event.pgoff, event.filename,
-                         bytes.fromhex(event.build_id) if event.build_id else None, executable)
-        elif isinstance(event, Comm):
-            session.comm(event.pid, event.tid, event.comm, event.exec)
-        elif isinstance(event, Fork):
-            session.fork(event.pid, event.ppid, event.tid)
-        elif isinstance(event, Exit):
-            pass
+    replayed = replay(perf, images)
+    session, space_ids, samples, comms = replayed.session, replayed.space_ids, replayed.samples, replayed.comms
     cores = [space.to_core() for space in session.spaces]
     outcomes, starts_b, ips_b, modules_b, kinds_b, _flags, walk_ns = _core.unwind_samples(
         perf.native, space_ids.tobytes(), cores, max_frames

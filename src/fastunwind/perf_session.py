@@ -17,8 +17,12 @@ from __future__ import annotations
 import array
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping
+
+if TYPE_CHECKING:
+    from fastunwind.perf_data import PerfData, Sample
 
 PROT_EXEC = 4
 PERF_RECORD_MISC_MMAP_DATA = 1 << 13
@@ -124,6 +128,47 @@ class PerfSession:
             proc.space = self.spaces[index]
             proc.space_index = index
         return proc.space_index
+
+
+NO_SPACE = 0xFFFFFFFF  #: a sample without an address space (unwind_samples skips it)
+
+
+@dataclass
+class Replay:
+    """A recording replayed: its session, and per sample (in the reader's time order) the Sample,
+    the index of its address space in `session.spaces` and its thread's name at that moment."""
+
+    session: PerfSession
+    space_ids: array.array[int]
+    samples: list[Sample]
+    comms: list[str]
+
+
+def replay(perf: PerfData, images: ImageCache | None = None) -> Replay:
+    """Replay the recording's events in time order (MMAP/MMAP2 executable mappings, COMM, FORK)
+    and tie every sample to its process's address space at that moment. Kernel-mode samples get
+    one too: they carry the user registers and stack of the syscall entry."""
+    from fastunwind.perf_data import Comm, Fork, Mmap, Sample
+
+    session = PerfSession({b.filename: bytes.fromhex(b.build_id) for b in perf.build_ids}, images)
+    space_ids = array.array("I", [NO_SPACE]) * perf.sample_count
+    samples: list[Sample] = [None] * perf.sample_count  # type: ignore[list-item]
+    comms = [""] * perf.sample_count
+    for event in perf.events():
+        if isinstance(event, Sample):
+            samples[event.index] = event
+            space_ids[event.index] = session.space_index_for(event.pid)
+            comms[event.index] = session.comms.get(event.tid) or session.process(event.pid).comm
+        elif isinstance(event, Mmap):
+            # perf records plain MMAP (v1) events for executable mappings only
+            executable = bool(event.prot & PROT_EXEC) if event.is_mmap2 else True
+            session.mmap(event.pid, event.start, event.length, event.pgoff, event.filename,
+                         bytes.fromhex(event.build_id) if event.build_id else None, executable)
+        elif isinstance(event, Comm):
+            session.comm(event.pid, event.tid, event.comm, event.exec)
+        elif isinstance(event, Fork):
+            session.fork(event.pid, event.ppid, event.tid)
+    return Replay(session, space_ids, samples, comms)
 
 
 def frame_counts(frame_starts: array.array[int]) -> Counter[int]:

@@ -15,7 +15,7 @@ if str(_BUILDER_DIR) not in sys.path:
     sys.path.insert(0, str(_BUILDER_DIR))
 
 from cfi_builder import *  # noqa: E402,F401,F403  (re-exported for the tests)
-from cfi_builder import DEBUG_FRAME, EH_FRAME, FrameSection, def_cfa, offset, parse_section  # noqa: E402
+from cfi_builder import EH_FRAME, FrameSection, def_cfa, offset, parse_section  # noqa: E402
 from fastunwind.cfi import Rule, RuleKind  # noqa: E402
 
 PC_BEGIN = 0x1000

@@ -173,7 +173,7 @@ def test_table_summary_mentions_fdes_and_rows(files):
     info = UnwindInfo.open(files["program"])
     eh_frame = info.sections[0]
     fde_count = sum(1 for _ in eh_frame.fdes())
-    assert f".eh_frame: " in result.stdout
+    assert ".eh_frame: " in result.stdout
     assert f"{fde_count} FDEs, {eh_frame.row_count} rows" in result.stdout
     assert "sorted entries, used for lookups" in result.stdout
     assert colour_codes(result.stdout) == []  # not a terminal: no colour whatever the environment

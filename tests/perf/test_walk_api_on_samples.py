@@ -6,8 +6,8 @@ from __future__ import annotations
 import array
 
 from fastunwind import _core
-from fastunwind.perf_data import Comm, Fork, Mmap, PerfData, Sample
-from fastunwind.perf_session import PROT_EXEC, PerfSession
+from fastunwind.perf_data import PerfData
+from fastunwind.perf_session import replay
 from fastunwind.walk import unwind_current_thread, unwind_stack
 
 #: perf register name of each DWARF register 0..16
@@ -17,21 +17,10 @@ DWARF_FROM_PERF = ["ax", "dx", "cx", "bx", "si", "di", "bp", "sp", "r8", "r9", "
 
 def test_unwind_stack_matches_the_batch_unwinder(perf_recordings):
     perf = PerfData.open(str(perf_recordings.get("c").data_file))
-    session = PerfSession()
-    space_ids = array.array("I", [0xFFFFFFFF]) * perf.sample_count
-    samples = {}
-    for event in perf.events():
-        if isinstance(event, Mmap):
-            session.mmap(event.pid, event.start, event.length, event.pgoff, event.filename, None,
-                         bool(event.prot & PROT_EXEC) if event.is_mmap2 else True)
-        elif isinstance(event, Comm):
-            session.comm(event.pid, event.tid, event.comm, event.exec)
-        elif isinstance(event, Fork):
-            session.fork(event.pid, event.ppid, event.tid)
-        elif isinstance(event, Sample):
-            space_ids[event.index] = session.space_index_for(event.pid)
-            if len(samples) < 200:
-                samples[event.index] = (event, session.spaces[space_ids[event.index]])
+    replayed = replay(perf)
+    session, space_ids = replayed.session, replayed.space_ids
+    samples = {index: (sample, session.spaces[space_ids[index]])
+               for index, sample in enumerate(replayed.samples[:200])}
     outcomes, starts_b, ips_b, *_ = _core.unwind_samples(perf.native, space_ids.tobytes(),
                                                          [s.to_core() for s in session.spaces], 127)
     starts, ips = array.array("I"), array.array("Q")

@@ -92,6 +92,6 @@ def test_random_registers_and_stack_give_a_classified_outcome(seed):
             stack = b"".join(w.to_bytes(8, "little") for w in words)
         outcome, _, frames = _core.unwind(core, registers, stack, sp, 64)
         outcomes.add(outcome)
-        assert 1 <= len(frames) <= 64
+        assert 0 < len(frames) <= 64
     assert outcomes <= {"end", "truncated", "no_unwind_info", "unreadable", "no_progress", "sp_backwards",
                         "expression_error", "register_unknown", "frame_limit"}
