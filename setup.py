@@ -24,6 +24,7 @@ setup(
         Extension(
             "fastunwind._core",
             sources=sorted(glob("native/*.c")),
+            depends=sorted(glob("native/*.h")),  # a header change rebuilds every file
             include_dirs=["native"],
             extra_compile_args=compile_args,
             extra_link_args=link_args,

@@ -12,12 +12,18 @@ typedef struct module_state {
     PyObject *cfi_error;       /* fastunwind.errors.CfiError */
     PyObject *expr_error;      /* fastunwind.errors.ExprError */
     PyObject *cfi_table_type;  /* fastunwind._core.CfiTable */
+    PyObject *compact_error;   /* fastunwind.errors.CompactTableError */
+    PyObject *compact_table_type; /* fastunwind._core.CompactTable */
 } module_state;
 
 module_state *fu_module_state(PyObject *module);
 
 /* The evaluated table of a fastunwind._core.CfiTable, or NULL with TypeError set. */
 const fu_table *fu_cfi_table_of(PyObject *module, PyObject *object);
+
+struct fu_compact_table;
+/* The validated table of a fastunwind._core.CompactTable, or NULL with TypeError set. */
+const struct fu_compact_table *fu_compact_table_of(PyObject *module, PyObject *object);
 
 struct fu_address_space;
 /* The address space of a fastunwind._core.AddressSpace, or NULL with TypeError set. */
@@ -26,6 +32,7 @@ const struct fu_address_space *fu_address_space_of(PyObject *module, PyObject *o
 /* Each adds its types and functions to the module; -1 with an exception set on failure. */
 int fu_walk_binding_init(PyObject *module);
 int fu_perf_walk_binding_init(PyObject *module);
+int fu_compact_binding_init(PyObject *module);
 int fu_symbols_binding_init(PyObject *module);
 
 #endif

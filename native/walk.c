@@ -243,6 +243,123 @@ static bool find_row(const fu_module *mod, uint64_t svma, const fu_table **table
     return false;
 }
 
+/* The x86-64 psABI callee-saved registers (rbx, rbp, r12-r15) as a valid mask. */
+#define FU_CALLEE_SAVED_MASK ((1u << 3) | (1u << FU_REG_RBP) | (0xfu << 12))
+
+/* Apply a compact rule: the same results as apply_row on the DWARF row it was built from
+ * (compact_table.c admits only rows whose every rule it restates exactly). */
+static bool apply_compact(walker *w, const fu_compact_rule *rule, const fu_regs *regs, fu_regs *out)
+{
+    uint64_t cfa, base, rip;
+    switch ((fu_compact_cfa_kind)rule->cfa_kind) {
+    case FU_COMPACT_CFA_RSP:
+    case FU_COMPACT_CFA_RBP:
+    case FU_COMPACT_CFA_REGISTER:
+        if (!fu_regs_get(regs, rule->cfa_register, &base)) {
+            w->result->outcome = FU_WALK_REGISTER_UNKNOWN;
+            return false;
+        }
+        cfa = base + (uint64_t)(int64_t)rule->cfa_offset;
+        break;
+    case FU_COMPACT_CFA_PLT:
+        /* a register the expression names is unknown: the evaluator's error */
+        if (!fu_regs_get(regs, FU_REG_RSP, &base) || !fu_regs_get(regs, FU_REG_RA, &rip)) {
+            w->result->outcome = FU_WALK_EXPRESSION_ERROR;
+            return false;
+        }
+        cfa = base + 8 + ((rip & 15) >= 11 ? 8 : 0);
+        break;
+    case FU_COMPACT_CFA_DEREF:
+        if (!fu_regs_get(regs, rule->cfa_register, &base)) {
+            w->result->outcome = FU_WALK_EXPRESSION_ERROR;
+            return false;
+        }
+        if (!read_word(w, base + (uint64_t)(int64_t)rule->cfa_offset, 8, &cfa))
+            return false;
+        break;
+    default: /* NO_INFO and SLOW never get here */
+        w->result->outcome = FU_WALK_NO_UNWIND_INFO;
+        return false;
+    }
+    /* psABI: callee-saved registers without a rule keep their value, the CFA is the caller's SP;
+     * values of invalid registers are never read, so only the mask needs clearing */
+    *out = *regs;
+    out->valid &= FU_CALLEE_SAVED_MASK;
+    fu_regs_set(out, FU_REG_RSP, cfa);
+    for (unsigned i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++) {
+        int8_t by_8 = rule->saved_offset_by_8[i];
+        unsigned reg = fu_compact_saved_register[i];
+        uint64_t v;
+        if (by_8 == FU_COMPACT_KEEP)
+            continue;
+        /* as apply_row: an unreadable save slot makes the register unknown, not the walk fail */
+        if (by_8 == FU_COMPACT_UNDEFINED || w->read(w->read_context, cfa + (uint64_t)(int64_t)by_8 * 8, 8, &v) != FU_READ_OK)
+            out->valid &= ~(1u << reg);
+        else
+            fu_regs_set(out, reg, v);
+    }
+    if (rule->ra_offset_by_8 != FU_COMPACT_KEEP && rule->ra_offset_by_8 != FU_COMPACT_UNDEFINED) {
+        uint64_t ra;
+        if (!read_word(w, cfa + (uint64_t)(int64_t)rule->ra_offset_by_8 * 8, 8, &ra))
+            return false;
+        fu_regs_set(out, FU_REG_RA, ra);
+    }
+    return true; /* without a return address the stack ends here */
+}
+
+/* The caller of the frame at `regs` (looked up at `lookup`, in module `m` or -1): its frame kind,
+ * or -1 with the outcome set. Backends in order: compact table, DWARF tables, frame pointer. */
+static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_regs *caller, uint8_t *frame_flags,
+                bool *signal_frame)
+{
+    const fu_address_space *space = w->space;
+    *signal_frame = false;
+    if (m >= 0) {
+        const fu_module *mod = &space->modules[m];
+        uint64_t svma = lookup - mod->bias;
+        bool dwarf = space->backend != FU_BACKEND_COMPACT;
+        if (mod->compact && space->backend != FU_BACKEND_DWARF) {
+            const fu_compact_rule *rule = fu_compact_find(mod->compact, svma, NULL);
+            if (!rule || rule->cfa_kind == FU_COMPACT_CFA_NO_INFO)
+                dwarf = false; /* built from both DWARF tables: neither covers svma */
+            else if (rule->cfa_kind != FU_COMPACT_CFA_SLOW)
+                return apply_compact(w, rule, regs, caller) ? FU_FRAME_CFI : -1;
+        }
+        const fu_table *table = NULL;
+        int64_t row = -1, fde = -1;
+        if (dwarf && find_row(mod, svma, &table, &row, &fde)) {
+            const fu_entry *entry = &table->entries[fde];
+            *signal_frame = entry->cie && entry->cie->signal_frame;
+            if (*signal_frame)
+                *frame_flags |= FU_FRAME_SIGNAL_TRAMPOLINE;
+            uint64_t ra_column = entry->cie ? entry->cie->ra_column : FU_REG_RA;
+            if (!apply_row(w, table, fu_table_state(table, table->row_state[row]), ra_column, regs, caller))
+                return -1;
+            return *signal_frame ? FU_FRAME_SIGNAL : FU_FRAME_CFI;
+        }
+    }
+    if (frame_pointer_step(w, regs, caller))
+        return FU_FRAME_FP;
+    w->result->outcome = FU_WALK_NO_UNWIND_INFO;
+    w->result->fault_address = regs->value[FU_REG_RA];
+    return -1;
+}
+
+int fu_walk_step(const fu_address_space *space, fu_read_fn read, void *read_context, const fu_regs *regs,
+                 bool ip_is_return_address, fu_regs *caller, uint8_t *frame_flags, fu_walk_result *result)
+{
+    walker w = {space, read, read_context, result};
+    uint64_t ip;
+    bool signal_frame;
+    *frame_flags = 0;
+    if (!fu_regs_get(regs, FU_REG_RA, &ip)) {
+        result->outcome = FU_WALK_REGISTER_UNKNOWN;
+        return -1;
+    }
+    uint64_t lookup = fu_lookup_address(ip, ip_is_return_address);
+    return step(&w, fu_address_space_find(space, lookup), lookup, regs, caller, frame_flags, &signal_frame);
+}
+
 fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, fu_read_fn read,
                        void *read_context, fu_frame *frames, size_t max_frames)
 {
@@ -272,25 +389,11 @@ fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, fu
             return result;
         }
         fu_regs caller;
-        const fu_table *table = NULL;
-        int64_t row = -1, fde = -1;
-        bool signal_frame = false;
-        if (m >= 0 && find_row(&space->modules[m], lookup - space->modules[m].bias, &table, &row, &fde)) {
-            const fu_entry *entry = &table->entries[fde];
-            signal_frame = entry->cie && entry->cie->signal_frame;
-            if (signal_frame)
-                frames[result.frame_count - 1].flags |= FU_FRAME_SIGNAL_TRAMPOLINE;
-            uint64_t ra_column = entry->cie ? entry->cie->ra_column : FU_REG_RA;
-            if (!apply_row(&w, table, fu_table_state(table, table->row_state[row]), ra_column, &regs, &caller))
-                return result;
-            kind = signal_frame ? FU_FRAME_SIGNAL : FU_FRAME_CFI;
-        } else if (frame_pointer_step(&w, &regs, &caller)) {
-            kind = FU_FRAME_FP;
-        } else {
-            result.outcome = FU_WALK_NO_UNWIND_INFO;
-            result.fault_address = ip;
+        bool signal_frame;
+        int caller_kind = step(&w, m, lookup, &regs, &caller, &frames[result.frame_count - 1].flags, &signal_frame);
+        if (caller_kind < 0)
             return result;
-        }
+        kind = (uint8_t)caller_kind;
         uint64_t next_ip, sp, next_sp;
         if (!fu_regs_get(&caller, FU_REG_RA, &next_ip) || next_ip == 0) {
             result.outcome = FU_WALK_END; /* DW_CFA_undefined return address (e.g. _start, clone) */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "cfi.h"
+#include "compact_table.h"
 
 /* The DWARF x86-64 registers the walker tracks: rax..r15 and the return address column (16). */
 #define FU_WALK_REGISTERS 17
@@ -52,6 +53,7 @@ static inline void fu_regs_set(fu_regs *r, unsigned reg, uint64_t value)
 typedef struct fu_module {
     uint64_t start, end;             /* avma range of the executable mapping */
     uint64_t bias;                   /* avma = svma + bias */
+    const fu_compact_table *compact; /* may be NULL: asked first (see fu_backend) */
     const fu_table *eh_frame;        /* may be NULL */
     const fu_table *debug_frame;     /* may be NULL */
     const fu_image_segment *segments; /* the file's read-only PT_LOAD bytes, by svma (for reads) */
@@ -59,10 +61,23 @@ typedef struct fu_module {
     uint32_t id;                     /* the caller's identifier (for symbolization) */
 } fu_module;
 
+/* Which unwind tables the walker uses, per module, before the frame-pointer fallback. */
+typedef enum fu_backend {
+    /* the compact table where the module has one; its slow-path rows, and modules without one,
+     * through the DWARF tables */
+    FU_BACKEND_AUTO = 0,
+    FU_BACKEND_DWARF,   /* the DWARF tables only (compact tables ignored) */
+    /* the compact tables only: slow-path rows and modules without a compact table are treated as
+     * having no CFI (for tests and benchmarks of the fast path) */
+    FU_BACKEND_COMPACT,
+    FU_BACKEND_COUNT
+} fu_backend;
+
 /* Modules sorted by start, not overlapping. */
 typedef struct fu_address_space {
     const fu_module *modules;
     size_t count;
+    uint32_t backend; /* fu_backend */
 } fu_address_space;
 
 /* Reads `size` (1..8) bytes at avma `address` as a little-endian value. Returns FU_READ_OK, or
@@ -116,6 +131,14 @@ static inline uint64_t fu_lookup_address(uint64_t ip, bool ip_is_return_address)
 {
     return ip_is_return_address ? ip - 1 : ip;
 }
+
+/* One step from the frame whose registers are `regs` (its IP in regs->value[FU_REG_RA]) to its
+ * caller: `caller` gets the caller's registers as the unwind rules give them, before fu_walk's
+ * checks (end of stack, progress, SP direction). Returns the caller's frame kind (FU_FRAME_CFI,
+ * FU_FRAME_SIGNAL or FU_FRAME_FP), or -1 with result->outcome (and fault_address) set.
+ * `frame_flags` receives FU_FRAME_* flags of the frame at `regs`. For tests: fu_walk inlines it. */
+int fu_walk_step(const fu_address_space *space, fu_read_fn read, void *read_context, const fu_regs *regs,
+                 bool ip_is_return_address, fu_regs *caller, uint8_t *frame_flags, fu_walk_result *result);
 
 fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, fu_read_fn read,
                        void *read_context, fu_frame *frames, size_t max_frames);

@@ -1,9 +1,11 @@
 /* The walker's Python binding: AddressSpace, unwind() over a captured stack, unwind_self().
  *
- * AddressSpace(modules) takes (start, end, bias, eh_frame, debug_frame, segments, id) tuples:
- * an executable mapping [start, end) of a module, avma = svma + bias, its CfiTable objects
- * (or None), its read-only PT_LOAD bytes as (vaddr, buffer) pairs, and the caller's id. The
- * object keeps every table and buffer alive while walks use them.
+ * AddressSpace(modules, backend="auto") takes (start, end, bias, eh_frame, debug_frame, segments,
+ * id[, compact]) tuples: an executable mapping [start, end) of a module, avma = svma + bias, its
+ * CfiTable objects (or None), its read-only PT_LOAD bytes as (vaddr, buffer) pairs, the caller's
+ * id, and its CompactTable (or None). `backend` is "auto" (compact table, then DWARF), "dwarf"
+ * (DWARF tables only) or "compact" (compact tables only): see fu_backend in walk.h. The object
+ * keeps every table and buffer alive while walks use them.
  */
 #include "binding.h" /* Python.h first; it defines _GNU_SOURCE (REG_RIP) */
 
@@ -44,14 +46,24 @@ static int compare_modules(const void *a, const void *b)
 
 static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"modules", NULL};
+    static char *kwlist[] = {"modules", "backend", NULL};
+    static const char *const backend_names[FU_BACKEND_COUNT] = {"auto", "dwarf", "compact"};
     PyObject *modules;
+    const char *backend = "auto";
     if (self->modules) {
         PyErr_SetString(PyExc_RuntimeError, "AddressSpace is already initialized");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", kwlist, &modules))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$s", kwlist, &modules, &backend))
         return -1;
+    self->space.backend = FU_BACKEND_COUNT;
+    for (unsigned b = 0; b < FU_BACKEND_COUNT; b++)
+        if (strcmp(backend, backend_names[b]) == 0)
+            self->space.backend = b;
+    if (self->space.backend == FU_BACKEND_COUNT) {
+        PyErr_Format(PyExc_ValueError, "backend must be \"auto\", \"dwarf\" or \"compact\", not \"%s\"", backend);
+        return -1;
+    }
     PyObject *module = PyType_GetModule(Py_TYPE(self));
     PyObject *seq = PySequence_Fast(modules, "modules must be a sequence");
     if (!module || !seq)
@@ -60,8 +72,9 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), total_segments = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 7) {
-            PyErr_SetString(PyExc_TypeError, "each module is (start, end, bias, eh_frame, debug_frame, segments, id)");
+        if (!PyTuple_Check(item) || (PyTuple_GET_SIZE(item) != 7 && PyTuple_GET_SIZE(item) != 8)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "each module is (start, end, bias, eh_frame, debug_frame, segments, id[, compact])");
             return -1;
         }
         Py_ssize_t count = PySequence_Size(PyTuple_GET_ITEM(item, 5));
@@ -79,10 +92,10 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
         fu_module *m = &self->modules[i];
-        PyObject *eh, *debug, *segments;
+        PyObject *eh, *debug, *segments, *compact = Py_None;
         unsigned long long start, end, bias;
         unsigned int id;
-        if (!PyArg_ParseTuple(item, "KKKOOOI", &start, &end, &bias, &eh, &debug, &segments, &id))
+        if (!PyArg_ParseTuple(item, "KKKOOOI|O", &start, &end, &bias, &eh, &debug, &segments, &id, &compact))
             return -1;
         if (end <= start) {
             PyErr_Format(PyExc_ValueError, "module %u: empty range 0x%llx..0x%llx", id, start, end);
@@ -95,6 +108,8 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         if (eh != Py_None && !(m->eh_frame = fu_cfi_table_of(module, eh)))
             return -1;
         if (debug != Py_None && !(m->debug_frame = fu_cfi_table_of(module, debug)))
+            return -1;
+        if (compact != Py_None && !(m->compact = fu_compact_table_of(module, compact)))
             return -1;
         PyObject *segs = PySequence_Fast(segments, "segments must be a sequence of (vaddr, buffer)");
         if (!segs)
@@ -127,9 +142,21 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
     return 0;
 }
 
+static PyObject *space_backend(AddressSpaceObject *self, void *unused)
+{
+    static const char *const names[FU_BACKEND_COUNT] = {"auto", "dwarf", "compact"};
+    return PyUnicode_FromString(self->space.backend < FU_BACKEND_COUNT ? names[self->space.backend] : "?");
+}
+
+static PyGetSetDef space_getset[] = {
+    {"backend", (getter)space_backend, NULL, "which unwind tables walks use: auto, dwarf or compact", NULL},
+    {NULL},
+};
+
 static PyType_Slot space_slots[] = {
     {Py_tp_dealloc, space_dealloc},
     {Py_tp_init, space_init},
+    {Py_tp_getset, space_getset},
     {Py_tp_doc, "Executable mappings of a process with their CFI tables (see fastunwind.address_space)."},
     {0, NULL},
 };
@@ -282,7 +309,84 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
     return out;
 }
 
+/* One step per state, for the compact-vs-DWARF property test (tests/compact_table).
+ * step_batch(space, states, stack, stack_address) -> bytes
+ *   states: n records of fu_step_state (u64 regs[17], u32 valid mask, u32 ip_is_return_address)
+ *   result: n records of fu_step_record: i8 caller kind (-1: failed), u8 outcome (0xff unless
+ *   failed), u8 flags of the frame, u8 0, u32 caller's valid mask, u64 fault address, u64 regs[17]
+ *   (0 where invalid). Memory is the stack dump plus the modules' read-only segments. */
+typedef struct fu_step_state {
+    uint64_t regs[FU_WALK_REGISTERS];
+    uint32_t valid;
+    uint32_t ip_is_return_address;
+} fu_step_state;
+
+typedef struct fu_step_record {
+    int8_t kind;
+    uint8_t outcome;
+    uint8_t flags;
+    uint8_t reserved;
+    uint32_t valid;
+    uint64_t fault_address;
+    uint64_t regs[FU_WALK_REGISTERS];
+} fu_step_record;
+
+static PyObject *step_batch(PyObject *module, PyObject *args)
+{
+    PyObject *space_object;
+    Py_buffer states, stack;
+    unsigned long long stack_address;
+    if (!PyArg_ParseTuple(args, "Oy*y*K", &space_object, &states, &stack, &stack_address))
+        return NULL;
+    PyObject *out = NULL;
+    const fu_address_space *space = fu_address_space_of(module, space_object);
+    if (!space)
+        goto done;
+    if (states.len % (Py_ssize_t)sizeof(fu_step_state) != 0) {
+        PyErr_Format(PyExc_ValueError, "states: %zd bytes is not a whole number of %zu-byte records", states.len,
+                     sizeof(fu_step_state));
+        goto done;
+    }
+    size_t n = (size_t)states.len / sizeof(fu_step_state);
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(fu_step_record)));
+    if (!out)
+        goto done;
+    uint8_t *records = (uint8_t *)PyBytes_AS_STRING(out);
+    const uint8_t *in = states.buf;
+    fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t i = 0; i < n; i++) {
+        fu_step_state state;
+        memcpy(&state, in + i * sizeof state, sizeof state);
+        fu_regs regs = {{0}, 0}, caller = {{0}, 0};
+        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+            if (state.valid >> r & 1)
+                fu_regs_set(&regs, r, state.regs[r]);
+        fu_walk_result result = {FU_WALK_END, 0, 0};
+        fu_step_record record;
+        memset(&record, 0, sizeof record);
+        int kind = fu_walk_step(space, fu_read_dump, &memory, &regs, state.ip_is_return_address != 0, &caller,
+                                &record.flags, &result);
+        record.kind = (int8_t)kind;
+        record.outcome = kind < 0 ? (uint8_t)result.outcome : 0xff;
+        record.fault_address = kind < 0 ? result.fault_address : 0;
+        if (kind >= 0) {
+            record.valid = caller.valid;
+            for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+                record.regs[r] = caller.valid >> r & 1 ? caller.value[r] : 0;
+        }
+        memcpy(records + i * sizeof record, &record, sizeof record);
+    }
+    Py_END_ALLOW_THREADS
+done:
+    PyBuffer_Release(&states);
+    PyBuffer_Release(&stack);
+    return out;
+}
+
 static PyMethodDef walk_methods[] = {
+    {"step_batch", step_batch, METH_VARARGS,
+     "step_batch(space, states, stack, stack_address) -> bytes: one unwind step per state (tests)"},
     {"unwind", (PyCFunction)(void (*)(void))unwind, METH_VARARGS | METH_KEYWORDS,
      "unwind(space, registers, stack, stack_address, max_frames) -> (outcome, fault_address, frames)"},
     {"unwind_self", unwind_self, METH_VARARGS,

@@ -6,6 +6,7 @@ The comparison machinery lives in scripts/oracle_files.py so `make sweep` shares
 from __future__ import annotations
 
 import os
+import tempfile
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,9 @@ import oracle_files  # noqa: E402  (needs scripts/ on sys.path)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # caches the package writes (compact tables) go to a directory of this run, not the user's
+    if "FASTUNWIND_TEST_KEEP_CACHE" not in os.environ:
+        os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="fastunwind-test-cache-")
     config.addinivalue_line("markers", "slow: takes more than a minute; deselect with -m 'not slow'")
 
 

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cfi.h" /* native/cfi.h, through -I */
+#include "compact_table.h"
 
 #if defined(__has_include)
 #if __has_include(<sanitizer/common_interface_defs.h>)
@@ -409,6 +410,52 @@ static void exercise_state_expressions(const fu_table *t)
     }
 }
 
+/* Mutants of one serialized compact table checked by fu_compact_open: each must be rejected with
+ * a message or validate, and a validated one must answer lookups within its bounds. */
+#define FUZZ_COMPACT_MUTANTS 8
+
+/* The compact table built from a fuzzed table: it must serialize and validate, answer lookups,
+ * and every mutant of its bytes must be rejected cleanly or still be a valid table. */
+static void exercise_compact(const fu_table *table, uint64_t low, uint64_t high, uint64_t *rng)
+{
+    fu_compact_build build;
+    fu_error err = {0};
+    if (fu_compact_build_tables(&build, table, NULL, &err) != FU_OK) {
+        CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_CFI, "compact build failed: %s", err.message);
+        return;
+    }
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    static const uint8_t key[20] = {1, 2, 3};
+    if (fu_compact_serialize(&build, 1, key, sizeof key, &bytes, &size, &err) == FU_OK) {
+        fu_compact_table compact;
+        CHECK(fu_compact_open(&compact, bytes, size, &err) == FU_OK, "a fresh compact table does not validate: %s",
+              err.message);
+        for (uint32_t i = 0; i < FUZZ_LOOKUP_RANDOM; i++) {
+            uint32_t row;
+            (void)fu_compact_find(&compact, low <= high ? low + rng_below(rng, high - low + 1) : rng_next(rng), &row);
+        }
+        uint8_t *mutant = malloc(size ? size : 1);
+        for (unsigned m = 0; mutant && m < FUZZ_COMPACT_MUTANTS && size > 0; m++) {
+            memcpy(mutant, bytes, size);
+            size_t cut = m % 2 ? size : rng_below(rng, size + 1); /* truncate or flip */
+            for (unsigned flips = 0; flips < 4; flips++)
+                mutant[rng_below(rng, size)] ^= (uint8_t)(1u << rng_below(rng, 8));
+            fu_error merr = {0};
+            fu_compact_table damaged;
+            if (fu_compact_open(&damaged, mutant, cut & ~(size_t)7, &merr) == FU_OK) {
+                uint32_t row;
+                (void)fu_compact_find(&damaged, rng_next(rng), &row);
+            } else {
+                CHECK(merr.message[0] != 0, "a rejected compact table has no message");
+            }
+        }
+        free(mutant);
+        free(bytes);
+    }
+    fu_compact_build_free(&build);
+}
+
 static void exercise_table(const uint8_t *data, size_t size, fu_section_kind kind, uint64_t address,
                            uint8_t address_size, uint64_t *rng)
 {
@@ -456,6 +503,7 @@ static void exercise_table(const uint8_t *data, size_t size, fu_section_kind kin
     for (uint32_t i = 0; i < FUZZ_LOOKUP_RANDOM; i++)
         check_lookup(&table, low <= high ? low + rng_below(rng, high - low + 1) : rng_next(rng));
     exercise_state_expressions(&table);
+    exercise_compact(&table, low, high, rng);
     fu_table_free(&table);
 }
 

@@ -1,8 +1,18 @@
 """Address spaces: which module is mapped where, with the unwind tables the walker needs.
 
 A `ModuleImage` is one ELF file opened once: its CFI (`.eh_frame`, and `.debug_frame` from the file
-or its separate debug file), its read-only PT_LOAD bytes (the walker may read them), its build-id.
-An `AddressSpace` is a set of executable mappings of images; `to_core()` hands it to the C walker.
+or its separate debug file), its compact unwind table (built from both, or loaded from the cache),
+its read-only PT_LOAD bytes (the walker may read them), its build-id. An `AddressSpace` is a set of
+executable mappings of images; `to_core()` hands it to the C walker.
+
+Compact tables (native/compact_table.h) are cached as mmap-able files under
+`$XDG_CACHE_HOME/fastunwind/compact/` (default `~/.cache/...`), one per build-id
+(`<build-id hex>.fut`; `nobuildid-<sha256 of path, size, mtime>.fut` for a file without one),
+written atomically (a temporary file in the same directory, then rename), so processes may share
+the directory. A cached file is used only after the C core has validated all of it and its key and
+source row counts match the module; otherwise it is rebuilt. FASTUNWIND_COMPACT=0 disables compact
+tables (the walker then uses the DWARF tables only); FASTUNWIND_BACKEND=auto|dwarf|compact sets the
+default backend of `AddressSpace.to_core()`.
 
 A mapping [start, end) of file offset `pgoff` places the file's svma `s` at avma `s + bias`, where
 bias = start - pgoff + p_offset - p_vaddr of the PT_LOAD segment that contains pgoff (gABI
@@ -11,18 +21,58 @@ bias = start - pgoff + p_offset - p_vaddr of the PT_LOAD segment that contains p
 
 from __future__ import annotations
 
+import hashlib
+import mmap
 import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from fastunwind import _core
 from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, UnwindInfo
 from fastunwind.elf import ElfFile
-from fastunwind.errors import ElfError, FastunwindError
+from fastunwind.errors import CompactTableError, ElfError, FastunwindError
 
 PT_LOAD = 1
 PF_X, PF_W = 1, 2
 PAGE_SIZE = 4096  #: x86-64 Linux mappings are 4 KiB-granular
+BACKENDS = ("auto", "dwarf", "compact")  #: walk.h fu_backend
+COMPACT_SUFFIX = ".fut"
+
+
+def compact_cache_dir() -> str:
+    """Where compact tables are cached: $XDG_CACHE_HOME/fastunwind/compact (~/.cache by default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "fastunwind", "compact")
+
+
+def compact_tables_enabled() -> bool:
+    return os.environ.get("FASTUNWIND_COMPACT", "1") != "0"
+
+
+def default_backend() -> str:
+    backend = os.environ.get("FASTUNWIND_BACKEND", "auto")
+    return backend if backend in BACKENDS else "auto"
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    """Write `data` to `path` so that readers see the old file or the whole new one: a temporary
+    file in the same directory, renamed over `path` (rename(2) is atomic within a file system).
+    Concurrent writers each rename their own complete file; the last one wins."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
 
 
 class ModuleImage:
@@ -42,6 +92,102 @@ class ModuleImage:
             for segment in elf.segments
             if segment.type == PT_LOAD and not segment.flags & PF_W and segment.filesz
         ]
+        self._compact: _core.CompactTable | None = None
+        self._compact_loaded = False
+        #: why there is no compact table (building failed), else None
+        self.compact_error: str | None = None
+        #: "cache" or "built": where the compact table came from (None before it is needed)
+        self.compact_source: str | None = None
+
+    # ---- the compact table ---------------------------------------------------------------------
+    def compact_key(self) -> tuple[int, bytes]:
+        """(key kind, key) the compact table is cached under: the build-id, or for a file without
+        one a SHA-256 of its real path, size and mtime."""
+        if self.build_id:
+            return _core.COMPACT_KEY_BUILD_ID, bytes(self.build_id)
+        st = os.stat(self.path)
+        identity = f"{os.path.realpath(self.path)}\0{st.st_size}\0{st.st_mtime_ns}".encode()
+        return _core.COMPACT_KEY_FILE_HASH, hashlib.sha256(identity).digest()
+
+    def compact_cache_path(self, cache_dir: str | None = None) -> str:
+        kind, key = self.compact_key()
+        name = key.hex() if kind == _core.COMPACT_KEY_BUILD_ID else f"nobuildid-{key.hex()}"
+        return os.path.join(cache_dir or compact_cache_dir(), name + COMPACT_SUFFIX)
+
+    def _matches(self, table: _core.CompactTable, kind: int, key: bytes) -> bool:
+        """The table was built for this module from the tables loaded now (a debug file installed
+        since changes the .debug_frame rows)."""
+        return (table.key_kind == kind and table.key == key
+                and table.eh_frame_row_count == (self.eh_frame.row_count if self.eh_frame else None)
+                and table.debug_frame_row_count == (self.debug_frame.row_count if self.debug_frame else None))
+
+    def _open_cached(self, path: str, kind: int, key: bytes) -> _core.CompactTable | None:
+        """The validated table of the cache file, or None if it is missing, corrupt, truncated, of
+        another version or built for another file."""
+        try:
+            with open(path, "rb") as f:
+                if os.fstat(f.fileno()).st_size < _core.COMPACT_HEADER_SIZE:
+                    return None
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            return None
+        try:
+            table = _core.CompactTable(mapped)
+        except CompactTableError:
+            mapped.close()
+            return None
+        return table if self._matches(table, kind, key) else None
+
+    def load_compact_table(self, cache_dir: str | None = None, *, use_cache: bool = True) -> _core.CompactTable | None:
+        """The module's compact table: from the cache when a valid one is there, else built from
+        the DWARF tables and written to the cache. None when it cannot be built (compact_error
+        says why); the walker then uses the DWARF tables."""
+        kind, key = self.compact_key()
+        path = self.compact_cache_path(cache_dir)
+        if use_cache:
+            table = self._open_cached(path, kind, key)
+            if table is not None:
+                self.compact_source = "cache"
+                return table
+        try:
+            data = _core.build_compact_table(self.eh_frame, self.debug_frame, kind, key)
+        except CompactTableError as error:
+            self.compact_error = str(error)
+            return None
+        if use_cache:
+            try:
+                _write_atomically(path, data)
+            except OSError:
+                pass  # a read-only or full cache: the table in memory serves this process
+        self.compact_source = "built"
+        return _core.CompactTable(data)
+
+    @property
+    def compact(self) -> _core.CompactTable | None:
+        """The compact table (loaded on first use), or None if disabled or unbuildable."""
+        if not self._compact_loaded:
+            self._compact_loaded = True
+            if compact_tables_enabled():
+                self._compact = self.load_compact_table()
+        return self._compact
+
+    def compact_statistics(self) -> dict[str, Any] | None:
+        """Size and coverage of the compact table: bytes per row (gaps between FDEs are rows too)
+        and per DWARF row, and the fraction of rows and of code bytes on the slow path."""
+        table = self.compact
+        if table is None:
+            return None
+        dwarf_rows = sum(t.row_count for t in (self.eh_frame, self.debug_frame) if t is not None)
+        rows = table.row_count
+        return {
+            "path": self.path, "source": self.compact_source, "bytes": table.size, "rows": rows,
+            "dwarf_rows": dwarf_rows, "rules": table.rule_count, "gap_rows": table.no_info_row_count,
+            "slow_rows": table.slow_row_count,
+            "bytes_per_row": table.size / rows if rows else 0.0,
+            "bytes_per_dwarf_row": table.size / dwarf_rows if dwarf_rows else 0.0,
+            "slow_row_fraction": table.slow_row_count / rows if rows else 0.0,
+            "slow_byte_fraction": table.slow_bytes / table.covered_bytes if table.covered_bytes else 0.0,
+        }
 
     @classmethod
     def load(cls, path: str) -> ModuleImage:
@@ -96,11 +242,17 @@ class AddressSpace:
 
     def __init__(self, mappings: Iterable[Mapping]) -> None:
         self.mappings = sorted(mappings, key=lambda m: m.start)
-        self._core: _core.AddressSpace | None = None
+        self._cores: dict[str, _core.AddressSpace] = {}
 
-    def to_core(self) -> _core.AddressSpace:
-        if self._core is None:
-            self._core = _core.AddressSpace(
+    def to_core(self, backend: str | None = None) -> _core.AddressSpace:
+        """The C walker's view. `backend`: "auto" (compact table first, then the DWARF tables),
+        "dwarf" (DWARF tables only) or "compact" (compact tables only, for tests and benchmarks);
+        default FASTUNWIND_BACKEND, else "auto"."""
+        backend = backend or default_backend()
+        core = self._cores.get(backend)
+        if core is None:
+            use_compact = backend != "dwarf"
+            core = self._cores[backend] = _core.AddressSpace(
                 [
                     (
                         m.start,
@@ -110,11 +262,13 @@ class AddressSpace:
                         m.image.debug_frame if m.image else None,
                         m.image.segments if m.image else [],
                         index,
+                        m.image.compact if m.image and use_compact else None,
                     )
                     for index, m in enumerate(self.mappings)
-                ]
+                ],
+                backend=backend,
             )
-        return self._core
+        return core
 
     def mapping_at(self, avma: int) -> Mapping | None:
         for m in self.mappings:

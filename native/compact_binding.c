@@ -1,0 +1,347 @@
+/* The compact table's Python binding.
+ *
+ * build_compact_table(eh_frame, debug_frame, key_kind, key) -> bytes
+ *   builds from a module's CfiTable objects (either may be None) and serializes, GIL released.
+ * CompactTable(buffer)
+ *   validates a serialized table (bytes, or an mmap of a cached file) and keeps the buffer alive
+ *   while an AddressSpace uses it. A corrupt, truncated or foreign buffer raises
+ *   fastunwind.errors.CompactTableError naming the first problem.
+ */
+#include "binding.h"
+
+#include <time.h>
+
+#include "compact_table.h"
+
+typedef struct CompactTableObject {
+    PyObject_HEAD
+    fu_compact_table table;
+    Py_buffer data;
+    bool opened;
+} CompactTableObject;
+
+static PyObject *build_compact_table(PyObject *module, PyObject *args)
+{
+    PyObject *eh, *debug;
+    unsigned int key_kind;
+    Py_buffer key;
+    if (!PyArg_ParseTuple(args, "OOIy*", &eh, &debug, &key_kind, &key))
+        return NULL;
+    PyObject *result = NULL;
+    const fu_table *eh_table = NULL, *debug_table = NULL;
+    if ((eh != Py_None && !(eh_table = fu_cfi_table_of(module, eh))) ||
+        (debug != Py_None && !(debug_table = fu_cfi_table_of(module, debug))))
+        goto done;
+    if (key_kind != FU_COMPACT_KEY_BUILD_ID && key_kind != FU_COMPACT_KEY_FILE_HASH) {
+        PyErr_Format(PyExc_ValueError, "key_kind must be %d (build-id) or %d (file hash), not %u",
+                     FU_COMPACT_KEY_BUILD_ID, FU_COMPACT_KEY_FILE_HASH, key_kind);
+        goto done;
+    }
+    fu_compact_build build;
+    fu_error err = {0};
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = fu_compact_build_tables(&build, eh_table, debug_table, &err);
+    if (status == FU_OK) {
+        status = fu_compact_serialize(&build, key_kind, key.buf, (size_t)key.len, &buf, &size, &err);
+        fu_compact_build_free(&build);
+    }
+    Py_END_ALLOW_THREADS
+    if (status == FU_ERR_NOMEM) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status != FU_OK) {
+        PyErr_SetString(fu_module_state(module)->compact_error, err.message);
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)size);
+    free(buf);
+done:
+    PyBuffer_Release(&key);
+    return result;
+}
+
+static void compact_dealloc(CompactTableObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    if (self->data.obj)
+        PyBuffer_Release(&self->data);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+static int compact_init(CompactTableObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"buffer", NULL};
+    if (self->data.obj) {
+        PyErr_SetString(PyExc_RuntimeError, "CompactTable is already initialized");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*", kwlist, &self->data))
+        return -1;
+    fu_error err = {0};
+    if (fu_compact_open(&self->table, self->data.buf, (size_t)self->data.len, &err) != FU_OK) {
+        PyObject *module = PyType_GetModule(Py_TYPE(self));
+        PyErr_SetString(module ? fu_module_state(module)->compact_error : PyExc_ValueError, err.message);
+        PyBuffer_Release(&self->data);
+        return -1;
+    }
+    self->opened = true;
+    return 0;
+}
+
+static bool check_opened(CompactTableObject *self)
+{
+    if (!self->opened)
+        PyErr_SetString(PyExc_RuntimeError, "CompactTable is not initialized");
+    return self->opened;
+}
+
+const fu_compact_table *fu_compact_table_of(PyObject *module, PyObject *object)
+{
+    PyObject *type = fu_module_state(module)->compact_table_type;
+    if (!type || !PyObject_TypeCheck(object, (PyTypeObject *)type)) {
+        PyErr_Format(PyExc_TypeError, "expected a CompactTable, not %.100s", Py_TYPE(object)->tp_name);
+        return NULL;
+    }
+    CompactTableObject *self = (CompactTableObject *)object;
+    return check_opened(self) ? &self->table : NULL;
+}
+
+static const char *const cfa_kind_names[FU_COMPACT_CFA_KIND_COUNT] = {"no_info", "slow", "rsp", "rbp", "register",
+                                                                       "plt", "deref"};
+
+static PyObject *rule_dict(const fu_compact_rule *r)
+{
+    PyObject *saved = PyDict_New();
+    if (!saved)
+        return NULL;
+    for (unsigned i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++) {
+        int8_t by_8 = r->saved_offset_by_8[i];
+        if (by_8 == FU_COMPACT_KEEP)
+            continue;
+        PyObject *key = PyLong_FromLong(fu_compact_saved_register[i]);
+        PyObject *value = by_8 == FU_COMPACT_UNDEFINED ? PyUnicode_FromString("undefined") : PyLong_FromLong(by_8 * 8);
+        int failed = !key || !value || PyDict_SetItem(saved, key, value) < 0;
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (failed) {
+            Py_DECREF(saved);
+            return NULL;
+        }
+    }
+    PyObject *ra = r->ra_offset_by_8 == FU_COMPACT_KEEP || r->ra_offset_by_8 == FU_COMPACT_UNDEFINED
+                       ? Py_NewRef(Py_None)
+                       : PyLong_FromLong(r->ra_offset_by_8 * 8);
+    return Py_BuildValue("{s:s,s:i,s:i,s:N,s:N}", "cfa", cfa_kind_names[r->cfa_kind], "register", r->cfa_register,
+                         "offset", r->cfa_offset, "ra_offset", ra, "saved", saved);
+}
+
+/* rule(i) -> {"cfa": kind, "register", "offset", "ra_offset": bytes or None, "saved": {reg: offset}} */
+static PyObject *compact_rule(CompactTableObject *self, PyObject *arg)
+{
+    if (!check_opened(self))
+        return NULL;
+    Py_ssize_t i = PyLong_AsSsize_t(arg);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (i < 0 || (uint64_t)i >= self->table.header->rule_count) {
+        PyErr_Format(PyExc_IndexError, "rule %zd out of range", i);
+        return NULL;
+    }
+    return rule_dict(&self->table.rules[i]);
+}
+
+/* lookup(svma) -> (row index, rule index) or None */
+static PyObject *compact_lookup(CompactTableObject *self, PyObject *arg)
+{
+    if (!check_opened(self))
+        return NULL;
+    unsigned long long pc = PyLong_AsUnsignedLongLongMask(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    uint32_t row;
+    const fu_compact_rule *rule = fu_compact_find(&self->table, pc, &row);
+    if (!rule)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(In)", row, (Py_ssize_t)(rule - self->table.rules));
+}
+
+/* rows() -> (row starts as svma: bytes of u64, rule indexes: bytes of u32) */
+static PyObject *compact_rows(CompactTableObject *self, PyObject *unused)
+{
+    if (!check_opened(self))
+        return NULL;
+    uint32_t n = self->table.row_count;
+    PyObject *starts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n * 8);
+    PyObject *rules = starts ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n * 4) : NULL;
+    if (!rules) {
+        Py_XDECREF(starts);
+        return NULL;
+    }
+    uint64_t *s = (uint64_t *)PyBytes_AS_STRING(starts);
+    uint32_t *r = (uint32_t *)PyBytes_AS_STRING(rules);
+    for (uint32_t i = 0; i < n; i++) {
+        s[i] = self->table.base_svma + self->table.row_start[i];
+        r[i] = self->table.rule_index16 ? self->table.rule_index16[i] : self->table.rule_index32[i];
+    }
+    return Py_BuildValue("(NN)", starts, rules);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* benchmark_lookups(addresses: bytes of u64 svma, passes, two_level=True) -> (ns total, checksum)
+ * Times fu_compact_find (two_level) over the addresses, or a plain binary search over all the row
+ * starts (the format's first design): the measurement behind the page index (compact_table.h). */
+static PyObject *compact_benchmark_lookups(CompactTableObject *self, PyObject *args)
+{
+    Py_buffer addresses;
+    Py_ssize_t passes;
+    int two_level = 1;
+    if (!check_opened(self) || !PyArg_ParseTuple(args, "y*n|p", &addresses, &passes, &two_level))
+        return NULL;
+    const fu_compact_table *t = &self->table;
+    size_t n = (size_t)addresses.len / 8;
+    const uint64_t *pcs = addresses.buf;
+    uint64_t checksum = 0, started = 0, elapsed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    started = now_ns();
+    for (Py_ssize_t pass = 0; pass < passes; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t pc = pcs[i];
+            uint32_t row = UINT32_MAX;
+            if (two_level) {
+                fu_compact_find(t, pc, &row);
+            } else if (pc >= t->base_svma && pc < t->end_svma) {
+                uint32_t offset = (uint32_t)(pc - t->base_svma), lo = 0, n_rows = t->row_count;
+                while (n_rows > 1) {
+                    uint32_t half = n_rows / 2;
+                    if (t->row_start[lo + half] <= offset)
+                        lo += half;
+                    n_rows -= half;
+                }
+                row = lo;
+            }
+            checksum += row;
+        }
+    }
+    elapsed = now_ns() - started;
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&addresses);
+    return Py_BuildValue("(KK)", (unsigned long long)elapsed, (unsigned long long)checksum);
+}
+
+static PyObject *compact_get(CompactTableObject *self, void *which)
+{
+    if (!check_opened(self))
+        return NULL;
+    const fu_compact_header *h = self->table.header;
+    switch ((intptr_t)which) {
+    case 0: return PyLong_FromUnsignedLong(h->row_count);
+    case 1: return PyLong_FromUnsignedLong(h->rule_count);
+    case 2: return PyLong_FromUnsignedLong(h->slow_row_count);
+    case 3: return PyLong_FromUnsignedLong(h->no_info_row_count);
+    case 4: return PyLong_FromUnsignedLongLong(h->base_svma);
+    case 5: return PyLong_FromUnsignedLongLong(h->end_svma);
+    case 6: return PyLong_FromUnsignedLongLong(h->file_size);
+    case 7: return PyBytes_FromStringAndSize((const char *)h->key, h->key_size);
+    case 8: return PyLong_FromUnsignedLong(h->key_kind);
+    case 9: return h->eh_frame_row_count == UINT32_MAX ? Py_NewRef(Py_None) : PyLong_FromUnsignedLong(h->eh_frame_row_count);
+    case 10:
+        return h->debug_frame_row_count == UINT32_MAX ? Py_NewRef(Py_None)
+                                                      : PyLong_FromUnsignedLong(h->debug_frame_row_count);
+    case 11: return PyLong_FromUnsignedLongLong(h->slow_bytes);
+    case 12: return PyLong_FromUnsignedLongLong(h->covered_bytes);
+    case 13: return PyLong_FromUnsignedLong(h->rule_index_size);
+    case 14: return PyLong_FromUnsignedLong(h->page_count);
+    default: Py_RETURN_NONE;
+    }
+}
+
+static PyGetSetDef compact_getset[] = {
+    {"row_count", (getter)compact_get, NULL, "rows, gaps included", (void *)0},
+    {"rule_count", (getter)compact_get, NULL, "entries of the rule dictionary", (void *)1},
+    {"slow_row_count", (getter)compact_get, NULL, "rows on the slow path (DWARF tables)", (void *)2},
+    {"no_info_row_count", (getter)compact_get, NULL, "rows of gaps between FDEs", (void *)3},
+    {"base_svma", (getter)compact_get, NULL, "row starts are relative to it", (void *)4},
+    {"end_svma", (getter)compact_get, NULL, "end of the last row", (void *)5},
+    {"size", (getter)compact_get, NULL, "bytes of the serialized table", (void *)6},
+    {"key", (getter)compact_get, NULL, "the build-id (or file hash) it was built for", (void *)7},
+    {"key_kind", (getter)compact_get, NULL, "1: build-id, 2: hash of path, size and mtime", (void *)8},
+    {"eh_frame_row_count", (getter)compact_get, NULL, "rows of the .eh_frame it was built from, or None", (void *)9},
+    {"debug_frame_row_count", (getter)compact_get, NULL, "rows of the .debug_frame it was built from, or None",
+     (void *)10},
+    {"slow_bytes", (getter)compact_get, NULL, "bytes of code covered by slow rows", (void *)11},
+    {"covered_bytes", (getter)compact_get, NULL, "bytes of code covered by CFI", (void *)12},
+    {"rule_index_size", (getter)compact_get, NULL, "2 (u16) or 4 (u32)", (void *)13},
+    {"page_count", (getter)compact_get, NULL, "entries of the page index", (void *)14},
+    {NULL},
+};
+
+static PyMethodDef compact_methods[] = {
+    {"rule", (PyCFunction)compact_rule, METH_O, "rule(i) -> dict"},
+    {"lookup", (PyCFunction)compact_lookup, METH_O, "lookup(svma) -> (row index, rule index) or None"},
+    {"rows", (PyCFunction)compact_rows, METH_NOARGS, "rows() -> (u64 svma starts, u32 rule indexes) as bytes"},
+    {"benchmark_lookups", (PyCFunction)compact_benchmark_lookups, METH_VARARGS,
+     "benchmark_lookups(addresses, passes, two_level=True) -> (ns, checksum)"},
+    {NULL},
+};
+
+static PyType_Slot compact_slots[] = {
+    {Py_tp_dealloc, compact_dealloc},
+    {Py_tp_init, compact_init},
+    {Py_tp_methods, compact_methods},
+    {Py_tp_getset, compact_getset},
+    {Py_tp_doc, "A validated compact unwind table (native/compact_table.h) over a buffer it keeps alive."},
+    {0, NULL},
+};
+
+static PyType_Spec compact_spec = {
+    .name = "fastunwind._core.CompactTable",
+    .basicsize = sizeof(CompactTableObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = compact_slots,
+};
+
+static PyMethodDef compact_functions[] = {
+    {"build_compact_table", build_compact_table, METH_VARARGS,
+     "build_compact_table(eh_frame, debug_frame, key_kind, key) -> bytes (a serialized compact table)"},
+    {NULL},
+};
+
+int fu_compact_binding_init(PyObject *module)
+{
+    module_state *st = fu_module_state(module);
+    PyObject *errors = PyImport_ImportModule("fastunwind.errors");
+    if (!errors)
+        return -1;
+    st->compact_error = PyObject_GetAttrString(errors, "CompactTableError");
+    Py_DECREF(errors);
+    if (!st->compact_error)
+        return -1;
+    PyObject *type = PyType_FromModuleAndSpec(module, &compact_spec, NULL);
+    if (!type)
+        return -1;
+    st->compact_table_type = Py_NewRef(type);
+    if (PyModule_AddObject(module, "CompactTable", type) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    if (PyModule_AddFunctions(module, compact_functions) < 0)
+        return -1;
+    if (PyModule_AddIntConstant(module, "COMPACT_VERSION", FU_COMPACT_VERSION) < 0 ||
+        PyModule_AddIntConstant(module, "COMPACT_KEY_BUILD_ID", FU_COMPACT_KEY_BUILD_ID) < 0 ||
+        PyModule_AddIntConstant(module, "COMPACT_KEY_FILE_HASH", FU_COMPACT_KEY_FILE_HASH) < 0 ||
+        PyModule_AddIntConstant(module, "COMPACT_HEADER_SIZE", sizeof(fu_compact_header)) < 0 ||
+        PyModule_AddIntConstant(module, "COMPACT_RULE_SIZE", sizeof(fu_compact_rule)) < 0)
+        return -1;
+    return 0;
+}

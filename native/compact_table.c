@@ -1,0 +1,512 @@
+/* compact_table: build a compact unwind table from a module's DWARF tables, serialize it, and
+ * validate a serialized one before use (the format is defined in compact_table.h).
+ *
+ * Exactness. The builder does not re-implement DWARF's row selection: it asks the same lookup the
+ * walker uses (fu_table_find_row on .eh_frame, then on .debug_frame). That lookup compares the PC
+ * only with FDE starts, FDE ends and row addresses, so between two consecutive such values its
+ * answer cannot change; the builder collects all of them, asks once per interval, and merges
+ * neighbouring intervals whose compact rules are equal. Overlapping FDEs, rows advanced past their
+ * FDE's end, FDEs that failed to evaluate (not indexed, hence gaps) come out exactly as the walker
+ * would see them.
+ */
+#include "compact_table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "walk.h"
+
+const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS] = {3, FU_REG_RBP, 12, 13, 14, 15};
+
+static const uint8_t plt_expression[FU_COMPACT_PLT_EXPRESSION_SIZE] = FU_COMPACT_PLT_EXPRESSION;
+
+/* DW_OP_breg0..DW_OP_breg31 and DW_OP_deref (DWARF 5 §2.5.1.2, §2.5.1.3) */
+#define FU_DW_OP_BREG0 0x70
+#define FU_DW_OP_BREG31 0x8f
+#define FU_DW_OP_DEREF 0x06
+
+static int saved_slot(unsigned column)
+{
+    for (int i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++)
+        if (fu_compact_saved_register[i] == column)
+            return i;
+    return -1;
+}
+
+/* An offset from the CFA in 8-byte units that fits an int8 other than the two reserved values. */
+static bool offset_by_8(int64_t offset, int8_t *out)
+{
+    if (offset % 8 != 0 || offset / 8 < -127 || offset / 8 > 127 || offset == 0)
+        return false;
+    *out = (int8_t)(offset / 8);
+    return true;
+}
+
+/* The CFA expression `DW_OP_bregN k; DW_OP_deref` (GCC's DRAP epilogue-safe CFA), N < 17. */
+static bool drap_expression(const uint8_t *expr, uint64_t len, uint8_t *reg, int32_t *offset)
+{
+    fu_cursor c = fu_cursor_make(expr, expr, expr + len);
+    uint8_t op = fu_read_u8(&c);
+    if (c.failed || op < FU_DW_OP_BREG0 || op > FU_DW_OP_BREG31 || op - FU_DW_OP_BREG0 >= FU_WALK_REGISTERS)
+        return false;
+    int64_t k = fu_read_sleb(&c);
+    uint8_t deref = fu_read_u8(&c);
+    if (c.failed || deref != FU_DW_OP_DEREF || fu_cursor_left(&c) != 0 || k < INT32_MIN || k > INT32_MAX)
+        return false;
+    *reg = (uint8_t)(op - FU_DW_OP_BREG0);
+    *offset = (int32_t)k;
+    return true;
+}
+
+fu_compact_rule fu_compact_rule_of_state(const fu_table *t, const fu_entry *entry, const fu_state *state)
+{
+    fu_compact_rule slow = {.cfa_kind = FU_COMPACT_CFA_SLOW};
+    fu_compact_rule r = {0};
+    const fu_cie_info *cie = entry->cie;
+    /* Signal frames (__restore_rt) restore every register by expression from the ucontext, and
+     * their IP is not a return address: the DWARF path handles them. */
+    if (t->section.address_size != 8 || (cie && (cie->signal_frame || cie->ra_column != FU_REG_RA)))
+        return slow;
+    const fu_rule *cfa = &state->cfa;
+    if (cfa->kind == FU_CFA_REG_OFFSET) {
+        if (cfa->reg >= FU_WALK_REGISTERS || cfa->value < INT32_MIN || cfa->value > INT32_MAX)
+            return slow;
+        r.cfa_kind = cfa->reg == FU_REG_RSP   ? FU_COMPACT_CFA_RSP
+                     : cfa->reg == FU_REG_RBP ? FU_COMPACT_CFA_RBP
+                                              : FU_COMPACT_CFA_REGISTER;
+        r.cfa_register = (uint8_t)cfa->reg;
+        r.cfa_offset = (int32_t)cfa->value;
+    } else if (cfa->kind == FU_CFA_EXPRESSION) {
+        if (cfa->value < 0 || (uint64_t)cfa->value > t->section.size ||
+            cfa->expr_len > t->section.size - (uint64_t)cfa->value)
+            return slow;
+        const uint8_t *expr = t->section.data + cfa->value;
+        if (cfa->expr_len == FU_COMPACT_PLT_EXPRESSION_SIZE && memcmp(expr, plt_expression, sizeof plt_expression) == 0) {
+            r.cfa_kind = FU_COMPACT_CFA_PLT;
+        } else if (drap_expression(expr, cfa->expr_len, &r.cfa_register, &r.cfa_offset)) {
+            r.cfa_kind = FU_COMPACT_CFA_DEREF;
+        } else {
+            return slow;
+        }
+    } else {
+        return slow; /* no CFA rule: the DWARF path reports it */
+    }
+    for (uint16_t k = 0; k < state->count; k++) {
+        unsigned column = t->column_pool[state->first + k];
+        const fu_rule *rule = &t->rule_pool[state->first + k];
+        int slot = saved_slot(column);
+        if (column == FU_REG_RA) {
+            if (rule->kind == FU_RULE_UNDEFINED)
+                r.ra_offset_by_8 = FU_COMPACT_UNDEFINED;
+            else if (rule->kind != FU_RULE_OFFSET || !offset_by_8(rule->value, &r.ra_offset_by_8))
+                return slow; /* same_value, val_offset, register, expressions, far offsets */
+        } else if (slot >= 0) {
+            if (rule->kind == FU_RULE_UNDEFINED)
+                r.saved_offset_by_8[slot] = FU_COMPACT_UNDEFINED;
+            else if (rule->kind == FU_RULE_SAME_VALUE)
+                r.saved_offset_by_8[slot] = FU_COMPACT_KEEP;
+            else if (rule->kind != FU_RULE_OFFSET || !offset_by_8(rule->value, &r.saved_offset_by_8[slot]))
+                return slow;
+        } else if (column >= FU_WALK_REGISTERS) {
+            continue; /* vector registers and the like: the walker ignores them */
+        } else if (column == FU_REG_RSP || rule->kind != FU_RULE_UNDEFINED) {
+            /* A rule for rsp, or one that gives a caller-saved register a value the next frame's
+             * CFI might use. DW_CFA_undefined on a caller-saved register changes nothing: the
+             * walker does not carry them across a call anyway. */
+            return slow;
+        }
+    }
+    return r;
+}
+
+/* ---- building ------------------------------------------------------------------------------- */
+
+/* Rule dictionary: open addressing over the 16-byte rules. */
+typedef struct rule_set {
+    fu_compact_rule *rules;
+    uint32_t count, cap;
+    uint32_t *slots; /* rule index + 1, 0 = empty */
+    uint32_t slot_cap;
+} rule_set;
+
+static uint64_t rule_hash(const fu_compact_rule *r)
+{
+    uint64_t a, b;
+    memcpy(&a, r, 8);
+    memcpy(&b, (const uint8_t *)r + 8, 8);
+    uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15u)) * 0xff51afd7ed558ccdu;
+    return h ^ (h >> 32);
+}
+
+static bool rule_set_grow(rule_set *s)
+{
+    uint32_t cap = s->slot_cap ? s->slot_cap * 2 : 256;
+    uint32_t *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return false;
+    for (uint32_t i = 0; i < s->count; i++) {
+        uint32_t h = (uint32_t)rule_hash(&s->rules[i]) & (cap - 1);
+        while (slots[h])
+            h = (h + 1) & (cap - 1);
+        slots[h] = i + 1;
+    }
+    free(s->slots);
+    s->slots = slots;
+    s->slot_cap = cap;
+    return true;
+}
+
+/* Index of `r` in the dictionary, added if new; UINT32_MAX when out of memory. */
+static uint32_t rule_set_intern(rule_set *s, const fu_compact_rule *r)
+{
+    if ((uint64_t)(s->count + 1) * 2 > s->slot_cap && !rule_set_grow(s))
+        return UINT32_MAX;
+    uint32_t h = (uint32_t)rule_hash(r) & (s->slot_cap - 1);
+    for (; s->slots[h]; h = (h + 1) & (s->slot_cap - 1))
+        if (memcmp(&s->rules[s->slots[h] - 1], r, sizeof *r) == 0)
+            return s->slots[h] - 1;
+    if (s->count == s->cap) {
+        uint32_t cap = s->cap ? s->cap * 2 : 64;
+        fu_compact_rule *rules = realloc(s->rules, cap * sizeof *rules);
+        if (!rules)
+            return UINT32_MAX;
+        s->rules = rules;
+        s->cap = cap;
+    }
+    s->rules[s->count] = *r;
+    s->slots[h] = ++s->count;
+    return s->count - 1;
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The compact rule at `pc`, resolved as the walker's find_row does. */
+static fu_compact_rule rule_at(const fu_table *const tables[2], uint64_t pc)
+{
+    for (unsigned i = 0; i < 2; i++) {
+        const fu_table *t = tables[i];
+        int64_t fde;
+        int64_t row = t ? fu_table_find_row(t, pc, &fde) : -1;
+        if (row >= 0)
+            return fu_compact_rule_of_state(t, &t->entries[fde], fu_table_state(t, t->row_state[row]));
+    }
+    fu_compact_rule none = {.cfa_kind = FU_COMPACT_CFA_NO_INFO};
+    return none;
+}
+
+void fu_compact_build_free(fu_compact_build *b)
+{
+    free(b->row_start);
+    free(b->row_rule);
+    free(b->rules);
+    memset(b, 0, sizeof *b);
+}
+
+fu_status fu_compact_build_tables(fu_compact_build *b, const fu_table *eh_frame, const fu_table *debug_frame,
+                                  fu_error *err)
+{
+    memset(b, 0, sizeof *b);
+    b->eh_frame_row_count = eh_frame ? eh_frame->row_count : UINT32_MAX;
+    b->debug_frame_row_count = debug_frame ? debug_frame->row_count : UINT32_MAX;
+    const fu_table *const tables[2] = {eh_frame, debug_frame};
+    fu_status status = FU_OK;
+    rule_set set = {0};
+    uint64_t *bounds = NULL;
+    uint64_t *starts = NULL;
+    uint32_t *rule_of_row = NULL;
+
+    /* every value the lookup compares a PC with: FDE starts and ends, row addresses */
+    size_t cap = 1;
+    for (unsigned i = 0; i < 2; i++)
+        if (tables[i])
+            for (uint32_t f = 0; f < tables[i]->fde_count; f++)
+                cap += 2 + tables[i]->entries[tables[i]->fde_sorted[f]].row_count;
+    bounds = malloc(cap * sizeof *bounds);
+    if (!bounds) {
+        status = fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu compact table boundaries", cap);
+        goto cleanup;
+    }
+    size_t n = 0;
+    for (unsigned i = 0; i < 2; i++) {
+        const fu_table *t = tables[i];
+        for (uint32_t f = 0; t && f < t->fde_count; f++) {
+            const fu_entry *e = &t->entries[t->fde_sorted[f]];
+            bounds[n++] = e->pc_begin;
+            /* an FDE whose range wraps covers the rest of the address space */
+            bounds[n++] = e->pc_range > UINT64_MAX - e->pc_begin ? UINT64_MAX : e->pc_begin + e->pc_range;
+            for (uint32_t r = 0; r < e->row_count; r++)
+                bounds[n++] = t->row_address[e->first_row + r];
+        }
+    }
+    qsort(bounds, n, sizeof *bounds, compare_u64);
+    size_t unique = 0;
+    for (size_t i = 0; i < n; i++)
+        if (unique == 0 || bounds[i] != bounds[unique - 1])
+            bounds[unique++] = bounds[i];
+    n = unique;
+
+    /* one lookup per interval [bounds[i], bounds[i + 1]); equal neighbours merged */
+    starts = malloc((n ? n : 1) * sizeof *starts);
+    rule_of_row = malloc((n ? n : 1) * sizeof *rule_of_row);
+    if (!starts || !rule_of_row) {
+        status = fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu compact rows", n);
+        goto cleanup;
+    }
+    fu_compact_rule none = {.cfa_kind = FU_COMPACT_CFA_NO_INFO};
+    uint32_t none_index = rule_set_intern(&set, &none);
+    if (none_index == UINT32_MAX) {
+        status = fu_fail(err, FU_ERR_NOMEM, "out of memory for the compact rule dictionary");
+        goto cleanup;
+    }
+    size_t rows = 0;
+    for (size_t i = 0; i < n; i++) {
+        fu_compact_rule rule = rule_at(tables, bounds[i]);
+        if (i + 1 == n && rule.cfa_kind != FU_COMPACT_CFA_NO_INFO) {
+            status = fu_fail(err, FU_ERR_CFI,
+                             "compact table: an FDE covers 0x%llx up to the end of the address space",
+                             (unsigned long long)bounds[i]);
+            goto cleanup;
+        }
+        uint32_t index = rule_set_intern(&set, &rule);
+        if (index == UINT32_MAX) {
+            status = fu_fail(err, FU_ERR_NOMEM, "out of memory for the compact rule dictionary");
+            goto cleanup;
+        }
+        if (rows > 0 && rule_of_row[rows - 1] == index)
+            continue;
+        if (rows == 0 && index == none_index)
+            continue; /* leading gap: below base_svma is no information anyway */
+        starts[rows] = bounds[i];
+        rule_of_row[rows++] = index;
+    }
+    /* the last row is the trailing gap (checked above): it becomes end_svma */
+    if (rows > 0) {
+        b->base_svma = starts[0];
+        b->end_svma = starts[rows - 1];
+        rows--;
+    }
+    if (b->end_svma - b->base_svma > UINT32_MAX) {
+        status = fu_fail(err, FU_ERR_CFI,
+                         "compact table: the CFI spans 0x%llx..0x%llx, more than the 4 GiB that u32 row "
+                         "starts address",
+                         (unsigned long long)b->base_svma, (unsigned long long)b->end_svma);
+        goto cleanup;
+    }
+    if (rows > UINT32_MAX - 1) {
+        status = fu_fail(err, FU_ERR_CFI, "compact table: %zu rows", rows);
+        goto cleanup;
+    }
+    b->row_start = malloc((rows ? rows : 1) * sizeof *b->row_start);
+    if (!b->row_start) {
+        status = fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu compact rows", rows);
+        goto cleanup;
+    }
+    for (size_t i = 0; i < rows; i++) {
+        b->row_start[i] = (uint32_t)(starts[i] - b->base_svma);
+        uint64_t size = (i + 1 < rows ? starts[i + 1] : b->end_svma) - starts[i];
+        uint8_t kind = set.rules[rule_of_row[i]].cfa_kind;
+        b->slow_row_count += kind == FU_COMPACT_CFA_SLOW;
+        b->slow_bytes += kind == FU_COMPACT_CFA_SLOW ? size : 0;
+        b->no_info_row_count += kind == FU_COMPACT_CFA_NO_INFO;
+        b->covered_bytes += kind == FU_COMPACT_CFA_NO_INFO ? 0 : size;
+    }
+    b->row_rule = rule_of_row;
+    rule_of_row = NULL;
+    b->row_count = (uint32_t)rows;
+    b->rules = set.rules;
+    b->rule_count = set.count;
+    set.rules = NULL;
+cleanup:
+    free(bounds);
+    free(starts);
+    free(rule_of_row);
+    free(set.rules);
+    free(set.slots);
+    if (status != FU_OK)
+        fu_compact_build_free(b);
+    return status;
+}
+
+/* ---- serialization -------------------------------------------------------------------------- */
+
+static uint64_t align_up(uint64_t v, uint64_t alignment) { return (v + alignment - 1) / alignment * alignment; }
+
+fu_status fu_compact_serialize(const fu_compact_build *b, uint32_t key_kind, const uint8_t *key, size_t key_size,
+                               uint8_t **out, size_t *size, fu_error *err)
+{
+    if (key_size > FU_COMPACT_MAX_KEY)
+        return fu_fail(err, FU_ERR_CFI, "compact table: a key of %zu bytes (at most %d)", key_size,
+                       FU_COMPACT_MAX_KEY);
+    uint32_t index_size = b->rule_count <= FU_COMPACT_MAX_NARROW_RULES ? 2 : 4;
+    fu_compact_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, FU_COMPACT_MAGIC, FU_COMPACT_MAGIC_SIZE);
+    h.version = FU_COMPACT_VERSION;
+    h.header_size = sizeof h;
+    h.base_svma = b->base_svma;
+    h.end_svma = b->end_svma;
+    h.row_count = b->row_count;
+    h.rule_count = b->rule_count;
+    h.rule_index_size = index_size;
+    h.key_kind = key_kind;
+    h.key_size = (uint32_t)key_size;
+    if (key_size)
+        memcpy(h.key, key, key_size);
+    h.row_start_offset = align_up(sizeof h, 4);
+    h.rule_index_offset = align_up(h.row_start_offset + 4 * (uint64_t)b->row_count, index_size);
+    h.rules_offset = align_up(h.rule_index_offset + index_size * (uint64_t)b->row_count, 8);
+    h.page_shift = FU_COMPACT_PAGE_SHIFT;
+    h.page_count = b->row_count ? (uint32_t)(((b->end_svma - b->base_svma - 1) >> FU_COMPACT_PAGE_SHIFT) + 2) : 0;
+    h.page_index_offset = h.rules_offset + sizeof(fu_compact_rule) * (uint64_t)b->rule_count;
+    h.file_size = h.page_index_offset + 4 * (uint64_t)h.page_count;
+    h.eh_frame_row_count = b->eh_frame_row_count;
+    h.debug_frame_row_count = b->debug_frame_row_count;
+    h.slow_row_count = b->slow_row_count;
+    h.no_info_row_count = b->no_info_row_count;
+    h.slow_bytes = b->slow_bytes;
+    h.covered_bytes = b->covered_bytes;
+    uint8_t *buf = calloc(1, (size_t)h.file_size);
+    if (!buf)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory for a compact table of %llu bytes",
+                       (unsigned long long)h.file_size);
+    memcpy(buf, &h, sizeof h);
+    memcpy(buf + h.row_start_offset, b->row_start, 4 * (size_t)b->row_count);
+    for (uint32_t i = 0; i < b->row_count; i++) {
+        if (index_size == 2) {
+            uint16_t v = (uint16_t)b->row_rule[i];
+            memcpy(buf + h.rule_index_offset + 2 * (size_t)i, &v, 2);
+        } else {
+            memcpy(buf + h.rule_index_offset + 4 * (size_t)i, &b->row_rule[i], 4);
+        }
+    }
+    memcpy(buf + h.rules_offset, b->rules, sizeof(fu_compact_rule) * (size_t)b->rule_count);
+    /* page_first_row[p]: the row in force at the page's first byte (the last page entry: at the
+     * table's last byte) */
+    uint32_t row = 0;
+    uint64_t span = b->end_svma - b->base_svma;
+    for (uint32_t p = 0; p < h.page_count; p++) {
+        uint64_t at = (uint64_t)p << FU_COMPACT_PAGE_SHIFT;
+        if (at > span - 1)
+            at = span - 1;
+        while (row + 1 < b->row_count && b->row_start[row + 1] <= at)
+            row++;
+        memcpy(buf + h.page_index_offset + 4 * (size_t)p, &row, 4);
+    }
+    *out = buf;
+    *size = (size_t)h.file_size;
+    return FU_OK;
+}
+
+/* ---- validation ----------------------------------------------------------------------------- */
+
+/* An array of `count` elements of `element` bytes at `offset`, inside `size` and aligned. */
+static bool array_fits(uint64_t offset, uint64_t count, uint64_t element, uint64_t size)
+{
+    return offset % element == 0 && offset <= size && count <= (size - offset) / element;
+}
+
+fu_status fu_compact_open(fu_compact_table *t, const uint8_t *data, size_t size, fu_error *err)
+{
+    memset(t, 0, sizeof *t);
+    const fu_compact_header *h = (const fu_compact_header *)data;
+    if ((uintptr_t)data % 8 != 0)
+        return fu_fail(err, FU_ERR_CFI, "compact table: buffer at %p is not 8-byte aligned", (const void *)data);
+    if (size < sizeof *h)
+        return fu_fail(err, FU_ERR_CFI, "compact table: truncated: %zu bytes, the header alone is %zu", size,
+                       sizeof *h);
+    if (memcmp(h->magic, FU_COMPACT_MAGIC, FU_COMPACT_MAGIC_SIZE) != 0)
+        return fu_fail(err, FU_ERR_CFI, "compact table: bad magic (not a fastunwind compact table)");
+    if (h->version != FU_COMPACT_VERSION)
+        return fu_fail(err, FU_ERR_CFI, "compact table: version %u, expected %u", h->version, FU_COMPACT_VERSION);
+    if (h->header_size != sizeof *h)
+        return fu_fail(err, FU_ERR_CFI, "compact table: header of %u bytes, expected %zu", h->header_size, sizeof *h);
+    if (h->file_size != size)
+        return fu_fail(err, FU_ERR_CFI, "compact table: truncated or padded: header says 0x%llx bytes, have 0x%zx",
+                       (unsigned long long)h->file_size, size);
+    if (h->key_size > FU_COMPACT_MAX_KEY ||
+        (h->key_kind != FU_COMPACT_KEY_BUILD_ID && h->key_kind != FU_COMPACT_KEY_FILE_HASH))
+        return fu_fail(err, FU_ERR_CFI, "compact table: bad key (kind %u, %u bytes)", h->key_kind, h->key_size);
+    if (h->rule_index_size != 2 && h->rule_index_size != 4)
+        return fu_fail(err, FU_ERR_CFI, "compact table: rule index elements of %u bytes", h->rule_index_size);
+    if (h->rule_index_size == 2 && h->rule_count > FU_COMPACT_MAX_NARROW_RULES)
+        return fu_fail(err, FU_ERR_CFI, "compact table: %u rules with a 16-bit rule index", h->rule_count);
+    if (!array_fits(h->row_start_offset, h->row_count, 4, size) || h->row_start_offset < sizeof *h)
+        return fu_fail(err, FU_ERR_CFI, "compact table: row starts at 0x%llx (%u rows) outside the 0x%zx bytes",
+                       (unsigned long long)h->row_start_offset, h->row_count, size);
+    if (!array_fits(h->rule_index_offset, h->row_count, h->rule_index_size, size) || h->rule_index_offset < sizeof *h)
+        return fu_fail(err, FU_ERR_CFI, "compact table: rule index at 0x%llx (%u rows) outside the 0x%zx bytes",
+                       (unsigned long long)h->rule_index_offset, h->row_count, size);
+    if (!array_fits(h->rules_offset, h->rule_count, 4, size) || h->rules_offset < sizeof *h ||
+        h->rule_count > (size - h->rules_offset) / sizeof(fu_compact_rule))
+        return fu_fail(err, FU_ERR_CFI, "compact table: %u rules at 0x%llx outside the 0x%zx bytes", h->rule_count,
+                       (unsigned long long)h->rules_offset, size);
+    if (h->end_svma < h->base_svma || h->end_svma - h->base_svma > UINT32_MAX ||
+        (h->row_count == 0) != (h->end_svma == h->base_svma))
+        return fu_fail(err, FU_ERR_CFI, "compact table: bad range 0x%llx..0x%llx for %u rows",
+                       (unsigned long long)h->base_svma, (unsigned long long)h->end_svma, h->row_count);
+    if ((uint64_t)h->slow_row_count + h->no_info_row_count > h->row_count)
+        return fu_fail(err, FU_ERR_CFI, "compact table: %u slow and %u no-info rows of %u", h->slow_row_count,
+                       h->no_info_row_count, h->row_count);
+    const fu_compact_rule *rules = (const fu_compact_rule *)(data + h->rules_offset);
+    for (uint32_t i = 0; i < h->rule_count; i++) {
+        const fu_compact_rule *r = &rules[i];
+        bool ok = r->cfa_kind < FU_COMPACT_CFA_KIND_COUNT && r->reserved0 == 0 && r->reserved1[0] == 0 &&
+                  r->reserved1[1] == 0 && r->cfa_register < FU_WALK_REGISTERS;
+        if (ok && r->cfa_kind == FU_COMPACT_CFA_RSP)
+            ok = r->cfa_register == FU_REG_RSP;
+        if (ok && r->cfa_kind == FU_COMPACT_CFA_RBP)
+            ok = r->cfa_register == FU_REG_RBP;
+        if (!ok)
+            return fu_fail(err, FU_ERR_CFI, "compact table: rule %u is invalid (CFA kind %u, register %u)", i,
+                           r->cfa_kind, r->cfa_register);
+    }
+    const uint32_t *starts = (const uint32_t *)(data + h->row_start_offset);
+    uint64_t span = h->end_svma - h->base_svma;
+    uint64_t pages = h->row_count ? ((span - 1) >> FU_COMPACT_PAGE_SHIFT) + 2 : 0;
+    if (h->page_shift != FU_COMPACT_PAGE_SHIFT || h->page_count != pages ||
+        !array_fits(h->page_index_offset, h->page_count, 4, size) || h->page_index_offset < sizeof *h)
+        return fu_fail(err, FU_ERR_CFI, "compact table: page index of %u pages of 1<<%u bytes at 0x%llx: expected %llu "
+                       "pages of 1<<%d inside the 0x%zx bytes", h->page_count, h->page_shift,
+                       (unsigned long long)h->page_index_offset, (unsigned long long)pages, FU_COMPACT_PAGE_SHIFT, size);
+    for (uint32_t i = 0; i < h->row_count; i++) {
+        if ((i == 0 && starts[0] != 0) || (i > 0 && starts[i] <= starts[i - 1]) || starts[i] >= span)
+            return fu_fail(err, FU_ERR_CFI, "compact table: row %u starts at +0x%x: not sorted, or outside 0..0x%llx",
+                           i, starts[i], (unsigned long long)span);
+        uint32_t rule;
+        if (h->rule_index_size == 2)
+            rule = ((const uint16_t *)(data + h->rule_index_offset))[i];
+        else
+            rule = ((const uint32_t *)(data + h->rule_index_offset))[i];
+        if (rule >= h->rule_count)
+            return fu_fail(err, FU_ERR_CFI, "compact table: row %u names rule %u of %u", i, rule, h->rule_count);
+    }
+    /* every page entry must name the row in force at the page's first byte (its last byte for the
+     * final entry): the lookup's binary search relies on it, so a wrong entry would pick a wrong
+     * row, not only a slow one */
+    const uint32_t *page_first = (const uint32_t *)(data + h->page_index_offset);
+    for (uint32_t p = 0; p < h->page_count; p++) {
+        uint64_t at = (uint64_t)p << FU_COMPACT_PAGE_SHIFT;
+        if (at > span - 1)
+            at = span - 1;
+        uint32_t r = page_first[p];
+        if (r >= h->row_count || starts[r] > at || (r + 1 < h->row_count && starts[r + 1] <= at))
+            return fu_fail(err, FU_ERR_CFI, "compact table: page %u names row %u, not the row in force at +0x%llx", p,
+                           r, (unsigned long long)at);
+    }
+    t->header = h;
+    t->page_first_row = page_first;
+    t->row_start = starts;
+    if (h->rule_index_size == 2)
+        t->rule_index16 = (const uint16_t *)(data + h->rule_index_offset);
+    else
+        t->rule_index32 = (const uint32_t *)(data + h->rule_index_offset);
+    t->rules = rules;
+    t->base_svma = h->base_svma;
+    t->end_svma = h->end_svma;
+    t->row_count = h->row_count;
+    return FU_OK;
+}

@@ -1,0 +1,202 @@
+/* compact_table: the one definition of the compact unwind table, for the builder
+ * (compact_table.c: fu_compact_build / fu_compact_serialize), the validator and lookup
+ * (fu_compact_open / fu_compact_find) and the walker's fast path (walk.c: apply_compact).
+ *
+ * A compact table is the DWARF rows of one module (.eh_frame and .debug_frame merged, exactly as
+ * the walker's DWARF lookup resolves them) reduced to what the walker needs, in the spirit of the
+ * Linux ORC tables and framehop's compact rules:
+ *
+ *   file:  fu_compact_header | u32 row_start[row_count] | u16 or u32 rule_index[row_count] | pad
+ *          | fu_compact_rule rules[rule_count] | u32 page_first_row[page_count]
+ *
+ *   row i covers svma [base_svma + row_start[i], base_svma + row_start[i + 1]) (the last row ends at
+ *   end_svma); its rule is rules[rule_index[i]]. Addresses outside [base_svma, end_svma) have no
+ *   unwind information. Gaps between FDEs are rows of their own (FU_COMPACT_CFA_NO_INFO), so a
+ *   lookup never returns a neighbour's rule.
+ *
+ * Every row costs 6 bytes (4 + 2) while the dictionary holds at most 65536 rules; the dictionary is
+ * tiny (libc 2.36: 374 rules for 28,491 rows; libLLVM-14: 987 for 949,983), and the page index
+ * adds 4 bytes per 4 KiB of code, so a table averages 6.0-6.2 bytes per row (7.0 per DWARF row
+ * for libc, whose gaps between FDEs are rows too).
+ *
+ * Lookup is two-level, like ORC's lookup table (`orc_lookup`, one entry per LOOKUP_BLOCK_SIZE of
+ * text): page_first_row[] gives the row in force at the start of each 4 KiB page of the covered
+ * range, then a binary search runs over that page's rows only. Measured on 1M random covered
+ * addresses (benchmarks/bench_compact.py, three runs): libLLVM-14 (950k rows) 69-105 ns -> 19-21 ns
+ * per lookup, libc 18-20 -> 13-16 ns, python3.11 21 -> 13 ns, for 36 KB more on libLLVM's 5.7 MB.
+ *
+ * A row the format cannot state exactly is never approximated: its rule is FU_COMPACT_CFA_SLOW and
+ * the walker asks the DWARF tables (fu_table) for that PC.
+ *
+ * The file is host-endian (x86-64, little-endian) and meant to be mmap'd: every array is aligned to
+ * its element size, and fu_compact_open checks a buffer completely before anything uses it.
+ */
+#ifndef FASTUNWIND_COMPACT_TABLE_H
+#define FASTUNWIND_COMPACT_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfi.h"
+
+#define FU_COMPACT_MAGIC "FUCOMPCT" /* 8 bytes, no terminator in the file */
+#define FU_COMPACT_MAGIC_SIZE 8
+/* Bump whenever the layout or the builder's semantics change: a cached file of another version is
+ * rebuilt, never used. */
+#define FU_COMPACT_VERSION 2
+
+/* The key a table was built for: a GNU build-id (20 bytes for SHA-1, the linker's default; 16 for
+ * md5/uuid) or, for a file without one, a SHA-256 of its path, size and mtime. 64 bytes hold
+ * any --build-id=0xHEX a linker accepts in practice. */
+#define FU_COMPACT_MAX_KEY 64
+#define FU_COMPACT_KEY_BUILD_ID 1
+#define FU_COMPACT_KEY_FILE_HASH 2
+
+/* One page_first_row entry per 1 << FU_COMPACT_PAGE_SHIFT bytes of the covered range (see above). */
+#define FU_COMPACT_PAGE_SHIFT 12
+
+/* rule_index elements are u16 while the dictionary has at most this many rules, else u32.
+ * The largest dictionary seen (libLLVM-14: ~1,600 rules for ~400k merged rows) is far below. */
+#define FU_COMPACT_MAX_NARROW_RULES 65536u
+
+/* Callee-saved registers of the x86-64 psABI (§3.2.1) that a compact rule restores, in this order:
+ * rbx, rbp, r12, r13, r14, r15 (DWARF 3, 6, 12-15). */
+#define FU_COMPACT_SAVED_REGISTERS 6
+extern const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS];
+
+/* saved_offset_by_8[] and ra_offset_by_8 values that are not offsets: CFA + 0 is never a save slot
+ * (the CFA is the caller's SP: the bytes there are the caller's), so 0 can mean "no rule". */
+#define FU_COMPACT_KEEP 0              /* unspecified or DW_CFA_same_value: the caller's value is ours */
+#define FU_COMPACT_UNDEFINED INT8_MIN  /* DW_CFA_undefined: the caller's value is unknown */
+
+typedef enum fu_compact_cfa_kind {
+    FU_COMPACT_CFA_NO_INFO = 0, /* no FDE covers these PCs: frame-pointer fallback */
+    FU_COMPACT_CFA_SLOW,        /* not representable: use the DWARF tables (fu_table) */
+    FU_COMPACT_CFA_RSP,         /* CFA = rsp + cfa_offset */
+    FU_COMPACT_CFA_RBP,         /* CFA = rbp + cfa_offset */
+    FU_COMPACT_CFA_REGISTER,    /* CFA = cfa_register + cfa_offset (DRAP prologues: r10 + 0) */
+    /* The PLT expression of GNU ld's lazy .plt (16-byte entries):
+     *   DW_OP_breg7 (rsp): 8; DW_OP_breg16 (rip): 0; DW_OP_lit15; DW_OP_and; DW_OP_lit11;
+     *   DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus
+     * i.e. CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0), recognised by its exact bytes
+     * FU_COMPACT_PLT_EXPRESSION. */
+    FU_COMPACT_CFA_PLT,
+    /* Dynamic realignment (DRAP): DW_OP_bregN (cfa_register): cfa_offset; DW_OP_deref, i.e.
+     * CFA = *(cfa_register + cfa_offset). */
+    FU_COMPACT_CFA_DEREF,
+    FU_COMPACT_CFA_KIND_COUNT
+} fu_compact_cfa_kind;
+
+#define FU_COMPACT_PLT_EXPRESSION {0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22}
+#define FU_COMPACT_PLT_EXPRESSION_SIZE 11
+
+/* One dictionary entry: 16 bytes. Offsets carry their unit in their name. */
+typedef struct fu_compact_rule {
+    uint8_t cfa_kind;       /* fu_compact_cfa_kind */
+    uint8_t cfa_register;   /* DWARF register of CFA_REGISTER and CFA_DEREF (< 17); RSP 7, RBP 6 */
+    /* The return address is at CFA + 8 * ra_offset_by_8; FU_COMPACT_KEEP (0) or
+     * FU_COMPACT_UNDEFINED: no return address, the stack ends here (_start, clone, thread start). */
+    int8_t ra_offset_by_8;
+    uint8_t reserved0;      /* 0 */
+    int32_t cfa_offset;     /* bytes */
+    /* per fu_compact_saved_register[i]: saved at CFA + 8 * n, or FU_COMPACT_KEEP / _UNDEFINED */
+    int8_t saved_offset_by_8[FU_COMPACT_SAVED_REGISTERS];
+    uint8_t reserved1[2];   /* 0 */
+} fu_compact_rule;
+
+typedef struct fu_compact_header {
+    char magic[FU_COMPACT_MAGIC_SIZE]; /* FU_COMPACT_MAGIC */
+    uint32_t version;                  /* FU_COMPACT_VERSION */
+    uint32_t header_size;              /* sizeof(fu_compact_header) */
+    uint64_t file_size;                /* the whole table, in bytes */
+    uint64_t base_svma;                /* row starts are relative to it: the lowest covered svma */
+    uint64_t end_svma;                 /* end of the last row; end_svma - base_svma < 2^32 */
+    uint32_t row_count;
+    uint32_t rule_count;
+    uint32_t rule_index_size;          /* 2 (u16) or 4 (u32) */
+    uint32_t key_kind;                 /* FU_COMPACT_KEY_* */
+    uint32_t key_size;                 /* bytes of key[] in use */
+    uint32_t reserved;                 /* 0 */
+    uint8_t key[FU_COMPACT_MAX_KEY];   /* the build-id (or file hash) the table was built for */
+    uint64_t row_start_offset;         /* u32[row_count], 4-aligned */
+    uint64_t rule_index_offset;        /* u16 or u32 [row_count], aligned to its size */
+    uint64_t rules_offset;             /* fu_compact_rule[rule_count], 8-aligned */
+    uint64_t page_index_offset;        /* u32 page_first_row[page_count], 4-aligned */
+    uint32_t page_count;               /* (end_svma - base_svma - 1) >> FU_COMPACT_PAGE_SHIFT, + 2; 0 if no rows */
+    uint32_t page_shift;               /* FU_COMPACT_PAGE_SHIFT */
+    /* what the table was built from (a cached table whose sources differ is rebuilt) and what it
+     * holds, for statistics */
+    uint32_t eh_frame_row_count;       /* rows of the .eh_frame table, UINT32_MAX if none */
+    uint32_t debug_frame_row_count;    /* rows of the .debug_frame table, UINT32_MAX if none */
+    uint32_t slow_row_count;           /* rows whose rule is FU_COMPACT_CFA_SLOW */
+    uint32_t no_info_row_count;        /* rows whose rule is FU_COMPACT_CFA_NO_INFO */
+    uint64_t slow_bytes;               /* bytes of code covered by slow rows */
+    uint64_t covered_bytes;            /* bytes of code covered by rows that are not no-info */
+} fu_compact_header;
+
+/* A validated table: pointers into the (mapped) buffer, which the caller keeps alive. */
+typedef struct fu_compact_table {
+    const fu_compact_header *header;
+    const uint32_t *row_start;
+    const uint16_t *rule_index16; /* one of the two, by header->rule_index_size */
+    const uint32_t *rule_index32;
+    const fu_compact_rule *rules;
+    const uint32_t *page_first_row;
+    uint64_t base_svma, end_svma;
+    uint32_t row_count;
+} fu_compact_table;
+
+/* The rule in force at svma `pc`, or NULL where no row covers it (no unwind information).
+ * The page index bounds the binary search over the u32 starts to one page's rows. */
+static inline const fu_compact_rule *fu_compact_find(const fu_compact_table *t, uint64_t pc, uint32_t *row)
+{
+    if (pc < t->base_svma || pc >= t->end_svma || t->row_count == 0)
+        return NULL;
+    uint32_t offset = (uint32_t)(pc - t->base_svma); /* < 2^32: checked by fu_compact_open */
+    uint32_t page = offset >> FU_COMPACT_PAGE_SHIFT;
+    /* the last row whose start <= offset lies in [row at the page's start, row at the next's]
+     * (fu_compact_open checked every entry) */
+    uint32_t lo = t->page_first_row[page], n = t->page_first_row[page + 1] - lo + 1;
+    while (n > 1) {
+        uint32_t half = n / 2;
+        if (t->row_start[lo + half] <= offset)
+            lo += half;
+        n -= half;
+    }
+    if (row)
+        *row = lo;
+    uint32_t rule = t->rule_index16 ? t->rule_index16[lo] : t->rule_index32[lo];
+    return &t->rules[rule];
+}
+
+/* A table being built, before serialization. */
+typedef struct fu_compact_build {
+    uint64_t base_svma, end_svma;
+    uint32_t *row_start;
+    uint32_t *row_rule;
+    uint32_t row_count;
+    fu_compact_rule *rules;
+    uint32_t rule_count;
+    uint32_t slow_row_count, no_info_row_count;
+    uint64_t slow_bytes, covered_bytes;
+    uint32_t eh_frame_row_count, debug_frame_row_count;
+} fu_compact_build;
+
+/* Build from a module's evaluated tables (either may be NULL). Rows are resolved exactly as the
+ * walker's DWARF lookup does: .eh_frame first, then .debug_frame. */
+fu_status fu_compact_build_tables(fu_compact_build *b, const fu_table *eh_frame, const fu_table *debug_frame,
+                                  fu_error *err);
+void fu_compact_build_free(fu_compact_build *b);
+/* Serialize to a malloc'd buffer (8-aligned) of *size bytes. */
+fu_status fu_compact_serialize(const fu_compact_build *b, uint32_t key_kind, const uint8_t *key, size_t key_size,
+                               uint8_t **out, size_t *size, fu_error *err);
+/* Validate `size` bytes at `data` (8-aligned: mmap'd or malloc'd) and fill `table`. A corrupt or
+ * truncated buffer is rejected with FU_ERR_CFI and a message naming the first problem. */
+fu_status fu_compact_open(fu_compact_table *table, const uint8_t *data, size_t size, fu_error *err);
+
+/* Convert one DWARF row state to a compact rule (FU_COMPACT_CFA_SLOW when it does not fit).
+ * Exposed for tests and statistics. */
+fu_compact_rule fu_compact_rule_of_state(const fu_table *t, const fu_entry *entry, const fu_state *state);
+
+#endif
