@@ -75,6 +75,8 @@ class Statistics:
     frames_per_sample: Counter[int] = field(default_factory=Counter)
     replaced_modules: set[str] = field(default_factory=set)
     missing_modules: set[str] = field(default_factory=set)
+    #: per module with unwind tables: its compact table's size and slow-path share
+    tables: list[dict] = field(default_factory=list)
 
 
 class KernelSymbols:
@@ -171,6 +173,8 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     modules.frombytes(modules_b)
     symbolizer = Symbolizer(next((b.build_id for b in perf.build_ids if b.filename == "[kernel.kallsyms]"), None))
     stats = Statistics(samples=perf.sample_count, walk_ns=walk_ns, frames=len(ips))
+    images = {id(m.image): m.image for space in session.spaces for m in space.mappings if m.image is not None}
+    stats.tables = [t for t in (image.compact_statistics() for image in images.values()) if t]
     stats.replaced_modules = session.statistics.replaced_modules
     stats.missing_modules = session.statistics.missing_modules
     out: list[UnwoundSample] = []
