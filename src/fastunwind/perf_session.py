@@ -15,7 +15,6 @@ the mapping is reported as replaced and gets no unwind tables.
 from __future__ import annotations
 
 import array
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -169,8 +168,3 @@ def replay(perf: PerfData, images: ImageCache | None = None) -> Replay:
         elif isinstance(event, Fork):
             session.fork(event.pid, event.ppid, event.tid)
     return Replay(session, space_ids, samples, comms)
-
-
-def frame_counts(frame_starts: array.array[int]) -> Counter[int]:
-    """Histogram of frames per sample from the walker's frame_starts offsets."""
-    return Counter(frame_starts[i + 1] - frame_starts[i] for i in range(len(frame_starts) - 1))
