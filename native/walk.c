@@ -76,6 +76,13 @@ static bool read_word(walker *w, uint64_t address, unsigned size, uint64_t *out)
     return false;
 }
 
+/* Read memory whose failure is not the walk's: an unreadable save slot makes a register unknown
+ * (see apply_row), a frame-pointer chain that leads nowhere is just not followed. */
+static bool read_soft(walker *w, uint64_t address, uint64_t *out)
+{
+    return w->read(w->read_context, address, 8, out) == FU_READ_OK;
+}
+
 typedef struct expr_reader {
     walker *w;
     fu_read_status status;
@@ -117,10 +124,35 @@ static bool evaluate(walker *w, const fu_table *t, const fu_rule *rule, const fu
     return false;
 }
 
-/* The x86-64 psABI's callee-saved registers (§3.2.1): without a rule they keep their value. */
-static bool callee_saved(unsigned reg)
+/* The x86-64 psABI's callee-saved registers (§3.2.1: rbx, rbp, r12-r15) as a valid mask. */
+#define FU_CALLEE_SAVED_MASK ((1u << 3) | (1u << FU_REG_RBP) | (0xfu << 12))
+
+/* The caller's registers before its rules apply: callee-saved registers keep their value, the
+ * CFA is the caller's SP, everything else is unknown. Values of invalid registers are never read,
+ * so only the mask needs clearing. */
+static void start_caller(const fu_regs *regs, uint64_t cfa, fu_regs *out)
 {
-    return reg == 3 || reg == FU_REG_RBP || (reg >= 12 && reg <= 15);
+    *out = *regs;
+    out->valid &= FU_CALLEE_SAVED_MASK;
+    fu_regs_set(out, FU_REG_RSP, cfa);
+}
+
+/* Restore a register saved at `address`. Only the return address must be readable: another
+ * register saved where we cannot read (e.g. below the SP in an epilogue, already popped) just
+ * becomes unknown, and the walk fails later only if something needs it (libunwind reaches the
+ * same result with lazy register locations). */
+static bool restore_saved(walker *w, unsigned slot, uint64_t address, fu_regs *out)
+{
+    uint64_t v;
+    if (slot == FU_REG_RA) {
+        if (!read_word(w, address, 8, &v))
+            return false;
+    } else if (!read_soft(w, address, &v)) {
+        out->valid &= ~(1u << slot);
+        return true;
+    }
+    fu_regs_set(out, slot, v);
+    return true;
 }
 
 /* Apply `row` of table `t` to `regs`, giving the caller's registers in `out`. */
@@ -142,13 +174,7 @@ static bool apply_row(walker *w, const fu_table *t, const fu_state *state, uint6
         w->result->outcome = FU_WALK_NO_UNWIND_INFO;
         return false;
     }
-    /* values of invalid registers are never read: only the mask needs clearing */
-    out->valid = 0;
-    for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
-        if (callee_saved(r) && (regs->valid >> r & 1))
-            fu_regs_set(out, r, regs->value[r]);
-    fu_regs_set(out, FU_REG_RSP, cfa); /* psABI: the CFA is the caller's SP */
-    out->valid &= ~(1u << FU_REG_RA);
+    start_caller(regs, cfa, out);
     for (unsigned k = 0; k < state->count; k++) {
         unsigned column = t->column_pool[state->first + k];
         const fu_rule *rule = &t->rule_pool[state->first + k];
@@ -168,16 +194,9 @@ static bool apply_row(walker *w, const fu_table *t, const fu_state *state, uint6
             }
             break;
         case FU_RULE_OFFSET:
-            /* Only the return address must be readable: another register saved where we cannot
-             * read (e.g. below the SP in an epilogue, already popped) just becomes unknown, and
-             * the walk fails later only if something needs it (libunwind's lazy locations). */
-            if (slot != FU_REG_RA && w->read(w->read_context, cfa + (uint64_t)rule->value, 8, &v) != FU_READ_OK) {
-                out->valid &= ~(1u << slot);
-                continue;
-            }
-            if (slot == FU_REG_RA && !read_word(w, cfa + (uint64_t)rule->value, 8, &v))
+            if (!restore_saved(w, slot, cfa + (uint64_t)rule->value, out))
                 return false;
-            break;
+            continue;
         case FU_RULE_VAL_OFFSET: v = cfa + (uint64_t)rule->value; break;
         case FU_RULE_REGISTER:
             if (!fu_regs_get(regs, rule->reg, &v)) {
@@ -212,11 +231,8 @@ static bool frame_pointer_step(walker *w, const fu_regs *regs, fu_regs *out)
         return false;
     if (rbp % 8 != 0 || rbp < rsp || rbp - rsp > FU_FP_MAX_FRAME_SIZE)
         return false;
-    fu_walk_result saved = *w->result;
-    if (!read_word(w, rbp, 8, &caller_rbp) || !read_word(w, rbp + 8, 8, &ra)) {
-        *w->result = saved;
+    if (!read_soft(w, rbp, &caller_rbp) || !read_soft(w, rbp + 8, &ra))
         return false;
-    }
     /* The return address must land in mapped code. The saved rbp is only the caller's register
      * value: a caller built without frame pointers keeps any data there. */
     if (fu_address_space_find(w->space, ra - 1) < 0)
@@ -242,9 +258,6 @@ static bool find_row(const fu_module *mod, uint64_t svma, const fu_table **table
     }
     return false;
 }
-
-/* The x86-64 psABI callee-saved registers (rbx, rbp, r12-r15) as a valid mask. */
-#define FU_CALLEE_SAVED_MASK ((1u << 3) | (1u << FU_REG_RBP) | (0xfu << 12))
 
 /* Apply a compact rule: the same results as apply_row on the DWARF row it was built from
  * (compact_table.c admits only rows whose every rule it restates exactly). */
@@ -281,29 +294,19 @@ static bool apply_compact(walker *w, const fu_compact_rule *rule, const fu_regs 
         w->result->outcome = FU_WALK_NO_UNWIND_INFO;
         return false;
     }
-    /* psABI: callee-saved registers without a rule keep their value, the CFA is the caller's SP;
-     * values of invalid registers are never read, so only the mask needs clearing */
-    *out = *regs;
-    out->valid &= FU_CALLEE_SAVED_MASK;
-    fu_regs_set(out, FU_REG_RSP, cfa);
+    start_caller(regs, cfa, out);
     for (unsigned i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++) {
         int8_t by_8 = rule->saved_offset_by_8[i];
         unsigned reg = fu_compact_saved_register[i];
-        uint64_t v;
-        if (by_8 == FU_COMPACT_KEEP)
-            continue;
-        /* as apply_row: an unreadable save slot makes the register unknown, not the walk fail */
-        if (by_8 == FU_COMPACT_UNDEFINED || w->read(w->read_context, cfa + (uint64_t)(int64_t)by_8 * 8, 8, &v) != FU_READ_OK)
+        if (by_8 == FU_COMPACT_UNDEFINED)
             out->valid &= ~(1u << reg);
-        else
-            fu_regs_set(out, reg, v);
+        else if (by_8 != FU_COMPACT_KEEP)
+            restore_saved(w, reg, cfa + (uint64_t)(int64_t)by_8 * 8, out);
     }
-    if (rule->ra_offset_by_8 != FU_COMPACT_KEEP && rule->ra_offset_by_8 != FU_COMPACT_UNDEFINED) {
-        uint64_t ra;
-        if (!read_word(w, cfa + (uint64_t)(int64_t)rule->ra_offset_by_8 * 8, 8, &ra))
-            return false;
-        fu_regs_set(out, FU_REG_RA, ra);
-    }
+    int8_t ra_by_8 = rule->ra_offset_by_8;
+    if (ra_by_8 != FU_COMPACT_KEEP && ra_by_8 != FU_COMPACT_UNDEFINED &&
+        !restore_saved(w, FU_REG_RA, cfa + (uint64_t)(int64_t)ra_by_8 * 8, out))
+        return false;
     return true; /* without a return address the stack ends here */
 }
 
