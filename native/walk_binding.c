@@ -407,5 +407,21 @@ int fu_walk_binding_init(PyObject *module)
         return -1;
     if (PyModule_AddIntConstant(module, "WALK_MAX_FRAMES", FU_WALK_MAX_FRAMES) < 0)
         return -1;
+    /* outcome names by code, so that Python never mirrors the enum */
+    PyObject *names = PyTuple_New(FU_WALK_OUTCOME_COUNT);
+    if (!names)
+        return -1;
+    for (int i = 0; i < FU_WALK_OUTCOME_COUNT; i++) {
+        PyObject *name = PyUnicode_FromString(fu_walk_outcome_name((fu_walk_outcome)i));
+        if (!name) {
+            Py_DECREF(names);
+            return -1;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    if (PyModule_AddObject(module, "WALK_OUTCOMES", names) < 0) {
+        Py_DECREF(names);
+        return -1;
+    }
     return 0;
 }

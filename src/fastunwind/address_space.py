@@ -83,7 +83,7 @@ class ModuleImage:
         self.elf = elf
         self.unwind = unwind
         self.build_id = elf.build_id
-        tables = {section.kind: section._table for section in reversed(unwind.sections)}
+        tables = {section.kind: section.core for section in reversed(unwind.sections)}
         self.eh_frame = tables.get(EH_FRAME)
         self.debug_frame = tables.get(DEBUG_FRAME)
         #: read-only PT_LOAD bytes by svma: constants an expression may read
@@ -193,7 +193,7 @@ class ModuleImage:
     def load(cls, path: str) -> ModuleImage:
         elf = ElfFile.open(path)
         try:
-            unwind = UnwindInfo.open(path, strict=False)
+            unwind = UnwindInfo.from_elf(elf, strict=False)
         except FastunwindError:
             elf.close()
             raise
@@ -269,12 +269,6 @@ class AddressSpace:
                 backend=backend,
             )
         return core
-
-    def mapping_at(self, avma: int) -> Mapping | None:
-        for m in self.mappings:
-            if m.start <= avma < m.end:
-                return m
-        return None
 
 
 def parse_proc_maps(text: str, images: ImageCache) -> AddressSpace:

@@ -198,6 +198,11 @@ class CfiSection:
         self._cies: dict[int, Cie] = {}
         self._row_arrays: tuple[array.array[int], array.array[int]] | None = None
 
+    @property
+    def core(self) -> _core.CfiTable:
+        """The C table, for C code of the extension (the walker, compact-table builder)."""
+        return self._table
+
     # ---- counts -------------------------------------------------------------------------------
     @property
     def row_count(self) -> int:
@@ -382,27 +387,30 @@ class UnwindInfo:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, separate_debug: bool = True, strict: bool = True) -> UnwindInfo:
-        path = os.fspath(path)
-        sections: list[CfiSection] = []
+        with ElfFile.open(os.fspath(path)) as elf:
+            return cls.from_elf(elf, separate_debug=separate_debug, strict=strict)
+
+    @classmethod
+    def from_elf(cls, elf: ElfFile, *, separate_debug: bool = True, strict: bool = True) -> UnwindInfo:
+        """The CFI of an ELF file already open (the sections keep its bytes alive)."""
+        sections = list(cfi_sections(elf, strict=strict))
         hdr: EhFrameHdr | None = None
         hdr_error: str | None = "no .eh_frame_hdr section"
-        with ElfFile.open(path) as elf:
-            sections.extend(cfi_sections(elf, strict=strict))
-            eh_frame = next((s for s in sections if s.kind == EH_FRAME), None)
-            hdr_section = elf.section(".eh_frame_hdr")
-            if hdr_section is not None and eh_frame is not None:
-                try:
-                    size = len(eh_frame._data)
-                    hdr = EhFrameHdr.parse(bytes(elf.section_data(hdr_section)), hdr_section.addr, eh_frame.address, size)
-                    hdr_error = None
-                except CfiError as error:
-                    hdr_error = str(error)
-            if separate_debug and not any(s.kind == DEBUG_FRAME for s in sections):
-                debug_path = find_debug_file(elf)
-                if debug_path:
-                    with ElfFile.open(debug_path) as debug_elf:
-                        sections.extend(s for s in cfi_sections(debug_elf, strict=strict) if s.kind == DEBUG_FRAME)
-        return cls(path, sections, hdr, hdr_error)
+        eh_frame = next((s for s in sections if s.kind == EH_FRAME), None)
+        hdr_section = elf.section(".eh_frame_hdr")
+        if hdr_section is not None and eh_frame is not None:
+            try:
+                size = len(eh_frame._data)
+                hdr = EhFrameHdr.parse(bytes(elf.section_data(hdr_section)), hdr_section.addr, eh_frame.address, size)
+                hdr_error = None
+            except CfiError as error:
+                hdr_error = str(error)
+        if separate_debug and not any(s.kind == DEBUG_FRAME for s in sections):
+            debug_path = find_debug_file(elf)
+            if debug_path:
+                with ElfFile.open(debug_path) as debug_elf:
+                    sections.extend(s for s in cfi_sections(debug_elf, strict=strict) if s.kind == DEBUG_FRAME)
+        return cls(elf.path, sections, hdr, hdr_error)
 
     def lookup(self, address: int) -> tuple[CfiSection, Fde, Row]:
         """Section, FDE and row in force at svma `address`."""

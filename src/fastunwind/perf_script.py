@@ -28,19 +28,18 @@ from fastunwind.errors import PerfDataError
 from fastunwind.perf_data import PerfData
 from fastunwind.perf_session import replay
 from fastunwind.symbolize import SymbolTable
+from fastunwind.walk import FRAME_KINDS, OUTCOMES
 
 #: perf's default callchain depth (kernel.perf_event_max_stack)
 DEFAULT_MAX_FRAMES = 127
 #: callchain entries at or above this are PERF_CONTEXT_* markers (include/uapi/linux/perf_event.h)
 PERF_CONTEXT_MAX = (1 << 64) - 4095
-OUTCOME_NAMES = {code: name for code, name in enumerate(
-    ["end", "truncated", "no_unwind_info", "unreadable", "no_progress", "sp_backwards",
-     "expression_error", "register_unknown", "frame_limit"])}
-OUTCOME_NAMES[_core.SAMPLE_NO_USER_REGISTERS] = "no_user_registers"
-OUTCOME_NAMES[_core.SAMPLE_SKIPPED] = "skipped"
+OUTCOME_NAMES = {**dict(enumerate(OUTCOMES)), _core.SAMPLE_NO_USER_REGISTERS: "no_user_registers",
+                 _core.SAMPLE_SKIPPED: "skipped"}
 
-#: fu_frame_kind: recovered through a signal frame's CFI (walk.h)
-FRAME_SIGNAL = 2
+#: fu_frame_kind code of a frame recovered through a signal frame's CFI
+FRAME_SIGNAL = FRAME_KINDS.index("signal")
+NO_MODULE = 0xFFFFFFFF  #: fu_frame.module of an IP in no mapping
 RECORD_HINT = ("record with user registers and stack, e.g.: "
                "perf record --call-graph dwarf -e cpu-clock -F 999 -- COMMAND")
 
@@ -195,7 +194,7 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
                 if k > first and kinds_b[k] != FRAME_SIGNAL:
                     avma -= 1
                 m = modules[k]
-                user.append(symbolizer.user_frame(space.mappings[m] if m != 0xFFFFFFFF else None, avma))
+                user.append(symbolizer.user_frame(space.mappings[m] if m != NO_MODULE else None, avma))
         stats.frames_per_sample[last - first] += 1
         out.append(UnwoundSample(comms[index], sample.pid, sample.tid, sample.time, outcome, kernel, tuple(user)))
     out = demangle(out)

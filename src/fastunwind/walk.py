@@ -20,9 +20,8 @@ from fastunwind.address_space import AddressSpace, ImageCache, Mapping, current_
 
 FRAME_KINDS = ("first", "cfi", "signal", "frame_pointer")
 SIGNAL_TRAMPOLINE = 1  #: fu_frame.flags bit (walk.h)
-#: outcomes of a walk (walk.h, fu_walk_outcome); "end" is the only complete one
-OUTCOMES = ("end", "truncated", "no_unwind_info", "unreadable", "no_progress", "sp_backwards",
-            "expression_error", "register_unknown", "frame_limit")
+#: outcomes of a walk by code (walk.h, fu_walk_outcome); "end" is the only complete one
+OUTCOMES: tuple[str, ...] = _core.WALK_OUTCOMES
 
 
 @dataclass(frozen=True, slots=True)
