@@ -25,16 +25,16 @@ import array
 import json
 import os
 import random
-import shlex
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "src"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from bench_unwind import record_defaults  # noqa: E402  (benchmarks/ is on sys.path above)
 from fastunwind import _core
 from fastunwind.address_space import ModuleImage
 from fastunwind.perf_data import PerfData
@@ -47,18 +47,6 @@ LIBRARIES = ("/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libst
 MAX_FRAMES = 127
 LOOKUPS = 1_000_000
 BACKENDS = ("dwarf", "auto", "compact")
-
-
-def record_defaults(reuse: bool, seconds: float) -> list[str]:
-    out_dir = os.path.join(WORK, "recordings")
-    paths = [os.path.join(out_dir, f"{name}.data") for name in DEFAULT_WORKLOADS]
-    if reuse and all(os.path.exists(path) for path in paths):
-        return paths
-    command = [sys.executable, os.path.join(REPO, "scripts", "record_workloads.py"), out_dir,
-               "--only", ",".join(DEFAULT_WORKLOADS), "--no-script", "--seconds", f"{seconds:g}"]
-    print("recording:", shlex.join(command), file=sys.stderr, flush=True)
-    subprocess.run(command, check=True, stdout=sys.stderr)
-    return [path for path in paths if os.path.exists(path)]
 
 
 def table_figures(path: str, rng: random.Random) -> dict[str, Any]:
@@ -135,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{t['bytes_per_row']:.2f} | {t['bytes_per_dwarf_row']:.2f} | {t['slow_rows']} "
               f"({t['slow_row_fraction']:.3%}) | {t['slow_byte_fraction']:.3%} | {t['build_ms']:.1f} | "
               f"{t['lookup_ns']['binary_search']:.1f} / {t['lookup_ns']['two_level']:.1f} |")
-    recordings = args.recordings or record_defaults(args.reuse, args.seconds)
+    recordings = args.recordings or record_defaults(args.reuse, args.seconds, DEFAULT_WORKLOADS, WORK)
     walks = [walker_figures(path, args.repeat) for path in recordings]
     print()
     print("| recording | frames | ns/frame dwarf: best / median / first | auto (compact first) | compact only "

@@ -121,13 +121,16 @@ class Agreement:
 # ---- recordings --------------------------------------------------------------------------------------
 
 
-def record_defaults(reuse: bool, seconds: float) -> list[str]:
-    out_dir = os.path.join(WORK, "recordings")
-    paths = [os.path.join(out_dir, f"{name}.data") for name in DEFAULT_WORKLOADS]
+def record_defaults(reuse: bool, seconds: float, names: tuple[str, ...] = DEFAULT_WORKLOADS,
+                    work: str = WORK) -> list[str]:
+    """Recordings of the named workloads under `work`/recordings (made with
+    scripts/record_workloads.py; kept and reused with `reuse`)."""
+    out_dir = os.path.join(work, "recordings")
+    paths = [os.path.join(out_dir, f"{name}.data") for name in names]
     if reuse and all(os.path.exists(path) for path in paths):
         return paths
     command = [sys.executable, os.path.join(REPO, "scripts", "record_workloads.py"), out_dir,
-               "--only", ",".join(DEFAULT_WORKLOADS), "--no-script", "--seconds", f"{seconds:g}"]
+               "--only", ",".join(names), "--no-script", "--seconds", f"{seconds:g}"]
     print("recording:", shlex.join(command), file=sys.stderr, flush=True)
     subprocess.run(command, check=True, stdout=sys.stderr)  # stdout stays clean for --json
     return [path for path in paths if os.path.exists(path)]

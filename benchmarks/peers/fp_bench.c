@@ -60,26 +60,22 @@ int main(int argc, char **argv)
         return 1;
     if (!bench_frames_init(&frames, set.sample_count))
         goto cleanup;
-    uint64_t total_frames = 0, elapsed = 0, first_ns = 0, best_ns = UINT64_MAX;
+    uint64_t total_frames = 0;
+    bench_passes timing = {0};
     for (unsigned r = 0; r < arguments.repeat; r++) {
         uint64_t started = bench_now_ns();
         for (uint32_t i = 0; i < set.sample_count; i++) {
             frames.counts[i] = walk(&set.samples[i], &frames.pcs[(size_t)i * BENCH_MAX_FRAMES]);
             total_frames += frames.counts[i];
         }
-        uint64_t pass = bench_now_ns() - started;
-        elapsed += pass;
-        if (r == 0)
-            first_ns = pass;
-        if (pass < best_ns)
-            best_ns = pass;
+        bench_passes_add(&timing, bench_now_ns() - started);
     }
     if (arguments.frames_path && !bench_frames_write(&frames, &set, arguments.frames_path))
         goto cleanup;
     char passes[128];
     snprintf(passes, sizeof passes, "{}, \"ns_first_pass\": %llu, \"ns_best_pass\": %llu",
-             (unsigned long long)first_ns, (unsigned long long)best_ns);
-    bench_report("fp", &set, arguments.repeat, total_frames, elapsed, arguments.frames_path, passes);
+             (unsigned long long)timing.first_ns, (unsigned long long)timing.best_ns);
+    bench_report("fp", &set, arguments.repeat, total_frames, timing.total_ns, arguments.frames_path, passes);
     status = 0;
 cleanup:
     bench_frames_free(&frames);

@@ -149,7 +149,8 @@ int main(int argc, char **argv)
             sessions[s] = open_session(&set.spaces[s], &contexts[s], false);
         }
     uint64_t setup_ns = bench_now_ns() - setup_started;
-    uint64_t total_frames = 0, first_ns = 0, best_ns = UINT64_MAX, elapsed = 0;
+    uint64_t total_frames = 0;
+    bench_passes timing = {0};
     uint64_t ends[END_COUNT] = {0};
     char first_error[200] = "";
     for (unsigned r = 0; r < arguments.repeat; r++) {
@@ -182,12 +183,7 @@ int main(int argc, char **argv)
             frames.counts[i] = ctx->count;
             total_frames += ctx->count;
         }
-        uint64_t pass = bench_now_ns() - started;
-        elapsed += pass;
-        if (r == 0)
-            first_ns = pass;
-        if (pass < best_ns)
-            best_ns = pass;
+        bench_passes_add(&timing, bench_now_ns() - started);
     }
     if (arguments.frames_path && !bench_frames_write(&frames, &set, arguments.frames_path))
         goto cleanup;
@@ -199,9 +195,9 @@ int main(int argc, char **argv)
              "{\"end\": %llu, \"frame_limit\": %llu, \"error\": %llu, \"no_session\": %llu}, "
              "\"first_error\": \"%s\", \"ns_setup\": %llu, \"ns_first_pass\": %llu, \"ns_best_pass\": %llu",
              (unsigned long long)ends[0], (unsigned long long)ends[1], (unsigned long long)ends[2],
-             (unsigned long long)ends[3], first_error, (unsigned long long)setup_ns, (unsigned long long)first_ns,
-             (unsigned long long)best_ns);
-    bench_report(per_sample ? "libdw-per-sample" : "libdw", &set, arguments.repeat, total_frames, elapsed,
+             (unsigned long long)ends[3], first_error, (unsigned long long)setup_ns, (unsigned long long)timing.first_ns,
+             (unsigned long long)timing.best_ns);
+    bench_report(per_sample ? "libdw-per-sample" : "libdw", &set, arguments.repeat, total_frames, timing.total_ns,
                  arguments.frames_path, outcomes);
     status = 0;
 cleanup:

@@ -211,7 +211,8 @@ int main(int argc, char **argv)
         }
         unw_set_caching_policy(spaces[s], cache ? UNW_CACHE_GLOBAL : UNW_CACHE_NONE);
     }
-    uint64_t total_frames = 0, first_ns = 0, best_ns = UINT64_MAX, elapsed = 0;
+    uint64_t total_frames = 0;
+    bench_passes timing = {0};
     uint64_t ends[END_COUNT] = {0};
     for (unsigned r = 0; r < arguments.repeat; r++) {
         uint64_t started = bench_now_ns();
@@ -237,12 +238,7 @@ int main(int argc, char **argv)
             frames.counts[i] = n;
             total_frames += n;
         }
-        uint64_t pass = bench_now_ns() - started;
-        elapsed += pass;
-        if (r == 0)
-            first_ns = pass;
-        if (pass < best_ns)
-            best_ns = pass;
+        bench_passes_add(&timing, bench_now_ns() - started);
     }
     if (arguments.frames_path && !bench_frames_write(&frames, &set, arguments.frames_path))
         goto cleanup;
@@ -251,9 +247,9 @@ int main(int argc, char **argv)
              "{\"%s\": %llu, \"%s\": %llu, \"%s\": %llu, \"%s\": %llu}, \"ns_first_pass\": %llu, "
              "\"ns_best_pass\": %llu",
              end_names[0], (unsigned long long)ends[0], end_names[1], (unsigned long long)ends[1], end_names[2],
-             (unsigned long long)ends[2], end_names[3], (unsigned long long)ends[3], (unsigned long long)first_ns,
-             (unsigned long long)best_ns);
-    bench_report(cache ? "libunwind" : "libunwind-no-cache", &set, arguments.repeat, total_frames, elapsed,
+             (unsigned long long)ends[2], end_names[3], (unsigned long long)ends[3], (unsigned long long)timing.first_ns,
+             (unsigned long long)timing.best_ns);
+    bench_report(cache ? "libunwind" : "libunwind-no-cache", &set, arguments.repeat, total_frames, timing.total_ns,
                  arguments.frames_path, outcomes);
     status = 0;
 cleanup:

@@ -291,6 +291,16 @@ bool bench_read_word(const bench_set *set, const bench_sample *sample, uint64_t 
     return bench_read_file_word(&set->spaces[sample->space], avma, out);
 }
 
+void bench_passes_add(bench_passes *passes, uint64_t pass_ns)
+{
+    passes->total_ns += pass_ns;
+    if (passes->count == 0)
+        passes->first_ns = pass_ns;
+    if (passes->count == 0 || pass_ns < passes->best_ns)
+        passes->best_ns = pass_ns;
+    passes->count++;
+}
+
 uint64_t bench_now_ns(void)
 {
     struct timespec ts;

@@ -89,6 +89,14 @@ bool bench_read_file_word(const bench_space *space, uint64_t avma, uint64_t *out
 
 uint64_t bench_now_ns(void);
 
+/* Timings of the repetitions: total, first (the cold run, closest to real use) and best. */
+typedef struct bench_passes {
+    uint64_t total_ns, first_ns, best_ns;
+    unsigned count;
+} bench_passes;
+
+void bench_passes_add(bench_passes *passes, uint64_t pass_ns);
+
 /* Frames of every sample of one repetition, for the agreement check. */
 typedef struct bench_frames {
     uint64_t *pcs;     /* sample_count * BENCH_MAX_FRAMES */
