@@ -1153,7 +1153,7 @@ def find_debug_file(
     for candidate in candidates:
         if not os.path.isfile(candidate) or _is_same_file(candidate, elf.path):
             continue
-        if _file_crc32(candidate) == crc:
+        if file_crc32(candidate) == crc:
             return candidate
     return None
 
@@ -1174,7 +1174,7 @@ def _is_same_file(first: str, second: str) -> bool:
         return False
 
 
-def _file_crc32(path: str) -> int | None:
+def file_crc32(path: str) -> int | None:
     """zlib.crc32 of the whole file, computed over a read-only mapping (no Python loop)."""
     try:
         with open(path, "rb") as handle:

@@ -15,11 +15,10 @@ of binutils 2.40 readelf around them, so that `fastunwind table FILE` and readel
 from __future__ import annotations
 
 import os
-import zlib
 from typing import BinaryIO
 
 from fastunwind import _core
-from fastunwind.elf import ElfFile
+from fastunwind.elf import ElfFile, file_crc32
 from fastunwind.errors import CfiError, ElfError
 from fastunwind.frame_sections import frame_section_kind
 
@@ -43,17 +42,6 @@ def _is_elf(path: str) -> bool:
         return False
 
 
-def _crc32_of(path: str) -> int | None:
-    crc = 0
-    try:
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                crc = zlib.crc32(chunk, crc)
-    except OSError:
-        return None
-    return crc
-
-
 def _debuglink_candidates(main_path: str, name: str) -> list[str]:
     canon_dir = os.path.dirname(os.path.realpath(main_path)) + "/"
     return [
@@ -74,7 +62,7 @@ def _follow_debuglink(elf: ElfFile, path: str) -> str | None:
         return None
     name, crc = link
     for candidate in _debuglink_candidates(path, name):
-        if _is_elf(candidate) and _crc32_of(candidate) == crc:
+        if _is_elf(candidate) and file_crc32(candidate) == crc:
             if os.path.realpath(candidate) == os.path.realpath(path):
                 return None
             return candidate
