@@ -215,6 +215,9 @@ unsigned fu_encoded_size(uint8_t encoding, unsigned address_size);
 bool fu_read_encoded(fu_cursor *c, uint8_t encoding, const fu_section *section, uint64_t func_base,
                      uint64_t *value, bool *unresolved);
 void fu_entry_set_error(fu_entry *entry, const char *message);
+/* Grow `*array` (of `item`-byte elements, capacity `*cap`) to hold `need` by doubling; false if
+ * out of memory or past UINT32_MAX elements (the tables index with uint32_t). */
+bool fu_grow_array(void **array, uint32_t *cap, uint64_t need, size_t item);
 
 /* cfi_eval.c */
 typedef enum fu_insn_op {

@@ -276,24 +276,6 @@ static bool state_matches(const fu_table *t, const fu_state *st, const dense_sta
     return true;
 }
 
-static bool grow32(void **array, uint32_t *cap, uint64_t need, size_t item)
-{
-    if (need <= *cap)
-        return true;
-    if (need > UINT32_MAX)
-        return false;
-    uint64_t n = *cap ? (uint64_t)*cap * 2 : 256;
-    while (n < need)
-        n *= 2;
-    if (n > UINT32_MAX)
-        n = UINT32_MAX;
-    void *p = realloc(*array, (size_t)n * item);
-    if (!p)
-        return false;
-    *array = p;
-    *cap = (uint32_t)n;
-    return true;
-}
 
 static bool rehash(fu_table *t, uint32_t new_cap)
 {
@@ -341,12 +323,12 @@ static uint32_t intern(fu_table *t, const dense_state *s)
     unsigned n = 0;
     for (unsigned w = 0; w < FU_MAX_COLUMNS / 64; w++)
         n += (unsigned)__builtin_popcountll(s->set[w]);
-    if (!grow32((void **)&t->states, &t->state_cap, (uint64_t)t->state_count + 1, sizeof(fu_state)))
+    if (!fu_grow_array((void **)&t->states, &t->state_cap, (uint64_t)t->state_count + 1, sizeof(fu_state)))
         return UINT32_MAX;
     uint32_t pool_cap = t->pool_cap;
-    if (!grow32((void **)&t->rule_pool, &pool_cap, (uint64_t)t->pool_count + n, sizeof(fu_rule)))
+    if (!fu_grow_array((void **)&t->rule_pool, &pool_cap, (uint64_t)t->pool_count + n, sizeof(fu_rule)))
         return UINT32_MAX;
-    if (!grow32((void **)&t->column_pool, &t->pool_cap, (uint64_t)t->pool_count + n, sizeof(uint8_t)))
+    if (!fu_grow_array((void **)&t->column_pool, &t->pool_cap, (uint64_t)t->pool_count + n, sizeof(uint8_t)))
         return UINT32_MAX;
     fu_state *st = &t->states[t->state_count];
     memset(st, 0, sizeof *st);
@@ -400,8 +382,8 @@ static bool emit_row(evaluator *ev, uint64_t address)
     if (t->row_count == t->row_cap) {
         /* the two row arrays grow in step */
         uint32_t address_cap = t->row_cap, state_cap = t->row_cap;
-        if (!grow32((void **)&t->row_address, &address_cap, (uint64_t)t->row_count + 1, sizeof(uint64_t)) ||
-            !grow32((void **)&t->row_state, &state_cap, (uint64_t)t->row_count + 1, sizeof(uint32_t)))
+        if (!fu_grow_array((void **)&t->row_address, &address_cap, (uint64_t)t->row_count + 1, sizeof(uint64_t)) ||
+            !fu_grow_array((void **)&t->row_state, &state_cap, (uint64_t)t->row_count + 1, sizeof(uint32_t)))
             return false;
         t->row_cap = address_cap;
     }

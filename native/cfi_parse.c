@@ -160,17 +160,17 @@ static uint64_t readelf_display_value(fu_cursor c, uint8_t encoding, const fu_se
     return v;
 }
 
-static bool grow(void **array, uint32_t *cap, uint32_t need, size_t item)
+bool fu_grow_array(void **array, uint32_t *cap, uint64_t need, size_t item)
 {
     if (need <= *cap)
         return true;
+    if (need > UINT32_MAX)
+        return false;
     uint64_t n = *cap ? (uint64_t)*cap * 2 : 64;
     while (n < need)
         n *= 2;
     if (n > UINT32_MAX)
         n = UINT32_MAX;
-    if (n < need)
-        return false;
     void *p = realloc(*array, (size_t)n * item);
     if (!p)
         return false;
@@ -181,7 +181,7 @@ static bool grow(void **array, uint32_t *cap, uint32_t need, size_t item)
 
 static fu_entry *new_entry(fu_table *t)
 {
-    if (!grow((void **)&t->entries, &t->entry_cap, t->entry_count + 1, sizeof(fu_entry)))
+    if (!fu_grow_array((void **)&t->entries, &t->entry_cap, (uint64_t)t->entry_count + 1, sizeof(fu_entry)))
         return NULL;
     fu_entry *e = &t->entries[t->entry_count++];
     memset(e, 0, sizeof *e);
@@ -224,7 +224,7 @@ static bool read_augmentation_data(fu_table *t, fu_entry *e, fu_cursor *c, fu_cu
 /* Decode a CIE's fields after the CIE id (DWARF 5 §6.4.1 items 3-9; LSB 5.0 §10.6.1.1). */
 static void parse_cie(fu_table *t, fu_entry *e, fu_cursor *c)
 {
-    if (!grow((void **)&t->cies, &t->cie_cap, t->cie_count + 1, sizeof(fu_cie_info))) {
+    if (!fu_grow_array((void **)&t->cies, &t->cie_cap, (uint64_t)t->cie_count + 1, sizeof(fu_cie_info))) {
         entry_error(t, e, "out of memory");
         return;
     }
