@@ -25,7 +25,7 @@ setup(
             "fastunwind._core",
             sources=sorted(glob("native/*.c")),
             depends=sorted(glob("native/*.h")),  # a header change rebuilds every file
-            include_dirs=["native"],
+            include_dirs=["native", "src/fastunwind/include"],
             extra_compile_args=compile_args,
             extra_link_args=link_args,
             libraries=["zstd"],  # perf_data.c: PERF_RECORD_COMPRESSED (perf record -z)
