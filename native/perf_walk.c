@@ -90,6 +90,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         return NULL;
     PyObject *result = NULL;
     const fu_address_space **spaces = NULL;
+    fu_walk_cache **caches = NULL; /* one per space, made when its first sample comes */
     fu_frame *frames = NULL;
     fu_growing outcomes = {0}, starts = {0}, ips = {0}, modules = {0}, kinds = {0}, flags = {0};
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
@@ -103,7 +104,8 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     }
     Py_ssize_t space_count = PySequence_Fast_GET_SIZE(seq);
     spaces = PyMem_Calloc((size_t)space_count + 1, sizeof *spaces);
-    if (!spaces) {
+    caches = PyMem_Calloc((size_t)space_count + 1, sizeof *caches);
+    if (!spaces || !caches) {
         PyErr_NoMemory();
         goto done;
     }
@@ -127,6 +129,17 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     nomem = !fu_growing_append(&starts, &zero, sizeof zero);
     for (size_t s = 0; s < count && !nomem; s++) {
         const fu_perf_sample *sample = &samples[s];
+        /* The next sample's registers and stack top are far apart in the recording and touched
+         * first thing: start loading them while this one walks. */
+        if (s + 1 < count) {
+            const fu_perf_sample *next = &samples[s + 1];
+            if (next->regs)
+                __builtin_prefetch(next->regs);
+            if (next->stack) {
+                __builtin_prefetch(next->stack);
+                __builtin_prefetch(next->stack + 64);
+            }
+        }
         uint8_t outcome = FU_SAMPLE_SKIPPED;
         uint32_t id;
         memcpy(&id, &ids[s], sizeof id);
@@ -134,15 +147,24 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
             bad_space = true;
             break;
         }
-        fu_regs regs = {{0}, 0};
+        fu_regs regs;
+        regs.valid = 0; /* values of invalid registers are never read */
         if (id != UINT32_MAX) {
             sample_registers(sample, &regs);
             outcome = FU_SAMPLE_NO_USER_REGISTERS;
         }
         uint64_t sp;
         if (id != UINT32_MAX && (regs.valid >> FU_REG_RA & 1) && fu_regs_get(&regs, FU_REG_RSP, &sp)) {
+            if (!caches[id]) {
+                if (!(caches[id] = malloc(sizeof **caches))) {
+                    nomem = true;
+                    break;
+                }
+                fu_walk_cache_bind(caches[id], spaces[id]);
+            }
             fu_dump_memory memory = {sample->stack, sp, sample->stack_size, spaces[id]};
-            fu_walk_result r = fu_walk(spaces[id], &regs, fu_read_dump, &memory, frames, (size_t)max_frames);
+            fu_reader reader = fu_dump_reader(&memory);
+            fu_walk_result r = fu_walk(spaces[id], &regs, &reader, caches[id], frames, (size_t)max_frames);
             outcome = (uint8_t)r.outcome;
             nomem = !append_frames(frames, r.frame_count, &ips, &modules, &kinds, &flags);
         }
@@ -172,6 +194,9 @@ done:
     free(kinds.data);
     free(flags.data);
     PyMem_Free(frames);
+    for (Py_ssize_t i = 0; caches && spaces && i < PySequence_Fast_GET_SIZE(seq); i++)
+        free(caches[i]);
+    PyMem_Free(caches);
     PyMem_Free(spaces);
     Py_XDECREF(seq);
     PyBuffer_Release(&space_ids);

@@ -1,7 +1,9 @@
 /* walk: unwind a stack with the evaluated CFI tables, one frame at a time.
  *
- * The walker reads memory only through a reader callback that checks bounds, never allocates and
- * never holds the GIL. Each walk ends with an outcome: the end of the stack (a normal result),
+ * The walker reads memory only through a reader (fu_reader: a bounds-checked window read inline,
+ * then a callback that checks its own bounds), never allocates and never holds the GIL. A walk
+ * cache (fu_walk_cache) kept by the caller across walks remembers, per PC, the module and the
+ * compact rule, so that stacks seen before cost neither lookup. Each walk ends with an outcome: the end of the stack (a normal result),
  * a truncated stack (the dump ran out), or a failure with its reason and address.
  *
  * Addresses: an avma is an address in the running process, an svma one stated in the ELF file;
@@ -19,41 +21,18 @@
 
 #include "cfi.h"
 #include "compact_table.h"
-
-/* The DWARF x86-64 registers the walker tracks: rax..r15 and the return address column (16). */
-#define FU_WALK_REGISTERS 17
-#define FU_REG_RBP 6
-#define FU_REG_RSP 7
-#define FU_REG_RA 16
+#include "fu_unwind_abi.h" /* fu_regs, fu_reader, the eh_elf entry point */
 
 /* Frames in one walk; deeper stacks end as FU_WALK_FRAME_LIMIT. perf's default is 127
  * (kernel.perf_event_max_stack); 1024 covers deep recursion without unbounded work. */
 #define FU_WALK_MAX_FRAMES 1024
 
-typedef struct fu_regs {
-    uint64_t value[FU_WALK_REGISTERS];
-    uint32_t valid; /* bit per register */
-} fu_regs;
-
-static inline bool fu_regs_get(const fu_regs *r, unsigned reg, uint64_t *out)
-{
-    if (reg >= FU_WALK_REGISTERS || !(r->valid >> reg & 1))
-        return false;
-    *out = r->value[reg];
-    return true;
-}
-
-static inline void fu_regs_set(fu_regs *r, unsigned reg, uint64_t value)
-{
-    r->value[reg] = value;
-    r->valid |= 1u << reg;
-}
-
 /* An executable mapping of a module. */
 typedef struct fu_module {
     uint64_t start, end;             /* avma range of the executable mapping */
     uint64_t bias;                   /* avma = svma + bias */
-    const fu_compact_table *compact; /* may be NULL: asked first (see fu_backend) */
+    fu_eh_elf_step_fn compiled;      /* may be NULL: the module's eh_elf, asked first (see fu_backend) */
+    const fu_compact_table *compact; /* may be NULL: asked next */
     const fu_table *eh_frame;        /* may be NULL */
     const fu_table *debug_frame;     /* may be NULL */
     const fu_image_segment *segments; /* the file's read-only PT_LOAD bytes, by svma (for reads) */
@@ -63,13 +42,17 @@ typedef struct fu_module {
 
 /* Which unwind tables the walker uses, per module, before the frame-pointer fallback. */
 typedef enum fu_backend {
-    /* the compact table where the module has one; its slow-path rows, and modules without one,
-     * through the DWARF tables */
+    /* per module the compiled eh_elf where there is one, else the compact table where there is
+     * one; rows either leaves to the interpreter, and modules without either, through the DWARF
+     * tables */
     FU_BACKEND_AUTO = 0,
-    FU_BACKEND_DWARF,   /* the DWARF tables only (compact tables ignored) */
+    FU_BACKEND_DWARF,   /* the DWARF tables only (compiled and compact tables ignored) */
     /* the compact tables only: slow-path rows and modules without a compact table are treated as
      * having no CFI (for tests and benchmarks of the fast path) */
     FU_BACKEND_COMPACT,
+    /* the compiled eh_elfs only, likewise: FU_EH_ELF_INTERPRET and modules without one count as
+     * no CFI */
+    FU_BACKEND_COMPILED,
     FU_BACKEND_COUNT
 } fu_backend;
 
@@ -79,12 +62,6 @@ typedef struct fu_address_space {
     size_t count;
     uint32_t backend; /* fu_backend */
 } fu_address_space;
-
-/* Reads `size` (1..8) bytes at avma `address` as a little-endian value. Returns FU_READ_OK, or
- * why not: FU_READ_PAST_DUMP means the address lies beyond the end of a captured stack dump (the
- * stack is truncated, not corrupt). */
-typedef enum fu_read_status { FU_READ_OK = 0, FU_READ_UNREADABLE, FU_READ_PAST_DUMP } fu_read_status;
-typedef fu_read_status (*fu_read_fn)(void *context, uint64_t address, unsigned size, uint64_t *out);
 
 typedef enum fu_walk_outcome {
     FU_WALK_END = 0,            /* end of the stack: return address undefined, or 0 */
@@ -137,11 +114,35 @@ static inline uint64_t fu_lookup_address(uint64_t ip, bool ip_is_return_address)
  * checks (end of stack, progress, SP direction). Returns the caller's frame kind (FU_FRAME_CFI,
  * FU_FRAME_SIGNAL or FU_FRAME_FP), or -1 with result->outcome (and fault_address) set.
  * `frame_flags` receives FU_FRAME_* flags of the frame at `regs`. For tests: fu_walk inlines it. */
-int fu_walk_step(const fu_address_space *space, fu_read_fn read, void *read_context, const fu_regs *regs,
+int fu_walk_step(const fu_address_space *space, const fu_reader *reader, const fu_regs *regs,
                  bool ip_is_return_address, fu_regs *caller, uint8_t *frame_flags, fu_walk_result *result);
 
-fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, fu_read_fn read,
-                       void *read_context, fu_frame *frames, size_t max_frames);
+/* Remembers, per lookup address, the module and the fast-path rule that apply there, so that a
+ * PC seen before (hot loops, recursion, the same stacks sample after sample) skips both lookups.
+ * Direct-mapped; bound to one address space (fu_walk resets it when given another). The caller
+ * owns it: one per thread, reused across walks; it is never allocated per walk. */
+#define FU_WALK_CACHE_BITS 10
+typedef struct fu_walk_cache_entry {
+    uint64_t lookup;                 /* the lookup address (ip or ip - 1); 0 = empty */
+    /* the compact rule in force there: a fast-path rule, or NO_INFO (no CFI: the frame pointer);
+     * NULL = empty. SLOW rows are not cached. */
+    const fu_compact_rule *rule;
+    uint32_t module;                 /* UINT32_MAX: outside every module */
+    int8_t lowest_by_8, highest_by_8; /* the save slots the rule reads: CFA + 8 * [lowest, highest] */
+} fu_walk_cache_entry;
+typedef struct fu_walk_cache {
+    const fu_address_space *space;
+    fu_walk_cache_entry entries[1u << FU_WALK_CACHE_BITS];
+} fu_walk_cache;
+
+/* Bind `cache` to `space` and empty it: before first use, and whenever the space it was bound to
+ * is freed (fu_walk ignores a cache bound to another space). */
+void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space);
+
+/* Walk from `initial` (the sampled IP in value[FU_REG_RA]), writing at most max_frames frames.
+ * `cache` may be NULL. */
+fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, const fu_reader *reader,
+                       fu_walk_cache *cache, fu_frame *frames, size_t max_frames);
 
 /* The module whose executable mapping contains avma, or -1. */
 int64_t fu_address_space_find(const fu_address_space *space, uint64_t avma);

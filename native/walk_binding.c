@@ -47,7 +47,7 @@ static int compare_modules(const void *a, const void *b)
 static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"modules", "backend", NULL};
-    static const char *const backend_names[FU_BACKEND_COUNT] = {"auto", "dwarf", "compact"};
+    static const char *const backend_names[FU_BACKEND_COUNT] = {"auto", "dwarf", "table", "compiled"};
     PyObject *modules;
     const char *backend = "auto";
     if (self->modules) {
@@ -61,7 +61,7 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         if (strcmp(backend, backend_names[b]) == 0)
             self->space.backend = b;
     if (self->space.backend == FU_BACKEND_COUNT) {
-        PyErr_Format(PyExc_ValueError, "backend must be \"auto\", \"dwarf\" or \"compact\", not \"%s\"", backend);
+        PyErr_Format(PyExc_ValueError, "backend must be \"auto\", \"dwarf\", \"table\" or \"compiled\", not \"%s\"", backend);
         return -1;
     }
     PyObject *module = PyType_GetModule(Py_TYPE(self));
@@ -144,7 +144,7 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
 
 static PyObject *space_backend(AddressSpaceObject *self, void *unused)
 {
-    static const char *const names[FU_BACKEND_COUNT] = {"auto", "dwarf", "compact"};
+    static const char *const names[FU_BACKEND_COUNT] = {"auto", "dwarf", "table", "compiled"};
     return PyUnicode_FromString(self->space.backend < FU_BACKEND_COUNT ? names[self->space.backend] : "?");
 }
 
@@ -245,9 +245,10 @@ static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
         goto done;
     }
     fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
+    fu_reader reader = fu_dump_reader(&memory);
     fu_walk_result r;
     Py_BEGIN_ALLOW_THREADS
-    r = fu_walk(space, &regs, fu_read_dump, &memory, frames, (size_t)max_frames);
+    r = fu_walk(space, &regs, &reader, NULL, frames, (size_t)max_frames);
     Py_END_ALLOW_THREADS
     result = walk_result(&r, frames);
 done:
@@ -288,7 +289,8 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
                                                       REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
     for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
         fu_regs_set(&regs, r, (uint64_t)g[from_greg[r]]);
-    fu_walk_result r = fu_walk(space, &regs, fu_read_self, NULL, frames, (size_t)max_frames);
+    fu_reader reader = fu_self_reader();
+    fu_walk_result r = fu_walk(space, &regs, &reader, NULL, frames, (size_t)max_frames);
     PyObject *walked = walk_result(&r, frames);
     PyObject *bt = walked ? PyList_New(oracle_count) : NULL;
     for (int i = 0; bt && i < oracle_count; i++) {
@@ -354,6 +356,7 @@ static PyObject *step_batch(PyObject *module, PyObject *args)
     uint8_t *records = (uint8_t *)PyBytes_AS_STRING(out);
     const uint8_t *in = states.buf;
     fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
+    fu_reader reader = fu_dump_reader(&memory);
     Py_BEGIN_ALLOW_THREADS
     for (size_t i = 0; i < n; i++) {
         fu_step_state state;
@@ -365,7 +368,7 @@ static PyObject *step_batch(PyObject *module, PyObject *args)
         fu_walk_result result = {FU_WALK_END, 0, 0};
         fu_step_record record;
         memset(&record, 0, sizeof record);
-        int kind = fu_walk_step(space, fu_read_dump, &memory, &regs, state.ip_is_return_address != 0, &caller,
+        int kind = fu_walk_step(space, &reader, &regs, state.ip_is_return_address != 0, &caller,
                                 &record.flags, &result);
         record.kind = (int8_t)kind;
         record.outcome = kind < 0 ? (uint8_t)result.outcome : 0xff;

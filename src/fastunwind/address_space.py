@@ -37,7 +37,7 @@ from fastunwind.errors import CompactTableError, ElfError, FastunwindError
 PT_LOAD = 1
 PF_X, PF_W = 1, 2
 PAGE_SIZE = 4096  #: x86-64 Linux mappings are 4 KiB-granular
-BACKENDS = ("auto", "dwarf", "compact")  #: walk.h fu_backend
+BACKENDS = ("auto", "dwarf", "table", "compiled")  #: walk.h fu_backend
 COMPACT_SUFFIX = ".fut"
 
 
@@ -246,7 +246,7 @@ class AddressSpace:
 
     def to_core(self, backend: str | None = None) -> _core.AddressSpace:
         """The C walker's view. `backend`: "auto" (compact table first, then the DWARF tables),
-        "dwarf" (DWARF tables only) or "compact" (compact tables only, for tests and benchmarks);
+        "dwarf" (DWARF tables only), "table" (compact tables only) or "compiled" (eh_elfs only; the last two for tests and benchmarks);
         default FASTUNWIND_BACKEND, else "auto"."""
         backend = backend or default_backend()
         core = self._cores.get(backend)
