@@ -424,13 +424,31 @@ static void compiled_failure(walker *w, int status, uint64_t fault_address)
     }
 }
 
+/* Which tables the space's backend asks for a module (see fu_backend). */
+static inline bool uses_compiled(const fu_address_space *space, const fu_module *mod)
+{
+    uint32_t b = space->backend;
+    return mod->compiled && (b == FU_BACKEND_AUTO || b == FU_BACKEND_COMPILED || b == FU_BACKEND_COMPILED_ONLY);
+}
+
+static inline bool uses_compact(const fu_address_space *space, const fu_module *mod)
+{
+    uint32_t b = space->backend;
+    return mod->compact && !uses_compiled(space, mod) &&
+           (b == FU_BACKEND_AUTO || b == FU_BACKEND_TABLE || b == FU_BACKEND_TABLE_ONLY);
+}
+
+static inline bool uses_dwarf(const fu_address_space *space)
+{
+    return space->backend != FU_BACKEND_TABLE_ONLY && space->backend != FU_BACKEND_COMPILED_ONLY;
+}
+
 /* The compact rule that applies at `svma` of `mod` when the backend asks the compact table first:
  * a fast-path rule, or NULL with *dwarf cleared where the table says no CFI covers svma. */
 static inline const fu_compact_rule *compact_rule(const fu_address_space *space, const fu_module *mod, uint64_t svma,
                                                   bool *dwarf)
 {
-    if (!mod->compact || space->backend == FU_BACKEND_DWARF || space->backend == FU_BACKEND_COMPILED ||
-        (mod->compiled && space->backend == FU_BACKEND_AUTO))
+    if (!uses_compact(space, mod))
         return NULL;
     const fu_compact_rule *rule = fu_compact_find(mod->compact, svma, NULL);
     if (!rule || rule->cfa_kind == FU_COMPACT_CFA_NO_INFO) {
@@ -451,8 +469,8 @@ static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_r
     if (m >= 0) {
         const fu_module *mod = &space->modules[m];
         uint64_t svma = lookup - mod->bias;
-        bool dwarf = space->backend != FU_BACKEND_COMPACT && space->backend != FU_BACKEND_COMPILED;
-        if (mod->compiled && (space->backend == FU_BACKEND_AUTO || space->backend == FU_BACKEND_COMPILED)) {
+        bool dwarf = uses_dwarf(space);
+        if (uses_compiled(space, mod)) {
             uint64_t fault = 0;
             int status = mod->compiled(svma, regs, caller, w->reader, &fault);
             if (status == FU_EH_ELF_CFI || status == FU_EH_ELF_SIGNAL) {

@@ -40,19 +40,18 @@ typedef struct fu_module {
     uint32_t id;                     /* the caller's identifier (for symbolization) */
 } fu_module;
 
-/* Which unwind tables the walker uses, per module, before the frame-pointer fallback. */
+/* Which unwind tables the walker uses, per module, before the frame-pointer fallback. Rows a
+ * compiled eh_elf or a compact table leaves to the interpreter (FU_EH_ELF_INTERPRET, compact SLOW
+ * rows), and modules without one, go to the DWARF tables, except in the *_ONLY backends. */
 typedef enum fu_backend {
-    /* per module the compiled eh_elf where there is one, else the compact table where there is
-     * one; rows either leaves to the interpreter, and modules without either, through the DWARF
-     * tables */
-    FU_BACKEND_AUTO = 0,
-    FU_BACKEND_DWARF,   /* the DWARF tables only (compiled and compact tables ignored) */
-    /* the compact tables only: slow-path rows and modules without a compact table are treated as
-     * having no CFI (for tests and benchmarks of the fast path) */
-    FU_BACKEND_COMPACT,
-    /* the compiled eh_elfs only, likewise: FU_EH_ELF_INTERPRET and modules without one count as
-     * no CFI */
-    FU_BACKEND_COMPILED,
+    FU_BACKEND_AUTO = 0,      /* the compiled eh_elf where the module has one, else its compact table */
+    FU_BACKEND_DWARF,         /* the DWARF tables only */
+    FU_BACKEND_TABLE,         /* compact tables (compiled eh_elfs ignored) */
+    FU_BACKEND_COMPILED,      /* compiled eh_elfs (compact tables ignored) */
+    /* For tests and benchmarks of the fast paths alone: what the compact table (resp. eh_elf)
+     * does not settle counts as no CFI, so a result shows what that path did by itself. */
+    FU_BACKEND_TABLE_ONLY,
+    FU_BACKEND_COMPILED_ONLY,
     FU_BACKEND_COUNT
 } fu_backend;
 

@@ -47,7 +47,8 @@ static int compare_modules(const void *a, const void *b)
 static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"modules", "backend", NULL};
-    static const char *const backend_names[FU_BACKEND_COUNT] = {"auto", "dwarf", "table", "compiled"};
+    static const char *const backend_names[FU_BACKEND_COUNT] = {"auto", "dwarf", "table", "compiled",
+                                                                          "table-only", "compiled-only"};
     PyObject *modules;
     const char *backend = "auto";
     if (self->modules) {
@@ -61,7 +62,7 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         if (strcmp(backend, backend_names[b]) == 0)
             self->space.backend = b;
     if (self->space.backend == FU_BACKEND_COUNT) {
-        PyErr_Format(PyExc_ValueError, "backend must be \"auto\", \"dwarf\", \"table\" or \"compiled\", not \"%s\"", backend);
+        PyErr_Format(PyExc_ValueError, "backend must be one of auto, dwarf, table, compiled, table-only, compiled-only; not \"%s\"", backend);
         return -1;
     }
     PyObject *module = PyType_GetModule(Py_TYPE(self));
@@ -144,7 +145,8 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
 
 static PyObject *space_backend(AddressSpaceObject *self, void *unused)
 {
-    static const char *const names[FU_BACKEND_COUNT] = {"auto", "dwarf", "table", "compiled"};
+    static const char *const names[FU_BACKEND_COUNT] = {"auto", "dwarf", "table", "compiled",
+                                                                          "table-only", "compiled-only"};
     return PyUnicode_FromString(self->space.backend < FU_BACKEND_COUNT ? names[self->space.backend] : "?");
 }
 

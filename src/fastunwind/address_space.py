@@ -37,7 +37,7 @@ from fastunwind.errors import CompactTableError, ElfError, FastunwindError
 PT_LOAD = 1
 PF_X, PF_W = 1, 2
 PAGE_SIZE = 4096  #: x86-64 Linux mappings are 4 KiB-granular
-BACKENDS = ("auto", "dwarf", "table", "compiled")  #: walk.h fu_backend
+BACKENDS = ("auto", "dwarf", "table", "compiled", "table-only", "compiled-only")  #: walk.h fu_backend
 COMPACT_SUFFIX = ".fut"
 
 
@@ -245,9 +245,11 @@ class AddressSpace:
         self._cores: dict[str, _core.AddressSpace] = {}
 
     def to_core(self, backend: str | None = None) -> _core.AddressSpace:
-        """The C walker's view. `backend`: "auto" (compact table first, then the DWARF tables),
-        "dwarf" (DWARF tables only), "table" (compact tables only) or "compiled" (eh_elfs only; the last two for tests and benchmarks);
-        default FASTUNWIND_BACKEND, else "auto"."""
+        """The C walker's view. `backend` (walk.h, fu_backend): "auto" (per module the compiled
+        eh_elf, else the compact table, then the DWARF tables), "dwarf" (DWARF tables only),
+        "table" (compact tables, then DWARF), "compiled" (eh_elfs, then DWARF), "table-only" /
+        "compiled-only" (that fast path alone, for tests and benchmarks); default
+        FASTUNWIND_BACKEND, else "auto"."""
         backend = backend or default_backend()
         core = self._cores.get(backend)
         if core is None:
