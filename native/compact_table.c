@@ -16,7 +16,6 @@
 
 #include "walk.h"
 
-const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS] = {3, FU_REG_RBP, 12, 13, 14, 15};
 
 static const uint8_t plt_expression[FU_COMPACT_PLT_EXPRESSION_SIZE] = FU_COMPACT_PLT_EXPRESSION;
 

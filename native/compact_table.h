@@ -63,7 +63,7 @@
 /* Callee-saved registers of the x86-64 psABI (§3.2.1) that a compact rule restores, in this order:
  * rbx, rbp, r12, r13, r14, r15 (DWARF 3, 6, 12-15). */
 #define FU_COMPACT_SAVED_REGISTERS 6
-extern const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS];
+static const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS] = {3, 6, 12, 13, 14, 15};
 
 /* saved_offset_by_8[] and ra_offset_by_8 values that are not offsets: CFA + 0 is never a save slot
  * (the CFA is the caller's SP: the bytes there are the caller's), so 0 can mean "no rule". */

@@ -276,8 +276,14 @@ static bool frame_pointer_step(walker *w, const fu_regs *regs, fu_regs *out)
         return false;
     if (rbp % 8 != 0 || rbp < rsp || rbp - rsp > FU_FP_MAX_FRAME_SIZE)
         return false;
-    if (!read_soft(w, rbp, &caller_rbp) || !read_soft(w, rbp + 8, &ra))
+    const fu_reader *reader = w->reader;
+    uint64_t offset = rbp - reader->window_address;
+    if (offset < reader->window_size && reader->window_size - offset >= 16) { /* both slots in the window */
+        memcpy(&caller_rbp, reader->window + offset, 8);
+        memcpy(&ra, reader->window + offset + 8, 8);
+    } else if (!read_soft(w, rbp, &caller_rbp) || !read_soft(w, rbp + 8, &ra)) {
         return false;
+    }
     /* The return address must land in mapped code. The saved rbp is only the caller's register
      * value: a caller built without frame pointers keeps any data there. */
     if (!in_module(w, ra - 1))
@@ -334,6 +340,24 @@ static slot_span compact_slot_span(const fu_compact_rule *rule)
     return span;
 }
 
+/* A compact rule's save slots, some outside the reader's window: each read checked, as apply_row
+ * does (only the return address must be readable). */
+static bool restore_compact_slots(walker *w, const fu_compact_rule *rule, uint64_t cfa, fu_regs *out)
+{
+    for (unsigned i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++) {
+        int8_t by_8 = rule->saved_offset_by_8[i];
+        unsigned reg = fu_compact_saved_register[i];
+        if (by_8 == FU_COMPACT_UNDEFINED)
+            out->valid &= ~(1u << reg);
+        else if (by_8 != FU_COMPACT_KEEP)
+            restore_saved(w, reg, cfa + (uint64_t)(int64_t)by_8 * 8, out);
+    }
+    int8_t ra_by_8 = rule->ra_offset_by_8;
+    if (ra_by_8 == FU_COMPACT_KEEP || ra_by_8 == FU_COMPACT_UNDEFINED)
+        return true; /* without a return address the stack ends here */
+    return restore_saved(w, FU_REG_RA, cfa + (uint64_t)(int64_t)ra_by_8 * 8, out);
+}
+
 /* Apply a compact rule: the same results as apply_row on the DWARF row it was built from
  * (compact_table.c admits only rows whose every rule it restates exactly). `span` is the rule's
  * compact_slot_span: when the reader's window holds every slot, the slots are loaded from it
@@ -376,35 +400,29 @@ static inline __attribute__((always_inline)) bool apply_compact(walker *w, const
     const fu_reader *reader = w->reader;
     uint64_t first = cfa + (uint64_t)(int64_t)span.lowest_by_8 * 8 - reader->window_address;
     uint64_t length = (uint64_t)(span.highest_by_8 - span.lowest_by_8) * 8 + 8;
-    bool in_window = first <= reader->window_size && length <= reader->window_size - first;
+    if (!(first <= reader->window_size && length <= reader->window_size - first))
+        return restore_compact_slots(w, rule, cfa, out);
+    /* every slot lies in the window: plain loads, the valid mask kept in a register */
     const uint8_t *slots = reader->window + first - (uint64_t)(int64_t)span.lowest_by_8 * 8; /* CFA + 0 */
-    /* six registers from a constant table: unrolled, each register's number is a constant */
+    uint32_t valid = out->valid;
 #pragma GCC unroll 6
     for (unsigned i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++) {
         int8_t by_8 = rule->saved_offset_by_8[i];
         unsigned reg = fu_compact_saved_register[i];
         if (by_8 == FU_COMPACT_UNDEFINED) {
-            out->valid &= ~(1u << reg);
+            valid &= ~(1u << reg);
         } else if (by_8 != FU_COMPACT_KEEP) {
-            if (in_window) {
-                uint64_t v;
-                memcpy(&v, slots + (int64_t)by_8 * 8, 8);
-                fu_regs_set(out, reg, v);
-            } else {
-                restore_saved(w, reg, cfa + (uint64_t)(int64_t)by_8 * 8, out);
-            }
+            memcpy(&out->value[reg], slots + (int64_t)by_8 * 8, 8);
+            valid |= 1u << reg;
         }
     }
     int8_t ra_by_8 = rule->ra_offset_by_8;
-    if (ra_by_8 == FU_COMPACT_KEEP || ra_by_8 == FU_COMPACT_UNDEFINED)
-        return true; /* without a return address the stack ends here */
-    if (in_window) {
-        uint64_t v;
-        memcpy(&v, slots + (int64_t)ra_by_8 * 8, 8);
-        fu_regs_set(out, FU_REG_RA, v);
-        return true;
+    if (ra_by_8 != FU_COMPACT_KEEP && ra_by_8 != FU_COMPACT_UNDEFINED) {
+        memcpy(&out->value[FU_REG_RA], slots + (int64_t)ra_by_8 * 8, 8);
+        valid |= 1u << FU_REG_RA;
     }
-    return restore_saved(w, FU_REG_RA, cfa + (uint64_t)(int64_t)ra_by_8 * 8, out);
+    out->valid = valid;
+    return true; /* without a return address the stack ends here */
 }
 
 /* The outcome of a compiled step that failed. */
