@@ -19,35 +19,11 @@
 
 #include "cfi.h"
 #include "compact_table.h"
-
-/* The DWARF x86-64 registers the walker tracks: rax..r15 and the return address column (16). */
-#define FU_WALK_REGISTERS 17
-#define FU_REG_RBP 6
-#define FU_REG_RSP 7
-#define FU_REG_RA 16
+#include "fu_unwind_abi.h" /* fu_regs, fu_reader, the eh_elf entry point */
 
 /* Frames in one walk; deeper stacks end as FU_WALK_FRAME_LIMIT. perf's default is 127
  * (kernel.perf_event_max_stack); 1024 covers deep recursion without unbounded work. */
 #define FU_WALK_MAX_FRAMES 1024
-
-typedef struct fu_regs {
-    uint64_t value[FU_WALK_REGISTERS];
-    uint32_t valid; /* bit per register */
-} fu_regs;
-
-static inline bool fu_regs_get(const fu_regs *r, unsigned reg, uint64_t *out)
-{
-    if (reg >= FU_WALK_REGISTERS || !(r->valid >> reg & 1))
-        return false;
-    *out = r->value[reg];
-    return true;
-}
-
-static inline void fu_regs_set(fu_regs *r, unsigned reg, uint64_t value)
-{
-    r->value[reg] = value;
-    r->valid |= 1u << reg;
-}
 
 /* An executable mapping of a module. */
 typedef struct fu_module {
@@ -79,12 +55,6 @@ typedef struct fu_address_space {
     size_t count;
     uint32_t backend; /* fu_backend */
 } fu_address_space;
-
-/* Reads `size` (1..8) bytes at avma `address` as a little-endian value. Returns FU_READ_OK, or
- * why not: FU_READ_PAST_DUMP means the address lies beyond the end of a captured stack dump (the
- * stack is truncated, not corrupt). */
-typedef enum fu_read_status { FU_READ_OK = 0, FU_READ_UNREADABLE, FU_READ_PAST_DUMP } fu_read_status;
-typedef fu_read_status (*fu_read_fn)(void *context, uint64_t address, unsigned size, uint64_t *out);
 
 typedef enum fu_walk_outcome {
     FU_WALK_END = 0,            /* end of the stack: return address undefined, or 0 */
