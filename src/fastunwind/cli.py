@@ -8,14 +8,17 @@ import sys
 from collections.abc import Sequence
 
 from fastunwind import __version__
+from fastunwind.commands import compile as compile_command
 from fastunwind.commands import lookup, perf_script, table
 from fastunwind.errors import FastunwindError
 
-COMMANDS = (table, lookup, perf_script)
+COMMANDS = (table, lookup, perf_script, compile_command)
 
 
 #: the command name each module registers (its add_parser's first argument)
-COMMAND_NAMES = {"table": table, "lookup": lookup, "perf-script": perf_script}
+COMMAND_NAMES = {
+    "table": table, "lookup": lookup, "perf-script": perf_script, "compile": compile_command,
+}
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -60,6 +60,9 @@ BODIES_PER_UNIT = 512
 #: ranges (as the compact table's page index, which measured 69-105 -> 19-21 ns on libLLVM-14).
 PAGE_SHIFT = 12
 
+#: Files with at most this many ranges are one translation unit (ld.so: 2,436; libc: 28,521).
+SINGLE_UNIT_RANGES = 8192
+
 SUFFIX = ".so"
 DEFAULT_CC = "cc"
 #: -O2: see docs/EH_ELF.md for -O1 against -O2 (compile time and step time).
@@ -314,6 +317,10 @@ def generate(image: ModuleImage) -> Generated:
             f"const uint16_t fu_low_{chunk}[{len(lows)}] = {{\n{_numbers(lows)}\n}};\n"
             f"const fu_body_id fu_body_{chunk}_of[{len(lows)}] = {{\n{_numbers(range_bodies[part])}\n}};\n"
         )
+    if len(generated.sources) == 3 and len(range_starts) <= SINGLE_UNIT_RANGES:
+        # a small file: one unit (each compiler process costs ~0.3 s before it reads a line)
+        tails = [units.pop(name).split("\n", 1)[1] for name in ("bodies_0.c", "rows_0.c")]
+        units["main.c"] += "".join(tails)
     return generated
 
 
@@ -476,7 +483,9 @@ def compiler() -> list[str]:
     return shlex.split(os.environ.get("CC") or DEFAULT_CC) or [DEFAULT_CC]
 
 
-def _run(command: list[str], what: str, cwd: str) -> None:
+def _run(command: list[str], what: str, cwd: str) -> float:
+    """Run the compiler; its wall time in seconds. EhElfError naming `what` if it fails or is missing."""
+    started = time.perf_counter()
     try:
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
     except OSError as error:
@@ -487,6 +496,7 @@ def _run(command: list[str], what: str, cwd: str) -> None:
         if len(output) > 2000:
             output = output[:2000] + "\n[...]"
         raise EhElfError(f"{what}: {shlex.join(command)} failed with status {done.returncode}:\n{output}")
+    return time.perf_counter() - started
 
 
 def _compile_flags() -> list[str]:
@@ -501,9 +511,8 @@ class Build:
     target: str
     generated: Generated | None = None
     workdir: str = ""
-    jobs: list[Future[None]] = field(default_factory=list)
+    jobs: list[Future[float]] = field(default_factory=list)
     generate_seconds: float = 0.0
-    compile_started: float = 0.0
 
 
 @dataclass
@@ -512,7 +521,7 @@ class CompileResult:
     target: str  #: the cached shared object
     source: str  #: "cache" (already built and valid) or "built"
     generate_seconds: float = 0.0
-    compile_seconds: float = 0.0  #: wall time from the first unit's compile to the link's end
+    compile_seconds: float = 0.0  #: compiler time: its units' compiles (in parallel) plus the link
     ranges: int = 0
     bodies: int = 0
     units: int = 0
@@ -586,7 +595,6 @@ def _start(image: ModuleImage, directory: str, force: bool, pool: ThreadPoolExec
     for name, text in build.generated.units.items():
         with open(os.path.join(build.workdir, name), "w") as out:
             out.write(text)
-    build.compile_started = time.perf_counter()
     command = compiler() + _compile_flags()
     for name in build.generated.sources:
         what = f"{image.path}: compiling its eh_elf unit {name}"
@@ -598,13 +606,11 @@ def _finish(build: Build) -> CompileResult | EhElfError:
     generated = build.generated
     assert generated is not None  # _start returns a Build only after generating
     try:
-        for job in build.jobs:
-            job.result()
+        compile_seconds = sum(job.result() for job in build.jobs)
         objects = [name[:-2] + ".o" for name in generated.sources]
         linked = os.path.join(build.workdir, "eh_elf.so")
-        _run(compiler() + ["-shared", "-o", linked, *objects], f"{build.image.path}: linking its eh_elf",
-             build.workdir)
-        compile_seconds = time.perf_counter() - build.compile_started
+        compile_seconds += _run(compiler() + ["-shared", "-o", linked, *objects],
+                                f"{build.image.path}: linking its eh_elf", build.workdir)
         # check before publishing: what is in the cache is always loadable
         kind, key = build.image.compact_key()
         _core.EhElf(linked, kind, key, generator_version=GENERATOR_VERSION, row_count=generated.row_count)
@@ -629,3 +635,106 @@ def write_sources(image: ModuleImage, directory: str) -> Generated:
         with open(os.path.join(directory, name), "w") as out:
             out.write(text)
     return generated
+
+
+# ---- which files: dependencies (like ldd) and the modules of a recording -----------------------
+
+DT_NULL, DT_NEEDED, DT_RPATH, DT_RUNPATH = 0, 1, 15, 29
+PT_INTERP = 3
+#: the x86-64 multiarch directories the dynamic loader searches last (ld.so(8), Debian's multiarch)
+DEFAULT_LIBRARY_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib",
+                        "/usr/lib")
+#: files one dependency closure may reach (libLLVM's has ~20; a bound against cycles of symlinks
+#: and pathological graphs)
+MAX_DEPENDENCIES = 4096
+
+
+def _dynamic(path: str) -> tuple[list[str], list[str], str | None]:
+    """(DT_NEEDED names, search directories of DT_RPATH/DT_RUNPATH with $ORIGIN expanded, PT_INTERP)."""
+    from fastunwind.elf import ElfFile
+
+    with ElfFile.open(path) as elf:
+        interpreter = None
+        for segment in elf.segments:
+            if segment.type == PT_INTERP:
+                interpreter = bytes(elf.segment_data(segment)).split(b"\0")[0].decode(errors="replace")
+        dynamic = elf.section(".dynamic")
+        if dynamic is None or not 0 < dynamic.link < len(elf.sections):
+            return [], [], interpreter
+        strings = bytes(elf.section_data(elf.sections[dynamic.link]))
+        data = bytes(elf.section_data(dynamic))
+    entry = 16 if elf.elf_class == 64 else 8
+    half = entry // 2
+
+    def text(offset: int) -> str:
+        end = strings.find(b"\0", offset)
+        return strings[offset:end if end >= 0 else len(strings)].decode(errors="replace")
+
+    needed, rpath, runpath = [], [], []
+    for at in range(0, len(data) - entry + 1, entry):  # bounded by the section's size
+        tag = int.from_bytes(data[at:at + half], "little")
+        value = int.from_bytes(data[at + half:at + entry], "little")
+        if tag == DT_NULL:
+            break
+        if value >= len(strings):
+            continue
+        if tag == DT_NEEDED:
+            needed.append(text(value))
+        elif tag in (DT_RPATH, DT_RUNPATH):
+            origin = os.path.dirname(os.path.realpath(path))
+            dirs = [d.replace("$ORIGIN", origin).replace("${ORIGIN}", origin) for d in text(value).split(":") if d]
+            (rpath if tag == DT_RPATH else runpath).extend(dirs)
+    # ld.so(8): DT_RPATH only when there is no DT_RUNPATH; LD_LIBRARY_PATH between the two
+    environment = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    return needed, ([] if runpath else rpath) + environment + runpath, interpreter
+
+
+def _find_library(name: str, directories: Iterable[str]) -> str | None:
+    if "/" in name:
+        return name if os.path.isfile(name) else None
+    for directory in [*directories, *DEFAULT_LIBRARY_DIRS]:
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def with_dependencies(paths: Iterable[str]) -> tuple[list[str], list[str]]:
+    """`paths` and every shared library they load, as ldd resolves them (DT_NEEDED through DT_RPATH,
+    LD_LIBRARY_PATH, DT_RUNPATH, then the system directories; the program interpreter), each file
+    once (by real path), in discovery order; and the names not found ("libfoo.so.1 (needed by X)")."""
+    seen: dict[str, str] = {}
+    missing: list[str] = []
+    queue = list(paths)
+    while queue and len(seen) < MAX_DEPENDENCIES:
+        path = queue.pop(0)
+        real = os.path.realpath(path)
+        if real in seen:
+            continue
+        seen[real] = path
+        try:
+            needed, directories, interpreter = _dynamic(path)
+        except (FastunwindError, OSError):
+            continue  # not an ELF file we can read: compile_images reports it
+        for name in ([interpreter] if interpreter else []) + needed:
+            found = _find_library(name, directories)
+            if found is None:
+                missing.append(f"{name} (needed by {path})")
+            else:
+                queue.append(found)
+    return list(seen.values()), missing
+
+
+def recorded_modules(perf_data: str) -> list[str]:
+    """The files a perf.data recording mapped executable (MMAP/MMAP2 events), each once, in order;
+    pseudo files ([vdso], //anon, [kernel.kallsyms]) and files not present here are left out."""
+    from fastunwind.perf_data import Mmap, PerfData
+    from fastunwind.perf_session import PROT_EXEC
+
+    files: dict[str, None] = {}
+    perf = PerfData.open(perf_data)
+    for event in perf.events():
+        if isinstance(event, Mmap) and (not event.is_mmap2 or event.prot & PROT_EXEC):
+            if event.filename.startswith("/") and os.path.isfile(event.filename):
+                files.setdefault(event.filename)
+    return list(files)
