@@ -13,7 +13,7 @@ already there). Then:
 2. lookups: fu_compact_find over 1M random covered addresses of each library, a plain binary
    search over the u32 row starts against a two-level variant (a page index of 4 KiB pages first);
 3. walker: per recording, `_core.unwind_samples` over all samples with backend "dwarf", "auto"
-   (compact first) and "compact" (compact only), N passes each, interleaved; the figure is
+   (compact first) and "table-only" (compact table alone), N passes each, interleaved; the figure is
    walk_ns / frames (walk_ns times the C loop over samples, GIL released). The frames of "auto"
    must equal those of "dwarf" exactly; the script fails otherwise.
 """
@@ -46,7 +46,7 @@ LIBRARIES = ("/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libst
              "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/bin/python3.11")
 MAX_FRAMES = 127
 LOOKUPS = 1_000_000
-BACKENDS = ("dwarf", "auto", "compact")
+BACKENDS = ("dwarf", "auto", "table-only")
 
 
 def table_figures(path: str, rng: random.Random) -> dict[str, Any]:
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
           "| dwarf ÷ auto (best) | compact-only incomplete samples (dwarf) |")
     print("|---|---|---|---|---|---|---|")
     for w in walks:
-        d, a, c = w["dwarf"], w["auto"], w["compact"]
+        d, a, c = w["dwarf"], w["auto"], w["table-only"]
         print(f"| {os.path.basename(w['recording'])} | {d['frames']:,} | {d['ns_per_frame_best']:.1f} / "
               f"{d['ns_per_frame_median']:.1f} / {d['ns_per_frame_first']:.1f} | {a['ns_per_frame_best']:.1f} / "
               f"{a['ns_per_frame_median']:.1f} / {a['ns_per_frame_first']:.1f} | {c['ns_per_frame_best']:.1f} / "

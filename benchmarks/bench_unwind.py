@@ -30,7 +30,6 @@ perf script's time ÷ ours > 1.
 from __future__ import annotations
 
 import argparse
-import array
 import json
 import os
 import platform
@@ -49,7 +48,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_samples
 
 from fastunwind import _core
-from fastunwind.perf_script import DEFAULT_MAX_FRAMES, OUTCOME_NAMES
+from fastunwind.bench import time_backend
+from fastunwind.perf_script import DEFAULT_MAX_FRAMES
 
 WORK = os.path.join(REPO, ".build", "bench-unwind")
 PEERS_SOURCE = os.path.join(REPO, "benchmarks", "peers")
@@ -139,27 +139,16 @@ def record_defaults(reuse: bool, seconds: float, names: tuple[str, ...] = DEFAUL
 # ---- fastunwind ----------------------------------------------------------------------------------------
 
 
-def run_ours(replay: export_samples.Exported, repeat: int) -> ToolResult:
-    space_ids = replay.space_ids.tobytes()
-    cores = [space.to_core() for space in replay.spaces]
+def run_ours(replay: export_samples.Exported, repeat: int, backend: str = "auto") -> ToolResult:
+    """fastunwind's walker (fastunwind.bench.time_backend, the same measurement as `fastunwind
+    bench`) over the exported samples."""
+    timing = time_backend(replay.perf, replay.replayed, backend, repeat, DEFAULT_MAX_FRAMES)
     exported = replay.exported()
-    total_ns, passes_ns = 0, []
-    result = None
-    for _ in range(repeat):
-        result = _core.unwind_samples(replay.perf.native, space_ids, cores, DEFAULT_MAX_FRAMES)
-        passes_ns.append(result[6])
-        total_ns += result[6]
-    assert result is not None
-    outcomes_b, starts_b, ips_b = result[0], result[1], result[2]
-    starts = array.array("I")
-    starts.frombytes(starts_b)
-    ips = array.array("Q")
-    ips.frombytes(ips_b)
-    tool = ToolResult("fastunwind", len(exported), 0, total_ns, repeat, passes_ns[0], min(passes_ns))
+    name = "fastunwind" if backend == "auto" else f"fastunwind-{backend}"
+    tool = ToolResult(name, len(exported), 0, timing.total_ns, repeat, timing.passes_ns[0], min(timing.passes_ns))
     for index in exported:
-        tool.pcs[index] = tuple(ips[starts[index]:starts[index + 1]])
-        name = OUTCOME_NAMES.get(outcomes_b[index], "?")
-        tool.outcomes[name] = tool.outcomes.get(name, 0) + 1
+        tool.pcs[index] = timing.pcs.get(index, ())
+    tool.outcomes = dict(timing.outcomes)
     tool.frames = sum(map(len, tool.pcs.values()))
     return tool
 

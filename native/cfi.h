@@ -285,6 +285,13 @@ typedef struct fu_expr_context {
     uint8_t address_size;
 } fu_expr_context;
 
+/* The two expression shapes that most CFI uses, recognised by their exact bytes so that callers
+ * can apply them without the evaluator: `DW_OP_bregN k` (an address or value: register N + k;
+ * glibc's signal frames) and `DW_OP_bregN k; DW_OP_deref` (*(register N + k): GCC's DRAP CFA and
+ * the signal frame's CFA). True when `expr` is exactly one of them, with N < FU_MAX_COLUMNS and k
+ * within int32; *deref tells which. */
+bool fu_expr_match_breg(const uint8_t *expr, uint64_t len, unsigned *reg, int32_t *offset, bool *deref);
+
 /* Evaluate the expression; `initial` is pushed first when has_initial (the CFA for
  * DW_CFA_expression / DW_CFA_val_expression, DWARF 5 §6.4.2.3). */
 fu_status fu_expr_evaluate(const uint8_t *expr, uint64_t len, const fu_expr_context *ctx,

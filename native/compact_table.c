@@ -20,11 +20,6 @@ const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS] = {3, FU_REG
 
 static const uint8_t plt_expression[FU_COMPACT_PLT_EXPRESSION_SIZE] = FU_COMPACT_PLT_EXPRESSION;
 
-/* DW_OP_breg0..DW_OP_breg31 and DW_OP_deref (DWARF 5 §2.5.1.2, §2.5.1.3) */
-#define FU_DW_OP_BREG0 0x70
-#define FU_DW_OP_BREG31 0x8f
-#define FU_DW_OP_DEREF 0x06
-
 static int saved_slot(unsigned column)
 {
     for (int i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++)
@@ -45,16 +40,11 @@ static bool offset_by_8(int64_t offset, int8_t *out)
 /* The CFA expression `DW_OP_bregN k; DW_OP_deref` (GCC's DRAP epilogue-safe CFA), N < 17. */
 static bool drap_expression(const uint8_t *expr, uint64_t len, uint8_t *reg, int32_t *offset)
 {
-    fu_cursor c = fu_cursor_make(expr, expr, expr + len);
-    uint8_t op = fu_read_u8(&c);
-    if (c.failed || op < FU_DW_OP_BREG0 || op > FU_DW_OP_BREG31 || op - FU_DW_OP_BREG0 >= FU_WALK_REGISTERS)
+    unsigned n;
+    bool deref;
+    if (!fu_expr_match_breg(expr, len, &n, offset, &deref) || !deref || n >= FU_WALK_REGISTERS)
         return false;
-    int64_t k = fu_read_sleb(&c);
-    uint8_t deref = fu_read_u8(&c);
-    if (c.failed || deref != FU_DW_OP_DEREF || fu_cursor_left(&c) != 0 || k < INT32_MIN || k > INT32_MAX)
-        return false;
-    *reg = (uint8_t)(op - FU_DW_OP_BREG0);
-    *offset = (int32_t)k;
+    *reg = (uint8_t)n;
     return true;
 }
 

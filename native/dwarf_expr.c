@@ -693,3 +693,25 @@ fu_status fu_expr_evaluate(const uint8_t *expr, uint64_t len, const fu_expr_cont
     *result = stack[depth - 1];
     return FU_OK;
 }
+
+bool fu_expr_match_breg(const uint8_t *expr, uint64_t len, unsigned *reg, int32_t *offset, bool *deref)
+{
+    fu_cursor c = fu_cursor_make(expr, expr, expr + len);
+    uint8_t op = fu_read_u8(&c);
+    if (c.failed || op < DW_OP_breg0 || op > DW_OP_breg31)
+        return false;
+    int64_t k = fu_read_sleb(&c);
+    if (c.failed || k < INT32_MIN || k > INT32_MAX)
+        return false;
+    *deref = false;
+    if (fu_cursor_left(&c) == 1) {
+        if (fu_read_u8(&c) != DW_OP_deref)
+            return false;
+        *deref = true;
+    }
+    if (fu_cursor_left(&c) != 0)
+        return false;
+    *reg = (unsigned)(op - DW_OP_breg0);
+    *offset = (int32_t)k;
+    return true;
+}

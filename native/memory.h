@@ -26,4 +26,17 @@ typedef struct fu_dump_memory {
 fu_read_status fu_read_dump(void *dump_memory, uint64_t address, unsigned size, uint64_t *out);
 fu_read_status fu_read_self(void *unused, uint64_t address, unsigned size, uint64_t *out);
 
+/* The reader of a captured stack: the dump is its inline window, fu_read_dump the rest. `m` must
+ * outlive the reader. */
+static inline fu_reader fu_dump_reader(const fu_dump_memory *m)
+{
+    return (fu_reader){m->stack, m->stack_address, m->stack_size, fu_read_dump, (void *)m};
+}
+
+/* The reader of the current process (no window: every read is checked by the kernel). */
+static inline fu_reader fu_self_reader(void)
+{
+    return (fu_reader){NULL, 0, 0, fu_read_self, NULL};
+}
+
 #endif

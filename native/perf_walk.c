@@ -28,22 +28,44 @@ static const int8_t dwarf_of_perf_reg[24] = {
     [FU_PERF_REG_R12] = 12, [FU_PERF_REG_R13] = 13, [FU_PERF_REG_R14] = 14, [FU_PERF_REG_R15] = 15,
 };
 
-/* The sample's user registers in DWARF numbering: one pass over the mask, the values are stored
- * in the order of its set bits. */
-static void sample_registers(const fu_perf_sample *sample, fu_regs *regs)
+/* How to read one regs_mask's values: the sample stores the registers of the mask's set bits in
+ * bit order; the walker's registers are the `count` values at index[k], going to DWARF register
+ * dwarf[k]. Every sample of an event has the same mask, so a plan is made once and reused. */
+typedef struct register_plan {
+    uint64_t mask;
+    unsigned count;
+    uint8_t index[FU_WALK_REGISTERS], dwarf[FU_WALK_REGISTERS];
+    uint32_t valid; /* the DWARF registers the plan fills */
+} register_plan;
+
+static void make_register_plan(uint64_t mask, register_plan *plan)
+{
+    plan->mask = mask;
+    plan->count = 0;
+    plan->valid = 0;
+    unsigned k = 0;
+    for (uint64_t bits = mask; bits; bits &= bits - 1, k++) {
+        unsigned perf_reg = (unsigned)__builtin_ctzll(bits);
+        int8_t reg = perf_reg < 24 ? dwarf_of_perf_reg[perf_reg] : -1;
+        if (reg < 0 || plan->valid >> reg & 1)
+            continue;
+        plan->index[plan->count] = (uint8_t)k;
+        plan->dwarf[plan->count++] = (uint8_t)reg;
+        plan->valid |= 1u << reg;
+    }
+}
+
+/* The sample's user registers in DWARF numbering. */
+static void sample_registers(const fu_perf_sample *sample, register_plan *plan, fu_regs *regs)
 {
     regs->valid = 0;
     if (!sample->regs || sample->regs_abi == 0)
         return;
-    unsigned k = 0;
-    for (uint64_t bits = sample->regs_mask; bits; bits &= bits - 1, k++) {
-        unsigned perf_reg = (unsigned)__builtin_ctzll(bits);
-        if (perf_reg < 24 && dwarf_of_perf_reg[perf_reg] >= 0) {
-            uint64_t v;
-            memcpy(&v, sample->regs + 8 * k, 8);
-            fu_regs_set(regs, (unsigned)dwarf_of_perf_reg[perf_reg], v);
-        }
-    }
+    if (sample->regs_mask != plan->mask)
+        make_register_plan(sample->regs_mask, plan);
+    for (unsigned k = 0; k < plan->count; k++)
+        memcpy(&regs->value[plan->dwarf[k]], sample->regs + 8 * plan->index[k], 8);
+    regs->valid = plan->valid;
 }
 
 /* Outcome code for a sample without user registers (kernel-only sample, or regs_abi NONE). */
@@ -90,6 +112,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         return NULL;
     PyObject *result = NULL;
     const fu_address_space **spaces = NULL;
+    fu_walk_cache **caches = NULL; /* one per space, made when its first sample comes */
     fu_frame *frames = NULL;
     fu_growing outcomes = {0}, starts = {0}, ips = {0}, modules = {0}, kinds = {0}, flags = {0};
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
@@ -103,7 +126,8 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     }
     Py_ssize_t space_count = PySequence_Fast_GET_SIZE(seq);
     spaces = PyMem_Calloc((size_t)space_count + 1, sizeof *spaces);
-    if (!spaces) {
+    caches = PyMem_Calloc((size_t)space_count + 1, sizeof *caches);
+    if (!spaces || !caches) {
         PyErr_NoMemory();
         goto done;
     }
@@ -124,9 +148,22 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     /* the whole loop is timed: register extraction, walks and collecting the frames */
     uint64_t started = now_ns();
     uint32_t zero = 0;
+    register_plan plan;
+    make_register_plan(0, &plan);
     nomem = !fu_growing_append(&starts, &zero, sizeof zero);
     for (size_t s = 0; s < count && !nomem; s++) {
         const fu_perf_sample *sample = &samples[s];
+        /* The next sample's registers and stack top are far apart in the recording and touched
+         * first thing: start loading them while this one walks. */
+        if (s + 1 < count) {
+            const fu_perf_sample *next = &samples[s + 1];
+            if (next->regs)
+                __builtin_prefetch(next->regs);
+            if (next->stack) {
+                __builtin_prefetch(next->stack);
+                __builtin_prefetch(next->stack + 64);
+            }
+        }
         uint8_t outcome = FU_SAMPLE_SKIPPED;
         uint32_t id;
         memcpy(&id, &ids[s], sizeof id);
@@ -134,15 +171,24 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
             bad_space = true;
             break;
         }
-        fu_regs regs = {{0}, 0};
+        fu_regs regs;
+        regs.valid = 0; /* values of invalid registers are never read */
         if (id != UINT32_MAX) {
-            sample_registers(sample, &regs);
+            sample_registers(sample, &plan, &regs);
             outcome = FU_SAMPLE_NO_USER_REGISTERS;
         }
         uint64_t sp;
         if (id != UINT32_MAX && (regs.valid >> FU_REG_RA & 1) && fu_regs_get(&regs, FU_REG_RSP, &sp)) {
+            if (!caches[id]) {
+                if (!(caches[id] = malloc(sizeof **caches))) {
+                    nomem = true;
+                    break;
+                }
+                fu_walk_cache_bind(caches[id], spaces[id]);
+            }
             fu_dump_memory memory = {sample->stack, sp, sample->stack_size, spaces[id]};
-            fu_walk_result r = fu_walk(spaces[id], &regs, fu_read_dump, &memory, frames, (size_t)max_frames);
+            fu_reader reader = fu_dump_reader(&memory);
+            fu_walk_result r = fu_walk(spaces[id], &regs, &reader, caches[id], frames, (size_t)max_frames);
             outcome = (uint8_t)r.outcome;
             nomem = !append_frames(frames, r.frame_count, &ips, &modules, &kinds, &flags);
         }
@@ -172,6 +218,9 @@ done:
     free(kinds.data);
     free(flags.data);
     PyMem_Free(frames);
+    for (Py_ssize_t i = 0; caches && spaces && i < PySequence_Fast_GET_SIZE(seq); i++)
+        free(caches[i]);
+    PyMem_Free(caches);
     PyMem_Free(spaces);
     Py_XDECREF(seq);
     PyBuffer_Release(&space_ids);

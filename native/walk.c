@@ -60,15 +60,31 @@ bool fu_address_space_read_image(const fu_address_space *space, uint64_t avma, u
 
 typedef struct walker {
     const fu_address_space *space;
-    fu_read_fn read;
-    void *read_context;
+    const fu_reader *reader;
     fu_walk_result *result;
+    fu_walk_cache *cache; /* NULL, or bound to space */
 } walker;
 
-/* Read memory; on failure record the outcome (truncated or unreadable) and the address. */
-static bool read_word(walker *w, uint64_t address, unsigned size, uint64_t *out)
+static inline fu_walk_cache_entry *cache_entry(fu_walk_cache *cache, uint64_t lookup)
 {
-    fu_read_status status = w->read(w->read_context, address, size, out);
+    return &cache->entries[(lookup * 0x9e3779b97f4a7c15u) >> (64 - FU_WALK_CACHE_BITS)];
+}
+
+/* Whether avma lies in a module's executable mapping (the cache answers for PCs walked before). */
+static inline bool in_module(walker *w, uint64_t avma)
+{
+    if (w->cache) {
+        const fu_walk_cache_entry *e = cache_entry(w->cache, avma);
+        if (e->rule && e->lookup == avma)
+            return e->module != UINT32_MAX;
+    }
+    return fu_address_space_find(w->space, avma) >= 0;
+}
+
+/* Read memory; on failure record the outcome (truncated or unreadable) and the address. */
+static inline bool read_word(walker *w, uint64_t address, unsigned size, uint64_t *out)
+{
+    fu_read_status status = fu_reader_read(w->reader, address, size, out);
     if (status == FU_READ_OK)
         return true;
     w->result->outcome = status == FU_READ_PAST_DUMP ? FU_WALK_TRUNCATED : FU_WALK_UNREADABLE;
@@ -78,9 +94,9 @@ static bool read_word(walker *w, uint64_t address, unsigned size, uint64_t *out)
 
 /* Read memory whose failure is not the walk's: an unreadable save slot makes a register unknown
  * (see apply_row), a frame-pointer chain that leads nowhere is just not followed. */
-static bool read_soft(walker *w, uint64_t address, uint64_t *out)
+static inline bool read_soft(walker *w, uint64_t address, uint64_t *out)
 {
-    return w->read(w->read_context, address, 8, out) == FU_READ_OK;
+    return fu_reader_read(w->reader, address, 8, out) == FU_READ_OK;
 }
 
 typedef struct expr_reader {
@@ -92,32 +108,57 @@ typedef struct expr_reader {
 static bool read_for_expression(void *opaque, uint64_t address, unsigned size, uint64_t *out)
 {
     expr_reader *r = opaque;
-    r->status = r->w->read(r->w->read_context, address, size, out);
+    r->status = fu_reader_read(r->w->reader, address, size, out);
     r->address = address;
     return r->status == FU_READ_OK;
 }
 
-/* Evaluate a DWARF expression of the table over the current registers. */
-static bool evaluate(walker *w, const fu_table *t, const fu_rule *rule, const fu_regs *regs, bool push_cfa,
-                     uint64_t cfa, uint64_t *value)
-{
+/* The evaluator's view of one frame's registers and memory, made once per row that needs it. */
+typedef struct expression_frame {
     fu_expr_context ctx;
-    memset(ctx.valid, 0, sizeof ctx.valid);
-    for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
-        if (regs->valid >> r & 1) {
-            ctx.regs[r] = regs->value[r];
-            ctx.valid[0] |= (uint64_t)1 << r;
+    expr_reader reader;
+    bool ready;
+} expression_frame;
+
+/* Evaluate a DWARF expression of the table over the current registers. */
+static bool evaluate(walker *w, expression_frame *f, const fu_table *t, const fu_rule *rule, const fu_regs *regs,
+                     bool push_cfa, uint64_t cfa, uint64_t *value)
+{
+    unsigned reg;
+    int32_t offset;
+    bool deref;
+    /* `DW_OP_bregN k [; DW_OP_deref]`: the evaluator's result without the evaluator (with push_cfa
+     * the CFA lies beneath on the stack, unused). An unknown register is the evaluator's error. */
+    if (t->section.address_size == 8 &&
+        fu_expr_match_breg(t->section.data + rule->value, rule->expr_len, &reg, &offset, &deref)) {
+        uint64_t base;
+        if (!fu_regs_get(regs, reg, &base)) {
+            w->result->outcome = FU_WALK_EXPRESSION_ERROR;
+            return false;
         }
-    expr_reader reader = {w, FU_READ_OK, 0};
-    ctx.read_memory = read_for_expression;
-    ctx.opaque = &reader;
-    ctx.address_size = t->section.address_size;
+        *value = base + (uint64_t)(int64_t)offset;
+        return !deref || read_word(w, *value, 8, value);
+    }
+    if (!f->ready) {
+        memset(f->ctx.valid, 0, sizeof f->ctx.valid);
+        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+            if (regs->valid >> r & 1) {
+                f->ctx.regs[r] = regs->value[r];
+                f->ctx.valid[0] |= (uint64_t)1 << r;
+            }
+        f->reader = (expr_reader){w, FU_READ_OK, 0};
+        f->ctx.read_memory = read_for_expression;
+        f->ctx.opaque = &f->reader;
+        f->ctx.address_size = t->section.address_size;
+        f->ready = true;
+    }
+    f->reader.status = FU_READ_OK;
     fu_error err = {0};
-    if (fu_expr_evaluate(t->section.data + rule->value, rule->expr_len, &ctx, push_cfa, cfa, value, &err) == FU_OK)
+    if (fu_expr_evaluate(t->section.data + rule->value, rule->expr_len, &f->ctx, push_cfa, cfa, value, &err) == FU_OK)
         return true;
-    if (reader.status != FU_READ_OK) {
-        w->result->outcome = reader.status == FU_READ_PAST_DUMP ? FU_WALK_TRUNCATED : FU_WALK_UNREADABLE;
-        w->result->fault_address = reader.address;
+    if (f->reader.status != FU_READ_OK) {
+        w->result->outcome = f->reader.status == FU_READ_PAST_DUMP ? FU_WALK_TRUNCATED : FU_WALK_UNREADABLE;
+        w->result->fault_address = f->reader.address;
     } else {
         w->result->outcome = FU_WALK_EXPRESSION_ERROR;
     }
@@ -130,10 +171,12 @@ static bool evaluate(walker *w, const fu_table *t, const fu_rule *rule, const fu
 /* The caller's registers before its rules apply: callee-saved registers keep their value, the
  * CFA is the caller's SP, everything else is unknown. Values of invalid registers are never read,
  * so only the mask needs clearing. */
-static void start_caller(const fu_regs *regs, uint64_t cfa, fu_regs *out)
+static inline void start_caller(const fu_regs *regs, uint64_t cfa, fu_regs *out)
 {
-    *out = *regs;
-    out->valid &= FU_CALLEE_SAVED_MASK;
+    out->value[3] = regs->value[3];
+    out->value[FU_REG_RBP] = regs->value[FU_REG_RBP];
+    memcpy(&out->value[12], &regs->value[12], 4 * sizeof(uint64_t));
+    out->valid = regs->valid & FU_CALLEE_SAVED_MASK;
     fu_regs_set(out, FU_REG_RSP, cfa);
 }
 
@@ -141,7 +184,7 @@ static void start_caller(const fu_regs *regs, uint64_t cfa, fu_regs *out)
  * register saved where we cannot read (e.g. below the SP in an epilogue, already popped) just
  * becomes unknown, and the walk fails later only if something needs it (libunwind reaches the
  * same result with lazy register locations). */
-static bool restore_saved(walker *w, unsigned slot, uint64_t address, fu_regs *out)
+static inline __attribute__((always_inline)) bool restore_saved(walker *w, unsigned slot, uint64_t address, fu_regs *out)
 {
     uint64_t v;
     if (slot == FU_REG_RA) {
@@ -160,6 +203,8 @@ static bool apply_row(walker *w, const fu_table *t, const fu_state *state, uint6
                       fu_regs *out)
 {
     uint64_t cfa;
+    expression_frame expressions;
+    expressions.ready = false;
     if (state->cfa.kind == FU_CFA_REG_OFFSET) {
         uint64_t base;
         if (!fu_regs_get(regs, state->cfa.reg, &base)) {
@@ -168,7 +213,7 @@ static bool apply_row(walker *w, const fu_table *t, const fu_state *state, uint6
         }
         cfa = base + (uint64_t)state->cfa.value;
     } else if (state->cfa.kind == FU_CFA_EXPRESSION) {
-        if (!evaluate(w, t, &state->cfa, regs, false, 0, &cfa))
+        if (!evaluate(w, &expressions, t, &state->cfa, regs, false, 0, &cfa))
             return false;
     } else {
         w->result->outcome = FU_WALK_NO_UNWIND_INFO;
@@ -206,12 +251,12 @@ static bool apply_row(walker *w, const fu_table *t, const fu_state *state, uint6
             break;
         case FU_RULE_EXPRESSION: {
             uint64_t address;
-            if (!evaluate(w, t, rule, regs, true, cfa, &address) || !read_word(w, address, 8, &v))
+            if (!evaluate(w, &expressions, t, rule, regs, true, cfa, &address) || !read_word(w, address, 8, &v))
                 return false;
             break;
         }
         case FU_RULE_VAL_EXPRESSION:
-            if (!evaluate(w, t, rule, regs, true, cfa, &v))
+            if (!evaluate(w, &expressions, t, rule, regs, true, cfa, &v))
                 return false;
             break;
         default:
@@ -235,13 +280,23 @@ static bool frame_pointer_step(walker *w, const fu_regs *regs, fu_regs *out)
         return false;
     /* The return address must land in mapped code. The saved rbp is only the caller's register
      * value: a caller built without frame pointers keeps any data there. */
-    if (fu_address_space_find(w->space, ra - 1) < 0)
+    if (!in_module(w, ra - 1))
         return false;
     out->valid = 0;
     fu_regs_set(out, FU_REG_RBP, caller_rbp);
     fu_regs_set(out, FU_REG_RSP, rbp + 16);
     fu_regs_set(out, FU_REG_RA, ra);
     return true;
+}
+
+/* No CFI covers the frame at `regs`: the frame pointer, if its chain is plausible. */
+static int frame_pointer_or_fail(walker *w, const fu_regs *regs, fu_regs *caller)
+{
+    if (frame_pointer_step(w, regs, caller))
+        return FU_FRAME_FP;
+    w->result->outcome = FU_WALK_NO_UNWIND_INFO;
+    w->result->fault_address = regs->value[FU_REG_RA];
+    return -1;
 }
 
 static bool find_row(const fu_module *mod, uint64_t svma, const fu_table **table, int64_t *row, int64_t *fde)
@@ -259,9 +314,32 @@ static bool find_row(const fu_module *mod, uint64_t svma, const fu_table **table
     return false;
 }
 
+/* The lowest and highest save slot a compact rule reads, as CFA + 8 * n (0, 0 if none). */
+typedef struct slot_span {
+    int8_t lowest_by_8, highest_by_8;
+} slot_span;
+
+static slot_span compact_slot_span(const fu_compact_rule *rule)
+{
+    slot_span span = {0, 0};
+    bool any = false;
+    for (unsigned i = 0; i <= FU_COMPACT_SAVED_REGISTERS; i++) {
+        int8_t by_8 = i < FU_COMPACT_SAVED_REGISTERS ? rule->saved_offset_by_8[i] : rule->ra_offset_by_8;
+        if (by_8 == FU_COMPACT_KEEP || by_8 == FU_COMPACT_UNDEFINED)
+            continue;
+        span.lowest_by_8 = !any || by_8 < span.lowest_by_8 ? by_8 : span.lowest_by_8;
+        span.highest_by_8 = !any || by_8 > span.highest_by_8 ? by_8 : span.highest_by_8;
+        any = true;
+    }
+    return span;
+}
+
 /* Apply a compact rule: the same results as apply_row on the DWARF row it was built from
- * (compact_table.c admits only rows whose every rule it restates exactly). */
-static bool apply_compact(walker *w, const fu_compact_rule *rule, const fu_regs *regs, fu_regs *out)
+ * (compact_table.c admits only rows whose every rule it restates exactly). `span` is the rule's
+ * compact_slot_span: when the reader's window holds every slot, the slots are loaded from it
+ * without a check per read (the one check here covers them all). */
+static inline __attribute__((always_inline)) bool apply_compact(walker *w, const fu_compact_rule *rule, slot_span span,
+                                                                const fu_regs *regs, fu_regs *out)
 {
     uint64_t cfa, base, rip;
     switch ((fu_compact_cfa_kind)rule->cfa_kind) {
@@ -295,23 +373,94 @@ static bool apply_compact(walker *w, const fu_compact_rule *rule, const fu_regs 
         return false;
     }
     start_caller(regs, cfa, out);
+    const fu_reader *reader = w->reader;
+    uint64_t first = cfa + (uint64_t)(int64_t)span.lowest_by_8 * 8 - reader->window_address;
+    uint64_t length = (uint64_t)(span.highest_by_8 - span.lowest_by_8) * 8 + 8;
+    bool in_window = first <= reader->window_size && length <= reader->window_size - first;
+    const uint8_t *slots = reader->window + first - (uint64_t)(int64_t)span.lowest_by_8 * 8; /* CFA + 0 */
+    /* six registers from a constant table: unrolled, each register's number is a constant */
+#pragma GCC unroll 6
     for (unsigned i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++) {
         int8_t by_8 = rule->saved_offset_by_8[i];
         unsigned reg = fu_compact_saved_register[i];
-        if (by_8 == FU_COMPACT_UNDEFINED)
+        if (by_8 == FU_COMPACT_UNDEFINED) {
             out->valid &= ~(1u << reg);
-        else if (by_8 != FU_COMPACT_KEEP)
-            restore_saved(w, reg, cfa + (uint64_t)(int64_t)by_8 * 8, out);
+        } else if (by_8 != FU_COMPACT_KEEP) {
+            if (in_window) {
+                uint64_t v;
+                memcpy(&v, slots + (int64_t)by_8 * 8, 8);
+                fu_regs_set(out, reg, v);
+            } else {
+                restore_saved(w, reg, cfa + (uint64_t)(int64_t)by_8 * 8, out);
+            }
+        }
     }
     int8_t ra_by_8 = rule->ra_offset_by_8;
-    if (ra_by_8 != FU_COMPACT_KEEP && ra_by_8 != FU_COMPACT_UNDEFINED &&
-        !restore_saved(w, FU_REG_RA, cfa + (uint64_t)(int64_t)ra_by_8 * 8, out))
-        return false;
-    return true; /* without a return address the stack ends here */
+    if (ra_by_8 == FU_COMPACT_KEEP || ra_by_8 == FU_COMPACT_UNDEFINED)
+        return true; /* without a return address the stack ends here */
+    if (in_window) {
+        uint64_t v;
+        memcpy(&v, slots + (int64_t)ra_by_8 * 8, 8);
+        fu_regs_set(out, FU_REG_RA, v);
+        return true;
+    }
+    return restore_saved(w, FU_REG_RA, cfa + (uint64_t)(int64_t)ra_by_8 * 8, out);
+}
+
+/* The outcome of a compiled step that failed. */
+static void compiled_failure(walker *w, int status, uint64_t fault_address)
+{
+    switch (status) {
+    case FU_EH_ELF_REGISTER_UNKNOWN: w->result->outcome = FU_WALK_REGISTER_UNKNOWN; break;
+    case FU_EH_ELF_EXPRESSION_ERROR: w->result->outcome = FU_WALK_EXPRESSION_ERROR; break;
+    case FU_EH_ELF_PAST_DUMP:
+        w->result->outcome = FU_WALK_TRUNCATED;
+        w->result->fault_address = fault_address;
+        break;
+    default:
+        w->result->outcome = FU_WALK_UNREADABLE;
+        w->result->fault_address = fault_address;
+        break;
+    }
+}
+
+/* Which tables the space's backend asks for a module (see fu_backend). */
+static inline bool uses_compiled(const fu_address_space *space, const fu_module *mod)
+{
+    uint32_t b = space->backend;
+    return mod->compiled && (b == FU_BACKEND_AUTO || b == FU_BACKEND_COMPILED || b == FU_BACKEND_COMPILED_ONLY);
+}
+
+static inline bool uses_compact(const fu_address_space *space, const fu_module *mod)
+{
+    uint32_t b = space->backend;
+    return mod->compact && !uses_compiled(space, mod) &&
+           (b == FU_BACKEND_AUTO || b == FU_BACKEND_TABLE || b == FU_BACKEND_TABLE_ONLY);
+}
+
+static inline bool uses_dwarf(const fu_address_space *space)
+{
+    return space->backend != FU_BACKEND_TABLE_ONLY && space->backend != FU_BACKEND_COMPILED_ONLY;
+}
+
+/* The compact rule that applies at `svma` of `mod` when the backend asks the compact table first:
+ * a fast-path rule, or NULL with *dwarf cleared where the table says no CFI covers svma. */
+static inline const fu_compact_rule *compact_rule(const fu_address_space *space, const fu_module *mod, uint64_t svma,
+                                                  bool *dwarf)
+{
+    if (!uses_compact(space, mod))
+        return NULL;
+    const fu_compact_rule *rule = fu_compact_find(mod->compact, svma, NULL);
+    if (!rule || rule->cfa_kind == FU_COMPACT_CFA_NO_INFO) {
+        *dwarf = false; /* built from both DWARF tables: neither covers svma */
+        return NULL;
+    }
+    return rule->cfa_kind == FU_COMPACT_CFA_SLOW ? NULL : rule;
 }
 
 /* The caller of the frame at `regs` (looked up at `lookup`, in module `m` or -1): its frame kind,
- * or -1 with the outcome set. Backends in order: compact table, DWARF tables, frame pointer. */
+ * or -1 with the outcome set. Backends in order: compiled eh_elf, compact table, DWARF tables,
+ * frame pointer (fu_backend says which of the first three apply). */
 static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_regs *caller, uint8_t *frame_flags,
                 bool *signal_frame)
 {
@@ -320,13 +469,26 @@ static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_r
     if (m >= 0) {
         const fu_module *mod = &space->modules[m];
         uint64_t svma = lookup - mod->bias;
-        bool dwarf = space->backend != FU_BACKEND_COMPACT;
-        if (mod->compact && space->backend != FU_BACKEND_DWARF) {
-            const fu_compact_rule *rule = fu_compact_find(mod->compact, svma, NULL);
-            if (!rule || rule->cfa_kind == FU_COMPACT_CFA_NO_INFO)
-                dwarf = false; /* built from both DWARF tables: neither covers svma */
-            else if (rule->cfa_kind != FU_COMPACT_CFA_SLOW)
-                return apply_compact(w, rule, regs, caller) ? FU_FRAME_CFI : -1;
+        bool dwarf = uses_dwarf(space);
+        if (uses_compiled(space, mod)) {
+            uint64_t fault = 0;
+            int status = mod->compiled(svma, regs, caller, w->reader, &fault);
+            if (status == FU_EH_ELF_CFI || status == FU_EH_ELF_SIGNAL) {
+                *signal_frame = status == FU_EH_ELF_SIGNAL;
+                if (*signal_frame)
+                    *frame_flags |= FU_FRAME_SIGNAL_TRAMPOLINE;
+                return *signal_frame ? FU_FRAME_SIGNAL : FU_FRAME_CFI;
+            }
+            if (status == FU_EH_ELF_NO_INFO)
+                dwarf = false;
+            else if (status != FU_EH_ELF_INTERPRET) {
+                compiled_failure(w, status, fault);
+                return -1;
+            }
+        } else {
+            const fu_compact_rule *rule = compact_rule(space, mod, svma, &dwarf);
+            if (rule)
+                return apply_compact(w, rule, compact_slot_span(rule), regs, caller) ? FU_FRAME_CFI : -1;
         }
         const fu_table *table = NULL;
         int64_t row = -1, fde = -1;
@@ -341,17 +503,29 @@ static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_r
             return *signal_frame ? FU_FRAME_SIGNAL : FU_FRAME_CFI;
         }
     }
-    if (frame_pointer_step(w, regs, caller))
-        return FU_FRAME_FP;
-    w->result->outcome = FU_WALK_NO_UNWIND_INFO;
-    w->result->fault_address = regs->value[FU_REG_RA];
-    return -1;
+    return frame_pointer_or_fail(w, regs, caller);
 }
 
-int fu_walk_step(const fu_address_space *space, fu_read_fn read, void *read_context, const fu_regs *regs,
+/* What a PC outside every module's mapping gets from the walk cache: no CFI, try the frame pointer. */
+static const fu_compact_rule no_module_rule = {.cfa_kind = FU_COMPACT_CFA_NO_INFO};
+
+/* The rule the walk cache keeps for `lookup` in module `m` (or -1): the compact table's rule when
+ * it settles the step without the DWARF tables (a fast-path rule, or NO_INFO: no CFI covers the
+ * PC), else NULL (step() decides). */
+static inline const fu_compact_rule *settled_rule(const fu_address_space *space, int64_t m, uint64_t lookup)
+{
+    if (m < 0)
+        return &no_module_rule;
+    const fu_module *mod = &space->modules[m];
+    bool dwarf = true;
+    const fu_compact_rule *rule = compact_rule(space, mod, lookup - mod->bias, &dwarf);
+    return rule ? rule : dwarf ? NULL : &no_module_rule;
+}
+
+int fu_walk_step(const fu_address_space *space, const fu_reader *reader, const fu_regs *regs,
                  bool ip_is_return_address, fu_regs *caller, uint8_t *frame_flags, fu_walk_result *result)
 {
-    walker w = {space, read, read_context, result};
+    walker w = {space, reader, result, NULL};
     uint64_t ip;
     bool signal_frame;
     *frame_flags = 0;
@@ -363,16 +537,27 @@ int fu_walk_step(const fu_address_space *space, fu_read_fn read, void *read_cont
     return step(&w, fu_address_space_find(space, lookup), lookup, regs, caller, frame_flags, &signal_frame);
 }
 
-fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, fu_read_fn read,
-                       void *read_context, fu_frame *frames, size_t max_frames)
+void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space)
+{
+    memset(cache->entries, 0, sizeof cache->entries);
+    cache->space = space;
+}
+
+fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, const fu_reader *reader,
+                       fu_walk_cache *cache, fu_frame *frames, size_t max_frames)
 {
     fu_walk_result result = {FU_WALK_END, 0, 0};
-    walker w = {space, read, read_context, &result};
+    if (cache && cache->space != space)
+        cache = NULL; /* bound to another space: its entries say nothing about this one */
+    walker w = {space, reader, &result, cache};
     if (max_frames > FU_WALK_MAX_FRAMES)
         max_frames = FU_WALK_MAX_FRAMES;
-    fu_regs regs = *initial;
+    /* the current frame's registers and its caller's, swapped after each step */
+    fu_regs buffers[2];
+    fu_regs *regs = &buffers[0], *caller = &buffers[1];
+    *regs = *initial;
     uint64_t ip;
-    if (max_frames == 0 || !fu_regs_get(&regs, FU_REG_RA, &ip)) {
+    if (max_frames == 0 || !fu_regs_get(regs, FU_REG_RA, &ip)) {
         result.outcome = max_frames == 0 ? FU_WALK_FRAME_LIMIT : FU_WALK_REGISTER_UNKNOWN;
         return result;
     }
@@ -381,32 +566,53 @@ fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, fu
     /* Each iteration records one frame and steps to its caller; bounded by max_frames. */
     for (;;) {
         uint64_t lookup = fu_lookup_address(ip, ip_is_return_address);
-        int64_t m = fu_address_space_find(space, lookup);
-        frames[result.frame_count].ip = ip;
-        frames[result.frame_count].module = m < 0 ? UINT32_MAX : (uint32_t)m;
-        frames[result.frame_count].kind = kind;
-        frames[result.frame_count].flags = 0;
-        result.frame_count++;
+        int64_t m;
+        const fu_compact_rule *fast = NULL;
+        slot_span span = {0, 0};
+        fu_walk_cache_entry *entry = cache ? cache_entry(cache, lookup) : NULL;
+        if (entry && entry->rule && entry->lookup == lookup) {
+            m = entry->module == UINT32_MAX ? -1 : (int64_t)entry->module;
+            fast = entry->rule;
+            span = (slot_span){entry->lowest_by_8, entry->highest_by_8};
+        } else {
+            m = fu_address_space_find(space, lookup);
+            if ((fast = settled_rule(space, m, lookup)) != NULL) {
+                span = compact_slot_span(fast);
+                if (entry)
+                    *entry = (fu_walk_cache_entry){lookup, fast, m < 0 ? UINT32_MAX : (uint32_t)m,
+                                                   span.lowest_by_8, span.highest_by_8};
+            }
+        }
+        fu_frame *frame = &frames[result.frame_count++];
+        frame->ip = ip;
+        frame->module = m < 0 ? UINT32_MAX : (uint32_t)m;
+        frame->kind = kind;
+        frame->flags = 0;
         if (result.frame_count == max_frames) {
             result.outcome = FU_WALK_FRAME_LIMIT;
             return result;
         }
-        fu_regs caller;
-        bool signal_frame;
-        int caller_kind = step(&w, m, lookup, &regs, &caller, &frames[result.frame_count - 1].flags, &signal_frame);
+        bool signal_frame = false;
+        int caller_kind;
+        if (fast && fast->cfa_kind == FU_COMPACT_CFA_NO_INFO)
+            caller_kind = frame_pointer_or_fail(&w, regs, caller);
+        else if (fast)
+            caller_kind = apply_compact(&w, fast, span, regs, caller) ? FU_FRAME_CFI : -1;
+        else
+            caller_kind = step(&w, m, lookup, regs, caller, &frame->flags, &signal_frame);
         if (caller_kind < 0)
             return result;
         kind = (uint8_t)caller_kind;
         uint64_t next_ip, sp, next_sp;
-        if (!fu_regs_get(&caller, FU_REG_RA, &next_ip) || next_ip == 0) {
+        if (!fu_regs_get(caller, FU_REG_RA, &next_ip) || next_ip == 0) {
             result.outcome = FU_WALK_END; /* DW_CFA_undefined return address (e.g. _start, clone) */
             return result;
         }
-        if (!fu_regs_get(&caller, FU_REG_RSP, &next_sp)) {
+        if (!fu_regs_get(caller, FU_REG_RSP, &next_sp)) {
             result.outcome = FU_WALK_REGISTER_UNKNOWN;
             return result;
         }
-        if (fu_regs_get(&regs, FU_REG_RSP, &sp)) {
+        if (fu_regs_get(regs, FU_REG_RSP, &sp)) {
             if (next_sp == sp && next_ip == ip) {
                 result.outcome = FU_WALK_NO_PROGRESS;
                 return result;
@@ -418,7 +624,9 @@ fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, fu
                 return result;
             }
         }
+        fu_regs *swap = regs;
         regs = caller;
+        caller = swap;
         ip = next_ip;
         ip_is_return_address = !signal_frame;
     }

@@ -1,7 +1,9 @@
 /* walk: unwind a stack with the evaluated CFI tables, one frame at a time.
  *
- * The walker reads memory only through a reader callback that checks bounds, never allocates and
- * never holds the GIL. Each walk ends with an outcome: the end of the stack (a normal result),
+ * The walker reads memory only through a reader (fu_reader: a bounds-checked window read inline,
+ * then a callback that checks its own bounds), never allocates and never holds the GIL. A walk
+ * cache (fu_walk_cache) kept by the caller across walks remembers, per PC, the module and the
+ * compact rule, so that stacks seen before cost neither lookup. Each walk ends with an outcome: the end of the stack (a normal result),
  * a truncated stack (the dump ran out), or a failure with its reason and address.
  *
  * Addresses: an avma is an address in the running process, an svma one stated in the ELF file;
@@ -29,7 +31,8 @@
 typedef struct fu_module {
     uint64_t start, end;             /* avma range of the executable mapping */
     uint64_t bias;                   /* avma = svma + bias */
-    const fu_compact_table *compact; /* may be NULL: asked first (see fu_backend) */
+    fu_eh_elf_step_fn compiled;      /* may be NULL: the module's eh_elf, asked first (see fu_backend) */
+    const fu_compact_table *compact; /* may be NULL: asked next */
     const fu_table *eh_frame;        /* may be NULL */
     const fu_table *debug_frame;     /* may be NULL */
     const fu_image_segment *segments; /* the file's read-only PT_LOAD bytes, by svma (for reads) */
@@ -37,15 +40,18 @@ typedef struct fu_module {
     uint32_t id;                     /* the caller's identifier (for symbolization) */
 } fu_module;
 
-/* Which unwind tables the walker uses, per module, before the frame-pointer fallback. */
+/* Which unwind tables the walker uses, per module, before the frame-pointer fallback. Rows a
+ * compiled eh_elf or a compact table leaves to the interpreter (FU_EH_ELF_INTERPRET, compact SLOW
+ * rows), and modules without one, go to the DWARF tables, except in the *_ONLY backends. */
 typedef enum fu_backend {
-    /* the compact table where the module has one; its slow-path rows, and modules without one,
-     * through the DWARF tables */
-    FU_BACKEND_AUTO = 0,
-    FU_BACKEND_DWARF,   /* the DWARF tables only (compact tables ignored) */
-    /* the compact tables only: slow-path rows and modules without a compact table are treated as
-     * having no CFI (for tests and benchmarks of the fast path) */
-    FU_BACKEND_COMPACT,
+    FU_BACKEND_AUTO = 0,      /* the compiled eh_elf where the module has one, else its compact table */
+    FU_BACKEND_DWARF,         /* the DWARF tables only */
+    FU_BACKEND_TABLE,         /* compact tables (compiled eh_elfs ignored) */
+    FU_BACKEND_COMPILED,      /* compiled eh_elfs (compact tables ignored) */
+    /* For tests and benchmarks of the fast paths alone: what the compact table (resp. eh_elf)
+     * does not settle counts as no CFI, so a result shows what that path did by itself. */
+    FU_BACKEND_TABLE_ONLY,
+    FU_BACKEND_COMPILED_ONLY,
     FU_BACKEND_COUNT
 } fu_backend;
 
@@ -107,11 +113,35 @@ static inline uint64_t fu_lookup_address(uint64_t ip, bool ip_is_return_address)
  * checks (end of stack, progress, SP direction). Returns the caller's frame kind (FU_FRAME_CFI,
  * FU_FRAME_SIGNAL or FU_FRAME_FP), or -1 with result->outcome (and fault_address) set.
  * `frame_flags` receives FU_FRAME_* flags of the frame at `regs`. For tests: fu_walk inlines it. */
-int fu_walk_step(const fu_address_space *space, fu_read_fn read, void *read_context, const fu_regs *regs,
+int fu_walk_step(const fu_address_space *space, const fu_reader *reader, const fu_regs *regs,
                  bool ip_is_return_address, fu_regs *caller, uint8_t *frame_flags, fu_walk_result *result);
 
-fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, fu_read_fn read,
-                       void *read_context, fu_frame *frames, size_t max_frames);
+/* Remembers, per lookup address, the module and the fast-path rule that apply there, so that a
+ * PC seen before (hot loops, recursion, the same stacks sample after sample) skips both lookups.
+ * Direct-mapped; bound to one address space (fu_walk resets it when given another). The caller
+ * owns it: one per thread, reused across walks; it is never allocated per walk. */
+#define FU_WALK_CACHE_BITS 10
+typedef struct fu_walk_cache_entry {
+    uint64_t lookup;                 /* the lookup address (ip or ip - 1); 0 = empty */
+    /* the compact rule in force there: a fast-path rule, or NO_INFO (no CFI: the frame pointer);
+     * NULL = empty. SLOW rows are not cached. */
+    const fu_compact_rule *rule;
+    uint32_t module;                 /* UINT32_MAX: outside every module */
+    int8_t lowest_by_8, highest_by_8; /* the save slots the rule reads: CFA + 8 * [lowest, highest] */
+} fu_walk_cache_entry;
+typedef struct fu_walk_cache {
+    const fu_address_space *space;
+    fu_walk_cache_entry entries[1u << FU_WALK_CACHE_BITS];
+} fu_walk_cache;
+
+/* Bind `cache` to `space` and empty it: before first use, and whenever the space it was bound to
+ * is freed (fu_walk ignores a cache bound to another space). */
+void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space);
+
+/* Walk from `initial` (the sampled IP in value[FU_REG_RA]), writing at most max_frames frames.
+ * `cache` may be NULL. */
+fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, const fu_reader *reader,
+                       fu_walk_cache *cache, fu_frame *frames, size_t max_frames);
 
 /* The module whose executable mapping contains avma, or -1. */
 int64_t fu_address_space_find(const fu_address_space *space, uint64_t avma);

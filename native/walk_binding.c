@@ -1,9 +1,9 @@
 /* The walker's Python binding: AddressSpace, unwind() over a captured stack, unwind_self().
  *
  * AddressSpace(modules, backend="auto") takes (start, end, bias, eh_frame, debug_frame, segments,
- * id[, compact]) tuples: an executable mapping [start, end) of a module, avma = svma + bias, its
- * CfiTable objects (or None), its read-only PT_LOAD bytes as (vaddr, buffer) pairs, the caller's
- * id, and its CompactTable (or None). `backend` is "auto" (compact table, then DWARF), "dwarf"
+ * id[, compact[, compiled]]) tuples: an executable mapping [start, end) of a module, avma = svma +
+ * bias, its CfiTable objects (or None), its read-only PT_LOAD bytes as (vaddr, buffer) pairs, the
+ * caller's id, its CompactTable (or None) and its EhElf (a loaded compiled table, or None). `backend` is "auto" (compact table, then DWARF), "dwarf"
  * (DWARF tables only) or "compact" (compact tables only): see fu_backend in walk.h. The object
  * keeps every table and buffer alive while walks use them.
  */
@@ -47,7 +47,8 @@ static int compare_modules(const void *a, const void *b)
 static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"modules", "backend", NULL};
-    static const char *const backend_names[FU_BACKEND_COUNT] = {"auto", "dwarf", "compact"};
+    static const char *const backend_names[FU_BACKEND_COUNT] = {"auto", "dwarf", "table", "compiled",
+                                                                          "table-only", "compiled-only"};
     PyObject *modules;
     const char *backend = "auto";
     if (self->modules) {
@@ -61,7 +62,7 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         if (strcmp(backend, backend_names[b]) == 0)
             self->space.backend = b;
     if (self->space.backend == FU_BACKEND_COUNT) {
-        PyErr_Format(PyExc_ValueError, "backend must be \"auto\", \"dwarf\" or \"compact\", not \"%s\"", backend);
+        PyErr_Format(PyExc_ValueError, "backend must be one of auto, dwarf, table, compiled, table-only, compiled-only; not \"%s\"", backend);
         return -1;
     }
     PyObject *module = PyType_GetModule(Py_TYPE(self));
@@ -72,9 +73,9 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), total_segments = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(item) || (PyTuple_GET_SIZE(item) != 7 && PyTuple_GET_SIZE(item) != 8)) {
+        if (!PyTuple_Check(item) || (PyTuple_GET_SIZE(item) < 7 || PyTuple_GET_SIZE(item) > 9)) {
             PyErr_SetString(PyExc_TypeError,
-                            "each module is (start, end, bias, eh_frame, debug_frame, segments, id[, compact])");
+                            "each module is (start, end, bias, eh_frame, debug_frame, segments, id[, compact[, compiled]])");
             return -1;
         }
         Py_ssize_t count = PySequence_Size(PyTuple_GET_ITEM(item, 5));
@@ -92,10 +93,11 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
         fu_module *m = &self->modules[i];
-        PyObject *eh, *debug, *segments, *compact = Py_None;
+        PyObject *eh, *debug, *segments, *compact = Py_None, *compiled = Py_None;
         unsigned long long start, end, bias;
         unsigned int id;
-        if (!PyArg_ParseTuple(item, "KKKOOOI|O", &start, &end, &bias, &eh, &debug, &segments, &id, &compact))
+        if (!PyArg_ParseTuple(item, "KKKOOOI|OO", &start, &end, &bias, &eh, &debug, &segments, &id, &compact,
+                              &compiled))
             return -1;
         if (end <= start) {
             PyErr_Format(PyExc_ValueError, "module %u: empty range 0x%llx..0x%llx", id, start, end);
@@ -110,6 +112,9 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         if (debug != Py_None && !(m->debug_frame = fu_cfi_table_of(module, debug)))
             return -1;
         if (compact != Py_None && !(m->compact = fu_compact_table_of(module, compact)))
+            return -1;
+        /* the EhElf stays alive (and its shared object loaded) through self->keep */
+        if (compiled != Py_None && !(m->compiled = fu_eh_elf_step_of(module, compiled)))
             return -1;
         PyObject *segs = PySequence_Fast(segments, "segments must be a sequence of (vaddr, buffer)");
         if (!segs)
@@ -144,7 +149,8 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
 
 static PyObject *space_backend(AddressSpaceObject *self, void *unused)
 {
-    static const char *const names[FU_BACKEND_COUNT] = {"auto", "dwarf", "compact"};
+    static const char *const names[FU_BACKEND_COUNT] = {"auto", "dwarf", "table", "compiled",
+                                                                          "table-only", "compiled-only"};
     return PyUnicode_FromString(self->space.backend < FU_BACKEND_COUNT ? names[self->space.backend] : "?");
 }
 
@@ -245,9 +251,10 @@ static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
         goto done;
     }
     fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
+    fu_reader reader = fu_dump_reader(&memory);
     fu_walk_result r;
     Py_BEGIN_ALLOW_THREADS
-    r = fu_walk(space, &regs, fu_read_dump, &memory, frames, (size_t)max_frames);
+    r = fu_walk(space, &regs, &reader, NULL, frames, (size_t)max_frames);
     Py_END_ALLOW_THREADS
     result = walk_result(&r, frames);
 done:
@@ -288,7 +295,8 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
                                                       REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
     for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
         fu_regs_set(&regs, r, (uint64_t)g[from_greg[r]]);
-    fu_walk_result r = fu_walk(space, &regs, fu_read_self, NULL, frames, (size_t)max_frames);
+    fu_reader reader = fu_self_reader();
+    fu_walk_result r = fu_walk(space, &regs, &reader, NULL, frames, (size_t)max_frames);
     PyObject *walked = walk_result(&r, frames);
     PyObject *bt = walked ? PyList_New(oracle_count) : NULL;
     for (int i = 0; bt && i < oracle_count; i++) {
@@ -354,6 +362,7 @@ static PyObject *step_batch(PyObject *module, PyObject *args)
     uint8_t *records = (uint8_t *)PyBytes_AS_STRING(out);
     const uint8_t *in = states.buf;
     fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
+    fu_reader reader = fu_dump_reader(&memory);
     Py_BEGIN_ALLOW_THREADS
     for (size_t i = 0; i < n; i++) {
         fu_step_state state;
@@ -365,7 +374,7 @@ static PyObject *step_batch(PyObject *module, PyObject *args)
         fu_walk_result result = {FU_WALK_END, 0, 0};
         fu_step_record record;
         memset(&record, 0, sizeof record);
-        int kind = fu_walk_step(space, fu_read_dump, &memory, &regs, state.ip_is_return_address != 0, &caller,
+        int kind = fu_walk_step(space, &reader, &regs, state.ip_is_return_address != 0, &caller,
                                 &record.flags, &result);
         record.kind = (int8_t)kind;
         record.outcome = kind < 0 ? (uint8_t)result.outcome : 0xff;

@@ -37,7 +37,7 @@ from fastunwind.errors import CompactTableError, ElfError, FastunwindError
 PT_LOAD = 1
 PF_X, PF_W = 1, 2
 PAGE_SIZE = 4096  #: x86-64 Linux mappings are 4 KiB-granular
-BACKENDS = ("auto", "dwarf", "compact")  #: walk.h fu_backend
+BACKENDS = ("auto", "dwarf", "table", "compiled", "table-only", "compiled-only")  #: walk.h fu_backend
 COMPACT_SUFFIX = ".fut"
 
 
@@ -94,6 +94,8 @@ class ModuleImage:
         ]
         self._compact: _core.CompactTable | None = None
         self._compact_loaded = False
+        self._compiled: _core.EhElf | None = None
+        self._compiled_loaded = False
         #: why there is no compact table (building failed), else None
         self.compact_error: str | None = None
         #: "cache" or "built": where the compact table came from (None before it is needed)
@@ -171,6 +173,19 @@ class ModuleImage:
                 self._compact = self.load_compact_table()
         return self._compact
 
+    @property
+    def compiled(self) -> _core.EhElf | None:
+        """The module's compiled unwind table (eh_elf) if `fastunwind compile` cached a valid one
+        (checked: ABI and generator version, build-id, DWARF rows), else None. Never built here:
+        compiling takes seconds. FASTUNWIND_COMPILED=0 disables them."""
+        if not self._compiled_loaded:
+            self._compiled_loaded = True
+            if os.environ.get("FASTUNWIND_COMPILED", "1") != "0":
+                from fastunwind import eh_elf  # eh_elf imports this module
+
+                self._compiled = eh_elf.load(self)
+        return self._compiled
+
     def compact_statistics(self) -> dict[str, Any] | None:
         """Size and coverage of the compact table: bytes per row (gaps between FDEs are rows too)
         and per DWARF row, and the fraction of rows and of code bytes on the slow path."""
@@ -245,13 +260,16 @@ class AddressSpace:
         self._cores: dict[str, _core.AddressSpace] = {}
 
     def to_core(self, backend: str | None = None) -> _core.AddressSpace:
-        """The C walker's view. `backend`: "auto" (compact table first, then the DWARF tables),
-        "dwarf" (DWARF tables only) or "compact" (compact tables only, for tests and benchmarks);
-        default FASTUNWIND_BACKEND, else "auto"."""
+        """The C walker's view. `backend` (walk.h, fu_backend): "auto" (per module the compiled
+        eh_elf, else the compact table, then the DWARF tables), "dwarf" (DWARF tables only),
+        "table" (compact tables, then DWARF), "compiled" (eh_elfs, then DWARF), "table-only" /
+        "compiled-only" (that fast path alone, for tests and benchmarks); default
+        FASTUNWIND_BACKEND, else "auto"."""
         backend = backend or default_backend()
         core = self._cores.get(backend)
         if core is None:
             use_compact = backend != "dwarf"
+            use_compiled = backend in ("auto", "compiled", "compiled-only")
             core = self._cores[backend] = _core.AddressSpace(
                 [
                     (
@@ -263,6 +281,7 @@ class AddressSpace:
                         m.image.segments if m.image else [],
                         index,
                         m.image.compact if m.image and use_compact else None,
+                        m.image.compiled if m.image and use_compiled else None,
                     )
                     for index, m in enumerate(self.mappings)
                 ],

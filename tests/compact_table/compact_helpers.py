@@ -38,7 +38,7 @@ def module_spaces(image: ModuleImage, compact: _core.CompactTable) -> dict[str, 
     start = BIAS + max(compact.base_svma - 0x1000, 0)
     end = BIAS + compact.end_svma + 0x1000
     module = (start, end, BIAS, image.eh_frame, image.debug_frame, image.segments, 0, compact)
-    return {backend: _core.AddressSpace([module], backend=backend) for backend in ("dwarf", "auto", "compact")}
+    return {backend: _core.AddressSpace([module], backend=backend) for backend in ("dwarf", "auto", "table-only")}
 
 
 def addresses_to_check(compact: _core.CompactTable, rng: random.Random) -> list[int]:
@@ -81,7 +81,7 @@ def random_state(rng: random.Random, avma: int) -> list[int]:
 def check_module(image: ModuleImage, compact: _core.CompactTable, seed: int, per_address: int = 2,
                  batch: int = 20000) -> Agreement:
     """Step from `per_address` random states at every address of addresses_to_check, with each
-    backend; "auto" must equal "dwarf" everywhere, "compact" must equal "dwarf" where the row is
+    backend; "auto" must equal "dwarf" everywhere, "table-only" must equal "dwarf" where the row is
     not on the slow path."""
     rng = random.Random(seed)
     result = Agreement(image.path, seed)
@@ -112,7 +112,7 @@ def check_module(image: ModuleImage, compact: _core.CompactTable, seed: int, per
             result.states += 1
             result.fast_states += not slow
             result.recovered += dwarf[0] != 0xFF  # kind -1: failed
-            for backend in ("auto",) if slow else ("auto", "compact"):
+            for backend in ("auto",) if slow else ("auto", "table-only"):
                 if records[backend][at] != dwarf and len(result.mismatches) < 10:
                     result.mismatches.append(describe(svma, states[i * STATE_WORDS:(i + 1) * STATE_WORDS],
                                                       backend, records[backend][at], dwarf, found, compact))

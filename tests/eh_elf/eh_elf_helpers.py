@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import array
 import random
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
+
+# the differential test reuses the compact table test's random states and record decoding
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compact_table"))
 
 from compact_helpers import (BIAS, RECORD_SIZE, REGISTERS, STACK_ADDRESS, STACK_SIZE, STATE_WORDS, decode,
-                             random_state)
+                             random_state)  # noqa: E402
 
-from fastunwind import _core
-from fastunwind.address_space import ModuleImage
+from fastunwind import _core  # noqa: E402
+from fastunwind.address_space import ModuleImage  # noqa: E402
 
 NO_OUTCOME = _core.EH_ELF_RECORD_NO_OUTCOME
 STATUSES = _core.EH_ELF_STATUSES

@@ -6,13 +6,20 @@ and their validity, fault address. The seed is printed; rerun one with FASTUNWIN
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sysconfig
 from pathlib import Path
 
 import pytest
+from eh_elf_helpers import check_module  # first: puts tests/compact_table on sys.path
 from compact_helpers import seed_from_environment
-from eh_elf_helpers import check_module
 from test_compact_table_agreement import CASES, CASES_DIR
+
+from fastunwind import eh_elf
+from fastunwind.address_space import ModuleImage
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 LIBRARIES = {
     "libc": "/lib/x86_64-linux-gnu/libc.so.6",
@@ -23,6 +30,42 @@ LIBRARIES = {
     "python3": os.path.realpath("/usr/bin/python3"),
 }
 WORKLOADS = ("cworkload", "cworkload-fp", "cworkload-fp-debugframe")
+
+
+class Compiled:
+    """Images and their eh_elfs, compiled on first request into the session's cache directory."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self._done: dict[str, tuple[ModuleImage, object]] = {}
+
+    def get(self, path: str | Path):
+        path = str(path)
+        if path not in self._done:
+            image = ModuleImage.load(path)
+            (result,) = eh_elf.compile_images([image], directory=str(self.directory))
+            if isinstance(result, Exception):
+                raise result
+            self._done[path] = (image, result)
+        return self._done[path]
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory) -> Compiled:
+    return Compiled(tmp_path_factory.mktemp("eh_elf_cache"))
+
+
+@pytest.fixture(scope="session")
+def workloads(tmp_path_factory) -> Path:
+    """workloads/'s C variants (CFI in .eh_frame; .debug_frame only; none), built once."""
+    if not shutil.which("gcc") or not shutil.which("make"):
+        pytest.skip("gcc and make are needed to build workloads/")
+    out = tmp_path_factory.mktemp("workloads")
+    built = subprocess.run(["make", "-s", "-C", str(REPO_ROOT / "workloads"), f"OUT={out}"], capture_output=True,
+                           text=True)
+    if built.returncode != 0:
+        pytest.fail(f"make -C workloads failed:\n{built.stderr}", pytrace=False)
+    return out
 
 
 def run(compiled, path, seed: int, per_address: int, min_recovered: float, max_interpret: float = 0.01):

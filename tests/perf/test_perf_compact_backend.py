@@ -20,9 +20,10 @@ def test_compact_backend_walks_as_the_dwarf_backend(workload, perf_recordings):
     spaces = replayed.session.spaces
     space_ids = replayed.space_ids.tobytes()
     by_backend = {backend: _core.unwind_samples(perf.native, space_ids, [s.to_core(backend) for s in spaces], 127)
-                  for backend in ("dwarf", "auto", "compact")}
-    dwarf, auto, compact_only = by_backend["dwarf"], by_backend["auto"], by_backend["compact"]
+                  for backend in ("dwarf", "auto", "table", "table-only")}
+    dwarf, auto, compact_only = by_backend["dwarf"], by_backend["auto"], by_backend["table-only"]
     assert auto[:6] == dwarf[:6], "frames, modules, kinds or outcomes differ between the compact and DWARF backends"
+    assert by_backend["table"][:6] == dwarf[:6], "the table backend (compact, then DWARF) differs from DWARF alone"
     images = {m.image for s in spaces for m in s.mappings if m.image is not None}
     assert images and all(image.compact is not None for image in images), \
         [image.compact_error for image in images if image.compact is None]

@@ -1,0 +1,97 @@
+"""`fastunwind bench [-i perf.data]`: time fastunwind's walker on a recording's samples, backend
+by backend, in one run: ns per frame over all passes, the first (cold) pass and the best (warm)
+pass, frames, outcomes, and whether every backend found the same frames.
+
+Only the unwinding is timed (see fastunwind.bench). The side-by-side comparison with libunwind,
+libdw and a frame-pointer walk needs their C harnesses, built from a source checkout:
+`--peers` runs `benchmarks/bench_unwind.py` there on the same recording.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from fastunwind.errors import FastunwindError
+
+EXAMPLE = """\
+examples:
+  fastunwind bench -i perf.data
+  fastunwind bench -i perf.data --backend auto,dwarf --repeat 20
+  fastunwind bench -i perf.data --peers      # from a source checkout: also libunwind, libdw, fp
+"""
+
+BACKENDS = ("auto", "table", "dwarf", "compiled", "table-only", "compiled-only")
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "bench",
+        help="time the walker on a recording, backend by backend (and against peers with --peers)",
+        description=__doc__,
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-i", "--input", default="perf.data", help="the recording (default: perf.data)")
+    parser.add_argument("--backend", default="auto,table,dwarf",
+                        help=f"comma-separated backends to time, of {', '.join(BACKENDS)} (default: auto,table,dwarf)")
+    parser.add_argument("--repeat", type=int, default=10, help="passes per backend (default: 10)")
+    parser.add_argument("--max-frames", type=int, default=127, help="frames per stack (default: 127, as perf)")
+    parser.add_argument("--peers", action="store_true",
+                        help="also run benchmarks/bench_unwind.py (libunwind, libdw, frame pointers) on the recording")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fastunwind.bench import differing_samples, time_backend
+    from fastunwind.perf_data import PerfData
+    from fastunwind.perf_session import replay
+
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    unknown = [b for b in backends if b not in BACKENDS]
+    if unknown or not backends:
+        raise FastunwindError(f"--backend: {', '.join(unknown) or 'none given'}: choose from {', '.join(BACKENDS)}")
+    if args.repeat < 1:
+        raise FastunwindError("--repeat must be at least 1")
+    started = time.perf_counter()
+    perf = PerfData.open(args.input)
+    replayed = replay(perf)
+    setup_seconds = time.perf_counter() - started
+    timings = [time_backend(perf, replayed, backend, args.repeat, args.max_frames) for backend in backends]
+    _print(args.input, setup_seconds, args.repeat, timings, differing_samples)
+    if args.peers:
+        return _run_peers(args)
+    return 0
+
+
+def _print(recording: str, setup_seconds: float, repeat: int, timings: list, differing_samples) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    reference = timings[0]
+    console.print(f"{recording}: {reference.samples} samples walked; decoding, replay and unwind tables "
+                  f"{setup_seconds * 1000:.0f} ms (not timed below); {repeat} passes per backend")
+    table = Table("backend", "frames", "ns/frame all / first / best", "ns/sample", "outcomes",
+                  f"same frames as {reference.backend}", box=None)
+    for t in timings:
+        per_sample = t.total_ns / (t.samples * len(t.passes_ns)) if t.samples else 0.0
+        outcomes = ", ".join(f"{name} {count}" for name, count in sorted(t.outcomes.items(), key=lambda kv: -kv[1]))
+        same = "—" if t is reference else f"{t.samples - differing_samples(reference, t)} of {t.samples}"
+        table.add_row(t.backend, f"{t.frames:,}", f"{t.ns_per_frame('all'):.1f} / {t.ns_per_frame('first'):.1f} / "
+                      f"{t.ns_per_frame('best'):.1f}", f"{per_sample:.0f}", outcomes, same)
+    console.print(table)
+
+
+def _run_peers(args: argparse.Namespace) -> int:
+    script = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_unwind.py"
+    if not script.is_file():
+        raise FastunwindError("--peers needs a source checkout of fastunwind (benchmarks/bench_unwind.py builds "
+                              "the libunwind, libdw and frame-pointer harnesses); run `make bench-unwind` there")
+    command = [sys.executable, str(script), os.path.abspath(args.input), "--repeat", str(args.repeat)]
+    return subprocess.run(command, cwd=script.parents[1]).returncode
