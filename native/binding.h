@@ -14,6 +14,8 @@ typedef struct module_state {
     PyObject *cfi_table_type;  /* fastunwind._core.CfiTable */
     PyObject *compact_error;   /* fastunwind.errors.CompactTableError */
     PyObject *compact_table_type; /* fastunwind._core.CompactTable */
+    PyObject *eh_elf_error;    /* fastunwind.errors.EhElfError */
+    PyObject *eh_elf_type;     /* fastunwind._core.EhElf */
 } module_state;
 
 module_state *fu_module_state(PyObject *module);
@@ -29,10 +31,17 @@ struct fu_address_space;
 /* The address space of a fastunwind._core.AddressSpace, or NULL with TypeError set. */
 const struct fu_address_space *fu_address_space_of(PyObject *module, PyObject *object);
 
+/* The entry point of a fastunwind._core.EhElf (a loaded, checked compiled unwind table), or NULL
+ * with TypeError set. Valid while the object lives (it keeps the shared object open). */
+#include "fu_unwind_abi.h"
+fu_eh_elf_step_fn fu_eh_elf_step_of(PyObject *module, PyObject *object);
+
 /* Each adds its types and functions to the module; -1 with an exception set on failure. */
 int fu_walk_binding_init(PyObject *module);
 int fu_perf_walk_binding_init(PyObject *module);
 int fu_compact_binding_init(PyObject *module);
 int fu_symbols_binding_init(PyObject *module);
+int fu_eh_elf_binding_init(PyObject *module);      /* eh_elf_binding.c */
+int fu_eh_elf_rows_binding_init(PyObject *module); /* eh_elf_rows.c */
 
 #endif

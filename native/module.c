@@ -610,7 +610,8 @@ static int module_exec(PyObject *module)
         return -1;
     }
     if (fu_walk_binding_init(module) < 0 || fu_perf_walk_binding_init(module) < 0 ||
-        fu_symbols_binding_init(module) < 0 || fu_compact_binding_init(module) < 0)
+        fu_symbols_binding_init(module) < 0 || fu_compact_binding_init(module) < 0 ||
+        fu_eh_elf_binding_init(module) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "MAX_COLUMNS", FU_MAX_COLUMNS) < 0 ||
         PyModule_AddIntConstant(module, "MAX_STATE_STACK", FU_MAX_STATE_STACK) < 0 ||
@@ -631,6 +632,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->cfi_table_type);
     Py_VISIT(st->compact_error);
     Py_VISIT(st->compact_table_type);
+    Py_VISIT(st->eh_elf_error);
+    Py_VISIT(st->eh_elf_type);
     return 0;
 }
 
@@ -642,6 +645,8 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->cfi_table_type);
     Py_CLEAR(st->compact_error);
     Py_CLEAR(st->compact_table_type);
+    Py_CLEAR(st->eh_elf_error);
+    Py_CLEAR(st->eh_elf_type);
     return 0;
 }
 

@@ -1,9 +1,9 @@
 /* The walker's Python binding: AddressSpace, unwind() over a captured stack, unwind_self().
  *
  * AddressSpace(modules, backend="auto") takes (start, end, bias, eh_frame, debug_frame, segments,
- * id[, compact]) tuples: an executable mapping [start, end) of a module, avma = svma + bias, its
- * CfiTable objects (or None), its read-only PT_LOAD bytes as (vaddr, buffer) pairs, the caller's
- * id, and its CompactTable (or None). `backend` is "auto" (compact table, then DWARF), "dwarf"
+ * id[, compact[, compiled]]) tuples: an executable mapping [start, end) of a module, avma = svma +
+ * bias, its CfiTable objects (or None), its read-only PT_LOAD bytes as (vaddr, buffer) pairs, the
+ * caller's id, its CompactTable (or None) and its EhElf (a loaded compiled table, or None). `backend` is "auto" (compact table, then DWARF), "dwarf"
  * (DWARF tables only) or "compact" (compact tables only): see fu_backend in walk.h. The object
  * keeps every table and buffer alive while walks use them.
  */
@@ -73,9 +73,9 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), total_segments = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(item) || (PyTuple_GET_SIZE(item) != 7 && PyTuple_GET_SIZE(item) != 8)) {
+        if (!PyTuple_Check(item) || (PyTuple_GET_SIZE(item) < 7 || PyTuple_GET_SIZE(item) > 9)) {
             PyErr_SetString(PyExc_TypeError,
-                            "each module is (start, end, bias, eh_frame, debug_frame, segments, id[, compact])");
+                            "each module is (start, end, bias, eh_frame, debug_frame, segments, id[, compact[, compiled]])");
             return -1;
         }
         Py_ssize_t count = PySequence_Size(PyTuple_GET_ITEM(item, 5));
@@ -93,10 +93,11 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
         fu_module *m = &self->modules[i];
-        PyObject *eh, *debug, *segments, *compact = Py_None;
+        PyObject *eh, *debug, *segments, *compact = Py_None, *compiled = Py_None;
         unsigned long long start, end, bias;
         unsigned int id;
-        if (!PyArg_ParseTuple(item, "KKKOOOI|O", &start, &end, &bias, &eh, &debug, &segments, &id, &compact))
+        if (!PyArg_ParseTuple(item, "KKKOOOI|OO", &start, &end, &bias, &eh, &debug, &segments, &id, &compact,
+                              &compiled))
             return -1;
         if (end <= start) {
             PyErr_Format(PyExc_ValueError, "module %u: empty range 0x%llx..0x%llx", id, start, end);
@@ -111,6 +112,9 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         if (debug != Py_None && !(m->debug_frame = fu_cfi_table_of(module, debug)))
             return -1;
         if (compact != Py_None && !(m->compact = fu_compact_table_of(module, compact)))
+            return -1;
+        /* the EhElf stays alive (and its shared object loaded) through self->keep */
+        if (compiled != Py_None && !(m->compiled = fu_eh_elf_step_of(module, compiled)))
             return -1;
         PyObject *segs = PySequence_Fast(segments, "segments must be a sequence of (vaddr, buffer)");
         if (!segs)

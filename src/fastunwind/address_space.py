@@ -94,6 +94,8 @@ class ModuleImage:
         ]
         self._compact: _core.CompactTable | None = None
         self._compact_loaded = False
+        self._compiled: _core.EhElf | None = None
+        self._compiled_loaded = False
         #: why there is no compact table (building failed), else None
         self.compact_error: str | None = None
         #: "cache" or "built": where the compact table came from (None before it is needed)
@@ -170,6 +172,19 @@ class ModuleImage:
             if compact_tables_enabled():
                 self._compact = self.load_compact_table()
         return self._compact
+
+    @property
+    def compiled(self) -> _core.EhElf | None:
+        """The module's compiled unwind table (eh_elf) if `fastunwind compile` cached a valid one
+        (checked: ABI and generator version, build-id, DWARF rows), else None. Never built here:
+        compiling takes seconds. FASTUNWIND_COMPILED=0 disables them."""
+        if not self._compiled_loaded:
+            self._compiled_loaded = True
+            if os.environ.get("FASTUNWIND_COMPILED", "1") != "0":
+                from fastunwind import eh_elf  # eh_elf imports this module
+
+                self._compiled = eh_elf.load(self)
+        return self._compiled
 
     def compact_statistics(self) -> dict[str, Any] | None:
         """Size and coverage of the compact table: bytes per row (gaps between FDEs are rows too)
@@ -254,6 +269,7 @@ class AddressSpace:
         core = self._cores.get(backend)
         if core is None:
             use_compact = backend != "dwarf"
+            use_compiled = backend in ("auto", "compiled", "compiled-only")
             core = self._cores[backend] = _core.AddressSpace(
                 [
                     (
@@ -265,6 +281,7 @@ class AddressSpace:
                         m.image.segments if m.image else [],
                         index,
                         m.image.compact if m.image and use_compact else None,
+                        m.image.compiled if m.image and use_compiled else None,
                     )
                     for index, m in enumerate(self.mappings)
                 ],

@@ -36,6 +36,14 @@ class CompactTableError(FastunwindError):
     the module's. A cached table that raises this is rebuilt, never used."""
 
 
+class EhElfError(FastunwindError):
+    """A compiled unwind table (eh_elf, `fastunwind compile`) could not be generated, compiled or
+    loaded: no CFI in the file, the C compiler missing or failing (its output is in the message), or
+    a cached shared object that is truncated, not an ELF file, or built for another ABI version,
+    generator version, build-id or set of DWARF rows. A cached object that raises this is rebuilt,
+    never used."""
+
+
 class NoUnwindInfo(FastunwindError, LookupError):
     """No FDE covers the requested address."""
 

@@ -1,0 +1,442 @@
+/* eh_elf's Python binding: load a compiled unwind table (a shared object that `fastunwind compile`
+ * built, see fastunwind/eh_elf.py) and check it before anything calls into it.
+ *
+ * EhElf(path, key_kind, key, *, generator_version, row_count=None)
+ *   1. checks the file is a complete x86-64 ELF shared object: the header, the program headers,
+ *      every PT_LOAD's bytes and the section headers inside the file (a truncated file would
+ *      otherwise map and fault with SIGBUS on first use);
+ *   2. dlopen(RTLD_NOW | RTLD_LOCAL), dlsym of fu_eh_elf_info and fu_eh_elf_step;
+ *   3. compares fu_eh_elf_info with what the caller expects: FU_UNWIND_ABI_VERSION, the generator's
+ *      version, the key (build-id or file hash) and, if given, the number of DWARF rows it was built
+ *      from (a separate debug file installed since adds .debug_frame rows).
+ *   Any mismatch closes the handle and raises fastunwind.errors.EhElfError naming the path and the
+ *   values: the caller rebuilds, nothing is used blindly. The object keeps the handle open while it
+ *   lives; fu_eh_elf_step_of() gives other C files its entry point.
+ *
+ * eh_elf_step_batch(eh_elf, space, states, stack, stack_address, bias) -> bytes
+ *   For tests: one compiled step per state, in walk_binding.c's step_batch record format, so that
+ *   the differential test compares it with the DWARF interpreter byte for byte.
+ */
+#include "binding.h" /* Python.h first */
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "memory.h"
+#include "walk.h"
+
+typedef struct EhElfObject {
+    PyObject_HEAD
+    void *handle;
+    fu_eh_elf_step_fn step;
+    fu_eh_elf_info info; /* a copy, checked */
+    PyObject *path;
+} EhElfObject;
+
+static PyObject *eh_elf_error(PyObject *module)
+{
+    PyObject *cls = module ? fu_module_state(module)->eh_elf_error : NULL;
+    return cls ? cls : PyExc_ValueError;
+}
+
+/* ---- the file is a complete ELF shared object ------------------------------------------------ */
+
+/* pread exactly `size` bytes at `offset`; false on a short read. */
+static bool read_at(int fd, void *out, size_t size, uint64_t offset)
+{
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = pread(fd, (char *)out + done, size - done, (off_t)(offset + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        done += (size_t)n;
+    }
+    return true;
+}
+
+/* An extent [offset, offset + size) inside a file of `file_size` bytes, without overflow. */
+static bool inside(uint64_t offset, uint64_t size, uint64_t file_size)
+{
+    return offset <= file_size && size <= file_size - offset;
+}
+
+/* Program headers beyond this are not a compiled table (the compiler's output has under 16). */
+#define FU_EH_ELF_MAX_PHDRS 64
+
+/* NULL if `path` is a complete x86-64 ELF shared object, else what is wrong (in `why`). */
+static const char *check_elf_file(const char *path, char *why, size_t why_size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_size, "cannot open: %s", strerror(errno));
+        return why;
+    }
+    const char *problem = NULL;
+    struct stat st;
+    Elf64_Ehdr h;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, why_size, "cannot stat: %s", strerror(errno));
+        problem = why;
+    } else if (!read_at(fd, &h, sizeof h, 0) || memcmp(h.e_ident, ELFMAG, SELFMAG) != 0) {
+        snprintf(why, why_size, "not an ELF file (%lld bytes, no ELF header)", (long long)st.st_size);
+        problem = why;
+    } else if (h.e_ident[EI_CLASS] != ELFCLASS64 || h.e_ident[EI_DATA] != ELFDATA2LSB || h.e_machine != EM_X86_64 ||
+               h.e_type != ET_DYN) {
+        snprintf(why, why_size, "not an x86-64 ELF shared object (class %u, data %u, machine %u, type %u)",
+                 h.e_ident[EI_CLASS], h.e_ident[EI_DATA], h.e_machine, h.e_type);
+        problem = why;
+    } else if (h.e_phentsize != sizeof(Elf64_Phdr) || h.e_phnum == 0 || h.e_phnum > FU_EH_ELF_MAX_PHDRS ||
+               !inside(h.e_phoff, (uint64_t)h.e_phnum * sizeof(Elf64_Phdr), (uint64_t)st.st_size)) {
+        snprintf(why, why_size, "truncated or corrupt: %u program headers at 0x%llx in a file of 0x%llx bytes",
+                 h.e_phnum, (unsigned long long)h.e_phoff, (unsigned long long)st.st_size);
+        problem = why;
+    } else if (h.e_shoff != 0 && !inside(h.e_shoff, (uint64_t)h.e_shnum * h.e_shentsize, (uint64_t)st.st_size)) {
+        snprintf(why, why_size, "truncated: section headers at 0x%llx end beyond the file's 0x%llx bytes",
+                 (unsigned long long)h.e_shoff, (unsigned long long)st.st_size);
+        problem = why;
+    } else {
+        for (unsigned i = 0; i < h.e_phnum && !problem; i++) {
+            Elf64_Phdr p;
+            if (!read_at(fd, &p, sizeof p, h.e_phoff + (uint64_t)i * sizeof p)) {
+                snprintf(why, why_size, "truncated: program header %u unreadable", i);
+                problem = why;
+            } else if ((p.p_type == PT_LOAD || p.p_type == PT_DYNAMIC) &&
+                       !inside(p.p_offset, p.p_filesz, (uint64_t)st.st_size)) {
+                snprintf(why, why_size, "truncated: segment %u (0x%llx bytes at 0x%llx) ends beyond the file's 0x%llx bytes",
+                         i, (unsigned long long)p.p_filesz, (unsigned long long)p.p_offset,
+                         (unsigned long long)st.st_size);
+                problem = why;
+            }
+        }
+    }
+    close(fd);
+    return problem;
+}
+
+/* ---- the EhElf type --------------------------------------------------------------------------- */
+
+static void eh_elf_dealloc(EhElfObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    if (self->handle)
+        dlclose(self->handle);
+    Py_XDECREF(self->path);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+static void hex(char *out, size_t out_size, const uint8_t *bytes, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 3 <= out_size; i++)
+        k += (size_t)snprintf(out + k, out_size - k, "%02x", bytes[i]);
+    out[k < out_size ? k : out_size - 1] = '\0';
+}
+
+static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"path", "key_kind", "key", "generator_version", "row_count", NULL};
+    PyObject *path_object, *row_count_object = Py_None;
+    unsigned int key_kind, generator_version = UINT_MAX;
+    Py_buffer key;
+    if (self->handle) {
+        PyErr_SetString(PyExc_RuntimeError, "EhElf is already initialized");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&Iy*|$IO", kwlist, PyUnicode_FSDecoder, &path_object,
+                                     &key_kind, &key, &generator_version, &row_count_object))
+        return -1;
+    PyObject *module = PyType_GetModule(Py_TYPE(self));
+    PyObject *error = eh_elf_error(module);
+    int status = -1;
+    void *handle = NULL;
+    const char *path = PyUnicode_AsUTF8(path_object);
+    char why[512];
+    if (!path)
+        goto done;
+    if (generator_version == UINT_MAX) {
+        PyErr_SetString(PyExc_TypeError, "EhElf() needs generator_version= (the generator version to accept)");
+        goto done;
+    }
+    if (key.len > FU_EH_ELF_MAX_KEY) {
+        PyErr_Format(PyExc_ValueError, "a key of %zd bytes (at most %d)", key.len, FU_EH_ELF_MAX_KEY);
+        goto done;
+    }
+    const char *problem = check_elf_file(path, why, sizeof why);
+    if (problem) {
+        PyErr_Format(error, "eh_elf %s: %s", path, problem);
+        goto done;
+    }
+    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char *message = dlerror();
+        PyErr_Format(error, "eh_elf %s: dlopen failed: %s", path, message ? message : "?");
+        goto done;
+    }
+    const fu_eh_elf_info *info = dlsym(handle, "fu_eh_elf_info");
+    fu_eh_elf_step_fn step = (fu_eh_elf_step_fn)dlsym(handle, "fu_eh_elf_step");
+    if (!info || !step) {
+        PyErr_Format(error, "eh_elf %s: no %s symbol: not a compiled unwind table", path,
+                     info ? "fu_eh_elf_step" : "fu_eh_elf_info");
+        goto done;
+    }
+    if (info->abi_version != FU_UNWIND_ABI_VERSION) {
+        PyErr_Format(error, "eh_elf %s: ABI version %u, this fastunwind uses %d", path, info->abi_version,
+                     FU_UNWIND_ABI_VERSION);
+        goto done;
+    }
+    if (info->generator_version != generator_version) {
+        PyErr_Format(error, "eh_elf %s: generator version %u, expected %u", path, info->generator_version,
+                     generator_version);
+        goto done;
+    }
+    if (info->key_kind != key_kind || info->key_size != (uint32_t)key.len ||
+        info->key_size > FU_EH_ELF_MAX_KEY || memcmp(info->key, key.buf, (size_t)key.len) != 0) {
+        char have[2 * FU_EH_ELF_MAX_KEY + 1], want[2 * FU_EH_ELF_MAX_KEY + 1];
+        hex(have, sizeof have, info->key, info->key_size <= FU_EH_ELF_MAX_KEY ? info->key_size : 0);
+        hex(want, sizeof want, key.buf, (size_t)key.len);
+        PyErr_Format(error, "eh_elf %s: built for key %u:%s, expected %u:%s (another build of the file)", path,
+                     info->key_kind, have, key_kind, want);
+        goto done;
+    }
+    if (row_count_object != Py_None) {
+        unsigned long long rows = PyLong_AsUnsignedLongLong(row_count_object);
+        if (PyErr_Occurred())
+            goto done;
+        if (info->row_count != rows) {
+            PyErr_Format(error, "eh_elf %s: built from %llu DWARF rows, the file has %llu now (a debug file "
+                         "added or removed?)", path, (unsigned long long)info->row_count, rows);
+            goto done;
+        }
+    }
+    self->info = *info;
+    self->step = step;
+    self->handle = handle;
+    handle = NULL;
+    self->path = Py_NewRef(path_object);
+    status = 0;
+done:
+    if (handle)
+        dlclose(handle);
+    Py_DECREF(path_object);
+    PyBuffer_Release(&key);
+    return status;
+}
+
+static bool check_loaded(EhElfObject *self)
+{
+    if (!self->handle)
+        PyErr_SetString(PyExc_RuntimeError, "EhElf is not initialized");
+    return self->handle != NULL;
+}
+
+fu_eh_elf_step_fn fu_eh_elf_step_of(PyObject *module, PyObject *object)
+{
+    PyObject *type = fu_module_state(module)->eh_elf_type;
+    if (!type || !PyObject_TypeCheck(object, (PyTypeObject *)type)) {
+        PyErr_Format(PyExc_TypeError, "expected an EhElf, not %.100s", Py_TYPE(object)->tp_name);
+        return NULL;
+    }
+    EhElfObject *self = (EhElfObject *)object;
+    return check_loaded(self) ? self->step : NULL;
+}
+
+static PyObject *eh_elf_get(EhElfObject *self, void *which)
+{
+    if (!check_loaded(self))
+        return NULL;
+    const fu_eh_elf_info *info = &self->info;
+    switch ((intptr_t)which) {
+    case 0: return Py_NewRef(self->path);
+    case 1: return PyLong_FromUnsignedLong(info->abi_version);
+    case 2: return PyLong_FromUnsignedLong(info->generator_version);
+    case 3: return PyLong_FromUnsignedLong(info->key_kind);
+    case 4: return PyBytes_FromStringAndSize((const char *)info->key, info->key_size);
+    case 5: return PyLong_FromUnsignedLongLong(info->row_count);
+    default: Py_RETURN_NONE;
+    }
+}
+
+static PyGetSetDef eh_elf_getset[] = {
+    {"path", (getter)eh_elf_get, NULL, "the shared object", (void *)0},
+    {"abi_version", (getter)eh_elf_get, NULL, "FU_UNWIND_ABI_VERSION it was compiled against", (void *)1},
+    {"generator_version", (getter)eh_elf_get, NULL, "version of the generator that wrote its C", (void *)2},
+    {"key_kind", (getter)eh_elf_get, NULL, "1: build-id, 2: hash of path, size and mtime", (void *)3},
+    {"key", (getter)eh_elf_get, NULL, "the build-id (or file hash) it was built for", (void *)4},
+    {"row_count", (getter)eh_elf_get, NULL, "DWARF rows (.eh_frame + .debug_frame) it was built from", (void *)5},
+    {NULL},
+};
+
+static PyType_Slot eh_elf_slots[] = {
+    {Py_tp_dealloc, eh_elf_dealloc},
+    {Py_tp_init, eh_elf_init},
+    {Py_tp_getset, eh_elf_getset},
+    {Py_tp_doc, "A compiled unwind table (eh_elf shared object), loaded and checked; see fastunwind.eh_elf."},
+    {0, NULL},
+};
+
+static PyType_Spec eh_elf_spec = {
+    .name = "fastunwind._core.EhElf",
+    .basicsize = sizeof(EhElfObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = eh_elf_slots,
+};
+
+/* ---- one compiled step per state, for the differential test ---------------------------------- */
+
+/* walk_binding.c's step_batch formats: a state is u64 regs[17], u32 valid, u32 ip_is_return_address;
+ * a record i8 kind, u8 outcome, u8 flags, u8 status, u32 valid, u64 fault address, u64 regs[17].
+ * Outcomes are the walker's (fu_walk_outcome); where the compiled step has no walker outcome
+ * (NO_INFO: the walker would try the frame pointer; INTERPRET) kind is -1, outcome
+ * FU_EH_ELF_RECORD_NO_OUTCOME and `status` holds the fu_eh_elf_status. */
+#define FU_EH_ELF_RECORD_NO_OUTCOME 0xff
+
+typedef struct eh_elf_state {
+    uint64_t regs[FU_WALK_REGISTERS];
+    uint32_t valid;
+    uint32_t ip_is_return_address;
+} eh_elf_state;
+
+typedef struct eh_elf_record {
+    int8_t kind;
+    uint8_t outcome;
+    uint8_t flags;
+    uint8_t status;
+    uint32_t valid;
+    uint64_t fault_address;
+    uint64_t regs[FU_WALK_REGISTERS];
+} eh_elf_record;
+
+static void record_of_status(int status, const fu_regs *caller, uint64_t fault, eh_elf_record *record)
+{
+    memset(record, 0, sizeof *record);
+    record->kind = -1;
+    record->status = (uint8_t)status;
+    record->outcome = FU_EH_ELF_RECORD_NO_OUTCOME;
+    switch ((fu_eh_elf_status)status) {
+    case FU_EH_ELF_CFI:
+    case FU_EH_ELF_SIGNAL:
+        record->kind = status == FU_EH_ELF_SIGNAL ? FU_FRAME_SIGNAL : FU_FRAME_CFI;
+        record->flags = status == FU_EH_ELF_SIGNAL ? FU_FRAME_SIGNAL_TRAMPOLINE : 0;
+        record->outcome = FU_EH_ELF_RECORD_NO_OUTCOME;
+        record->valid = caller->valid;
+        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+            record->regs[r] = caller->valid >> r & 1 ? caller->value[r] : 0;
+        break;
+    case FU_EH_ELF_REGISTER_UNKNOWN: record->outcome = FU_WALK_REGISTER_UNKNOWN; break;
+    case FU_EH_ELF_EXPRESSION_ERROR: record->outcome = FU_WALK_EXPRESSION_ERROR; break;
+    case FU_EH_ELF_UNREADABLE:
+        record->outcome = FU_WALK_UNREADABLE;
+        record->fault_address = fault;
+        break;
+    case FU_EH_ELF_PAST_DUMP:
+        record->outcome = FU_WALK_TRUNCATED;
+        record->fault_address = fault;
+        break;
+    default: break; /* NO_INFO, INTERPRET, or a status no generator writes: no outcome */
+    }
+}
+
+static PyObject *eh_elf_step_batch(PyObject *module, PyObject *args)
+{
+    PyObject *eh_elf_object, *space_object;
+    Py_buffer states, stack;
+    unsigned long long stack_address, bias;
+    if (!PyArg_ParseTuple(args, "OOy*y*KK", &eh_elf_object, &space_object, &states, &stack, &stack_address, &bias))
+        return NULL;
+    PyObject *out = NULL;
+    fu_eh_elf_step_fn step = fu_eh_elf_step_of(module, eh_elf_object);
+    const fu_address_space *space = step ? fu_address_space_of(module, space_object) : NULL;
+    if (!space)
+        goto done;
+    if (states.len % (Py_ssize_t)sizeof(eh_elf_state) != 0) {
+        PyErr_Format(PyExc_ValueError, "states: %zd bytes is not a whole number of %zu-byte records", states.len,
+                     sizeof(eh_elf_state));
+        goto done;
+    }
+    size_t n = (size_t)states.len / sizeof(eh_elf_state);
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(eh_elf_record)));
+    if (!out)
+        goto done;
+    uint8_t *records = (uint8_t *)PyBytes_AS_STRING(out);
+    fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
+    fu_reader reader = {stack.buf, stack_address, (uint64_t)stack.len, fu_read_dump, &memory};
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t i = 0; i < n; i++) {
+        eh_elf_state state;
+        memcpy(&state, (const uint8_t *)states.buf + i * sizeof state, sizeof state);
+        fu_regs regs = {{0}, 0}, caller = {{0}, 0};
+        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+            if (state.valid >> r & 1)
+                fu_regs_set(&regs, r, state.regs[r]);
+        uint64_t fault = 0;
+        uint64_t lookup = fu_lookup_address(state.regs[FU_REG_RA], state.ip_is_return_address != 0);
+        int status = step(lookup - bias, &regs, &caller, &reader, &fault);
+        eh_elf_record record;
+        record_of_status(status, &caller, fault, &record);
+        memcpy(records + i * sizeof record, &record, sizeof record);
+    }
+    Py_END_ALLOW_THREADS
+done:
+    PyBuffer_Release(&states);
+    PyBuffer_Release(&stack);
+    return out;
+}
+
+static PyMethodDef eh_elf_functions[] = {
+    {"eh_elf_step_batch", eh_elf_step_batch, METH_VARARGS,
+     "eh_elf_step_batch(eh_elf, space, states, stack, stack_address, bias) -> bytes: one compiled step per "
+     "state, in step_batch's record format (tests)"},
+    {NULL},
+};
+
+int fu_eh_elf_binding_init(PyObject *module)
+{
+    module_state *st = fu_module_state(module);
+    PyObject *errors = PyImport_ImportModule("fastunwind.errors");
+    if (!errors)
+        return -1;
+    st->eh_elf_error = PyObject_GetAttrString(errors, "EhElfError");
+    Py_DECREF(errors);
+    if (!st->eh_elf_error)
+        return -1;
+    PyObject *type = PyType_FromModuleAndSpec(module, &eh_elf_spec, NULL);
+    if (!type)
+        return -1;
+    st->eh_elf_type = Py_NewRef(type);
+    if (PyModule_AddObject(module, "EhElf", type) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    if (PyModule_AddFunctions(module, eh_elf_functions) < 0 || fu_eh_elf_rows_binding_init(module) < 0)
+        return -1;
+    static const char *const status_names[FU_EH_ELF_STATUS_COUNT] = {
+        "cfi", "signal", "no_info", "interpret", "register_unknown", "expression_error", "unreadable", "past_dump"};
+    PyObject *names = PyTuple_New(FU_EH_ELF_STATUS_COUNT);
+    if (!names)
+        return -1;
+    for (int i = 0; i < FU_EH_ELF_STATUS_COUNT; i++) {
+        PyObject *name = PyUnicode_FromString(status_names[i]);
+        if (!name) {
+            Py_DECREF(names);
+            return -1;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    if (PyModule_AddObject(module, "EH_ELF_STATUSES", names) < 0) {
+        Py_DECREF(names);
+        return -1;
+    }
+    if (PyModule_AddIntConstant(module, "UNWIND_ABI_VERSION", FU_UNWIND_ABI_VERSION) < 0 ||
+        PyModule_AddIntConstant(module, "EH_ELF_MAX_KEY", FU_EH_ELF_MAX_KEY) < 0 ||
+        PyModule_AddIntConstant(module, "EH_ELF_RECORD_NO_OUTCOME", FU_EH_ELF_RECORD_NO_OUTCOME) < 0)
+        return -1;
+    return 0;
+}

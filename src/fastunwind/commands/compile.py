@@ -1,0 +1,119 @@
+"""`fastunwind compile FILE...`: compile the unwind tables of ELF files to native code (eh_elf).
+
+Each file's DWARF rows become C (one entry point, `fu_eh_elf_step`, see fastunwind/eh_elf.py),
+built with the system C compiler ($CC, default cc) into a shared object cached under
+$XDG_CACHE_HOME/fastunwind/eh_elf/ by build-id. The walker then uses it for that file (backend
+"compiled" or "auto"). A file whose valid eh_elf is already cached is not rebuilt (--force does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+EXAMPLE = """\
+examples:
+  fastunwind compile /lib/x86_64-linux-gnu/libc.so.6
+  fastunwind compile --deps /usr/bin/hackbench          # the program, libc, ld.so: like ldd
+  fastunwind compile --from perf.data -j 2              # every module the recording maps
+  fastunwind compile --emit-c /tmp/libc-c /lib/x86_64-linux-gnu/libc.so.6   # the C, to read
+  CC=clang-14 fastunwind compile ./a.out
+"""
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "compile",
+        help="compile ELF files' unwind tables to native code (eh_elf), cached for the walker",
+        description=__doc__,
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("files", nargs="*", metavar="FILE", help="ELF files (executables, shared libraries)")
+    parser.add_argument("--deps", action="store_true", help="also every shared library they load (like ldd)")
+    parser.add_argument("--from", dest="perf_data", metavar="PERF_DATA",
+                        help="also every file a perf.data recording maps executable")
+    parser.add_argument("-j", "--jobs", type=int, default=None,
+                        help="compiler processes at once (default: the CPU count)")
+    parser.add_argument("--force", action="store_true", help="rebuild even when a valid eh_elf is cached")
+    parser.add_argument("--cache-dir", help="where eh_elfs go (default: $XDG_CACHE_HOME/fastunwind/eh_elf)")
+    parser.add_argument("--emit-c", metavar="DIR",
+                        help="only write the generated C of the (single) FILE into DIR; nothing is compiled")
+    parser.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fastunwind import eh_elf
+    from fastunwind.address_space import ModuleImage
+    from fastunwind.errors import EhElfError, FastunwindError
+
+    if args.jobs is not None and args.jobs < 1:
+        raise EhElfError(f"-j {args.jobs}: at least one compiler process is needed")
+    paths = list(args.files)
+    if args.perf_data:
+        paths += eh_elf.recorded_modules(args.perf_data)
+    if not paths:
+        raise EhElfError("nothing to compile: give ELF files, or --from perf.data")
+    if args.emit_c:
+        if len(paths) != 1:
+            raise EhElfError(f"--emit-c writes one file's C: got {len(paths)} files")
+        generated = eh_elf.write_sources(ModuleImage.load(paths[0]), args.emit_c)
+        print(f"{paths[0]}: {', '.join(generated.units)} in {args.emit_c} ({generated.range_count} ranges, "
+              f"{generated.body_count} bodies)")
+        return 0
+    missing: list[str] = []
+    if args.deps:
+        paths, missing = eh_elf.with_dependencies(paths)
+    status = 0
+    for name in missing:
+        print(f"fastunwind: warning: {name}: not found", file=sys.stderr)
+    images = []
+    for path in dict.fromkeys(paths):
+        try:
+            images.append(ModuleImage.load(path))
+        except (FastunwindError, OSError) as error:
+            what = getattr(error, "strerror", None) or error
+            print(f"fastunwind: error: {path}: {what}", file=sys.stderr)
+            status = 1
+    if not images:
+        return status
+    results = _compile_with_progress(eh_elf, images, args)
+    for result in results:
+        if isinstance(result, EhElfError):
+            status = 1
+            print(f"fastunwind: error: {result}", file=sys.stderr)
+        elif args.json:
+            print(json.dumps({
+                "file": result.path, "eh_elf": result.target, "source": result.source,
+                "ranges": result.ranges, "bodies": result.bodies, "units": result.units,
+                "interpret_ranges": result.interpret_ranges,
+                "generate_seconds": round(result.generate_seconds, 4),
+                "compile_seconds": round(result.compile_seconds, 4),
+            }))
+        elif result.source == "cache":
+            print(f"{result.path}: cached {result.target}")
+        else:
+            print(f"{result.path}: built {result.target} ({result.ranges} ranges, {result.bodies} bodies, "
+                  f"{result.units} units; generated in {result.generate_seconds:.2f} s, compiled in "
+                  f"{result.compile_seconds:.2f} s)")
+    return status
+
+
+def _compile_with_progress(eh_elf: Any, images: list, args: argparse.Namespace) -> list:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(file=sys.stderr)
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True,
+                  disable=not console.is_terminal) as progress:
+        task = progress.add_task("compiling unwind tables", total=len(images))
+
+        def advance(path: str, result: object) -> None:
+            progress.update(task, advance=1, description=f"compiled {path}")
+
+        return eh_elf.compile_images(images, jobs=args.jobs, directory=args.cache_dir, force=args.force,
+                                     on_progress=advance)

@@ -1,0 +1,104 @@
+"""Differential property: at every interval of a module's rows (first byte, last byte, one inside,
+the gaps between FDEs, around the covered range), from random register and memory states, one
+compiled step (eh_elf) gives exactly what the DWARF interpreter gives: status, caller's registers
+and their validity, fault address. The seed is printed; rerun one with FASTUNWIND_TEST_SEED=N."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+
+import pytest
+from eh_elf_helpers import check_module  # first: puts tests/compact_table on sys.path
+from compact_helpers import seed_from_environment
+from test_compact_table_agreement import CASES, CASES_DIR
+
+from fastunwind import eh_elf
+from fastunwind.address_space import ModuleImage
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+LIBRARIES = {
+    "libc": "/lib/x86_64-linux-gnu/libc.so.6",
+    "ld.so": "/lib64/ld-linux-x86-64.so.2",
+    "libstdc++": "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+    "libm": "/lib/x86_64-linux-gnu/libm.so.6",
+    "libpython": str(Path(sysconfig.get_config_var("LIBDIR") or "/usr/lib") / (sysconfig.get_config_var("LDLIBRARY") or "")),
+    "python3": os.path.realpath("/usr/bin/python3"),
+}
+WORKLOADS = ("cworkload", "cworkload-fp", "cworkload-fp-debugframe")
+
+
+class Compiled:
+    """Images and their eh_elfs, compiled on first request into the session's cache directory."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self._done: dict[str, tuple[ModuleImage, object]] = {}
+
+    def get(self, path: str | Path):
+        path = str(path)
+        if path not in self._done:
+            image = ModuleImage.load(path)
+            (result,) = eh_elf.compile_images([image], directory=str(self.directory))
+            if isinstance(result, Exception):
+                raise result
+            self._done[path] = (image, result)
+        return self._done[path]
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory) -> Compiled:
+    return Compiled(tmp_path_factory.mktemp("eh_elf_cache"))
+
+
+@pytest.fixture(scope="session")
+def workloads(tmp_path_factory) -> Path:
+    """workloads/'s C variants (CFI in .eh_frame; .debug_frame only; none), built once."""
+    if not shutil.which("gcc") or not shutil.which("make"):
+        pytest.skip("gcc and make are needed to build workloads/")
+    out = tmp_path_factory.mktemp("workloads")
+    built = subprocess.run(["make", "-s", "-C", str(REPO_ROOT / "workloads"), f"OUT={out}"], capture_output=True,
+                           text=True)
+    if built.returncode != 0:
+        pytest.fail(f"make -C workloads failed:\n{built.stderr}", pytrace=False)
+    return out
+
+
+def run(compiled, path, seed: int, per_address: int, min_recovered: float, max_interpret: float = 0.01):
+    image, built = compiled.get(path)
+    result = check_module(image, built.eh_elf, seed, per_address)
+    print(f"{path}: seed {seed}, {result.states} states, statuses {dict(result.statuses)}; "
+          f"{built.ranges} ranges, {built.bodies} bodies")
+    assert result.states > 0
+    assert not result.mismatches, f"seed {seed}:\n" + "\n".join(result.mismatches)
+    compared = result.states - result.statuses["interpret"] - result.statuses["no_info"]
+    assert result.recovered >= min_recovered * compared, "the random states hardly ever unwind: vacuous"
+    # an expression the generator does not compile is the interpreter's; in real code it stays rare
+    assert result.statuses["interpret"] <= max_interpret * result.states
+    return result
+
+
+@pytest.mark.parametrize("name", LIBRARIES)
+def test_every_row_of_a_library_steps_as_the_interpreter(name, compiled):
+    path = LIBRARIES[name]
+    if not os.path.isfile(path):
+        pytest.skip(f"{path} not installed")
+    run(compiled, path, seed_from_environment(sum(map(ord, name))), per_address=2, min_recovered=0.5)
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_every_row_of_a_workload_steps_as_the_interpreter(name, compiled, workloads):
+    run(compiled, workloads / name, seed_from_environment(sum(map(ord, name))), per_address=20,
+        min_recovered=0.3)
+
+
+@pytest.mark.parametrize("case,source,flags", CASES, ids=[c[0] for c in CASES])
+def test_hand_written_cases_step_as_the_interpreter(case, source, flags, tmp_path, assemble, compiled):
+    binary = assemble(CASES_DIR / source, tmp_path, flags)
+    # the cases include expressions on purpose (expressions.s: nothing but): INTERPRET is expected
+    run(compiled, binary, seed_from_environment(sum(map(ord, case))), per_address=40, min_recovered=0.04,
+        max_interpret=1.0)
