@@ -162,9 +162,17 @@ static PyObject *perf_attrs(PerfDataObject *self, PyObject *unused)
         }
         for (uint64_t j = 0; j < a->id_count; j++)
             PyTuple_SET_ITEM(ids, (Py_ssize_t)j, PyLong_FromUnsignedLongLong(a->ids[j]));
+        /* the event's name from HEADER_EVENT_DESC: bytes from the file, not necessarily UTF-8 */
+        PyObject *name = a->name ? PyUnicode_DecodeUTF8(a->name, (Py_ssize_t)strlen(a->name), "backslashreplace")
+                                 : Py_NewRef(Py_None);
+        if (!name) {
+            Py_DECREF(ids);
+            Py_DECREF(list);
+            return NULL;
+        }
         PyObject *d = Py_BuildValue(
             "{s:I,s:I,s:K,s:K,s:K,s:K,s:K,s:I,s:I,s:K,s:K,s:K,s:K,s:I,s:i,s:K,s:I,s:H,s:I,s:K,s:K,s:O,s:O,"
-            "s:N,s:z,s:K}",
+            "s:N,s:N,s:K}",
             "type", a->type, "size", a->size, "config", (unsigned long long)a->config,
             "sample_period", (unsigned long long)a->sample_period, "sample_type",
             (unsigned long long)a->sample_type, "read_format", (unsigned long long)a->read_format, "flags",
@@ -176,7 +184,7 @@ static PyObject *perf_attrs(PerfDataObject *self, PyObject *unused)
             a->aux_watermark, "sample_max_stack", a->sample_max_stack, "aux_sample_size", a->aux_sample_size,
             "sig_data", (unsigned long long)a->sig_data, "config3", (unsigned long long)a->config3, "freq",
             a->freq ? Py_True : Py_False, "sample_id_all", a->sample_id_all ? Py_True : Py_False, "ids", ids,
-            "name", a->name, "file_offset", (unsigned long long)a->file_offset);
+            "name", name, "file_offset", (unsigned long long)a->file_offset);
         if (!d) {
             Py_DECREF(list);
             return NULL;

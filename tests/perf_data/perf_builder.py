@@ -201,7 +201,7 @@ def sample_record(attr: Attr, *, misc=MISC_USER, **fields) -> bytes:
     return record(SAMPLE, out, misc=misc)
 
 
-def header_string(text: str) -> bytes:
+def header_string(text: str | bytes) -> bytes:
     """struct perf_header_string: u32 len, NUL-padded to 64 (NAME_ALIGN)."""
     raw = cstring(text, 64)
     return struct.pack("<I", len(raw)) + raw
@@ -211,7 +211,7 @@ def cmdline_feature(words: list[str]) -> bytes:
     return struct.pack("<I", len(words)) + b"".join(header_string(w) for w in words)
 
 
-def event_desc_feature(attrs: list[Attr], names: list[str]) -> bytes:
+def event_desc_feature(attrs: list[Attr], names: list[str | bytes]) -> bytes:
     out = struct.pack("<II", len(attrs), 136)
     for attr, name in zip(attrs, names):
         packed = Attr(**{**attr.__dict__, "size": 136}).pack()

@@ -55,6 +55,15 @@ def test_attr_fields_and_names_from_event_desc():
         assert perf.cmdline == ["/usr/bin/perf", "record", "-g"]
 
 
+def test_event_name_that_is_not_utf8_is_shown_escaped():
+    # perf writes the name's bytes as they are; a mutated file once made attrs() raise UnicodeDecodeError
+    attrs = [b.Attr(ids=[11], **DWARF_ATTR)]
+    attrs[0].sample_type |= b.ID
+    features = {b.FEAT_EVENT_DESC: b.event_desc_feature(attrs, [b"cpu\xf6clock"])}
+    for perf in both_modes(attrs, b"", features):
+        assert perf.attrs[0].name == "cpu\\xf6clock"
+
+
 @pytest.mark.parametrize("size", [64, 72, 80, 96, 104, 112, 120, 128, 136, 200])
 def test_attr_of_any_size(size):
     attr = b.Attr(size=size, sample_type=b.IP | b.TID)
