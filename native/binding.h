@@ -34,5 +34,9 @@ int fu_walk_binding_init(PyObject *module);
 int fu_perf_walk_binding_init(PyObject *module);
 int fu_compact_binding_init(PyObject *module);
 int fu_symbols_binding_init(PyObject *module);
+/* Called by fu_symbols_binding_init: replay, symbolization and rendering of recordings (perf_script.c). */
+int fu_perf_script_binding_init(PyObject *module);
+/* Called by fu_perf_script_binding_init: replay_recording (perf_replay.c). */
+int fu_perf_replay_binding_init(PyObject *module);
 
 #endif

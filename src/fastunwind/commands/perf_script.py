@@ -39,12 +39,11 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastunwind.perf_script import folded_stacks, render_perf_script, unwind_recording
+    from fastunwind.perf_script import render_folded, render_perf_script, unwind_recording
 
     samples, stats = unwind_recording(args.input, max_frames=args.max_frames)
     if args.folded:
-        for stack, count in folded_stacks(samples):
-            sys.stdout.write(f"{stack} {count}\n")
+        render_folded(samples, sys.stdout)
     elif args.stats:
         _print_stats(stats)
     else:
