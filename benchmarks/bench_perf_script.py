@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--runs must be at least 1")
     if not os.path.isfile(arguments.recording):
         parser.error(f"{arguments.recording}: no such recording (make bench-unwind records the default one)")
-    result = end_to_end(os.path.abspath(arguments.recording), arguments.runs, ["--folded"] if arguments.folded else None)
+    extra = ["--folded"] if arguments.folded else None
+    result = end_to_end(os.path.abspath(arguments.recording), arguments.runs, extra)
     result["load_average"] = os.getloadavg()
     if arguments.json:
         json.dump(result, sys.stdout, indent=1)

@@ -311,7 +311,8 @@ static bool on_sample(replay *r, const fu_perf_sample *s, uint32_t *space_id, ui
         return false;
     const fu_perf_string *comm = thread_comm(r, s->tid);
     fu_perf_string name = comm && comm->len ? *comm : p->comm;
-    *comm_id = intern(&r->comm_names, &r->comm_name_index, &name, sizeof name, string_hash(name, 4), comm_name_equal, r);
+    *comm_id = intern(&r->comm_names, &r->comm_name_index, &name, sizeof name, string_hash(name, 4), comm_name_equal,
+                      r);
     return *comm_id != FU_INDEX_NONE;
 }
 

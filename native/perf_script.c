@@ -2,7 +2,7 @@
  * per frame: perf script's text, FlameGraph's folded stacks, the outcome statistics.
  *
  * symbolize_samples(perf_data, space_ids, comm_ids, comm_names, unwound, spaces, mappings,
- *                   kernel_symbols, outcome_names, signal_kind) -> UnwoundSamples
+ *                   kernel_symbols, outcome_names) -> UnwoundSamples
  *   space_ids, comm_ids: bytes u32 per sample (replay_recording's); comm_names: [bytes]
  *   unwound: unwind_samples' result (outcomes, frame_starts, ips, modules, kinds, flags, walk_ns)
  *   spaces: [bytes u32]: per address space, the index in `mappings` of each of its mappings, in the
@@ -11,8 +11,7 @@
  *       callable returning the module's SymbolTable or None, called once, when a frame needs it
  *   kernel_symbols: callable taking the distinct kernel addresses (bytes of u64) and returning the
  *       kernel's SymbolTable (for those addresses) or None; called once, if there are kernel frames
- *   outcome_names: 256 names (str) by outcome code; signal_kind: the fu_frame kind of a frame
- *       recovered through a signal frame
+ *   outcome_names: 256 names (str) by outcome code
  *
  * perf script's rules (perf 6.1, `-F comm,tid,time,ip,sym,symoff,dso --no-inline`): per sample a
  * header `comm  tid  sec.usec: `, one line `\t%16x sym+0xoff (dso)` per frame, kernel frames (the
@@ -33,6 +32,7 @@
 #include "index_set.h"
 #include "perf_data.h"
 #include "symbols.h"
+#include "walk.h"
 
 #define PERF_CONTEXT_MAX ((uint64_t)-4095)
 #define KERNEL_START ((uint64_t)1 << 63)
@@ -308,10 +308,9 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
 {
     PyObject *perf_data, *comm_names, *unwound, *spaces, *mappings, *kernel_loader, *outcome_names;
     Py_buffer space_ids, comm_ids;
-    int signal_kind;
-    if (!PyArg_ParseTuple(args, "Oy*y*O!O!O!O!OO!i", &perf_data, &space_ids, &comm_ids, &PyList_Type, &comm_names,
+    if (!PyArg_ParseTuple(args, "Oy*y*O!O!O!O!OO!", &perf_data, &space_ids, &comm_ids, &PyList_Type, &comm_names,
                           &PyTuple_Type, &unwound, &PyList_Type, &spaces, &PyList_Type, &mappings, &kernel_loader,
-                          &PyTuple_Type, &outcome_names, &signal_kind))
+                          &PyTuple_Type, &outcome_names))
         return NULL;
     PyTypeObject *type = (PyTypeObject *)PyObject_GetAttrString(module, "UnwoundSamples");
     UnwoundObject *self = type ? (UnwoundObject *)type->tp_alloc(type, 0) : NULL;
@@ -325,7 +324,9 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
     if (!self)
         goto fail;
     self->perf_data = Py_NewRef(perf_data);
-    self->comm_names = Py_NewRef(comm_names);
+    self->comm_names = PyList_AsTuple(comm_names); /* a tuple: its names cannot change under us */
+    if (!self->comm_names)
+        goto fail;
     self->outcome_names = Py_NewRef(outcome_names);
     if (!(self->samples = fu_perf_object_samples(perf_data, &self->sample_count)))
         goto fail;
@@ -362,13 +363,15 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
     }
     memcpy(self->comm_ids, comm_ids.buf, 4 * n);
     memcpy(self->outcomes, outcomes, n);
-    Py_ssize_t comm_count = PyList_GET_SIZE(comm_names);
-    for (size_t i = 0; i < n; i++)
-        if (self->comm_ids[i] != FU_INDEX_NONE &&
-            (self->comm_ids[i] >= (uint64_t)comm_count || !PyBytes_Check(PyList_GET_ITEM(comm_names, self->comm_ids[i])))) {
+    Py_ssize_t comm_count = PyTuple_GET_SIZE(self->comm_names);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id = self->comm_ids[i];
+        if (id != FU_INDEX_NONE &&
+            (id >= (uint64_t)comm_count || !PyBytes_Check(PyTuple_GET_ITEM(self->comm_names, id)))) {
             PyErr_SetString(PyExc_ValueError, "a comm id is out of range (or its name is not bytes)");
             goto fail;
         }
+    }
     const uint32_t *starts = columns[1].buf, *modules = columns[3].buf, *space_of = space_ids.buf;
     const uint64_t *ips = columns[2].buf;
     /* one sample per iteration, each over its own callchain and frames: bounded by the input */
@@ -400,7 +403,7 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
         for (uint32_t k = first; k < last; k++) {
             uint64_t avma = ips[k];
             /* callers at return address - 1, except the frame a signal interrupted */
-            if (k > first && kinds[k] != signal_kind)
+            if (k > first && kinds[k] != FU_FRAME_SIGNAL)
                 avma -= 1;
             uint32_t mapping = MAPPING_NONE;
             if (modules[k] != NO_MODULE) {
@@ -693,7 +696,7 @@ static void comm_of(const UnwoundObject *self, size_t s, const char **comm, size
         *len = 0;
         return;
     }
-    PyObject *name = PyList_GET_ITEM(self->comm_names, id);
+    PyObject *name = PyTuple_GET_ITEM(self->comm_names, id);
     *comm = PyBytes_AS_STRING(name);
     *len = (size_t)PyBytes_GET_SIZE(name);
 }
@@ -1044,7 +1047,7 @@ static PyType_Spec unwound_spec = {
 static PyMethodDef perf_script_methods[] = {
     {"symbolize_samples", symbolize_samples, METH_VARARGS,
      "symbolize_samples(perf_data, space_ids, comm_ids, comm_names, unwound, spaces, mappings, kernel_symbols, "
-     "outcome_names, signal_kind) -> UnwoundSamples; see native/perf_script.c"},
+     "outcome_names) -> UnwoundSamples; see native/perf_script.c"},
     {NULL},
 };
 

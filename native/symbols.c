@@ -309,16 +309,12 @@ done:
     return result;
 }
 
-static int hex_digit(uint8_t ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
+/* Each hex digit's value + 1; 0 for other bytes. */
+static const uint8_t hex_plus_one[256] = {
+    ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
+    ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
 
 /* One kallsyms line from *p ("ffffffff81000000 T _stext\t[module]"); *p moves past it. True if it
  * names a function (t/T/w/W): then its address and where its name starts. */
@@ -330,9 +326,9 @@ static bool kallsyms_line(const uint8_t **p, const uint8_t *end, uint64_t *addre
     *p = eol < end ? eol + 1 : end;
     uint64_t value = 0;
     const uint8_t *q = line;
-    int digits = 0, d;
-    while (q < eol && digits < 16 && (d = hex_digit(*q)) >= 0) {
-        value = value << 4 | (uint64_t)d;
+    int digits = 0;
+    while (q < eol && digits < 16 && hex_plus_one[*q]) {
+        value = value << 4 | (uint64_t)(hex_plus_one[*q] - 1);
         q++;
         digits++;
     }
@@ -371,7 +367,8 @@ static bool kallsyms_for_queries(const uint8_t *text, size_t size, const uint64_
         return false;
     }
     const uint8_t *p = text, *end = text + size;
-    uint64_t highest = 0;
+    uint64_t highest = 0, previous = 0;
+    size_t previous_lo = 0;
     uint32_t order = 0;
     bool any = false;
     /* one line per iteration: the text's size bounds the loop */
@@ -383,7 +380,15 @@ static bool kallsyms_for_queries(const uint8_t *text, size_t size, const uint64_
         any = true;
         highest = address > highest ? address : highest;
         order++; /* from 1: 0 marks "none" */
-        size_t lo = 0, hi = n_queries; /* the first query >= address */
+        /* the first query >= address: the next one after the previous line's in a sorted file */
+        size_t lo = 0, hi = n_queries;
+        if (address >= previous) {
+            lo = previous_lo;
+            while (lo < n_queries && queries[lo] < address)
+                lo++;
+            hi = lo;
+        }
+        previous = address;
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
             if (queries[mid] < address)
@@ -391,6 +396,7 @@ static bool kallsyms_for_queries(const uint8_t *text, size_t size, const uint64_
             else
                 hi = mid;
         }
+        previous_lo = lo;
         candidate *b = &best[lo];
         if (lo < n_queries && (b->order == 0 || address > b->value || (address == b->value && order > b->order)))
             *b = (candidate){.value = address, .name = (const char *)name, .order = order};
@@ -401,7 +407,8 @@ static bool kallsyms_for_queries(const uint8_t *text, size_t size, const uint64_
             (best[j].order == 0 || best[j - 1].value > best[j].value ||
              (best[j - 1].value == best[j].value && best[j - 1].order > best[j].order)))
             best[j] = best[j - 1];
-        if (best[j].order && (cands->len == 0 || ((candidate *)cands->data)[cands->len / sizeof *best - 1].order != best[j].order)) {
+        size_t kept = cands->len / sizeof *best;
+        if (best[j].order && (kept == 0 || ((candidate *)cands->data)[kept - 1].order != best[j].order)) {
             best[j].name_len = kallsyms_name_length((const uint8_t *)best[j].name, end);
             if (!append_candidate(cands, &best[j])) {
                 free(best);

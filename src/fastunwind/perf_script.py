@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO, TextIO, overload
+from typing import BinaryIO, NamedTuple, TextIO, overload
 
 from fastunwind import _core
 from fastunwind.address_space import ImageCache, ModuleImage
@@ -31,31 +31,26 @@ from fastunwind.errors import PerfDataError
 from fastunwind.perf_data import PerfData
 from fastunwind.perf_session import replay
 from fastunwind.symbolize import SymbolTable, kernel_symbol_table, symbol_table_for_file
-from fastunwind.walk import FRAME_KINDS, OUTCOMES
 
 #: perf's default callchain depth (kernel.perf_event_max_stack)
 DEFAULT_MAX_FRAMES = 127
-OUTCOME_NAMES = {**dict(enumerate(OUTCOMES)), _core.SAMPLE_NO_USER_REGISTERS: "no_user_registers",
+OUTCOME_NAMES = {**dict(enumerate(_core.WALK_OUTCOMES)), _core.SAMPLE_NO_USER_REGISTERS: "no_user_registers",
                  _core.SAMPLE_SKIPPED: "skipped"}
 #: the outcome name of every code, "?" for codes without one
 OUTCOME_NAME_BY_CODE = tuple(OUTCOME_NAMES.get(code, "?") for code in range(256))
-
-#: fu_frame_kind code of a frame recovered through a signal frame's CFI
-FRAME_SIGNAL = FRAME_KINDS.index("signal")
 RECORD_HINT = ("record with user registers and stack, e.g.: "
                "perf record --call-graph dwarf -e cpu-clock -F 999 -- COMMAND")
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+# records of the Python API: NamedTuples (a frozen dataclass costs ~1 ms of start-up each)
+class Frame(NamedTuple):
     address: int  #: DSO-relative address as perf prints it
     symbol: str | None
     offset: int
     dso: str
 
 
-@dataclass(frozen=True, slots=True)
-class UnwoundSample:
+class UnwoundSample(NamedTuple):
     comm: str
     pid: int
     tid: int
@@ -141,9 +136,9 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     mappings = [(m.start, m.pgoff, m.bias, m.path, _SymbolLoader(m.image, tables) if m.image is not None else None)
                 for m in session.mappings]
     kernel_build_id = next((b.build_id for b in perf.build_ids if b.filename == "[kernel.kallsyms]"), None)
-    native = _core.symbolize_samples(perf.native, space_ids, replayed.comm_ids.tobytes(), replayed.comm_names,
-                                     unwound, session.space_mappings, mappings,
-                                     lambda addresses: kernel_symbol_table(kernel_build_id, addresses), OUTCOME_NAME_BY_CODE, FRAME_SIGNAL)
+    native = _core.symbolize_samples(
+        perf.native, space_ids, replayed.comm_ids.tobytes(), replayed.comm_names, unwound, session.space_mappings,
+        mappings, lambda addresses: kernel_symbol_table(kernel_build_id, addresses), OUTCOME_NAME_BY_CODE)
     demangle(native)
     unwound_samples, frames, outcomes, depths = native.statistics()
     stats = Statistics(samples=perf.sample_count, unwound_samples=unwound_samples, frames=frames, walk_ns=unwound[6],

@@ -18,8 +18,7 @@ from __future__ import annotations
 import array
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, ModuleImage
@@ -31,15 +30,14 @@ NO_SPACE = 0xFFFFFFFF  #: a sample without an address space (unwind_samples skip
 NO_COMM = 0xFFFFFFFF  #: a sample without a thread name (the event index does not list it)
 
 
-@dataclass
-class SessionStatistics:
-    replaced_modules: set[str] = field(default_factory=set)  #: build-id differs from the recording's
-    missing_modules: set[str] = field(default_factory=set)  #: file not readable here
-    samples_without_process: int = 0
+# NamedTuples rather than dataclasses: ~0.1 ms of start-up each instead of ~0.5
+class SessionStatistics(NamedTuple):
+    replaced_modules: set[str]  #: build-id differs from the recording's
+    missing_modules: set[str]  #: file not readable here
+    samples_without_process: int
 
 
-@dataclass
-class PerfSession:
+class PerfSession(NamedTuple):
     """The address spaces of a recording (`spaces`), the mappings they hold (`mappings`; a space's
     `space_mappings` entry lists its mappings as indices into it, as u32 bytes) and the module
     images opened for them."""
@@ -75,8 +73,7 @@ class Samples(Sequence):
         return self._perf.sample(index)
 
 
-@dataclass
-class Replay:
+class Replay(NamedTuple):
     """A recording replayed: its session, and per sample (in the reader's time order) the index of
     its address space in `session.spaces` (`space_ids`) and of its thread's name at that moment in
     `comm_names` (`comm_ids`, both u32 arrays)."""
@@ -118,7 +115,7 @@ def replay(perf: PerfData, images: ImageCache | None = None) -> Replay:
     images = images or ImageCache()
     (space_ids_b, comm_ids_b, comm_names, space_mappings, raw_mappings, files,
      without_process) = _core.replay_recording(perf.native)
-    statistics = SessionStatistics(samples_without_process=without_process)
+    statistics = SessionStatistics(set(), set(), without_process)
     recorded = {b.filename: bytes.fromhex(b.build_id) for b in perf.build_ids}
     # every executable file mapped is checked (missing, replaced), in order of first mapping
     file_images = [(name, _usable_image(images, name, build_id, recorded, statistics))

@@ -10,6 +10,7 @@ them up. `table.lookup(address)` gives (name, offset into the symbol) or None.
 
 from __future__ import annotations
 
+import mmap
 import os
 
 from fastunwind import _core
@@ -48,6 +49,19 @@ def symbol_table_for_file(elf: ElfFile) -> SymbolTable:
             debug.close()
 
 
+def _read_mapped(path: str) -> bytes | mmap.mmap:
+    """A file's bytes: a regular file mapped with its pages in memory at once (5 MB of kallsyms
+    read() costs 1-4 ms of copying, mapped 0.5 ms), a /proc file (size 0) read."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size > 0:
+            try:
+                return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                                 prot=mmap.PROT_READ)
+            except (OSError, ValueError):
+                pass
+        return f.read()
+
+
 def kernel_symbol_table(build_id: str | None = None, addresses: bytes | None = None) -> SymbolTable:
     """The kernel's function symbols (kallsyms): perf's build-id-cache copy for the recording's
     kernel when there is one (the right kernel, and a plain file: reading /proc/kallsyms costs
@@ -55,11 +69,10 @@ def kernel_symbol_table(build_id: str | None = None, addresses: bytes | None = N
     the addresses are hidden (kptr_restrict; root sees them). With `addresses` (bytes of u64), only
     the symbols their lookups need are kept (one pass, ~4 ms instead of ~12 for all ~120k)."""
     candidates = [os.path.expanduser(f"~/.debug/[kernel.kallsyms]/{build_id}/kallsyms")] if build_id else []
-    data = b""
+    data: bytes | mmap.mmap = b""
     for path in [*candidates, "/proc/kallsyms"]:
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = _read_mapped(path)
             break
         except OSError:
             continue

@@ -113,7 +113,7 @@ def test_bad_arguments_are_refused(perf_recordings):
     unwound = _core.unwind_samples(perf.native, space_ids, [s.to_core() for s in replayed.session.spaces], 127)
     mappings = [(m.start, m.pgoff, m.bias, m.path, None) for m in replayed.session.mappings]
     args = [perf.native, space_ids, replayed.comm_ids.tobytes(), replayed.comm_names, unwound,
-            replayed.session.space_mappings, mappings, lambda addresses: None, ("?",) * 256, 2]
+            replayed.session.space_mappings, mappings, lambda addresses: None, ("?",) * 256]
     assert _core.symbolize_samples(*args).sample_count == n
     for index, bad, error in [(1, space_ids[:-4], ValueError),
                               (4, (unwound[0][:-1], *unwound[1:]), ValueError),

@@ -183,7 +183,8 @@ def test_kallsyms_lookups_with_and_without_the_query_pass():
 
 def test_kallsyms_without_addresses_is_not_usable():
     hidden = b"0000000000000000 T _stext\n0000000000000000 t other\n"
-    for table in (_core.SymbolTable.from_kallsyms(hidden), _core.SymbolTable.from_kallsyms(hidden, struct.pack("<Q", 5)),
+    for table in (_core.SymbolTable.from_kallsyms(hidden),
+                  _core.SymbolTable.from_kallsyms(hidden, struct.pack("<Q", 5)),
                   _core.SymbolTable.from_kallsyms(b""), _core.SymbolTable.from_kallsyms(b"", b"")):
         assert not table.usable and table.lookup(5) is None
     with pytest.raises(ValueError):
