@@ -36,7 +36,6 @@ import platform
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +45,7 @@ sys.path.insert(0, os.path.join(REPO, "src"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import export_samples
+from bench_perf_script import end_to_end
 
 from fastunwind import _core
 from fastunwind.bench import time_backend
@@ -56,7 +56,6 @@ PEERS_SOURCE = os.path.join(REPO, "benchmarks", "peers")
 #: hackbench -T is the paper's benchmark; c-fp (frame pointers, no CFI in the program) is where the
 #: frame-pointer walk follows whole chains, so its per-frame speed limit is meaningful
 DEFAULT_WORKLOADS = ("hackbench-threads", "c", "python", "c-fp")
-PERF_SCRIPT_FIELDS = "comm,tid,time,ip,sym,symoff,dso"
 END_TO_END_RUNS = 3
 
 TARGET_PEER_RATIO = 25.0  #: peer ns/frame ÷ ours, at least
@@ -219,31 +218,7 @@ def agreement(ours: ToolResult, peer: ToolResult) -> Agreement:
 # ---- end to end ----------------------------------------------------------------------------------------
 
 
-def time_command(command: list[str], env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    with open(os.devnull, "wb") as null:
-        subprocess.run(command, stdout=null, stderr=subprocess.DEVNULL, env=env, check=False)
-    return time.perf_counter() - started
-
-
-def end_to_end(recording: str, runs: int) -> dict[str, Any]:
-    cache = tempfile.mkdtemp(prefix="bench-unwind-pycache-")
-    # as an installed package runs: bytecode cached (this environment may set PYTHONDONTWRITEBYTECODE)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = cache
-    fastunwind = os.path.join(REPO, ".venv", "bin", "fastunwind")
-    ours = [fastunwind, "perf-script", "-i", recording] if os.path.exists(fastunwind) else \
-        [sys.executable, "-m", "fastunwind", "perf-script", "-i", recording]
-    theirs = ["perf", "script", "--no-inline", "-F", PERF_SCRIPT_FIELDS, "-i", recording]
-    time_command(ours, env)
-    time_command(theirs, env)  # warm-up: page cache, perf's build-id cache lookups
-    ours_s, theirs_s = [], []
-    for _ in range(runs):
-        ours_s.append(time_command(ours, env))
-        theirs_s.append(time_command(theirs, env))
-    return {"recording": recording, "ours_command": shlex.join(ours) + " > /dev/null",
-            "perf_command": shlex.join(theirs) + " > /dev/null", "ours_seconds": ours_s, "perf_seconds": theirs_s,
-            "ours_best": min(ours_s), "perf_best": min(theirs_s), "ratio": min(theirs_s) / min(ours_s)}
+# bench_perf_script.end_to_end: both whole processes, interleaved, after one warm-up each
 
 
 # ---- the machine ---------------------------------------------------------------------------------------

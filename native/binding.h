@@ -43,5 +43,7 @@ int fu_compact_binding_init(PyObject *module);
 int fu_symbols_binding_init(PyObject *module);
 int fu_eh_elf_binding_init(PyObject *module);      /* eh_elf_binding.c */
 int fu_eh_elf_rows_binding_init(PyObject *module); /* eh_elf_rows.c */
+int fu_perf_script_binding_init(PyObject *module); /* perf_script.c: symbolization and rendering */
+int fu_perf_replay_binding_init(PyObject *module); /* perf_replay.c: replay_recording */
 
 #endif

@@ -415,7 +415,7 @@ int fu_eh_elf_binding_init(PyObject *module)
         Py_DECREF(type);
         return -1;
     }
-    if (PyModule_AddFunctions(module, eh_elf_functions) < 0 || fu_eh_elf_rows_binding_init(module) < 0)
+    if (PyModule_AddFunctions(module, eh_elf_functions) < 0)
         return -1;
     static const char *const status_names[FU_EH_ELF_STATUS_COUNT] = {
         "cfi", "signal", "no_info", "interpret", "register_unknown", "expression_error", "unreadable", "past_dump"};

@@ -611,7 +611,8 @@ static int module_exec(PyObject *module)
     }
     if (fu_walk_binding_init(module) < 0 || fu_perf_walk_binding_init(module) < 0 ||
         fu_symbols_binding_init(module) < 0 || fu_compact_binding_init(module) < 0 ||
-        fu_eh_elf_binding_init(module) < 0)
+        fu_eh_elf_binding_init(module) < 0 || fu_eh_elf_rows_binding_init(module) < 0 ||
+        fu_perf_script_binding_init(module) < 0 || fu_perf_replay_binding_init(module) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "MAX_COLUMNS", FU_MAX_COLUMNS) < 0 ||
         PyModule_AddIntConstant(module, "MAX_STATE_STACK", FU_MAX_STATE_STACK) < 0 ||

@@ -21,10 +21,8 @@ bias = start - pgoff + p_offset - p_vaddr of the PT_LOAD segment that contains p
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +60,8 @@ def _write_atomically(path: str, data: bytes) -> None:
     Concurrent writers each rename their own complete file; the last one wins."""
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
+    import tempfile  # only when a table is written: ~3 ms of start-up otherwise
+
     fd, temporary = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
@@ -109,6 +109,8 @@ class ModuleImage:
             return _core.COMPACT_KEY_BUILD_ID, bytes(self.build_id)
         st = os.stat(self.path)
         identity = f"{os.path.realpath(self.path)}\0{st.st_size}\0{st.st_mtime_ns}".encode()
+        import hashlib  # only for files without a build-id: loading OpenSSL costs ~2.5 ms of start-up
+
         return _core.COMPACT_KEY_FILE_HASH, hashlib.sha256(identity).digest()
 
     def compact_cache_path(self, cache_dir: str | None = None) -> str:

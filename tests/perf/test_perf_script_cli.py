@@ -3,16 +3,22 @@ without user stacks."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 CLI = [sys.executable, "-m", "fastunwind", "perf-script"]
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
+    # this checkout's package (not an installed one), and the test run's cache directory
+    env = {"NO_COLOR": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC),
+           **{k: os.environ[k] for k in ("XDG_CACHE_HOME",) if k in os.environ}}
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env)
 
 
 def test_folded_stacks_count_every_sample_and_mark_truncation(perf_recordings):
@@ -44,3 +50,18 @@ def test_recording_without_user_stacks_says_how_to_record(tmp_path):
     result = run("-i", str(data))
     assert result.returncode == 1
     assert "--call-graph dwarf" in result.stderr and result.stderr.startswith("fastunwind: error:")
+
+
+def test_text_and_folded_output_are_the_api_renderings(perf_recordings):
+    import io
+
+    from fastunwind.perf_script import render_folded, render_perf_script, unwind_recording
+
+    path = str(perf_recordings.get("c").data_file)
+    unwound, _stats = unwind_recording(path)
+    for option, render in ((None, render_perf_script), ("--folded", render_folded)):
+        expected = io.StringIO()
+        render(unwound, expected)
+        result = run("-i", path, *([option] if option else []))
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == expected.getvalue() and result.stdout
