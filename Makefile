@@ -67,8 +67,9 @@ test: build
 sweep: build
 	$(PY) scripts/sweep.py
 
-# The C core under AddressSanitizer + UndefinedBehaviorSanitizer: a standalone driver runs the
-# hostile-input corpus and mutated real sections.
+# The C core under AddressSanitizer + UndefinedBehaviorSanitizer: standalone drivers run the
+# hostile-input corpus and mutated real sections, perf.data recordings, and the stack walker over
+# hostile, generated and mutated stacks (native/fuzz/README.md).
 asan: $(STAMPS)/system.stamp
 	$(MAKE) -C native/fuzz asan
 

@@ -37,12 +37,9 @@
 #include "cfi.h" /* native/cfi.h, through -I */
 #include "compact_table.h"
 
-#if defined(__has_include)
-#if __has_include(<sanitizer/common_interface_defs.h>)
-#include <sanitizer/common_interface_defs.h>
-#define FUZZ_HAVE_SANITIZER_CALLBACK 1
-#endif
-#endif
+#define FUZZ_DRIVER "cfi_driver"
+#define FUZZ_REPLAY "cfi_driver"
+#include "fuzz_common.h"
 
 /* ---- limits of the driver's own work -------------------------------------------------------- */
 
@@ -59,121 +56,6 @@
 #define FUZZ_MAX_WALK_ENTRIES 65536
 /* Default per-input watchdog, seconds: an unmutated libstdc++ .eh_frame takes ~0.3 s under ASAN. */
 #define FUZZ_DEFAULT_TIMEOUT 10
-
-/* ---- failure reporting: which input, saved for replay ---------------------------------------- */
-
-static const uint8_t *current_data;
-static size_t current_size;
-static char current_label[512];
-static char save_path[1024]; /* where the current input is written if it fails; "" = nowhere */
-
-/* Async-signal-safe: called from the SIGALRM handler and the sanitizer death callback. */
-static void save_current_input(void)
-{
-    if (!save_path[0] || !current_data)
-        return;
-    int fd = open(save_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        return;
-    size_t done = 0;
-    while (done < current_size) {
-        ssize_t n = write(fd, current_data + done, current_size - done);
-        if (n <= 0)
-            break;
-        done += (size_t)n;
-    }
-    close(fd);
-}
-
-static void write_stderr(const char *s) { (void)!write(2, s, strlen(s)); }
-
-static volatile sig_atomic_t failure_reported;
-
-static void report_failing_input(const char *what)
-{
-    if (failure_reported)
-        return; /* an invariant violation or a sanitizer report also ends in SIGABRT */
-    failure_reported = 1;
-    write_stderr("cfi_driver: ");
-    write_stderr(what);
-    write_stderr(" on input: ");
-    write_stderr(current_label);
-    write_stderr("\n");
-    if (save_path[0] && current_data) {
-        save_current_input();
-        write_stderr("cfi_driver: input saved to ");
-        write_stderr(save_path);
-        write_stderr(" (replay: cfi_driver ");
-        write_stderr(save_path);
-        write_stderr(")\n");
-    }
-}
-
-#ifndef FU_LIBFUZZER
-/* Sanitizer defaults for the standalone driver (environment options still win). gcc links ASan
- * and UBSan as two runtimes, and only ASan's calls the death callback; with abort_on_error a
- * UBSan report ends in abort(), which on_abort catches. Exported through -rdynamic, which the
- * runtimes (shared libraries) need to see these. */
-const char *__asan_default_options(void);
-const char *__ubsan_default_options(void);
-__attribute__((used)) const char *__asan_default_options(void)
-{
-    return "abort_on_error=1:halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1";
-}
-__attribute__((used)) const char *__ubsan_default_options(void)
-{
-    return "abort_on_error=1:halt_on_error=1:print_stacktrace=1";
-}
-
-static void on_sanitizer_death(void) { report_failing_input("sanitizer report"); }
-
-static void on_abort(int signo)
-{
-    report_failing_input("abort (sanitizer report or invariant violation)");
-    signal(signo, SIG_DFL);
-    raise(signo);
-}
-
-static void on_alarm(int signo)
-{
-    (void)signo;
-    report_failing_input("TIMEOUT (watchdog)");
-    _exit(3);
-}
-#endif
-
-static void invariant_failed(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void invariant_failed(const char *fmt, ...)
-{
-    char message[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "cfi_driver: invariant violated: %s\n", message);
-    report_failing_input("invariant violation");
-    abort();
-}
-
-#define CHECK(cond, ...)                  \
-    do {                                  \
-        if (!(cond))                      \
-            invariant_failed(__VA_ARGS__); \
-    } while (0)
-
-/* ---- deterministic randomness (splitmix64: reproducible from the printed seed) --------------- */
-
-static uint64_t rng_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n); n = 0 stands for 2^64 (a range + 1 that wrapped). */
-static uint64_t rng_below(uint64_t *state, uint64_t n) { return n ? rng_next(state) % n : rng_next(state); }
 
 static uint64_t hash_bytes(const uint8_t *p, size_t n)
 {
@@ -564,9 +446,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    current_data = data;
-    current_size = size;
-    snprintf(current_label, sizeof current_label, "libFuzzer input of %zu bytes", size);
+    fuzz_begin_input(data, size, "a libFuzzer input");
     fuzz_one(data, size);
     return 0;
 }
@@ -934,9 +814,7 @@ static void run_input(const uint8_t *data, size_t size, const char *label, const
         exit(2);
     }
     memcpy(copy, data, size);
-    current_data = copy;
-    current_size = size;
-    snprintf(current_label, sizeof current_label, "%s", label);
+    fuzz_begin_input(copy, size, label);
     if (save_dir)
         snprintf(save_path, sizeof save_path, "%s/%s", save_dir, save_name);
     alarm(timeout_seconds);
