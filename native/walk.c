@@ -403,7 +403,7 @@ static inline __attribute__((always_inline)) bool apply_compact(walker *w, const
     if (!(first <= reader->window_size && length <= reader->window_size - first))
         return restore_compact_slots(w, rule, cfa, out);
     /* every slot lies in the window: plain loads, the valid mask kept in a register */
-    const uint8_t *slots = reader->window + first - (uint64_t)(int64_t)span.lowest_by_8 * 8; /* CFA + 0 */
+    const uint8_t *lowest = reader->window + first; /* CFA + 8 * span.lowest_by_8 */
     uint32_t valid = out->valid;
 #pragma GCC unroll 6
     for (unsigned i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++) {
@@ -412,13 +412,13 @@ static inline __attribute__((always_inline)) bool apply_compact(walker *w, const
         if (by_8 == FU_COMPACT_UNDEFINED) {
             valid &= ~(1u << reg);
         } else if (by_8 != FU_COMPACT_KEEP) {
-            memcpy(&out->value[reg], slots + (int64_t)by_8 * 8, 8);
+            memcpy(&out->value[reg], lowest + (by_8 - span.lowest_by_8) * 8, 8);
             valid |= 1u << reg;
         }
     }
     int8_t ra_by_8 = rule->ra_offset_by_8;
     if (ra_by_8 != FU_COMPACT_KEEP && ra_by_8 != FU_COMPACT_UNDEFINED) {
-        memcpy(&out->value[FU_REG_RA], slots + (int64_t)ra_by_8 * 8, 8);
+        memcpy(&out->value[FU_REG_RA], lowest + (ra_by_8 - span.lowest_by_8) * 8, 8);
         valid |= 1u << FU_REG_RA;
     }
     out->valid = valid;

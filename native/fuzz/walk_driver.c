@@ -837,7 +837,8 @@ typedef struct walk_out {
     fu_frame frames[FU_WALK_MAX_FRAMES];
 } walk_out;
 
-static const char *const backend_names[] = {"auto", "dwarf", "compact", "compiled"};
+static const char *const backend_names[FU_BACKEND_COUNT] = {"auto", "dwarf", "table", "compiled", "table-only",
+                                                            "compiled-only"};
 
 static void check_same(const walk_out *a, const walk_out *b, const char *what_a, const char *what_b)
 {
@@ -1019,9 +1020,11 @@ static void check_input(const uint8_t *data, size_t size)
     reference_walk(space, &c.regs, &reader, c.max_frames, &out_b);
     check_same(&out_a, &out_b, what, "fu_walk_step frame by frame");
 
-    /* compact tables are exact: auto (compact where there is one) and dwarf agree */
-    if (!s->has_compiled && (c.backend == FU_BACKEND_AUTO || c.backend == FU_BACKEND_DWARF)) {
-        unsigned other_backend = c.backend == FU_BACKEND_AUTO ? FU_BACKEND_DWARF : FU_BACKEND_AUTO;
+    /* compact tables are exact: without a compiled step, auto and table (compact table, then
+     * DWARF) walk as DWARF alone */
+    if (!s->has_compiled && (c.backend == FU_BACKEND_AUTO || c.backend == FU_BACKEND_DWARF ||
+                             c.backend == FU_BACKEND_TABLE)) {
+        unsigned other_backend = c.backend == FU_BACKEND_DWARF ? FU_BACKEND_AUTO : FU_BACKEND_DWARF;
         const fu_address_space *twin = &s->spaces[other_backend];
         fu_dump_memory twin_memory = {c.stack, c.stack_address, c.stack_size, twin};
         fu_reader twin_reader = fu_dump_reader(&twin_memory);
@@ -1220,8 +1223,9 @@ static void generate(input *in, uint64_t *rng)
     memset(h, 0, HEADER_SIZE);
     size_t space = (size_t)rng_below(rng, space_count);
     h[0] = (uint8_t)space;
-    static const uint8_t backends[] = {FU_BACKEND_AUTO, FU_BACKEND_AUTO, FU_BACKEND_AUTO, FU_BACKEND_DWARF,
-                                       FU_BACKEND_DWARF, FU_BACKEND_DWARF, FU_BACKEND_COMPACT, FU_BACKEND_COMPILED};
+    static const uint8_t backends[] = {FU_BACKEND_AUTO,  FU_BACKEND_AUTO,       FU_BACKEND_AUTO,
+                                       FU_BACKEND_DWARF, FU_BACKEND_DWARF,      FU_BACKEND_TABLE,
+                                       FU_BACKEND_COMPILED, FU_BACKEND_TABLE_ONLY, FU_BACKEND_COMPILED_ONLY};
     h[1] = backends[rng_below(rng, sizeof backends)];
     /* max_frames: mostly the full limit, sometimes 127, tiny limits, or anything up to 16383 */
     static const uint16_t frames[] = {0, 0, 0, 1, 2 | 1 << 2, 2 | 3 << 2, 3 | 1024 << 2, 3 | 1025 << 2};
