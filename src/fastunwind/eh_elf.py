@@ -726,15 +726,11 @@ def with_dependencies(paths: Iterable[str]) -> tuple[list[str], list[str]]:
 
 
 def recorded_modules(perf_data: str) -> list[str]:
-    """The files a perf.data recording mapped executable (MMAP/MMAP2 events), each once, in order;
-    pseudo files ([vdso], //anon, [kernel.kallsyms]) and files not present here are left out."""
-    from fastunwind.perf_data import Mmap, PerfData
-    from fastunwind.perf_session import PROT_EXEC
+    """The files a perf.data recording's address spaces map executable, each once, in order of first
+    mapping: those the replay uses (fastunwind.perf_session), so pseudo files ([vdso], //anon),
+    files not present here and files replaced since the recording (build-id) are left out."""
+    from fastunwind.perf_data import PerfData
+    from fastunwind.perf_session import replay
 
-    files: dict[str, None] = {}
-    perf = PerfData.open(perf_data)
-    for event in perf.events():
-        if isinstance(event, Mmap) and (not event.is_mmap2 or event.prot & PROT_EXEC):
-            if event.filename.startswith("/") and os.path.isfile(event.filename):
-                files.setdefault(event.filename)
-    return list(files)
+    session = replay(PerfData.open(perf_data)).session
+    return list(dict.fromkeys(m.image.path for m in session.mappings if m.image is not None))

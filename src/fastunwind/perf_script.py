@@ -122,8 +122,10 @@ class _SymbolLoader:
         return table
 
 
-def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images: ImageCache | None = None
-                     ) -> tuple[UnwoundRecording, Statistics]:
+def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images: ImageCache | None = None,
+                     backend: str | None = None) -> tuple[UnwoundRecording, Statistics]:
+    """Unwind every sample of the recording at `path`. `backend`: see AddressSpace.to_core (default
+    FASTUNWIND_BACKEND, else "auto")."""
     started = time.perf_counter()
     perf = PerfData.open(path)
     if not perf.has_user_stacks:
@@ -131,7 +133,8 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     replayed = replay(perf, images)
     session = replayed.session
     space_ids = replayed.space_ids.tobytes()
-    unwound = _core.unwind_samples(perf.native, space_ids, [space.to_core() for space in session.spaces], max_frames)
+    unwound = _core.unwind_samples(perf.native, space_ids, [space.to_core(backend) for space in session.spaces],
+                                      max_frames)
     tables: dict[str, SymbolTable] = {}
     mappings = [(m.start, m.pgoff, m.bias, m.path, _SymbolLoader(m.image, tables) if m.image is not None else None)
                 for m in session.mappings]

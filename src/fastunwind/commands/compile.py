@@ -70,14 +70,21 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     for name in missing:
         print(f"fastunwind: warning: {name}: not found", file=sys.stderr)
+    named = set(args.files)
     images = []
     for path in dict.fromkeys(paths):
         try:
-            images.append(ModuleImage.load(path))
+            image = ModuleImage.load(path)
         except (FastunwindError, OSError) as error:
             what = getattr(error, "strerror", None) or error
             print(f"fastunwind: error: {path}: {what}", file=sys.stderr)
             status = 1
+            continue
+        if path not in named and not any(t is not None and t.row_count for t in (image.eh_frame, image.debug_frame)):
+            # a dependency or a recorded module without CFI (data-only libraries like libicudata)
+            print(f"{path}: skipped: no call frame information", file=sys.stderr)
+            continue
+        images.append(image)
     if not images:
         return status
     results = _compile_with_progress(eh_elf, images, args)

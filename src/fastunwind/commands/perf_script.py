@@ -36,6 +36,9 @@ def add_parser(subparsers: Any) -> None:
     mode.add_argument("--folded", action="store_true", help="collapsed stacks with counts, for flame graphs")
     mode.add_argument("--stats", action="store_true", help="unwinding outcomes, frames per sample, ns per frame")
     parser.add_argument("--max-frames", type=int, default=127, help="frames per stack (default: 127, as perf)")
+    parser.add_argument("--backend", choices=("auto", "compiled", "table", "dwarf"), default=None,
+                        help="unwind tables to use: compiled eh_elfs (see `fastunwind compile`), compact tables or "
+                             "the DWARF interpreter; auto (default) takes the first a module has")
     parser.set_defaults(run=run)
 
 
@@ -45,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     gc.disable()
     from fastunwind.perf_script import render_folded, render_perf_script, unwind_recording
 
-    samples, stats = unwind_recording(args.input, max_frames=args.max_frames)
+    samples, stats = unwind_recording(args.input, max_frames=args.max_frames, backend=args.backend)
     if args.folded:
         render_folded(samples, sys.stdout)
     elif args.stats:
