@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, ModuleImage
+from fastunwind.perf_data import build_id_cache_file
 
 if TYPE_CHECKING:
     from fastunwind.perf_data import PerfData, Sample
@@ -91,14 +92,23 @@ class Replay(NamedTuple):
         return [names[i] if i != NO_COMM else "" for i in self.comm_ids]
 
 
+VDSO = "[vdso]"
+
+
 def _usable_image(images: ImageCache, filename: str, build_id: bytes | None, recorded: dict[str, bytes],
                   statistics: SessionStatistics) -> ModuleImage | None:
     """The module image for a mapping of `filename`, None if it is not a readable file or was
     replaced since the recording (its build-id differs from the MMAP2 record's, else from the
-    recording's build-id table)."""
+    recording's build-id table). The vDSO is read from perf's build-id cache, where `perf record`
+    saves the one it saw (by build-id: another kernel's vDSO is never used)."""
+    expected = build_id or recorded.get(filename)
+    if filename == VDSO and expected:
+        path = build_id_cache_file(VDSO, expected.hex(), "vdso")
+        image = images.get(path) if os.path.isfile(path) else None
+        return image if image is not None and image.build_id and expected[: len(image.build_id)] == image.build_id \
+            else None
     if not filename.startswith("/"):
         return None
-    expected = build_id or recorded.get(filename)
     image = images.get(filename)
     if image is None:
         statistics.missing_modules.add(filename)

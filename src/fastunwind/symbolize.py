@@ -16,6 +16,7 @@ import os
 from fastunwind import _core
 from fastunwind.elf import SHT_DYNSYM, SHT_SYMTAB, ElfFile, find_debug_file
 from fastunwind.errors import ElfError
+from fastunwind.perf_data import build_id_cache_file
 
 SymbolTable = _core.SymbolTable
 
@@ -68,7 +69,7 @@ def kernel_symbol_table(build_id: str | None = None, addresses: bytes | None = N
     ~50 ms of kernel time), else /proc/kallsyms. Its `usable` is False when neither is readable or
     the addresses are hidden (kptr_restrict; root sees them). With `addresses` (bytes of u64), only
     the symbols their lookups need are kept (one pass, ~4 ms instead of ~12 for all ~120k)."""
-    candidates = [os.path.expanduser(f"~/.debug/[kernel.kallsyms]/{build_id}/kallsyms")] if build_id else []
+    candidates = [build_id_cache_file("[kernel.kallsyms]", build_id, "kallsyms")] if build_id else []
     data: bytes | mmap.mmap = b""
     for path in [*candidates, "/proc/kallsyms"]:
         try:
