@@ -48,6 +48,7 @@ import export_samples
 from bench_perf_script import end_to_end
 
 from fastunwind import _core
+from fastunwind import eh_elf
 from fastunwind.bench import time_backend
 from fastunwind.perf_script import DEFAULT_MAX_FRAMES
 
@@ -138,12 +139,17 @@ def record_defaults(reuse: bool, seconds: float, names: tuple[str, ...] = DEFAUL
 # ---- fastunwind ----------------------------------------------------------------------------------------
 
 
-def run_ours(replay: export_samples.Exported, repeat: int, backend: str = "auto") -> ToolResult:
+#: our backends, each a row: the compact table (the reference the peers are compared with), the
+#: compiled eh_elfs, the DWARF interpreter alone
+OUR_BACKENDS = ("table", "compiled", "dwarf")
+
+
+def run_ours(replay: export_samples.Exported, repeat: int, backend: str) -> ToolResult:
     """fastunwind's walker (fastunwind.bench.time_backend, the same measurement as `fastunwind
     bench`) over the exported samples."""
     timing = time_backend(replay.perf, replay.replayed, backend, repeat, DEFAULT_MAX_FRAMES)
     exported = replay.exported()
-    name = "fastunwind" if backend == "auto" else f"fastunwind-{backend}"
+    name = "fastunwind" if backend == "table" else f"fastunwind-{backend}"
     tool = ToolResult(name, len(exported), 0, timing.total_ns, repeat, timing.passes_ns[0], min(timing.passes_ns))
     for index in exported:
         tool.pcs[index] = timing.pcs.get(index, ())
@@ -266,8 +272,20 @@ def bench_recording(recording: str, repeat: int, peers: str, progress) -> dict[s
         exported = export_samples.write_samples(replay, out)
     progress(f"{name}: {exported['samples']} samples with user registers of {replay.perf.sample_count}; "
              f"{exported['spaces']} address spaces")
-    tools = [run_ours(replay, repeat)]
-    progress(f"{name}: fastunwind {tools[0].ns_per_frame:.1f} ns/frame")
+    # the compiled backend needs every module's eh_elf: built (or found in the cache) before timing
+    started = time.perf_counter()
+    images = {m.image.path: m.image for m in replay.replayed.session.mappings if m.image is not None}
+    compiled = eh_elf.compile_images([image for image in images.values()
+                                      if any(t is not None and t.row_count for t in (image.eh_frame, image.debug_frame))])
+    compile_seconds = time.perf_counter() - started
+    failed = [str(r) for r in compiled if isinstance(r, Exception)]
+    if failed:
+        raise SystemExit(f"{name}: fastunwind compile failed: {failed}")
+    replay = export_samples.replay_recording(recording)  # fresh images: they load the eh_elfs
+    progress(f"{name}: eh_elfs of {len(compiled)} modules ready in {compile_seconds:.1f} s")
+    tools = [run_ours(replay, repeat, backend) for backend in OUR_BACKENDS]
+    for tool in tools:
+        progress(f"{name}: {tool.tool} {tool.ns_per_frame:.1f} ns/frame")
     for label, binary, mode, passes in (("libunwind", "libunwind_bench", None, repeat),
                                         ("libdw", "libdw_bench", None, repeat),
                                         ("fp", "fp_bench", None, repeat),
@@ -278,21 +296,30 @@ def bench_recording(recording: str, repeat: int, peers: str, progress) -> dict[s
         progress(f"{name}: {tool.tool} {tool.ns_per_frame:.1f} ns/frame")
     ours = tools[0]
     agreements = [agreement(ours, tool) for tool in tools[1:]]
+    # the backends must agree exactly with each other (compact tables and eh_elfs are exact)
+    for tool in tools[1:len(OUR_BACKENDS)]:
+        if tool.pcs != ours.pcs:
+            raise SystemExit(f"{name}: {tool.tool} found other frames than {ours.tool}")
     by_name = {tool.tool: tool for tool in tools}
     # Three views of ns/frame: all passes (ns_total / frames: the harnesses' own figure), the first
     # pass (cold caches and lazy set-up, like one perf script run) and the best pass (warm: the
     # unwinder's own cost). Each ratio is computed in each view.
+    # For each of our fast backends (tools[:2]: compact table, compiled eh_elf).
     ratios: dict[str, Any] = {}
-    for view in ("all", "first", "best"):
-        def per_frame(tool: ToolResult, view: str = view) -> float:
-            return {"all": tool.ns_per_frame, "first": tool.ns_per_frame_first_pass,
-                    "best": tool.ns_per_frame_best_pass}[view]
-        ratios[view] = {"libunwind_over_ours": per_frame(by_name["libunwind"]) / per_frame(ours),
-                        "libdw_over_ours": per_frame(by_name["libdw"]) / per_frame(ours),
-                        "ours_over_fp": per_frame(ours) / per_frame(by_name["fp"])}
-    ratios["ours_over_fp_per_sample"] = ours.ns_per_sample / by_name["fp"].ns_per_sample
+    for backend in tools[:2]:
+        q: dict[str, Any] = {}
+        for view in ("all", "first", "best"):
+            def per_frame(tool: ToolResult, view: str = view) -> float:
+                return {"all": tool.ns_per_frame, "first": tool.ns_per_frame_first_pass,
+                        "best": tool.ns_per_frame_best_pass}[view]
+            q[view] = {"libunwind_over_ours": per_frame(by_name["libunwind"]) / per_frame(backend),
+                       "libdw_over_ours": per_frame(by_name["libdw"]) / per_frame(backend),
+                       "ours_over_fp": per_frame(backend) / per_frame(by_name["fp"])}
+        q["ours_over_fp_per_sample"] = backend.ns_per_sample / by_name["fp"].ns_per_sample
+        ratios[backend.tool] = q
     return {"name": name, "recording": recording, "samples_file": samples_file, "export": exported,
             "all_samples": replay.perf.sample_count, "replay_seconds": replay_seconds,
+            "compile_seconds": compile_seconds,
             "tools": [tool.to_json() for tool in tools], "agreement": [a.to_json() for a in agreements],
             "ratios": ratios}
 
@@ -333,18 +360,17 @@ def markdown(results: dict[str, Any]) -> str:
                          f"{t['ns_per_sample']:.0f} | {passes} | "
                          f"{outcome_text(t['outcomes'])} | {agree} |")
     lines += ["", "Ratios of ns/frame, each as all passes / first pass / best pass (✓ target met, ✗ not):", "",
-              ("| recording | libunwind ÷ ours (target ≥ 25) | libdw ÷ ours (target ≥ 25) | "
+              ("| recording | ours | libunwind ÷ ours (target ≥ 25) | libdw ÷ ours (target ≥ 25) | "
                "ours ÷ frame pointers (target ≤ 3) | ours ÷ frame pointers, per sample (all passes) |"),
-              "|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|"]
     for r in results["recordings"]:
-        q = r["ratios"]
+        for backend, q in r["ratios"].items():
+            def views(key: str, met, q: dict[str, Any] = q) -> str:
+                return " / ".join(f"{q[v][key]:.1f}x {'✓' if met(q[v][key]) else '✗'}" for v in ("all", "first", "best"))
 
-        def views(key: str, met, q: dict[str, Any] = q) -> str:
-            return " / ".join(f"{q[v][key]:.1f}x {'✓' if met(q[v][key]) else '✗'}" for v in ("all", "first", "best"))
-
-        lines.append(f"| {r['name']} | {views('libunwind_over_ours', lambda x: x >= TARGET_PEER_RATIO)} | "
-                     f"{views('libdw_over_ours', lambda x: x >= TARGET_PEER_RATIO)} | "
-                     f"{views('ours_over_fp', lambda x: x <= TARGET_FP_RATIO)} | {q['ours_over_fp_per_sample']:.1f}x |")
+            lines.append(f"| {r['name']} | {backend} | {views('libunwind_over_ours', lambda x: x >= TARGET_PEER_RATIO)} | "
+                         f"{views('libdw_over_ours', lambda x: x >= TARGET_PEER_RATIO)} | "
+                         f"{views('ours_over_fp', lambda x: x <= TARGET_FP_RATIO)} | {q['ours_over_fp_per_sample']:.1f}x |")
     e = results.get("end_to_end")
     if e:
         lines += ["", (f"End to end on {os.path.basename(e['recording'])}, best of {len(e['ours_seconds'])}: "
@@ -379,17 +405,17 @@ def rich_report(results: dict[str, Any]) -> None:
     console.print(table)
     ratios = Table(title="Ratios of ns/frame: all passes / first pass / best pass "
                          "(targets: peers ÷ ours ≥ 25, ours ÷ frame pointers ≤ 3)", header_style="bold")
-    for column in ("recording", "libunwind ÷ ours", "libdw ÷ ours", "ours ÷ fp"):
-        ratios.add_column(column, justify="left" if column == "recording" else "right")
+    for column in ("recording", "ours", "libunwind ÷ ours", "libdw ÷ ours", "ours ÷ fp"):
+        ratios.add_column(column, justify="left" if column in ("recording", "ours") else "right")
     for r in results["recordings"]:
-        q = r["ratios"]
+        for backend, q in r["ratios"].items():
+            def colour(key: str, met, q: dict[str, Any] = q) -> str:
+                return " / ".join(f"[{'green' if met(q[v][key]) else 'red'}]{q[v][key]:.1f}x[/]"
+                                  for v in ("all", "first", "best"))
 
-        def colour(key: str, met, q: dict[str, Any] = q) -> str:
-            return " / ".join(f"[{'green' if met(q[v][key]) else 'red'}]{q[v][key]:.1f}x[/]" for v in ("all", "first", "best"))
-
-        ratios.add_row(r["name"], colour("libunwind_over_ours", lambda x: x >= TARGET_PEER_RATIO),
-                       colour("libdw_over_ours", lambda x: x >= TARGET_PEER_RATIO),
-                       colour("ours_over_fp", lambda x: x <= TARGET_FP_RATIO))
+            ratios.add_row(r["name"], backend, colour("libunwind_over_ours", lambda x: x >= TARGET_PEER_RATIO),
+                           colour("libdw_over_ours", lambda x: x >= TARGET_PEER_RATIO),
+                           colour("ours_over_fp", lambda x: x <= TARGET_FP_RATIO))
     console.print(ratios)
     e = results.get("end_to_end")
     if e:

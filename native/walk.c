@@ -443,17 +443,17 @@ static void compiled_failure(walker *w, int status, uint64_t fault_address)
 }
 
 /* Which tables the space's backend asks for a module (see fu_backend). */
-static inline bool uses_compiled(const fu_address_space *space, const fu_module *mod)
-{
-    uint32_t b = space->backend;
-    return mod->compiled && (b == FU_BACKEND_AUTO || b == FU_BACKEND_COMPILED || b == FU_BACKEND_COMPILED_ONLY);
-}
-
 static inline bool uses_compact(const fu_address_space *space, const fu_module *mod)
 {
     uint32_t b = space->backend;
-    return mod->compact && !uses_compiled(space, mod) &&
-           (b == FU_BACKEND_AUTO || b == FU_BACKEND_TABLE || b == FU_BACKEND_TABLE_ONLY);
+    return mod->compact && (b == FU_BACKEND_AUTO || b == FU_BACKEND_TABLE || b == FU_BACKEND_TABLE_ONLY);
+}
+
+static inline bool uses_compiled(const fu_address_space *space, const fu_module *mod)
+{
+    uint32_t b = space->backend;
+    return mod->compiled && (b == FU_BACKEND_COMPILED || b == FU_BACKEND_COMPILED_ONLY ||
+                             (b == FU_BACKEND_AUTO && !mod->compact));
 }
 
 static inline bool uses_dwarf(const fu_address_space *space)

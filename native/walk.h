@@ -44,7 +44,9 @@ typedef struct fu_module {
  * compiled eh_elf or a compact table leaves to the interpreter (FU_EH_ELF_INTERPRET, compact SLOW
  * rows), and modules without one, go to the DWARF tables, except in the *_ONLY backends. */
 typedef enum fu_backend {
-    FU_BACKEND_AUTO = 0,      /* the compiled eh_elf where the module has one, else its compact table */
+    /* the compact table where the module has one, else its compiled eh_elf: the compact table
+     * with the walk cache measured faster than the eh_elfs (docs/BENCHMARKS.md) */
+    FU_BACKEND_AUTO = 0,
     FU_BACKEND_DWARF,         /* the DWARF tables only */
     FU_BACKEND_TABLE,         /* compact tables (compiled eh_elfs ignored) */
     FU_BACKEND_COMPILED,      /* compiled eh_elfs (compact tables ignored) */

@@ -38,7 +38,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--max-frames", type=int, default=127, help="frames per stack (default: 127, as perf)")
     parser.add_argument("--backend", choices=("auto", "compiled", "table", "dwarf"), default=None,
                         help="unwind tables to use: compiled eh_elfs (see `fastunwind compile`), compact tables or "
-                             "the DWARF interpreter; auto (default) takes the first a module has")
+                             "the DWARF interpreter, each with the interpreter for what it leaves; auto (default): "
+                             "a module's compact table, else its eh_elf")
     parser.set_defaults(run=run)
 
 
