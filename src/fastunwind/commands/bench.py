@@ -71,11 +71,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _print(recording: str, setup_seconds: float, repeat: int, timings: list, differing_samples) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(highlight=False)
     reference = timings[0]
-    console.print(f"{recording}: {reference.samples} samples walked; decoding, replay and unwind tables "
+    console.print(f"{escape(recording)}: {reference.samples} samples walked; decoding, replay and unwind tables "
                   f"{setup_seconds * 1000:.0f} ms (not timed below); {repeat} passes per backend")
     table = Table("backend", "frames", "ns/frame all / first / best", "ns/sample", "outcomes",
                   f"same frames as {reference.backend}", box=None)

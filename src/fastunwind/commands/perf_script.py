@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_stats(stats: Any) -> None:
     from rich.console import Console
+    from rich.markup import escape  # paths like perf's [vdso] are not markup
     from rich.table import Table
 
     console = Console(highlight=False)
@@ -81,10 +82,10 @@ def _print_stats(stats: Any) -> None:
     if stats.tables:
         tables = Table("module", "compact table", "bytes/row", "slow-path rows", box=None)
         for t in sorted(stats.tables, key=lambda t: t["path"]):
-            tables.add_row(t["path"], t["source"], f"{t['bytes_per_row']:.1f}",
+            tables.add_row(escape(t["path"]), t["source"], f"{t['bytes_per_row']:.1f}",
                            f"{t['slow_rows']} of {t['rows']} ({100 * t['slow_row_fraction']:.2f}%)")
         console.print(tables)
     for path in sorted(stats.replaced_modules):
-        console.print(f"[yellow]replaced since recording (build-id differs), not used:[/yellow] {path}")
+        console.print(f"[yellow]replaced since recording (build-id differs), not used:[/yellow] {escape(path)}")
     for path in sorted(stats.missing_modules):
-        console.print(f"[yellow]not readable here:[/yellow] {path}")
+        console.print(f"[yellow]not readable here:[/yellow] {escape(path)}")

@@ -134,6 +134,7 @@ def _summary(path: str, out: TextIO) -> int:
     import time
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from fastunwind.cfi import DEBUG_FRAME, UnwindInfo
@@ -142,7 +143,7 @@ def _summary(path: str, out: TextIO) -> int:
     started = time.perf_counter()
     info = UnwindInfo.open(path, strict=False)
     elapsed = time.perf_counter() - started
-    console.print(f"[bold]{path}[/bold]  parsed and evaluated in {elapsed * 1000:.1f} ms")
+    console.print(f"[bold]{escape(path)}[/bold]  parsed and evaluated in {elapsed * 1000:.1f} ms")
     if info.eh_frame_hdr is not None:
         console.print(f".eh_frame_hdr: {len(info.eh_frame_hdr.locations)} sorted entries, used for lookups")
     else:
