@@ -15,7 +15,7 @@ NATIVE := $(wildcard native/*.c native/*.h)
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
-.PHONY: all setup build demo test sweep asan fuzz bench bench-unwind clean
+.PHONY: all setup build demo test sweep asan fuzz bench bench-unwind bench-eh-elf clean
 
 all: build
 
@@ -82,6 +82,10 @@ bench: build
 # The walker against libunwind, libdw and a frame-pointer walk on the same perf samples.
 bench-unwind: build
 	$(PY) benchmarks/bench_unwind.py
+
+# Compiled unwind tables: generation and compile time, code size against .eh_frame.
+bench-eh-elf: build
+	$(PY) benchmarks/bench_eh_elf.py
 
 clean:
 	rm -rf build $(STAMPS) src/fastunwind/_core*.so src/*.egg-info
