@@ -31,10 +31,10 @@ struct fu_address_space;
 /* The address space of a fastunwind._core.AddressSpace, or NULL with TypeError set. */
 const struct fu_address_space *fu_address_space_of(PyObject *module, PyObject *object);
 
-/* The entry point of a fastunwind._core.EhElf (a loaded, checked compiled unwind table), or NULL
+/* The entry points of a fastunwind._core.EhElf (a loaded, checked compiled unwind table), or NULL
  * with TypeError set. Valid while the object lives (it keeps the shared object open). */
-#include "fu_unwind_abi.h"
-fu_eh_elf_step_fn fu_eh_elf_step_of(PyObject *module, PyObject *object);
+struct fu_compiled_table;
+const struct fu_compiled_table *fu_compiled_table_of(PyObject *module, PyObject *object);
 
 /* Each adds its types and functions to the module; -1 with an exception set on failure. */
 int fu_walk_binding_init(PyObject *module);

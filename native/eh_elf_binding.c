@@ -5,13 +5,14 @@
  *   1. checks the file is a complete x86-64 ELF shared object: the header, the program headers,
  *      every PT_LOAD's bytes and the section headers inside the file (a truncated file would
  *      otherwise map and fault with SIGBUS on first use);
- *   2. dlopen(RTLD_NOW | RTLD_LOCAL), dlsym of fu_eh_elf_info and fu_eh_elf_step;
+ *   2. dlopen(RTLD_NOW | RTLD_LOCAL), dlsym of fu_eh_elf_info, fu_eh_elf_step, fu_eh_elf_find and
+ *      fu_eh_elf_bodies;
  *   3. compares fu_eh_elf_info with what the caller expects: FU_UNWIND_ABI_VERSION, the generator's
  *      version, the key (build-id or file hash) and, if given, the number of DWARF rows it was built
  *      from (a separate debug file installed since adds .debug_frame rows).
  *   Any mismatch closes the handle and raises fastunwind.errors.EhElfError naming the path and the
  *   values: the caller rebuilds, nothing is used blindly. The object keeps the handle open while it
- *   lives; fu_eh_elf_step_of() gives other C files its entry point.
+ *   lives; fu_compiled_table_of() gives other C files its entry points.
  *
  * eh_elf_step_batch(eh_elf, space, states, stack, stack_address, bias) -> bytes
  *   For tests: one compiled step per state, in walk_binding.c's step_batch record format, so that
@@ -33,7 +34,7 @@
 typedef struct EhElfObject {
     PyObject_HEAD
     void *handle;
-    fu_eh_elf_step_fn step;
+    fu_compiled_table table;
     fu_eh_elf_info info; /* a copy, checked */
     PyObject *path;
 } EhElfObject;
@@ -181,17 +182,32 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
         goto done;
     }
     const fu_eh_elf_info *info = dlsym(handle, "fu_eh_elf_info");
-    fu_eh_elf_step_fn step = (fu_eh_elf_step_fn)dlsym(handle, "fu_eh_elf_step");
-    if (!info || !step) {
-        PyErr_Format(error, "eh_elf %s: no %s symbol: not a compiled unwind table", path,
-                     info ? "fu_eh_elf_step" : "fu_eh_elf_info");
+    if (!info) {
+        PyErr_Format(error, "eh_elf %s: no fu_eh_elf_info symbol: not a compiled unwind table", path);
         goto done;
     }
+    /* the version first: an older object's info is shorter, and its other symbols may be missing */
     if (info->abi_version != FU_UNWIND_ABI_VERSION) {
         PyErr_Format(error, "eh_elf %s: ABI version %u, this fastunwind uses %d", path, info->abi_version,
                      FU_UNWIND_ABI_VERSION);
         goto done;
     }
+    fu_compiled_table table = {
+        (fu_eh_elf_step_fn)dlsym(handle, "fu_eh_elf_step"),
+        (fu_eh_elf_find_fn)dlsym(handle, "fu_eh_elf_find"),
+        (const fu_eh_elf_body_fn *)dlsym(handle, "fu_eh_elf_bodies"),
+        info->body_count,
+    };
+    if (!table.step || !table.find || !table.bodies) {
+        PyErr_Format(error, "eh_elf %s: no %s symbol: not a compiled unwind table", path,
+                     !table.step ? "fu_eh_elf_step" : !table.find ? "fu_eh_elf_find" : "fu_eh_elf_bodies");
+        goto done;
+    }
+    for (uint32_t b = 1; b <= table.body_count; b++)
+        if (!table.bodies[b]) {
+            PyErr_Format(error, "eh_elf %s: body %u of %u is missing", path, b, table.body_count);
+            goto done;
+        }
     if (info->generator_version != generator_version) {
         PyErr_Format(error, "eh_elf %s: generator version %u, expected %u", path, info->generator_version,
                      generator_version);
@@ -217,7 +233,7 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
         }
     }
     self->info = *info;
-    self->step = step;
+    self->table = table;
     self->handle = handle;
     handle = NULL;
     self->path = Py_NewRef(path_object);
@@ -237,7 +253,7 @@ static bool check_loaded(EhElfObject *self)
     return self->handle != NULL;
 }
 
-fu_eh_elf_step_fn fu_eh_elf_step_of(PyObject *module, PyObject *object)
+const fu_compiled_table *fu_compiled_table_of(PyObject *module, PyObject *object)
 {
     PyObject *type = fu_module_state(module)->eh_elf_type;
     if (!type || !PyObject_TypeCheck(object, (PyTypeObject *)type)) {
@@ -245,7 +261,7 @@ fu_eh_elf_step_fn fu_eh_elf_step_of(PyObject *module, PyObject *object)
         return NULL;
     }
     EhElfObject *self = (EhElfObject *)object;
-    return check_loaded(self) ? self->step : NULL;
+    return check_loaded(self) ? &self->table : NULL;
 }
 
 static PyObject *eh_elf_get(EhElfObject *self, void *which)
@@ -352,8 +368,8 @@ static PyObject *eh_elf_step_batch(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOy*y*KK", &eh_elf_object, &space_object, &states, &stack, &stack_address, &bias))
         return NULL;
     PyObject *out = NULL;
-    fu_eh_elf_step_fn step = fu_eh_elf_step_of(module, eh_elf_object);
-    const fu_address_space *space = step ? fu_address_space_of(module, space_object) : NULL;
+    const fu_compiled_table *table = fu_compiled_table_of(module, eh_elf_object);
+    const fu_address_space *space = table ? fu_address_space_of(module, space_object) : NULL;
     if (!space)
         goto done;
     if (states.len % (Py_ssize_t)sizeof(eh_elf_state) != 0) {
@@ -367,7 +383,7 @@ static PyObject *eh_elf_step_batch(PyObject *module, PyObject *args)
         goto done;
     uint8_t *records = (uint8_t *)PyBytes_AS_STRING(out);
     fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
-    fu_reader reader = {stack.buf, stack_address, (uint64_t)stack.len, fu_read_dump, &memory};
+    fu_reader reader = fu_dump_reader(&memory);
     Py_BEGIN_ALLOW_THREADS
     for (size_t i = 0; i < n; i++) {
         eh_elf_state state;
@@ -378,7 +394,7 @@ static PyObject *eh_elf_step_batch(PyObject *module, PyObject *args)
                 fu_regs_set(&regs, r, state.regs[r]);
         uint64_t fault = 0;
         uint64_t lookup = fu_lookup_address(state.regs[FU_REG_RA], state.ip_is_return_address != 0);
-        int status = step(lookup - bias, &regs, &caller, &reader, &fault);
+        int status = table->step(lookup - bias, &regs, &caller, &reader, &fault);
         eh_elf_record record;
         record_of_status(status, &caller, fault, &record);
         memcpy(records + i * sizeof record, &record, sizeof record);

@@ -75,7 +75,7 @@ static inline bool in_module(walker *w, uint64_t avma)
 {
     if (w->cache) {
         const fu_walk_cache_entry *e = cache_entry(w->cache, avma);
-        if (e->rule && e->lookup == avma)
+        if (e->kind != FU_WALK_CACHED_NONE && e->lookup == avma)
             return e->module != UINT32_MAX;
     }
     return fu_address_space_find(w->space, avma) >= 0;
@@ -442,18 +442,40 @@ static void compiled_failure(walker *w, int status, uint64_t fault_address)
     }
 }
 
-/* Which tables the space's backend asks for a module (see fu_backend). */
-static inline bool uses_compact(const fu_address_space *space, const fu_module *mod)
+/* apply_body's answer when the body leaves the row to the interpreter. */
+#define INTERPRET (-2)
+
+/* Run a compiled body: the caller's frame kind, -1 with the outcome set, or INTERPRET. */
+static inline int apply_body(walker *w, fu_eh_elf_body_fn body, const fu_regs *regs, fu_regs *caller,
+                             uint8_t *frame_flags, bool *signal_frame)
 {
-    uint32_t b = space->backend;
-    return mod->compact && (b == FU_BACKEND_AUTO || b == FU_BACKEND_TABLE || b == FU_BACKEND_TABLE_ONLY);
+    uint64_t fault = 0;
+    int status = body(regs, caller, w->reader, &fault);
+    if (status == FU_EH_ELF_CFI)
+        return FU_FRAME_CFI;
+    if (status == FU_EH_ELF_SIGNAL) {
+        *signal_frame = true;
+        *frame_flags |= FU_FRAME_SIGNAL_TRAMPOLINE;
+        return FU_FRAME_SIGNAL;
+    }
+    if (status == FU_EH_ELF_INTERPRET)
+        return INTERPRET;
+    compiled_failure(w, status, fault);
+    return -1;
 }
 
+/* Which tables the space's backend asks for a module (see fu_backend). */
 static inline bool uses_compiled(const fu_address_space *space, const fu_module *mod)
 {
     uint32_t b = space->backend;
-    return mod->compiled && (b == FU_BACKEND_COMPILED || b == FU_BACKEND_COMPILED_ONLY ||
-                             (b == FU_BACKEND_AUTO && !mod->compact));
+    return mod->compiled && (b == FU_BACKEND_AUTO || b == FU_BACKEND_COMPILED || b == FU_BACKEND_COMPILED_ONLY);
+}
+
+static inline bool uses_compact(const fu_address_space *space, const fu_module *mod)
+{
+    uint32_t b = space->backend;
+    return mod->compact && !uses_compiled(space, mod) &&
+           (b == FU_BACKEND_AUTO || b == FU_BACKEND_TABLE || b == FU_BACKEND_TABLE_ONLY);
 }
 
 static inline bool uses_dwarf(const fu_address_space *space)
@@ -489,20 +511,14 @@ static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_r
         uint64_t svma = lookup - mod->bias;
         bool dwarf = uses_dwarf(space);
         if (uses_compiled(space, mod)) {
-            uint64_t fault = 0;
-            int status = mod->compiled(svma, regs, caller, w->reader, &fault);
-            if (status == FU_EH_ELF_CFI || status == FU_EH_ELF_SIGNAL) {
-                *signal_frame = status == FU_EH_ELF_SIGNAL;
-                if (*signal_frame)
-                    *frame_flags |= FU_FRAME_SIGNAL_TRAMPOLINE;
-                return *signal_frame ? FU_FRAME_SIGNAL : FU_FRAME_CFI;
-            }
-            if (status == FU_EH_ELF_NO_INFO)
-                dwarf = false;
-            else if (status != FU_EH_ELF_INTERPRET) {
-                compiled_failure(w, status, fault);
-                return -1;
-            }
+            unsigned body = mod->compiled->find(svma);
+            if (body == 0) {
+                dwarf = false; /* built from both DWARF tables: neither covers svma */
+            } else if (body <= mod->compiled->body_count) {
+                int kind = apply_body(w, mod->compiled->bodies[body], regs, caller, frame_flags, signal_frame);
+                if (kind != INTERPRET)
+                    return kind;
+            } /* else a body number out of range: not trusted, the interpreter decides */
         } else {
             const fu_compact_rule *rule = compact_rule(space, mod, svma, &dwarf);
             if (rule)
@@ -524,20 +540,39 @@ static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_r
     return frame_pointer_or_fail(w, regs, caller);
 }
 
-/* What a PC outside every module's mapping gets from the walk cache: no CFI, try the frame pointer. */
-static const fu_compact_rule no_module_rule = {.cfa_kind = FU_COMPACT_CFA_NO_INFO};
-
-/* The rule the walk cache keeps for `lookup` in module `m` (or -1): the compact table's rule when
- * it settles the step without the DWARF tables (a fast-path rule, or NO_INFO: no CFI covers the
- * PC), else NULL (step() decides). */
-static inline const fu_compact_rule *settled_rule(const fu_address_space *space, int64_t m, uint64_t lookup)
+/* What the walk cache keeps for `lookup` in module `m` (or -1): what settles the step without the
+ * DWARF tables (a compact fast-path rule, a compiled body, or "no CFI here"), else kind NONE
+ * (step() decides, every time). */
+static inline void settle(const fu_address_space *space, int64_t m, uint64_t lookup, fu_walk_cache_entry *e)
 {
-    if (m < 0)
-        return &no_module_rule;
+    *e = (fu_walk_cache_entry){.lookup = lookup, .module = m < 0 ? UINT32_MAX : (uint32_t)m};
+    if (m < 0) {
+        e->kind = FU_WALK_CACHED_NO_INFO;
+        return;
+    }
     const fu_module *mod = &space->modules[m];
+    uint64_t svma = lookup - mod->bias;
+    if (uses_compiled(space, mod)) {
+        unsigned body = mod->compiled->find(svma);
+        if (body == 0) {
+            e->kind = FU_WALK_CACHED_NO_INFO;
+        } else if (body <= mod->compiled->body_count) {
+            e->kind = FU_WALK_CACHED_BODY;
+            e->what.body = mod->compiled->bodies[body];
+        }
+        return;
+    }
     bool dwarf = true;
-    const fu_compact_rule *rule = compact_rule(space, mod, lookup - mod->bias, &dwarf);
-    return rule ? rule : dwarf ? NULL : &no_module_rule;
+    const fu_compact_rule *rule = compact_rule(space, mod, svma, &dwarf);
+    if (rule) {
+        slot_span span = compact_slot_span(rule);
+        e->kind = FU_WALK_CACHED_RULE;
+        e->what.rule = rule;
+        e->lowest_by_8 = span.lowest_by_8;
+        e->highest_by_8 = span.highest_by_8;
+    } else if (!dwarf) {
+        e->kind = FU_WALK_CACHED_NO_INFO;
+    }
 }
 
 int fu_walk_step(const fu_address_space *space, const fu_reader *reader, const fu_regs *regs,
@@ -584,26 +619,19 @@ fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, co
     /* Each iteration records one frame and steps to its caller; bounded by max_frames. */
     for (;;) {
         uint64_t lookup = fu_lookup_address(ip, ip_is_return_address);
-        int64_t m;
-        const fu_compact_rule *fast = NULL;
-        slot_span span = {0, 0};
         fu_walk_cache_entry *entry = cache ? cache_entry(cache, lookup) : NULL;
-        if (entry && entry->rule && entry->lookup == lookup) {
-            m = entry->module == UINT32_MAX ? -1 : (int64_t)entry->module;
-            fast = entry->rule;
-            span = (slot_span){entry->lowest_by_8, entry->highest_by_8};
+        fu_walk_cache_entry found;
+        if (entry && entry->kind != FU_WALK_CACHED_NONE && entry->lookup == lookup) {
+            found = *entry;
         } else {
-            m = fu_address_space_find(space, lookup);
-            if ((fast = settled_rule(space, m, lookup)) != NULL) {
-                span = compact_slot_span(fast);
-                if (entry)
-                    *entry = (fu_walk_cache_entry){lookup, fast, m < 0 ? UINT32_MAX : (uint32_t)m,
-                                                   span.lowest_by_8, span.highest_by_8};
-            }
+            settle(space, fu_address_space_find(space, lookup), lookup, &found);
+            if (entry && found.kind != FU_WALK_CACHED_NONE)
+                *entry = found;
         }
+        int64_t m = found.module == UINT32_MAX ? -1 : (int64_t)found.module;
         fu_frame *frame = &frames[result.frame_count++];
         frame->ip = ip;
-        frame->module = m < 0 ? UINT32_MAX : (uint32_t)m;
+        frame->module = found.module;
         frame->kind = kind;
         frame->flags = 0;
         if (result.frame_count == max_frames) {
@@ -612,12 +640,25 @@ fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, co
         }
         bool signal_frame = false;
         int caller_kind;
-        if (fast && fast->cfa_kind == FU_COMPACT_CFA_NO_INFO)
+        switch ((fu_walk_cached)found.kind) {
+        case FU_WALK_CACHED_RULE:
+            caller_kind = apply_compact(&w, found.what.rule, (slot_span){found.lowest_by_8, found.highest_by_8}, regs,
+                                        caller)
+                              ? FU_FRAME_CFI
+                              : -1;
+            break;
+        case FU_WALK_CACHED_BODY:
+            caller_kind = apply_body(&w, found.what.body, regs, caller, &frame->flags, &signal_frame);
+            if (caller_kind == INTERPRET)
+                caller_kind = step(&w, m, lookup, regs, caller, &frame->flags, &signal_frame);
+            break;
+        case FU_WALK_CACHED_NO_INFO:
             caller_kind = frame_pointer_or_fail(&w, regs, caller);
-        else if (fast)
-            caller_kind = apply_compact(&w, fast, span, regs, caller) ? FU_FRAME_CFI : -1;
-        else
+            break;
+        default:
             caller_kind = step(&w, m, lookup, regs, caller, &frame->flags, &signal_frame);
+            break;
+        }
         if (caller_kind < 0)
             return result;
         kind = (uint8_t)caller_kind;

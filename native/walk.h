@@ -27,11 +27,19 @@
  * (kernel.perf_event_max_stack); 1024 covers deep recursion without unbounded work. */
 #define FU_WALK_MAX_FRAMES 1024
 
+/* A loaded eh_elf's entry points (fu_unwind_abi.h), owned by whoever loaded it. */
+typedef struct fu_compiled_table {
+    fu_eh_elf_step_fn step;          /* find + body in one call */
+    fu_eh_elf_find_fn find;          /* pc -> body number, 0: no FDE covers pc */
+    const fu_eh_elf_body_fn *bodies; /* [1..body_count] */
+    uint32_t body_count;
+} fu_compiled_table;
+
 /* An executable mapping of a module. */
 typedef struct fu_module {
     uint64_t start, end;             /* avma range of the executable mapping */
     uint64_t bias;                   /* avma = svma + bias */
-    fu_eh_elf_step_fn compiled;      /* may be NULL: the module's eh_elf, asked first (see fu_backend) */
+    const fu_compiled_table *compiled; /* may be NULL: the module's eh_elf (see fu_backend) */
     const fu_compact_table *compact; /* may be NULL: asked next */
     const fu_table *eh_frame;        /* may be NULL */
     const fu_table *debug_frame;     /* may be NULL */
@@ -44,8 +52,8 @@ typedef struct fu_module {
  * compiled eh_elf or a compact table leaves to the interpreter (FU_EH_ELF_INTERPRET, compact SLOW
  * rows), and modules without one, go to the DWARF tables, except in the *_ONLY backends. */
 typedef enum fu_backend {
-    /* the compact table where the module has one, else its compiled eh_elf: the compact table
-     * with the walk cache measured faster than the eh_elfs (docs/BENCHMARKS.md) */
+    /* the compiled eh_elf where the module has one (`fastunwind compile` cached it), else its compact
+     * table: in that order they measured fastest (docs/BENCHMARKS.md) */
     FU_BACKEND_AUTO = 0,
     FU_BACKEND_DWARF,         /* the DWARF tables only */
     FU_BACKEND_TABLE,         /* compact tables (compiled eh_elfs ignored) */
@@ -123,13 +131,21 @@ int fu_walk_step(const fu_address_space *space, const fu_reader *reader, const f
  * Direct-mapped; bound to one address space (fu_walk resets it when given another). The caller
  * owns it: one per thread, reused across walks; it is never allocated per walk. */
 #define FU_WALK_CACHE_BITS 10
+typedef enum fu_walk_cached {
+    FU_WALK_CACHED_NONE = 0,  /* an empty entry */
+    FU_WALK_CACHED_RULE,      /* a compact table's fast-path rule */
+    FU_WALK_CACHED_BODY,      /* a compiled eh_elf's body */
+    FU_WALK_CACHED_NO_INFO,   /* no CFI covers the PC: the frame pointer */
+} fu_walk_cached;
 typedef struct fu_walk_cache_entry {
-    uint64_t lookup;                 /* the lookup address (ip or ip - 1); 0 = empty */
-    /* the compact rule in force there: a fast-path rule, or NO_INFO (no CFI: the frame pointer);
-     * NULL = empty. SLOW rows are not cached. */
-    const fu_compact_rule *rule;
+    uint64_t lookup;                 /* the lookup address (ip or ip - 1) */
+    union {
+        const fu_compact_rule *rule;
+        fu_eh_elf_body_fn body;
+    } what;                          /* by kind; compact SLOW rows are not cached */
     uint32_t module;                 /* UINT32_MAX: outside every module */
-    int8_t lowest_by_8, highest_by_8; /* the save slots the rule reads: CFA + 8 * [lowest, highest] */
+    int8_t lowest_by_8, highest_by_8; /* RULE: the save slots it reads, CFA + 8 * [lowest, highest] */
+    uint8_t kind;                    /* fu_walk_cached */
 } fu_walk_cache_entry;
 typedef struct fu_walk_cache {
     const fu_address_space *space;

@@ -114,7 +114,7 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         if (compact != Py_None && !(m->compact = fu_compact_table_of(module, compact)))
             return -1;
         /* the EhElf stays alive (and its shared object loaded) through self->keep */
-        if (compiled != Py_None && !(m->compiled = fu_eh_elf_step_of(module, compiled)))
+        if (compiled != Py_None && !(m->compiled = fu_compiled_table_of(module, compiled)))
             return -1;
         PyObject *segs = PySequence_Fast(segments, "segments must be a sequence of (vaddr, buffer)");
         if (!segs)

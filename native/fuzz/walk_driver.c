@@ -11,8 +11,8 @@
  *     hand-made sections of the CFI corpus (--raw); each parsed, evaluated and, where it can be,
  *     turned into a compact table (built, serialized and validated by fu_compact_open);
  *   - address spaces of 1-3 of those modules at random biases (overlaps rejected as
- *     walk_binding.c does), with and without their compact tables, some with a fake `compiled`
- *     step (fake_compiled_step) that returns every fu_eh_elf_status and some garbage; each space
+ *     walk_binding.c does), with and without their compact tables, some with a fake compiled
+ *     table (fake_compiled) that returns every fu_eh_elf_status and some garbage; each space
  *     in the four backends, each (space, backend) with one fu_walk_cache bound once and shared by
  *     every input, as unwind_samples shares it.
  *
@@ -532,17 +532,31 @@ static void load_hostile(uint64_t *rng)
     sample_candidates(t, rng);
 }
 
-/* ---- a fake compiled step: every fu_eh_elf_status, deterministic in (pc, registers) ------------ */
+/* ---- a fake compiled table: every fu_eh_elf_status, deterministic in (pc, registers) ----------- */
 
-static int fake_compiled_step(uint64_t pc, const fu_regs *regs, fu_regs *caller, const fu_reader *reader,
-                              uint64_t *fault_address)
+#define FAKE_BODIES 8
+
+/* The body at pc: 0 (no FDE) for a fifth of the PCs, now and then one past the last body (the
+ * walker must not trust it), else 1..FAKE_BODIES. */
+static unsigned fake_find(uint64_t pc)
+{
+    uint64_t h = mix(pc * 31);
+    if (h % 5 == 0)
+        return 0;
+    if (h % 97 == 0)
+        return FAKE_BODIES + 1;
+    return 1 + (unsigned)((h >> 8) % FAKE_BODIES);
+}
+
+static int fake_body(unsigned number, const fu_regs *regs, fu_regs *caller, const fu_reader *reader,
+                     uint64_t *fault_address)
 {
     uint64_t rsp = 0;
     bool have_rsp = fu_regs_get(regs, FU_REG_RSP, &rsp);
-    uint64_t h = mix(pc * 31 + rsp * 7 + regs->valid);
+    uint64_t h = mix(number * 31 + rsp * 7 + regs->valid);
     int status = (int)(h % 11);
-    if (status == 8)
-        return FU_EH_ELF_STATUS_COUNT;
+    if (status == FU_EH_ELF_NO_INFO || status == 8)
+        return FU_EH_ELF_STATUS_COUNT; /* a body never says NO_INFO: garbage either way */
     if (status == 9)
         return (int)(h >> 32) | INT32_MIN; /* garbage, negative */
     if (status == 10)
@@ -568,6 +582,33 @@ static int fake_compiled_step(uint64_t pc, const fu_regs *regs, fu_regs *caller,
     *fault_address = h;
     return status;
 }
+
+#define FAKE_BODY(n)                                                                                           \
+    static int fake_body_##n(const fu_regs *regs, fu_regs *caller, const fu_reader *reader, uint64_t *fault)   \
+    {                                                                                                          \
+        return fake_body(n, regs, caller, reader, fault);                                                      \
+    }
+FAKE_BODY(1)
+FAKE_BODY(2)
+FAKE_BODY(3)
+FAKE_BODY(4)
+FAKE_BODY(5)
+FAKE_BODY(6)
+FAKE_BODY(7)
+FAKE_BODY(8)
+static const fu_eh_elf_body_fn fake_bodies[FAKE_BODIES + 1] = {
+    NULL, fake_body_1, fake_body_2, fake_body_3, fake_body_4, fake_body_5, fake_body_6, fake_body_7, fake_body_8,
+};
+
+static int fake_step(uint64_t pc, const fu_regs *regs, fu_regs *caller, const fu_reader *reader, uint64_t *fault)
+{
+    unsigned body = fake_find(pc);
+    if (body == 0)
+        return FU_EH_ELF_NO_INFO;
+    return body <= FAKE_BODIES ? fake_bodies[body](regs, caller, reader, fault) : FU_EH_ELF_STATUS_COUNT;
+}
+
+static const fu_compiled_table fake_compiled = {fake_step, fake_find, fake_bodies, FAKE_BODIES};
 
 /* ---- address spaces ------------------------------------------------------------------------------ */
 
@@ -636,7 +677,7 @@ static void make_space(space_set *s, uint64_t *rng, const size_t *fixed, size_t 
             m->segment_count = t->segment_count;
             m->id = (uint32_t)ti; /* sorted below: the id says which template */
             if (compiled_mode == 1 ? i == 0 : compiled_mode == 0 && rng_below(rng, 5) == 0)
-                m->compiled = fake_compiled_step;
+                m->compiled = &fake_compiled;
             previous_end = m->end;
         }
         if (!ok)

@@ -262,8 +262,8 @@ class AddressSpace:
         self._cores: dict[str, _core.AddressSpace] = {}
 
     def to_core(self, backend: str | None = None) -> _core.AddressSpace:
-        """The C walker's view. `backend` (walk.h, fu_backend): "auto" (per module the compact
-        table, else the compiled eh_elf, then the DWARF tables), "dwarf" (DWARF tables only),
+        """The C walker's view. `backend` (walk.h, fu_backend): "auto" (per module the compiled
+        eh_elf if one is cached, else the compact table, then the DWARF tables), "dwarf" (DWARF tables only),
         "table" (compact tables, then DWARF), "compiled" (eh_elfs, then DWARF), "table-only" /
         "compiled-only" (that fast path alone, for tests and benchmarks); default
         FASTUNWIND_BACKEND, else "auto"."""
@@ -271,11 +271,7 @@ class AddressSpace:
         core = self._cores.get(backend)
         if core is None:
             use_compact = backend in ("auto", "table", "table-only")
-
-            def compiled(image: ModuleImage) -> _core.EhElf | None:
-                # auto needs an eh_elf only where there is no compact table (loading one costs a dlopen)
-                wanted = backend in ("compiled", "compiled-only") or (backend == "auto" and image.compact is None)
-                return image.compiled if wanted else None
+            use_compiled = backend in ("auto", "compiled", "compiled-only")
 
             core = self._cores[backend] = _core.AddressSpace(
                 [
@@ -288,7 +284,7 @@ class AddressSpace:
                         m.image.segments if m.image else [],
                         index,
                         m.image.compact if m.image and use_compact else None,
-                        compiled(m.image) if m.image else None,
+                        m.image.compiled if m.image and use_compiled else None,
                     )
                     for index, m in enumerate(self.mappings)
                 ],

@@ -48,7 +48,7 @@ from fastunwind.errors import EhElfError, FastunwindError
 
 #: Bump whenever the generated code's meaning or layout changes: cached objects of another version
 #: are rebuilt. Stamped into fu_eh_elf_info and checked by _core.EhElf.
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 3
 
 #: Ranges per rows_K.c unit. 65,536 (u16 low + u16 body each: 256 KiB of data) compile in about
 #: 0.3 s with gcc 12 -O2; libLLVM-14 (950k ranges) becomes 15 units, spread over the cores.
@@ -151,11 +151,14 @@ def _bit(register: int) -> str:
 
 
 INTERPRET = ("return FU_EH_ELF_INTERPRET;",)
+#: save slots spread wider than this get no shared window check (real frames: a few hundred bytes)
+WINDOW_SPAN_LIMIT = 1 << 16
 
 
 def body_statements(description: tuple) -> tuple[str, ...]:
     """The C statements of one row body (walk.c apply_row, compiled): `regs` the callee's registers,
-    `caller` already holds them masked to the callee-saved ones (the step function did that)."""
+    `caller` the caller's to fill (started by fu_start_caller once the CFA is known, as apply_row
+    does with start_caller)."""
     _table, signal, ra_column, address_size, cfa, rules = description
     kind, register, value, expression = cfa
     out: list[str] = []
@@ -177,7 +180,15 @@ def body_statements(description: tuple) -> tuple[str, ...]:
                 "return failed;"]
     else:
         return INTERPRET  # another expression, or no CFA rule
-    out.append("fu_set(caller, 7, cfa);")
+    out += ["fu_start_caller(regs, caller);", "fu_set(caller, 7, cfa);"]
+    # Save slots (offset(N) rules of tracked registers): when there are several, one check that the
+    # reader's window holds them all lets each be a plain load (walk.c apply_compact does the same).
+    slots = [rule[3] for rule in rules
+             if rule[1] == OFFSET and (RA if rule[0] == ra_column else rule[0]) < REGISTERS]
+    direct = len(slots) >= 2 and max(slots) - min(slots) < WINDOW_SPAN_LIMIT
+    if direct:
+        out.append(f"const bool fu_direct = fu_in_window(reader, {_plus('cfa', min(slots))}, "
+                   f"{max(slots) - min(slots) + 8}u);")
     for column, rule_kind, rule_register, rule_value, rule_expression in rules:
         slot = RA if column == ra_column else column
         if slot >= REGISTERS:
@@ -192,11 +203,12 @@ def body_statements(description: tuple) -> tuple[str, ...]:
                 out.append(f"fu_copy(regs, {source}, caller, {slot});")
         elif rule_kind == OFFSET:
             address = _plus("cfa", rule_value)
+            load = f"if (fu_direct) fu_set(caller, {slot}, fu_window_load(reader, {address})); else " if direct else ""
             if slot == RA:
-                out.append(f"if ((failed = fu_restore_required(reader, {address}, caller, {slot}, fault))) "
+                out.append(f"{load}if ((failed = fu_restore_required(reader, {address}, caller, {slot}, fault))) "
                            "return failed;")
             else:
-                out.append(f"fu_restore(reader, {address}, caller, {slot});")
+                out.append(f"{load}fu_restore(reader, {address}, caller, {slot});")
         elif rule_kind == VAL_OFFSET:
             out.append(f"fu_set(caller, {slot}, {_plus('cfa', rule_value)});")
         elif rule_kind in (EXPRESSION, VAL_EXPRESSION):
@@ -240,7 +252,11 @@ class Generated:
 
 
 def _numbers(values: Sequence[int], per_line: int = 24) -> str:
-    return ",\n".join(", ".join(map(str, values[i:i + per_line])) for i in range(0, len(values), per_line))
+    return _numbers_text([str(v) for v in values], per_line)
+
+
+def _numbers_text(items: Sequence[str], per_line: int = 24) -> str:
+    return ",\n".join(", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line))
 
 
 def generate(image: ModuleImage) -> Generated:
@@ -343,17 +359,74 @@ def _common_header(header: str, body_type: str, chunks: int, body_count: int) ->
                                          uint64_t *fault)
 typedef {body_type} fu_body_id;
 
-/* main.c. A required read that fails returns FU_EH_ELF_UNREADABLE or _PAST_DUMP with the address in
- * *fault (0 on success); fu_restore's failure makes the register unknown. */
-FU_HIDDEN int fu_read_required(const fu_reader *reader, uint64_t address, uint64_t *out, uint64_t *fault);
-FU_HIDDEN int fu_restore_required(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot,
-                                  uint64_t *fault);
-FU_HIDDEN void fu_restore(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot);
+/* the x86-64 psABI's callee-saved registers (rbx, rbp, r12-r15), kept by the caller unless a rule says */
+#define FU_CALLEE_SAVED_MASK ((1u << 3) | (1u << 6) | (0xfu << 12))
 
 static inline void fu_set(fu_regs *caller, unsigned slot, uint64_t value)
 {{
     caller->value[slot] = value;
     caller->valid |= 1u << slot;
+}}
+
+/* Every body starts here: the callee-saved registers keep their values, the rest is unknown (values
+ * of invalid registers are never read, so only those six are copied). */
+static inline void fu_start_caller(const fu_regs *regs, fu_regs *caller)
+{{
+    caller->value[3] = regs->value[3];
+    caller->value[6] = regs->value[6];
+    caller->value[12] = regs->value[12];
+    caller->value[13] = regs->value[13];
+    caller->value[14] = regs->value[14];
+    caller->value[15] = regs->value[15];
+    caller->valid = regs->valid & FU_CALLEE_SAVED_MASK;
+}}
+
+/* A required read that fails returns FU_EH_ELF_UNREADABLE or _PAST_DUMP with the address in *fault
+ * (0 on success). */
+static inline int fu_read_required(const fu_reader *reader, uint64_t address, uint64_t *out, uint64_t *fault)
+{{
+    fu_read_status status = fu_reader_read(reader, address, 8, out);
+    if (status == FU_READ_OK)
+        return 0;
+    *fault = address;
+    return status == FU_READ_PAST_DUMP ? FU_EH_ELF_PAST_DUMP : FU_EH_ELF_UNREADABLE;
+}}
+
+/* the return address (or an expression's slot): a failed read ends the step */
+static inline int fu_restore_required(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot,
+                                      uint64_t *fault)
+{{
+    uint64_t value;
+    int failed = fu_read_required(reader, address, &value, fault);
+    if (failed)
+        return failed;
+    fu_set(caller, slot, value);
+    return 0;
+}}
+
+/* Whether [first, first + size) lies in the reader's window: then every slot in it is a plain load. */
+static inline bool fu_in_window(const fu_reader *reader, uint64_t first, uint64_t size)
+{{
+    uint64_t offset = first - reader->window_address; /* wraps below the window */
+    return offset <= reader->window_size && size <= reader->window_size - offset;
+}}
+
+/* a slot inside the window fu_in_window checked */
+static inline uint64_t fu_window_load(const fu_reader *reader, uint64_t address)
+{{
+    uint64_t value;
+    memcpy(&value, reader->window + (address - reader->window_address), 8);
+    return value;
+}}
+
+/* another saved register: unreadable (popped, below the SP) makes it unknown, not an error */
+static inline void fu_restore(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot)
+{{
+    uint64_t value;
+    if (fu_reader_read(reader, address, 8, &value) == FU_READ_OK)
+        fu_set(caller, slot, value);
+    else
+        caller->valid &= ~(1u << slot);
 }}
 
 /* same_value / register(R): the callee's register if known, else unknown */
@@ -374,8 +447,7 @@ def _main_unit(header: str, g: Generated, base: int, span: int, page_first: Sequ
                body_count: int) -> str:
     key = ", ".join(f"0x{b:02x}" for b in g.key)
     prototypes = "\n".join(f"FU_BODY(fu_body_{n});" for n in range(1, body_count + 1))
-    cases = "\n".join(f"    case {n}: return fu_body_{n}(regs, caller, reader, fault_address);"
-                      for n in range(1, body_count + 1))
+    bodies = _numbers_text([f"fu_body_{n}" for n in range(1, body_count + 1)])
     if chunks == 1:
         access = "#define FU_LOW(i) fu_low_0[i]\n#define FU_BODY_OF(i) fu_body_0_of[i]\n"
     else:
@@ -391,12 +463,11 @@ def _main_unit(header: str, g: Generated, base: int, span: int, page_first: Sequ
 #define FU_BASE UINT64_C({base:#x})
 #define FU_SPAN UINT64_C({span:#x})
 #define FU_PAGE_SHIFT {PAGE_SHIFT}
-/* the x86-64 psABI's callee-saved registers (rbx, rbp, r12-r15), kept by the caller unless a rule says */
-#define FU_CALLEE_SAVED_MASK ((1u << 3) | (1u << 6) | (0xfu << 12))
 
 /* exported as fu_eh_elf_info (the ABI's name; in C that identifier is the struct's typedef) */
 __attribute__((visibility("default"))) const struct fu_eh_elf_info fu_info __asm__("fu_eh_elf_info") = {{
-    FU_UNWIND_ABI_VERSION, {GENERATOR_VERSION}, {g.key_kind}, {len(g.key)}, {{{key}}}, {g.row_count}u
+    FU_UNWIND_ABI_VERSION, {GENERATOR_VERSION}, {g.key_kind}, {len(g.key)}, {{{key}}}, {g.row_count}u,
+    {body_count}u, 0
 }};
 
 /* page p's ranges are [fu_page_first[p], fu_page_first[p + 1]) */
@@ -404,41 +475,16 @@ static const uint32_t fu_page_first[{len(page_first)}] = {{
 {_numbers(page_first)}
 }};
 {access}
-FU_HIDDEN int fu_read_required(const fu_reader *reader, uint64_t address, uint64_t *out, uint64_t *fault)
-{{
-    fu_read_status status = fu_reader_read(reader, address, 8, out);
-    if (status == FU_READ_OK)
-        return 0;
-    *fault = address;
-    return status == FU_READ_PAST_DUMP ? FU_EH_ELF_PAST_DUMP : FU_EH_ELF_UNREADABLE;
-}}
-
-/* the return address (or an expression's slot): a failed read ends the step */
-FU_HIDDEN int fu_restore_required(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot,
-                                  uint64_t *fault)
-{{
-    uint64_t value;
-    int failed = fu_read_required(reader, address, &value, fault);
-    if (failed)
-        return failed;
-    fu_set(caller, slot, value);
-    return 0;
-}}
-
-/* another saved register: unreadable (popped, below the SP) makes it unknown, not an error */
-FU_HIDDEN void fu_restore(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot)
-{{
-    uint64_t value;
-    if (fu_reader_read(reader, address, 8, &value) == FU_READ_OK)
-        fu_set(caller, slot, value);
-    else
-        caller->valid &= ~(1u << slot);
-}}
-
 {prototypes}
 
-/* The body in force at svma pc: 0 where no FDE covers it. */
-static inline unsigned fu_find_body(uint64_t pc)
+/* the bodies by number, for fu_eh_elf_step and for callers that remember the body of a PC */
+__attribute__((visibility("default"))) const fu_eh_elf_body_fn fu_eh_elf_bodies[{body_count + 1}] = {{
+NULL,
+{bodies}
+}};
+
+/* The body in force at svma pc: 0 where no FDE covers it (exported as fu_eh_elf_find). */
+__attribute__((visibility("default"))) unsigned fu_eh_elf_find(uint64_t pc)
 {{
     uint64_t offset = pc - FU_BASE; /* wraps below FU_BASE */
     if (offset >= FU_SPAN)
@@ -462,15 +508,8 @@ static inline unsigned fu_find_body(uint64_t pc)
 __attribute__((visibility("default"))) int fu_eh_elf_step(uint64_t pc, const fu_regs *regs, fu_regs *caller,
                                                           const fu_reader *reader, uint64_t *fault_address)
 {{
-    unsigned body = fu_find_body(pc);
-    if (body == 0)
-        return FU_EH_ELF_NO_INFO;
-    *caller = *regs;
-    caller->valid &= FU_CALLEE_SAVED_MASK;
-    switch (body) {{
-{cases}
-    default: return FU_EH_ELF_NO_INFO;
-    }}
+    unsigned body = fu_eh_elf_find(pc);
+    return body ? fu_eh_elf_bodies[body](regs, caller, reader, fault_address) : FU_EH_ELF_NO_INFO;
 }}
 """
 

@@ -73,15 +73,22 @@ def test_rules_in_column_order_with_the_return_address_column_in_slot_16():
         (30, eh_elf.OFFSET, 0, -8, None), (40, eh_elf.OFFSET, 0, -24, None),
     ], ra_column=30))
     assert body == (
+        "int failed;",
         "if (!(regs->valid & 0x80u)) return FU_EH_ELF_REGISTER_UNKNOWN;",
         "uint64_t cfa = regs->value[7] + 8u;",
+        "fu_start_caller(regs, caller);",
         "fu_set(caller, 7, cfa);",
-        "fu_restore(reader, cfa - 16u, caller, 3);",
+        # two save slots (rbx at CFA-16, column 30 = the RA at CFA-8): one window check covers both
+        "const bool fu_direct = fu_in_window(reader, cfa - 16u, 16u);",
+        "if (fu_direct) fu_set(caller, 3, fu_window_load(reader, cfa - 16u)); "
+        "else fu_restore(reader, cfa - 16u, caller, 3);",
         "fu_copy(regs, 5, caller, 5);",
         "caller->valid &= ~0x40u;",  # register(20): not tracked, unknown
         "fu_set(caller, 12, cfa - UINT64_C(0x8000000000000000));",
         "caller->valid &= ~0x2000u;",
-        "return fu_restore_required(reader, cfa - 8u, caller, 16, fault);",  # column 30 is the RA
+        "if (fu_direct) fu_set(caller, 16, fu_window_load(reader, cfa - 8u)); "  # column 30 is the RA
+        "else if ((failed = fu_restore_required(reader, cfa - 8u, caller, 16, fault))) return failed;",
+        "return FU_EH_ELF_CFI;",
     )
 
 

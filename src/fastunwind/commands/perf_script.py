@@ -39,7 +39,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--backend", choices=("auto", "compiled", "table", "dwarf"), default=None,
                         help="unwind tables to use: compiled eh_elfs (see `fastunwind compile`), compact tables or "
                              "the DWARF interpreter, each with the interpreter for what it leaves; auto (default): "
-                             "a module's compact table, else its eh_elf")
+                             "a module's eh_elf if compiled, else its compact table")
     parser.set_defaults(run=run)
 
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define FU_UNWIND_ABI_VERSION 1
+#define FU_UNWIND_ABI_VERSION 2
 
 /* The DWARF x86-64 registers the walker tracks: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 (0..15)
  * and the return address column (16). */
@@ -87,8 +87,20 @@ typedef enum fu_eh_elf_status {
 
 /* The entry point every eh_elf exports as `fu_eh_elf_step`: one step from the frame whose registers
  * are `regs`, at `pc`, an svma of the ELF file (the walker has already applied the bias and the
- * `return address - 1` rule), to its caller. Memory only through `reader`. Returns fu_eh_elf_status. */
+ * `return address - 1` rule), to its caller. Memory only through `reader`. Returns fu_eh_elf_status.
+ * `caller` and `regs` are distinct buffers. */
 typedef int (*fu_eh_elf_step_fn)(uint64_t pc, const fu_regs *regs, fu_regs *caller, const fu_reader *reader,
+                                 uint64_t *fault_address);
+
+/* The same step in two halves, so that a caller can remember which body applies at a PC (the
+ * walker's cache) and skip the search next time:
+ *   `fu_eh_elf_find` (exported): the body in force at svma `pc`, 1..fu_eh_elf_info.body_count, or 0
+ *   where no FDE covers pc (FU_EH_ELF_NO_INFO);
+ *   `fu_eh_elf_bodies` (exported, body_count + 1 entries, [0] NULL): body b does the whole step
+ *   from `regs` to `caller` (never FU_EH_ELF_NO_INFO).
+ * fu_eh_elf_step(pc, ...) is fu_eh_elf_bodies[fu_eh_elf_find(pc)](...) when find returns non-zero. */
+typedef unsigned (*fu_eh_elf_find_fn)(uint64_t pc);
+typedef int (*fu_eh_elf_body_fn)(const fu_regs *regs, fu_regs *caller, const fu_reader *reader,
                                  uint64_t *fault_address);
 
 #define FU_EH_ELF_MAX_KEY 64
@@ -101,6 +113,8 @@ typedef struct fu_eh_elf_info {
     uint32_t key_size;
     uint8_t key[FU_EH_ELF_MAX_KEY];
     uint64_t row_count;            /* rows compiled, for statistics */
+    uint32_t body_count;           /* entries of fu_eh_elf_bodies after the NULL at [0] */
+    uint32_t reserved;             /* 0 */
 } fu_eh_elf_info;
 
 #endif
