@@ -171,12 +171,17 @@ static bool evaluate(walker *w, expression_frame *f, const fu_table *t, const fu
 /* The caller's registers before its rules apply: callee-saved registers keep their value, the
  * CFA is the caller's SP, everything else is unknown. Values of invalid registers are never read,
  * so only the mask needs clearing. */
-static inline void start_caller(const fu_regs *regs, uint64_t cfa, fu_regs *out)
+static inline void keep_callee_saved(const fu_regs *regs, fu_regs *out)
 {
     out->value[3] = regs->value[3];
     out->value[FU_REG_RBP] = regs->value[FU_REG_RBP];
     memcpy(&out->value[12], &regs->value[12], 4 * sizeof(uint64_t));
     out->valid = regs->valid & FU_CALLEE_SAVED_MASK;
+}
+
+static inline void start_caller(const fu_regs *regs, uint64_t cfa, fu_regs *out)
+{
+    keep_callee_saved(regs, out);
     fu_regs_set(out, FU_REG_RSP, cfa);
 }
 
@@ -450,6 +455,7 @@ static inline int apply_body(walker *w, fu_eh_elf_body_fn body, const fu_regs *r
                              uint8_t *frame_flags, bool *signal_frame)
 {
     uint64_t fault = 0;
+    keep_callee_saved(regs, caller); /* what a body expects in `caller` (fu_unwind_abi.h) */
     int status = body(regs, caller, w->reader, &fault);
     if (status == FU_EH_ELF_CFI)
         return FU_FRAME_CFI;

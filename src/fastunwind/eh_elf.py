@@ -48,7 +48,7 @@ from fastunwind.errors import EhElfError, FastunwindError
 
 #: Bump whenever the generated code's meaning or layout changes: cached objects of another version
 #: are rebuilt. Stamped into fu_eh_elf_info and checked by _core.EhElf.
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 6
 
 #: Ranges per rows_K.c unit. 65,536 (u16 low + u16 body each: 256 KiB of data) compile in about
 #: 0.3 s with gcc 12 -O2; libLLVM-14 (950k ranges) becomes 15 units, spread over the cores.
@@ -151,14 +151,13 @@ def _bit(register: int) -> str:
 
 
 INTERPRET = ("return FU_EH_ELF_INTERPRET;",)
-#: save slots spread wider than this get no shared window check (real frames: a few hundred bytes)
-WINDOW_SPAN_LIMIT = 1 << 16
+INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
 
 
 def body_statements(description: tuple) -> tuple[str, ...]:
     """The C statements of one row body (walk.c apply_row, compiled): `regs` the callee's registers,
-    `caller` the caller's to fill (started by fu_start_caller once the CFA is known, as apply_row
-    does with start_caller)."""
+    `caller` the caller's to fill, which already holds the callee-saved registers of `regs` (the
+    ABI: fu_eh_elf_step and the walker do that, as apply_row's start_caller)."""
     _table, signal, ra_column, address_size, cfa, rules = description
     kind, register, value, expression = cfa
     out: list[str] = []
@@ -180,15 +179,17 @@ def body_statements(description: tuple) -> tuple[str, ...]:
                 "return failed;"]
     else:
         return INTERPRET  # another expression, or no CFA rule
-    out += ["fu_start_caller(regs, caller);", "fu_set(caller, 7, cfa);"]
-    # Save slots (offset(N) rules of tracked registers): when there are several, one check that the
-    # reader's window holds them all lets each be a plain load (walk.c apply_compact does the same).
-    slots = [rule[3] for rule in rules
+    out.append("fu_set(caller, 7, cfa);")  # caller holds regs' callee-saved registers (the ABI)
+    # Save slots: the offset(N) rules of tracked registers. In a row without expression rules (nearly
+    # all), they are read together after the other rules (each rule sets its own register, and only
+    # the return address's read can fail the step, so the order changes nothing): one check that
+    # the reader's window holds them all, then plain loads; else fu_restore_slots reads them one by
+    # one through the reader from a table (the slow path, out of line: one copy for all bodies).
+    slots = [(RA if rule[0] == ra_column else rule[0], rule[3]) for rule in rules
              if rule[1] == OFFSET and (RA if rule[0] == ra_column else rule[0]) < REGISTERS]
-    direct = len(slots) >= 2 and max(slots) - min(slots) < WINDOW_SPAN_LIMIT
-    if direct:
-        out.append(f"const bool fu_direct = fu_in_window(reader, {_plus('cfa', min(slots))}, "
-                   f"{max(slots) - min(slots) + 8}u);")
+    grouped = bool(slots) and all(INT16_MIN <= offset <= INT16_MAX for _, offset in slots) and not any(
+        rule[1] in (EXPRESSION, VAL_EXPRESSION) and (RA if rule[0] == ra_column else rule[0]) < REGISTERS
+        for rule in rules)
     for column, rule_kind, rule_register, rule_value, rule_expression in rules:
         slot = RA if column == ra_column else column
         if slot >= REGISTERS:
@@ -202,13 +203,14 @@ def body_statements(description: tuple) -> tuple[str, ...]:
             else:
                 out.append(f"fu_copy(regs, {source}, caller, {slot});")
         elif rule_kind == OFFSET:
+            if grouped:
+                continue
             address = _plus("cfa", rule_value)
-            load = f"if (fu_direct) fu_set(caller, {slot}, fu_window_load(reader, {address})); else " if direct else ""
             if slot == RA:
-                out.append(f"{load}if ((failed = fu_restore_required(reader, {address}, caller, {slot}, fault))) "
+                out.append(f"if ((failed = fu_restore_required(reader, {address}, caller, {slot}, fault))) "
                            "return failed;")
             else:
-                out.append(f"{load}fu_restore(reader, {address}, caller, {slot});")
+                out.append(f"fu_restore(reader, {address}, caller, {slot});")
         elif rule_kind == VAL_OFFSET:
             out.append(f"fu_set(caller, {slot}, {_plus('cfa', rule_value)});")
         elif rule_kind in (EXPRESSION, VAL_EXPRESSION):
@@ -223,11 +225,23 @@ def body_statements(description: tuple) -> tuple[str, ...]:
             else:
                 out.append(f"fu_set(caller, {slot}, {_plus(f'regs->value[{base}]', k)});")
         # other kinds: the interpreter skips them too
-    if not signal and out[-1].startswith("if ((failed = fu_restore_required("):
+    success = "FU_EH_ELF_SIGNAL" if signal else "FU_EH_ELF_CFI"
+    if grouped:
+        low = min(offset for _, offset in slots)
+        span = max(offset for _, offset in slots) - low + 8
+        mask = sum(1 << slot for slot, _ in slots)
+        table = ", ".join(f"{{{offset}, {slot}}}" for slot, offset in slots)
+        out.append(f"static const fu_slot fu_slots[{len(slots)}] = {{{table}}};")
+        out.append(f"if (fu_in_window(reader, {_plus('cfa', low)}, {span}u)) {{")
+        out += [f"    caller->value[{slot}] = fu_window_load(reader, {_plus('cfa', offset)});" for slot, offset in slots]
+        out += [f"    caller->valid |= {mask:#x}u;", f"    return {success};", "}"]
+        out.append(f"return (failed = fu_restore_slots(reader, cfa, caller, fu_slots, {len(slots)}u, fault)) ? "
+                   f"failed : {success};")
+    elif not signal and out[-1].startswith("if ((failed = fu_restore_required("):
         # the last rule's read decides: fu_restore_required returns 0 (FU_EH_ELF_CFI) or the failure
         out[-1] = "return " + out[-1][len("if ((failed = "):-len(")) return failed;")] + ";"
     else:
-        out.append("return FU_EH_ELF_SIGNAL;" if signal else "return FU_EH_ELF_CFI;")
+        out.append(f"return {success};")
     if any("(failed = " in line for line in out):
         out.insert(0, "int failed;")
     return tuple(out)
@@ -368,8 +382,9 @@ static inline void fu_set(fu_regs *caller, unsigned slot, uint64_t value)
     caller->valid |= 1u << slot;
 }}
 
-/* Every body starts here: the callee-saved registers keep their values, the rest is unknown (values
- * of invalid registers are never read, so only those six are copied). */
+/* What a body expects to find in `caller` (the ABI; fu_eh_elf_step does it for its callers): the
+ * callee-saved registers keep their values, the rest is unknown (values of invalid registers are
+ * never read, so only those six are copied). */
 static inline void fu_start_caller(const fu_regs *regs, fu_regs *caller)
 {{
     caller->value[3] = regs->value[3];
@@ -381,28 +396,22 @@ static inline void fu_start_caller(const fu_regs *regs, fu_regs *caller)
     caller->valid = regs->valid & FU_CALLEE_SAVED_MASK;
 }}
 
-/* A required read that fails returns FU_EH_ELF_UNREADABLE or _PAST_DUMP with the address in *fault
- * (0 on success). */
-static inline int fu_read_required(const fu_reader *reader, uint64_t address, uint64_t *out, uint64_t *fault)
-{{
-    fu_read_status status = fu_reader_read(reader, address, 8, out);
-    if (status == FU_READ_OK)
-        return 0;
-    *fault = address;
-    return status == FU_READ_PAST_DUMP ? FU_EH_ELF_PAST_DUMP : FU_EH_ELF_UNREADABLE;
-}}
+/* main.c, out of line (the slow paths: one copy, not one per body). A required read that fails
+ * returns FU_EH_ELF_UNREADABLE or _PAST_DUMP with the address in *fault (0 on success);
+ * fu_restore's failure makes the register unknown. */
+FU_HIDDEN int fu_read_required(const fu_reader *reader, uint64_t address, uint64_t *out, uint64_t *fault);
+FU_HIDDEN int fu_restore_required(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot,
+                                  uint64_t *fault);
+FU_HIDDEN void fu_restore(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot);
 
-/* the return address (or an expression's slot): a failed read ends the step */
-static inline int fu_restore_required(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot,
-                                      uint64_t *fault)
-{{
-    uint64_t value;
-    int failed = fu_read_required(reader, address, &value, fault);
-    if (failed)
-        return failed;
-    fu_set(caller, slot, value);
-    return 0;
-}}
+/* a save slot: register `slot` (16: the return address) at CFA + offset */
+typedef struct fu_slot {{
+    int16_t offset;
+    uint8_t slot;
+}} fu_slot;
+/* each slot through the reader, in order: fu_restore, or fu_restore_required for the return address */
+FU_HIDDEN int fu_restore_slots(const fu_reader *reader, uint64_t cfa, fu_regs *caller, const fu_slot *slots,
+                               unsigned count, uint64_t *fault);
 
 /* Whether [first, first + size) lies in the reader's window: then every slot in it is a plain load. */
 static inline bool fu_in_window(const fu_reader *reader, uint64_t first, uint64_t size)
@@ -417,16 +426,6 @@ static inline uint64_t fu_window_load(const fu_reader *reader, uint64_t address)
     uint64_t value;
     memcpy(&value, reader->window + (address - reader->window_address), 8);
     return value;
-}}
-
-/* another saved register: unreadable (popped, below the SP) makes it unknown, not an error */
-static inline void fu_restore(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot)
-{{
-    uint64_t value;
-    if (fu_reader_read(reader, address, 8, &value) == FU_READ_OK)
-        fu_set(caller, slot, value);
-    else
-        caller->valid &= ~(1u << slot);
 }}
 
 /* same_value / register(R): the callee's register if known, else unknown */
@@ -475,6 +474,51 @@ static const uint32_t fu_page_first[{len(page_first)}] = {{
 {_numbers(page_first)}
 }};
 {access}
+FU_HIDDEN int fu_read_required(const fu_reader *reader, uint64_t address, uint64_t *out, uint64_t *fault)
+{{
+    fu_read_status status = fu_reader_read(reader, address, 8, out);
+    if (status == FU_READ_OK)
+        return 0;
+    *fault = address;
+    return status == FU_READ_PAST_DUMP ? FU_EH_ELF_PAST_DUMP : FU_EH_ELF_UNREADABLE;
+}}
+
+FU_HIDDEN int fu_restore_required(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot,
+                                  uint64_t *fault)
+{{
+    uint64_t value;
+    int failed = fu_read_required(reader, address, &value, fault);
+    if (failed)
+        return failed;
+    fu_set(caller, slot, value);
+    return 0;
+}}
+
+FU_HIDDEN void fu_restore(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot)
+{{
+    uint64_t value;
+    if (fu_reader_read(reader, address, 8, &value) == FU_READ_OK)
+        fu_set(caller, slot, value);
+    else
+        caller->valid &= ~(1u << slot);
+}}
+
+FU_HIDDEN int fu_restore_slots(const fu_reader *reader, uint64_t cfa, fu_regs *caller, const fu_slot *slots,
+                               unsigned count, uint64_t *fault)
+{{
+    for (unsigned i = 0; i < count; i++) {{
+        uint64_t address = cfa + (uint64_t)(int64_t)slots[i].offset;
+        if (slots[i].slot == 16) {{
+            int failed = fu_restore_required(reader, address, caller, 16, fault);
+            if (failed)
+                return failed;
+        }} else {{
+            fu_restore(reader, address, caller, slots[i].slot);
+        }}
+    }}
+    return 0;
+}}
+
 {prototypes}
 
 /* the bodies by number, for fu_eh_elf_step and for callers that remember the body of a PC */
@@ -509,7 +553,10 @@ __attribute__((visibility("default"))) int fu_eh_elf_step(uint64_t pc, const fu_
                                                           const fu_reader *reader, uint64_t *fault_address)
 {{
     unsigned body = fu_eh_elf_find(pc);
-    return body ? fu_eh_elf_bodies[body](regs, caller, reader, fault_address) : FU_EH_ELF_NO_INFO;
+    if (body == 0)
+        return FU_EH_ELF_NO_INFO;
+    fu_start_caller(regs, caller);
+    return fu_eh_elf_bodies[body](regs, caller, reader, fault_address);
 }}
 """
 

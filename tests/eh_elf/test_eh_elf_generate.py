@@ -76,19 +76,20 @@ def test_rules_in_column_order_with_the_return_address_column_in_slot_16():
         "int failed;",
         "if (!(regs->valid & 0x80u)) return FU_EH_ELF_REGISTER_UNKNOWN;",
         "uint64_t cfa = regs->value[7] + 8u;",
-        "fu_start_caller(regs, caller);",
         "fu_set(caller, 7, cfa);",
-        # two save slots (rbx at CFA-16, column 30 = the RA at CFA-8): one window check covers both
-        "const bool fu_direct = fu_in_window(reader, cfa - 16u, 16u);",
-        "if (fu_direct) fu_set(caller, 3, fu_window_load(reader, cfa - 16u)); "
-        "else fu_restore(reader, cfa - 16u, caller, 3);",
         "fu_copy(regs, 5, caller, 5);",
         "caller->valid &= ~0x40u;",  # register(20): not tracked, unknown
         "fu_set(caller, 12, cfa - UINT64_C(0x8000000000000000));",
         "caller->valid &= ~0x2000u;",
-        "if (fu_direct) fu_set(caller, 16, fu_window_load(reader, cfa - 8u)); "  # column 30 is the RA
-        "else if ((failed = fu_restore_required(reader, cfa - 8u, caller, 16, fault))) return failed;",
-        "return FU_EH_ELF_CFI;",
+        # the save slots together: rbx at CFA-16 and column 30 (the RA) at CFA-8; column 40 untracked
+        "static const fu_slot fu_slots[2] = {{-16, 3}, {-8, 16}};",
+        "if (fu_in_window(reader, cfa - 16u, 16u)) {",
+        "    caller->value[3] = fu_window_load(reader, cfa - 16u);",
+        "    caller->value[16] = fu_window_load(reader, cfa - 8u);",
+        "    caller->valid |= 0x10008u;",
+        "    return FU_EH_ELF_CFI;",
+        "}",
+        "return (failed = fu_restore_slots(reader, cfa, caller, fu_slots, 2u, fault)) ? failed : FU_EH_ELF_CFI;",
     )
 
 

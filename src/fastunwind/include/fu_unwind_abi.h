@@ -96,9 +96,11 @@ typedef int (*fu_eh_elf_step_fn)(uint64_t pc, const fu_regs *regs, fu_regs *call
  * walker's cache) and skip the search next time:
  *   `fu_eh_elf_find` (exported): the body in force at svma `pc`, 1..fu_eh_elf_info.body_count, or 0
  *   where no FDE covers pc (FU_EH_ELF_NO_INFO);
- *   `fu_eh_elf_bodies` (exported, body_count + 1 entries, [0] NULL): body b does the whole step
- *   from `regs` to `caller` (never FU_EH_ELF_NO_INFO).
- * fu_eh_elf_step(pc, ...) is fu_eh_elf_bodies[fu_eh_elf_find(pc)](...) when find returns non-zero. */
+ *   `fu_eh_elf_bodies` (exported, body_count + 1 entries, [0] NULL): body b does the step from
+ *   `regs` to `caller` (never FU_EH_ELF_NO_INFO), given `caller` already holding the psABI's
+ *   callee-saved registers of `regs` (rbx, rbp, r12-r15: their values and validity bits, every
+ *   other register invalid): the part of every step that does not depend on the row.
+ * fu_eh_elf_step(pc, ...) prepares `caller` so and calls fu_eh_elf_bodies[fu_eh_elf_find(pc)]. */
 typedef unsigned (*fu_eh_elf_find_fn)(uint64_t pc);
 typedef int (*fu_eh_elf_body_fn)(const fu_regs *regs, fu_regs *caller, const fu_reader *reader,
                                  uint64_t *fault_address);
