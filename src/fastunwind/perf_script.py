@@ -122,23 +122,34 @@ class _SymbolLoader:
         return table
 
 
+#: the phases of unwind_recording, in order, as its `on_phase` callback names them
+PHASES = ("decoding", "replaying", "unwinding", "symbolizing")
+
+
 def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images: ImageCache | None = None,
-                     backend: str | None = None) -> tuple[UnwoundRecording, Statistics]:
+                     backend: str | None = None, on_phase: Callable[[str], None] | None = None
+                     ) -> tuple[UnwoundRecording, Statistics]:
     """Unwind every sample of the recording at `path`. `backend`: see AddressSpace.to_core (default
-    FASTUNWIND_BACKEND, else "auto")."""
+    FASTUNWIND_BACKEND, else "auto"). `on_phase(name)` is called as each of PHASES starts (for a
+    progress display; each phase is one call into C)."""
+    phase = on_phase or (lambda name: None)
     started = time.perf_counter()
+    phase("decoding")
     perf = PerfData.open(path)
     if not perf.has_user_stacks:
         raise PerfDataError(f"{path}: the recording has no user registers and stack dumps; {RECORD_HINT}")
+    phase("replaying")
     replayed = replay(perf, images)
     session = replayed.session
     space_ids = replayed.space_ids.tobytes()
+    phase("unwinding")
     unwound = _core.unwind_samples(perf.native, space_ids, [space.to_core(backend) for space in session.spaces],
                                       max_frames)
     tables: dict[str, SymbolTable] = {}
     mappings = [(m.start, m.pgoff, m.bias, m.path, _SymbolLoader(m.image, tables) if m.image is not None else None)
                 for m in session.mappings]
     kernel_build_id = next((b.build_id for b in perf.build_ids if b.filename == "[kernel.kallsyms]"), None)
+    phase("symbolizing")
     native = _core.symbolize_samples(
         perf.native, space_ids, replayed.comm_ids.tobytes(), replayed.comm_names, unwound, session.space_mappings,
         mappings, lambda addresses: kernel_symbol_table(kernel_build_id, addresses), OUTCOME_NAME_BY_CODE)

@@ -65,3 +65,35 @@ def test_text_and_folded_output_are_the_api_renderings(perf_recordings):
         result = run("-i", path, *([option] if option else []))
         assert result.returncode == 0, result.stderr
         assert result.stdout == expected.getvalue() and result.stdout
+
+
+def test_a_long_input_on_a_terminal_shows_progress_on_stderr(perf_recordings):
+    """The progress bar goes to stderr, only on a terminal and for a long input (the threshold is
+    lowered here), and changes nothing on stdout."""
+    import os
+    import pty
+
+    data = str(perf_recordings.get("c").data_file)
+    script = ("import sys; import fastunwind.commands.perf_script as command; command.LONG_INPUT_BYTES = 0; "
+              "from fastunwind.cli import main; sys.exit(main(sys.argv[1:]))")
+    master, slave = pty.openpty()
+    try:
+        shown = subprocess.run([sys.executable, "-c", script, "perf-script", "-i", data, "--folded"],
+                               stdout=subprocess.PIPE, stderr=slave, timeout=120)
+    finally:
+        os.close(slave)
+    progress = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other side is closed
+            break
+        if not chunk:
+            break
+        progress += chunk
+    os.close(master)
+    plain = run("-i", data, "--folded")
+    assert shown.returncode == 0 and plain.returncode == 0
+    assert shown.stdout.decode() == plain.stdout
+    assert b"writing folded stacks" in progress and b"c.data" in progress
+    assert "writing" not in plain.stderr  # not a terminal: no progress

@@ -10,8 +10,11 @@ outcome of every unwind, frames per sample and the time spent.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import os
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 EXAMPLE = """\
@@ -43,20 +46,56 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
+#: recordings at least this big get a progress display on a terminal (about a second of work)
+LONG_INPUT_BYTES = 64 << 20
+
+
 def run(args: argparse.Namespace) -> int:
     # The run makes few Python objects (none per sample) and no cycles worth collecting; importing
     # and creating the library's classes would trigger ~10 collections (1.7 ms on hackbench).
     gc.disable()
-    from fastunwind.perf_script import render_folded, render_perf_script, unwind_recording
+    from fastunwind.perf_script import PHASES, render_folded, render_perf_script, unwind_recording
 
-    samples, stats = unwind_recording(args.input, max_frames=args.max_frames, backend=args.backend)
-    if args.folded:
-        render_folded(samples, sys.stdout)
-    elif args.stats:
-        _print_stats(stats)
-    else:
-        render_perf_script(samples, sys.stdout)
+    with _progress(args.input, len(PHASES) + 1) as on_phase:
+        samples, stats = unwind_recording(args.input, max_frames=args.max_frames, backend=args.backend,
+                                          on_phase=on_phase)
+        if args.folded:
+            on_phase("writing folded stacks")
+            render_folded(samples, sys.stdout)
+        elif args.stats:
+            on_phase("counting")
+            _print_stats(stats)
+        else:
+            on_phase("writing")
+            render_perf_script(samples, sys.stdout)
     return 0
+
+
+@contextlib.contextmanager
+def _progress(path: str, steps: int) -> Iterator[Callable[[str], None]]:
+    """A progress bar over the run's phases on stderr, for a long input on a terminal; otherwise a
+    callback that does nothing (and rich is not imported)."""
+    try:
+        long_input = os.path.getsize(path) >= LONG_INPUT_BYTES
+    except OSError:
+        long_input = False  # unwind_recording reports the error
+    if not (long_input and sys.stderr.isatty()):
+        yield lambda name: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=Console(file=sys.stderr), transient=True) as progress:
+        task = progress.add_task(os.path.basename(path), total=steps)
+        started = False
+
+        def on_phase(name: str) -> None:
+            nonlocal started
+            progress.update(task, advance=1 if started else 0, description=f"{os.path.basename(path)}: {name}")
+            started = True
+
+        yield on_phase
 
 
 def _print_stats(stats: Any) -> None:
