@@ -56,6 +56,9 @@ demo: build
 	if [ $$status -eq 0 ]; then \
 	  $(VENV)/bin/fastunwind perf-script -i $(STAMPS)/demo/c.data | awk -v RS= '/sigalrm_handler_work/ {print; exit}'; \
 	  echo; $(VENV)/bin/fastunwind perf-script -i $(STAMPS)/demo/c.data --stats; \
+	  echo; echo "== its modules compiled to eh_elfs (fastunwind compile --from), then the walker timed per backend"; \
+	  $(VENV)/bin/fastunwind compile --from $(STAMPS)/demo/c.data && \
+	  COLUMNS=120 $(VENV)/bin/fastunwind bench -i $(STAMPS)/demo/c.data --backend compiled,table,dwarf --repeat 5; \
 	else \
 	  cat $(STAMPS)/demo-record.log; echo "(perf could not record here: the stack unwinding part of the demo is skipped)"; \
 	fi
