@@ -72,26 +72,28 @@ static void sample_registers(const fu_perf_sample *sample, register_plan *plan, 
 #define FU_SAMPLE_NO_USER_REGISTERS 0xfe
 #define FU_SAMPLE_SKIPPED 0xff
 
-/* Append a walk's frames to the four column arrays (reserved once, then filled). */
 /* y# with a NULL pointer builds None, not b"": an empty column must still be bytes */
 static const char *bytes_of(const fu_growing *g) { return g->data ? (const char *)g->data : ""; }
 
-static bool append_frames(const fu_frame *frames, size_t n, fu_growing *ips, fu_growing *modules,
-                          fu_growing *kinds, fu_growing *flags)
+/* The frames of every walk, one fu_frame array, split into the four column arrays (bytes of u64
+ * ips, u32 modules, u8 kinds, u8 flags) in one pass after the walks. */
+static bool split_frames(const fu_growing *walked, fu_growing *ips, fu_growing *modules, fu_growing *kinds,
+                         fu_growing *flags)
 {
+    size_t n = walked->len / sizeof(fu_frame);
     if (!fu_growing_reserve(ips, 8 * n) || !fu_growing_reserve(modules, 4 * n) || !fu_growing_reserve(kinds, n) ||
         !fu_growing_reserve(flags, n))
         return false;
+    const fu_frame *frames = (const fu_frame *)walked->data;
     for (size_t f = 0; f < n; f++) {
-        memcpy(ips->data + ips->len + 8 * f, &frames[f].ip, 8);
-        memcpy(modules->data + modules->len + 4 * f, &frames[f].module, 4);
-        kinds->data[kinds->len + f] = frames[f].kind;
-        flags->data[flags->len + f] = frames[f].flags;
+        memcpy(ips->data + 8 * f, &frames[f].ip, 8);
+        memcpy(modules->data + 4 * f, &frames[f].module, 4);
+        kinds->data[f] = frames[f].kind;
+        flags->data[f] = frames[f].flags;
     }
-    ips->len += 8 * n;
-    modules->len += 4 * n;
-    kinds->len += n;
-    flags->len += n;
+    ips->len = 8 * n;
+    modules->len = 4 * n;
+    kinds->len = flags->len = n;
     return true;
 }
 
@@ -113,8 +115,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     PyObject *result = NULL;
     const fu_address_space **spaces = NULL;
     fu_walk_cache **caches = NULL; /* one per space, made when its first sample comes */
-    fu_frame *frames = NULL;
-    fu_growing outcomes = {0}, starts = {0}, ips = {0}, modules = {0}, kinds = {0}, flags = {0};
+    fu_growing walked = {0}, outcomes = {0}, starts = {0}, ips = {0}, modules = {0}, kinds = {0}, flags = {0};
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
     size_t count;
     const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
@@ -136,8 +137,8 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
             goto done;
     if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
         max_frames = FU_WALK_MAX_FRAMES;
-    frames = PyMem_Malloc(sizeof(fu_frame) * (size_t)max_frames);
-    if (!frames) {
+    /* one outcome per sample, and where each sample's frames start: sizes known up front */
+    if (!fu_growing_reserve(&outcomes, count) || !fu_growing_reserve(&starts, 4 * (count + 1))) {
         PyErr_NoMemory();
         goto done;
     }
@@ -147,10 +148,10 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     Py_BEGIN_ALLOW_THREADS
     /* the whole loop is timed: register extraction, walks and collecting the frames */
     uint64_t started = now_ns();
-    uint32_t zero = 0;
     register_plan plan;
     make_register_plan(0, &plan);
-    nomem = !fu_growing_append(&starts, &zero, sizeof zero);
+    uint32_t frame_count = 0;
+    memcpy(starts.data, &frame_count, 4);
     for (size_t s = 0; s < count && !nomem; s++) {
         const fu_perf_sample *sample = &samples[s];
         /* The next sample's registers and stack top are far apart in the recording and touched
@@ -186,15 +187,24 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
                 }
                 fu_walk_cache_bind(caches[id], spaces[id]);
             }
+            if (!fu_growing_reserve(&walked, sizeof(fu_frame) * (size_t)max_frames)) {
+                nomem = true;
+                break;
+            }
             fu_dump_memory memory = {sample->stack, sp, sample->stack_size, spaces[id]};
             fu_reader reader = fu_dump_reader(&memory);
-            fu_walk_result r = fu_walk(spaces[id], &regs, &reader, caches[id], frames, (size_t)max_frames);
+            fu_walk_result r = fu_walk(spaces[id], &regs, &reader, caches[id],
+                                       (fu_frame *)(walked.data + walked.len), (size_t)max_frames);
+            walked.len += sizeof(fu_frame) * r.frame_count;
+            frame_count += (uint32_t)r.frame_count;
             outcome = (uint8_t)r.outcome;
-            nomem = !append_frames(frames, r.frame_count, &ips, &modules, &kinds, &flags);
         }
-        uint32_t end = (uint32_t)(ips.len / 8);
-        nomem = nomem || !fu_growing_append(&outcomes, &outcome, 1) || !fu_growing_append(&starts, &end, sizeof end);
+        outcomes.data[s] = outcome;
+        memcpy(starts.data + 4 * (s + 1), &frame_count, 4);
     }
+    outcomes.len = count;
+    starts.len = 4 * (count + 1);
+    nomem = nomem || !split_frames(&walked, &ips, &modules, &kinds, &flags);
     walk_ns = now_ns() - started;
     Py_END_ALLOW_THREADS
     if (bad_space) {
@@ -211,13 +221,13 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
                            bytes_of(&kinds), (Py_ssize_t)kinds.len, bytes_of(&flags),
                            (Py_ssize_t)flags.len, (unsigned long long)walk_ns);
 done:
+    free(walked.data);
     free(outcomes.data);
     free(starts.data);
     free(ips.data);
     free(modules.data);
     free(kinds.data);
     free(flags.data);
-    PyMem_Free(frames);
     for (Py_ssize_t i = 0; caches && spaces && i < PySequence_Fast_GET_SIZE(seq); i++)
         free(caches[i]);
     PyMem_Free(caches);
