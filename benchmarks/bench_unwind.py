@@ -441,7 +441,8 @@ def main(argv: list[str] | None = None) -> int:
                "         .venv/bin/python benchmarks/bench_unwind.py my.data --json out.json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("recordings", nargs="*", help="perf.data files (default: record hackbench -T, c, python)")
-    parser.add_argument("--repeat", type=int, default=10, help="passes over the samples per tool (default 10)")
+    parser.add_argument("--repeat", type=int, default=30,
+                        help="passes over the samples per tool (default 30: the best pass is robust to a disturbed one)")
     parser.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
                         help="write every figure as JSON to FILE (or stdout, instead of the tables)")
     parser.add_argument("--reuse", action="store_true", help="reuse the default recordings if already made")
