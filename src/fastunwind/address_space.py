@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from fastunwind import _core
+from fastunwind import _core, cache
 from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, UnwindInfo
 from fastunwind.elf import ElfFile
 from fastunwind.errors import CompactTableError, ElfError, FastunwindError
@@ -36,13 +36,12 @@ PT_LOAD = 1
 PF_X, PF_W = 1, 2
 PAGE_SIZE = 4096  #: x86-64 Linux mappings are 4 KiB-granular
 BACKENDS = ("auto", "dwarf", "table", "compiled", "table-only", "compiled-only")  #: walk.h fu_backend
-COMPACT_SUFFIX = ".fut"
+COMPACT_SUFFIX = cache.KINDS["compact"]
 
 
 def compact_cache_dir() -> str:
     """Where compact tables are cached: $XDG_CACHE_HOME/fastunwind/compact (~/.cache by default)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "fastunwind", "compact")
+    return cache.cache_dir("compact")
 
 
 def compact_tables_enabled() -> bool:

@@ -42,7 +42,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fastunwind import _core
+from fastunwind import _core, cache
 from fastunwind.address_space import ModuleImage
 from fastunwind.errors import EhElfError, FastunwindError
 
@@ -63,7 +63,7 @@ PAGE_SHIFT = 12
 #: Files with at most this many ranges are one translation unit (ld.so: 2,436; libc: 28,521).
 SINGLE_UNIT_RANGES = 8192
 
-SUFFIX = ".so"
+SUFFIX = cache.KINDS["eh_elf"]
 DEFAULT_CC = "cc"
 #: -O2: see docs/EH_ELF.md for -O1 against -O2 (compile time and step time).
 OPTIMIZATION = os.environ.get("FASTUNWIND_EH_ELF_OPT", "-O2")
@@ -83,8 +83,7 @@ MAX_SLEB_BYTES = 9
 
 def cache_dir() -> str:
     """Where eh_elfs are cached: $XDG_CACHE_HOME/fastunwind/eh_elf (~/.cache by default)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "fastunwind", "eh_elf")
+    return cache.cache_dir("eh_elf")
 
 
 def include_dir() -> Path:

@@ -1,0 +1,66 @@
+"""`fastunwind cache`: what fastunwind keeps under $XDG_CACHE_HOME/fastunwind (compact tables,
+compiled eh_elfs), and room made there: `--max-size` removes the least recently used entries until
+the caches fit, `--clear` removes them all. Removing is always safe: an entry is rebuilt when needed
+(compact tables on the fly, eh_elfs by `fastunwind compile`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from fastunwind.errors import FastunwindError
+
+EXAMPLE = """\
+examples:
+  fastunwind cache
+  fastunwind cache --max-size 500M
+  fastunwind cache --clear
+"""
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """Bytes of `text`: a number with an optional K, M or G (powers of 1024)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]?)B?\s*", text, re.IGNORECASE)
+    if not match:
+        raise FastunwindError(f"--max-size {text!r}: a size like 500M, 2G or 100000")
+    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "cache",
+        help="list, prune or clear the caches of compact tables and compiled eh_elfs",
+        description=__doc__,
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--max-size", metavar="SIZE", help="remove least recently used entries until the caches fit")
+    action.add_argument("--clear", action="store_true", help="remove every entry")
+    parser.set_defaults(run=run)
+
+
+def _human(size: float) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def run(args: argparse.Namespace) -> int:
+    from fastunwind import cache
+
+    if args.clear or args.max_size is not None:
+        removed = cache.clear() if args.clear else cache.prune(parse_size(args.max_size))
+        print(f"removed {len(removed)} entries, {_human(sum(e.size for e in removed))}")
+    current = cache.entries()
+    print(f"{cache.cache_root()}: {len(current)} entries, {_human(sum(e.size for e in current))}")
+    for kind in cache.KINDS:
+        mine = [e for e in current if e.kind == kind]
+        print(f"  {kind:8} {len(mine):5} entries  {_human(sum(e.size for e in mine)):>10}  {cache.cache_dir(kind)}")
+    return 0
