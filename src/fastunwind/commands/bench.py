@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fastunwind.commands import command_parser
+
 from fastunwind.errors import FastunwindError
 
 EXAMPLE = """\
@@ -30,13 +32,8 @@ BACKENDS = ("auto", "table", "dwarf", "compiled", "table-only", "compiled-only")
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "bench",
-        help="time the walker on a recording, backend by backend (and against peers with --peers)",
-        description=__doc__,
-        epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(subparsers, "bench",
+                            "time the walker on a recording, backend by backend (and against peers with --peers)", __doc__, EXAMPLE)
     parser.add_argument("-i", "--input", default="perf.data", help="the recording (default: perf.data)")
     parser.add_argument("--backend", default="auto,table,dwarf",
                         help=f"comma-separated backends to time, of {', '.join(BACKENDS)} (default: auto,table,dwarf)")

@@ -10,6 +10,8 @@ import argparse
 import re
 from typing import Any
 
+from fastunwind.commands import command_parser
+
 from fastunwind.errors import FastunwindError
 
 EXAMPLE = """\
@@ -31,13 +33,8 @@ def parse_size(text: str) -> int:
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "cache",
-        help="list, prune or clear the caches of compact tables and compiled eh_elfs",
-        description=__doc__,
-        epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(subparsers, "cache",
+                            "list, prune or clear the caches of compact tables and compiled eh_elfs", __doc__, EXAMPLE)
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--max-size", metavar="SIZE", help="remove least recently used entries until the caches fit")
     action.add_argument("--clear", action="store_true", help="remove every entry")

@@ -13,6 +13,8 @@ import json
 import sys
 from typing import Any
 
+from fastunwind.commands import command_parser
+
 EXAMPLE = """\
 examples:
   fastunwind compile /lib/x86_64-linux-gnu/libc.so.6
@@ -24,13 +26,8 @@ examples:
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "compile",
-        help="compile ELF files' unwind tables to native code (eh_elf), cached for the walker",
-        description=__doc__,
-        epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(subparsers, "compile",
+                            "compile ELF files' unwind tables to native code (eh_elf), cached for the walker", __doc__, EXAMPLE)
     parser.add_argument("files", nargs="*", metavar="FILE", help="ELF files (executables, shared libraries)")
     parser.add_argument("--deps", action="store_true", help="also every shared library they load (like ldd)")
     parser.add_argument("--from", dest="perf_data", metavar="PERF_DATA",

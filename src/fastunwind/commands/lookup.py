@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import Any
 
+from fastunwind.commands import command_parser
+
 EXAMPLE = """\
 examples:
   fastunwind lookup /lib/x86_64-linux-gnu/libc.so.6 0x27290
@@ -19,13 +21,8 @@ examples:
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "lookup",
-        help="print the unwind row that applies at an address",
-        description=__doc__,
-        epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(subparsers, "lookup",
+                            "print the unwind row that applies at an address", __doc__, EXAMPLE)
     parser.add_argument("file", help="ELF file")
     parser.add_argument("address", type=address, help="address in the file (svma), e.g. 0x27290")
     parser.add_argument("--json", action="store_true", help="machine-readable output")

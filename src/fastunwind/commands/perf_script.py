@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from fastunwind.commands import command_parser
+
 EXAMPLE = """\
 examples:
   perf record --call-graph dwarf -e cpu-clock -F 999 -o perf.data -- ./my-program
@@ -27,13 +29,8 @@ examples:
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "perf-script",
-        help="unwind a perf.data recording and print its stacks (perf script format, folded, stats)",
-        description=__doc__,
-        epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(subparsers, "perf-script",
+                            "unwind a perf.data recording and print its stacks (perf script format, folded, stats)", __doc__, EXAMPLE)
     parser.add_argument("-i", "--input", default="perf.data", help="the recording (default: perf.data)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--folded", action="store_true", help="collapsed stacks with counts, for flame graphs")

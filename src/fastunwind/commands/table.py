@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from fastunwind.commands import command_parser
+
 if TYPE_CHECKING:
     from fastunwind.cfi import CfiSection
 
@@ -23,13 +25,8 @@ examples:
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "table",
-        help="print the unwind table of an ELF file (readelf -wF format, raw, JSON or summary)",
-        description=__doc__,
-        epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(subparsers, "table",
+                            "print the unwind table of an ELF file (readelf -wF format, raw, JSON or summary)", __doc__, EXAMPLE)
     parser.add_argument("file", help="ELF file (executable, shared library, object or debug file)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--raw", action="store_true", help="instruction listing, like readelf -wf")
