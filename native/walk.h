@@ -2,9 +2,10 @@
  *
  * The walker reads memory only through a reader (fu_reader: a bounds-checked window read inline,
  * then a callback that checks its own bounds), never allocates and never holds the GIL. A walk
- * cache (fu_walk_cache) kept by the caller across walks remembers, per PC, the module and the
- * compact rule, so that stacks seen before cost neither lookup. Each walk ends with an outcome: the end of the stack (a normal result),
- * a truncated stack (the dump ran out), or a failure with its reason and address.
+ * cache (fu_walk_cache) kept by the caller across walks remembers, per PC, the module and what
+ * settles the step there (a compact rule, a compiled eh_elf body, or "no CFI"), so that stacks
+ * seen before cost no lookup. Each walk ends with an outcome: the end of the stack (a normal
+ * result), a truncated stack (the dump ran out), or a failure with its reason and address.
  *
  * Addresses: an avma is an address in the running process, an svma one stated in the ELF file;
  * a module's `bias` converts them (avma = svma + bias). A return address points after the call;
@@ -126,10 +127,11 @@ static inline uint64_t fu_lookup_address(uint64_t ip, bool ip_is_return_address)
 int fu_walk_step(const fu_address_space *space, const fu_reader *reader, const fu_regs *regs,
                  bool ip_is_return_address, fu_regs *caller, uint8_t *frame_flags, fu_walk_result *result);
 
-/* Remembers, per lookup address, the module and the fast-path rule that apply there, so that a
- * PC seen before (hot loops, recursion, the same stacks sample after sample) skips both lookups.
- * Direct-mapped; bound to one address space (fu_walk resets it when given another). The caller
- * owns it: one per thread, reused across walks; it is never allocated per walk. */
+/* Remembers, per lookup address, the module and what settles the step there, so that a PC seen
+ * before (hot loops, recursion, the same stacks sample after sample) skips the module and row
+ * lookups. Direct-mapped; bound to one address space with fu_walk_cache_bind (fu_walk ignores a
+ * cache bound to another). The caller owns it: one per thread, reused across walks; it is never
+ * allocated per walk. */
 #define FU_WALK_CACHE_BITS 10
 typedef enum fu_walk_cached {
     FU_WALK_CACHED_NONE = 0,  /* an empty entry */
