@@ -51,11 +51,11 @@ def section_sizes(path: str, names: tuple[str, ...]) -> dict[str, int]:
         return {name: (elf.section(name).size if elf.section(name) else 0) for name in names}
 
 
-def build_one(path: str, jobs: int) -> dict:
+def build_one(path: str, jobs: int, lookup: str) -> dict:
     image = ModuleImage.load(path)
     with tempfile.TemporaryDirectory(prefix="bench-eh-elf-") as cache:
         started = time.perf_counter()
-        (result,) = eh_elf.compile_images([image], jobs=jobs, directory=cache)
+        (result,) = eh_elf.compile_images([image], jobs=jobs, directory=cache, lookup=lookup)
         wall = time.perf_counter() - started
         if isinstance(result, Exception):
             raise result
@@ -72,22 +72,22 @@ def build_one(path: str, jobs: int) -> dict:
     }
 
 
-def closure(jobs: int) -> dict:
+def closure(jobs: int, lookup: str) -> dict:
     paths, missing = eh_elf.with_dependencies([FILES["hackbench"]])
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-eh-elf-") as cache:
         images = [ModuleImage.load(p) for p in paths]
-        results = eh_elf.compile_images(images, jobs=jobs, directory=cache)
+        results = eh_elf.compile_images(images, jobs=jobs, directory=cache, lookup=lookup)
     wall = time.perf_counter() - started
     failed = [str(r) for r in results if isinstance(r, Exception)]
     return {"files": paths, "missing": missing, "wall_s": wall, "failed": failed}
 
 
-def step_times(path: str, states_count: int = 200_000, repeat: int = 5) -> dict:
+def step_times(path: str, lookup: str, states_count: int = 200_000, repeat: int = 5) -> dict:
     image = ModuleImage.load(path)
     rng = random.Random(1)
     with tempfile.TemporaryDirectory(prefix="bench-eh-elf-") as cache:
-        (built,) = eh_elf.compile_images([image], directory=cache)
+        (built,) = eh_elf.compile_images([image], directory=cache, lookup=lookup)
         if isinstance(built, Exception):
             raise built
         base, end, starts_b, _, _ = _core.eh_elf_rows(image.eh_frame, image.debug_frame)
@@ -129,21 +129,25 @@ def main() -> int:
     parser.add_argument("--opt", default=None, help="compiler optimization flag (default: the generator's, -O2)")
     parser.add_argument("--skip-llvm", action="store_true", help="leave out libLLVM-14 (compiles in ~5 s)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--lookup", choices=eh_elf.LOOKUPS, default="table",
+                        help="the range lookup generated: the default table, or the paper's if-tree")
     args = parser.parse_args()
     if args.opt:
         eh_elf.OPTIMIZATION = args.opt
-    report: dict = {"jobs": args.jobs, "opt": eh_elf.OPTIMIZATION, "cc": eh_elf.compiler(), "files": []}
+    report: dict = {"jobs": args.jobs, "opt": eh_elf.OPTIMIZATION, "cc": eh_elf.compiler(), "lookup": args.lookup,
+                    "files": []}
     for name, path in FILES.items():
         if not os.path.isfile(path) or (args.skip_llvm and name == "libLLVM-14"):
             continue
-        report["files"].append({"name": name, **build_one(path, args.jobs)})
+        report["files"].append({"name": name, **build_one(path, args.jobs, args.lookup)})
     if os.path.isfile(FILES["hackbench"]):
-        report["hackbench_closure"] = closure(args.jobs)
-    report["steps"] = step_times(FILES["libc"])
+        report["hackbench_closure"] = closure(args.jobs, args.lookup)
+    report["steps"] = step_times(FILES["libc"], args.lookup)
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
-    print(f"eh_elf generator {eh_elf.GENERATOR_VERSION}, {' '.join(report['cc'])} {report['opt']}, -j {args.jobs}")
+    print(f"eh_elf generator {eh_elf.GENERATOR_VERSION}, {args.lookup} lookup, {' '.join(report['cc'])} "
+          f"{report['opt']}, -j {args.jobs}")
     print(f"{'file':<11} {'ranges':>8} {'bodies':>6} {'units':>5} {'gen s':>6} {'cc wall s':>9} {'cc cpu s':>8} "
           f"{'.text':>8} {'.rodata':>9} {'.eh_frame':>9} {'+hdr':>8} {'x eh_frame':>10} {'x +hdr':>7}")
     for f in report["files"]:

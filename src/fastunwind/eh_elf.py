@@ -272,8 +272,63 @@ def _numbers_text(items: Sequence[str], per_line: int = 24) -> str:
     return ",\n".join(", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line))
 
 
-def generate(image: ModuleImage) -> Generated:
-    """The C source of `image`'s eh_elf. Raises EhElfError if the file has no CFI rows."""
+#: fu_eh_elf_find's search in the table lookup (`offset` = pc - FU_BASE, below FU_SPAN)
+TABLE_SEARCH = """    uint32_t page = (uint32_t)(offset >> FU_PAGE_SHIFT), low = (uint32_t)offset & ((1u << FU_PAGE_SHIFT) - 1);
+    /* the last range starting at or before pc: among the page's ranges, else the page's predecessor's
+     * last (page 0 starts with range 0 at offset 0, so lo ends at least at 1) */
+    uint32_t lo = fu_page_first[page], n = fu_page_first[page + 1] - lo;
+    while (n > 0) {
+        uint32_t half = n / 2;
+        if (FU_LOW(lo + half) <= low) {
+            lo += half + 1;
+            n -= half + 1;
+        } else {
+            n = half;
+        }
+    }
+    return FU_BODY_OF(lo - 1);"""
+
+#: the two ways to find a PC's range (see docs/EH_ELF.md): "table" (the default: a page index, then a
+#: binary search over u16 starts) or "tree" (the paper's: the search unrolled into nested ifs)
+LOOKUPS = ("table", "tree")
+#: ranges per function of the tree lookup (a function of this many ifs compiles in well under a second)
+TREE_RANGES_PER_FUNCTION = 2048
+#: tree functions per translation unit
+TREE_FUNCTIONS_PER_UNIT = 4
+
+
+def _if_tree(starts: Sequence[int], bodies: Sequence[int], lo: int, hi: int, indent: str,
+             leaf: Callable[[int], str]) -> list[str]:
+    """Nested ifs over ranges lo..hi-1 of `starts` (x is at least starts[lo]): `leaf(i)` is the
+    statement for range i. Depth log2(hi - lo)."""
+    if hi - lo == 1:
+        return [f"{indent}{leaf(lo)}"]
+    mid = (lo + hi) // 2
+    return [f"{indent}if (x < {starts[mid]}u) {{", *_if_tree(starts, bodies, lo, mid, indent + "    ", leaf),
+            f"{indent}}}", *_if_tree(starts, bodies, mid, hi, indent, leaf)]
+
+
+def _tree_units(header: str, starts: Sequence[int], bodies: Sequence[int]) -> tuple[str, str, dict[str, str]]:
+    """The tree lookup: the prototypes and the search for main.c (`offset` = pc - FU_BASE, below
+    FU_SPAN), and the units holding one function per TREE_RANGES_PER_FUNCTION ranges."""
+    functions = (len(starts) + TREE_RANGES_PER_FUNCTION - 1) // TREE_RANGES_PER_FUNCTION
+    units: dict[str, str] = {}
+    for unit in range((functions + TREE_FUNCTIONS_PER_UNIT - 1) // TREE_FUNCTIONS_PER_UNIT):
+        text = [header, '#include "eh_elf_generated.h"\n']
+        for f in range(unit * TREE_FUNCTIONS_PER_UNIT, min(functions, (unit + 1) * TREE_FUNCTIONS_PER_UNIT)):
+            lo, hi = f * TREE_RANGES_PER_FUNCTION, min(len(starts), (f + 1) * TREE_RANGES_PER_FUNCTION)
+            lines = _if_tree(starts, bodies, lo, hi, "    ", lambda i: f"return {bodies[i]};")
+            text.append(f"FU_HIDDEN unsigned fu_tree_{f}(uint32_t x)\n{{\n" + "\n".join(lines) + "\n}\n")
+        units[f"tree_{unit}.c"] = "\n".join(text)
+    firsts = [starts[f * TREE_RANGES_PER_FUNCTION] for f in range(functions)]
+    prototypes = "".join(f"FU_HIDDEN unsigned fu_tree_{f}(uint32_t x);\n" for f in range(functions))
+    top = _if_tree(firsts, range(functions), 0, functions, "    ", lambda f: f"return fu_tree_{f}(x);")
+    return prototypes, "    uint32_t x = (uint32_t)offset;\n" + "\n".join(top), units
+
+
+def generate(image: ModuleImage, lookup: str = "table") -> Generated:
+    """The C source of `image`'s eh_elf, with the range `lookup` of LOOKUPS. Raises EhElfError if
+    the file has no CFI rows."""
     import array
 
     if image.eh_frame is None and image.debug_frame is None:
@@ -315,8 +370,19 @@ def generate(image: ModuleImage) -> Generated:
     kind, key_bytes = image.compact_key()
     generated = Generated(image.path, kind, key_bytes, dwarf_row_count(image), len(range_starts), len(bodies),
                           interpret_ranges)
+    if lookup not in LOOKUPS:
+        raise ValueError(f"lookup {lookup!r}: one of {', '.join(LOOKUPS)}")
     header = _do_not_edit(image, kind, key_bytes)
     span = end - base
+    body_type = "uint16_t" if len(bodies) < 1 << 16 else "uint32_t"
+    units = generated.units
+    if lookup == "tree":
+        prototypes, search, tree_units = _tree_units(header, range_starts, range_bodies)
+        units["eh_elf_generated.h"] = _common_header(header, body_type, 0, len(bodies))
+        units["main.c"] = _main_unit(header, generated, base, span, [], 0, len(bodies), (prototypes, search))
+        _add_body_units(units, header, bodies)
+        units.update(tree_units)
+        return generated
     pages = ((span - 1) >> PAGE_SHIFT) + 1
     page_first = array.array("I", [0]) * (pages + 1)
     index = 0
@@ -325,17 +391,10 @@ def generate(image: ModuleImage) -> Generated:
         while index < len(range_starts) and range_starts[index] < page_start:
             index += 1
         page_first[page] = index
-    body_type = "uint16_t" if len(bodies) < 1 << 16 else "uint32_t"
     chunks = (len(range_starts) + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK
-    units = generated.units
     units["eh_elf_generated.h"] = _common_header(header, body_type, chunks, len(bodies))
     units["main.c"] = _main_unit(header, generated, base, span, page_first, chunks, len(bodies))
-    for unit in range((len(bodies) + BODIES_PER_UNIT - 1) // BODIES_PER_UNIT):
-        first = unit * BODIES_PER_UNIT
-        text = [header, '#include "eh_elf_generated.h"\n']
-        for number, statements in enumerate(bodies[first:first + BODIES_PER_UNIT], start=first + 1):
-            text.append(f"FU_BODY(fu_body_{number})\n{{\n    " + "\n    ".join(statements) + "\n}\n")
-        units[f"bodies_{unit}.c"] = "\n".join(text)
+    _add_body_units(units, header, bodies)
     for chunk in range(chunks):
         first = chunk * ROWS_PER_CHUNK
         part = slice(first, first + ROWS_PER_CHUNK)
@@ -351,6 +410,15 @@ def generate(image: ModuleImage) -> Generated:
         tails = [units.pop(name).split("\n", 1)[1] for name in ("bodies_0.c", "rows_0.c")]
         units["main.c"] += "".join(tails)
     return generated
+
+
+def _add_body_units(units: dict[str, str], header: str, bodies: Sequence[tuple[str, ...]]) -> None:
+    for unit in range((len(bodies) + BODIES_PER_UNIT - 1) // BODIES_PER_UNIT):
+        first = unit * BODIES_PER_UNIT
+        text = [header, '#include "eh_elf_generated.h"\n']
+        for number, statements in enumerate(bodies[first:first + BODIES_PER_UNIT], start=first + 1):
+            text.append(f"FU_BODY(fu_body_{number})\n{{\n    " + "\n    ".join(statements) + "\n}\n")
+        units[f"bodies_{unit}.c"] = "\n".join(text)
 
 
 def _do_not_edit(image: ModuleImage, kind: int, key: bytes) -> str:
@@ -442,19 +510,29 @@ static inline void fu_copy(const fu_regs *regs, unsigned source, fu_regs *caller
 
 
 def _main_unit(header: str, g: Generated, base: int, span: int, page_first: Sequence[int], chunks: int,
-               body_count: int) -> str:
+               body_count: int, tree: tuple[str, str] | None = None) -> str:
+    """main.c: the info, the slow paths, the body table, fu_eh_elf_find (the page-indexed table
+    search, or with `tree` = (prototypes, search) the tree's) and fu_eh_elf_step."""
     key = ", ".join(f"0x{b:02x}" for b in g.key)
     prototypes = "\n".join(f"FU_BODY(fu_body_{n});" for n in range(1, body_count + 1))
     bodies = _numbers_text([f"fu_body_{n}" for n in range(1, body_count + 1)])
+    access = ""
     if chunks == 1:
         access = "#define FU_LOW(i) fu_low_0[i]\n#define FU_BODY_OF(i) fu_body_0_of[i]\n"
-    else:
+    elif chunks > 1:
         lows = ", ".join(f"fu_low_{c}" for c in range(chunks))
         ids = ", ".join(f"fu_body_{c}_of" for c in range(chunks))
         access = (f"static const uint16_t *const fu_low_chunks[{chunks}] = {{{lows}}};\n"
                   f"static const fu_body_id *const fu_body_chunks[{chunks}] = {{{ids}}};\n"
                   f"#define FU_LOW(i) fu_low_chunks[(i) >> {ROWS_PER_CHUNK_SHIFT}][(i) & {ROWS_PER_CHUNK - 1}u]\n"
                   f"#define FU_BODY_OF(i) fu_body_chunks[(i) >> {ROWS_PER_CHUNK_SHIFT}][(i) & {ROWS_PER_CHUNK - 1}u]\n")
+    if tree is None:
+        lookup_data = (f"/* page p's ranges are [fu_page_first[p], fu_page_first[p + 1]) */\n"
+                       f"static const uint32_t fu_page_first[{len(page_first)}] = {{\n{_numbers(page_first)}\n}};\n"
+                       f"{access}")
+        search = TABLE_SEARCH
+    else:
+        lookup_data, search = tree
     return f"""{header}#include "eh_elf_generated.h"
 
 /* {g.range_count} ranges over svma {base:#x}..{base + span:#x}, {g.body_count} bodies, from {g.row_count} DWARF rows */
@@ -468,11 +546,7 @@ __attribute__((visibility("default"))) const struct fu_eh_elf_info fu_info __asm
     {body_count}u, 0
 }};
 
-/* page p's ranges are [fu_page_first[p], fu_page_first[p + 1]) */
-static const uint32_t fu_page_first[{len(page_first)}] = {{
-{_numbers(page_first)}
-}};
-{access}
+{lookup_data}
 FU_HIDDEN int fu_read_required(const fu_reader *reader, uint64_t address, uint64_t *out, uint64_t *fault)
 {{
     fu_read_status status = fu_reader_read(reader, address, 8, out);
@@ -532,20 +606,7 @@ __attribute__((visibility("default"))) unsigned fu_eh_elf_find(uint64_t pc)
     uint64_t offset = pc - FU_BASE; /* wraps below FU_BASE */
     if (offset >= FU_SPAN)
         return 0;
-    uint32_t page = (uint32_t)(offset >> FU_PAGE_SHIFT), low = (uint32_t)offset & ((1u << FU_PAGE_SHIFT) - 1);
-    /* the last range starting at or before pc: among the page's ranges, else the page's predecessor's
-     * last (page 0 starts with range 0 at offset 0, so lo ends at least at 1) */
-    uint32_t lo = fu_page_first[page], n = fu_page_first[page + 1] - lo;
-    while (n > 0) {{
-        uint32_t half = n / 2;
-        if (FU_LOW(lo + half) <= low) {{
-            lo += half + 1;
-            n -= half + 1;
-        }} else {{
-            n = half;
-        }}
-    }}
-    return FU_BODY_OF(lo - 1);
+{search}
 }}
 
 __attribute__((visibility("default"))) int fu_eh_elf_step(uint64_t pc, const fu_regs *regs, fu_regs *caller,
@@ -635,10 +696,11 @@ def load(image: ModuleImage, directory: str | None = None) -> _core.EhElf | None
 
 def compile_images(images: Iterable[ModuleImage], *, jobs: int | None = None, directory: str | None = None,
                    force: bool = False, on_progress: Callable[[str, CompileResult | EhElfError], None] | None = None,
-                   ) -> list[CompileResult | EhElfError]:
+                   lookup: str = "table") -> list[CompileResult | EhElfError]:
     """Build (or find valid in the cache) the eh_elf of every image. Generation runs here while the
     compiler runs on `jobs` threads (default: the CPU count); each result is a CompileResult, or the
-    EhElfError that says why that file has none. `on_progress(path, result)` after each file."""
+    EhElfError that says why that file has none. `on_progress(path, result)` after each file.
+    `lookup`: one of LOOKUPS for what is built (a valid cached eh_elf is used whichever it has)."""
     directory = directory or cache_dir()
     os.makedirs(directory, exist_ok=True)
     jobs = max(1, jobs or os.cpu_count() or 1)
@@ -646,7 +708,7 @@ def compile_images(images: Iterable[ModuleImage], *, jobs: int | None = None, di
     builds: list[Build | CompileResult | EhElfError] = []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for image in images:
-            builds.append(_start(image, directory, force, pool))
+            builds.append(_start(image, directory, force, pool, lookup))
             if isinstance(builds[-1], (CompileResult, EhElfError)) and on_progress:
                 on_progress(image.path, builds[-1])
         for build in builds:
@@ -660,7 +722,7 @@ def compile_images(images: Iterable[ModuleImage], *, jobs: int | None = None, di
     return results
 
 
-def _start(image: ModuleImage, directory: str, force: bool, pool: ThreadPoolExecutor,
+def _start(image: ModuleImage, directory: str, force: bool, pool: ThreadPoolExecutor, lookup: str,
            ) -> Build | CompileResult | EhElfError:
     target = cache_path(image, directory)
     if not force:
@@ -672,7 +734,7 @@ def _start(image: ModuleImage, directory: str, force: bool, pool: ThreadPoolExec
     build = Build(image, target)
     started = time.perf_counter()
     try:
-        build.generated = generate(image)
+        build.generated = generate(image, lookup)
     except FastunwindError as error:
         return error if isinstance(error, EhElfError) else EhElfError(f"{image.path}: {error}")
     build.generate_seconds = time.perf_counter() - started
@@ -712,9 +774,9 @@ def _finish(build: Build) -> CompileResult | EhElfError:
                          generated.interpret_ranges, eh_elf)
 
 
-def write_sources(image: ModuleImage, directory: str) -> Generated:
+def write_sources(image: ModuleImage, directory: str, lookup: str = "table") -> Generated:
     """Generate `image`'s eh_elf C into `directory` (for reading it, or building it by hand)."""
-    generated = generate(image)
+    generated = generate(image, lookup)
     os.makedirs(directory, exist_ok=True)
     for name, text in generated.units.items():
         with open(os.path.join(directory, name), "w") as out:

@@ -39,6 +39,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--emit-c", metavar="DIR",
                         help="only write the generated C of the (single) FILE into DIR; nothing is compiled")
     parser.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
+    parser.add_argument("--lookup", choices=("table", "tree"), default="table",
+                        help="how the code finds a PC's row: a searched table (default: smaller) or the "
+                             "paper's if-tree (docs/EH_ELF.md compares them)")
     parser.set_defaults(run=run)
 
 
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if args.emit_c:
         if len(paths) != 1:
             raise EhElfError(f"--emit-c writes one file's C: got {len(paths)} files")
-        generated = eh_elf.write_sources(ModuleImage.load(paths[0]), args.emit_c)
+        generated = eh_elf.write_sources(ModuleImage.load(paths[0]), args.emit_c, args.lookup)
         print(f"{paths[0]}: {', '.join(generated.units)} in {args.emit_c} ({generated.range_count} ranges, "
               f"{generated.body_count} bodies)")
         return 0
@@ -119,5 +122,5 @@ def _compile_with_progress(eh_elf: Any, images: list, args: argparse.Namespace) 
         def advance(path: str, result: object) -> None:
             progress.update(task, advance=1, description=f"compiled {path}")
 
-        return eh_elf.compile_images(images, jobs=args.jobs, directory=args.cache_dir, force=args.force,
+        return eh_elf.compile_images(images, jobs=args.jobs, directory=args.cache_dir, force=args.force, lookup=args.lookup,
                                      on_progress=advance)
