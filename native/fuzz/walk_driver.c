@@ -13,7 +13,7 @@
  *   - address spaces of 1-3 of those modules at random biases (overlaps rejected as
  *     walk_binding.c does), with and without their compact tables, some with a fake compiled
  *     table (fake_compiled) that returns every fu_eh_elf_status and some garbage; each space
- *     in the four backends, each (space, backend) with one fu_walk_cache bound once and shared by
+ *     in the six backends, each (space, backend) with one fu_walk_cache bound once and shared by
  *     every input, as unwind_samples shares it.
  *
  * One input (decode_input): a fixed header chooses the space, the backend, max_frames, the
