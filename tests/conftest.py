@@ -1,13 +1,12 @@
-"""Shared helpers for every test layer: run the fastunwind CLI and readelf, assemble test sources.
+"""Set-up for every test layer: src/ and scripts/ importable, the package's caches in a directory of
+this run, and fixtures over the helpers of shared_helpers.py.
 
 The package is used from src/ unless it is installed; subprocesses get src/ on PYTHONPATH too.
-The comparison machinery lives in scripts/oracle_files.py so `make sweep` shares it.
 """
 from __future__ import annotations
 
 import os
 import tempfile
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +17,7 @@ for _extra in (REPO_ROOT / "src", REPO_ROOT / "scripts"):
     if str(_extra) not in sys.path:
         sys.path.insert(0, str(_extra))
 
-import oracle_files  # noqa: E402  (needs scripts/ on sys.path)
+from shared_helpers import assemble_source, run_fastunwind, run_readelf  # noqa: E402  (needs scripts/ on sys.path)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -26,52 +25,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if "FASTUNWIND_TEST_KEEP_CACHE" not in os.environ:
         os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="fastunwind-test-cache-")
     config.addinivalue_line("markers", "slow: takes more than a minute; deselect with -m 'not slow'")
-
-
-def run_fastunwind(args: list[str], **kwargs) -> subprocess.CompletedProcess:
-    """`python3 -m fastunwind ARGS` with src/ importable; stdout and stderr captured as bytes."""
-    return subprocess.run(oracle_files.tool_command([str(a) for a in args]), capture_output=True,
-                          env=oracle_files.subprocess_env(), stdin=subprocess.DEVNULL, **kwargs)
-
-
-def run_readelf(args: list[str], **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(["readelf", *[str(a) for a in args]], capture_output=True,
-                          env={**os.environ, "LC_ALL": "C"}, stdin=subprocess.DEVNULL, **kwargs)
-
-
-def assert_matches_readelf(path: str | os.PathLike[str], modes=("interp", "raw")) -> None:
-    """`table` == readelf -wF and `table --raw` == readelf -wf on stdout, byte for byte. Our exit
-    code must be 0 wherever readelf ran clean; where readelf warns, only stdout is compared."""
-    problems = []
-    for mode in modes:
-        result = oracle_files.compare_file(path, mode)
-        if not result.identical:
-            problems.append(result.describe())
-        elif result.tool_returncode != 0 and not result.readelf_complained():
-            problems.append("stdout identical but the tool failed where readelf ran clean\n"
-                            + result.describe())
-    if problems:
-        pytest.fail("\n\n".join(problems), pytrace=False)
-
-
-def assemble_source(source: str | os.PathLike[str], tmp_path: Path, extra_flags=(),
-                    output_name: str | None = None) -> Path:
-    """Build `source` (a path to .s/.S/.c, or assembly text) into an object in `tmp_path` with
-    `gcc -c`, or into an executable when extra_flags holds "--link". Fails the test on a build error."""
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
-                                    and Path(source).suffix in {".s", ".S", ".c"}):
-        source_path = Path(source)
-    else:
-        source_path = tmp_path / "input.s"
-        source_path.write_text(str(source))
-    link = "--link" in extra_flags
-    flags = [flag for flag in extra_flags if flag != "--link"]
-    output = tmp_path / (output_name or source_path.stem + ("" if link else ".o"))
-    command = ["gcc", *([] if link else ["-c"]), *flags, "-o", str(output), str(source_path)]
-    built = subprocess.run(command, capture_output=True, text=True)
-    if built.returncode != 0:
-        pytest.fail(f"{' '.join(command)} failed:\n{built.stderr}", pytrace=False)
-    return output
 
 
 @pytest.fixture

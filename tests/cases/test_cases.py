@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assemble_source, assert_matches_readelf, run_fastunwind, run_readelf
+from shared_helpers import assemble_source, assert_matches_readelf, run_fastunwind, run_readelf
 from fastunwind.cfi import Rule, RuleKind, UnwindInfo
 
 CASES_DIR = Path(__file__).resolve().parent

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import assert_matches_readelf
+from shared_helpers import assert_matches_readelf
 from fetch import CACHE, MaterialUnavailable, binutils_files, pyelftools_files
 
 # binutils 2.40 has 14 gas CFI tests that assemble for x86-64 (cfi-common-1..9, cfi-x86_64,

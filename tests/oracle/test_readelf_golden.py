@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import oracle_files
-from conftest import assert_matches_readelf
+from shared_helpers import assert_matches_readelf
 
 SAMPLE = oracle_files.sample(200)
 
