@@ -255,6 +255,13 @@ fu_rule fu_state_rule(const fu_table *table, const fu_state *state, unsigned col
 int64_t fu_table_find_fde(const fu_table *table, uint64_t pc);
 /* Index of the row covering `pc` (an FDE's last row ends at pc_begin + pc_range), or -1. */
 int64_t fu_table_find_row(const fu_table *table, uint64_t pc, int64_t *fde_index);
+/* The row in force at `pc` as the walker resolves it: .eh_frame's (tables[0]) if it has one, else
+ * .debug_frame's (tables[1]); either may be NULL. Returns which table (0 or 1) with *row and
+ * *fde_index set, or -1. The one place this precedence lives (walker, compact builder, eh_elf). */
+int fu_tables_find_row(const fu_table *const tables[2], uint64_t pc, int64_t *row, int64_t *fde_index);
+/* Every value fu_tables_find_row compares a PC with (FDE starts and ends, row addresses), sorted
+ * and unique, malloc'd into *out: between two consecutive ones its answer cannot change. */
+fu_status fu_tables_boundaries(const fu_table *const tables[2], uint64_t **out, size_t *count, fu_error *err);
 fu_status fu_table_build_index(fu_table *table, fu_error *err);
 
 /* eh_frame_hdr.c */

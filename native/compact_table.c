@@ -167,21 +167,14 @@ static uint32_t rule_set_intern(rule_set *s, const fu_compact_rule *r)
     return s->count - 1;
 }
 
-static int compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The compact rule at `pc`, resolved as the walker's find_row does. */
+/* The compact rule at `pc`, resolved as the walker resolves rows. */
 static fu_compact_rule rule_at(const fu_table *const tables[2], uint64_t pc)
 {
-    for (unsigned i = 0; i < 2; i++) {
-        const fu_table *t = tables[i];
-        int64_t fde;
-        int64_t row = t ? fu_table_find_row(t, pc, &fde) : -1;
-        if (row >= 0)
-            return fu_compact_rule_of_state(t, &t->entries[fde], fu_table_state(t, t->row_state[row]));
+    int64_t row, fde;
+    int which = fu_tables_find_row(tables, pc, &row, &fde);
+    if (which >= 0) {
+        const fu_table *t = tables[which];
+        return fu_compact_rule_of_state(t, &t->entries[fde], fu_table_state(t, t->row_state[row]));
     }
     fu_compact_rule none = {.cfa_kind = FU_COMPACT_CFA_NO_INFO};
     return none;
@@ -209,34 +202,9 @@ fu_status fu_compact_build_tables(fu_compact_build *b, const fu_table *eh_frame,
     uint32_t *rule_of_row = NULL;
 
     /* every value the lookup compares a PC with: FDE starts and ends, row addresses */
-    size_t cap = 1;
-    for (unsigned i = 0; i < 2; i++)
-        if (tables[i])
-            for (uint32_t f = 0; f < tables[i]->fde_count; f++)
-                cap += 2 + tables[i]->entries[tables[i]->fde_sorted[f]].row_count;
-    bounds = malloc(cap * sizeof *bounds);
-    if (!bounds) {
-        status = fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu compact table boundaries", cap);
+    size_t n;
+    if ((status = fu_tables_boundaries(tables, &bounds, &n, err)) != FU_OK)
         goto cleanup;
-    }
-    size_t n = 0;
-    for (unsigned i = 0; i < 2; i++) {
-        const fu_table *t = tables[i];
-        for (uint32_t f = 0; t && f < t->fde_count; f++) {
-            const fu_entry *e = &t->entries[t->fde_sorted[f]];
-            bounds[n++] = e->pc_begin;
-            /* an FDE whose range wraps covers the rest of the address space */
-            bounds[n++] = e->pc_range > UINT64_MAX - e->pc_begin ? UINT64_MAX : e->pc_begin + e->pc_range;
-            for (uint32_t r = 0; r < e->row_count; r++)
-                bounds[n++] = t->row_address[e->first_row + r];
-        }
-    }
-    qsort(bounds, n, sizeof *bounds, compare_u64);
-    size_t unique = 0;
-    for (size_t i = 0; i < n; i++)
-        if (unique == 0 || bounds[i] != bounds[unique - 1])
-            bounds[unique++] = bounds[i];
-    n = unique;
 
     /* one lookup per interval [bounds[i], bounds[i + 1]); equal neighbours merged */
     starts = malloc((n ? n : 1) * sizeof *starts);

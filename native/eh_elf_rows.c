@@ -88,27 +88,16 @@ static uint32_t key_intern(key_set *s, uint64_t packed)
     return s->count++;
 }
 
-static int compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The key in force at `pc`, as the walker's find_row resolves it, or NO_KEY. */
+/* The key in force at `pc`, as the walker resolves rows, or NO_KEY. */
 static uint32_t key_at(key_set *s, const fu_table *const tables[2], uint64_t pc, bool *failed)
 {
-    for (unsigned i = 0; i < 2; i++) {
-        if (!tables[i])
-            continue;
-        int64_t fde;
-        int64_t row = fu_table_find_row(tables[i], pc, &fde);
-        if (row < 0)
-            continue;
-        uint32_t key = key_intern(s, pack_key(i, &tables[i]->entries[fde], tables[i]->row_state[row]));
-        *failed = key == UINT32_MAX;
-        return key;
-    }
-    return NO_KEY;
+    int64_t row, fde;
+    int which = fu_tables_find_row(tables, pc, &row, &fde);
+    if (which < 0)
+        return NO_KEY;
+    uint32_t key = key_intern(s, pack_key((unsigned)which, &tables[which]->entries[fde], tables[which]->row_state[row]));
+    *failed = key == UINT32_MAX;
+    return key;
 }
 
 /* An expression's bytes, or None if its (offset, length) is not inside the section. */
@@ -175,34 +164,15 @@ static PyObject *eh_elf_rows(PyObject *module, PyObject *args)
     uint32_t *keys = NULL;
     const char *failure = NULL; /* set without the GIL, raised after */
     uint64_t wrap_at = 0;
-    size_t cap = 0, n = 0, intervals = 0;
+    size_t unique = 0, intervals = 0;
+    fu_error err = {0};
 
     Py_BEGIN_ALLOW_THREADS
-    for (unsigned i = 0; i < 2; i++)
-        for (uint32_t f = 0; tables[i] && f < tables[i]->fde_count; f++)
-            cap += 2 + tables[i]->entries[tables[i]->fde_sorted[f]].row_count;
-    bounds = malloc((cap ? cap : 1) * sizeof *bounds);
-    starts = malloc((cap ? cap : 1) * sizeof *starts);
-    keys = malloc((cap ? cap : 1) * sizeof *keys);
-    if (!bounds || !starts || !keys) {
+    if (fu_tables_boundaries(tables, &bounds, &unique, &err) != FU_OK ||
+        !(starts = malloc((unique ? unique : 1) * sizeof *starts)) ||
+        !(keys = malloc((unique ? unique : 1) * sizeof *keys))) {
         failure = "memory";
     } else {
-        for (unsigned i = 0; i < 2; i++) {
-            const fu_table *t = tables[i];
-            for (uint32_t f = 0; t && f < t->fde_count; f++) {
-                const fu_entry *e = &t->entries[t->fde_sorted[f]];
-                bounds[n++] = e->pc_begin;
-                /* an FDE whose range wraps covers the rest of the address space */
-                bounds[n++] = e->pc_range > UINT64_MAX - e->pc_begin ? UINT64_MAX : e->pc_begin + e->pc_range;
-                for (uint32_t r = 0; r < e->row_count; r++)
-                    bounds[n++] = t->row_address[e->first_row + r];
-            }
-        }
-        qsort(bounds, n, sizeof *bounds, compare_u64);
-        size_t unique = 0;
-        for (size_t i = 0; i < n; i++)
-            if (unique == 0 || bounds[i] != bounds[unique - 1])
-                bounds[unique++] = bounds[i];
         /* one lookup per interval [bounds[i], bounds[i + 1]); equal neighbours merged, the leading
          * gap dropped; the trailing gap's start becomes `end` */
         for (size_t i = 0; i < unique && !failure; i++) {

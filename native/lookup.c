@@ -84,3 +84,52 @@ int64_t fu_table_find_row(const fu_table *t, uint64_t pc, int64_t *fde_index)
         return -1;
     return lo - 1;
 }
+
+int fu_tables_find_row(const fu_table *const tables[2], uint64_t pc, int64_t *row, int64_t *fde_index)
+{
+    for (int i = 0; i < 2; i++) {
+        if (!tables[i])
+            continue;
+        *row = fu_table_find_row(tables[i], pc, fde_index);
+        if (*row >= 0)
+            return i;
+    }
+    return -1;
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+fu_status fu_tables_boundaries(const fu_table *const tables[2], uint64_t **out, size_t *count, fu_error *err)
+{
+    size_t cap = 1;
+    for (unsigned i = 0; i < 2; i++)
+        for (uint32_t f = 0; tables[i] && f < tables[i]->fde_count; f++)
+            cap += 2 + tables[i]->entries[tables[i]->fde_sorted[f]].row_count;
+    uint64_t *bounds = malloc(cap * sizeof *bounds);
+    if (!bounds)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu row boundaries", cap);
+    size_t n = 0;
+    for (unsigned i = 0; i < 2; i++) {
+        const fu_table *t = tables[i];
+        for (uint32_t f = 0; t && f < t->fde_count; f++) {
+            const fu_entry *e = &t->entries[t->fde_sorted[f]];
+            bounds[n++] = e->pc_begin;
+            /* an FDE whose range wraps covers the rest of the address space */
+            bounds[n++] = e->pc_range > UINT64_MAX - e->pc_begin ? UINT64_MAX : e->pc_begin + e->pc_range;
+            for (uint32_t r = 0; r < e->row_count; r++)
+                bounds[n++] = t->row_address[e->first_row + r];
+        }
+    }
+    qsort(bounds, n, sizeof *bounds, compare_u64);
+    size_t unique = 0;
+    for (size_t i = 0; i < n; i++)
+        if (unique == 0 || bounds[i] != bounds[unique - 1])
+            bounds[unique++] = bounds[i];
+    *out = bounds;
+    *count = unique;
+    return FU_OK;
+}

@@ -312,17 +312,12 @@ static int frame_pointer_or_fail(walker *w, const fu_regs *regs, fu_regs *caller
 
 static bool find_row(const fu_module *mod, uint64_t svma, const fu_table **table, int64_t *row, int64_t *fde)
 {
-    const fu_table *candidates[2] = {mod->eh_frame, mod->debug_frame};
-    for (unsigned i = 0; i < 2; i++) {
-        if (!candidates[i])
-            continue;
-        *row = fu_table_find_row(candidates[i], svma, fde);
-        if (*row >= 0) {
-            *table = candidates[i];
-            return true;
-        }
-    }
-    return false;
+    const fu_table *const tables[2] = {mod->eh_frame, mod->debug_frame};
+    int which = fu_tables_find_row(tables, svma, row, fde);
+    if (which < 0)
+        return false;
+    *table = tables[which];
+    return true;
 }
 
 /* The lowest and highest save slot a compact rule reads, as CFA + 8 * n (0, 0 if none). */
@@ -430,21 +425,22 @@ static inline __attribute__((always_inline)) bool apply_compact(walker *w, const
     return true; /* without a return address the stack ends here */
 }
 
+fu_walk_outcome fu_eh_elf_failure_outcome(int status)
+{
+    switch (status) {
+    case FU_EH_ELF_REGISTER_UNKNOWN: return FU_WALK_REGISTER_UNKNOWN;
+    case FU_EH_ELF_EXPRESSION_ERROR: return FU_WALK_EXPRESSION_ERROR;
+    case FU_EH_ELF_PAST_DUMP: return FU_WALK_TRUNCATED;
+    default: return FU_WALK_UNREADABLE;
+    }
+}
+
 /* The outcome of a compiled step that failed. */
 static void compiled_failure(walker *w, int status, uint64_t fault_address)
 {
-    switch (status) {
-    case FU_EH_ELF_REGISTER_UNKNOWN: w->result->outcome = FU_WALK_REGISTER_UNKNOWN; break;
-    case FU_EH_ELF_EXPRESSION_ERROR: w->result->outcome = FU_WALK_EXPRESSION_ERROR; break;
-    case FU_EH_ELF_PAST_DUMP:
-        w->result->outcome = FU_WALK_TRUNCATED;
+    w->result->outcome = fu_eh_elf_failure_outcome(status);
+    if (w->result->outcome == FU_WALK_TRUNCATED || w->result->outcome == FU_WALK_UNREADABLE)
         w->result->fault_address = fault_address;
-        break;
-    default:
-        w->result->outcome = FU_WALK_UNREADABLE;
-        w->result->fault_address = fault_address;
-        break;
-    }
 }
 
 /* apply_body's answer when the body leaves the row to the interpreter. */
