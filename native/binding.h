@@ -36,6 +36,37 @@ const struct fu_address_space *fu_address_space_of(PyObject *module, PyObject *o
 struct fu_compiled_table;
 const struct fu_compiled_table *fu_compiled_table_of(PyObject *module, PyObject *object);
 
+/* Batches of independent unwind steps, for the property tests (walk_binding.c step_batch: the
+ * walker; eh_elf_binding.c eh_elf_step_batch: a compiled table alone). A state is u64 regs[17],
+ * u32 valid mask, u32 ip_is_return_address; a record i8 caller kind (-1: no caller), u8 outcome
+ * (fu_walk_outcome, FU_STEP_NO_OUTCOME when there is none), u8 flags of the frame, u8 status (the
+ * fu_eh_elf_status in eh_elf_step_batch, else 0), u32 caller's valid mask, u64 fault address,
+ * u64 regs[17] (0 where invalid). */
+#define FU_STEP_NO_OUTCOME 0xff
+typedef struct fu_step_state {
+    uint64_t regs[17];
+    uint32_t valid;
+    uint32_t ip_is_return_address;
+} fu_step_state;
+typedef struct fu_step_record {
+    int8_t kind;
+    uint8_t outcome;
+    uint8_t flags;
+    uint8_t status;
+    uint32_t valid;
+    uint64_t fault_address;
+    uint64_t regs[17];
+} fu_step_record;
+struct fu_regs;
+struct fu_reader;
+/* One step from `regs` (decoded from `state`) into `record` (zeroed beforehand); runs without the GIL. */
+typedef void (*fu_step_one_fn)(void *context, const struct fu_regs *regs, const fu_step_state *state,
+                               const struct fu_reader *reader, fu_step_record *record);
+/* The batch: checks the states' size, reads memory from the stack dump at stack_address and the
+ * space's module images, calls `one` per state; the records as bytes, or NULL with an exception. */
+PyObject *fu_step_batch_run(const struct fu_address_space *space, const Py_buffer *states, const Py_buffer *stack,
+                            uint64_t stack_address, fu_step_one_fn one, void *context);
+
 /* Each adds its types and functions to the module; -1 with an exception set on failure. */
 int fu_walk_binding_init(PyObject *module);
 int fu_perf_walk_binding_init(PyObject *module);

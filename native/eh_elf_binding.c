@@ -28,7 +28,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "memory.h"
 #include "walk.h"
 
 typedef struct EhElfObject {
@@ -307,59 +306,48 @@ static PyType_Spec eh_elf_spec = {
 
 /* ---- one compiled step per state, for the differential test ---------------------------------- */
 
-/* walk_binding.c's step_batch formats: a state is u64 regs[17], u32 valid, u32 ip_is_return_address;
- * a record i8 kind, u8 outcome, u8 flags, u8 status, u32 valid, u64 fault address, u64 regs[17].
- * Outcomes are the walker's (fu_walk_outcome); where the compiled step has no walker outcome
- * (NO_INFO: the walker would try the frame pointer; INTERPRET) kind is -1, outcome
- * FU_EH_ELF_RECORD_NO_OUTCOME and `status` holds the fu_eh_elf_status. */
-#define FU_EH_ELF_RECORD_NO_OUTCOME 0xff
+typedef struct compiled_batch {
+    const fu_compiled_table *table;
+    uint64_t bias; /* avma = svma + bias */
+} compiled_batch;
 
-typedef struct eh_elf_state {
-    uint64_t regs[FU_WALK_REGISTERS];
-    uint32_t valid;
-    uint32_t ip_is_return_address;
-} eh_elf_state;
-
-typedef struct eh_elf_record {
-    int8_t kind;
-    uint8_t outcome;
-    uint8_t flags;
-    uint8_t status;
-    uint32_t valid;
-    uint64_t fault_address;
-    uint64_t regs[FU_WALK_REGISTERS];
-} eh_elf_record;
-
-static void record_of_status(int status, const fu_regs *caller, uint64_t fault, eh_elf_record *record)
+/* One compiled step into step_batch's record (binding.h). Where the compiled step has no walker
+ * outcome (NO_INFO: the walker would try the frame pointer; INTERPRET; a status no generator
+ * writes) kind is -1 and outcome FU_STEP_NO_OUTCOME; `status` always holds the fu_eh_elf_status. */
+static void compiled_step(void *context, const fu_regs *regs, const fu_step_state *state, const fu_reader *reader,
+                          fu_step_record *record)
 {
-    memset(record, 0, sizeof *record);
+    const compiled_batch *batch = context;
+    fu_regs caller = {{0}, 0};
+    uint64_t fault = 0;
+    uint64_t lookup = fu_lookup_address(state->regs[FU_REG_RA], state->ip_is_return_address != 0);
+    int status = batch->table->step(lookup - batch->bias, regs, &caller, reader, &fault);
     record->kind = -1;
     record->status = (uint8_t)status;
-    record->outcome = FU_EH_ELF_RECORD_NO_OUTCOME;
-    switch ((fu_eh_elf_status)status) {
+    record->outcome = FU_STEP_NO_OUTCOME;
+    switch (status) {
     case FU_EH_ELF_CFI:
     case FU_EH_ELF_SIGNAL:
         record->kind = status == FU_EH_ELF_SIGNAL ? FU_FRAME_SIGNAL : FU_FRAME_CFI;
         record->flags = status == FU_EH_ELF_SIGNAL ? FU_FRAME_SIGNAL_TRAMPOLINE : 0;
-        record->outcome = FU_EH_ELF_RECORD_NO_OUTCOME;
-        record->valid = caller->valid;
+        record->valid = caller.valid;
         for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
-            record->regs[r] = caller->valid >> r & 1 ? caller->value[r] : 0;
+            record->regs[r] = caller.valid >> r & 1 ? caller.value[r] : 0;
         break;
-    case FU_EH_ELF_REGISTER_UNKNOWN: record->outcome = FU_WALK_REGISTER_UNKNOWN; break;
-    case FU_EH_ELF_EXPRESSION_ERROR: record->outcome = FU_WALK_EXPRESSION_ERROR; break;
+    case FU_EH_ELF_REGISTER_UNKNOWN:
+    case FU_EH_ELF_EXPRESSION_ERROR:
     case FU_EH_ELF_UNREADABLE:
-        record->outcome = FU_WALK_UNREADABLE;
-        record->fault_address = fault;
-        break;
     case FU_EH_ELF_PAST_DUMP:
-        record->outcome = FU_WALK_TRUNCATED;
-        record->fault_address = fault;
+        record->outcome = (uint8_t)fu_eh_elf_failure_outcome(status);
+        if (status == FU_EH_ELF_UNREADABLE || status == FU_EH_ELF_PAST_DUMP)
+            record->fault_address = fault;
         break;
-    default: break; /* NO_INFO, INTERPRET, or a status no generator writes: no outcome */
+    default: break;
     }
 }
 
+/* eh_elf_step_batch(eh_elf, space, states, stack, stack_address, bias) -> bytes: step_batch's formats
+ * (binding.h) with the compiled table's step alone, for the compiled-vs-interpreter test. */
 static PyObject *eh_elf_step_batch(PyObject *module, PyObject *args)
 {
     PyObject *eh_elf_object, *space_object;
@@ -367,40 +355,9 @@ static PyObject *eh_elf_step_batch(PyObject *module, PyObject *args)
     unsigned long long stack_address, bias;
     if (!PyArg_ParseTuple(args, "OOy*y*KK", &eh_elf_object, &space_object, &states, &stack, &stack_address, &bias))
         return NULL;
-    PyObject *out = NULL;
-    const fu_compiled_table *table = fu_compiled_table_of(module, eh_elf_object);
-    const fu_address_space *space = table ? fu_address_space_of(module, space_object) : NULL;
-    if (!space)
-        goto done;
-    if (states.len % (Py_ssize_t)sizeof(eh_elf_state) != 0) {
-        PyErr_Format(PyExc_ValueError, "states: %zd bytes is not a whole number of %zu-byte records", states.len,
-                     sizeof(eh_elf_state));
-        goto done;
-    }
-    size_t n = (size_t)states.len / sizeof(eh_elf_state);
-    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(eh_elf_record)));
-    if (!out)
-        goto done;
-    uint8_t *records = (uint8_t *)PyBytes_AS_STRING(out);
-    fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
-    fu_reader reader = fu_dump_reader(&memory);
-    Py_BEGIN_ALLOW_THREADS
-    for (size_t i = 0; i < n; i++) {
-        eh_elf_state state;
-        memcpy(&state, (const uint8_t *)states.buf + i * sizeof state, sizeof state);
-        fu_regs regs = {{0}, 0}, caller = {{0}, 0};
-        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
-            if (state.valid >> r & 1)
-                fu_regs_set(&regs, r, state.regs[r]);
-        uint64_t fault = 0;
-        uint64_t lookup = fu_lookup_address(state.regs[FU_REG_RA], state.ip_is_return_address != 0);
-        int status = table->step(lookup - bias, &regs, &caller, &reader, &fault);
-        eh_elf_record record;
-        record_of_status(status, &caller, fault, &record);
-        memcpy(records + i * sizeof record, &record, sizeof record);
-    }
-    Py_END_ALLOW_THREADS
-done:
+    compiled_batch batch = {fu_compiled_table_of(module, eh_elf_object), bias};
+    const fu_address_space *space = batch.table ? fu_address_space_of(module, space_object) : NULL;
+    PyObject *out = space ? fu_step_batch_run(space, &states, &stack, stack_address, compiled_step, &batch) : NULL;
     PyBuffer_Release(&states);
     PyBuffer_Release(&stack);
     return out;
@@ -451,8 +408,7 @@ int fu_eh_elf_binding_init(PyObject *module)
         return -1;
     }
     if (PyModule_AddIntConstant(module, "UNWIND_ABI_VERSION", FU_UNWIND_ABI_VERSION) < 0 ||
-        PyModule_AddIntConstant(module, "EH_ELF_MAX_KEY", FU_EH_ELF_MAX_KEY) < 0 ||
-        PyModule_AddIntConstant(module, "EH_ELF_RECORD_NO_OUTCOME", FU_EH_ELF_RECORD_NO_OUTCOME) < 0)
+        PyModule_AddIntConstant(module, "EH_ELF_MAX_KEY", FU_EH_ELF_MAX_KEY) < 0)
         return -1;
     return 0;
 }

@@ -163,6 +163,10 @@ void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space);
 fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, const fu_reader *reader,
                        fu_walk_cache *cache, fu_frame *frames, size_t max_frames);
 
+/* The walker's outcome for a compiled step's failure status (REGISTER_UNKNOWN, EXPRESSION_ERROR,
+ * UNREADABLE, PAST_DUMP; a status no generator writes counts as unreadable). */
+fu_walk_outcome fu_eh_elf_failure_outcome(int status);
+
 /* The module whose executable mapping contains avma, or -1. */
 int64_t fu_address_space_find(const fu_address_space *space, uint64_t avma);
 

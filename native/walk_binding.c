@@ -317,28 +317,57 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
     return out;
 }
 
-/* One step per state, for the compact-vs-DWARF property test (tests/compact_table).
- * step_batch(space, states, stack, stack_address) -> bytes
- *   states: n records of fu_step_state (u64 regs[17], u32 valid mask, u32 ip_is_return_address)
- *   result: n records of fu_step_record: i8 caller kind (-1: failed), u8 outcome (0xff unless
- *   failed), u8 flags of the frame, u8 0, u32 caller's valid mask, u64 fault address, u64 regs[17]
- *   (0 where invalid). Memory is the stack dump plus the modules' read-only segments. */
-typedef struct fu_step_state {
-    uint64_t regs[FU_WALK_REGISTERS];
-    uint32_t valid;
-    uint32_t ip_is_return_address;
-} fu_step_state;
+_Static_assert(sizeof(((fu_step_state *)0)->regs) == sizeof(((fu_regs *)0)->value), "fu_step_state holds fu_regs");
 
-typedef struct fu_step_record {
-    int8_t kind;
-    uint8_t outcome;
-    uint8_t flags;
-    uint8_t reserved;
-    uint32_t valid;
-    uint64_t fault_address;
-    uint64_t regs[FU_WALK_REGISTERS];
-} fu_step_record;
+PyObject *fu_step_batch_run(const fu_address_space *space, const Py_buffer *states, const Py_buffer *stack,
+                            uint64_t stack_address, fu_step_one_fn one, void *context)
+{
+    if (states->len % (Py_ssize_t)sizeof(fu_step_state) != 0)
+        return PyErr_Format(PyExc_ValueError, "states: %zd bytes is not a whole number of %zu-byte records",
+                            states->len, sizeof(fu_step_state));
+    size_t n = (size_t)states->len / sizeof(fu_step_state);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(fu_step_record)));
+    if (!out)
+        return NULL;
+    uint8_t *records = (uint8_t *)PyBytes_AS_STRING(out);
+    fu_dump_memory memory = {stack->buf, stack_address, (uint64_t)stack->len, space};
+    fu_reader reader = fu_dump_reader(&memory);
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t i = 0; i < n; i++) {
+        fu_step_state state;
+        memcpy(&state, (const uint8_t *)states->buf + i * sizeof state, sizeof state);
+        fu_regs regs = {{0}, 0};
+        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+            if (state.valid >> r & 1)
+                fu_regs_set(&regs, r, state.regs[r]);
+        fu_step_record record;
+        memset(&record, 0, sizeof record);
+        one(context, &regs, &state, &reader, &record);
+        memcpy(records + i * sizeof record, &record, sizeof record);
+    }
+    Py_END_ALLOW_THREADS
+    return out;
+}
 
+/* The walker's step (fu_walk_step), for the compact-vs-DWARF property test (tests/compact_table). */
+static void walker_step(void *space, const fu_regs *regs, const fu_step_state *state, const fu_reader *reader,
+                        fu_step_record *record)
+{
+    fu_walk_result result = {FU_WALK_END, 0, 0};
+    fu_regs caller = {{0}, 0};
+    int kind = fu_walk_step(space, reader, regs, state->ip_is_return_address != 0, &caller, &record->flags, &result);
+    record->kind = (int8_t)kind;
+    record->outcome = kind < 0 ? (uint8_t)result.outcome : FU_STEP_NO_OUTCOME;
+    record->fault_address = kind < 0 ? result.fault_address : 0;
+    if (kind >= 0) {
+        record->valid = caller.valid;
+        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+            record->regs[r] = caller.valid >> r & 1 ? caller.value[r] : 0;
+    }
+}
+
+/* step_batch(space, states, stack, stack_address) -> bytes: fu_step_record per fu_step_state (binding.h);
+ * memory is the stack dump plus the modules' read-only segments. */
 static PyObject *step_batch(PyObject *module, PyObject *args)
 {
     PyObject *space_object;
@@ -346,48 +375,9 @@ static PyObject *step_batch(PyObject *module, PyObject *args)
     unsigned long long stack_address;
     if (!PyArg_ParseTuple(args, "Oy*y*K", &space_object, &states, &stack, &stack_address))
         return NULL;
-    PyObject *out = NULL;
     const fu_address_space *space = fu_address_space_of(module, space_object);
-    if (!space)
-        goto done;
-    if (states.len % (Py_ssize_t)sizeof(fu_step_state) != 0) {
-        PyErr_Format(PyExc_ValueError, "states: %zd bytes is not a whole number of %zu-byte records", states.len,
-                     sizeof(fu_step_state));
-        goto done;
-    }
-    size_t n = (size_t)states.len / sizeof(fu_step_state);
-    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(fu_step_record)));
-    if (!out)
-        goto done;
-    uint8_t *records = (uint8_t *)PyBytes_AS_STRING(out);
-    const uint8_t *in = states.buf;
-    fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
-    fu_reader reader = fu_dump_reader(&memory);
-    Py_BEGIN_ALLOW_THREADS
-    for (size_t i = 0; i < n; i++) {
-        fu_step_state state;
-        memcpy(&state, in + i * sizeof state, sizeof state);
-        fu_regs regs = {{0}, 0}, caller = {{0}, 0};
-        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
-            if (state.valid >> r & 1)
-                fu_regs_set(&regs, r, state.regs[r]);
-        fu_walk_result result = {FU_WALK_END, 0, 0};
-        fu_step_record record;
-        memset(&record, 0, sizeof record);
-        int kind = fu_walk_step(space, &reader, &regs, state.ip_is_return_address != 0, &caller,
-                                &record.flags, &result);
-        record.kind = (int8_t)kind;
-        record.outcome = kind < 0 ? (uint8_t)result.outcome : 0xff;
-        record.fault_address = kind < 0 ? result.fault_address : 0;
-        if (kind >= 0) {
-            record.valid = caller.valid;
-            for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
-                record.regs[r] = caller.valid >> r & 1 ? caller.value[r] : 0;
-        }
-        memcpy(records + i * sizeof record, &record, sizeof record);
-    }
-    Py_END_ALLOW_THREADS
-done:
+    PyObject *out = space ? fu_step_batch_run(space, &states, &stack, stack_address, walker_step, (void *)space)
+                          : NULL;
     PyBuffer_Release(&states);
     PyBuffer_Release(&stack);
     return out;
@@ -414,7 +404,8 @@ int fu_walk_binding_init(PyObject *module)
     }
     if (PyModule_AddFunctions(module, walk_methods) < 0)
         return -1;
-    if (PyModule_AddIntConstant(module, "WALK_MAX_FRAMES", FU_WALK_MAX_FRAMES) < 0)
+    if (PyModule_AddIntConstant(module, "WALK_MAX_FRAMES", FU_WALK_MAX_FRAMES) < 0 ||
+        PyModule_AddIntConstant(module, "STEP_NO_OUTCOME", FU_STEP_NO_OUTCOME) < 0)
         return -1;
     /* outcome names by code, so that Python never mirrors the enum */
     PyObject *names = PyTuple_New(FU_WALK_OUTCOME_COUNT);

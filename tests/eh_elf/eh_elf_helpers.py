@@ -20,7 +20,7 @@ from compact_helpers import (BIAS, RECORD_SIZE, REGISTERS, STACK_ADDRESS, STACK_
 from fastunwind import _core  # noqa: E402
 from fastunwind.address_space import ModuleImage  # noqa: E402
 
-NO_OUTCOME = _core.EH_ELF_RECORD_NO_OUTCOME
+NO_OUTCOME = _core.STEP_NO_OUTCOME
 STATUSES = _core.EH_ELF_STATUSES
 FRAME_POINTER_KIND = 3  #: walk.h FU_FRAME_FP
 NO_UNWIND_INFO = 2  #: walk.h FU_WALK_NO_UNWIND_INFO
