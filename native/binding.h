@@ -20,6 +20,9 @@ typedef struct module_state {
 
 module_state *fu_module_state(PyObject *module);
 
+/* An index argument in [0, count) into *index; false with IndexError or TypeError set. */
+bool fu_index_arg(PyObject *arg, size_t count, size_t *index);
+
 /* The evaluated table of a fastunwind._core.CfiTable, or NULL with TypeError set. */
 const fu_table *fu_cfi_table_of(PyObject *module, PyObject *object);
 

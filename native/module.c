@@ -13,6 +13,19 @@ static module_state *get_state(PyObject *module) { return (module_state *)PyModu
 
 module_state *fu_module_state(PyObject *module) { return get_state(module); }
 
+bool fu_index_arg(PyObject *arg, size_t count, size_t *index)
+{
+    Py_ssize_t i = PyNumber_AsSsize_t(arg, PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred())
+        return false;
+    if (i < 0 || (size_t)i >= count) {
+        PyErr_Format(PyExc_IndexError, "index %zd out of range (0..%zu)", i, count);
+        return false;
+    }
+    *index = (size_t)i;
+    return true;
+}
+
 static struct PyModuleDef core_module;
 
 static module_state *state_from_type(PyTypeObject *type)

@@ -7,8 +7,7 @@
  * Errors are raised as fastunwind.errors.PerfDataError (looked up by name at module init and kept as
  * the module attribute _core.PerfDataError).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "binding.h" /* Python.h first */
 
 #include "perf_data.h"
 
@@ -112,19 +111,6 @@ static PyObject *time_or_none(const fu_perf_sample_id *sid)
     if (sid->present & FU_PERF_SAMPLE_TIME)
         return PyLong_FromUnsignedLongLong(sid->time);
     Py_RETURN_NONE;
-}
-
-static bool index_arg(PyObject *arg, size_t count, size_t *index)
-{
-    Py_ssize_t i = PyNumber_AsSsize_t(arg, PyExc_IndexError);
-    if (i == -1 && PyErr_Occurred())
-        return false;
-    if (i < 0 || (size_t)i >= count) {
-        PyErr_Format(PyExc_IndexError, "index %zd out of range (0..%zu)", i, count);
-        return false;
-    }
-    *index = (size_t)i;
-    return true;
 }
 
 /* u64 values that may be unaligned, as a tuple of ints. */
@@ -266,7 +252,7 @@ static PyObject *perf_events(PerfDataObject *self, PyObject *unused)
 static PyObject *perf_mmap(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!index_arg(arg, self->pd.mmap_count, &i))
+    if (!fu_index_arg(arg, self->pd.mmap_count, &i))
         return NULL;
     const fu_perf_mmap *m = &self->pd.mmaps[i];
     PyObject *build_id;
@@ -286,7 +272,7 @@ static PyObject *perf_mmap(PerfDataObject *self, PyObject *arg)
 static PyObject *perf_comm(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!index_arg(arg, self->pd.comm_count, &i))
+    if (!fu_index_arg(arg, self->pd.comm_count, &i))
         return NULL;
     const fu_perf_comm *c = &self->pd.comms[i];
     return Py_BuildValue("(NNNONHK)", signed32(c->pid), signed32(c->tid), bytes_of(c->comm, c->comm_len),
@@ -298,7 +284,7 @@ static PyObject *perf_comm(PerfDataObject *self, PyObject *arg)
 static PyObject *perf_task(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!index_arg(arg, self->pd.task_count, &i))
+    if (!fu_index_arg(arg, self->pd.task_count, &i))
         return NULL;
     const fu_perf_task *t = &self->pd.tasks[i];
     return Py_BuildValue("(NNNNKNOK)", signed32(t->pid), signed32(t->ppid), signed32(t->tid), signed32(t->ptid),
@@ -311,7 +297,7 @@ static PyObject *perf_task(PerfDataObject *self, PyObject *arg)
 static PyObject *perf_sample(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!index_arg(arg, self->pd.sample_count, &i))
+    if (!fu_index_arg(arg, self->pd.sample_count, &i))
         return NULL;
     const fu_perf_sample *s = &self->pd.samples[i];
     PyObject *time = (s->present & FU_PERF_SAMPLE_TIME) ? PyLong_FromUnsignedLongLong(s->time)
@@ -326,7 +312,7 @@ static PyObject *perf_sample(PerfDataObject *self, PyObject *arg)
 static PyObject *perf_sample_callchain(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!index_arg(arg, self->pd.sample_count, &i))
+    if (!fu_index_arg(arg, self->pd.sample_count, &i))
         return NULL;
     const fu_perf_sample *s = &self->pd.samples[i];
     return u64_tuple((const uint8_t *)s->callchain, s->callchain ? s->callchain_count : 0);
@@ -336,7 +322,7 @@ static PyObject *perf_sample_callchain(PerfDataObject *self, PyObject *arg)
 static PyObject *perf_sample_stack(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!index_arg(arg, self->pd.sample_count, &i))
+    if (!fu_index_arg(arg, self->pd.sample_count, &i))
         return NULL;
     const fu_perf_sample *s = &self->pd.samples[i];
     return bytes_of((const char *)s->stack, (uint32_t)(s->stack ? s->stack_size : 0));
@@ -346,7 +332,7 @@ static PyObject *perf_sample_stack(PerfDataObject *self, PyObject *arg)
 static PyObject *perf_sample_regs(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!index_arg(arg, self->pd.sample_count, &i))
+    if (!fu_index_arg(arg, self->pd.sample_count, &i))
         return NULL;
     const fu_perf_sample *s = &self->pd.samples[i];
     uint64_t n = s->regs ? (uint64_t)__builtin_popcountll(s->regs_mask) : 0;
@@ -373,7 +359,7 @@ static PyObject *perf_sample_reg(PerfDataObject *self, PyObject *args)
 static PyObject *perf_sample_extra(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!index_arg(arg, self->pd.sample_count, &i))
+    if (!fu_index_arg(arg, self->pd.sample_count, &i))
         return NULL;
     const fu_perf_sample *s = &self->pd.samples[i];
     PyObject *branches = u64_tuple(s->branches, s->branch_count * 3);

@@ -933,29 +933,16 @@ static PyObject *id_tuple(const uint32_t *ids, uint32_t from, uint32_t to)
     return t;
 }
 
-/* An index argument in [0, count); false with IndexError or TypeError set. */
-static bool index_of(PyObject *arg, size_t count, const char *what, Py_ssize_t *index)
-{
-    *index = PyLong_AsSsize_t(arg);
-    if (*index == -1 && PyErr_Occurred())
-        return false;
-    if (*index < 0 || (size_t)*index >= count) {
-        PyErr_Format(PyExc_IndexError, "%s %zd of %zu", what, *index, count);
-        return false;
-    }
-    return true;
-}
-
 /* sample(i) -> (comm: bytes, pid, tid, time | None, outcome code, kernel frame ids, user frame ids) */
 static PyObject *unwound_sample(UnwoundObject *self, PyObject *arg)
 {
-    Py_ssize_t i;
-    if (!index_of(arg, self->sample_count, "sample", &i))
+    size_t i;
+    if (!fu_index_arg(arg, self->sample_count, &i))
         return NULL;
     const fu_perf_sample *s = &self->samples[i];
     const char *comm;
     size_t comm_len;
-    comm_of(self, (size_t)i, &comm, &comm_len);
+    comm_of(self, i, &comm, &comm_len);
     PyObject *time = s->present & FU_PERF_SAMPLE_TIME ? PyLong_FromUnsignedLongLong(s->time) : Py_NewRef(Py_None);
     return Py_BuildValue("(y#iiNBNN)", comm, (Py_ssize_t)comm_len, (int)(int32_t)s->pid, (int)(int32_t)s->tid, time,
                          self->outcomes[i], id_tuple(self->frame_ids, self->bounds[2 * i], self->bounds[2 * i + 1]),
@@ -984,8 +971,8 @@ static PyObject *int128_to_python(unsigned __int128 magnitude, bool negative)
 /* frame(j) -> (address as printed, symbol | None, offset, dso) */
 static PyObject *unwound_frame(UnwoundObject *self, PyObject *arg)
 {
-    Py_ssize_t j;
-    if (!index_of(arg, self->frame_count, "frame", &j))
+    size_t j;
+    if (!fu_index_arg(arg, self->frame_count, &j))
         return NULL;
     const frame_rec *f = &self->frames[j];
     const char *dso;
