@@ -11,7 +11,9 @@ the first pass is what one `perf-script` run pays, the best pass is the warm cos
 from __future__ import annotations
 
 import array
-from dataclasses import dataclass, field
+import functools
+from collections import Counter
+from dataclasses import dataclass
 
 from fastunwind import _core
 from fastunwind.perf_data import PerfData
@@ -21,14 +23,36 @@ from fastunwind.walk import OUTCOMES
 
 @dataclass
 class BackendTiming:
-    """One backend's passes over the same samples."""
+    """One backend's passes over the same samples, and what its last pass found (unwind_samples'
+    arrays: an outcome code per sample, where each sample's frames start, the frame PCs)."""
 
     backend: str
-    samples: int                       #: samples walked (those with user registers in an address space)
-    frames: int                        #: frames of one pass
     passes_ns: list[int]               #: walk_ns of each pass
-    outcomes: dict[str, int] = field(default_factory=dict)
-    pcs: dict[int, tuple[int, ...]] = field(default_factory=dict)  #: sample index -> frame PCs
+    outcome_codes: bytes
+    starts: array.array
+    ips: array.array
+
+    @property
+    def frames(self) -> int:
+        """Frames of one pass."""
+        return len(self.ips)
+
+    @functools.cached_property
+    def outcomes(self) -> dict[str, int]:
+        """Walked samples (those with user registers in an address space) by outcome."""
+        counts = Counter(self.outcome_codes)
+        return {OUTCOMES[code]: n for code, n in counts.items() if code < len(OUTCOMES)}
+
+    @property
+    def samples(self) -> int:
+        return sum(self.outcomes.values())
+
+    @functools.cached_property
+    def pcs(self) -> dict[int, tuple[int, ...]]:
+        """Sample index -> its frame PCs, for the walked samples (a Python object per sample: for
+        reports that compare samples one by one)."""
+        return {index: tuple(self.ips[self.starts[index]:self.starts[index + 1]])
+                for index, code in enumerate(self.outcome_codes) if code < len(OUTCOMES)}
 
     @property
     def total_ns(self) -> int:
@@ -57,21 +81,15 @@ def time_backend(perf: PerfData, replayed: Replay, backend: str, repeat: int, ma
         result = _core.unwind_samples(perf.native, space_ids, cores, max_frames)
         passes_ns.append(result[6])
     assert result is not None
-    outcome_codes, starts_b, ips_b = result[0], result[1], result[2]
     starts, ips = array.array("I"), array.array("Q")
-    starts.frombytes(starts_b)
-    ips.frombytes(ips_b)
-    timing = BackendTiming(backend, 0, len(ips), passes_ns)
-    for index, code in enumerate(outcome_codes):
-        if code >= len(OUTCOMES):  # skipped, or no user registers: not walked
-            continue
-        name = OUTCOMES[code]
-        timing.samples += 1
-        timing.outcomes[name] = timing.outcomes.get(name, 0) + 1
-        timing.pcs[index] = tuple(ips[starts[index]:starts[index + 1]])
-    return timing
+    starts.frombytes(result[1])
+    ips.frombytes(result[2])
+    return BackendTiming(backend, passes_ns, result[0], starts, ips)
 
 
 def differing_samples(a: BackendTiming, b: BackendTiming) -> int:
-    """Samples whose frame PCs differ between two timings of the same recording."""
+    """Samples whose frame PCs differ between two timings of the same recording (compared whole
+    first: the common case, identical frames, costs no Python per sample)."""
+    if a.starts == b.starts and a.ips == b.ips and a.outcome_codes == b.outcome_codes:
+        return 0
     return sum(1 for index in a.pcs.keys() | b.pcs.keys() if a.pcs.get(index) != b.pcs.get(index))
