@@ -19,7 +19,6 @@ Every build goes to a fresh temporary cache (nothing is reused). Reported:
 from __future__ import annotations
 
 import argparse
-import array
 import json
 import os
 import random
@@ -31,7 +30,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "src"))
 sys.path.insert(0, os.path.join(REPO, "tests", "compact_table"))
 
-from compact_helpers import BIAS, STACK_ADDRESS, STACK_SIZE, random_state  # noqa: E402
+from compact_helpers import BIAS, STACK_ADDRESS, random_stack, random_states  # noqa: E402
 
 from fastunwind import _core, eh_elf  # noqa: E402
 from fastunwind.address_space import ModuleImage  # noqa: E402
@@ -95,21 +94,9 @@ def step_times(path: str, lookup: str, states_count: int = 200_000, repeat: int 
                                                                *image.compact_key()))
         module = (BIAS + base - 0x1000, BIAS + end + 0x1000, BIAS, image.eh_frame, image.debug_frame,
                   image.segments, 0, compact)
-        spaces = {"dwarf": _core.AddressSpace([module], backend="dwarf")}
-        for name in ("table", "compact"):  # the compact backend's name changes with the walker rewrite
-            try:
-                spaces["table"] = _core.AddressSpace([module], backend=name)
-                break
-            except ValueError:
-                continue
-        words = array.array("Q", rng.randbytes(STACK_SIZE))
-        for i in range(0, len(words), 3):
-            words[i] = BIAS + rng.randrange(base, end)
-        stack = words.tobytes()
-        states = array.array("Q")
-        for _ in range(states_count):
-            states.extend(random_state(rng, BIAS + rng.randrange(base, end)))
-        states_b = states.tobytes()
+        spaces = {name: _core.AddressSpace([module], backend=name) for name in ("dwarf", "table")}
+        stack = random_stack(rng, base, end)
+        states_b = random_states(rng, [rng.randrange(base, end) for _ in range(states_count)])
         timings: dict[str, float] = {}
         for _ in range(repeat):
             for name, run in [("compiled", lambda: _core.eh_elf_step_batch(built.eh_elf, spaces["dwarf"], states_b,

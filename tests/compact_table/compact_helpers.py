@@ -78,6 +78,25 @@ def random_state(rng: random.Random, avma: int) -> list[int]:
     return regs + [valid | (int(return_address) << 32)]
 
 
+def random_stack(rng: random.Random, base_svma: int, end_svma: int) -> bytes:
+    """STACK_SIZE random bytes with plausible return addresses (into [base_svma, end_svma) mapped at
+    BIAS) and stack pointers planted among the words, so that random steps go somewhere."""
+    words = array.array("Q", rng.randbytes(STACK_SIZE))
+    for i in range(0, len(words), 3):
+        words[i] = BIAS + rng.randrange(base_svma, max(end_svma, base_svma + 1))
+    for i in range(1, len(words), 5):
+        words[i] = STACK_ADDRESS + 8 * rng.randrange(STACK_SIZE // 8)
+    return words.tobytes()
+
+
+def random_states(rng: random.Random, svmas: list[int]) -> bytes:
+    """One random_state per svma (mapped at BIAS), in step_batch's state format."""
+    states = array.array("Q")
+    for svma in svmas:
+        states.extend(random_state(rng, (svma + BIAS) & ((1 << 64) - 1)))
+    return states.tobytes()
+
+
 def check_module(image: ModuleImage, compact: _core.CompactTable, seed: int, per_address: int = 2,
                  batch: int = 20000) -> Agreement:
     """Step from `per_address` random states at every address of addresses_to_check, with each
@@ -86,23 +105,15 @@ def check_module(image: ModuleImage, compact: _core.CompactTable, seed: int, per
     rng = random.Random(seed)
     result = Agreement(image.path, seed)
     spaces = module_spaces(image, compact)
-    stack = rng.randbytes(STACK_SIZE)
-    # plant plausible return addresses and stack pointers among the random words
-    words = array.array("Q", stack)
-    for i in range(0, len(words), 3):
-        words[i] = BIAS + rng.randrange(compact.base_svma, max(compact.end_svma, compact.base_svma + 1))
-    for i in range(1, len(words), 5):
-        words[i] = STACK_ADDRESS + 8 * rng.randrange(STACK_SIZE // 8)
-    stack = words.tobytes()
+    stack = random_stack(rng, compact.base_svma, compact.end_svma)
     slow_rules = {i for i in range(compact.rule_count) if compact.rule(i)["cfa"] == "slow"}
     addresses = addresses_to_check(compact, rng)
     svmas = [a for a in addresses for _ in range(per_address)]
     for first in range(0, len(svmas), batch):
         chunk = svmas[first:first + batch]
+        states_b = random_states(rng, chunk)
         states = array.array("Q")
-        for svma in chunk:
-            states.extend(random_state(rng, (svma + BIAS) & ((1 << 64) - 1)))
-        states_b = states.tobytes()
+        states.frombytes(states_b)
         records = {b: _core.step_batch(space, states_b, stack, STACK_ADDRESS) for b, space in spaces.items()}
         for i, svma in enumerate(chunk):
             found = compact.lookup(svma)

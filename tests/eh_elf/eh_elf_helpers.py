@@ -14,8 +14,8 @@ from pathlib import Path
 # the differential test reuses the compact table test's random states and record decoding
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compact_table"))
 
-from compact_helpers import (BIAS, RECORD_SIZE, REGISTERS, STACK_ADDRESS, STACK_SIZE, STATE_WORDS, decode,
-                             random_state)  # noqa: E402
+from compact_helpers import (BIAS, RECORD_SIZE, REGISTERS, STACK_ADDRESS, STATE_WORDS, decode,  # noqa: E402
+                             random_stack, random_states)
 
 from fastunwind import _core  # noqa: E402
 from fastunwind.address_space import ModuleImage  # noqa: E402
@@ -82,20 +82,13 @@ def check_module(image: ModuleImage, eh_elf: _core.EhElf, seed: int, per_address
     result = Agreement(image.path, seed)
     base, end, *_ = _core.eh_elf_rows(image.eh_frame, image.debug_frame)
     space = _dwarf_space(image, base, end)
-    words = array.array("Q", rng.randbytes(STACK_SIZE))
-    # plausible return addresses and stack pointers among the random words
-    for i in range(0, len(words), 3):
-        words[i] = BIAS + rng.randrange(base, max(end, base + 1))
-    for i in range(1, len(words), 5):
-        words[i] = STACK_ADDRESS + 8 * rng.randrange(STACK_SIZE // 8)
-    stack = words.tobytes()
+    stack = random_stack(rng, base, end)
     svmas = [pc for pc in pcs_to_check(image, rng) for _ in range(per_address)]
     for first in range(0, len(svmas), batch):
         chunk = svmas[first:first + batch]
+        states_b = random_states(rng, chunk)
         states = array.array("Q")
-        for svma in chunk:
-            states.extend(random_state(rng, (svma + BIAS) & ((1 << 64) - 1)))
-        states_b = states.tobytes()
+        states.frombytes(states_b)
         dwarf = _core.step_batch(space, states_b, stack, STACK_ADDRESS)
         compiled = _core.eh_elf_step_batch(eh_elf, space, states_b, stack, STACK_ADDRESS, BIAS)
         for i, svma in enumerate(chunk):
