@@ -55,6 +55,10 @@ static void make_register_plan(uint64_t mask, register_plan *plan)
     }
 }
 
+/* The user registers `perf record --call-graph dwarf` samples on x86-64 (PERF_REGS_MASK in perf's
+ * arch/x86/include/perf_regs.h): every general register, rip, flags, cs and ss; not ds, es, fs, gs. */
+#define PERF_DEFAULT_REGS_MASK 0xff0fffull
+
 /* The sample's user registers in DWARF numbering. */
 static void sample_registers(const fu_perf_sample *sample, register_plan *plan, fu_regs *regs)
 {
@@ -63,8 +67,22 @@ static void sample_registers(const fu_perf_sample *sample, register_plan *plan, 
         return;
     if (sample->regs_mask != plan->mask)
         make_register_plan(sample->regs_mask, plan);
-    for (unsigned k = 0; k < plan->count; k++)
-        memcpy(&regs->value[plan->dwarf[k]], sample->regs + 8 * plan->index[k], 8);
+    const uint8_t *in = sample->regs;
+    if (plan->mask == PERF_DEFAULT_REGS_MASK) {
+        /* The plan of this mask as straight-line copies (a third of the loop's instructions): in
+         * the sample ax bx cx dx si di bp sp ip flags cs ss r8..r15, in DWARF order rax rdx rcx
+         * rbx, then rsi rdi rbp rsp and r8..r15 in runs, then rip. */
+        memcpy(&regs->value[0], in + 8 * FU_PERF_REG_AX, 8);
+        memcpy(&regs->value[1], in + 8 * FU_PERF_REG_DX, 8);
+        memcpy(&regs->value[2], in + 8 * FU_PERF_REG_CX, 8);
+        memcpy(&regs->value[3], in + 8 * FU_PERF_REG_BX, 8);
+        memcpy(&regs->value[4], in + 8 * FU_PERF_REG_SI, 4 * 8);
+        memcpy(&regs->value[8], in + 8 * (FU_PERF_REG_R8 - 4), 8 * 8); /* ds es fs gs not sampled */
+        memcpy(&regs->value[16], in + 8 * FU_PERF_REG_IP, 8);
+    } else {
+        for (unsigned k = 0; k < plan->count; k++)
+            memcpy(&regs->value[plan->dwarf[k]], in + 8 * plan->index[k], 8);
+    }
     regs->valid = plan->valid;
 }
 
@@ -193,8 +211,9 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
             }
             fu_dump_memory memory = {sample->stack, sp, sample->stack_size, spaces[id]};
             fu_reader reader = fu_dump_reader(&memory);
-            fu_walk_result r = fu_walk(spaces[id], &regs, &reader, caches[id],
-                                       (fu_frame *)(walked.data + walked.len), (size_t)max_frames);
+            fu_walk_result r;
+            fu_walk(spaces[id], &regs, &reader, caches[id], (fu_frame *)(walked.data + walked.len),
+                    (size_t)max_frames, &r);
             walked.len += sizeof(fu_frame) * r.frame_count;
             frame_count += (uint32_t)r.frame_count;
             outcome = (uint8_t)r.outcome;
@@ -237,7 +256,35 @@ done:
     return result;
 }
 
+/* sample_walk_registers(perf_data, index) -> 17-tuple of int or None: the registers a walk of
+ * sample `index` starts from, in DWARF numbering (for tests of the extraction). */
+static PyObject *sample_walk_registers(PyObject *module, PyObject *args)
+{
+    PyObject *perf_data, *index_object;
+    if (!PyArg_ParseTuple(args, "OO", &perf_data, &index_object))
+        return NULL;
+    size_t count, index;
+    const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
+    if (!samples || !fu_index_arg(index_object, count, &index))
+        return NULL;
+    register_plan plan;
+    make_register_plan(0, &plan);
+    fu_regs regs;
+    sample_registers(&samples[index], &plan, &regs);
+    PyObject *values = PyTuple_New(FU_WALK_REGISTERS);
+    for (unsigned r = 0; values && r < FU_WALK_REGISTERS; r++) {
+        PyObject *v = regs.valid >> r & 1 ? PyLong_FromUnsignedLongLong(regs.value[r]) : Py_NewRef(Py_None);
+        if (!v)
+            Py_CLEAR(values);
+        else
+            PyTuple_SET_ITEM(values, r, v);
+    }
+    return values;
+}
+
 static PyMethodDef perf_walk_methods[] = {
+    {"sample_walk_registers", sample_walk_registers, METH_VARARGS,
+     "sample_walk_registers(perf_data, index) -> the DWARF registers 0..16 a walk of the sample starts from"},
     {"unwind_samples", (PyCFunction)(void (*)(void))unwind_samples, METH_VARARGS | METH_KEYWORDS,
      "unwind_samples(perf_data, space_ids, spaces, max_frames=127) -> outcome and frame arrays, walk_ns"},
     {NULL},

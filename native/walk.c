@@ -598,26 +598,26 @@ void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space)
     cache->space = space;
 }
 
-fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, const fu_reader *reader,
-                       fu_walk_cache *cache, fu_frame *frames, size_t max_frames)
+void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
+             fu_frame *frames, size_t max_frames, fu_walk_result *result)
 {
-    fu_walk_result result = {FU_WALK_END, 0, 0};
+    *result = (fu_walk_result){FU_WALK_END, 0, 0};
     if (cache && cache->space != space)
         cache = NULL; /* bound to another space: its entries say nothing about this one */
-    walker w = {space, reader, &result, cache};
+    walker w = {space, reader, result, cache};
     if (max_frames > FU_WALK_MAX_FRAMES)
         max_frames = FU_WALK_MAX_FRAMES;
     /* the current frame's registers and its caller's, swapped after each step */
-    fu_regs buffers[2];
-    fu_regs *regs = &buffers[0], *caller = &buffers[1];
-    *regs = *initial;
+    fu_regs other;
+    fu_regs *regs = registers, *caller = &other;
     uint64_t ip;
     if (max_frames == 0 || !fu_regs_get(regs, FU_REG_RA, &ip)) {
-        result.outcome = max_frames == 0 ? FU_WALK_FRAME_LIMIT : FU_WALK_REGISTER_UNKNOWN;
-        return result;
+        result->outcome = max_frames == 0 ? FU_WALK_FRAME_LIMIT : FU_WALK_REGISTER_UNKNOWN;
+        return;
     }
     bool ip_is_return_address = false;
     uint8_t kind = FU_FRAME_FIRST;
+    size_t n = 0; /* frames written */
     /* Each iteration records one frame and steps to its caller; bounded by max_frames. */
     for (;;) {
         uint64_t lookup = fu_lookup_address(ip, ip_is_return_address);
@@ -631,14 +631,14 @@ fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, co
                 *entry = found;
         }
         int64_t m = found.module == UINT32_MAX ? -1 : (int64_t)found.module;
-        fu_frame *frame = &frames[result.frame_count++];
+        fu_frame *frame = &frames[n++];
         frame->ip = ip;
         frame->module = found.module;
         frame->kind = kind;
         frame->flags = 0;
-        if (result.frame_count == max_frames) {
-            result.outcome = FU_WALK_FRAME_LIMIT;
-            return result;
+        if (n == max_frames) {
+            result->outcome = FU_WALK_FRAME_LIMIT;
+            break;
         }
         bool signal_frame = false;
         int caller_kind;
@@ -662,27 +662,27 @@ fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, co
             break;
         }
         if (caller_kind < 0)
-            return result;
+            break; /* the step set the outcome */
         kind = (uint8_t)caller_kind;
         uint64_t next_ip, sp, next_sp;
         if (!fu_regs_get(caller, FU_REG_RA, &next_ip) || next_ip == 0) {
-            result.outcome = FU_WALK_END; /* DW_CFA_undefined return address (e.g. _start, clone) */
-            return result;
+            result->outcome = FU_WALK_END; /* DW_CFA_undefined return address (e.g. _start, clone) */
+            break;
         }
         if (!fu_regs_get(caller, FU_REG_RSP, &next_sp)) {
-            result.outcome = FU_WALK_REGISTER_UNKNOWN;
-            return result;
+            result->outcome = FU_WALK_REGISTER_UNKNOWN;
+            break;
         }
         if (fu_regs_get(regs, FU_REG_RSP, &sp)) {
             if (next_sp == sp && next_ip == ip) {
-                result.outcome = FU_WALK_NO_PROGRESS;
-                return result;
+                result->outcome = FU_WALK_NO_PROGRESS;
+                break;
             }
             /* a signal may run on an alternate stack: only ordinary frames must move up */
             if (!signal_frame && next_sp < sp) {
-                result.outcome = FU_WALK_SP_BACKWARDS;
-                result.fault_address = next_sp;
-                return result;
+                result->outcome = FU_WALK_SP_BACKWARDS;
+                result->fault_address = next_sp;
+                break;
             }
         }
         fu_regs *swap = regs;
@@ -691,4 +691,5 @@ fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, co
         ip = next_ip;
         ip_is_return_address = !signal_frame;
     }
+    result->frame_count = n;
 }

@@ -158,10 +158,11 @@ typedef struct fu_walk_cache {
  * is freed (fu_walk ignores a cache bound to another space). */
 void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space);
 
-/* Walk from `initial` (the sampled IP in value[FU_REG_RA]), writing at most max_frames frames.
- * `cache` may be NULL. */
-fu_walk_result fu_walk(const fu_address_space *space, const fu_regs *initial, const fu_reader *reader,
-                       fu_walk_cache *cache, fu_frame *frames, size_t max_frames);
+/* Walk from the first frame's registers (the sampled IP in value[FU_REG_RA]), writing at most
+ * max_frames frames and the outcome to *result. The walk works in `registers` (no copy per walk:
+ * the caller has just written them), so they are clobbered. `cache` may be NULL. */
+void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
+             fu_frame *frames, size_t max_frames, fu_walk_result *result);
 
 /* The walker's outcome for a compiled step's failure status (REGISTER_UNKNOWN, EXPRESSION_ERROR,
  * UNREADABLE, PAST_DUMP; a status no generator writes counts as unreadable). */

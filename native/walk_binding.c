@@ -254,7 +254,7 @@ static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
     fu_reader reader = fu_dump_reader(&memory);
     fu_walk_result r;
     Py_BEGIN_ALLOW_THREADS
-    r = fu_walk(space, &regs, &reader, NULL, frames, (size_t)max_frames);
+    fu_walk(space, &regs, &reader, NULL, frames, (size_t)max_frames, &r);
     Py_END_ALLOW_THREADS
     result = walk_result(&r, frames);
 done:
@@ -296,7 +296,8 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
     for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
         fu_regs_set(&regs, r, (uint64_t)g[from_greg[r]]);
     fu_reader reader = fu_self_reader();
-    fu_walk_result r = fu_walk(space, &regs, &reader, NULL, frames, (size_t)max_frames);
+    fu_walk_result r;
+    fu_walk(space, &regs, &reader, NULL, frames, (size_t)max_frames, &r);
     PyObject *walked = walk_result(&r, frames);
     PyObject *bt = walked ? PyList_New(oracle_count) : NULL;
     for (int i = 0; bt && i < oracle_count; i++) {

@@ -1008,7 +1008,8 @@ static void walk_into(const fu_address_space *space, const walk_case *c, const f
 {
     /* poison the frames past what the walk writes: a stale frame would show as a difference */
     memset(out->frames, 0xa5, sizeof out->frames);
-    out->result = fu_walk(space, &c->regs, reader, cache, out->frames, c->max_frames);
+    fu_regs registers = c->regs; /* the walk clobbers them */
+    fu_walk(space, &registers, reader, cache, out->frames, c->max_frames, &out->result);
 }
 
 static void check_input(const uint8_t *data, size_t size)
