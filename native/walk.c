@@ -274,7 +274,7 @@ static bool apply_row(walker *w, const fu_table *t, const fu_state *state, uint6
 
 /* Follow rbp (frame-pointer convention: [rbp] = caller's rbp, [rbp+8] = return address) when no
  * CFI covers the PC and the chain is plausible. */
-static bool frame_pointer_step(walker *w, const fu_regs *regs, fu_regs *out)
+static inline __attribute__((always_inline)) bool frame_pointer_step(walker *w, const fu_regs *regs, fu_regs *out)
 {
     uint64_t rbp, rsp, caller_rbp, ra;
     if (!fu_regs_get(regs, FU_REG_RBP, &rbp) || !fu_regs_get(regs, FU_REG_RSP, &rsp))
@@ -301,7 +301,8 @@ static bool frame_pointer_step(walker *w, const fu_regs *regs, fu_regs *out)
 }
 
 /* No CFI covers the frame at `regs`: the frame pointer, if its chain is plausible. */
-static int frame_pointer_or_fail(walker *w, const fu_regs *regs, fu_regs *caller)
+static inline __attribute__((always_inline)) int frame_pointer_or_fail(walker *w, const fu_regs *regs,
+                                                                      fu_regs *caller)
 {
     if (frame_pointer_step(w, regs, caller))
         return FU_FRAME_FP;
@@ -622,18 +623,18 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
     for (;;) {
         uint64_t lookup = fu_lookup_address(ip, ip_is_return_address);
         fu_walk_cache_entry *entry = cache ? cache_entry(cache, lookup) : NULL;
-        fu_walk_cache_entry found;
-        if (entry && entry->kind != FU_WALK_CACHED_NONE && entry->lookup == lookup) {
-            found = *entry;
-        } else {
-            settle(space, fu_address_space_find(space, lookup), lookup, &found);
-            if (entry && found.kind != FU_WALK_CACHED_NONE)
-                *entry = found;
+        fu_walk_cache_entry settled;
+        const fu_walk_cache_entry *found = entry;
+        if (!entry || entry->kind == FU_WALK_CACHED_NONE || entry->lookup != lookup) {
+            settle(space, fu_address_space_find(space, lookup), lookup, &settled);
+            if (entry && settled.kind != FU_WALK_CACHED_NONE)
+                *entry = settled;
+            found = &settled;
         }
-        int64_t m = found.module == UINT32_MAX ? -1 : (int64_t)found.module;
+        int64_t m = found->module == UINT32_MAX ? -1 : (int64_t)found->module;
         fu_frame *frame = &frames[n++];
         frame->ip = ip;
-        frame->module = found.module;
+        frame->module = found->module;
         frame->kind = kind;
         frame->flags = 0;
         if (n == max_frames) {
@@ -642,15 +643,15 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
         }
         bool signal_frame = false;
         int caller_kind;
-        switch ((fu_walk_cached)found.kind) {
+        switch ((fu_walk_cached)found->kind) {
         case FU_WALK_CACHED_RULE:
-            caller_kind = apply_compact(&w, found.what.rule, (slot_span){found.lowest_by_8, found.highest_by_8}, regs,
+            caller_kind = apply_compact(&w, found->what.rule, (slot_span){found->lowest_by_8, found->highest_by_8}, regs,
                                         caller)
                               ? FU_FRAME_CFI
                               : -1;
             break;
         case FU_WALK_CACHED_BODY:
-            caller_kind = apply_body(&w, found.what.body, regs, caller, &frame->flags, &signal_frame);
+            caller_kind = apply_body(&w, found->what.body, regs, caller, &frame->flags, &signal_frame);
             if (caller_kind == INTERPRET)
                 caller_kind = step(&w, m, lookup, regs, caller, &frame->flags, &signal_frame);
             break;
