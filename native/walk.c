@@ -272,31 +272,40 @@ static bool apply_row(walker *w, const fu_table *t, const fu_state *state, uint6
     return true; /* without a rule the return address stays invalid: the stack ends there */
 }
 
-/* Follow rbp (frame-pointer convention: [rbp] = caller's rbp, [rbp+8] = return address) when no
- * CFI covers the PC and the chain is plausible. */
-static inline __attribute__((always_inline)) bool frame_pointer_step(walker *w, const fu_regs *regs, fu_regs *out)
+/* Follow rbp (frame-pointer convention: [rbp] = caller's rbp, [rbp+8] = return address) from a
+ * frame whose rbp and rsp are known, when no CFI covers its PC: the caller's rbp and return
+ * address (its rsp is rbp + 16), or false if the chain is not plausible. */
+static inline __attribute__((always_inline)) bool follow_rbp(walker *w, uint64_t rbp, uint64_t rsp,
+                                                            uint64_t *caller_rbp, uint64_t *ra)
 {
-    uint64_t rbp, rsp, caller_rbp, ra;
-    if (!fu_regs_get(regs, FU_REG_RBP, &rbp) || !fu_regs_get(regs, FU_REG_RSP, &rsp))
-        return false;
     if (rbp % 8 != 0 || rbp < rsp || rbp - rsp > FU_FP_MAX_FRAME_SIZE)
         return false;
     const fu_reader *reader = w->reader;
     uint64_t offset = rbp - reader->window_address;
     if (offset < reader->window_size && reader->window_size - offset >= 16) { /* both slots in the window */
-        memcpy(&caller_rbp, reader->window + offset, 8);
-        memcpy(&ra, reader->window + offset + 8, 8);
-    } else if (!read_soft(w, rbp, &caller_rbp) || !read_soft(w, rbp + 8, &ra)) {
+        memcpy(caller_rbp, reader->window + offset, 8);
+        memcpy(ra, reader->window + offset + 8, 8);
+    } else if (!read_soft(w, rbp, caller_rbp) || !read_soft(w, rbp + 8, ra)) {
         return false;
     }
     /* The return address must land in mapped code. The saved rbp is only the caller's register
      * value: a caller built without frame pointers keeps any data there. */
-    if (!in_module(w, ra - 1))
+    return in_module(w, *ra - 1);
+}
+
+/* What a frame-pointer step knows of the caller: rbp, rsp and the return address. */
+#define FU_FP_CALLER_VALID ((1u << FU_REG_RBP) | (1u << FU_REG_RSP) | (1u << FU_REG_RA))
+
+static inline __attribute__((always_inline)) bool frame_pointer_step(walker *w, const fu_regs *regs, fu_regs *out)
+{
+    uint64_t rbp, rsp, caller_rbp, ra;
+    if (!fu_regs_get(regs, FU_REG_RBP, &rbp) || !fu_regs_get(regs, FU_REG_RSP, &rsp) ||
+        !follow_rbp(w, rbp, rsp, &caller_rbp, &ra))
         return false;
-    out->valid = 0;
-    fu_regs_set(out, FU_REG_RBP, caller_rbp);
-    fu_regs_set(out, FU_REG_RSP, rbp + 16);
-    fu_regs_set(out, FU_REG_RA, ra);
+    out->value[FU_REG_RBP] = caller_rbp;
+    out->value[FU_REG_RSP] = rbp + 16;
+    out->value[FU_REG_RA] = ra;
+    out->valid = FU_FP_CALLER_VALID;
     return true;
 }
 
@@ -599,6 +608,87 @@ void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space)
     cache->space = space;
 }
 
+/* fu_walk's checks on a step from the frame at (ip, sp) to its caller at (next_ip, next_sp), `sp`
+ * NULL where the frame's rsp is unknown: true to go on, else false with the outcome set. */
+static inline __attribute__((always_inline)) bool caller_goes_on(fu_walk_result *result, uint64_t ip,
+                                                                const uint64_t *sp, uint64_t next_ip,
+                                                                uint64_t next_sp, bool signal_frame)
+{
+    if (next_ip == 0) {
+        result->outcome = FU_WALK_END; /* DW_CFA_undefined return address (e.g. _start, clone) */
+        return false;
+    }
+    if (sp) {
+        if (next_sp == *sp && next_ip == ip) {
+            result->outcome = FU_WALK_NO_PROGRESS;
+            return false;
+        }
+        /* a signal may run on an alternate stack: only ordinary frames must move up */
+        if (!signal_frame && next_sp < *sp) {
+            result->outcome = FU_WALK_SP_BACKWARDS;
+            result->fault_address = next_sp;
+            return false;
+        }
+    }
+    return true;
+}
+
+static inline void record_frame(fu_frame *frame, uint64_t ip, uint32_t module, uint8_t kind)
+{
+    frame->ip = ip;
+    frame->module = module;
+    frame->kind = kind;
+    frame->flags = 0;
+}
+
+/* From the frame at *ip (recorded, no CFI covers it): follow the frame pointer through it and
+ * every caller that the walk cache knows has no CFI either (a program built with frame pointers
+ * and no CFI), with rbp, rsp and the IP kept in registers instead of the fu_regs buffers, which
+ * would cost a store and a reload a frame. Each step is frame_pointer_step with fu_walk's checks.
+ * True when the walk goes on in fu_walk from *ip with `regs` (a frame-pointer caller), false when
+ * it ended (the outcome set). */
+static inline __attribute__((always_inline)) bool follow_frame_pointers(walker *w, fu_regs *regs, uint64_t *ip,
+                                                                       fu_frame *frames, size_t *n,
+                                                                       size_t max_frames)
+{
+    fu_walk_result *result = w->result;
+    uint64_t at = *ip, rbp, sp;
+    if (!fu_regs_get(regs, FU_REG_RBP, &rbp) || !fu_regs_get(regs, FU_REG_RSP, &sp)) {
+        result->outcome = FU_WALK_NO_UNWIND_INFO;
+        result->fault_address = at;
+        return false;
+    }
+    /* bounded by max_frames: each iteration but the last records a frame */
+    for (;;) {
+        uint64_t caller_rbp, ra;
+        if (!follow_rbp(w, rbp, sp, &caller_rbp, &ra)) {
+            result->outcome = FU_WALK_NO_UNWIND_INFO;
+            result->fault_address = at;
+            return false;
+        }
+        uint64_t caller_sp = rbp + 16;
+        if (!caller_goes_on(result, at, &sp, ra, caller_sp, false))
+            return false;
+        at = ra;
+        sp = caller_sp;
+        rbp = caller_rbp;
+        const fu_walk_cache_entry *e = w->cache ? cache_entry(w->cache, at - 1) : NULL;
+        if (!e || e->kind != FU_WALK_CACHED_NO_INFO || e->lookup != at - 1)
+            break; /* CFI, or not known yet: fu_walk decides */
+        record_frame(&frames[(*n)++], at, e->module, FU_FRAME_FP);
+        if (*n == max_frames) {
+            result->outcome = FU_WALK_FRAME_LIMIT;
+            return false;
+        }
+    }
+    regs->value[FU_REG_RBP] = rbp;
+    regs->value[FU_REG_RSP] = sp;
+    regs->value[FU_REG_RA] = at;
+    regs->valid = FU_FP_CALLER_VALID;
+    *ip = at;
+    return true;
+}
+
 void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
              fu_frame *frames, size_t max_frames, fu_walk_result *result)
 {
@@ -633,10 +723,7 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
         }
         int64_t m = found->module == UINT32_MAX ? -1 : (int64_t)found->module;
         fu_frame *frame = &frames[n++];
-        frame->ip = ip;
-        frame->module = found->module;
-        frame->kind = kind;
-        frame->flags = 0;
+        record_frame(frame, ip, found->module, kind);
         if (n == max_frames) {
             result->outcome = FU_WALK_FRAME_LIMIT;
             break;
@@ -656,8 +743,12 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
                 caller_kind = step(&w, m, lookup, regs, caller, &frame->flags, &signal_frame);
             break;
         case FU_WALK_CACHED_NO_INFO:
-            caller_kind = frame_pointer_or_fail(&w, regs, caller);
-            break;
+            if (!follow_frame_pointers(&w, regs, &ip, frames, &n, max_frames))
+                goto done;
+            /* regs hold the caller of the last frame recorded, at ip */
+            kind = FU_FRAME_FP;
+            ip_is_return_address = true;
+            continue;
         default:
             caller_kind = step(&w, m, lookup, regs, caller, &frame->flags, &signal_frame);
             break;
@@ -666,31 +757,23 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
             break; /* the step set the outcome */
         kind = (uint8_t)caller_kind;
         uint64_t next_ip, sp, next_sp;
-        if (!fu_regs_get(caller, FU_REG_RA, &next_ip) || next_ip == 0) {
+        if (!fu_regs_get(caller, FU_REG_RA, &next_ip)) {
             result->outcome = FU_WALK_END; /* DW_CFA_undefined return address (e.g. _start, clone) */
             break;
         }
         if (!fu_regs_get(caller, FU_REG_RSP, &next_sp)) {
-            result->outcome = FU_WALK_REGISTER_UNKNOWN;
+            result->outcome = next_ip == 0 ? FU_WALK_END : FU_WALK_REGISTER_UNKNOWN;
             break;
         }
-        if (fu_regs_get(regs, FU_REG_RSP, &sp)) {
-            if (next_sp == sp && next_ip == ip) {
-                result->outcome = FU_WALK_NO_PROGRESS;
-                break;
-            }
-            /* a signal may run on an alternate stack: only ordinary frames must move up */
-            if (!signal_frame && next_sp < sp) {
-                result->outcome = FU_WALK_SP_BACKWARDS;
-                result->fault_address = next_sp;
-                break;
-            }
-        }
+        if (!caller_goes_on(result, ip, fu_regs_get(regs, FU_REG_RSP, &sp) ? &sp : NULL, next_ip, next_sp,
+                            signal_frame))
+            break;
         fu_regs *swap = regs;
         regs = caller;
         caller = swap;
         ip = next_ip;
         ip_is_return_address = !signal_frame;
     }
+done:
     result->frame_count = n;
 }
