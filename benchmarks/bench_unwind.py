@@ -1,7 +1,7 @@
 """Benchmark of the walker: fastunwind against libunwind, libdw and a frame-pointer walk, on the
 same perf samples, in one run.
 
-    .venv/bin/python benchmarks/bench_unwind.py [RECORDING.data ...] [--repeat N] [--json [FILE]]
+    .venv/bin/python benchmarks/bench_unwind.py [RECORDING.data ...] [--repeat N] [--rounds R] [--json [FILE]]
     make bench-unwind
 
 Without recordings, the default workloads are recorded first with scripts/record_workloads.py
@@ -10,12 +10,14 @@ Without recordings, the default workloads are recorded first with scripts/record
 
 1. benchmarks/export_samples.py replays it with fastunwind's API and writes the samples with user
    registers (registers, stack dump, address space) to a flat file;
-2. fastunwind's walker: `_core.unwind_samples` over exactly those samples, N times; its `walk_ns`
-   (the time inside `fu_walk`, summed per sample) is the figure;
+2. fastunwind's walker: `_core.unwind_samples` over exactly those samples, N passes; its `walk_ns`
+   (the time of its C loop over the samples) is the figure;
 3. the peers in benchmarks/peers/ (built with `make -C benchmarks/peers`) unwind the same file N
    times and time their whole unwinding loop: libunwind (remote API, global cache, as perf), libdw
-   (one Dwfl session per address space), the frame-pointer walk; plus two informational variants,
-   one pass each: libunwind without its cache, libdw with perf's per-sample session;
+   (one Dwfl session per address space), the frame-pointer walk; steps 2 and 3 run R rounds, every
+   tool once a round, and each tool's figures combine its rounds as one run would (ToolResult.merged:
+   the first round's first pass is the cold one, later rounds' first passes are left out); then two informational variants, one pass each: libunwind
+   without its cache, libdw with perf's per-sample session;
 4. agreement: per sample, each peer's PC list (sampled IP, then return addresses) against ours.
 
 Then, for the hackbench recording, end to end: `fastunwind perf-script -i X > /dev/null` against
@@ -93,6 +95,18 @@ class ToolResult:
     @property
     def ns_per_sample(self) -> float:
         return self.ns_total / (self.samples * self.passes) if self.samples else float("nan")
+
+    def merged(self, later: ToolResult) -> ToolResult:
+        """This run and a later run of the same tool on the same samples as one result, as if one
+        run had made every pass: the first pass stays this run's (the one cold start counted), the
+        later run's first pass (its own cold start) is left out of the mean, the best is the best of
+        both. The frames found are this run's (every run finds the same)."""
+        total, passes = later.ns_total, later.passes
+        if later.ns_first_pass is not None and passes > 1:
+            total, passes = total - later.ns_first_pass, passes - 1
+        best = [b for b in (self.ns_best_pass, later.ns_best_pass) if b is not None]
+        return ToolResult(self.tool, self.samples, self.frames, self.ns_total + total, self.passes + passes,
+                          self.ns_first_pass, min(best) if best else None, self.outcomes, self.pcs, self.note)
 
     def to_json(self) -> dict[str, Any]:
         return {"tool": self.tool, "samples": self.samples, "frames": self.frames, "passes": self.passes,
@@ -262,7 +276,7 @@ def machine() -> dict[str, Any]:
 # ---- one recording -------------------------------------------------------------------------------------
 
 
-def bench_recording(recording: str, repeat: int, peers: str, progress) -> dict[str, Any]:
+def bench_recording(recording: str, repeat: int, rounds: int, peers: str, progress) -> dict[str, Any]:
     name = os.path.splitext(os.path.basename(recording))[0]
     samples_file = os.path.join(WORK, f"{name}.samples")
     started = time.perf_counter()
@@ -286,16 +300,27 @@ def bench_recording(recording: str, repeat: int, peers: str, progress) -> dict[s
     # one untimed walk first: it pages in the mapped recording's stack dumps, as each harness reads
     # its sample file before its timing starts (otherwise the first backend timed pays the faults)
     time_backend(replay.perf, replay.replayed, "dwarf", 1, DEFAULT_MAX_FRAMES)
-    tools = [run_ours(replay, repeat, backend) for backend in OUR_BACKENDS]
+    # Rounds interleave the tools: each runs once a round, so a stretch of disturbance on the machine
+    # (this VM's neighbours come and go) reaches every tool instead of whichever ran then.
+    runs = [("ours", backend, None, repeat) for backend in OUR_BACKENDS] + [
+        ("libunwind", "libunwind_bench", None, repeat), ("libdw", "libdw_bench", None, repeat),
+        ("fp", "fp_bench", None, repeat)]
+    tools: list[ToolResult] = []
+    for round_ in range(rounds):
+        for k, (label, what, mode, passes) in enumerate(runs):
+            if label == "ours":
+                tool = run_ours(replay, passes, what)
+            else:  # the frames are the same every round: read once
+                tool = run_peer(os.path.join(peers, what), samples_file, passes, label, mode, keep_pcs=round_ == 0)
+            if round_ == 0:
+                tools.append(tool)
+            else:
+                tools[k] = tools[k].merged(tool)
+    # the peers' uncached variants, one pass each: slow, and for information only
+    for label, binary, mode in (("libunwind-no-cache", "libunwind_bench", "no-cache"),
+                                ("libdw-per-sample", "libdw_bench", "per-sample")):
+        tools.append(run_peer(os.path.join(peers, binary), samples_file, 1, label, mode))
     for tool in tools:
-        progress(f"{name}: {tool.tool} {tool.ns_per_frame:.1f} ns/frame")
-    for label, binary, mode, passes in (("libunwind", "libunwind_bench", None, repeat),
-                                        ("libdw", "libdw_bench", None, repeat),
-                                        ("fp", "fp_bench", None, repeat),
-                                        ("libunwind-no-cache", "libunwind_bench", "no-cache", 1),
-                                        ("libdw-per-sample", "libdw_bench", "per-sample", 1)):
-        tool = run_peer(os.path.join(peers, binary), samples_file, passes, label, mode)
-        tools.append(tool)
         progress(f"{name}: {tool.tool} {tool.ns_per_frame:.1f} ns/frame")
     ours = tools[0]
     agreements = [agreement(ours, tool) for tool in tools[1:]]
@@ -344,7 +369,8 @@ def markdown(results: dict[str, Any]) -> str:
              f"{m['libunwind']}, libdw (elfutils) {m['libdw']}, gcc {m['gcc']} -O2 for the harnesses; Python "
              f"{m['python']}; fastunwind at {m['fastunwind_commit']}, extension built {m['extension_built']}. "
              f"Load average {m['load_average_at_start'][0]:.2f} at the start, "
-             f"{results['load_average_at_end'][0]:.2f} at the end; {results['repeat']} passes per tool."), ""]
+             f"{results['load_average_at_end'][0]:.2f} at the end; {results['rounds']} rounds of {results['repeat']} passes "
+             f"per tool, interleaved."), ""]
     lines += [("| recording | tool | frames | ns/frame: all passes / first / best | ns/sample | "
                "first pass / best pass, ms | outcomes (first pass) | "
                "agrees with ours (identical / peer stopped earlier / we stopped earlier / differ) |"),
@@ -441,8 +467,11 @@ def main(argv: list[str] | None = None) -> int:
                "         .venv/bin/python benchmarks/bench_unwind.py my.data --json out.json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("recordings", nargs="*", help="perf.data files (default: record hackbench -T, c, python)")
-    parser.add_argument("--repeat", type=int, default=30,
-                        help="passes over the samples per tool (default 30: the best pass is robust to a disturbed one)")
+    parser.add_argument("--repeat", type=int, default=10,
+                        help="passes over the samples per tool and round (default 10)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds, each running every tool once in turn (default 3: with --repeat 10, 30 passes "
+                             "per tool, and the best pass is robust to a disturbed stretch)")
     parser.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
                         help="write every figure as JSON to FILE (or stdout, instead of the tables)")
     parser.add_argument("--reuse", action="store_true", help="reuse the default recordings if already made")
@@ -450,8 +479,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--end-to-end", default=None, metavar="RECORDING",
                         help="recording for the perf-script comparison (default: the hackbench one, or the first)")
     arguments = parser.parse_args(argv)
-    if arguments.repeat < 1:
-        parser.error("--repeat must be at least 1")
+    if arguments.repeat < 1 or arguments.rounds < 1:
+        parser.error("--repeat and --rounds must be at least 1")
     quiet = arguments.json == "-"
 
     def progress(line: str) -> None:
@@ -459,11 +488,11 @@ def main(argv: list[str] | None = None) -> int:
             print(line, file=sys.stderr, flush=True)
 
     os.makedirs(WORK, exist_ok=True)
-    results: dict[str, Any] = {"machine": machine(), "repeat": arguments.repeat}
+    results: dict[str, Any] = {"machine": machine(), "repeat": arguments.repeat, "rounds": arguments.rounds}
     recordings = [os.path.abspath(path) for path in arguments.recordings] or record_defaults(arguments.reuse,
                                                                                               arguments.seconds)
     peers = build_peers()
-    results["recordings"] = [bench_recording(path, arguments.repeat, peers, progress) for path in recordings]
+    results["recordings"] = [bench_recording(path, arguments.repeat, arguments.rounds, peers, progress) for path in recordings]
     e2e = arguments.end_to_end or next((p for p in recordings if "hackbench" in os.path.basename(p)), recordings[0])
     progress(f"end to end on {e2e}")
     results["end_to_end"] = end_to_end(e2e, END_TO_END_RUNS)
