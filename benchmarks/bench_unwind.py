@@ -369,7 +369,7 @@ def markdown(results: dict[str, Any]) -> str:
              f"{m['libunwind']}, libdw (elfutils) {m['libdw']}, gcc {m['gcc']} -O2 for the harnesses; Python "
              f"{m['python']}; fastunwind at {m['fastunwind_commit']}, extension built {m['extension_built']}. "
              f"Load average {m['load_average_at_start'][0]:.2f} at the start, "
-             f"{results['load_average_at_end'][0]:.2f} at the end; {results['rounds']} rounds of {results['repeat']} passes "
+             f"{results['load_average_at_end'][0]:.2f} at the end; {results['rounds']} round(s) of {results['repeat']} passes "
              f"per tool, interleaved."), ""]
     lines += [("| recording | tool | frames | ns/frame: all passes / first / best | ns/sample | "
                "first pass / best pass, ms | outcomes (first pass) | "

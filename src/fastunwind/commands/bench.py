@@ -91,5 +91,6 @@ def _run_peers(args: argparse.Namespace) -> int:
     if not script.is_file():
         raise FastunwindError("--peers needs a source checkout of fastunwind (benchmarks/bench_unwind.py builds "
                               "the libunwind, libdw and frame-pointer harnesses); run `make bench-unwind` there")
-    command = [sys.executable, str(script), os.path.abspath(args.input), "--repeat", str(args.repeat)]
+    # the same passes as the backends above: one round of --repeat
+    command = [sys.executable, str(script), os.path.abspath(args.input), "--repeat", str(args.repeat), "--rounds", "1"]
     return subprocess.run(command, cwd=script.parents[1]).returncode
