@@ -24,6 +24,19 @@ const char *fu_walk_outcome_name(fu_walk_outcome outcome)
     }
 }
 
+const char *fu_backend_name(fu_backend backend)
+{
+    switch (backend) {
+    case FU_BACKEND_AUTO: return "auto";
+    case FU_BACKEND_DWARF: return "dwarf";
+    case FU_BACKEND_TABLE: return "table";
+    case FU_BACKEND_COMPILED: return "compiled";
+    case FU_BACKEND_TABLE_ONLY: return "table-only";
+    case FU_BACKEND_COMPILED_ONLY: return "compiled-only";
+    default: return "?";
+    }
+}
+
 int64_t fu_address_space_find(const fu_address_space *space, uint64_t avma)
 {
     size_t lo = 0, hi = space->count;
@@ -65,19 +78,24 @@ typedef struct walker {
     fu_walk_cache *cache; /* NULL, or bound to space */
 } walker;
 
+/* The slot of `lookup` in `cache` (NULL without a cache); it holds lookup's entry if cached_at says so. */
 static inline fu_walk_cache_entry *cache_entry(fu_walk_cache *cache, uint64_t lookup)
 {
-    return &cache->entries[(lookup * 0x9e3779b97f4a7c15u) >> (64 - FU_WALK_CACHE_BITS)];
+    return cache ? &cache->entries[(lookup * 0x9e3779b97f4a7c15u) >> (64 - FU_WALK_CACHE_BITS)] : NULL;
+}
+
+/* Whether slot `e` (may be NULL) holds the entry of `lookup`. */
+static inline bool cached_at(const fu_walk_cache_entry *e, uint64_t lookup)
+{
+    return e && e->kind != FU_WALK_CACHED_NONE && e->lookup == lookup;
 }
 
 /* Whether avma lies in a module's executable mapping (the cache answers for PCs walked before). */
 static inline bool in_module(walker *w, uint64_t avma)
 {
-    if (w->cache) {
-        const fu_walk_cache_entry *e = cache_entry(w->cache, avma);
-        if (e->kind != FU_WALK_CACHED_NONE && e->lookup == avma)
-            return e->module != UINT32_MAX;
-    }
+    const fu_walk_cache_entry *e = cache_entry(w->cache, avma);
+    if (cached_at(e, avma))
+        return e->module != UINT32_MAX;
     return fu_address_space_find(w->space, avma) >= 0;
 }
 
@@ -672,8 +690,8 @@ static inline __attribute__((always_inline)) bool follow_frame_pointers(walker *
         at = ra;
         sp = caller_sp;
         rbp = caller_rbp;
-        const fu_walk_cache_entry *e = w->cache ? cache_entry(w->cache, at - 1) : NULL;
-        if (!e || e->kind != FU_WALK_CACHED_NO_INFO || e->lookup != at - 1)
+        const fu_walk_cache_entry *e = cache_entry(w->cache, at - 1);
+        if (!cached_at(e, at - 1) || e->kind != FU_WALK_CACHED_NO_INFO)
             break; /* CFI, or not known yet: fu_walk decides */
         record_frame(&frames[(*n)++], at, e->module, FU_FRAME_FP);
         if (*n == max_frames) {
@@ -712,10 +730,10 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
     /* Each iteration records one frame and steps to its caller; bounded by max_frames. */
     for (;;) {
         uint64_t lookup = fu_lookup_address(ip, ip_is_return_address);
-        fu_walk_cache_entry *entry = cache ? cache_entry(cache, lookup) : NULL;
+        fu_walk_cache_entry *entry = cache_entry(cache, lookup);
         fu_walk_cache_entry settled;
         const fu_walk_cache_entry *found = entry;
-        if (!entry || entry->kind == FU_WALK_CACHED_NONE || entry->lookup != lookup) {
+        if (!cached_at(entry, lookup)) {
             settle(space, fu_address_space_find(space, lookup), lookup, &settled);
             if (entry && settled.kind != FU_WALK_CACHED_NONE)
                 *entry = settled;

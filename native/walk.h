@@ -66,6 +66,9 @@ typedef enum fu_backend {
     FU_BACKEND_COUNT
 } fu_backend;
 
+/* "auto", "dwarf", "table", "compiled", "table-only", "compiled-only" (the names Python uses). */
+const char *fu_backend_name(fu_backend backend);
+
 /* Modules sorted by start, not overlapping. */
 typedef struct fu_address_space {
     const fu_module *modules;

@@ -3,9 +3,9 @@
  * AddressSpace(modules, backend="auto") takes (start, end, bias, eh_frame, debug_frame, segments,
  * id[, compact[, compiled]]) tuples: an executable mapping [start, end) of a module, avma = svma +
  * bias, its CfiTable objects (or None), its read-only PT_LOAD bytes as (vaddr, buffer) pairs, the
- * caller's id, its CompactTable (or None) and its EhElf (a loaded compiled table, or None). `backend` is "auto" (compact table, then DWARF), "dwarf"
- * (DWARF tables only) or "compact" (compact tables only): see fu_backend in walk.h. The object
- * keeps every table and buffer alive while walks use them.
+ * caller's id, its CompactTable (or None) and its EhElf (a loaded compiled table, or None).
+ * `backend` is one of WALK_BACKENDS (fu_backend_name: which tables walks use, see fu_backend in
+ * walk.h). The object keeps every table and buffer alive while walks use them.
  */
 #include "binding.h" /* Python.h first; it defines _GNU_SOURCE (REG_RIP) */
 
@@ -47,8 +47,6 @@ static int compare_modules(const void *a, const void *b)
 static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"modules", "backend", NULL};
-    static const char *const backend_names[FU_BACKEND_COUNT] = {"auto", "dwarf", "table", "compiled",
-                                                                          "table-only", "compiled-only"};
     PyObject *modules;
     const char *backend = "auto";
     if (self->modules) {
@@ -59,10 +57,10 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         return -1;
     self->space.backend = FU_BACKEND_COUNT;
     for (unsigned b = 0; b < FU_BACKEND_COUNT; b++)
-        if (strcmp(backend, backend_names[b]) == 0)
+        if (strcmp(backend, fu_backend_name((fu_backend)b)) == 0)
             self->space.backend = b;
     if (self->space.backend == FU_BACKEND_COUNT) {
-        PyErr_Format(PyExc_ValueError, "backend must be one of auto, dwarf, table, compiled, table-only, compiled-only; not \"%s\"", backend);
+        PyErr_Format(PyExc_ValueError, "backend must be one of _core.WALK_BACKENDS, not \"%s\"", backend);
         return -1;
     }
     PyObject *module = PyType_GetModule(Py_TYPE(self));
@@ -149,13 +147,11 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
 
 static PyObject *space_backend(AddressSpaceObject *self, void *unused)
 {
-    static const char *const names[FU_BACKEND_COUNT] = {"auto", "dwarf", "table", "compiled",
-                                                                          "table-only", "compiled-only"};
-    return PyUnicode_FromString(self->space.backend < FU_BACKEND_COUNT ? names[self->space.backend] : "?");
+    return PyUnicode_FromString(fu_backend_name((fu_backend)self->space.backend));
 }
 
 static PyGetSetDef space_getset[] = {
-    {"backend", (getter)space_backend, NULL, "which unwind tables walks use: auto, dwarf or compact", NULL},
+    {"backend", (getter)space_backend, NULL, "which unwind tables walks use, one of WALK_BACKENDS", NULL},
     {NULL},
 };
 
@@ -394,6 +390,30 @@ static PyMethodDef walk_methods[] = {
     {NULL},
 };
 
+static const char *outcome_name(int code) { return fu_walk_outcome_name((fu_walk_outcome)code); }
+static const char *backend_name(int code) { return fu_backend_name((fu_backend)code); }
+
+/* module.<attribute> = (name(0), ..., name(count - 1)) */
+static int add_names(PyObject *module, const char *attribute, int count, const char *(*name)(int))
+{
+    PyObject *names = PyTuple_New(count);
+    if (!names)
+        return -1;
+    for (int i = 0; i < count; i++) {
+        PyObject *item = PyUnicode_FromString(name(i));
+        if (!item) {
+            Py_DECREF(names);
+            return -1;
+        }
+        PyTuple_SET_ITEM(names, i, item);
+    }
+    if (PyModule_AddObject(module, attribute, names) < 0) {
+        Py_DECREF(names);
+        return -1;
+    }
+    return 0;
+}
+
 int fu_walk_binding_init(PyObject *module)
 {
     PyObject *type = PyType_FromModuleAndSpec(module, &space_spec, NULL);
@@ -408,21 +428,9 @@ int fu_walk_binding_init(PyObject *module)
     if (PyModule_AddIntConstant(module, "WALK_MAX_FRAMES", FU_WALK_MAX_FRAMES) < 0 ||
         PyModule_AddIntConstant(module, "STEP_NO_OUTCOME", FU_STEP_NO_OUTCOME) < 0)
         return -1;
-    /* outcome names by code, so that Python never mirrors the enum */
-    PyObject *names = PyTuple_New(FU_WALK_OUTCOME_COUNT);
-    if (!names)
+    /* outcome and backend names by code, so that Python never mirrors the enums */
+    if (add_names(module, "WALK_OUTCOMES", FU_WALK_OUTCOME_COUNT, outcome_name) < 0 ||
+        add_names(module, "WALK_BACKENDS", FU_BACKEND_COUNT, backend_name) < 0)
         return -1;
-    for (int i = 0; i < FU_WALK_OUTCOME_COUNT; i++) {
-        PyObject *name = PyUnicode_FromString(fu_walk_outcome_name((fu_walk_outcome)i));
-        if (!name) {
-            Py_DECREF(names);
-            return -1;
-        }
-        PyTuple_SET_ITEM(names, i, name);
-    }
-    if (PyModule_AddObject(module, "WALK_OUTCOMES", names) < 0) {
-        Py_DECREF(names);
-        return -1;
-    }
     return 0;
 }

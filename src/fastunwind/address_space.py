@@ -35,7 +35,7 @@ from fastunwind.errors import CompactTableError, ElfError, FastunwindError
 PT_LOAD = 1
 PF_X, PF_W = 1, 2
 PAGE_SIZE = 4096  #: x86-64 Linux mappings are 4 KiB-granular
-BACKENDS = ("auto", "dwarf", "table", "compiled", "table-only", "compiled-only")  #: walk.h fu_backend
+BACKENDS: tuple[str, ...] = _core.WALK_BACKENDS  #: walk.h fu_backend, by code
 COMPACT_SUFFIX = cache.KINDS["compact"]
 
 

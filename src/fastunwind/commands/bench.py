@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fastunwind._core import WALK_BACKENDS as BACKENDS  # walk.h fu_backend
 from fastunwind.commands import command_parser
-
 from fastunwind.errors import FastunwindError
 
 EXAMPLE = """\
@@ -27,8 +27,6 @@ examples:
   fastunwind bench -i perf.data --backend auto,dwarf --repeat 20
   fastunwind bench -i perf.data --peers      # from a source checkout: also libunwind, libdw, fp
 """
-
-BACKENDS = ("auto", "table", "dwarf", "compiled", "table-only", "compiled-only")
 
 
 def add_parser(subparsers: Any) -> None:
