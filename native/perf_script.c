@@ -36,7 +36,7 @@
 
 #define PERF_CONTEXT_MAX ((uint64_t)-4095)
 #define KERNEL_START ((uint64_t)1 << 63)
-#define NO_MODULE UINT32_MAX                /* fu_frame.module of an IP in no mapping */
+#define NO_MODULE UINT32_MAX                /* fu_frames.module of an IP in no mapping */
 #define MAPPING_NONE UINT32_MAX             /* a user frame in no mapping */
 #define MAPPING_KERNEL (UINT32_MAX - 1)
 #define CHUNK (1u << 20)                    /* bytes handed to write() at a time */

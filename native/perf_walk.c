@@ -93,25 +93,21 @@ static void sample_registers(const fu_perf_sample *sample, register_plan *plan, 
 /* y# with a NULL pointer builds None, not b"": an empty column must still be bytes */
 static const char *bytes_of(const fu_growing *g) { return g->data ? (const char *)g->data : ""; }
 
-/* The frames of every walk, one fu_frame array, split into the four column arrays (bytes of u64
- * ips, u32 modules, u8 kinds, u8 flags) in one pass after the walks. */
-static bool split_frames(const fu_growing *walked, fu_growing *ips, fu_growing *modules, fu_growing *kinds,
-                         fu_growing *flags)
+/* Frames per sample that unwind_samples reserves before its loop (virtual memory: pages are
+ * touched only as frames land), so that most recordings never grow a column while walks are timed;
+ * the reservation stops at FRAMES_RESERVED_MAX frames, beyond which columns grow by doubling. */
+#define FRAMES_RESERVED_PER_SAMPLE 32
+#define FRAMES_RESERVED_MAX ((size_t)1 << 24)
+
+/* Room in the four frame columns (u64 ips, u32 modules, u8 kinds, u8 flags) for `more` frames
+ * after the first `frames`; false if out of memory. The walks write the columns in place, so their
+ * `len` stays 0 until the loop ends. */
+static bool reserve_frames(fu_growing columns[4], size_t frames, size_t more)
 {
-    size_t n = walked->len / sizeof(fu_frame);
-    if (!fu_growing_reserve(ips, 8 * n) || !fu_growing_reserve(modules, 4 * n) || !fu_growing_reserve(kinds, n) ||
-        !fu_growing_reserve(flags, n))
-        return false;
-    const fu_frame *frames = (const fu_frame *)walked->data;
-    for (size_t f = 0; f < n; f++) {
-        memcpy(ips->data + 8 * f, &frames[f].ip, 8);
-        memcpy(modules->data + 4 * f, &frames[f].module, 4);
-        kinds->data[f] = frames[f].kind;
-        flags->data[f] = frames[f].flags;
-    }
-    ips->len = 8 * n;
-    modules->len = 4 * n;
-    kinds->len = flags->len = n;
+    static const size_t width[4] = {8, 4, 1, 1};
+    for (unsigned c = 0; c < 4; c++)
+        if (!fu_growing_reserve(&columns[c], width[c] * (frames + more)))
+            return false;
     return true;
 }
 
@@ -133,7 +129,8 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     PyObject *result = NULL;
     const fu_address_space **spaces = NULL;
     fu_walk_cache **caches = NULL; /* one per space, made when its first sample comes */
-    fu_growing walked = {0}, outcomes = {0}, starts = {0}, ips = {0}, modules = {0}, kinds = {0}, flags = {0};
+    fu_growing outcomes = {0}, starts = {0};
+    fu_growing columns[4] = {{0}}; /* the frames: ips, modules, kinds, flags (reserve_frames) */
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
     size_t count;
     const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
@@ -156,7 +153,10 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
         max_frames = FU_WALK_MAX_FRAMES;
     /* one outcome per sample, and where each sample's frames start: sizes known up front */
-    if (!fu_growing_reserve(&outcomes, count) || !fu_growing_reserve(&starts, 4 * (count + 1))) {
+    size_t reserved = count < FRAMES_RESERVED_MAX / FRAMES_RESERVED_PER_SAMPLE ? count * FRAMES_RESERVED_PER_SAMPLE
+                                                                               : FRAMES_RESERVED_MAX;
+    if (!fu_growing_reserve(&outcomes, count) || !fu_growing_reserve(&starts, 4 * (count + 1)) ||
+        !reserve_frames(columns, 0, reserved)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -205,16 +205,17 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
                 }
                 fu_walk_cache_bind(caches[id], spaces[id]);
             }
-            if (!fu_growing_reserve(&walked, sizeof(fu_frame) * (size_t)max_frames)) {
+            if (!reserve_frames(columns, frame_count, (size_t)max_frames)) {
                 nomem = true;
                 break;
             }
             fu_dump_memory memory = {sample->stack, sp, sample->stack_size, spaces[id]};
             fu_reader reader = fu_dump_reader(&memory);
             fu_walk_result r;
-            fu_walk(spaces[id], &regs, &reader, caches[id], (fu_frame *)(walked.data + walked.len),
-                    (size_t)max_frames, &r);
-            walked.len += sizeof(fu_frame) * r.frame_count;
+            fu_frames frames = {(uint64_t *)(void *)columns[0].data + frame_count,
+                                (uint32_t *)(void *)columns[1].data + frame_count, columns[2].data + frame_count,
+                                columns[3].data + frame_count};
+            fu_walk(spaces[id], &regs, &reader, caches[id], &frames, (size_t)max_frames, &r);
             frame_count += (uint32_t)r.frame_count;
             outcome = (uint8_t)r.outcome;
         }
@@ -223,8 +224,10 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     }
     outcomes.len = count;
     starts.len = 4 * (count + 1);
-    nomem = nomem || !split_frames(&walked, &ips, &modules, &kinds, &flags);
     walk_ns = now_ns() - started;
+    columns[0].len = 8 * (size_t)frame_count;
+    columns[1].len = 4 * (size_t)frame_count;
+    columns[2].len = columns[3].len = frame_count;
     Py_END_ALLOW_THREADS
     if (bad_space) {
         PyErr_SetString(PyExc_ValueError, "a space id is out of range");
@@ -235,18 +238,15 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         goto done;
     }
     result = Py_BuildValue("(y#y#y#y#y#y#K)", bytes_of(&outcomes), (Py_ssize_t)outcomes.len,
-                           bytes_of(&starts), (Py_ssize_t)starts.len, bytes_of(&ips),
-                           (Py_ssize_t)ips.len, bytes_of(&modules), (Py_ssize_t)modules.len,
-                           bytes_of(&kinds), (Py_ssize_t)kinds.len, bytes_of(&flags),
-                           (Py_ssize_t)flags.len, (unsigned long long)walk_ns);
+                           bytes_of(&starts), (Py_ssize_t)starts.len, bytes_of(&columns[0]),
+                           (Py_ssize_t)columns[0].len, bytes_of(&columns[1]), (Py_ssize_t)columns[1].len,
+                           bytes_of(&columns[2]), (Py_ssize_t)columns[2].len, bytes_of(&columns[3]),
+                           (Py_ssize_t)columns[3].len, (unsigned long long)walk_ns);
 done:
-    free(walked.data);
     free(outcomes.data);
     free(starts.data);
-    free(ips.data);
-    free(modules.data);
-    free(kinds.data);
-    free(flags.data);
+    for (unsigned c = 0; c < 4; c++)
+        free(columns[c].data);
     for (Py_ssize_t i = 0; caches && spaces && i < PySequence_Fast_GET_SIZE(seq); i++)
         free(caches[i]);
     PyMem_Free(caches);

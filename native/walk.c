@@ -651,12 +651,12 @@ static inline __attribute__((always_inline)) bool caller_goes_on(fu_walk_result 
     return true;
 }
 
-static inline void record_frame(fu_frame *frame, uint64_t ip, uint32_t module, uint8_t kind)
+static inline void record_frame(const fu_frames *frames, size_t n, uint64_t ip, uint32_t module, uint8_t kind)
 {
-    frame->ip = ip;
-    frame->module = module;
-    frame->kind = kind;
-    frame->flags = 0;
+    frames->ip[n] = ip;
+    frames->module[n] = module;
+    frames->kind[n] = kind;
+    frames->flags[n] = 0;
 }
 
 /* From the frame at *ip (recorded, no CFI covers it): follow the frame pointer through it and
@@ -666,7 +666,7 @@ static inline void record_frame(fu_frame *frame, uint64_t ip, uint32_t module, u
  * True when the walk goes on in fu_walk from *ip with `regs` (a frame-pointer caller), false when
  * it ended (the outcome set). */
 static inline __attribute__((always_inline)) bool follow_frame_pointers(walker *w, fu_regs *regs, uint64_t *ip,
-                                                                       fu_frame *frames, size_t *n,
+                                                                       const fu_frames *frames, size_t *n,
                                                                        size_t max_frames)
 {
     fu_walk_result *result = w->result;
@@ -693,7 +693,7 @@ static inline __attribute__((always_inline)) bool follow_frame_pointers(walker *
         const fu_walk_cache_entry *e = cache_entry(w->cache, at - 1);
         if (!cached_at(e, at - 1) || e->kind != FU_WALK_CACHED_NO_INFO)
             break; /* CFI, or not known yet: fu_walk decides */
-        record_frame(&frames[(*n)++], at, e->module, FU_FRAME_FP);
+        record_frame(frames, (*n)++, at, e->module, FU_FRAME_FP);
         if (*n == max_frames) {
             result->outcome = FU_WALK_FRAME_LIMIT;
             return false;
@@ -708,8 +708,9 @@ static inline __attribute__((always_inline)) bool follow_frame_pointers(walker *
 }
 
 void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
-             fu_frame *frames, size_t max_frames, fu_walk_result *result)
+             const fu_frames *frames_out, size_t max_frames, fu_walk_result *result)
 {
+    const fu_frames frames = *frames_out; /* the column pointers in registers, not reloaded per frame */
     *result = (fu_walk_result){FU_WALK_END, 0, 0};
     if (cache && cache->space != space)
         cache = NULL; /* bound to another space: its entries say nothing about this one */
@@ -740,8 +741,8 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
             found = &settled;
         }
         int64_t m = found->module == UINT32_MAX ? -1 : (int64_t)found->module;
-        fu_frame *frame = &frames[n++];
-        record_frame(frame, ip, found->module, kind);
+        uint8_t *frame_flags = &frames.flags[n];
+        record_frame(&frames, n++, ip, found->module, kind);
         if (n == max_frames) {
             result->outcome = FU_WALK_FRAME_LIMIT;
             break;
@@ -756,19 +757,19 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
                               : -1;
             break;
         case FU_WALK_CACHED_BODY:
-            caller_kind = apply_body(&w, found->what.body, regs, caller, &frame->flags, &signal_frame);
+            caller_kind = apply_body(&w, found->what.body, regs, caller, frame_flags, &signal_frame);
             if (caller_kind == INTERPRET)
-                caller_kind = step(&w, m, lookup, regs, caller, &frame->flags, &signal_frame);
+                caller_kind = step(&w, m, lookup, regs, caller, frame_flags, &signal_frame);
             break;
         case FU_WALK_CACHED_NO_INFO:
-            if (!follow_frame_pointers(&w, regs, &ip, frames, &n, max_frames))
+            if (!follow_frame_pointers(&w, regs, &ip, &frames, &n, max_frames))
                 goto done;
             /* regs hold the caller of the last frame recorded, at ip */
             kind = FU_FRAME_FP;
             ip_is_return_address = true;
             continue;
         default:
-            caller_kind = step(&w, m, lookup, regs, caller, &frame->flags, &signal_frame);
+            caller_kind = step(&w, m, lookup, regs, caller, frame_flags, &signal_frame);
             break;
         }
         if (caller_kind < 0)

@@ -98,15 +98,18 @@ typedef enum fu_frame_kind {
     FU_FRAME_FP           /* recovered by following the frame pointer */
 } fu_frame_kind;
 
-/* fu_frame.flags */
+/* fu_frames.flags bits */
 #define FU_FRAME_SIGNAL_TRAMPOLINE 1u /* this frame's own CFI is a signal frame ('S'): __restore_rt */
 
-typedef struct fu_frame {
-    uint64_t ip;           /* avma: the sampled IP, or a return address */
-    uint32_t module;       /* index in the address space, or UINT32_MAX */
-    uint8_t kind;          /* fu_frame_kind: how this frame was recovered */
-    uint8_t flags;         /* FU_FRAME_* */
-} fu_frame;
+/* Where a walk writes its frames: four columns, each with room for max_frames, frame i being
+ * (ip[i], module[i], kind[i], flags[i]). Columns, not an array of frame records, because that is
+ * what the callers hand on (unwind_samples returns them as they are). */
+typedef struct fu_frames {
+    uint64_t *ip;          /* avma: the sampled IP, or a return address */
+    uint32_t *module;      /* index in the address space, or UINT32_MAX */
+    uint8_t *kind;         /* fu_frame_kind: how the frame was recovered */
+    uint8_t *flags;        /* FU_FRAME_* */
+} fu_frames;
 
 typedef struct fu_walk_result {
     fu_walk_outcome outcome;
@@ -162,10 +165,10 @@ typedef struct fu_walk_cache {
 void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space);
 
 /* Walk from the first frame's registers (the sampled IP in value[FU_REG_RA]), writing at most
- * max_frames frames and the outcome to *result. The walk works in `registers` (no copy per walk:
- * the caller has just written them), so they are clobbered. `cache` may be NULL. */
+ * max_frames frames into `frames` and the outcome to *result. The walk works in `registers` (no
+ * copy per walk: the caller has just written them), so they are clobbered. `cache` may be NULL. */
 void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
-             fu_frame *frames, size_t max_frames, fu_walk_result *result);
+             const fu_frames *frames, size_t max_frames, fu_walk_result *result);
 
 /* The walker's outcome for a compiled step's failure status (REGISTER_UNKNOWN, EXPRESSION_ERROR,
  * UNREADABLE, PAST_DUMP; a status no generator writes counts as unreadable). */

@@ -189,15 +189,30 @@ const fu_address_space *fu_address_space_of(PyObject *module, PyObject *object)
     return &((AddressSpaceObject *)object)->space;
 }
 
-static PyObject *walk_result(const fu_walk_result *r, const fu_frame *frames)
+/* Frame columns for `count` frames in one block (freed with PyMem_Free(frames->ip)); false with
+ * MemoryError set. */
+static bool frames_alloc(size_t count, fu_frames *frames)
+{
+    uint8_t *block = PyMem_Malloc(count * (8 + 4 + 1 + 1));
+    if (!block) {
+        PyErr_NoMemory();
+        return false;
+    }
+    *frames = (fu_frames){(uint64_t *)(void *)block, (uint32_t *)(void *)(block + 8 * count), block + 12 * count,
+                          block + 13 * count};
+    return true;
+}
+
+static PyObject *walk_result(const fu_walk_result *r, const fu_frames *frames)
 {
     PyObject *list = PyList_New((Py_ssize_t)r->frame_count);
     if (!list)
         return NULL;
     for (size_t i = 0; i < r->frame_count; i++) {
-        PyObject *module = frames[i].module == UINT32_MAX ? Py_NewRef(Py_None) : PyLong_FromUnsignedLong(frames[i].module);
-        PyObject *item = module ? Py_BuildValue("(KNii)", (unsigned long long)frames[i].ip, module, frames[i].kind,
-                                                frames[i].flags)
+        uint32_t m = frames->module[i];
+        PyObject *module = m == UINT32_MAX ? Py_NewRef(Py_None) : PyLong_FromUnsignedLong(m);
+        PyObject *item = module ? Py_BuildValue("(KNii)", (unsigned long long)frames->ip[i], module, frames->kind[i],
+                                                frames->flags[i])
                                 : NULL;
         if (!item) {
             Py_DECREF(list);
@@ -221,7 +236,7 @@ static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
                                      &stack, &stack_address, &max_frames))
         return NULL;
     PyObject *result = NULL;
-    fu_frame *frames = NULL;
+    fu_frames frames = {0};
     const fu_address_space *space = fu_address_space_of(module, space_object);
     if (!space)
         goto done;
@@ -241,20 +256,17 @@ static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
         max_frames = FU_WALK_MAX_FRAMES;
-    frames = PyMem_Malloc(sizeof(fu_frame) * (size_t)max_frames);
-    if (!frames) {
-        PyErr_NoMemory();
+    if (!frames_alloc((size_t)max_frames, &frames))
         goto done;
-    }
     fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
     fu_reader reader = fu_dump_reader(&memory);
     fu_walk_result r;
     Py_BEGIN_ALLOW_THREADS
-    fu_walk(space, &regs, &reader, NULL, frames, (size_t)max_frames, &r);
+    fu_walk(space, &regs, &reader, NULL, &frames, (size_t)max_frames, &r);
     Py_END_ALLOW_THREADS
-    result = walk_result(&r, frames);
+    result = walk_result(&r, &frames);
 done:
-    PyMem_Free(frames);
+    PyMem_Free(frames.ip);
     PyBuffer_Release(&stack);
     return result;
 }
@@ -273,11 +285,12 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
         return NULL;
     if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
         max_frames = 256;
-    fu_frame *frames = PyMem_Malloc(sizeof(fu_frame) * (size_t)max_frames);
+    fu_frames frames;
+    if (!frames_alloc((size_t)max_frames, &frames))
+        return NULL;
     void **oracle = PyMem_Malloc(sizeof(void *) * (size_t)max_frames);
-    if (!frames || !oracle) {
-        PyMem_Free(frames);
-        PyMem_Free(oracle);
+    if (!oracle) {
+        PyMem_Free(frames.ip);
         return PyErr_NoMemory();
     }
     ucontext_t context;
@@ -293,8 +306,8 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
         fu_regs_set(&regs, r, (uint64_t)g[from_greg[r]]);
     fu_reader reader = fu_self_reader();
     fu_walk_result r;
-    fu_walk(space, &regs, &reader, NULL, frames, (size_t)max_frames, &r);
-    PyObject *walked = walk_result(&r, frames);
+    fu_walk(space, &regs, &reader, NULL, &frames, (size_t)max_frames, &r);
+    PyObject *walked = walk_result(&r, &frames);
     PyObject *bt = walked ? PyList_New(oracle_count) : NULL;
     for (int i = 0; bt && i < oracle_count; i++) {
         PyObject *ip = PyLong_FromUnsignedLongLong((uintptr_t)oracle[i]);
@@ -304,7 +317,7 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
         }
         PyList_SET_ITEM(bt, i, ip);
     }
-    PyMem_Free(frames);
+    PyMem_Free(frames.ip);
     PyMem_Free(oracle);
     if (!bt) {
         Py_XDECREF(walked);

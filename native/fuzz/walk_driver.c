@@ -873,13 +873,17 @@ static void decode_input(const uint8_t *data, size_t size, walk_case *c)
 
 /* ---- the checks -------------------------------------------------------------------------------- */
 
+/* one frame of a walk, gathered from fu_walk's columns for the checks */
+typedef struct frame {
+    uint64_t ip;
+    uint32_t module;
+    uint8_t kind, flags;
+} frame;
+
 typedef struct walk_out {
     fu_walk_result result;
-    fu_frame frames[FU_WALK_MAX_FRAMES];
+    frame frames[FU_WALK_MAX_FRAMES];
 } walk_out;
-
-static const char *const backend_names[FU_BACKEND_COUNT] = {"auto", "dwarf", "table", "compiled", "table-only",
-                                                            "compiled-only"};
 
 static void check_same(const walk_out *a, const walk_out *b, const char *what_a, const char *what_b)
 {
@@ -889,7 +893,7 @@ static void check_same(const walk_out *a, const walk_out *b, const char *what_a,
           fu_walk_outcome_name(a->result.outcome), a->result.frame_count, a->result.fault_address, what_b,
           fu_walk_outcome_name(b->result.outcome), b->result.frame_count, b->result.fault_address);
     for (size_t i = 0; i < a->result.frame_count; i++) {
-        const fu_frame *x = &a->frames[i], *y = &b->frames[i];
+        const frame *x = &a->frames[i], *y = &b->frames[i];
         CHECK(x->ip == y->ip && x->module == y->module && x->kind == y->kind && x->flags == y->flags,
               "frame %zu: %s has ip 0x%" PRIx64 " module %u kind %u flags %u, %s ip 0x%" PRIx64
               " module %u kind %u flags %u",
@@ -914,7 +918,7 @@ static void reference_walk(const fu_address_space *space, const fu_regs *initial
     bool ip_is_return_address = false;
     uint8_t kind = FU_FRAME_FIRST;
     for (;;) {
-        fu_frame *frame = &out->frames[result->frame_count++];
+        frame *frame = &out->frames[result->frame_count++];
         int64_t m = fu_address_space_find(space, fu_lookup_address(ip, ip_is_return_address));
         frame->ip = ip;
         frame->module = m < 0 ? UINT32_MAX : (uint32_t)m;
@@ -970,7 +974,7 @@ static void check_walk(const fu_address_space *space, const fu_regs *initial, si
     CHECK(r->frame_count > 0 || limit == 0 || !ra_known, "no frame although the IP is known");
     CHECK(r->frame_count == 0 || w->frames[0].ip == initial->value[FU_REG_RA], "frame 0 is not the sampled IP");
     for (size_t i = 0; i < r->frame_count; i++) {
-        const fu_frame *f = &w->frames[i];
+        const frame *f = &w->frames[i];
         CHECK((i == 0) == (f->kind == FU_FRAME_FIRST) && f->kind <= FU_FRAME_FP, "frame %zu kind %u", i, f->kind);
         CHECK((f->flags & ~FU_FRAME_SIGNAL_TRAMPOLINE) == 0, "frame %zu flags %u", i, f->flags);
         /* the walker looks frame i up at ip - 1 when ip is a return address (a caller recovered
@@ -1006,10 +1010,18 @@ static fu_walk_cache fresh_cache;
 static void walk_into(const fu_address_space *space, const walk_case *c, const fu_reader *reader,
                       fu_walk_cache *cache, walk_out *out)
 {
+    static uint64_t ips[FU_WALK_MAX_FRAMES];
+    static uint32_t modules[FU_WALK_MAX_FRAMES];
+    static uint8_t kinds[FU_WALK_MAX_FRAMES], flags[FU_WALK_MAX_FRAMES];
     /* poison the frames past what the walk writes: a stale frame would show as a difference */
-    memset(out->frames, 0xa5, sizeof out->frames);
+    memset(ips, 0xa5, sizeof ips);
+    memset(modules, 0xa5, sizeof modules);
+    memset(kinds, 0xa5, sizeof kinds);
+    memset(flags, 0xa5, sizeof flags);
     fu_regs registers = c->regs; /* the walk clobbers them */
-    fu_walk(space, &registers, reader, cache, out->frames, c->max_frames, &out->result);
+    fu_walk(space, &registers, reader, cache, &(fu_frames){ips, modules, kinds, flags}, c->max_frames, &out->result);
+    for (size_t i = 0; i < FU_WALK_MAX_FRAMES; i++)
+        out->frames[i] = (frame){ips[i], modules[i], kinds[i], flags[i]};
 }
 
 static void check_input(const uint8_t *data, size_t size)
@@ -1021,7 +1033,7 @@ static void check_input(const uint8_t *data, size_t size)
     fu_dump_memory memory = {c.stack, c.stack_address, c.stack_size, space};
     fu_reader reader = fu_dump_reader(&memory);
     char what[64];
-    snprintf(what, sizeof what, "%s without a cache", backend_names[c.backend]);
+    snprintf(what, sizeof what, "%s without a cache", fu_backend_name((fu_backend)c.backend));
 
     walk_into(space, &c, &reader, NULL, &out_a);
     check_walk(space, &c.regs, c.max_frames, &out_a);
@@ -1036,7 +1048,7 @@ static void check_input(const uint8_t *data, size_t size)
 
     if (verbose)
         printf("walk_driver: %s: space %zu, %s, max %zu, stack 0x%" PRIx64 " +0x%" PRIx64 ": %s after %zu frames\n",
-               current_label, c.space, backend_names[c.backend], c.max_frames, c.stack_address, c.stack_size,
+               current_label, c.space, fu_backend_name((fu_backend)c.backend), c.max_frames, c.stack_address, c.stack_size,
                fu_walk_outcome_name(out_a.result.outcome), out_a.result.frame_count);
     for (size_t i = 0; verbose && i < out_a.result.frame_count; i++)
         printf("walk_driver:   frame %zu: 0x%" PRIx64 " module %u kind %u\n", i, out_a.frames[i].ip,
@@ -1558,7 +1570,7 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < n; k++) {
             encode_hand_case(&cases[k], &in);
             snprintf(label, sizeof label, "hand-written case %zu: %s, backend %s (--seed %llu)", k, cases[k].name,
-                     backend_names[cases[k].backend], seed);
+                     fu_backend_name((fu_backend)cases[k].backend), seed);
             snprintf(name, sizeof name, "failing-walk-seed%llu-hand%zu", seed, k);
             run_input(&in, label, name);
             inputs++;

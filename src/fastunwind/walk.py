@@ -19,7 +19,7 @@ from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, current_process
 
 FRAME_KINDS = ("first", "cfi", "signal", "frame_pointer")
-SIGNAL_TRAMPOLINE = 1  #: fu_frame.flags bit (walk.h)
+SIGNAL_TRAMPOLINE = 1  #: fu_frames.flags bit (walk.h)
 #: outcomes of a walk by code (walk.h, fu_walk_outcome); "end" is the only complete one
 OUTCOMES: tuple[str, ...] = _core.WALK_OUTCOMES
 
