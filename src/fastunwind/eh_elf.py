@@ -48,7 +48,7 @@ from fastunwind.errors import EhElfError, FastunwindError
 
 #: Bump whenever the generated code's meaning or layout changes: cached objects of another version
 #: are rebuilt. Stamped into fu_eh_elf_info and checked by _core.EhElf.
-GENERATOR_VERSION = 6
+GENERATOR_VERSION = 7
 
 #: Ranges per rows_K.c unit. 65,536 (u16 low + u16 body each: 256 KiB of data) compile in about
 #: 0.3 s with gcc 12 -O2; libLLVM-14 (950k ranges) becomes 15 units, spread over the cores.
@@ -172,27 +172,59 @@ def body_statements(description: tuple) -> tuple[str, ...]:
                 "uint64_t cfa = regs->value[7] + 8u + ((regs->value[16] & 15u) >= 11u ? 8u : 0u);"]
     elif kind == CFA_EXPRESSION and address_size == 8 and (drap := _breg(expression, deref=True)):
         base, k = drap
+        address = _plus(f"regs->value[{base}]", k)
         out += [f"if (!(regs->valid & {_bit(base)})) return FU_EH_ELF_EXPRESSION_ERROR;",
                 "uint64_t cfa;",
-                f"if ((failed = fu_read_required(reader, {_plus(f'regs->value[{base}]', k)}, &cfa, fault))) "
-                "return failed;"]
+                f"if (fu_in_window(reader, {address}, 8u)) cfa = fu_window_load(reader, {address});",
+                f"else if ((failed = fu_read_required(reader, {address}, &cfa, fault))) return failed;"]
     else:
         return INTERPRET  # another expression, or no CFA rule
     out.append("fu_set(caller, 7, cfa);")  # caller holds regs' callee-saved registers (the ABI)
-    # Save slots: the offset(N) rules of tracked registers. In a row without expression rules (nearly
-    # all), they are read together after the other rules (each rule sets its own register, and only
-    # the return address's read can fail the step, so the order changes nothing): one check that
-    # the reader's window holds them all, then plain loads; else fu_restore_slots reads them one by
-    # one through the reader from a table (the slow path, out of line: one copy for all bodies).
-    slots = [(RA if rule[0] == ra_column else rule[0], rule[3]) for rule in rules
-             if rule[1] == OFFSET and (RA if rule[0] == ra_column else rule[0]) < REGISTERS]
+    tracked = [(RA if rule[0] == ra_column else rule[0], *rule) for rule in rules
+               if (RA if rule[0] == ra_column else rule[0]) < REGISTERS]
+    if any(kind in (EXPRESSION, VAL_EXPRESSION) and _breg(expression, deref=False) is None
+           for _, _, kind, _, _, expression in tracked):
+        return INTERPRET
+    sequential = _rule_statements(tracked, signal, window_base=None)
+    # Registers saved at `DW_OP_bregN k` addresses (glibc's __restore_rt: every register in the
+    # signal context, rsp-relative): when all share one base register and the reader's window holds
+    # all their slots, one check covers them and each is a plain load, the rules otherwise in the
+    # same order; else the sequential statements, one checked read each.
+    expression_slots = [(slot, _breg(expression, deref=False)) for slot, _, kind, _, _, expression in tracked
+                        if kind == EXPRESSION]
+    bases = {breg[0] for _, breg in expression_slots}
+    slots = [slot for slot, *_ in tracked]
+    if (len(expression_slots) > 1 and len(bases) == 1 and len(set(slots)) == len(slots)
+            and all(INT16_MIN <= breg[1] <= INT16_MAX for _, breg in expression_slots)):
+        base = bases.pop()
+        low = min(breg[1] for _, breg in expression_slots)
+        span = max(breg[1] for _, breg in expression_slots) - low + 8
+        out.append(f"if ((regs->valid & {_bit(base)}) && "
+                   f"fu_in_window(reader, {_plus(f'regs->value[{base}]', low)}, {span}u)) {{")
+        out += ["    " + line for line in _rule_statements(tracked, signal, window_base=base)]
+        out.append("}")
+    out += sequential
+    if any("(failed = " in line for line in out):
+        out.insert(0, "int failed;")
+    return tuple(out)
+
+
+def _rule_statements(tracked: list[tuple], signal: bool, window_base: int | None) -> list[str]:
+    """The register rules of a body after its CFA, ending in its return: `tracked` are the rules of
+    the walker's registers as (slot, column, kind, register, value, expression). With `window_base`, the
+    body has checked that the reader's window holds every `DW_OP_bregN k` slot (N = window_base):
+    those are plain loads."""
+    out: list[str] = []
+    window_mask = 0  # the registers loaded from the window, made valid together at the end
+    # Save slots: the offset(N) rules. In a row without expression rules (nearly all), they are
+    # read together after the other rules (each rule sets its own register, and only the return
+    # address's read can fail the step, so the order changes nothing): one check that the reader's
+    # window holds them all, then plain loads; else fu_restore_slots reads them one by one through
+    # the reader from a table (the slow path, out of line: one copy for all bodies).
+    slots = [(slot, rule_value) for slot, _, rule_kind, _, rule_value, _ in tracked if rule_kind == OFFSET]
     grouped = bool(slots) and all(INT16_MIN <= offset <= INT16_MAX for _, offset in slots) and not any(
-        rule[1] in (EXPRESSION, VAL_EXPRESSION) and (RA if rule[0] == ra_column else rule[0]) < REGISTERS
-        for rule in rules)
-    for column, rule_kind, rule_register, rule_value, rule_expression in rules:
-        slot = RA if column == ra_column else column
-        if slot >= REGISTERS:
-            continue  # vector registers and the like: the walker does not track them
+        rule_kind in (EXPRESSION, VAL_EXPRESSION) for _, _, rule_kind, *_ in tracked)
+    for slot, column, rule_kind, rule_register, rule_value, rule_expression in tracked:
         if rule_kind == UNDEFINED:
             out.append(f"caller->valid &= ~{_bit(slot)};")
         elif rule_kind in (SAME_VALUE, REGISTER):
@@ -213,17 +245,21 @@ def body_statements(description: tuple) -> tuple[str, ...]:
         elif rule_kind == VAL_OFFSET:
             out.append(f"fu_set(caller, {slot}, {_plus('cfa', rule_value)});")
         elif rule_kind in (EXPRESSION, VAL_EXPRESSION):
-            breg = _breg(rule_expression, deref=False)
-            if breg is None:
-                return INTERPRET
-            base, k = breg
+            base, k = _breg(rule_expression, deref=False)
+            address = _plus(f"regs->value[{base}]", k)
+            if rule_kind == EXPRESSION and window_base is not None:
+                out.append(f"caller->value[{slot}] = fu_window_load(reader, {address});")
+                window_mask |= 1 << slot
+                continue
             out.append(f"if (!(regs->valid & {_bit(base)})) return FU_EH_ELF_EXPRESSION_ERROR;")
             if rule_kind == EXPRESSION:  # the value is at the address (read fatally, any register)
-                out.append(f"if ((failed = fu_restore_required(reader, {_plus(f'regs->value[{base}]', k)}, caller, "
-                           f"{slot}, fault))) return failed;")
+                out.append(f"if ((failed = fu_restore_required(reader, {address}, caller, {slot}, fault))) "
+                           "return failed;")
             else:
-                out.append(f"fu_set(caller, {slot}, {_plus(f'regs->value[{base}]', k)});")
+                out.append(f"fu_set(caller, {slot}, {address});")
         # other kinds: the interpreter skips them too
+    if window_mask:  # the slots are distinct registers: no other rule touches these bits
+        out.append(f"caller->valid |= {window_mask:#x}u;")
     success = "FU_EH_ELF_SIGNAL" if signal else "FU_EH_ELF_CFI"
     if grouped:
         low = min(offset for _, offset in slots)
@@ -236,14 +272,12 @@ def body_statements(description: tuple) -> tuple[str, ...]:
         out += [f"    caller->valid |= {mask:#x}u;", f"    return {success};", "}"]
         out.append(f"return (failed = fu_restore_slots(reader, cfa, caller, fu_slots, {len(slots)}u, fault)) ? "
                    f"failed : {success};")
-    elif not signal and out[-1].startswith("if ((failed = fu_restore_required("):
+    elif not signal and out and out[-1].startswith("if ((failed = fu_restore_required("):
         # the last rule's read decides: fu_restore_required returns 0 (FU_EH_ELF_CFI) or the failure
         out[-1] = "return " + out[-1][len("if ((failed = "):-len(")) return failed;")] + ";"
     else:
         out.append(f"return {success};")
-    if any("(failed = " in line for line in out):
-        out.insert(0, "int failed;")
-    return tuple(out)
+    return out
 
 
 @dataclass

@@ -55,7 +55,7 @@ def pcs_to_check(image: ModuleImage, rng: random.Random) -> list[int]:
     return out
 
 
-def _dwarf_space(image: ModuleImage, base: int, end: int) -> _core.AddressSpace:
+def dwarf_space(image: ModuleImage, base: int, end: int) -> _core.AddressSpace:
     start = BIAS + max(base - 0x1000, 0)
     module = (start, BIAS + end + 0x1000, BIAS, image.eh_frame, image.debug_frame, image.segments, 0)
     return _core.AddressSpace([module], backend="dwarf")
@@ -81,32 +81,38 @@ def check_module(image: ModuleImage, eh_elf: _core.EhElf, seed: int, per_address
     rng = random.Random(seed)
     result = Agreement(image.path, seed)
     base, end, *_ = _core.eh_elf_rows(image.eh_frame, image.debug_frame)
-    space = _dwarf_space(image, base, end)
+    space = dwarf_space(image, base, end)
     stack = random_stack(rng, base, end)
     svmas = [pc for pc in pcs_to_check(image, rng) for _ in range(per_address)]
     for first in range(0, len(svmas), batch):
         chunk = svmas[first:first + batch]
-        states_b = random_states(rng, chunk)
-        states = array.array("Q")
-        states.frombytes(states_b)
-        dwarf = _core.step_batch(space, states_b, stack, STACK_ADDRESS)
-        compiled = _core.eh_elf_step_batch(eh_elf, space, states_b, stack, STACK_ADDRESS, BIAS)
-        for i, svma in enumerate(chunk):
-            at = slice(i * RECORD_SIZE, (i + 1) * RECORD_SIZE)
-            ours, theirs = compiled[at], dwarf[at]
-            result.states += 1
-            status = ours[3] if ours[1] == NO_OUTCOME and ours[0] == FAILED else None
-            result.statuses[STATUSES[status] if status is not None else _name(ours)] += 1
-            if status is not None and STATUSES[status] == "interpret":
-                continue
-            if not agree(ours, theirs) and len(result.mismatches) < 10:
-                state = states[i * STATE_WORDS:(i + 1) * STATE_WORDS]
-                valid = state[REGISTERS] & 0xFFFFFFFF
-                regs = " ".join(f"r{r}={state[r]:#x}" for r in range(REGISTERS) if valid >> r & 1)
-                result.mismatches.append(
-                    f"svma {svma:#x}, return address: {bool(state[REGISTERS] >> 32)}, {regs}\n"
-                    f"  compiled: {decode(ours)} (status byte {ours[3]})\n  dwarf:    {decode(theirs)}")
+        compare_states(eh_elf, space, chunk, random_states(rng, chunk), stack, result)
     return result
+
+
+def compare_states(eh_elf: _core.EhElf, space: _core.AddressSpace, svmas: list[int], states_b: bytes, stack: bytes,
+                   result: Agreement) -> None:
+    """One compiled and one interpreted step from each state (at svmas[i]) over `stack` at
+    STACK_ADDRESS, counted and compared into `result`."""
+    states = array.array("Q")
+    states.frombytes(states_b)
+    dwarf = _core.step_batch(space, states_b, stack, STACK_ADDRESS)
+    compiled = _core.eh_elf_step_batch(eh_elf, space, states_b, stack, STACK_ADDRESS, BIAS)
+    for i, svma in enumerate(svmas):
+        at = slice(i * RECORD_SIZE, (i + 1) * RECORD_SIZE)
+        ours, theirs = compiled[at], dwarf[at]
+        result.states += 1
+        status = ours[3] if ours[1] == NO_OUTCOME and ours[0] == FAILED else None
+        result.statuses[STATUSES[status] if status is not None else _name(ours)] += 1
+        if status is not None and STATUSES[status] == "interpret":
+            continue
+        if not agree(ours, theirs) and len(result.mismatches) < 10:
+            state = states[i * STATE_WORDS:(i + 1) * STATE_WORDS]
+            valid = state[REGISTERS] & 0xFFFFFFFF
+            regs = " ".join(f"r{r}={state[r]:#x}" for r in range(REGISTERS) if valid >> r & 1)
+            result.mismatches.append(
+                f"svma {svma:#x}, return address: {bool(state[REGISTERS] >> 32)}, {regs}\n"
+                f"  compiled: {decode(ours)} (status byte {ours[3]})\n  dwarf:    {decode(theirs)}")
 
 
 def _name(record: bytes) -> str:

@@ -5,19 +5,23 @@ and their validity, fault address. The seed is printed; rerun one with FASTUNWIN
 
 from __future__ import annotations
 
+import array
 import os
+import random
 import shutil
 import subprocess
 import sysconfig
 from pathlib import Path
 
 import pytest
-from eh_elf_helpers import check_module  # first: puts tests/compact_table on sys.path
-from compact_helpers import seed_from_environment
+from eh_elf_helpers import (Agreement, check_module, compare_states,  # first: puts tests/compact_table on sys.path
+                            dwarf_space)
+from compact_helpers import BIAS, REGISTERS, STACK_ADDRESS, STACK_SIZE, random_stack, random_state, seed_from_environment
 from test_compact_table_agreement import CASES, CASES_DIR
 
-from fastunwind import eh_elf
+from fastunwind import _core, eh_elf
 from fastunwind.address_space import ModuleImage
+from fastunwind.cfi import EH_FRAME, UnwindInfo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,3 +106,31 @@ def test_hand_written_cases_step_as_the_interpreter(case, source, flags, tmp_pat
     # the cases include expressions on purpose (expressions.s: nothing but): INTERPRET is expected
     run(compiled, binary, seed_from_environment(sum(map(ord, case))), per_address=40, min_recovered=0.04,
         max_interpret=1.0)
+
+
+def test_the_signal_trampoline_steps_as_the_interpreter_wherever_its_context_lies(compiled):
+    """__restore_rt's body loads the 17 registers of the signal context from the window after one
+    check, or reads them one by one when the context runs past the dump: the interpreter's result
+    (registers, or the fault address of the first unreadable slot) either way. The stack pointer
+    slides over the dump's last 200 bytes and just past it, from random states."""
+    path = LIBRARIES["libc"]
+    image, built = compiled.get(path)
+    (section,) = [s for s in UnwindInfo.open(path).sections if s.kind == EH_FRAME]
+    (fde,) = [fde for fde in section.fdes() if fde.signal_frame]
+    seed = seed_from_environment(1717)
+    rng = random.Random(seed)
+    base, end, *_ = _core.eh_elf_rows(image.eh_frame, image.debug_frame)
+    stack = random_stack(rng, base, end)
+    svmas, states = [], array.array("Q")
+    for rsp in range(STACK_ADDRESS + STACK_SIZE - 208, STACK_ADDRESS + STACK_SIZE + 16, 8):
+        for _ in range(4):
+            state = random_state(rng, fde.pc_begin + BIAS)
+            state[7] = rsp
+            state[REGISTERS] |= 1 << 7  # rsp known: the context is where it points
+            svmas.append(fde.pc_begin)
+            states.extend(state)
+    result = Agreement(path, seed)
+    compare_states(built.eh_elf, dwarf_space(image, base, end), svmas, states.tobytes(), stack, result)
+    assert not result.mismatches, f"seed {seed}:\n" + "\n".join(result.mismatches)
+    # both paths ran: the whole context in the window, and reads past the dump
+    assert result.statuses["signal"] > 0 and result.statuses["past_dump"] > 0, result.statuses

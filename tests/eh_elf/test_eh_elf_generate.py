@@ -104,6 +104,24 @@ def test_a_signal_frame_returns_signal_and_compiles_breg_expressions():
     assert body[0] == "int failed;" and body[-1] == "return FU_EH_ELF_SIGNAL;"
 
 
+def test_registers_saved_at_one_base_register_load_from_the_window_after_one_check():
+    body = eh_elf.body_statements(description(RSP_PLUS_8, [
+        (0, eh_elf.EXPRESSION, 0, 0, bytes([0x77, 0x90, 0x01])),  # DW_OP_breg7 144
+        (3, eh_elf.EXPRESSION, 0, 0, bytes([0x77, 0x80, 0x01])),  # DW_OP_breg7 128
+        RA_AT_CFA_MINUS_8,
+    ], signal=True))
+    window = body.index("if ((regs->valid & 0x80u) && fu_in_window(reader, regs->value[7] + 128u, 24u)) {")
+    sequential = body.index("if ((failed = fu_restore_required(reader, regs->value[7] + 144u, caller, 0, fault))) "
+                            "return failed;")
+    assert window < sequential  # the checked reads stay for a context that runs past the window
+    fast = body[window + 1:body.index("}", window)]
+    assert fast[:2] == ("    caller->value[0] = fu_window_load(reader, regs->value[7] + 144u);",
+                        "    caller->value[3] = fu_window_load(reader, regs->value[7] + 128u);")
+    assert "    caller->valid |= 0x9u;" in fast and fast[-1] == "    return FU_EH_ELF_SIGNAL;"
+    # the return address (an offset rule) is still read through the reader, in rule order
+    assert any("fu_restore_required(reader, cfa - 8u, caller, 16, fault)" in line for line in fast)
+
+
 def test_a_file_without_cfi_is_a_clear_error(tmp_path, assemble):
     binary = assemble("\t.globl _start\n_start:\n\tret\n", tmp_path,
                       ("--link", "-nostdlib", "-static", "-no-pie", "-Wl,--no-eh-frame-hdr"))
