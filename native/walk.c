@@ -90,12 +90,16 @@ static inline bool cached_at(const fu_walk_cache_entry *e, uint64_t lookup)
     return e && e->kind != FU_WALK_CACHED_NONE && e->lookup == lookup;
 }
 
-/* Whether avma lies in a module's executable mapping (the cache answers for PCs walked before). */
-static inline bool in_module(walker *w, uint64_t avma)
+/* Whether avma lies in a module's executable mapping (the cache answers for PCs walked before):
+ * *entry is avma's cache entry when the cache holds it, else NULL. */
+static inline bool in_module(walker *w, uint64_t avma, const fu_walk_cache_entry **entry)
 {
     const fu_walk_cache_entry *e = cache_entry(w->cache, avma);
-    if (cached_at(e, avma))
+    if (cached_at(e, avma)) {
+        *entry = e;
         return e->module != UINT32_MAX;
+    }
+    *entry = NULL;
     return fu_address_space_find(w->space, avma) >= 0;
 }
 
@@ -292,9 +296,11 @@ static bool apply_row(walker *w, const fu_table *t, const fu_state *state, uint6
 
 /* Follow rbp (frame-pointer convention: [rbp] = caller's rbp, [rbp+8] = return address) from a
  * frame whose rbp and rsp are known, when no CFI covers its PC: the caller's rbp and return
- * address (its rsp is rbp + 16), or false if the chain is not plausible. */
+ * address (its rsp is rbp + 16), or false if the chain is not plausible. *caller_entry: the walk
+ * cache's entry of the caller's lookup address (ra - 1) when the cache holds it, else NULL. */
 static inline __attribute__((always_inline)) bool follow_rbp(walker *w, uint64_t rbp, uint64_t rsp,
-                                                            uint64_t *caller_rbp, uint64_t *ra)
+                                                            uint64_t *caller_rbp, uint64_t *ra,
+                                                            const fu_walk_cache_entry **caller_entry)
 {
     if (rbp % 8 != 0 || rbp < rsp || rbp - rsp > FU_FP_MAX_FRAME_SIZE)
         return false;
@@ -308,7 +314,7 @@ static inline __attribute__((always_inline)) bool follow_rbp(walker *w, uint64_t
     }
     /* The return address must land in mapped code. The saved rbp is only the caller's register
      * value: a caller built without frame pointers keeps any data there. */
-    return in_module(w, *ra - 1);
+    return in_module(w, *ra - 1, caller_entry);
 }
 
 /* What a frame-pointer step knows of the caller: rbp, rsp and the return address. */
@@ -317,8 +323,9 @@ static inline __attribute__((always_inline)) bool follow_rbp(walker *w, uint64_t
 static inline __attribute__((always_inline)) bool frame_pointer_step(walker *w, const fu_regs *regs, fu_regs *out)
 {
     uint64_t rbp, rsp, caller_rbp, ra;
+    const fu_walk_cache_entry *caller_entry;
     if (!fu_regs_get(regs, FU_REG_RBP, &rbp) || !fu_regs_get(regs, FU_REG_RSP, &rsp) ||
-        !follow_rbp(w, rbp, rsp, &caller_rbp, &ra))
+        !follow_rbp(w, rbp, rsp, &caller_rbp, &ra, &caller_entry))
         return false;
     out->value[FU_REG_RBP] = caller_rbp;
     out->value[FU_REG_RSP] = rbp + 16;
@@ -679,7 +686,8 @@ static inline __attribute__((always_inline)) bool follow_frame_pointers(walker *
     /* bounded by max_frames: each iteration but the last records a frame */
     for (;;) {
         uint64_t caller_rbp, ra;
-        if (!follow_rbp(w, rbp, sp, &caller_rbp, &ra)) {
+        const fu_walk_cache_entry *e; /* the caller's, at ra - 1 */
+        if (!follow_rbp(w, rbp, sp, &caller_rbp, &ra, &e)) {
             result->outcome = FU_WALK_NO_UNWIND_INFO;
             result->fault_address = at;
             return false;
@@ -690,8 +698,7 @@ static inline __attribute__((always_inline)) bool follow_frame_pointers(walker *
         at = ra;
         sp = caller_sp;
         rbp = caller_rbp;
-        const fu_walk_cache_entry *e = cache_entry(w->cache, at - 1);
-        if (!cached_at(e, at - 1) || e->kind != FU_WALK_CACHED_NO_INFO)
+        if (!e || e->kind != FU_WALK_CACHED_NO_INFO)
             break; /* CFI, or not known yet: fu_walk decides */
         record_frame(frames, (*n)++, at, e->module, FU_FRAME_FP);
         if (*n == max_frames) {
