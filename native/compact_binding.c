@@ -112,7 +112,7 @@ const fu_compact_table *fu_compact_table_of(PyObject *module, PyObject *object)
 }
 
 static const char *const cfa_kind_names[FU_COMPACT_CFA_KIND_COUNT] = {"no_info", "slow", "rsp", "rbp", "register",
-                                                                       "plt", "deref"};
+                                                                       "plt", "deref", "signal_context"};
 
 static PyObject *rule_dict(const fu_compact_rule *r)
 {

@@ -47,15 +47,56 @@ static bool drap_expression(const uint8_t *expr, uint64_t len, uint8_t *reg, int
     return true;
 }
 
+/* The expression of `rule` (CFA or register rule), or NULL if it lies outside the section. */
+static const uint8_t *rule_expression(const fu_table *t, const fu_rule *rule)
+{
+    if (rule->value < 0 || (uint64_t)rule->value > t->section.size || rule->expr_len > t->section.size - (uint64_t)rule->value)
+        return NULL;
+    return t->section.data + rule->value;
+}
+
+/* Whether a signal frame's row is exactly FU_COMPACT_CFA_SIGNAL_CONTEXT's (compact_table.h). */
+static bool is_signal_context(const fu_table *t, const fu_state *state)
+{
+    unsigned reg;
+    int32_t offset;
+    bool deref;
+    const uint8_t *expr = state->cfa.kind == FU_CFA_EXPRESSION ? rule_expression(t, &state->cfa) : NULL;
+    if (!expr || !fu_expr_match_breg(expr, state->cfa.expr_len, &reg, &offset, &deref) || reg != FU_REG_RSP ||
+        offset != FU_COMPACT_SIGNAL_CONTEXT_CFA || !deref)
+        return false;
+    unsigned next = 0; /* the walker's registers in column order, then only untracked columns */
+    for (uint16_t k = 0; k < state->count; k++) {
+        unsigned column = t->column_pool[state->first + k];
+        const fu_rule *rule = &t->rule_pool[state->first + k];
+        if (column >= FU_WALK_REGISTERS && next == FU_WALK_REGISTERS)
+            continue; /* vector registers and the like: the walker ignores them */
+        expr = rule->kind == FU_RULE_EXPRESSION ? rule_expression(t, rule) : NULL;
+        if (column != next || !expr || !fu_expr_match_breg(expr, rule->expr_len, &reg, &offset, &deref) ||
+            reg != FU_REG_RSP || deref || offset != fu_compact_signal_context[column])
+            return false;
+        next++;
+    }
+    return next == FU_WALK_REGISTERS;
+}
+
 fu_compact_rule fu_compact_rule_of_state(const fu_table *t, const fu_entry *entry, const fu_state *state)
 {
     fu_compact_rule slow = {.cfa_kind = FU_COMPACT_CFA_SLOW};
     fu_compact_rule r = {0};
     const fu_cie_info *cie = entry->cie;
-    /* Signal frames (__restore_rt) restore every register by expression from the ucontext, and
-     * their IP is not a return address: the DWARF path handles them. */
-    if (t->section.address_size != 8 || (cie && (cie->signal_frame || cie->ra_column != FU_REG_RA)))
+    if (t->section.address_size != 8 || (cie && cie->ra_column != FU_REG_RA))
         return slow;
+    /* Signal frames restore every register from the signal context, and their IP is not a return
+     * address: glibc's exact layout has a rule of its own, any other goes to the DWARF path. */
+    if (cie && cie->signal_frame) {
+        if (!is_signal_context(t, state))
+            return slow;
+        r.cfa_kind = FU_COMPACT_CFA_SIGNAL_CONTEXT;
+        r.cfa_register = FU_REG_RSP;
+        r.cfa_offset = FU_COMPACT_SIGNAL_CONTEXT_CFA;
+        return r;
+    }
     const fu_rule *cfa = &state->cfa;
     if (cfa->kind == FU_CFA_REG_OFFSET) {
         if (cfa->reg >= FU_WALK_REGISTERS || cfa->value < INT32_MIN || cfa->value > INT32_MAX)
@@ -66,10 +107,9 @@ fu_compact_rule fu_compact_rule_of_state(const fu_table *t, const fu_entry *entr
         r.cfa_register = (uint8_t)cfa->reg;
         r.cfa_offset = (int32_t)cfa->value;
     } else if (cfa->kind == FU_CFA_EXPRESSION) {
-        if (cfa->value < 0 || (uint64_t)cfa->value > t->section.size ||
-            cfa->expr_len > t->section.size - (uint64_t)cfa->value)
+        const uint8_t *expr = rule_expression(t, cfa);
+        if (!expr)
             return slow;
-        const uint8_t *expr = t->section.data + cfa->value;
         if (cfa->expr_len == FU_COMPACT_PLT_EXPRESSION_SIZE && memcmp(expr, plt_expression, sizeof plt_expression) == 0) {
             r.cfa_kind = FU_COMPACT_CFA_PLT;
         } else if (drap_expression(expr, cfa->expr_len, &r.cfa_register, &r.cfa_offset)) {
@@ -417,6 +457,12 @@ fu_status fu_compact_open(fu_compact_table *t, const uint8_t *data, size_t size,
             ok = r->cfa_register == FU_REG_RSP;
         if (ok && r->cfa_kind == FU_COMPACT_CFA_RBP)
             ok = r->cfa_register == FU_REG_RBP;
+        if (ok && r->cfa_kind == FU_COMPACT_CFA_SIGNAL_CONTEXT) {
+            static const fu_compact_rule signal_context = {.cfa_kind = FU_COMPACT_CFA_SIGNAL_CONTEXT,
+                                                          .cfa_register = FU_REG_RSP,
+                                                          .cfa_offset = FU_COMPACT_SIGNAL_CONTEXT_CFA};
+            ok = memcmp(r, &signal_context, sizeof *r) == 0;
+        }
         if (!ok)
             return fu_fail(err, FU_ERR_CFI, "compact table: rule %u is invalid (CFA kind %u, register %u)", i,
                            r->cfa_kind, r->cfa_register);

@@ -44,7 +44,7 @@
 #define FU_COMPACT_MAGIC_SIZE 8
 /* Bump whenever the layout or the builder's semantics change: a cached file of another version is
  * rebuilt, never used. */
-#define FU_COMPACT_VERSION 2
+#define FU_COMPACT_VERSION 3
 
 /* The key a table was built for: a GNU build-id (20 bytes for SHA-1, the linker's default; 16 for
  * md5/uuid) or, for a file without one, a SHA-256 of its path, size and mtime. 64 bytes hold
@@ -85,8 +85,24 @@ typedef enum fu_compact_cfa_kind {
     /* Dynamic realignment (DRAP): DW_OP_bregN (cfa_register): cfa_offset; DW_OP_deref, i.e.
      * CFA = *(cfa_register + cfa_offset). */
     FU_COMPACT_CFA_DEREF,
+    /* A signal trampoline (the CIE has 'S') whose row is exactly the Linux x86-64 signal frame as
+     * glibc's __restore_rt describes it: at the trampoline rsp points to the ucontext_t, the CFA
+     * is the interrupted rsp saved in it, DW_OP_breg7 (rsp): 160; DW_OP_deref, and each register r
+     * of 0..16 is saved at rsp + fu_compact_signal_context[r] (DW_CFA_expression DW_OP_breg7 k,
+     * in column order). The caller is a FU_FRAME_SIGNAL frame. cfa_register RSP, cfa_offset 160,
+     * every save slot KEEP. */
+    FU_COMPACT_CFA_SIGNAL_CONTEXT,
     FU_COMPACT_CFA_KIND_COUNT
 } fu_compact_cfa_kind;
+
+/* Where the signal context keeps each register (DWARF 0..16, 16 the interrupted rip), from the
+ * ucontext_t at rsp: uc_mcontext.gregs at 40, in the kernel's order r8-r15, rdi, rsi, rbp, rbx,
+ * rdx, rax, rcx, rsp, rip (struct sigcontext_64). */
+#define FU_COMPACT_SIGNAL_CONTEXT_CFA 160 /* the saved rsp */
+static const uint8_t fu_compact_signal_context[17] = {144, 136, 152, 128, 112, 104, 120, 160, 40,
+                                                      48,  56,  64,  72,  80,  88,  96,  168};
+#define FU_COMPACT_SIGNAL_CONTEXT_LOW 40   /* the lowest slot above */
+#define FU_COMPACT_SIGNAL_CONTEXT_SIZE 136 /* from the lowest slot to the end of the highest */
 
 #define FU_COMPACT_PLT_EXPRESSION {0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22}
 #define FU_COMPACT_PLT_EXPRESSION_SIZE 11

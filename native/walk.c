@@ -393,12 +393,46 @@ static bool restore_compact_slots(walker *w, const fu_compact_rule *rule, uint64
     return restore_saved(w, FU_REG_RA, cfa + (uint64_t)(int64_t)ra_by_8 * 8, out);
 }
 
+/* FU_COMPACT_CFA_SIGNAL_CONTEXT (compact_table.h): the interrupted frame's registers from the
+ * signal context at rsp, read as apply_row evaluates the row (the CFA first, then the registers in
+ * column order, every read required), in one window check when the window holds the context. */
+static bool apply_signal_context(walker *w, const fu_regs *regs, fu_regs *out)
+{
+    uint64_t rsp, cfa;
+    if (!fu_regs_get(regs, FU_REG_RSP, &rsp)) {
+        w->result->outcome = FU_WALK_EXPRESSION_ERROR;
+        return false;
+    }
+    if (!read_word(w, rsp + FU_COMPACT_SIGNAL_CONTEXT_CFA, 8, &cfa))
+        return false;
+    start_caller(regs, cfa, out);
+    const fu_reader *reader = w->reader;
+    uint64_t first = rsp + FU_COMPACT_SIGNAL_CONTEXT_LOW - reader->window_address;
+    if (first <= reader->window_size && FU_COMPACT_SIGNAL_CONTEXT_SIZE <= reader->window_size - first) {
+        const uint8_t *context = reader->window + first - FU_COMPACT_SIGNAL_CONTEXT_LOW; /* rsp */
+        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+            memcpy(&out->value[r], context + fu_compact_signal_context[r], 8);
+        out->valid = (1u << FU_WALK_REGISTERS) - 1;
+        return true;
+    }
+    for (unsigned r = 0; r < FU_WALK_REGISTERS; r++) {
+        uint64_t v;
+        if (!read_word(w, rsp + fu_compact_signal_context[r], 8, &v))
+            return false;
+        fu_regs_set(out, r, v);
+    }
+    return true;
+}
+
 /* Apply a compact rule: the same results as apply_row on the DWARF row it was built from
- * (compact_table.c admits only rows whose every rule it restates exactly). `span` is the rule's
- * compact_slot_span: when the reader's window holds every slot, the slots are loaded from it
- * without a check per read (the one check here covers them all). */
-static inline __attribute__((always_inline)) bool apply_compact(walker *w, const fu_compact_rule *rule, slot_span span,
-                                                                const fu_regs *regs, fu_regs *out)
+ * (compact_table.c admits only rows whose every rule it restates exactly). Returns the caller's
+ * frame kind (FU_FRAME_CFI, or FU_FRAME_SIGNAL with *signal_frame set and the frame flagged a
+ * signal trampoline), or -1 with the outcome set. `span` is the rule's compact_slot_span: when
+ * the reader's window holds every slot, the slots are loaded from it without a check per read
+ * (the one check here covers them all). */
+static inline __attribute__((always_inline)) int apply_compact(walker *w, const fu_compact_rule *rule, slot_span span,
+                                                               const fu_regs *regs, fu_regs *out,
+                                                               uint8_t *frame_flags, bool *signal_frame)
 {
     uint64_t cfa, base, rip;
     switch ((fu_compact_cfa_kind)rule->cfa_kind) {
@@ -407,7 +441,7 @@ static inline __attribute__((always_inline)) bool apply_compact(walker *w, const
     case FU_COMPACT_CFA_REGISTER:
         if (!fu_regs_get(regs, rule->cfa_register, &base)) {
             w->result->outcome = FU_WALK_REGISTER_UNKNOWN;
-            return false;
+            return -1;
         }
         cfa = base + (uint64_t)(int64_t)rule->cfa_offset;
         break;
@@ -415,28 +449,32 @@ static inline __attribute__((always_inline)) bool apply_compact(walker *w, const
         /* a register the expression names is unknown: the evaluator's error */
         if (!fu_regs_get(regs, FU_REG_RSP, &base) || !fu_regs_get(regs, FU_REG_RA, &rip)) {
             w->result->outcome = FU_WALK_EXPRESSION_ERROR;
-            return false;
+            return -1;
         }
         cfa = base + 8 + ((rip & 15) >= 11 ? 8 : 0);
         break;
     case FU_COMPACT_CFA_DEREF:
         if (!fu_regs_get(regs, rule->cfa_register, &base)) {
             w->result->outcome = FU_WALK_EXPRESSION_ERROR;
-            return false;
+            return -1;
         }
         if (!read_word(w, base + (uint64_t)(int64_t)rule->cfa_offset, 8, &cfa))
-            return false;
+            return -1;
         break;
+    case FU_COMPACT_CFA_SIGNAL_CONTEXT:
+        *signal_frame = true;
+        *frame_flags |= FU_FRAME_SIGNAL_TRAMPOLINE;
+        return apply_signal_context(w, regs, out) ? FU_FRAME_SIGNAL : -1;
     default: /* NO_INFO and SLOW never get here */
         w->result->outcome = FU_WALK_NO_UNWIND_INFO;
-        return false;
+        return -1;
     }
     start_caller(regs, cfa, out);
     const fu_reader *reader = w->reader;
     uint64_t first = cfa + (uint64_t)(int64_t)span.lowest_by_8 * 8 - reader->window_address;
     uint64_t length = (uint64_t)(span.highest_by_8 - span.lowest_by_8) * 8 + 8;
     if (!(first <= reader->window_size && length <= reader->window_size - first))
-        return restore_compact_slots(w, rule, cfa, out);
+        return restore_compact_slots(w, rule, cfa, out) ? FU_FRAME_CFI : -1;
     /* every slot lies in the window: plain loads, the valid mask kept in a register */
     const uint8_t *lowest = reader->window + first; /* CFA + 8 * span.lowest_by_8 */
     uint32_t valid = out->valid;
@@ -457,7 +495,7 @@ static inline __attribute__((always_inline)) bool apply_compact(walker *w, const
         valid |= 1u << FU_REG_RA;
     }
     out->valid = valid;
-    return true; /* without a return address the stack ends here */
+    return FU_FRAME_CFI; /* without a return address the stack ends here */
 }
 
 fu_walk_outcome fu_eh_elf_failure_outcome(int status)
@@ -559,7 +597,7 @@ static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_r
         } else {
             const fu_compact_rule *rule = compact_rule(space, mod, svma, &dwarf);
             if (rule)
-                return apply_compact(w, rule, compact_slot_span(rule), regs, caller) ? FU_FRAME_CFI : -1;
+                return apply_compact(w, rule, compact_slot_span(rule), regs, caller, frame_flags, signal_frame);
         }
         const fu_table *table = NULL;
         int64_t row = -1, fde = -1;
@@ -759,9 +797,7 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
         switch ((fu_walk_cached)found->kind) {
         case FU_WALK_CACHED_RULE:
             caller_kind = apply_compact(&w, found->what.rule, (slot_span){found->lowest_by_8, found->highest_by_8}, regs,
-                                        caller)
-                              ? FU_FRAME_CFI
-                              : -1;
+                                        caller, frame_flags, &signal_frame);
             break;
         case FU_WALK_CACHED_BODY:
             caller_kind = apply_body(&w, found->what.body, regs, caller, frame_flags, &signal_frame);

@@ -5,14 +5,19 @@ FASTUNWIND_TEST_SEED=N."""
 
 from __future__ import annotations
 
+import array
 import os
+import random
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from compact_helpers import check_module, seed_from_environment
+from compact_helpers import (BIAS, RECORD_SIZE, REGISTERS, STACK_ADDRESS, STACK_SIZE, check_module, decode,
+                             module_spaces, random_stack, random_state, seed_from_environment)
 
+from fastunwind import _core
 from fastunwind.address_space import ModuleImage
+from fastunwind.cfi import EH_FRAME, UnwindInfo
 
 LIBRARIES = {
     "libc": "/lib/x86_64-linux-gnu/libc.so.6",
@@ -66,3 +71,37 @@ def test_every_row_of_a_library_steps_as_the_dwarf_interpreter(name):
 def test_hand_written_cases_step_as_the_dwarf_interpreter(case, source, flags, tmp_path, assemble):
     binary = assemble(CASES_DIR / source, tmp_path, flags)
     run(ModuleImage.load(str(binary)), seed_from_environment(sum(map(ord, case))), per_address=40, min_recovered=0.04)
+
+
+def test_the_signal_trampoline_has_a_rule_of_its_own_that_steps_as_the_dwarf_interpreter():
+    """glibc's __restore_rt row is FU_COMPACT_CFA_SIGNAL_CONTEXT, not a slow row; from random states
+    with the signal context anywhere from inside the dump to past its end, the table's step equals
+    the interpreter's (registers, a signal frame, or the fault address of the first slot past the
+    dump)."""
+    path = LIBRARIES["libc"]
+    image = ModuleImage.load(path)
+    compact = image.load_compact_table(use_cache=False)
+    (section,) = [s for s in UnwindInfo.open(path).sections if s.kind == EH_FRAME]
+    (fde,) = [fde for fde in section.fdes() if fde.signal_frame]
+    assert compact.rule(compact.lookup(fde.pc_begin)[1])["cfa"] == "signal_context"
+    seed = seed_from_environment(1717)
+    rng = random.Random(seed)
+    states = array.array("Q")
+    for rsp in range(STACK_ADDRESS + STACK_SIZE - 208, STACK_ADDRESS + STACK_SIZE + 16, 8):
+        for _ in range(4):
+            state = random_state(rng, fde.pc_begin + BIAS)
+            state[7] = rsp
+            state[REGISTERS] |= 1 << 7  # rsp known: the context is where it points
+            states.extend(state)
+    stack = random_stack(rng, compact.base_svma, compact.end_svma)
+    spaces = module_spaces(image, compact)
+    records = {b: _core.step_batch(space, states.tobytes(), stack, STACK_ADDRESS) for b, space in spaces.items()}
+    outcomes = Counter()
+    for i in range(len(states) // (REGISTERS + 1)):
+        at = slice(i * RECORD_SIZE, (i + 1) * RECORD_SIZE)
+        dwarf = records["dwarf"][at]
+        outcomes[" ".join(decode(dwarf).split()[:2])] += 1
+        for backend in ("table-only", "auto"):
+            assert records[backend][at] == dwarf, (f"seed {seed}, state {i}, {backend}:\n  {decode(records[backend][at])}"
+                                                   f"\n  dwarf: {decode(dwarf)}")
+    assert outcomes["kind 2"] and outcomes["failed truncated"], outcomes  # in the window, and past the end
