@@ -99,16 +99,29 @@ static const char *bytes_of(const fu_growing *g) { return g->data ? (const char 
 #define FRAMES_RESERVED_PER_SAMPLE 32
 #define FRAMES_RESERVED_MAX ((size_t)1 << 24)
 
-/* Room in the four frame columns (u64 ips, u32 modules, u8 kinds, u8 flags) for `more` frames
- * after the first `frames`; false if out of memory. The walks write the columns in place, so their
- * `len` stays 0 until the loop ends. */
-static bool reserve_frames(fu_growing columns[4], size_t frames, size_t more)
+/* The frames of a batch: four columns (u64 ips, u32 modules, u8 kinds, u8 flags) that the walks
+ * write in place, so their `len` stays 0 until the loop ends. */
+typedef struct frame_columns {
+    fu_growing column[4];
+    size_t room; /* frames every column has room for */
+} frame_columns;
+
+static bool grow_frame_columns(frame_columns *f, size_t frames)
 {
     static const size_t width[4] = {8, 4, 1, 1};
-    for (unsigned c = 0; c < 4; c++)
-        if (!fu_growing_reserve(&columns[c], width[c] * (frames + more)))
+    f->room = SIZE_MAX;
+    for (unsigned c = 0; c < 4; c++) {
+        if (!fu_growing_reserve(&f->column[c], width[c] * frames))
             return false;
+        f->room = f->column[c].cap / width[c] < f->room ? f->column[c].cap / width[c] : f->room;
+    }
     return true;
+}
+
+/* Room for `frames` frames in every column; false if out of memory. */
+static inline bool reserve_frames(frame_columns *f, size_t frames)
+{
+    return frames <= f->room || grow_frame_columns(f, frames);
 }
 
 static uint64_t now_ns(void)
@@ -130,7 +143,8 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     const fu_address_space **spaces = NULL;
     fu_walk_cache **caches = NULL; /* one per space, made when its first sample comes */
     fu_growing outcomes = {0}, starts = {0};
-    fu_growing columns[4] = {{0}}; /* the frames: ips, modules, kinds, flags (reserve_frames) */
+    frame_columns frames_out = {{{0}}, 0};
+    fu_growing *columns = frames_out.column; /* ips, modules, kinds, flags */
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
     size_t count;
     const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
@@ -156,7 +170,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     size_t reserved = count < FRAMES_RESERVED_MAX / FRAMES_RESERVED_PER_SAMPLE ? count * FRAMES_RESERVED_PER_SAMPLE
                                                                                : FRAMES_RESERVED_MAX;
     if (!fu_growing_reserve(&outcomes, count) || !fu_growing_reserve(&starts, 4 * (count + 1)) ||
-        !reserve_frames(columns, 0, reserved)) {
+        !reserve_frames(&frames_out, reserved)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -205,7 +219,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
                 }
                 fu_walk_cache_bind(caches[id], spaces[id]);
             }
-            if (!reserve_frames(columns, frame_count, (size_t)max_frames)) {
+            if (!reserve_frames(&frames_out, (size_t)frame_count + (size_t)max_frames)) {
                 nomem = true;
                 break;
             }

@@ -355,24 +355,35 @@ static bool find_row(const fu_module *mod, uint64_t svma, const fu_table **table
     return true;
 }
 
-/* The lowest and highest save slot a compact rule reads, as CFA + 8 * n (0, 0 if none). */
-typedef struct slot_span {
-    int8_t lowest_by_8, highest_by_8;
-} slot_span;
-
-static slot_span compact_slot_span(const fu_compact_rule *rule)
+/* A compact rule's save slots as fu_compact_plan states them (walk.h). */
+static fu_compact_plan compact_plan(const fu_compact_rule *rule)
 {
-    slot_span span = {0, 0};
-    bool any = false;
+    fu_compact_plan plan = {0, 0, 0, 1, {0}};
+    int8_t by_8[FU_COMPACT_SAVED_REGISTERS + 1];
+    memcpy(by_8, rule->saved_offset_by_8, FU_COMPACT_SAVED_REGISTERS);
+    by_8[FU_COMPACT_SAVED_REGISTERS] = rule->ra_offset_by_8;
+    int8_t highest_by_8 = 0;
     for (unsigned i = 0; i <= FU_COMPACT_SAVED_REGISTERS; i++) {
-        int8_t by_8 = i < FU_COMPACT_SAVED_REGISTERS ? rule->saved_offset_by_8[i] : rule->ra_offset_by_8;
-        if (by_8 == FU_COMPACT_KEEP || by_8 == FU_COMPACT_UNDEFINED)
-            continue;
-        span.lowest_by_8 = !any || by_8 < span.lowest_by_8 ? by_8 : span.lowest_by_8;
-        span.highest_by_8 = !any || by_8 > span.highest_by_8 ? by_8 : span.highest_by_8;
-        any = true;
+        if (by_8[i] == FU_COMPACT_KEEP) {
+            plan.kept |= (uint8_t)(i < FU_COMPACT_SAVED_REGISTERS) << i; /* no return address rule: none */
+        } else if (by_8[i] != FU_COMPACT_UNDEFINED) {
+            plan.lowest_by_8 = !plan.restored || by_8[i] < plan.lowest_by_8 ? by_8[i] : plan.lowest_by_8;
+            highest_by_8 = !plan.restored || by_8[i] > highest_by_8 ? by_8[i] : highest_by_8;
+            plan.restored |= (uint8_t)(1u << i);
+        }
     }
-    return span;
+    plan.count_by_8 = (uint8_t)(highest_by_8 - plan.lowest_by_8 + 1); /* offsets are int8: at most 255 */
+    for (unsigned i = 0; i <= FU_COMPACT_SAVED_REGISTERS; i++)
+        if (plan.restored >> i & 1)
+            plan.slot_by_8[i] = (uint8_t)(by_8[i] - plan.lowest_by_8);
+    return plan;
+}
+
+/* The valid bits of the registers of plan slots `slots`: slots 0, 1 are rbx (3), rbp (6), slots
+ * 2..6 are r12..r15 and the return address (12..16). */
+static inline uint32_t plan_slot_registers(uint32_t slots)
+{
+    return (slots & 1u) << 3 | (slots & 2u) << 5 | (slots & 0x7cu) << 10;
 }
 
 /* A compact rule's save slots, some outside the reader's window: each read checked, as apply_row
@@ -427,12 +438,13 @@ static bool apply_signal_context(walker *w, const fu_regs *regs, fu_regs *out)
 /* Apply a compact rule: the same results as apply_row on the DWARF row it was built from
  * (compact_table.c admits only rows whose every rule it restates exactly). Returns the caller's
  * frame kind (FU_FRAME_CFI, or FU_FRAME_SIGNAL with *signal_frame set and the frame flagged a
- * signal trampoline), or -1 with the outcome set. `span` is the rule's compact_slot_span: when
- * the reader's window holds every slot, the slots are loaded from it without a check per read
- * (the one check here covers them all). */
-static inline __attribute__((always_inline)) int apply_compact(walker *w, const fu_compact_rule *rule, slot_span span,
-                                                               const fu_regs *regs, fu_regs *out,
-                                                               uint8_t *frame_flags, bool *signal_frame)
+ * signal trampoline), or -1 with the outcome set. `plan` is the rule's compact_plan: when the
+ * reader's window holds every slot it reads, each callee-saved register is one load, from its
+ * slot or from the callee's value (no branch per slot), after one check for them all. */
+static inline __attribute__((always_inline)) int apply_compact(walker *w, const fu_compact_rule *rule,
+                                                               const fu_compact_plan *plan, const fu_regs *regs,
+                                                               fu_regs *out, uint8_t *frame_flags,
+                                                               bool *signal_frame)
 {
     uint64_t cfa, base, rip;
     switch ((fu_compact_cfa_kind)rule->cfa_kind) {
@@ -469,32 +481,27 @@ static inline __attribute__((always_inline)) int apply_compact(walker *w, const 
         w->result->outcome = FU_WALK_NO_UNWIND_INFO;
         return -1;
     }
-    start_caller(regs, cfa, out);
     const fu_reader *reader = w->reader;
-    uint64_t first = cfa + (uint64_t)(int64_t)span.lowest_by_8 * 8 - reader->window_address;
-    uint64_t length = (uint64_t)(span.highest_by_8 - span.lowest_by_8) * 8 + 8;
-    if (!(first <= reader->window_size && length <= reader->window_size - first))
+    uint64_t first = cfa + (uint64_t)(int64_t)plan->lowest_by_8 * 8 - reader->window_address;
+    uint64_t length = (uint64_t)plan->count_by_8 * 8;
+    if (!(first <= reader->window_size && length <= reader->window_size - first)) {
+        start_caller(regs, cfa, out);
         return restore_compact_slots(w, rule, cfa, out) ? FU_FRAME_CFI : -1;
-    /* every slot lies in the window: plain loads, the valid mask kept in a register */
-    const uint8_t *lowest = reader->window + first; /* CFA + 8 * span.lowest_by_8 */
-    uint32_t valid = out->valid;
+    }
+    /* every slot read lies in the window: a restored slot is a load from it, any other callee-saved
+     * register a load of the callee's value (the value of an undefined one is never read) */
+    const uint8_t *lowest = reader->window + first; /* CFA + 8 * plan->lowest_by_8 */
+    uint32_t restored = plan->restored;
 #pragma GCC unroll 6
     for (unsigned i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++) {
-        int8_t by_8 = rule->saved_offset_by_8[i];
         unsigned reg = fu_compact_saved_register[i];
-        if (by_8 == FU_COMPACT_UNDEFINED) {
-            valid &= ~(1u << reg);
-        } else if (by_8 != FU_COMPACT_KEEP) {
-            memcpy(&out->value[reg], lowest + (by_8 - span.lowest_by_8) * 8, 8);
-            valid |= 1u << reg;
-        }
+        const void *from = restored >> i & 1 ? (const void *)(lowest + 8 * plan->slot_by_8[i]) : &regs->value[reg];
+        memcpy(&out->value[reg], from, 8);
     }
-    int8_t ra_by_8 = rule->ra_offset_by_8;
-    if (ra_by_8 != FU_COMPACT_KEEP && ra_by_8 != FU_COMPACT_UNDEFINED) {
-        memcpy(&out->value[FU_REG_RA], lowest + (ra_by_8 - span.lowest_by_8) * 8, 8);
-        valid |= 1u << FU_REG_RA;
-    }
-    out->valid = valid;
+    /* the return address: its slot, or (no rule) any slot in the window, not valid */
+    memcpy(&out->value[FU_REG_RA], lowest + 8 * plan->slot_by_8[FU_COMPACT_SAVED_REGISTERS], 8);
+    out->value[FU_REG_RSP] = cfa;
+    out->valid = (regs->valid & plan_slot_registers(plan->kept)) | plan_slot_registers(restored) | 1u << FU_REG_RSP;
     return FU_FRAME_CFI; /* without a return address the stack ends here */
 }
 
@@ -596,8 +603,10 @@ static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_r
             } /* else a body number out of range: not trusted, the interpreter decides */
         } else {
             const fu_compact_rule *rule = compact_rule(space, mod, svma, &dwarf);
-            if (rule)
-                return apply_compact(w, rule, compact_slot_span(rule), regs, caller, frame_flags, signal_frame);
+            if (rule) {
+                fu_compact_plan plan = compact_plan(rule);
+                return apply_compact(w, rule, &plan, regs, caller, frame_flags, signal_frame);
+            }
         }
         const fu_table *table = NULL;
         int64_t row = -1, fde = -1;
@@ -640,11 +649,9 @@ static inline void settle(const fu_address_space *space, int64_t m, uint64_t loo
     bool dwarf = true;
     const fu_compact_rule *rule = compact_rule(space, mod, svma, &dwarf);
     if (rule) {
-        slot_span span = compact_slot_span(rule);
         e->kind = FU_WALK_CACHED_RULE;
         e->what.rule = rule;
-        e->lowest_by_8 = span.lowest_by_8;
-        e->highest_by_8 = span.highest_by_8;
+        e->plan = compact_plan(rule);
     } else if (!dwarf) {
         e->kind = FU_WALK_CACHED_NO_INFO;
     }
@@ -796,8 +803,7 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
         int caller_kind;
         switch ((fu_walk_cached)found->kind) {
         case FU_WALK_CACHED_RULE:
-            caller_kind = apply_compact(&w, found->what.rule, (slot_span){found->lowest_by_8, found->highest_by_8}, regs,
-                                        caller, frame_flags, &signal_frame);
+            caller_kind = apply_compact(&w, found->what.rule, &found->plan, regs, caller, frame_flags, &signal_frame);
             break;
         case FU_WALK_CACHED_BODY:
             caller_kind = apply_body(&w, found->what.body, regs, caller, frame_flags, &signal_frame);

@@ -145,6 +145,16 @@ typedef enum fu_walk_cached {
     FU_WALK_CACHED_BODY,      /* a compiled eh_elf's body */
     FU_WALK_CACHED_NO_INFO,   /* no CFI covers the PC: the frame pointer */
 } fu_walk_cached;
+/* A compact rule's save slots prepared for a restore without a branch per slot (walk.c
+ * compact_plan). Slot i is fu_compact_saved_register[i] for i < 6, the return address for 6. */
+typedef struct fu_compact_plan {
+    uint8_t restored;        /* slots read from the stack */
+    uint8_t kept;            /* slots that keep the callee's value (FU_COMPACT_KEEP; never the RA) */
+    int8_t lowest_by_8;      /* the lowest slot read is at CFA + 8 * lowest_by_8 (0 if none) */
+    uint8_t count_by_8;      /* the slots read lie in [lowest, lowest + 8 * count_by_8) (1 if none) */
+    uint8_t slot_by_8[7];    /* a restored slot i is at lowest + 8 * slot_by_8[i]; others 0 */
+} fu_compact_plan;
+
 typedef struct fu_walk_cache_entry {
     uint64_t lookup;                 /* the lookup address (ip or ip - 1) */
     union {
@@ -152,8 +162,8 @@ typedef struct fu_walk_cache_entry {
         fu_eh_elf_body_fn body;
     } what;                          /* by kind; compact SLOW rows are not cached */
     uint32_t module;                 /* UINT32_MAX: outside every module */
-    int8_t lowest_by_8, highest_by_8; /* RULE: the save slots it reads, CFA + 8 * [lowest, highest] */
     uint8_t kind;                    /* fu_walk_cached */
+    fu_compact_plan plan;            /* RULE: its save slots */
 } fu_walk_cache_entry;
 typedef struct fu_walk_cache {
     const fu_address_space *space;
