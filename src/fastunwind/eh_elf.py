@@ -38,13 +38,16 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fastunwind import _core, cache
 from fastunwind.address_space import ModuleImage
 from fastunwind.errors import EhElfError, FastunwindError
+
+if TYPE_CHECKING:  # concurrent.futures (and the logging it imports) only when compiling
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 #: Bump whenever the generated code's meaning or layout changes: cached objects of another version
 #: are rebuilt. Stamped into fu_eh_elf_info and checked by _core.EhElf.
@@ -740,6 +743,8 @@ def compile_images(images: Iterable[ModuleImage], *, jobs: int | None = None, di
     jobs = max(1, jobs or os.cpu_count() or 1)
     results: list[CompileResult | EhElfError] = []
     builds: list[Build | CompileResult | EhElfError] = []
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for image in images:
             builds.append(_start(image, directory, force, pool, lookup))

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from fastunwind._core import WALK_BACKENDS as BACKENDS  # walk.h fu_backend
@@ -85,6 +83,9 @@ def _print(recording: str, setup_seconds: float, repeat: int, timings: list, dif
 
 
 def _run_peers(args: argparse.Namespace) -> int:
+    import subprocess
+    from pathlib import Path
+
     script = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_unwind.py"
     if not script.is_file():
         raise FastunwindError("--peers needs a source checkout of fastunwind (benchmarks/bench_unwind.py builds "
