@@ -92,7 +92,7 @@ typedef enum fu_compact_cfa_kind {
      * in column order). The caller is a FU_FRAME_SIGNAL frame. cfa_register RSP, cfa_offset 160,
      * every save slot KEEP. */
     FU_COMPACT_CFA_SIGNAL_CONTEXT,
-    FU_COMPACT_CFA_KIND_COUNT
+    FU_COMPACT_CFA_KIND_COUNT /* at most 8: the walker packs a kind in 3 bits (fu_compact_plan) */
 } fu_compact_cfa_kind;
 
 /* Where the signal context keeps each register (DWARF 0..16, 16 the interrupted rip), from the

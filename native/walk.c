@@ -355,10 +355,13 @@ static bool find_row(const fu_module *mod, uint64_t svma, const fu_table **table
     return true;
 }
 
-/* A compact rule's save slots as fu_compact_plan states them (walk.h). */
+_Static_assert(FU_COMPACT_CFA_KIND_COUNT <= 8 && FU_WALK_REGISTERS <= 32, "fu_compact_plan.cfa packs both");
+_Static_assert(sizeof(fu_walk_cache_entry) == 32, "two walk cache entries a cache line");
+
+/* A compact fast-path rule as fu_compact_plan states it (walk.h). */
 static fu_compact_plan compact_plan(const fu_compact_rule *rule)
 {
-    fu_compact_plan plan = {0, 0, 0, 1, {0}};
+    fu_compact_plan plan = {rule->cfa_offset, (uint8_t)(rule->cfa_kind | rule->cfa_register << 3), 0, 0, 0, 1, {0}};
     int8_t by_8[FU_COMPACT_SAVED_REGISTERS + 1];
     memcpy(by_8, rule->saved_offset_by_8, FU_COMPACT_SAVED_REGISTERS);
     by_8[FU_COMPACT_SAVED_REGISTERS] = rule->ra_offset_by_8;
@@ -387,21 +390,20 @@ static inline uint32_t plan_slot_registers(uint32_t slots)
 }
 
 /* A compact rule's save slots, some outside the reader's window: each read checked, as apply_row
- * does (only the return address must be readable). */
-static bool restore_compact_slots(walker *w, const fu_compact_rule *rule, uint64_t cfa, fu_regs *out)
+ * does (only the return address must be readable), after start_caller. */
+static bool restore_compact_slots(walker *w, const fu_compact_plan *plan, uint64_t cfa, fu_regs *out)
 {
+    uint64_t lowest = cfa + (uint64_t)(int64_t)plan->lowest_by_8 * 8;
     for (unsigned i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++) {
-        int8_t by_8 = rule->saved_offset_by_8[i];
         unsigned reg = fu_compact_saved_register[i];
-        if (by_8 == FU_COMPACT_UNDEFINED)
-            out->valid &= ~(1u << reg);
-        else if (by_8 != FU_COMPACT_KEEP)
-            restore_saved(w, reg, cfa + (uint64_t)(int64_t)by_8 * 8, out);
+        if (plan->restored >> i & 1)
+            restore_saved(w, reg, lowest + 8u * plan->slot_by_8[i], out);
+        else if (!(plan->kept >> i & 1))
+            out->valid &= ~(1u << reg); /* undefined */
     }
-    int8_t ra_by_8 = rule->ra_offset_by_8;
-    if (ra_by_8 == FU_COMPACT_KEEP || ra_by_8 == FU_COMPACT_UNDEFINED)
+    if (!(plan->restored >> FU_COMPACT_SAVED_REGISTERS & 1))
         return true; /* without a return address the stack ends here */
-    return restore_saved(w, FU_REG_RA, cfa + (uint64_t)(int64_t)ra_by_8 * 8, out);
+    return restore_saved(w, FU_REG_RA, lowest + 8u * plan->slot_by_8[FU_COMPACT_SAVED_REGISTERS], out);
 }
 
 /* FU_COMPACT_CFA_SIGNAL_CONTEXT (compact_table.h): the interrupted frame's registers from the
@@ -441,21 +443,21 @@ static bool apply_signal_context(walker *w, const fu_regs *regs, fu_regs *out)
  * signal trampoline), or -1 with the outcome set. `plan` is the rule's compact_plan: when the
  * reader's window holds every slot it reads, each callee-saved register is one load, from its
  * slot or from the callee's value (no branch per slot), after one check for them all. */
-static inline __attribute__((always_inline)) int apply_compact(walker *w, const fu_compact_rule *rule,
-                                                               const fu_compact_plan *plan, const fu_regs *regs,
-                                                               fu_regs *out, uint8_t *frame_flags,
+static inline __attribute__((always_inline)) int apply_compact(walker *w, const fu_compact_plan *plan,
+                                                               const fu_regs *regs, fu_regs *out, uint8_t *frame_flags,
                                                                bool *signal_frame)
 {
     uint64_t cfa, base, rip;
-    switch ((fu_compact_cfa_kind)rule->cfa_kind) {
+    unsigned cfa_register = plan->cfa >> 3;
+    switch ((fu_compact_cfa_kind)(plan->cfa & 7)) {
     case FU_COMPACT_CFA_RSP:
     case FU_COMPACT_CFA_RBP:
     case FU_COMPACT_CFA_REGISTER:
-        if (!fu_regs_get(regs, rule->cfa_register, &base)) {
+        if (!fu_regs_get(regs, cfa_register, &base)) {
             w->result->outcome = FU_WALK_REGISTER_UNKNOWN;
             return -1;
         }
-        cfa = base + (uint64_t)(int64_t)rule->cfa_offset;
+        cfa = base + (uint64_t)(int64_t)plan->cfa_offset;
         break;
     case FU_COMPACT_CFA_PLT:
         /* a register the expression names is unknown: the evaluator's error */
@@ -466,11 +468,11 @@ static inline __attribute__((always_inline)) int apply_compact(walker *w, const 
         cfa = base + 8 + ((rip & 15) >= 11 ? 8 : 0);
         break;
     case FU_COMPACT_CFA_DEREF:
-        if (!fu_regs_get(regs, rule->cfa_register, &base)) {
+        if (!fu_regs_get(regs, cfa_register, &base)) {
             w->result->outcome = FU_WALK_EXPRESSION_ERROR;
             return -1;
         }
-        if (!read_word(w, base + (uint64_t)(int64_t)rule->cfa_offset, 8, &cfa))
+        if (!read_word(w, base + (uint64_t)(int64_t)plan->cfa_offset, 8, &cfa))
             return -1;
         break;
     case FU_COMPACT_CFA_SIGNAL_CONTEXT:
@@ -486,7 +488,7 @@ static inline __attribute__((always_inline)) int apply_compact(walker *w, const 
     uint64_t length = (uint64_t)plan->count_by_8 * 8;
     if (!(first <= reader->window_size && length <= reader->window_size - first)) {
         start_caller(regs, cfa, out);
-        return restore_compact_slots(w, rule, cfa, out) ? FU_FRAME_CFI : -1;
+        return restore_compact_slots(w, plan, cfa, out) ? FU_FRAME_CFI : -1;
     }
     /* every slot read lies in the window: a restored slot is a load from it, any other callee-saved
      * register a load of the callee's value (the value of an undefined one is never read) */
@@ -605,7 +607,7 @@ static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_r
             const fu_compact_rule *rule = compact_rule(space, mod, svma, &dwarf);
             if (rule) {
                 fu_compact_plan plan = compact_plan(rule);
-                return apply_compact(w, rule, &plan, regs, caller, frame_flags, signal_frame);
+                return apply_compact(w, &plan, regs, caller, frame_flags, signal_frame);
             }
         }
         const fu_table *table = NULL;
@@ -650,8 +652,7 @@ static inline void settle(const fu_address_space *space, int64_t m, uint64_t loo
     const fu_compact_rule *rule = compact_rule(space, mod, svma, &dwarf);
     if (rule) {
         e->kind = FU_WALK_CACHED_RULE;
-        e->what.rule = rule;
-        e->plan = compact_plan(rule);
+        e->what.plan = compact_plan(rule);
     } else if (!dwarf) {
         e->kind = FU_WALK_CACHED_NO_INFO;
     }
@@ -803,7 +804,7 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
         int caller_kind;
         switch ((fu_walk_cached)found->kind) {
         case FU_WALK_CACHED_RULE:
-            caller_kind = apply_compact(&w, found->what.rule, &found->plan, regs, caller, frame_flags, &signal_frame);
+            caller_kind = apply_compact(&w, &found->what.plan, regs, caller, frame_flags, &signal_frame);
             break;
         case FU_WALK_CACHED_BODY:
             caller_kind = apply_body(&w, found->what.body, regs, caller, frame_flags, &signal_frame);

@@ -145,9 +145,12 @@ typedef enum fu_walk_cached {
     FU_WALK_CACHED_BODY,      /* a compiled eh_elf's body */
     FU_WALK_CACHED_NO_INFO,   /* no CFI covers the PC: the frame pointer */
 } fu_walk_cached;
-/* A compact rule's save slots prepared for a restore without a branch per slot (walk.c
- * compact_plan). Slot i is fu_compact_saved_register[i] for i < 6, the return address for 6. */
+/* A compact fast-path rule prepared for the walker (walk.c compact_plan): what the cache keeps of
+ * it, so that a cached step reads no rule, and its save slots laid out for a restore without a
+ * branch per slot. Slot i is fu_compact_saved_register[i] for i < 6, the return address for 6. */
 typedef struct fu_compact_plan {
+    int32_t cfa_offset;      /* the rule's */
+    uint8_t cfa;             /* the rule's cfa_kind (low 3 bits) and cfa_register << 3 */
     uint8_t restored;        /* slots read from the stack */
     uint8_t kept;            /* slots that keep the callee's value (FU_COMPACT_KEEP; never the RA) */
     int8_t lowest_by_8;      /* the lowest slot read is at CFA + 8 * lowest_by_8 (0 if none) */
@@ -158,12 +161,11 @@ typedef struct fu_compact_plan {
 typedef struct fu_walk_cache_entry {
     uint64_t lookup;                 /* the lookup address (ip or ip - 1) */
     union {
-        const fu_compact_rule *rule;
-        fu_eh_elf_body_fn body;
-    } what;                          /* by kind; compact SLOW rows are not cached */
+        fu_compact_plan plan;        /* RULE (compact SLOW rows are not cached) */
+        fu_eh_elf_body_fn body;      /* BODY */
+    } what;
     uint32_t module;                 /* UINT32_MAX: outside every module */
     uint8_t kind;                    /* fu_walk_cached */
-    fu_compact_plan plan;            /* RULE: its save slots */
 } fu_walk_cache_entry;
 typedef struct fu_walk_cache {
     const fu_address_space *space;
