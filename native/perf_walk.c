@@ -60,7 +60,7 @@ static void make_register_plan(uint64_t mask, register_plan *plan)
 #define PERF_DEFAULT_REGS_MASK 0xff0fffull
 
 /* The sample's user registers in DWARF numbering. */
-static void sample_registers(const fu_perf_sample *sample, register_plan *plan, fu_regs *regs)
+static inline void sample_registers(const fu_perf_sample *sample, register_plan *plan, fu_regs *regs)
 {
     regs->valid = 0;
     if (!sample->regs || sample->regs_abi == 0)
