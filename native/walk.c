@@ -103,6 +103,14 @@ static inline bool in_module(walker *w, uint64_t avma, const fu_walk_cache_entry
     return fu_address_space_find(w->space, avma) >= 0;
 }
 
+/* The reader's window bytes of [address, address + size) (size > 0), or NULL if the window does not
+ * hold them all: one check for several loads. */
+static inline const uint8_t *window_span(const fu_reader *reader, uint64_t address, uint64_t size)
+{
+    uint64_t offset = address - reader->window_address; /* wraps below the window */
+    return offset <= reader->window_size && size <= reader->window_size - offset ? reader->window + offset : NULL;
+}
+
 /* Read memory; on failure record the outcome (truncated or unreadable) and the address. */
 static inline bool read_word(walker *w, uint64_t address, unsigned size, uint64_t *out)
 {
@@ -304,11 +312,10 @@ static inline __attribute__((always_inline)) bool follow_rbp(walker *w, uint64_t
 {
     if (rbp % 8 != 0 || rbp < rsp || rbp - rsp > FU_FP_MAX_FRAME_SIZE)
         return false;
-    const fu_reader *reader = w->reader;
-    uint64_t offset = rbp - reader->window_address;
-    if (offset < reader->window_size && reader->window_size - offset >= 16) { /* both slots in the window */
-        memcpy(caller_rbp, reader->window + offset, 8);
-        memcpy(ra, reader->window + offset + 8, 8);
+    const uint8_t *slots = window_span(w->reader, rbp, 16);
+    if (slots) {
+        memcpy(caller_rbp, slots, 8);
+        memcpy(ra, slots + 8, 8);
     } else if (!read_soft(w, rbp, caller_rbp) || !read_soft(w, rbp + 8, ra)) {
         return false;
     }
@@ -419,12 +426,10 @@ static bool apply_signal_context(walker *w, const fu_regs *regs, fu_regs *out)
     if (!read_word(w, rsp + FU_COMPACT_SIGNAL_CONTEXT_CFA, 8, &cfa))
         return false;
     start_caller(regs, cfa, out);
-    const fu_reader *reader = w->reader;
-    uint64_t first = rsp + FU_COMPACT_SIGNAL_CONTEXT_LOW - reader->window_address;
-    if (first <= reader->window_size && FU_COMPACT_SIGNAL_CONTEXT_SIZE <= reader->window_size - first) {
-        const uint8_t *context = reader->window + first - FU_COMPACT_SIGNAL_CONTEXT_LOW; /* rsp */
+    const uint8_t *context = window_span(w->reader, rsp + FU_COMPACT_SIGNAL_CONTEXT_LOW, FU_COMPACT_SIGNAL_CONTEXT_SIZE);
+    if (context) { /* rsp + FU_COMPACT_SIGNAL_CONTEXT_LOW */
         for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
-            memcpy(&out->value[r], context + fu_compact_signal_context[r], 8);
+            memcpy(&out->value[r], context + (fu_compact_signal_context[r] - FU_COMPACT_SIGNAL_CONTEXT_LOW), 8);
         out->valid = (1u << FU_WALK_REGISTERS) - 1;
         return true;
     }
@@ -483,16 +488,14 @@ static inline __attribute__((always_inline)) int apply_compact(walker *w, const 
         w->result->outcome = FU_WALK_NO_UNWIND_INFO;
         return -1;
     }
-    const fu_reader *reader = w->reader;
-    uint64_t first = cfa + (uint64_t)(int64_t)plan->lowest_by_8 * 8 - reader->window_address;
-    uint64_t length = (uint64_t)plan->count_by_8 * 8;
-    if (!(first <= reader->window_size && length <= reader->window_size - first)) {
+    const uint8_t *lowest = window_span(w->reader, cfa + (uint64_t)(int64_t)plan->lowest_by_8 * 8,
+                                        (uint64_t)plan->count_by_8 * 8); /* CFA + 8 * plan->lowest_by_8 */
+    if (!lowest) {
         start_caller(regs, cfa, out);
         return restore_compact_slots(w, plan, cfa, out) ? FU_FRAME_CFI : -1;
     }
     /* every slot read lies in the window: a restored slot is a load from it, any other callee-saved
      * register a load of the callee's value (the value of an undefined one is never read) */
-    const uint8_t *lowest = reader->window + first; /* CFA + 8 * plan->lowest_by_8 */
     uint32_t restored = plan->restored;
 #pragma GCC unroll 6
     for (unsigned i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++) {
