@@ -60,7 +60,11 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         if (strcmp(backend, fu_backend_name((fu_backend)b)) == 0)
             self->space.backend = b;
     if (self->space.backend == FU_BACKEND_COUNT) {
-        PyErr_Format(PyExc_ValueError, "backend must be one of _core.WALK_BACKENDS, not \"%s\"", backend);
+        char names[128] = "";
+        for (unsigned b = 0; b < FU_BACKEND_COUNT; b++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", b ? ", " : "",
+                     fu_backend_name((fu_backend)b));
+        PyErr_Format(PyExc_ValueError, "backend must be one of %s; not \"%s\"", names, backend);
         return -1;
     }
     PyObject *module = PyType_GetModule(Py_TYPE(self));

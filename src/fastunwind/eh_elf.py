@@ -188,7 +188,7 @@ def body_statements(description: tuple) -> tuple[str, ...]:
     if any(kind in (EXPRESSION, VAL_EXPRESSION) and _breg(expression, deref=False) is None
            for _, _, kind, _, _, expression in tracked):
         return INTERPRET
-    sequential = _rule_statements(tracked, signal, window_base=None)
+    sequential = _rule_statements(tracked, signal, expressions_in_window=False)
     # Registers saved at `DW_OP_bregN k` addresses (glibc's __restore_rt: every register in the
     # signal context, rsp-relative): when all share one base register and the reader's window holds
     # all their slots, one check covers them and each is a plain load, the rules otherwise in the
@@ -204,7 +204,7 @@ def body_statements(description: tuple) -> tuple[str, ...]:
         span = max(breg[1] for _, breg in expression_slots) - low + 8
         out.append(f"if ((regs->valid & {_bit(base)}) && "
                    f"fu_in_window(reader, {_plus(f'regs->value[{base}]', low)}, {span}u)) {{")
-        out += ["    " + line for line in _rule_statements(tracked, signal, window_base=base)]
+        out += ["    " + line for line in _rule_statements(tracked, signal, expressions_in_window=True)]
         out.append("}")
     out += sequential
     if any("(failed = " in line for line in out):
@@ -212,11 +212,11 @@ def body_statements(description: tuple) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _rule_statements(tracked: list[tuple], signal: bool, window_base: int | None) -> list[str]:
+def _rule_statements(tracked: list[tuple], signal: bool, expressions_in_window: bool) -> list[str]:
     """The register rules of a body after its CFA, ending in its return: `tracked` are the rules of
-    the walker's registers as (slot, column, kind, register, value, expression). With `window_base`, the
-    body has checked that the reader's window holds every `DW_OP_bregN k` slot (N = window_base):
-    those are plain loads."""
+    the walker's registers as (slot, column, kind, register, value, expression). With
+    `expressions_in_window`, the body has checked that the reader's window holds every
+    `DW_OP_bregN k` save slot: those are plain loads."""
     out: list[str] = []
     window_mask = 0  # the registers loaded from the window, made valid together at the end
     # Save slots: the offset(N) rules. In a row without expression rules (nearly all), they are
@@ -250,7 +250,7 @@ def _rule_statements(tracked: list[tuple], signal: bool, window_base: int | None
         elif rule_kind in (EXPRESSION, VAL_EXPRESSION):
             base, k = _breg(rule_expression, deref=False)
             address = _plus(f"regs->value[{base}]", k)
-            if rule_kind == EXPRESSION and window_base is not None:
+            if rule_kind == EXPRESSION and expressions_in_window:
                 out.append(f"caller->value[{slot}] = fu_window_load(reader, {address});")
                 window_mask |= 1 << slot
                 continue

@@ -78,6 +78,20 @@ def random_state(rng: random.Random, avma: int) -> list[int]:
     return regs + [valid | (int(return_address) << 32)]
 
 
+def signal_context_states(rng: random.Random, svma: int) -> bytes:
+    """random_states at `svma` (a signal trampoline, mapped at BIAS) whose rsp, known, slides over
+    the dump's last 208 bytes and 16 past its end, 4 states each: the signal context at rsp lies in
+    the window, straddles its end, or is past it."""
+    states = array.array("Q")
+    for rsp in range(STACK_ADDRESS + STACK_SIZE - 208, STACK_ADDRESS + STACK_SIZE + 16, 8):
+        for _ in range(4):
+            state = random_state(rng, svma + BIAS)
+            state[RSP] = rsp
+            state[REGISTERS] |= 1 << RSP
+            states.extend(state)
+    return states.tobytes()
+
+
 def random_stack(rng: random.Random, base_svma: int, end_svma: int) -> bytes:
     """STACK_SIZE random bytes with plausible return addresses (into [base_svma, end_svma) mapped at
     BIAS) and stack pointers planted among the words, so that random steps go somewhere."""

@@ -5,15 +5,14 @@ FASTUNWIND_TEST_SEED=N."""
 
 from __future__ import annotations
 
-import array
 import os
 import random
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from compact_helpers import (BIAS, RECORD_SIZE, REGISTERS, STACK_ADDRESS, STACK_SIZE, check_module, decode,
-                             module_spaces, random_stack, random_state, seed_from_environment)
+from compact_helpers import (RECORD_SIZE, STACK_ADDRESS, STATE_WORDS, check_module, decode, module_spaces,
+                             random_stack, seed_from_environment, signal_context_states)
 
 from fastunwind import _core
 from fastunwind.address_space import ModuleImage
@@ -86,18 +85,12 @@ def test_the_signal_trampoline_has_a_rule_of_its_own_that_steps_as_the_dwarf_int
     assert compact.rule(compact.lookup(fde.pc_begin)[1])["cfa"] == "signal_context"
     seed = seed_from_environment(1717)
     rng = random.Random(seed)
-    states = array.array("Q")
-    for rsp in range(STACK_ADDRESS + STACK_SIZE - 208, STACK_ADDRESS + STACK_SIZE + 16, 8):
-        for _ in range(4):
-            state = random_state(rng, fde.pc_begin + BIAS)
-            state[7] = rsp
-            state[REGISTERS] |= 1 << 7  # rsp known: the context is where it points
-            states.extend(state)
+    states = signal_context_states(rng, fde.pc_begin)
     stack = random_stack(rng, compact.base_svma, compact.end_svma)
     spaces = module_spaces(image, compact)
-    records = {b: _core.step_batch(space, states.tobytes(), stack, STACK_ADDRESS) for b, space in spaces.items()}
+    records = {b: _core.step_batch(space, states, stack, STACK_ADDRESS) for b, space in spaces.items()}
     outcomes = Counter()
-    for i in range(len(states) // (REGISTERS + 1)):
+    for i in range(len(states) // (8 * STATE_WORDS)):
         at = slice(i * RECORD_SIZE, (i + 1) * RECORD_SIZE)
         dwarf = records["dwarf"][at]
         outcomes[" ".join(decode(dwarf).split()[:2])] += 1

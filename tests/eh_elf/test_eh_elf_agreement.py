@@ -5,7 +5,6 @@ and their validity, fault address. The seed is printed; rerun one with FASTUNWIN
 
 from __future__ import annotations
 
-import array
 import os
 import random
 import shutil
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 from eh_elf_helpers import (Agreement, check_module, compare_states,  # first: puts tests/compact_table on sys.path
                             dwarf_space)
-from compact_helpers import BIAS, REGISTERS, STACK_ADDRESS, STACK_SIZE, random_stack, random_state, seed_from_environment
+from compact_helpers import STATE_WORDS, random_stack, seed_from_environment, signal_context_states
 from test_compact_table_agreement import CASES, CASES_DIR
 
 from fastunwind import _core, eh_elf
@@ -111,8 +110,8 @@ def test_hand_written_cases_step_as_the_interpreter(case, source, flags, tmp_pat
 def test_the_signal_trampoline_steps_as_the_interpreter_wherever_its_context_lies(compiled):
     """__restore_rt's body loads the 17 registers of the signal context from the window after one
     check, or reads them one by one when the context runs past the dump: the interpreter's result
-    (registers, or the fault address of the first unreadable slot) either way. The stack pointer
-    slides over the dump's last 200 bytes and just past it, from random states."""
+    (registers, or the fault address of the first unreadable slot) either way, from
+    signal_context_states."""
     path = LIBRARIES["libc"]
     image, built = compiled.get(path)
     (section,) = [s for s in UnwindInfo.open(path).sections if s.kind == EH_FRAME]
@@ -121,16 +120,10 @@ def test_the_signal_trampoline_steps_as_the_interpreter_wherever_its_context_lie
     rng = random.Random(seed)
     base, end, *_ = _core.eh_elf_rows(image.eh_frame, image.debug_frame)
     stack = random_stack(rng, base, end)
-    svmas, states = [], array.array("Q")
-    for rsp in range(STACK_ADDRESS + STACK_SIZE - 208, STACK_ADDRESS + STACK_SIZE + 16, 8):
-        for _ in range(4):
-            state = random_state(rng, fde.pc_begin + BIAS)
-            state[7] = rsp
-            state[REGISTERS] |= 1 << 7  # rsp known: the context is where it points
-            svmas.append(fde.pc_begin)
-            states.extend(state)
+    states = signal_context_states(rng, fde.pc_begin)
+    svmas = [fde.pc_begin] * (len(states) // (8 * STATE_WORDS))
     result = Agreement(path, seed)
-    compare_states(built.eh_elf, dwarf_space(image, base, end), svmas, states.tobytes(), stack, result)
+    compare_states(built.eh_elf, dwarf_space(image, base, end), svmas, states, stack, result)
     assert not result.mismatches, f"seed {seed}:\n" + "\n".join(result.mismatches)
     # both paths ran: the whole context in the window, and reads past the dump
     assert result.statuses["signal"] > 0 and result.statuses["past_dump"] > 0, result.statuses
