@@ -33,6 +33,11 @@ def test_errors_name_the_file(fastunwind_cli, tmp_path, monkeypatch):
         pytest.skip(f"{HACKBENCH} not installed")
     missing = run(fastunwind_cli, [str(tmp_path / "nope")], tmp_path)
     assert missing.returncode == 1 and str(tmp_path / "nope").encode() in missing.stderr
+    not_elf = tmp_path / "not-elf"
+    not_elf.write_bytes(b"garbage")
+    truncated = run(fastunwind_cli, [str(not_elf)], tmp_path)
+    assert truncated.returncode == 1
+    assert truncated.stderr == f"fastunwind: error: {not_elf}: file too short for e_ident (size 0x7, need 0x10)\n".encode()
     monkeypatch.setenv("CC", "/nonexistent")
     no_compiler = run(fastunwind_cli, ["--force", HACKBENCH], tmp_path)
     assert no_compiler.returncode == 1

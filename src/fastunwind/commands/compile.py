@@ -75,9 +75,12 @@ def run(args: argparse.Namespace) -> int:
     for path in dict.fromkeys(paths):
         try:
             image = ModuleImage.load(path)
-        except (FastunwindError, OSError) as error:
-            what = getattr(error, "strerror", None) or error
-            print(f"fastunwind: error: {path}: {what}", file=sys.stderr)
+        except FastunwindError as error:  # its message names the file
+            print(f"fastunwind: error: {error}", file=sys.stderr)
+            status = 1
+            continue
+        except OSError as error:
+            print(f"fastunwind: error: {path}: {error.strerror or error}", file=sys.stderr)
             status = 1
             continue
         if path not in named and not any(t is not None and t.row_count for t in (image.eh_frame, image.debug_frame)):
