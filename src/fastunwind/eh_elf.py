@@ -32,21 +32,19 @@ Generating twice gives the same bytes: bodies are numbered by first use in addre
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fastunwind import _core, cache
 from fastunwind.address_space import ModuleImage
 from fastunwind.errors import EhElfError, FastunwindError
 
-if TYPE_CHECKING:  # concurrent.futures (and the logging it imports) only when compiling
+# What only compiling needs (concurrent.futures and the logging it brings, subprocess, tempfile,
+# shutil, shlex) is imported where compiling starts: `fastunwind perf-script` loads cached eh_elfs
+# through this module and would otherwise pay ~10 ms of imports for nothing.
+if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
 #: Bump whenever the generated code's meaning or layout changes: cached objects of another version
@@ -89,9 +87,9 @@ def cache_dir() -> str:
     return cache.cache_dir("eh_elf")
 
 
-def include_dir() -> Path:
+def include_dir() -> str:
     """The directory of fu_unwind_abi.h, shipped inside the package."""
-    return Path(_core.__file__).parent / "include"
+    return os.path.join(os.path.dirname(_core.__file__), "include")
 
 
 def cache_path(image: ModuleImage, directory: str | None = None) -> str:
@@ -663,11 +661,16 @@ __attribute__((visibility("default"))) int fu_eh_elf_step(uint64_t pc, const fu_
 
 def compiler() -> list[str]:
     """The C compiler command: $CC (split like a shell would: "ccache gcc" works), else cc."""
+    import shlex
+
     return shlex.split(os.environ.get("CC") or DEFAULT_CC) or [DEFAULT_CC]
 
 
 def _run(command: list[str], what: str, cwd: str) -> float:
     """Run the compiler; its wall time in seconds. EhElfError naming `what` if it fails or is missing."""
+    import shlex
+    import subprocess
+
     started = time.perf_counter()
     try:
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
@@ -683,7 +686,7 @@ def _run(command: list[str], what: str, cwd: str) -> float:
 
 
 def _compile_flags() -> list[str]:
-    return [OPTIMIZATION, "-std=c11", "-fPIC", "-fvisibility=hidden", "-w", "-I", str(include_dir()), "-I", "."]
+    return [OPTIMIZATION, "-std=c11", "-fPIC", "-fvisibility=hidden", "-w", "-I", include_dir(), "-I", "."]
 
 
 @dataclass
@@ -777,6 +780,8 @@ def _start(image: ModuleImage, directory: str, force: bool, pool: ThreadPoolExec
     except FastunwindError as error:
         return error if isinstance(error, EhElfError) else EhElfError(f"{image.path}: {error}")
     build.generate_seconds = time.perf_counter() - started
+    import tempfile
+
     build.workdir = tempfile.mkdtemp(dir=directory, prefix=".build-")
     for name, text in build.generated.units.items():
         with open(os.path.join(build.workdir, name), "w") as out:
@@ -789,6 +794,8 @@ def _start(image: ModuleImage, directory: str, force: bool, pool: ThreadPoolExec
 
 
 def _finish(build: Build) -> CompileResult | EhElfError:
+    import shutil
+
     generated = build.generated
     assert generated is not None  # _start returns a Build only after generating
     try:

@@ -9,7 +9,6 @@ $XDG_CACHE_HOME/fastunwind/eh_elf/ by build-id. The walker then uses it for that
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -96,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
             status = 1
             print(f"fastunwind: error: {result}", file=sys.stderr)
         elif args.json:
+            import json
+
             print(json.dumps({
                 "file": result.path, "eh_elf": result.target, "source": result.source,
                 "ranges": result.ranges, "bodies": result.bodies, "units": result.units,
