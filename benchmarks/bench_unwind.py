@@ -16,8 +16,11 @@ Without recordings, the default workloads are recorded first with scripts/record
    times and time their whole unwinding loop: libunwind (remote API, global cache, as perf), libdw
    (one Dwfl session per address space), the frame-pointer walk; steps 2 and 3 run R rounds, every
    tool once a round, and each tool's figures combine its rounds as one run would (ToolResult.merged:
-   the first round's first pass is the cold one, later rounds' first passes are left out); then two informational variants, one pass each: libunwind
-   without its cache, libdw with perf's per-sample session;
+   the first round's first pass is the cold one, later rounds' first passes are left out). Before
+   its first pass every tool writes 64 MiB of other memory (evict_caches here, bench_evict_caches
+   in the harnesses), so that first pass is a cold unwinder on samples out of the CPU caches. Then
+   two informational variants, one pass each: libunwind without its cache, libdw with perf's
+   per-sample session;
 4. agreement: per sample, each peer's PC list (sampled IP, then return addresses) against ours.
 
 Then, for the hackbench recording, end to end: `fastunwind perf-script -i X > /dev/null` against
@@ -32,6 +35,7 @@ perf script's time ÷ ours > 1.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import platform
@@ -156,6 +160,17 @@ def record_defaults(reuse: bool, seconds: float, names: tuple[str, ...] = DEFAUL
 #: our backends, each a row: the compact table (the reference the peers are compared with), the
 #: compiled eh_elfs, the DWARF interpreter alone
 OUR_BACKENDS = ("table", "compiled", "dwarf")
+
+
+#: Memory written before each tool's first timed pass: 64 MiB, as the harnesses do
+#: (bench_evict_caches in benchmarks/peers/samples.c). Every first pass then starts with the samples
+#: paged in but out of the CPU caches: a cold unwinder on cold data, as in one `perf script` run.
+EVICT_BYTES = 64 << 20
+_evict_buffer = bytearray(EVICT_BYTES)
+
+
+def evict_caches() -> None:
+    ctypes.memset(ctypes.addressof(ctypes.c_char.from_buffer(_evict_buffer)), 1, EVICT_BYTES)
 
 
 def run_ours(replay: export_samples.Exported, repeat: int, backend: str) -> ToolResult:
@@ -297,8 +312,9 @@ def bench_recording(recording: str, repeat: int, rounds: int, peers: str, progre
         raise SystemExit(f"{name}: fastunwind compile failed: {failed}")
     replay = export_samples.replay_recording(recording)  # fresh images: they load the eh_elfs
     progress(f"{name}: eh_elfs of {len(compiled)} modules ready in {compile_seconds:.1f} s")
-    # one untimed walk first: it pages in the mapped recording's stack dumps, as each harness reads
-    # its sample file before its timing starts (otherwise the first backend timed pays the faults)
+    # One untimed walk first: it pages in the mapped recording's stack dumps and maps the memory the
+    # walks write their frames to, as each harness reads its sample file and maps its frame arrays
+    # before its timing starts. What it leaves in the CPU caches is evicted before each first pass.
     time_backend(replay.perf, replay.replayed, "dwarf", 1, DEFAULT_MAX_FRAMES)
     # Rounds interleave the tools: each runs once a round, so a stretch of disturbance on the machine
     # (this VM's neighbours come and go) reaches every tool instead of whichever ran then.
@@ -309,6 +325,8 @@ def bench_recording(recording: str, repeat: int, rounds: int, peers: str, progre
     for round_ in range(rounds):
         for k, (label, what, mode, passes) in enumerate(runs):
             if label == "ours":
+                if round_ == 0:
+                    evict_caches()  # the harnesses evict in their own process (bench_evict_caches)
                 tool = run_ours(replay, passes, what)
             else:  # the frames are the same every round: read once
                 tool = run_peer(os.path.join(peers, what), samples_file, passes, label, mode, keep_pcs=round_ == 0)

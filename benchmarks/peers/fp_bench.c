@@ -62,6 +62,7 @@ int main(int argc, char **argv)
         goto cleanup;
     uint64_t total_frames = 0;
     bench_passes timing = {0};
+    bench_evict_caches();
     for (unsigned r = 0; r < arguments.repeat; r++) {
         uint64_t started = bench_now_ns();
         for (uint32_t i = 0; i < set.sample_count; i++) {

@@ -308,12 +308,27 @@ uint64_t bench_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+void bench_evict_caches(void)
+{
+    static volatile unsigned char *junk;
+    if (!junk)
+        junk = malloc(BENCH_EVICT_BYTES);
+    if (junk)
+        memset((unsigned char *)junk, 1, BENCH_EVICT_BYTES);
+}
+
 bool bench_frames_init(bench_frames *frames, uint32_t sample_count)
 {
     frames->sample_count = sample_count;
     frames->pcs = calloc((size_t)sample_count * BENCH_MAX_FRAMES + 1, sizeof *frames->pcs);
     frames->counts = calloc((size_t)sample_count + 1, sizeof *frames->counts);
-    return frames->pcs && frames->counts;
+    if (!frames->pcs || !frames->counts)
+        return false;
+    /* calloc's pages are mapped on first write; fastunwind's timed passes write into memory that
+     * an untimed walk has mapped (bench_unwind.py), so these are mapped before timing too */
+    memset(frames->pcs, 0, ((size_t)sample_count * BENCH_MAX_FRAMES + 1) * sizeof *frames->pcs);
+    memset(frames->counts, 0, ((size_t)sample_count + 1) * sizeof *frames->counts);
+    return true;
 }
 
 void bench_frames_free(bench_frames *frames)

@@ -89,6 +89,12 @@ bool bench_read_file_word(const bench_space *space, uint64_t avma, uint64_t *out
 
 uint64_t bench_now_ns(void);
 
+/* Write BENCH_EVICT_BYTES of other memory, so that the first timed pass starts with the samples
+ * out of the CPU caches, paged in but not cached, like fastunwind's first pass (bench_unwind.py
+ * evicts the same way before it): the first pass then measures a cold unwinder on cold data. */
+#define BENCH_EVICT_BYTES ((size_t)64 << 20)
+void bench_evict_caches(void);
+
 /* Timings of the repetitions: total, first (the cold run, closest to real use) and best. */
 typedef struct bench_passes {
     uint64_t total_ns, first_ns, best_ns;
