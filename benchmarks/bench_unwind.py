@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import json
 import os
 import platform
@@ -171,11 +172,15 @@ OUR_BACKENDS = ("table", "compiled", "dwarf")
 #: (bench_evict_caches in benchmarks/peers/samples.c). Every first pass then starts with the samples
 #: paged in but out of the CPU caches: a cold unwinder on cold data, as in one `perf script` run.
 EVICT_BYTES = 64 << 20
-_evict_buffer = bytearray(EVICT_BYTES)
+
+
+@functools.cache
+def _evict_buffer() -> bytearray:
+    return bytearray(EVICT_BYTES)
 
 
 def evict_caches() -> None:
-    ctypes.memset(ctypes.addressof(ctypes.c_char.from_buffer(_evict_buffer)), 1, EVICT_BYTES)
+    ctypes.memset(ctypes.addressof(ctypes.c_char.from_buffer(_evict_buffer())), 1, EVICT_BYTES)
 
 
 def run_ours(replay: export_samples.Exported, repeat: int, backend: str) -> ToolResult:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from fastunwind import _core
 from fastunwind.address_space import ModuleImage
+from fastunwind.cfi import EH_FRAME, Fde, UnwindInfo
 
 REGISTERS = 17  #: DWARF 0..16 (16: the IP)
 RSP, RBP, RA = 7, 6, 16
@@ -76,6 +77,13 @@ def random_state(rng: random.Random, avma: int) -> list[int]:
     return_address = rng.random() < 0.5
     regs[RA] = avma + 1 if return_address else avma  # the lookup address is avma either way
     return regs + [valid | (int(return_address) << 32)]
+
+
+def signal_trampoline_fde(path: str) -> Fde:
+    """The one signal-frame FDE ('S' augmentation) of a library's .eh_frame: glibc's __restore_rt."""
+    (section,) = [s for s in UnwindInfo.open(path).sections if s.kind == EH_FRAME]
+    (fde,) = [fde for fde in section.fdes() if fde.signal_frame]
+    return fde
 
 
 def signal_context_states(rng: random.Random, svma: int) -> bytes:

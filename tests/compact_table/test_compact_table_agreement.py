@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 from compact_helpers import (RECORD_SIZE, STACK_ADDRESS, STATE_WORDS, check_module, decode, module_spaces,
-                             random_stack, seed_from_environment, signal_context_states)
+                             random_stack, seed_from_environment, signal_context_states, signal_trampoline_fde)
 
 from fastunwind import _core
 from fastunwind.address_space import ModuleImage
-from fastunwind.cfi import EH_FRAME, UnwindInfo
 
 LIBRARIES = {
     "libc": "/lib/x86_64-linux-gnu/libc.so.6",
@@ -80,8 +79,7 @@ def test_the_signal_trampoline_has_a_rule_of_its_own_that_steps_as_the_dwarf_int
     path = LIBRARIES["libc"]
     image = ModuleImage.load(path)
     compact = image.load_compact_table(use_cache=False)
-    (section,) = [s for s in UnwindInfo.open(path).sections if s.kind == EH_FRAME]
-    (fde,) = [fde for fde in section.fdes() if fde.signal_frame]
+    fde = signal_trampoline_fde(path)
     assert compact.rule(compact.lookup(fde.pc_begin)[1])["cfa"] == "signal_context"
     seed = seed_from_environment(1717)
     rng = random.Random(seed)

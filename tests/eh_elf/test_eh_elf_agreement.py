@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from eh_elf_helpers import (Agreement, check_module, compare_states,  # first: puts tests/compact_table on sys.path
                             dwarf_space)
-from compact_helpers import STATE_WORDS, random_stack, seed_from_environment, signal_context_states
+from compact_helpers import (STATE_WORDS, random_stack, seed_from_environment, signal_context_states,
+                             signal_trampoline_fde)
 from test_compact_table_agreement import CASES, CASES_DIR
 
 from fastunwind import _core, eh_elf
 from fastunwind.address_space import ModuleImage
-from fastunwind.cfi import EH_FRAME, UnwindInfo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,8 +114,7 @@ def test_the_signal_trampoline_steps_as_the_interpreter_wherever_its_context_lie
     signal_context_states."""
     path = LIBRARIES["libc"]
     image, built = compiled.get(path)
-    (section,) = [s for s in UnwindInfo.open(path).sections if s.kind == EH_FRAME]
-    (fde,) = [fde for fde in section.fdes() if fde.signal_frame]
+    fde = signal_trampoline_fde(path)
     seed = seed_from_environment(1717)
     rng = random.Random(seed)
     base, end, *_ = _core.eh_elf_rows(image.eh_frame, image.debug_frame)
