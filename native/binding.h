@@ -34,6 +34,16 @@ struct fu_address_space;
 /* The address space of a fastunwind._core.AddressSpace, or NULL with TypeError set. */
 const struct fu_address_space *fu_address_space_of(PyObject *module, PyObject *object);
 
+struct fu_walk_cache;
+/* The walk cache of an AddressSpace `object` (checked with fu_address_space_of), lent to the caller
+ * until fu_address_space_return_cache; both with the GIL held. The space keeps it across calls (32
+ * KiB, made on first use), so a walk finds settled every PC an earlier walk of the space met, as
+ * libunwind's and libdw's caches persist across their unwinds. While it is lent (another thread
+ * walks the same space), the caller gets a cache of its own, bound to the space, that the return
+ * frees. NULL with MemoryError set if out of memory. */
+struct fu_walk_cache *fu_address_space_borrow_cache(PyObject *object);
+void fu_address_space_return_cache(PyObject *object, struct fu_walk_cache *cache);
+
 /* The entry points of a fastunwind._core.EhElf (a loaded, checked compiled unwind table), or NULL
  * with TypeError set. Valid while the object lives (it keeps the shared object open). */
 struct fu_compiled_table;

@@ -147,7 +147,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         return NULL;
     PyObject *result = NULL;
     const fu_address_space **spaces = NULL;
-    fu_walk_cache **caches = NULL; /* one per space, made when its first sample comes */
+    fu_walk_cache **caches = NULL; /* the lent walk cache of each space a sample names */
     fu_growing outcomes = {0}, starts = {0};
     frame_columns frames_out = {{{0}}, 0};
     fu_growing *columns = frames_out.column; /* ips, modules, kinds, flags */
@@ -170,6 +170,20 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     for (Py_ssize_t i = 0; i < space_count; i++)
         if (!(spaces[i] = fu_address_space_of(module, PySequence_Fast_GET_ITEM(seq, i))))
             goto done;
+    /* the walk caches of the spaces that samples name, lent by the spaces for the batch */
+    const uint32_t *ids = space_ids.buf;
+    for (size_t s = 0; s < count; s++) {
+        uint32_t id;
+        memcpy(&id, &ids[s], sizeof id);
+        if (id == UINT32_MAX || (id < (uint32_t)space_count && caches[id]))
+            continue;
+        if (id >= (uint32_t)space_count) {
+            PyErr_Format(PyExc_ValueError, "sample %zu: space id %u is out of range (%zd spaces)", s, id, space_count);
+            goto done;
+        }
+        if (!(caches[id] = fu_address_space_borrow_cache(PySequence_Fast_GET_ITEM(seq, id))))
+            goto done;
+    }
     if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
         max_frames = FU_WALK_MAX_FRAMES;
     /* one outcome per sample, and where each sample's frames start: sizes known up front */
@@ -180,9 +194,8 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         PyErr_NoMemory();
         goto done;
     }
-    const uint32_t *ids = space_ids.buf;
     uint64_t walk_ns = 0;
-    bool nomem = false, bad_space = false;
+    bool nomem = false;
     Py_BEGIN_ALLOW_THREADS
     /* the whole loop is timed: register extraction, walks and collecting the frames */
     uint64_t started = now_ns();
@@ -204,12 +217,8 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
                     __builtin_prefetch(next->stack + offset);
         }
         uint8_t outcome = FU_SAMPLE_SKIPPED;
-        uint32_t id;
+        uint32_t id; /* in range: checked above */
         memcpy(&id, &ids[s], sizeof id);
-        if (id != UINT32_MAX && id >= (uint32_t)space_count) {
-            bad_space = true;
-            break;
-        }
         fu_regs regs;
         regs.valid = 0; /* values of invalid registers are never read */
         if (id != UINT32_MAX) {
@@ -218,13 +227,6 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         }
         uint64_t sp;
         if (id != UINT32_MAX && (regs.valid >> FU_REG_RA & 1) && fu_regs_get(&regs, FU_REG_RSP, &sp)) {
-            if (!caches[id]) {
-                if (!(caches[id] = malloc(sizeof **caches))) {
-                    nomem = true;
-                    break;
-                }
-                fu_walk_cache_bind(caches[id], spaces[id]);
-            }
             if (!reserve_frames(&frames_out, (size_t)frame_count + (size_t)max_frames)) {
                 nomem = true;
                 break;
@@ -249,10 +251,6 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     columns[1].len = 4 * (size_t)frame_count;
     columns[2].len = columns[3].len = frame_count;
     Py_END_ALLOW_THREADS
-    if (bad_space) {
-        PyErr_SetString(PyExc_ValueError, "a space id is out of range");
-        goto done;
-    }
     if (nomem) {
         PyErr_NoMemory();
         goto done;
@@ -268,7 +266,8 @@ done:
     for (unsigned c = 0; c < 4; c++)
         free(columns[c].data);
     for (Py_ssize_t i = 0; caches && spaces && i < PySequence_Fast_GET_SIZE(seq); i++)
-        free(caches[i]);
+        if (caches[i])
+            fu_address_space_return_cache(PySequence_Fast_GET_ITEM(seq, i), caches[i]);
     PyMem_Free(caches);
     PyMem_Free(spaces);
     Py_XDECREF(seq);

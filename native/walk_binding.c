@@ -23,11 +23,14 @@ typedef struct AddressSpaceObject {
     Py_buffer *buffers;
     fu_image_segment *segments;
     Py_ssize_t buffer_count;
+    fu_walk_cache *walk_cache;    /* NULL until a walk needs it (fu_address_space_borrow_cache) */
+    bool walk_cache_lent;
 } AddressSpaceObject;
 
 static void space_dealloc(AddressSpaceObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
+    free(self->walk_cache); /* never lent now: a borrower holds a reference to the space */
     for (Py_ssize_t i = 0; i < self->buffer_count; i++)
         PyBuffer_Release(&self->buffers[i]);
     PyMem_Free(self->buffers);
@@ -191,6 +194,33 @@ const fu_address_space *fu_address_space_of(PyObject *module, PyObject *object)
         return NULL;
     }
     return &((AddressSpaceObject *)object)->space;
+}
+
+fu_walk_cache *fu_address_space_borrow_cache(PyObject *object)
+{
+    AddressSpaceObject *self = (AddressSpaceObject *)object;
+    if (self->walk_cache && !self->walk_cache_lent) {
+        self->walk_cache_lent = true;
+        return self->walk_cache;
+    }
+    fu_walk_cache *cache = malloc(sizeof *cache);
+    if (!cache)
+        return (fu_walk_cache *)PyErr_NoMemory();
+    fu_walk_cache_bind(cache, &self->space);
+    if (!self->walk_cache) {
+        self->walk_cache = cache;
+        self->walk_cache_lent = true;
+    }
+    return cache;
+}
+
+void fu_address_space_return_cache(PyObject *object, fu_walk_cache *cache)
+{
+    AddressSpaceObject *self = (AddressSpaceObject *)object;
+    if (cache == self->walk_cache)
+        self->walk_cache_lent = false;
+    else
+        free(cache);
 }
 
 /* Frame columns for `count` frames in one block (freed with PyMem_Free(frames->ip)); false with

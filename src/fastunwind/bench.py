@@ -4,8 +4,9 @@
 Only the unwinding is timed: `_core.unwind_samples` reports `walk_ns`, the time of its C loop over
 the samples (register extraction, the walks and collecting the frames; the GIL released), so
 decoding perf.data, replaying its events and building the unwind tables stay outside. Each pass
-walks every sample again with the same address spaces, hence the same walk caches' cold start:
-the first pass is what one `perf-script` run pays, the best pass is the warm cost.
+walks every sample again with the same address spaces, whose walk caches persist across calls
+(as the peers' caches do): the first pass starts them empty and pays what one `perf-script` run
+pays, the best pass is the warm cost.
 """
 
 from __future__ import annotations

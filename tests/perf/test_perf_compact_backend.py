@@ -1,8 +1,11 @@
 """The compact table backend on real recordings: walking every sample with compact tables first
 ("auto", the default that perf-script and the agreement tests with perf use) gives exactly the
-frames and outcomes of the DWARF interpreter alone."""
+frames and outcomes of the DWARF interpreter alone, in a first batch and in later ones whose walk
+caches are warm."""
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -33,3 +36,22 @@ def test_compact_backend_walks_as_the_dwarf_backend(workload, perf_recordings):
     rows = sum(image.compact.row_count for image in images)
     print(f"{workload}: {len(dwarf[2]) // 8} frames identical; {len(images)} modules, {rows} compact rows, "
           f"{slow} on the slow path")
+
+
+@pytest.mark.parametrize("workload", ["c", "hackbench-threads"])
+def test_walk_caches_kept_across_batches_change_nothing(workload, perf_recordings):
+    """Each core AddressSpace keeps its walk cache across unwind_samples calls and lends it to one
+    batch at a time (a batch on another thread meanwhile walks with a cache of its own): a later
+    batch, which finds every PC settled, and concurrent batches give the first batch's frames."""
+    perf = PerfData.open(str(perf_recordings.get(workload).data_file))
+    replayed = replay(perf)
+    space_ids = replayed.space_ids.tobytes()
+    cores = [s.to_core("table") for s in replayed.session.spaces]
+
+    def batch(_=None):
+        return _core.unwind_samples(perf.native, space_ids, cores, 127)[:6]
+
+    first = batch()
+    assert batch() == first
+    with ThreadPoolExecutor(4) as pool:
+        assert all(result == first for result in pool.map(batch, range(8)))
