@@ -78,10 +78,24 @@ typedef struct walker {
     fu_walk_cache *cache; /* NULL, or bound to space */
 } walker;
 
+/* The slot of `lookup` in a walk cache's entries (direct-mapped, Fibonacci hashing). */
+static inline size_t cache_index(uint64_t lookup)
+{
+    return (size_t)((lookup * 0x9e3779b97f4a7c15u) >> (64 - FU_WALK_CACHE_BITS));
+}
+
 /* The slot of `lookup` in `cache` (NULL without a cache); it holds lookup's entry if cached_at says so. */
 static inline fu_walk_cache_entry *cache_entry(fu_walk_cache *cache, uint64_t lookup)
 {
-    return cache ? &cache->entries[(lookup * 0x9e3779b97f4a7c15u) >> (64 - FU_WALK_CACHE_BITS)] : NULL;
+    return cache ? &cache->entries[cache_index(lookup)] : NULL;
+}
+
+/* The entry of the caller at return address `ra` if the cache holds one of `kind` for it, else NULL
+ * (how the lean loops below find their next step). */
+static inline const fu_walk_cache_entry *cached_caller(const fu_walk_cache *cache, uint64_t ra, uint8_t kind)
+{
+    const fu_walk_cache_entry *e = &cache->entries[cache_index(ra - 1)];
+    return e->kind == kind && e->lookup == ra - 1 ? e : NULL;
 }
 
 /* Whether slot `e` (may be NULL) holds the entry of `lookup`. */
@@ -571,24 +585,40 @@ static inline bool uses_dwarf(const fu_address_space *space)
     return space->backend != FU_BACKEND_TABLE_ONLY && space->backend != FU_BACKEND_COMPILED_ONLY;
 }
 
-/* The compact rule that applies at `svma` of `mod` when the backend asks the compact table first:
- * a fast-path rule, or NULL with *dwarf cleared where the table says no CFI covers svma. */
-static inline const fu_compact_rule *compact_rule(const fu_address_space *space, const fu_module *mod, uint64_t svma,
-                                                  bool *dwarf)
+/* What settles the step at `svma` of `mod` before the DWARF tables: the module's compiled eh_elf
+ * or its compact table, as the backend asks (fu_backend). */
+typedef struct fast_step {
+    uint8_t kind;                 /* fu_walk_cached; NONE: the DWARF tables decide */
+    const fu_compact_rule *rule;  /* RULE */
+    fu_eh_elf_body_fn body;       /* BODY */
+} fast_step;
+
+static inline fast_step fast_step_at(const fu_address_space *space, const fu_module *mod, uint64_t svma)
 {
-    if (!uses_compact(space, mod))
-        return NULL;
-    const fu_compact_rule *rule = fu_compact_find(mod->compact, svma, NULL);
-    if (!rule || rule->cfa_kind == FU_COMPACT_CFA_NO_INFO) {
-        *dwarf = false; /* built from both DWARF tables: neither covers svma */
-        return NULL;
+    fast_step f = {FU_WALK_CACHED_NONE, NULL, NULL};
+    if (uses_compiled(space, mod)) {
+        unsigned body = mod->compiled->find(svma);
+        if (body == 0) {
+            f.kind = FU_WALK_CACHED_NO_INFO; /* built from both DWARF tables: neither covers svma */
+        } else if (body <= mod->compiled->body_count) {
+            f.kind = FU_WALK_CACHED_BODY;
+            f.body = mod->compiled->bodies[body];
+        } /* else a body number out of range: not trusted, the interpreter decides */
+    } else if (uses_compact(space, mod)) {
+        const fu_compact_rule *rule = fu_compact_find(mod->compact, svma, NULL);
+        if (!rule || rule->cfa_kind == FU_COMPACT_CFA_NO_INFO) {
+            f.kind = FU_WALK_CACHED_NO_INFO; /* built from both DWARF tables: neither covers svma */
+        } else if (rule->cfa_kind != FU_COMPACT_CFA_SLOW) {
+            f.kind = FU_WALK_CACHED_RULE;
+            f.rule = rule;
+        } /* else a slow row: the interpreter */
     }
-    return rule->cfa_kind == FU_COMPACT_CFA_SLOW ? NULL : rule;
+    return f;
 }
 
 /* The caller of the frame at `regs` (looked up at `lookup`, in module `m` or -1): its frame kind,
- * or -1 with the outcome set. Backends in order: compiled eh_elf, compact table, DWARF tables,
- * frame pointer (fu_backend says which of the first three apply). */
+ * or -1 with the outcome set. Backends in order: compiled eh_elf, compact table (fast_step_at),
+ * DWARF tables, frame pointer (fu_backend says which apply). */
 static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_regs *caller, uint8_t *frame_flags,
                 bool *signal_frame)
 {
@@ -597,26 +627,19 @@ static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_r
     if (m >= 0) {
         const fu_module *mod = &space->modules[m];
         uint64_t svma = lookup - mod->bias;
-        bool dwarf = uses_dwarf(space);
-        if (uses_compiled(space, mod)) {
-            unsigned body = mod->compiled->find(svma);
-            if (body == 0) {
-                dwarf = false; /* built from both DWARF tables: neither covers svma */
-            } else if (body <= mod->compiled->body_count) {
-                int kind = apply_body(w, mod->compiled->bodies[body], regs, caller, frame_flags, signal_frame);
-                if (kind != INTERPRET)
-                    return kind;
-            } /* else a body number out of range: not trusted, the interpreter decides */
-        } else {
-            const fu_compact_rule *rule = compact_rule(space, mod, svma, &dwarf);
-            if (rule) {
-                fu_compact_plan plan = compact_plan(rule);
-                return apply_compact(w, &plan, regs, caller, frame_flags, signal_frame);
-            }
+        fast_step f = fast_step_at(space, mod, svma);
+        if (f.kind == FU_WALK_CACHED_RULE) {
+            fu_compact_plan plan = compact_plan(f.rule);
+            return apply_compact(w, &plan, regs, caller, frame_flags, signal_frame);
+        }
+        if (f.kind == FU_WALK_CACHED_BODY) {
+            int kind = apply_body(w, f.body, regs, caller, frame_flags, signal_frame);
+            if (kind != INTERPRET)
+                return kind;
         }
         const fu_table *table = NULL;
         int64_t row = -1, fde = -1;
-        if (dwarf && find_row(mod, svma, &table, &row, &fde)) {
+        if (f.kind != FU_WALK_CACHED_NO_INFO && uses_dwarf(space) && find_row(mod, svma, &table, &row, &fde)) {
             const fu_entry *entry = &table->entries[fde];
             *signal_frame = entry->cie && entry->cie->signal_frame;
             if (*signal_frame)
@@ -641,25 +664,12 @@ static inline void settle(const fu_address_space *space, int64_t m, uint64_t loo
         return;
     }
     const fu_module *mod = &space->modules[m];
-    uint64_t svma = lookup - mod->bias;
-    if (uses_compiled(space, mod)) {
-        unsigned body = mod->compiled->find(svma);
-        if (body == 0) {
-            e->kind = FU_WALK_CACHED_NO_INFO;
-        } else if (body <= mod->compiled->body_count) {
-            e->kind = FU_WALK_CACHED_BODY;
-            e->what.body = mod->compiled->bodies[body];
-        }
-        return;
-    }
-    bool dwarf = true;
-    const fu_compact_rule *rule = compact_rule(space, mod, svma, &dwarf);
-    if (rule) {
-        e->kind = FU_WALK_CACHED_RULE;
-        e->what.plan = compact_plan(rule);
-    } else if (!dwarf) {
-        e->kind = FU_WALK_CACHED_NO_INFO;
-    }
+    fast_step f = fast_step_at(space, mod, lookup - mod->bias);
+    e->kind = f.kind;
+    if (f.kind == FU_WALK_CACHED_RULE)
+        e->what.plan = compact_plan(f.rule);
+    else if (f.kind == FU_WALK_CACHED_BODY)
+        e->what.body = f.body;
 }
 
 int fu_walk_step(const fu_address_space *space, const fu_reader *reader, const fu_regs *regs,
@@ -764,10 +774,10 @@ static inline __attribute__((always_inline)) bool follow_frame_pointers(walker *
     return true;
 }
 
-/* follow_rules' answers */
-#define RULES_ENDED 0     /* the walk ended (the outcome set) */
-#define RULES_UNMOVED 1   /* nothing done: the first frame is not one the loop takes */
-#define RULES_PAUSED 2    /* frames recorded; the one at *ip is not yet: fu_walk's general step takes it */
+/* What follow_rules and follow_bodies did with a run of frames */
+#define RUN_ENDED 0     /* the walk ended (the outcome set) */
+#define RUN_UNMOVED 1   /* nothing done: the first frame is not one the loop takes */
+#define RUN_PAUSED 2    /* frames recorded; the one at *ip is not yet: fu_walk's general step takes it */
 
 /* plan_slot_registers of every set of plan slots, for the loop below (one load instead of a dozen
  * instructions a frame). */
@@ -792,7 +802,7 @@ static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs
                                                              const fu_frames *frames, size_t *n_io,
                                                              size_t max_frames, const fu_walk_cache_entry *first)
 {
-    const fu_walk_cache_entry *entries = w->cache->entries;
+    const fu_walk_cache *cache = w->cache;
     const uint8_t *window = w->reader->window;
     const uint64_t window_address = w->reader->window_address, window_size = w->reader->window_size;
     const size_t n_first = *n_io;
@@ -828,22 +838,8 @@ static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs
         }
         uint64_t ra;
         memcpy(&ra, lowest + 8 * plan->slot_by_8[FU_COMPACT_SAVED_REGISTERS], 8);
-        /* fu_walk's checks (caller_goes_on), in its order */
-        if (ra == 0) {
-            ended = FU_WALK_END;
-            goto ended;
-        }
-        if (cfa <= sp) {
-            if (cfa == sp && ra == ip) {
-                ended = FU_WALK_NO_PROGRESS;
-                goto ended;
-            }
-            if (cfa < sp) {
-                w->result->fault_address = cfa;
-                ended = FU_WALK_SP_BACKWARDS;
-                goto ended;
-            }
-        }
+        if (!caller_goes_on(w->result, ip, &sp, ra, cfa, false))
+            goto checked;
         for (uint32_t slots = restored & ((1u << FU_COMPACT_SAVED_REGISTERS) - 1); slots; slots &= slots - 1) {
             unsigned i = (unsigned)__builtin_ctz(slots);
             memcpy(&regs->value[fu_compact_saved_register[i]], lowest + 8 * plan->slot_by_8[i], 8);
@@ -852,25 +848,94 @@ static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs
         sp = cfa;
         ip = ra;
         kind = FU_FRAME_CFI;
-        uint64_t lookup = ra - 1;
-        e = &entries[(lookup * 0x9e3779b97f4a7c15u) >> (64 - FU_WALK_CACHE_BITS)]; /* cache_entry's */
-        if (e->kind != FU_WALK_CACHED_RULE || e->lookup != lookup)
+        if (!(e = cached_caller(cache, ra, FU_WALK_CACHED_RULE)))
             break;
     }
     *n_io = n;
     if (n == n_first)
-        return RULES_UNMOVED;
+        return RUN_UNMOVED;
     regs->value[FU_REG_RSP] = sp;
     regs->value[FU_REG_RA] = ip;
     regs->valid = valid;
     *ip_io = ip;
     *ip_is_return_address = true;
     *kind_io = kind;
-    return RULES_PAUSED;
+    return RUN_PAUSED;
 ended:
-    *n_io = n;
     w->result->outcome = ended;
-    return RULES_ENDED;
+checked: /* caller_goes_on set the outcome */
+    *n_io = n;
+    return RUN_ENDED;
+}
+
+/* follow_rules for compiled eh_elf bodies: from the frame at *ip (not recorded yet; `*regs_io` its
+ * registers, rsp among them; `first` its walk cache entry, a body), walk every frame whose cached
+ * step is a body that returns an ordinary frame (FU_EH_ELF_CFI), in a loop of its own: the body
+ * called as apply_body does, then fu_walk's checks with the IP and SP in registers. A body that
+ * returns anything else (a signal frame, the interpreter, a failure) wrote only into the caller's
+ * buffer: the loop pauses before recording that frame, and fu_walk's general step calls the body
+ * again and takes its answer. Bounded by max_frames: every iteration records a frame or stops. */
+static inline __attribute__((always_inline)) int follow_bodies(walker *w, fu_regs **regs_io, fu_regs **caller_io,
+                                                              uint64_t *ip_io, bool *ip_is_return_address,
+                                                              uint8_t *kind_io, const fu_frames *frames,
+                                                              size_t *n_io, size_t max_frames,
+                                                              const fu_walk_cache_entry *first)
+{
+    const fu_walk_cache *cache = w->cache;
+    const fu_reader *reader = w->reader;
+    const size_t n_first = *n_io;
+    fu_regs *regs = *regs_io, *caller = *caller_io;
+    uint64_t ip = *ip_io, sp = regs->value[FU_REG_RSP];
+    size_t n = n_first;
+    uint8_t kind = *kind_io;
+    const fu_walk_cache_entry *e = first;
+    fu_walk_outcome ended;
+    for (;;) {
+        uint64_t fault = 0;
+        keep_callee_saved(regs, caller); /* what a body expects in `caller` (fu_unwind_abi.h) */
+        if (e->what.body(regs, caller, reader, &fault) != FU_EH_ELF_CFI)
+            break;
+        record_frame(frames, n++, ip, e->module, kind);
+        if (n == max_frames) {
+            ended = FU_WALK_FRAME_LIMIT;
+            goto ended;
+        }
+        /* fu_walk's checks, in its order */
+        uint32_t valid = caller->valid;
+        uint64_t ra = caller->value[FU_REG_RA], next_sp = caller->value[FU_REG_RSP];
+        if (!(valid >> FU_REG_RA & 1)) {
+            ended = FU_WALK_END; /* no return address: the stack ends here */
+            goto ended;
+        }
+        if (!(valid >> FU_REG_RSP & 1)) {
+            ended = ra == 0 ? FU_WALK_END : FU_WALK_REGISTER_UNKNOWN;
+            goto ended;
+        }
+        if (!caller_goes_on(w->result, ip, &sp, ra, next_sp, false))
+            goto checked;
+        fu_regs *swap = regs;
+        regs = caller;
+        caller = swap;
+        sp = next_sp;
+        ip = ra;
+        kind = FU_FRAME_CFI;
+        if (!(e = cached_caller(cache, ra, FU_WALK_CACHED_BODY)))
+            break;
+    }
+    *n_io = n;
+    if (n == n_first)
+        return RUN_UNMOVED;
+    *regs_io = regs;
+    *caller_io = caller;
+    *ip_io = ip;
+    *ip_is_return_address = true;
+    *kind_io = kind;
+    return RUN_PAUSED;
+ended:
+    w->result->outcome = ended;
+checked: /* caller_goes_on set the outcome */
+    *n_io = n;
+    return RUN_ENDED;
 }
 
 void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
@@ -894,8 +959,8 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
     bool ip_is_return_address = false;
     uint8_t kind = FU_FRAME_FIRST;
     size_t n = 0; /* frames written */
-    /* Each iteration records one frame and steps to its caller (or follow_rules records several);
-     * bounded by max_frames. */
+    /* Each iteration records one frame and steps to its caller (or a run of frames, through frame
+     * pointers, follow_rules or follow_bodies); bounded by max_frames. */
     for (;;) {
         uint64_t lookup = fu_lookup_address(ip, ip_is_return_address);
         fu_walk_cache_entry *entry = cache_entry(cache, lookup);
@@ -907,11 +972,16 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
             if (entry && settled.kind != FU_WALK_CACHED_NONE)
                 found = memcpy(entry, &settled, sizeof settled);
         }
-        if (found == entry && found->kind == FU_WALK_CACHED_RULE && (regs->valid >> FU_REG_RSP & 1)) {
-            int ran = follow_rules(&w, regs, &ip, &ip_is_return_address, &kind, &frames, &n, max_frames, found);
-            if (ran == RULES_ENDED)
+        /* runs of the commonest steps in loops of their own */
+        if (found == entry && (regs->valid >> FU_REG_RSP & 1) &&
+            (found->kind == FU_WALK_CACHED_RULE || found->kind == FU_WALK_CACHED_BODY)) {
+            int ran = found->kind == FU_WALK_CACHED_RULE
+                          ? follow_rules(&w, regs, &ip, &ip_is_return_address, &kind, &frames, &n, max_frames, found)
+                          : follow_bodies(&w, &regs, &caller, &ip, &ip_is_return_address, &kind, &frames, &n,
+                                          max_frames, found);
+            if (ran == RUN_ENDED)
                 break;
-            if (ran == RULES_PAUSED)
+            if (ran == RUN_PAUSED)
                 continue; /* at a frame of another kind: looked up afresh */
         }
         int64_t m = found->module == UINT32_MAX ? -1 : (int64_t)found->module;
