@@ -860,9 +860,18 @@ static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs
         memcpy(&ra, lowest + 8 * plan->slot_by_8[FU_COMPACT_SAVED_REGISTERS], 8);
         if (!caller_goes_on(w->result, ip, &sp, ra, cfa, false))
             goto checked;
-        for (uint32_t slots = restored & ((1u << FU_COMPACT_SAVED_REGISTERS) - 1); slots; slots &= slots - 1) {
-            unsigned i = (unsigned)__builtin_ctz(slots);
-            memcpy(&regs->value[fu_compact_saved_register[i]], lowest + 8 * plan->slot_by_8[i], 8);
+        /* the restored callee-saved registers; all six (big functions: CPython's evaluation
+         * loop, much of libc) as straight loads, which took python 16.3 -> 15.0 ns/frame */
+        uint32_t saved = restored & ((1u << FU_COMPACT_SAVED_REGISTERS) - 1);
+        if (saved == (1u << FU_COMPACT_SAVED_REGISTERS) - 1) {
+#pragma GCC unroll 6
+            for (unsigned i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++)
+                memcpy(&regs->value[fu_compact_saved_register[i]], lowest + 8 * plan->slot_by_8[i], 8);
+        } else {
+            for (uint32_t slots = saved; slots; slots &= slots - 1) {
+                unsigned i = (unsigned)__builtin_ctz(slots);
+                memcpy(&regs->value[fu_compact_saved_register[i]], lowest + 8 * plan->slot_by_8[i], 8);
+            }
         }
         valid = (valid & slot_registers[plan->kept & 63]) | slot_registers[restored & 127] | 1u << FU_REG_RSP;
         sp = cfa;
