@@ -815,8 +815,8 @@ static const uint32_t slot_registers[1u << (FU_COMPACT_SAVED_REGISTERS + 1)] = {
  * rsp + k or rbp + k and save slots inside the reader's window, the steps of nearly every frame,
  * in a loop of its own. It does what apply_compact and fu_walk's checks do, with the IP and SP in
  * registers (not stored and reloaded through the register buffers on each step's critical path),
- * the registers updated in place (kept ones untouched, restored ones loaded in one loop over the
- * restored set, no swap of buffers): about half the instructions of a general step. Any other
+ * the registers updated in place (kept ones untouched, restored ones loaded from their slots, no
+ * swap of buffers): about half the instructions of a general step. Any other
  * frame, or one whose slots lie outside the window, pauses the loop for fu_walk's general step,
  * which takes it as before. Bounded by max_frames: every iteration records a frame or stops. */
 static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs *regs, uint64_t *ip_io,
