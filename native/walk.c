@@ -403,12 +403,20 @@ static fu_compact_plan compact_plan(const fu_compact_rule *rule)
     return plan;
 }
 
-/* The valid bits of the registers of plan slots `slots`: slots 0, 1 are rbx (3), rbp (6), slots
- * 2..6 are r12..r15 and the return address (12..16). */
+/* The valid bits of the registers of each set of plan slots: slots 0, 1 are rbx (3), rbp (6),
+ * slots 2..6 are r12..r15 and the return address (12..16). A table: one load instead of a dozen
+ * instructions a frame in follow_rules. */
 #define SLOT_REGISTERS(s) ((uint32_t)((s) & 1u) << 3 | (uint32_t)((s) & 2u) << 5 | (uint32_t)((s) & 0x7cu) << 10)
+#define SLOT_REGISTERS_4(s) SLOT_REGISTERS(s), SLOT_REGISTERS(s + 1), SLOT_REGISTERS(s + 2), SLOT_REGISTERS(s + 3)
+#define SLOT_REGISTERS_16(s) SLOT_REGISTERS_4(s), SLOT_REGISTERS_4(s + 4), SLOT_REGISTERS_4(s + 8), SLOT_REGISTERS_4(s + 12)
+static const uint32_t slot_registers[1u << (FU_COMPACT_SAVED_REGISTERS + 1)] = {
+    SLOT_REGISTERS_16(0),  SLOT_REGISTERS_16(16), SLOT_REGISTERS_16(32), SLOT_REGISTERS_16(48),
+    SLOT_REGISTERS_16(64), SLOT_REGISTERS_16(80), SLOT_REGISTERS_16(96), SLOT_REGISTERS_16(112),
+};
+
 static inline uint32_t plan_slot_registers(uint32_t slots)
 {
-    return SLOT_REGISTERS(slots);
+    return slot_registers[slots & ((1u << (FU_COMPACT_SAVED_REGISTERS + 1)) - 1)];
 }
 
 /* A compact rule's save slots, some outside the reader's window: each read checked, as apply_row
@@ -576,8 +584,7 @@ static inline bool uses_compiled(const fu_address_space *space, const fu_module 
 static inline bool uses_compact(const fu_address_space *space, const fu_module *mod)
 {
     uint32_t b = space->backend;
-    return mod->compact && !uses_compiled(space, mod) &&
-           (b == FU_BACKEND_AUTO || b == FU_BACKEND_TABLE || b == FU_BACKEND_TABLE_ONLY);
+    return mod->compact && (b == FU_BACKEND_AUTO || b == FU_BACKEND_TABLE || b == FU_BACKEND_TABLE_ONLY);
 }
 
 static inline bool uses_dwarf(const fu_address_space *space)
@@ -586,7 +593,7 @@ static inline bool uses_dwarf(const fu_address_space *space)
 }
 
 /* What settles the step at `svma` of `mod` before the DWARF tables: the module's compiled eh_elf
- * or its compact table, as the backend asks (fu_backend). */
+ * if the backend uses it, else its compact table if the backend uses that (fu_backend). */
 typedef struct fast_step {
     uint8_t kind;                 /* fu_walk_cached; NONE: the DWARF tables decide */
     const fu_compact_rule *rule;  /* RULE */
@@ -718,6 +725,25 @@ static inline __attribute__((always_inline)) bool caller_goes_on(fu_walk_result 
     return true;
 }
 
+/* fu_walk's checks on the caller's registers a step gave (`caller`), from the frame at (ip, sp):
+ * true to go on from (*next_ip, *next_sp), else false with the outcome set. A return address
+ * without a rule ends the stack (DW_CFA_undefined: _start, clone); an unknown CFA fails it. */
+static inline __attribute__((always_inline)) bool caller_registers_go_on(fu_walk_result *result, const fu_regs *caller,
+                                                                        uint64_t ip, const uint64_t *sp,
+                                                                        bool signal_frame, uint64_t *next_ip,
+                                                                        uint64_t *next_sp)
+{
+    if (!fu_regs_get(caller, FU_REG_RA, next_ip)) {
+        result->outcome = FU_WALK_END;
+        return false;
+    }
+    if (!fu_regs_get(caller, FU_REG_RSP, next_sp)) {
+        result->outcome = *next_ip == 0 ? FU_WALK_END : FU_WALK_REGISTER_UNKNOWN;
+        return false;
+    }
+    return caller_goes_on(result, ip, sp, *next_ip, *next_sp, signal_frame);
+}
+
 static inline void record_frame(const fu_frames *frames, size_t n, uint64_t ip, uint32_t module, uint8_t kind)
 {
     frames->ip[n] = ip;
@@ -801,15 +827,6 @@ static inline __attribute__((always_inline)) void prefetch_deep_stack(const uint
 /* The plan slots of the six callee-saved registers (slot 6 is the return address's). */
 #define PLAN_CALLEE_SAVED_SLOTS ((1u << FU_COMPACT_SAVED_REGISTERS) - 1)
 
-/* plan_slot_registers of every set of plan slots, for the loop below (one load instead of a dozen
- * instructions a frame). */
-#define SLOT_REGISTERS_4(s) SLOT_REGISTERS(s), SLOT_REGISTERS(s + 1), SLOT_REGISTERS(s + 2), SLOT_REGISTERS(s + 3)
-#define SLOT_REGISTERS_16(s) SLOT_REGISTERS_4(s), SLOT_REGISTERS_4(s + 4), SLOT_REGISTERS_4(s + 8), SLOT_REGISTERS_4(s + 12)
-static const uint32_t slot_registers[1u << (FU_COMPACT_SAVED_REGISTERS + 1)] = {
-    SLOT_REGISTERS_16(0),  SLOT_REGISTERS_16(16), SLOT_REGISTERS_16(32), SLOT_REGISTERS_16(48),
-    SLOT_REGISTERS_16(64), SLOT_REGISTERS_16(80), SLOT_REGISTERS_16(96), SLOT_REGISTERS_16(112),
-};
-
 /* From the frame at *ip (not recorded yet; `regs` its registers, rsp among them; `first` its walk
  * cache entry, a compact rule): walk every frame whose step is a cached compact rule with CFA =
  * rsp + k or rbp + k and save slots inside the reader's window, the steps of nearly every frame,
@@ -877,7 +894,7 @@ static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs
                 if (restored >> i & 1)
                     memcpy(&regs->value[fu_compact_saved_register[i]], lowest + 8 * plan->slot_by_8[i], 8);
         }
-        valid = (valid & slot_registers[plan->kept & 63]) | slot_registers[restored & 127] | 1u << FU_REG_RSP;
+        valid = (valid & plan_slot_registers(plan->kept)) | plan_slot_registers(restored) | 1u << FU_REG_RSP;
         sp = cfa;
         ip = ra;
         kind = FU_FRAME_CFI;
@@ -933,18 +950,8 @@ static inline __attribute__((always_inline)) int follow_bodies(walker *w, fu_reg
             ended = FU_WALK_FRAME_LIMIT;
             goto ended;
         }
-        /* fu_walk's checks, in its order */
-        uint32_t valid = caller->valid;
-        uint64_t ra = caller->value[FU_REG_RA], next_sp = caller->value[FU_REG_RSP];
-        if (!(valid >> FU_REG_RA & 1)) {
-            ended = FU_WALK_END; /* no return address: the stack ends here */
-            goto ended;
-        }
-        if (!(valid >> FU_REG_RSP & 1)) {
-            ended = ra == 0 ? FU_WALK_END : FU_WALK_REGISTER_UNKNOWN;
-            goto ended;
-        }
-        if (!caller_goes_on(w->result, ip, &sp, ra, next_sp, false))
+        uint64_t ra, next_sp;
+        if (!caller_registers_go_on(w->result, caller, ip, &sp, false, &ra, &next_sp))
             goto checked;
         fu_regs *swap = regs;
         regs = caller;
@@ -1002,11 +1009,14 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
         if (!cached_at(entry, lookup)) {
             settle(space, fu_address_space_find(space, lookup), lookup, &settled);
             found = &settled;
-            if (entry && settled.kind != FU_WALK_CACHED_NONE)
-                found = memcpy(entry, &settled, sizeof settled);
+            if (entry && settled.kind != FU_WALK_CACHED_NONE) {
+                *entry = settled;
+                found = entry;
+            }
         }
-        /* runs of the commonest steps in loops of their own */
-        if (found == entry && (regs->valid >> FU_REG_RSP & 1) &&
+        /* runs of the commonest steps in loops of their own (which find their next steps in the
+         * cache, so only with one: then a RULE or BODY entry is in it) */
+        if (cache && (regs->valid >> FU_REG_RSP & 1) &&
             (found->kind == FU_WALK_CACHED_RULE || found->kind == FU_WALK_CACHED_BODY)) {
             int ran = found->kind == FU_WALK_CACHED_RULE
                           ? follow_rules(&w, regs, &ip, &ip_is_return_address, &kind, &frames, &n, max_frames, found)
@@ -1050,16 +1060,8 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
             break; /* the step set the outcome */
         kind = (uint8_t)caller_kind;
         uint64_t next_ip, sp, next_sp;
-        if (!fu_regs_get(caller, FU_REG_RA, &next_ip)) {
-            result->outcome = FU_WALK_END; /* DW_CFA_undefined return address (e.g. _start, clone) */
-            break;
-        }
-        if (!fu_regs_get(caller, FU_REG_RSP, &next_sp)) {
-            result->outcome = next_ip == 0 ? FU_WALK_END : FU_WALK_REGISTER_UNKNOWN;
-            break;
-        }
-        if (!caller_goes_on(result, ip, fu_regs_get(regs, FU_REG_RSP, &sp) ? &sp : NULL, next_ip, next_sp,
-                            signal_frame))
+        if (!caller_registers_go_on(result, caller, ip, fu_regs_get(regs, FU_REG_RSP, &sp) ? &sp : NULL, signal_frame,
+                                    &next_ip, &next_sp))
             break;
         fu_regs *swap = regs;
         regs = caller;
