@@ -84,6 +84,12 @@ static inline size_t cache_index(uint64_t lookup)
     return (size_t)((lookup * 0x9e3779b97f4a7c15u) >> (64 - FU_WALK_CACHE_BITS));
 }
 
+/* The slot of a walk's shape in a walk cache's shapes, by the first frame's IP. */
+static inline size_t shape_index(uint64_t ip)
+{
+    return (size_t)((ip * 0x9e3779b97f4a7c15u) >> (64 - FU_WALK_SHAPE_BITS));
+}
+
 /* The slot of `lookup` in `cache` (NULL without a cache); it holds lookup's entry if cached_at says so. */
 static inline fu_walk_cache_entry *cache_entry(fu_walk_cache *cache, uint64_t lookup)
 {
@@ -697,6 +703,7 @@ int fu_walk_step(const fu_address_space *space, const fu_reader *reader, const f
 void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space)
 {
     memset(cache->entries, 0, sizeof cache->entries);
+    memset(cache->shapes, 0, sizeof cache->shapes);
     cache->space = space;
 }
 
@@ -824,8 +831,24 @@ static inline __attribute__((always_inline)) void prefetch_deep_stack(const uint
 #define RUN_UNMOVED 1   /* nothing done: the first frame is not one the loop takes */
 #define RUN_PAUSED 2    /* frames recorded; the one at *ip is not yet: fu_walk's general step takes it */
 
-/* The plan slots of the six callee-saved registers (slot 6 is the return address's). */
+/* The plan slots of the six callee-saved registers (slot 6 is the return address's), and rbp's. */
 #define PLAN_CALLEE_SAVED_SLOTS ((1u << FU_COMPACT_SAVED_REGISTERS) - 1)
+#define PLAN_RBP_SLOT 1
+
+/* The step at `lookup`: its walk cache entry, or when the cache does not hold it (or there is no
+ * cache) what settles it, put in the cache if it settles anything (else in *settled). */
+static inline const fu_walk_cache_entry *find_step(walker *w, uint64_t lookup, fu_walk_cache_entry *settled)
+{
+    fu_walk_cache_entry *entry = cache_entry(w->cache, lookup);
+    if (cached_at(entry, lookup))
+        return entry;
+    settle(w->space, fu_address_space_find(w->space, lookup), lookup, settled);
+    if (entry && settled->kind != FU_WALK_CACHED_NONE) {
+        *entry = *settled;
+        return entry;
+    }
+    return settled;
+}
 
 /* From the frame at *ip (not recorded yet; `regs` its registers, rsp among them; `first` its walk
  * cache entry, a compact rule): walk every frame whose step is a cached compact rule with CFA =
@@ -835,11 +858,18 @@ static inline __attribute__((always_inline)) void prefetch_deep_stack(const uint
  * the registers updated in place (kept ones untouched, restored ones loaded from their slots, no
  * swap of buffers): about half the instructions of a general step. Any other
  * frame, or one whose slots lie outside the window, pauses the loop for fu_walk's general step,
- * which takes it as before. Bounded by max_frames: every iteration records a frame or stops. */
+ * which takes it as before. Bounded by max_frames: every iteration records a frame or stops.
+ *
+ * With `shape` (a walk's first frame, the window starting at its rsp), the run is written down in
+ * it (walk.h) if it ends the walk (FU_WALK_END) within FU_WALK_SHAPE_FRAMES frames; the loop then
+ * settles the steps the cache does not hold yet rather than pausing at them (which would change
+ * nothing of the walk: fu_walk's general step would settle them and come back). Else the shape
+ * says that this IP had none. */
 static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs *regs, uint64_t *ip_io,
                                                              bool *ip_is_return_address, uint8_t *kind_io,
                                                              const fu_frames *frames, size_t *n_io,
-                                                             size_t max_frames, const fu_walk_cache_entry *first)
+                                                             size_t max_frames, const fu_walk_cache_entry *first,
+                                                             fu_walk_shape *shape)
 {
     const fu_walk_cache *cache = w->cache;
     const uint8_t *window = w->reader->window;
@@ -851,6 +881,19 @@ static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs
     uint8_t kind = *kind_io; /* of the frame at ip: the caller's, then FU_FRAME_CFI */
     const fu_walk_cache_entry *e = first;
     fu_walk_outcome ended;
+    /* writing the shape down: the window bytes read so far, the rbp values checked, where rbp's
+     * value came from and whether a check on it is written down */
+    bool tracing = shape != NULL;
+    uint64_t extent = 0;
+    size_t ra_read = 0; /* frames whose return address was read */
+    unsigned rbp_checks = 0;
+    uint16_t rbp_source = FU_WALK_SHAPE_INITIAL;
+    bool rbp_checked = false;
+    if (shape) {
+        shape->frames = 0; /* no shape, until the walk ends */
+        shape->ip[0] = ip;
+        shape->valid = valid;
+    }
     for (;;) {
         const fu_compact_plan *plan = &e->what.plan;
         uint64_t base;
@@ -866,6 +909,21 @@ static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs
             break; /* a slot outside the window: the general step reads them one by one */
         const uint8_t *lowest = window + offset;
         prefetch_deep_stack(window, window_size, offset);
+        if (tracing) {
+            uint64_t end = offset + (uint64_t)plan->count_by_8 * 8;
+            bool rbp_base = (plan->cfa & 7) == FU_COMPACT_CFA_RBP;
+            if (n == FU_WALK_SHAPE_FRAMES || end > UINT16_MAX ||
+                (rbp_base && !rbp_checked && rbp_checks == FU_WALK_SHAPE_RBP_CHECKS)) {
+                tracing = false; /* more than a shape states */
+            } else {
+                if (rbp_base && !rbp_checked) {
+                    shape->rbp_check[rbp_checks].delta = base - window_address;
+                    shape->rbp_check[rbp_checks++].slot = rbp_source;
+                    rbp_checked = true;
+                }
+                extent = end > extent ? end : extent;
+            }
+        }
         record_frame(frames, n++, ip, e->module, kind);
         if (n == max_frames) {
             ended = FU_WALK_FRAME_LIMIT;
@@ -878,6 +936,10 @@ static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs
         }
         uint64_t ra;
         memcpy(&ra, lowest + 8 * plan->slot_by_8[FU_COMPACT_SAVED_REGISTERS], 8);
+        if (tracing) {
+            shape->ra_slot[n - 1] = (uint16_t)(offset + 8u * plan->slot_by_8[FU_COMPACT_SAVED_REGISTERS]);
+            ra_read = n;
+        }
         if (!caller_goes_on(w->result, ip, &sp, ra, cfa, false))
             goto checked;
         /* the restored callee-saved registers: all six (big functions: CPython's evaluation
@@ -894,11 +956,19 @@ static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs
                 if (restored >> i & 1)
                     memcpy(&regs->value[fu_compact_saved_register[i]], lowest + 8 * plan->slot_by_8[i], 8);
         }
+        if (tracing && (restored >> PLAN_RBP_SLOT & 1)) {
+            rbp_source = (uint16_t)(offset + 8u * plan->slot_by_8[PLAN_RBP_SLOT]);
+            rbp_checked = false;
+        }
         valid = (valid & plan_slot_registers(plan->kept)) | plan_slot_registers(restored) | 1u << FU_REG_RSP;
         sp = cfa;
         ip = ra;
         kind = FU_FRAME_CFI;
-        if (!(e = cached_caller(cache, ra, FU_WALK_CACHED_RULE)))
+        if (tracing) {
+            fu_walk_cache_entry settled; /* a RULE is put in the cache: e never points here */
+            if ((e = find_step(w, ra - 1, &settled))->kind != FU_WALK_CACHED_RULE)
+                break;
+        } else if (!(e = cached_caller(cache, ra, FU_WALK_CACHED_RULE)))
             break;
     }
     *n_io = n;
@@ -913,9 +983,56 @@ static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs
     return RUN_PAUSED;
 ended:
     w->result->outcome = ended;
-checked: /* caller_goes_on set the outcome */
+checked: /* caller_goes_on set the outcome, or the code above */
     *n_io = n;
+    if (tracing && w->result->outcome == FU_WALK_END) {
+        /* the stack ended at a frame without a return address, or at a zero one (ra_read counts
+         * it: checked like the others); the frames as recorded */
+        for (size_t i = 0; i < n; i++) {
+            shape->ip[i] = frames->ip[i];
+            shape->module[i] = frames->module[i];
+        }
+        shape->ip[n] = 0;
+        shape->ra_count = (uint16_t)ra_read;
+        shape->extent = (uint16_t)extent;
+        shape->rbp_checks = (uint8_t)rbp_checks;
+        shape->frames = (uint16_t)n;
+    }
     return RUN_ENDED;
+}
+
+/* A walk from its first frame (at ip, `regs` its registers, the reader's window starting at its rsp)
+ * by the shape `s` of an earlier one from the same IP: if everything that walk's course depended
+ * on is the same here (walk.h), its frames are written and true (the walk ended, FU_WALK_END);
+ * else false, nothing written. Independent loads and one branch for the comparisons. */
+static inline bool follow_shape(const fu_walk_shape *s, const fu_reader *reader, const fu_regs *regs,
+                                size_t max_frames, const fu_frames *frames)
+{
+    if (s->valid != regs->valid || s->frames >= max_frames || s->extent > reader->window_size)
+        return false;
+    const uint8_t *window = reader->window;
+    const uint64_t sp = regs->value[FU_REG_RSP];
+    uint64_t differ = 0;
+    for (unsigned i = 0; i < s->ra_count && i < FU_WALK_SHAPE_FRAMES; i++) {
+        uint64_t ra;
+        memcpy(&ra, window + s->ra_slot[i], 8);
+        differ |= ra ^ s->ip[i + 1];
+    }
+    for (unsigned i = 0; i < s->rbp_checks && i < FU_WALK_SHAPE_RBP_CHECKS; i++) {
+        uint64_t rbp = regs->value[FU_REG_RBP];
+        if (s->rbp_check[i].slot != FU_WALK_SHAPE_INITIAL)
+            memcpy(&rbp, window + s->rbp_check[i].slot, 8);
+        differ |= (rbp - sp) ^ s->rbp_check[i].delta;
+    }
+    if (differ)
+        return false;
+    for (unsigned i = 0; i < s->frames && i < FU_WALK_SHAPE_FRAMES; i++) {
+        frames->ip[i] = s->ip[i];
+        frames->module[i] = s->module[i];
+        frames->kind[i] = i ? FU_FRAME_CFI : FU_FRAME_FIRST;
+        frames->flags[i] = 0;
+    }
+    return true;
 }
 
 /* follow_rules for compiled eh_elf bodies: from the frame at *ip (not recorded yet; `*regs_io` its
@@ -999,29 +1116,40 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
     bool ip_is_return_address = false;
     uint8_t kind = FU_FRAME_FIRST;
     size_t n = 0; /* frames written */
+    /* The slot of this walk's shape (the window starting at the first frame's rsp): the walk
+     * follows the shape there if it holds (walk.h says when the walk writes its own down). */
+    fu_walk_shape *shape = NULL;
+    if (cache && reader->window && (regs->valid >> FU_REG_RSP & 1) && reader->window_address == regs->value[FU_REG_RSP]) {
+        shape = &cache->shapes[shape_index(ip)];
+        if (shape->frames && shape->ip[0] == ip && follow_shape(shape, reader, regs, max_frames, &frames)) {
+            shape->misses = 1;
+            n = shape->frames;
+            goto done; /* FU_WALK_END */
+        }
+        if (shape->misses++ % FU_WALK_SHAPE_RETRY != 0)
+            shape = NULL;
+    }
     /* Each iteration records one frame and steps to its caller (or a run of frames, through frame
      * pointers, follow_rules or follow_bodies); bounded by max_frames. */
     for (;;) {
         uint64_t lookup = fu_lookup_address(ip, ip_is_return_address);
-        fu_walk_cache_entry *entry = cache_entry(cache, lookup);
         fu_walk_cache_entry settled;
-        const fu_walk_cache_entry *found = entry;
-        if (!cached_at(entry, lookup)) {
-            settle(space, fu_address_space_find(space, lookup), lookup, &settled);
-            found = &settled;
-            if (entry && settled.kind != FU_WALK_CACHED_NONE) {
-                *entry = settled;
-                found = entry;
-            }
-        }
+        const fu_walk_cache_entry *found = find_step(&w, lookup, &settled);
         /* runs of the commonest steps in loops of their own (which find their next steps in the
-         * cache, so only with one: then a RULE or BODY entry is in it) */
+         * cache, so only with one: then a RULE or BODY entry is in it); a first frame's run of
+         * rules written down as the shape of the walk */
         if (cache && (regs->valid >> FU_REG_RSP & 1) &&
             (found->kind == FU_WALK_CACHED_RULE || found->kind == FU_WALK_CACHED_BODY)) {
-            int ran = found->kind == FU_WALK_CACHED_RULE
-                          ? follow_rules(&w, regs, &ip, &ip_is_return_address, &kind, &frames, &n, max_frames, found)
-                          : follow_bodies(&w, &regs, &caller, &ip, &ip_is_return_address, &kind, &frames, &n,
-                                          max_frames, found);
+            int ran;
+            if (found->kind == FU_WALK_CACHED_BODY)
+                ran = follow_bodies(&w, &regs, &caller, &ip, &ip_is_return_address, &kind, &frames, &n, max_frames,
+                                    found);
+            else if (n == 0 && shape)
+                ran = follow_rules(&w, regs, &ip, &ip_is_return_address, &kind, &frames, &n, max_frames, found,
+                                   shape);
+            else
+                ran = follow_rules(&w, regs, &ip, &ip_is_return_address, &kind, &frames, &n, max_frames, found,
+                                   NULL);
             if (ran == RUN_ENDED)
                 break;
             if (ran == RUN_PAUSED)

@@ -1001,7 +1001,7 @@ static void check_walk(const fu_address_space *space, const fu_regs *initial, si
 
 /* statistics: what the inputs reached */
 static unsigned long outcome_count[FU_WALK_OUTCOME_COUNT], kind_count[4], deep_walks, total_frames, walks_checked;
-static unsigned long signal_frames, backend_comparisons;
+static unsigned long signal_frames, backend_comparisons, shaped_walks;
 
 static walk_out out_a, out_b;
 static bool verbose;
@@ -1022,6 +1022,41 @@ static void walk_into(const fu_address_space *space, const walk_case *c, const f
     fu_walk(space, &registers, reader, cache, &(fu_frames){ips, modules, kinds, flags}, c->max_frames, &out->result);
     for (size_t i = 0; i < out->result.frame_count && i < FU_WALK_MAX_FRAMES; i++)
         out->frames[i] = (frame){ips[i], modules[i], kinds[i], flags[i]};
+}
+
+/* The walk over the stack with one word changed (the one holding one of its return addresses, or
+ * any), with `cache` warm from the original walk, against the same without a cache: a shape of
+ * the original walk (walk.h) must not be followed where the words it compares differ. */
+static void check_one_word_changed(const fu_address_space *space, const walk_case *c, fu_walk_cache *cache,
+                                   const uint8_t *data, size_t size)
+{
+    if (c->stack_size < 8)
+        return;
+    uint64_t h = 0xcbf29ce484222325u; /* FNV-1a of the input: a replay changes the same word */
+    for (size_t i = 0; i < size; i++)
+        h = (h ^ data[i]) * 0x100000001b3u;
+    uint64_t at = (h >> 8) % (c->stack_size - 7); /* any word, unless a return address is found */
+    if (out_a.result.frame_count > 1 && h & 1) {
+        uint64_t ra = out_a.frames[1 + (h >> 1) % (out_a.result.frame_count - 1)].ip;
+        for (uint64_t i = 0; i + 8 <= c->stack_size; i++)
+            if (get_le(c->stack + i, 8) == ra) {
+                at = i;
+                break;
+            }
+    }
+    walk_case changed = *c;
+    changed.stack = malloc(c->stack_size);
+    if (!changed.stack)
+        die("out of memory");
+    memcpy(changed.stack, c->stack, c->stack_size);
+    put_le(changed.stack + at, get_le(c->stack + at, 8) + (h >> 56 | 1) * 8, 8);
+    fu_dump_memory memory = {changed.stack, c->stack_address, c->stack_size, space};
+    fu_reader reader = fu_dump_reader(&memory);
+    static walk_out uncached;
+    walk_into(space, &changed, &reader, NULL, &uncached);
+    walk_into(space, &changed, &reader, cache, &out_b);
+    check_same(&uncached, &out_b, "without a cache, one stack word changed", "a cache warm from the original");
+    free(changed.stack);
 }
 
 static void check_input(const uint8_t *data, size_t size)
@@ -1058,9 +1093,18 @@ static void check_input(const uint8_t *data, size_t size)
     check_same(&out_a, &out_b, what, "the shared cache");
     walk_into(space, &c, &reader, s->caches[c.backend], &out_b);
     check_same(&out_a, &out_b, what, "the shared cache, again");
+    /* a fresh cache: the first walk writes its shape down (if it has one: walk.h), the second
+     * follows it, and a stack with one word changed must not */
     fu_walk_cache_bind(&fresh_cache, space);
     walk_into(space, &c, &reader, &fresh_cache, &out_b);
     check_same(&out_a, &out_b, what, "a freshly bound cache");
+    for (size_t i = 0; i < 1u << FU_WALK_SHAPE_BITS; i++) {
+        const fu_walk_shape *shape = &fresh_cache.shapes[i];
+        shaped_walks += shape->frames && shape->ip[0] == c.regs.value[FU_REG_RA];
+    }
+    walk_into(space, &c, &reader, &fresh_cache, &out_b);
+    check_same(&out_a, &out_b, what, "a freshly bound cache, again");
+    check_one_word_changed(space, &c, &fresh_cache, data, size);
     if (c.other_cache) {
         /* bound to another space (other modules, or the same in another backend): ignored */
         const space_set *other = &spaces[(c.space + 1) % space_count];
@@ -1165,7 +1209,8 @@ static const fu_state *row_at(const fu_module *m, uint64_t svma, const fu_table 
 static void synthesize_frames(const space_set *s, uint64_t *rng, uint64_t stack_address, uint8_t *stack,
                               uint64_t stack_size, uint8_t *header)
 {
-    uint64_t sp = stack_address + 8 * rng_below(rng, 8);
+    /* at the dump's start half the time, as in a perf sample (where walks have shapes, walk.h) */
+    uint64_t sp = stack_address + (rng_below(rng, 2) ? 0 : 8 * rng_below(rng, 8));
     uint64_t pc = real_candidate(s, rng_next(rng));
     set_register(header, FU_REG_RSP, 0, sp);
     set_register(header, FU_REG_RA, 0, pc);
@@ -1173,7 +1218,8 @@ static void synthesize_frames(const space_set *s, uint64_t *rng, uint64_t stack_
     enum { RBP_REGISTER, RBP_SLOT, RBP_FIXED } rbp_state = RBP_REGISTER;
     uint64_t rbp_slot = 0, rbp_value = 0;
     bool return_address = false;
-    unsigned depth = 1 + (unsigned)rng_below(rng, SYNTH_MAX_DEPTH);
+    /* half the time around the deepest walks with a shape (walk.h) */
+    unsigned depth = 1 + (unsigned)rng_below(rng, rng_below(rng, 2) ? FU_WALK_SHAPE_FRAMES + 2 : SYNTH_MAX_DEPTH);
 #define IN_STACK(a) ((a) - stack_address < stack_size && stack_size - ((a) - stack_address) >= 8)
 #define DECIDE_RBP(v)                                                                               \
     do {                                                                                            \
@@ -1194,7 +1240,8 @@ static void synthesize_frames(const space_set *s, uint64_t *rng, uint64_t stack_
         const fu_table *table;
         const fu_entry *entry;
         const fu_state *state = row_at(m, lookup - m->bias, &table, &entry);
-        uint64_t next_pc = real_candidate(s, rng_next(rng)) + 1, cfa;
+        /* the last frame's caller: half the time a zero return address, which ends the walk */
+        uint64_t next_pc = d + 1 == depth && rng_below(rng, 2) ? 0 : real_candidate(s, rng_next(rng)) + 1, cfa;
         if (!state) {
             /* no CFI: a frame-pointer frame at rbp = sp + 16k */
             if (rbp_state == RBP_FIXED)
@@ -1604,7 +1651,8 @@ int main(int argc, char **argv)
            "%lu first, %lu cfi, %lu signal, %lu frame pointer; %lu signal trampolines\n",
            inputs, seconds, total_frames, deep_walks, kind_count[0], kind_count[1], kind_count[2], kind_count[3],
            signal_frames);
-    printf("walk_driver: %lu walks compared between the auto and dwarf backends\n", backend_comparisons);
+    printf("walk_driver: %lu walks compared between the auto and dwarf backends; %lu walks had a shape "
+           "written down (walk.h)\n", backend_comparisons, shaped_walks);
     printf("walk_driver: outcomes:");
     for (unsigned o = 0; o < FU_WALK_OUTCOME_COUNT; o++)
         printf(" %s %lu", fu_walk_outcome_name((fu_walk_outcome)o), outcome_count[o]);
