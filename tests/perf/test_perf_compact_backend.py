@@ -5,6 +5,7 @@ caches are warm."""
 
 from __future__ import annotations
 
+import array
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -55,3 +56,51 @@ def test_walk_caches_kept_across_batches_change_nothing(workload, perf_recording
     assert batch() == first
     with ThreadPoolExecutor(4) as pool:
         assert all(result == first for result in pool.map(batch, range(8)))
+
+
+def test_shapes_are_not_followed_where_a_return_address_differs(perf_recordings, tmp_path):
+    """Shapes (walk.h): a walk from an IP walked before takes the earlier walk's frames only where
+    the stack holds the same return addresses at the same places. In a copy of hackbench's
+    recording (a few stacks, sampled over and over), the first caller's return address of every
+    other repeat of a stack is moved by one byte: the table backend, whose walks follow shapes,
+    gives exactly what the DWARF interpreter (no shapes) gives, and the changed samples' frames
+    show the changed return address, not the shape's."""
+    original = perf_recordings.get("hackbench-threads").data_file
+    perf = PerfData.open(str(original))
+    replayed = replay(perf)
+    outcomes, starts, ips = walk_columns(perf, replayed, "table")
+    data = bytearray(original.read_bytes())
+    seen, changed = set(), {}
+    for index, sample in enumerate(replayed.samples):
+        frames = ips[starts[index]:starts[index + 1]]
+        if outcomes[index] != _core.WALK_OUTCOMES.index("end") or len(frames) < 3 or frames[0] not in seen:
+            seen.add(frames[0] if frames else None)
+            continue
+        if index % 2:
+            continue  # left as it was: its walk follows the shape
+        stack = bytes(sample.stack)
+        at = stack.find(frames[1].to_bytes(8, "little"))
+        where = data.find(stack[:64], sample.file_offset)  # the dump's place in the file
+        if at < 0 or where < 0:
+            continue
+        data[where + at:where + at + 8] = (frames[1] + 1).to_bytes(8, "little")
+        changed[index] = frames[1] + 1
+    assert len(changed) >= 50, f"only {len(changed)} repeated stacks to change"
+    copy = tmp_path / "changed.data"
+    copy.write_bytes(bytes(data))
+    perf_changed = PerfData.open(str(copy))
+    replayed_changed = replay(perf_changed)
+    table = walk_columns(perf_changed, replayed_changed, "table")
+    assert table == walk_columns(perf_changed, replayed_changed, "dwarf")
+    _, starts_changed, ips_changed = table
+    assert all(ips_changed[starts_changed[index] + 1] == ra for index, ra in changed.items())
+
+
+def walk_columns(perf: PerfData, replayed, backend: str) -> tuple[bytes, array.array, array.array]:
+    """Every sample walked with `backend`: outcome codes, where each sample's frames start, the IPs."""
+    result = _core.unwind_samples(perf.native, replayed.space_ids.tobytes(),
+                                  [space.to_core(backend) for space in replayed.session.spaces], 127)
+    starts, ips = array.array("I"), array.array("Q")
+    starts.frombytes(result[1])
+    ips.frombytes(result[2])
+    return result[0], starts, ips
