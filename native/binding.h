@@ -36,9 +36,9 @@ const struct fu_address_space *fu_address_space_of(PyObject *module, PyObject *o
 
 struct fu_walk_cache;
 /* The walk cache of an AddressSpace `object` (checked with fu_address_space_of), lent to the caller
- * until fu_address_space_return_cache; both with the GIL held. The space keeps it across calls (32
- * KiB, made on first use), so a walk finds settled every PC an earlier walk of the space met, as
- * libunwind's and libdw's caches persist across their unwinds. While it is lent (another thread
+ * until fu_address_space_return_cache; both with the GIL held. The space keeps it across calls (52
+ * KiB with its shapes, made on first use), so a walk finds settled every PC an earlier walk of the
+ * space met, as libunwind's and libdw's caches persist across their unwinds. While it is lent (another thread
  * walks the same space), the caller gets a cache of its own, bound to the space, that the return
  * frees. NULL with MemoryError set if out of memory. */
 struct fu_walk_cache *fu_address_space_borrow_cache(PyObject *object);

@@ -78,29 +78,24 @@ typedef struct walker {
     fu_walk_cache *cache; /* NULL, or bound to space */
 } walker;
 
-/* The slot of `lookup` in a walk cache's entries (direct-mapped, Fibonacci hashing). */
-static inline size_t cache_index(uint64_t lookup)
+/* The slot of `key` in a direct-mapped table of 2^bits slots (Fibonacci hashing): a walk cache's
+ * entries by lookup address, its shapes by first IP. */
+static inline size_t slot_of(uint64_t key, unsigned bits)
 {
-    return (size_t)((lookup * 0x9e3779b97f4a7c15u) >> (64 - FU_WALK_CACHE_BITS));
-}
-
-/* The slot of a walk's shape in a walk cache's shapes, by the first frame's IP. */
-static inline size_t shape_index(uint64_t ip)
-{
-    return (size_t)((ip * 0x9e3779b97f4a7c15u) >> (64 - FU_WALK_SHAPE_BITS));
+    return (size_t)((key * 0x9e3779b97f4a7c15u) >> (64 - bits));
 }
 
 /* The slot of `lookup` in `cache` (NULL without a cache); it holds lookup's entry if cached_at says so. */
 static inline fu_walk_cache_entry *cache_entry(fu_walk_cache *cache, uint64_t lookup)
 {
-    return cache ? &cache->entries[cache_index(lookup)] : NULL;
+    return cache ? &cache->entries[slot_of(lookup, FU_WALK_CACHE_BITS)] : NULL;
 }
 
 /* The entry of the caller at return address `ra` if the cache holds one of `kind` for it, else NULL
  * (how the lean loops below find their next step). */
 static inline const fu_walk_cache_entry *cached_caller(const fu_walk_cache *cache, uint64_t ra, uint8_t kind)
 {
-    const fu_walk_cache_entry *e = &cache->entries[cache_index(ra - 1)];
+    const fu_walk_cache_entry *e = &cache->entries[slot_of(ra - 1, FU_WALK_CACHE_BITS)];
     return e->kind == kind && e->lookup == ra - 1 ? e : NULL;
 }
 
@@ -831,7 +826,8 @@ static inline __attribute__((always_inline)) void prefetch_deep_stack(const uint
 #define RUN_UNMOVED 1   /* nothing done: the first frame is not one the loop takes */
 #define RUN_PAUSED 2    /* frames recorded; the one at *ip is not yet: fu_walk's general step takes it */
 
-/* The plan slots of the six callee-saved registers (slot 6 is the return address's), and rbp's. */
+/* The plan slots of the six callee-saved registers (slot 6 is the return address's), and rbp's
+ * (fu_compact_saved_register[1]). */
 #define PLAN_CALLEE_SAVED_SLOTS ((1u << FU_COMPACT_SAVED_REGISTERS) - 1)
 #define PLAN_RBP_SLOT 1
 
@@ -891,7 +887,6 @@ static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs
     bool rbp_checked = false;
     if (shape) {
         shape->frames = 0; /* no shape, until the walk ends */
-        shape->ip[0] = ip;
         shape->valid = valid;
     }
     for (;;) {
@@ -905,12 +900,13 @@ static inline __attribute__((always_inline)) int follow_rules(walker *w, fu_regs
             break;
         uint64_t cfa = base + (uint64_t)(int64_t)plan->cfa_offset;
         uint64_t offset = cfa + (uint64_t)(int64_t)plan->lowest_by_8 * 8 - window_address;
-        if (offset > window_size || (uint64_t)plan->count_by_8 * 8 > window_size - offset)
+        uint64_t span = (uint64_t)plan->count_by_8 * 8; /* the slots' bytes */
+        if (offset > window_size || span > window_size - offset)
             break; /* a slot outside the window: the general step reads them one by one */
         const uint8_t *lowest = window + offset;
         prefetch_deep_stack(window, window_size, offset);
         if (tracing) {
-            uint64_t end = offset + (uint64_t)plan->count_by_8 * 8;
+            uint64_t end = offset + span;
             bool rbp_base = (plan->cfa & 7) == FU_COMPACT_CFA_RBP;
             if (n == FU_WALK_SHAPE_FRAMES || end > UINT16_MAX ||
                 (rbp_base && !rbp_checked && rbp_checks == FU_WALK_SHAPE_RBP_CHECKS)) {
@@ -1120,7 +1116,7 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
      * follows the shape there if it holds (walk.h says when the walk writes its own down). */
     fu_walk_shape *shape = NULL;
     if (cache && reader->window && (regs->valid >> FU_REG_RSP & 1) && reader->window_address == regs->value[FU_REG_RSP]) {
-        shape = &cache->shapes[shape_index(ip)];
+        shape = &cache->shapes[slot_of(ip, FU_WALK_SHAPE_BITS)];
         if (shape->frames && shape->ip[0] == ip && follow_shape(shape, reader, regs, max_frames, &frames)) {
             shape->misses = 1;
             n = shape->frames;
@@ -1144,7 +1140,7 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
             if (found->kind == FU_WALK_CACHED_BODY)
                 ran = follow_bodies(&w, &regs, &caller, &ip, &ip_is_return_address, &kind, &frames, &n, max_frames,
                                     found);
-            else if (n == 0 && shape)
+            else if (n == 0 && shape) /* apart, so that the other call's loop has no tracing in it */
                 ran = follow_rules(&w, regs, &ip, &ip_is_return_address, &kind, &frames, &n, max_frames, found,
                                    shape);
             else

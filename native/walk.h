@@ -54,8 +54,8 @@ typedef struct fu_module {
  * rows), and modules without one, go to the DWARF tables, except in the *_ONLY backends. */
 typedef enum fu_backend {
     /* the compiled eh_elf where the module has one (`fastunwind compile` cached it), else its compact
-     * table (the order the eh_elf issue set; the two measure within 10% of each other,
-     * docs/BENCHMARKS.md) */
+     * table (the order the eh_elf issue set; since shapes, which only the compact path has, the
+     * compact table is ahead on most recordings: docs/BENCHMARKS.md) */
     FU_BACKEND_AUTO = 0,
     FU_BACKEND_DWARF,         /* the DWARF tables only */
     FU_BACKEND_TABLE,         /* compact tables (compiled eh_elfs ignored) */
