@@ -30,8 +30,10 @@ $(STAMPS)/venv.stamp: pyproject.toml $(STAMPS)/system.stamp
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@
 
+# --force: make has already seen a source change; setuptools compares whole-second mtimes and would
+# keep the old extension after an edit made within the second of the last build.
 $(EXTENSION): $(NATIVE) setup.py $(STAMPS)/venv.stamp
-	$(PY) setup.py -q build_ext --inplace
+	$(PY) setup.py -q build_ext --inplace --force
 
 setup: $(STAMPS)/venv.stamp
 build: $(EXTENSION)

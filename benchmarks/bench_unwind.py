@@ -17,7 +17,7 @@ Without recordings, the default workloads are recorded first with scripts/record
    (one Dwfl session per address space), the frame-pointer walk; steps 2 and 3 run R rounds, every
    tool once a round, and each tool's figures combine its rounds as one run would (ToolResult.merged:
    the first round's first pass is the cold one, later rounds' first passes are left out). Before
-   its first pass every tool writes 64 MiB of other memory (evict_caches here, bench_evict_caches
+   its first pass every tool writes 256 MiB of other memory (evict_caches here, bench_evict_caches
    in the harnesses), so that first pass is a cold unwinder on samples out of the CPU caches. Then
    two informational variants, one pass each: libunwind without its cache, libdw with perf's
    per-sample session;
@@ -168,10 +168,16 @@ def record_defaults(reuse: bool, seconds: float, names: tuple[str, ...] = DEFAUL
 OUR_BACKENDS = ("table", "compiled", "dwarf")
 
 
-#: Memory written before each tool's first timed pass: 64 MiB, as the harnesses do
-#: (bench_evict_caches in benchmarks/peers/samples.c). Every first pass then starts with the samples
-#: paged in but out of the CPU caches: a cold unwinder on cold data, as in one `perf script` run.
-EVICT_BYTES = 64 << 20
+#: Memory written before each tool's first timed pass, as the harnesses do (bench_evict_caches in
+#: benchmarks/peers/samples.c). Every first pass then starts with the samples paged in but out of
+#: the CPU caches: a cold unwinder on cold data, as in one `perf script` run. 256 MiB: this VM
+#: reports a 32 MiB L3, yet after 64 MiB hackbench's table first pass still found some of its lines
+#: (42 ns/frame against 45-48 after 128 MiB to 1 GiB, medians of 8-10 runs).
+EVICT_BYTES = 256 << 20
+#: ... written in pieces of this size: one memset of it all is above glibc's non-temporal threshold
+#: (about 3/4 of the L3), so it streams past the caches and leaves what was in them there (after
+#: one 64 MiB memset that first pass took 20-45 ns/frame, depending on what had run before).
+EVICT_PIECE_BYTES = 64 << 10
 
 
 @functools.cache
@@ -180,7 +186,9 @@ def _evict_buffer() -> bytearray:
 
 
 def evict_caches() -> None:
-    ctypes.memset(ctypes.addressof(ctypes.c_char.from_buffer(_evict_buffer())), 1, EVICT_BYTES)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(_evict_buffer()))
+    for offset in range(0, EVICT_BYTES, EVICT_PIECE_BYTES):
+        ctypes.memset(start + offset, 1, EVICT_PIECE_BYTES)
 
 
 def run_ours(replay: export_samples.Exported, repeat: int, backend: str) -> ToolResult:

@@ -314,7 +314,8 @@ void bench_evict_caches(void)
     if (!junk)
         junk = malloc(BENCH_EVICT_BYTES);
     if (junk)
-        memset((unsigned char *)junk, 1, BENCH_EVICT_BYTES);
+        for (size_t offset = 0; offset < BENCH_EVICT_BYTES; offset += BENCH_EVICT_PIECE_BYTES)
+            memset((unsigned char *)junk + offset, 1, BENCH_EVICT_PIECE_BYTES);
 }
 
 bool bench_frames_init(bench_frames *frames, uint32_t sample_count)

@@ -92,7 +92,10 @@ uint64_t bench_now_ns(void);
 /* Write BENCH_EVICT_BYTES of other memory, so that the first timed pass starts with the samples
  * out of the CPU caches, paged in but not cached, like fastunwind's first pass (bench_unwind.py
  * evicts the same way before it): the first pass then measures a cold unwinder on cold data. */
-#define BENCH_EVICT_BYTES ((size_t)64 << 20)
+#define BENCH_EVICT_BYTES ((size_t)256 << 20)
+/* ... in pieces of this size: one memset of it all streams past the caches (glibc's non-temporal
+ * threshold is about 3/4 of the L3) and evicts nothing */
+#define BENCH_EVICT_PIECE_BYTES ((size_t)64 << 10)
 void bench_evict_caches(void);
 
 /* Timings of the repetitions: total, first (the cold run, closest to real use) and best. */
