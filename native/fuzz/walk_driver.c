@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "compact_table.h"
+#include "index_set.h"
 #include "memory.h"
 #include "walk.h"
 
@@ -1032,9 +1033,7 @@ static void check_one_word_changed(const fu_address_space *space, const walk_cas
 {
     if (c->stack_size < 8)
         return;
-    uint64_t h = 0xcbf29ce484222325u; /* FNV-1a of the input: a replay changes the same word */
-    for (size_t i = 0; i < size; i++)
-        h = (h ^ data[i]) * 0x100000001b3u;
+    uint64_t h = fu_hash_bytes(data, size, 0); /* of the input: a replay changes the same word */
     uint64_t at = (h >> 8) % (c->stack_size - 7); /* any word, unless a return address is found */
     if (out_a.result.frame_count > 1 && h & 1) {
         uint64_t ra = out_a.frames[1 + (h >> 1) % (out_a.result.frame_count - 1)].ip;
