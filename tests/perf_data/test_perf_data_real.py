@@ -4,11 +4,14 @@ the delivery order of both together. Recordings: --call-graph dwarf in file mode
 pipe mode with -z, two events with --sample-cpu, and --call-graph fp."""
 from __future__ import annotations
 
+import ctypes
+import mmap
 from pathlib import Path
 
 import perf_oracle as oracle
 import pytest
 
+import fastunwind.perf_data as perf_data
 from fastunwind.perf_data import Comm, Exit, Fork, Mmap, PerfData, Sample
 
 DWARF = [*oracle.SAMPLING, "--call-graph", "dwarf"]
@@ -125,3 +128,32 @@ def test_read_from_bytes_and_file_object(recordings):
         from_file = PerfData.read(f)
     from_bytes = PerfData.read(path.read_bytes())
     assert from_file.sample_count == from_bytes.sample_count == PerfData.open(path).sample_count
+
+
+def _vm_flags_at(address: int) -> list[str]:
+    """The VmFlags of this process's mapping that holds `address` (/proc/self/smaps)."""
+    inside = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split(maxsplit=1)[0]
+            if "-" in head and not head.endswith(":"):
+                start, end = (int(part, 16) for part in head.split("-"))
+                inside = start <= address < end
+            elif inside and head == "VmFlags:":
+                return line.split()[1:]
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+def test_open_reads_into_huge_pages_and_maps_beyond_the_bound(recordings, monkeypatch):
+    path = recordings["dwarf"]
+    with open(path, "rb") as f:
+        loaded = perf_data._load_recording(f, path.stat().st_size)
+    assert isinstance(loaded, memoryview) and loaded.tobytes() == path.read_bytes()
+    address = ctypes.addressof(ctypes.c_char.from_buffer(loaded))
+    assert "hg" in _vm_flags_at(address)  # MADV_HUGEPAGE
+    loaded.release()
+    read = events_as_tuples(PerfData.open(path))
+    monkeypatch.setattr(perf_data, "HUGE_PAGE_READ_MAX_BYTES", 0)
+    with open(path, "rb") as f:
+        assert isinstance(perf_data._load_recording(f, path.stat().st_size), mmap.mmap)
+    assert events_as_tuples(PerfData.open(path)) == read
