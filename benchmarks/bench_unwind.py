@@ -15,12 +15,14 @@ Without recordings, the default workloads are recorded first with scripts/record
 3. the peers in benchmarks/peers/ (built with `make -C benchmarks/peers`) unwind the same file N
    times and time their whole unwinding loop: libunwind (remote API, global cache, as perf), libdw
    (one Dwfl session per address space), the frame-pointer walk; steps 2 and 3 run R rounds, every
-   tool once a round, and each tool's figures combine its rounds as one run would (ToolResult.merged:
-   the first round's first pass is the cold one, later rounds' first passes are left out). Before
-   its first pass every tool writes 256 MiB of other memory (evict_caches here, bench_evict_caches
-   in the harnesses), so that first pass is a cold unwinder on samples out of the CPU caches. Then
-   two informational variants, one pass each: libunwind without its cache, libdw with perf's
-   per-sample session;
+   tool once a round, each round a cold start: every harness is a new process, and fastunwind
+   replays the recording afresh (new address spaces, empty walk caches, the recording read again).
+   Before its first pass every tool writes 256 MiB of other memory (evict_caches here,
+   bench_evict_caches in the harnesses), so that first pass is a cold unwinder on samples out of the
+   CPU caches. Each tool's figures combine its rounds (ToolResult.merged): all passes as one run
+   would count them (the first round's first pass in, later rounds' left out), the first pass as
+   the median of the rounds' cold ones, the best pass as the best of all. Then two informational
+   variants, one pass each: libunwind without its cache, libdw with perf's per-sample session;
 4. agreement: per sample, each peer's PC list (sampled IP, then return addresses) against ours.
 
 Then, for the hackbench recording, end to end: `fastunwind perf-script -i X > /dev/null` against
@@ -41,6 +43,7 @@ import json
 import os
 import platform
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -77,11 +80,16 @@ class ToolResult:
     frames: int  #: per pass
     ns_total: int
     passes: int
-    ns_first_pass: int | None = None
+    first_passes_ns: list[int] = field(default_factory=list)  #: each round's cold first pass
     ns_best_pass: int | None = None
     outcomes: dict[str, int] = field(default_factory=dict)
     pcs: dict[int, tuple[int, ...]] = field(default_factory=dict, repr=False)  #: perf sample index -> PCs
     note: str = ""
+
+    @property
+    def ns_first_pass(self) -> float | None:
+        """The median of the rounds' cold first passes."""
+        return statistics.median(self.first_passes_ns) if self.first_passes_ns else None
 
     @property
     def ns_per_frame(self) -> float:
@@ -107,23 +115,25 @@ class ToolResult:
         return best / self.samples if self.samples else float("nan")
 
     def merged(self, later: ToolResult) -> ToolResult:
-        """This run and a later run of the same tool on the same samples as one result, as if one
-        run had made every pass: the first pass stays this run's (the one cold start counted), the
-        later run's first pass (its own cold start) is left out of the mean, the best is the best of
-        both. The frames found are this run's (every run finds the same)."""
+        """This run and a later run of the same tool on the same samples as one result: all passes
+        as if one run had made them (the later run's first pass, its own cold start, is left out of
+        the mean), both runs' cold first passes kept (their median is the first-pass figure), the
+        best of both. The frames found are this run's (every run finds the same)."""
         total, passes = later.ns_total, later.passes
-        if later.ns_first_pass is not None and passes > 1:
-            total, passes = total - later.ns_first_pass, passes - 1
+        if later.first_passes_ns and passes > 1:
+            total, passes = total - later.first_passes_ns[0], passes - 1
         best = [b for b in (self.ns_best_pass, later.ns_best_pass) if b is not None]
         return ToolResult(self.tool, self.samples, self.frames, self.ns_total + total, self.passes + passes,
-                          self.ns_first_pass, min(best) if best else None, self.outcomes, self.pcs, self.note)
+                          self.first_passes_ns + later.first_passes_ns, min(best) if best else None, self.outcomes,
+                          self.pcs, self.note)
 
     def to_json(self) -> dict[str, Any]:
         return {"tool": self.tool, "samples": self.samples, "frames": self.frames, "passes": self.passes,
                 "ns_total": self.ns_total, "ns_per_frame": self.ns_per_frame,
                 "ns_per_frame_first_pass": self.ns_per_frame_first_pass,
                 "ns_per_frame_best_pass": self.ns_per_frame_best_pass, "ns_per_sample": self.ns_per_sample,
-                "ns_first_pass": self.ns_first_pass, "ns_best_pass": self.ns_best_pass,
+                "ns_first_pass": self.ns_first_pass, "first_passes_ns": self.first_passes_ns,
+                "ns_best_pass": self.ns_best_pass,
                 "outcomes": self.outcomes, "note": self.note}
 
 
@@ -197,7 +207,7 @@ def run_ours(replay: export_samples.Exported, repeat: int, backend: str) -> Tool
     timing = time_backend(replay.perf, replay.replayed, backend, repeat, DEFAULT_MAX_FRAMES)
     exported = replay.exported()
     name = "fastunwind" if backend == "table" else f"fastunwind-{backend}"
-    tool = ToolResult(name, len(exported), 0, timing.total_ns, repeat, timing.passes_ns[0], min(timing.passes_ns))
+    tool = ToolResult(name, len(exported), 0, timing.total_ns, repeat, [timing.passes_ns[0]], min(timing.passes_ns))
     for index in exported:
         tool.pcs[index] = timing.pcs.get(index, ())
     tool.outcomes = dict(timing.outcomes)
@@ -237,7 +247,8 @@ def run_peer(binary: str, samples_file: str, repeat: int, label: str, mode: str 
         raise RuntimeError(f"{shlex.join(command)} exited {completed.returncode}:\n{completed.stderr}")
     report = json.loads(completed.stdout.strip().splitlines()[-1])
     tool = ToolResult(report["tool"], report["samples"], report["frames"], report["ns_total"], report["repeat"],
-                      report.get("ns_first_pass"), report.get("ns_best_pass"), report.get("outcomes", {}))
+                      [report["ns_first_pass"]] if report.get("ns_first_pass") is not None else [],
+                      report.get("ns_best_pass"), report.get("outcomes", {}))
     if report.get("first_error"):
         tool.note = f"first error: {report['first_error']}"
     if keep_pcs:
@@ -328,12 +339,7 @@ def bench_recording(recording: str, repeat: int, rounds: int, peers: str, progre
     failed = [str(r) for r in compiled if isinstance(r, Exception)]
     if failed:
         raise SystemExit(f"{name}: fastunwind compile failed: {failed}")
-    replay = export_samples.replay_recording(recording)  # fresh images: they load the eh_elfs
     progress(f"{name}: eh_elfs of {len(compiled)} modules ready in {compile_seconds:.1f} s")
-    # One untimed walk first: it pages in the mapped recording's stack dumps and maps the memory the
-    # walks write their frames to, as each harness reads its sample file and maps its frame arrays
-    # before its timing starts. What it leaves in the CPU caches is evicted before each first pass.
-    time_backend(replay.perf, replay.replayed, "dwarf", 1, DEFAULT_MAX_FRAMES)
     # Rounds interleave the tools: each runs once a round, so a stretch of disturbance on the machine
     # (this VM's neighbours come and go) reaches every tool instead of whichever ran then.
     runs = [("ours", backend, None, repeat) for backend in OUR_BACKENDS] + [
@@ -341,10 +347,16 @@ def bench_recording(recording: str, repeat: int, rounds: int, peers: str, progre
         ("fp", "fp_bench", None, repeat)]
     tools: list[ToolResult] = []
     for round_ in range(rounds):
+        # Each round starts cold, as each harness starts a new process: the recording replayed
+        # afresh (fresh images, which load the eh_elfs; empty walk caches), then one untimed walk
+        # that reads the recording's stack dumps and maps the memory the walks write their frames
+        # to, as each harness reads its sample file and maps its frame arrays before its timing
+        # starts. What it leaves in the CPU caches is evicted before each first pass.
+        replay = export_samples.replay_recording(recording)
+        time_backend(replay.perf, replay.replayed, "dwarf", 1, DEFAULT_MAX_FRAMES)
         for k, (label, what, mode, passes) in enumerate(runs):
             if label == "ours":
-                if round_ == 0:
-                    evict_caches()  # the harnesses evict in their own process (bench_evict_caches)
+                evict_caches()  # the harnesses evict in their own process (bench_evict_caches)
                 tool = run_ours(replay, passes, what)
             else:  # the frames are the same every round: read once
                 tool = run_peer(os.path.join(peers, what), samples_file, passes, label, mode, keep_pcs=round_ == 0)
