@@ -283,7 +283,6 @@ def _text(raw: bytes) -> str:
     return os.fsdecode(raw)
 
 
-
 # Recordings up to this size are read into anonymous memory the kernel backs with 2 MiB pages
 # (MADV_HUGEPAGE) instead of being mapped from the page cache in 4 KiB pages. Every sample's
 # registers and stack dump sit a few KiB past the previous one's, so a walk over 4 KiB pages takes

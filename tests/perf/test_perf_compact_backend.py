@@ -5,12 +5,12 @@ caches are warm."""
 
 from __future__ import annotations
 
-import array
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from fastunwind import _core
+from fastunwind.bench import time_backend
 from fastunwind.perf_data import PerfData
 from fastunwind.perf_session import replay
 
@@ -68,7 +68,8 @@ def test_shapes_are_not_followed_where_a_return_address_differs(perf_recordings,
     original = perf_recordings.get("hackbench-threads").data_file
     perf = PerfData.open(str(original))
     replayed = replay(perf)
-    outcomes, starts, ips = walk_columns(perf, replayed, "table")
+    walked = time_backend(perf, replayed, "table", 1)
+    outcomes, starts, ips = walked.outcome_codes, walked.starts, walked.ips
     data = bytearray(original.read_bytes())
     seen, changed = set(), {}
     for index, sample in enumerate(replayed.samples):
@@ -90,17 +91,8 @@ def test_shapes_are_not_followed_where_a_return_address_differs(perf_recordings,
     copy.write_bytes(bytes(data))
     perf_changed = PerfData.open(str(copy))
     replayed_changed = replay(perf_changed)
-    table = walk_columns(perf_changed, replayed_changed, "table")
-    assert table == walk_columns(perf_changed, replayed_changed, "dwarf")
-    _, starts_changed, ips_changed = table
+    table = time_backend(perf_changed, replayed_changed, "table", 1)
+    dwarf = time_backend(perf_changed, replayed_changed, "dwarf", 1)
+    assert (table.outcome_codes, table.starts, table.ips) == (dwarf.outcome_codes, dwarf.starts, dwarf.ips)
+    starts_changed, ips_changed = table.starts, table.ips
     assert all(ips_changed[starts_changed[index] + 1] == ra for index, ra in changed.items())
-
-
-def walk_columns(perf: PerfData, replayed, backend: str) -> tuple[bytes, array.array, array.array]:
-    """Every sample walked with `backend`: outcome codes, where each sample's frames start, the IPs."""
-    result = _core.unwind_samples(perf.native, replayed.space_ids.tobytes(),
-                                  [space.to_core(backend) for space in replayed.session.spaces], 127)
-    starts, ips = array.array("I"), array.array("Q")
-    starts.frombytes(result[1])
-    ips.frombytes(result[2])
-    return result[0], starts, ips
