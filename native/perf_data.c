@@ -20,12 +20,15 @@
  *   3. ordering: a stable merge sort of the event index by time (see perf_data.h), then the samples
  *      array is permuted into that order.
  */
+#define _GNU_SOURCE /* mremap */
 #include "perf_data.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #define PERF_MAGIC2 0x32454c4946524550ull      /* "PERFILE2" read little-endian */
@@ -1131,6 +1134,51 @@ static fu_status parse_record(parser *p, const origin *at, const frame *f, const
 
 /* ---- compression ---------------------------------------------------------------------------------- */
 
+/* The decompressed records live in an anonymous mapping advised for 2 MiB pages, as
+ * fastunwind.perf_data reads a plain recording: each sample's registers and stack dump sit several
+ * KiB past the previous one's, so in 4 KiB pages walks take a TLB miss or two per sample
+ * (docs/DESIGN.md, "Recordings in huge pages"). It grows by doubling from this size (mremap: the
+ * pages move, nothing is copied) and shrinks to what was written once every record is in. */
+#define DECOMPRESSED_INITIAL_BYTES ((uint64_t)2 << 20)
+
+/* Under AddressSanitizer the mapping's bytes past the data are poisoned, as a malloc'd buffer's
+ * redzone would be, so that the fuzzers see a read past the decompressed stream. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON_PAST_DATA(pd)                                                                                  \
+    ASAN_POISON_MEMORY_REGION((pd)->decompressed + (pd)->decompressed_size,                                   \
+                              (size_t)((pd)->decompressed_mapped - (pd)->decompressed_size))
+#define UNPOISON_ALL(pd) ASAN_UNPOISON_MEMORY_REGION((pd)->decompressed, (size_t)(pd)->decompressed_mapped)
+#else
+#define POISON_PAST_DATA(pd) ((void)0)
+#define UNPOISON_ALL(pd) ((void)0)
+#endif
+
+static uint64_t page_rounded(uint64_t bytes)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    return (bytes + page - 1) / page * page;
+}
+
+/* Map (or remap) pd->decompressed to hold `bytes` (> 0); false, the buffer unchanged, if the
+ * system refuses. */
+static bool map_decompressed(fu_perf_data *pd, uint64_t bytes)
+{
+    uint64_t mapped = page_rounded(bytes);
+    if (mapped > SIZE_MAX)
+        return false;
+    void *q = pd->decompressed ? mremap(pd->decompressed, (size_t)pd->decompressed_mapped, (size_t)mapped, MREMAP_MAYMOVE)
+                               : mmap(NULL, (size_t)mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED)
+        return false;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(q, (size_t)mapped, MADV_HUGEPAGE); /* advice: without THP the pages stay 4 KiB */
+#endif
+    pd->decompressed = q;
+    pd->decompressed_mapped = mapped;
+    return true;
+}
+
 /* Feed one COMPRESSED payload to the stream, appending to pd->decompressed. Every iteration consumes
  * input or produces output, or grows the buffer (up to the bound), so the loop ends. */
 static fu_status decompress_record(parser *p, ZSTD_DStream **stream, const uint8_t *src, uint64_t n,
@@ -1151,15 +1199,11 @@ static fu_status decompress_record(parser *p, ZSTD_DStream **stream, const uint8
             if (p->decompressed_cap >= p->max_decompressed)
                 return perf_fail(p, at, "COMPRESSED: decompressed data exceed the bound of 0x%llx bytes",
                                  (unsigned long long)p->max_decompressed);
-            uint64_t cap = p->decompressed_cap ? p->decompressed_cap * 2 : (uint64_t)1 << 20;
+            uint64_t cap = p->decompressed_cap ? p->decompressed_cap * 2 : DECOMPRESSED_INITIAL_BYTES;
             if (cap > p->max_decompressed)
                 cap = p->max_decompressed;
-            if (cap > SIZE_MAX)
+            if (!map_decompressed(pd, cap))
                 return perf_nomem(p);
-            uint8_t *q = realloc(pd->decompressed, (size_t)cap);
-            if (!q)
-                return perf_nomem(p);
-            pd->decompressed = q;
             p->decompressed_cap = cap;
         }
         ZSTD_outBuffer out = {pd->decompressed, (size_t)p->decompressed_cap, (size_t)pd->decompressed_size};
@@ -1209,13 +1253,11 @@ static fu_status pass_framing(parser *p)
     if (stream)
         ZSTD_freeDStream(stream);
     /* Give back the slack of the last doubling; nothing points into the buffer yet. */
-    if (s == FU_OK && pd->decompressed && pd->decompressed_size < p->decompressed_cap) {
-        uint8_t *q = realloc(pd->decompressed, pd->decompressed_size ? (size_t)pd->decompressed_size : 1);
-        if (q) {
-            pd->decompressed = q;
-            p->decompressed_cap = pd->decompressed_size;
-        }
-    }
+    if (s == FU_OK && pd->decompressed && pd->decompressed_size && page_rounded(pd->decompressed_size) < pd->decompressed_mapped &&
+        map_decompressed(pd, pd->decompressed_size))
+        p->decompressed_cap = pd->decompressed_size;
+    if (pd->decompressed)
+        POISON_PAST_DATA(pd);
     return s;
 }
 
@@ -1513,7 +1555,10 @@ void fu_perf_data_free(fu_perf_data *pd)
     free(pd->events);
     free(pd->build_ids);
     free(pd->cmdline);
-    free(pd->decompressed);
+    if (pd->decompressed) {
+        UNPOISON_ALL(pd);
+        munmap(pd->decompressed, (size_t)pd->decompressed_mapped);
+    }
     free(pd->id_map);
     struct fu_perf_block *b = pd->aligned;
     while (b) {

@@ -315,8 +315,10 @@ typedef struct fu_perf_data {
     size_t build_id_count, build_id_cap;
     fu_perf_string *cmdline;
     uint32_t cmdline_count;
-    uint8_t *decompressed;     /* the concatenated output of every COMPRESSED record (owned) */
+    uint8_t *decompressed;     /* the concatenated output of every COMPRESSED record (owned: an
+                                  anonymous mapping of decompressed_mapped bytes, see perf_data.c) */
     uint64_t decompressed_size;
+    uint64_t decompressed_mapped;
     struct fu_perf_block *aligned; /* owned copies of misaligned callchains (see perf_data.c) */
     uint32_t compression_type, compression_level, compression_mmap_len; /* HEADER_COMPRESSED */
     fu_perf_stats stats;

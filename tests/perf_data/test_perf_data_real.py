@@ -111,6 +111,15 @@ def test_compressed_equals_plain_shape(recordings):
         assert perf.native.decompressed_size > 0 and perf.stats()["compressed_records"] > 0
 
 
+def test_decompressed_records_sit_in_memory_advised_for_huge_pages(recordings):
+    # read from bytes, not PerfData.open: the only mapping of this size advised for huge pages
+    # is then the decompressed buffer, trimmed to the bytes it holds
+    perf = PerfData.read(recordings["dwarf_z"].read_bytes())
+    pages = -(-perf.native.decompressed_size // mmap.PAGESIZE) * mmap.PAGESIZE
+    assert any(end - start == pages and "hg" in flags for start, end, flags in _mappings())
+    assert perf.sample_count == PerfData.open(recordings["dwarf_z"]).sample_count
+
+
 def test_header_features(recordings):
     perf = PerfData.open(recordings["dwarf"])
     assert perf.cmdline[:2] == ["/usr/bin/perf", "record"] or perf.cmdline[1] == "record"
@@ -130,17 +139,24 @@ def test_read_from_bytes_and_file_object(recordings):
     assert from_file.sample_count == from_bytes.sample_count == PerfData.open(path).sample_count
 
 
-def _vm_flags_at(address: int) -> list[str]:
-    """The VmFlags of this process's mapping that holds `address` (/proc/self/smaps)."""
-    inside = False
+def _mappings() -> list[tuple[int, int, list[str]]]:
+    """This process's mappings as (start, end, VmFlags), from /proc/self/smaps."""
+    mappings = []
     with open("/proc/self/smaps") as smaps:
         for line in smaps:
             head = line.split(maxsplit=1)[0]
             if "-" in head and not head.endswith(":"):
                 start, end = (int(part, 16) for part in head.split("-"))
-                inside = start <= address < end
-            elif inside and head == "VmFlags:":
-                return line.split()[1:]
+            elif head == "VmFlags:":
+                mappings.append((start, end, line.split()[1:]))
+    return mappings
+
+
+def _vm_flags_at(address: int) -> list[str]:
+    """The VmFlags of this process's mapping that holds `address`."""
+    for start, end, flags in _mappings():
+        if start <= address < end:
+            return flags
     raise AssertionError(f"no mapping holds {address:#x}")
 
 
