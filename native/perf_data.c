@@ -62,7 +62,6 @@ typedef struct parser {
     fu_error *err;
     uint64_t max_decompressed;
     uint64_t last_time;     /* sort key carried to records without a time */
-    uint64_t decompressed_cap; /* bytes allocated for pd->decompressed */
     /* pass 1 output: decompressed stream end after each COMPRESSED record */
     uint64_t *compressed_ends;
     size_t compressed_count, compressed_cap;
@@ -1179,6 +1178,12 @@ static bool map_decompressed(fu_perf_data *pd, uint64_t bytes)
     return true;
 }
 
+/* Bytes pd->decompressed has room for: its mapping, up to the bound. */
+static uint64_t decompressed_room(const parser *p)
+{
+    return p->pd->decompressed_mapped < p->max_decompressed ? p->pd->decompressed_mapped : p->max_decompressed;
+}
+
 /* Feed one COMPRESSED payload to the stream, appending to pd->decompressed. Every iteration consumes
  * input or produces output, or grows the buffer (up to the bound), so the loop ends. */
 static fu_status decompress_record(parser *p, ZSTD_DStream **stream, const uint8_t *src, uint64_t n,
@@ -1195,18 +1200,17 @@ static fu_status decompress_record(parser *p, ZSTD_DStream **stream, const uint8
     }
     ZSTD_inBuffer in = {src, (size_t)n, 0};
     for (;;) {
-        if (pd->decompressed_size == p->decompressed_cap) {
-            if (p->decompressed_cap >= p->max_decompressed)
+        uint64_t room = decompressed_room(p);
+        if (pd->decompressed_size == room) {
+            if (room >= p->max_decompressed)
                 return perf_fail(p, at, "COMPRESSED: decompressed data exceed the bound of 0x%llx bytes",
                                  (unsigned long long)p->max_decompressed);
-            uint64_t cap = p->decompressed_cap ? p->decompressed_cap * 2 : DECOMPRESSED_INITIAL_BYTES;
-            if (cap > p->max_decompressed)
-                cap = p->max_decompressed;
-            if (!map_decompressed(pd, cap))
+            uint64_t grown = room ? room * 2 : DECOMPRESSED_INITIAL_BYTES;
+            if (!map_decompressed(pd, grown < p->max_decompressed ? grown : p->max_decompressed))
                 return perf_nomem(p);
-            p->decompressed_cap = cap;
+            room = decompressed_room(p);
         }
-        ZSTD_outBuffer out = {pd->decompressed, (size_t)p->decompressed_cap, (size_t)pd->decompressed_size};
+        ZSTD_outBuffer out = {pd->decompressed, (size_t)room, (size_t)pd->decompressed_size};
         size_t in_before = in.pos, out_before = out.pos;
         size_t r = ZSTD_decompressStream(*stream, &out, &in);
         if (ZSTD_isError(r))
@@ -1253,9 +1257,8 @@ static fu_status pass_framing(parser *p)
     if (stream)
         ZSTD_freeDStream(stream);
     /* Give back the slack of the last doubling; nothing points into the buffer yet. */
-    if (s == FU_OK && pd->decompressed && pd->decompressed_size && page_rounded(pd->decompressed_size) < pd->decompressed_mapped &&
-        map_decompressed(pd, pd->decompressed_size))
-        p->decompressed_cap = pd->decompressed_size;
+    if (s == FU_OK && pd->decompressed_size && page_rounded(pd->decompressed_size) < pd->decompressed_mapped)
+        (void)map_decompressed(pd, pd->decompressed_size); /* a refusal leaves it as it was */
     if (pd->decompressed)
         POISON_PAST_DATA(pd);
     return s;
