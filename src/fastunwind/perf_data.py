@@ -283,32 +283,63 @@ def _text(raw: bytes) -> str:
     return os.fsdecode(raw)
 
 
-# Recordings up to this size are read into anonymous memory the kernel backs with 2 MiB pages
-# (MADV_HUGEPAGE) instead of being mapped from the page cache in 4 KiB pages. Every sample's
+# Recordings are read into anonymous memory the kernel backs with 2 MiB pages (MADV_HUGEPAGE)
+# rather than mapped from the page cache in 4 KiB pages, or read into ordinary bytes. Every sample's
 # registers and stack dump sit a few KiB past the previous one's, so a walk over 4 KiB pages takes
 # a TLB miss or two per sample, each a nested page walk in a virtual machine: hackbench's table first
-# pass went from 49 to 38 ns/frame and its warm passes from 10.8 to 9.1 (docs/BENCHMARKS.md). Larger
-# recordings stay mapped, so that their pages remain the page cache's to reclaim.
+# pass went from 49 to 38 ns/frame and its warm passes from 10.8 to 9.1 (docs/BENCHMARKS.md). Files
+# larger than this stay mapped, so that their pages remain the page cache's to reclaim.
 HUGE_PAGE_READ_MAX_BYTES = 1 << 30
 HUGE_PAGE_BYTES = 2 << 20
+#: what a stream of unknown length (a pipe) is first read into; doubled while it goes on, up to
+#: STREAM_MAX_BYTES (a file of any size can be opened instead: it is mapped)
+STREAM_INITIAL_BYTES = 8 * HUGE_PAGE_BYTES
+STREAM_MAX_BYTES = 64 << 30
 
 
-def _load_recording(f: BinaryIO, size: int) -> mmap.mmap | memoryview:
-    """The bytes of the open file `f` of `size` bytes, read into huge pages or mapped."""
-    if size > HUGE_PAGE_READ_MAX_BYTES or not hasattr(mmap, "MADV_HUGEPAGE"):
+def _anonymous_memory(size: int) -> mmap.mmap:
+    """Anonymous memory of `size` bytes rounded up to a whole number of huge pages (the kernel aligns
+    such a mapping to one), advised for them."""
+    memory = mmap.mmap(-1, -(-size // HUGE_PAGE_BYTES) * HUGE_PAGE_BYTES, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    _advise_huge_pages(memory)
+    return memory
+
+
+def _advise_huge_pages(memory: mmap.mmap) -> None:
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        memory.madvise(mmap.MADV_HUGEPAGE)
+
+
+def _load_recording(f: BinaryIO, size: int | None = None) -> mmap.mmap | memoryview:
+    """The bytes of the binary file `f`, read to its end into memory advised for huge pages: a
+    regular file of `size` bytes (read up to that, or mapped if larger than HUGE_PAGE_READ_MAX_BYTES
+    or where huge pages cannot be asked for), or a stream (`size` None) in memory that doubles as it
+    fills."""
+    if size is not None and (size > HUGE_PAGE_READ_MAX_BYTES or not hasattr(mmap, "MADV_HUGEPAGE")):
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    # a whole number of huge pages: the kernel aligns such an anonymous mapping to one
-    memory = mmap.mmap(-1, -(-size // HUGE_PAGE_BYTES) * HUGE_PAGE_BYTES,
-                       flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    memory.madvise(mmap.MADV_HUGEPAGE)
-    view = memoryview(memory)
+    memory = _anonymous_memory(size if size is not None else STREAM_INITIAL_BYTES)
+    limit = size if size is not None else len(memory)
     filled = 0
-    while filled < size:
-        read = f.readinto(view[filled:size])
-        if not read:  # the file shrank after fstat: parse what was read
+    while True:
+        if filled == limit:
+            if size is not None:
+                break
+            if len(memory) >= STREAM_MAX_BYTES:
+                raise PerfDataError(f"a recording streamed in is longer than {STREAM_MAX_BYTES >> 30} GiB: "
+                                    "write it to a file and read that")
+            try:
+                memory.resize(2 * len(memory))  # mremap: the pages move, nothing is copied
+            except OSError as error:
+                raise PerfDataError(f"a recording streamed in outgrew memory at {filled} bytes ({error}): "
+                                    "write it to a file and read that") from None
+            _advise_huge_pages(memory)
+            limit = len(memory)
+        with memoryview(memory) as view, view[filled:limit] as room:
+            read = f.readinto(room)
+        if not read:  # the end of the stream (or a file that shrank after fstat: what was read)
             break
         filled += read
-    return view[:filled]
+    return memoryview(memory)[:filled]
 
 
 class PerfData:
@@ -352,8 +383,10 @@ class PerfData:
     @classmethod
     def read(cls, source: bytes | bytearray | memoryview | BinaryIO, *, max_decompressed: int = 0) -> PerfData:
         """Parse a recording from bytes or from a binary file object read to its end (pipe mode:
-        `perf record -o - ...` on stdin)."""
-        if hasattr(source, "read"):
+        `perf record -o - ...` on stdin), which is read into huge pages as PerfData.open reads a file."""
+        if hasattr(source, "readinto"):
+            data = _load_recording(source)
+        elif hasattr(source, "read"):
             data = source.read()
         else:
             data = source

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import subprocess
 from pathlib import Path
 
 import perf_oracle as oracle
 import pytest
 
 import fastunwind.perf_data as perf_data
+from fastunwind.errors import PerfDataError
 from fastunwind.perf_data import Comm, Exit, Fork, Mmap, PerfData, Sample
 
 DWARF = [*oracle.SAMPLING, "--call-graph", "dwarf"]
@@ -173,3 +175,23 @@ def test_open_reads_into_huge_pages_and_maps_beyond_the_bound(recordings, monkey
     with open(path, "rb") as f:
         assert isinstance(perf_data._load_recording(f, path.stat().st_size), mmap.mmap)
     assert events_as_tuples(PerfData.open(path)) == read
+
+
+def test_read_reads_a_stream_into_huge_pages_as_it_grows(recordings, monkeypatch):
+    # pages of 4 KiB standing for huge pages, so that this small recording outgrows its first
+    # memory several times over
+    path = recordings["pipe"]
+    monkeypatch.setattr(perf_data, "HUGE_PAGE_BYTES", mmap.PAGESIZE)
+    monkeypatch.setattr(perf_data, "STREAM_INITIAL_BYTES", mmap.PAGESIZE)
+    assert path.stat().st_size > 8 * mmap.PAGESIZE
+    with subprocess.Popen(["cat", str(path)], stdout=subprocess.PIPE) as cat:
+        loaded = perf_data._load_recording(cat.stdout)
+    assert isinstance(loaded, memoryview) and loaded.tobytes() == path.read_bytes()
+    assert "hg" in _vm_flags_at(ctypes.addressof(ctypes.c_char.from_buffer(loaded)))
+    loaded.release()
+    with subprocess.Popen(["cat", str(path)], stdout=subprocess.PIPE) as cat:
+        assert events_as_tuples(PerfData.read(cat.stdout)) == events_as_tuples(PerfData.open(path))
+    monkeypatch.setattr(perf_data, "STREAM_MAX_BYTES", 2 * mmap.PAGESIZE)  # the bound on a stream
+    with subprocess.Popen(["cat", str(path)], stdout=subprocess.PIPE) as cat, \
+            pytest.raises(PerfDataError, match="write it to a file"):
+        PerfData.read(cat.stdout)
