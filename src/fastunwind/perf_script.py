@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -129,13 +130,14 @@ PHASES = ("decoding", "replaying", "unwinding", "symbolizing")
 def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images: ImageCache | None = None,
                      backend: str | None = None, on_phase: Callable[[str], None] | None = None
                      ) -> tuple[UnwoundRecording, Statistics]:
-    """Unwind every sample of the recording at `path`. `backend`: see AddressSpace.to_core (default
+    """Unwind every sample of the recording at `path` ("-": standard input, as `perf script -i -`
+    reads a `perf record -o -` pipe). `backend`: see AddressSpace.to_core (default
     FASTUNWIND_BACKEND, else "auto"). `on_phase(name)` is called as each of PHASES starts (for a
     progress display; each phase is one call into C)."""
     phase = on_phase or (lambda name: None)
     started = time.perf_counter()
     phase("decoding")
-    perf = PerfData.open(path)
+    perf = PerfData.read(sys.stdin.buffer) if path == "-" else PerfData.open(path)
     if not perf.has_user_stacks:
         raise PerfDataError(f"{path}: the recording has no user registers and stack dumps; {RECORD_HINT}")
     phase("replaying")

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
@@ -14,11 +15,11 @@ CLI = [sys.executable, "-m", "fastunwind", "perf-script"]
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
+def run(*args: str, stdin: BinaryIO | int = subprocess.DEVNULL) -> subprocess.CompletedProcess:
     # this checkout's package (not an installed one), and the test run's cache directory
     env = {"NO_COLOR": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC),
            **{k: os.environ[k] for k in ("XDG_CACHE_HOME",) if k in os.environ}}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env)
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, stdin=stdin)
 
 
 def test_folded_stacks_count_every_sample_and_mark_truncation(perf_recordings):
@@ -50,6 +51,29 @@ def test_recording_without_user_stacks_says_how_to_record(tmp_path):
     result = run("-i", str(data))
     assert result.returncode == 1
     assert "--call-graph dwarf" in result.stderr and result.stderr.startswith("fastunwind: error:")
+
+
+def test_standard_input_is_a_recording_as_for_perf_script(tmp_path):
+    """`-i -` reads a pipe-mode recording from standard input (`perf record -o - | ...`), as
+    `perf script -i -` does: the same output as the recording read from a file; a cut one, an error."""
+    data = tmp_path / "pipe.data"
+    with open(data, "wb") as out:
+        recorded = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "--call-graph", "dwarf", "-o", "-",
+                                   "--", sys.executable, "-c", "sum(range(3_000_000))"], stdout=out,
+                                  stderr=subprocess.PIPE, text=True)
+    if recorded.returncode != 0:
+        pytest.skip(f"perf record is not permitted here: {recorded.stderr.strip()[:200]}")
+    from_file = run("-i", str(data))
+    with open(data, "rb") as stdin:
+        from_stdin = run("-i", "-", stdin=stdin)
+    assert from_stdin.returncode == 0, from_stdin.stderr
+    assert from_file.stdout and from_stdin.stdout == from_file.stdout
+    cut = tmp_path / "cut.data"
+    cut.write_bytes(data.read_bytes()[:data.stat().st_size // 2])
+    with open(cut, "rb") as stdin:
+        from_cut = run("-i", "-", stdin=stdin)
+    assert from_cut.returncode == 1 and from_cut.stderr.startswith("fastunwind: error:")
+    assert len(from_cut.stderr.splitlines()) == 1
 
 
 def test_text_and_folded_output_are_the_api_renderings(perf_recordings):

@@ -25,13 +25,15 @@ examples:
   fastunwind perf-script -i perf.data | head
   fastunwind perf-script -i perf.data --folded | flamegraph.pl > flame.svg
   fastunwind perf-script -i perf.data --stats
+  perf record -o - --call-graph dwarf -- ./app | fastunwind perf-script -i -
 """
 
 
 def add_parser(subparsers: Any) -> None:
     parser = command_parser(subparsers, "perf-script",
                             "unwind a perf.data recording and print its stacks (perf script format, folded, stats)", __doc__, EXAMPLE)
-    parser.add_argument("-i", "--input", default="perf.data", help="the recording (default: perf.data)")
+    parser.add_argument("-i", "--input", default="perf.data",
+                        help="the recording, - for standard input (perf record -o - | ...) (default: perf.data)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--folded", action="store_true", help="collapsed stacks with counts, for flame graphs")
     mode.add_argument("--stats", action="store_true", help="unwinding outcomes, frames per sample, ns per frame")
