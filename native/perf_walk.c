@@ -36,7 +36,16 @@ typedef struct register_plan {
     unsigned count;
     uint8_t index[FU_WALK_REGISTERS], dwarf[FU_WALK_REGISTERS];
     uint32_t valid; /* the DWARF registers the plan fills */
+    /* Where the sample stores rip, rsp and rbp (the walk's head registers, HEAD_REGISTER_DWARF),
+     * for those in the mask: head_count entries of index_of_head and dwarf_of_head; and the least
+     * and most of their indices, for the prefetch of their bytes. */
+    unsigned head_count;
+    uint8_t index_of_head[3], dwarf_of_head[3];
+    uint8_t head_lowest, head_highest;
 } register_plan;
+
+/* The registers fu_walk_begin reads: all a walk that follows a shape needs of a sample's. */
+static const uint8_t HEAD_REGISTER_DWARF[3] = {FU_REG_RA, FU_REG_RSP, FU_REG_RBP};
 
 static void make_register_plan(uint64_t mask, register_plan *plan)
 {
@@ -53,20 +62,49 @@ static void make_register_plan(uint64_t mask, register_plan *plan)
         plan->dwarf[plan->count++] = (uint8_t)reg;
         plan->valid |= 1u << reg;
     }
+    plan->head_count = 0;
+    plan->head_lowest = UINT8_MAX;
+    plan->head_highest = 0;
+    for (unsigned k = 0; k < plan->count; k++)
+        for (unsigned h = 0; h < sizeof HEAD_REGISTER_DWARF; h++)
+            if (plan->dwarf[k] == HEAD_REGISTER_DWARF[h]) {
+                plan->index_of_head[plan->head_count] = plan->index[k];
+                plan->dwarf_of_head[plan->head_count++] = plan->dwarf[k];
+                plan->head_lowest = plan->index[k] < plan->head_lowest ? plan->index[k] : plan->head_lowest;
+                plan->head_highest = plan->index[k] > plan->head_highest ? plan->index[k] : plan->head_highest;
+            }
 }
 
 /* The user registers `perf record --call-graph dwarf` samples on x86-64 (PERF_REGS_MASK in perf's
  * arch/x86/include/perf_regs.h): every general register, rip, flags, cs and ss; not ds, es, fs, gs. */
 #define PERF_DEFAULT_REGS_MASK 0xff0fffull
 
-/* The sample's user registers in DWARF numbering. */
-static inline void sample_registers(const fu_perf_sample *sample, register_plan *plan, fu_regs *regs)
+/* The sample's rip, rsp and rbp in DWARF numbering, where its mask has them, and regs->valid for
+ * all its user registers (sample_registers reads the others); makes `plan` the sample's. */
+static inline void sample_head_registers(const fu_perf_sample *sample, register_plan *plan, fu_regs *regs)
 {
     regs->valid = 0;
     if (!sample->regs || sample->regs_abi == 0)
         return;
     if (sample->regs_mask != plan->mask)
         make_register_plan(sample->regs_mask, plan);
+    if (plan->mask == PERF_DEFAULT_REGS_MASK) { /* as straight-line copies, as sample_registers */
+        memcpy(&regs->value[FU_REG_RBP], sample->regs + 8 * FU_PERF_REG_BP, 8);
+        memcpy(&regs->value[FU_REG_RSP], sample->regs + 8 * FU_PERF_REG_SP, 8);
+        memcpy(&regs->value[FU_REG_RA], sample->regs + 8 * FU_PERF_REG_IP, 8);
+    } else {
+        for (unsigned h = 0; h < plan->head_count && h < sizeof HEAD_REGISTER_DWARF; h++)
+            memcpy(&regs->value[plan->dwarf_of_head[h]], sample->regs + 8 * plan->index_of_head[h], 8);
+    }
+    regs->valid = plan->valid;
+}
+
+/* The sample's user registers in DWARF numbering, after sample_head_registers (`plan` the
+ * sample's). */
+static inline void sample_registers(const fu_perf_sample *sample, const register_plan *plan, fu_regs *regs)
+{
+    if (!regs->valid)
+        return;
     const uint8_t *in = sample->regs;
     if (plan->mask == PERF_DEFAULT_REGS_MASK) {
         /* The plan of this mask as straight-line copies (a third of the loop's instructions): in
@@ -83,7 +121,6 @@ static inline void sample_registers(const fu_perf_sample *sample, register_plan 
         for (unsigned k = 0; k < plan->count; k++)
             memcpy(&regs->value[plan->dwarf[k]], in + 8 * plan->index[k], 8);
     }
-    regs->valid = plan->valid;
 }
 
 /* Outcome code for a sample without user registers (kernel-only sample, or regs_abi NONE). */
@@ -205,13 +242,16 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     memcpy(starts.data, &frame_count, 4);
     for (size_t s = 0; s < count && !nomem; s++) {
         const fu_perf_sample *sample = &samples[s];
-        /* The next sample's registers and the top of its stack, where most walks read all their
-         * save slots, are far apart in the recording and touched first thing: start loading them
-         * while this one walks. */
+        /* The next sample's rip, rsp and rbp and the top of its stack, where most walks read all
+         * their save slots, are far apart in the recording and touched first thing: start loading
+         * them while this one walks (at the offsets of this sample's mask: every sample of an
+         * event has the same). */
         if (s + 1 < count) {
             const fu_perf_sample *next = &samples[s + 1];
-            if (next->regs)
-                __builtin_prefetch(next->regs);
+            if (next->regs && plan.head_count) {
+                __builtin_prefetch(next->regs + 8 * plan.head_lowest);
+                __builtin_prefetch(next->regs + 8 * plan.head_highest + 7);
+            }
             if (next->stack)
                 for (uint64_t offset = 0; offset < STACK_PREFETCH_BYTES && offset < next->stack_size; offset += 64)
                     __builtin_prefetch(next->stack + offset);
@@ -222,7 +262,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         fu_regs regs;
         regs.valid = 0; /* values of invalid registers are never read */
         if (id != UINT32_MAX) {
-            sample_registers(sample, &plan, &regs);
+            sample_head_registers(sample, &plan, &regs);
             outcome = FU_SAMPLE_NO_USER_REGISTERS;
         }
         uint64_t sp;
@@ -237,7 +277,14 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
             fu_frames frames = {(uint64_t *)(void *)columns[0].data + frame_count,
                                 (uint32_t *)(void *)columns[1].data + frame_count, columns[2].data + frame_count,
                                 columns[3].data + frame_count};
-            fu_walk(spaces[id], &regs, &reader, caches[id], &frames, (size_t)max_frames, &r);
+            /* the other registers only for a walk that does not follow its shape (walk.h) */
+            fu_walk_shape *shape_to_write;
+            if (!fu_walk_begin(spaces[id], &regs, &reader, caches[id], &frames, (size_t)max_frames, &r,
+                               &shape_to_write)) {
+                sample_registers(sample, &plan, &regs);
+                fu_walk_finish(spaces[id], &regs, &reader, caches[id], &frames, (size_t)max_frames, &r,
+                               shape_to_write);
+            }
             frame_count += (uint32_t)r.frame_count;
             outcome = (uint8_t)r.outcome;
         }
@@ -289,6 +336,7 @@ static PyObject *sample_walk_registers(PyObject *module, PyObject *args)
     register_plan plan;
     make_register_plan(0, &plan);
     fu_regs regs;
+    sample_head_registers(&samples[index], &plan, &regs);
     sample_registers(&samples[index], &plan, &regs);
     PyObject *values = PyTuple_New(FU_WALK_REGISTERS);
     for (unsigned r = 0; values && r < FU_WALK_REGISTERS; r++) {

@@ -1091,11 +1091,39 @@ checked: /* caller_goes_on set the outcome */
     return RUN_ENDED;
 }
 
-void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
-             const fu_frames *frames_out, size_t max_frames, fu_walk_result *result)
+bool fu_walk_begin(const fu_address_space *space, const fu_regs *regs, const fu_reader *reader, fu_walk_cache *cache,
+                   const fu_frames *frames, size_t max_frames, fu_walk_result *result,
+                   fu_walk_shape **shape_to_write)
+{
+    *result = (fu_walk_result){FU_WALK_END, 0, 0};
+    *shape_to_write = NULL;
+    if (max_frames > FU_WALK_MAX_FRAMES)
+        max_frames = FU_WALK_MAX_FRAMES;
+    if (max_frames == 0 || !(regs->valid >> FU_REG_RA & 1)) {
+        result->outcome = max_frames == 0 ? FU_WALK_FRAME_LIMIT : FU_WALK_REGISTER_UNKNOWN;
+        return true;
+    }
+    /* The slot of this walk's shape (the window starting at the first frame's rsp): the walk
+     * follows the shape there if it holds (walk.h says when the walk writes its own down). */
+    uint64_t ip = regs->value[FU_REG_RA];
+    if (cache && cache->space == space && reader->window && (regs->valid >> FU_REG_RSP & 1) &&
+        reader->window_address == regs->value[FU_REG_RSP]) {
+        fu_walk_shape *shape = &cache->shapes[slot_of(ip, FU_WALK_SHAPE_BITS)];
+        if (shape->frames && shape->ip[0] == ip && follow_shape(shape, reader, regs, max_frames, frames)) {
+            shape->misses = 1;
+            result->frame_count = shape->frames; /* FU_WALK_END */
+            return true;
+        }
+        if (shape->misses++ % FU_WALK_SHAPE_RETRY == 0)
+            *shape_to_write = shape;
+    }
+    return false;
+}
+
+void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
+                    const fu_frames *frames_out, size_t max_frames, fu_walk_result *result, fu_walk_shape *shape)
 {
     const fu_frames frames = *frames_out; /* the column pointers in registers, not reloaded per frame */
-    *result = (fu_walk_result){FU_WALK_END, 0, 0};
     if (cache && cache->space != space)
         cache = NULL; /* bound to another space: its entries say nothing about this one */
     walker w = {space, reader, result, cache};
@@ -1104,27 +1132,10 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
     /* the current frame's registers and its caller's, swapped after each step */
     fu_regs other;
     fu_regs *regs = registers, *caller = &other;
-    uint64_t ip;
-    if (max_frames == 0 || !fu_regs_get(regs, FU_REG_RA, &ip)) {
-        result->outcome = max_frames == 0 ? FU_WALK_FRAME_LIMIT : FU_WALK_REGISTER_UNKNOWN;
-        return;
-    }
+    uint64_t ip = regs->value[FU_REG_RA];
     bool ip_is_return_address = false;
     uint8_t kind = FU_FRAME_FIRST;
     size_t n = 0; /* frames written */
-    /* The slot of this walk's shape (the window starting at the first frame's rsp): the walk
-     * follows the shape there if it holds (walk.h says when the walk writes its own down). */
-    fu_walk_shape *shape = NULL;
-    if (cache && reader->window && (regs->valid >> FU_REG_RSP & 1) && reader->window_address == regs->value[FU_REG_RSP]) {
-        shape = &cache->shapes[slot_of(ip, FU_WALK_SHAPE_BITS)];
-        if (shape->frames && shape->ip[0] == ip && follow_shape(shape, reader, regs, max_frames, &frames)) {
-            shape->misses = 1;
-            n = shape->frames;
-            goto done; /* FU_WALK_END */
-        }
-        if (shape->misses++ % FU_WALK_SHAPE_RETRY != 0)
-            shape = NULL;
-    }
     /* Each iteration records one frame and steps to its caller (or a run of frames, through frame
      * pointers, follow_rules or follow_bodies); bounded by max_frames. */
     for (;;) {
@@ -1195,4 +1206,12 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
     }
 done:
     result->frame_count = n;
+}
+
+void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
+             const fu_frames *frames, size_t max_frames, fu_walk_result *result)
+{
+    fu_walk_shape *shape_to_write;
+    if (!fu_walk_begin(space, registers, reader, cache, frames, max_frames, result, &shape_to_write))
+        fu_walk_finish(space, registers, reader, cache, frames, max_frames, result, shape_to_write);
 }

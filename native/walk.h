@@ -221,6 +221,21 @@ void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space);
 void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
              const fu_frames *frames, size_t max_frames, fu_walk_result *result);
 
+/* fu_walk in two halves, for a caller that can give the first frame's rip, rsp and rbp before its
+ * other registers. A walk that follows its slot's shape (most of a profile's) reads nothing else of
+ * them, and in a perf sample the other registers fill one or two more cache lines of the recording,
+ * which a cold pass would wait for (unwind_samples). fu_walk_begin reads `registers`' valid mask
+ * (of all the registers the caller will give) and the values of rip, rsp and rbp only. It returns
+ * true when the walk is done: it followed the shape, or could not start (an outcome as fu_walk's);
+ * the frames and *result are then written. Else the caller fills in the other registers and calls
+ * fu_walk_finish with the same arguments and *shape_to_write, which walks as fu_walk does. */
+bool fu_walk_begin(const fu_address_space *space, const fu_regs *registers, const fu_reader *reader,
+                   fu_walk_cache *cache, const fu_frames *frames, size_t max_frames, fu_walk_result *result,
+                   fu_walk_shape **shape_to_write);
+void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
+                    const fu_frames *frames, size_t max_frames, fu_walk_result *result,
+                    fu_walk_shape *shape_to_write);
+
 /* The walker's outcome for a compiled step's failure status (REGISTER_UNKNOWN, EXPRESSION_ERROR,
  * UNREADABLE, PAST_DUMP; a status no generator writes counts as unreadable). */
 fu_walk_outcome fu_eh_elf_failure_outcome(int status);
