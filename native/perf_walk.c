@@ -36,11 +36,11 @@ typedef struct register_plan {
     unsigned count;
     uint8_t index[FU_WALK_REGISTERS], dwarf[FU_WALK_REGISTERS];
     uint32_t valid; /* the DWARF registers the plan fills */
-    /* Where the sample stores rip, rsp and rbp (the walk's head registers, HEAD_REGISTER_DWARF),
-     * for those in the mask: head_count entries of index_of_head and dwarf_of_head; and the least
-     * and most of their indices, for the prefetch of their bytes. */
-    unsigned head_count;
-    uint8_t index_of_head[3], dwarf_of_head[3];
+    /* Where the sample stores rip, rsp and rbp (the walk's head registers, HEAD_REGISTER_DWARF);
+     * one the mask lacks reads the plan's first register instead, a value in the block that
+     * `valid` says nothing of (copies without a branch; with count 0 nothing is read). And the
+     * least and most of these indices, for the prefetch of their bytes. */
+    uint8_t head_index[3];
     uint8_t head_lowest, head_highest;
 } register_plan;
 
@@ -62,17 +62,16 @@ static void make_register_plan(uint64_t mask, register_plan *plan)
         plan->dwarf[plan->count++] = (uint8_t)reg;
         plan->valid |= 1u << reg;
     }
-    plan->head_count = 0;
     plan->head_lowest = UINT8_MAX;
     plan->head_highest = 0;
-    for (unsigned k = 0; k < plan->count; k++)
-        for (unsigned h = 0; h < sizeof HEAD_REGISTER_DWARF; h++)
-            if (plan->dwarf[k] == HEAD_REGISTER_DWARF[h]) {
-                plan->index_of_head[plan->head_count] = plan->index[k];
-                plan->dwarf_of_head[plan->head_count++] = plan->dwarf[k];
-                plan->head_lowest = plan->index[k] < plan->head_lowest ? plan->index[k] : plan->head_lowest;
-                plan->head_highest = plan->index[k] > plan->head_highest ? plan->index[k] : plan->head_highest;
-            }
+    for (unsigned h = 0; h < sizeof HEAD_REGISTER_DWARF; h++) {
+        plan->head_index[h] = plan->count ? plan->index[0] : 0;
+        for (unsigned k = 0; k < plan->count; k++)
+            if (plan->dwarf[k] == HEAD_REGISTER_DWARF[h])
+                plan->head_index[h] = plan->index[k];
+        plan->head_lowest = plan->head_index[h] < plan->head_lowest ? plan->head_index[h] : plan->head_lowest;
+        plan->head_highest = plan->head_index[h] > plan->head_highest ? plan->head_index[h] : plan->head_highest;
+    }
 }
 
 /* The user registers `perf record --call-graph dwarf` samples on x86-64 (PERF_REGS_MASK in perf's
@@ -88,14 +87,10 @@ static inline void sample_head_registers(const fu_perf_sample *sample, register_
         return;
     if (sample->regs_mask != plan->mask)
         make_register_plan(sample->regs_mask, plan);
-    if (plan->mask == PERF_DEFAULT_REGS_MASK) { /* as straight-line copies, as sample_registers */
-        memcpy(&regs->value[FU_REG_RBP], sample->regs + 8 * FU_PERF_REG_BP, 8);
-        memcpy(&regs->value[FU_REG_RSP], sample->regs + 8 * FU_PERF_REG_SP, 8);
-        memcpy(&regs->value[FU_REG_RA], sample->regs + 8 * FU_PERF_REG_IP, 8);
-    } else {
-        for (unsigned h = 0; h < plan->head_count && h < sizeof HEAD_REGISTER_DWARF; h++)
-            memcpy(&regs->value[plan->dwarf_of_head[h]], sample->regs + 8 * plan->index_of_head[h], 8);
-    }
+    if (plan->count == 0)
+        return;
+    for (unsigned h = 0; h < sizeof HEAD_REGISTER_DWARF; h++)
+        memcpy(&regs->value[HEAD_REGISTER_DWARF[h]], sample->regs + 8 * plan->head_index[h], 8);
     regs->valid = plan->valid;
 }
 
@@ -248,7 +243,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
          * event has the same). */
         if (s + 1 < count) {
             const fu_perf_sample *next = &samples[s + 1];
-            if (next->regs && plan.head_count) {
+            if (next->regs && plan.count) {
                 __builtin_prefetch(next->regs + 8 * plan.head_lowest);
                 __builtin_prefetch(next->regs + 8 * plan.head_highest + 7);
             }

@@ -1121,7 +1121,8 @@ bool fu_walk_begin(const fu_address_space *space, const fu_regs *regs, const fu_
 }
 
 void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
-                    const fu_frames *frames_out, size_t max_frames, fu_walk_result *result, fu_walk_shape *shape)
+                    const fu_frames *frames_out, size_t max_frames, fu_walk_result *result,
+                    fu_walk_shape *shape_to_write)
 {
     const fu_frames frames = *frames_out; /* the column pointers in registers, not reloaded per frame */
     if (cache && cache->space != space)
@@ -1151,9 +1152,9 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
             if (found->kind == FU_WALK_CACHED_BODY)
                 ran = follow_bodies(&w, &regs, &caller, &ip, &ip_is_return_address, &kind, &frames, &n, max_frames,
                                     found);
-            else if (n == 0 && shape) /* apart, so that the other call's loop has no tracing in it */
+            else if (n == 0 && shape_to_write) /* apart, so that the other call's loop has no tracing in it */
                 ran = follow_rules(&w, regs, &ip, &ip_is_return_address, &kind, &frames, &n, max_frames, found,
-                                   shape);
+                                   shape_to_write);
             else
                 ran = follow_rules(&w, regs, &ip, &ip_is_return_address, &kind, &frames, &n, max_frames, found,
                                    NULL);
