@@ -173,9 +173,13 @@ def record_defaults(reuse: bool, seconds: float, names: tuple[str, ...] = DEFAUL
 # ---- fastunwind ----------------------------------------------------------------------------------------
 
 
-#: our backends, each a row: the compact table (the reference the peers are compared with), the
-#: compiled eh_elfs, the DWARF interpreter alone
-OUR_BACKENDS = ("table", "compiled", "dwarf")
+#: our backends, each a row: auto (the default, the reference the peers are compared with: compact
+#: tables, and the recording's eh_elfs, compiled below, for the rows the tables leave to the
+#: interpreter), the compact tables alone (auto before `fastunwind compile`), the compiled eh_elfs,
+#: the DWARF interpreter alone
+OUR_BACKENDS = ("auto", "table", "compiled", "dwarf")
+#: the fast ones, whose ratios to the peers are reported
+FAST_BACKENDS = ("auto", "table", "compiled")
 
 
 #: Memory written before each tool's first timed pass, as the harnesses do (bench_evict_caches in
@@ -206,7 +210,7 @@ def run_ours(replay: export_samples.Exported, repeat: int, backend: str) -> Tool
     bench`) over the exported samples."""
     timing = time_backend(replay.perf, replay.replayed, backend, repeat, DEFAULT_MAX_FRAMES)
     exported = replay.exported()
-    name = "fastunwind" if backend == "table" else f"fastunwind-{backend}"
+    name = "fastunwind" if backend == "auto" else f"fastunwind-{backend}"
     tool = ToolResult(name, len(exported), 0, timing.total_ns, repeat, [timing.passes_ns[0]], min(timing.passes_ns))
     for index in exported:
         tool.pcs[index] = timing.pcs.get(index, ())
@@ -330,7 +334,7 @@ def bench_recording(recording: str, repeat: int, rounds: int, peers: str, progre
         exported = export_samples.write_samples(replay, out)
     progress(f"{name}: {exported['samples']} samples with user registers of {replay.perf.sample_count}; "
              f"{exported['spaces']} address spaces")
-    # the compiled backend needs every module's eh_elf: built (or found in the cache) before timing
+    # auto and compiled use every module's eh_elf: built (or found in the cache) before timing
     started = time.perf_counter()
     images = {m.image.path: m.image for m in replay.replayed.session.mappings if m.image is not None}
     compiled = eh_elf.compile_images([image for image in images.values()
@@ -380,9 +384,9 @@ def bench_recording(recording: str, repeat: int, rounds: int, peers: str, progre
     # Three views of ns/frame: all passes (ns_total / frames: the harnesses' own figure), the first
     # pass (cold caches and lazy set-up, like one perf script run) and the best pass (warm: the
     # unwinder's own cost). Each ratio is computed in each view.
-    # For each of our fast backends (tools[:2]: compact table, compiled eh_elf).
+    # For each of our fast backends (the first tools).
     ratios: dict[str, Any] = {}
-    for backend in tools[:2]:
+    for backend in tools[:len(FAST_BACKENDS)]:
         q: dict[str, Any] = {}
         for view in ("all", "first", "best"):
             def per_frame(tool: ToolResult, view: str = view) -> float:

@@ -593,8 +593,11 @@ static inline bool uses_dwarf(const fu_address_space *space)
     return space->backend != FU_BACKEND_TABLE_ONLY && space->backend != FU_BACKEND_COMPILED_ONLY;
 }
 
-/* What settles the step at `svma` of `mod` before the DWARF tables: the module's compiled eh_elf
- * if the backend uses it, else its compact table if the backend uses that (fu_backend). */
+/* What settles the step at `svma` of `mod` before the DWARF tables (fu_backend): the compact
+ * table's rule where the backend uses the table and the row is on its fast path; else the compiled
+ * eh_elf's body where the backend uses eh_elfs (auto: for the compact table's slow rows, or a
+ * module without one); else kind NONE, the interpreter. NO_INFO where the first table asked says
+ * that no CFI covers svma (both are built from both DWARF tables). */
 typedef struct fast_step {
     uint8_t kind;                 /* fu_walk_cached; NONE: the DWARF tables decide */
     const fu_compact_rule *rule;  /* RULE */
@@ -604,28 +607,41 @@ typedef struct fast_step {
 static inline fast_step fast_step_at(const fu_address_space *space, const fu_module *mod, uint64_t svma)
 {
     fast_step f = {FU_WALK_CACHED_NONE, NULL, NULL};
+    if (uses_compact(space, mod)) {
+        const fu_compact_rule *rule = fu_compact_find(mod->compact, svma, NULL);
+        if (!rule || rule->cfa_kind == FU_COMPACT_CFA_NO_INFO) {
+            f.kind = FU_WALK_CACHED_NO_INFO;
+            return f;
+        }
+        if (rule->cfa_kind != FU_COMPACT_CFA_SLOW) {
+            f.kind = FU_WALK_CACHED_RULE;
+            f.rule = rule;
+            return f;
+        }
+    }
     if (uses_compiled(space, mod)) {
         unsigned body = mod->compiled->find(svma);
         if (body == 0) {
-            f.kind = FU_WALK_CACHED_NO_INFO; /* built from both DWARF tables: neither covers svma */
+            f.kind = FU_WALK_CACHED_NO_INFO;
         } else if (body <= mod->compiled->body_count) {
             f.kind = FU_WALK_CACHED_BODY;
             f.body = mod->compiled->bodies[body];
         } /* else a body number out of range: not trusted, the interpreter decides */
-    } else if (uses_compact(space, mod)) {
-        const fu_compact_rule *rule = fu_compact_find(mod->compact, svma, NULL);
-        if (!rule || rule->cfa_kind == FU_COMPACT_CFA_NO_INFO) {
-            f.kind = FU_WALK_CACHED_NO_INFO; /* built from both DWARF tables: neither covers svma */
-        } else if (rule->cfa_kind != FU_COMPACT_CFA_SLOW) {
-            f.kind = FU_WALK_CACHED_RULE;
-            f.rule = rule;
-        } /* else a slow row: the interpreter */
     }
     return f;
 }
 
+uint8_t fu_walk_step_source(const fu_address_space *space, uint64_t lookup)
+{
+    int64_t m = fu_address_space_find(space, lookup);
+    if (m < 0)
+        return FU_WALK_CACHED_NO_INFO;
+    const fu_module *mod = &space->modules[m];
+    return fast_step_at(space, mod, lookup - mod->bias).kind;
+}
+
 /* The caller of the frame at `regs` (looked up at `lookup`, in module `m` or -1): its frame kind,
- * or -1 with the outcome set. Backends in order: compiled eh_elf, compact table (fast_step_at),
+ * or -1 with the outcome set. Tables in order: compact table or compiled eh_elf (fast_step_at),
  * DWARF tables, frame pointer (fu_backend says which apply). */
 static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_regs *caller, uint8_t *frame_flags,
                 bool *signal_frame)

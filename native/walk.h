@@ -51,11 +51,13 @@ typedef struct fu_module {
 
 /* Which unwind tables the walker uses, per module, before the frame-pointer fallback. Rows a
  * compiled eh_elf or a compact table leaves to the interpreter (FU_EH_ELF_INTERPRET, compact SLOW
- * rows), and modules without one, go to the DWARF tables, except in the *_ONLY backends. */
+ * rows), and modules without either, go to the DWARF tables, except in the *_ONLY backends. */
 typedef enum fu_backend {
-    /* the compiled eh_elf where the module has one (`fastunwind compile` cached it), else its compact
-     * table (the order the eh_elf issue set; since shapes, which only the compact path has, the
-     * compact table is ahead on most recordings: docs/BENCHMARKS.md) */
+    /* Per row, the module's compact table where the row is on its fast path (the walk cache and
+     * walk shapes serve that path), else its compiled eh_elf where `fastunwind compile` cached one
+     * (the compact table's slow rows: DWARF expressions in straight-line code), else the
+     * interpreter. The eh_elf issue had set eh_elfs first; since shapes the compact table is faster
+     * on most recordings (docs/BENCHMARKS.md), and so eh_elfs serve where it is slow. */
     FU_BACKEND_AUTO = 0,
     FU_BACKEND_DWARF,         /* the DWARF tables only */
     FU_BACKEND_TABLE,         /* compact tables (compiled eh_elfs ignored) */
@@ -235,6 +237,11 @@ bool fu_walk_begin(const fu_address_space *space, const fu_regs *registers, cons
 void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
                     const fu_frames *frames, size_t max_frames, fu_walk_result *result,
                     fu_walk_shape *shape_to_write);
+
+/* What settles a step at `lookup` (an avma) in `space` before the DWARF tables, by its backend
+ * (fu_walk_cached): a compact RULE, a compiled BODY, NO_INFO (no CFI covers it, or no module
+ * maps it: the frame pointer), NONE (the DWARF tables decide). For tests and diagnostics. */
+uint8_t fu_walk_step_source(const fu_address_space *space, uint64_t lookup);
 
 /* The walker's outcome for a compiled step's failure status (REGISTER_UNKNOWN, EXPRESSION_ERROR,
  * UNREADABLE, PAST_DUMP; a status no generator writes counts as unreadable). */

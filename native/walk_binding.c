@@ -157,6 +157,28 @@ static PyObject *space_backend(AddressSpaceObject *self, void *unused)
     return PyUnicode_FromString(fu_backend_name((fu_backend)self->space.backend));
 }
 
+/* step_source(pc) -> "rule", "body", "no_info" or "interpreter": what settles a step at pc
+ * (fu_walk_step_source), for tests and diagnostics of the backends' order. */
+static PyObject *space_step_source(AddressSpaceObject *self, PyObject *arg)
+{
+    unsigned long long pc = PyLong_AsUnsignedLongLong(arg);
+    if (pc == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    switch (fu_walk_step_source(&self->space, pc)) {
+        case FU_WALK_CACHED_RULE: return PyUnicode_FromString("rule");
+        case FU_WALK_CACHED_BODY: return PyUnicode_FromString("body");
+        case FU_WALK_CACHED_NO_INFO: return PyUnicode_FromString("no_info");
+        default: return PyUnicode_FromString("interpreter");
+    }
+}
+
+static PyMethodDef space_methods[] = {
+    {"step_source", (PyCFunction)space_step_source, METH_O,
+     "step_source(pc) -> 'rule' (compact table), 'body' (compiled eh_elf), 'no_info' or 'interpreter': "
+     "what settles a step at pc before the DWARF tables, by the space's backend"},
+    {NULL},
+};
+
 static PyGetSetDef space_getset[] = {
     {"backend", (getter)space_backend, NULL, "which unwind tables walks use, one of WALK_BACKENDS", NULL},
     {NULL},
@@ -166,6 +188,7 @@ static PyType_Slot space_slots[] = {
     {Py_tp_dealloc, space_dealloc},
     {Py_tp_init, space_init},
     {Py_tp_getset, space_getset},
+    {Py_tp_methods, space_methods},
     {Py_tp_doc, "Executable mappings of a process with their CFI tables (see fastunwind.address_space)."},
     {0, NULL},
 };

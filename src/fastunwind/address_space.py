@@ -11,8 +11,8 @@ Compact tables (native/compact_table.h) are cached as mmap-able files under
 written atomically (a temporary file in the same directory, then rename), so processes may share
 the directory. A cached file is used only after the C core has validated all of it and its key and
 source row counts match the module; otherwise it is rebuilt. FASTUNWIND_COMPACT=0 disables compact
-tables (the walker then uses the DWARF tables only); FASTUNWIND_BACKEND=auto|dwarf|compact sets the
-default backend of `AddressSpace.to_core()`.
+tables (the walker then uses the DWARF tables only); FASTUNWIND_BACKEND (one of BACKENDS: auto, dwarf,
+table, compiled, ...) sets the default backend of `AddressSpace.to_core()`.
 
 A mapping [start, end) of file offset `pgoff` places the file's svma `s` at avma `s + bias`, where
 bias = start - pgoff + p_offset - p_vaddr of the PT_LOAD segment that contains pgoff (gABI
@@ -261,8 +261,8 @@ class AddressSpace:
         self._cores: dict[str, _core.AddressSpace] = {}
 
     def to_core(self, backend: str | None = None) -> _core.AddressSpace:
-        """The C walker's view. `backend` (walk.h, fu_backend): "auto" (per module the compiled
-        eh_elf if one is cached, else the compact table, then the DWARF tables), "dwarf" (DWARF tables only),
+        """The C walker's view. `backend` (walk.h, fu_backend): "auto" (per row the compact table's
+        rule, else the module's eh_elf if one is cached, then the DWARF tables), "dwarf" (DWARF tables only),
         "table" (compact tables, then DWARF), "compiled" (eh_elfs, then DWARF), "table-only" /
         "compiled-only" (that fast path alone, for tests and benchmarks); default
         FASTUNWIND_BACKEND, else "auto"."""

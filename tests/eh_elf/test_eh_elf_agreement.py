@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections import Counter
 import shutil
 import subprocess
 import sysconfig
@@ -15,8 +16,8 @@ from pathlib import Path
 import pytest
 from eh_elf_helpers import (Agreement, check_module, compare_states,  # first: puts tests/compact_table on sys.path
                             dwarf_space)
-from compact_helpers import (STATE_WORDS, random_stack, seed_from_environment, signal_context_states,
-                             signal_trampoline_fde)
+from compact_helpers import (BIAS, RECORD_SIZE, STACK_ADDRESS, STATE_WORDS, addresses_to_check, random_stack,
+                             random_states, seed_from_environment, signal_context_states, signal_trampoline_fde)
 from test_compact_table_agreement import CASES, CASES_DIR
 
 from fastunwind import _core, eh_elf
@@ -126,3 +127,41 @@ def test_the_signal_trampoline_steps_as_the_interpreter_wherever_its_context_lie
     assert not result.mismatches, f"seed {seed}:\n" + "\n".join(result.mismatches)
     # both paths ran: the whole context in the window, and reads past the dump
     assert result.statuses["signal"] > 0 and result.statuses["past_dump"] > 0, result.statuses
+
+
+def check_auto_order(compiled, path, seed: int) -> Counter:
+    """Backend "auto" with both a compact table and an eh_elf: at every row (addresses_to_check),
+    what settles the step is the compact rule where the table has one on its fast path, else the
+    compiled body (the table's slow rows), else the interpreter; and from random states every step
+    is the interpreter's. Returns how often each source settled."""
+    image, built = compiled.get(path)
+    compact = image.load_compact_table(use_cache=False)
+    start, end = BIAS + max(compact.base_svma - 0x1000, 0), BIAS + compact.end_svma + 0x1000
+    module = (start, end, BIAS, image.eh_frame, image.debug_frame, image.segments, 0, compact, built.eh_elf)
+    spaces = {b: _core.AddressSpace([module], backend=b) for b in ("auto", "table", "compiled", "dwarf")}
+    rng = random.Random(seed)
+    svmas = addresses_to_check(compact, rng)
+    sources = Counter()
+    for svma in svmas:
+        table, body = spaces["table"].step_source(BIAS + svma), spaces["compiled"].step_source(BIAS + svma)
+        expected = body if table == "interpreter" else table
+        assert spaces["auto"].step_source(BIAS + svma) == expected, f"{path}: svma {svma:#x}"
+        sources[expected] += 1
+    stack = random_stack(rng, compact.base_svma, compact.end_svma)
+    states = random_states(rng, svmas)
+    auto = _core.step_batch(spaces["auto"], states, stack, STACK_ADDRESS)
+    dwarf = _core.step_batch(spaces["dwarf"], states, stack, STACK_ADDRESS)
+    differ = [f"{svmas[i]:#x}" for i in range(len(svmas))
+              if auto[i * RECORD_SIZE:(i + 1) * RECORD_SIZE] != dwarf[i * RECORD_SIZE:(i + 1) * RECORD_SIZE]]
+    assert not differ, f"{path}, seed {seed}: auto differs from the interpreter at svma {differ[:10]}"
+    return sources
+
+
+@pytest.mark.parametrize("name", ["libc", "cworkload"])
+def test_auto_takes_the_compact_rule_then_the_compiled_body(name, compiled, workloads):
+    """The compact table's fast path first (the walk cache and walk shapes serve it), the eh_elf for
+    the rows it leaves to the interpreter: libc's and cworkload's slow rows settle as bodies."""
+    path = LIBRARIES["libc"] if name == "libc" else workloads / name
+    sources = check_auto_order(compiled, path, seed_from_environment(sum(map(ord, name)) + 1))
+    print(f"{path}: {dict(sources)}")
+    assert sources["rule"] > 100 * sources["body"] > 0, sources

@@ -2,8 +2,9 @@
 
 Each file's DWARF rows become C (one entry point, `fu_eh_elf_step`, see fastunwind/eh_elf.py),
 built with the system C compiler ($CC, default cc) into a shared object cached under
-$XDG_CACHE_HOME/fastunwind/eh_elf/ by build-id. The walker then uses it for that file (backend
-"compiled" or "auto"). A file whose valid eh_elf is already cached is not rebuilt (--force does).
+$XDG_CACHE_HOME/fastunwind/eh_elf/ by build-id. The walker then uses it for that file: backend
+"compiled" for every row, "auto" for the rows its compact table leaves to the interpreter (DWARF
+expressions). A file whose valid eh_elf is already cached is not rebuilt (--force does).
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--backend", choices=("auto", "compiled", "table", "dwarf"), default=None,
                         help="unwind tables to use: compiled eh_elfs (see `fastunwind compile`), compact tables or "
                              "the DWARF interpreter, each with the interpreter for what it leaves; auto (default): "
-                             "a module's eh_elf if compiled, else its compact table")
+                             "the compact table, and a module's eh_elf, if compiled, for the rows the table "
+                             "leaves to the interpreter")
     parser.set_defaults(run=run)
 
 
