@@ -60,7 +60,7 @@ demo: build
 	  echo; $(VENV)/bin/fastunwind perf-script -i $(STAMPS)/demo/c.data --stats; \
 	  echo; echo "== its modules compiled to eh_elfs (fastunwind compile --from), then the walker timed per backend"; \
 	  $(VENV)/bin/fastunwind compile --from $(STAMPS)/demo/c.data && \
-	  COLUMNS=120 $(VENV)/bin/fastunwind bench -i $(STAMPS)/demo/c.data --backend compiled,table,dwarf --repeat 5; \
+	  COLUMNS=120 $(VENV)/bin/fastunwind bench -i $(STAMPS)/demo/c.data --backend auto,table,compiled,dwarf --repeat 5; \
 	else \
 	  cat $(STAMPS)/demo-record.log; echo "(perf could not record here: the stack unwinding part of the demo is skipped)"; \
 	fi

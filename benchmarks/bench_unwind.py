@@ -37,8 +37,6 @@ perf script's time ÷ ours > 1.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import functools
 import json
 import os
 import platform
@@ -59,7 +57,7 @@ from bench_perf_script import end_to_end
 
 from fastunwind import _core
 from fastunwind import eh_elf
-from fastunwind.bench import time_backend
+from fastunwind.bench import evict_caches, time_backend
 from fastunwind.perf_script import DEFAULT_MAX_FRAMES
 
 WORK = os.path.join(REPO, ".build", "bench-unwind")
@@ -180,29 +178,6 @@ def record_defaults(reuse: bool, seconds: float, names: tuple[str, ...] = DEFAUL
 OUR_BACKENDS = ("auto", "table", "compiled", "dwarf")
 #: the fast ones, whose ratios to the peers are reported
 FAST_BACKENDS = ("auto", "table", "compiled")
-
-
-#: Memory written before each tool's first timed pass, as the harnesses do (bench_evict_caches in
-#: benchmarks/peers/samples.c). Every first pass then starts with the samples paged in but out of
-#: the CPU caches: a cold unwinder on cold data, as in one `perf script` run. 256 MiB: this VM
-#: reports a 32 MiB L3, yet after 64 MiB hackbench's table first pass still found some of its lines
-#: (42 ns/frame against 45-48 after 128 MiB to 1 GiB, medians of 8-10 runs).
-EVICT_BYTES = 256 << 20
-#: ... written in pieces of this size: one memset of it all is above glibc's non-temporal threshold
-#: (about 3/4 of the L3), so it streams past the caches and leaves what was in them there (after
-#: one 64 MiB memset that first pass took 20-45 ns/frame, depending on what had run before).
-EVICT_PIECE_BYTES = 64 << 10
-
-
-@functools.cache
-def _evict_buffer() -> bytearray:
-    return bytearray(EVICT_BYTES)
-
-
-def evict_caches() -> None:
-    start = ctypes.addressof(ctypes.c_char.from_buffer(_evict_buffer()))
-    for offset in range(0, EVICT_BYTES, EVICT_PIECE_BYTES):
-        ctypes.memset(start + offset, 1, EVICT_PIECE_BYTES)
 
 
 def run_ours(replay: export_samples.Exported, repeat: int, backend: str) -> ToolResult:

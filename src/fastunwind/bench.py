@@ -6,12 +6,14 @@ the samples (register extraction, the walks and collecting the frames; the GIL r
 decoding perf.data, replaying its events and building the unwind tables stay outside. Each pass
 walks every sample again with the same address spaces, whose walk caches persist across calls
 (as the peers' caches do): the first pass starts them empty and pays what one `perf-script` run
-pays, the best pass is the warm cost.
+pays, the best pass is the warm cost. `evict_caches()` right before a first pass makes it start
+from CPU caches holding none of the samples, whatever ran before it.
 """
 
 from __future__ import annotations
 
 import array
+import ctypes
 import functools
 from collections import Counter
 from dataclasses import dataclass
@@ -68,6 +70,30 @@ class BackendTiming:
         if which == "best":
             return min(self.passes_ns) / self.frames
         return self.total_ns / (self.frames * len(self.passes_ns))
+
+
+#: Memory written by evict_caches, as the peers' harnesses do before their first pass
+#: (bench_evict_caches in benchmarks/peers/samples.c). Every first pass then starts with the samples
+#: paged in but out of the CPU caches: a cold unwinder on cold data, as in one `perf script` run.
+#: 256 MiB: this VM reports a 32 MiB L3, yet after 64 MiB hackbench's table first pass still found
+#: some of its lines (42 ns/frame against 45-48 after 128 MiB to 1 GiB, medians of 8-10 runs).
+EVICT_BYTES = 256 << 20
+#: ... written in pieces of this size: one memset of it all is above glibc's non-temporal threshold
+#: (about 3/4 of the L3), so it streams past the caches and leaves what was in them there (after
+#: one 64 MiB memset that first pass took 20-45 ns/frame, depending on what had run before).
+EVICT_PIECE_BYTES = 64 << 10
+
+
+@functools.cache
+def _evict_buffer() -> bytearray:
+    return bytearray(EVICT_BYTES)
+
+
+def evict_caches() -> None:
+    """Write EVICT_BYTES of other memory, so that the CPU caches hold none of the samples."""
+    start = ctypes.addressof(ctypes.c_char.from_buffer(_evict_buffer()))
+    for offset in range(0, EVICT_BYTES, EVICT_PIECE_BYTES):
+        ctypes.memset(start + offset, 1, EVICT_PIECE_BYTES)
 
 
 def time_backend(perf: PerfData, replayed: Replay, backend: str, repeat: int, max_frames: int = 127) -> BackendTiming:

@@ -2,7 +2,11 @@
 by backend, in one run: ns per frame over all passes, the first (cold) pass and the best (warm)
 pass, frames, outcomes, and whether every backend found the same frames.
 
-Only the unwinding is timed (see fastunwind.bench). The side-by-side comparison with libunwind,
+Only the unwinding is timed (see fastunwind.bench). Every backend's first pass starts alike: one
+untimed walk of the samples first (it pages in their stack dumps and the memory the walks write
+their frames to), then, before each backend, 256 MiB of other memory written so that the CPU
+caches hold none of them (fastunwind.bench.evict_caches), as `benchmarks/bench_unwind.py` and the
+peers' harnesses do. The side-by-side comparison with libunwind,
 libdw and a frame-pointer walk needs their C harnesses, built from a source checkout:
 `--peers` runs `benchmarks/bench_unwind.py` there on the same recording.
 """
@@ -41,7 +45,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastunwind.bench import differing_samples, time_backend
+    from fastunwind.bench import differing_samples, evict_caches, time_backend
     from fastunwind.perf_data import PerfData
     from fastunwind.perf_session import replay
 
@@ -55,7 +59,11 @@ def run(args: argparse.Namespace) -> int:
     perf = PerfData.open(args.input)
     replayed = replay(perf)
     setup_seconds = time.perf_counter() - started
-    timings = [time_backend(perf, replayed, backend, args.repeat, args.max_frames) for backend in backends]
+    time_backend(perf, replayed, "dwarf", 1, args.max_frames)  # untimed: pages the samples in
+    timings = []
+    for backend in backends:
+        evict_caches()
+        timings.append(time_backend(perf, replayed, backend, args.repeat, args.max_frames))
     _print(args.input, setup_seconds, args.repeat, timings, differing_samples)
     if args.peers:
         return _run_peers(args)
