@@ -1,6 +1,7 @@
 """The walker with compiled unwind tables: the current thread's stack walked with backend "compiled"
-(eh_elfs, the DWARF interpreter for what they leave) and "compiled-only" (eh_elfs alone) gives the
-frames the DWARF backend gives, once every module on the stack has a cached eh_elf."""
+(eh_elfs, the DWARF interpreter for what they leave), "compiled-only" (eh_elfs alone) and "auto"
+(compact tables, eh_elfs for their slow rows) gives the frames the DWARF backend gives, once every
+module on the stack has a cached eh_elf."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def test_the_current_stack_walks_the_same_with_compiled_tables():
     assert not [r for r in results if isinstance(r, Exception)], results
     space = current_process(ImageCache())  # fresh images: they load the eh_elfs just cached
     assert all(m.image.compiled is not None for m in space.mappings if m.path in modules)
-    for backend in ("compiled", "compiled-only"):
+    for backend in ("compiled", "compiled-only", "auto"):
         walked, _ = _core.unwind_self(space.to_core(backend), 256)
         assert walked[0] == "end", backend
         # module indices change (the eh_elfs are mapped now): compare paths; frame 0 is inside
