@@ -57,7 +57,7 @@ from bench_perf_script import end_to_end
 
 from fastunwind import _core
 from fastunwind import eh_elf
-from fastunwind.bench import evict_caches, time_backend
+from fastunwind.bench import time_backend
 from fastunwind.perf_script import DEFAULT_MAX_FRAMES
 
 WORK = os.path.join(REPO, ".build", "bench-unwind")
@@ -183,7 +183,7 @@ FAST_BACKENDS = ("auto", "table", "compiled")
 def run_ours(replay: export_samples.Exported, repeat: int, backend: str) -> ToolResult:
     """fastunwind's walker (fastunwind.bench.time_backend, the same measurement as `fastunwind
     bench`) over the exported samples."""
-    timing = time_backend(replay.perf, replay.replayed, backend, repeat, DEFAULT_MAX_FRAMES)
+    timing = time_backend(replay.perf, replay.replayed, backend, repeat, DEFAULT_MAX_FRAMES, evict=True)
     exported = replay.exported()
     name = "fastunwind" if backend == "auto" else f"fastunwind-{backend}"
     tool = ToolResult(name, len(exported), 0, timing.total_ns, repeat, [timing.passes_ns[0]], min(timing.passes_ns))
@@ -334,8 +334,7 @@ def bench_recording(recording: str, repeat: int, rounds: int, peers: str, progre
         replay = export_samples.replay_recording(recording)
         time_backend(replay.perf, replay.replayed, "dwarf", 1, DEFAULT_MAX_FRAMES)
         for k, (label, what, mode, passes) in enumerate(runs):
-            if label == "ours":
-                evict_caches()  # the harnesses evict in their own process (bench_evict_caches)
+            if label == "ours":  # evicts after its set-up, as each harness does (bench_evict_caches)
                 tool = run_ours(replay, passes, what)
             else:  # the frames are the same every round: read once
                 tool = run_peer(os.path.join(peers, what), samples_file, passes, label, mode, keep_pcs=round_ == 0)

@@ -6,8 +6,8 @@ the samples (register extraction, the walks and collecting the frames; the GIL r
 decoding perf.data, replaying its events and building the unwind tables stay outside. Each pass
 walks every sample again with the same address spaces, whose walk caches persist across calls
 (as the peers' caches do): the first pass starts them empty and pays what one `perf-script` run
-pays, the best pass is the warm cost. `evict_caches()` right before a first pass makes it start
-from CPU caches holding none of the samples, whatever ran before it.
+pays, the best pass is the warm cost. With `evict=True` the first pass starts from CPU caches
+holding none of the samples (evict_caches), whatever ran before it.
 """
 
 from __future__ import annotations
@@ -96,12 +96,16 @@ def evict_caches() -> None:
         ctypes.memset(start + offset, 1, EVICT_PIECE_BYTES)
 
 
-def time_backend(perf: PerfData, replayed: Replay, backend: str, repeat: int, max_frames: int = 127) -> BackendTiming:
-    """`repeat` passes of the walker with `backend` over every sample of the replayed recording."""
+def time_backend(perf: PerfData, replayed: Replay, backend: str, repeat: int, max_frames: int = 127, *,
+                 evict: bool = False) -> BackendTiming:
+    """`repeat` passes of the walker with `backend` over every sample of the replayed recording;
+    `evict`: evict_caches() right before the first."""
     if repeat < 1:
         raise ValueError("repeat must be at least 1")
     space_ids = replayed.space_ids.tobytes()
     cores = [space.to_core(backend) for space in replayed.session.spaces]
+    if evict:
+        evict_caches()
     passes_ns = []
     result = None
     for _ in range(repeat):

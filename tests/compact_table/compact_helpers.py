@@ -34,12 +34,14 @@ class Agreement:
     mismatches: list[str] = field(default_factory=list)
 
 
-def module_spaces(image: ModuleImage, compact: _core.CompactTable) -> dict[str, _core.AddressSpace]:
-    """The module alone, mapped at BIAS over its covered range and a page either side, once per backend."""
+def module_spaces(image: ModuleImage, compact: _core.CompactTable, backends=("dwarf", "auto", "table-only"),
+                  compiled=None) -> dict[str, _core.AddressSpace]:
+    """The module alone (with its eh_elf if `compiled` is given), mapped at BIAS over its covered
+    range and a page either side, once per backend."""
     start = BIAS + max(compact.base_svma - 0x1000, 0)
     end = BIAS + compact.end_svma + 0x1000
-    module = (start, end, BIAS, image.eh_frame, image.debug_frame, image.segments, 0, compact)
-    return {backend: _core.AddressSpace([module], backend=backend) for backend in ("dwarf", "auto", "table-only")}
+    module = (start, end, BIAS, image.eh_frame, image.debug_frame, image.segments, 0, compact, compiled)
+    return {backend: _core.AddressSpace([module], backend=backend) for backend in backends}
 
 
 def addresses_to_check(compact: _core.CompactTable, rng: random.Random) -> list[int]:

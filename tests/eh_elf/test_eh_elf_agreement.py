@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from eh_elf_helpers import (Agreement, check_module, compare_states,  # first: puts tests/compact_table on sys.path
                             dwarf_space)
-from compact_helpers import (BIAS, RECORD_SIZE, STACK_ADDRESS, STATE_WORDS, addresses_to_check, random_stack,
-                             random_states, seed_from_environment, signal_context_states, signal_trampoline_fde)
+from compact_helpers import (BIAS, RECORD_SIZE, STACK_ADDRESS, STATE_WORDS, addresses_to_check, module_spaces,
+                             random_stack, random_states, seed_from_environment, signal_context_states,
+                             signal_trampoline_fde)
 from test_compact_table_agreement import CASES, CASES_DIR
 
 from fastunwind import _core, eh_elf
@@ -136,9 +137,7 @@ def check_auto_order(compiled, path, seed: int) -> Counter:
     is the interpreter's. Returns how often each source settled."""
     image, built = compiled.get(path)
     compact = image.load_compact_table(use_cache=False)
-    start, end = BIAS + max(compact.base_svma - 0x1000, 0), BIAS + compact.end_svma + 0x1000
-    module = (start, end, BIAS, image.eh_frame, image.debug_frame, image.segments, 0, compact, built.eh_elf)
-    spaces = {b: _core.AddressSpace([module], backend=b) for b in ("auto", "table", "compiled", "dwarf")}
+    spaces = module_spaces(image, compact, ("auto", "table", "compiled", "dwarf"), built.eh_elf)
     rng = random.Random(seed)
     svmas = addresses_to_check(compact, rng)
     sources = Counter()

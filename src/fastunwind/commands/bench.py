@@ -45,7 +45,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastunwind.bench import differing_samples, evict_caches, time_backend
+    from fastunwind.bench import differing_samples, time_backend
     from fastunwind.perf_data import PerfData
     from fastunwind.perf_session import replay
 
@@ -60,10 +60,7 @@ def run(args: argparse.Namespace) -> int:
     replayed = replay(perf)
     setup_seconds = time.perf_counter() - started
     time_backend(perf, replayed, "dwarf", 1, args.max_frames)  # untimed: pages the samples in
-    timings = []
-    for backend in backends:
-        evict_caches()
-        timings.append(time_backend(perf, replayed, backend, args.repeat, args.max_frames))
+    timings = [time_backend(perf, replayed, backend, args.repeat, args.max_frames, evict=True) for backend in backends]
     _print(args.input, setup_seconds, args.repeat, timings, differing_samples)
     if args.peers:
         return _run_peers(args)
