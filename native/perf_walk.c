@@ -156,11 +156,17 @@ static inline bool reserve_frames(frame_columns *f, size_t frames)
     return frames <= f->room || grow_frame_columns(f, frames);
 }
 
-/* How much of the next sample's stack unwind_samples prefetches: 512 bytes hold every save slot
- * of most walks' first frames (hackbench's whole 4-frame stacks); with the walker's lean loop
- * (walk.c follow_rules) waiting mostly on those loads, this took cold passes from 67 to 55 ns/frame
- * on hackbench and warm ones 2-5% down (1 KiB measured the same, docs/BENCHMARKS.md). */
-#define STACK_PREFETCH_BYTES 512
+/* How far ahead unwind_samples starts loading a sample's lines: the lines of its rip, rsp and rbp
+ * REGISTERS_AHEAD samples ahead; STACK_AHEAD samples ahead, with its rip in the cache by then, the
+ * stack lines its walk will read (fu_walk_prefetch: exactly the return addresses where the walk
+ * cache holds a shape for that rip, else the dump's first 512 bytes). A cold pass here pays for
+ * each line it loads and waits for what it loads late: one sample ahead and always 512 bytes (until
+ * this), hackbench's cold first pass took 36.8-38.9 ns/frame against 23.6-25.0 now (medians of 12
+ * one-pass processes each, alternated); c, python and c-fp within their noise (+-5%), warm passes
+ * 0-3% more (the lookup of each sample's shape). 6 and 3 ahead measured between (27.0 on
+ * hackbench), 4 and 2 at 28.2, 16 and 8 no better than 8 and 4, docs/BENCHMARKS.md. */
+#define REGISTERS_AHEAD 8
+#define STACK_AHEAD 4
 
 static uint64_t now_ns(void)
 {
@@ -237,19 +243,26 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     memcpy(starts.data, &frame_count, 4);
     for (size_t s = 0; s < count && !nomem; s++) {
         const fu_perf_sample *sample = &samples[s];
-        /* The next sample's rip, rsp and rbp and the top of its stack, where most walks read all
-         * their save slots, are far apart in the recording and touched first thing: start loading
-         * them while this one walks (at the offsets of this sample's mask: every sample of an
-         * event has the same). */
-        if (s + 1 < count) {
-            const fu_perf_sample *next = &samples[s + 1];
-            if (next->regs && plan.count) {
-                __builtin_prefetch(next->regs + 8 * plan.head_lowest);
-                __builtin_prefetch(next->regs + 8 * plan.head_highest + 7);
+        /* Start loading later samples' lines while this one walks (at the offsets of this
+         * sample's mask: every sample of an event has the same): they are far apart in the
+         * recording, and a walk waits for each its first thing. */
+        if (s + REGISTERS_AHEAD < count) {
+            const fu_perf_sample *later = &samples[s + REGISTERS_AHEAD];
+            if (later->regs && plan.count) {
+                __builtin_prefetch(later->regs + 8 * plan.head_lowest);
+                __builtin_prefetch(later->regs + 8 * plan.head_highest + 7);
             }
-            if (next->stack)
-                for (uint64_t offset = 0; offset < STACK_PREFETCH_BYTES && offset < next->stack_size; offset += 64)
-                    __builtin_prefetch(next->stack + offset);
+        }
+        if (s + STACK_AHEAD < count) {
+            const fu_perf_sample *later = &samples[s + STACK_AHEAD];
+            uint32_t later_id;
+            memcpy(&later_id, &ids[s + STACK_AHEAD], sizeof later_id);
+            if (later->stack && later->regs && plan.count && later->regs_mask == plan.mask &&
+                later_id != UINT32_MAX) {
+                uint64_t later_ip; /* head_index[0]: rip's, HEAD_REGISTER_DWARF */
+                memcpy(&later_ip, later->regs + 8 * plan.head_index[0], 8);
+                fu_walk_prefetch(caches[later_id], later_ip, later->stack, later->stack_size);
+            }
         }
         uint8_t outcome = FU_SAMPLE_SKIPPED;
         uint32_t id; /* in range: checked above */

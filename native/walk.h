@@ -213,6 +213,19 @@ typedef struct fu_walk_cache {
     fu_walk_shape shapes[1u << FU_WALK_SHAPE_BITS]; /* by the first frame's IP, direct-mapped */
 } fu_walk_cache;
 
+/* How much of a stack fu_walk_prefetch prefetches when no shape says what a walk reads: 512 bytes
+ * hold every save slot of most walks' first frames (with the walker's lean loop, walk.c
+ * follow_rules, waiting mostly on those loads, this took hackbench's cold passes from 67 to 55
+ * ns/frame; 1 KiB measured the same, 256 bytes or none slower, docs/BENCHMARKS.md). */
+#define FU_WALK_PREFETCH_BYTES 512
+
+/* Start loading the stack bytes a walk from `ip` will read, its window (starting at its rsp) at
+ * `window`, for a caller that knows a walk's first IP ahead of the walk (unwind_samples: a few
+ * samples ahead). Where `cache` holds a shape for ip, the lines of the return addresses it
+ * compares, exactly (a cold pass pays for each line it loads, needed or not: docs/BENCHMARKS.md);
+ * else the window's first FU_WALK_PREFETCH_BYTES. Reads only the shape's slot: no walk, no check. */
+void fu_walk_prefetch(const fu_walk_cache *cache, uint64_t ip, const uint8_t *window, uint64_t window_size);
+
 /* Bind `cache` to `space` and empty it: before first use, and whenever the space it was bound to
  * is freed (fu_walk ignores a cache bound to another space). */
 void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space);
