@@ -819,7 +819,7 @@ static inline __attribute__((always_inline)) bool follow_frame_pointers(walker *
 }
 
 /* A walk whose frames are this far into the dump is a deep one (the callers of perf samples
- * prefetch the dump's first 512 bytes, fu_walk_prefetch): each frame of follow_rules then prefetches
+ * prefetch the dump's first bytes, fu_walk_prefetch): each frame of follow_rules then prefetches
  * the stack PREFETCH_AHEAD_BYTES above its save slots, where the frames 2-4 steps up keep theirs.
  * On c's 18-frame stacks this took a cold first pass from 27.7 to 23.9 ns/frame (warm passes
  * unchanged); starting from the first frame cost hackbench's 4-frame walks 11% (lines they never

@@ -213,11 +213,12 @@ typedef struct fu_walk_cache {
     fu_walk_shape shapes[1u << FU_WALK_SHAPE_BITS]; /* by the first frame's IP, direct-mapped */
 } fu_walk_cache;
 
-/* How much of a stack fu_walk_prefetch prefetches when no shape says what a walk reads: 512 bytes
- * hold every save slot of most walks' first frames (with the walker's lean loop, walk.c
- * follow_rules, waiting mostly on those loads, this took hackbench's cold passes from 67 to 55
- * ns/frame; 1 KiB measured the same, 256 bytes or none slower, docs/BENCHMARKS.md). */
-#define FU_WALK_PREFETCH_BYTES 512
+/* How much of a stack fu_walk_prefetch prefetches when no shape says what a walk reads: the save
+ * slots of a deep walk's first frames (the walk prefetches further up as it goes, walk.c
+ * prefetch_deep_stack). Against 512 bytes, cold first passes: c 26.7-27.1 -> 25.2-26.2 ns/frame,
+ * python 32.9-33.1 -> 30.3-31.0, hackbench and c-fp unchanged; c-fp's warm passes 3-4% more
+ * (medians of 8 one-pass processes each, two copies of each build, alternated). */
+#define FU_WALK_PREFETCH_BYTES 1024
 
 /* Start loading the stack bytes a walk from `ip` will read, its window (starting at its rsp) at
  * `window`, for a caller that knows a walk's first IP ahead of the walk (unwind_samples: a few
