@@ -1107,12 +1107,18 @@ checked: /* caller_goes_on set the outcome */
     return RUN_ENDED;
 }
 
+/* Whether shape slot `s` holds the shape of a walk from `ip` (slots are shared: direct-mapped). */
+static inline bool holds_shape_of(const fu_walk_shape *s, uint64_t ip)
+{
+    return s->frames && s->ip[0] == ip;
+}
+
 /* Out of line: inlined into unwind_samples' loop, GCC 12 -O2 drops every prefetch below (the cold
  * passes then took 30-40% longer than with the 512 bytes one sample ahead). */
 void fu_walk_prefetch(const fu_walk_cache *cache, uint64_t ip, const uint8_t *window, uint64_t window_size)
 {
     const fu_walk_shape *shape = &cache->shapes[slot_of(ip, FU_WALK_SHAPE_BITS)];
-    if (shape->frames && shape->ip[0] == ip && shape->extent <= window_size) {
+    if (holds_shape_of(shape, ip) && shape->extent <= window_size) {
         for (unsigned i = 0; i < shape->ra_count && i < FU_WALK_SHAPE_FRAMES; i++)
             __builtin_prefetch(window + shape->ra_slot[i]);
         return;
@@ -1139,7 +1145,7 @@ bool fu_walk_begin(const fu_address_space *space, const fu_regs *regs, const fu_
     if (cache && cache->space == space && reader->window && (regs->valid >> FU_REG_RSP & 1) &&
         reader->window_address == regs->value[FU_REG_RSP]) {
         fu_walk_shape *shape = &cache->shapes[slot_of(ip, FU_WALK_SHAPE_BITS)];
-        if (shape->frames && shape->ip[0] == ip && follow_shape(shape, reader, regs, max_frames, frames)) {
+        if (holds_shape_of(shape, ip) && follow_shape(shape, reader, regs, max_frames, frames)) {
             shape->misses = 1;
             result->frame_count = shape->frames; /* FU_WALK_END */
             return true;
