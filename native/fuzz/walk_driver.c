@@ -1020,6 +1020,8 @@ static void walk_into(const fu_address_space *space, const walk_case *c, const f
     memset(kinds, 0xa5, sizeof kinds);
     memset(flags, 0xa5, sizeof flags);
     fu_regs registers = c->regs; /* the walk clobbers them */
+    if (cache && reader->window) /* as unwind_samples does a few samples ahead */
+        fu_walk_prefetch(cache, registers.value[FU_REG_RA], reader->window, reader->window_size);
     fu_walk(space, &registers, reader, cache, &(fu_frames){ips, modules, kinds, flags}, c->max_frames, &out->result);
     for (size_t i = 0; i < out->result.frame_count && i < FU_WALK_MAX_FRAMES; i++)
         out->frames[i] = (frame){ips[i], modules[i], kinds[i], flags[i]};
