@@ -171,13 +171,13 @@ def record_defaults(reuse: bool, seconds: float, names: tuple[str, ...] = DEFAUL
 # ---- fastunwind ----------------------------------------------------------------------------------------
 
 
-#: our backends, each a row: auto (the default, the reference the peers are compared with: compact
-#: tables, and the recording's eh_elfs, compiled below, for the rows the tables leave to the
-#: interpreter), the compact tables alone (auto before `fastunwind compile`), the compiled eh_elfs,
-#: the DWARF interpreter alone
-OUR_BACKENDS = ("auto", "table", "compiled", "dwarf")
-#: the fast ones, whose ratios to the peers are reported
+#: our fast backends, whose ratios to the peers are reported: auto (the default, the reference the
+#: peers are compared with: compact tables, and the recording's eh_elfs, compiled below, for the rows
+#: the tables leave to the interpreter), the compact tables alone (auto before `fastunwind
+#: compile`), the compiled eh_elfs
 FAST_BACKENDS = ("auto", "table", "compiled")
+#: each a row, in this order (the fast ones first): and the DWARF interpreter alone
+OUR_BACKENDS = FAST_BACKENDS + ("dwarf",)
 
 
 def run_ours(replay: export_samples.Exported, repeat: int, backend: str) -> ToolResult:

@@ -631,15 +631,6 @@ static inline fast_step fast_step_at(const fu_address_space *space, const fu_mod
     return f;
 }
 
-uint8_t fu_walk_step_source(const fu_address_space *space, uint64_t lookup)
-{
-    int64_t m = fu_address_space_find(space, lookup);
-    if (m < 0)
-        return FU_WALK_CACHED_NO_INFO;
-    const fu_module *mod = &space->modules[m];
-    return fast_step_at(space, mod, lookup - mod->bias).kind;
-}
-
 /* The caller of the frame at `regs` (looked up at `lookup`, in module `m` or -1): its frame kind,
  * or -1 with the outcome set. Tables in order: compact table or compiled eh_elf (fast_step_at),
  * DWARF tables, frame pointer (fu_backend says which apply). */
@@ -694,6 +685,13 @@ static inline void settle(const fu_address_space *space, int64_t m, uint64_t loo
         e->what.plan = compact_plan(f.rule);
     else if (f.kind == FU_WALK_CACHED_BODY)
         e->what.body = f.body;
+}
+
+uint8_t fu_walk_step_source(const fu_address_space *space, uint64_t lookup)
+{
+    fu_walk_cache_entry e;
+    settle(space, fu_address_space_find(space, lookup), lookup, &e);
+    return e.kind;
 }
 
 int fu_walk_step(const fu_address_space *space, const fu_reader *reader, const fu_regs *regs,
