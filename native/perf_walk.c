@@ -159,7 +159,8 @@ static inline bool reserve_frames(frame_columns *f, size_t frames)
 /* How far ahead unwind_samples starts loading a sample's lines: the lines of its rip, rsp and rbp
  * REGISTERS_AHEAD samples ahead; STACK_AHEAD samples ahead, with its rip in the cache by then, the
  * stack lines its walk will read (fu_walk_prefetch: exactly the return addresses where the walk
- * cache holds a shape for that rip, else the dump's first FU_WALK_PREFETCH_BYTES). A cold pass
+ * cache holds a shape for that rip, the two ends of a signal context's crossing where it holds
+ * one, else the dump's first FU_WALK_PREFETCH_BYTES). A cold pass
  * here pays for each line it loads and waits for what it loads late: one sample ahead and always
  * 512 bytes (until 53e32f8), hackbench's cold first pass took 36.8-38.9 ns/frame against
  * 23.6-25.0 now (medians of 12 one-pass processes each, alternated); c, python and c-fp within

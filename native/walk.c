@@ -713,6 +713,7 @@ void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space)
 {
     memset(cache->entries, 0, sizeof cache->entries);
     memset(cache->shapes, 0, sizeof cache->shapes);
+    memset(cache->interrupted, 0, sizeof cache->interrupted);
     cache->space = space;
 }
 
@@ -1121,7 +1122,15 @@ void fu_walk_prefetch(const fu_walk_cache *cache, uint64_t ip, const uint8_t *wi
             __builtin_prefetch(window + shape->ra_slot[i]);
         return;
     }
-    for (uint64_t offset = 0; offset < FU_WALK_PREFETCH_BYTES && offset < window_size; offset += 64)
+    uint64_t end = FU_WALK_PREFETCH_BYTES;
+    const fu_walk_interrupted *interrupted = &cache->interrupted[slot_of(ip, FU_WALK_INTERRUPTED_BITS)];
+    if (interrupted->ip == ip) {
+        uint64_t far_end = (uint64_t)interrupted->offset + FU_WALK_INTERRUPTED_PREFETCH_BYTES;
+        for (uint64_t offset = interrupted->offset & ~(uint64_t)63; offset < far_end && offset < window_size; offset += 64)
+            __builtin_prefetch(window + offset);
+        end = interrupted->context_end;
+    }
+    for (uint64_t offset = 0; offset < end && offset < window_size; offset += 64)
         __builtin_prefetch(window + offset);
 }
 
@@ -1171,6 +1180,8 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
     bool ip_is_return_address = false;
     uint8_t kind = FU_FRAME_FIRST;
     size_t n = 0; /* frames written */
+    fu_walk_interrupted interrupted_at = {0, 0, 0}; /* the last signal context crossed in the window
+                                                       (context_end 0: none) */
     /* Each iteration records one frame and steps to its caller (or a run of frames, through frame
      * pointers, follow_rules or follow_bodies); bounded by max_frames. */
     for (;;) {
@@ -1230,9 +1241,15 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
             break; /* the step set the outcome */
         kind = (uint8_t)caller_kind;
         uint64_t next_ip, sp, next_sp;
-        if (!caller_registers_go_on(result, caller, ip, fu_regs_get(regs, FU_REG_RSP, &sp) ? &sp : NULL, signal_frame,
-                                    &next_ip, &next_sp))
+        bool sp_known = fu_regs_get(regs, FU_REG_RSP, &sp);
+        if (!caller_registers_go_on(result, caller, ip, sp_known ? &sp : NULL, signal_frame, &next_ip, &next_sp))
             break;
+        if (signal_frame && sp_known && sp - reader->window_address < reader->window_size &&
+            next_sp - reader->window_address < reader->window_size) {
+            interrupted_at.context_end = (uint32_t)(sp - reader->window_address) + FU_COMPACT_SIGNAL_CONTEXT_LOW +
+                                         FU_COMPACT_SIGNAL_CONTEXT_SIZE;
+            interrupted_at.offset = (uint32_t)(next_sp - reader->window_address);
+        }
         fu_regs *swap = regs;
         regs = caller;
         caller = swap;
@@ -1241,6 +1258,15 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
     }
 done:
     result->frame_count = n;
+    if (cache && n > 0) { /* what fu_walk_prefetch is to know of the next walk from this IP */
+        fu_walk_interrupted *interrupted = &cache->interrupted[slot_of(frames.ip[0], FU_WALK_INTERRUPTED_BITS)];
+        if (interrupted_at.context_end) {
+            *interrupted = interrupted_at;
+            interrupted->ip = frames.ip[0];
+        } else if (interrupted->ip == frames.ip[0]) {
+            interrupted->ip = 0;
+        }
+    }
 }
 
 void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
