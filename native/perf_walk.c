@@ -138,6 +138,56 @@ typedef struct frame_columns {
     size_t room; /* frames every column has room for */
 } frame_columns;
 
+/* What a batch writes: an outcome per sample, where each sample's frames start, the frames. */
+typedef struct batch_buffers {
+    fu_growing outcomes, starts;
+    frame_columns frames;
+} batch_buffers;
+
+/* The last batch's buffers, kept for the next batch (taken and put back with the GIL held), so
+ * that its walks write into pages already mapped: with fresh buffers the first batch after
+ * another faulted in a page per 4 KiB of frames as it walked (c's 53,870 frames: 100 page faults
+ * inside the timed loop, in a process whose earlier batch had freed the same sizes; the peers'
+ * harnesses map their frame arrays before timing). Buffers of more than SPARE_BUFFERS_MAX_BYTES
+ * in all are freed instead of kept. */
+#define SPARE_BUFFERS_MAX_BYTES ((size_t)64 << 20)
+static batch_buffers spare_buffers;
+
+static void free_batch_buffers(batch_buffers *b)
+{
+    free(b->outcomes.data);
+    free(b->starts.data);
+    for (unsigned c = 0; c < 4; c++)
+        free(b->frames.column[c].data);
+    *b = (batch_buffers){0};
+}
+
+/* The spare buffers, emptied (or none: all zero). */
+static batch_buffers take_spare_buffers(void)
+{
+    batch_buffers b = spare_buffers;
+    spare_buffers = (batch_buffers){0};
+    b.outcomes.len = b.starts.len = 0;
+    for (unsigned c = 0; c < 4; c++)
+        b.frames.column[c].len = 0;
+    return b;
+}
+
+/* Keep `b` as the spare buffers (in place of any kept since), or free it if it is too big. */
+static void keep_spare_buffers(batch_buffers *b)
+{
+    size_t bytes = b->outcomes.cap + b->starts.cap;
+    for (unsigned c = 0; c < 4; c++)
+        bytes += b->frames.column[c].cap;
+    if (bytes > SPARE_BUFFERS_MAX_BYTES) {
+        free_batch_buffers(b);
+        return;
+    }
+    free_batch_buffers(&spare_buffers);
+    spare_buffers = *b;
+    *b = (batch_buffers){0};
+}
+
 static bool grow_frame_columns(frame_columns *f, size_t frames)
 {
     static const size_t width[4] = {8, 4, 1, 1};
@@ -187,9 +237,10 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     PyObject *result = NULL;
     const fu_address_space **spaces = NULL;
     fu_walk_cache **caches = NULL; /* the lent walk cache of each space a sample names */
-    fu_growing outcomes = {0}, starts = {0};
-    frame_columns frames_out = {{{0}}, 0};
-    fu_growing *columns = frames_out.column; /* ips, modules, kinds, flags */
+    batch_buffers buffers = take_spare_buffers();
+    fu_growing *outcomes = &buffers.outcomes, *starts = &buffers.starts;
+    frame_columns *frames_out = &buffers.frames;
+    fu_growing *columns = frames_out->column; /* ips, modules, kinds, flags */
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
     size_t count;
     const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
@@ -228,8 +279,8 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     /* one outcome per sample, and where each sample's frames start: sizes known up front */
     size_t reserved = count < FRAMES_RESERVED_MAX / FRAMES_RESERVED_PER_SAMPLE ? count * FRAMES_RESERVED_PER_SAMPLE
                                                                                : FRAMES_RESERVED_MAX;
-    if (!fu_growing_reserve(&outcomes, count) || !fu_growing_reserve(&starts, 4 * (count + 1)) ||
-        !reserve_frames(&frames_out, reserved)) {
+    if (!fu_growing_reserve(outcomes, count) || !fu_growing_reserve(starts, 4 * (count + 1)) ||
+        !reserve_frames(frames_out, reserved)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -241,7 +292,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     register_plan plan;
     make_register_plan(0, &plan);
     uint32_t frame_count = 0;
-    memcpy(starts.data, &frame_count, 4);
+    memcpy(starts->data, &frame_count, 4);
     for (size_t s = 0; s < count && !nomem; s++) {
         const fu_perf_sample *sample = &samples[s];
         /* Start loading later samples' lines while this one walks (at the offsets of this
@@ -276,7 +327,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         }
         uint64_t sp;
         if (id != UINT32_MAX && (regs.valid >> FU_REG_RA & 1) && fu_regs_get(&regs, FU_REG_RSP, &sp)) {
-            if (!reserve_frames(&frames_out, (size_t)frame_count + (size_t)max_frames)) {
+            if (!reserve_frames(frames_out, (size_t)frame_count + (size_t)max_frames)) {
                 nomem = true;
                 break;
             }
@@ -297,11 +348,11 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
             frame_count += (uint32_t)r.frame_count;
             outcome = (uint8_t)r.outcome;
         }
-        outcomes.data[s] = outcome;
-        memcpy(starts.data + 4 * (s + 1), &frame_count, 4);
+        outcomes->data[s] = outcome;
+        memcpy(starts->data + 4 * (s + 1), &frame_count, 4);
     }
-    outcomes.len = count;
-    starts.len = 4 * (count + 1);
+    outcomes->len = count;
+    starts->len = 4 * (count + 1);
     walk_ns = now_ns() - started;
     columns[0].len = 8 * (size_t)frame_count;
     columns[1].len = 4 * (size_t)frame_count;
@@ -311,16 +362,13 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         PyErr_NoMemory();
         goto done;
     }
-    result = Py_BuildValue("(y#y#y#y#y#y#K)", bytes_of(&outcomes), (Py_ssize_t)outcomes.len,
-                           bytes_of(&starts), (Py_ssize_t)starts.len, bytes_of(&columns[0]),
+    result = Py_BuildValue("(y#y#y#y#y#y#K)", bytes_of(outcomes), (Py_ssize_t)outcomes->len,
+                           bytes_of(starts), (Py_ssize_t)starts->len, bytes_of(&columns[0]),
                            (Py_ssize_t)columns[0].len, bytes_of(&columns[1]), (Py_ssize_t)columns[1].len,
                            bytes_of(&columns[2]), (Py_ssize_t)columns[2].len, bytes_of(&columns[3]),
                            (Py_ssize_t)columns[3].len, (unsigned long long)walk_ns);
 done:
-    free(outcomes.data);
-    free(starts.data);
-    for (unsigned c = 0; c < 4; c++)
-        free(columns[c].data);
+    keep_spare_buffers(&buffers);
     for (Py_ssize_t i = 0; caches && spaces && i < PySequence_Fast_GET_SIZE(seq); i++)
         if (caches[i])
             fu_address_space_return_cache(PySequence_Fast_GET_ITEM(seq, i), caches[i]);

@@ -337,7 +337,8 @@ bool bench_frames_init(bench_frames *frames, uint32_t sample_count)
     if (!frames->pcs || !frames->counts)
         return false;
     /* calloc's pages are mapped on first write; fastunwind's timed passes write into memory that
-     * an untimed walk has mapped (bench_unwind.py), so these are mapped before timing too */
+     * an untimed walk has mapped (bench_unwind.py; unwind_samples keeps a batch's buffers for the
+     * next), so these are mapped before timing too */
     memset(frames->pcs, 0, ((size_t)sample_count * BENCH_MAX_FRAMES + 1) * sizeof *frames->pcs);
     memset(frames->counts, 0, ((size_t)sample_count + 1) * sizeof *frames->counts);
     return true;

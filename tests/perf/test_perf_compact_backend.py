@@ -58,6 +58,30 @@ def test_walk_caches_kept_across_batches_change_nothing(workload, perf_recording
         assert all(result == first for result in pool.map(batch, range(8)))
 
 
+def test_batches_of_other_recordings_in_turn_change_nothing(perf_recordings):
+    """unwind_samples keeps the last batch's buffers for the next batch (perf_walk.c spare_buffers):
+    batches of a big and a small recording in turn, and concurrent ones, give each its own frames,
+    nothing of the batch whose buffers they reuse."""
+    batches = {}
+    for workload in ("c", "hackbench-threads"):
+        perf = PerfData.open(str(perf_recordings.get(workload).data_file))
+        replayed = replay(perf)
+        cores = [s.to_core("auto") for s in replayed.session.spaces]
+        batches[workload] = (perf, replayed.space_ids.tobytes(), cores)
+
+    def batch(workload):
+        perf, space_ids, cores = batches[workload]
+        return _core.unwind_samples(perf.native, space_ids, cores, 127)[:6]
+
+    first = {workload: batch(workload) for workload in batches}
+    assert len(first["c"][2]) > 4 * len(first["hackbench-threads"][2])  # sizes far apart
+    for workload in ("hackbench-threads", "c", "c", "hackbench-threads", "c"):
+        assert batch(workload) == first[workload]
+    order = ["c", "hackbench-threads"] * 6
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(batch, order)) == [first[workload] for workload in order]
+
+
 def test_shapes_are_not_followed_where_a_return_address_differs(perf_recordings, tmp_path):
     """Shapes (walk.h): a walk from an IP walked before takes the earlier walk's frames only where
     the stack holds the same return addresses at the same places. In a copy of hackbench's
