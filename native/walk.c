@@ -1128,7 +1128,8 @@ void fu_walk_prefetch(const fu_walk_cache *cache, uint64_t ip, const uint8_t *wi
         uint64_t far_end = (uint64_t)interrupted->offset + FU_WALK_INTERRUPTED_PREFETCH_BYTES;
         for (uint64_t offset = interrupted->offset & ~(uint64_t)63; offset < far_end && offset < window_size; offset += 64)
             __builtin_prefetch(window + offset);
-        end = interrupted->context_end;
+        if (interrupted->context_end < end) /* a handler's big frames: no more than without */
+            end = interrupted->context_end;
     }
     for (uint64_t offset = 0; offset < end && offset < window_size; offset += 64)
         __builtin_prefetch(window + offset);
