@@ -1112,6 +1112,14 @@ static inline bool holds_shape_of(const fu_walk_shape *s, uint64_t ip)
     return s->frames && s->ip[0] == ip;
 }
 
+/* Prefetch the lines of the window's [from, to) that lie in the window. */
+static inline __attribute__((always_inline)) void prefetch_lines(const uint8_t *window, uint64_t window_size,
+                                                                 uint64_t from, uint64_t to)
+{
+    for (uint64_t offset = from & ~(uint64_t)63; offset < to && offset < window_size; offset += 64)
+        __builtin_prefetch(window + offset);
+}
+
 /* Out of line: inlined into unwind_samples' loop, GCC 12 -O2 drops every prefetch below (the cold
  * passes then took 30-40% longer than with the 512 bytes one sample ahead). */
 void fu_walk_prefetch(const fu_walk_cache *cache, uint64_t ip, const uint8_t *window, uint64_t window_size)
@@ -1125,14 +1133,12 @@ void fu_walk_prefetch(const fu_walk_cache *cache, uint64_t ip, const uint8_t *wi
     uint64_t end = FU_WALK_PREFETCH_BYTES;
     const fu_walk_interrupted *interrupted = &cache->interrupted[slot_of(ip, FU_WALK_INTERRUPTED_BITS)];
     if (interrupted->ip == ip) {
-        uint64_t far_end = (uint64_t)interrupted->offset + FU_WALK_INTERRUPTED_PREFETCH_BYTES;
-        for (uint64_t offset = interrupted->offset & ~(uint64_t)63; offset < far_end && offset < window_size; offset += 64)
-            __builtin_prefetch(window + offset);
+        prefetch_lines(window, window_size, interrupted->offset,
+                       (uint64_t)interrupted->offset + FU_WALK_INTERRUPTED_PREFETCH_BYTES);
         if (interrupted->context_end < end) /* a handler's big frames: no more than without */
             end = interrupted->context_end;
     }
-    for (uint64_t offset = 0; offset < end && offset < window_size; offset += 64)
-        __builtin_prefetch(window + offset);
+    prefetch_lines(window, window_size, 0, end);
 }
 
 bool fu_walk_begin(const fu_address_space *space, const fu_regs *regs, const fu_reader *reader, fu_walk_cache *cache,
@@ -1181,8 +1187,7 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
     bool ip_is_return_address = false;
     uint8_t kind = FU_FRAME_FIRST;
     size_t n = 0; /* frames written */
-    fu_walk_interrupted interrupted_at = {0, 0, 0}; /* the last signal context crossed in the window
-                                                       (context_end 0: none) */
+    fu_walk_interrupted interrupted_at = {0, 0, 0}; /* the last signal context crossed in the window */
     /* Each iteration records one frame and steps to its caller (or a run of frames, through frame
      * pointers, follow_rules or follow_bodies); bounded by max_frames. */
     for (;;) {
@@ -1247,6 +1252,7 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
             break;
         if (signal_frame && sp_known && sp - reader->window_address < reader->window_size &&
             next_sp - reader->window_address < reader->window_size) {
+            interrupted_at.ip = frames.ip[0];
             interrupted_at.context_end = (uint32_t)(sp - reader->window_address) + FU_COMPACT_SIGNAL_CONTEXT_LOW +
                                          FU_COMPACT_SIGNAL_CONTEXT_SIZE;
             interrupted_at.offset = (uint32_t)(next_sp - reader->window_address);
@@ -1261,12 +1267,10 @@ done:
     result->frame_count = n;
     if (cache && n > 0) { /* what fu_walk_prefetch is to know of the next walk from this IP */
         fu_walk_interrupted *interrupted = &cache->interrupted[slot_of(frames.ip[0], FU_WALK_INTERRUPTED_BITS)];
-        if (interrupted_at.context_end) {
+        if (interrupted_at.ip)
             *interrupted = interrupted_at;
-            interrupted->ip = frames.ip[0];
-        } else if (interrupted->ip == frames.ip[0]) {
+        else if (interrupted->ip == frames.ip[0])
             interrupted->ip = 0;
-        }
     }
 }
 
