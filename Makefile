@@ -7,9 +7,12 @@ STAMPS := .build
 
 # Oracles and build tools: readelf (binutils), llvm-dwarfdump-14 / llvm-readelf-14 (llvm-14),
 # gcc, libdw and libunwind headers for the peers' harnesses, zlib/zstd for compressed sections,
-# perf (linux-perf) and the recorded workloads: hackbench (rt-tests), clang-14 compiling a big file.
+# perf (linux-perf) and the recorded workloads: hackbench (rt-tests), clang-14 compiling a big file;
+# the real-binary corpus: the other linkers (lld, mold; gold is in binutils) and Go (golang-go);
+# libiberty (libiberty-dev) demangles C++ and Rust names in the C core.
 SYSTEM_PACKAGES := binutils gcc g++ make llvm-14 clang-14 elfutils libdw-dev libunwind-dev \
-                   zlib1g-dev libzstd-dev pkg-config xz-utils linux-perf rt-tests
+                   zlib1g-dev libzstd-dev pkg-config xz-utils linux-perf rt-tests \
+                   lld mold golang-go libiberty-dev
 
 NATIVE := $(wildcard native/*.c native/*.h)
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
