@@ -15,8 +15,9 @@ tables (the walker then uses the DWARF tables only); FASTUNWIND_BACKEND (one of 
 table, compiled, ...) sets the default backend of `AddressSpace.to_core()`.
 
 A mapping [start, end) of file offset `pgoff` places the file's svma `s` at avma `s + bias`, where
-bias = start - pgoff + p_offset - p_vaddr of the PT_LOAD segment that contains pgoff (gABI
-"Program Loading": a segment's file offset and vaddr are congruent modulo the page size).
+bias = start - pgoff + p_offset - p_vaddr of the PT_LOAD segment the mapping maps (gABI "Program
+Loading": a segment's file offset and vaddr are congruent modulo the page size); for an executable
+mapping, the executable segment among those whose pages hold pgoff (`bias_for_mapping`).
 """
 
 from __future__ import annotations
@@ -215,15 +216,31 @@ class ModuleImage:
             raise
         return cls(path, elf, unwind)
 
-    def bias_for_mapping(self, start: int, pgoff: int) -> int | None:
-        """avma - svma for a mapping at `start` of file offset `pgoff`, or None if no PT_LOAD
-        segment holds that offset."""
+    def bias_for_mapping(self, start: int, end: int, pgoff: int) -> int | None:
+        """avma - svma for an executable mapping [start, end) of file offset `pgoff`, or None if no
+        PT_LOAD segment holds that offset.
+
+        Several segments may hold the mapping's first page: lld and mold start the executable
+        segment in the file page where the read-only one ends (`R` at offset 0 and `R E` at 0x770
+        of the same page, mapped at different addresses). The bias is the one of the segment the
+        mapping really maps: the executable one (PF_X) among those holding `pgoff`, else one whose
+        addresses overlap the mapping under that bias, else the first (a file mapped executable
+        without PF_X segments)."""
+        candidates = []
         for segment in self.elf.segments:
             # mappings start on a page; the segment's first page begins below p_offset
             first_page = segment.offset - segment.offset % PAGE_SIZE
             if segment.type == PT_LOAD and first_page <= pgoff < segment.offset + segment.filesz:
-                return start - pgoff + segment.offset - segment.vaddr
-        return None
+                candidates.append((segment, start - pgoff + segment.offset - segment.vaddr))
+        if not candidates:
+            return None
+        for segment, bias in candidates:
+            if segment.flags & PF_X:
+                return bias
+        for segment, bias in candidates:
+            if segment.vaddr + bias < end and start < segment.vaddr + bias + segment.memsz:
+                return bias
+        return candidates[0][1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +301,7 @@ class AddressSpace:
                         index,
                         m.image.compact if m.image and use_compact else None,
                         m.image.compiled if m.image and use_compiled else None,
+                        m.image.elf.entry if m.image else 0,
                     )
                     for index, m in enumerate(self.mappings)
                 ],
@@ -303,7 +321,7 @@ def parse_proc_maps(text: str, images: ImageCache) -> AddressSpace:
         start, end, pgoff = int(start_text, 16), int(end_text, 16), int(fields[2], 16)
         path = fields[5]
         image = images.get(path)
-        bias = image.bias_for_mapping(start, pgoff) if image else None
+        bias = image.bias_for_mapping(start, end, pgoff) if image else None
         mappings.append(Mapping(start, end, pgoff, path, image if bias is not None else None, bias or 0))
     return AddressSpace(mappings)
 
