@@ -259,6 +259,8 @@ int64_t fu_table_find_row(const fu_table *table, uint64_t pc, int64_t *fde_index
  * .debug_frame's (tables[1]); either may be NULL. Returns which table (0 or 1) with *row and
  * *fde_index set, or -1. The one place this precedence lives (walker, compact builder, eh_elf). */
 int fu_tables_find_row(const fu_table *const tables[2], uint64_t pc, int64_t *row, int64_t *fde_index);
+/* The lowest FDE start above pc in either table (NULL tables skipped), UINT64_MAX if none. */
+uint64_t fu_tables_next_fde_start(const fu_table *const tables[2], uint64_t pc);
 /* Every value fu_tables_find_row compares a PC with (FDE starts and ends, row addresses), sorted
  * and unique, malloc'd into *out: between two consecutive ones its answer cannot change. */
 fu_status fu_tables_boundaries(const fu_table *const tables[2], uint64_t **out, size_t *count, fu_error *err);

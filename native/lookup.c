@@ -97,6 +97,28 @@ int fu_tables_find_row(const fu_table *const tables[2], uint64_t pc, int64_t *ro
     return -1;
 }
 
+uint64_t fu_tables_next_fde_start(const fu_table *const tables[2], uint64_t pc)
+{
+    uint64_t next = UINT64_MAX;
+    for (int i = 0; i < 2; i++) {
+        const fu_table *t = tables[i];
+        if (!t)
+            continue;
+        /* first FDE whose start > pc */
+        uint32_t lo = 0, hi = t->fde_count;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (t->fde_starts[mid] <= pc)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < t->fde_count && t->fde_starts[lo] < next)
+            next = t->fde_starts[lo];
+    }
+    return next;
+}
+
 static int compare_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

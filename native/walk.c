@@ -377,6 +377,30 @@ static bool find_row(const fu_module *mod, uint64_t svma, const fu_table **table
     return true;
 }
 
+void fu_module_set_entry(fu_module *m, uint64_t entry)
+{
+    m->entry_code_start = entry;
+    m->entry_code_size = 0;
+    const fu_table *const tables[2] = {m->eh_frame, m->debug_frame};
+    int64_t row, fde;
+    if (entry == 0 || fu_tables_find_row(tables, entry, &row, &fde) >= 0)
+        return;
+    uint64_t next = fu_tables_next_fde_start(tables, entry);
+    m->entry_code_size = next - entry < FU_ENTRY_CODE_MAX_BYTES ? next - entry : FU_ENTRY_CODE_MAX_BYTES;
+}
+
+static inline bool in_entry_code(const fu_module *mod, uint64_t svma)
+{
+    return svma - mod->entry_code_start < mod->entry_code_size;
+}
+
+/* The psABI's mark of the outermost frame: rbp known and 0 (fu_walk_cached). */
+static inline bool marked_outermost(const fu_regs *regs)
+{
+    uint64_t rbp;
+    return fu_regs_get(regs, FU_REG_RBP, &rbp) && rbp == 0;
+}
+
 _Static_assert(FU_COMPACT_CFA_KIND_COUNT <= 8 && FU_WALK_REGISTERS <= 32, "fu_compact_plan.cfa packs both");
 _Static_assert(sizeof(fu_walk_cache_entry) == 32, "two walk cache entries a cache line");
 
@@ -642,6 +666,10 @@ static int step(walker *w, int64_t m, uint64_t lookup, const fu_regs *regs, fu_r
     if (m >= 0) {
         const fu_module *mod = &space->modules[m];
         uint64_t svma = lookup - mod->bias;
+        if (in_entry_code(mod, svma) && marked_outermost(regs)) {
+            w->result->outcome = FU_WALK_END;
+            return -1;
+        }
         fast_step f = fast_step_at(space, mod, svma);
         if (f.kind == FU_WALK_CACHED_RULE) {
             fu_compact_plan plan = compact_plan(f.rule);
@@ -679,6 +707,10 @@ static inline void settle(const fu_address_space *space, int64_t m, uint64_t loo
         return;
     }
     const fu_module *mod = &space->modules[m];
+    if (in_entry_code(mod, lookup - mod->bias)) {
+        e->kind = FU_WALK_CACHED_ENTRY_CODE;
+        return;
+    }
     fast_step f = fast_step_at(space, mod, lookup - mod->bias);
     e->kind = f.kind;
     if (f.kind == FU_WALK_CACHED_RULE)
@@ -1232,6 +1264,12 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
             if (caller_kind == INTERPRET)
                 caller_kind = step(&w, m, lookup, regs, caller, frame_flags, &signal_frame);
             break;
+        case FU_WALK_CACHED_ENTRY_CODE:
+            if (marked_outermost(regs)) {
+                result->outcome = FU_WALK_END;
+                goto done;
+            }
+            __attribute__((fallthrough)); /* entry code has no CFI */
         case FU_WALK_CACHED_NO_INFO:
             if (!follow_frame_pointers(&w, regs, &ip, &frames, &n, max_frames))
                 goto done;

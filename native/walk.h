@@ -47,7 +47,22 @@ typedef struct fu_module {
     const fu_image_segment *segments; /* the file's read-only PT_LOAD bytes, by svma (for reads) */
     size_t segment_count;
     uint32_t id;                     /* the caller's identifier (for symbolization) */
+    /* The process's first code, at the file's ELF entry point, where no CFI covers it (ld.so's
+     * _start: RTLD_START is assembly without CFI): [entry_code_start, + entry_code_size) by svma,
+     * size 0 if none. fu_module_set_entry sets it. */
+    uint64_t entry_code_start, entry_code_size;
 } fu_module;
+
+/* Entry code is the bytes from e_entry up to the first FDE above it, and at most this many: the
+ * entry code of every runtime we met calls on within it (ld.so's _start calls _dl_start 3 bytes in
+ * and jumps to the program 58 bytes in; musl's _start calls _start_c 17 bytes in; glibc's crt1
+ * _start has CFI), and a bound keeps a binary without any CFI from having all its code counted. */
+#define FU_ENTRY_CODE_MAX_BYTES 64
+
+/* Set `m`'s entry code from the file's e_entry (svma; 0: the file has none), with the module's
+ * DWARF tables set: nothing where an FDE covers e_entry (its CFI says how the stack ends there,
+ * DW_CFA_undefined rip in glibc's crt1). */
+void fu_module_set_entry(fu_module *m, uint64_t entry);
 
 /* Which unwind tables the walker uses, per module, before the frame-pointer fallback. Rows a
  * compiled eh_elf or a compact table leaves to the interpreter (FU_EH_ELF_INTERPRET, compact SLOW
@@ -80,7 +95,8 @@ typedef struct fu_address_space {
 } fu_address_space;
 
 typedef enum fu_walk_outcome {
-    FU_WALK_END = 0,            /* end of the stack: return address undefined, or 0 */
+    FU_WALK_END = 0,            /* end of the stack: return address undefined, or 0, or the
+                                 * process's entry code (FU_WALK_CACHED_ENTRY_CODE) */
     FU_WALK_TRUNCATED,          /* the stack dump ended before the stack did */
     FU_WALK_NO_UNWIND_INFO,     /* no CFI covers the PC and no plausible frame pointer */
     FU_WALK_UNREADABLE,         /* memory at fault_address could not be read */
@@ -147,6 +163,11 @@ typedef enum fu_walk_cached {
     FU_WALK_CACHED_RULE,      /* a compact table's fast-path rule */
     FU_WALK_CACHED_BODY,      /* a compiled eh_elf's body */
     FU_WALK_CACHED_NO_INFO,   /* no CFI covers the PC: the frame pointer */
+    /* the module's entry code (fu_module): the stack ends here where rbp is 0, the psABI's mark of
+     * the outermost frame (System V AMD64 ABI 3.4.1: "the user code should mark the deepest
+     * stack frame by setting the frame pointer to zero"; the kernel starts a process with rbp 0);
+     * else as NO_INFO */
+    FU_WALK_CACHED_ENTRY_CODE,
 } fu_walk_cached;
 /* A compact fast-path rule prepared for the walker (walk.c compact_plan): what the cache keeps of
  * it, so that a cached step reads no rule, and its save slots laid out for a restore without a

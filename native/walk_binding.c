@@ -1,9 +1,10 @@
 /* The walker's Python binding: AddressSpace, unwind() over a captured stack, unwind_self().
  *
  * AddressSpace(modules, backend="auto") takes (start, end, bias, eh_frame, debug_frame, segments,
- * id[, compact[, compiled]]) tuples: an executable mapping [start, end) of a module, avma = svma +
- * bias, its CfiTable objects (or None), its read-only PT_LOAD bytes as (vaddr, buffer) pairs, the
- * caller's id, its CompactTable (or None) and its EhElf (a loaded compiled table, or None).
+ * id[, compact[, compiled[, entry]]]) tuples: an executable mapping [start, end) of a module, avma =
+ * svma + bias, its CfiTable objects (or None), its read-only PT_LOAD bytes as (vaddr, buffer) pairs,
+ * the caller's id, its CompactTable (or None), its EhElf (a loaded compiled table, or None) and its
+ * file's ELF entry point (svma; 0 for none: fu_module_set_entry).
  * `backend` is one of WALK_BACKENDS (fu_backend_name: which tables walks use, see fu_backend in
  * walk.h). The object keeps every table and buffer alive while walks use them.
  */
@@ -78,9 +79,9 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), total_segments = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(item) || (PyTuple_GET_SIZE(item) < 7 || PyTuple_GET_SIZE(item) > 9)) {
-            PyErr_SetString(PyExc_TypeError,
-                            "each module is (start, end, bias, eh_frame, debug_frame, segments, id[, compact[, compiled]])");
+        if (!PyTuple_Check(item) || (PyTuple_GET_SIZE(item) < 7 || PyTuple_GET_SIZE(item) > 10)) {
+            PyErr_SetString(PyExc_TypeError, "each module is (start, end, bias, eh_frame, debug_frame, segments, id"
+                                             "[, compact[, compiled[, entry]]])");
             return -1;
         }
         Py_ssize_t count = PySequence_Size(PyTuple_GET_ITEM(item, 5));
@@ -99,10 +100,10 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
         fu_module *m = &self->modules[i];
         PyObject *eh, *debug, *segments, *compact = Py_None, *compiled = Py_None;
-        unsigned long long start, end, bias;
+        unsigned long long start, end, bias, entry = 0;
         unsigned int id;
-        if (!PyArg_ParseTuple(item, "KKKOOOI|OO", &start, &end, &bias, &eh, &debug, &segments, &id, &compact,
-                              &compiled))
+        if (!PyArg_ParseTuple(item, "KKKOOOI|OOK", &start, &end, &bias, &eh, &debug, &segments, &id, &compact,
+                              &compiled, &entry))
             return -1;
         if (end <= start) {
             PyErr_Format(PyExc_ValueError, "module %u: empty range 0x%llx..0x%llx", id, start, end);
@@ -116,6 +117,7 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
             return -1;
         if (debug != Py_None && !(m->debug_frame = fu_cfi_table_of(module, debug)))
             return -1;
+        fu_module_set_entry(m, entry);
         if (compact != Py_None && !(m->compact = fu_compact_table_of(module, compact)))
             return -1;
         /* the EhElf stays alive (and its shared object loaded) through self->keep */
@@ -157,7 +159,7 @@ static PyObject *space_backend(AddressSpaceObject *self, void *unused)
     return PyUnicode_FromString(fu_backend_name((fu_backend)self->space.backend));
 }
 
-/* step_source(pc) -> "rule", "body", "no_info" or "interpreter": what settles a step at pc
+/* step_source(pc) -> "rule", "body", "no_info", "entry_code" or "interpreter": what settles a step at pc
  * (fu_walk_step_source), for tests and diagnostics of the backends' order. */
 static PyObject *space_step_source(AddressSpaceObject *self, PyObject *arg)
 {
@@ -168,13 +170,15 @@ static PyObject *space_step_source(AddressSpaceObject *self, PyObject *arg)
         case FU_WALK_CACHED_RULE: return PyUnicode_FromString("rule");
         case FU_WALK_CACHED_BODY: return PyUnicode_FromString("body");
         case FU_WALK_CACHED_NO_INFO: return PyUnicode_FromString("no_info");
+        case FU_WALK_CACHED_ENTRY_CODE: return PyUnicode_FromString("entry_code");
         default: return PyUnicode_FromString("interpreter");
     }
 }
 
 static PyMethodDef space_methods[] = {
     {"step_source", (PyCFunction)space_step_source, METH_O,
-     "step_source(pc) -> 'rule' (compact table), 'body' (compiled eh_elf), 'no_info' or 'interpreter': "
+     "step_source(pc) -> 'rule' (compact table), 'body' (compiled eh_elf), 'no_info', 'entry_code' (the "
+     "process's first code, no CFI) or 'interpreter': "
      "what settles a step at pc before the DWARF tables, by the space's backend"},
     {NULL},
 };

@@ -53,9 +53,10 @@ def _walk(space: AddressSpace, result: tuple[str, int, list[tuple[int, int | Non
 
 
 def unwind_stack(space: AddressSpace, registers: MappingType[int, int], stack: bytes, stack_address: int,
-                 max_frames: int = _core.WALK_MAX_FRAMES) -> Walk:
-    """Walk a captured stack: `registers` by DWARF number (16 = IP, 7 = SP required)."""
-    return _walk(space, _core.unwind(space.to_core(), dict(registers), stack, stack_address, max_frames))
+                 max_frames: int = _core.WALK_MAX_FRAMES, backend: str | None = None) -> Walk:
+    """Walk a captured stack: `registers` by DWARF number (16 = IP, 7 = SP required); `backend` as
+    AddressSpace.to_core takes it."""
+    return _walk(space, _core.unwind(space.to_core(backend), dict(registers), stack, stack_address, max_frames))
 
 
 def unwind_current_thread(images: ImageCache | None = None, max_frames: int = 256) -> Walk:

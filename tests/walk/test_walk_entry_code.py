@@ -1,0 +1,104 @@
+"""A stack ends at the process's entry code: the bytes at a file's ELF entry point that no CFI covers
+(ld.so's _start, a program's assembly _start), where rbp is 0 (the psABI's mark of the outermost
+frame). ld.so's _start is what every process runs first: a sample taken before the program's own
+_start is reached ends there, and perf's recordings of programs exec'd while recording are full of
+them."""
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fastunwind.address_space import PF_X, PT_LOAD, AddressSpace, ImageCache, Mapping
+from fastunwind.cfi import UnwindInfo
+from fastunwind.errors import NoUnwindInfo
+from fastunwind.walk import unwind_stack
+
+LD_SO = Path("/lib64/ld-linux-x86-64.so.2")
+BASE = 0x7F0000000000
+STACK = 0x7FFF00000000
+RBP, RSP, RA = 6, 7, 16
+BACKENDS = ("auto", "dwarf", "table", "compiled")
+ENTRY_CODE_MAX_BYTES = 64  # walk.h FU_ENTRY_CODE_MAX_BYTES
+
+
+def _space(path: Path) -> tuple[AddressSpace, int]:
+    """`path` mapped at BASE (its executable segment), and its entry point's avma."""
+    image = ImageCache().get(str(path))
+    assert image is not None
+    code = next(s for s in image.elf.segments if s.type == PT_LOAD and s.flags & PF_X)
+    mapping = Mapping(BASE + code.vaddr, BASE + code.vaddr + code.memsz, code.offset, str(path), image, BASE)
+    return AddressSpace([mapping]), BASE + image.elf.entry
+
+
+def _walk(space: AddressSpace, backend: str, ip: int, rbp: int, stack: bytes):
+    return unwind_stack(space, {RA: ip, RSP: STACK, RBP: rbp}, stack, STACK, backend=backend)
+
+
+@pytest.fixture(scope="module")
+def ld_so() -> tuple[AddressSpace, int]:
+    if not LD_SO.exists():
+        pytest.skip(f"{LD_SO} not found")
+    space, entry = _space(LD_SO)
+    with pytest.raises(NoUnwindInfo):
+        UnwindInfo.open(str(LD_SO)).lookup(entry - BASE)  # the premise: no FDE covers _start
+    return space, entry
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sample_in_ld_so_start_is_a_complete_stack(ld_so, backend: str) -> None:
+    space, entry = ld_so
+    assert space.to_core(backend).step_source(entry) == "entry_code"
+    walk = _walk(space, backend, entry + 3, 0, bytes(64))
+    assert walk.outcome == "end" and len(walk.frames) == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_call_from_ld_so_start_ends_the_stack_there(ld_so, backend: str) -> None:
+    """_start calls _dl_start 3 bytes in: a stack whose caller returns into _start ends with it."""
+    space, entry = ld_so
+    info = UnwindInfo.open(str(LD_SO))
+    callee = min(fde.pc_begin for fde in info.sections[0].fdes() if fde.pc_begin > entry - BASE)
+    assert info.lookup(callee)[2].cfa.describe() == "rsp+8"
+    stack = struct.pack("<Q", entry + 8) + bytes(56)  # at the callee's first instruction: ra at [rsp]
+    walk = _walk(space, backend, BASE + callee, 0, stack)
+    assert walk.outcome == "end", walk
+    assert [frame.ip for frame in walk.frames] == [BASE + callee, entry + 8]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_entry_code_without_the_outermost_mark_is_not_the_end(ld_so, backend: str) -> None:
+    """rbp not 0: not the psABI's outermost frame; with no CFI and no frame chain the walk fails."""
+    space, entry = ld_so
+    walk = _walk(space, backend, entry + 3, 0x1234, bytes(64))
+    assert walk.outcome == "no_unwind_info"
+
+
+def test_an_entry_point_with_cfi_is_left_to_it() -> None:
+    """glibc's crt1 _start has an FDE (rip undefined): its CFI ends the stack, not this rule."""
+    program = Path(shutil.which("true") or "/bin/true")
+    space, entry = _space(program)
+    info = UnwindInfo.open(str(program))
+    info.lookup(entry - BASE)
+    assert space.to_core("dwarf").step_source(entry) != "entry_code"
+
+
+def test_entry_code_is_bounded_in_a_program_without_cfi(tmp_path: Path) -> None:
+    """A program with no CFI at all: only the first FU_ENTRY_CODE_MAX_BYTES at e_entry are entry
+    code, not the rest of its text."""
+    if not shutil.which("gcc"):
+        pytest.skip("gcc not found")
+    source = tmp_path / "start.s"
+    source.write_text(".globl _start\n_start:\n xor %ebp, %ebp\n call work\n" + " nop\n" * 100
+                      + "work:\n" + " nop\n" * 200 + " ret\n")
+    program = tmp_path / "start"
+    subprocess.run(["gcc", "-nostdlib", "-static", "-no-pie", str(source), "-o", str(program)], check=True)
+    space, entry = _space(program)
+    for backend in BACKENDS:
+        core = space.to_core(backend)
+        assert core.step_source(entry) == "entry_code"
+        assert core.step_source(entry + ENTRY_CODE_MAX_BYTES - 1) == "entry_code"
+        assert core.step_source(entry + ENTRY_CODE_MAX_BYTES) != "entry_code"
