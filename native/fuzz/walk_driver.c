@@ -677,6 +677,8 @@ static void make_space(space_set *s, uint64_t *rng, const size_t *fixed, size_t 
             m->segments = t->segments;
             m->segment_count = t->segment_count;
             m->id = (uint32_t)ti; /* sorted below: the id says which template */
+            if (rng_below(rng, 2)) /* an entry point anywhere in the code: entry code where no FDE is */
+                fu_module_set_entry(m, t->exec_lo + rng_below(rng, size));
             if (compiled_mode == 1 ? i == 0 : compiled_mode == 0 && rng_below(rng, 5) == 0)
                 m->compiled = &fake_compiled;
             previous_end = m->end;
