@@ -63,12 +63,16 @@ _REG_NUMBER = {name: number for number, name in enumerate(PERF_REGS)}
 # PERF_TYPE_SOFTWARE / PERF_COUNT_SW_DUMMY: perf's side-band-only tracking event, never sampled.
 
 
+def build_id_cache_root() -> str:
+    """perf's build-id cache: $PERF_BUILDID_DIR, else ~/.debug."""
+    return os.environ.get("PERF_BUILDID_DIR") or os.path.expanduser("~/.debug")
+
+
 def build_id_cache_file(name: str, build_id: str, file: str) -> str:
     """Where perf's build-id cache keeps its copy of `name` (a DSO path or a pseudo file such as
-    [kernel.kallsyms] or [vdso]) with `build_id` (hex): $PERF_BUILDID_DIR, else ~/.debug, then
-    `name/build_id/file` (perf's `file` is "kallsyms", "vdso" or "elf")."""
-    root = os.environ.get("PERF_BUILDID_DIR") or os.path.expanduser("~/.debug")
-    return os.path.join(root, name.lstrip("/"), build_id, file)
+    [kernel.kallsyms] or [vdso]) with `build_id` (hex): `name/build_id/file` under
+    build_id_cache_root() (perf's `file` is "kallsyms", "vdso" or "elf")."""
+    return os.path.join(build_id_cache_root(), name.lstrip("/"), build_id, file)
 
 
 _TYPE_SOFTWARE = 1

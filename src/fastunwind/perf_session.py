@@ -8,9 +8,11 @@ share it). Every sample is tied to the address space of its pid at that moment; 
 shared, so a recording with a few hundred mmaps needs only a few hundred address spaces, whatever
 its sample count. This module opens the modules of those spaces (once per file).
 
-A module is used only if the file on disk is the one that was recorded: when the recording has a
-build-id for the mapping (MMAP2 build-id, or the HEADER_BUILD_ID feature) and the file's differs,
-the mapping is reported as replaced and gets no unwind tables.
+A module is used only if its file is the one that was recorded: when the recording has a build-id
+for the mapping (MMAP2 build-id, or the HEADER_BUILD_ID feature) and the file on disk has another
+one or is gone, perf's build-id cache (~/.debug, where `perf record` copies every file it saw)
+provides the recorded file; without a copy there the mapping is reported as replaced (or missing)
+and gets no unwind tables.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, ModuleImage
-from fastunwind.perf_data import build_id_cache_file
+from fastunwind.perf_data import build_id_cache_file, build_id_cache_root
 
 if TYPE_CHECKING:
     from fastunwind.perf_data import PerfData, Sample
@@ -93,29 +95,58 @@ class Replay(NamedTuple):
 
 
 VDSO = "[vdso]"
+DELETED_SUFFIX = " (deleted)"  #: /proc/PID/maps' mark of a file unlinked while mapped, kept in MMAP2 names
+#: executable mappings without a file: perf's anonymous and "no DSO" names (util/map.c)
+ANONYMOUS_NAMES = ("//anon", "/dev/zero", "/anon_hugepage")
+ANONYMOUS_PREFIXES = ("/SYSV", "/memfd:", "[")
+
+
+def _is_anonymous(filename: str) -> bool:
+    return filename in ANONYMOUS_NAMES or filename.startswith(ANONYMOUS_PREFIXES) or not filename.startswith("/")
+
+
+def _same_build_id(expected: bytes, image: ModuleImage) -> bool:
+    """The recorded build-id (perf pads it with zeros to 20 bytes) is the file's."""
+    return image.build_id is not None and expected[: len(image.build_id)] == image.build_id
+
+
+def _cached_copy(images: ImageCache, filename: str, expected: bytes, file: str = "elf") -> ModuleImage | None:
+    """The copy of `filename` with build-id `expected` that `perf record` kept in its build-id cache
+    (by path, then by build-id), or None. perf names the directory by the build-id as long as the
+    file's note (lld writes 8 bytes, GNU ld 20); the recording pads it with zeros to 20."""
+    build_id = expected.rstrip(b"\0")
+    hex_ids = dict.fromkeys((build_id.hex(), expected.hex()))
+    names = dict.fromkeys((filename, filename.removesuffix(DELETED_SUFFIX)))
+    candidates = [build_id_cache_file(name, hex_id, file) for name in names for hex_id in hex_ids]
+    candidates += [os.path.join(build_id_cache_root(), ".build-id", hex_id[:2], hex_id[2:], file) for hex_id in hex_ids]
+    for path in candidates:
+        image = images.get(path)
+        if image is not None and _same_build_id(expected, image):
+            return image
+    return None
 
 
 def _usable_image(images: ImageCache, filename: str, build_id: bytes | None, recorded: dict[str, bytes],
                   statistics: SessionStatistics) -> ModuleImage | None:
-    """The module image for a mapping of `filename`, None if it is not a readable file or was
-    replaced since the recording (its build-id differs from the MMAP2 record's, else from the
-    recording's build-id table). The vDSO is read from perf's build-id cache, where `perf record`
-    saves the one it saw (by build-id: another kernel's vDSO is never used)."""
+    """The module image for a mapping of `filename`: the file itself when its build-id is the
+    recorded one (the MMAP2 record's, else the recording's build-id table), else perf's copy of
+    the recorded file in its build-id cache (a binary rebuilt or deleted since the recording, as
+    perf finds it), else None, and the file is counted as replaced or missing. The vDSO comes from
+    the build-id cache alone, where `perf record` saves the one it saw (another kernel's vDSO is
+    never used)."""
     expected = build_id or recorded.get(filename)
-    if filename == VDSO and expected:
-        path = build_id_cache_file(VDSO, expected.hex(), "vdso")
-        image = images.get(path) if os.path.isfile(path) else None
-        return image if image is not None and image.build_id and expected[: len(image.build_id)] == image.build_id \
-            else None
-    if not filename.startswith("/"):
+    if filename == VDSO:
+        return _cached_copy(images, VDSO, expected, "vdso") if expected else None
+    if _is_anonymous(filename):
         return None
     image = images.get(filename)
-    if image is None:
-        statistics.missing_modules.add(filename)
-    elif expected and image.build_id and expected[: len(image.build_id)] != image.build_id:
-        statistics.replaced_modules.add(filename)
-        image = None
-    return image
+    if image is not None and (not expected or image.build_id is None or _same_build_id(expected, image)):
+        return image
+    cached = _cached_copy(images, filename, expected) if expected else None
+    if cached is not None:
+        return cached
+    (statistics.missing_modules if image is None else statistics.replaced_modules).add(filename)
+    return None
 
 
 def replay(perf: PerfData, images: ImageCache | None = None) -> Replay:
@@ -133,7 +164,7 @@ def replay(perf: PerfData, images: ImageCache | None = None) -> Replay:
     mappings = []
     for start, end, pgoff, file in raw_mappings:
         path, image = file_images[file]
-        bias = image.bias_for_mapping(start, pgoff) if image is not None else None
+        bias = image.bias_for_mapping(start, end, pgoff) if image is not None else None
         mappings.append(Mapping(start, end, pgoff, path, image if bias is not None else None, bias or 0))
     spaces = []
     for ids in space_mappings:

@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     with _progress(args.input, len(PHASES) + 1) as on_phase:
         samples, stats = unwind_recording(args.input, max_frames=args.max_frames, backend=args.backend,
                                           on_phase=on_phase)
+        _warn_unusable_modules(stats)
         if args.folded:
             on_phase("writing folded stacks")
             render_folded(samples, sys.stdout)
@@ -69,6 +70,20 @@ def run(args: argparse.Namespace) -> int:
             on_phase("writing")
             render_perf_script(samples, sys.stdout)
     return 0
+
+
+def _warn_unusable_modules(stats: Any) -> None:
+    """One line on stderr per module whose recorded file is not to be had: its frames stay
+    unnamed and the stacks through it stop there."""
+    from fastunwind.perf_data import build_id_cache_root
+
+    cache = build_id_cache_root()
+    for path in sorted(stats.replaced_modules):
+        print(f"fastunwind: warning: {path}: changed since the recording (another build-id) and no copy "
+              f"with the recorded build-id in {cache}: not used", file=sys.stderr)
+    for path in sorted(stats.missing_modules):
+        print(f"fastunwind: warning: {path}: not readable here and no copy with the recorded build-id in "
+              f"{cache}: not used", file=sys.stderr)
 
 
 @contextlib.contextmanager
