@@ -18,7 +18,7 @@ NATIVE := $(wildcard native/*.c native/*.h)
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
-.PHONY: all setup build demo test sweep asan fuzz bench bench-unwind bench-eh-elf clean
+.PHONY: all setup build demo test corpus sweep asan fuzz bench bench-unwind bench-eh-elf clean
 
 all: build
 
@@ -70,6 +70,11 @@ demo: build
 
 test: build
 	$(PY) -m pytest -q tests
+
+# The whole real-binary corpus (scripts/corpus.py: every linker and layout, Rust, Go, C++, Debian's
+# programs) against perf script; `make test` runs its sample.
+corpus: build
+	FASTUNWIND_CORPUS=all $(PY) -m pytest -q tests/perf/test_corpus.py
 
 # Every ELF file with CFI under the system's library, binary, LLVM and Python directories.
 sweep: build
