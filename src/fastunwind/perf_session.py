@@ -98,11 +98,12 @@ VDSO = "[vdso]"
 DELETED_SUFFIX = " (deleted)"  #: /proc/PID/maps' mark of a file unlinked while mapped, kept in MMAP2 names
 #: executable mappings without a file: perf's anonymous and "no DSO" names (util/map.c)
 ANONYMOUS_NAMES = ("//anon", "/dev/zero", "/anon_hugepage")
-ANONYMOUS_PREFIXES = ("/SYSV", "/memfd:", "[")
+ANONYMOUS_PREFIXES = ("/SYSV", "/memfd:")
 
 
 def _is_anonymous(filename: str) -> bool:
-    return filename in ANONYMOUS_NAMES or filename.startswith(ANONYMOUS_PREFIXES) or not filename.startswith("/")
+    """No file to read: perf's pseudo names ([heap], [anon:...]) and anonymous mappings."""
+    return not filename.startswith("/") or filename in ANONYMOUS_NAMES or filename.startswith(ANONYMOUS_PREFIXES)
 
 
 def _same_build_id(expected: bytes, image: ModuleImage) -> bool:
