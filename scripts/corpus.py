@@ -49,9 +49,9 @@ class Case:
     command: Callable[[Path, float], list[str]]   # what perf records, given the directory and seconds
     judge: str = "perf"                           # "perf" or "complete" (module docstring)
     sample: bool = False                          # in `make test`
-    #: after recording, before unwinding: commands that rebuild the binary (a rebuilt binary is
-    #: found in perf's build-id cache)
-    rebuild: Callable[[Path], list[list[str]]] | None = None
+    #: after recording, before unwinding: commands that rebuild or delete the binary (perf's
+    #: build-id cache has the recorded one)
+    after_recording: Callable[[Path], list[list[str]]] | None = None
 
     def binary(self, directory: Path) -> Path:
         return directory / self.name
@@ -115,7 +115,10 @@ CASES: dict[str, Case] = {case.name: case for case in [
     _c("c-mold-nopie", "C, mold, not PIE", ("-no-pie",), "mold", tools=("mold",)),
     dataclasses.replace(
         _c("c-lld-rebuilt", "C, lld, rebuilt after recording: perf's build-id cache has the recorded one", (),
-           "lld", sample=True, tools=("ld.lld",)), rebuild=_rebuilt),
+           "lld", sample=True, tools=("ld.lld",)), after_recording=_rebuilt),
+    dataclasses.replace(
+        _c("c-lld-deleted", "C, lld, deleted after recording: perf's build-id cache has it", (), "lld",
+           tools=("ld.lld",)), after_recording=lambda directory: [["rm", str(directory / "c-lld-deleted")]]),
     Case("rust", "Rust, rustc -O (rust-lld, legacy mangling)", ("rustc",), _rust("rust", ()),
          lambda d, s: [str(d / "rust"), f"{s:g}"], sample=True),
     Case("rust-v0", "Rust, rustc -O, v0 symbol mangling", ("rustc",),
@@ -155,7 +158,7 @@ def _run_all(commands: list[list[str]], directory: Path) -> None:
 
 def record(case: Case, directory: Path, seconds: float = DEFAULT_SECONDS) -> record_workloads.Recording:
     """Build the case, record it with perf and write perf script's output beside the recording
-    (rebuilding the binary in between for a rebuilt case)."""
+    (rebuilding or deleting the binary in between where the case says so)."""
     directory.mkdir(parents=True, exist_ok=True)
     workload = record_workloads.Workload(case.name, case.description, case.tools,
                                          lambda settings: case.command(directory, seconds))
@@ -164,9 +167,9 @@ def record(case: Case, directory: Path, seconds: float = DEFAULT_SECONDS) -> rec
         return record_workloads.record(workload, directory, record_workloads.Settings())
     _run_all(case.build(directory), directory)
     settings = record_workloads.Settings(seconds=seconds, frequency=FREQUENCY, build_dir=directory)
-    recording = record_workloads.record(workload, directory, settings, write_script=case.rebuild is None)
-    if recording.status == "recorded" and case.rebuild is not None:
-        _run_all(case.rebuild(directory), directory)
+    recording = record_workloads.record(workload, directory, settings, write_script=case.after_recording is None)
+    if recording.status == "recorded" and case.after_recording is not None:
+        _run_all(case.after_recording(directory), directory)
         script_file = directory / f"{case.name}.perf-script.txt"
         with open(script_file, "wb") as output:
             subprocess.run(record_workloads.perf_script_command(recording.data_file), stdout=output,
