@@ -1372,14 +1372,17 @@ static fu_status pass_decode(parser *p)
 }
 
 /* Whether a table of `count` feature sections at `table` fits in the file with every section
- * inside it: what a finished recording holds after its data (perf_header__process_sections). */
+ * inside it and after the table: what a finished recording holds after its data (perf record
+ * writes the sections right after the table, perf_header__adds_write). */
 static bool feature_table_ok(const fu_perf_data *pd, uint64_t table, unsigned count)
 {
-    if (!section_ok(pd, table, (uint64_t)count * FILE_SECTION_SIZE))
+    uint64_t table_size = (uint64_t)count * FILE_SECTION_SIZE;
+    if (!section_ok(pd, table, table_size))
         return false;
     for (unsigned k = 0; k < count; k++) { /* count <= FU_PERF_HEADER_FEAT_BITS */
         uint64_t where = table + (uint64_t)k * FILE_SECTION_SIZE;
-        if (!section_ok(pd, load_u64(pd->data + where), load_u64(pd->data + where + 8)))
+        uint64_t offset = load_u64(pd->data + where), size = load_u64(pd->data + where + 8);
+        if (offset < table + table_size || !section_ok(pd, offset, size))
             return false;
     }
     return true;
