@@ -227,6 +227,35 @@ static PyObject *perf_stats(PerfDataObject *self, PyObject *unused)
                          self->pd.compression_type, "compression_mmap_len", self->pd.compression_mmap_len);
 }
 
+/* cut() -> None for a whole recording, else (note: str, missing feature bits: tuple of int,
+ * dropped record's file offset or None): see fu_perf_cut */
+static PyObject *perf_cut(PerfDataObject *self, PyObject *unused)
+{
+    const fu_perf_cut *cut = &self->pd.cut;
+    if (!cut->note[0])
+        Py_RETURN_NONE;
+    PyObject *bits = PyList_New(0);
+    for (unsigned bit = 0; bits && bit < FU_PERF_HEADER_FEAT_BITS; bit++) {
+        if (!(cut->missing_features[bit / 64] >> (bit % 64) & 1))
+            continue;
+        PyObject *v = PyLong_FromUnsignedLong(bit);
+        if (!v || PyList_Append(bits, v) < 0)
+            Py_CLEAR(bits);
+        Py_XDECREF(v);
+    }
+    if (!bits)
+        return NULL;
+    PyObject *missing = PyList_AsTuple(bits);
+    Py_DECREF(bits);
+    PyObject *dropped = cut->dropped_present ? PyLong_FromUnsignedLongLong(cut->dropped_offset) : Py_NewRef(Py_None);
+    if (!missing || !dropped) {
+        Py_XDECREF(missing);
+        Py_XDECREF(dropped);
+        return NULL;
+    }
+    return Py_BuildValue("(sNN)", cut->note, missing, dropped);
+}
+
 /* events() -> (kinds: bytes, one u8 per event; indices: bytes, one native u32 per event) */
 static PyObject *perf_events(PerfDataObject *self, PyObject *unused)
 {
@@ -461,6 +490,8 @@ static PyMethodDef perf_methods[] = {
      "build_ids() -> [(pid, build_id bytes, filename bytes, misc, file_offset)]"},
     {"cmdline", (PyCFunction)perf_cmdline, METH_NOARGS, "cmdline() -> [bytes] (HEADER_CMDLINE)"},
     {"stats", (PyCFunction)perf_stats, METH_NOARGS, "stats() -> dict of record counts"},
+    {"cut", (PyCFunction)perf_cut, METH_NOARGS,
+     "cut() -> None, or (note, missing feature bits, dropped record offset or None) for a recording cut short"},
     {"events", (PyCFunction)perf_events, METH_NOARGS,
      "events() -> (kinds: bytes of u8, indices: bytes of native u32), in time order"},
     {"mmap", (PyCFunction)perf_mmap, METH_O, "mmap(i) -> tuple (see perf_binding.c)"},

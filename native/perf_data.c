@@ -62,6 +62,7 @@ typedef struct parser {
     fu_error *err;
     uint64_t max_decompressed;
     uint64_t last_time;     /* sort key carried to records without a time */
+    bool cut_file;          /* file mode, cut short: pd->cut.unterminated or .truncated */
     /* pass 1 output: decompressed stream end after each COMPRESSED record */
     uint64_t *compressed_ends;
     size_t compressed_count, compressed_cap;
@@ -1228,6 +1229,29 @@ static fu_status decompress_record(parser *p, ZSTD_DStream **stream, const uint8
 
 /* ---- the passes ---------------------------------------------------------------------------------- */
 
+static bool record_complete(const uint8_t *base, uint64_t pos, uint64_t limit);
+
+/* Whether the readable data of a recording that may have been cut short (a file cut short, or any
+ * pipe stream) ends at the record at `pos`: the record runs past `end`, or, in a file known to be
+ * cut, claims less than its own 8-byte header (the bytes after a cut are not trusted). That record
+ * is dropped, never read past: pd->data_size ends before it and pd->cut says where. */
+static bool cut_before(parser *p, uint64_t pos, uint64_t end)
+{
+    fu_perf_data *pd = p->pd;
+    if (!p->cut_file && !pd->pipe_mode)
+        return false;
+    const uint8_t *r = pd->data + pos;
+    uint64_t left = end - pos;
+    uint16_t size = left >= 8 ? (uint16_t)(r[6] | r[7] << 8) : 0;
+    if (record_complete(pd->data, pos, end) && !(p->cut_file && size < 8))
+        return false;
+    pd->cut.dropped_offset = pos;
+    pd->cut.dropped_present = left;
+    pd->cut.dropped_size = size;
+    pd->data_size = pos - pd->data_offset;
+    return true;
+}
+
 /* Pass 1: check the framing of the data section and decompress every COMPRESSED record. */
 static fu_status pass_framing(parser *p)
 {
@@ -1236,7 +1260,8 @@ static fu_status pass_framing(parser *p)
     uint64_t pos = pd->data_offset, end = pd->data_offset + pd->data_size;
     ZSTD_DStream *stream = NULL;
     fu_status s = FU_OK;
-    while (pos < end) {
+    /* one record per iteration, each at least 8 bytes: bounded by the data section */
+    while (pos < end && !cut_before(p, pos, end)) {
         origin at = at_file(pos);
         frame f;
         s = read_frame(p, base, pos, end, &at, &f);
@@ -1335,12 +1360,32 @@ static fu_status pass_decode(parser *p)
             return s;
         pos += f.total;
     }
-    if (stream_pos != pd->decompressed_size) {
+    if (stream_pos != pd->decompressed_size && (p->cut_file || pd->cut.dropped_present)) {
+        /* cut short: the COMPRESSED record that held the rest of this one is gone */
+        pd->cut.dropped_stream_bytes = pd->decompressed_size - stream_pos;
+    } else if (stream_pos != pd->decompressed_size) {
         origin at = {last_compressed, true, stream_pos};
         return perf_fail(p, &at, "the compressed stream ends inside a record (0x%llx bytes left over)",
                          (unsigned long long)(pd->decompressed_size - stream_pos));
     }
     return FU_OK;
+}
+
+/* Whether a table of `count` feature sections at `table` fits in the file with every section
+ * inside it and after the table: what a finished recording holds after its data (perf record
+ * writes the sections right after the table, perf_header__adds_write). */
+static bool feature_table_ok(const fu_perf_data *pd, uint64_t table, unsigned count)
+{
+    uint64_t table_size = (uint64_t)count * FILE_SECTION_SIZE;
+    if (!section_ok(pd, table, table_size))
+        return false;
+    for (unsigned k = 0; k < count; k++) { /* count <= FU_PERF_HEADER_FEAT_BITS */
+        uint64_t where = table + (uint64_t)k * FILE_SECTION_SIZE;
+        uint64_t offset = load_u64(pd->data + where), size = load_u64(pd->data + where + 8);
+        if (offset < table + table_size || !section_ok(pd, offset, size))
+            return false;
+    }
+    return true;
 }
 
 /* The file header, the attrs with their ids, and the feature sections. */
@@ -1384,10 +1429,26 @@ static fu_status read_file_header(parser *p)
         return perf_fail(p, &at0, "attrs section [0x%llx, +0x%llx) lies outside the file (0x%llx bytes)",
                          (unsigned long long)attrs_offset, (unsigned long long)attrs_size,
                          (unsigned long long)pd->size);
-    if (!section_ok(pd, data_offset, data_size))
+    if (data_offset < header_size || data_offset > pd->size)
         return perf_fail(p, &at0, "data section [0x%llx, +0x%llx) lies outside the file (0x%llx bytes)",
                          (unsigned long long)data_offset, (unsigned long long)data_size,
                          (unsigned long long)pd->size);
+    unsigned feature_count = 0;
+    for (int i = 0; i < FU_PERF_HEADER_FEAT_BITS / 64; i++)
+        feature_count += popcount64(pd->feature_bits[i]);
+    /* A recording cut short (perf_data.h, fu_perf_cut): its records run to the file's end, where
+     * an incomplete last record is dropped, and its feature sections, never written or cut off,
+     * are absent. perf record writes the header with data size 0 first and rewrites it when it
+     * finishes; a finished recording without records has its feature table at the data offset. */
+    if (data_size == 0 && data_offset < pd->size && !feature_table_ok(pd, data_offset, feature_count)) {
+        pd->cut.unterminated = true;
+        data_size = pd->size - data_offset;
+    } else if (!section_ok(pd, data_offset, data_size)) {
+        pd->cut.truncated = true;
+        pd->cut.declared_data_end = data_offset + data_size; /* no overflow: size - offset < data_size */
+        data_size = pd->size - data_offset;
+    }
+    p->cut_file = pd->cut.unterminated || pd->cut.truncated;
     pd->data_offset = data_offset;
     pd->data_size = data_size;
 
@@ -1426,29 +1487,26 @@ static fu_status read_file_header(parser *p)
         }
     }
 
-    /* Feature sections: a table of perf_file_section, one per set bit, right after the data. */
-    unsigned count = 0;
-    for (int i = 0; i < FU_PERF_HEADER_FEAT_BITS / 64; i++)
-        count += popcount64(pd->feature_bits[i]);
-    if (count) {
-        uint64_t table = data_offset + data_size;
-        if (!section_ok(pd, table, (uint64_t)count * FILE_SECTION_SIZE)) {
-            origin at = at_file(table);
-            return perf_fail(p, &at, "feature table of %u sections overruns the file", count);
-        }
+    /* Feature sections: a table of perf_file_section, one per set bit, right after the data. In a
+     * recording cut short, or where the table itself runs past the file's end, every announced
+     * feature is absent (perf 6.1: "Failed to lseek to ... offset for feature N, continuing..."). */
+    uint64_t table = data_offset + data_size;
+    if (feature_count && (p->cut_file || !section_ok(pd, table, (uint64_t)feature_count * FILE_SECTION_SIZE))) {
+        memcpy(pd->cut.missing_features, pd->feature_bits, sizeof pd->cut.missing_features);
+    } else if (feature_count) {
         unsigned k = 0;
         for (unsigned bit = 0; bit < FU_PERF_HEADER_FEAT_BITS; bit++) {
             if (!(pd->feature_bits[bit / 64] >> (bit % 64) & 1))
                 continue;
             uint64_t where = table + (uint64_t)k++ * FILE_SECTION_SIZE;
             uint64_t off = load_u64(pd->data + where), size = load_u64(pd->data + where + 8);
+            if (!section_ok(pd, off, size)) { /* cut off by a truncation: absent, as in perf */
+                pd->cut.missing_features[bit / 64] |= 1ull << (bit % 64);
+                continue;
+            }
             if (bit != FU_PERF_HEADER_BUILD_ID && bit != FU_PERF_HEADER_CMDLINE &&
                 bit != FU_PERF_HEADER_EVENT_DESC && bit != FU_PERF_HEADER_COMPRESSED)
                 continue;
-            origin at = at_file(where);
-            if (!section_ok(pd, off, size))
-                return perf_fail(p, &at, "feature %u section [0x%llx, +0x%llx) lies outside the file", bit,
-                                 (unsigned long long)off, (unsigned long long)size);
             fu_cursor fc = fu_cursor_make(pd->data, pd->data + off, pd->data + off + size);
             fu_status s = parse_feature(p, bit, &fc, off);
             if (s != FU_OK)
@@ -1518,6 +1576,70 @@ static fu_status order_events(parser *p)
     return FU_OK;
 }
 
+/* ---- recordings cut short -------------------------------------------------------------------------- */
+
+/* A recording cut short before its first complete sample: nothing to show, an error (the same
+ * one-line form as every other). */
+static fu_status nothing_usable(parser *p)
+{
+    fu_perf_data *pd = p->pd;
+    origin at0 = at_file(0);
+    if (pd->pipe_mode) {
+        origin at = at_file(pd->cut.dropped_offset);
+        return perf_fail(p, &at, "the stream ends inside a record (0x%llx bytes present) before any complete sample",
+                         (unsigned long long)pd->cut.dropped_present);
+    }
+    if (pd->cut.unterminated)
+        return perf_fail(p, &at0, "data size is 0 (the recording was not properly terminated) and no complete "
+                         "sample lies between the data offset 0x%llx and the file's end at 0x%llx",
+                         (unsigned long long)pd->data_offset, (unsigned long long)pd->size);
+    return perf_fail(p, &at0, "data section [0x%llx, +0x%llx) lies outside the file (0x%llx bytes: truncated) "
+                     "and no complete sample lies before its end", (unsigned long long)pd->data_offset,
+                     (unsigned long long)(pd->cut.declared_data_end - pd->data_offset), (unsigned long long)pd->size);
+}
+
+/* pd->cut.note: one line saying what was cut and where, as perf's warnings do; "" if nothing was. */
+static void write_cut_note(fu_perf_data *pd)
+{
+    fu_perf_cut *cut = &pd->cut;
+    char *out = cut->note;
+    size_t room = sizeof cut->note, n = 0;
+    unsigned missing = 0;
+    for (int i = 0; i < FU_PERF_HEADER_FEAT_BITS / 64; i++)
+        missing += popcount64(cut->missing_features[i]);
+#define NOTE(...)                                                                                        \
+    do {                                                                                                 \
+        int w = n < room ? snprintf(out + n, room - n, __VA_ARGS__) : 0;                                 \
+        n += w > 0 ? (size_t)w : 0;                                                                      \
+    } while (0)
+    if (cut->unterminated)
+        NOTE("perf.data+0x30: data size is 0: the recording was not properly terminated (perf record killed?); "
+             "records read from 0x%llx to the file's end at 0x%llx", (unsigned long long)pd->data_offset,
+             (unsigned long long)pd->size);
+    else if (cut->truncated)
+        NOTE("the file is truncated: it ends at 0x%llx, inside its data section [0x%llx, 0x%llx)",
+             (unsigned long long)pd->size, (unsigned long long)pd->data_offset,
+             (unsigned long long)cut->declared_data_end);
+    else if (missing)
+        NOTE("the file is truncated: it ends at 0x%llx, before some of its feature sections",
+             (unsigned long long)pd->size);
+    else if (cut->dropped_present)
+        NOTE("the stream ends inside a record");
+    if (cut->dropped_present && cut->dropped_size)
+        NOTE("; the incomplete record at 0x%llx (0x%llx of its 0x%llx bytes) was dropped",
+             (unsigned long long)cut->dropped_offset, (unsigned long long)cut->dropped_present,
+             (unsigned long long)cut->dropped_size);
+    else if (cut->dropped_present)
+        NOTE("; the incomplete record at 0x%llx (0x%llx bytes of its header) was dropped",
+             (unsigned long long)cut->dropped_offset, (unsigned long long)cut->dropped_present);
+    if (cut->dropped_stream_bytes)
+        NOTE("; 0x%llx bytes of an incomplete compressed record were dropped",
+             (unsigned long long)cut->dropped_stream_bytes);
+    if (missing)
+        NOTE("; %u feature section%s absent", missing, missing == 1 ? "" : "s");
+#undef NOTE
+}
+
 /* ---- entry points --------------------------------------------------------------------------------- */
 
 fu_status fu_perf_data_parse(fu_perf_data *pd, const uint8_t *data, uint64_t size,
@@ -1540,6 +1662,10 @@ fu_status fu_perf_data_parse(fu_perf_data *pd, const uint8_t *data, uint64_t siz
         s = pass_decode(&p);
     if (s == FU_OK)
         s = order_events(&p);
+    if (s == FU_OK && (p.cut_file || pd->cut.dropped_present) && pd->sample_count == 0)
+        s = nothing_usable(&p);
+    if (s == FU_OK)
+        write_cut_note(pd);
     free(p.compressed_ends);
     return s;
 }

@@ -293,6 +293,25 @@ typedef struct fu_perf_stats {
     uint64_t finished_rounds;
 } fu_perf_stats;
 
+/* A recording cut short: perf record killed before it rewrote the header (perf 6.1 warns "The
+ * file's data size field is 0 which is unexpected. Was the 'perf record' command properly
+ * terminated?"), a truncated copy (head -c, a full disk), or a pipe stream that ends inside a record.
+ * Like perf, the reader then takes the records up to the file's end, treats feature sections that
+ * lie outside the file as absent, and drops an incomplete last record (never reading past it).
+ * `note` says what was found and where in one line ("" for a whole recording). */
+typedef struct fu_perf_cut {
+    bool unterminated;         /* file mode: the header's data size is 0 */
+    bool truncated;            /* file mode: the header's data section runs past the file's end */
+    uint64_t declared_data_end; /* data offset + the header's data size, when truncated */
+    uint64_t dropped_offset;   /* file offset of the incomplete record dropped at the end */
+    uint64_t dropped_present;  /* its bytes in the file (0: nothing dropped) */
+    uint64_t dropped_size;     /* its header's size, 0 if the header itself is incomplete */
+    uint64_t dropped_stream_bytes; /* bytes of a compressed stream's incomplete last record */
+    /* feature bits the header announces whose section lies outside the file (absent) */
+    uint64_t missing_features[FU_PERF_HEADER_FEAT_BITS / 64];
+    char note[384];
+} fu_perf_cut;
+
 typedef struct fu_perf_data {
     const uint8_t *data;       /* the caller's bytes */
     uint64_t size;
@@ -322,6 +341,7 @@ typedef struct fu_perf_data {
     struct fu_perf_block *aligned; /* owned copies of misaligned callchains (see perf_data.c) */
     uint32_t compression_type, compression_level, compression_mmap_len; /* HEADER_COMPRESSED */
     fu_perf_stats stats;
+    fu_perf_cut cut;
     /* id -> attr lookup: open addressing, filled as attrs arrive (the first attr listing an id wins) */
     struct fu_perf_id_entry *id_map;
     size_t id_map_count, id_map_cap;  /* cap: a power of two, or 0 */

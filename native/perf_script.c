@@ -379,8 +379,11 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
         const fu_perf_sample *sample = &self->samples[s];
         if (!append_u32(&bounds, (uint32_t)(ids.len / 4)))
             goto nomem;
-        for (uint64_t c = 0; sample->callchain && c < sample->callchain_count; c++) {
-            uint64_t ip = sample->callchain[c];
+        /* without a callchain, a kernel IP is the sample's one kernel frame (user IPs come in `unwound`) */
+        bool ip_only = !(sample->present & FU_PERF_SAMPLE_CALLCHAIN);
+        uint64_t entries = ip_only ? 1 : sample->callchain ? sample->callchain_count : 0;
+        for (uint64_t c = 0; c < entries; c++) {
+            uint64_t ip = ip_only ? sample->ip : sample->callchain[c];
             if (ip < KERNEL_START || ip >= PERF_CONTEXT_MAX)
                 continue;
             uint32_t id = frame_id(&r, MAPPING_KERNEL, ip);
@@ -402,8 +405,9 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
         }
         for (uint32_t k = first; k < last; k++) {
             uint64_t avma = ips[k];
-            /* callers at return address - 1, except the frame a signal interrupted */
-            if (k > first && kinds[k] != FU_FRAME_SIGNAL)
+            /* callers the walker recovered from a return address at that address - 1; not the frame a
+             * signal interrupted, nor callchain entries (callchain_samples: perf prints them as they are) */
+            if (k > first && (kinds[k] == FU_FRAME_CFI || kinds[k] == FU_FRAME_FP))
                 avma -= 1;
             uint32_t mapping = MAPPING_NONE;
             if (modules[k] != NO_MODULE) {
@@ -701,6 +705,42 @@ static void comm_of(const UnwoundObject *self, size_t s, const char **comm, size
     *len = (size_t)PyBytes_GET_SIZE(name);
 }
 
+/* The rest of a sample without a callchain: ":  %16x sym+0xoff (dso)\n" for its one frame (the IP
+ * as sampled, not DSO-relative), ":\n" if it has none. False with an exception set. */
+static bool render_ip_line(const UnwoundObject *self, size_t s, fu_growing *out)
+{
+    uint32_t k = self->bounds[2 * s];
+    if (k == self->bounds[2 * s + 2]) {
+        if (!fu_growing_reserve(out, 2))
+            goto nomem;
+        put(out, ":\n", 2);
+        return true;
+    }
+    const frame_rec *f = &self->frames[self->frame_ids[k]];
+    const char *dso;
+    size_t dso_len;
+    frame_dso(self, f, &dso, &dso_len);
+    if (!fu_growing_reserve(out, 3 + 41 + 1 + (f->has_symbol ? f->name_len + 3 + 16 : 9) + 2 + dso_len + 2))
+        goto nomem;
+    put(out, ":  ", 3);
+    put_hex(out, f->key, false, 16);
+    put(out, " ", 1);
+    if (f->has_symbol) {
+        put(out, f->name, f->name_len);
+        put(out, "+0x", 3);
+        put_hex(out, f->offset, false, 0);
+    } else {
+        put(out, "[unknown]", 9);
+    }
+    put(out, " (", 2);
+    put(out, dso, dso_len);
+    put(out, ")\n", 2);
+    return true;
+nomem:
+    PyErr_NoMemory();
+    return false;
+}
+
 /* render(write): perf script's text of every sample, in chunks of about 1 MiB */
 static PyObject *unwound_render(UnwoundObject *self, PyObject *write)
 {
@@ -713,11 +753,16 @@ static PyObject *unwound_render(UnwoundObject *self, PyObject *write)
         const char *comm;
         size_t comm_len;
         comm_of(self, s, &comm, &comm_len);
-        if (!fu_growing_reserve(&out, comm_len + 64)) {
+        if (!fu_growing_reserve(&out, comm_len + 80)) { /* 16 columns of padding, tid, time */
             PyErr_NoMemory();
             ok = false;
             break;
         }
+        /* perf script prints a sample without a callchain on one line: comm right-aligned in 16
+         * columns, then " %16x sym+0xoff (dso)" with the IP as sampled (builtin-script.c) */
+        bool ip_only = !(sample->present & FU_PERF_SAMPLE_CALLCHAIN);
+        for (size_t pad = comm_len; ip_only && pad < 16; pad++)
+            put(&out, " ", 1);
         put(&out, comm, comm_len);
         put(&out, " ", 1);
         put_sdec(&out, (int32_t)sample->tid, 5);
@@ -725,6 +770,11 @@ static PyObject *unwound_render(UnwoundObject *self, PyObject *write)
         put_udec(&out, sample->time / 1000000000u, 5, ' ');
         put(&out, ".", 1);
         put_udec(&out, sample->time % 1000000000u / 1000u, 6, '0');
+        if (ip_only) {
+            ok = render_ip_line(self, s, &out);
+            ok = ok && flush(&out, write, false);
+            continue;
+        }
         put(&out, ": \n", 3);
         for (uint32_t k = self->bounds[2 * s]; k < self->bounds[2 * s + 2]; k++) {
             const frame_rec *f = &self->frames[self->frame_ids[k]];
@@ -794,6 +844,17 @@ static bool append_folded_name(const UnwoundObject *self, const frame_rec *f, fu
            fu_growing_append(out, "]", 1);
 }
 
+/* Whether a stack with this outcome is whole: the walk reached the end, or the frames are the
+ * kernel's callchain or the IP alone (nothing was walked that could stop early). */
+static bool stack_complete(const char *outcome, size_t len)
+{
+    static const char *const whole[] = {"end", "callchain", "ip_only"};
+    for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
+        if (len == strlen(whole[i]) && memcmp(outcome, whole[i], len) == 0)
+            return true;
+    return false;
+}
+
 /* folded(write): "comm;[outcome;]root;...;leaf count" lines, most frequent first (ties in order of
  * first appearance). A stack that did not reach its end ("end") is rooted at "[outcome]" so that it
  * is never drawn as a complete one; a sample without user frames has no such root. */
@@ -815,7 +876,7 @@ static PyObject *unwound_folded(UnwoundObject *self, PyObject *write)
             outcome = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(self->outcome_names, self->outcomes[s]), &outcome_len);
             if (!outcome)
                 goto fail;
-            if (!(outcome_len == 3 && memcmp(outcome, "end", 3) == 0))
+            if (!stack_complete(outcome, (size_t)outcome_len))
                 ok = fu_growing_append(&line, ";[", 2) && fu_growing_append(&line, outcome, (size_t)outcome_len) &&
                      fu_growing_append(&line, "]", 1);
         }

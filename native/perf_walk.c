@@ -7,6 +7,12 @@
  *   -> (outcomes: bytes u8[n], frame_starts: bytes u32[n + 1], ips: bytes u64[frames],
  *       modules: bytes u32[frames], kinds: bytes u8[frames], flags: bytes u8[frames],
  *       walk_ns: int)
+ *
+ * callchain_samples(perf_data, space_ids, spaces, max_frames=127): the same columns for a recording
+ *   without user stacks (perf record -g, --call-graph fp or lbr, or no call graph): each sample's
+ *   user frames are the user entries of its kernel callchain (outcome FU_SAMPLE_CALLCHAIN), or,
+ *   without a callchain, its sampled IP alone (FU_SAMPLE_IP_ONLY); nothing is walked. Frames are of
+ *   kind FU_FRAME_FIRST: perf prints callchain entries as they are, not at return address - 1.
  */
 #include "binding.h"
 
@@ -121,6 +127,14 @@ static inline void sample_registers(const fu_perf_sample *sample, const register
 /* Outcome code for a sample without user registers (kernel-only sample, or regs_abi NONE). */
 #define FU_SAMPLE_NO_USER_REGISTERS 0xfe
 #define FU_SAMPLE_SKIPPED 0xff
+/* Outcome codes of callchain_samples: frames from the kernel's callchain; the sampled IP alone. */
+#define FU_SAMPLE_CALLCHAIN 0xfd
+#define FU_SAMPLE_IP_ONLY 0xfc
+
+/* perf_event.h, enum perf_callchain_context: markers in a callchain, the context of what follows. */
+#define PERF_CONTEXT_USER ((uint64_t)-512)
+#define PERF_CONTEXT_MAX ((uint64_t)-4095)
+#define KERNEL_START ((uint64_t)1 << 63)
 
 /* y# with a NULL pointer builds None, not b"": an empty column must still be bytes */
 static const char *bytes_of(const fu_growing *g) { return g->data ? (const char *)g->data : ""; }
@@ -379,6 +393,115 @@ done:
     return result;
 }
 
+/* Append one frame at `ip` of `space` (FU_FRAME_FIRST, the module that holds it or UINT32_MAX). */
+static void callchain_frame(frame_columns *f, uint32_t n, const fu_address_space *space, uint64_t ip)
+{
+    int64_t m = fu_address_space_find(space, ip);
+    uint32_t module = m < 0 ? UINT32_MAX : (uint32_t)m;
+    memcpy(f->column[0].data + 8 * (size_t)n, &ip, 8);
+    memcpy(f->column[1].data + 4 * (size_t)n, &module, 4);
+    f->column[2].data[n] = FU_FRAME_FIRST;
+    f->column[3].data[n] = 0;
+}
+
+static PyObject *callchain_samples(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"perf_data", "space_ids", "spaces", "max_frames", NULL};
+    PyObject *perf_data, *spaces_list;
+    Py_buffer space_ids;
+    Py_ssize_t max_frames = 127;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oy*O|n", kwlist, &perf_data, &space_ids, &spaces_list, &max_frames))
+        return NULL;
+    PyObject *result = NULL;
+    const fu_address_space **spaces = NULL;
+    batch_buffers buffers = take_spare_buffers();
+    fu_growing *outcomes = &buffers.outcomes, *starts = &buffers.starts;
+    frame_columns *frames_out = &buffers.frames;
+    fu_growing *columns = frames_out->column;
+    PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
+    size_t count;
+    const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
+    if (!seq || !samples)
+        goto done;
+    if ((size_t)space_ids.len != count * sizeof(uint32_t)) {
+        PyErr_Format(PyExc_ValueError, "space_ids has %zd bytes for %zu samples", space_ids.len, count);
+        goto done;
+    }
+    Py_ssize_t space_count = PySequence_Fast_GET_SIZE(seq);
+    spaces = PyMem_Calloc((size_t)space_count + 1, sizeof *spaces);
+    if (!spaces) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < space_count; i++)
+        if (!(spaces[i] = fu_address_space_of(module, PySequence_Fast_GET_ITEM(seq, i))))
+            goto done;
+    if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
+        max_frames = FU_WALK_MAX_FRAMES;
+    if (!fu_growing_reserve(outcomes, count) || !fu_growing_reserve(starts, 4 * (count + 1))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const uint32_t *ids = space_ids.buf;
+    uint32_t frame_count = 0;
+    memcpy(starts->data, &frame_count, 4);
+    /* one sample per iteration; its frames are bounded by max_frames and its callchain's entries */
+    for (size_t s = 0; s < count; s++) {
+        const fu_perf_sample *sample = &samples[s];
+        uint32_t id;
+        memcpy(&id, &ids[s], sizeof id);
+        uint8_t outcome = FU_SAMPLE_SKIPPED;
+        if (id != UINT32_MAX && id >= (uint32_t)space_count) {
+            PyErr_Format(PyExc_ValueError, "sample %zu: space id %u is out of range (%zd spaces)", s, id, space_count);
+            goto done;
+        }
+        if (id != UINT32_MAX) {
+            if (!reserve_frames(frames_out, (size_t)frame_count + (size_t)max_frames)) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            uint32_t taken = 0;
+            if (sample->present & FU_PERF_SAMPLE_CALLCHAIN) {
+                /* perf's thread__resolve_callchain_sample: a PERF_CONTEXT_* marker sets the context
+                 * of the entries after it; user entries are the user frames (kernel ones are
+                 * symbolize_samples' kernel frames), guest and hypervisor entries are not shown */
+                bool user = true;
+                for (uint64_t c = 0; c < sample->callchain_count && taken < (uint32_t)max_frames; c++) {
+                    uint64_t ip = sample->callchain[c];
+                    if (ip >= PERF_CONTEXT_MAX)
+                        user = ip == PERF_CONTEXT_USER;
+                    else if (user && ip < KERNEL_START)
+                        callchain_frame(frames_out, frame_count + taken++, spaces[id], ip);
+                }
+                outcome = FU_SAMPLE_CALLCHAIN;
+            } else {
+                if (sample->ip < KERNEL_START)
+                    callchain_frame(frames_out, frame_count + taken++, spaces[id], sample->ip);
+                outcome = FU_SAMPLE_IP_ONLY;
+            }
+            frame_count += taken;
+        }
+        outcomes->data[s] = outcome;
+        memcpy(starts->data + 4 * (s + 1), &frame_count, 4);
+    }
+    outcomes->len = count;
+    starts->len = 4 * (count + 1);
+    columns[0].len = 8 * (size_t)frame_count;
+    columns[1].len = 4 * (size_t)frame_count;
+    columns[2].len = columns[3].len = frame_count;
+    result = Py_BuildValue("(y#y#y#y#y#y#K)", bytes_of(outcomes), (Py_ssize_t)outcomes->len,
+                           bytes_of(starts), (Py_ssize_t)starts->len, bytes_of(&columns[0]),
+                           (Py_ssize_t)columns[0].len, bytes_of(&columns[1]), (Py_ssize_t)columns[1].len,
+                           bytes_of(&columns[2]), (Py_ssize_t)columns[2].len, bytes_of(&columns[3]),
+                           (Py_ssize_t)columns[3].len, 0ull);
+done:
+    keep_spare_buffers(&buffers);
+    PyMem_Free(spaces);
+    Py_XDECREF(seq);
+    PyBuffer_Release(&space_ids);
+    return result;
+}
+
 /* sample_walk_registers(perf_data, index) -> 17-tuple of int or None: the registers a walk of
  * sample `index` starts from, in DWARF numbering (for tests of the extraction). */
 static PyObject *sample_walk_registers(PyObject *module, PyObject *args)
@@ -411,6 +534,9 @@ static PyMethodDef perf_walk_methods[] = {
      "sample_walk_registers(perf_data, index) -> the DWARF registers 0..16 a walk of the sample starts from"},
     {"unwind_samples", (PyCFunction)(void (*)(void))unwind_samples, METH_VARARGS | METH_KEYWORDS,
      "unwind_samples(perf_data, space_ids, spaces, max_frames=127) -> outcome and frame arrays, walk_ns"},
+    {"callchain_samples", (PyCFunction)(void (*)(void))callchain_samples, METH_VARARGS | METH_KEYWORDS,
+     "callchain_samples(perf_data, space_ids, spaces, max_frames=127) -> unwind_samples' columns from the "
+     "samples' kernel callchains (or IPs), for recordings without user stacks"},
     {NULL},
 };
 
@@ -419,7 +545,9 @@ int fu_perf_walk_binding_init(PyObject *module)
     if (PyModule_AddFunctions(module, perf_walk_methods) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "SAMPLE_NO_USER_REGISTERS", FU_SAMPLE_NO_USER_REGISTERS) < 0 ||
-        PyModule_AddIntConstant(module, "SAMPLE_SKIPPED", FU_SAMPLE_SKIPPED) < 0)
+        PyModule_AddIntConstant(module, "SAMPLE_SKIPPED", FU_SAMPLE_SKIPPED) < 0 ||
+        PyModule_AddIntConstant(module, "SAMPLE_CALLCHAIN", FU_SAMPLE_CALLCHAIN) < 0 ||
+        PyModule_AddIntConstant(module, "SAMPLE_IP_ONLY", FU_SAMPLE_IP_ONLY) < 0)
         return -1;
     return 0;
 }

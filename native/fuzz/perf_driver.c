@@ -106,6 +106,26 @@ static const char *check(const fu_perf_data *pd)
             pd->samples[i - 1].time > s->time && pd->attr_count == 1)
             return "samples not in time order";
     }
+    /* a recording cut short: what is read ends inside the file, before the dropped record */
+    if (pd->data_offset > pd->size || pd->data_size > pd->size - pd->data_offset)
+        return "data section outside the input";
+    if (pd->cut.dropped_present && (pd->cut.dropped_offset != pd->data_offset + pd->data_size ||
+                                    pd->cut.dropped_present > pd->size - pd->cut.dropped_offset))
+        return "the dropped record is not where the data ends";
+    if (pd->cut.note[0] && !memchr(pd->cut.note, 0, sizeof pd->cut.note))
+        return "cut note not terminated";
+    /* what callchain_samples takes: user entries after PERF_CONTEXT_USER markers */
+    for (size_t i = 0; i < pd->sample_count; i++) {
+        const fu_perf_sample *s = &pd->samples[i];
+        bool user = true;
+        for (uint64_t k = 0; s->callchain && k < s->callchain_count; k++) {
+            uint64_t ip = s->callchain[k];
+            if (ip >= (uint64_t)-4095)
+                user = ip == (uint64_t)-512;
+            else if (user && ip < 1ull << 63)
+                sink += ip;
+        }
+    }
     size_t counts[5] = {pd->sample_count, pd->mmap_count, pd->comm_count, pd->task_count, pd->task_count};
     for (size_t i = 0; i < pd->event_count; i++) {
         const fu_perf_event *e = &pd->events[i];
@@ -239,7 +259,7 @@ static size_t mutate(uint8_t *buf, size_t size, size_t cap, const size_t *record
 {
     static const uint64_t hostile[] = {0, 1, 7, 8, 16, 0xff, 0xffff, 0x10000, 0x7fffffff, 0xffffffff,
                                        0x100000000ull, 1ull << 61, 1ull << 63, ~0ull};
-    switch (below(7)) {
+    switch (below(8)) {
     case 0:
         for (uint64_t k = 1 + below(8); k--;)
             buf[below(size)] ^= (uint8_t)(1u << below(8));
@@ -274,6 +294,13 @@ static size_t mutate(uint8_t *buf, size_t size, size_t cap, const size_t *record
         break;
     case 4:
         size = (size_t)below(size);
+        break;
+    case 7: /* perf record killed: the header's data size still 0, and perhaps cut anywhere */
+        if (size >= 104) {
+            put64(buf + 48, 0);
+            if (below(2))
+                size = 104 + (size_t)below(size - 104);
+        }
         break;
     case 5:
         if (size >= 104) {

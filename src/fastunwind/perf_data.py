@@ -20,6 +20,11 @@ had to deliver a late event out of order.
 
 Errors: a malformed or unsupported recording raises fastunwind.errors.PerfDataError naming the file
 offset in hex.
+
+A recording cut short (perf record killed before it rewrote the header, a truncated copy, a pipe
+stream that ends inside a record) is read as perf reads it: the records up to the cut, an incomplete
+last record dropped, feature sections outside the file absent; `PerfData.cut` says what was found
+(None for a whole recording). A file cut before its first complete sample is an error.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ __all__ = [
     "PerfAttr",
     "PerfData",
     "PerfDataError",
+    "RecordingCut",
     "Sample",
 ]
 
@@ -73,6 +79,30 @@ def build_id_cache_file(name: str, build_id: str, file: str) -> str:
     [kernel.kallsyms] or [vdso]) with `build_id` (hex): `name/build_id/file` under
     build_id_cache_root() (perf's `file` is "kallsyms", "vdso" or "elf")."""
     return os.path.join(build_id_cache_root(), name.lstrip("/"), build_id, file)
+
+
+#: perf's feature bits (tools/perf/util/header.h, enum HEADER_*), by number
+FEATURE_NAMES = ("RESERVED", "TRACING_DATA", "BUILD_ID", "HOSTNAME", "OSRELEASE", "VERSION", "ARCH", "NRCPUS",
+                 "CPUDESC", "CPUID", "TOTAL_MEM", "CMDLINE", "EVENT_DESC", "CPU_TOPOLOGY", "NUMA_TOPOLOGY",
+                 "BRANCH_STACK", "PMU_MAPPINGS", "GROUP_DESC", "AUXTRACE", "STAT", "CACHE", "SAMPLE_TIME",
+                 "MEM_TOPOLOGY", "CLOCKID", "DIR_FORMAT", "BPF_PROG_INFO", "BPF_BTF", "COMPRESSED", "CPU_PMU_CAPS",
+                 "CLOCK_DATA", "HYBRID_TOPOLOGY", "PMU_CAPS")
+
+
+def feature_name(bit: int) -> str:
+    return FEATURE_NAMES[bit] if bit < len(FEATURE_NAMES) else f"feature {bit}"
+
+
+@dataclass(frozen=True)
+class RecordingCut:
+    """What the reader found in a recording cut short: `note`, one line as perf's warnings say it
+    (data size 0: not properly terminated; truncated at which offset), the feature sections the
+    header announces that are absent (by perf's names), and the offset of the incomplete record
+    dropped at the end, if one was."""
+
+    note: str
+    missing_features: tuple[str, ...]
+    dropped_record_offset: int | None
 
 
 _TYPE_SOFTWARE = 1
@@ -425,6 +455,15 @@ class PerfData:
 
     def stats(self) -> dict:
         return self._native.stats()
+
+    @property
+    def cut(self) -> RecordingCut | None:
+        """None for a whole recording; what was cut short and where otherwise (see RecordingCut)."""
+        found = self._native.cut()
+        if found is None:
+            return None
+        note, bits, dropped = found
+        return RecordingCut(note, tuple(feature_name(bit) for bit in bits), dropped)
 
     # ---- events -------------------------------------------------------------------------------
 

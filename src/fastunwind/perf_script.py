@@ -29,18 +29,21 @@ from typing import BinaryIO, NamedTuple, TextIO, overload
 from fastunwind import _core
 from fastunwind.address_space import ImageCache, ModuleImage
 from fastunwind.errors import PerfDataError
-from fastunwind.perf_data import PerfData
+from fastunwind.perf_data import PerfData, RecordingCut
 from fastunwind.perf_session import replay
 from fastunwind.symbolize import SymbolTable, kernel_symbol_table, symbol_table_for_file
 
 #: perf's default callchain depth (kernel.perf_event_max_stack)
 DEFAULT_MAX_FRAMES = 127
 OUTCOME_NAMES = {**dict(enumerate(_core.WALK_OUTCOMES)), _core.SAMPLE_NO_USER_REGISTERS: "no_user_registers",
-                 _core.SAMPLE_SKIPPED: "skipped"}
+                 _core.SAMPLE_SKIPPED: "skipped", _core.SAMPLE_CALLCHAIN: "callchain", _core.SAMPLE_IP_ONLY: "ip_only"}
 #: the outcome name of every code, "?" for codes without one
 OUTCOME_NAME_BY_CODE = tuple(OUTCOME_NAMES.get(code, "?") for code in range(256))
 RECORD_HINT = ("record with user registers and stack, e.g.: "
                "perf record --call-graph dwarf -e cpu-clock -F 999 -- COMMAND")
+#: what the frames of a recording come from (Statistics.source)
+SOURCE_DWARF, SOURCE_CALLCHAIN, SOURCE_IP = "dwarf", "callchain", "ip"
+_SAMPLE_CALLCHAIN = 1 << 5  # PERF_SAMPLE_CALLCHAIN
 
 
 # records of the Python API: NamedTuples (a frozen dataclass costs ~1 ms of start-up each)
@@ -74,6 +77,25 @@ class Statistics:
     missing_modules: set[str] = field(default_factory=set)
     #: per module with unwind tables: its compact table's size and slow-path share
     tables: list[dict] = field(default_factory=list)
+    #: where the frames come from: SOURCE_DWARF (user stacks unwound), SOURCE_CALLCHAIN (the
+    #: kernel's callchain, perf record -g / lbr) or SOURCE_IP (the sampled IP alone)
+    source: str = SOURCE_DWARF
+    #: a recording cut short: what was found (perf_data.RecordingCut), else None
+    cut: RecordingCut | None = None
+
+    @property
+    def notes(self) -> list[str]:
+        """One line each about how the recording was read (a cut, frames not unwound), for stderr."""
+        notes = []
+        if self.cut is not None:
+            notes.append(f"{self.cut.note}; {self.samples} complete samples read")
+        if self.source == SOURCE_CALLCHAIN:
+            notes.append("no user stacks in the recording: printing the kernel's callchains (perf record -g, "
+                         "--call-graph fp or lbr); DWARF unwinding needs perf record --call-graph dwarf")
+        elif self.source == SOURCE_IP:
+            notes.append("no call graph in the recording: printing the sampled IPs; DWARF unwinding needs "
+                         "perf record --call-graph dwarf")
+        return notes
 
 
 class UnwoundRecording(Sequence):
@@ -138,15 +160,15 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     started = time.perf_counter()
     phase("decoding")
     perf = PerfData.read(sys.stdin.buffer) if path == "-" else PerfData.open(path)
-    if not perf.has_user_stacks:
-        raise PerfDataError(f"{path}: the recording has no user registers and stack dumps; {RECORD_HINT}")
+    source = recording_source(perf)
     phase("replaying")
     replayed = replay(perf, images)
     session = replayed.session
     space_ids = replayed.space_ids.tobytes()
     phase("unwinding")
-    unwound = _core.unwind_samples(perf.native, space_ids, [space.to_core(backend) for space in session.spaces],
-                                      max_frames)
+    # without user stacks nothing is unwound: the frames are each sample's callchain (or IP)
+    frames_of = _core.unwind_samples if source == SOURCE_DWARF else _core.callchain_samples
+    unwound = frames_of(perf.native, space_ids, [space.to_core(backend) for space in session.spaces], max_frames)
     tables: dict[str, SymbolTable] = {}
     mappings = [(m.start, m.pgoff, m.bias, m.path, _SymbolLoader(m.image, tables) if m.image is not None else None)
                 for m in session.mappings]
@@ -159,13 +181,25 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     unwound_samples, frames, outcomes, depths = native.statistics()
     stats = Statistics(samples=perf.sample_count, unwound_samples=unwound_samples, frames=frames, walk_ns=unwound[6],
                        frames_per_sample=Counter(depths), replaced_modules=session.statistics.replaced_modules,
-                       missing_modules=session.statistics.missing_modules)
+                       missing_modules=session.statistics.missing_modules, source=source, cut=perf.cut)
     for code, count in outcomes.items():
         stats.outcomes[OUTCOME_NAME_BY_CODE[code]] += count
     module_images = {id(m.image): m.image for m in session.mappings if m.image is not None}
     stats.tables = [t for t in (image.compact_statistics() for image in module_images.values()) if t]
     stats.total_seconds = time.perf_counter() - started
     return UnwoundRecording(native), stats
+
+
+def recording_source(perf: PerfData) -> str:
+    """Where a recording's frames come from: its user stacks (every sampling event has user
+    registers and stack dumps: --call-graph dwarf), the kernel's callchains (perf record -g,
+    --call-graph fp or lbr), or the sampled IPs alone (no call graph)."""
+    if perf.has_user_stacks:
+        return SOURCE_DWARF
+    sampling = [attr for attr in perf.attrs if attr.is_sampling] or perf.attrs
+    if any(attr.sample_type & _SAMPLE_CALLCHAIN for attr in sampling):
+        return SOURCE_CALLCHAIN
+    return SOURCE_IP
 
 
 def demangle(native: _core.UnwoundSamples) -> None:

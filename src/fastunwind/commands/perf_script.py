@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     with _progress(args.input, len(PHASES) + 1) as on_phase:
         samples, stats = unwind_recording(args.input, max_frames=args.max_frames, backend=args.backend,
                                           on_phase=on_phase)
+        for note in stats.notes:  # one line each on stderr, as perf's warnings, before the output
+            print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
         _warn_unusable_modules(stats)
         if args.folded:
             on_phase("writing folded stacks")
@@ -120,11 +122,21 @@ def _print_stats(stats: Any) -> None:
 
     console = Console(highlight=False)
     per_frame = stats.walk_ns / stats.frames if stats.frames else 0.0
-    console.print(
-        f"{stats.samples} samples, {stats.unwound_samples} with user stacks, {stats.frames} user frames; "
-        f"unwinding took {stats.walk_ns / 1e6:.2f} ms ({per_frame:.1f} ns/frame), "
-        f"{stats.total_seconds:.2f} s in all"
-    )
+    if stats.source == "dwarf":
+        console.print(
+            f"{stats.samples} samples, {stats.unwound_samples} with user stacks, {stats.frames} user frames; "
+            f"unwinding took {stats.walk_ns / 1e6:.2f} ms ({per_frame:.1f} ns/frame), "
+            f"{stats.total_seconds:.2f} s in all"
+        )
+    else:
+        what = "callchains" if stats.source == "callchain" else "sampled IPs"
+        console.print(f"{stats.samples} samples, {stats.unwound_samples} with user frames, {stats.frames} user "
+                      f"frames from the kernel's {what} (not unwound: no user stacks recorded); "
+                      f"{stats.total_seconds:.2f} s in all")
+    if stats.cut is not None:
+        console.print(f"[yellow]cut short:[/yellow] {escape(stats.cut.note)}")
+        if stats.cut.missing_features:
+            console.print(f"feature sections absent: {', '.join(stats.cut.missing_features)}")
     outcomes = Table("outcome", "samples", box=None)
     for name, count in stats.outcomes.most_common():
         outcomes.add_row(name, str(count))
