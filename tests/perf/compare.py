@@ -10,6 +10,10 @@ callchain in the record, not from a walker. Each matched pair is classified:
     perf_stopped_at_unknown    equal up to frame k, then perf has only frames without a map
                                ("[unknown] ([unknown])", e.g. ffffffffffffffff: a zero return
                                address decremented) where ours go on or end
+    unmapped_where_perf_empty  perf printed no user frame, ours only frames without a map: the
+                               sampled IP lies in no mapping either knows of (a process before
+                               its exec's mmaps, a recording cut before them); perf prints
+                               nothing then, we print the IP
     differ_at_frame            equal up to frame k, then different
     missing_in_ours            perf has the sample, we do not
     missing_in_perf            we have it, perf does not
@@ -35,8 +39,8 @@ if __package__ in (None, ""):
 
 from perf_script_format import UNKNOWN, Frame, PerfScriptFormatError, Sample, parse  # noqa: E402
 
-KINDS = ("identical", "ours_longer", "ours_shorter", "perf_stopped_at_unknown", "differ_at_frame",
-         "missing_in_ours", "missing_in_perf")
+KINDS = ("identical", "ours_longer", "ours_shorter", "perf_stopped_at_unknown", "unmapped_where_perf_empty",
+         "differ_at_frame", "missing_in_ours", "missing_in_perf")
 
 
 def user_addresses(sample: Sample) -> tuple[tuple[str, int], ...]:
@@ -89,6 +93,8 @@ def compare_sample(ours: Sample | None, perf: Sample | None) -> SampleComparison
     our_frames, perf_frames = user_addresses(ours), user_addresses(perf)
     if our_frames == perf_frames:
         return SampleComparison(ours.key, "identical", None, ours, perf)
+    if not perf_frames and all(_no_map(frame) for frame in ours.user_frames()):
+        return SampleComparison(ours.key, "unmapped_where_perf_empty", 0, ours, perf)
     common = 0
     while common < min(len(our_frames), len(perf_frames)) and our_frames[common] == perf_frames[common]:
         common += 1

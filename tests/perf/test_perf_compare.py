@@ -40,6 +40,12 @@ def test_perf_stopped_at_unknown():
     assert sample([*MAIN[:3], GARBAGE]).kernel_frames() == ()
 
 
+def test_unmapped_where_perf_printed_nothing():
+    unmapped = Frame(0x55922B430B6F, "[unknown]", None, "[unknown]")
+    assert kind([KERNEL, unmapped], [KERNEL]).kind == "unmapped_where_perf_empty"
+    assert kind([MAIN[0]], []).kind == "ours_longer"  # a mapped frame perf left out is not this
+
+
 def test_differ_at_frame_by_address_or_dso():
     moved = [MAIN[0], Frame(0x138F, "main", 0x22F, EXE), *MAIN[2:]]
     assert (kind(moved, MAIN).kind, kind(moved, MAIN).frame_index) == ("differ_at_frame", 1)
