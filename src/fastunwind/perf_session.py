@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, ModuleImage
 from fastunwind.perf_data import build_id_cache_file
+from fastunwind.symbolize import PERF_MAP_PATH
 
 if TYPE_CHECKING:
     from fastunwind.perf_data import PerfData, Sample
@@ -107,8 +108,8 @@ def _usable_image(images: ImageCache, filename: str, build_id: bytes | None, rec
         image = images.get(path) if os.path.isfile(path) else None
         return image if image is not None and image.build_id and expected[: len(image.build_id)] == image.build_id \
             else None
-    if not filename.startswith("/"):
-        return None
+    if not filename.startswith("/") or PERF_MAP_PATH.fullmatch(filename):
+        return None  # not a file, or JIT code (its symbols: the perf map, perf_script.py)
     image = images.get(filename)
     if image is None:
         statistics.missing_modules.add(filename)
