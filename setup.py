@@ -9,7 +9,8 @@ from glob import glob
 from setuptools import Extension, setup
 
 compile_args = ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fvisibility=hidden"]
-link_args: list[str] = []
+# libiberty's symbols stay inside the extension (not exported to other modules)
+link_args: list[str] = ["-Wl,--exclude-libs,ALL"]
 if os.environ.get("FASTUNWIND_SANITIZE"):
     compile_args += ["-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer",
                      "-fno-sanitize-recover=undefined"]
@@ -28,7 +29,9 @@ setup(
             include_dirs=["native", "src/fastunwind/include"],
             extra_compile_args=compile_args,
             extra_link_args=link_args,
-            libraries=["zstd"],  # perf_data.c: PERF_RECORD_COMPRESSED (perf record -z)
+            # perf_data.c: PERF_RECORD_COMPRESSED (perf record -z); demangle.c: libiberty's demangler
+            # (libiberty-dev ships only a static, PIC libiberty.a)
+            libraries=["zstd", "iberty"],
         )
     ]
 )

@@ -14,7 +14,8 @@
  * the thread, else the process's name). Equal snapshots are one space: `spaces` lists each space's
  * mappings sorted by start, as indices into `mappings` (the mappings some space holds, in order of
  * first use), whose `file` indexes `files`: every executable mapping's file name with the build-id
- * its MMAP2 record carried, in order of first appearance.
+ * its MMAP2 record carried, in order of first appearance. Anonymous executable memory (JIT code) of
+ * process PID is named "/tmp/perf-PID.map", as perf names it (see is_anonymous).
  */
 #include "binding.h"
 
@@ -26,6 +27,8 @@
 
 typedef struct rp_file {
     fu_perf_string name;
+    bool perf_map;       /* anonymous executable memory: named /tmp/perf-<perf_map_pid>.map */
+    uint32_t perf_map_pid;
     bool has_build_id;
     uint8_t build_id_size;
     uint8_t build_id[20];
@@ -74,7 +77,8 @@ static bool same_string(fu_perf_string a, fu_perf_string b)
 static bool file_equal(const void *ctx, uint32_t i, const void *key)
 {
     const rp_file *a = &RECORDS((const replay *)ctx, files, rp_file)[i], *b = key;
-    return same_string(a->name, b->name) && a->has_build_id == b->has_build_id &&
+    return same_string(a->name, b->name) && a->perf_map == b->perf_map && a->perf_map_pid == b->perf_map_pid &&
+           a->has_build_id == b->has_build_id &&
            (!a->has_build_id ||
             (a->build_id_size == b->build_id_size && memcmp(a->build_id, b->build_id, a->build_id_size) == 0));
 }
@@ -134,10 +138,26 @@ static uint32_t intern(fu_growing *records, fu_index_set *index, const void *ite
 
 static uint64_t string_hash(fu_perf_string s, uint64_t seed) { return fu_hash_bytes(s.data, s.len, seed); }
 
+/* perf's is_anon_memory (util/map.c): memory without a file. perf names an executable one of process
+ * PID "/tmp/perf-PID.map", the symbol file JITs write (map__new), and prints its addresses as they
+ * are (identity map_ip). */
+static bool is_anonymous(const fu_perf_mmap *m)
+{
+    static const char anon[] = "//anon", zero[] = "/dev/zero", hugepage[] = "/anon_hugepage";
+    fu_perf_string name = {m->filename, m->filename_len};
+    return (name.len == sizeof anon - 1 && memcmp(name.data, anon, name.len) == 0) ||
+           (name.len >= sizeof zero - 1 && memcmp(name.data, zero, sizeof zero - 1) == 0) ||
+           (name.len >= sizeof hugepage - 1 && memcmp(name.data, hugepage, sizeof hugepage - 1) == 0);
+}
+
 static uint32_t intern_file(replay *r, const fu_perf_mmap *m)
 {
     rp_file f = {.name = {m->filename, m->filename_len}, .has_build_id = m->has_build_id};
-    uint64_t hash = string_hash(f.name, 1);
+    if (is_anonymous(m)) {
+        f.perf_map = true;
+        f.perf_map_pid = m->pid;
+    }
+    uint64_t hash = string_hash(f.name, 1) ^ fu_hash_u64((uint64_t)f.perf_map << 32 | f.perf_map_pid);
     if (m->has_build_id) {
         f.build_id_size = m->build_id_size <= 20 ? m->build_id_size : 20;
         memcpy(f.build_id, m->build_id, f.build_id_size);
@@ -384,7 +404,14 @@ static PyObject *build_result(const replay *r, PyObject *space_ids, PyObject *co
         const rp_file *f = &RECORDS(r, files, rp_file)[i];
         PyObject *build_id = f->has_build_id ? PyBytes_FromStringAndSize((const char *)f->build_id, f->build_id_size)
                                              : Py_NewRef(Py_None);
-        PyObject *item = build_id ? Py_BuildValue("(NN)", string_bytes(f->name), build_id) : NULL;
+        PyObject *name = f->perf_map ? PyBytes_FromFormat("/tmp/perf-%u.map", (unsigned)f->perf_map_pid)
+                                     : string_bytes(f->name);
+        if (!build_id || !name) {
+            Py_XDECREF(name);
+            Py_XDECREF(build_id);
+            goto done;
+        }
+        PyObject *item = Py_BuildValue("(NN)", name, build_id);
         if (!item)
             goto done;
         PyList_SET_ITEM(files, i, item);

@@ -20,9 +20,10 @@
  * return address - 1 except the frame a signal interrupted; its symbol is looked up at svma = avma
  * - bias. Every distinct (mapping, address) is resolved and formatted once.
  *
- * UnwoundSamples methods: mangled_names() (distinct user symbols starting with _Z, sorted);
- * set_demangled(mangled, plain); render(write) and folded(write) call write(bytes) with chunks of
- * the text; statistics(); sample(i) and frame(j) for the Python API.
+ * Symbol names are the tables' (fu_symbol_name: demangled in C, kept with the table).
+ *
+ * UnwoundSamples methods: render(write) and folded(write) call write(bytes) with chunks of the
+ * text; statistics(); sample(i) and frame(j) for the Python API.
  */
 #include "binding.h"
 
@@ -57,7 +58,7 @@ typedef struct frame_rec {
     bool negative;       /* the printed address is below 0 (a return address at a mapping's start) */
     bool has_symbol;
     unsigned __int128 address; /* printed address, magnitude */
-    const char *name;    /* UTF-8, into a SymbolTable or a demangled name; valid while has_symbol */
+    const char *name;    /* UTF-8, into a SymbolTable (its name or demangled name); valid while has_symbol */
     uint32_t name_len;
     uint64_t offset;
     uint32_t line_offset, line_len; /* the formatted line in `lines`, once rendered */
@@ -65,7 +66,7 @@ typedef struct frame_rec {
 
 typedef struct UnwoundObject {
     PyObject_HEAD
-    PyObject *perf_data, *comm_names, *outcome_names, *demangled;
+    PyObject *perf_data, *comm_names, *outcome_names;
     const fu_perf_sample *samples;
     size_t sample_count;
     uint32_t *comm_ids;
@@ -100,7 +101,6 @@ static void unwound_dealloc(UnwoundObject *self)
     Py_XDECREF(self->perf_data);
     Py_XDECREF(self->comm_names);
     Py_XDECREF(self->outcome_names);
-    Py_XDECREF(self->demangled);
     type->tp_free((PyObject *)self);
     Py_DECREF(type);
 }
@@ -449,120 +449,6 @@ done:
     free(bounds.data);
     free(ids.data);
     return (PyObject *)self;
-}
-
-/* ---- demangled names ----------------------------------------------------------------------------- */
-
-static bool is_user(const frame_rec *f) { return f->mapping != MAPPING_KERNEL; }
-
-static bool mangled(const frame_rec *f)
-{
-    return is_user(f) && f->has_symbol && f->name_len >= 2 && f->name[0] == '_' && f->name[1] == 'Z';
-}
-
-static int by_name(const void *a, const void *b)
-{
-    const frame_rec *x = *(const frame_rec *const *)a, *y = *(const frame_rec *const *)b;
-    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
-    int c = memcmp(x->name, y->name, n);
-    return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
-}
-
-/* mangled_names() -> sorted list of the distinct user symbols that start with _Z (as str) */
-static PyObject *unwound_mangled_names(UnwoundObject *self, PyObject *unused)
-{
-    const frame_rec **found = malloc((self->frame_count + 1) * sizeof *found);
-    if (!found)
-        return PyErr_NoMemory();
-    size_t n = 0;
-    for (size_t i = 0; i < self->frame_count; i++)
-        if (mangled(&self->frames[i]))
-            found[n++] = &self->frames[i];
-    qsort(found, n, sizeof *found, by_name);
-    PyObject *names = PyList_New(0);
-    for (size_t i = 0; names && i < n; i++) {
-        if (i > 0 && by_name(&found[i - 1], &found[i]) == 0)
-            continue;
-        PyObject *name = PyUnicode_DecodeUTF8(found[i]->name, found[i]->name_len, "replace");
-        if (!name || PyList_Append(names, name) < 0)
-            Py_CLEAR(names);
-        Py_XDECREF(name);
-    }
-    free(found);
-    return names;
-}
-
-typedef struct name_key {
-    const char *name;
-    size_t len;
-} name_key;
-
-static bool mangled_equal(const void *ctx, uint32_t i, const void *key)
-{
-    PyObject *name = PyList_GET_ITEM((PyObject *)ctx, i);
-    const name_key *k = key;
-    return (size_t)PyBytes_GET_SIZE(name) == k->len && memcmp(PyBytes_AS_STRING(name), k->name, k->len) == 0;
-}
-
-/* set_demangled(mangled: [str], plain: [str]): user frames named mangled[i] are named plain[i]. */
-static PyObject *unwound_set_demangled(UnwoundObject *self, PyObject *args)
-{
-    PyObject *from, *to;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &from, &PyList_Type, &to))
-        return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(from);
-    if (PyList_GET_SIZE(to) != n)
-        return PyErr_Format(PyExc_ValueError, "%zd mangled names but %zd demangled ones", n, PyList_GET_SIZE(to));
-    PyObject *keys = PyList_New(n), *values = PyList_New(n), *result = NULL;
-    fu_index_set index = {0};
-    if (!keys || !values)
-        goto done;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = PyUnicode_AsUTF8String(PyList_GET_ITEM(from, i));
-        PyObject *v = k ? PyUnicode_AsUTF8String(PyList_GET_ITEM(to, i)) : NULL;
-        if (!v) {
-            Py_XDECREF(k);
-            goto done;
-        }
-        PyList_SET_ITEM(keys, i, k);
-        PyList_SET_ITEM(values, i, v);
-        name_key key = {PyBytes_AS_STRING(k), (size_t)PyBytes_GET_SIZE(k)};
-        uint64_t hash = fu_hash_bytes(key.name, key.len, 5);
-        if (fu_index_find(&index, hash, mangled_equal, keys, &key) == FU_INDEX_NONE &&
-            !fu_index_insert(&index, hash, (uint32_t)i)) {
-            PyErr_NoMemory();
-            goto done;
-        }
-    }
-    for (size_t i = 0; i < self->frame_count; i++) {
-        frame_rec *f = &self->frames[i];
-        if (!is_user(f) || !f->has_symbol)
-            continue;
-        name_key key = {f->name, f->name_len};
-        uint32_t at = fu_index_find(&index, fu_hash_bytes(key.name, key.len, 5), mangled_equal, keys, &key);
-        if (at != FU_INDEX_NONE) {
-            PyObject *plain = PyList_GET_ITEM(values, at);
-            if (PyBytes_GET_SIZE(plain) > UINT32_MAX) {
-                PyErr_SetString(PyExc_ValueError, "a demangled name is too long");
-                goto done;
-            }
-            f->name = PyBytes_AS_STRING(plain);
-            f->name_len = (uint32_t)PyBytes_GET_SIZE(plain);
-        }
-    }
-    /* the plain names stay alive with the object (earlier ones too: frames may point at them) */
-    if (!self->demangled && !(self->demangled = PyList_New(0)))
-        goto done;
-    if (PyList_Append(self->demangled, values) < 0)
-        goto done;
-    self->lines_ready = false;
-    self->lines.len = 0;
-    result = Py_NewRef(Py_None);
-done:
-    fu_index_free(&index);
-    Py_XDECREF(keys);
-    Py_XDECREF(values);
-    return result;
 }
 
 /* ---- text -------------------------------------------------------------------------------------- */
@@ -1057,10 +943,6 @@ static PyObject *unwound_get(UnwoundObject *self, void *which)
 }
 
 static PyMethodDef unwound_methods[] = {
-    {"mangled_names", (PyCFunction)unwound_mangled_names, METH_NOARGS,
-     "mangled_names() -> sorted distinct user symbols starting with _Z"},
-    {"set_demangled", (PyCFunction)unwound_set_demangled, METH_VARARGS,
-     "set_demangled(mangled, plain): rename the user frames named mangled[i] to plain[i]"},
     {"render", (PyCFunction)unwound_render, METH_O, "render(write): perf script's text, in bytes chunks"},
     {"folded", (PyCFunction)unwound_folded, METH_O, "folded(write): collapsed stacks with counts, in bytes chunks"},
     {"statistics", (PyCFunction)unwound_statistics, METH_NOARGS,

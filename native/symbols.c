@@ -2,12 +2,20 @@
  * libc's ~10k .symtab entries cost 11 ms, over the kernel's ~120k kallsyms lines 50 ms: more than
  * unwinding a whole recording).
  *
- * SymbolTable.from_elf([(symtab, strtab, elf_class), ...]) -> SymbolTable
- *     defined STT_FUNC / STT_GNU_IFUNC symbols of .symtab / .dynsym sections, sources in order of
- *     preference. Where several symbols start at one address (aliases), the choice follows perf's
- *     preferences: a sized one over a zero-sized one, non-weak over weak, global over local, fewer
- *     leading underscores; on a tie the first one met. A symbol without a size extends to the next
- *     symbol (the last one to its start + 1), as perf fixes them up.
+ * SymbolTable.from_elf([(symtab, strtab, elf_class, section_flags)], plt=None) -> SymbolTable
+ *     the symbols perf 6.1 keeps from one symbol table (dso__load_sym): defined STT_FUNC and
+ *     STT_GNU_IFUNC symbols, and STT_NOTYPE labels (not SHN_ABS) in sections whose name contains
+ *     "text" (section_flags[shndx] & 1; bytes indexed by section). Then perf's fix-ups, in its
+ *     order: symbols__fixup_end (a zero-sized symbol extends to the next one's start, the last to
+ *     the page after its start's page), then symbols__fixup_duplicate, whose choose_best_symbol
+ *     keeps, of the symbols starting at one address, a sized one over a zero-sized one, non-weak
+ *     over weak, global over local, fewer leading underscores, the longer name (all on the
+ *     demangled name, as perf demangles before inserting), on a tie the first in the table.
+ *     plt: (dynsym, dynstr, [relocation sections], [(address, bytes, sh_entsize, sh_addralign,
+ *     is_plt_got)]): x86-64 PLT
+ *     stubs named "symbol@plt" (plt.c), at the addresses no symbol of the table starts at.
+ * SymbolTable.from_perf_map(text) -> SymbolTable
+ *     a JIT's /tmp/perf-PID.map (perf_map.c); of several entries at one address the last one.
  * SymbolTable.from_kallsyms(text, addresses=None) -> SymbolTable
  *     t/T/w/W lines of /proc/kallsyms; an address belongs to the nearest symbol at or below it (of
  *     several at one address, the last in the file). All addresses 0 (kptr_restrict) or no
@@ -17,18 +25,29 @@
  *     symbol.
  * table.lookup(address) -> (name, offset) | None;  len(table)
  *
- * Input is read through bounded cursors; a truncated or malformed entry ends the scan (ELF) or is
- * skipped (kallsyms lines). Names are decoded as UTF-8, invalid bytes replaced by U+FFFD.
+ * Names of ELF tables are demangled (demangle.c) on their first lookup, and kept; kallsyms and
+ * perf-map names are not (perf demangles neither). Input is read through bounded cursors; a
+ * truncated or malformed entry ends the scan (ELF) or is skipped (kallsyms and perf-map lines).
+ * Names are decoded as UTF-8, invalid bytes replaced by U+FFFD.
  */
 #include "binding.h"
 
 #include "cursor.h"
+#include "demangle.h"
 #include "growing.h"
+#include "perf_map.h"
+#include "plt.h"
 #include "symbols.h"
 
+#define STT_NOTYPE 0
 #define STT_FUNC 2
 #define STT_GNU_IFUNC 10
 #define SHN_UNDEF 0
+#define SHN_ABS 0xfff1
+/* section_flags bit: the section's name contains "text" (perf's elf_sec__filter for labels) */
+#define SECTION_TEXT 1
+/* perf's end for a last zero-sized symbol: the page after the one it starts in */
+#define LAST_SYMBOL_PAGE 4096
 #define STB_GLOBAL 1
 #define STB_WEAK 2
 /* Longest symbol name kept; C++ names reach a few KiB, longer ones are data, not names. */
@@ -66,14 +85,50 @@ bool fu_symbol_find(const fu_symbol_table *table, uint64_t address, size_t *inde
         else
             hi = mid;
     }
-    if (table->bounded && address >= table->ends[lo])
+    /* perf's symbols__find: [start, end), and a symbol with end == start holds its start */
+    if (table->bounded && address >= table->ends[lo] && address != table->starts[lo])
         return false;
     *index = lo;
     return true;
 }
 
+/* Marks a name that demangling left as it is (its display name is the stored one). */
+static char not_mangled;
+
+const char *fu_symbol_name(const fu_symbol_table *table, size_t index, size_t *len)
+{
+    const char *raw = table->names + table->name_offsets[index];
+    *len = table->name_lengths[index];
+    if (!table->demangle || !fu_maybe_mangled(raw, *len))
+        return raw;
+    /* the cache is filled on first use: a table is built once and read by one thread (the GIL) */
+    fu_symbol_table *t = (fu_symbol_table *)table;
+    if (!t->plain && !(t->plain = calloc(t->count, sizeof *t->plain)))
+        return raw;
+    if (!t->plain_lengths && !(t->plain_lengths = calloc(t->count, sizeof *t->plain_lengths)))
+        return raw;
+    if (!t->plain[index]) {
+        size_t n = 0;
+        char *plain = fu_demangle(raw, *len, &n);
+        t->plain[index] = plain && n <= UINT32_MAX ? plain : &not_mangled;
+        if (t->plain[index] == &not_mangled)
+            free(plain);
+        else
+            t->plain_lengths[index] = (uint32_t)n;
+    }
+    if (t->plain[index] == &not_mangled)
+        return raw;
+    *len = t->plain_lengths[index];
+    return t->plain[index];
+}
+
 static void table_free(fu_symbol_table *t)
 {
+    for (size_t i = 0; t->plain && i < t->count; i++)
+        if (t->plain[i] != &not_mangled)
+            free(t->plain[i]);
+    free(t->plain);
+    free(t->plain_lengths);
     free(t->starts);
     free(t->ends);
     free(t->name_offsets);
@@ -92,22 +147,16 @@ static void symbols_dealloc(SymbolTableObject *self)
 
 /* A candidate symbol: where its name is, and what decides between aliases. */
 typedef struct candidate {
-    uint64_t value, size;
-    uint64_t rank;    /* perf's alias preference, smaller is better (see the top of the file) */
-    const char *name; /* into the caller's string table, alive during construction */
+    uint64_t value, size, end;
+    const char *name;     /* into the caller's string table (or `synthetic_names`), alive during construction */
     uint32_t name_len;
-    uint32_t order;   /* position among all candidates: the tie-break, and kallsyms' file order */
+    uint32_t order;       /* position among all candidates: the tie-break, and kallsyms' file order */
+    uint8_t bind;
+    bool synthetic;       /* a PLT stub: its name is at name_offset in the synthesized names */
+    bool plain_known;     /* plain_len and underscores computed (for choose_best) */
+    uint32_t name_offset;
+    size_t plain_len, underscores;
 } candidate;
-
-static int by_value_rank_order(const void *a, const void *b)
-{
-    const candidate *x = a, *y = b;
-    if (x->value != y->value)
-        return x->value < y->value ? -1 : 1;
-    if (x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
-    return x->order < y->order ? -1 : x->order > y->order;
-}
 
 static int by_value_order(const void *a, const void *b)
 {
@@ -154,8 +203,8 @@ static bool append_name(fu_growing *names, const char *name, size_t len, uint32_
     return ok;
 }
 
-/* Fill `t` from candidates sorted so that the chosen one of each address comes first (take_last:
- * the last one instead). */
+/* Fill `t` from candidates sorted by address, one kept per address: the first of each address, or
+ * the last one (take_last). A bounded table takes each kept candidate's `end`. */
 static bool table_from_sorted(fu_symbol_table *t, const candidate *c, size_t n, bool take_last, bool bounded)
 {
     fu_growing names = {0};
@@ -176,20 +225,13 @@ static bool table_from_sorted(fu_symbol_table *t, const candidate *c, size_t n, 
             continue;
         t->starts[count] = c[i].value;
         if (bounded)
-            t->ends[count] = c[i].size; /* the size for now; ends below */
+            t->ends[count] = c[i].end;
         if (!append_name(&names, c[i].name, c[i].name_len, &t->name_offsets[count], &t->name_lengths[count])) {
             free(names.data);
             return false;
         }
         count++;
     }
-    if (bounded)
-        for (size_t i = 0; i < count; i++) {
-            uint64_t size = t->ends[i], start = t->starts[i];
-            uint64_t following = i + 1 < count ? t->starts[i + 1] : start + 1;
-            uint64_t end = size ? start + size : following;
-            t->ends[i] = end < start ? UINT64_MAX : end; /* a size past 2^64 reaches the top */
-        }
     t->count = count;
     t->names = (char *)names.data;
     t->usable = true;
@@ -217,11 +259,13 @@ static bool append_candidate(fu_growing *cands, const candidate *c)
     return true;
 }
 
-/* The function symbols of one .symtab/.dynsym section, appended to `cands`. */
-static bool read_elf_symbols(const Py_buffer *symtab, const Py_buffer *strtab, int elf_class, fu_growing *cands)
+/* The symbols perf keeps of one .symtab/.dynsym section (see the top of the file), appended to
+ * `cands`. */
+static bool read_elf_symbols(const Py_buffer *symtab, const Py_buffer *strtab, int elf_class,
+                             const Py_buffer *section_flags, fu_growing *cands)
 {
     unsigned entsize = elf_class == 64 ? 24 : 16;
-    const uint8_t *base = symtab->buf;
+    const uint8_t *base = symtab->buf, *flags = section_flags->buf;
     const char *strings = strtab->buf;
     size_t strings_len = (size_t)strtab->len;
     /* the table's length bounds the loop: one entry of entsize bytes per iteration */
@@ -246,19 +290,18 @@ static bool read_elf_symbols(const Py_buffer *symtab, const Py_buffer *strtab, i
             shndx = (uint16_t)fu_read_uint(&c, 2);
         }
         unsigned type = info & 0xf, bind = info >> 4;
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || shndx == SHN_UNDEF || name == 0 || name >= strings_len)
-            continue; /* not a defined function, or a name outside the string table */
+        bool function = type == STT_FUNC || type == STT_GNU_IFUNC;
+        /* perf's elf_sym__is_label, and elf_sec__filter: a label counts in a "text" section only */
+        bool label = type == STT_NOTYPE && shndx != SHN_ABS && shndx < (size_t)section_flags->len &&
+                     (flags[shndx] & SECTION_TEXT);
+        if ((!function && !label) || shndx == SHN_UNDEF || name == 0 || name >= strings_len)
+            continue; /* not a defined function or label, or a name outside the string table */
         size_t limit = strings_len - name < FU_MAX_SYMBOL_NAME ? strings_len - name : FU_MAX_SYMBOL_NAME;
         const char *text = strings + name, *nul = memchr(text, 0, limit);
         if (!nul)
             continue;
-        uint32_t len = (uint32_t)(nul - text), underscores = 0;
-        while (underscores < len && text[underscores] == '_')
-            underscores++;
         candidate cand = {
-            .value = value, .size = size, .name = text, .name_len = len,
-            .rank = (uint64_t)(size == 0) << 34 | (uint64_t)(bind == STB_WEAK) << 33 |
-                    (uint64_t)(bind != STB_GLOBAL) << 32 | underscores,
+            .value = value, .size = size, .name = text, .name_len = (uint32_t)(nul - text), .bind = (uint8_t)bind,
             .order = (uint32_t)(cands->len / sizeof cand),
         };
         if (!append_candidate(cands, &cand))
@@ -267,9 +310,192 @@ static bool read_elf_symbols(const Py_buffer *symtab, const Py_buffer *strtab, i
     return true;
 }
 
-static PyObject *symbols_from_elf(PyObject *cls, PyObject *sources)
+/* perf's symbols__fixup_end over candidates sorted by (address, order): a zero-sized symbol ends at
+ * the next one's start (a duplicate's start is its own: it stays zero-sized), the last one at the
+ * page after its start's page. */
+static void fixup_ends(candidate *c, size_t n)
 {
-    PyObject *seq = PySequence_Fast(sources, "from_elf expects a list of (symtab, strtab, elf_class)");
+    for (size_t i = 0; i < n; i++) {
+        uint64_t end = c[i].value + c[i].size;
+        c[i].end = end < c[i].value ? UINT64_MAX : end; /* a size past 2^64 reaches the top */
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].end != c[i].value)
+            continue;
+        if (i + 1 < n) {
+            c[i].end = c[i + 1].value;
+        } else {
+            uint64_t page_end = (c[i].value + LAST_SYMBOL_PAGE - 1) / LAST_SYMBOL_PAGE * LAST_SYMBOL_PAGE;
+            c[i].end = page_end + LAST_SYMBOL_PAGE < c[i].value ? UINT64_MAX : page_end + LAST_SYMBOL_PAGE;
+        }
+    }
+}
+
+/* The demangled name's length and leading underscores, which choose_best compares. */
+static void plain_form(candidate *c)
+{
+    if (c->plain_known)
+        return;
+    size_t len = c->name_len;
+    char *plain = fu_demangle(c->name, c->name_len, &len);
+    const char *text = plain ? plain : c->name;
+    size_t underscores = 0;
+    while (underscores < len && text[underscores] == '_')
+        underscores++;
+    c->plain_len = len;
+    c->underscores = underscores;
+    c->plain_known = true;
+    free(plain);
+}
+
+/* perf's choose_best_symbol: true if `b` is better than `a` (a came first in the table). */
+static bool better(candidate *a, candidate *b)
+{
+    bool a_sized = a->end != a->value, b_sized = b->end != b->value;
+    if (a_sized != b_sized)
+        return b_sized;
+    bool a_weak = a->bind == STB_WEAK, b_weak = b->bind == STB_WEAK;
+    if (a_weak != b_weak)
+        return a_weak;
+    bool a_global = a->bind == STB_GLOBAL, b_global = b->bind == STB_GLOBAL;
+    if (a_global != b_global)
+        return b_global;
+    plain_form(a);
+    plain_form(b);
+    if (a->underscores != b->underscores)
+        return b->underscores < a->underscores;
+    return b->plain_len > a->plain_len;
+}
+
+/* perf's symbols__fixup_duplicate: of each address's candidates (sorted by order), the best one
+ * (a tournament in table order: on a tie the earlier stays) is kept. Returns the count kept. */
+static size_t choose_best(candidate *c, size_t n)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < n;) {
+        size_t best = i, j = i + 1;
+        for (; j < n && c[j].value == c[i].value; j++)
+            if (better(&c[best], &c[j]))
+                best = j;
+        c[kept++] = c[best];
+        i = j;
+    }
+    return kept;
+}
+
+/* ---- PLT stubs (plt.c) --------------------------------------------------------------------------- */
+
+typedef struct plt_context {
+    fu_growing *cands, *names;
+    uint32_t first_order;
+    bool failed;
+} plt_context;
+
+static bool plt_emit(void *context, const fu_plt_stub *stub)
+{
+    plt_context *ctx = context;
+    char abs_name[40];
+    const char *name = stub->name;
+    size_t len = stub->name_len;
+    if (!name) { /* an IRELATIVE slot: objdump's name */
+        len = (size_t)snprintf(abs_name, sizeof abs_name, "*ABS*+0x%llx", (unsigned long long)stub->addend);
+        name = abs_name;
+    }
+    if (len > FU_MAX_SYMBOL_NAME)
+        return true; /* longer than any name kept */
+    candidate cand = {.value = stub->address, .size = stub->size, .end = stub->address + stub->size,
+                      .bind = STB_GLOBAL, .synthetic = true, .name_offset = (uint32_t)ctx->names->len,
+                      .name_len = (uint32_t)(len + 4), .order = (uint32_t)(ctx->cands->len / sizeof cand)};
+    if (ctx->names->len > UINT32_MAX - len - 4 || !fu_growing_append(ctx->names, name, len) ||
+        !fu_growing_append(ctx->names, "@plt", 4)) {
+        ctx->failed = true;
+        PyErr_NoMemory();
+        return false;
+    }
+    if (!append_candidate(ctx->cands, &cand)) {
+        ctx->failed = true;
+        return false;
+    }
+    return true;
+}
+
+/* plt = (dynsym, dynstr, [relocation sections], [(address, bytes, sh_entsize, sh_addralign, is_plt_got)]);
+ * buffers held in
+ * `held` (released by the caller). */
+static bool read_plt(PyObject *plt, Py_buffer *held, Py_ssize_t *held_count, fu_growing *cands, fu_growing *names)
+{
+    PyObject *relocations, *sections;
+    fu_plt_input in = {0};
+    Py_buffer *dynsym = &held[(*held_count)++], *dynstr = &held[(*held_count)++];
+    if (!PyArg_ParseTuple(plt, "y*y*O!O!", dynsym, dynstr, &PyList_Type, &relocations, &PyList_Type, &sections)) {
+        *held_count -= 2;
+        return false;
+    }
+    if (PyList_GET_SIZE(relocations) > FU_PLT_MAX_RELOCATION_SECTIONS ||
+        PyList_GET_SIZE(sections) > FU_PLT_MAX_SECTIONS) {
+        PyErr_Format(PyExc_ValueError, "plt: at most %d relocation sections and %d PLT sections",
+                     FU_PLT_MAX_RELOCATION_SECTIONS, FU_PLT_MAX_SECTIONS);
+        return false;
+    }
+    in.dynsym = dynsym->buf;
+    in.dynsym_size = (size_t)dynsym->len;
+    in.dynstr = dynstr->buf;
+    in.dynstr_size = (size_t)dynstr->len;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(relocations); i++) {
+        Py_buffer *b = &held[*held_count];
+        if (PyObject_GetBuffer(PyList_GET_ITEM(relocations, i), b, PyBUF_SIMPLE) < 0)
+            return false;
+        (*held_count)++;
+        in.relocations[in.relocation_count] = b->buf;
+        in.relocation_sizes[in.relocation_count++] = (size_t)b->len;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sections); i++) {
+        Py_buffer *b = &held[*held_count];
+        unsigned long long address, entsize, addralign;
+        int is_plt_got;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(sections, i), "Ky*KKp", &address, b, &entsize, &addralign, &is_plt_got))
+            return false;
+        (*held_count)++;
+        in.sections[in.section_count++] = (fu_plt_section){address, b->buf, (size_t)b->len,
+                                                           fu_plt_entry_size(entsize, addralign, is_plt_got)};
+    }
+    plt_context ctx = {cands, names, 0, false};
+    fu_plt_counts counts;
+    fu_plt_status status = fu_plt_synthesize(&in, plt_emit, &ctx, &counts);
+    if (status == FU_PLT_NO_MEMORY) {
+        PyErr_NoMemory();
+        return false;
+    }
+    return !ctx.failed;
+}
+
+/* Drop the PLT stubs at addresses a symbol of the table starts at (mold names its stubs
+ * "memcmp$plt" in .symtab; the file's own names win); c is sorted by address. Returns the count kept. */
+static size_t drop_covered_stubs(candidate *c, size_t n)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].synthetic) {
+            bool covered = (i > 0 && c[i - 1].value == c[i].value && !c[i - 1].synthetic) ||
+                           (i + 1 < n && c[i + 1].value == c[i].value && !c[i + 1].synthetic) ||
+                           (kept > 0 && c[kept - 1].value == c[i].value);
+            if (covered)
+                continue;
+        }
+        c[kept++] = c[i];
+    }
+    return kept;
+}
+
+#define MAX_HELD_BUFFERS (3 * FU_MAX_SYMBOL_SOURCES + 2 + FU_PLT_MAX_RELOCATION_SECTIONS + FU_PLT_MAX_SECTIONS)
+
+static PyObject *symbols_from_elf(PyObject *cls, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"sources", "plt", NULL};
+    PyObject *sources, *plt = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:from_elf", keywords, &sources, &plt))
+        return NULL;
+    PyObject *seq = PySequence_Fast(sources, "from_elf expects a list of (symtab, strtab, elf_class, section_flags)");
     if (!seq)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -277,35 +503,95 @@ static PyObject *symbols_from_elf(PyObject *cls, PyObject *sources)
         Py_DECREF(seq);
         return PyErr_Format(PyExc_ValueError, "more than %d symbol table sources", FU_MAX_SYMBOL_SOURCES);
     }
-    Py_buffer buffers[2 * FU_MAX_SYMBOL_SOURCES];
+    Py_buffer buffers[MAX_HELD_BUFFERS];
     Py_ssize_t held = 0;
-    fu_growing cands = {0};
+    fu_growing cands = {0}, synthetic_names = {0};
     PyObject *result = NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         int elf_class;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y*y*i", &buffers[held], &buffers[held + 1],
-                              &elf_class))
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y*y*iy*", &buffers[held], &buffers[held + 1],
+                              &elf_class, &buffers[held + 2]))
             goto done;
-        held += 2;
+        held += 3;
         if (elf_class != 32 && elf_class != 64) {
             PyErr_Format(PyExc_ValueError, "elf_class must be 32 or 64, not %d", elf_class);
             goto done;
         }
-        if (!read_elf_symbols(&buffers[held - 2], &buffers[held - 1], elf_class, &cands))
+        if (!read_elf_symbols(&buffers[held - 3], &buffers[held - 2], elf_class, &buffers[held - 1], &cands))
             goto done;
     }
     size_t count = cands.len / sizeof(candidate);
     if (count)
-        qsort(cands.data, count, sizeof(candidate), by_value_rank_order);
+        qsort(cands.data, count, sizeof(candidate), by_value_order);
+    fixup_ends((candidate *)cands.data, count);
+    count = choose_best((candidate *)cands.data, count);
+    cands.len = count * sizeof(candidate);
+    if (plt != Py_None) {
+        if (!PyTuple_Check(plt)) {
+            PyErr_SetString(PyExc_TypeError, "plt must be None or (dynsym, dynstr, relocations, sections)");
+            goto done;
+        }
+        if (!read_plt(plt, buffers, &held, &cands, &synthetic_names))
+            goto done;
+        count = cands.len / sizeof(candidate);
+        candidate *c = (candidate *)cands.data;
+        for (size_t i = 0; i < count; i++)
+            if (c[i].synthetic)
+                c[i].name = (const char *)synthetic_names.data + c[i].name_offset;
+        /* stable: each address's chosen symbol stays first of its run */
+        qsort(c, count, sizeof *c, by_value_order);
+        count = drop_covered_stubs(c, count);
+    }
     result = new_table_object((PyTypeObject *)cls);
-    if (result && !table_from_sorted(&((SymbolTableObject *)result)->table, (candidate *)cands.data, count, false,
-                                     true))
-        Py_CLEAR(result);
+    if (result) {
+        fu_symbol_table *t = &((SymbolTableObject *)result)->table;
+        if (!table_from_sorted(t, (candidate *)cands.data, count, false, true))
+            Py_CLEAR(result);
+        else
+            t->demangle = true;
+    }
 done:
     for (Py_ssize_t i = 0; i < held; i++)
         PyBuffer_Release(&buffers[i]);
     free(cands.data);
+    free(synthetic_names.data);
     Py_DECREF(seq);
+    return result;
+}
+
+/* ---- perf maps (perf_map.c) ---------------------------------------------------------------------- */
+
+static bool perf_map_emit(void *context, const fu_perf_map_entry *entry)
+{
+    fu_growing *cands = context;
+    if (entry->name_len > FU_MAX_SYMBOL_NAME)
+        return true; /* perf_map.c bounds lines; a name this long cannot reach here */
+    uint64_t end = entry->start + (entry->size ? entry->size : 1);
+    candidate cand = {.value = entry->start, .size = entry->size, .end = end < entry->start ? UINT64_MAX : end,
+                      .name = entry->name, .name_len = (uint32_t)entry->name_len,
+                      .order = (uint32_t)(cands->len / sizeof cand)};
+    return append_candidate(cands, &cand);
+}
+
+static PyObject *symbols_from_perf_map(PyObject *cls, PyObject *arg)
+{
+    Py_buffer text;
+    if (PyObject_GetBuffer(arg, &text, PyBUF_SIMPLE) < 0)
+        return NULL;
+    fu_growing cands = {0};
+    fu_perf_map_counts counts;
+    PyObject *result = NULL;
+    if (fu_perf_map_parse(text.buf, (size_t)text.len, perf_map_emit, &cands, &counts)) {
+        size_t count = cands.len / sizeof(candidate);
+        if (count)
+            qsort(cands.data, count, sizeof(candidate), by_value_order);
+        result = new_table_object((PyTypeObject *)cls);
+        if (result && !table_from_sorted(&((SymbolTableObject *)result)->table, (candidate *)cands.data, count, true,
+                                         true))
+            Py_CLEAR(result);
+    }
+    free(cands.data);
+    PyBuffer_Release(&text);
     return result;
 }
 
@@ -509,8 +795,11 @@ static PyObject *symbols_usable(SymbolTableObject *self, void *unused)
 }
 
 static PyMethodDef symbols_methods[] = {
-    {"from_elf", symbols_from_elf, METH_O | METH_CLASS,
-     "from_elf([(symtab, strtab, elf_class), ...]) -> SymbolTable of the function symbols, sources by preference"},
+    {"from_elf", (PyCFunction)(void (*)(void))symbols_from_elf, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "from_elf([(symtab, strtab, elf_class, section_flags), ...], plt=None) -> SymbolTable of the symbols perf "
+     "keeps, with PLT stubs named symbol@plt"},
+    {"from_perf_map", symbols_from_perf_map, METH_O | METH_CLASS,
+     "from_perf_map(text) -> SymbolTable of a JIT's /tmp/perf-PID.map"},
     {"from_kallsyms", symbols_from_kallsyms, METH_VARARGS | METH_CLASS,
      "from_kallsyms(text, addresses=None) -> SymbolTable of /proc/kallsyms' t/T/w/W symbols (with addresses, "
      "bytes of u64: only those their lookups need)"},

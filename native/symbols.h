@@ -19,16 +19,17 @@ typedef struct fu_symbol_table {
     size_t count;
     bool bounded;
     bool usable;              /* false: every lookup fails (kallsyms with hidden addresses) */
+    bool demangle;            /* ELF tables: names are shown demangled (demangle.h) */
+    char **plain;             /* demangled names, filled on first use (NULL: not yet) */
+    uint32_t *plain_lengths;
 } fu_symbol_table;
 
 /* The index of the symbol for `address`; false if none. */
 bool fu_symbol_find(const fu_symbol_table *table, uint64_t address, size_t *index);
 
-static inline const char *fu_symbol_name(const fu_symbol_table *table, size_t index, size_t *len)
-{
-    *len = table->name_lengths[index];
-    return table->names + table->name_offsets[index];
-}
+/* The name of symbol `index` as perf prints it: demangled (ELF tables), computed on first use and
+ * kept with the table. */
+const char *fu_symbol_name(const fu_symbol_table *table, size_t index, size_t *len);
 
 #ifdef Py_PYTHON_H
 /* The table of a fastunwind._core.SymbolTable, or NULL with TypeError set. */

@@ -4,7 +4,7 @@ The pipeline, with no Python per sample or per frame: the perf.data reader (C) d
 the replay (C, `perf_session.replay`) ties each to an address space; one C call unwinds every
 sample (GIL released); one more (native/perf_script.c) resolves every distinct frame to its DSO and
 symbol and keeps the result, which renders perf script's text or folded stacks in C. Python opens
-the modules and symbol tables (once per file) and demangles C++ names (one `c++filt` run).
+the modules and symbol tables (once per file); names are demangled in C (native/demangle.c).
 
 perf script's text format (perf 6.1, `-F comm,tid,time,ip,sym,symoff,dso`): a header
 `comm  tid  sec.usec: ` per sample, then one line per frame, `\\t%16x sym+0xoff (dso)`, kernel
@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, NamedTuple, TextIO, overload
 
 from fastunwind import _core
-from fastunwind.address_space import ImageCache, ModuleImage
+from fastunwind.address_space import ImageCache, Mapping, ModuleImage
 from fastunwind.errors import PerfDataError
 from fastunwind.perf_data import PerfData, RecordingCut
 from fastunwind.perf_session import replay
-from fastunwind.symbolize import SymbolTable, kernel_symbol_table, symbol_table_for_file
+from fastunwind.symbolize import PERF_MAP_PATH, SymbolTable, kernel_symbol_table, perf_map_table, symbol_table_for_file
 
 #: perf's default callchain depth (kernel.perf_event_max_stack)
 DEFAULT_MAX_FRAMES = 127
@@ -145,6 +145,28 @@ class _SymbolLoader:
         return table
 
 
+class _PerfMapLoader:
+    """The symbols of JIT code: the process's /tmp/perf-PID.map, read when a frame first needs it
+    (perf reads it at `perf script` time too); one per file."""
+
+    def __init__(self, path: str, tables: dict[str, SymbolTable | None]) -> None:
+        self._path = path
+        self._tables = tables
+
+    def __call__(self) -> SymbolTable | None:
+        if self._path not in self._tables:
+            self._tables[self._path] = perf_map_table(self._path)
+        return self._tables[self._path]
+
+
+def _symbol_loader(mapping: Mapping, tables: dict) -> _SymbolLoader | _PerfMapLoader | None:
+    if mapping.image is not None:
+        return _SymbolLoader(mapping.image, tables)
+    if PERF_MAP_PATH.fullmatch(mapping.path):
+        return _PerfMapLoader(mapping.path, tables)
+    return None
+
+
 #: the phases of unwind_recording, in order, as its `on_phase` callback names them
 PHASES = ("decoding", "replaying", "unwinding", "symbolizing")
 
@@ -170,14 +192,12 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     frames_of = _core.unwind_samples if source == SOURCE_DWARF else _core.callchain_samples
     unwound = frames_of(perf.native, space_ids, [space.to_core(backend) for space in session.spaces], max_frames)
     tables: dict[str, SymbolTable] = {}
-    mappings = [(m.start, m.pgoff, m.bias, m.path, _SymbolLoader(m.image, tables) if m.image is not None else None)
-                for m in session.mappings]
+    mappings = [(m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables)) for m in session.mappings]
     kernel_build_id = next((b.build_id for b in perf.build_ids if b.filename == "[kernel.kallsyms]"), None)
     phase("symbolizing")
     native = _core.symbolize_samples(
         perf.native, space_ids, replayed.comm_ids.tobytes(), replayed.comm_names, unwound, session.space_mappings,
         mappings, lambda addresses: kernel_symbol_table(kernel_build_id, addresses), OUTCOME_NAME_BY_CODE)
-    demangle(native)
     unwound_samples, frames, outcomes, depths = native.statistics()
     stats = Statistics(samples=perf.sample_count, unwound_samples=unwound_samples, frames=frames, walk_ns=unwound[6],
                        frames_per_sample=Counter(depths), replaced_modules=session.statistics.replaced_modules,
@@ -200,25 +220,6 @@ def recording_source(perf: PerfData) -> str:
     if any(attr.sample_type & _SAMPLE_CALLCHAIN for attr in sampling):
         return SOURCE_CALLCHAIN
     return SOURCE_IP
-
-
-def demangle(native: _core.UnwoundSamples) -> None:
-    """C++ names demangled without parameters, as perf prints them, through one `c++filt -p`
-    (binutils) run over the distinct mangled names of user frames; unchanged if c++filt is
-    missing or fails."""
-    mangled = native.mangled_names()
-    if not mangled:
-        return
-    import shutil
-    import subprocess
-
-    if shutil.which("c++filt") is None:
-        return
-    result = subprocess.run(["c++filt", "-p"], input="\n".join(mangled) + "\n", capture_output=True, text=True)
-    names = result.stdout.splitlines()
-    if result.returncode != 0 or len(names) != len(mangled):
-        return
-    native.set_demangled(mangled, names)
 
 
 def _writer(out: TextIO | BinaryIO) -> Callable[[bytes], object]:

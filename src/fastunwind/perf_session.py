@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, ModuleImage
 from fastunwind.perf_data import build_id_cache_file, build_id_cache_root
+from fastunwind.symbolize import PERF_MAP_PATH
 
 if TYPE_CHECKING:
     from fastunwind.perf_data import PerfData, Sample
@@ -102,8 +103,10 @@ ANONYMOUS_PREFIXES = ("/SYSV", "/memfd:")
 
 
 def _is_anonymous(filename: str) -> bool:
-    """No file to read: perf's pseudo names ([heap], [anon:...]) and anonymous mappings."""
-    return not filename.startswith("/") or filename in ANONYMOUS_NAMES or filename.startswith(ANONYMOUS_PREFIXES)
+    """No file to read: perf's pseudo names ([heap], [anon:...]), anonymous mappings, and JIT
+    code named after its perf map (its symbols: the map, perf_script.py)."""
+    return (not filename.startswith("/") or filename in ANONYMOUS_NAMES or filename.startswith(ANONYMOUS_PREFIXES)
+            or PERF_MAP_PATH.fullmatch(filename) is not None)
 
 
 def _same_build_id(expected: bytes, image: ModuleImage) -> bool:

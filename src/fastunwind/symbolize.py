@@ -1,53 +1,93 @@
-"""Function names for addresses: `.symtab` (from the file or its separate debug file) and `.dynsym`
-of a module, and the kernel's symbols.
+"""Function names for addresses: a module's symbols as perf 6.1 keeps them, JIT perf maps, and the
+kernel's symbols.
 
 Tables are `fastunwind._core.SymbolTable`s, built and searched in C (native/symbols.c): sorted by
-address, one symbol per address. Where several symbols start at one address (aliases), the choice
-follows perf's preferences: a sized one over a zero-sized one, non-weak over weak, global over
-local, fewer leading underscores. A symbol without a size extends to the next symbol, as perf fixes
-them up. `table.lookup(address)` gives (name, offset into the symbol) or None.
+address, one symbol per address. Like perf (dso__load), a module's symbols come from one table: the
+separate debug file's .symtab, else the file's .symtab, else its .dynsym. perf's rules follow:
+functions and labels in text sections, zero-sized symbols extended to the next one, its choice
+between aliases (choose_best_symbol), names demangled (C++, Rust legacy and v0, with libiberty,
+in C). PLT stubs (.plt, .plt.sec, .plt.got) are named `symbol@plt` from the file's relocations
+(native/plt.c). `table.lookup(address)` gives (name, offset into the symbol) or None.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import re
 
 from fastunwind import _core
-from fastunwind.elf import SHT_DYNSYM, SHT_SYMTAB, ElfFile, find_debug_file
+from fastunwind.elf import SHT_DYNSYM, SHT_NOBITS, SHT_RELA, SHT_SYMTAB, ElfFile, find_debug_file
 from fastunwind.errors import ElfError
 from fastunwind.perf_data import build_id_cache_file
 
 SymbolTable = _core.SymbolTable
 
+EM_X86_64 = 62
+#: sections holding PLT stubs, and the relocation sections naming their GOT slots (native/plt.h)
+PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got")
+PLT_RELOCATION_SECTIONS = (".rela.plt", ".rela.dyn")
+#: the name perf gives the anonymous executable mappings of process PID (util/map.c, map__new)
+PERF_MAP_PATH = re.compile(r"/tmp/perf-(\d+)\.map")
+
+
+def _symbol_section(elf: ElfFile, kind: int) -> tuple[bytes, bytes, int, bytes] | None:
+    """(symbols, strings, elf_class, section_flags) of the file's section of type `kind`; bit 0 of
+    section_flags[i]: section i's name contains "text" (where perf accepts labels)."""
+    for section in elf.sections:
+        if section.type != kind or section.link >= len(elf.sections):
+            continue
+        try:
+            flags = bytes(1 if "text" in s.name else 0 for s in elf.sections)
+            return (elf.section_data(section), elf.section_data(elf.sections[section.link]), elf.elf_class, flags)
+        except ElfError:
+            return None  # an unreadable symbol table only costs names
+    return None
+
+
+def _plt_input(elf: ElfFile) -> tuple[bytes, bytes, list[bytes], list[tuple[int, bytes, int, int, bool]]] | None:
+    """The PLT synthesizer's input (native/plt.h): .dynsym, .dynstr, the relocation sections, and
+    the PLT sections as (address, bytes, sh_entsize, sh_addralign, is .plt.got); None without them
+    (or for another machine than x86-64)."""
+    if elf.elf_class != 64 or elf.machine != EM_X86_64:
+        return None
+    by_name = {s.name: s for s in elf.sections}
+    dynsym = next((s for s in elf.sections if s.type == SHT_DYNSYM and s.link < len(elf.sections)), None)
+    if dynsym is None:
+        return None
+    try:
+        relocations = [elf.section_data(by_name[name]) for name in PLT_RELOCATION_SECTIONS
+                       if name in by_name and by_name[name].type == SHT_RELA]
+        sections = [(s.addr, elf.section_data(s), s.entsize, s.addralign, s.name == ".plt.got")
+                    for s in (by_name.get(name) for name in PLT_SECTIONS) if s is not None and s.type != SHT_NOBITS]
+        if not relocations or not sections:
+            return None
+        return elf.section_data(dynsym), elf.section_data(elf.sections[dynsym.link]), relocations, sections
+    except ElfError:
+        return None
+
 
 def symbol_table_for_file(elf: ElfFile) -> SymbolTable:
-    """The function symbols of the file's and its separate debug file's .symtab and .dynsym (the
-    debug file's first: they win ties between aliases)."""
-    sources = [elf]
+    """The symbols perf 6.1 shows for `elf`: of its separate debug file's .symtab, else its own
+    .symtab, else its .dynsym (the first that exists), with its PLT stubs named."""
+    source = None
     debug_path = find_debug_file(elf)
-    debug = None
     if debug_path:
         try:
-            debug = ElfFile.open(debug_path)
-            sources.insert(0, debug)
+            with ElfFile.open(debug_path) as debug:
+                source = _symbol_section(debug, SHT_SYMTAB)
         except (OSError, ElfError):
-            debug = None
+            source = None
+    source = source or _symbol_section(elf, SHT_SYMTAB) or _symbol_section(elf, SHT_DYNSYM)
+    return SymbolTable.from_elf([source] if source else [], plt=_plt_input(elf))
+
+
+def perf_map_table(path: str) -> SymbolTable | None:
+    """The symbols of a JIT's perf map (`/tmp/perf-PID.map`), None if it cannot be read."""
     try:
-        sections = []
-        for source in sources:
-            for section in source.sections:
-                if section.type not in (SHT_SYMTAB, SHT_DYNSYM) or section.link >= len(source.sections):
-                    continue
-                try:
-                    sections.append((source.section_data(section),
-                                     source.section_data(source.sections[section.link]), source.elf_class))
-                except ElfError:
-                    continue  # an unreadable symbol table only costs names
-        return SymbolTable.from_elf(sections)
-    finally:
-        if debug is not None:
-            debug.close()
+        return SymbolTable.from_perf_map(_read_mapped(path))
+    except OSError:
+        return None
 
 
 def _read_mapped(path: str) -> bytes | mmap.mmap:
