@@ -97,6 +97,14 @@ def _compress(tool: str, words_per_second: int, *flags: str) -> Callable[[Path, 
     return lambda directory, seconds: [tool, *flags, "-k", "-f", str(_text_file(directory, int(seconds * words_per_second)))]
 
 
+def _exec_loop(directory: Path, seconds: float) -> list[str]:
+    """A shell exec'ing short programs for about `seconds`: /bin/true (all start-up: ld.so, libc's
+    initialisation) and gzip on a 100k-word file (about 0.1 s of work each)."""
+    text = _text_file(directory, 100_000)
+    rounds = max(3, int(seconds / 0.12))
+    return ["sh", "-c", f"for i in $(seq {rounds}); do /bin/true; /bin/true; gzip -9 -c {text} > /dev/null; done"]
+
+
 CASES: dict[str, Case] = {case.name: case for case in [
     _c("c-bfd", "C, GNU ld, PIE (Debian's default)", (), sample=True),
     _c("c-bfd-nopie", "C, GNU ld, not PIE", ("-no-pie",)),
@@ -130,8 +138,8 @@ CASES: dict[str, Case] = {case.name: case for case in [
     Case("cpp", "C++ through libstdc++ (g++ -O2)", ("g++",),
          lambda d: [["g++", "-O2", str(SOURCES / "program.cc"), "-o", str(d / "cpp")]],
          lambda d, s: [str(d / "cpp"), f"{s:g}"], sample=True),
-    Case("fork-exec", "sh running /bin/true in a loop: processes exec'd during the recording", ("sh",),
-         lambda d: [], lambda d, s: ["sh", "-c", f"for i in $(seq {max(50, int(s * 1000))}); do /bin/true; done"],
+    Case("fork-exec", "sh running /bin/true and gzip in a loop: processes exec'd during the recording", ("sh", "gzip"),
+         lambda d: [], _exec_loop,
          judge="complete", sample=True),
     Case("xz", "Debian's xz -6 (liblzma)", ("xz",), lambda d: [], _compress("xz", 690_000, "-6", "-T1")),
     Case("gzip", "Debian's gzip -9", ("gzip",), lambda d: [], _compress("gzip", 950_000, "-9")),
