@@ -11,11 +11,16 @@
 
 #include "perf_data.h"
 
+/* One type, three roles: a whole recording (`view`: its bytes); a stream (`stream`; `pd` holds the
+ * header and the queued records); a window of a stream (`owner`: the stream object, whose bytes the
+ * window's samples point into; `pd` holds the window's records and lends the stream's header). */
 typedef struct PerfDataObject {
     PyObject_HEAD
     fu_perf_data pd;
     Py_buffer view;
     bool parsed;
+    fu_perf_stream *stream;
+    PyObject *owner;
 } PerfDataObject;
 
 static void perf_dealloc(PerfDataObject *self);
@@ -50,6 +55,8 @@ static void perf_dealloc(PerfDataObject *self)
     PyTypeObject *type = Py_TYPE(self);
     if (self->parsed)
         fu_perf_data_free(&self->pd);
+    fu_perf_stream_free(self->stream); /* after pd, which points into its bytes */
+    Py_XDECREF(self->owner);
     if (self->view.obj)
         PyBuffer_Release(&self->view);
     type->tp_free((PyObject *)self);
@@ -95,6 +102,63 @@ static int perf_init(PerfDataObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     return 0;
+}
+
+/* PerfData.open_stream(fd, window_bytes=0, max_decompressed=0): a recording read window by window
+ * from a file descriptor (perf_data.h, "Streaming"); the header is decoded now. */
+static PyObject *perf_open_stream(PyObject *cls, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"fd", "window_bytes", "max_decompressed", NULL};
+    int fd;
+    unsigned long long window_bytes = 0, max_decompressed = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i|KK", kwlist, &fd, &window_bytes, &max_decompressed))
+        return NULL;
+    PerfDataObject *self = (PerfDataObject *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
+    if (!self)
+        return NULL;
+    fu_perf_options options = {.max_decompressed = max_decompressed};
+    fu_error err = {0};
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = fu_perf_stream_open(&self->stream, &self->pd, fd, window_bytes, &options, &err);
+    Py_END_ALLOW_THREADS
+    self->parsed = true;
+    if (status != FU_OK) {
+        raise_perf_error((PyObject *)self, &err);
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+/* next_window() -> PerfData of the next window's records in time order, or None at the end. The
+ * previous window's samples must not be read any more (their bytes are given back). */
+static PyObject *perf_next_window(PerfDataObject *self, PyObject *unused)
+{
+    if (!self->stream) {
+        PyErr_SetString(PyExc_TypeError, "next_window() needs a PerfData made by open_stream()");
+        return NULL;
+    }
+    PerfDataObject *window = (PerfDataObject *)Py_TYPE(self)->tp_alloc(Py_TYPE(self), 0);
+    if (!window)
+        return NULL;
+    fu_error err = {0};
+    fu_status status;
+    bool done = false;
+    Py_BEGIN_ALLOW_THREADS
+    status = fu_perf_stream_next(self->stream, &window->pd, &done, &err);
+    Py_END_ALLOW_THREADS
+    window->parsed = true;
+    window->owner = Py_NewRef(self);
+    if (status != FU_OK || done) {
+        Py_DECREF(window);
+        if (status != FU_OK) {
+            raise_perf_error((PyObject *)self, &err);
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    return (PyObject *)window;
 }
 
 /* ---- helpers ----------------------------------------------------------------------------------- */
@@ -218,13 +282,15 @@ static PyObject *perf_cmdline(PerfDataObject *self, PyObject *unused)
 static PyObject *perf_stats(PerfDataObject *self, PyObject *unused)
 {
     const fu_perf_stats *s = &self->pd.stats;
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I}", "records", (unsigned long long)s->records,
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I,s:K}", "records", (unsigned long long)s->records,
                          "compressed_records", (unsigned long long)s->compressed_records, "decompressed_bytes",
                          (unsigned long long)s->decompressed_bytes, "skipped_records",
                          (unsigned long long)s->skipped_records, "lost", (unsigned long long)s->lost,
                          "finished_rounds", (unsigned long long)s->finished_rounds, "feature_bits_low",
                          (unsigned long long)self->pd.feature_bits[0], "compression_type",
-                         self->pd.compression_type, "compression_mmap_len", self->pd.compression_mmap_len);
+                         self->pd.compression_type, "compression_mmap_len", self->pd.compression_mmap_len,
+                         "out_of_order", (unsigned long long)(self->stream ? fu_perf_stream_out_of_order(self->stream)
+                                                                             : 0));
 }
 
 /* events() -> (kinds: bytes, one u8 per event; indices: bytes, one native u32 per event) */
@@ -456,6 +522,10 @@ static PyGetSetDef perf_getset[] = {
 };
 
 static PyMethodDef perf_methods[] = {
+    {"open_stream", (PyCFunction)(void (*)(void))perf_open_stream, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "open_stream(fd, window_bytes=0, max_decompressed=0) -> a PerfData read window by window"},
+    {"next_window", (PyCFunction)perf_next_window, METH_NOARGS,
+     "next_window() -> PerfData of the next window's records in time order, None at the end"},
     {"attrs", (PyCFunction)perf_attrs, METH_NOARGS, "attrs() -> [dict of perf_event_attr fields, ids, name]"},
     {"build_ids", (PyCFunction)perf_build_ids, METH_NOARGS,
      "build_ids() -> [(pid, build_id bytes, filename bytes, misc, file_offset)]"},

@@ -30,8 +30,8 @@ from fastunwind import _core
 from fastunwind.address_space import ImageCache, ModuleImage
 from fastunwind.errors import PerfDataError
 from fastunwind.perf_data import PerfData
-from fastunwind.perf_session import replay
-from fastunwind.symbolize import SymbolTable, kernel_symbol_table, symbol_table_for_file
+from fastunwind.perf_session import Replayer, replay
+from fastunwind.symbolize import SymbolTable, kallsyms_bytes, kernel_symbol_table, symbol_table_for_file
 
 #: perf's default callchain depth (kernel.perf_event_max_stack)
 DEFAULT_MAX_FRAMES = 127
@@ -168,23 +168,120 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     return UnwoundRecording(native), stats
 
 
-def demangle(native: _core.UnwoundSamples) -> None:
+def demangle(native: _core.UnwoundSamples, known: dict[str, str] | None = None) -> None:
     """C++ names demangled without parameters, as perf prints them, through one `c++filt -p`
     (binutils) run over the distinct mangled names of user frames; unchanged if c++filt is
-    missing or fails."""
+    missing or fails. `known`: names demangled before (a stream's earlier windows), which are
+    not asked again; the new ones are added to it."""
     mangled = native.mangled_names()
     if not mangled:
         return
-    import shutil
-    import subprocess
+    known = {} if known is None else known
+    new = [name for name in mangled if name not in known]
+    if new:
+        import shutil
+        import subprocess
 
-    if shutil.which("c++filt") is None:
-        return
-    result = subprocess.run(["c++filt", "-p"], input="\n".join(mangled) + "\n", capture_output=True, text=True)
-    names = result.stdout.splitlines()
-    if result.returncode != 0 or len(names) != len(mangled):
-        return
-    native.set_demangled(mangled, names)
+        if shutil.which("c++filt") is None:
+            return
+        result = subprocess.run(["c++filt", "-p"], input="\n".join(new) + "\n", capture_output=True, text=True)
+        names = result.stdout.splitlines()
+        if result.returncode != 0 or len(names) != len(new):
+            return
+        known.update(zip(new, names))
+    native.set_demangled(mangled, [known[name] for name in mangled])
+
+
+#: FASTUNWIND_WINDOW_BYTES: the least bytes of records a window of a stream holds (tests force small
+#: windows with it); unset: perf_data.h's FU_PERF_DEFAULT_WINDOW_BYTES
+WINDOW_BYTES_VARIABLE = "FASTUNWIND_WINDOW_BYTES"
+
+
+class _KernelSymbols:
+    """The kernel's symbol table for a stream's windows: the first window's lookups get a table of
+    just the symbols they need (as unwind_recording's single call); later windows' the whole table,
+    made once. kallsyms is read once (/proc/kallsyms costs ~50 ms of kernel time a read)."""
+
+    def __init__(self, perf: PerfData) -> None:
+        self._perf = perf
+        self._data: bytes | None = None
+        self._whole: SymbolTable | None = None
+
+    def __call__(self, addresses: bytes) -> SymbolTable:
+        if self._data is None:
+            build_id = next((b.hex() for _pid, b, name, _m, _o in self._perf.native.build_ids()
+                             if name == b"[kernel.kallsyms]"), None)
+            self._data = kallsyms_bytes(build_id)
+            return SymbolTable.from_kallsyms(self._data, addresses)
+        if self._whole is None:
+            self._whole = SymbolTable.from_kallsyms(self._data)
+        return self._whole
+
+
+def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
+                     images: ImageCache | None = None, backend: str | None = None,
+                     window_bytes: int | None = None) -> Statistics:
+    """Unwind the recording at `path` ("-": standard input) window by window and write each window's
+    perf script text (`mode` "text"), or the folded stacks of the whole recording ("folded"), or
+    nothing ("stats": the statistics only), in memory that does not grow with the recording
+    (perf_data.h, "Streaming"; docs/DESIGN.md). The output is unwind_recording's, rendered."""
+    started = time.perf_counter()
+    if window_bytes is None:
+        window_bytes = int(os.environ.get(WINDOW_BYTES_VARIABLE) or 0)
+    perf = PerfData.open_stream(sys.stdin.buffer if path == "-" else path, window_bytes=window_bytes)
+    if not perf.has_user_stacks:
+        raise PerfDataError(f"{path}: the recording has no user registers and stack dumps; {RECORD_HINT}")
+    replayer = Replayer(perf, images)
+    kernel_loader = _KernelSymbols(perf)
+    demangled: dict[str, str] = {}
+    stats = Statistics()
+    core_spaces: list[_core.AddressSpace] = []
+    tables: dict[str, SymbolTable] = {}
+    mappings: list[tuple] = []
+    folded: dict[bytes, int] = {}
+    write = _writer(out) if mode == "text" else None
+    stream = perf.native
+    while (window := stream.next_window()) is not None:
+        space_ids, comm_ids = replayer.feed(window)
+        core_spaces.extend(space.to_core(backend) for space in replayer.spaces[len(core_spaces):])
+        mappings.extend((m.start, m.pgoff, m.bias, m.path, _SymbolLoader(m.image, tables) if m.image is not None
+                         else None) for m in replayer.mappings[len(mappings):])
+        unwound = _core.unwind_samples(window, space_ids, core_spaces, max_frames)
+        native = _core.symbolize_samples(window, space_ids, comm_ids, replayer.comm_names, unwound,
+                                         replayer.space_mappings, mappings, kernel_loader, OUTCOME_NAME_BY_CODE)
+        demangle(native, demangled)
+        stats.samples += window.sample_count
+        stats.walk_ns += unwound[6]
+        if mode == "text":
+            native.render(write)
+        elif mode == "folded":
+            native.folded(lambda chunk: _count_folded(chunk, folded), False)
+        unwound_samples, frames, outcomes, depths = native.statistics()
+        stats.unwound_samples += unwound_samples
+        stats.frames += frames
+        stats.frames_per_sample.update(depths)
+        for code, count in outcomes.items():
+            stats.outcomes[OUTCOME_NAME_BY_CODE[code]] += count
+        del native, unwound, window
+    if mode == "folded":
+        write = _writer(out)
+        lines = sorted(folded.items(), key=lambda item: -item[1])  # stable: ties in order of first appearance
+        for start in range(0, len(lines), 4096):
+            write(b"".join(b"%s %d\n" % line for line in lines[start:start + 4096]))
+    session = replayer.session()
+    stats.replaced_modules = session.statistics.replaced_modules
+    stats.missing_modules = session.statistics.missing_modules
+    module_images = {id(m.image): m.image for m in session.mappings if m.image is not None}
+    stats.tables = [t for t in (image.compact_statistics() for image in module_images.values()) if t]
+    stats.total_seconds = time.perf_counter() - started
+    return stats
+
+
+def _count_folded(chunk: bytes, counts: dict[bytes, int]) -> None:
+    """Add a window's folded lines (`stack count`, in order of first appearance) to the counts."""
+    for line in chunk.splitlines():
+        stack, _, count = line.rpartition(b" ")
+        counts[stack] = counts.get(stack, 0) + int(count)
 
 
 def _writer(out: TextIO | BinaryIO) -> Callable[[bytes], object]:
