@@ -50,9 +50,21 @@ const fu_perf_data *fu_perf_object_data(PyObject *perf_data)
     return &((PerfDataObject *)perf_data)->pd;
 }
 
+/* A stream's header may change while its next window is cut ahead: wait for that first. */
+static void settle(PerfDataObject *self)
+{
+    PerfDataObject *stream = self->owner ? (PerfDataObject *)self->owner : self;
+    if (stream->stream) {
+        Py_BEGIN_ALLOW_THREADS
+        fu_perf_stream_wait(stream->stream);
+        Py_END_ALLOW_THREADS
+    }
+}
+
 static void perf_dealloc(PerfDataObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
+    fu_perf_stream_wait(self->stream); /* before pd, which its thread writes */
     if (self->parsed)
         fu_perf_data_free(&self->pd);
     fu_perf_stream_free(self->stream); /* after pd, which points into its bytes */
@@ -108,10 +120,11 @@ static int perf_init(PerfDataObject *self, PyObject *args, PyObject *kwargs)
  * from a file descriptor (perf_data.h, "Streaming"); the header is decoded now. */
 static PyObject *perf_open_stream(PyObject *cls, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"fd", "window_bytes", "max_decompressed", NULL};
-    int fd;
+    static char *kwlist[] = {"fd", "window_bytes", "max_decompressed", "decode_ahead", NULL};
+    int fd, decode_ahead = 0;
     unsigned long long window_bytes = 0, max_decompressed = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i|KK", kwlist, &fd, &window_bytes, &max_decompressed))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i|KKp", kwlist, &fd, &window_bytes, &max_decompressed,
+                                     &decode_ahead))
         return NULL;
     PerfDataObject *self = (PerfDataObject *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
     if (!self)
@@ -128,6 +141,7 @@ static PyObject *perf_open_stream(PyObject *cls, PyObject *args, PyObject *kwarg
         Py_DECREF(self);
         return NULL;
     }
+    fu_perf_stream_decode_ahead(self->stream, decode_ahead);
     return (PyObject *)self;
 }
 
@@ -200,6 +214,7 @@ static PyObject *u64_tuple(const uint8_t *p, uint64_t n)
 
 static PyObject *perf_attrs(PerfDataObject *self, PyObject *unused)
 {
+    settle(self);
     PyObject *list = PyList_New(self->pd.attr_count);
     if (!list)
         return NULL;
@@ -246,6 +261,7 @@ static PyObject *perf_attrs(PerfDataObject *self, PyObject *unused)
 
 static PyObject *perf_build_ids(PerfDataObject *self, PyObject *unused)
 {
+    settle(self);
     PyObject *list = PyList_New((Py_ssize_t)self->pd.build_id_count);
     if (!list)
         return NULL;
@@ -265,6 +281,7 @@ static PyObject *perf_build_ids(PerfDataObject *self, PyObject *unused)
 
 static PyObject *perf_cmdline(PerfDataObject *self, PyObject *unused)
 {
+    settle(self);
     PyObject *list = PyList_New(self->pd.cmdline_count);
     if (!list)
         return NULL;
@@ -281,6 +298,7 @@ static PyObject *perf_cmdline(PerfDataObject *self, PyObject *unused)
 
 static PyObject *perf_stats(PerfDataObject *self, PyObject *unused)
 {
+    settle(self);
     const fu_perf_stats *s = &self->pd.stats;
     return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I,s:K}", "records", (unsigned long long)s->records,
                          "compressed_records", (unsigned long long)s->compressed_records, "decompressed_bytes",
@@ -523,7 +541,8 @@ static PyGetSetDef perf_getset[] = {
 
 static PyMethodDef perf_methods[] = {
     {"open_stream", (PyCFunction)(void (*)(void))perf_open_stream, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
-     "open_stream(fd, window_bytes=0, max_decompressed=0) -> a PerfData read window by window"},
+     "open_stream(fd, window_bytes=0, max_decompressed=0, decode_ahead=False) -> a PerfData read window by "
+     "window (decode_ahead: each next window cut on a thread while the caller works on the last)"},
     {"next_window", (PyCFunction)perf_next_window, METH_NOARGS,
      "next_window() -> PerfData of the next window's records in time order, None at the end"},
     {"attrs", (PyCFunction)perf_attrs, METH_NOARGS, "attrs() -> [dict of perf_event_attr fields, ids, name]"},

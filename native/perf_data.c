@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1631,6 +1632,13 @@ struct fu_perf_stream {
     uint64_t queued_from;      /* pos when the last window was cut: the queue's bytes are pos - this */
     uint64_t window_bytes, max_decompressed, out_of_order;
     bool finished;
+    /* The next window, cut by a thread while the caller works on the last one (decode_ahead):
+     * its result waits here until fu_perf_stream_next takes it. */
+    bool decode_ahead, ahead_running, ahead_ready, ahead_done;
+    pthread_t ahead_thread;
+    fu_perf_data ahead;
+    fu_status ahead_status;
+    fu_error ahead_error;
 };
 
 static parser stream_parser(fu_perf_stream *st, fu_error *err)
@@ -1983,13 +1991,14 @@ static fu_status stream_deliver(fu_perf_stream *st, parser *p, bool all, uint64_
     return FU_OK;
 }
 
-/* Give back the pages below every queued record and the decoder (the last window is done with). */
-static void stream_release(fu_perf_stream *st)
+/* Give back the pages below every queued record, the window about to be handed out and the
+ * decoder (the window before is done with). */
+static void stream_release(fu_perf_stream *st, const fu_perf_data *window)
 {
     const fu_perf_data *pd = st->pd;
     uint64_t low = st->pos, decompressed_low = st->stream_pos;
-    for (size_t i = 0; i < pd->event_count; i++) {
-        uint64_t at = pd->events[i].position;
+    for (size_t i = 0; i < pd->event_count + window->event_count; i++) {
+        uint64_t at = i < pd->event_count ? pd->events[i].position : window->events[i - pd->event_count].position;
         if (at & FU_PERF_POSITION_DECOMPRESSED) {
             at &= ~FU_PERF_POSITION_DECOMPRESSED;
             decompressed_low = at < decompressed_low ? at : decompressed_low;
@@ -2013,14 +2022,14 @@ static void stream_release(fu_perf_stream *st)
     }
 }
 
-fu_status fu_perf_stream_next(fu_perf_stream *st, fu_perf_data *window, bool *done, fu_error *err)
+/* Cut the next window (decode, sort, deliver); no bytes are given back here. */
+static fu_status stream_cut(fu_perf_stream *st, fu_perf_data *window, bool *done, fu_error *err)
 {
     *done = false;
     err->status = FU_OK;
     err->message[0] = 0;
     memset(window, 0, sizeof *window);
     parser p = stream_parser(st, err);
-    stream_release(st);
     /* one window cut (or the end) per iteration; each decodes at least one record or ends */
     for (;;) {
         if (st->finished) {
@@ -2054,12 +2063,55 @@ fu_status fu_perf_stream_next(fu_perf_stream *st, fu_perf_data *window, bool *do
     }
 }
 
+static void *stream_cut_thread(void *stream)
+{
+    fu_perf_stream *st = stream;
+    st->ahead_status = stream_cut(st, &st->ahead, &st->ahead_done, &st->ahead_error);
+    return NULL;
+}
+
+void fu_perf_stream_wait(fu_perf_stream *st)
+{
+    if (st && st->ahead_running) {
+        pthread_join(st->ahead_thread, NULL);
+        st->ahead_running = false;
+        st->ahead_ready = true;
+    }
+}
+
+void fu_perf_stream_decode_ahead(fu_perf_stream *st, bool on) { st->decode_ahead = on; }
+
+fu_status fu_perf_stream_next(fu_perf_stream *st, fu_perf_data *window, bool *done, fu_error *err)
+{
+    fu_perf_stream_wait(st);
+    if (!st->ahead_ready) {
+        st->ahead_status = stream_cut(st, &st->ahead, &st->ahead_done, &st->ahead_error);
+        st->ahead_ready = true;
+    }
+    fu_status status = st->ahead_status;
+    *window = st->ahead;
+    *done = st->ahead_done;
+    *err = st->ahead_error;
+    memset(&st->ahead, 0, sizeof st->ahead);
+    st->ahead_ready = false;
+    if (status != FU_OK)
+        return status;
+    stream_release(st, window);
+    /* the next window is cut while the caller works on this one (a pipe's reading included) */
+    if (!*done && st->decode_ahead && !st->finished &&
+        pthread_create(&st->ahead_thread, NULL, stream_cut_thread, st) == 0)
+        st->ahead_running = true;
+    return FU_OK;
+}
+
 uint64_t fu_perf_stream_out_of_order(const fu_perf_stream *st) { return st->out_of_order; }
 
 void fu_perf_stream_free(fu_perf_stream *st)
 {
     if (!st)
         return;
+    fu_perf_stream_wait(st);
+    fu_perf_data_free(&st->ahead);
     if (st->zstream)
         ZSTD_freeDStream(st->zstream);
     if (st->region)

@@ -380,6 +380,11 @@ fu_status fu_perf_stream_open(fu_perf_stream **stream, fu_perf_data *pd, int fd,
 /* The next window into `window` (zeroed by the caller, freed with fu_perf_data_free); *done with
  * nothing delivered at the end of the recording. */
 fu_status fu_perf_stream_next(fu_perf_stream *stream, fu_perf_data *window, bool *done, fu_error *err);
+/* Cut each next window on a thread of its own while the caller works on the last (off by default).
+ * Then the stream's header (attrs, build-ids) may change under the caller until fu_perf_stream_wait. */
+void fu_perf_stream_decode_ahead(fu_perf_stream *stream, bool on);
+/* Wait for the window being cut ahead, if any. */
+void fu_perf_stream_wait(fu_perf_stream *stream);
 /* Records delivered older than an earlier window's (see above). */
 uint64_t fu_perf_stream_out_of_order(const fu_perf_stream *stream);
 void fu_perf_stream_free(fu_perf_stream *stream);

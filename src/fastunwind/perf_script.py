@@ -228,7 +228,8 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
     started = time.perf_counter()
     if window_bytes is None:
         window_bytes = int(os.environ.get(WINDOW_BYTES_VARIABLE) or 0)
-    perf = PerfData.open_stream(sys.stdin.buffer if path == "-" else path, window_bytes=window_bytes)
+    perf = PerfData.open_stream(sys.stdin.buffer if path == "-" else path, window_bytes=window_bytes,
+                                decode_ahead=True)
     if not perf.has_user_stacks:
         raise PerfDataError(f"{path}: the recording has no user registers and stack dumps; {RECORD_HINT}")
     replayer = Replayer(perf, images)

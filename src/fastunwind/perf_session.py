@@ -138,6 +138,8 @@ class Replayer:
         self.comm_names: list[bytes] = []
 
     def _recorded_build_ids(self) -> dict[str, bytes]:
+        if self._recorded_count >= 0 and not self.perf.pipe_mode:
+            return self._recorded  # a file's build-id table is in its header
         build_ids = self.perf.native.build_ids()
         if len(build_ids) != self._recorded_count:  # a pipe's HEADER_BUILD_ID records arrive as it goes
             self._recorded = {os.fsdecode(filename): bytes(build_id) for _pid, build_id, filename, _m, _o in build_ids}
