@@ -389,7 +389,7 @@ class PerfData:
         sys.stdin.buffer) is read as it goes. Only the header is decoded here; `native.next_window()`
         gives the next window's records in time order (a `_core.PerfData`), None at the end
         (perf_data.h, "Streaming"). window_bytes: the least bytes of records a window holds (0: the
-        default, 16 MiB). decode_ahead: each next window is cut on a thread of its own while the
+        default, 8 MiB). decode_ahead: each next window is cut on a thread of its own while the
         caller works on the last (reading and decoding overlap unwinding and writing)."""
         name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else getattr(source, "name", "<stream>")
         f = open(source, "rb") if isinstance(source, (str, os.PathLike)) else source

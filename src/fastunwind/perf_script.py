@@ -220,11 +220,12 @@ class _KernelSymbols:
 
 def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
                      images: ImageCache | None = None, backend: str | None = None,
-                     window_bytes: int | None = None) -> Statistics:
+                     window_bytes: int | None = None, on_phase: Callable[[str], None] | None = None) -> Statistics:
     """Unwind the recording at `path` ("-": standard input) window by window and write each window's
     perf script text (`mode` "text"), or the folded stacks of the whole recording ("folded"), or
     nothing ("stats": the statistics only), in memory that does not grow with the recording
-    (perf_data.h, "Streaming"; docs/DESIGN.md). The output is unwind_recording's, rendered."""
+    (perf_data.h, "Streaming"; docs/DESIGN.md). The output is unwind_recording's, rendered.
+    `on_phase(name)`: called before the folded stacks are written (for a progress display)."""
     started = time.perf_counter()
     if window_bytes is None:
         window_bytes = int(os.environ.get(WINDOW_BYTES_VARIABLE) or 0)
@@ -265,6 +266,8 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
             stats.outcomes[OUTCOME_NAME_BY_CODE[code]] += count
         del native, unwound, window
     if mode == "folded":
+        if on_phase:
+            on_phase("writing folded stacks")
         write = _writer(out)
         lines = sorted(folded.items(), key=lambda item: -item[1])  # stable: ties in order of first appearance
         for start in range(0, len(lines), 4096):

@@ -60,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
     # written before the next is read; --folded merges the windows' stacks and writes them at the end.
     mode = "folded" if args.folded else "stats" if args.stats else "text"
     with _progress(args.input, 2) as on_phase:
-        on_phase("unwinding")
-        stats = stream_recording(args.input, sys.stdout, mode=mode, max_frames=args.max_frames, backend=args.backend)
+        on_phase({"text": "unwinding and writing", "folded": "unwinding", "stats": "counting"}[mode])
+        stats = stream_recording(args.input, sys.stdout, mode=mode, max_frames=args.max_frames, backend=args.backend,
+                                 on_phase=on_phase)
     if args.stats:
         _print_stats(stats)
     return 0
