@@ -1979,6 +1979,7 @@ static fu_status stream_deliver(fu_perf_stream *st, parser *p, bool all, uint64_
     w->attrs = pd->attrs;
     w->attr_count = w->attr_cap = pd->attr_count;
     w->build_ids = pd->build_ids;
+    w->kept_records = pd->kept_records;
     w->build_id_count = w->build_id_cap = pd->build_id_count;
     w->cmdline = pd->cmdline;
     w->cmdline_count = pd->cmdline_count;
