@@ -120,11 +120,12 @@ static int perf_init(PerfDataObject *self, PyObject *args, PyObject *kwargs)
  * from a file descriptor (perf_data.h, "Streaming"); the header is decoded now. */
 static PyObject *perf_open_stream(PyObject *cls, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"fd", "window_bytes", "max_decompressed", "decode_ahead", NULL};
-    int fd, decode_ahead = 0;
+    static char *kwlist[] = {"fd", "window_bytes", "max_decompressed", "decode_ahead", "executable_mmaps_only",
+                             NULL};
+    int fd, decode_ahead = 0, executable_mmaps_only = 0;
     unsigned long long window_bytes = 0, max_decompressed = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i|KKp", kwlist, &fd, &window_bytes, &max_decompressed,
-                                     &decode_ahead))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i|KKpp", kwlist, &fd, &window_bytes, &max_decompressed,
+                                     &decode_ahead, &executable_mmaps_only))
         return NULL;
     PerfDataObject *self = (PerfDataObject *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
     if (!self)
@@ -142,6 +143,7 @@ static PyObject *perf_open_stream(PyObject *cls, PyObject *args, PyObject *kwarg
         return NULL;
     }
     fu_perf_stream_decode_ahead(self->stream, decode_ahead);
+    fu_perf_stream_executable_mmaps_only(self->stream, executable_mmaps_only);
     return (PyObject *)self;
 }
 
@@ -541,8 +543,9 @@ static PyGetSetDef perf_getset[] = {
 
 static PyMethodDef perf_methods[] = {
     {"open_stream", (PyCFunction)(void (*)(void))perf_open_stream, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
-     "open_stream(fd, window_bytes=0, max_decompressed=0, decode_ahead=False) -> a PerfData read window by "
-     "window (decode_ahead: each next window cut on a thread while the caller works on the last)"},
+     "open_stream(fd, window_bytes=0, max_decompressed=0, decode_ahead=False, executable_mmaps_only=False) -> "
+     "a PerfData read window by window (decode_ahead: each next window cut on a thread while the caller works "
+     "on the last; executable_mmaps_only: MMAP2 records of data left out)"},
     {"next_window", (PyCFunction)perf_next_window, METH_NOARGS,
      "next_window() -> PerfData of the next window's records in time order, None at the end"},
     {"attrs", (PyCFunction)perf_attrs, METH_NOARGS, "attrs() -> [dict of perf_event_attr fields, ids, name]"},

@@ -67,6 +67,7 @@ typedef struct parser {
     uint64_t last_time;     /* sort key carried to records without a time */
     uint64_t position;      /* of the record being decoded (fu_perf_event.position) */
     bool copy_header_records; /* a stream over a pipe: header records are kept as copies */
+    bool executable_mmaps_only; /* a stream for unwinding: MMAP2 of data is not kept (see below) */
     /* pass 1 output: decompressed stream end after each COMPRESSED record */
     uint64_t *compressed_ends;
     size_t compressed_count, compressed_cap;
@@ -634,6 +635,19 @@ static fu_status parse_mmap(parser *p, const origin *at, uint32_t type, uint16_t
     fu_status s = side_band(p, at, type, rec, size, fixed, &sid, &body_end);
     if (s != FU_OK)
         return s;
+    if (p->executable_mmaps_only && is_mmap2) {
+        /* prot at +64 (after pid, tid, start, len, pgoff and the 24 bytes of maj/min/ino or
+         * build-id): a mapping without PROT_EXEC is nothing the replay keeps, and a python
+         * recording has ~400k of them (its allocator's arenas); its time still orders what follows */
+        uint32_t prot;
+        memcpy(&prot, rec + 64, 4);
+        if (!(prot & 4 /* PROT_EXEC */)) {
+            if (sid.present & FU_PERF_SAMPLE_TIME)
+                p->last_time = sid.time;
+            pd->stats.skipped_records++;
+            return FU_OK;
+        }
+    }
     if (pd->mmap_count >= UINT32_MAX)
         return perf_fail(p, at, "more than 2^32 MMAP records");
     if (!grow((void **)&pd->mmaps, &pd->mmap_cap, pd->mmap_count + 1, sizeof *pd->mmaps))
@@ -1635,6 +1649,7 @@ struct fu_perf_stream {
     /* The next window, cut by a thread while the caller works on the last one (decode_ahead):
      * its result waits here until fu_perf_stream_next takes it. */
     bool decode_ahead, ahead_running, ahead_ready, ahead_done;
+    bool executable_mmaps_only;
     pthread_t ahead_thread;
     fu_perf_data ahead;
     fu_status ahead_status;
@@ -1649,6 +1664,7 @@ static parser stream_parser(fu_perf_stream *st, fu_error *err)
     p.max_decompressed = st->max_decompressed;
     p.last_time = st->last_time;
     p.copy_header_records = !st->mapped_file;
+    p.executable_mmaps_only = st->executable_mmaps_only;
     return p;
 }
 
@@ -2081,6 +2097,8 @@ void fu_perf_stream_wait(fu_perf_stream *st)
 }
 
 void fu_perf_stream_decode_ahead(fu_perf_stream *st, bool on) { st->decode_ahead = on; }
+
+void fu_perf_stream_executable_mmaps_only(fu_perf_stream *st, bool on) { st->executable_mmaps_only = on; }
 
 fu_status fu_perf_stream_next(fu_perf_stream *st, fu_perf_data *window, bool *done, fu_error *err)
 {

@@ -386,6 +386,10 @@ fu_status fu_perf_stream_next(fu_perf_stream *stream, fu_perf_data *window, bool
 /* Cut each next window on a thread of its own while the caller works on the last (off by default).
  * Then the stream's header (attrs, build-ids) may change under the caller until fu_perf_stream_wait. */
 void fu_perf_stream_decode_ahead(fu_perf_stream *stream, bool on);
+/* Leave out MMAP2 records of memory that is not executable (counted as skipped; their times still
+ * order the records without one that follow): all the replay uses, on recordings where data mmaps
+ * are most records (off by default: the API's events() lists every mapping). */
+void fu_perf_stream_executable_mmaps_only(fu_perf_stream *stream, bool on);
 /* Wait for the window being cut ahead, if any. */
 void fu_perf_stream_wait(fu_perf_stream *stream);
 /* Records delivered older than an earlier window's (see above). */

@@ -230,7 +230,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
     if window_bytes is None:
         window_bytes = int(os.environ.get(WINDOW_BYTES_VARIABLE) or 0)
     perf = PerfData.open_stream(sys.stdin.buffer if path == "-" else path, window_bytes=window_bytes,
-                                decode_ahead=True)
+                                decode_ahead=True, executable_mmaps_only=True)
     if not perf.has_user_stacks:
         raise PerfDataError(f"{path}: the recording has no user registers and stack dumps; {RECORD_HINT}")
     replayer = Replayer(perf, images)
