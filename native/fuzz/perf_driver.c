@@ -138,8 +138,9 @@ static size_t pd_samples_seen; /* unused: run_stream's out-parameter placeholder
 
 /* The same bytes as a stream (perf_data.h "Streaming"): from a memfd (mapped, as a regular file) in
  * windows of one round, the next cut ahead on a thread, then from a pipe when the input fits the
- * pipe's buffer. Every window's records must lie in the buffers; errors must name an offset. */
-static int run_stream_from(int fd, unsigned timeout, const char *how)
+ * pipe's buffer (leaving out data MMAP2 records, as perf-script does). Every window's records must
+ * lie in the buffers; errors must name an offset. */
+static int run_stream_from(int fd, unsigned timeout, const char *how, bool executable_mmaps_only)
 {
     fu_perf_data header, window;
     fu_perf_stream *stream = NULL;
@@ -149,8 +150,10 @@ static int run_stream_from(int fd, unsigned timeout, const char *how)
     if (timeout)
         alarm(timeout);
     fu_status status = fu_perf_stream_open(&stream, &header, fd, 1, &options, &err);
-    if (status == FU_OK && stream)
+    if (status == FU_OK && stream) {
         fu_perf_stream_decode_ahead(stream, true);
+        fu_perf_stream_executable_mmaps_only(stream, executable_mmaps_only);
+    }
     bool done = false;
     /* one window per iteration; the stream ends or fails after at most one per record */
     while (status == FU_OK && !done) {
@@ -187,7 +190,7 @@ static int run_stream(const uint8_t *data, size_t size, unsigned timeout, size_t
     int fd = memfd_create("perf-driver", 0);
     if (fd >= 0) {
         if (write(fd, data, size) == (ssize_t)size)
-            bad |= run_stream_from(fd, timeout, "memfd");
+            bad |= run_stream_from(fd, timeout, "memfd", false);
         close(fd);
     }
     int ends[2];
@@ -195,7 +198,7 @@ static int run_stream(const uint8_t *data, size_t size, unsigned timeout, size_t
         bool written = write(ends[1], data, size) == (ssize_t)size;
         close(ends[1]);
         if (written)
-            bad |= run_stream_from(ends[0], timeout, "pipe");
+            bad |= run_stream_from(ends[0], timeout, "pipe", true);
         close(ends[0]);
     }
     return bad;
