@@ -18,7 +18,7 @@ NATIVE := $(wildcard native/*.c native/*.h)
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
-.PHONY: all setup build demo test corpus sweep asan fuzz bench bench-unwind bench-eh-elf clean
+.PHONY: all setup build demo test corpus sweep asan fuzz bench bench-unwind bench-eh-elf bench-perf-script clean
 
 all: build
 
@@ -95,6 +95,25 @@ bench: build
 # The walker against libunwind, libdw and a frame-pointer walk on the same perf samples.
 bench-unwind: build
 	$(PY) benchmarks/bench_unwind.py
+
+# End to end on big recordings: fastunwind perf-script against perf script, time and peak RSS side
+# by side (docs/BENCHMARKS.md, "End to end on big recordings"). The recordings are made once: clang-14
+# compiling a generated file (~55 MB), hackbench -P (~100 MB), python 500 frames deep (~440 MB) and the
+# same at 4 kHz for a minute (~1.9 GB; 2 GB of disk).
+BENCH_BIG := $(STAMPS)/bench-perf-script
+BENCH_BIG_RECORDINGS := $(BENCH_BIG)/50mb/compiler.data $(BENCH_BIG)/100mb/hackbench-processes.data \
+                        $(BENCH_BIG)/400mb/python.data $(BENCH_BIG)/2gb/python.data
+BENCH_BIG_RUNS ?= 3
+$(BENCH_BIG)/50mb/compiler.data: | $(STAMPS)/venv.stamp
+	$(PY) scripts/record_workloads.py $(BENCH_BIG)/50mb --only compiler --seconds 4.5 --no-script
+$(BENCH_BIG)/100mb/hackbench-processes.data: | $(STAMPS)/venv.stamp
+	$(PY) scripts/record_workloads.py $(BENCH_BIG)/100mb --only hackbench-processes --seconds 14 --no-script
+$(BENCH_BIG)/400mb/python.data: | $(STAMPS)/venv.stamp
+	$(PY) scripts/record_workloads.py $(BENCH_BIG)/400mb --only python --seconds 24 --no-script
+$(BENCH_BIG)/2gb/python.data: | $(STAMPS)/venv.stamp
+	$(PY) scripts/record_workloads.py $(BENCH_BIG)/2gb --only python --seconds 55 --frequency 4000 --no-script
+bench-perf-script: build $(BENCH_BIG_RECORDINGS)
+	$(PY) benchmarks/bench_perf_script.py --runs $(BENCH_BIG_RUNS) $(BENCH_BIG_RECORDINGS)
 
 # Compiled unwind tables: generation and compile time, code size against .eh_frame.
 bench-eh-elf: build

@@ -83,7 +83,7 @@ def walker_figures(recording: str, repeat: int) -> dict[str, Any]:
     results: dict[str, tuple] = {}
     for _ in range(repeat):
         for backend in BACKENDS:
-            result = _core.unwind_samples(perf.native, space_ids, cores[backend], MAX_FRAMES)
+            result = _core.unwind_samples(perf.native, space_ids, cores[backend], MAX_FRAMES, threads=1)
             passes[backend].append(result[6])
             results[backend] = result
     if results["auto"][:6] != results["dwarf"][:6]:

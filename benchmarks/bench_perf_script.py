@@ -1,7 +1,13 @@
 """End to end: `fastunwind perf-script -i X > /dev/null` against
-`perf script --no-inline -F comm,tid,time,ip,sym,symoff,dso -i X > /dev/null`, whole processes.
+`perf script --no-inline -F comm,tid,time,ip,sym,symoff,dso -i X > /dev/null`, whole processes:
+time and peak RSS.
 
-    .venv/bin/python benchmarks/bench_perf_script.py [RECORDING.data] [--runs N] [--folded] [--json]
+    .venv/bin/python benchmarks/bench_perf_script.py [RECORDING.data ...] [--runs N] [--folded] [--json]
+    make bench-perf-script   # records the 50 MB, 400 MB and 2 GB recordings first, then this
+
+Each command runs under `/usr/bin/time -f %M`, whose peak RSS (KiB) of the process is reported (the
+median over the runs; /usr/bin/time forks a process of its own of ~2 MiB, so the figure is the
+command's, not this harness's); several recordings give one table row each.
 
 The two commands run interleaved (load from elsewhere on the machine hits both), after one untimed
 warm-up of each (page cache, perf's build-id cache, our compact-table cache); best of N and median
@@ -30,14 +36,23 @@ DEFAULT_RECORDING = os.path.join(REPO, ".build", "bench-unwind", "recordings", "
 PERF_SCRIPT_FIELDS = "comm,tid,time,ip,sym,symoff,dso"
 
 
+PEAK_RSS: dict[str, list[int]] = {}  #: KiB per command line, one per run of time_command
+
+
 def time_command(command: list[str], env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    with open(os.devnull, "wb") as null:
-        completed = subprocess.run(command, stdout=null, stderr=subprocess.PIPE, env=env, check=False)
-    elapsed = time.perf_counter() - started
-    if completed.returncode != 0:
-        raise SystemExit(f"{shlex.join(command)} failed ({completed.returncode}):\n"
-                         f"{completed.stderr.decode(errors='replace')[-2000:]}")
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        wrapped = ["/usr/bin/time", "-f", "%M", "-o", rss.name, *command] if os.path.exists("/usr/bin/time") \
+            else command
+        started = time.perf_counter()
+        with open(os.devnull, "wb") as null:
+            completed = subprocess.run(wrapped, stdout=null, stderr=subprocess.PIPE, env=env, check=False)
+        elapsed = time.perf_counter() - started
+        if completed.returncode != 0:
+            raise SystemExit(f"{shlex.join(command)} failed ({completed.returncode}):\n"
+                             f"{completed.stderr.decode(errors='replace')[-2000:]}")
+        text = rss.read().strip().splitlines()
+        if wrapped is not command and text and text[-1].isdigit():
+            PEAK_RSS.setdefault(shlex.join(command), []).append(int(text[-1]))
     return elapsed
 
 
@@ -58,7 +73,11 @@ def end_to_end(recording: str, runs: int, extra: list[str] | None = None) -> dic
     for _ in range(runs):
         ours_s.append(time_command(ours, env))
         theirs_s.append(time_command(theirs, env))
-    return {"recording": recording, "ours_command": shlex.join(ours) + " > /dev/null",
+    ours_rss, theirs_rss = PEAK_RSS.get(shlex.join(ours), [])[-runs:], PEAK_RSS.get(shlex.join(theirs), [])[-runs:]
+    return {"recording": recording, "bytes": os.path.getsize(recording),
+            "ours_peak_rss_kib": statistics.median(ours_rss) if ours_rss else None,
+            "perf_peak_rss_kib": statistics.median(theirs_rss) if theirs_rss else None,
+            "ours_command": shlex.join(ours) + " > /dev/null",
             "perf_command": shlex.join(theirs) + " > /dev/null", "ours_seconds": ours_s, "perf_seconds": theirs_s,
             "ours_best": min(ours_s), "perf_best": min(theirs_s), "ours_median": statistics.median(ours_s),
             "perf_median": statistics.median(theirs_s), "ratio": min(theirs_s) / min(ours_s),
@@ -68,28 +87,48 @@ def end_to_end(recording: str, runs: int, extra: list[str] | None = None) -> dic
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("recording", nargs="?", default=DEFAULT_RECORDING)
+    parser.add_argument("recording", nargs="*", default=[DEFAULT_RECORDING])
     parser.add_argument("--runs", type=int, default=10, help="timed runs of each command (default 10)")
     parser.add_argument("--folded", action="store_true", help="time ours with --folded (perf's command unchanged)")
     parser.add_argument("--json", action="store_true", help="print every figure as JSON")
+    parser.add_argument("--table", action="store_true", help="end with a Markdown table (always for several)")
     arguments = parser.parse_args(argv)
     if arguments.runs < 1:
         parser.error("--runs must be at least 1")
-    if not os.path.isfile(arguments.recording):
-        parser.error(f"{arguments.recording}: no such recording (make bench-unwind records the default one)")
+    for recording in arguments.recording:
+        if not os.path.isfile(recording):
+            parser.error(f"{recording}: no such recording (make bench-unwind records the default one, "
+                         "make bench-perf-script the big ones)")
     extra = ["--folded"] if arguments.folded else None
-    result = end_to_end(os.path.abspath(arguments.recording), arguments.runs, extra)
-    result["load_average"] = os.getloadavg()
+    results = []
+    for recording in arguments.recording:
+        result = end_to_end(os.path.abspath(recording), arguments.runs, extra)
+        result["load_average"] = os.getloadavg()
+        results.append(result)
+        if arguments.json:
+            continue
+        print(f"ours: {result['ours_command']}\nperf: {result['perf_command']}")
+        print(f"best of {arguments.runs}: ours {1e3 * result['ours_best']:.1f} ms, perf script "
+              f"{1e3 * result['perf_best']:.1f} ms, perf script ÷ ours = {result['ratio']:.2f}x")
+        print(f"median:     ours {1e3 * result['ours_median']:.1f} ms, perf script "
+              f"{1e3 * result['perf_median']:.1f} ms, perf script ÷ ours = {result['median_ratio']:.2f}x")
+        if result["ours_peak_rss_kib"] is not None:
+            print(f"peak RSS (median): ours {result['ours_peak_rss_kib'] / 1024:.0f} MiB, perf script "
+                  f"{result['perf_peak_rss_kib'] / 1024:.0f} MiB")
+        print(f"load average {result['load_average'][0]:.2f}\n", flush=True)
     if arguments.json:
-        json.dump(result, sys.stdout, indent=1)
+        json.dump(results if len(results) > 1 else results[0], sys.stdout, indent=1)
         print()
         return 0
-    print(f"ours: {result['ours_command']}\nperf: {result['perf_command']}")
-    print(f"best of {arguments.runs}: ours {1e3 * result['ours_best']:.1f} ms, perf script "
-          f"{1e3 * result['perf_best']:.1f} ms, perf script ÷ ours = {result['ratio']:.2f}x")
-    print(f"median:     ours {1e3 * result['ours_median']:.1f} ms, perf script "
-          f"{1e3 * result['perf_median']:.1f} ms, perf script ÷ ours = {result['median_ratio']:.2f}x")
-    print(f"load average {result['load_average'][0]:.2f}")
+    if len(results) > 1 or arguments.table:
+        print(f"| recording | size | perf script | fastunwind | perf ÷ ours (best of {arguments.runs}, median) "
+              "| peak RSS perf / ours |")
+        print("|---|---|---|---|---|---|")
+        for r in results:
+            rss = (f"{r['perf_peak_rss_kib'] / 1024:.0f} / {r['ours_peak_rss_kib'] / 1024:.0f} MiB"
+                   if r["ours_peak_rss_kib"] is not None else "n/a")
+            print(f"| {os.path.basename(r['recording'])} | {r['bytes'] / 1e6:.0f} MB | {r['perf_best']:.2f} s "
+                  f"| {r['ours_best']:.3f} s | **{r['ratio']:.1f}x** ({r['median_ratio']:.1f}x) | {rss} |")
     return 0
 
 

@@ -42,6 +42,9 @@ struct fu_walk_cache;
  * walks the same space), the caller gets a cache of its own, bound to the space, that the return
  * frees. NULL with MemoryError set if out of memory. */
 struct fu_walk_cache *fu_address_space_borrow_cache(PyObject *object);
+/* Walk caches a space keeps across calls: one per thread of unwind_samples (perf_walk.c); a borrower
+ * beyond them gets a cache of its own, freed when returned. */
+#define FU_WALK_KEPT_CACHES 8
 void fu_address_space_return_cache(PyObject *object, struct fu_walk_cache *cache);
 
 /* The entry points of a fastunwind._core.EhElf (a loaded, checked compiled unwind table), or NULL

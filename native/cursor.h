@@ -63,6 +63,21 @@ static inline uint64_t fu_read_uint(fu_cursor *c, unsigned size)
         return 0;
     }
     uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the data is little-endian as the host: one load where the size is known at the call site
+     * (perf.data's u32/u64 fields: the byte loop was a third of decoding a recording's records) */
+    if (size == 8) {
+        memcpy(&v, c->pos, 8);
+        c->pos += 8;
+        return v;
+    }
+    if (size == 4) {
+        uint32_t w;
+        memcpy(&w, c->pos, 4);
+        c->pos += 4;
+        return w;
+    }
+#endif
     for (unsigned i = 0; i < size; i++)
         v |= (uint64_t)c->pos[i] << (8 * i);
     c->pos += size;

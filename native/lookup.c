@@ -8,7 +8,9 @@
 
 #include "cfi.h"
 
-static const fu_table *sort_table; /* qsort has no context argument in C11 */
+/* qsort has no context argument in C11; one per thread, since modules are opened on several
+ * (perf_session.py, _open_modules): a shared one made two tables sort by each other's entries */
+static _Thread_local const fu_table *sort_table;
 
 static int compare_fde(const void *a, const void *b)
 {

@@ -11,11 +11,16 @@
 
 #include "perf_data.h"
 
+/* One type, three roles: a whole recording (`view`: its bytes); a stream (`stream`; `pd` holds the
+ * header and the queued records); a window of a stream (`owner`: the stream object, whose bytes the
+ * window's samples point into; `pd` holds the window's records and lends the stream's header). */
 typedef struct PerfDataObject {
     PyObject_HEAD
     fu_perf_data pd;
     Py_buffer view;
     bool parsed;
+    fu_perf_stream *stream;
+    PyObject *owner;
 } PerfDataObject;
 
 static void perf_dealloc(PerfDataObject *self);
@@ -45,11 +50,25 @@ const fu_perf_data *fu_perf_object_data(PyObject *perf_data)
     return &((PerfDataObject *)perf_data)->pd;
 }
 
+/* A stream's header may change while its next window is cut ahead: wait for that first. */
+static void settle(PerfDataObject *self)
+{
+    PerfDataObject *stream = self->owner ? (PerfDataObject *)self->owner : self;
+    if (stream->stream) {
+        Py_BEGIN_ALLOW_THREADS
+        fu_perf_stream_wait(stream->stream);
+        Py_END_ALLOW_THREADS
+    }
+}
+
 static void perf_dealloc(PerfDataObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
+    fu_perf_stream_wait(self->stream); /* before pd, which its thread writes */
     if (self->parsed)
         fu_perf_data_free(&self->pd);
+    fu_perf_stream_free(self->stream); /* after pd, which points into its bytes */
+    Py_XDECREF(self->owner);
     if (self->view.obj)
         PyBuffer_Release(&self->view);
     type->tp_free((PyObject *)self);
@@ -97,6 +116,67 @@ static int perf_init(PerfDataObject *self, PyObject *args, PyObject *kwargs)
     return 0;
 }
 
+/* PerfData.open_stream(fd, window_bytes=0, max_decompressed=0): a recording read window by window
+ * from a file descriptor (perf_data.h, "Streaming"); the header is decoded now. */
+static PyObject *perf_open_stream(PyObject *cls, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"fd", "window_bytes", "max_decompressed", "decode_ahead", "executable_mmaps_only",
+                             NULL};
+    int fd, decode_ahead = 0, executable_mmaps_only = 0;
+    unsigned long long window_bytes = 0, max_decompressed = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i|KKpp", kwlist, &fd, &window_bytes, &max_decompressed,
+                                     &decode_ahead, &executable_mmaps_only))
+        return NULL;
+    PerfDataObject *self = (PerfDataObject *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
+    if (!self)
+        return NULL;
+    fu_perf_options options = {.max_decompressed = max_decompressed};
+    fu_error err = {0};
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = fu_perf_stream_open(&self->stream, &self->pd, fd, window_bytes, &options, &err);
+    Py_END_ALLOW_THREADS
+    self->parsed = true;
+    if (status != FU_OK) {
+        raise_perf_error((PyObject *)self, &err);
+        Py_DECREF(self);
+        return NULL;
+    }
+    fu_perf_stream_decode_ahead(self->stream, decode_ahead);
+    fu_perf_stream_executable_mmaps_only(self->stream, executable_mmaps_only);
+    return (PyObject *)self;
+}
+
+/* next_window() -> PerfData of the next window's records in time order, or None at the end. The
+ * previous window's samples must not be read any more (their bytes are given back). */
+static PyObject *perf_next_window(PerfDataObject *self, PyObject *unused)
+{
+    if (!self->stream) {
+        PyErr_SetString(PyExc_TypeError, "next_window() needs a PerfData made by open_stream()");
+        return NULL;
+    }
+    PerfDataObject *window = (PerfDataObject *)Py_TYPE(self)->tp_alloc(Py_TYPE(self), 0);
+    if (!window)
+        return NULL;
+    fu_error err = {0};
+    fu_status status;
+    bool done = false;
+    Py_BEGIN_ALLOW_THREADS
+    status = fu_perf_stream_next(self->stream, &window->pd, &done, &err);
+    Py_END_ALLOW_THREADS
+    window->parsed = true;
+    window->owner = Py_NewRef(self);
+    if (status != FU_OK || done) {
+        Py_DECREF(window);
+        if (status != FU_OK) {
+            raise_perf_error((PyObject *)self, &err);
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    return (PyObject *)window;
+}
+
 /* ---- helpers ----------------------------------------------------------------------------------- */
 
 static PyObject *bytes_of(const char *s, uint32_t len)
@@ -136,6 +216,7 @@ static PyObject *u64_tuple(const uint8_t *p, uint64_t n)
 
 static PyObject *perf_attrs(PerfDataObject *self, PyObject *unused)
 {
+    settle(self);
     PyObject *list = PyList_New(self->pd.attr_count);
     if (!list)
         return NULL;
@@ -182,6 +263,7 @@ static PyObject *perf_attrs(PerfDataObject *self, PyObject *unused)
 
 static PyObject *perf_build_ids(PerfDataObject *self, PyObject *unused)
 {
+    settle(self);
     PyObject *list = PyList_New((Py_ssize_t)self->pd.build_id_count);
     if (!list)
         return NULL;
@@ -201,6 +283,7 @@ static PyObject *perf_build_ids(PerfDataObject *self, PyObject *unused)
 
 static PyObject *perf_cmdline(PerfDataObject *self, PyObject *unused)
 {
+    settle(self);
     PyObject *list = PyList_New(self->pd.cmdline_count);
     if (!list)
         return NULL;
@@ -217,14 +300,17 @@ static PyObject *perf_cmdline(PerfDataObject *self, PyObject *unused)
 
 static PyObject *perf_stats(PerfDataObject *self, PyObject *unused)
 {
+    settle(self);
     const fu_perf_stats *s = &self->pd.stats;
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I}", "records", (unsigned long long)s->records,
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I,s:K}", "records", (unsigned long long)s->records,
                          "compressed_records", (unsigned long long)s->compressed_records, "decompressed_bytes",
                          (unsigned long long)s->decompressed_bytes, "skipped_records",
                          (unsigned long long)s->skipped_records, "lost", (unsigned long long)s->lost,
                          "finished_rounds", (unsigned long long)s->finished_rounds, "feature_bits_low",
                          (unsigned long long)self->pd.feature_bits[0], "compression_type",
-                         self->pd.compression_type, "compression_mmap_len", self->pd.compression_mmap_len);
+                         self->pd.compression_type, "compression_mmap_len", self->pd.compression_mmap_len,
+                         "out_of_order", (unsigned long long)(self->stream ? fu_perf_stream_out_of_order(self->stream)
+                                                                             : 0));
 }
 
 /* cut() -> None for a whole recording, else (note: str, missing feature bits: tuple of int,
@@ -485,6 +571,12 @@ static PyGetSetDef perf_getset[] = {
 };
 
 static PyMethodDef perf_methods[] = {
+    {"open_stream", (PyCFunction)(void (*)(void))perf_open_stream, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "open_stream(fd, window_bytes=0, max_decompressed=0, decode_ahead=False, executable_mmaps_only=False) -> "
+     "a PerfData read window by window (decode_ahead: each next window cut on a thread while the caller works "
+     "on the last; executable_mmaps_only: MMAP2 records of data left out)"},
+    {"next_window", (PyCFunction)perf_next_window, METH_NOARGS,
+     "next_window() -> PerfData of the next window's records in time order, None at the end"},
     {"attrs", (PyCFunction)perf_attrs, METH_NOARGS, "attrs() -> [dict of perf_event_attr fields, ids, name]"},
     {"build_ids", (PyCFunction)perf_build_ids, METH_NOARGS,
      "build_ids() -> [(pid, build_id bytes, filename bytes, misc, file_offset)]"},

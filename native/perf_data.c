@@ -27,7 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -63,6 +66,9 @@ typedef struct parser {
     uint64_t max_decompressed;
     uint64_t last_time;     /* sort key carried to records without a time */
     bool cut_file;          /* file mode, cut short: pd->cut.unterminated or .truncated */
+    uint64_t position;      /* of the record being decoded (fu_perf_event.position) */
+    bool copy_header_records; /* a stream over a pipe: header records are kept as copies */
+    bool executable_mmaps_only; /* a stream for unwinding: MMAP2 of data is not kept (see below) */
     /* pass 1 output: decompressed stream end after each COMPRESSED record */
     uint64_t *compressed_ends;
     size_t compressed_count, compressed_cap;
@@ -613,6 +619,7 @@ static fu_status add_event(parser *p, uint8_t kind, uint32_t index, bool has_tim
         p->last_time = time;
     fu_perf_event *e = &pd->events[pd->event_count++];
     e->time = p->last_time;
+    e->position = p->position;
     e->index = index;
     e->kind = kind;
     return FU_OK;
@@ -629,6 +636,19 @@ static fu_status parse_mmap(parser *p, const origin *at, uint32_t type, uint16_t
     fu_status s = side_band(p, at, type, rec, size, fixed, &sid, &body_end);
     if (s != FU_OK)
         return s;
+    if (p->executable_mmaps_only && is_mmap2) {
+        /* prot at +64 (after pid, tid, start, len, pgoff and the 24 bytes of maj/min/ino or
+         * build-id): a mapping without PROT_EXEC is nothing the replay keeps, and a python
+         * recording has ~400k of them (its allocator's arenas); its time still orders what follows */
+        uint32_t prot;
+        memcpy(&prot, rec + 64, 4);
+        if (!(prot & 4 /* PROT_EXEC */)) {
+            if (sid.present & FU_PERF_SAMPLE_TIME)
+                p->last_time = sid.time;
+            pd->stats.skipped_records++;
+            return FU_OK;
+        }
+    }
     if (pd->mmap_count >= UINT32_MAX)
         return perf_fail(p, at, "more than 2^32 MMAP records");
     if (!grow((void **)&pd->mmaps, &pd->mmap_cap, pd->mmap_count + 1, sizeof *pd->mmaps))
@@ -1091,6 +1111,20 @@ static fu_status parse_event_update(parser *p, const origin *at, const uint8_t *
     return set_attr_name(p, &pd->attrs[attr], (const char *)rec + 24, bounded_strlen(rec + 24, size - 24));
 }
 
+/* A copy of a record that the reader keeps pointers into (build-id file names, cmdline words), for a
+ * stream over a pipe, whose bytes are freed behind the decoder. */
+static const uint8_t *kept_copy(parser *p, const uint8_t *rec, uint64_t size)
+{
+    struct fu_perf_block *b = malloc(sizeof *b + (size_t)(size + 7) / 8 * 8);
+    if (!b)
+        return NULL;
+    b->next = p->pd->kept_records;
+    b->used = b->cap = (size_t)(size + 7) / 8;
+    p->pd->kept_records = b;
+    memcpy(b->words, rec, (size_t)size);
+    return (const uint8_t *)b->words;
+}
+
 static fu_status parse_record(parser *p, const origin *at, const frame *f, const uint8_t *rec)
 {
     fu_perf_data *pd = p->pd;
@@ -1111,12 +1145,17 @@ static fu_status parse_record(parser *p, const origin *at, const frame *f, const
         return FU_OK;
     case FU_PERF_RECORD_FINISHED_ROUND: pd->stats.finished_rounds++; return FU_OK;
     case FU_PERF_RECORD_HEADER_ATTR: return parse_header_attr(p, at, rec, f->size);
-    case FU_PERF_RECORD_HEADER_BUILD_ID: return add_build_id(p, rec, f->size, f->misc, at);
+    case FU_PERF_RECORD_HEADER_BUILD_ID:
+        if (p->copy_header_records && !(rec = kept_copy(p, rec, f->size)))
+            return perf_nomem(p);
+        return add_build_id(p, rec, f->size, f->misc, at);
     case FU_PERF_RECORD_EVENT_UPDATE: return parse_event_update(p, at, rec, f->size);
     case FU_PERF_RECORD_HEADER_FEATURE: {
         if (f->size < 16)
             return perf_fail(p, at, "HEADER_FEATURE record of size 0x%x has no feature id", f->size);
         uint64_t feature = load_u64(rec + 8);
+        if (p->copy_header_records && !(rec = kept_copy(p, rec, f->size)))
+            return perf_nomem(p);
         fu_cursor c = fu_cursor_make(rec, rec + 16, rec + f->size);
         if (feature >= FU_PERF_HEADER_FEAT_BITS)
             return FU_OK; /* HEADER_LAST_FEATURE marks the end of the features; later ones are unknown */
@@ -1168,7 +1207,8 @@ static bool map_decompressed(fu_perf_data *pd, uint64_t bytes)
     if (mapped > SIZE_MAX)
         return false;
     void *q = pd->decompressed ? mremap(pd->decompressed, (size_t)pd->decompressed_mapped, (size_t)mapped, MREMAP_MAYMOVE)
-                               : mmap(NULL, (size_t)mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                               : mmap(NULL, (size_t)mapped, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (q == MAP_FAILED)
         return false;
 #ifdef MADV_HUGEPAGE
@@ -1322,6 +1362,7 @@ static fu_status decode_stream(parser *p, uint64_t *stream_pos, uint64_t limit, 
     while (record_complete(base, *stream_pos, limit)) {
         origin at = {compressed_offset, true, *stream_pos};
         frame f;
+        p->position = FU_PERF_POSITION_DECOMPRESSED | *stream_pos;
         fu_status s = read_frame(p, base, *stream_pos, limit, &at, &f);
         if (s == FU_OK)
             s = parse_record(p, &at, &f, base + *stream_pos);
@@ -1354,6 +1395,7 @@ static fu_status pass_decode(parser *p)
             s = decode_stream(p, &stream_pos, p->compressed_ends[compressed_index++], pos);
             last_compressed = pos;
         } else {
+            p->position = pos;
             s = parse_record(p, &at, &f, base + pos);
         }
         if (s != FU_OK)
@@ -1670,30 +1712,565 @@ fu_status fu_perf_data_parse(fu_perf_data *pd, const uint8_t *data, uint64_t siz
     return s;
 }
 
-void fu_perf_data_free(fu_perf_data *pd)
+static void free_blocks(struct fu_perf_block *b)
 {
-    for (uint32_t i = 0; i < pd->attr_count; i++) {
-        free(pd->attrs[i].ids);
-        free(pd->attrs[i].name);
-    }
-    free(pd->attrs);
-    free(pd->samples);
-    free(pd->mmaps);
-    free(pd->comms);
-    free(pd->tasks);
-    free(pd->events);
-    free(pd->build_ids);
-    free(pd->cmdline);
-    if (pd->decompressed) {
-        UNPOISON_ALL(pd);
-        munmap(pd->decompressed, (size_t)pd->decompressed_mapped);
-    }
-    free(pd->id_map);
-    struct fu_perf_block *b = pd->aligned;
     while (b) {
         struct fu_perf_block *next = b->next;
         free(b);
         b = next;
     }
+}
+
+void fu_perf_data_free(fu_perf_data *pd)
+{
+    if (!pd->borrowed_header) {
+        for (uint32_t i = 0; i < pd->attr_count; i++) {
+            free(pd->attrs[i].ids);
+            free(pd->attrs[i].name);
+        }
+        free(pd->attrs);
+        free(pd->build_ids);
+        free(pd->cmdline);
+        if (pd->decompressed) {
+            UNPOISON_ALL(pd);
+            munmap(pd->decompressed, (size_t)pd->decompressed_mapped);
+        }
+        free(pd->id_map);
+        free_blocks(pd->kept_records);
+    }
+    free(pd->samples);
+    free(pd->mmaps);
+    free(pd->comms);
+    free(pd->tasks);
+    free(pd->events);
+    free_blocks(pd->aligned);
     memset(pd, 0, sizeof *pd);
+}
+
+/* ---- streaming (perf_data.h, "Streaming") ------------------------------------------------------- */
+
+struct fu_perf_stream {
+    fu_perf_data *pd;          /* the header, and the queue of records decoded but not delivered */
+    int fd;
+    bool mapped_file;          /* a regular file, mapped whole; otherwise read into the reservation */
+    uint8_t *region;           /* the recording's bytes at their offsets */
+    uint64_t region_size;      /* mapped or reserved bytes */
+    uint64_t filled;           /* bytes of the recording in the region */
+    bool eof;
+    uint64_t pos, end;         /* the next record; the end of the data section (UINT64_MAX: a pipe's) */
+    uint64_t released, decompressed_released; /* bytes below these have been given back */
+    ZSTD_DStream *zstream;
+    uint64_t stream_pos;       /* the next record of the decompressed stream */
+    uint64_t last_compressed;  /* offset of the last COMPRESSED record (for messages) */
+    uint64_t last_time;        /* parser.last_time across calls */
+    uint64_t max_time;         /* the largest sort key queued so far */
+    uint64_t round_max;        /* max_time at the last FINISHED_ROUND */
+    bool round_seen;
+    uint64_t delivered_max;    /* the largest time delivered */
+    bool delivered_any;
+    size_t seen_events;        /* queued events already compared with max_time */
+    uint64_t queued_from;      /* pos when the last window was cut: the queue's bytes are pos - this */
+    uint64_t window_bytes, max_decompressed, out_of_order;
+    size_t samples_delivered; /* in the windows cut so far (a cut recording needs one) */
+    bool finished;
+    /* The next window, cut by a thread while the caller works on the last one (decode_ahead):
+     * its result waits here until fu_perf_stream_next takes it. */
+    bool decode_ahead, ahead_running, ahead_ready, ahead_done;
+    bool executable_mmaps_only;
+    pthread_t ahead_thread;
+    fu_perf_data ahead;
+    fu_status ahead_status;
+    fu_error ahead_error;
+};
+
+static parser stream_parser(fu_perf_stream *st, fu_error *err)
+{
+    parser p = {0};
+    p.pd = st->pd;
+    p.err = err;
+    p.max_decompressed = st->max_decompressed;
+    p.last_time = st->last_time;
+    p.copy_header_records = !st->mapped_file;
+    p.executable_mmaps_only = st->executable_mmaps_only;
+    p.cut_file = st->pd->cut.unterminated || st->pd->cut.truncated; /* read_file_header found it */
+    return p;
+}
+
+/* Read from a pipe until the region holds `want` bytes or the input ends. */
+static fu_status stream_fill(fu_perf_stream *st, parser *p, uint64_t want)
+{
+    while (!st->eof && st->filled < want) {
+        uint64_t room = st->region_size - st->filled;
+        if (room == 0)
+            return perf_fail(p, NULL, "a recording streamed in is longer than 0x%llx bytes: write it to a file "
+                             "and read that", (unsigned long long)st->region_size);
+        uint64_t n = want - st->filled < FU_PERF_STREAM_READ_BYTES ? FU_PERF_STREAM_READ_BYTES : want - st->filled;
+        if (n > room)
+            n = room;
+        ssize_t r = read(st->fd, st->region + st->filled, (size_t)n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return perf_fail(p, NULL, "reading the recording at byte 0x%llx: %s", (unsigned long long)st->filled,
+                             strerror(errno));
+        }
+        if (r == 0)
+            st->eof = true;
+        st->filled += (uint64_t)r;
+    }
+    st->pd->size = st->filled;
+    return FU_OK;
+}
+
+static fu_status stream_record_bytes(fu_perf_stream *st, parser *p, uint64_t *limit);
+
+fu_status fu_perf_stream_open(fu_perf_stream **stream, fu_perf_data *pd, int fd, uint64_t window_bytes,
+                              const fu_perf_options *options, fu_error *err)
+{
+    memset(pd, 0, sizeof *pd);
+    err->status = FU_OK;
+    err->message[0] = 0;
+    *stream = NULL;
+    fu_perf_stream *st = calloc(1, sizeof *st);
+    if (!st) {
+        snprintf(err->message, sizeof err->message, "out of memory reading perf.data");
+        return err->status = FU_ERR_NOMEM;
+    }
+    st->pd = pd;
+    st->fd = fd;
+    st->window_bytes = window_bytes ? window_bytes : FU_PERF_DEFAULT_WINDOW_BYTES;
+    st->max_decompressed = options && options->max_decompressed ? options->max_decompressed
+                                                                 : FU_PERF_DEFAULT_MAX_DECOMPRESSED;
+    *stream = st;
+    parser p = stream_parser(st, err);
+    struct stat info;
+    if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
+        void *map = mmap(NULL, (size_t)info.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED)
+            return perf_fail(&p, NULL, "cannot map the recording (%s)", strerror(errno));
+        (void)madvise(map, (size_t)info.st_size, MADV_SEQUENTIAL); /* read-ahead, pages dropped behind */
+        st->mapped_file = true;
+        st->region = map;
+        st->region_size = st->filled = (uint64_t)info.st_size;
+        st->eof = true;
+        p.copy_header_records = false;
+    } else {
+        void *map = mmap(NULL, (size_t)FU_PERF_STREAM_MAX_BYTES, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (map == MAP_FAILED)
+            return perf_nomem(&p);
+#ifdef MADV_HUGEPAGE
+        (void)madvise(map, (size_t)FU_PERF_STREAM_MAX_BYTES, MADV_HUGEPAGE);
+#endif
+        st->region = map;
+        st->region_size = FU_PERF_STREAM_MAX_BYTES;
+        fu_status s = stream_fill(st, &p, PIPE_HEADER_SIZE);
+        if (s != FU_OK)
+            return s;
+        /* a file-mode recording through a pipe: its features follow the data, so it is read whole */
+        if (st->filled >= PIPE_HEADER_SIZE && load_u64(st->region + 8) != PIPE_HEADER_SIZE &&
+            (s = stream_fill(st, &p, UINT64_MAX)) != FU_OK)
+            return s;
+    }
+    pd->data = st->region;
+    pd->size = st->filled;
+    fu_status s = read_file_header(&p);
+    if (s != FU_OK)
+        return s;
+    st->end = pd->pipe_mode ? UINT64_MAX : pd->data_offset + pd->data_size;
+    st->pos = st->queued_from = pd->data_offset;
+    /* A pipe's attrs and features are records at the start of its data: decode them now, so that the
+     * header is known before the first window (up to the first kernel record or FINISHED_ROUND). */
+    while (pd->pipe_mode) {
+        uint64_t limit;
+        if ((s = stream_record_bytes(st, &p, &limit)) != FU_OK)
+            return s;
+        if (limit - st->pos < 8)
+            break;
+        uint32_t type;
+        memcpy(&type, st->region + st->pos, 4);
+        if (type < FU_PERF_RECORD_HEADER_ATTR || type == FU_PERF_RECORD_FINISHED_ROUND ||
+            type == FU_PERF_RECORD_COMPRESSED)
+            break;
+        origin at = at_file(st->pos);
+        frame f;
+        if ((s = read_frame(&p, st->region, st->pos, limit, &at, &f)) != FU_OK)
+            return s;
+        p.position = st->pos;
+        if ((s = parse_record(&p, &at, &f, st->region + st->pos)) != FU_OK)
+            return s;
+        st->pos += f.total;
+    }
+    st->last_time = p.last_time;
+    return FU_OK;
+}
+
+/* Make the whole record at st->pos readable (a pipe: read it in); the bytes available end at *limit. */
+static fu_status stream_record_bytes(fu_perf_stream *st, parser *p, uint64_t *limit)
+{
+    fu_status s;
+    if (!st->eof) {
+        if ((s = stream_fill(st, p, st->pos + 16)) != FU_OK)
+            return s;
+        if (st->filled - st->pos >= 8) {
+            const uint8_t *r = st->region + st->pos;
+            uint32_t type = (uint32_t)r[0] | (uint32_t)r[1] << 8 | (uint32_t)r[2] << 16 | (uint32_t)r[3] << 24;
+            uint64_t size = (uint64_t)(r[6] | r[7] << 8), payload = 0;
+            if (type == FU_PERF_RECORD_HEADER_TRACING_DATA && st->filled - st->pos >= 12) {
+                uint32_t n;
+                memcpy(&n, r + 8, 4);
+                payload = ((uint64_t)n + 7) & ~(uint64_t)7;
+            } else if (type == FU_PERF_RECORD_AUXTRACE && st->filled - st->pos >= 16) {
+                payload = load_u64(r + 8);
+            }
+            if (payload > FU_PERF_STREAM_MAX_BYTES)
+                payload = FU_PERF_STREAM_MAX_BYTES; /* read_frame reports it */
+            if ((s = stream_fill(st, p, st->pos + size + payload)) != FU_OK)
+                return s;
+        }
+    }
+    *limit = st->end < st->filled ? st->end : st->filled;
+    return FU_OK;
+}
+
+/* Note the times of the events queued since the last call: the largest, and those older than a
+ * delivered window's. */
+static void stream_note_times(fu_perf_stream *st)
+{
+    const fu_perf_data *pd = st->pd;
+    for (size_t i = st->seen_events; i < pd->event_count; i++) {
+        uint64_t t = pd->events[i].time;
+        if (t > st->max_time)
+            st->max_time = t;
+        if (st->delivered_any && t < st->delivered_max)
+            st->out_of_order++;
+    }
+    st->seen_events = pd->event_count;
+}
+
+/* Decode records in file order until a window may be cut (*bound: the times it takes) or the data
+ * end (*at_end). One record per iteration: bounded by the input. */
+static fu_status stream_decode(fu_perf_stream *st, parser *p, bool *ready, uint64_t *bound, bool *at_end)
+{
+    fu_perf_data *pd = st->pd;
+    for (;;) {
+        uint64_t limit;
+        fu_status s = stream_record_bytes(st, p, &limit);
+        if (s != FU_OK)
+            return s;
+        /* the input's end (all its bytes read): a last record it cuts is dropped, as in a whole file */
+        if (st->pos >= limit || (st->eof && cut_before(p, st->pos, limit))) {
+            *at_end = true;
+            return FU_OK;
+        }
+        origin at = at_file(st->pos);
+        frame f;
+        if ((s = read_frame(p, st->region, st->pos, limit, &at, &f)) != FU_OK)
+            return s;
+        if (f.type == FU_PERF_RECORD_COMPRESSED) {
+            pd->stats.records++;
+            /* the stream's decompressed bytes must not move: reserve the bound once (address space) */
+            if (!pd->decompressed && !map_decompressed(pd, p->max_decompressed))
+                return perf_nomem(p);
+            s = decompress_record(p, &st->zstream, st->region + st->pos + 8, f.size - 8u, &at);
+            if (s == FU_OK)
+                s = decode_stream(p, &st->stream_pos, pd->decompressed_size, st->pos);
+            st->last_compressed = st->pos;
+        } else {
+            p->position = st->pos;
+            s = parse_record(p, &at, &f, st->region + st->pos);
+        }
+        if (s != FU_OK)
+            return s;
+        st->pos += f.total;
+        stream_note_times(st);
+        if (f.type == FU_PERF_RECORD_FINISHED_ROUND) {
+            /* perf's OE_FLUSH__ROUND: what is older than the previous round's newest may go */
+            bool had_round = st->round_seen;
+            *bound = st->round_max;
+            st->round_max = st->max_time;
+            st->round_seen = true;
+            if (had_round && st->pos - st->queued_from >= st->window_bytes) {
+                *ready = true;
+                return FU_OK;
+            }
+        }
+    }
+}
+
+/* Whether `p` points into the recording's or the decompressed bytes (not into a copy). */
+static bool in_stream_bytes(const fu_perf_stream *st, const void *p)
+{
+    const uint8_t *b = p;
+    const fu_perf_data *pd = st->pd;
+    return (b >= st->region && b < st->region + st->region_size) ||
+           (pd->decompressed && b >= pd->decompressed && b < pd->decompressed + pd->decompressed_mapped);
+}
+
+/* Move the queued records with a time up to `bound` (all of them: `all`) into `w`, in time order;
+ * the others stay queued. */
+static fu_status stream_deliver(fu_perf_stream *st, parser *p, bool all, uint64_t bound, fu_perf_data *w)
+{
+    fu_perf_data *pd = st->pd;
+    size_t n = pd->event_count;
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = pd->events[i - 1].time <= pd->events[i].time;
+    if (!sorted) {
+        fu_perf_event *tmp = malloc(n * sizeof *tmp);
+        if (!tmp)
+            return perf_nomem(p);
+        merge_sort(pd->events, tmp, n);
+        free(tmp);
+    }
+    size_t k = n;
+    if (!all)
+        for (k = 0; k < n && pd->events[k].time <= bound;)
+            k++;
+    /* records of each kind on each side */
+    size_t counts[2][5] = {{0}};
+    for (size_t i = 0; i < n; i++)
+        counts[i >= k][pd->events[i].kind < 5 ? pd->events[i].kind : 4]++;
+    fu_perf_data rest = {0};
+    fu_perf_data *side[2] = {w, &rest};
+    for (int s = 0; s < 2; s++) {
+        fu_perf_data *d = side[s];
+        d->samples = malloc((counts[s][FU_PERF_EVENT_SAMPLE] + 1) * sizeof *d->samples);
+        d->mmaps = malloc((counts[s][FU_PERF_EVENT_MMAP] + 1) * sizeof *d->mmaps);
+        d->comms = malloc((counts[s][FU_PERF_EVENT_COMM] + 1) * sizeof *d->comms);
+        d->tasks = malloc((counts[s][FU_PERF_EVENT_FORK] + counts[s][FU_PERF_EVENT_EXIT] + 1) * sizeof *d->tasks);
+        d->events = malloc(((s ? n - k : k) + 1) * sizeof *d->events);
+        if (!d->samples || !d->mmaps || !d->comms || !d->tasks || !d->events) {
+            fu_perf_data_free(&rest);
+            return perf_nomem(p);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        fu_perf_data *d = side[i >= k];
+        fu_perf_event e = pd->events[i];
+        switch (e.kind) {
+        case FU_PERF_EVENT_SAMPLE:
+            d->samples[d->sample_count] = pd->samples[e.index];
+            d->samples[d->sample_count].index = (uint32_t)d->sample_count;
+            e.index = (uint32_t)d->sample_count++;
+            break;
+        case FU_PERF_EVENT_MMAP:
+            d->mmaps[d->mmap_count] = pd->mmaps[e.index];
+            e.index = (uint32_t)d->mmap_count++;
+            break;
+        case FU_PERF_EVENT_COMM:
+            d->comms[d->comm_count] = pd->comms[e.index];
+            e.index = (uint32_t)d->comm_count++;
+            break;
+        default:
+            d->tasks[d->task_count] = pd->tasks[e.index];
+            e.index = (uint32_t)d->task_count++;
+            break;
+        }
+        d->events[d->event_count++] = e;
+    }
+    /* realigned callchains: the window takes the arena; the queued ones are copied anew */
+    w->aligned = pd->aligned;
+    pd->aligned = NULL;
+    for (size_t i = 0; i < rest.sample_count; i++) {
+        fu_perf_sample *x = &rest.samples[i];
+        if (!x->callchain_count || !x->callchain || in_stream_bytes(st, x->callchain))
+            continue;
+        struct fu_perf_block *b = arena_block(pd, (size_t)x->callchain_count);
+        if (!b) {
+            fu_perf_data_free(&rest);
+            return perf_nomem(p);
+        }
+        memcpy(b->words + b->used, x->callchain, (size_t)x->callchain_count * 8);
+        x->callchain = b->words + b->used;
+        b->used += (size_t)x->callchain_count;
+    }
+    free(pd->samples);
+    free(pd->mmaps);
+    free(pd->comms);
+    free(pd->tasks);
+    free(pd->events);
+    pd->samples = rest.samples;
+    pd->sample_count = pd->sample_cap = rest.sample_count;
+    pd->mmaps = rest.mmaps;
+    pd->mmap_count = pd->mmap_cap = rest.mmap_count;
+    pd->comms = rest.comms;
+    pd->comm_count = pd->comm_cap = rest.comm_count;
+    pd->tasks = rest.tasks;
+    pd->task_count = pd->task_cap = rest.task_count;
+    pd->events = rest.events;
+    pd->event_count = pd->event_cap = rest.event_count;
+    st->seen_events = pd->event_count;
+    w->sample_cap = w->sample_count;
+    w->mmap_cap = w->mmap_count;
+    w->comm_cap = w->comm_count;
+    w->task_cap = w->task_count;
+    w->event_cap = w->event_count;
+    if (k) {
+        uint64_t last = w->events[k - 1].time;
+        if (!st->delivered_any || last > st->delivered_max)
+            st->delivered_max = last;
+        st->delivered_any = true;
+    }
+    st->queued_from = st->pos;
+    /* the stream's header, lent */
+    w->borrowed_header = true;
+    w->data = pd->data;
+    w->size = pd->size;
+    w->pipe_mode = pd->pipe_mode;
+    w->data_offset = pd->data_offset;
+    w->data_size = pd->data_size;
+    memcpy(w->feature_bits, pd->feature_bits, sizeof w->feature_bits);
+    w->attrs = pd->attrs;
+    w->attr_count = w->attr_cap = pd->attr_count;
+    w->build_ids = pd->build_ids;
+    w->kept_records = pd->kept_records;
+    w->build_id_count = w->build_id_cap = pd->build_id_count;
+    w->cmdline = pd->cmdline;
+    w->cmdline_count = pd->cmdline_count;
+    w->decompressed = pd->decompressed;
+    w->decompressed_size = pd->decompressed_size;
+    w->decompressed_mapped = pd->decompressed_mapped;
+    w->compression_type = pd->compression_type;
+    w->compression_level = pd->compression_level;
+    w->compression_mmap_len = pd->compression_mmap_len;
+    return FU_OK;
+}
+
+/* Give back the pages below every queued record, the window about to be handed out and the
+ * decoder (the window before is done with). */
+static void stream_release(fu_perf_stream *st, const fu_perf_data *window)
+{
+    const fu_perf_data *pd = st->pd;
+    uint64_t low = st->pos, decompressed_low = st->stream_pos;
+    for (size_t i = 0; i < pd->event_count + window->event_count; i++) {
+        uint64_t at = i < pd->event_count ? pd->events[i].position : window->events[i - pd->event_count].position;
+        if (at & FU_PERF_POSITION_DECOMPRESSED) {
+            at &= ~FU_PERF_POSITION_DECOMPRESSED;
+            decompressed_low = at < decompressed_low ? at : decompressed_low;
+        } else {
+            low = at < low ? at : low;
+        }
+    }
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    low = low / page * page;
+    if (low > st->filled)
+        low = st->filled / page * page;
+    if (low > st->released) {
+        (void)madvise(st->region + st->released, (size_t)(low - st->released), MADV_DONTNEED);
+        st->released = low;
+    }
+    decompressed_low = decompressed_low / page * page;
+    if (pd->decompressed && decompressed_low > st->decompressed_released) {
+        (void)madvise(pd->decompressed + st->decompressed_released,
+                      (size_t)(decompressed_low - st->decompressed_released), MADV_DONTNEED);
+        st->decompressed_released = decompressed_low;
+    }
+}
+
+/* Cut the next window (decode, sort, deliver); no bytes are given back here. */
+static fu_status stream_cut(fu_perf_stream *st, fu_perf_data *window, bool *done, fu_error *err)
+{
+    *done = false;
+    err->status = FU_OK;
+    err->message[0] = 0;
+    memset(window, 0, sizeof *window);
+    parser p = stream_parser(st, err);
+    /* one window cut (or the end) per iteration; each decodes at least one record or ends */
+    for (;;) {
+        if (st->finished) {
+            *done = true;
+            return FU_OK;
+        }
+        bool ready = false, at_end = false;
+        uint64_t bound = 0;
+        fu_status s = stream_decode(st, &p, &ready, &bound, &at_end);
+        st->last_time = p.last_time;
+        if (s != FU_OK)
+            return s;
+        if (at_end) {
+            fu_perf_data *pd = st->pd;
+            bool cut = p.cut_file || pd->cut.dropped_present;
+            if (st->stream_pos != pd->decompressed_size) {
+                if (!cut) {
+                    origin at = {st->last_compressed, true, st->stream_pos};
+                    return perf_fail(&p, &at, "the compressed stream ends inside a record (0x%llx bytes left over)",
+                                     (unsigned long long)(pd->decompressed_size - st->stream_pos));
+                }
+                pd->cut.dropped_stream_bytes = pd->decompressed_size - st->stream_pos;
+            }
+            st->finished = true;
+            write_cut_note(pd);
+            s = pd->event_count ? stream_deliver(st, &p, true, 0, window) : FU_OK;
+            *done = s == FU_OK && window->event_count == 0;
+            st->samples_delivered += window->sample_count;
+            if (s == FU_OK && cut && st->samples_delivered == 0)
+                s = nothing_usable(&p);
+            return s;
+        }
+        if ((s = stream_deliver(st, &p, false, bound, window)) != FU_OK)
+            return s;
+        st->samples_delivered += window->sample_count;
+        if (window->event_count)
+            return FU_OK;
+        fu_perf_data_free(window);
+    }
+}
+
+static void *stream_cut_thread(void *stream)
+{
+    fu_perf_stream *st = stream;
+    st->ahead_status = stream_cut(st, &st->ahead, &st->ahead_done, &st->ahead_error);
+    return NULL;
+}
+
+void fu_perf_stream_wait(fu_perf_stream *st)
+{
+    if (st && st->ahead_running) {
+        pthread_join(st->ahead_thread, NULL);
+        st->ahead_running = false;
+        st->ahead_ready = true;
+    }
+}
+
+void fu_perf_stream_decode_ahead(fu_perf_stream *st, bool on) { st->decode_ahead = on; }
+
+void fu_perf_stream_executable_mmaps_only(fu_perf_stream *st, bool on) { st->executable_mmaps_only = on; }
+
+fu_status fu_perf_stream_next(fu_perf_stream *st, fu_perf_data *window, bool *done, fu_error *err)
+{
+    fu_perf_stream_wait(st);
+    if (!st->ahead_ready) {
+        st->ahead_status = stream_cut(st, &st->ahead, &st->ahead_done, &st->ahead_error);
+        st->ahead_ready = true;
+    }
+    fu_status status = st->ahead_status;
+    *window = st->ahead;
+    *done = st->ahead_done;
+    *err = st->ahead_error;
+    memset(&st->ahead, 0, sizeof st->ahead);
+    st->ahead_ready = false;
+    if (status != FU_OK)
+        return status;
+    stream_release(st, window);
+    /* the next window is cut while the caller works on this one (a pipe's reading included) */
+    if (!*done && st->decode_ahead && !st->finished &&
+        pthread_create(&st->ahead_thread, NULL, stream_cut_thread, st) == 0)
+        st->ahead_running = true;
+    return FU_OK;
+}
+
+uint64_t fu_perf_stream_out_of_order(const fu_perf_stream *st) { return st->out_of_order; }
+
+void fu_perf_stream_free(fu_perf_stream *st)
+{
+    if (!st)
+        return;
+    fu_perf_stream_wait(st);
+    fu_perf_data_free(&st->ahead);
+    if (st->zstream)
+        ZSTD_freeDStream(st->zstream);
+    if (st->region)
+        munmap(st->region, (size_t)st->region_size);
+    free(st);
 }

@@ -16,6 +16,12 @@
  * first use), whose `file` indexes `files`: every executable mapping's file name with the build-id
  * its MMAP2 record carried, in order of first appearance. Anonymous executable memory (JIT code) of
  * process PID is named "/tmp/perf-PID.map", as perf names it (see is_anonymous).
+ *
+ * Replay() keeps that state across the windows of a stream (perf_data.h, "Streaming"):
+ * Replay.feed(window) takes the next window's events and returns the same tuple, its lists holding
+ * only what is new since the last feed (indices keep counting from the earlier lists). The replay
+ * keeps copies of the names it holds, since a window's bytes are given back after it.
+ * replay_recording(perf_data) is one feed of a fresh Replay.
  */
 #include "binding.h"
 
@@ -57,11 +63,25 @@ typedef struct rp_space {
     uint32_t count;
 } rp_space;
 
+/* Copies of the names the replay holds (chunks that never move). */
+typedef struct name_chunk {
+    struct name_chunk *next;
+    size_t used, cap;
+    char bytes[];
+} name_chunk;
+#define NAME_CHUNK_BYTES 65536
+
 /* Records of each kind in growing arrays, each with its index set. */
 typedef struct replay {
-    fu_growing files, mappings, processes, thread_comms, spaces, space_pool, comm_names;
-    fu_index_set file_index, mapping_index, process_index, thread_comm_index, space_index, comm_name_index;
+    fu_growing files, mappings, processes, thread_comms, spaces, space_pool, comm_names, names;
+    fu_index_set file_index, mapping_index, process_index, thread_comm_index, space_index, comm_name_index,
+        name_index;
+    name_chunk *chunks;
     uint64_t samples_without_process;
+    /* what earlier feeds reported: mapping id -> its number in the results (FU_INDEX_NONE: not yet) */
+    fu_growing renumbered;
+    uint32_t used_mappings, reported_spaces, reported_files, reported_comm_names;
+    size_t reported_pool;
 } replay;
 
 #define RECORDS(r, field, type) ((type *)(r)->field.data)
@@ -150,6 +170,38 @@ static bool is_anonymous(const fu_perf_mmap *m)
            (name.len >= sizeof hugepage - 1 && memcmp(name.data, hugepage, sizeof hugepage - 1) == 0);
 }
 
+static bool name_equal(const void *ctx, uint32_t i, const void *key)
+{
+    return same_string(RECORDS((const replay *)ctx, names, fu_perf_string)[i], *(const fu_perf_string *)key);
+}
+
+/* The replay's own copy of `s` (one per distinct name); .data NULL: no memory. */
+static fu_perf_string own_name(replay *r, fu_perf_string s)
+{
+    fu_perf_string none = {NULL, 0};
+    uint64_t hash = string_hash(s, 5);
+    uint32_t found = fu_index_find(&r->name_index, hash, name_equal, r, &s);
+    if (found != FU_INDEX_NONE)
+        return RECORDS(r, names, fu_perf_string)[found];
+    name_chunk *c = r->chunks;
+    if (!c || c->cap - c->used < (size_t)s.len + 1) {
+        size_t cap = (size_t)s.len + 1 > NAME_CHUNK_BYTES ? (size_t)s.len + 1 : NAME_CHUNK_BYTES;
+        if (!(c = malloc(sizeof *c + cap)))
+            return none;
+        c->next = r->chunks;
+        c->used = 0;
+        c->cap = cap;
+        r->chunks = c;
+    }
+    fu_perf_string copy = {c->bytes + c->used, s.len};
+    if (s.len)
+        memcpy(c->bytes + c->used, s.data, s.len);
+    c->used += (size_t)s.len + 1;
+    if (intern(&r->names, &r->name_index, &copy, sizeof copy, hash, name_equal, r) == FU_INDEX_NONE)
+        return none;
+    return copy;
+}
+
 static uint32_t intern_file(replay *r, const fu_perf_mmap *m)
 {
     rp_file f = {.name = {m->filename, m->filename_len}, .has_build_id = m->has_build_id};
@@ -163,6 +215,11 @@ static uint32_t intern_file(replay *r, const fu_perf_mmap *m)
         memcpy(f.build_id, m->build_id, f.build_id_size);
         hash = fu_hash_bytes(f.build_id, f.build_id_size, hash);
     }
+    uint32_t found = fu_index_find(&r->file_index, hash, file_equal, r, &f);
+    if (found != FU_INDEX_NONE)
+        return found;
+    if (!(f.name = own_name(r, f.name)).data)
+        return FU_INDEX_NONE;
     return intern(&r->files, &r->file_index, &f, sizeof f, hash, file_equal, r);
 }
 
@@ -264,8 +321,8 @@ static bool on_mmap(replay *r, const fu_perf_mmap *m)
 
 static bool on_comm(replay *r, const fu_perf_comm *c)
 {
-    fu_perf_string comm = {c->comm, c->comm_len};
-    if (!set_thread_comm(r, c->tid, comm))
+    fu_perf_string comm = own_name(r, (fu_perf_string){c->comm, c->comm_len});
+    if (!comm.data || !set_thread_comm(r, c->tid, comm))
         return false;
     rp_process *p = process(r, c->pid);
     if (!p)
@@ -341,35 +398,41 @@ static void replay_free(replay *r)
     for (uint32_t i = 0; i < COUNT(r, processes, rp_process); i++)
         free(RECORDS(r, processes, rp_process)[i].maps);
     fu_growing *arrays[] = {&r->files, &r->mappings, &r->processes, &r->thread_comms,
-                            &r->spaces, &r->space_pool, &r->comm_names};
+                            &r->spaces, &r->space_pool, &r->comm_names, &r->names, &r->renumbered};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++)
         free(arrays[i]->data);
     fu_index_set *sets[] = {&r->file_index, &r->mapping_index, &r->process_index, &r->thread_comm_index,
-                            &r->space_index, &r->comm_name_index};
+                            &r->space_index, &r->comm_name_index, &r->name_index};
     for (size_t i = 0; i < sizeof sets / sizeof *sets; i++)
         fu_index_free(sets[i]);
+    while (r->chunks) {
+        name_chunk *next = r->chunks->next;
+        free(r->chunks);
+        r->chunks = next;
+    }
+    memset(r, 0, sizeof *r);
 }
 
 /* ---- results as Python objects ---------------------------------------------------------------- */
 
 static PyObject *string_bytes(fu_perf_string s) { return PyBytes_FromStringAndSize(s.len ? s.data : "", s.len); }
 
-/* Only the mappings some space holds are listed: their indices are renumbered in first-use order. */
-static PyObject *build_result(const replay *r, PyObject *space_ids, PyObject *comm_ids)
+/* Only the mappings some space holds are listed: their indices are renumbered in first-use order,
+ * which later feeds continue (the pool only grows). Each list holds what is new since the last feed. */
+static PyObject *build_result(replay *r, PyObject *space_ids, PyObject *comm_ids)
 {
-    uint32_t mapping_count = COUNT(r, mappings, rp_mapping), used = 0;
-    uint32_t *renumbered = malloc(((size_t)mapping_count + 1) * sizeof *renumbered);
-    uint32_t *pool = malloc(r->space_pool.len + 4);
-    if (!renumbered || !pool) {
-        free(renumbered);
-        free(pool);
+    uint32_t mapping_count = COUNT(r, mappings, rp_mapping);
+    size_t known = r->renumbered.len / 4;
+    if (!fu_growing_reserve(&r->renumbered, 4 * ((size_t)mapping_count - known + 1)))
         return PyErr_NoMemory();
-    }
-    for (uint32_t i = 0; i < mapping_count; i++)
-        renumbered[i] = FU_INDEX_NONE;
+    for (size_t i = known; i < mapping_count; i++)
+        ((uint32_t *)(void *)r->renumbered.data)[i] = FU_INDEX_NONE;
+    r->renumbered.len = 4 * (size_t)mapping_count;
+    uint32_t *renumbered = (uint32_t *)(void *)r->renumbered.data;
+    const uint32_t *pool = (const uint32_t *)(const void *)r->space_pool.data;
     PyObject *mappings = PyList_New(0), *result = NULL;
-    for (size_t k = 0; mappings && k < r->space_pool.len / 4; k++) {
-        uint32_t id = ((const uint32_t *)(const void *)r->space_pool.data)[k];
+    for (size_t k = r->reported_pool; mappings && k < r->space_pool.len / 4; k++) {
+        uint32_t id = pool[k];
         if (renumbered[id] == FU_INDEX_NONE) {
             const rp_mapping *m = &RECORDS(r, mappings, rp_mapping)[id];
             PyObject *item = Py_BuildValue("(KKKI)", (unsigned long long)m->start, (unsigned long long)m->end,
@@ -377,30 +440,33 @@ static PyObject *build_result(const replay *r, PyObject *space_ids, PyObject *co
             if (!item || PyList_Append(mappings, item) < 0)
                 Py_CLEAR(mappings);
             Py_XDECREF(item);
-            renumbered[id] = used++;
+            renumbered[id] = r->used_mappings++;
         }
-        pool[k] = renumbered[id];
     }
-    PyObject *comm_names = PyList_New(COUNT(r, comm_names, fu_perf_string));
-    PyObject *spaces = PyList_New(COUNT(r, spaces, rp_space));
-    PyObject *files = PyList_New(COUNT(r, files, rp_file));
+    uint32_t comm_count = COUNT(r, comm_names, fu_perf_string), space_count = COUNT(r, spaces, rp_space),
+             file_count = COUNT(r, files, rp_file);
+    PyObject *comm_names = PyList_New(comm_count - r->reported_comm_names);
+    PyObject *spaces = PyList_New(space_count - r->reported_spaces);
+    PyObject *files = PyList_New(file_count - r->reported_files);
     if (!mappings || !comm_names || !spaces || !files)
         goto done;
-    for (uint32_t i = 0; i < COUNT(r, comm_names, fu_perf_string); i++) {
+    for (uint32_t i = r->reported_comm_names; i < comm_count; i++) {
         PyObject *name = string_bytes(RECORDS(r, comm_names, fu_perf_string)[i]);
         if (!name)
             goto done;
-        PyList_SET_ITEM(comm_names, i, name);
+        PyList_SET_ITEM(comm_names, i - r->reported_comm_names, name);
     }
-    for (uint32_t i = 0; i < COUNT(r, spaces, rp_space); i++) {
-        const rp_space *s = &RECORDS(r, spaces, rp_space)[i];
-        PyObject *ids = PyBytes_FromStringAndSize(s->count ? (const char *)(pool + s->offset) : "",
-                                                  4 * (Py_ssize_t)s->count);
+    for (uint32_t i = r->reported_spaces; i < space_count; i++) {
+        const rp_space *sp = &RECORDS(r, spaces, rp_space)[i];
+        PyObject *ids = PyBytes_FromStringAndSize(NULL, 4 * (Py_ssize_t)sp->count);
         if (!ids)
             goto done;
-        PyList_SET_ITEM(spaces, i, ids);
+        uint32_t *out = (uint32_t *)(void *)PyBytes_AS_STRING(ids);
+        for (uint32_t k = 0; k < sp->count; k++)
+            out[k] = renumbered[pool[sp->offset + k]];
+        PyList_SET_ITEM(spaces, i - r->reported_spaces, ids);
     }
-    for (uint32_t i = 0; i < COUNT(r, files, rp_file); i++) {
+    for (uint32_t i = r->reported_files; i < file_count; i++) {
         const rp_file *f = &RECORDS(r, files, rp_file)[i];
         PyObject *build_id = f->has_build_id ? PyBytes_FromStringAndSize((const char *)f->build_id, f->build_id_size)
                                              : Py_NewRef(Py_None);
@@ -414,21 +480,25 @@ static PyObject *build_result(const replay *r, PyObject *space_ids, PyObject *co
         PyObject *item = Py_BuildValue("(NN)", name, build_id);
         if (!item)
             goto done;
-        PyList_SET_ITEM(files, i, item);
+        PyList_SET_ITEM(files, i - r->reported_files, item);
     }
     result = Py_BuildValue("(OOOOOOK)", space_ids, comm_ids, comm_names, spaces, mappings, files,
                            (unsigned long long)r->samples_without_process);
+    if (result) {
+        r->reported_pool = r->space_pool.len / 4;
+        r->reported_comm_names = comm_count;
+        r->reported_spaces = space_count;
+        r->reported_files = file_count;
+    }
 done:
     Py_XDECREF(comm_names);
     Py_XDECREF(spaces);
     Py_XDECREF(mappings);
     Py_XDECREF(files);
-    free(renumbered);
-    free(pool);
     return result;
 }
 
-static PyObject *replay_recording(PyObject *module, PyObject *perf_data)
+static PyObject *replay_feed(replay *r, PyObject *perf_data)
 {
     const fu_perf_data *pd = fu_perf_object_data(perf_data);
     if (!pd)
@@ -446,7 +516,6 @@ static PyObject *replay_recording(PyObject *module, PyObject *perf_data)
     uint32_t *comms_out = (uint32_t *)(void *)PyBytes_AS_STRING(comm_ids);
     for (size_t i = 0; i < pd->sample_count; i++)
         spaces_out[i] = comms_out[i] = FU_INDEX_NONE; /* a sample the event index does not list */
-    replay r = {0};
     bool ok = true, bad_index = false;
     /* one event per iteration: bounded by the recording's event count */
     for (size_t e = 0; e < pd->event_count && ok; e++) {
@@ -457,20 +526,20 @@ static PyObject *replay_recording(PyObject *module, PyObject *perf_data)
                 bad_index = true;
                 ok = false;
             } else {
-                ok = on_sample(&r, &pd->samples[event->index], &spaces_out[event->index], &comms_out[event->index]);
+                ok = on_sample(r, &pd->samples[event->index], &spaces_out[event->index], &comms_out[event->index]);
             }
             break;
         case FU_PERF_EVENT_MMAP:
             bad_index = event->index >= pd->mmap_count;
-            ok = !bad_index && on_mmap(&r, &pd->mmaps[event->index]);
+            ok = !bad_index && on_mmap(r, &pd->mmaps[event->index]);
             break;
         case FU_PERF_EVENT_COMM:
             bad_index = event->index >= pd->comm_count;
-            ok = !bad_index && on_comm(&r, &pd->comms[event->index]);
+            ok = !bad_index && on_comm(r, &pd->comms[event->index]);
             break;
         case FU_PERF_EVENT_FORK:
             bad_index = event->index >= pd->task_count;
-            ok = !bad_index && on_fork(&r, &pd->tasks[event->index]);
+            ok = !bad_index && on_fork(r, &pd->tasks[event->index]);
             break;
         default: /* EXIT changes nothing that is replayed */
             break;
@@ -482,12 +551,60 @@ static PyObject *replay_recording(PyObject *module, PyObject *perf_data)
     else if (!ok)
         PyErr_NoMemory();
     else
-        result = build_result(&r, space_ids, comm_ids);
-    replay_free(&r);
+        result = build_result(r, space_ids, comm_ids);
     Py_DECREF(space_ids);
     Py_DECREF(comm_ids);
     return result;
 }
+
+static PyObject *replay_recording(PyObject *module, PyObject *perf_data)
+{
+    replay r = {0};
+    PyObject *result = replay_feed(&r, perf_data);
+    replay_free(&r);
+    return result;
+}
+
+/* ---- Replay: the state kept across a stream's windows ------------------------------------------- */
+
+typedef struct ReplayObject {
+    PyObject_HEAD
+    replay r;
+} ReplayObject;
+
+static void replay_object_dealloc(ReplayObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    replay_free(&self->r);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+static PyObject *replay_object_feed(ReplayObject *self, PyObject *perf_data)
+{
+    return replay_feed(&self->r, perf_data);
+}
+
+static PyMethodDef replay_object_methods[] = {
+    {"feed", (PyCFunction)replay_object_feed, METH_O,
+     "feed(window) -> replay_recording's tuple for the window, its lists holding only what is new"},
+    {NULL},
+};
+
+static PyType_Slot replay_slots[] = {
+    {Py_tp_dealloc, replay_object_dealloc},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_methods, replay_object_methods},
+    {Py_tp_doc, "Replay(): processes and address spaces replayed across a stream's windows (perf_replay.c)."},
+    {0, NULL},
+};
+
+static PyType_Spec replay_spec = {
+    .name = "fastunwind._core.Replay",
+    .basicsize = sizeof(ReplayObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = replay_slots,
+};
 
 static PyMethodDef replay_methods[] = {
     {"replay_recording", replay_recording, METH_O,
@@ -496,4 +613,14 @@ static PyMethodDef replay_methods[] = {
     {NULL},
 };
 
-int fu_perf_replay_binding_init(PyObject *module) { return PyModule_AddFunctions(module, replay_methods); }
+int fu_perf_replay_binding_init(PyObject *module)
+{
+    if (PyModule_AddFunctions(module, replay_methods) < 0)
+        return -1;
+    PyObject *type = PyType_FromModuleAndSpec(module, &replay_spec, NULL);
+    if (!type || PyModule_AddObject(module, "Replay", type) < 0) {
+        Py_XDECREF(type);
+        return -1;
+    }
+    return 0;
+}

@@ -741,11 +741,16 @@ static bool stack_complete(const char *outcome, size_t len)
     return false;
 }
 
-/* folded(write): "comm;[outcome;]root;...;leaf count" lines, most frequent first (ties in order of
- * first appearance). A stack that did not reach its end ("end") is rooted at "[outcome]" so that it
- * is never drawn as a complete one; a sample without user frames has no such root. */
-static PyObject *unwound_folded(UnwoundObject *self, PyObject *write)
+/* folded(write, by_count=True): "comm;[outcome;]root;...;leaf count" lines, most frequent first
+ * (ties in order of first appearance; by_count False: all in order of first appearance). A stack
+ * that did not reach its end ("end") is rooted at "[outcome]" so that it is never drawn as a
+ * complete one; a sample without user frames has no such root. */
+static PyObject *unwound_folded(UnwoundObject *self, PyObject *args)
 {
+    PyObject *write;
+    int by_count = 1;
+    if (!PyArg_ParseTuple(args, "O|p", &write, &by_count))
+        return NULL;
     fu_growing pool = {0}, line = {0}, stacks = {0}, out = {0};
     fu_index_set index = {0};
     bool ok = true;
@@ -783,7 +788,7 @@ static PyObject *unwound_folded(UnwoundObject *self, PyObject *write)
              fu_growing_append(&stacks, &rec, sizeof rec) && fu_index_insert(&index, hash, rec.order);
     }
     size_t count = stacks.len / sizeof(stack_rec);
-    if (ok && count)
+    if (ok && count && by_count)
         qsort(stacks.data, count, sizeof(stack_rec), by_count_then_order);
     for (size_t i = 0; ok && i < count; i++) {
         const stack_rec *rec = &((const stack_rec *)stacks.data)[i];
@@ -944,7 +949,9 @@ static PyObject *unwound_get(UnwoundObject *self, void *which)
 
 static PyMethodDef unwound_methods[] = {
     {"render", (PyCFunction)unwound_render, METH_O, "render(write): perf script's text, in bytes chunks"},
-    {"folded", (PyCFunction)unwound_folded, METH_O, "folded(write): collapsed stacks with counts, in bytes chunks"},
+    {"folded", (PyCFunction)unwound_folded, METH_VARARGS,
+     "folded(write, by_count=True): collapsed stacks with counts, in bytes chunks (by_count False: in order of "
+     "first appearance, for a stream's windows to be merged)"},
     {"statistics", (PyCFunction)unwound_statistics, METH_NOARGS,
      "statistics() -> (unwound samples, user frames, {outcome code: samples}, {depth: samples})"},
     {"sample", (PyCFunction)unwound_sample, METH_O,

@@ -2,8 +2,10 @@
  * sample: registers and stack bytes come from the decoded samples, modules from the address
  * space each sample was taken in.
  *
- * unwind_samples(perf_data, space_ids, spaces, max_frames=127)
+ * unwind_samples(perf_data, space_ids, spaces, max_frames=127, threads=0)
  *   space_ids: bytes of uint32, one per sample (UINT32_MAX: skip the sample)
+ *   threads: walking threads (0: FASTUNWIND_THREADS, else the CPUs; see walk_threads); each walks a
+ *       contiguous share of the samples with walk caches of its own, the results joined in order
  *   -> (outcomes: bytes u8[n], frame_starts: bytes u32[n + 1], ips: bytes u64[frames],
  *       modules: bytes u32[frames], kinds: bytes u8[frames], flags: bytes u8[frames],
  *       walk_ns: int)
@@ -14,8 +16,11 @@
  *   without a callchain, its sampled IP alone (FU_SAMPLE_IP_ONLY); nothing is walked. Frames are of
  *   kind FU_FRAME_FIRST: perf prints callchain entries as they are, not at return address - 1.
  */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "binding.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <time.h>
 
 #include "growing.h"
@@ -240,74 +245,36 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwargs)
+/* One thread's share of a batch: samples [first, last), walked with its own walk caches (one per
+ * space, lent by the space) into its own buffers. */
+typedef struct walk_job {
+    const fu_perf_sample *samples;
+    const uint32_t *ids;          /* space id per sample of the whole batch */
+    size_t first, last;
+    const fu_address_space **spaces;
+    fu_walk_cache **caches;       /* by space id */
+    size_t max_frames;
+    batch_buffers *buffers;       /* outcomes and starts indexed from `first` */
+    uint32_t frame_count;
+    bool nomem;
+    pthread_t thread;
+} walk_job;
+
+static void walk_samples(walk_job *job)
 {
-    static char *kwlist[] = {"perf_data", "space_ids", "spaces", "max_frames", NULL};
-    PyObject *perf_data, *spaces_list;
-    Py_buffer space_ids;
-    Py_ssize_t max_frames = 127;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oy*O|n", kwlist, &perf_data, &space_ids, &spaces_list, &max_frames))
-        return NULL;
-    PyObject *result = NULL;
-    const fu_address_space **spaces = NULL;
-    fu_walk_cache **caches = NULL; /* the lent walk cache of each space a sample names */
-    batch_buffers buffers = take_spare_buffers();
-    fu_growing *outcomes = &buffers.outcomes, *starts = &buffers.starts;
-    frame_columns *frames_out = &buffers.frames;
+    const fu_perf_sample *samples = job->samples;
+    const uint32_t *ids = job->ids;
+    size_t first = job->first, count = job->last, max_frames = job->max_frames;
+    const fu_address_space **spaces = job->spaces;
+    fu_walk_cache **caches = job->caches;
+    fu_growing *outcomes = &job->buffers->outcomes, *starts = &job->buffers->starts;
+    frame_columns *frames_out = &job->buffers->frames;
     fu_growing *columns = frames_out->column; /* ips, modules, kinds, flags */
-    PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
-    size_t count;
-    const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
-    if (!seq || !samples)
-        goto done;
-    if ((size_t)space_ids.len != count * sizeof(uint32_t)) {
-        PyErr_Format(PyExc_ValueError, "space_ids has %zd bytes for %zu samples", space_ids.len, count);
-        goto done;
-    }
-    Py_ssize_t space_count = PySequence_Fast_GET_SIZE(seq);
-    spaces = PyMem_Calloc((size_t)space_count + 1, sizeof *spaces);
-    caches = PyMem_Calloc((size_t)space_count + 1, sizeof *caches);
-    if (!spaces || !caches) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < space_count; i++)
-        if (!(spaces[i] = fu_address_space_of(module, PySequence_Fast_GET_ITEM(seq, i))))
-            goto done;
-    /* the walk caches of the spaces that samples name, lent by the spaces for the batch */
-    const uint32_t *ids = space_ids.buf;
-    for (size_t s = 0; s < count; s++) {
-        uint32_t id;
-        memcpy(&id, &ids[s], sizeof id);
-        if (id == UINT32_MAX || (id < (uint32_t)space_count && caches[id]))
-            continue;
-        if (id >= (uint32_t)space_count) {
-            PyErr_Format(PyExc_ValueError, "sample %zu: space id %u is out of range (%zd spaces)", s, id, space_count);
-            goto done;
-        }
-        if (!(caches[id] = fu_address_space_borrow_cache(PySequence_Fast_GET_ITEM(seq, id))))
-            goto done;
-    }
-    if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
-        max_frames = FU_WALK_MAX_FRAMES;
-    /* one outcome per sample, and where each sample's frames start: sizes known up front */
-    size_t reserved = count < FRAMES_RESERVED_MAX / FRAMES_RESERVED_PER_SAMPLE ? count * FRAMES_RESERVED_PER_SAMPLE
-                                                                               : FRAMES_RESERVED_MAX;
-    if (!fu_growing_reserve(outcomes, count) || !fu_growing_reserve(starts, 4 * (count + 1)) ||
-        !reserve_frames(frames_out, reserved)) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    uint64_t walk_ns = 0;
-    bool nomem = false;
-    Py_BEGIN_ALLOW_THREADS
-    /* the whole loop is timed: register extraction, walks and collecting the frames */
-    uint64_t started = now_ns();
     register_plan plan;
     make_register_plan(0, &plan);
     uint32_t frame_count = 0;
     memcpy(starts->data, &frame_count, 4);
-    for (size_t s = 0; s < count && !nomem; s++) {
+    for (size_t s = first; s < count; s++) {
         const fu_perf_sample *sample = &samples[s];
         /* Start loading later samples' lines while this one walks (at the offsets of this
          * sample's mask: every sample of an event has the same): they are far apart in the
@@ -331,7 +298,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
             }
         }
         uint8_t outcome = FU_SAMPLE_SKIPPED;
-        uint32_t id; /* in range: checked above */
+        uint32_t id; /* in range: checked by the caller */
         memcpy(&id, &ids[s], sizeof id);
         fu_regs regs;
         regs.valid = 0; /* values of invalid registers are never read */
@@ -341,8 +308,8 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         }
         uint64_t sp;
         if (id != UINT32_MAX && (regs.valid >> FU_REG_RA & 1) && fu_regs_get(&regs, FU_REG_RSP, &sp)) {
-            if (!reserve_frames(frames_out, (size_t)frame_count + (size_t)max_frames)) {
-                nomem = true;
+            if (!reserve_frames(frames_out, (size_t)frame_count + max_frames)) {
+                job->nomem = true;
                 break;
             }
             fu_dump_memory memory = {sample->stack, sp, sample->stack_size, spaces[id]};
@@ -353,25 +320,189 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
                                 columns[3].data + frame_count};
             /* the other registers only for a walk that does not follow its shape (walk.h) */
             fu_walk_shape *shape_to_write;
-            if (!fu_walk_begin(spaces[id], &regs, &reader, caches[id], &frames, (size_t)max_frames, &r,
+            if (!fu_walk_begin(spaces[id], &regs, &reader, caches[id], &frames, max_frames, &r,
                                &shape_to_write)) {
                 sample_registers(sample, &plan, &regs);
-                fu_walk_finish(spaces[id], &regs, &reader, caches[id], &frames, (size_t)max_frames, &r,
+                fu_walk_finish(spaces[id], &regs, &reader, caches[id], &frames, max_frames, &r,
                                shape_to_write);
             }
             frame_count += (uint32_t)r.frame_count;
             outcome = (uint8_t)r.outcome;
         }
-        outcomes->data[s] = outcome;
-        memcpy(starts->data + 4 * (s + 1), &frame_count, 4);
+        outcomes->data[s - first] = outcome;
+        memcpy(starts->data + 4 * (s - first + 1), &frame_count, 4);
     }
-    outcomes->len = count;
-    starts->len = 4 * (count + 1);
-    walk_ns = now_ns() - started;
+    outcomes->len = count - first;
+    starts->len = 4 * (count - first + 1);
     columns[0].len = 8 * (size_t)frame_count;
     columns[1].len = 4 * (size_t)frame_count;
     columns[2].len = columns[3].len = frame_count;
+    job->frame_count = frame_count;
+}
+
+static void *walk_thread(void *job)
+{
+    walk_samples(job);
+    return NULL;
+}
+
+/* Room for a job's outcomes, starts and (reserved) frames. */
+static bool reserve_job(batch_buffers *b, size_t count)
+{
+    size_t reserved = count < FRAMES_RESERVED_MAX / FRAMES_RESERVED_PER_SAMPLE ? count * FRAMES_RESERVED_PER_SAMPLE
+                                                                               : FRAMES_RESERVED_MAX;
+    return fu_growing_reserve(&b->outcomes, count + 1) && fu_growing_reserve(&b->starts, 4 * (count + 1)) &&
+           reserve_frames(&b->frames, reserved);
+}
+
+/* Threads that walk a batch: FASTUNWIND_THREADS if set (1: the caller's thread alone), else the
+ * CPUs this process may run on, at most WALK_THREADS_MAX; and each thread at least
+ * WALK_SAMPLES_PER_THREAD samples (starting a thread and filling its walk caches cost about as much
+ * as walking a hundred samples). */
+#define WALK_THREADS_MAX FU_WALK_KEPT_CACHES
+#define WALK_SAMPLES_PER_THREAD 256
+
+static unsigned walk_threads(size_t count)
+{
+    static unsigned configured; /* 0: not read yet */
+    if (!configured) {
+        const char *env = getenv("FASTUNWIND_THREADS");
+        long n = env && *env ? strtol(env, NULL, 10) : 0;
+        if (n <= 0) {
+            cpu_set_t set;
+            n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+        }
+        configured = n < 1 ? 1 : n > WALK_THREADS_MAX ? WALK_THREADS_MAX : (unsigned)n;
+    }
+    size_t by_size = count / WALK_SAMPLES_PER_THREAD;
+    return by_size < 1 ? 1 : by_size < configured ? (unsigned)by_size : configured;
+}
+
+static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"perf_data", "space_ids", "spaces", "max_frames", "threads", NULL};
+    PyObject *perf_data, *spaces_list;
+    Py_buffer space_ids;
+    Py_ssize_t max_frames = 127, threads_arg = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oy*O|nn", kwlist, &perf_data, &space_ids, &spaces_list,
+                                     &max_frames, &threads_arg))
+        return NULL;
+    PyObject *result = NULL;
+    const fu_address_space **spaces = NULL;
+    fu_walk_cache **caches = NULL; /* per thread, the lent walk cache of each space a sample names */
+    batch_buffers buffers = take_spare_buffers();
+    batch_buffers extra[WALK_THREADS_MAX];
+    walk_job jobs[WALK_THREADS_MAX];
+    memset(extra, 0, sizeof extra);
+    memset(jobs, 0, sizeof jobs);
+    unsigned threads = 1;
+    fu_growing *outcomes = &buffers.outcomes, *starts = &buffers.starts;
+    frame_columns *frames_out = &buffers.frames;
+    fu_growing *columns = frames_out->column; /* ips, modules, kinds, flags */
+    PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
+    size_t count;
+    const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
+    if (!seq || !samples)
+        goto done;
+    if ((size_t)space_ids.len != count * sizeof(uint32_t)) {
+        PyErr_Format(PyExc_ValueError, "space_ids has %zd bytes for %zu samples", space_ids.len, count);
+        goto done;
+    }
+    threads = threads_arg > 0 ? (threads_arg < WALK_THREADS_MAX ? (unsigned)threads_arg : WALK_THREADS_MAX)
+                              : walk_threads(count);
+    if (threads > 1 && count < threads)
+        threads = 1;
+    Py_ssize_t space_count = PySequence_Fast_GET_SIZE(seq);
+    spaces = PyMem_Calloc((size_t)space_count + 1, sizeof *spaces);
+    caches = PyMem_Calloc(((size_t)space_count + 1) * threads, sizeof *caches);
+    if (!spaces || !caches) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < space_count; i++)
+        if (!(spaces[i] = fu_address_space_of(module, PySequence_Fast_GET_ITEM(seq, i))))
+            goto done;
+    /* the walk caches of the spaces that samples name, lent by the spaces for the batch: one per
+     * thread, so that no two threads write one */
+    const uint32_t *ids = space_ids.buf;
+    for (size_t s = 0; s < count; s++) {
+        uint32_t id;
+        memcpy(&id, &ids[s], sizeof id);
+        if (id == UINT32_MAX || (id < (uint32_t)space_count && caches[id]))
+            continue;
+        if (id >= (uint32_t)space_count) {
+            PyErr_Format(PyExc_ValueError, "sample %zu: space id %u is out of range (%zd spaces)", s, id, space_count);
+            goto done;
+        }
+        for (unsigned t = 0; t < threads; t++)
+            if (!(caches[(size_t)t * ((size_t)space_count + 1) + id] =
+                      fu_address_space_borrow_cache(PySequence_Fast_GET_ITEM(seq, id))))
+                goto done;
+    }
+    if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
+        max_frames = FU_WALK_MAX_FRAMES;
+    /* contiguous shares, so that each thread's frames follow the previous thread's */
+    for (unsigned t = 0; t < threads; t++) {
+        walk_job *job = &jobs[t];
+        job->samples = samples;
+        job->ids = ids;
+        job->first = count * t / threads;
+        job->last = count * (t + 1) / threads;
+        job->spaces = spaces;
+        job->caches = caches + (size_t)t * ((size_t)space_count + 1);
+        job->max_frames = (size_t)max_frames;
+        job->buffers = t ? &extra[t] : &buffers;
+        if (!reserve_job(job->buffers, job->last - job->first)) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    uint64_t walk_ns = 0;
+    bool nomem = false, started_all = true;
+    Py_BEGIN_ALLOW_THREADS
+    /* the whole loop is timed: register extraction, walks and collecting the frames */
+    uint64_t started = now_ns();
+    unsigned running = 1;
+    for (unsigned t = 1; t < threads; t++, running++)
+        if (pthread_create(&jobs[t].thread, NULL, walk_thread, &jobs[t]) != 0)
+            break;
+    walk_samples(&jobs[0]);
+    for (unsigned t = 1; t < running; t++)
+        pthread_join(jobs[t].thread, NULL);
+    for (unsigned t = running; t < threads; t++) /* a thread the system refused: walked here */
+        walk_samples(&jobs[t]);
+    started_all = running == threads;
+    /* the shares' results after the first's, in order */
+    uint32_t frame_count = jobs[0].frame_count;
+    nomem = jobs[0].nomem;
+    for (unsigned t = 1; t < threads && !nomem; t++) {
+        batch_buffers *b = &extra[t];
+        size_t n = jobs[t].last - jobs[t].first;
+        if (!fu_growing_reserve(outcomes, n) || !fu_growing_reserve(starts, 4 * n) ||
+            !reserve_frames(frames_out, (size_t)frame_count + jobs[t].frame_count) || jobs[t].nomem ||
+            (uint64_t)frame_count + jobs[t].frame_count > UINT32_MAX) {
+            nomem = true;
+            break;
+        }
+        memcpy(outcomes->data + outcomes->len, b->outcomes.data, n);
+        outcomes->len += n;
+        const uint32_t *share_starts = (const uint32_t *)(const void *)b->starts.data;
+        for (size_t k = 1; k <= n; k++) {
+            uint32_t at = frame_count + share_starts[k];
+            memcpy(starts->data + starts->len, &at, 4);
+            starts->len += 4;
+        }
+        static const size_t width[4] = {8, 4, 1, 1};
+        for (unsigned c = 0; c < 4; c++) {
+            memcpy(columns[c].data + width[c] * frame_count, b->frames.column[c].data,
+                   width[c] * jobs[t].frame_count);
+            columns[c].len = width[c] * ((size_t)frame_count + jobs[t].frame_count);
+        }
+        frame_count += jobs[t].frame_count;
+    }
+    walk_ns = now_ns() - started;
     Py_END_ALLOW_THREADS
+    (void)started_all;
     if (nomem) {
         PyErr_NoMemory();
         goto done;
@@ -383,9 +514,14 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
                            (Py_ssize_t)columns[3].len, (unsigned long long)walk_ns);
 done:
     keep_spare_buffers(&buffers);
-    for (Py_ssize_t i = 0; caches && spaces && i < PySequence_Fast_GET_SIZE(seq); i++)
-        if (caches[i])
-            fu_address_space_return_cache(PySequence_Fast_GET_ITEM(seq, i), caches[i]);
+    for (unsigned t = 1; t < WALK_THREADS_MAX; t++)
+        free_batch_buffers(&extra[t]);
+    for (unsigned t = 0; caches && spaces && t < threads; t++)
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            fu_walk_cache *cache = caches[(size_t)t * ((size_t)PySequence_Fast_GET_SIZE(seq) + 1) + i];
+            if (cache)
+                fu_address_space_return_cache(PySequence_Fast_GET_ITEM(seq, i), cache);
+        }
     PyMem_Free(caches);
     PyMem_Free(spaces);
     Py_XDECREF(seq);

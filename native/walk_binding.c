@@ -24,14 +24,17 @@ typedef struct AddressSpaceObject {
     Py_buffer *buffers;
     fu_image_segment *segments;
     Py_ssize_t buffer_count;
-    fu_walk_cache *walk_cache;    /* NULL until a walk needs it (fu_address_space_borrow_cache) */
-    bool walk_cache_lent;
+    /* one per walking thread (unwind_samples' workers), NULL until a walk needs it
+     * (fu_address_space_borrow_cache); kept across calls */
+    fu_walk_cache *walk_caches[FU_WALK_KEPT_CACHES];
+    bool walk_cache_lent[FU_WALK_KEPT_CACHES];
 } AddressSpaceObject;
 
 static void space_dealloc(AddressSpaceObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
-    free(self->walk_cache); /* never lent now: a borrower holds a reference to the space */
+    for (unsigned i = 0; i < FU_WALK_KEPT_CACHES; i++)
+        free(self->walk_caches[i]); /* never lent now: a borrower holds a reference to the space */
     for (Py_ssize_t i = 0; i < self->buffer_count; i++)
         PyBuffer_Release(&self->buffers[i]);
     PyMem_Free(self->buffers);
@@ -226,28 +229,33 @@ const fu_address_space *fu_address_space_of(PyObject *module, PyObject *object)
 fu_walk_cache *fu_address_space_borrow_cache(PyObject *object)
 {
     AddressSpaceObject *self = (AddressSpaceObject *)object;
-    if (self->walk_cache && !self->walk_cache_lent) {
-        self->walk_cache_lent = true;
-        return self->walk_cache;
-    }
+    for (unsigned i = 0; i < FU_WALK_KEPT_CACHES; i++)
+        if (self->walk_caches[i] && !self->walk_cache_lent[i]) {
+            self->walk_cache_lent[i] = true;
+            return self->walk_caches[i];
+        }
     fu_walk_cache *cache = malloc(sizeof *cache);
     if (!cache)
         return (fu_walk_cache *)PyErr_NoMemory();
     fu_walk_cache_bind(cache, &self->space);
-    if (!self->walk_cache) {
-        self->walk_cache = cache;
-        self->walk_cache_lent = true;
-    }
+    for (unsigned i = 0; i < FU_WALK_KEPT_CACHES; i++)
+        if (!self->walk_caches[i]) {
+            self->walk_caches[i] = cache;
+            self->walk_cache_lent[i] = true;
+            break;
+        }
     return cache;
 }
 
 void fu_address_space_return_cache(PyObject *object, fu_walk_cache *cache)
 {
     AddressSpaceObject *self = (AddressSpaceObject *)object;
-    if (cache == self->walk_cache)
-        self->walk_cache_lent = false;
-    else
-        free(cache);
+    for (unsigned i = 0; i < FU_WALK_KEPT_CACHES; i++)
+        if (cache == self->walk_caches[i]) {
+            self->walk_cache_lent[i] = false;
+            return;
+        }
+    free(cache);
 }
 
 /* Frame columns for `count` frames in one block (freed with PyMem_Free(frames->ip)); false with

@@ -27,7 +27,7 @@
  * main's options: clang-14 -g -O1 -DFU_PERF_LIBFUZZER -fsanitize=fuzzer,address,undefined -Inative \
  *   native/fuzz/perf_driver.c native/perf_data.c -lzstd -o native/fuzz/build/perf_fuzz
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* memfd_create; implies _POSIX_C_SOURCE 200809L */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +36,8 @@
 #include <unistd.h>
 
 #include "perf_data.h"
+
+#include <sys/mman.h>
 
 /* Mutants decompress to at most this much: enough for real -z recordings of a few MB, small enough
  * that a crafted zstd bomb costs well under a second. */
@@ -66,6 +68,9 @@ static bool owned(const fu_perf_data *pd, const void *p, uint64_t n)
     if (inside(p, n, pd->data, pd->size) || inside(p, n, pd->decompressed, pd->decompressed_size))
         return true;
     for (const struct fu_perf_block *b = pd->aligned; b; b = b->next)
+        if (inside(p, n, (const uint8_t *)b->words, b->used * 8))
+            return true;
+    for (const struct fu_perf_block *b = pd->kept_records; b; b = b->next) /* a pipe stream's copies */
         if (inside(p, n, (const uint8_t *)b->words, b->used * 8))
             return true;
     return false;
@@ -149,6 +154,76 @@ static const char *check(const fu_perf_data *pd)
     return NULL;
 }
 
+static size_t pd_samples_seen; /* unused: run_stream's out-parameter placeholder */
+
+/* The same bytes as a stream (perf_data.h "Streaming"): from a memfd (mapped, as a regular file) in
+ * windows of one round, the next cut ahead on a thread, then from a pipe when the input fits the
+ * pipe's buffer (leaving out data MMAP2 records, as perf-script does). Every window's records must
+ * lie in the buffers; errors must name an offset. */
+static int run_stream_from(int fd, unsigned timeout, const char *how, bool executable_mmaps_only)
+{
+    fu_perf_data header, window;
+    fu_perf_stream *stream = NULL;
+    fu_error err = {0};
+    fu_perf_options options = {.max_decompressed = DRIVER_MAX_DECOMPRESSED};
+    int bad = 0;
+    if (timeout)
+        alarm(timeout);
+    fu_status status = fu_perf_stream_open(&stream, &header, fd, 1, &options, &err);
+    if (status == FU_OK && stream) {
+        fu_perf_stream_decode_ahead(stream, true);
+        fu_perf_stream_executable_mmaps_only(stream, executable_mmaps_only);
+    }
+    bool done = false;
+    /* one window per iteration; the stream ends or fails after at most one per record */
+    while (status == FU_OK && !done) {
+        status = fu_perf_stream_next(stream, &window, &done, &err);
+        if (status == FU_OK && !done) {
+            const char *problem = check(&window);
+            if (problem) {
+                fprintf(stderr, "%s (%s stream): invariant violated: %s\n", current_input, how, problem);
+                bad = 1;
+            }
+        }
+        fu_perf_data_free(&window);
+    }
+    if (timeout)
+        alarm(0);
+    if (status == FU_ERR_PERF_DATA && strncmp(err.message, "perf.data+0x", 12) != 0 &&
+        strncmp(err.message, "reading the recording", 21) != 0 && strncmp(err.message, "a recording streamed", 20) != 0) {
+        fprintf(stderr, "%s (%s stream): error without an offset: %s\n", current_input, how, err.message);
+        bad = 1;
+    } else if (status != FU_OK && status != FU_ERR_PERF_DATA && status != FU_ERR_NOMEM) {
+        fprintf(stderr, "%s (%s stream): unexpected status %d: %s\n", current_input, how, (int)status, err.message);
+        bad = 1;
+    }
+    fu_perf_stream_wait(stream);
+    fu_perf_data_free(&header);
+    fu_perf_stream_free(stream);
+    return bad;
+}
+
+static int run_stream(const uint8_t *data, size_t size, unsigned timeout, size_t *unused)
+{
+    (void)unused;
+    int bad = 0;
+    int fd = memfd_create("perf-driver", 0);
+    if (fd >= 0) {
+        if (write(fd, data, size) == (ssize_t)size)
+            bad |= run_stream_from(fd, timeout, "memfd", false);
+        close(fd);
+    }
+    int ends[2];
+    if (!bad && size <= 65536 && pipe(ends) == 0) {
+        bool written = write(ends[1], data, size) == (ssize_t)size;
+        close(ends[1]);
+        if (written)
+            bad |= run_stream_from(ends[0], timeout, "pipe", true);
+        close(ends[0]);
+    }
+    return bad;
+}
+
 /* 0: ok or a proper error; 1: invariant violated (message printed). */
 static int run_one(const uint8_t *data, size_t size, unsigned timeout, fu_status *status_out)
 {
@@ -183,6 +258,8 @@ static int run_one(const uint8_t *data, size_t size, unsigned timeout, fu_status
     }
     fu_perf_data_free(&pd);
     free(copy);
+    if (!bad)
+        bad = run_stream(data, size, timeout, status == FU_OK ? &pd_samples_seen : NULL);
     if (status_out)
         *status_out = status;
     return bad;

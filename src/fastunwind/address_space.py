@@ -261,6 +261,10 @@ class ImageCache:
     def __init__(self) -> None:
         self._images: dict[str, ModuleImage | None] = {}
 
+    def has(self, path: str) -> bool:
+        """Whether `path` was opened (or found unusable) already."""
+        return path in self._images
+
     def get(self, path: str) -> ModuleImage | None:
         if path not in self._images:
             try:

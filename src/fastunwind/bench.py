@@ -109,7 +109,8 @@ def time_backend(perf: PerfData, replayed: Replay, backend: str, repeat: int, ma
     passes_ns = []
     result = None
     for _ in range(repeat):
-        result = _core.unwind_samples(perf.native, space_ids, cores, max_frames)
+        # one thread: the walker's own speed per frame (perf-script walks a window on every CPU)
+        result = _core.unwind_samples(perf.native, space_ids, cores, max_frames, threads=1)
         passes_ns.append(result[6])
     assert result is not None
     starts, ips = array.array("I"), array.array("Q")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple
@@ -413,6 +414,35 @@ class PerfData:
             del buffer  # unmapped once the half-built object lets go of it
             raise PerfDataError(f"{os.fspath(path)}: {error}") from None
         return cls(native, os.fspath(path))
+
+    @classmethod
+    def open_stream(cls, source: str | os.PathLike[str] | BinaryIO, *, window_bytes: int = 0,
+                    max_decompressed: int = 0, decode_ahead: bool = False,
+                    executable_mmaps_only: bool = False) -> PerfData:
+        """A recording read window by window, in memory that does not grow with it: a regular file is
+        mapped and its pages dropped behind the decoder, a pipe (a path or a binary file such as
+        sys.stdin.buffer) is read as it goes. Only the header is decoded here; `native.next_window()`
+        gives the next window's records in time order (a `_core.PerfData`), None at the end
+        (perf_data.h, "Streaming"). window_bytes: the least bytes of records a window holds (0: the
+        default, 8 MiB). decode_ahead: each next window is cut on a thread of its own while the
+        caller works on the last (reading and decoding overlap unwinding and writing).
+        executable_mmaps_only: MMAP2 records of memory that is not executable are left out (the
+        replay ignores them; a python recording has ~400k)."""
+        name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else getattr(source, "name", "<stream>")
+        f = open(source, "rb") if isinstance(source, (str, os.PathLike)) else source
+        try:
+            info = os.fstat(f.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+                raise PerfDataError(f"{name}: empty file, not a perf.data recording")
+            native = _core.PerfData.open_stream(f.fileno(), window_bytes, max_decompressed, decode_ahead,
+                                                executable_mmaps_only)
+        except PerfDataError as error:
+            if f is not source:
+                f.close()
+            raise PerfDataError(f"{name}: {error}" if not str(error).startswith(f"{name}: ") else str(error)) from None
+        perf = cls(native, str(name))
+        perf._file = f  # a pipe is read as the windows are asked for; a mapped file needs it no more
+        return perf
 
     @classmethod
     def read(cls, source: bytes | bytearray | memoryview | BinaryIO, *, max_decompressed: int = 0) -> PerfData:

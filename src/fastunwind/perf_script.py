@@ -30,8 +30,9 @@ from fastunwind import _core
 from fastunwind.address_space import ImageCache, Mapping, ModuleImage
 from fastunwind.errors import PerfDataError
 from fastunwind.perf_data import PerfData, RecordingCut
-from fastunwind.perf_session import replay
-from fastunwind.symbolize import PERF_MAP_PATH, SymbolTable, kernel_symbol_table, perf_map_table, symbol_table_for_file
+from fastunwind.perf_session import Replayer, replay
+from fastunwind.symbolize import (PERF_MAP_PATH, SymbolTable, kallsyms_bytes, kernel_symbol_table, perf_map_table,
+                                  symbol_table_for_file)
 
 #: perf's default callchain depth (kernel.perf_event_max_stack)
 DEFAULT_MAX_FRAMES = 127
@@ -220,6 +221,102 @@ def recording_source(perf: PerfData) -> str:
     if any(attr.sample_type & _SAMPLE_CALLCHAIN for attr in sampling):
         return SOURCE_CALLCHAIN
     return SOURCE_IP
+
+
+#: FASTUNWIND_WINDOW_BYTES: the least bytes of records a window of a stream holds (tests force small
+#: windows with it); unset: perf_data.h's FU_PERF_DEFAULT_WINDOW_BYTES
+WINDOW_BYTES_VARIABLE = "FASTUNWIND_WINDOW_BYTES"
+
+
+class _KernelSymbols:
+    """The kernel's symbol table for a stream's windows: the first window's lookups get a table of
+    just the symbols they need (as unwind_recording's single call); later windows' the whole table,
+    made once. kallsyms is read once (/proc/kallsyms costs ~50 ms of kernel time a read)."""
+
+    def __init__(self, perf: PerfData) -> None:
+        self._perf = perf
+        self._data: bytes | None = None
+        self._whole: SymbolTable | None = None
+
+    def __call__(self, addresses: bytes) -> SymbolTable:
+        if self._data is None:
+            build_id = next((b.hex() for _pid, b, name, _m, _o in self._perf.native.build_ids()
+                             if name == b"[kernel.kallsyms]"), None)
+            self._data = kallsyms_bytes(build_id)
+            return SymbolTable.from_kallsyms(self._data, addresses)
+        if self._whole is None:
+            self._whole = SymbolTable.from_kallsyms(self._data)
+        return self._whole
+
+
+def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
+                     images: ImageCache | None = None, backend: str | None = None,
+                     window_bytes: int | None = None, on_phase: Callable[[str], None] | None = None) -> Statistics:
+    """Unwind the recording at `path` ("-": standard input) window by window and write each window's
+    perf script text (`mode` "text"), or the folded stacks of the whole recording ("folded"), or
+    nothing ("stats": the statistics only), in memory that does not grow with the recording
+    (perf_data.h, "Streaming"; docs/DESIGN.md). The output is unwind_recording's, rendered.
+    `on_phase(name)`: called before the folded stacks are written (for a progress display)."""
+    started = time.perf_counter()
+    if window_bytes is None:
+        window_bytes = int(os.environ.get(WINDOW_BYTES_VARIABLE) or 0)
+    perf = PerfData.open_stream(sys.stdin.buffer if path == "-" else path, window_bytes=window_bytes,
+                                decode_ahead=True, executable_mmaps_only=True)
+    source = recording_source(perf)
+    # without user stacks nothing is unwound: the frames are each sample's callchain (or IP)
+    frames_of = _core.unwind_samples if source == SOURCE_DWARF else _core.callchain_samples
+    replayer = Replayer(perf, images)
+    kernel_loader = _KernelSymbols(perf)
+    stats = Statistics(source=source)
+    core_spaces: list[_core.AddressSpace] = []
+    tables: dict[str, SymbolTable] = {}
+    mappings: list[tuple] = []
+    folded: dict[bytes, int] = {}
+    write = _writer(out) if mode == "text" else None
+    stream = perf.native
+    while (window := stream.next_window()) is not None:
+        space_ids, comm_ids = replayer.feed(window)
+        core_spaces.extend(space.to_core(backend) for space in replayer.spaces[len(core_spaces):])
+        mappings.extend((m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables))
+                        for m in replayer.mappings[len(mappings):])
+        unwound = frames_of(window, space_ids, core_spaces, max_frames)
+        native = _core.symbolize_samples(window, space_ids, comm_ids, replayer.comm_names, unwound,
+                                         replayer.space_mappings, mappings, kernel_loader, OUTCOME_NAME_BY_CODE)
+        stats.samples += window.sample_count
+        stats.walk_ns += unwound[6]
+        if mode == "text":
+            native.render(write)
+        elif mode == "folded":
+            native.folded(lambda chunk: _count_folded(chunk, folded), False)
+        unwound_samples, frames, outcomes, depths = native.statistics()
+        stats.unwound_samples += unwound_samples
+        stats.frames += frames
+        stats.frames_per_sample.update(depths)
+        for code, count in outcomes.items():
+            stats.outcomes[OUTCOME_NAME_BY_CODE[code]] += count
+        del native, unwound, window
+    if mode == "folded":
+        if on_phase:
+            on_phase("writing folded stacks")
+        write = _writer(out)
+        lines = sorted(folded.items(), key=lambda item: -item[1])  # stable: ties in order of first appearance
+        for start in range(0, len(lines), 4096):
+            write(b"".join(b"%s %d\n" % line for line in lines[start:start + 4096]))
+    stats.cut = perf.cut  # known at the end: a pipe or a file may end inside a record
+    session = replayer.session()
+    stats.replaced_modules = session.statistics.replaced_modules
+    stats.missing_modules = session.statistics.missing_modules
+    module_images = {id(m.image): m.image for m in session.mappings if m.image is not None}
+    stats.tables = [t for t in (image.compact_statistics() for image in module_images.values()) if t]
+    stats.total_seconds = time.perf_counter() - started
+    return stats
+
+
+def _count_folded(chunk: bytes, counts: dict[bytes, int]) -> None:
+    """Add a window's folded lines (`stack count`, in order of first appearance) to the counts."""
+    for line in chunk.splitlines():
+        stack, _, count = line.rpartition(b" ")
+        counts[stack] = counts.get(stack, 0) + int(count)
 
 
 def _writer(out: TextIO | BinaryIO) -> Callable[[bytes], object]:

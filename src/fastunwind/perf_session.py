@@ -153,30 +153,108 @@ def _usable_image(images: ImageCache, filename: str, build_id: bytes | None, rec
     return None
 
 
+#: threads that open a feed's new modules (ELF headers, .eh_frame and .debug_frame parsed and
+#: evaluated in C without the GIL, compact tables): clang-14's libLLVM and libclang-cpp take about
+#: 0.2 and 0.1 s, most of a 55 MB recording's end-to-end time, so two threads take a third off it.
+OPEN_MODULE_THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
+
+def _open_modules(images: ImageCache, paths: list[str]) -> None:
+    """Open the modules at `paths` into `images` (its cache), the biggest first, on up to
+    OPEN_MODULE_THREADS threads; the ones already open or not files are left for _usable_image."""
+    sized = []
+    for path in dict.fromkeys(paths):
+        try:
+            if not _is_anonymous(path) and not images.has(path):
+                sized.append((os.path.getsize(path), path))
+        except OSError:
+            continue
+    if len(sized) < 2 or OPEN_MODULE_THREADS < 2:
+        return
+    queue = [path for _size, path in sorted(sized)]  # popped from the end: the biggest first
+
+    def work() -> None:
+        while queue:
+            try:
+                path = queue.pop()
+            except IndexError:
+                return
+            images.get(path)
+
+    import threading
+
+    threads = [threading.Thread(target=work) for _ in range(min(OPEN_MODULE_THREADS, len(queue)) - 1)]
+    for thread in threads:
+        thread.start()
+    work()
+    for thread in threads:
+        thread.join()
+
+
+class Replayer:
+    """The replay fed window by window (a stream, `PerfData.open_stream`), or once with a whole
+    recording: the C replay keeps processes and address spaces across feeds; this keeps the Python
+    side (module images, mappings, spaces, thread names), each list growing by what a feed adds."""
+
+    def __init__(self, perf: PerfData, images: ImageCache | None = None) -> None:
+        self.perf = perf
+        self.images = images or ImageCache()
+        self.statistics = SessionStatistics(set(), set(), 0)
+        self.samples_without_process = 0
+        self._native = _core.Replay()
+        self._recorded: dict[str, bytes] = {}
+        self._recorded_count = -1
+        self.file_images: list[tuple[str, ModuleImage | None]] = []
+        self.mappings: list[Mapping] = []
+        self.spaces: list[AddressSpace] = []
+        self.space_mappings: list[bytes] = []
+        self.comm_names: list[bytes] = []
+
+    def _recorded_build_ids(self) -> dict[str, bytes]:
+        if self._recorded_count >= 0 and not self.perf.pipe_mode:
+            return self._recorded  # a file's build-id table is in its header
+        build_ids = self.perf.native.build_ids()
+        if len(build_ids) != self._recorded_count:  # a pipe's HEADER_BUILD_ID records arrive as it goes
+            self._recorded = {os.fsdecode(filename): bytes(build_id) for _pid, build_id, filename, _m, _o in build_ids}
+            self._recorded_count = len(build_ids)
+        return self._recorded
+
+    def feed(self, window: _core.PerfData) -> tuple[bytes, bytes]:
+        """Replay the window's events; its samples' space ids and comm ids (bytes of u32). The new
+        mappings, spaces and names are appended to the lists."""
+        (space_ids, comm_ids, comm_names, space_mappings, raw_mappings, files,
+         self.samples_without_process) = self._native.feed(window)
+        if files:
+            _open_modules(self.images, [os.fsdecode(raw) for raw, _build_id in files])
+            recorded = self._recorded_build_ids()
+            # every executable file mapped is checked (missing, replaced), in order of first mapping
+            self.file_images.extend((name, _usable_image(self.images, name, build_id, recorded, self.statistics))
+                                    for name, build_id in ((os.fsdecode(raw), build_id) for raw, build_id in files))
+        for start, end, pgoff, file in raw_mappings:
+            path, image = self.file_images[file]
+            bias = image.bias_for_mapping(start, end, pgoff) if image is not None else None
+            self.mappings.append(Mapping(start, end, pgoff, path, image if bias is not None else None, bias or 0))
+        mappings = self.mappings
+        for ids in space_mappings:
+            indices = array.array("I")
+            indices.frombytes(ids)
+            self.spaces.append(AddressSpace([mappings[i] for i in indices]))
+        self.space_mappings.extend(space_mappings)
+        self.comm_names.extend(comm_names)
+        return space_ids, comm_ids
+
+    def session(self) -> PerfSession:
+        statistics = self.statistics._replace(samples_without_process=self.samples_without_process)
+        return PerfSession(self.images, self.spaces, self.mappings, self.space_mappings, statistics)
+
+
 def replay(perf: PerfData, images: ImageCache | None = None) -> Replay:
     """Replay the recording's events in time order (MMAP/MMAP2 executable mappings, COMM, FORK)
     and tie every sample to its process's address space at that moment. Kernel-mode samples get
     one too: they carry the user registers and stack of the syscall entry."""
-    images = images or ImageCache()
-    (space_ids_b, comm_ids_b, comm_names, space_mappings, raw_mappings, files,
-     without_process) = _core.replay_recording(perf.native)
-    statistics = SessionStatistics(set(), set(), without_process)
-    recorded = {b.filename: bytes.fromhex(b.build_id) for b in perf.build_ids}
-    # every executable file mapped is checked (missing, replaced), in order of first mapping
-    file_images = [(name, _usable_image(images, name, build_id, recorded, statistics))
-                   for name, build_id in ((os.fsdecode(raw), build_id) for raw, build_id in files)]
-    mappings = []
-    for start, end, pgoff, file in raw_mappings:
-        path, image = file_images[file]
-        bias = image.bias_for_mapping(start, end, pgoff) if image is not None else None
-        mappings.append(Mapping(start, end, pgoff, path, image if bias is not None else None, bias or 0))
-    spaces = []
-    for ids in space_mappings:
-        indices = array.array("I")
-        indices.frombytes(ids)
-        spaces.append(AddressSpace([mappings[i] for i in indices]))
+    replayer = Replayer(perf, images)
+    space_ids_b, comm_ids_b = replayer.feed(perf.native)
     space_ids, comm_ids = array.array("I"), array.array("I")
     space_ids.frombytes(space_ids_b)
     comm_ids.frombytes(comm_ids_b)
-    session = PerfSession(images, spaces, mappings, space_mappings, statistics)
-    return Replay(session, space_ids, comm_ids, comm_names, Samples(perf))
+    return Replay(replayer.session(), space_ids, comm_ids, replayer.comm_names, Samples(perf))

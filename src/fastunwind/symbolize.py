@@ -103,18 +103,23 @@ def _read_mapped(path: str) -> bytes | mmap.mmap:
         return f.read()
 
 
+def kallsyms_bytes(build_id: str | None = None) -> bytes | mmap.mmap:
+    """kallsyms' text: perf's build-id-cache copy for the kernel with `build_id` when there is one,
+    else /proc/kallsyms; empty if neither is readable."""
+    candidates = [build_id_cache_file("[kernel.kallsyms]", build_id, "kallsyms")] if build_id else []
+    for path in [*candidates, "/proc/kallsyms"]:
+        try:
+            return _read_mapped(path)
+        except OSError:
+            continue
+    return b""
+
+
 def kernel_symbol_table(build_id: str | None = None, addresses: bytes | None = None) -> SymbolTable:
     """The kernel's function symbols (kallsyms): perf's build-id-cache copy for the recording's
     kernel when there is one (the right kernel, and a plain file: reading /proc/kallsyms costs
     ~50 ms of kernel time), else /proc/kallsyms. Its `usable` is False when neither is readable or
     the addresses are hidden (kptr_restrict; root sees them). With `addresses` (bytes of u64), only
     the symbols their lookups need are kept (one pass, ~4 ms instead of ~12 for all ~120k)."""
-    candidates = [build_id_cache_file("[kernel.kallsyms]", build_id, "kallsyms")] if build_id else []
-    data: bytes | mmap.mmap = b""
-    for path in [*candidates, "/proc/kallsyms"]:
-        try:
-            data = _read_mapped(path)
-            break
-        except OSError:
-            continue
+    data = kallsyms_bytes(build_id)
     return SymbolTable.from_kallsyms(data) if addresses is None else SymbolTable.from_kallsyms(data, addresses)

@@ -54,23 +54,20 @@ def run(args: argparse.Namespace) -> int:
     # The run makes few Python objects (none per sample) and no cycles worth collecting; importing
     # and creating the library's classes would trigger ~10 collections (1.7 ms on hackbench).
     gc.disable()
-    from fastunwind.perf_script import PHASES, render_folded, render_perf_script, unwind_recording
+    from fastunwind.perf_script import stream_recording
 
-    with _progress(args.input, len(PHASES) + 1) as on_phase:
-        samples, stats = unwind_recording(args.input, max_frames=args.max_frames, backend=args.backend,
-                                          on_phase=on_phase)
-        for note in stats.notes:  # one line each on stderr, as perf's warnings, before the output
-            print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
-        _warn_unusable_modules(stats)
-        if args.folded:
-            on_phase("writing folded stacks")
-            render_folded(samples, sys.stdout)
-        elif args.stats:
-            on_phase("counting")
-            _print_stats(stats)
-        else:
-            on_phase("writing")
-            render_perf_script(samples, sys.stdout)
+    # The recording is read window by window (memory does not grow with it) and each window's text
+    # written before the next is read; --folded merges the windows' stacks and writes them at the end.
+    mode = "folded" if args.folded else "stats" if args.stats else "text"
+    with _progress(args.input, 2) as on_phase:
+        on_phase({"text": "unwinding and writing", "folded": "unwinding", "stats": "counting"}[mode])
+        stats = stream_recording(args.input, sys.stdout, mode=mode, max_frames=args.max_frames, backend=args.backend,
+                                 on_phase=on_phase)
+    for note in stats.notes:  # one line each on stderr, as perf's warnings
+        print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
+    _warn_unusable_modules(stats)
+    if args.stats:
+        _print_stats(stats)
     return 0
 
 
