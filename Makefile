@@ -54,10 +54,10 @@ demo: build
 	  || { echo "DIFFERENT from readelf:"; diff $(STAMPS)/demo-table.txt $(STAMPS)/demo-readelf.txt | head -20; exit 1; }
 	@echo
 	@echo "== fastunwind lookup $(DEMO_FILE) <an address inside its first multi-row FDE>"
-	$(VENV)/bin/fastunwind lookup $(DEMO_FILE) $$($(PY) scripts/demo_address.py $(DEMO_FILE))
+	$(VENV)/bin/fastunwind lookup $(DEMO_FILE) $$($(PY) -m scripts.demo_address $(DEMO_FILE))
 	@echo
 	@echo "== perf record --call-graph dwarf of the bundled C workload, unwound by fastunwind"
-	@status=0; $(PY) scripts/record_workloads.py $(STAMPS)/demo --only c --seconds 1 > $(STAMPS)/demo-record.log 2>&1 || status=$$?; \
+	@status=0; $(PY) -m scripts.record_workloads $(STAMPS)/demo --only c --seconds 1 > $(STAMPS)/demo-record.log 2>&1 || status=$$?; \
 	if [ $$status -eq 0 ]; then \
 	  $(VENV)/bin/fastunwind perf-script -i $(STAMPS)/demo/c.data | awk -v RS= '/sigalrm_handler_work/ {print; exit}'; \
 	  echo; $(VENV)/bin/fastunwind perf-script -i $(STAMPS)/demo/c.data --stats; \
@@ -74,11 +74,11 @@ test: build
 # The whole real-binary corpus (scripts/corpus.py: every linker and layout, Rust, Go, C++, Debian's
 # programs) against perf script; `make test` runs its sample.
 corpus: build
-	FASTUNWIND_CORPUS=all $(PY) -m pytest -q tests/perf/test_corpus.py
+	FASTUNWIND_CORPUS=all $(PY) -m pytest -q tests/golden/test_corpus.py
 
 # Every ELF file with CFI under the system's library, binary, LLVM and Python directories.
 sweep: build
-	$(PY) scripts/sweep.py
+	$(PY) -m scripts.sweep
 
 # The C core under AddressSanitizer + UndefinedBehaviorSanitizer: standalone drivers run the
 # hostile-input corpus and mutated real sections, perf.data recordings, and the stack walker over
@@ -90,11 +90,11 @@ fuzz: $(STAMPS)/system.stamp
 	$(MAKE) -C native/fuzz fuzz
 
 bench: build
-	$(PY) benchmarks/bench_cfi.py
+	$(PY) -m benchmarks.bench_cfi
 
 # The walker against libunwind, libdw and a frame-pointer walk on the same perf samples.
 bench-unwind: build
-	$(PY) benchmarks/bench_unwind.py
+	$(PY) -m benchmarks.bench_unwind
 
 # End to end on big recordings: fastunwind perf-script against perf script, time and peak RSS side
 # by side (docs/BENCHMARKS.md, "End to end on big recordings"). The recordings are made once: clang-14
@@ -105,19 +105,19 @@ BENCH_BIG_RECORDINGS := $(BENCH_BIG)/50mb/compiler.data $(BENCH_BIG)/100mb/hackb
                         $(BENCH_BIG)/400mb/python.data $(BENCH_BIG)/2gb/python.data
 BENCH_BIG_RUNS ?= 3
 $(BENCH_BIG)/50mb/compiler.data: | $(STAMPS)/venv.stamp
-	$(PY) scripts/record_workloads.py $(BENCH_BIG)/50mb --only compiler --seconds 4.5 --no-script
+	$(PY) -m scripts.record_workloads $(BENCH_BIG)/50mb --only compiler --seconds 4.5 --no-script
 $(BENCH_BIG)/100mb/hackbench-processes.data: | $(STAMPS)/venv.stamp
-	$(PY) scripts/record_workloads.py $(BENCH_BIG)/100mb --only hackbench-processes --seconds 14 --no-script
+	$(PY) -m scripts.record_workloads $(BENCH_BIG)/100mb --only hackbench-processes --seconds 14 --no-script
 $(BENCH_BIG)/400mb/python.data: | $(STAMPS)/venv.stamp
-	$(PY) scripts/record_workloads.py $(BENCH_BIG)/400mb --only python --seconds 24 --no-script
+	$(PY) -m scripts.record_workloads $(BENCH_BIG)/400mb --only python --seconds 24 --no-script
 $(BENCH_BIG)/2gb/python.data: | $(STAMPS)/venv.stamp
-	$(PY) scripts/record_workloads.py $(BENCH_BIG)/2gb --only python --seconds 55 --frequency 4000 --no-script
+	$(PY) -m scripts.record_workloads $(BENCH_BIG)/2gb --only python --seconds 55 --frequency 4000 --no-script
 bench-perf-script: build $(BENCH_BIG_RECORDINGS)
-	$(PY) benchmarks/bench_perf_script.py --runs $(BENCH_BIG_RUNS) $(BENCH_BIG_RECORDINGS)
+	$(PY) -m benchmarks.bench_perf_script --runs $(BENCH_BIG_RUNS) $(BENCH_BIG_RECORDINGS)
 
 # Compiled unwind tables: generation and compile time, code size against .eh_frame.
 bench-eh-elf: build
-	$(PY) benchmarks/bench_eh_elf.py
+	$(PY) -m benchmarks.bench_eh_elf
 
 clean:
 	rm -rf build $(STAMPS) src/fastunwind/_core*.so src/*.egg-info

@@ -1,6 +1,6 @@
 """Benchmark of the CFI core: parse + evaluate, printing, pyelftools, memory per row.
 
-    .venv/bin/python benchmarks/bench_cfi.py [--repeat N] [--json out.json]
+    .venv/bin/python -m benchmarks.bench_cfi [--repeat N] [--json out.json]
     make bench
 
 Everything is measured in one run, side by side, and reported as ratios (the other tool's time
@@ -507,7 +507,7 @@ def rich_report(results: dict[str, Any], comparisons: list[Comparison], reproduc
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        epilog="example:\n  .venv/bin/python benchmarks/bench_cfi.py --repeat 7 --json bench.json",
+        epilog="example:\n  .venv/bin/python -m benchmarks.bench_cfi --repeat 7 --json bench.json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--repeat", type=int, default=7,
@@ -526,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     libc = os.path.realpath(args.libc)
     python = sys.executable
     reproduce = shlex.join([os.path.relpath(python) if python.startswith(REPO) else python,
-                            "benchmarks/bench_cfi.py", *(argv if argv is not None else sys.argv[1:])])
+                            "-m", "benchmarks.bench_cfi", *(argv if argv is not None else sys.argv[1:])])
     repeat_readelf = max(args.repeat, MIN_REPEAT_READELF)
     results: dict[str, Any] = {"machine": machine(), "reproduce": reproduce, "repeat": args.repeat}
     cache_directory = tempfile.mkdtemp(prefix="fastunwind-bench-pycache-")

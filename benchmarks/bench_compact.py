@@ -1,7 +1,7 @@
 """The compact unwind table: size, slow-path share, lookup speed, and the walker's ns/frame with the
 compact backend against the DWARF interpreter on the same perf samples.
 
-    .venv/bin/python benchmarks/bench_compact.py [RECORDING.data ...] [--repeat N] [--reuse] [--json [FILE]]
+    .venv/bin/python -m benchmarks.bench_compact [RECORDING.data ...] [--repeat N] [--reuse] [--json [FILE]]
 
 Without recordings, the workloads hackbench-threads, c, python and compiler are recorded first with
 scripts/record_workloads.py into .build/bench-compact/recordings (`--reuse` keeps recordings
@@ -30,15 +30,14 @@ import sys
 import time
 from typing import Any
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "src"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from bench_unwind import record_defaults  # noqa: E402  (benchmarks/ is on sys.path above)
 from fastunwind import _core
 from fastunwind.address_space import ModuleImage
 from fastunwind.perf_data import PerfData
 from fastunwind.perf_session import replay
+
+from benchmarks.bench_unwind import record_defaults
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 WORK = os.path.join(REPO, ".build", "bench-compact")
 DEFAULT_WORKLOADS = ("hackbench-threads", "c", "python", "compiler")

@@ -1,7 +1,7 @@
 """Compiled unwind tables (eh_elf): generation and compile time, generated code size against the
 DWARF tables, and the time of one unwind step against the DWARF interpreter and the compact table.
 
-    .venv/bin/python benchmarks/bench_eh_elf.py [--jobs N] [--opt -O2] [--skip-llvm] [--json]
+    .venv/bin/python -m benchmarks.bench_eh_elf [--jobs N] [--opt -O2] [--skip-llvm] [--json]
 
 Every build goes to a fresh temporary cache (nothing is reused). Reported:
 
@@ -26,15 +26,12 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "src"))
-sys.path.insert(0, os.path.join(REPO, "tests", "compact_table"))
+from fastunwind import _core, eh_elf
+from fastunwind.address_space import ModuleImage
+from fastunwind.elf import ElfFile
 
-from compact_helpers import BIAS, STACK_ADDRESS, random_stack, random_states  # noqa: E402
-
-from fastunwind import _core, eh_elf  # noqa: E402
-from fastunwind.address_space import ModuleImage  # noqa: E402
-from fastunwind.elf import ElfFile  # noqa: E402
+# the random register and stack states of the compact/eh_elf property tests
+from tests.support.step_batch import BIAS, STACK_ADDRESS, random_stack, random_states
 
 FILES = {
     "libc": "/lib/x86_64-linux-gnu/libc.so.6",

@@ -2,7 +2,7 @@
 `perf script --no-inline -F comm,tid,time,ip,sym,symoff,dso -i X > /dev/null`, whole processes:
 time and peak RSS.
 
-    .venv/bin/python benchmarks/bench_perf_script.py [RECORDING.data ...] [--runs N] [--folded] [--json]
+    .venv/bin/python -m benchmarks.bench_perf_script [RECORDING.data ...] [--runs N] [--folded] [--json]
     make bench-perf-script   # records the 50 MB, 400 MB and 2 GB recordings first, then this
 
 Each command runs under `/usr/bin/time -f %M`, whose peak RSS (KiB) of the process is reported (the

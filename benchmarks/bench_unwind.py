@@ -1,7 +1,7 @@
 """Benchmark of the walker: fastunwind against libunwind, libdw and a frame-pointer walk, on the
 same perf samples, in one run.
 
-    .venv/bin/python benchmarks/bench_unwind.py [RECORDING.data ...] [--repeat N] [--rounds R] [--json [FILE]]
+    .venv/bin/python -m benchmarks.bench_unwind [RECORDING.data ...] [--repeat N] [--rounds R] [--json [FILE]]
     make bench-unwind
 
 Without recordings, the default workloads are recorded first with scripts/record_workloads.py
@@ -48,17 +48,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "src"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import export_samples
-from bench_perf_script import end_to_end
-
 from fastunwind import _core
 from fastunwind import eh_elf
 from fastunwind.bench import time_backend
 from fastunwind.perf_script import DEFAULT_MAX_FRAMES
+
+from benchmarks import export_samples
+from benchmarks.bench_perf_script import end_to_end
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 WORK = os.path.join(REPO, ".build", "bench-unwind")
 PEERS_SOURCE = os.path.join(REPO, "benchmarks", "peers")
@@ -491,8 +489,8 @@ def rich_report(results: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="fastunwind's walker against libunwind, libdw and a frame-pointer walk on the same perf samples.",
-        epilog="example: .venv/bin/python benchmarks/bench_unwind.py --repeat 10\n"
-               "         .venv/bin/python benchmarks/bench_unwind.py my.data --json out.json",
+        epilog="example: .venv/bin/python -m benchmarks.bench_unwind --repeat 10\n"
+               "         .venv/bin/python -m benchmarks.bench_unwind my.data --json out.json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("recordings", nargs="*", help="perf.data files (default: record hackbench -T, c, python)")
     parser.add_argument("--repeat", type=int, default=10,

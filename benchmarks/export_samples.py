@@ -1,6 +1,6 @@
 """Export the user samples of a perf.data recording to a flat file the peer harnesses can read.
 
-    .venv/bin/python benchmarks/export_samples.py RECORDING.data OUT.samples
+    .venv/bin/python -m benchmarks.export_samples RECORDING.data OUT.samples
 
 The recording is replayed with fastunwind's own API, as `perf_script.unwind_recording` does
 (`PerfData` in time order, `PerfSession` for MMAP/COMM/FORK), so the peers (libunwind, libdw, the
@@ -39,9 +39,6 @@ import struct
 import sys
 from dataclasses import dataclass
 from typing import BinaryIO
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "src"))
 
 from fastunwind.address_space import AddressSpace
 from fastunwind.perf_data import PerfData, Sample
@@ -118,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Write the user samples of a perf.data recording (registers, stack dumps, address spaces) "
                     "to a flat file for the peer unwinders in benchmarks/peers/.",
-        epilog="example: .venv/bin/python benchmarks/export_samples.py hackbench.data /tmp/hackbench.samples")
+        epilog="example: .venv/bin/python -m benchmarks.export_samples hackbench.data /tmp/hackbench.samples")
     parser.add_argument("recording")
     parser.add_argument("out")
     arguments = parser.parse_args(argv)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The real-binary corpus: programs built here with every linker, layout, language and runtime on
 the machine, and Debian's own programs, each recorded with `perf record --call-graph dwarf` and
-written out by `perf script` (the oracle), for tests/perf/test_corpus.py to compare sample by
+written out by `perf script` (the oracle), for tests/golden/test_corpus.py to compare sample by
 sample with fastunwind's unwinding.
 
-    python3 scripts/corpus.py OUT_DIR [--only c-lld,rust] [--seconds 0.4] [--list]
+    python3 -m scripts.corpus OUT_DIR [--only c-lld,rust] [--seconds 0.4] [--list]    (from the repository root)
 
 `make test` runs the cases marked `sample`; `make corpus` all of them. A case whose tool is
 missing is skipped with the reason. Each case is judged one of two ways:
@@ -14,9 +14,9 @@ missing is skipped with the reason. Each case is judged one of two ways:
     complete   where perf 6.1 cannot unwind (processes exec'd during its recording, Go programs,
                static programs):
                ≥ 95% of the samples reach the outermost frame, and every caller frame's return
-               address follows a call instruction in its file (tests/perf/test_corpus.py)
+               address follows a call instruction in its file (tests/golden/test_corpus.py)
 
-The C program (tests/perf/corpus/linked.c) is linked by GNU ld, gold, lld and mold, as PIE and
+The C program (workloads/corpus/linked.c) is linked by GNU ld, gold, lld and mold, as PIE and
 not, static, with and without separate code pages and at a fixed address: the layouts that decide
 which PT_LOAD segment a mapping maps (lld and mold start the executable segment in the read-only
 one's last page).
@@ -32,10 +32,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import record_workloads
+from scripts import record_workloads
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SOURCES = REPO_ROOT / "tests" / "perf" / "corpus"
+SOURCES = REPO_ROOT / "workloads" / "corpus"
 DEFAULT_SECONDS = 0.4
 FREQUENCY = 1000
 
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Build and record the real-binary corpus (perf record --call-graph dwarf + perf script).",
         epilog="cases: " + "; ".join(f"{c.name}: {c.description}" for c in CASES.values())
-        + "\n\nexample: python3 scripts/corpus.py .build/corpus --only c-lld,rust",
+        + "\n\nexample: python3 -m scripts.corpus .build/corpus --only c-lld,rust",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir", type=Path, help="where the binaries, NAME.data and NAME.perf-script.txt go")
     parser.add_argument("--only", default="all", help="comma-separated case names, 'sample' or 'all' (default)")

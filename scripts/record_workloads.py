@@ -20,7 +20,7 @@ The C workloads are built first with `make -C workloads OUT=BUILD_DIR` (default 
 Exit status: 0 all recorded (workloads whose tool is missing are skipped and listed), 1 a workload
 failed, 2 usage error, EXIT_PERF_NOT_PERMITTED (77) perf may not record here (the message says how to
 permit it), EXIT_PERF_UNAVAILABLE (69) perf is not installed or perf_event_open does not exist.
-The functions are also the library tests/perf/conftest.py records its session fixtures with.
+The functions are also the library tests/support/recordings.py records its session fixtures with.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ PERF_SCRIPT_FIELDS = "comm,tid,time,ip,sym,symoff,dso"
 
 
 def perf_script_command(data_file: str | os.PathLike[str]) -> list[str]:
-    """The oracle command whose output tests/perf/perf_script_format.py parses."""
+    """The oracle command whose output tests/support/perf_script_format.py parses."""
     return ["perf", "script", "--no-inline", "-F", PERF_SCRIPT_FIELDS, "-i", str(data_file)]
 
 

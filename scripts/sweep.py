@@ -6,9 +6,9 @@ For each file from scripts/oracle_files.py, `fastunwind table FILE` must equal
 the 100 MB libraries do not finish last. Exit status 1 if any file differs.
 
 examples:
-  python3 scripts/sweep.py                 # all ~1,800 files, both modes
-  python3 scripts/sweep.py --json > s.json # machine-readable summary
-  python3 scripts/sweep.py --mode raw /usr/lib/x86_64-linux-gnu/libc.so.6 -v
+  python3 -m scripts.sweep                 # all ~1,800 files, both modes (from the repository root)
+  python3 -m scripts.sweep --json > s.json # machine-readable summary
+  python3 -m scripts.sweep --mode raw /usr/lib/x86_64-linux-gnu/libc.so.6 -v
 """
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import oracle_files  # noqa: E402
+from scripts import oracle_files
 
 
 def check_file(path: Path, modes: list[str]) -> dict:

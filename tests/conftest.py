@@ -1,23 +1,19 @@
-"""Set-up for every test layer: src/ and scripts/ importable, the package's caches in a directory of
-this run, and fixtures over the helpers of shared_helpers.py.
+"""Set-up for every test layer: the package's caches in a directory of this run, fixtures over the
+helpers of tests/support/tools.py, and the perf recording fixtures of tests/support/recordings.py.
 
-The package is used from src/ unless it is installed; subprocesses get src/ on PYTHONPATH too.
+Every test folder is a package (tests/__init__.py and below), so pytest puts the repository root on
+the import path and `tests.support`, `scripts` and `benchmarks` import by their full names. The package
+itself is the installed one (`make build` installs it editable); subprocesses get src/ on PYTHONPATH.
 """
 from __future__ import annotations
 
 import os
 import tempfile
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-for _extra in (REPO_ROOT / "src", REPO_ROOT / "scripts"):
-    if str(_extra) not in sys.path:
-        sys.path.insert(0, str(_extra))
-
-from shared_helpers import assemble_source, run_fastunwind, run_readelf  # noqa: E402  (needs scripts/ on sys.path)
+from tests.support.recordings import perf_recordings, perf_script_samples, perf_script_text  # noqa: F401 (fixtures)
+from tests.support.tools import assemble_source, run_fastunwind, run_readelf
 
 
 def pytest_configure(config: pytest.Config) -> None:

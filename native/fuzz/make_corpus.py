@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Write the hand-made hostile corpus for native/fuzz (`make asan`, `make fuzz`) into a directory.
 
-    python3 make_corpus.py build/corpus
+    PYTHONPATH=../.. python3 make_corpus.py build/corpus    (from native/fuzz; the Makefile does this)
 
 Each file is one blob that the driver takes as .eh_frame, .debug_frame, .eh_frame_hdr and a DWARF
 expression in turn; its name says what it is built to break. The blobs are assembled byte by byte
 here (DWARF 5 §6.4.1-2, §7.7, §7.24; LSB 5.0 §10.5-10.6) rather than committed as binaries, and
-writing twice yields identical files. The section builder is tests/fuzz/hostile_builder.py, shared
+writing twice yields identical files. The section builder is tests/support/hostile_builder.py, shared
 with the hostile-input tests. Standard library only: it runs before the venv exists.
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ import struct
 import sys
 from pathlib import Path
 
-# The section builder is shared with the hostile-input tests (stdlib only, like this script).
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "fuzz"))
-from hostile_builder import (
+# The section builder is shared with the hostile-input tests (stdlib only, like this script); the
+# repository root must be on PYTHONPATH.
+from tests.support.hostile_builder import (
     CIE_INSNS,
     DEBUG_FRAME,
     EH_FRAME,

@@ -6,9 +6,9 @@ Three parts:
   - hand-assembled byte cases (hostile_builder.Frames), one per way an entry can be broken, each
     asserting the message it must produce;
   - the expression evaluator's bounds and errors (_core.evaluate_expression);
-  - a seeded mutation run over libc's real .eh_frame (mutation_worker.py, in a subprocess so that a
-    crash or hang fails the test instead of killing pytest). It prints its seed;
-    FASTUNWIND_MUTATION_SEED=<seed> repeats a run.
+  - a seeded mutation run over libc's real .eh_frame (tests/support/cfi_mutation_worker.py, in a
+    subprocess so that a crash or hang fails the test instead of killing pytest). It prints its
+    seed; FASTUNWIND_MUTATION_SEED=<seed> repeats a run.
 
 The C core's own sanitizer run over the same kinds of input is `make asan` (native/fuzz).
 """
@@ -20,10 +20,14 @@ import struct
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
-from hostile_builder import (
+
+from fastunwind import _core
+from fastunwind.cfi import CfiSection
+from fastunwind.errors import CfiError, ExprError, NoUnwindInfo
+
+from tests.support.hostile_builder import (
     CIE_INSNS,
     DEBUG_FRAME,
     EH_FRAME,
@@ -32,13 +36,8 @@ from hostile_builder import (
     sleb,
     uleb,
 )
+from tests.support.paths import REPO_ROOT, SRC
 
-from fastunwind import _core
-from fastunwind.cfi import CfiSection
-from fastunwind.errors import CfiError, ExprError, NoUnwindInfo
-
-HERE = Path(__file__).resolve().parent
-SRC = HERE.parents[1] / "src"
 MAX_STATE_STACK = _core.MAX_STATE_STACK
 MAX_COLUMNS = _core.MAX_COLUMNS
 EXPR_STACK = _core.EXPR_STACK
@@ -495,9 +494,9 @@ def test_expression_unknown_register():
 
 
 def run_child(code: str, timeout: float = 30) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(HERE)])}
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=False, capture_output=True,
-                          text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+                          text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL, cwd=REPO_ROOT)
 
 
 def test_nested_entry_value_printing_is_bounded():
@@ -511,7 +510,7 @@ def test_deeply_nested_entry_value_does_not_crash_the_printers():
     result = run_child(f"""
         from fastunwind import _core
         from fastunwind.cfi import CfiSection
-        from hostile_builder import Frames, nested_entry_value, uleb
+        from tests.support.hostile_builder import Frames, nested_entry_value, uleb
         expr = nested_entry_value({300_000})
         _core.format_expression(expr, "readelf")
         frames = Frames()
@@ -538,13 +537,14 @@ def test_mutated_libc_eh_frame(tmp_path):
     seed_text = os.environ.get("FASTUNWIND_MUTATION_SEED")
     seed = int(seed_text, 0) if seed_text else random.SystemRandom().randrange(2**32)
     print(f"mutation seed {seed} (repeat with FASTUNWIND_MUTATION_SEED={seed})")
-    command = [sys.executable, str(HERE / "mutation_worker.py"), "--seed", str(seed), "--count", str(MUTATIONS),
-               "--save-dir", str(tmp_path), libc]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(HERE)])}
-    reproduce = f"FASTUNWIND_MUTATION_SEED={seed}; one mutation alone: {' '.join(command[:2])} --seed {seed} --only N {libc}"
+    command = [sys.executable, "-m", "tests.support.cfi_mutation_worker", "--seed", str(seed),
+               "--count", str(MUTATIONS), "--save-dir", str(tmp_path), libc]
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    reproduce = (f"FASTUNWIND_MUTATION_SEED={seed}; one mutation alone, from the repository root: "
+                 f"{' '.join(command[:3])} --seed {seed} --only N {libc}")
     try:
         result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=BATCH_TIMEOUT,
-                                env=env, stdin=subprocess.DEVNULL)
+                                env=env, stdin=subprocess.DEVNULL, cwd=REPO_ROOT)
     except subprocess.TimeoutExpired as timeout:
         started = (timeout.stdout or b"").decode(errors="replace").split()
         last = next((word for word in reversed(started) if word.isdigit()), "?")

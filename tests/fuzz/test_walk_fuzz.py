@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FUZZ_DIR = REPO_ROOT / "native" / "fuzz"
+from tests.support.paths import FUZZ_DIR
+
 ITERATIONS = 20000  # ~2 s under ASAN, after a ~10 s build
 ASAN_ENV = {
     "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1:halt_on_error=1:detect_stack_use_after_return=1",

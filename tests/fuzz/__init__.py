@@ -1,0 +1,1 @@
+"""Hostile, mutated and sanitizer-checked input (tests/__init__.py)."""
