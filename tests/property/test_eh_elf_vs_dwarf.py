@@ -20,7 +20,7 @@ from fastunwind.address_space import ModuleImage
 
 from tests.support.eh_elf_agreement import (Agreement, check_module, compare_states,
                                             dwarf_space)
-from tests.support.paths import REPO_ROOT
+from tests.support.paths import WORKLOADS_DIR
 from tests.support.step_batch import (BIAS, RECORD_SIZE, STACK_ADDRESS, STATE_WORDS, addresses_to_check, module_spaces,
                                       random_stack, random_states, seed_from_environment, signal_context_states,
                                       signal_trampoline_fde)
@@ -66,7 +66,7 @@ def workloads(tmp_path_factory) -> Path:
     if not shutil.which("gcc") or not shutil.which("make"):
         pytest.skip("gcc and make are needed to build workloads/")
     out = tmp_path_factory.mktemp("workloads")
-    built = subprocess.run(["make", "-s", "-C", str(REPO_ROOT / "workloads"), f"OUT={out}"], capture_output=True,
+    built = subprocess.run(["make", "-s", "-C", str(WORKLOADS_DIR), f"OUT={out}"], capture_output=True,
                            text=True)
     if built.returncode != 0:
         pytest.fail(f"make -C workloads failed:\n{built.stderr}", pytrace=False)

@@ -15,7 +15,7 @@ TESTS = REPO_ROOT / "tests"
 CASES_DIR = TESTS / "golden" / "cases"
 #: programs recorded with perf: workloads/Makefile's C workload, the real-binary corpus
 #: (workloads/corpus/, scripts/corpus.py) and the symbol-name programs (workloads/symbols/)
-WORKLOADS = REPO_ROOT / "workloads"
-CORPUS_SOURCES = WORKLOADS / "corpus"
-SYMBOL_PROGRAMS = WORKLOADS / "symbols"
+WORKLOADS_DIR = REPO_ROOT / "workloads"
+CORPUS_SOURCES = WORKLOADS_DIR / "corpus"
+SYMBOL_PROGRAMS = WORKLOADS_DIR / "symbols"
 FUZZ_DIR = REPO_ROOT / "native" / "fuzz"
