@@ -37,8 +37,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_unwind import record_defaults  # noqa: E402  (benchmarks/ is on sys.path above)
 from fastunwind import _core
 from fastunwind.address_space import ModuleImage
-from fastunwind.perf_data import PerfData
-from fastunwind.perf_session import replay
+from fastunwind.perf.data import PerfData
+from fastunwind.perf.replay import replay
 
 WORK = os.path.join(REPO, ".build", "bench-compact")
 DEFAULT_WORKLOADS = ("hackbench-threads", "c", "python", "compiler")

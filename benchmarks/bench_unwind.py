@@ -57,8 +57,8 @@ from bench_perf_script import end_to_end
 
 from fastunwind import _core
 from fastunwind import eh_elf
-from fastunwind.bench import time_backend
-from fastunwind.perf_script import DEFAULT_MAX_FRAMES
+from fastunwind.perf.bench import time_backend
+from fastunwind.perf.walk import DEFAULT_MAX_FRAMES
 
 WORK = os.path.join(REPO, ".build", "bench-unwind")
 PEERS_SOURCE = os.path.join(REPO, "benchmarks", "peers")

@@ -21,7 +21,8 @@ from compact_helpers import (BIAS, RECORD_SIZE, STACK_ADDRESS, STATE_WORDS, addr
                              signal_trampoline_fde)
 from test_compact_table_agreement import CASES, CASES_DIR
 
-from fastunwind import _core, eh_elf
+from fastunwind import _core
+from fastunwind.tables import eh_elf
 from fastunwind.address_space import ModuleImage
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

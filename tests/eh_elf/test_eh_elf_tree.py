@@ -10,7 +10,7 @@ import os
 import pytest
 from eh_elf_helpers import check_module  # first: puts tests/compact_table on sys.path
 
-from fastunwind import eh_elf
+from fastunwind.tables import eh_elf
 from fastunwind.address_space import ModuleImage
 
 FILES = ["/usr/bin/hackbench", "/lib64/ld-linux-x86-64.so.2"]

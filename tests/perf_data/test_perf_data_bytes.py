@@ -8,7 +8,7 @@ import perf_builder as b
 import pytest
 
 from fastunwind.errors import FastunwindError, PerfDataError
-from fastunwind.perf_data import Comm, Exit, Fork, Mmap, PerfData
+from fastunwind.perf.data import Comm, Exit, Fork, Mmap, PerfData
 
 DWARF_ATTR = {"sample_type": b.IP | b.TID | b.TIME | b.CALLCHAIN | b.REGS_USER | b.STACK_USER,
                   "sample_regs_user": 0xff0fff, "sample_stack_user": 8192}

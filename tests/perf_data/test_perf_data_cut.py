@@ -11,7 +11,7 @@ import perf_builder as b
 import pytest
 
 from fastunwind.errors import PerfDataError
-from fastunwind.perf_data import PerfData
+from fastunwind.perf.data import PerfData
 
 DATA_OFFSET_FIELD, DATA_SIZE_FIELD = 0x28, 0x30  # struct perf_file_header: data.offset, data.size
 

@@ -15,7 +15,7 @@ import perf_oracle as oracle
 import pytest
 
 from fastunwind.errors import PerfDataError
-from fastunwind.perf_data import PerfData
+from fastunwind.perf.data import PerfData
 
 HERE = Path(__file__).resolve().parent
 MUTATIONS = int(os.environ.get("PERF_FUZZ_MUTATIONS", "300"))

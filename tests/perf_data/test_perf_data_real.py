@@ -12,9 +12,9 @@ from pathlib import Path
 import perf_oracle as oracle
 import pytest
 
-import fastunwind.perf_data as perf_data
+import fastunwind.perf.data as perf_data
 from fastunwind.errors import PerfDataError
-from fastunwind.perf_data import Comm, Exit, Fork, Mmap, PerfData, Sample
+from fastunwind.perf.data import Comm, Exit, Fork, Mmap, PerfData, Sample
 
 DWARF = [*oracle.SAMPLING, "--call-graph", "dwarf"]
 RECORDINGS = {

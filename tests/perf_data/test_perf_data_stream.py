@@ -14,7 +14,7 @@ import perf_builder as b
 import pytest
 
 from fastunwind.errors import PerfDataError
-from fastunwind.perf_data import PerfData
+from fastunwind.perf.data import PerfData
 
 DWARF_ATTR = {"sample_type": b.IP | b.TID | b.TIME | b.CALLCHAIN | b.REGS_USER | b.STACK_USER,
               "sample_regs_user": 0xff0fff, "sample_stack_user": 8192}
@@ -149,7 +149,7 @@ def test_compressed_records_stream(tmp_path):
 
 MEMORY_PROBE = textwrap.dedent("""
     import sys
-    from fastunwind.perf_data import PerfData
+    from fastunwind.perf.data import PerfData
 
     def status(field):  # KiB
         with open("/proc/self/status") as f:

@@ -8,7 +8,7 @@ import perf_builder as b
 import pytest
 
 from fastunwind import _core
-from fastunwind.perf_data import PerfData
+from fastunwind.perf.data import PerfData
 
 #: perf's x86-64 register numbering (arch/x86/include/uapi/asm/perf_regs.h)
 PERF_NAMES = ["ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip", "flags", "cs", "ss", "ds", "es", "fs", "gs",

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import record_workloads  # scripts/ is on sys.path (tests/conftest.py)
-from fastunwind.perf_script import render_perf_script, unwind_recording
+from fastunwind.perf.script import render_perf_script, unwind_recording
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))
 from perf_script_format import parse  # noqa: E402
@@ -129,7 +129,7 @@ def test_rust_v0_names_are_cxxfilts(tmp_path):
         pytest.skip("rustc, c++filt and nm (binutils) are needed")
     binary = _build(tmp_path, "rust-v0")[0]
     from fastunwind.elf import ElfFile
-    from fastunwind.symbolize import symbol_table_for_file
+    from fastunwind.symbols import symbol_table_for_file
 
     symbols = {}
     for line in subprocess.run(["nm", "--defined-only", binary], check=True, capture_output=True,

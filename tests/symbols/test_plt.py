@@ -14,7 +14,7 @@ import pytest
 
 from fastunwind import _core
 from fastunwind.elf import ElfFile
-from fastunwind.symbolize import symbol_table_for_file
+from fastunwind.symbols import symbol_table_for_file
 
 R_X86_64_GLOB_DAT, R_X86_64_JUMP_SLOT, R_X86_64_IRELATIVE = 6, 7, 37
 HERE = Path(__file__).resolve().parent

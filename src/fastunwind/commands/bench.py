@@ -45,9 +45,9 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastunwind.bench import differing_samples, time_backend
-    from fastunwind.perf_data import PerfData
-    from fastunwind.perf_session import replay
+    from fastunwind.perf.bench import differing_samples, time_backend
+    from fastunwind.perf.data import PerfData
+    from fastunwind.perf.replay import replay
 
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     unknown = [b for b in backends if b not in BACKENDS]

@@ -1,6 +1,6 @@
 """`fastunwind compile FILE...`: compile the unwind tables of ELF files to native code (eh_elf).
 
-Each file's DWARF rows become C (one entry point, `fu_eh_elf_step`, see fastunwind/eh_elf.py),
+Each file's DWARF rows become C (one entry point, `fu_eh_elf_step`, see fastunwind/tables/eh_elf.py),
 built with the system C compiler ($CC, default cc) into a shared object cached under
 $XDG_CACHE_HOME/fastunwind/eh_elf/ by build-id. The walker then uses it for that file: backend
 "compiled" for every row, "auto" for the rows its compact table leaves to the interpreter (DWARF
@@ -46,15 +46,17 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastunwind import eh_elf
     from fastunwind.address_space import ModuleImage
+    from fastunwind.elf.dynamic import with_dependencies
     from fastunwind.errors import EhElfError, FastunwindError
+    from fastunwind.perf.replay import recorded_files
+    from fastunwind.tables import eh_elf
 
     if args.jobs is not None and args.jobs < 1:
         raise EhElfError(f"-j {args.jobs}: at least one compiler process is needed")
     paths = list(args.files)
     if args.perf_data:
-        paths += eh_elf.recorded_modules(args.perf_data)
+        paths += recorded_files(args.perf_data)
     if not paths:
         raise EhElfError("nothing to compile: give ELF files, or --from perf.data")
     if args.emit_c:
@@ -66,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     missing: list[str] = []
     if args.deps:
-        paths, missing = eh_elf.with_dependencies(paths)
+        paths, missing = with_dependencies(paths)
     status = 0
     for name in missing:
         print(f"fastunwind: warning: {name}: not found", file=sys.stderr)

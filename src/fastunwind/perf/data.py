@@ -36,8 +36,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple
 
-from . import _core
-from .errors import PerfDataError
+from fastunwind import _core
+from fastunwind.errors import PerfDataError
 
 __all__ = [
     "PERF_REGS",
@@ -68,18 +68,6 @@ PERF_REGS = ("ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip", "flags", "cs"
 _REG_NUMBER = {name: number for number, name in enumerate(PERF_REGS)}
 
 # PERF_TYPE_SOFTWARE / PERF_COUNT_SW_DUMMY: perf's side-band-only tracking event, never sampled.
-
-
-def build_id_cache_root() -> str:
-    """perf's build-id cache: $PERF_BUILDID_DIR, else ~/.debug."""
-    return os.environ.get("PERF_BUILDID_DIR") or os.path.expanduser("~/.debug")
-
-
-def build_id_cache_file(name: str, build_id: str, file: str) -> str:
-    """Where perf's build-id cache keeps its copy of `name` (a DSO path or a pseudo file such as
-    [kernel.kallsyms] or [vdso]) with `build_id` (hex): `name/build_id/file` under
-    build_id_cache_root() (perf's `file` is "kallsyms", "vdso" or "elf")."""
-    return os.path.join(build_id_cache_root(), name.lstrip("/"), build_id, file)
 
 
 #: perf's feature bits (tools/perf/util/header.h, enum HEADER_*), by number

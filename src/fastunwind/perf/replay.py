@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, ModuleImage
-from fastunwind.perf_data import build_id_cache_file, build_id_cache_root
-from fastunwind.symbolize import PERF_MAP_PATH
+from fastunwind.elf.build_id_cache import build_id_cache_file, build_id_cache_root
+from fastunwind.perf.data import PerfData
+from fastunwind.symbols import PERF_MAP_PATH
 
 if TYPE_CHECKING:
-    from fastunwind.perf_data import PerfData, Sample
+    from fastunwind.perf.data import Sample
 
 NO_SPACE = 0xFFFFFFFF  #: a sample without an address space (unwind_samples skips it)
 NO_COMM = 0xFFFFFFFF  #: a sample without a thread name (the event index does not list it)
@@ -104,7 +105,7 @@ ANONYMOUS_PREFIXES = ("/SYSV", "/memfd:")
 
 def _is_anonymous(filename: str) -> bool:
     """No file to read: perf's pseudo names ([heap], [anon:...]), anonymous mappings, and JIT
-    code named after its perf map (its symbols: the map, perf_script.py)."""
+    code named after its perf map (its symbols: the map, perf/script.py)."""
     return (not filename.startswith("/") or filename in ANONYMOUS_NAMES or filename.startswith(ANONYMOUS_PREFIXES)
             or PERF_MAP_PATH.fullmatch(filename) is not None)
 
@@ -258,3 +259,11 @@ def replay(perf: PerfData, images: ImageCache | None = None) -> Replay:
     space_ids.frombytes(space_ids_b)
     comm_ids.frombytes(comm_ids_b)
     return Replay(replayer.session(), space_ids, comm_ids, replayer.comm_names, Samples(perf))
+
+
+def recorded_files(path: str) -> list[str]:
+    """The files a perf.data recording's address spaces map executable, each once, in order of first
+    mapping: those the replay uses, so pseudo files ([vdso], //anon), files not present here and
+    files replaced since the recording (build-id) are left out."""
+    session = replay(PerfData.open(path)).session
+    return list(dict.fromkeys(m.image.path for m in session.mappings if m.image is not None))

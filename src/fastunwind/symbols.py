@@ -19,9 +19,8 @@ import re
 from fastunwind import _core
 from fastunwind.elf import SHT_DYNSYM, SHT_NOBITS, SHT_RELA, SHT_SYMTAB, ElfFile, find_debug_file
 from fastunwind.errors import ElfError
-from fastunwind.perf_data import build_id_cache_file
-
-SymbolTable = _core.SymbolTable
+from fastunwind._core import SymbolTable
+from fastunwind.elf.build_id_cache import build_id_cache_file
 
 EM_X86_64 = 62
 #: sections holding PLT stubs, and the relocation sections naming their GOT slots (native/plt.h)
