@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from fastunwind.commands import command_parser
+
+if TYPE_CHECKING:
+    from fastunwind.address_space import ModuleImage
+    from fastunwind.errors import EhElfError
+    from fastunwind.tables.eh_elf import CompileResult
 
 EXAMPLE = """\
 examples:
@@ -116,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _compile_with_progress(eh_elf: Any, images: list, args: argparse.Namespace) -> list:
+def _compile_with_progress(eh_elf: ModuleType, images: list[ModuleImage], args: argparse.Namespace
+                           ) -> list[CompileResult | EhElfError]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -129,5 +136,6 @@ def _compile_with_progress(eh_elf: Any, images: list, args: argparse.Namespace) 
         def advance(path: str, result: object) -> None:
             progress.update(task, advance=1, description=f"compiled {path}")
 
-        return eh_elf.compile_images(images, jobs=args.jobs, directory=args.cache_dir, force=args.force, lookup=args.lookup,
-                                     on_progress=advance)
+        results: list[CompileResult | EhElfError] = eh_elf.compile_images(
+            images, jobs=args.jobs, directory=args.cache_dir, force=args.force, lookup=args.lookup, on_progress=advance)
+        return results

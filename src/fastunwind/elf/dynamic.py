@@ -39,7 +39,9 @@ def _dynamic(path: str) -> tuple[list[str], list[str], str | None]:
         end = strings.find(b"\0", offset)
         return strings[offset:end if end >= 0 else len(strings)].decode(errors="replace")
 
-    needed, rpath, runpath = [], [], []
+    needed: list[str] = []
+    rpath: list[str] = []
+    runpath: list[str] = []
     for at in range(0, len(data) - entry + 1, entry):  # bounded by the section's size
         tag = int.from_bytes(data[at:at + half], "little")
         value = int.from_bytes(data[at + half:at + entry], "little")

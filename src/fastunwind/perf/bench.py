@@ -32,8 +32,8 @@ class BackendTiming:
     backend: str
     passes_ns: list[int]               #: walk_ns of each pass
     outcome_codes: bytes
-    starts: array.array
-    ips: array.array
+    starts: array.array[int]
+    ips: array.array[int]
 
     @property
     def frames(self) -> int:

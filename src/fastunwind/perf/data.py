@@ -34,7 +34,7 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple, NoReturn, Protocol, cast
 
 from fastunwind import _core
 from fastunwind.errors import PerfDataError
@@ -238,6 +238,23 @@ class Sample:
         "tid",
         "time",
     )
+    _native: _core.PerfData
+    index: int
+    pid: int
+    tid: int
+    time: int | None
+    ip: int
+    cpu: int
+    period: int
+    attr_index: int
+    misc: int
+    sample_type: int
+    id: int
+    addr: int
+    stream_id: int
+    callchain_count: int
+    stack_size: int
+    file_offset: int
 
     def __init__(self, native: _core.PerfData, index: int) -> None:
         set_ = object.__setattr__
@@ -252,7 +269,7 @@ class Sample:
                             ("stack_size", stack_size), ("file_offset", file_offset)):
             set_(self, name, value)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError("Sample is read-only")
 
     def __repr__(self) -> str:
@@ -293,7 +310,7 @@ class Sample:
         """header.misc says the sample was taken in the kernel (PERF_RECORD_MISC_KERNEL)."""
         return (self.misc & 7) == 1
 
-    def extra(self) -> dict:
+    def extra(self) -> dict[str, Any]:
         """Every other sampled field: read values, raw, branch stack, weight, data_src, transaction,
         intr regs, phys_addr, cgroup, page sizes, aux, the whole stack dump."""
         return self._native.sample_extra(self.index)
@@ -333,7 +350,15 @@ def _advise_huge_pages(memory: mmap.mmap) -> None:
         memory.madvise(mmap.MADV_HUGEPAGE)
 
 
-def _load_recording(f: BinaryIO, size: int | None = None) -> mmap.mmap | memoryview:
+class _ReadableFile(Protocol):
+    """A binary file _load_recording reads: a file descriptor, and readinto (sys.stdin.buffer, open(..., "rb"))."""
+
+    def fileno(self) -> int: ...
+
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
+
+
+def _load_recording(f: _ReadableFile, size: int | None = None) -> mmap.mmap | memoryview:
     """The bytes of the binary file `f`, read to its end into memory advised for huge pages: a
     regular file of `size` bytes (read up to that, or mapped if larger than HUGE_PAGE_READ_MAX_BYTES
     or where huge pages cannot be asked for), or a stream (`size` None) in memory that doubles as it
@@ -371,6 +396,7 @@ class PerfData:
 
     def __init__(self, native: _core.PerfData, source: str = "<bytes>") -> None:
         self._native = native
+        self._file: BinaryIO | None = None  #: a stream's file (open_stream)
         self.source = source
         self.attrs: list[PerfAttr] = [
             PerfAttr(index=i, type=a["type"], config=a["config"], sample_period=a["sample_period"], freq=a["freq"],
@@ -436,12 +462,13 @@ class PerfData:
     def read(cls, source: bytes | bytearray | memoryview | BinaryIO, *, max_decompressed: int = 0) -> PerfData:
         """Parse a recording from bytes or from a binary file object read to its end (pipe mode:
         `perf record -o - ...` on stdin), which is read into huge pages as PerfData.open reads a file."""
-        if hasattr(source, "readinto"):
-            data = _load_recording(source)
-        elif hasattr(source, "read"):
-            data = source.read()
-        else:
+        data: bytes | bytearray | memoryview | mmap.mmap
+        if isinstance(source, (bytes, bytearray, memoryview)):
             data = source
+        elif hasattr(source, "readinto"):
+            data = _load_recording(cast(_ReadableFile, source))
+        else:
+            data = source.read()
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"expected bytes or a binary file, got {type(data).__name__}")
         return cls(_core.PerfData(bytes(data) if isinstance(data, bytearray) else data, max_decompressed))
@@ -471,7 +498,7 @@ class PerfData:
         sampling = [attr for attr in self.attrs if attr.is_sampling]
         return bool(sampling) and all(attr.has_user_stack for attr in sampling)
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, int]:
         return self._native.stats()
 
     @property
@@ -518,8 +545,8 @@ class PerfData:
 
     def events(self) -> Iterator[Event]:
         """Samples interleaved with MMAP/COMM/FORK/EXIT records, in time order."""
-        kinds, indices = self._native.events()
-        indices = memoryview(indices).cast("I")
+        kinds, index_bytes = self._native.events()
+        indices = memoryview(index_bytes).cast("I")
         native = self._native
         for kind, index in zip(kinds, indices):
             if kind == _KIND_SAMPLE:

@@ -54,7 +54,23 @@ class PerfSession(NamedTuple):
     statistics: SessionStatistics
 
 
-class Samples(Sequence):
+class Replayed(NamedTuple):
+    """What the C replay returns for a recording or a window (`_core.Replay.feed`, native/perf_replay.c),
+    by name: one object per feed, none per sample. Per sample (u32 bytes) its address space id and
+    thread name id; what the feed added: thread names, address spaces (each the u32 bytes of its
+    mapping indices), executable mappings (start, end, pgoff, index into `files`), files (name,
+    recorded build-id or None); and the samples so far without a process."""
+
+    space_ids: bytes
+    comm_ids: bytes
+    comm_names: list[bytes]
+    space_mappings: list[bytes]
+    mappings: list[tuple[int, int, int, int]]
+    files: list[tuple[bytes, bytes | None]]
+    samples_without_process: int
+
+
+class Samples(Sequence["Sample"]):
     """The recording's samples in time order, made on access (no Python object per sample
     otherwise)."""
 
@@ -70,7 +86,7 @@ class Samples(Sequence):
     @overload
     def __getitem__(self, index: slice) -> list[Sample]: ...
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
         if isinstance(index, slice):
             return [self._perf.sample(i) for i in range(*index.indices(len(self)))]
         if not -len(self) <= index < len(self):
@@ -223,26 +239,27 @@ class Replayer:
     def feed(self, window: _core.PerfData) -> tuple[bytes, bytes]:
         """Replay the window's events; its samples' space ids and comm ids (bytes of u32). The new
         mappings, spaces and names are appended to the lists."""
-        (space_ids, comm_ids, comm_names, space_mappings, raw_mappings, files,
-         self.samples_without_process) = self._native.feed(window)
+        fed = Replayed._make(self._native.feed(window))
+        self.samples_without_process = fed.samples_without_process
+        files = fed.files
         if files:
             _open_modules(self.images, [os.fsdecode(raw) for raw, _build_id in files])
             recorded = self._recorded_build_ids()
             # every executable file mapped is checked (missing, replaced), in order of first mapping
             self.file_images.extend((name, _usable_image(self.images, name, build_id, recorded, self.statistics))
                                     for name, build_id in ((os.fsdecode(raw), build_id) for raw, build_id in files))
-        for start, end, pgoff, file in raw_mappings:
+        for start, end, pgoff, file in fed.mappings:
             path, image = self.file_images[file]
             bias = image.bias_for_mapping(start, end, pgoff) if image is not None else None
             self.mappings.append(Mapping(start, end, pgoff, path, image if bias is not None else None, bias or 0))
         mappings = self.mappings
-        for ids in space_mappings:
+        for ids in fed.space_mappings:
             indices = array.array("I")
             indices.frombytes(ids)
             self.spaces.append(AddressSpace([mappings[i] for i in indices]))
-        self.space_mappings.extend(space_mappings)
-        self.comm_names.extend(comm_names)
-        return space_ids, comm_ids
+        self.space_mappings.extend(fed.space_mappings)
+        self.comm_names.extend(fed.comm_names)
+        return fed.space_ids, fed.comm_ids
 
     def session(self) -> PerfSession:
         statistics = self.statistics._replace(samples_without_process=self.samples_without_process)

@@ -18,13 +18,14 @@ The samples are also a Python sequence of `UnwoundSample`s, made on access (for 
 from __future__ import annotations
 
 import io
+import mmap
 import os
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO, NamedTuple, TextIO, overload
+from typing import Any, BinaryIO, NamedTuple, TextIO, cast, overload
 
 from fastunwind import _core
 from fastunwind.address_space import ImageCache, Mapping, ModuleImage
@@ -33,8 +34,8 @@ from fastunwind.perf.data import PerfData, RecordingCut
 from fastunwind.perf.replay import Replayer, replay
 from fastunwind.perf.walk import (DEFAULT_MAX_FRAMES, SOURCE_CALLCHAIN, SOURCE_DWARF, SOURCE_IP, recording_source,
                                   walk_samples)
-from fastunwind.symbols import (PERF_MAP_PATH, SymbolTable, kallsyms_bytes, kernel_symbol_table, perf_map_table,
-                                symbol_table_for_file)
+from fastunwind._core import SymbolTable
+from fastunwind.symbols import PERF_MAP_PATH, kallsyms_bytes, kernel_symbol_table, perf_map_table, symbol_table_for_file
 
 __all__ = ["DEFAULT_MAX_FRAMES", "OUTCOME_NAME_BY_CODE", "OUTCOME_NAMES", "PHASES", "RECORD_HINT", "SOURCE_CALLCHAIN",
            "SOURCE_DWARF", "SOURCE_IP", "Frame", "PerfDataError", "Statistics", "UnwoundRecording", "UnwoundSample",
@@ -77,7 +78,7 @@ class Statistics:
     replaced_modules: set[str] = field(default_factory=set)
     missing_modules: set[str] = field(default_factory=set)
     #: per module with unwind tables: its compact table's size and slow-path share
-    tables: list[dict] = field(default_factory=list)
+    tables: list[dict[str, Any]] = field(default_factory=list)
     #: where the frames come from: SOURCE_DWARF (user stacks unwound), SOURCE_CALLCHAIN (the
     #: kernel's callchain, perf record -g / lbr) or SOURCE_IP (the sampled IP alone)
     source: str = SOURCE_DWARF
@@ -99,7 +100,7 @@ class Statistics:
         return notes
 
 
-class UnwoundRecording(Sequence):
+class UnwoundRecording(Sequence[UnwoundSample]):
     """A recording's samples, unwound and symbolized (`native`: the C result that renders them).
     Indexing gives `UnwoundSample`s, made on access."""
 
@@ -122,7 +123,7 @@ class UnwoundRecording(Sequence):
     @overload
     def __getitem__(self, index: slice) -> list[UnwoundSample]: ...
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int | slice) -> UnwoundSample | list[UnwoundSample]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:
@@ -135,7 +136,7 @@ class UnwoundRecording(Sequence):
 class _SymbolLoader:
     """A module's symbol table, loaded when a frame first needs it; one per file."""
 
-    def __init__(self, image: ModuleImage, tables: dict[str, SymbolTable]) -> None:
+    def __init__(self, image: ModuleImage, tables: dict[str, SymbolTable | None]) -> None:
         self._image = image
         self._tables = tables
 
@@ -160,7 +161,12 @@ class _PerfMapLoader:
         return self._tables[self._path]
 
 
-def _symbol_loader(mapping: Mapping, tables: dict) -> _SymbolLoader | _PerfMapLoader | None:
+#: what symbolize_samples is told of a mapping: (start, pgoff, bias, path, its symbol table's loader)
+MappingRow = tuple[int, int, int, str, "Callable[[], SymbolTable | None] | None"]
+
+
+def _symbol_loader(mapping: Mapping, tables: dict[str, SymbolTable | None]
+                   ) -> Callable[[], SymbolTable | None] | None:
     if mapping.image is not None:
         return _SymbolLoader(mapping.image, tables)
     if PERF_MAP_PATH.fullmatch(mapping.path):
@@ -192,8 +198,9 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     # without user stacks nothing is unwound: the frames are each sample's callchain (or IP)
     unwound = walk_samples(perf.native, space_ids, [space.to_core(backend) for space in session.spaces], max_frames,
                            source=source)
-    tables: dict[str, SymbolTable] = {}
-    mappings = [(m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables)) for m in session.mappings]
+    tables: dict[str, SymbolTable | None] = {}
+    mappings: list[MappingRow] = [(m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables))
+                                  for m in session.mappings]
     kernel_build_id = next((b.build_id for b in perf.build_ids if b.filename == "[kernel.kallsyms]"), None)
     phase("symbolizing")
     native = _core.symbolize_samples(
@@ -223,7 +230,7 @@ class _KernelSymbols:
 
     def __init__(self, perf: PerfData) -> None:
         self._perf = perf
-        self._data: bytes | None = None
+        self._data: bytes | mmap.mmap | None = None
         self._whole: SymbolTable | None = None
 
     def __call__(self, addresses: bytes) -> SymbolTable:
@@ -255,8 +262,8 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
     kernel_loader = _KernelSymbols(perf)
     stats = Statistics(source=source)
     core_spaces: list[_core.AddressSpace] = []
-    tables: dict[str, SymbolTable] = {}
-    mappings: list[tuple] = []
+    tables: dict[str, SymbolTable | None] = {}
+    mappings: list[MappingRow] = []
     folded: dict[bytes, int] = {}
     write = _writer(out) if mode == "text" else None
     stream = perf.native
@@ -271,7 +278,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
                                          replayer.space_mappings, mappings, kernel_loader, OUTCOME_NAME_BY_CODE)
         stats.samples += window.sample_count
         stats.walk_ns += unwound.walk_ns
-        if mode == "text":
+        if write is not None:  # mode "text"
             native.render(write)
         elif mode == "folded":
             native.folded(lambda chunk: _count_folded(chunk, folded), False)
@@ -313,10 +320,11 @@ def _writer(out: TextIO | BinaryIO) -> Callable[[bytes], object]:
     buffer = getattr(out, "buffer", None)
     if buffer is not None:
         out.flush()
-        return buffer.write
+        return cast(Callable[[bytes], object], buffer.write)
     if isinstance(out, io.TextIOBase):
-        return lambda chunk: out.write(chunk.decode("utf-8", "surrogateescape"))
-    return out.write
+        text = out
+        return lambda chunk: text.write(chunk.decode("utf-8", "surrogateescape"))
+    return cast(BinaryIO, out).write
 
 
 def render_perf_script(samples: UnwoundRecording, out: TextIO | BinaryIO) -> None:

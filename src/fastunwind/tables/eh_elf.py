@@ -149,11 +149,20 @@ def _bit(register: int) -> str:
     return f"{1 << register:#x}u"
 
 
+#: _core.eh_elf_rows' row description (eh_elf_rows.c describe_key): (table, signal frame, return
+#: address column, address size, CFA rule, register rules), a rule being (kind, register, value,
+#: expression) and a register rule (column, kind, register, value, expression)
+Rule = tuple[int, int, int, "bytes | None"]
+ColumnRule = tuple[int, int, int, int, "bytes | None"]
+RowDescription = tuple[int, bool, int, int, Rule, tuple[ColumnRule, ...]]
+#: a register rule of a walker register: (slot, column, kind, register, value, expression)
+TrackedRule = tuple[int, int, int, int, int, "bytes | None"]
+
 INTERPRET = ("return FU_EH_ELF_INTERPRET;",)
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
 
 
-def body_statements(description: tuple) -> tuple[str, ...]:
+def body_statements(description: RowDescription) -> tuple[str, ...]:
     """The C statements of one row body (walk.c apply_row, compiled): `regs` the callee's registers,
     `caller` the caller's to fill, which already holds the callee-saved registers of `regs` (the
     ABI: fu_eh_elf_step and the walker do that, as apply_row's start_caller)."""
@@ -180,7 +189,7 @@ def body_statements(description: tuple) -> tuple[str, ...]:
     else:
         return INTERPRET  # another expression, or no CFA rule
     out.append("fu_set(caller, 7, cfa);")  # caller holds regs' callee-saved registers (the ABI)
-    tracked = [(RA if rule[0] == ra_column else rule[0], *rule) for rule in rules
+    tracked: list[TrackedRule] = [(RA if rule[0] == ra_column else rule[0], *rule) for rule in rules
                if (RA if rule[0] == ra_column else rule[0]) < REGISTERS]
     if any(kind in (EXPRESSION, VAL_EXPRESSION) and _breg(expression, deref=False) is None
            for _, _, kind, _, _, expression in tracked):
@@ -190,8 +199,8 @@ def body_statements(description: tuple) -> tuple[str, ...]:
     # signal context, rsp-relative): when all share one base register and the reader's window holds
     # all their slots, one check covers them and each is a plain load, the rules otherwise in the
     # same order; else the sequential statements, one checked read each.
-    expression_slots = [(slot, _breg(expression, deref=False)) for slot, _, kind, _, _, expression in tracked
-                        if kind == EXPRESSION]
+    expression_slots = [(slot, breg) for slot, _, kind, _, _, expression in tracked
+                        if kind == EXPRESSION and (breg := _breg(expression, deref=False)) is not None]
     bases = {breg[0] for _, breg in expression_slots}
     slots = [slot for slot, *_ in tracked]
     if (len(expression_slots) > 1 and len(bases) == 1 and len(set(slots)) == len(slots)
@@ -209,7 +218,7 @@ def body_statements(description: tuple) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _rule_statements(tracked: list[tuple], signal: bool, expressions_in_window: bool) -> list[str]:
+def _rule_statements(tracked: list[TrackedRule], signal: bool, expressions_in_window: bool) -> list[str]:
     """The register rules of a body after its CFA, ending in its return: `tracked` are the rules of
     the walker's registers as (slot, column, kind, register, value, expression). With
     `expressions_in_window`, the body has checked that the reader's window holds every
@@ -245,7 +254,9 @@ def _rule_statements(tracked: list[tuple], signal: bool, expressions_in_window: 
         elif rule_kind == VAL_OFFSET:
             out.append(f"fu_set(caller, {slot}, {_plus('cfa', rule_value)});")
         elif rule_kind in (EXPRESSION, VAL_EXPRESSION):
-            base, k = _breg(rule_expression, deref=False)
+            breg = _breg(rule_expression, deref=False)
+            assert breg is not None  # body_statements interprets a body with any other expression
+            base, k = breg
             address = _plus(f"regs->value[{base}]", k)
             if rule_kind == EXPRESSION and expressions_in_window:
                 out.append(f"caller->value[{slot}] = fu_window_load(reader, {address});")
