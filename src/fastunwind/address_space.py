@@ -19,14 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastunwind import _core, image
-from fastunwind.elf import PF_X, PT_LOAD  # noqa: F401  (tests and scripts read them here)
 from fastunwind.errors import ElfError
 from fastunwind.tables import compact, eh_elf
 
 BACKENDS: tuple[str, ...] = _core.WALK_BACKENDS  #: walk.h fu_backend, by code
-COMPACT_SUFFIX = compact.SUFFIX
-compact_cache_dir = compact.cache_dir
-compact_tables_enabled = compact.enabled
 
 
 def default_backend() -> str:

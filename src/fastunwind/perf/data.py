@@ -1,9 +1,9 @@
 """Read `perf record` recordings (perf.data, file mode and pipe mode) made with `--call-graph dwarf`.
 
-    >>> perf = PerfData.open("perf.data")
-    >>> perf.has_user_stacks, perf.sample_count
+    >>> perf = PerfData.open("perf.data")  # a recording of yours  # doctest: +SKIP
+    >>> perf.has_user_stacks, perf.sample_count  # doctest: +SKIP
     (True, 1234)
-    >>> for event in perf.events():          # time order, as perf script delivers them
+    >>> for event in perf.events():  # time order, as perf script delivers them  # doctest: +SKIP
     ...     if isinstance(event, Sample):
     ...         event.pid, hex(event.ip), len(event.stack), event.reg("sp")
     ...     elif isinstance(event, Mmap):
