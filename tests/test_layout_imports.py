@@ -4,11 +4,15 @@ top-level, inside functions (the lazy ones that keep start-up short) and under T
 there are no cycles, hidden or not, and a new module must be given its place here.
 
 LAYERS is the one home of the rank table; docs quote it.
+
+Also: the native files the package's docstrings and comments name (`native/walk.c`) exist, so that
+moving a C file makes the Python that points to it say where it went.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import fastunwind
@@ -114,3 +118,13 @@ def test_no_import_cycles() -> None:
         if start not in state:
             visit(start, [start])
     assert cycles == []
+
+
+def test_native_files_named_in_the_package_exist() -> None:
+    repository = PACKAGE.parents[1]
+    if not (repository / "native").is_dir():  # an installed package, without the sources
+        return
+    named = {(path.relative_to(PACKAGE).as_posix(), match)
+             for path in sorted(PACKAGE.rglob("*.py*")) if path.suffix in (".py", ".pyi")
+             for match in re.findall(r"native/[\w/]+\.(?:c|h|inc)\b", path.read_text())}
+    assert sorted((module, name) for module, name in named if not (repository / name).exists()) == []

@@ -18,7 +18,7 @@ import record_workloads
 from compare import compare
 from perf_script_format import Frame, Sample, parse
 
-from fastunwind.perf.script import render_perf_script, unwind_recording
+from fastunwind.perf_script import render_perf_script, unwind_recording
 
 CASES = corpus.selected(os.environ.get("FASTUNWIND_CORPUS"))
 

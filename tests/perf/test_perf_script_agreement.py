@@ -24,7 +24,7 @@ import subprocess
 import pytest
 
 from compare import compare, user_addresses
-from fastunwind.perf.script import render_perf_script, unwind_recording
+from fastunwind.perf_script import render_perf_script, unwind_recording
 from perf_script_format import Sample, parse
 
 PERF_ZERO_RETURN_ADDRESS = 0xFFFFFFFFFFFFFFFF  # perf printed 0 - 1

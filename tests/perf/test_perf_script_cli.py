@@ -87,7 +87,7 @@ def test_standard_input_is_a_recording_as_for_perf_script(tmp_path):
 def test_text_and_folded_output_are_the_api_renderings(perf_recordings):
     import io
 
-    from fastunwind.perf.script import render_folded, render_perf_script, unwind_recording
+    from fastunwind.perf_script import render_folded, render_perf_script, unwind_recording
 
     path = str(perf_recordings.get("c").data_file)
     unwound, _stats = unwind_recording(path)

@@ -12,7 +12,7 @@ import pytest
 
 from fastunwind import _core
 from fastunwind.perf.data import Comm, Fork, Mmap, PerfData, Sample
-from fastunwind.perf.script import render_folded, render_perf_script, unwind_recording
+from fastunwind.perf_script import render_folded, render_perf_script, unwind_recording
 from fastunwind.perf.replay import replay
 
 RECORDINGS = ["c", "python", "hackbench-processes"]

@@ -14,7 +14,7 @@ import pytest
 
 from fastunwind import _core
 from fastunwind.perf.data import PerfData
-from fastunwind.perf.script import render_folded, render_perf_script, unwind_recording
+from fastunwind.perf_script import render_folded, render_perf_script, unwind_recording
 from fastunwind.perf.replay import replay
 
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import record_workloads  # scripts/ is on sys.path (tests/conftest.py)
-from fastunwind.perf.script import render_perf_script, unwind_recording
+from fastunwind.perf_script import render_perf_script, unwind_recording
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))
 from perf_script_format import parse  # noqa: E402
