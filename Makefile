@@ -69,7 +69,7 @@ demo: build
 	fi
 
 test: build
-	$(PY) -m pytest -q tests
+	$(VENV)/bin/mypy --strict src/fastunwind && $(PY) -m pytest -q tests
 
 # The whole real-binary corpus (scripts/corpus.py: every linker and layout, Rust, Go, C++, Debian's
 # programs) against perf script; `make test` runs its sample.

@@ -266,7 +266,7 @@ def bench_parse(path: str, repeat: int) -> tuple[Timing, Timing, dict[str, Any]]
 def bench_render_in_process(path: str, repeat: int) -> Timing:
     """What `fastunwind table` does, in process like the pyelftools figure (no interpreter start):
     open the file and its separate debug file, parse, evaluate and print every frame section."""
-    from fastunwind.readelf_format import render_file
+    from fastunwind.cfi_print import render_file
 
     timing = Timing(f"{os.path.basename(path)}: render_file in process",
                     f"fastunwind.readelf_format.render_file({path!r}, /dev/null)")

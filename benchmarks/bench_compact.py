@@ -32,8 +32,8 @@ from typing import Any
 
 from fastunwind import _core
 from fastunwind.address_space import ModuleImage
-from fastunwind.perf_data import PerfData
-from fastunwind.perf_session import replay
+from fastunwind.perf.data import PerfData
+from fastunwind.perf.replay import replay
 
 from benchmarks.bench_unwind import record_defaults
 

@@ -50,8 +50,8 @@ from typing import Any
 
 from fastunwind import _core
 from fastunwind import eh_elf
-from fastunwind.bench import time_backend
-from fastunwind.perf_script import DEFAULT_MAX_FRAMES
+from fastunwind.perf.bench import time_backend
+from fastunwind.perf.walk import DEFAULT_MAX_FRAMES
 
 from benchmarks import export_samples
 from benchmarks.bench_perf_script import end_to_end

@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from fastunwind.address_space import AddressSpace
-from fastunwind.perf_data import PerfData, Sample
-from fastunwind.perf_script import RECORD_HINT
-from fastunwind.perf_session import NO_SPACE, Replay, replay
+from fastunwind.perf.data import PerfData, Sample
+from fastunwind.perf.script import RECORD_HINT
+from fastunwind.perf.replay import NO_SPACE, Replay, replay
 
 MAGIC = b"FUSAMPLE"
 VERSION = 1

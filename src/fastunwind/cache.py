@@ -2,8 +2,8 @@
 directory per kind of entry, each entry named by the key it was built for (a build-id, or a hash of
 path, size and mtime):
 
-    compact/<key>.fut   compact unwind tables (address_space.ModuleImage builds them on demand)
-    eh_elf/<key>.so     compiled unwind tables (built by `fastunwind compile`)
+    compact/<key>.fut   compact unwind tables (tables/compact.py builds them on demand)
+    eh_elf/<key>.so     compiled unwind tables (tables/eh_elf.py, built by `fastunwind compile`)
 
 Entries are written atomically (a temporary file renamed into place) and checked when read, so any
 of them may be deleted at any time: a missing one is rebuilt when needed. `fastunwind cache` lists,
@@ -32,6 +32,27 @@ def cache_dir(kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"no cache kind {kind!r}: {', '.join(KINDS)}")
     return os.path.join(cache_root(), kind)
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write `data` to `path` so that readers see the old file or the whole new one: a temporary
+    file in the same directory, renamed over `path` (rename(2) is atomic within a file system).
+    Concurrent writers each rename their own complete file; the last one wins."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    import tempfile  # only when a table is written: ~3 ms of start-up otherwise
+
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
 
 
 class Entry(NamedTuple):

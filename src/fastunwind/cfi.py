@@ -2,9 +2,16 @@
 
     >>> from fastunwind.cfi import UnwindInfo
     >>> info = UnwindInfo.open("/lib/x86_64-linux-gnu/libc.so.6")
-    >>> fde, row = info.lookup(0x27290)
-    >>> row.cfa, row.registers[16]
-    (Rule(CFA_REG_OFFSET, register=7, offset=24), Rule(OFFSET, offset=-8))
+    >>> section, fde, row = info.lookup(0x27290)
+    >>> section.name, fde.pc_begin <= 0x27290 < fde.pc_end
+    ('.eh_frame', True)
+    >>> row.registers[16].describe()  # the return address, saved just below the CFA
+    '[CFA-8]'
+
+The CFA rule depends on the libc build (Debian 12's: "rsp+56"):
+
+    >>> row.cfa.describe()  # doctest: +SKIP
+    'rsp+56'
 
 Rows are DWARF rows (DWARF 5 §6.4.1): a PC range, the CFA rule and a rule for every register column
 that has one. Bulk work uses `CfiSection.row_arrays()` (typed arrays, no per-row objects); the
@@ -17,14 +24,14 @@ import array
 import bisect
 import enum
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fastunwind import _core
 from fastunwind.elf import ElfFile, find_debug_file
 from fastunwind.errors import CfiError, NoUnwindInfo
-from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, frame_section_kind
+from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame_section_kind, frame_sections, section_table
 
 __all__ = ["DEBUG_FRAME", "EH_FRAME", "Cie", "CfiSection", "EhFrameHdr", "Fde", "Row", "Rule", "RuleKind",
            "UnwindInfo", "cfi_sections", "frame_section_kind", "register_name"]
@@ -181,15 +188,17 @@ class CfiSection:
         address_size: int = 8,
         text_base: int = 0,
         data_base: int = 0,
-        segments: list[tuple[int, bytes | memoryview]] | None = None,
+        segments: Sequence[tuple[int, bytes | memoryview]] | None = None,
         strict: bool = True,
+        table: _core.CfiTable | None = None,
     ) -> None:
         self.kind = kind
         self.name = name or (".eh_frame" if kind == EH_FRAME else ".debug_frame")
         self.path = path
         self.address = address
         self._data = data
-        self._table = _core.CfiTable(
+        #: `table`: already parsed from `data` (frame_sections.section_table)
+        self._table = table if table is not None else _core.CfiTable(
             data, kind, address, address_size, text_base, data_base, segments or ()
         )
         self.errors = [CfiError(message) for _, message in self._table.errors()]
@@ -431,24 +440,12 @@ class UnwindInfo:
 
 
 def cfi_sections(elf: ElfFile, *, strict: bool = True) -> Iterator[CfiSection]:
-    """The CFI sections of an ELF file, in section header order, parsed and evaluated."""
-    text = elf.section(".text")
-    got = elf.section(".got")
-    segments = [(s.vaddr, elf.segment_data(s)) for s in elf.segments if s.type == 1 and s.filesz]  # PT_LOAD
-    for section in elf.sections:
-        kind = frame_section_kind(section)
-        if kind is None or section.type == 8 or section.size == 0:  # SHT_NOBITS: no contents
+    """The CFI sections of an ELF file, in section header order, parsed and evaluated (opened by
+    frame_sections.section_table; empty and NOBITS sections are left out)."""
+    bases = SectionBases(elf)
+    for section, kind, skip in frame_sections(elf):
+        if skip is not None:
             continue
-        data = elf.relocated_section_data(section)
-        yield CfiSection(
-            data,
-            kind,
-            section.addr,
-            name=section.name,
-            path=elf.path,
-            address_size=8 if elf.elf_class == 64 else 4,
-            text_base=text.addr if text else 0,
-            data_base=got.addr if got else 0,
-            segments=segments,
-            strict=strict,
-        )
+        data, table = section_table(elf, section, kind, bases)
+        yield CfiSection(data, kind, section.addr, name=section.name, path=elf.path,
+                         address_size=bases.address_size, strict=strict, table=table)

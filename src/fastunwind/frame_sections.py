@@ -1,11 +1,25 @@
-"""Which ELF sections carry call frame information, and how the C core is told their kind."""
+"""The one way to open an ELF file's call frame information sections: which sections carry CFI
+(`frame_sections`), and the C core's table of one of them (`section_table`), with the bases
+(`.text`, `.got`) and read-only segments its pointer encodings may need. `cfi.cfi_sections` (the
+API and the walker) and `cfi_print` (readelf's text) both open sections here.
+
+A module of its own, below cfi.py: `fastunwind table`'s readelf path imports it without cfi.py's
+dataclass API (a few ms of every CLI start).
+"""
 
 from __future__ import annotations
 
-from fastunwind.elf import Section
+from collections.abc import Iterator
+
+from fastunwind import _core
+from fastunwind.elf import PT_LOAD, SHT_NOBITS, ElfFile, Section
 
 EH_FRAME = 0  #: .eh_frame (LSB 5.0 §10.6): CIE id 0, pointer encodings, relative CIE pointers
 DEBUG_FRAME = 1  #: .debug_frame (DWARF 5 §6.4.1): CIE id all ones, section-offset CIE pointers
+
+#: why a frame section is not opened (frame_sections' third field), as readelf words it
+SKIP_EMPTY = "empty"
+SKIP_NOBITS = "nobits"
 
 
 def frame_section_kind(section: Section) -> int | None:
@@ -15,3 +29,38 @@ def frame_section_kind(section: Section) -> int | None:
     if section.name in (".debug_frame", ".zdebug_frame"):
         return DEBUG_FRAME
     return None
+
+
+def frame_sections(elf: ElfFile) -> Iterator[tuple[Section, int, str | None]]:
+    """(section, kind, skip reason) of every CFI section, in section header order. The reason is
+    None for a section to open, SKIP_EMPTY for one of size 0, SKIP_NOBITS for one without contents
+    in the file (a separate debug file's NOBITS .eh_frame)."""
+    for section in elf.sections:
+        kind = frame_section_kind(section)
+        if kind is None:
+            continue
+        reason = SKIP_EMPTY if section.size == 0 else SKIP_NOBITS if section.type == SHT_NOBITS else None
+        yield section, kind, reason
+
+
+class SectionBases:
+    """What the pointer encodings of an ELF file's CFI sections are relative to (LSB 5.0 §10.5):
+    `.text` (DW_EH_PE_textrel), `.got` (DW_EH_PE_datarel), and the PT_LOAD bytes an indirect
+    pointer (DW_EH_PE_indirect) is read from. Computed once per file."""
+
+    def __init__(self, elf: ElfFile) -> None:
+        text = elf.section(".text")
+        got = elf.section(".got")
+        self.address_size = 8 if elf.elf_class == 64 else 4
+        self.text_base = text.addr if text else 0
+        self.data_base = got.addr if got else 0
+        self.segments = [(s.vaddr, elf.segment_data(s)) for s in elf.segments if s.type == PT_LOAD and s.filesz]
+
+
+def section_table(elf: ElfFile, section: Section, kind: int, bases: SectionBases | None = None
+                  ) -> tuple[bytes | memoryview, _core.CfiTable]:
+    """(the section's relocated bytes, the C core's parsed and evaluated table of them)."""
+    bases = bases or SectionBases(elf)
+    data = elf.relocated_section_data(section)
+    return data, _core.CfiTable(data, kind, section.addr, bases.address_size, bases.text_base, bases.data_base,
+                                bases.segments)

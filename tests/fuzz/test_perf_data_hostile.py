@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fastunwind.errors import PerfDataError
-from fastunwind.perf_data import PerfData
+from fastunwind.perf.data import PerfData
 
 from tests.support import perf_builder as b
 from tests.support import perf_oracle as oracle

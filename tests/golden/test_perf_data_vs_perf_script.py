@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import fastunwind.perf_data as perf_data
+import fastunwind.perf.data as perf_data
 from fastunwind.errors import PerfDataError
-from fastunwind.perf_data import Comm, Exit, Fork, Mmap, PerfData, Sample
+from fastunwind.perf.data import Comm, Exit, Fork, Mmap, PerfData, Sample
 
 from tests.support import perf_oracle as oracle
 

@@ -99,7 +99,7 @@ def test_user_frames_agree_with_perf_script(workload, perf_recordings, perf_scri
 def test_perf_zero_frame_is_mapped_nowhere(perf_recordings):
     """The frame perf prints after reading past its copy is no code: no mapping of the process
     contains 0xffffffffffffffff (it is 0 - 1)."""
-    from fastunwind.perf_data import Mmap, PerfData
+    from fastunwind.perf.data import Mmap, PerfData
 
     recording = perf_recordings.get("c")
     perf = PerfData.open(str(recording.data_file))

@@ -127,7 +127,7 @@ def test_rust_v0_names_are_cxxfilts(tmp_path):
         pytest.skip("rustc, c++filt and nm (binutils) are needed")
     binary = _build(tmp_path, "rust-v0")[0]
     from fastunwind.elf import ElfFile
-    from fastunwind.symbolize import symbol_table_for_file
+    from fastunwind.symbols import symbol_table_for_file
 
     symbols = {}
     for line in subprocess.run(["nm", "--defined-only", binary], check=True, capture_output=True,

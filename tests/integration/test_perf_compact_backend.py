@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from fastunwind import _core
-from fastunwind.bench import time_backend
-from fastunwind.perf_data import PerfData
-from fastunwind.perf_session import replay
+from fastunwind.perf.bench import time_backend
+from fastunwind.perf.data import PerfData
+from fastunwind.perf.replay import replay
 
 WORKLOADS = ["c", "python", "hackbench-threads", "compiler"]
 

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from fastunwind import _core
-from fastunwind.perf_data import PerfData
-from fastunwind.perf_session import replay
+from fastunwind.perf.data import PerfData
+from fastunwind.perf.replay import replay
 
 WORKLOADS = ["c", "python", "hackbench-threads", "hackbench-processes", "compiler"]
 

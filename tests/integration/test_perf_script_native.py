@@ -11,9 +11,9 @@ from collections import Counter
 import pytest
 
 from fastunwind import _core
-from fastunwind.perf_data import Comm, Fork, Mmap, PerfData, Sample
+from fastunwind.perf.data import Comm, Fork, Mmap, PerfData, Sample
 from fastunwind.perf_script import render_folded, render_perf_script, unwind_recording
-from fastunwind.perf_session import replay
+from fastunwind.perf.replay import replay
 
 RECORDINGS = ["c", "python", "hackbench-processes"]
 

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from fastunwind import _core
-from fastunwind.perf_data import PerfData
+from fastunwind.perf.data import PerfData
 from fastunwind.perf_script import render_folded, render_perf_script, unwind_recording
-from fastunwind.perf_session import replay
+from fastunwind.perf.replay import replay
 
 from tests.support.paths import SRC
 

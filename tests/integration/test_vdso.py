@@ -9,8 +9,9 @@ import shutil
 import pytest
 
 from fastunwind.address_space import ImageCache
-from fastunwind.perf_data import PerfData, build_id_cache_file
-from fastunwind.perf_session import VDSO, replay
+from fastunwind.elf.build_id_cache import build_id_cache_file
+from fastunwind.perf.data import PerfData
+from fastunwind.perf.replay import VDSO, replay
 
 
 def recorded_vdso(perf: PerfData) -> str:

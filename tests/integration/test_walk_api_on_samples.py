@@ -11,8 +11,8 @@ import array
 import pytest
 
 from fastunwind import _core
-from fastunwind.perf_data import PerfData
-from fastunwind.perf_session import replay
+from fastunwind.perf.data import PerfData
+from fastunwind.perf.replay import replay
 from fastunwind.walk import FRAME_KINDS, unwind_current_thread, unwind_stack
 
 #: perf register name of each DWARF register 0..16

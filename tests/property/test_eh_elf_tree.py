@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from fastunwind import eh_elf
+from fastunwind.tables import eh_elf
 from fastunwind.address_space import ModuleImage
 
 from tests.support.eh_elf_agreement import check_module

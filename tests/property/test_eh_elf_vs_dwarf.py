@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from fastunwind import _core, eh_elf
+from fastunwind import _core
+from fastunwind.tables import eh_elf
 from fastunwind.address_space import ModuleImage
 
 from tests.support.eh_elf_agreement import (Agreement, check_module, compare_states,

@@ -10,5 +10,6 @@ def command_parser(subparsers: Any, name: str, summary: str, description: str | 
                    ) -> argparse.ArgumentParser:
     """A command's subparser: `summary` in the command list, the module's docstring as its
     description and its examples after the options, both kept as written."""
-    return subparsers.add_parser(name, help=summary, description=description, epilog=example,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name, help=summary, description=description, epilog=example, formatter_class=argparse.RawDescriptionHelpFormatter)
+    return parser

@@ -17,11 +17,15 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from fastunwind._core import WALK_BACKENDS as BACKENDS  # walk.h fu_backend
 from fastunwind.commands import command_parser
 from fastunwind.errors import FastunwindError
+
+if TYPE_CHECKING:
+    from fastunwind.perf.bench import BackendTiming
 
 EXAMPLE = """\
 examples:
@@ -45,9 +49,9 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastunwind.bench import differing_samples, time_backend
-    from fastunwind.perf_data import PerfData
-    from fastunwind.perf_session import replay
+    from fastunwind.perf.bench import differing_samples, time_backend
+    from fastunwind.perf.data import PerfData
+    from fastunwind.perf.replay import replay
 
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     unknown = [b for b in backends if b not in BACKENDS]
@@ -67,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print(recording: str, setup_seconds: float, repeat: int, timings: list, differing_samples) -> None:
+def _print(recording: str, setup_seconds: float, repeat: int, timings: list[BackendTiming],
+           differing_samples: Callable[[BackendTiming, BackendTiming], int]) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

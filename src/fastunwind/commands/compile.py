@@ -1,6 +1,6 @@
 """`fastunwind compile FILE...`: compile the unwind tables of ELF files to native code (eh_elf).
 
-Each file's DWARF rows become C (one entry point, `fu_eh_elf_step`, see fastunwind/eh_elf.py),
+Each file's DWARF rows become C (one entry point, `fu_eh_elf_step`, see fastunwind/tables/eh_elf.py),
 built with the system C compiler ($CC, default cc) into a shared object cached under
 $XDG_CACHE_HOME/fastunwind/eh_elf/ by build-id. The walker then uses it for that file: backend
 "compiled" for every row, "auto" for the rows its compact table leaves to the interpreter (DWARF
@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from fastunwind.commands import command_parser
+
+if TYPE_CHECKING:
+    from fastunwind.address_space import ModuleImage
+    from fastunwind.errors import EhElfError
+    from fastunwind.tables.eh_elf import CompileResult
 
 EXAMPLE = """\
 examples:
@@ -46,15 +52,17 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastunwind import eh_elf
     from fastunwind.address_space import ModuleImage
+    from fastunwind.elf.dynamic import with_dependencies
     from fastunwind.errors import EhElfError, FastunwindError
+    from fastunwind.perf.replay import recorded_files
+    from fastunwind.tables import eh_elf
 
     if args.jobs is not None and args.jobs < 1:
         raise EhElfError(f"-j {args.jobs}: at least one compiler process is needed")
     paths = list(args.files)
     if args.perf_data:
-        paths += eh_elf.recorded_modules(args.perf_data)
+        paths += recorded_files(args.perf_data)
     if not paths:
         raise EhElfError("nothing to compile: give ELF files, or --from perf.data")
     if args.emit_c:
@@ -66,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     missing: list[str] = []
     if args.deps:
-        paths, missing = eh_elf.with_dependencies(paths)
+        paths, missing = with_dependencies(paths)
     status = 0
     for name in missing:
         print(f"fastunwind: warning: {name}: not found", file=sys.stderr)
@@ -114,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _compile_with_progress(eh_elf: Any, images: list, args: argparse.Namespace) -> list:
+def _compile_with_progress(eh_elf: ModuleType, images: list[ModuleImage], args: argparse.Namespace
+                           ) -> list[CompileResult | EhElfError]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -127,5 +136,6 @@ def _compile_with_progress(eh_elf: Any, images: list, args: argparse.Namespace) 
         def advance(path: str, result: object) -> None:
             progress.update(task, advance=1, description=f"compiled {path}")
 
-        return eh_elf.compile_images(images, jobs=args.jobs, directory=args.cache_dir, force=args.force, lookup=args.lookup,
-                                     on_progress=advance)
+        results: list[CompileResult | EhElfError] = eh_elf.compile_images(
+            images, jobs=args.jobs, directory=args.cache_dir, force=args.force, lookup=args.lookup, on_progress=advance)
+        return results

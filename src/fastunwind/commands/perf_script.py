@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     # The run makes few Python objects (none per sample) and no cycles worth collecting; importing
     # and creating the library's classes would trigger ~10 collections (1.7 ms on hackbench).
     gc.disable()
-    from fastunwind.perf_script import stream_recording
+    from fastunwind.perf.script import stream_recording
 
     # The recording is read window by window (memory does not grow with it) and each window's text
     # written before the next is read; --folded merges the windows' stacks and writes them at the end.
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 def _warn_unusable_modules(stats: Any) -> None:
     """One line on stderr per module whose recorded file is not to be had: its frames stay
     unnamed and the stacks through it stop there."""
-    from fastunwind.perf_data import build_id_cache_root
+    from fastunwind.elf.build_id_cache import build_id_cache_root
 
     cache = build_id_cache_root()
     for path in sorted(stats.replaced_modules):

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         return _summary(args.file, sys.stdout)
     if args.json:
         return _json(args.file, sys.stdout)
-    from fastunwind.readelf_format import render_file
+    from fastunwind.cfi_print import render_file
 
     sys.stdout.flush()
     errors = render_file(args.file, sys.stdout.buffer, raw=args.raw, follow_links=not args.no_follow_links)

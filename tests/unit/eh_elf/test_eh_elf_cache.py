@@ -8,7 +8,8 @@ import shutil
 
 import pytest
 
-from fastunwind import _core, eh_elf
+from fastunwind import _core
+from fastunwind.tables import eh_elf
 from fastunwind.address_space import ModuleImage
 from fastunwind.errors import EhElfError
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from fastunwind import eh_elf
+from fastunwind.tables import eh_elf
 from fastunwind.address_space import ModuleImage
 from fastunwind.errors import EhElfError
 

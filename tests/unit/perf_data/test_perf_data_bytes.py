@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from fastunwind.errors import FastunwindError, PerfDataError
-from fastunwind.perf_data import Comm, Exit, Fork, Mmap, PerfData
+from fastunwind.perf.data import Comm, Exit, Fork, Mmap, PerfData
 
 from tests.support import perf_builder as b
 

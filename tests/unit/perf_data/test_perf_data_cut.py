@@ -10,7 +10,7 @@ import struct
 import pytest
 
 from fastunwind.errors import PerfDataError
-from fastunwind.perf_data import PerfData
+from fastunwind.perf.data import PerfData
 
 from tests.support import perf_builder as b
 

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from fastunwind.errors import PerfDataError
-from fastunwind.perf_data import PerfData
+from fastunwind.perf.data import PerfData
 
 from tests.support import perf_builder as b
 
@@ -150,7 +150,7 @@ def test_compressed_records_stream(tmp_path):
 
 MEMORY_PROBE = textwrap.dedent("""
     import sys
-    from fastunwind.perf_data import PerfData
+    from fastunwind.perf.data import PerfData
 
     def status(field):  # KiB
         with open("/proc/self/status") as f:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fastunwind import _core
-from fastunwind.perf_data import PerfData
+from fastunwind.perf.data import PerfData
 
 from tests.support import perf_builder as b
 

@@ -13,7 +13,7 @@ import pytest
 
 from fastunwind import _core
 from fastunwind.elf import ElfFile
-from fastunwind.symbolize import symbol_table_for_file
+from fastunwind.symbols import symbol_table_for_file
 
 from tests.support.paths import SYMBOL_PROGRAMS
 

@@ -12,7 +12,7 @@ import pytest
 
 from fastunwind import _core
 from fastunwind.elf import SHT_DYNSYM, SHT_SYMTAB, ElfFile, find_debug_file
-from fastunwind.symbolize import symbol_table_for_file
+from fastunwind.symbols import symbol_table_for_file
 
 STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
 STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_GNU_IFUNC = 0, 1, 2, 10

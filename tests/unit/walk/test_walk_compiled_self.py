@@ -5,7 +5,8 @@ module on the stack has a cached eh_elf."""
 
 from __future__ import annotations
 
-from fastunwind import _core, eh_elf
+from fastunwind import _core
+from fastunwind.tables import eh_elf
 from fastunwind.address_space import ImageCache, current_process
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fastunwind.address_space import PF_X, PT_LOAD, AddressSpace, ImageCache, Mapping
+from fastunwind.address_space import AddressSpace, ImageCache, Mapping
+from fastunwind.elf import PF_X, PT_LOAD
 from fastunwind.cfi import UnwindInfo
 from fastunwind.errors import NoUnwindInfo
 from fastunwind.walk import unwind_stack

@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, ModuleImage
-from fastunwind.perf_data import build_id_cache_file, build_id_cache_root
-from fastunwind.symbolize import PERF_MAP_PATH
+from fastunwind.elf.build_id_cache import build_id_cache_file, build_id_cache_root
+from fastunwind.perf.data import PerfData
+from fastunwind.symbols import PERF_MAP_PATH
 
 if TYPE_CHECKING:
-    from fastunwind.perf_data import PerfData, Sample
+    from fastunwind.perf.data import Sample
 
 NO_SPACE = 0xFFFFFFFF  #: a sample without an address space (unwind_samples skips it)
 NO_COMM = 0xFFFFFFFF  #: a sample without a thread name (the event index does not list it)
@@ -53,7 +54,23 @@ class PerfSession(NamedTuple):
     statistics: SessionStatistics
 
 
-class Samples(Sequence):
+class Replayed(NamedTuple):
+    """What the C replay returns for a recording or a window (`_core.Replay.feed`, native/perf_replay.c),
+    by name: one object per feed, none per sample. Per sample (u32 bytes) its address space id and
+    thread name id; what the feed added: thread names, address spaces (each the u32 bytes of its
+    mapping indices), executable mappings (start, end, pgoff, index into `files`), files (name,
+    recorded build-id or None); and the samples so far without a process."""
+
+    space_ids: bytes
+    comm_ids: bytes
+    comm_names: list[bytes]
+    space_mappings: list[bytes]
+    mappings: list[tuple[int, int, int, int]]
+    files: list[tuple[bytes, bytes | None]]
+    samples_without_process: int
+
+
+class Samples(Sequence["Sample"]):
     """The recording's samples in time order, made on access (no Python object per sample
     otherwise)."""
 
@@ -69,7 +86,7 @@ class Samples(Sequence):
     @overload
     def __getitem__(self, index: slice) -> list[Sample]: ...
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
         if isinstance(index, slice):
             return [self._perf.sample(i) for i in range(*index.indices(len(self)))]
         if not -len(self) <= index < len(self):
@@ -104,7 +121,7 @@ ANONYMOUS_PREFIXES = ("/SYSV", "/memfd:")
 
 def _is_anonymous(filename: str) -> bool:
     """No file to read: perf's pseudo names ([heap], [anon:...]), anonymous mappings, and JIT
-    code named after its perf map (its symbols: the map, perf_script.py)."""
+    code named after its perf map (its symbols: the map, perf/script.py)."""
     return (not filename.startswith("/") or filename in ANONYMOUS_NAMES or filename.startswith(ANONYMOUS_PREFIXES)
             or PERF_MAP_PATH.fullmatch(filename) is not None)
 
@@ -222,26 +239,27 @@ class Replayer:
     def feed(self, window: _core.PerfData) -> tuple[bytes, bytes]:
         """Replay the window's events; its samples' space ids and comm ids (bytes of u32). The new
         mappings, spaces and names are appended to the lists."""
-        (space_ids, comm_ids, comm_names, space_mappings, raw_mappings, files,
-         self.samples_without_process) = self._native.feed(window)
+        fed = Replayed._make(self._native.feed(window))
+        self.samples_without_process = fed.samples_without_process
+        files = fed.files
         if files:
             _open_modules(self.images, [os.fsdecode(raw) for raw, _build_id in files])
             recorded = self._recorded_build_ids()
             # every executable file mapped is checked (missing, replaced), in order of first mapping
             self.file_images.extend((name, _usable_image(self.images, name, build_id, recorded, self.statistics))
                                     for name, build_id in ((os.fsdecode(raw), build_id) for raw, build_id in files))
-        for start, end, pgoff, file in raw_mappings:
+        for start, end, pgoff, file in fed.mappings:
             path, image = self.file_images[file]
             bias = image.bias_for_mapping(start, end, pgoff) if image is not None else None
             self.mappings.append(Mapping(start, end, pgoff, path, image if bias is not None else None, bias or 0))
         mappings = self.mappings
-        for ids in space_mappings:
+        for ids in fed.space_mappings:
             indices = array.array("I")
             indices.frombytes(ids)
             self.spaces.append(AddressSpace([mappings[i] for i in indices]))
-        self.space_mappings.extend(space_mappings)
-        self.comm_names.extend(comm_names)
-        return space_ids, comm_ids
+        self.space_mappings.extend(fed.space_mappings)
+        self.comm_names.extend(fed.comm_names)
+        return fed.space_ids, fed.comm_ids
 
     def session(self) -> PerfSession:
         statistics = self.statistics._replace(samples_without_process=self.samples_without_process)
@@ -258,3 +276,11 @@ def replay(perf: PerfData, images: ImageCache | None = None) -> Replay:
     space_ids.frombytes(space_ids_b)
     comm_ids.frombytes(comm_ids_b)
     return Replay(replayer.session(), space_ids, comm_ids, replayer.comm_names, Samples(perf))
+
+
+def recorded_files(path: str) -> list[str]:
+    """The files a perf.data recording's address spaces map executable, each once, in order of first
+    mapping: those the replay uses, so pseudo files ([vdso], //anon), files not present here and
+    files replaced since the recording (build-id) are left out."""
+    session = replay(PerfData.open(path)).session
+    return list(dict.fromkeys(m.image.path for m in session.mappings if m.image is not None))

@@ -17,11 +17,10 @@ import os
 import re
 
 from fastunwind import _core
-from fastunwind.elf import SHT_DYNSYM, SHT_NOBITS, SHT_RELA, SHT_SYMTAB, ElfFile, find_debug_file
+from fastunwind.elf import SHT_DYNSYM, SHT_NOBITS, SHT_RELA, SHT_SYMTAB, ElfFile, SectionBytes, find_debug_file
 from fastunwind.errors import ElfError
-from fastunwind.perf_data import build_id_cache_file
-
-SymbolTable = _core.SymbolTable
+from fastunwind._core import SymbolTable
+from fastunwind.elf.build_id_cache import build_id_cache_file
 
 EM_X86_64 = 62
 #: sections holding PLT stubs, and the relocation sections naming their GOT slots (native/plt.h)
@@ -31,7 +30,7 @@ PLT_RELOCATION_SECTIONS = (".rela.plt", ".rela.dyn")
 PERF_MAP_PATH = re.compile(r"/tmp/perf-(\d+)\.map")
 
 
-def _symbol_section(elf: ElfFile, kind: int) -> tuple[bytes, bytes, int, bytes] | None:
+def _symbol_section(elf: ElfFile, kind: int) -> tuple[SectionBytes, SectionBytes, int, bytes] | None:
     """(symbols, strings, elf_class, section_flags) of the file's section of type `kind`; bit 0 of
     section_flags[i]: section i's name contains "text" (where perf accepts labels)."""
     for section in elf.sections:
@@ -45,7 +44,8 @@ def _symbol_section(elf: ElfFile, kind: int) -> tuple[bytes, bytes, int, bytes] 
     return None
 
 
-def _plt_input(elf: ElfFile) -> tuple[bytes, bytes, list[bytes], list[tuple[int, bytes, int, int, bool]]] | None:
+def _plt_input(elf: ElfFile) -> tuple[SectionBytes, SectionBytes, list[SectionBytes],
+                                     list[tuple[int, SectionBytes, int, int, bool]]] | None:
     """The PLT synthesizer's input (native/plt.h): .dynsym, .dynstr, the relocation sections, and
     the PLT sections as (address, bytes, sh_entsize, sh_addralign, is .plt.got); None without them
     (or for another machine than x86-64)."""

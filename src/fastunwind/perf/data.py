@@ -1,9 +1,9 @@
 """Read `perf record` recordings (perf.data, file mode and pipe mode) made with `--call-graph dwarf`.
 
-    >>> perf = PerfData.open("perf.data")
-    >>> perf.has_user_stacks, perf.sample_count
+    >>> perf = PerfData.open("perf.data")  # a recording of yours  # doctest: +SKIP
+    >>> perf.has_user_stacks, perf.sample_count  # doctest: +SKIP
     (True, 1234)
-    >>> for event in perf.events():          # time order, as perf script delivers them
+    >>> for event in perf.events():  # time order, as perf script delivers them  # doctest: +SKIP
     ...     if isinstance(event, Sample):
     ...         event.pid, hex(event.ip), len(event.stack), event.reg("sp")
     ...     elif isinstance(event, Mmap):
@@ -34,10 +34,10 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple, NoReturn, Protocol, cast
 
-from . import _core
-from .errors import PerfDataError
+from fastunwind import _core
+from fastunwind.errors import PerfDataError
 
 __all__ = [
     "PERF_REGS",
@@ -68,18 +68,6 @@ PERF_REGS = ("ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip", "flags", "cs"
 _REG_NUMBER = {name: number for number, name in enumerate(PERF_REGS)}
 
 # PERF_TYPE_SOFTWARE / PERF_COUNT_SW_DUMMY: perf's side-band-only tracking event, never sampled.
-
-
-def build_id_cache_root() -> str:
-    """perf's build-id cache: $PERF_BUILDID_DIR, else ~/.debug."""
-    return os.environ.get("PERF_BUILDID_DIR") or os.path.expanduser("~/.debug")
-
-
-def build_id_cache_file(name: str, build_id: str, file: str) -> str:
-    """Where perf's build-id cache keeps its copy of `name` (a DSO path or a pseudo file such as
-    [kernel.kallsyms] or [vdso]) with `build_id` (hex): `name/build_id/file` under
-    build_id_cache_root() (perf's `file` is "kallsyms", "vdso" or "elf")."""
-    return os.path.join(build_id_cache_root(), name.lstrip("/"), build_id, file)
 
 
 #: perf's feature bits (tools/perf/util/header.h, enum HEADER_*), by number
@@ -250,6 +238,23 @@ class Sample:
         "tid",
         "time",
     )
+    _native: _core.PerfData
+    index: int
+    pid: int
+    tid: int
+    time: int | None
+    ip: int
+    cpu: int
+    period: int
+    attr_index: int
+    misc: int
+    sample_type: int
+    id: int
+    addr: int
+    stream_id: int
+    callchain_count: int
+    stack_size: int
+    file_offset: int
 
     def __init__(self, native: _core.PerfData, index: int) -> None:
         set_ = object.__setattr__
@@ -264,7 +269,7 @@ class Sample:
                             ("stack_size", stack_size), ("file_offset", file_offset)):
             set_(self, name, value)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError("Sample is read-only")
 
     def __repr__(self) -> str:
@@ -305,7 +310,7 @@ class Sample:
         """header.misc says the sample was taken in the kernel (PERF_RECORD_MISC_KERNEL)."""
         return (self.misc & 7) == 1
 
-    def extra(self) -> dict:
+    def extra(self) -> dict[str, Any]:
         """Every other sampled field: read values, raw, branch stack, weight, data_src, transaction,
         intr regs, phys_addr, cgroup, page sizes, aux, the whole stack dump."""
         return self._native.sample_extra(self.index)
@@ -345,7 +350,15 @@ def _advise_huge_pages(memory: mmap.mmap) -> None:
         memory.madvise(mmap.MADV_HUGEPAGE)
 
 
-def _load_recording(f: BinaryIO, size: int | None = None) -> mmap.mmap | memoryview:
+class _ReadableFile(Protocol):
+    """A binary file _load_recording reads: a file descriptor, and readinto (sys.stdin.buffer, open(..., "rb"))."""
+
+    def fileno(self) -> int: ...
+
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
+
+
+def _load_recording(f: _ReadableFile, size: int | None = None) -> mmap.mmap | memoryview:
     """The bytes of the binary file `f`, read to its end into memory advised for huge pages: a
     regular file of `size` bytes (read up to that, or mapped if larger than HUGE_PAGE_READ_MAX_BYTES
     or where huge pages cannot be asked for), or a stream (`size` None) in memory that doubles as it
@@ -383,6 +396,7 @@ class PerfData:
 
     def __init__(self, native: _core.PerfData, source: str = "<bytes>") -> None:
         self._native = native
+        self._file: BinaryIO | None = None  #: a stream's file (open_stream)
         self.source = source
         self.attrs: list[PerfAttr] = [
             PerfAttr(index=i, type=a["type"], config=a["config"], sample_period=a["sample_period"], freq=a["freq"],
@@ -448,12 +462,13 @@ class PerfData:
     def read(cls, source: bytes | bytearray | memoryview | BinaryIO, *, max_decompressed: int = 0) -> PerfData:
         """Parse a recording from bytes or from a binary file object read to its end (pipe mode:
         `perf record -o - ...` on stdin), which is read into huge pages as PerfData.open reads a file."""
-        if hasattr(source, "readinto"):
-            data = _load_recording(source)
-        elif hasattr(source, "read"):
-            data = source.read()
-        else:
+        data: bytes | bytearray | memoryview | mmap.mmap
+        if isinstance(source, (bytes, bytearray, memoryview)):
             data = source
+        elif hasattr(source, "readinto"):
+            data = _load_recording(cast(_ReadableFile, source))
+        else:
+            data = source.read()
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"expected bytes or a binary file, got {type(data).__name__}")
         return cls(_core.PerfData(bytes(data) if isinstance(data, bytearray) else data, max_decompressed))
@@ -483,7 +498,7 @@ class PerfData:
         sampling = [attr for attr in self.attrs if attr.is_sampling]
         return bool(sampling) and all(attr.has_user_stack for attr in sampling)
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, int]:
         return self._native.stats()
 
     @property
@@ -530,8 +545,8 @@ class PerfData:
 
     def events(self) -> Iterator[Event]:
         """Samples interleaved with MMAP/COMM/FORK/EXIT records, in time order."""
-        kinds, indices = self._native.events()
-        indices = memoryview(indices).cast("I")
+        kinds, index_bytes = self._native.events()
+        indices = memoryview(index_bytes).cast("I")
         native = self._native
         for kind, index in zip(kinds, indices):
             if kind == _KIND_SAMPLE:

@@ -34,13 +34,16 @@ import struct
 import zlib
 from collections.abc import Iterator
 from types import TracebackType
-from typing import NamedTuple, Union
+from typing import TYPE_CHECKING, NamedTuple, Union
+
+if TYPE_CHECKING:
+    import logging
 
 from fastunwind.errors import ElfError
 
 
 
-def _logger():  # logging is imported on first use: it costs 5 ms of every CLI start
+def _logger() -> logging.Logger:  # logging is imported on first use: it costs 5 ms of every CLI start
     import logging
 
     return logging.getLogger(__name__)
@@ -234,7 +237,7 @@ _U32 = struct.Struct("<I")
 class Section(NamedTuple):
     """One section header (gABI "Section Header"), with its name resolved."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # a public field: shadows tuple.index, as it always has
     name: str
     type: int
     flags: int
@@ -703,15 +706,15 @@ class ElfFile:
             offset, info = fields[0], fields[1]
             relocation_type = info & layout.relocation_type_mask
             symbol_index = info >> layout.relocation_symbol_shift
-            kind = kinds.get(relocation_type, _UNSUPPORTED)
-            if kind is None:  # R_*_NONE
-                continue
-            if kind is _UNSUPPORTED:
+            if relocation_type not in kinds:
                 skip(
                     "unsupported type",
                     f"relocation #{number} at offset 0x{offset:x}: relocation type {relocation_type} is "
                     f"not applied by readelf for machine {self.machine} (section {section.name!r})",
                 )
+                continue
+            kind = kinds[relocation_type]
+            if kind is None:  # R_*_NONE
                 continue
             size, is_pc_relative = kind
             if offset > section_size - size:
@@ -938,7 +941,6 @@ class ElfFile:
 
 # readelf's relocation knowledge (is_none_reloc, is_32bit_abs_reloc, is_32bit_pcrel_reloc,
 # is_64bit_abs_reloc, is_64bit_pcrel_reloc): type -> (size in bytes, PC-relative), None = NONE.
-_UNSUPPORTED = object()
 _X86_64_RELOCATION_KINDS: dict[int, tuple[int, bool] | None] = {
     R_X86_64_NONE: None,
     R_X86_64_64: (8, False),

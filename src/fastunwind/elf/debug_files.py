@@ -1,28 +1,18 @@
-"""What `readelf --debug-dump=frames-interp` (-wF) and `--debug-dump=frames` (-wf) print for a file.
+"""The separate debug files `readelf --debug-dump=frames` follows after a file, found as binutils
+2.40's readelf finds them (dwarf.c, load_separate_debug_info): `.gnu_debugaltlink`,
+`.gnu_debuglink` (CRC-checked; then the linked file's own links), `.debug_sup` and the build-id,
+searched in readelf's order and listed most recently found first.
 
-The section bodies come from the C core (cfi_print.c). This module reproduces the file-level rules
-of binutils 2.40 readelf around them, so that `fastunwind table FILE` and readelf can be diffed:
-
-- frame sections are shown in section header order: `.eh_frame`, and `.debug_frame` /
-  `.zdebug_frame`; an empty one prints "Section '...' has no debugging data.", a NOBITS one
-  "section '...' has the NOBITS type - its contents are unreliable.";
-- readelf follows links by default: after the file it shows the frame sections of the separate
-  debug files it finds, through `.gnu_debugaltlink`, `.gnu_debuglink` (CRC-checked; then the
-  linked file's own links), `.debug_sup` and the build-id, searched in readelf's order and listed most recently found first; only then do its
-  section headers say "(loaded from FILE)".
+`fastunwind.elf.find_debug_file` is the loader's (and perf's) search for one file's `.debug_frame`;
+this module reproduces readelf's, which cfi_print needs to print what readelf prints.
 """
 
 from __future__ import annotations
 
 import os
-from typing import BinaryIO
 
-from fastunwind import _core
 from fastunwind.elf import ElfFile, file_crc32
-from fastunwind.errors import CfiError, ElfError
-from fastunwind.frame_sections import frame_section_kind
-
-SHT_NOBITS = 8
+from fastunwind.errors import ElfError
 
 #: readelf's debuglink search roots (binutils 2.40 dwarf.c, load_separate_debug_info)
 _DEBUGDIR = "/lib/debug"
@@ -146,66 +136,3 @@ def separate_debug_files(elf: ElfFile, path: str) -> tuple[list[str], list[str]]
 
     links(elf, path, 0)
     return found, notices
-
-
-def _write(out: BinaryIO, text: str) -> None:
-    out.write(text.encode())
-
-
-def render_file(path: str, out: BinaryIO, *, raw: bool = False, follow_links: bool = True) -> list[CfiError]:
-    """Write what readelf -wF (-wf with raw) prints for `path` to `out`; return the CFI errors met
-    (their entries are shown without rows, as far as they decode)."""
-    errors: list[CfiError] = []
-    with ElfFile.open(path) as elf:
-        files = [(path, elf)]
-        if follow_links:
-            debug_paths, notices = separate_debug_files(elf, path)
-            for notice in notices:
-                _write(out, notice)
-            for debug_path in debug_paths:
-                try:
-                    files.append((debug_path, ElfFile.open(debug_path)))
-                except ElfError as error:
-                    errors.append(CfiError(f"{debug_path}: {error}"))
-        # readelf names the file in its headers only when it found separate debug files
-        show_origin = len(files) > 1
-        try:
-            for file_path, file_elf in files:
-                errors.extend(_render_sections(file_elf, file_path, out, raw, show_origin))
-        finally:
-            for _, file_elf in files[1:]:
-                file_elf.close()
-    return errors
-
-
-def _render_sections(elf: ElfFile, path: str, out: BinaryIO, raw: bool, show_origin: bool) -> list[CfiError]:
-    errors: list[CfiError] = []
-    address_size = 8 if elf.elf_class == 64 else 4
-    for section in elf.sections:
-        kind = frame_section_kind(section)
-        if kind is None:
-            continue
-        if section.size == 0:
-            _write(out, f"\nSection '{section.name}' has no debugging data.\n")
-            continue
-        if section.type == SHT_NOBITS:
-            _write(out, f"section '{section.name}' has the NOBITS type - its contents are unreliable.\n")
-            continue
-        table = _core.CfiTable(elf.relocated_section_data(section), kind, section.addr, address_size)
-        origin = f" (loaded from {path})" if show_origin else ""
-        _write(out, f"Contents of the {section.name} section{origin}:\n\n")
-        out.flush()
-        fileno = _fileno(out)
-        if fileno is not None:
-            table.render(raw=raw, fd=fileno)
-        else:
-            out.write(table.render(raw=raw) or b"")
-        errors.extend(CfiError(message) for _, message in table.errors())
-    return errors
-
-
-def _fileno(out: BinaryIO) -> int | None:
-    try:
-        return out.fileno()
-    except (AttributeError, OSError, ValueError):
-        return None

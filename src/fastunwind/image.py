@@ -1,0 +1,107 @@
+"""A module image: one ELF file opened once for unwinding, shared by every mapping of it.
+
+It holds what the file says (its CFI sections parsed and evaluated by the C core, its read-only
+PT_LOAD bytes, its build-id) and where a mapping of it places its addresses (`bias_for_mapping`).
+The tables built from it (tables/compact.py, tables/eh_elf.py) are not made here: those modules
+keep them in the image's `memo`, so the image never depends on them (address_space.ModuleImage
+gives them back as properties).
+
+A mapping [start, end) of file offset `pgoff` places the file's svma `s` at avma `s + bias`, where
+bias = start - pgoff + p_offset - p_vaddr of the PT_LOAD segment the mapping maps (gABI "Program
+Loading": a segment's file offset and vaddr are congruent modulo the page size); for an executable
+mapping, the executable segment among those whose pages hold pgoff (`bias_for_mapping`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, TypeVar
+
+from fastunwind import _core
+from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, UnwindInfo
+from fastunwind.elf import PF_W, PF_X, PT_LOAD, ElfFile
+from fastunwind.errors import FastunwindError
+
+PAGE_SIZE = 4096  #: x86-64 Linux mappings are 4 KiB-granular
+
+_Image = TypeVar("_Image", bound="ModuleImage")
+
+
+class ModuleImage:
+    """An ELF file's unwinding data, loaded once and shared by every mapping of it."""
+
+    def __init__(self, path: str, elf: ElfFile, unwind: UnwindInfo) -> None:
+        self.path = path
+        self.elf = elf
+        self.unwind = unwind
+        self.build_id = elf.build_id
+        tables = {section.kind: section.core for section in reversed(unwind.sections)}
+        self.eh_frame: _core.CfiTable | None = tables.get(EH_FRAME)
+        self.debug_frame: _core.CfiTable | None = tables.get(DEBUG_FRAME)
+        #: read-only PT_LOAD bytes by svma: constants an expression may read
+        self.segments = [
+            (segment.vaddr, elf.segment_data(segment))
+            for segment in elf.segments
+            if segment.type == PT_LOAD and not segment.flags & PF_W and segment.filesz
+        ]
+        #: what the tables modules derived from this image (by their own keys: "compact", ...)
+        self.memo: dict[str, Any] = {}
+
+    @classmethod
+    def load(cls: type[_Image], path: str) -> _Image:
+        elf = ElfFile.open(path)
+        try:
+            unwind = UnwindInfo.from_elf(elf, strict=False)
+        except FastunwindError:
+            elf.close()
+            raise
+        return cls(path, elf, unwind)
+
+    def cache_key(self) -> tuple[int, bytes]:
+        """(key kind, key) the tables built from this image are cached under: the build-id, or for a
+        file without one a SHA-256 of its real path, size and mtime."""
+        if self.build_id:
+            return _core.COMPACT_KEY_BUILD_ID, bytes(self.build_id)
+        st = os.stat(self.path)
+        identity = f"{os.path.realpath(self.path)}\0{st.st_size}\0{st.st_mtime_ns}".encode()
+        import hashlib  # only for files without a build-id: loading OpenSSL costs ~2.5 ms of start-up
+
+        return _core.COMPACT_KEY_FILE_HASH, hashlib.sha256(identity).digest()
+
+    compact_key = cache_key  #: its name before the eh_elf cache used it too
+
+    def cache_name(self) -> str:
+        """The file name (without suffix) of this image's entries in the caches (cache.py)."""
+        kind, key = self.cache_key()
+        return key.hex() if kind == _core.COMPACT_KEY_BUILD_ID else f"nobuildid-{key.hex()}"
+
+    def dwarf_row_count(self) -> int:
+        """Rows of .eh_frame + .debug_frame: stamped into the tables built from them, so that one
+        built before a debug file was installed (or removed) is rebuilt."""
+        return sum(t.row_count for t in (self.eh_frame, self.debug_frame) if t is not None)
+
+    def bias_for_mapping(self, start: int, end: int, pgoff: int) -> int | None:
+        """avma - svma for an executable mapping [start, end) of file offset `pgoff`, or None if no
+        PT_LOAD segment holds that offset.
+
+        Several segments may hold the mapping's first page: lld and mold start the executable
+        segment in the file page where the read-only one ends (`R` at offset 0 and `R E` at 0x770
+        of the same page, mapped at different addresses). The bias is the one of the segment the
+        mapping really maps: the executable one (PF_X) among those holding `pgoff`, else one whose
+        addresses overlap the mapping under that bias, else the first (a file mapped executable
+        without PF_X segments)."""
+        candidates = []
+        for segment in self.elf.segments:
+            # mappings start on a page; the segment's first page begins below p_offset
+            first_page = segment.offset - segment.offset % PAGE_SIZE
+            if segment.type == PT_LOAD and first_page <= pgoff < segment.offset + segment.filesz:
+                candidates.append((segment, start - pgoff + segment.offset - segment.vaddr))
+        if not candidates:
+            return None
+        for segment, bias in candidates:
+            if segment.flags & PF_X:
+                return bias
+        for segment, bias in candidates:
+            if segment.vaddr + bias < end and start < segment.vaddr + bias + segment.memsz:
+                return bias
+        return candidates[0][1]

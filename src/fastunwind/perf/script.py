@@ -1,0 +1,339 @@
+"""Unwind a perf.data recording and print its stacks: `perf script` text, folded stacks, statistics.
+
+The pipeline, with no Python per sample or per frame: the perf.data reader (C) decodes samples;
+the replay (C, `perf.replay.replay`) ties each to an address space; one C call unwinds every
+sample (GIL released, perf/walk.py); one more (native/perf_script.c) resolves every distinct frame to its DSO and
+symbol and keeps the result, which renders perf script's text or folded stacks in C. Python opens
+the modules and symbol tables (once per file); names are demangled in C (native/demangle.c).
+
+perf script's text format (perf 6.1, `-F comm,tid,time,ip,sym,symoff,dso`): a header
+`comm  tid  sec.usec: ` per sample, then one line per frame, `\\t%16x sym+0xoff (dso)`, kernel
+frames first, and a blank line. A user frame's address is the DSO-relative address perf computes
+(`avma - map start + pgoff`); caller frames are printed at their return address minus one, except
+the frame a signal interrupted (its IP is the interrupted instruction, not a return address).
+
+The samples are also a Python sequence of `UnwoundSample`s, made on access (for the API and tests).
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, NamedTuple, TextIO, cast, overload
+
+from fastunwind import _core
+from fastunwind.address_space import ImageCache, Mapping, ModuleImage
+from fastunwind.errors import PerfDataError
+from fastunwind.perf.data import PerfData, RecordingCut
+from fastunwind.perf.replay import Replayer, replay
+from fastunwind.perf.walk import (DEFAULT_MAX_FRAMES, SOURCE_CALLCHAIN, SOURCE_DWARF, SOURCE_IP, recording_source,
+                                  walk_samples)
+from fastunwind._core import SymbolTable
+from fastunwind.symbols import PERF_MAP_PATH, kallsyms_bytes, kernel_symbol_table, perf_map_table, symbol_table_for_file
+
+__all__ = ["DEFAULT_MAX_FRAMES", "OUTCOME_NAME_BY_CODE", "OUTCOME_NAMES", "PHASES", "RECORD_HINT", "SOURCE_CALLCHAIN",
+           "SOURCE_DWARF", "SOURCE_IP", "Frame", "PerfDataError", "Statistics", "UnwoundRecording", "UnwoundSample",
+           "recording_source", "render_folded", "render_perf_script", "stream_recording", "unwind_recording"]
+OUTCOME_NAMES = {**dict(enumerate(_core.WALK_OUTCOMES)), _core.SAMPLE_NO_USER_REGISTERS: "no_user_registers",
+                 _core.SAMPLE_SKIPPED: "skipped", _core.SAMPLE_CALLCHAIN: "callchain", _core.SAMPLE_IP_ONLY: "ip_only"}
+#: the outcome name of every code, "?" for codes without one
+OUTCOME_NAME_BY_CODE = tuple(OUTCOME_NAMES.get(code, "?") for code in range(256))
+RECORD_HINT = ("record with user registers and stack, e.g.: "
+               "perf record --call-graph dwarf -e cpu-clock -F 999 -- COMMAND")
+
+
+# records of the Python API: NamedTuples (a frozen dataclass costs ~1 ms of start-up each)
+class Frame(NamedTuple):
+    address: int  #: DSO-relative address as perf prints it
+    symbol: str | None
+    offset: int
+    dso: str
+
+
+class UnwoundSample(NamedTuple):
+    comm: str
+    pid: int
+    tid: int
+    time: int | None  #: ns
+    outcome: str
+    kernel: tuple[Frame, ...]
+    user: tuple[Frame, ...]
+
+
+@dataclass
+class Statistics:
+    samples: int = 0
+    unwound_samples: int = 0
+    frames: int = 0
+    walk_ns: int = 0
+    total_seconds: float = 0.0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    frames_per_sample: Counter[int] = field(default_factory=Counter)
+    replaced_modules: set[str] = field(default_factory=set)
+    missing_modules: set[str] = field(default_factory=set)
+    #: per module with unwind tables: its compact table's size and slow-path share
+    tables: list[dict[str, Any]] = field(default_factory=list)
+    #: where the frames come from: SOURCE_DWARF (user stacks unwound), SOURCE_CALLCHAIN (the
+    #: kernel's callchain, perf record -g / lbr) or SOURCE_IP (the sampled IP alone)
+    source: str = SOURCE_DWARF
+    #: a recording cut short: what was found (perf.data.RecordingCut), else None
+    cut: RecordingCut | None = None
+
+    @property
+    def notes(self) -> list[str]:
+        """One line each about how the recording was read (a cut, frames not unwound), for stderr."""
+        notes = []
+        if self.cut is not None:
+            notes.append(f"{self.cut.note}; {self.samples} complete samples read")
+        if self.source == SOURCE_CALLCHAIN:
+            notes.append("no user stacks in the recording: printing the kernel's callchains (perf record -g, "
+                         "--call-graph fp or lbr); DWARF unwinding needs perf record --call-graph dwarf")
+        elif self.source == SOURCE_IP:
+            notes.append("no call graph in the recording: printing the sampled IPs; DWARF unwinding needs "
+                         "perf record --call-graph dwarf")
+        return notes
+
+
+class UnwoundRecording(Sequence[UnwoundSample]):
+    """A recording's samples, unwound and symbolized (`native`: the C result that renders them).
+    Indexing gives `UnwoundSample`s, made on access."""
+
+    def __init__(self, native: _core.UnwoundSamples) -> None:
+        self.native = native
+        self._frames: dict[int, Frame] = {}
+
+    def __len__(self) -> int:
+        return self.native.sample_count
+
+    def _frame(self, index: int) -> Frame:
+        frame = self._frames.get(index)
+        if frame is None:
+            frame = self._frames[index] = Frame(*self.native.frame(index))
+        return frame
+
+    @overload
+    def __getitem__(self, index: int) -> UnwoundSample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[UnwoundSample]: ...
+
+    def __getitem__(self, index: int | slice) -> UnwoundSample | list[UnwoundSample]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        comm, pid, tid, time_ns, outcome, kernel, user = self.native.sample(index)
+        return UnwoundSample(os.fsdecode(comm), pid, tid, time_ns, OUTCOME_NAME_BY_CODE[outcome],
+                             tuple(map(self._frame, kernel)), tuple(map(self._frame, user)))
+
+
+class _SymbolLoader:
+    """A module's symbol table, loaded when a frame first needs it; one per file."""
+
+    def __init__(self, image: ModuleImage, tables: dict[str, SymbolTable | None]) -> None:
+        self._image = image
+        self._tables = tables
+
+    def __call__(self) -> SymbolTable:
+        table = self._tables.get(self._image.path)
+        if table is None:
+            table = self._tables[self._image.path] = symbol_table_for_file(self._image.elf)
+        return table
+
+
+class _PerfMapLoader:
+    """The symbols of JIT code: the process's /tmp/perf-PID.map, read when a frame first needs it
+    (perf reads it at `perf script` time too); one per file."""
+
+    def __init__(self, path: str, tables: dict[str, SymbolTable | None]) -> None:
+        self._path = path
+        self._tables = tables
+
+    def __call__(self) -> SymbolTable | None:
+        if self._path not in self._tables:
+            self._tables[self._path] = perf_map_table(self._path)
+        return self._tables[self._path]
+
+
+#: what symbolize_samples is told of a mapping: (start, pgoff, bias, path, its symbol table's loader)
+MappingRow = tuple[int, int, int, str, "Callable[[], SymbolTable | None] | None"]
+
+
+def _symbol_loader(mapping: Mapping, tables: dict[str, SymbolTable | None]
+                   ) -> Callable[[], SymbolTable | None] | None:
+    if mapping.image is not None:
+        return _SymbolLoader(mapping.image, tables)
+    if PERF_MAP_PATH.fullmatch(mapping.path):
+        return _PerfMapLoader(mapping.path, tables)
+    return None
+
+
+#: the phases of unwind_recording, in order, as its `on_phase` callback names them
+PHASES = ("decoding", "replaying", "unwinding", "symbolizing")
+
+
+def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images: ImageCache | None = None,
+                     backend: str | None = None, on_phase: Callable[[str], None] | None = None
+                     ) -> tuple[UnwoundRecording, Statistics]:
+    """Unwind every sample of the recording at `path` ("-": standard input, as `perf script -i -`
+    reads a `perf record -o -` pipe). `backend`: see AddressSpace.to_core (default
+    FASTUNWIND_BACKEND, else "auto"). `on_phase(name)` is called as each of PHASES starts (for a
+    progress display; each phase is one call into C)."""
+    phase = on_phase or (lambda name: None)
+    started = time.perf_counter()
+    phase("decoding")
+    perf = PerfData.read(sys.stdin.buffer) if path == "-" else PerfData.open(path)
+    source = recording_source(perf)
+    phase("replaying")
+    replayed = replay(perf, images)
+    session = replayed.session
+    space_ids = replayed.space_ids.tobytes()
+    phase("unwinding")
+    # without user stacks nothing is unwound: the frames are each sample's callchain (or IP)
+    unwound = walk_samples(perf.native, space_ids, [space.to_core(backend) for space in session.spaces], max_frames,
+                           source=source)
+    tables: dict[str, SymbolTable | None] = {}
+    mappings: list[MappingRow] = [(m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables))
+                                  for m in session.mappings]
+    kernel_build_id = next((b.build_id for b in perf.build_ids if b.filename == "[kernel.kallsyms]"), None)
+    phase("symbolizing")
+    native = _core.symbolize_samples(
+        perf.native, space_ids, replayed.comm_ids.tobytes(), replayed.comm_names, unwound, session.space_mappings,
+        mappings, lambda addresses: kernel_symbol_table(kernel_build_id, addresses), OUTCOME_NAME_BY_CODE)
+    unwound_samples, frames, outcomes, depths = native.statistics()
+    stats = Statistics(samples=perf.sample_count, unwound_samples=unwound_samples, frames=frames, walk_ns=unwound.walk_ns,
+                       frames_per_sample=Counter(depths), replaced_modules=session.statistics.replaced_modules,
+                       missing_modules=session.statistics.missing_modules, source=source, cut=perf.cut)
+    for code, count in outcomes.items():
+        stats.outcomes[OUTCOME_NAME_BY_CODE[code]] += count
+    module_images = {id(m.image): m.image for m in session.mappings if m.image is not None}
+    stats.tables = [t for t in (image.compact_statistics() for image in module_images.values()) if t]
+    stats.total_seconds = time.perf_counter() - started
+    return UnwoundRecording(native), stats
+
+
+#: FASTUNWIND_WINDOW_BYTES: the least bytes of records a window of a stream holds (tests force small
+#: windows with it); unset: perf_data.h's FU_PERF_DEFAULT_WINDOW_BYTES
+WINDOW_BYTES_VARIABLE = "FASTUNWIND_WINDOW_BYTES"
+
+
+class _KernelSymbols:
+    """The kernel's symbol table for a stream's windows: the first window's lookups get a table of
+    just the symbols they need (as unwind_recording's single call); later windows' the whole table,
+    made once. kallsyms is read once (/proc/kallsyms costs ~50 ms of kernel time a read)."""
+
+    def __init__(self, perf: PerfData) -> None:
+        self._perf = perf
+        self._data: bytes | mmap.mmap | None = None
+        self._whole: SymbolTable | None = None
+
+    def __call__(self, addresses: bytes) -> SymbolTable:
+        if self._data is None:
+            build_id = next((b.hex() for _pid, b, name, _m, _o in self._perf.native.build_ids()
+                             if name == b"[kernel.kallsyms]"), None)
+            self._data = kallsyms_bytes(build_id)
+            return SymbolTable.from_kallsyms(self._data, addresses)
+        if self._whole is None:
+            self._whole = SymbolTable.from_kallsyms(self._data)
+        return self._whole
+
+
+def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
+                     images: ImageCache | None = None, backend: str | None = None,
+                     window_bytes: int | None = None, on_phase: Callable[[str], None] | None = None) -> Statistics:
+    """Unwind the recording at `path` ("-": standard input) window by window and write each window's
+    perf script text (`mode` "text"), or the folded stacks of the whole recording ("folded"), or
+    nothing ("stats": the statistics only), in memory that does not grow with the recording
+    (perf_data.h, "Streaming"; docs/DESIGN.md). The output is unwind_recording's, rendered.
+    `on_phase(name)`: called before the folded stacks are written (for a progress display)."""
+    started = time.perf_counter()
+    if window_bytes is None:
+        window_bytes = int(os.environ.get(WINDOW_BYTES_VARIABLE) or 0)
+    perf = PerfData.open_stream(sys.stdin.buffer if path == "-" else path, window_bytes=window_bytes,
+                                decode_ahead=True, executable_mmaps_only=True)
+    source = recording_source(perf)
+    replayer = Replayer(perf, images)
+    kernel_loader = _KernelSymbols(perf)
+    stats = Statistics(source=source)
+    core_spaces: list[_core.AddressSpace] = []
+    tables: dict[str, SymbolTable | None] = {}
+    mappings: list[MappingRow] = []
+    folded: dict[bytes, int] = {}
+    write = _writer(out) if mode == "text" else None
+    stream = perf.native
+    while (window := stream.next_window()) is not None:
+        space_ids, comm_ids = replayer.feed(window)
+        core_spaces.extend(space.to_core(backend) for space in replayer.spaces[len(core_spaces):])
+        mappings.extend((m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables))
+                        for m in replayer.mappings[len(mappings):])
+        # without user stacks nothing is unwound: the frames are each sample's callchain (or IP)
+        unwound = walk_samples(window, space_ids, core_spaces, max_frames, source=source)
+        native = _core.symbolize_samples(window, space_ids, comm_ids, replayer.comm_names, unwound,
+                                         replayer.space_mappings, mappings, kernel_loader, OUTCOME_NAME_BY_CODE)
+        stats.samples += window.sample_count
+        stats.walk_ns += unwound.walk_ns
+        if write is not None:  # mode "text"
+            native.render(write)
+        elif mode == "folded":
+            native.folded(lambda chunk: _count_folded(chunk, folded), False)
+        unwound_samples, frames, outcomes, depths = native.statistics()
+        stats.unwound_samples += unwound_samples
+        stats.frames += frames
+        stats.frames_per_sample.update(depths)
+        for code, count in outcomes.items():
+            stats.outcomes[OUTCOME_NAME_BY_CODE[code]] += count
+        del native, unwound, window
+    if mode == "folded":
+        if on_phase:
+            on_phase("writing folded stacks")
+        write = _writer(out)
+        lines = sorted(folded.items(), key=lambda item: -item[1])  # stable: ties in order of first appearance
+        for start in range(0, len(lines), 4096):
+            write(b"".join(b"%s %d\n" % line for line in lines[start:start + 4096]))
+    stats.cut = perf.cut  # known at the end: a pipe or a file may end inside a record
+    session = replayer.session()
+    stats.replaced_modules = session.statistics.replaced_modules
+    stats.missing_modules = session.statistics.missing_modules
+    module_images = {id(m.image): m.image for m in session.mappings if m.image is not None}
+    stats.tables = [t for t in (image.compact_statistics() for image in module_images.values()) if t]
+    stats.total_seconds = time.perf_counter() - started
+    return stats
+
+
+def _count_folded(chunk: bytes, counts: dict[bytes, int]) -> None:
+    """Add a window's folded lines (`stack count`, in order of first appearance) to the counts."""
+    for line in chunk.splitlines():
+        stack, _, count = line.rpartition(b" ")
+        counts[stack] = counts.get(stack, 0) + int(count)
+
+
+def _writer(out: TextIO | BinaryIO) -> Callable[[bytes], object]:
+    """A callable taking bytes for `out`: the binary buffer under a text file that has one
+    (sys.stdout), decoded text for one that has not (io.StringIO), else `out.write`. Chunks end at a
+    sample's or line's end, so no character is split."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None:
+        out.flush()
+        return cast(Callable[[bytes], object], buffer.write)
+    if isinstance(out, io.TextIOBase):
+        text = out
+        return lambda chunk: text.write(chunk.decode("utf-8", "surrogateescape"))
+    return cast(BinaryIO, out).write
+
+
+def render_perf_script(samples: UnwoundRecording, out: TextIO | BinaryIO) -> None:
+    """perf script's text for every sample, to a text or binary file."""
+    samples.native.render(_writer(out))
+
+
+def render_folded(samples: UnwoundRecording, out: TextIO | BinaryIO) -> None:
+    """FlameGraph's collapsed format, `comm;root;...;leaf count` lines, most frequent first. A stack
+    that did not reach its end is rooted at `[truncated]` (or the failure's name) so that it is
+    never drawn as a complete one."""
+    samples.native.folded(_writer(out))

@@ -1,0 +1,126 @@
+"""Compact unwind tables (native/compact_table.h) for a module image: built from its DWARF tables
+by the C core, cached as mmap-able files under `$XDG_CACHE_HOME/fastunwind/compact/` (default
+`~/.cache/...`), one per build-id (`<build-id hex>.fut`; `nobuildid-<sha256 of path, size,
+mtime>.fut` for a file without one), written atomically (cache.write_atomically), so processes may
+share the directory. A cached file is used only after the C core has validated all of it and its
+key and source row counts match the module; otherwise it is rebuilt. FASTUNWIND_COMPACT=0 disables
+compact tables (the walker then uses the DWARF tables only).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Any
+
+from fastunwind import _core, cache
+from fastunwind.errors import CompactTableError
+from fastunwind.image import ModuleImage
+
+SUFFIX = cache.KINDS["compact"]
+#: the image.memo keys of this module
+_TABLE, _SOURCE, _ERROR = "compact", "compact.source", "compact.error"
+
+
+def cache_dir() -> str:
+    """Where compact tables are cached: $XDG_CACHE_HOME/fastunwind/compact (~/.cache by default)."""
+    return cache.cache_dir("compact")
+
+
+def enabled() -> bool:
+    return os.environ.get("FASTUNWIND_COMPACT", "1") != "0"
+
+
+def cache_path(image: ModuleImage, directory: str | None = None) -> str:
+    return os.path.join(directory or cache_dir(), image.cache_name() + SUFFIX)
+
+
+def _matches(image: ModuleImage, table: _core.CompactTable, kind: int, key: bytes) -> bool:
+    """The table was built for this module from the tables loaded now (a debug file installed
+    since changes the .debug_frame rows)."""
+    return (table.key_kind == kind and table.key == key
+            and table.eh_frame_row_count == (image.eh_frame.row_count if image.eh_frame else None)
+            and table.debug_frame_row_count == (image.debug_frame.row_count if image.debug_frame else None))
+
+
+def _open_cached(image: ModuleImage, path: str, kind: int, key: bytes) -> _core.CompactTable | None:
+    """The validated table of the cache file, or None if it is missing, corrupt, truncated, of
+    another version or built for another file."""
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size < _core.COMPACT_HEADER_SIZE:
+                return None
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    try:
+        table = _core.CompactTable(mapped)
+    except CompactTableError:
+        mapped.close()
+        return None
+    return table if _matches(image, table, kind, key) else None
+
+
+def load(image: ModuleImage, directory: str | None = None, *, use_cache: bool = True) -> _core.CompactTable | None:
+    """The module's compact table: from the cache when a valid one is there, else built from
+    the DWARF tables and written to the cache. None when it cannot be built (error(image) says
+    why); the walker then uses the DWARF tables."""
+    kind, key = image.cache_key()
+    path = cache_path(image, directory)
+    if use_cache:
+        table = _open_cached(image, path, kind, key)
+        if table is not None:
+            image.memo[_SOURCE] = "cache"
+            return table
+    try:
+        data = _core.build_compact_table(image.eh_frame, image.debug_frame, kind, key)
+    except CompactTableError as error:
+        image.memo[_ERROR] = str(error)
+        return None
+    if use_cache:
+        try:
+            cache.write_atomically(path, data)
+        except OSError:
+            pass  # a read-only or full cache: the table in memory serves this process
+    image.memo[_SOURCE] = "built"
+    return _core.CompactTable(data)
+
+
+def for_image(image: ModuleImage) -> _core.CompactTable | None:
+    """The image's compact table (loaded on first use, then kept in its memo), or None if disabled
+    or unbuildable."""
+    if _TABLE not in image.memo:
+        image.memo[_TABLE] = load(image) if enabled() else None
+    table: _core.CompactTable | None = image.memo[_TABLE]
+    return table
+
+
+def source(image: ModuleImage) -> str | None:
+    """"cache" or "built": where the compact table came from (None before it is needed)."""
+    value: str | None = image.memo.get(_SOURCE)
+    return value
+
+
+def error(image: ModuleImage) -> str | None:
+    """Why there is no compact table (building failed), else None."""
+    value: str | None = image.memo.get(_ERROR)
+    return value
+
+
+def statistics(image: ModuleImage) -> dict[str, Any] | None:
+    """Size and coverage of the compact table: bytes per row (gaps between FDEs are rows too)
+    and per DWARF row, and the fraction of rows and of code bytes on the slow path."""
+    table = for_image(image)
+    if table is None:
+        return None
+    dwarf_rows = image.dwarf_row_count()
+    rows = table.row_count
+    return {
+        "path": image.path, "source": source(image), "bytes": table.size, "rows": rows,
+        "dwarf_rows": dwarf_rows, "rules": table.rule_count, "gap_rows": table.no_info_row_count,
+        "slow_rows": table.slow_row_count,
+        "bytes_per_row": table.size / rows if rows else 0.0,
+        "bytes_per_dwarf_row": table.size / dwarf_rows if dwarf_rows else 0.0,
+        "slow_row_fraction": table.slow_row_count / rows if rows else 0.0,
+        "slow_byte_fraction": table.slow_bytes / table.covered_bytes if table.covered_bytes else 0.0,
+    }
