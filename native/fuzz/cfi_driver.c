@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cfi.h" /* native/cfi.h, through -I */
+#include "cfi.h" /* native/core/cfi.h, through -I */
 #include "compact_table.h"
 
 #define FUZZ_DRIVER "cfi_driver"

@@ -416,16 +416,4 @@ void fu_perf_stream_wait(fu_perf_stream *stream);
 uint64_t fu_perf_stream_out_of_order(const fu_perf_stream *stream);
 void fu_perf_stream_free(fu_perf_stream *stream);
 
-/* ---- Python binding (perf_binding.c) ---------------------------------------------------------- */
-#ifdef Py_PYTHON_H
-/* Registers fastunwind._core.PerfData; called from module_exec. */
-int fu_perf_binding_init(PyObject *module);
-/* The contiguous, time-ordered samples of a fastunwind._core.PerfData object, for other C code in the
- * extension (no Python per sample). NULL with a TypeError set if the object is not a PerfData. The
- * array lives as long as the object. */
-const fu_perf_sample *fu_perf_object_samples(PyObject *perf_data, size_t *count);
-/* The parsed reader behind a PerfData object (mmaps, comms, tasks, events), or NULL + TypeError. */
-const fu_perf_data *fu_perf_object_data(PyObject *perf_data);
-#endif
-
 #endif

@@ -31,9 +31,4 @@ bool fu_symbol_find(const fu_symbol_table *table, uint64_t address, size_t *inde
  * kept with the table. */
 const char *fu_symbol_name(const fu_symbol_table *table, size_t index, size_t *len);
 
-#ifdef Py_PYTHON_H
-/* The table of a fastunwind._core.SymbolTable, or NULL with TypeError set. */
-const fu_symbol_table *fu_symbol_table_of(PyObject *object);
-#endif
-
 #endif

@@ -93,4 +93,20 @@ int fu_eh_elf_rows_binding_init(PyObject *module); /* eh_elf_rows.c */
 int fu_perf_script_binding_init(PyObject *module); /* perf_script.c: symbolization and rendering */
 int fu_perf_replay_binding_init(PyObject *module); /* perf_replay.c: replay_recording */
 
+/* ---- PerfData (py_perf_data.c) ------------------------------------------------------------------ */
+#include "perf_data.h"
+/* Registers fastunwind._core.PerfData; called from module_exec. */
+int fu_perf_binding_init(PyObject *module);
+/* The contiguous, time-ordered samples of a fastunwind._core.PerfData object, for other C code in the
+ * extension (no Python per sample). NULL with a TypeError set if the object is not a PerfData. The
+ * array lives as long as the object. */
+const fu_perf_sample *fu_perf_object_samples(PyObject *perf_data, size_t *count);
+/* The parsed reader behind a PerfData object (mmaps, comms, tasks, events), or NULL + TypeError. */
+const fu_perf_data *fu_perf_object_data(PyObject *perf_data);
+
+/* ---- SymbolTable (py_symbols.c) ----------------------------------------------------------------- */
+#include "symbols.h"
+/* The table of a fastunwind._core.SymbolTable, or NULL with TypeError set. */
+const fu_symbol_table *fu_symbol_table_of(PyObject *object);
+
 #endif
