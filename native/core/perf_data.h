@@ -36,9 +36,8 @@
 
 #include "cfi.h"
 
-/* The perf reader's failures are reported through fu_error with this status (cfi.h's enum stops at
- * FU_ERR_NOT_FOUND; the value is kept clear of it). The message names the file offset in hex. */
-#define FU_ERR_PERF_DATA ((fu_status)16)
+/* The perf reader's failures are reported through fu_error with FU_ERR_PERF_DATA (error.h); the
+ * message names the file offset in hex. */
 
 /* ---- bounds on input-driven work (each has a named error) ---------------------------------- */
 

@@ -303,7 +303,7 @@ static void exercise_compact(const fu_table *table, uint64_t low, uint64_t high,
     fu_compact_build build;
     fu_error err = {0};
     if (fu_compact_build_tables(&build, table, NULL, &err) != FU_OK) {
-        CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_CFI, "compact build failed: %s", err.message);
+        CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_COMPACT, "compact build failed: %s", err.message);
         return;
     }
     uint8_t *bytes = NULL;

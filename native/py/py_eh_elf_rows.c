@@ -20,11 +20,12 @@
  * change. The intervals are those values, sorted; each is asked once. Overlapping FDEs, rows past
  * their FDE's end and FDEs that failed to evaluate come out exactly as the walker sees them.
  */
-#include "binding.h"
+#include "py_core.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfi.h"
 #include "fu_unwind_abi.h"
 
 #define NO_KEY UINT32_MAX
@@ -155,8 +156,8 @@ static PyObject *eh_elf_rows(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "OO", &eh, &debug))
         return NULL;
     const fu_table *tables[2] = {NULL, NULL};
-    if ((eh != Py_None && !(tables[0] = fu_cfi_table_of(module, eh))) ||
-        (debug != Py_None && !(tables[1] = fu_cfi_table_of(module, debug))))
+    if ((eh != Py_None && !(tables[0] = py_core_payload(module, PY_CFI_TABLE, eh))) ||
+        (debug != Py_None && !(tables[1] = py_core_payload(module, PY_CFI_TABLE, debug))))
         return NULL;
     PyObject *result = NULL, *descriptions = NULL;
     key_set set = {0};
@@ -196,9 +197,11 @@ static PyObject *eh_elf_rows(PyObject *module, PyObject *args)
         goto done;
     }
     if (failure) {
-        PyErr_Format(fu_module_state(module)->eh_elf_error,
-                     "an FDE covers 0x%llx up to the end of the address space: no eh_elf can be built",
-                     (unsigned long long)wrap_at);
+        char hex_wrap[17]; /* PyUnicode_FromFormat has no %llx before Python 3.12 */
+        snprintf(hex_wrap, sizeof hex_wrap, "%llx", (unsigned long long)wrap_at);
+        py_core_raise_format(FU_ERR_EH_ELF,
+                             "an FDE covers 0x%s up to the end of the address space: no eh_elf can be built",
+                             hex_wrap);
         goto done;
     }
     descriptions = PyTuple_New(set.count);
@@ -231,7 +234,7 @@ static PyMethodDef eh_elf_rows_methods[] = {
     {NULL},
 };
 
-int fu_eh_elf_rows_binding_init(PyObject *module)
+int py_eh_elf_rows_init(PyObject *module)
 {
     return PyModule_AddFunctions(module, eh_elf_rows_methods);
 }

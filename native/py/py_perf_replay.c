@@ -23,7 +23,7 @@
  * keeps copies of the names it holds, since a window's bytes are given back after it.
  * replay_recording(perf_data) is one feed of a fresh Replay.
  */
-#include "binding.h"
+#include "py_core.h"
 
 #include "growing.h"
 #include "index_set.h"
@@ -498,9 +498,9 @@ done:
     return result;
 }
 
-static PyObject *replay_feed(replay *r, PyObject *perf_data)
+static PyObject *replay_feed(PyObject *module, replay *r, PyObject *perf_data)
 {
-    const fu_perf_data *pd = fu_perf_object_data(perf_data);
+    const fu_perf_data *pd = py_core_payload(module, PY_PERF_DATA, perf_data);
     if (!pd)
         return NULL;
     if (pd->sample_count > FU_INDEX_NONE)
@@ -560,7 +560,7 @@ static PyObject *replay_feed(replay *r, PyObject *perf_data)
 static PyObject *replay_recording(PyObject *module, PyObject *perf_data)
 {
     replay r = {0};
-    PyObject *result = replay_feed(&r, perf_data);
+    PyObject *result = replay_feed(module, &r, perf_data);
     replay_free(&r);
     return result;
 }
@@ -582,7 +582,8 @@ static void replay_object_dealloc(ReplayObject *self)
 
 static PyObject *replay_object_feed(ReplayObject *self, PyObject *perf_data)
 {
-    return replay_feed(&self->r, perf_data);
+    PyObject *module = PyType_GetModule(Py_TYPE(self));
+    return module ? replay_feed(module, &self->r, perf_data) : NULL;
 }
 
 static PyMethodDef replay_object_methods[] = {
@@ -609,11 +610,11 @@ static PyType_Spec replay_spec = {
 static PyMethodDef replay_methods[] = {
     {"replay_recording", replay_recording, METH_O,
      "replay_recording(perf_data) -> (space_ids, comm_ids, comm_names, spaces, mappings, files, "
-     "samples_without_process); see native/perf_replay.c"},
+     "samples_without_process); see native/py/py_perf_replay.c"},
     {NULL},
 };
 
-int fu_perf_replay_binding_init(PyObject *module)
+int py_perf_replay_init(PyObject *module)
 {
     if (PyModule_AddFunctions(module, replay_methods) < 0)
         return -1;

@@ -25,7 +25,7 @@
  * UnwoundSamples methods: render(write) and folded(write) call write(bytes) with chunks of the
  * text; statistics(); sample(i) and frame(j) for the Python API.
  */
-#include "binding.h"
+#include "py_core.h"
 
 #include <stdlib.h>
 
@@ -65,7 +65,7 @@ typedef struct frame_rec {
 } frame_rec;
 
 typedef struct UnwoundObject {
-    PyObject_HEAD
+    py_core_object base; /* no payload yet: the object is made whole by symbolize_samples */
     PyObject *perf_data, *comm_names, *outcome_names;
     const fu_perf_sample *samples;
     size_t sample_count;
@@ -119,9 +119,13 @@ static bool frame_equal(const void *ctx, uint32_t i, const void *key)
     return f->mapping == k->mapping && f->key == k->address;
 }
 
-/* Call a loader once (with one argument, or none: NULL); its table (or None) is kept. */
-static bool load_symbols(PyObject *loader, PyObject *argument, PyObject **symbols)
+/* Call a loader once (with one argument, or none: NULL); its table (or None) is kept, checked to be
+ * a SymbolTable. */
+static bool load_symbols(UnwoundObject *self, PyObject *loader, PyObject *argument, PyObject **symbols)
 {
+    PyObject *module = PyType_GetModule(Py_TYPE(self));
+    if (!module)
+        return false;
     PyObject *table = argument ? PyObject_CallOneArg(loader, argument) : PyObject_CallNoArgs(loader);
     if (!table)
         return false;
@@ -129,7 +133,7 @@ static bool load_symbols(PyObject *loader, PyObject *argument, PyObject **symbol
         Py_DECREF(table);
         return true;
     }
-    if (!fu_symbol_table_of(table)) {
+    if (!py_core_payload(module, PY_SYMBOL_TABLE, table)) {
         Py_DECREF(table);
         return false;
     }
@@ -140,7 +144,8 @@ static bool load_symbols(PyObject *loader, PyObject *argument, PyObject **symbol
 static void set_symbol(frame_rec *f, PyObject *symbols, uint64_t address)
 {
     size_t index, len;
-    const fu_symbol_table *table = symbols ? fu_symbol_table_of(symbols) : NULL;
+    /* checked by load_symbols */
+    const fu_symbol_table *table = symbols ? ((py_core_object *)symbols)->payload : NULL;
     if (table && fu_symbol_find(table, address, &index)) {
         f->has_symbol = true;
         f->name = fu_symbol_name(table, index, &len);
@@ -184,7 +189,7 @@ static uint32_t frame_id(resolver *r, uint32_t mapping, uint64_t address)
         f.address = (unsigned __int128)(printed < 0 ? -printed : printed);
         if (m->loader && !m->loaded) {
             m->loaded = true;
-            if (!load_symbols(m->loader, NULL, &m->symbols))
+            if (!load_symbols(self, m->loader, NULL, &m->symbols))
                 return FU_INDEX_NONE;
         }
         __int128 svma = (__int128)address - (__int128)m->bias;
@@ -216,7 +221,7 @@ static bool kernel_symbols(UnwoundObject *self, PyObject *loader)
     for (size_t i = 0, k = 0; i < self->frame_count; i++)
         if (self->frames[i].mapping == MAPPING_KERNEL)
             out[k++] = self->frames[i].key;
-    bool ok = load_symbols(loader, addresses, &self->kernel_symbols);
+    bool ok = load_symbols(self, loader, addresses, &self->kernel_symbols);
     Py_DECREF(addresses);
     for (size_t i = 0; ok && i < self->frame_count; i++)
         if (self->frames[i].mapping == MAPPING_KERNEL)
@@ -312,9 +317,8 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
                           &PyTuple_Type, &unwound, &PyList_Type, &spaces, &PyList_Type, &mappings, &kernel_loader,
                           &PyTuple_Type, &outcome_names))
         return NULL;
-    PyTypeObject *type = (PyTypeObject *)PyObject_GetAttrString(module, "UnwoundSamples");
-    UnwoundObject *self = type ? (UnwoundObject *)type->tp_alloc(type, 0) : NULL;
-    Py_XDECREF(type);
+    PyTypeObject *type = py_core_type(module, PY_UNWOUND_SAMPLES);
+    UnwoundObject *self = (UnwoundObject *)type->tp_alloc(type, 0);
     resolver r = {.self = self};
     fu_growing bounds = {0}, ids = {0};
     space_view *views = NULL;
@@ -328,8 +332,11 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
     if (!self->comm_names)
         goto fail;
     self->outcome_names = Py_NewRef(outcome_names);
-    if (!(self->samples = fu_perf_object_samples(perf_data, &self->sample_count)))
+    const fu_perf_data *pd = py_core_payload(module, PY_PERF_DATA, perf_data);
+    if (!pd)
         goto fail;
+    self->samples = pd->samples;
+    self->sample_count = pd->sample_count;
     size_t n = self->sample_count;
     if (!PyCallable_Check(kernel_loader) || PyTuple_GET_SIZE(outcome_names) != OUTCOME_CODES) {
         PyErr_SetString(PyExc_TypeError, "kernel_symbols must be callable and outcome_names 256 names");
@@ -889,7 +896,7 @@ static PyObject *id_tuple(const uint32_t *ids, uint32_t from, uint32_t to)
 static PyObject *unwound_sample(UnwoundObject *self, PyObject *arg)
 {
     size_t i;
-    if (!fu_index_arg(arg, self->sample_count, &i))
+    if (!py_core_index_arg(arg, self->sample_count, &i))
         return NULL;
     const fu_perf_sample *s = &self->samples[i];
     const char *comm;
@@ -924,7 +931,7 @@ static PyObject *int128_to_python(unsigned __int128 magnitude, bool negative)
 static PyObject *unwound_frame(UnwoundObject *self, PyObject *arg)
 {
     size_t j;
-    if (!fu_index_arg(arg, self->frame_count, &j))
+    if (!py_core_index_arg(arg, self->frame_count, &j))
         return NULL;
     const frame_rec *f = &self->frames[j];
     const char *dso;
@@ -970,7 +977,7 @@ static PyType_Slot unwound_slots[] = {
     {Py_tp_dealloc, unwound_dealloc},
     {Py_tp_methods, unwound_methods},
     {Py_tp_getset, unwound_getset},
-    {Py_tp_doc, "A recording's samples, unwound and symbolized (see native/perf_script.c)."},
+    {Py_tp_doc, "A recording's samples, unwound and symbolized (see native/py/py_perf_script.c)."},
     {0, NULL},
 };
 
@@ -984,19 +991,14 @@ static PyType_Spec unwound_spec = {
 static PyMethodDef perf_script_methods[] = {
     {"symbolize_samples", symbolize_samples, METH_VARARGS,
      "symbolize_samples(perf_data, space_ids, comm_ids, comm_names, unwound, spaces, mappings, kernel_symbols, "
-     "outcome_names) -> UnwoundSamples; see native/perf_script.c"},
+     "outcome_names) -> UnwoundSamples; see native/py/py_perf_script.c"},
     {NULL},
 };
 
-int fu_perf_script_binding_init(PyObject *module)
+int py_perf_script_init(PyObject *module)
 {
-    PyObject *type = PyType_FromModuleAndSpec(module, &unwound_spec, NULL);
-    if (!type)
+    if (py_core_add_type(module, PY_UNWOUND_SAMPLES, &unwound_spec) < 0)
         return -1;
-    if (PyModule_AddObject(module, "UnwoundSamples", type) < 0) {
-        Py_DECREF(type);
-        return -1;
-    }
     if (PyModule_AddFunctions(module, perf_script_methods) < 0)
         return -1;
     return 0;

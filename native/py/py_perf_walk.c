@@ -17,7 +17,7 @@
  *   kind FU_FRAME_FIRST: perf prints callchain entries as they are, not at return address - 1.
  */
 #define _GNU_SOURCE /* sched_getaffinity */
-#include "binding.h"
+#include "py_core.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -142,6 +142,15 @@ static inline void sample_registers(const fu_perf_sample *sample, const register
 #define KERNEL_START ((uint64_t)1 << 63)
 
 /* y# with a NULL pointer builds None, not b"": an empty column must still be bytes */
+/* The space of an AddressSpace argument already checked with py_core_payload. */
+static fu_space_with_cache *checked_space(PyObject *object) { return ((py_core_object *)object)->payload; }
+
+/* The parsed reader of a PerfData argument, or NULL with an exception. */
+static const fu_perf_data *perf_data_of(PyObject *module, PyObject *object)
+{
+    return py_core_payload(module, PY_PERF_DATA, object);
+}
+
 static const char *bytes_of(const fu_growing *g) { return g->data ? (const char *)g->data : ""; }
 
 /* Frames per sample that unwind_samples reserves before its loop (virtual memory: pages are
@@ -400,10 +409,11 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     frame_columns *frames_out = &buffers.frames;
     fu_growing *columns = frames_out->column; /* ips, modules, kinds, flags */
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
-    size_t count;
-    const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
-    if (!seq || !samples)
+    const fu_perf_data *pd = seq ? perf_data_of(module, perf_data) : NULL;
+    if (!pd)
         goto done;
+    size_t count = pd->sample_count;
+    const fu_perf_sample *samples = pd->samples;
     if ((size_t)space_ids.len != count * sizeof(uint32_t)) {
         PyErr_Format(PyExc_ValueError, "space_ids has %zd bytes for %zu samples", space_ids.len, count);
         goto done;
@@ -419,9 +429,12 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < space_count; i++)
-        if (!(spaces[i] = fu_address_space_of(module, PySequence_Fast_GET_ITEM(seq, i))))
+    for (Py_ssize_t i = 0; i < space_count; i++) {
+        const fu_space_with_cache *held = py_core_payload(module, PY_ADDRESS_SPACE, PySequence_Fast_GET_ITEM(seq, i));
+        if (!held)
             goto done;
+        spaces[i] = &held->space;
+    }
     /* the walk caches of the spaces that samples name, lent by the spaces for the batch: one per
      * thread, so that no two threads write one */
     const uint32_t *ids = space_ids.buf;
@@ -434,10 +447,12 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
             PyErr_Format(PyExc_ValueError, "sample %zu: space id %u is out of range (%zd spaces)", s, id, space_count);
             goto done;
         }
+        fu_space_with_cache *held = checked_space(PySequence_Fast_GET_ITEM(seq, id));
         for (unsigned t = 0; t < threads; t++)
-            if (!(caches[(size_t)t * ((size_t)space_count + 1) + id] =
-                      fu_address_space_borrow_cache(PySequence_Fast_GET_ITEM(seq, id))))
+            if (!(caches[(size_t)t * ((size_t)space_count + 1) + id] = fu_walk_cache_borrow(&held->slot, &held->space))) {
+                PyErr_NoMemory();
                 goto done;
+            }
     }
     if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
         max_frames = FU_WALK_MAX_FRAMES;
@@ -520,7 +535,7 @@ done:
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
             fu_walk_cache *cache = caches[(size_t)t * ((size_t)PySequence_Fast_GET_SIZE(seq) + 1) + i];
             if (cache)
-                fu_address_space_return_cache(PySequence_Fast_GET_ITEM(seq, i), cache);
+                fu_walk_cache_return(&checked_space(PySequence_Fast_GET_ITEM(seq, i))->slot, cache);
         }
     PyMem_Free(caches);
     PyMem_Free(spaces);
@@ -555,10 +570,11 @@ static PyObject *callchain_samples(PyObject *module, PyObject *args, PyObject *k
     frame_columns *frames_out = &buffers.frames;
     fu_growing *columns = frames_out->column;
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
-    size_t count;
-    const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
-    if (!seq || !samples)
+    const fu_perf_data *pd = seq ? perf_data_of(module, perf_data) : NULL;
+    if (!pd)
         goto done;
+    size_t count = pd->sample_count;
+    const fu_perf_sample *samples = pd->samples;
     if ((size_t)space_ids.len != count * sizeof(uint32_t)) {
         PyErr_Format(PyExc_ValueError, "space_ids has %zd bytes for %zu samples", space_ids.len, count);
         goto done;
@@ -569,9 +585,12 @@ static PyObject *callchain_samples(PyObject *module, PyObject *args, PyObject *k
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < space_count; i++)
-        if (!(spaces[i] = fu_address_space_of(module, PySequence_Fast_GET_ITEM(seq, i))))
+    for (Py_ssize_t i = 0; i < space_count; i++) {
+        const fu_space_with_cache *held = py_core_payload(module, PY_ADDRESS_SPACE, PySequence_Fast_GET_ITEM(seq, i));
+        if (!held)
             goto done;
+        spaces[i] = &held->space;
+    }
     if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
         max_frames = FU_WALK_MAX_FRAMES;
     if (!fu_growing_reserve(outcomes, count) || !fu_growing_reserve(starts, 4 * (count + 1))) {
@@ -645,10 +664,11 @@ static PyObject *sample_walk_registers(PyObject *module, PyObject *args)
     PyObject *perf_data, *index_object;
     if (!PyArg_ParseTuple(args, "OO", &perf_data, &index_object))
         return NULL;
-    size_t count, index;
-    const fu_perf_sample *samples = fu_perf_object_samples(perf_data, &count);
-    if (!samples || !fu_index_arg(index_object, count, &index))
+    size_t index;
+    const fu_perf_data *pd = perf_data_of(module, perf_data);
+    if (!pd || !py_core_index_arg(index_object, pd->sample_count, &index))
         return NULL;
+    const fu_perf_sample *samples = pd->samples;
     register_plan plan;
     make_register_plan(0, &plan);
     fu_regs regs;
@@ -676,7 +696,7 @@ static PyMethodDef perf_walk_methods[] = {
     {NULL},
 };
 
-int fu_perf_walk_binding_init(PyObject *module)
+int py_perf_walk_init(PyObject *module)
 {
     if (PyModule_AddFunctions(module, perf_walk_methods) < 0)
         return -1;

@@ -30,7 +30,7 @@
  * truncated or malformed entry ends the scan (ELF) or is skipped (kallsyms and perf-map lines).
  * Names are decoded as UTF-8, invalid bytes replaced by U+FFFD.
  */
-#include "binding.h"
+#include "py_core.h"
 
 #include "cursor.h"
 #include "demangle.h"
@@ -58,20 +58,9 @@
 #define FU_MAX_SYMBOLS (1u << 26)
 
 typedef struct SymbolTableObject {
-    PyObject_HEAD
+    py_core_object base; /* payload: &table (filled by the classmethod that made the object) */
     fu_symbol_table table;
 } SymbolTableObject;
-
-static void symbols_dealloc(SymbolTableObject *self);
-
-const fu_symbol_table *fu_symbol_table_of(PyObject *object)
-{
-    if (!object || Py_TYPE(object)->tp_dealloc != (destructor)symbols_dealloc) {
-        PyErr_SetString(PyExc_TypeError, "expected a fastunwind._core.SymbolTable");
-        return NULL;
-    }
-    return &((SymbolTableObject *)object)->table;
-}
 
 bool fu_symbol_find(const fu_symbol_table *table, uint64_t address, size_t *index)
 {
@@ -241,8 +230,10 @@ static bool table_from_sorted(fu_symbol_table *t, const candidate *c, size_t n, 
 static PyObject *new_table_object(PyTypeObject *type)
 {
     SymbolTableObject *self = (SymbolTableObject *)type->tp_alloc(type, 0);
-    if (self)
+    if (self) {
         memset(&self->table, 0, sizeof self->table);
+        self->base.payload = &self->table;
+    }
     return (PyObject *)self;
 }
 
@@ -828,14 +819,7 @@ static PyType_Spec symbols_spec = {
     .slots = symbols_slots,
 };
 
-int fu_symbols_binding_init(PyObject *module)
+int py_symbols_init(PyObject *module)
 {
-    PyObject *type = PyType_FromModuleAndSpec(module, &symbols_spec, NULL);
-    if (!type)
-        return -1;
-    if (PyModule_AddObject(module, "SymbolTable", type) < 0) {
-        Py_DECREF(type);
-        return -1;
-    }
-    return 0;
+    return py_core_add_type(module, PY_SYMBOL_TABLE, &symbols_spec);
 }
