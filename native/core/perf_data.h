@@ -39,6 +39,12 @@
 /* The perf reader's failures are reported through fu_error with FU_ERR_PERF_DATA (error.h); the
  * message names the file offset in hex. */
 
+/* perf_event.h, enum perf_callchain_context: markers in a callchain, the context of what follows
+ * (PERF_CONTEXT_MAX and above); and where the kernel's half of the address space starts. */
+#define FU_PERF_CONTEXT_USER ((uint64_t)-512)
+#define FU_PERF_CONTEXT_MAX ((uint64_t)-4095)
+#define FU_PERF_KERNEL_START ((uint64_t)1 << 63)
+
 /* ---- bounds on input-driven work (each has a named error) ---------------------------------- */
 
 /* Events (attrs) in one file. perf record opens one attr per -e; a group of 64 is already large. */
