@@ -1,7 +1,8 @@
 /* perf_driver: core/perf_data.c under AddressSanitizer + UndefinedBehaviorSanitizer, over real
  * perf.data recordings and seeded mutations of them; after each parse (of a whole recording, and of
  * each window of a stream) the replay (core/perf_replay.c) and the batch walks and callchain reads of
- * core/perf_walk.c run on it, in address spaces of the replayed mappings. The Makefile's asan-perf
+ * core/perf_walk.c run on it, in address spaces of the replayed mappings, then perf-script's
+ * symbolization, rendering, folding and statistics (core/perf_script.c). The Makefile's asan-perf
  * builds it (PERF_SOURCES, libzstd).
  *
  * Build: make -C native/fuzz build/perf_driver_asan (the sources are the Makefile's PERF_SOURCES).
@@ -36,6 +37,7 @@
 
 #include "perf_data.h"
 #include "perf_replay.h"
+#include "perf_script.h"
 #include "perf_walk.h"
 
 #include <sys/mman.h>
@@ -159,7 +161,121 @@ static size_t pd_samples_seen; /* unused: run_stream's out-parameter placeholder
 
 /* ---- after a parse: replay, walk, callchains (core/perf_replay.c, core/perf_walk.c) ---------------- */
 
-static size_t replayed_samples, walked_frames, callchain_frames;
+static size_t replayed_samples, walked_frames, callchain_frames, rendered_bytes, folded_bytes;
+
+/* fu_sink_fn: counts the bytes; a chunk is never more than FU_UNWOUND_CHUNK plus one line. */
+static bool count_chunk(void *total, const uint8_t *data, size_t len)
+{
+    volatile uint8_t touch = len ? data[0] ^ data[len - 1] : 0; /* reads both ends: ASAN checks them */
+    (void)touch;
+    *(size_t *)total += len;
+    return len > 0;
+}
+
+/* fu_unwound_load_fn: no module has symbols here. */
+static const fu_symbol_table *no_symbols(void *context, uint32_t mapping, bool *failed)
+{
+    (void)context;
+    (void)mapping;
+    *failed = false;
+    return NULL;
+}
+
+/* The perf-script stage over a walk's columns: symbolize (kernel frames too, without symbols),
+ * render, fold both ways, count. */
+static const char *script_problem(const fu_perf_data *pd, const fu_perf_walk_buffers *walked, const uint32_t *space_ids,
+                                  const uint32_t *comm_ids, const fu_replay *r)
+{
+    uint32_t space_count = FU_REPLAY_COUNT(r, spaces, fu_replay_space), map_count = r->used_mappings;
+    uint32_t comm_count = FU_REPLAY_COUNT(r, comm_names, fu_perf_string);
+    const char *problem = NULL;
+    fu_unwound_map *maps = calloc((size_t)map_count + 1, sizeof *maps);
+    fu_unwound_space *spaces = calloc((size_t)space_count + 1, sizeof *spaces);
+    uint32_t *pool = malloc(r->space_pool.len + 4);
+    fu_text *comms = calloc((size_t)comm_count + 1, sizeof *comms);
+    static fu_text outcomes[FU_UNWOUND_OUTCOME_CODES];
+    fu_unwound u = {0};
+    if (!maps || !spaces || !pool || !comms)
+        goto done;
+    const uint32_t *numbered = (const uint32_t *)(const void *)r->numbered.data;
+    const uint32_t *renumbered = (const uint32_t *)(const void *)r->renumbered.data;
+    for (uint32_t i = 0; i < map_count; i++) {
+        const fu_replay_mapping *m = &FU_REPLAY_RECORDS(r, mappings, fu_replay_mapping)[numbered[i]];
+        const fu_replay_file *f = &FU_REPLAY_RECORDS(r, files, fu_replay_file)[m->file];
+        maps[i] = (fu_unwound_map){m->start, m->pgoff, (int64_t)(i % 3) - 1, {f->name.data, f->name.len}, i % 2, false,
+                                   NULL};
+    }
+    const uint32_t *ids = (const uint32_t *)(const void *)r->space_pool.data;
+    for (size_t k = 0; k < r->space_pool.len / 4; k++)
+        pool[k] = renumbered[ids[k]];
+    for (uint32_t i = 0; i < space_count; i++) {
+        const fu_replay_space *sp = &FU_REPLAY_RECORDS(r, spaces, fu_replay_space)[i];
+        spaces[i] = (fu_unwound_space){pool + sp->offset, sp->count};
+    }
+    for (uint32_t i = 0; i < comm_count; i++) {
+        fu_perf_string c = FU_REPLAY_RECORDS(r, comm_names, fu_perf_string)[i];
+        comms[i] = (fu_text){c.data, c.len};
+    }
+    for (unsigned code = 0; code < FU_UNWOUND_OUTCOME_CODES; code++)
+        outcomes[code] = (fu_text){code == 0 ? "end" : code % 2 ? "truncated" : "callchain", code == 0 ? 3 : code % 2 ? 9 : 9};
+    u.samples = pd->samples;
+    u.sample_count = pd->sample_count;
+    u.comm_names = comms;
+    u.comm_count = comm_count;
+    u.outcome_names = outcomes;
+    u.maps = maps;
+    u.map_count = map_count;
+    fu_unwound_columns columns = {walked->outcomes.data, (const uint32_t *)(const void *)walked->starts.data,
+                                  (const uint64_t *)(const void *)walked->frames.column[0].data,
+                                  (const uint32_t *)(const void *)walked->frames.column[1].data,
+                                  walked->frames.column[2].data, walked->frames.column[2].len};
+    fu_error err = {0};
+    bool failed;
+    fu_status status = fu_unwound_build(&u, comm_ids, space_ids, spaces, space_count, &columns, no_symbols, NULL,
+                                        &failed, &err);
+    if (status != FU_OK) {
+        if (status != FU_ERR_NOMEM)
+            problem = "script: symbolizing the walker's own columns failed";
+        goto done;
+    }
+    for (size_t s = 0; s < u.sample_count && !problem; s++)
+        if (u.bounds[2 * s] > u.bounds[2 * s + 1] || u.bounds[2 * s + 1] > u.bounds[2 * s + 2])
+            problem = "script: sample bounds out of order";
+    for (size_t k = 0; !problem && k < u.bounds[2 * u.sample_count]; k++)
+        if (u.frame_ids[k] >= u.frame_count)
+            problem = "script: a frame id past the frames";
+    size_t kernel_count = fu_unwound_kernel_addresses(&u, NULL);
+    uint64_t *kernel = malloc(8 * (kernel_count + 1));
+    if (!problem && kernel && fu_unwound_kernel_addresses(&u, kernel) != kernel_count)
+        problem = "script: kernel addresses counted twice differently";
+    free(kernel);
+    fu_unwound_set_kernel_symbols(&u, NULL);
+    size_t before = rendered_bytes;
+    if (!problem && fu_unwound_render(&u, count_chunk, &rendered_bytes, &err) != FU_OK && err.status != FU_ERR_NOMEM)
+        problem = "script: render failed";
+    if (!problem && u.sample_count && rendered_bytes == before)
+        problem = "script: nothing rendered for samples";
+    for (int by_count = 0; by_count < 2 && !problem; by_count++)
+        if (fu_unwound_folded(&u, by_count, count_chunk, &folded_bytes, &err) != FU_OK && err.status != FU_ERR_NOMEM)
+            problem = "script: folded failed";
+    uint64_t unwound, frames, by_outcome[FU_UNWOUND_OUTCOME_CODES], *by_depth = NULL;
+    uint32_t deepest;
+    if (!problem && fu_unwound_statistics(&u, &unwound, &frames, by_outcome, &by_depth, &deepest)) {
+        uint64_t total = 0;
+        for (unsigned code = 0; code < FU_UNWOUND_OUTCOME_CODES; code++)
+            total += by_outcome[code];
+        if (total != u.sample_count || unwound > u.sample_count)
+            problem = "script: statistics do not add up to the samples";
+        free(by_depth);
+    }
+done:
+    fu_unwound_free(&u);
+    free(maps);
+    free(spaces);
+    free(pool);
+    free(comms);
+    return problem;
+}
 
 /* The columns' shape: an outcome per sample, frame starts from 0 never decreasing up to the frame
  * count, modules inside their space. */
@@ -270,6 +386,8 @@ static const char *replay_and_walk(const fu_perf_data *pd, fu_replay *r)
         if (fu_perf_walk_samples(&request, &out, extra, &ns)) {
             problem = check_columns(&out, n, space_ids, spaces, space_count);
             walked_frames += out.frames.column[2].len;
+            if (!problem)
+                problem = script_problem(pd, &out, space_ids, comm_ids, r);
         }
     release:
         for (uint32_t i = 0; i < space_count; i++)
@@ -668,8 +786,8 @@ int main(int argc, char **argv)
         free(buf);
         free(data);
     }
-    printf("perf_driver: %zu samples replayed; %zu frames walked, %zu read from callchains\n", replayed_samples,
-           walked_frames, callchain_frames);
+    printf("perf_driver: %zu samples replayed; %zu frames walked, %zu read from callchains; %zu bytes rendered, "
+           "%zu folded\n", replayed_samples, walked_frames, callchain_frames, rendered_bytes, folded_bytes);
     printf("perf_driver: %s (seed %llu)\n", failures ? "FAILURES" : "ok", (unsigned long long)seed);
     return failures ? 1 : 0;
 }

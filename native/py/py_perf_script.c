@@ -1,5 +1,4 @@
-/* perf_script: a recording's unwound samples symbolized and rendered without Python per sample or
- * per frame: perf script's text, FlameGraph's folded stacks, the outcome statistics.
+/* The Python side of core/perf_script.c (which documents perf script's rules that it follows).
  *
  * symbolize_samples(perf_data, space_ids, comm_ids, comm_names, unwound, spaces, mappings,
  *                   kernel_symbols, outcome_names) -> UnwoundSamples
@@ -13,15 +12,6 @@
  *       kernel's SymbolTable (for those addresses) or None; called once, if there are kernel frames
  *   outcome_names: 256 names (str) by outcome code
  *
- * perf script's rules (perf 6.1, `-F comm,tid,time,ip,sym,symoff,dso --no-inline`): per sample a
- * header `comm  tid  sec.usec: `, one line `\t%16x sym+0xoff (dso)` per frame, kernel frames (the
- * sample's callchain entries in [2^63, PERF_CONTEXT_MAX)) then user frames, and a blank line. A
- * user frame is printed at its DSO-relative address (avma - map start + pgoff), callers at their
- * return address - 1 except the frame a signal interrupted; its symbol is looked up at svma = avma
- * - bias. Every distinct (mapping, address) is resolved and formatted once.
- *
- * Symbol names are the tables' (fu_symbol_name: demangled in C, kept with the table).
- *
  * UnwoundSamples methods: render(write) and folded(write) call write(bytes) with chunks of the
  * text; statistics(); sample(i) and frame(j) for the Python API.
  */
@@ -29,74 +19,41 @@
 
 #include <stdlib.h>
 
-#include "growing.h"
 #include "index_set.h"
 #include "perf_data.h"
+#include "perf_script.h"
 #include "symbols.h"
-#include "walk.h"
 
-#define PERF_CONTEXT_MAX ((uint64_t)-4095)
-#define KERNEL_START ((uint64_t)1 << 63)
-#define NO_MODULE UINT32_MAX                /* fu_frames.module of an IP in no mapping */
-#define MAPPING_NONE UINT32_MAX             /* a user frame in no mapping */
-#define MAPPING_KERNEL (UINT32_MAX - 1)
-#define CHUNK (1u << 20)                    /* bytes handed to write() at a time */
-#define OUTCOME_CODES 256
-
-typedef struct map_info {
-    uint64_t start, pgoff;
-    int64_t bias;
-    PyObject *path;      /* bytes, fs-encoded */
-    PyObject *loader;    /* callable or NULL (no module: no symbols) */
-    PyObject *symbols;   /* the loaded SymbolTable, or NULL */
-    bool loaded;
-} map_info;
-
-typedef struct frame_rec {
-    uint64_t key;        /* avma (user) or ip (kernel) */
-    uint32_t mapping;    /* index into maps, MAPPING_NONE or MAPPING_KERNEL */
-    bool negative;       /* the printed address is below 0 (a return address at a mapping's start) */
-    bool has_symbol;
-    unsigned __int128 address; /* printed address, magnitude */
-    const char *name;    /* UTF-8, into a SymbolTable (its name or demangled name); valid while has_symbol */
-    uint32_t name_len;
-    uint64_t offset;
-    uint32_t line_offset, line_len; /* the formatted line in `lines`, once rendered */
-} frame_rec;
-
+/* A recording's samples, symbolized (core/perf_script.c), and the Python objects its names and
+ * symbol tables live in. */
 typedef struct UnwoundObject {
-    py_core_object base; /* no payload yet: the object is made whole by symbolize_samples */
+    py_core_object base; /* payload: &u once symbolize_samples made it whole */
+    fu_unwound u;
     PyObject *perf_data, *comm_names, *outcome_names;
-    const fu_perf_sample *samples;
-    size_t sample_count;
-    uint32_t *comm_ids;
-    uint8_t *outcomes;
-    uint32_t *bounds;    /* per sample: kernel frames from bounds[2i], user frames from bounds[2i+1] to bounds[2i+2] */
-    uint32_t *frame_ids; /* into frames */
-    frame_rec *frames;
-    size_t frame_count;
-    map_info *maps;
+    fu_text *comm_texts;       /* into comm_names' bytes */
+    fu_text outcome_texts[FU_UNWOUND_OUTCOME_CODES]; /* into outcome_names' str (UTF-8) */
+    fu_unwound_map *maps;
+    PyObject **map_paths;      /* bytes, fs-encoded: maps[i].path points into them */
+    PyObject **map_loaders;    /* callable or NULL (no module: no symbols) */
+    PyObject **map_symbols;    /* the loaded SymbolTable, or NULL */
     size_t map_count;
     PyObject *kernel_symbols;
-    fu_growing lines;
-    bool lines_ready;
 } UnwoundObject;
 
 static void unwound_dealloc(UnwoundObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
     for (size_t i = 0; i < self->map_count; i++) {
-        Py_XDECREF(self->maps[i].path);
-        Py_XDECREF(self->maps[i].loader);
-        Py_XDECREF(self->maps[i].symbols);
+        Py_XDECREF(self->map_paths[i]);
+        Py_XDECREF(self->map_loaders[i]);
+        Py_XDECREF(self->map_symbols[i]);
     }
+    fu_unwound_free(&self->u);
     free(self->maps);
-    free(self->comm_ids);
-    free(self->outcomes);
-    free(self->bounds);
-    free(self->frame_ids);
-    free(self->frames);
-    free(self->lines.data);
+    free(self->map_paths);
+    free(self->map_loaders);
+    free(self->map_symbols);
+    free(self->comm_texts);
     Py_XDECREF(self->kernel_symbols);
     Py_XDECREF(self->perf_data);
     Py_XDECREF(self->comm_names);
@@ -105,128 +62,52 @@ static void unwound_dealloc(UnwoundObject *self)
     Py_DECREF(type);
 }
 
-/* ---- resolving frames ------------------------------------------------------------------------ */
-
-typedef struct frame_key {
-    uint32_t mapping;
-    uint64_t address;
-} frame_key;
-
-static bool frame_equal(const void *ctx, uint32_t i, const void *key)
-{
-    const frame_rec *f = &((const frame_rec *)ctx)[i];
-    const frame_key *k = key;
-    return f->mapping == k->mapping && f->key == k->address;
-}
-
 /* Call a loader once (with one argument, or none: NULL); its table (or None) is kept, checked to be
- * a SymbolTable. */
-static bool load_symbols(UnwoundObject *self, PyObject *loader, PyObject *argument, PyObject **symbols)
+ * a SymbolTable. NULL for none; with *failed set if an exception is raised. */
+static const fu_symbol_table *load_symbols(UnwoundObject *self, PyObject *loader, PyObject *argument,
+                                           PyObject **symbols, bool *failed)
 {
     PyObject *module = PyType_GetModule(Py_TYPE(self));
-    if (!module)
-        return false;
-    PyObject *table = argument ? PyObject_CallOneArg(loader, argument) : PyObject_CallNoArgs(loader);
-    if (!table)
-        return false;
-    if (table == Py_None) {
-        Py_DECREF(table);
-        return true;
+    PyObject *table = !module ? NULL : argument ? PyObject_CallOneArg(loader, argument) : PyObject_CallNoArgs(loader);
+    *failed = table == NULL;
+    if (!table || table == Py_None) {
+        Py_XDECREF(table);
+        return NULL;
     }
-    if (!py_core_payload(module, PY_SYMBOL_TABLE, table)) {
+    const fu_symbol_table *payload = py_core_payload(module, PY_SYMBOL_TABLE, table);
+    if (!payload) {
         Py_DECREF(table);
-        return false;
+        *failed = true;
+        return NULL;
     }
     *symbols = table;
-    return true;
+    return payload;
 }
 
-static void set_symbol(frame_rec *f, PyObject *symbols, uint64_t address)
+/* fu_unwound_load_fn: a mapping's symbols, from its loader. */
+static const fu_symbol_table *load_mapping(void *context, uint32_t mapping, bool *failed)
 {
-    size_t index, len;
-    /* checked by load_symbols */
-    const fu_symbol_table *table = symbols ? ((py_core_object *)symbols)->payload : NULL;
-    if (table && fu_symbol_find(table, address, &index)) {
-        f->has_symbol = true;
-        f->name = fu_symbol_name(table, index, &len);
-        f->name_len = (uint32_t)len;
-        f->offset = address - table->starts[index];
-    }
-}
-
-typedef struct resolver {
-    UnwoundObject *self;
-    fu_index_set index;
-    size_t frame_cap;
-} resolver;
-
-/* The id of the frame for (mapping, address), resolved on first sight; UINT32_MAX with an exception. */
-static uint32_t frame_id(resolver *r, uint32_t mapping, uint64_t address)
-{
-    UnwoundObject *self = r->self;
-    frame_key key = {mapping, address};
-    uint64_t hash = fu_hash_u64(address ^ (uint64_t)mapping << 40 ^ (uint64_t)mapping);
-    uint32_t found = fu_index_find(&r->index, hash, frame_equal, self->frames, &key);
-    if (found != FU_INDEX_NONE)
-        return found;
-    if (self->frame_count == r->frame_cap) {
-        size_t cap = r->frame_cap ? 2 * r->frame_cap : 1024;
-        frame_rec *frames = cap < FU_INDEX_NONE ? realloc(self->frames, cap * sizeof *frames) : NULL;
-        if (!frames) {
-            PyErr_NoMemory();
-            return FU_INDEX_NONE;
-        }
-        self->frames = frames;
-        r->frame_cap = cap;
-    }
-    frame_rec f = {.key = address, .mapping = mapping};
-    if (mapping == MAPPING_KERNEL || mapping == MAPPING_NONE) {
-        f.address = address;
-    } else {
-        map_info *m = &self->maps[mapping];
-        __int128 printed = (__int128)address - (__int128)m->start + (__int128)m->pgoff;
-        f.negative = printed < 0;
-        f.address = (unsigned __int128)(printed < 0 ? -printed : printed);
-        if (m->loader && !m->loaded) {
-            m->loaded = true;
-            if (!load_symbols(self, m->loader, NULL, &m->symbols))
-                return FU_INDEX_NONE;
-        }
-        __int128 svma = (__int128)address - (__int128)m->bias;
-        if (m->symbols && svma >= 0 && svma <= (__int128)UINT64_MAX)
-            set_symbol(&f, m->symbols, (uint64_t)svma);
-    }
-    uint32_t id = (uint32_t)self->frame_count;
-    if (!fu_index_insert(&r->index, hash, id)) {
-        PyErr_NoMemory();
-        return FU_INDEX_NONE;
-    }
-    self->frames[self->frame_count++] = f;
-    return id;
+    UnwoundObject *self = context;
+    return load_symbols(self, self->map_loaders[mapping], NULL, &self->map_symbols[mapping], failed);
 }
 
 /* The kernel frames' symbols: the loader gets their addresses (bytes of u64) and is called only if
  * there are any. False with an exception set. */
 static bool kernel_symbols(UnwoundObject *self, PyObject *loader)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < self->frame_count; i++)
-        n += self->frames[i].mapping == MAPPING_KERNEL;
+    size_t n = fu_unwound_kernel_addresses(&self->u, NULL);
     if (!n)
         return true; /* not paid without kernel frames */
     PyObject *addresses = PyBytes_FromStringAndSize(NULL, 8 * (Py_ssize_t)n);
     if (!addresses)
         return false;
-    uint64_t *out = (uint64_t *)(void *)PyBytes_AS_STRING(addresses);
-    for (size_t i = 0, k = 0; i < self->frame_count; i++)
-        if (self->frames[i].mapping == MAPPING_KERNEL)
-            out[k++] = self->frames[i].key;
-    bool ok = load_symbols(self, loader, addresses, &self->kernel_symbols);
+    fu_unwound_kernel_addresses(&self->u, (uint64_t *)(void *)PyBytes_AS_STRING(addresses));
+    bool failed;
+    const fu_symbol_table *table = load_symbols(self, loader, addresses, &self->kernel_symbols, &failed);
     Py_DECREF(addresses);
-    for (size_t i = 0; ok && i < self->frame_count; i++)
-        if (self->frames[i].mapping == MAPPING_KERNEL)
-            set_symbol(&self->frames[i], self->kernel_symbols, self->frames[i].key);
-    return ok;
+    if (!failed)
+        fu_unwound_set_kernel_symbols(&self->u, table);
+    return !failed;
 }
 
 static bool read_maps(UnwoundObject *self, PyObject *mappings)
@@ -235,16 +116,19 @@ static bool read_maps(UnwoundObject *self, PyObject *mappings)
     if (!seq)
         return false;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    bool ok = n < (Py_ssize_t)MAPPING_KERNEL && (self->maps = calloc((size_t)n + 1, sizeof *self->maps)) != NULL;
+    bool ok = n < (Py_ssize_t)FU_UNWOUND_MAPPING_KERNEL && (self->maps = calloc((size_t)n + 1, sizeof *self->maps)) &&
+              (self->map_paths = calloc((size_t)n + 1, sizeof *self->map_paths)) &&
+              (self->map_loaders = calloc((size_t)n + 1, sizeof *self->map_loaders)) &&
+              (self->map_symbols = calloc((size_t)n + 1, sizeof *self->map_symbols));
     if (!ok)
         PyErr_NoMemory();
     for (Py_ssize_t i = 0; ok && i < n; i++) {
-        map_info *m = &self->maps[i];
+        fu_unwound_map *m = &self->maps[i];
         unsigned long long start, pgoff;
         long long bias;
         PyObject *path, *loader;
         ok = PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "KKLOO", &start, &pgoff, &bias, &path, &loader) &&
-             (m->path = PyUnicode_EncodeFSDefault(path)) != NULL;
+             (self->map_paths[i] = PyUnicode_EncodeFSDefault(path)) != NULL;
         if (ok)
             self->map_count = (size_t)i + 1; /* dealloc releases what it holds */
         if (ok && loader != Py_None && !PyCallable_Check(loader)) {
@@ -255,33 +139,30 @@ static bool read_maps(UnwoundObject *self, PyObject *mappings)
             m->start = start;
             m->pgoff = pgoff;
             m->bias = bias;
-            m->loader = loader == Py_None ? NULL : Py_NewRef(loader);
+            m->path = (fu_text){PyBytes_AS_STRING(self->map_paths[i]), (size_t)PyBytes_GET_SIZE(self->map_paths[i])};
+            m->has_symbols = loader != Py_None;
+            self->map_loaders[i] = loader == Py_None ? NULL : Py_NewRef(loader);
         }
     }
     Py_DECREF(seq);
     return ok;
 }
 
-/* The spaces' mapping lists, checked against the mappings. */
-typedef struct space_view {
-    const uint32_t *maps;
-    uint32_t count;
-} space_view;
-
-static space_view *read_spaces(PyObject *spaces, size_t map_count, Py_ssize_t *count)
+/* The spaces' mapping lists (the list owner keeps the bytes alive), checked against the mappings. */
+static fu_unwound_space *read_spaces(PyObject *spaces, size_t map_count, Py_ssize_t *count)
 {
     PyObject *seq = PySequence_Fast(spaces, "spaces must be a list of bytes");
     if (!seq)
         return NULL;
     *count = PySequence_Fast_GET_SIZE(seq);
-    space_view *views = calloc((size_t)*count + 1, sizeof *views);
+    fu_unwound_space *views = calloc((size_t)*count + 1, sizeof *views);
     if (!views) {
         PyErr_NoMemory();
         Py_DECREF(seq);
         return NULL;
     }
     for (Py_ssize_t i = 0; i < *count; i++) {
-        PyObject *ids = PySequence_Fast_GET_ITEM(seq, i); /* the list owner keeps the bytes alive */
+        PyObject *ids = PySequence_Fast_GET_ITEM(seq, i);
         if (!PyBytes_Check(ids) || PyBytes_GET_SIZE(ids) % 4) {
             PyErr_SetString(PyExc_TypeError, "a space must be bytes of u32 mapping indices");
             goto fail;
@@ -302,11 +183,10 @@ fail:
     return NULL;
 }
 
-static bool append_u32(fu_growing *g, uint32_t v)
+/* A core failure: the exception a callback raised, else the error's. */
+static PyObject *raise_unless_set(const fu_error *err)
 {
-    if (g->len / 4 >= FU_INDEX_NONE - 1) /* ids and bounds are u32 */
-        return false;
-    return fu_growing_append(g, &v, 4);
+    return PyErr_Occurred() ? NULL : py_core_raise(err);
 }
 
 static PyObject *symbolize_samples(PyObject *module, PyObject *args)
@@ -319,9 +199,7 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
         return NULL;
     PyTypeObject *type = py_core_type(module, PY_UNWOUND_SAMPLES);
     UnwoundObject *self = (UnwoundObject *)type->tp_alloc(type, 0);
-    resolver r = {.self = self};
-    fu_growing bounds = {0}, ids = {0};
-    space_view *views = NULL;
+    fu_unwound_space *views = NULL;
     Py_ssize_t space_count = 0;
     Py_buffer columns[5] = {{0}};
     int held = 0;
@@ -335,10 +213,10 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
     const fu_perf_data *pd = py_core_payload(module, PY_PERF_DATA, perf_data);
     if (!pd)
         goto fail;
-    self->samples = pd->samples;
-    self->sample_count = pd->sample_count;
-    size_t n = self->sample_count;
-    if (!PyCallable_Check(kernel_loader) || PyTuple_GET_SIZE(outcome_names) != OUTCOME_CODES) {
+    self->u.samples = pd->samples;
+    self->u.sample_count = pd->sample_count;
+    size_t n = self->u.sample_count;
+    if (!PyCallable_Check(kernel_loader) || PyTuple_GET_SIZE(outcome_names) != FU_UNWOUND_OUTCOME_CODES) {
         PyErr_SetString(PyExc_TypeError, "kernel_symbols must be callable and outcome_names 256 names");
         goto fail;
     }
@@ -353,7 +231,6 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
     for (held = 0; held < 5; held++)
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(unwound, held), &columns[held], PyBUF_SIMPLE) < 0)
             goto fail;
-    const uint8_t *outcomes = columns[0].buf, *kinds = columns[4].buf;
     size_t frames = (size_t)columns[2].len / 8;
     if ((size_t)columns[0].len != n || (size_t)columns[1].len != 4 * (n + 1) || (size_t)columns[3].len != 4 * frames ||
         (size_t)columns[4].len != frames) {
@@ -362,88 +239,51 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
     }
     if (!read_maps(self, mappings) || !(views = read_spaces(spaces, self->map_count, &space_count)))
         goto fail;
-    self->comm_ids = malloc(4 * (n ? n : 1));
-    self->outcomes = malloc(n ? n : 1);
-    if (!self->comm_ids || !self->outcomes) {
+    self->u.maps = self->maps;
+    self->u.map_count = self->map_count;
+    Py_ssize_t comm_count = PyTuple_GET_SIZE(self->comm_names);
+    if (!(self->comm_texts = calloc((size_t)comm_count + 1, sizeof *self->comm_texts))) {
         PyErr_NoMemory();
         goto fail;
     }
-    memcpy(self->comm_ids, comm_ids.buf, 4 * n);
-    memcpy(self->outcomes, outcomes, n);
-    Py_ssize_t comm_count = PyTuple_GET_SIZE(self->comm_names);
+    for (Py_ssize_t i = 0; i < comm_count; i++) {
+        PyObject *name = PyTuple_GET_ITEM(self->comm_names, i);
+        /* a name that is not bytes is only an error where a sample names it */
+        if (PyBytes_Check(name))
+            self->comm_texts[i] = (fu_text){PyBytes_AS_STRING(name), (size_t)PyBytes_GET_SIZE(name)};
+    }
+    const uint32_t *sample_comms = comm_ids.buf;
     for (size_t i = 0; i < n; i++) {
-        uint32_t id = self->comm_ids[i];
+        uint32_t id;
+        memcpy(&id, &sample_comms[i], 4);
         if (id != FU_INDEX_NONE &&
             (id >= (uint64_t)comm_count || !PyBytes_Check(PyTuple_GET_ITEM(self->comm_names, id)))) {
             PyErr_SetString(PyExc_ValueError, "a comm id is out of range (or its name is not bytes)");
             goto fail;
         }
     }
-    const uint32_t *starts = columns[1].buf, *modules = columns[3].buf, *space_of = space_ids.buf;
-    const uint64_t *ips = columns[2].buf;
-    /* one sample per iteration, each over its own callchain and frames: bounded by the input */
-    for (size_t s = 0; s < n; s++) {
-        const fu_perf_sample *sample = &self->samples[s];
-        if (!append_u32(&bounds, (uint32_t)(ids.len / 4)))
-            goto nomem;
-        /* without a callchain, a kernel IP is the sample's one kernel frame (user IPs come in `unwound`) */
-        bool ip_only = !(sample->present & FU_PERF_SAMPLE_CALLCHAIN);
-        uint64_t entries = ip_only ? 1 : sample->callchain ? sample->callchain_count : 0;
-        for (uint64_t c = 0; c < entries; c++) {
-            uint64_t ip = ip_only ? sample->ip : sample->callchain[c];
-            if (ip < KERNEL_START || ip >= PERF_CONTEXT_MAX)
-                continue;
-            uint32_t id = frame_id(&r, MAPPING_KERNEL, ip);
-            if (id == FU_INDEX_NONE)
-                goto fail;
-            if (!append_u32(&ids, id))
-                goto nomem;
-        }
-        if (!append_u32(&bounds, (uint32_t)(ids.len / 4)))
-            goto nomem;
-        uint32_t first = starts[s], last = starts[s + 1];
-        if (first > last || last > frames) {
-            PyErr_SetString(PyExc_ValueError, "unwound's frame starts are out of order");
+    for (int code = 0; code < FU_UNWOUND_OUTCOME_CODES; code++) {
+        Py_ssize_t len;
+        const char *name = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(outcome_names, code), &len);
+        if (!name)
             goto fail;
-        }
-        if (last > first && space_of[s] >= (uint32_t)space_count) {
-            PyErr_SetString(PyExc_ValueError, "a sample with frames has no address space");
-            goto fail;
-        }
-        for (uint32_t k = first; k < last; k++) {
-            uint64_t avma = ips[k];
-            /* callers the walker recovered from a return address at that address - 1; not the frame a
-             * signal interrupted, nor callchain entries (callchain_samples: perf prints them as they are) */
-            if (k > first && (kinds[k] == FU_FRAME_CFI || kinds[k] == FU_FRAME_FP))
-                avma -= 1;
-            uint32_t mapping = MAPPING_NONE;
-            if (modules[k] != NO_MODULE) {
-                const space_view *space = &views[space_of[s]];
-                if (modules[k] >= space->count) {
-                    PyErr_SetString(PyExc_ValueError, "a frame's module is out of its address space");
-                    goto fail;
-                }
-                mapping = space->maps[modules[k]];
-            }
-            uint32_t id = frame_id(&r, mapping, avma);
-            if (id == FU_INDEX_NONE)
-                goto fail;
-            if (!append_u32(&ids, id))
-                goto nomem;
-        }
+        self->outcome_texts[code] = (fu_text){name, (size_t)len};
     }
-    if (!append_u32(&bounds, (uint32_t)(ids.len / 4)))
-        goto nomem;
+    self->u.comm_names = self->comm_texts;
+    self->u.comm_count = (size_t)comm_count;
+    self->u.outcome_names = self->outcome_texts;
+    fu_unwound_columns cols = {columns[0].buf, columns[1].buf, columns[2].buf, columns[3].buf, columns[4].buf, frames};
+    fu_error err = {0};
+    bool failed;
+    if (fu_unwound_build(&self->u, comm_ids.buf, space_ids.buf, views, (size_t)space_count, &cols, load_mapping, self,
+                         &failed, &err) != FU_OK) {
+        raise_unless_set(&err);
+        goto fail;
+    }
     if (!kernel_symbols(self, kernel_loader))
         goto fail;
-    self->bounds = (uint32_t *)bounds.data;
-    self->frame_ids = (uint32_t *)ids.data;
-    bounds.data = ids.data = NULL;
-    if (!self->bounds && !(self->bounds = calloc(1, 4)))
-        goto nomem;
+    self->base.payload = &self->u;
     goto done;
-nomem:
-    PyErr_NoMemory();
 fail:
     Py_CLEAR(self);
 done:
@@ -451,383 +291,42 @@ done:
         PyBuffer_Release(&columns[i]);
     PyBuffer_Release(&space_ids);
     PyBuffer_Release(&comm_ids);
-    fu_index_free(&r.index);
     free(views);
-    free(bounds.data);
-    free(ids.data);
     return (PyObject *)self;
 }
 
-/* ---- text -------------------------------------------------------------------------------------- */
+/* ---- output through write() ------------------------------------------------------------------------ */
 
-static void put(fu_growing *out, const void *data, size_t len)
+/* fu_sink_fn: write(bytes). */
+static bool write_chunk(void *write, const uint8_t *data, size_t len)
 {
-    memcpy(out->data + out->len, data, len); /* the caller reserved the room */
-    out->len += len;
-}
-
-/* Python's format(value, f"{width}d") / "0{width}d" for unsigned values. */
-static void put_udec(fu_growing *out, uint64_t v, int width, char pad)
-{
-    char digits[24];
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (int i = n; i < width; i++)
-        out->data[out->len++] = (unsigned char)pad;
-    while (n)
-        out->data[out->len++] = (unsigned char)digits[--n];
-}
-
-static void put_sdec(fu_growing *out, int64_t v, int width)
-{
-    if (v >= 0) {
-        put_udec(out, (uint64_t)v, width, ' ');
-        return;
-    }
-    uint64_t magnitude = (uint64_t)0 - (uint64_t)v;
-    int digits = 1;
-    for (uint64_t m = magnitude; m >= 10; m /= 10)
-        digits++;
-    for (int i = digits + 1; i < width; i++)
-        out->data[out->len++] = ' ';
-    out->data[out->len++] = '-';
-    put_udec(out, magnitude, 0, ' ');
-}
-
-/* Python's format(value, f"{width}x"), the sign counted in the width. */
-static void put_hex(fu_growing *out, unsigned __int128 v, bool negative, int width)
-{
-    static const char hex[] = "0123456789abcdef";
-    char digits[40];
-    int n = 0;
-    do {
-        digits[n++] = hex[(unsigned)(v & 15)];
-        v >>= 4;
-    } while (v);
-    for (int i = n + negative; i < width; i++)
-        out->data[out->len++] = ' ';
-    if (negative)
-        out->data[out->len++] = '-';
-    while (n)
-        out->data[out->len++] = (unsigned char)digits[--n];
-}
-
-static const char KERNEL_DSO[] = "[kernel.kallsyms]", UNKNOWN_DSO[] = "[unknown]";
-
-static void frame_dso(const UnwoundObject *self, const frame_rec *f, const char **dso, size_t *len)
-{
-    if (f->mapping == MAPPING_KERNEL) {
-        *dso = KERNEL_DSO;
-        *len = sizeof KERNEL_DSO - 1;
-    } else if (f->mapping == MAPPING_NONE) {
-        *dso = UNKNOWN_DSO;
-        *len = sizeof UNKNOWN_DSO - 1;
-    } else {
-        PyObject *path = self->maps[f->mapping].path;
-        *dso = PyBytes_AS_STRING(path);
-        *len = (size_t)PyBytes_GET_SIZE(path);
-    }
-}
-
-/* Each frame's line, formatted once: "\t%16x sym+0xoff (dso)\n" or "\t%16x [unknown] (dso)\n". */
-static bool format_lines(UnwoundObject *self)
-{
-    if (self->lines_ready)
-        return true;
-    self->lines.len = 0;
-    for (size_t i = 0; i < self->frame_count; i++) {
-        frame_rec *f = &self->frames[i];
-        const char *dso;
-        size_t dso_len;
-        frame_dso(self, f, &dso, &dso_len);
-        size_t need = 1 + 41 + 1 + (f->has_symbol ? f->name_len + 3 + 16 : 9) + 2 + dso_len + 2;
-        if (!fu_growing_reserve(&self->lines, need) || self->lines.len + need > UINT32_MAX) {
-            PyErr_NoMemory();
-            return false;
-        }
-        fu_growing *out = &self->lines;
-        size_t begin = out->len;
-        put(out, "\t", 1);
-        put_hex(out, f->address, f->negative, 16);
-        put(out, " ", 1);
-        if (f->has_symbol) {
-            put(out, f->name, f->name_len);
-            put(out, "+0x", 3);
-            put_hex(out, f->offset, false, 0);
-        } else {
-            put(out, "[unknown]", 9);
-        }
-        put(out, " (", 2);
-        put(out, dso, dso_len);
-        put(out, ")\n", 2);
-        f->line_offset = (uint32_t)begin;
-        f->line_len = (uint32_t)(out->len - begin);
-    }
-    self->lines_ready = true;
-    return true;
-}
-
-/* Hand the buffer to write() when it holds a chunk (or at the end: force). */
-static bool flush(fu_growing *out, PyObject *write, bool force)
-{
-    if (!out->len || (!force && out->len < CHUNK))
-        return true;
-    PyObject *chunk = PyBytes_FromStringAndSize((const char *)out->data, (Py_ssize_t)out->len);
+    PyObject *chunk = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
     PyObject *result = chunk ? PyObject_CallOneArg(write, chunk) : NULL;
     Py_XDECREF(chunk);
-    out->len = 0;
-    if (!result)
-        return false;
-    Py_DECREF(result);
-    return true;
-}
-
-static void comm_of(const UnwoundObject *self, size_t s, const char **comm, size_t *len)
-{
-    uint32_t id = self->comm_ids[s];
-    if (id == FU_INDEX_NONE) {
-        *comm = "";
-        *len = 0;
-        return;
-    }
-    PyObject *name = PyTuple_GET_ITEM(self->comm_names, id);
-    *comm = PyBytes_AS_STRING(name);
-    *len = (size_t)PyBytes_GET_SIZE(name);
-}
-
-/* The rest of a sample without a callchain: ":  %16x sym+0xoff (dso)\n" for its one frame (the IP
- * as sampled, not DSO-relative), ":\n" if it has none. False with an exception set. */
-static bool render_ip_line(const UnwoundObject *self, size_t s, fu_growing *out)
-{
-    uint32_t k = self->bounds[2 * s];
-    if (k == self->bounds[2 * s + 2]) {
-        if (!fu_growing_reserve(out, 2))
-            goto nomem;
-        put(out, ":\n", 2);
-        return true;
-    }
-    const frame_rec *f = &self->frames[self->frame_ids[k]];
-    const char *dso;
-    size_t dso_len;
-    frame_dso(self, f, &dso, &dso_len);
-    if (!fu_growing_reserve(out, 3 + 41 + 1 + (f->has_symbol ? f->name_len + 3 + 16 : 9) + 2 + dso_len + 2))
-        goto nomem;
-    put(out, ":  ", 3);
-    put_hex(out, f->key, false, 16);
-    put(out, " ", 1);
-    if (f->has_symbol) {
-        put(out, f->name, f->name_len);
-        put(out, "+0x", 3);
-        put_hex(out, f->offset, false, 0);
-    } else {
-        put(out, "[unknown]", 9);
-    }
-    put(out, " (", 2);
-    put(out, dso, dso_len);
-    put(out, ")\n", 2);
-    return true;
-nomem:
-    PyErr_NoMemory();
-    return false;
+    Py_XDECREF(result);
+    return result != NULL;
 }
 
 /* render(write): perf script's text of every sample, in chunks of about 1 MiB */
 static PyObject *unwound_render(UnwoundObject *self, PyObject *write)
 {
-    if (!format_lines(self))
-        return NULL;
-    fu_growing out = {0};
-    bool ok = true;
-    for (size_t s = 0; ok && s < self->sample_count; s++) {
-        const fu_perf_sample *sample = &self->samples[s];
-        const char *comm;
-        size_t comm_len;
-        comm_of(self, s, &comm, &comm_len);
-        if (!fu_growing_reserve(&out, comm_len + 80)) { /* 16 columns of padding, tid, time */
-            PyErr_NoMemory();
-            ok = false;
-            break;
-        }
-        /* perf script prints a sample without a callchain on one line: comm right-aligned in 16
-         * columns, then " %16x sym+0xoff (dso)" with the IP as sampled (builtin-script.c) */
-        bool ip_only = !(sample->present & FU_PERF_SAMPLE_CALLCHAIN);
-        for (size_t pad = comm_len; ip_only && pad < 16; pad++)
-            put(&out, " ", 1);
-        put(&out, comm, comm_len);
-        put(&out, " ", 1);
-        put_sdec(&out, (int32_t)sample->tid, 5);
-        put(&out, " ", 1);
-        put_udec(&out, sample->time / 1000000000u, 5, ' ');
-        put(&out, ".", 1);
-        put_udec(&out, sample->time % 1000000000u / 1000u, 6, '0');
-        if (ip_only) {
-            ok = render_ip_line(self, s, &out);
-            ok = ok && flush(&out, write, false);
-            continue;
-        }
-        put(&out, ": \n", 3);
-        for (uint32_t k = self->bounds[2 * s]; k < self->bounds[2 * s + 2]; k++) {
-            const frame_rec *f = &self->frames[self->frame_ids[k]];
-            if (!fu_growing_reserve(&out, f->line_len)) {
-                PyErr_NoMemory();
-                ok = false;
-                break;
-            }
-            put(&out, self->lines.data + f->line_offset, f->line_len);
-        }
-        ok = ok && fu_growing_reserve(&out, 1);
-        if (ok)
-            put(&out, "\n", 1);
-        else if (!PyErr_Occurred())
-            PyErr_NoMemory();
-        ok = ok && flush(&out, write, false);
-    }
-    ok = ok && flush(&out, write, true);
-    free(out.data);
-    return ok ? Py_NewRef(Py_None) : NULL;
+    fu_error err = {0};
+    if (fu_unwound_render(&self->u, write_chunk, write, &err) != FU_OK)
+        return raise_unless_set(&err);
+    Py_RETURN_NONE;
 }
 
-/* ---- folded stacks ------------------------------------------------------------------------------ */
-
-typedef struct stack_rec {
-    size_t offset, len; /* into the pool */
-    uint64_t count;
-    uint32_t order;
-} stack_rec;
-
-typedef struct stack_ctx {
-    const fu_growing *pool;
-    const stack_rec *stacks;
-} stack_ctx;
-
-static bool stack_equal(const void *ctx, uint32_t i, const void *key)
-{
-    const stack_ctx *c = ctx;
-    const stack_rec *s = &c->stacks[i];
-    const fu_growing *k = key;
-    return s->len == k->len && memcmp(c->pool->data + s->offset, k->data, k->len) == 0;
-}
-
-static int by_count_then_order(const void *a, const void *b)
-{
-    const stack_rec *x = a, *y = b;
-    if (x->count != y->count)
-        return x->count > y->count ? -1 : 1;
-    return x->order < y->order ? -1 : x->order > y->order;
-}
-
-/* A frame's folded name: its symbol, else "[unknown DSO-BASENAME]". */
-static bool append_folded_name(const UnwoundObject *self, const frame_rec *f, fu_growing *out)
-{
-    if (f->has_symbol && f->name_len)
-        return fu_growing_append(out, f->name, f->name_len);
-    const char *dso;
-    size_t len;
-    frame_dso(self, f, &dso, &len);
-    for (size_t i = len; i > 0; i--)
-        if (dso[i - 1] == '/') {
-            dso += i;
-            len -= i;
-            break;
-        }
-    return fu_growing_append(out, "[unknown ", 9) && fu_growing_append(out, dso, len) &&
-           fu_growing_append(out, "]", 1);
-}
-
-/* Whether a stack with this outcome is whole: the walk reached the end, or the frames are the
- * kernel's callchain or the IP alone (nothing was walked that could stop early). */
-static bool stack_complete(const char *outcome, size_t len)
-{
-    static const char *const whole[] = {"end", "callchain", "ip_only"};
-    for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
-        if (len == strlen(whole[i]) && memcmp(outcome, whole[i], len) == 0)
-            return true;
-    return false;
-}
-
-/* folded(write, by_count=True): "comm;[outcome;]root;...;leaf count" lines, most frequent first
- * (ties in order of first appearance; by_count False: all in order of first appearance). A stack
- * that did not reach its end ("end") is rooted at "[outcome]" so that it is never drawn as a
- * complete one; a sample without user frames has no such root. */
+/* folded(write, by_count=True): see fu_unwound_folded */
 static PyObject *unwound_folded(UnwoundObject *self, PyObject *args)
 {
     PyObject *write;
     int by_count = 1;
     if (!PyArg_ParseTuple(args, "O|p", &write, &by_count))
         return NULL;
-    fu_growing pool = {0}, line = {0}, stacks = {0}, out = {0};
-    fu_index_set index = {0};
-    bool ok = true;
-    for (size_t s = 0; ok && s < self->sample_count; s++) {
-        const char *comm;
-        size_t comm_len;
-        comm_of(self, s, &comm, &comm_len);
-        line.len = 0;
-        ok = fu_growing_append(&line, comm, comm_len);
-        uint32_t kernel = self->bounds[2 * s], user = self->bounds[2 * s + 1], end = self->bounds[2 * s + 2];
-        const char *outcome = "";
-        Py_ssize_t outcome_len = 0;
-        if (ok && end > user) {
-            outcome = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(self->outcome_names, self->outcomes[s]), &outcome_len);
-            if (!outcome)
-                goto fail;
-            if (!stack_complete(outcome, (size_t)outcome_len))
-                ok = fu_growing_append(&line, ";[", 2) && fu_growing_append(&line, outcome, (size_t)outcome_len) &&
-                     fu_growing_append(&line, "]", 1);
-        }
-        for (uint32_t k = end; ok && k > kernel; k--)
-            ok = fu_growing_append(&line, ";", 1) &&
-                 append_folded_name(self, &self->frames[self->frame_ids[k - 1]], &line);
-        if (!ok)
-            break;
-        stack_ctx ctx = {&pool, (const stack_rec *)stacks.data};
-        uint64_t hash = fu_hash_bytes(line.data, line.len, 6);
-        uint32_t found = fu_index_find(&index, hash, stack_equal, &ctx, &line);
-        if (found != FU_INDEX_NONE) {
-            ((stack_rec *)stacks.data)[found].count++;
-            continue;
-        }
-        stack_rec rec = {pool.len, line.len, 1, (uint32_t)(stacks.len / sizeof rec)};
-        ok = stacks.len / sizeof rec < FU_INDEX_NONE - 1 && fu_growing_append(&pool, line.data, line.len) &&
-             fu_growing_append(&stacks, &rec, sizeof rec) && fu_index_insert(&index, hash, rec.order);
-    }
-    size_t count = stacks.len / sizeof(stack_rec);
-    if (ok && count && by_count)
-        qsort(stacks.data, count, sizeof(stack_rec), by_count_then_order);
-    for (size_t i = 0; ok && i < count; i++) {
-        const stack_rec *rec = &((const stack_rec *)stacks.data)[i];
-        ok = fu_growing_reserve(&out, rec->len + 24);
-        if (ok) {
-            put(&out, pool.data + rec->offset, rec->len);
-            put(&out, " ", 1);
-            put_udec(&out, rec->count, 0, ' ');
-            put(&out, "\n", 1);
-            if (!flush(&out, write, false))
-                goto fail;
-        }
-    }
-    if (!ok) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    if (!flush(&out, write, true))
-        goto fail;
-    free(pool.data);
-    free(line.data);
-    free(stacks.data);
-    free(out.data);
-    fu_index_free(&index);
+    fu_error err = {0};
+    if (fu_unwound_folded(&self->u, by_count, write_chunk, write, &err) != FU_OK)
+        return raise_unless_set(&err);
     Py_RETURN_NONE;
-fail:
-    free(pool.data);
-    free(line.data);
-    free(stacks.data);
-    free(out.data);
-    fu_index_free(&index);
-    return NULL;
 }
 
 /* ---- statistics and the Python API ------------------------------------------------------------- */
@@ -852,23 +351,11 @@ static PyObject *count_dict(const uint64_t *counts, size_t n)
  *                  {user frames per sample: samples}) */
 static PyObject *unwound_statistics(UnwoundObject *self, PyObject *unused)
 {
-    uint64_t by_outcome[OUTCOME_CODES] = {0}, unwound = 0, frames = 0;
-    uint32_t deepest = 0;
-    for (size_t s = 0; s < self->sample_count; s++) {
-        uint32_t depth = self->bounds[2 * s + 2] - self->bounds[2 * s + 1];
-        deepest = depth > deepest ? depth : deepest;
-    }
-    uint64_t *by_depth = calloc((size_t)deepest + 1, sizeof *by_depth);
-    if (!by_depth)
+    uint64_t by_outcome[FU_UNWOUND_OUTCOME_CODES], unwound, frames, *by_depth;
+    uint32_t deepest;
+    if (!fu_unwound_statistics(&self->u, &unwound, &frames, by_outcome, &by_depth, &deepest))
         return PyErr_NoMemory();
-    for (size_t s = 0; s < self->sample_count; s++) {
-        uint32_t depth = self->bounds[2 * s + 2] - self->bounds[2 * s + 1];
-        by_outcome[self->outcomes[s]]++;
-        by_depth[depth]++;
-        unwound += depth > 0;
-        frames += depth;
-    }
-    PyObject *outcomes = count_dict(by_outcome, OUTCOME_CODES);
+    PyObject *outcomes = count_dict(by_outcome, FU_UNWOUND_OUTCOME_CODES);
     PyObject *depths = outcomes ? count_dict(by_depth, (size_t)deepest + 1) : NULL;
     free(by_depth);
     if (!depths) {
@@ -896,16 +383,16 @@ static PyObject *id_tuple(const uint32_t *ids, uint32_t from, uint32_t to)
 static PyObject *unwound_sample(UnwoundObject *self, PyObject *arg)
 {
     size_t i;
-    if (!py_core_index_arg(arg, self->sample_count, &i))
+    if (!py_core_index_arg(arg, self->u.sample_count, &i))
         return NULL;
-    const fu_perf_sample *s = &self->samples[i];
+    const fu_perf_sample *s = &self->u.samples[i];
     const char *comm;
     size_t comm_len;
-    comm_of(self, i, &comm, &comm_len);
+    fu_unwound_comm(&self->u, i, &comm, &comm_len);
     PyObject *time = s->present & FU_PERF_SAMPLE_TIME ? PyLong_FromUnsignedLongLong(s->time) : Py_NewRef(Py_None);
     return Py_BuildValue("(y#iiNBNN)", comm, (Py_ssize_t)comm_len, (int)(int32_t)s->pid, (int)(int32_t)s->tid, time,
-                         self->outcomes[i], id_tuple(self->frame_ids, self->bounds[2 * i], self->bounds[2 * i + 1]),
-                         id_tuple(self->frame_ids, self->bounds[2 * i + 1], self->bounds[2 * i + 2]));
+                         self->u.outcomes[i], id_tuple(self->u.frame_ids, self->u.bounds[2 * i], self->u.bounds[2 * i + 1]),
+                         id_tuple(self->u.frame_ids, self->u.bounds[2 * i + 1], self->u.bounds[2 * i + 2]));
 }
 
 /* A Python int from a magnitude and a sign. */
@@ -931,12 +418,12 @@ static PyObject *int128_to_python(unsigned __int128 magnitude, bool negative)
 static PyObject *unwound_frame(UnwoundObject *self, PyObject *arg)
 {
     size_t j;
-    if (!py_core_index_arg(arg, self->frame_count, &j))
+    if (!py_core_index_arg(arg, self->u.frame_count, &j))
         return NULL;
-    const frame_rec *f = &self->frames[j];
+    const fu_unwound_frame *f = &self->u.frames[j];
     const char *dso;
     size_t dso_len;
-    frame_dso(self, f, &dso, &dso_len);
+    fu_unwound_frame_dso(&self->u, f, &dso, &dso_len);
     PyObject *printed = int128_to_python(f->address, f->negative);
     PyObject *symbol = f->has_symbol ? PyUnicode_DecodeUTF8(f->name, f->name_len, "replace") : Py_NewRef(Py_None);
     PyObject *path = PyUnicode_DecodeFSDefaultAndSize(dso, (Py_ssize_t)dso_len);
@@ -951,7 +438,7 @@ static PyObject *unwound_frame(UnwoundObject *self, PyObject *arg)
 
 static PyObject *unwound_get(UnwoundObject *self, void *which)
 {
-    return PyLong_FromSize_t(which ? self->frame_count : self->sample_count);
+    return PyLong_FromSize_t(which ? self->u.frame_count : self->u.sample_count);
 }
 
 static PyMethodDef unwound_methods[] = {
