@@ -14,7 +14,7 @@ SYSTEM_PACKAGES := binutils gcc g++ make llvm-14 clang-14 elfutils libdw-dev lib
                    zlib1g-dev libzstd-dev pkg-config xz-utils linux-perf rt-tests \
                    lld mold golang-go libiberty-dev
 
-NATIVE := $(wildcard native/*.c native/*.h)
+NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch])
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 

@@ -24,9 +24,11 @@ setup(
     ext_modules=[
         Extension(
             "fastunwind._core",
-            sources=sorted(glob("native/*.c")),
-            depends=sorted(glob("native/*.h")),  # a header change rebuilds every file
-            include_dirs=["native", "src/fastunwind/include"],
+            # native/core: the C core (pure C11, no Python API); native/py: the bindings (py_*.c)
+            sources=sorted(glob("native/core/*.c")) + sorted(glob("native/py/*.c")),
+            # a header change rebuilds every file (*.inc: parts of one translation unit)
+            depends=sorted(glob("native/core/*.[ch]") + glob("native/core/*.inc") + glob("native/py/*.h")),
+            include_dirs=["native/core", "native/py", "src/fastunwind/include"],
             extra_compile_args=compile_args,
             extra_link_args=link_args,
             # perf_data.c: PERF_RECORD_COMPRESSED (perf record -z); demangle.c: libiberty's demangler

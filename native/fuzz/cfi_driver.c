@@ -34,8 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cfi.h" /* native/cfi.h, through -I */
+#include "cfi.h" /* native/core/cfi.h, through -I */
 #include "compact_table.h"
+#include "eh_elf_rows.h"
 
 #define FUZZ_DRIVER "cfi_driver"
 #define FUZZ_REPLAY "cfi_driver"
@@ -303,7 +304,7 @@ static void exercise_compact(const fu_table *table, uint64_t low, uint64_t high,
     fu_compact_build build;
     fu_error err = {0};
     if (fu_compact_build_tables(&build, table, NULL, &err) != FU_OK) {
-        CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_CFI, "compact build failed: %s", err.message);
+        CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_COMPACT, "compact build failed: %s", err.message);
         return;
     }
     uint8_t *bytes = NULL;
@@ -336,6 +337,35 @@ static void exercise_compact(const fu_table *table, uint64_t low, uint64_t high,
         free(bytes);
     }
     fu_compact_build_free(&build);
+}
+
+/* The eh_elf generator's intervals over the table (as .eh_frame or as .debug_frame, by its kind):
+ * strictly increasing starts inside [base, end], keys that index the distinct keys or mark a gap,
+ * each key's state inside its table; or a clean FU_ERR_EH_ELF / FU_ERR_NOMEM. */
+static void exercise_eh_elf_rows(const fu_table *table, fu_section_kind kind)
+{
+    const fu_table *tables[2] = {kind == FU_SECTION_EH_FRAME ? table : NULL,
+                                 kind == FU_SECTION_EH_FRAME ? NULL : table};
+    fu_eh_elf_rows rows;
+    fu_error err = {0};
+    if (fu_eh_elf_rows_build(tables, &rows, &err) != FU_OK) {
+        CHECK(err.status == FU_ERR_NOMEM || (err.status == FU_ERR_EH_ELF && err.message[0]),
+              "eh_elf_rows failed with %d: %s", err.status, err.message);
+        return;
+    }
+    for (size_t i = 0; i < rows.count; i++) {
+        CHECK(rows.starts[i] >= rows.base && rows.starts[i] < rows.end, "eh_elf interval %zu outside [base, end)", i);
+        CHECK(i == 0 || rows.starts[i] > rows.starts[i - 1], "eh_elf intervals not increasing at %zu", i);
+        CHECK(rows.keys[i] == FU_EH_ELF_NO_KEY || rows.keys[i] < rows.key_count, "eh_elf key %u of %u", rows.keys[i],
+              rows.key_count);
+        CHECK(i == 0 || rows.keys[i] != rows.keys[i - 1], "eh_elf intervals %zu and %zu not merged", i - 1, i);
+    }
+    for (uint32_t k = 0; k < rows.key_count; k++) {
+        fu_eh_elf_key key = fu_eh_elf_key_unpack(rows.packed[k]);
+        CHECK(tables[key.table] && key.state < tables[key.table]->state_count, "eh_elf key %u names state %u", k,
+              key.state);
+    }
+    fu_eh_elf_rows_free(&rows);
 }
 
 static void exercise_table(const uint8_t *data, size_t size, fu_section_kind kind, uint64_t address,
@@ -386,6 +416,7 @@ static void exercise_table(const uint8_t *data, size_t size, fu_section_kind kin
         check_lookup(&table, low <= high ? low + rng_below(rng, high - low + 1) : rng_next(rng));
     exercise_state_expressions(&table);
     exercise_compact(&table, low, high, rng);
+    exercise_eh_elf_rows(&table, kind);
     fu_table_free(&table);
 }
 

@@ -1,11 +1,11 @@
-/* perf_driver: native/perf_data.c under AddressSanitizer + UndefinedBehaviorSanitizer, over real
- * perf.data recordings and seeded mutations of them. Links perf_data.c only (and libzstd).
+/* perf_driver: core/perf_data.c under AddressSanitizer + UndefinedBehaviorSanitizer, over real
+ * perf.data recordings and seeded mutations of them; after each parse (of a whole recording, and of
+ * each window of a stream) the replay (core/perf_replay.c) and the batch walks and callchain reads of
+ * core/perf_walk.c run on it, in address spaces of the replayed mappings, then perf-script's
+ * symbolization, rendering, folding and statistics (core/perf_script.c). The Makefile's asan-perf
+ * builds it (PERF_SOURCES, libzstd).
  *
- * Build (from the top directory):
- *   mkdir -p native/fuzz/build
- *   gcc -std=c11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
- *       -Wall -Wextra -Wno-unused-parameter -Inative \
- *       native/fuzz/perf_driver.c native/perf_data.c -lzstd -o native/fuzz/build/perf_driver_asan
+ * Build: make -C native/fuzz build/perf_driver_asan (the sources are the Makefile's PERF_SOURCES).
  *
  * Recordings to start from (perf must be allowed to record; see /proc/sys/kernel/perf_event_paranoid):
  *   perf record -e cpu-clock -c 100000 --call-graph dwarf -o /tmp/a.data -- ls /
@@ -24,8 +24,8 @@
  * saved in --save-dir. Exit status 0 when every input passed.
  *
  * libFuzzer (clang): build with -DFU_PERF_LIBFUZZER -fsanitize=fuzzer,address,undefined and without
- * main's options: clang-14 -g -O1 -DFU_PERF_LIBFUZZER -fsanitize=fuzzer,address,undefined -Inative \
- *   native/fuzz/perf_driver.c native/perf_data.c -lzstd -o native/fuzz/build/perf_fuzz
+ * main's options: clang-14 -g -O1 -DFU_PERF_LIBFUZZER -fsanitize=fuzzer,address,undefined
+ *   -Inative/core -Isrc/fastunwind/include native/fuzz/perf_driver.c <PERF_SOURCES> -lzstd
  */
 #define _GNU_SOURCE /* memfd_create; implies _POSIX_C_SOURCE 200809L */
 #include <signal.h>
@@ -36,6 +36,9 @@
 #include <unistd.h>
 
 #include "perf_data.h"
+#include "perf_replay.h"
+#include "perf_script.h"
+#include "perf_walk.h"
 
 #include <sys/mman.h>
 
@@ -156,6 +159,268 @@ static const char *check(const fu_perf_data *pd)
 
 static size_t pd_samples_seen; /* unused: run_stream's out-parameter placeholder */
 
+/* ---- after a parse: replay, walk, callchains (core/perf_replay.c, core/perf_walk.c) ---------------- */
+
+static size_t replayed_samples, walked_frames, callchain_frames, rendered_bytes, folded_bytes;
+
+/* fu_sink_fn: counts the bytes; a chunk is never more than FU_UNWOUND_CHUNK plus one line. */
+static bool count_chunk(void *total, const uint8_t *data, size_t len)
+{
+    volatile uint8_t touch = len ? data[0] ^ data[len - 1] : 0; /* reads both ends: ASAN checks them */
+    (void)touch;
+    *(size_t *)total += len;
+    return len > 0;
+}
+
+/* fu_unwound_load_fn: no module has symbols here. */
+static const fu_symbol_table *no_symbols(void *context, uint32_t mapping, bool *failed)
+{
+    (void)context;
+    (void)mapping;
+    *failed = false;
+    return NULL;
+}
+
+/* The perf-script stage over a walk's columns: symbolize (kernel frames too, without symbols),
+ * render, fold both ways, count. */
+static const char *script_problem(const fu_perf_data *pd, const fu_perf_walk_buffers *walked, const uint32_t *space_ids,
+                                  const uint32_t *comm_ids, const fu_replay *r)
+{
+    uint32_t space_count = FU_REPLAY_COUNT(r, spaces, fu_replay_space), map_count = r->used_mappings;
+    uint32_t comm_count = FU_REPLAY_COUNT(r, comm_names, fu_perf_string);
+    const char *problem = NULL;
+    fu_unwound_map *maps = calloc((size_t)map_count + 1, sizeof *maps);
+    fu_unwound_space *spaces = calloc((size_t)space_count + 1, sizeof *spaces);
+    uint32_t *pool = malloc(r->space_pool.len + 4);
+    fu_text *comms = calloc((size_t)comm_count + 1, sizeof *comms);
+    static fu_text outcomes[FU_UNWOUND_OUTCOME_CODES];
+    fu_unwound u = {0};
+    if (!maps || !spaces || !pool || !comms)
+        goto done;
+    const uint32_t *numbered = (const uint32_t *)(const void *)r->numbered.data;
+    const uint32_t *renumbered = (const uint32_t *)(const void *)r->renumbered.data;
+    for (uint32_t i = 0; i < map_count; i++) {
+        const fu_replay_mapping *m = &FU_REPLAY_RECORDS(r, mappings, fu_replay_mapping)[numbered[i]];
+        const fu_replay_file *f = &FU_REPLAY_RECORDS(r, files, fu_replay_file)[m->file];
+        maps[i] = (fu_unwound_map){m->start, m->pgoff, (int64_t)(i % 3) - 1, {f->name.data, f->name.len}, i % 2, false,
+                                   NULL};
+    }
+    const uint32_t *ids = (const uint32_t *)(const void *)r->space_pool.data;
+    for (size_t k = 0; k < r->space_pool.len / 4; k++)
+        pool[k] = renumbered[ids[k]];
+    for (uint32_t i = 0; i < space_count; i++) {
+        const fu_replay_space *sp = &FU_REPLAY_RECORDS(r, spaces, fu_replay_space)[i];
+        spaces[i] = (fu_unwound_space){pool + sp->offset, sp->count};
+    }
+    for (uint32_t i = 0; i < comm_count; i++) {
+        fu_perf_string c = FU_REPLAY_RECORDS(r, comm_names, fu_perf_string)[i];
+        comms[i] = (fu_text){c.data, c.len};
+    }
+    for (unsigned code = 0; code < FU_UNWOUND_OUTCOME_CODES; code++)
+        outcomes[code] = (fu_text){code == 0 ? "end" : code % 2 ? "truncated" : "callchain", code == 0 ? 3 : code % 2 ? 9 : 9};
+    u.samples = pd->samples;
+    u.sample_count = pd->sample_count;
+    u.comm_names = comms;
+    u.comm_count = comm_count;
+    u.outcome_names = outcomes;
+    u.maps = maps;
+    u.map_count = map_count;
+    fu_unwound_columns columns = {walked->outcomes.data, (const uint32_t *)(const void *)walked->starts.data,
+                                  (const uint64_t *)(const void *)walked->frames.column[0].data,
+                                  (const uint32_t *)(const void *)walked->frames.column[1].data,
+                                  walked->frames.column[2].data, walked->frames.column[2].len};
+    fu_error err = {0};
+    bool failed;
+    fu_status status = fu_unwound_build(&u, comm_ids, space_ids, spaces, space_count, &columns, no_symbols, NULL,
+                                        &failed, &err);
+    if (status != FU_OK) {
+        if (status != FU_ERR_NOMEM)
+            problem = "script: symbolizing the walker's own columns failed";
+        goto done;
+    }
+    for (size_t s = 0; s < u.sample_count && !problem; s++)
+        if (u.bounds[2 * s] > u.bounds[2 * s + 1] || u.bounds[2 * s + 1] > u.bounds[2 * s + 2])
+            problem = "script: sample bounds out of order";
+    for (size_t k = 0; !problem && k < u.bounds[2 * u.sample_count]; k++)
+        if (u.frame_ids[k] >= u.frame_count)
+            problem = "script: a frame id past the frames";
+    size_t kernel_count = fu_unwound_kernel_addresses(&u, NULL);
+    uint64_t *kernel = malloc(8 * (kernel_count + 1));
+    if (!problem && kernel && fu_unwound_kernel_addresses(&u, kernel) != kernel_count)
+        problem = "script: kernel addresses counted twice differently";
+    free(kernel);
+    fu_unwound_set_kernel_symbols(&u, NULL);
+    size_t before = rendered_bytes;
+    if (!problem && fu_unwound_render(&u, count_chunk, &rendered_bytes, &err) != FU_OK && err.status != FU_ERR_NOMEM)
+        problem = "script: render failed";
+    if (!problem && u.sample_count && rendered_bytes == before)
+        problem = "script: nothing rendered for samples";
+    for (int by_count = 0; by_count < 2 && !problem; by_count++)
+        if (fu_unwound_folded(&u, by_count, count_chunk, &folded_bytes, &err) != FU_OK && err.status != FU_ERR_NOMEM)
+            problem = "script: folded failed";
+    uint64_t unwound, frames, by_outcome[FU_UNWOUND_OUTCOME_CODES], *by_depth = NULL;
+    uint32_t deepest;
+    if (!problem && fu_unwound_statistics(&u, &unwound, &frames, by_outcome, &by_depth, &deepest)) {
+        uint64_t total = 0;
+        for (unsigned code = 0; code < FU_UNWOUND_OUTCOME_CODES; code++)
+            total += by_outcome[code];
+        if (total != u.sample_count || unwound > u.sample_count)
+            problem = "script: statistics do not add up to the samples";
+        free(by_depth);
+    }
+done:
+    fu_unwound_free(&u);
+    free(maps);
+    free(spaces);
+    free(pool);
+    free(comms);
+    return problem;
+}
+
+/* The columns' shape: an outcome per sample, frame starts from 0 never decreasing up to the frame
+ * count, modules inside their space. */
+static const char *check_columns(const fu_perf_walk_buffers *b, size_t count, const uint32_t *ids,
+                                 const fu_address_space *spaces, uint32_t space_count)
+{
+    if (b->outcomes.len != count || b->starts.len != 4 * (count + 1))
+        return "walk: outcome or start count differs from the sample count";
+    size_t frames = b->frames.column[2].len;
+    if (b->frames.column[0].len != 8 * frames || b->frames.column[1].len != 4 * frames ||
+        b->frames.column[3].len != frames)
+        return "walk: frame columns of different lengths";
+    const uint32_t *starts = (const uint32_t *)(const void *)b->starts.data;
+    if (starts[0] != 0 || starts[count] != frames)
+        return "walk: frame starts do not span the frames";
+    for (size_t i = 0; i < count; i++) {
+        if (starts[i + 1] < starts[i])
+            return "walk: frame starts decrease";
+        for (uint32_t k = starts[i]; k < starts[i + 1]; k++) {
+            uint32_t module;
+            memcpy(&module, b->frames.column[1].data + 4 * (size_t)k, 4);
+            if (ids[i] == FU_REPLAY_NONE || ids[i] >= space_count)
+                return "walk: frames for a sample without a space";
+            if (module != UINT32_MAX && module >= spaces[ids[i]].count)
+                return "walk: a frame's module is outside its space";
+        }
+    }
+    return NULL;
+}
+
+/* Replay pd into r (kept across a stream's windows), then walk and read the callchains of every
+ * sample in address spaces of the replayed mappings (no unwind tables: frame pointers and the stack
+ * dump's reads), with 1 and 2 threads. */
+static const char *replay_and_walk(const fu_perf_data *pd, fu_replay *r)
+{
+    static char message[160];
+    const char *problem = NULL;
+    size_t n = pd->sample_count;
+    uint32_t *space_ids = malloc(4 * (n ? n : 1)), *comm_ids = malloc(4 * (n ? n : 1));
+    fu_module *modules = NULL;
+    fu_address_space *spaces = NULL;
+    fu_walk_cache **caches = NULL;
+    fu_walk_cache_slot *slots = NULL;
+    fu_perf_walk_buffers out = {0}, extra[FU_PERF_WALK_THREADS_MAX];
+    memset(extra, 0, sizeof extra);
+    fu_error err = {0};
+    if (!space_ids || !comm_ids)
+        goto done;
+    fu_status status = fu_replay_run(r, pd, space_ids, comm_ids, &err);
+    if (status != FU_OK) {
+        if (status != FU_ERR_INVALID && status != FU_ERR_NOMEM)
+            problem = "replay: an unexpected status";
+        goto done;
+    }
+    if (fu_replay_number_mappings(r, &err) != FU_OK)
+        goto done;
+    fu_replay_reported(r);
+    replayed_samples += n;
+    uint32_t space_count = FU_REPLAY_COUNT(r, spaces, fu_replay_space);
+    uint32_t comm_count = FU_REPLAY_COUNT(r, comm_names, fu_perf_string);
+    size_t pool = r->space_pool.len / 4;
+    const fu_replay_mapping *mappings = FU_REPLAY_RECORDS(r, mappings, fu_replay_mapping);
+    const uint32_t *ids = (const uint32_t *)(const void *)r->space_pool.data;
+    modules = calloc(pool + 1, sizeof *modules);
+    spaces = calloc((size_t)space_count + 1, sizeof *spaces);
+    slots = calloc((size_t)space_count + 1, sizeof *slots);
+    caches = calloc(2 * ((size_t)space_count + 1), sizeof *caches);
+    if (!modules || !spaces || !slots || !caches)
+        goto done;
+    for (uint32_t i = 0; i < space_count; i++) {
+        const fu_replay_space *sp = &FU_REPLAY_RECORDS(r, spaces, fu_replay_space)[i];
+        if (sp->offset > pool || sp->count > pool - sp->offset) {
+            problem = "replay: a space outside the pool";
+            goto done;
+        }
+        for (uint32_t k = 0; k < sp->count; k++) {
+            const fu_replay_mapping *m = &mappings[ids[sp->offset + k]];
+            if (m->end <= m->start || (k && m->start < modules[sp->offset + k - 1].end)) {
+                snprintf(message, sizeof message, "replay: space %u's mapping %u is empty, unsorted or overlaps", i, k);
+                problem = message;
+                goto done;
+            }
+            modules[sp->offset + k] = (fu_module){.start = m->start, .end = m->end, .id = k};
+        }
+        spaces[i] = (fu_address_space){modules + sp->offset, sp->count, FU_BACKEND_AUTO};
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((space_ids[i] != FU_REPLAY_NONE && space_ids[i] >= space_count) ||
+            (comm_ids[i] != FU_REPLAY_NONE && comm_ids[i] >= comm_count) ||
+            ((space_ids[i] == FU_REPLAY_NONE) != (comm_ids[i] == FU_REPLAY_NONE))) {
+            problem = "replay: a sample's space or comm id out of range";
+            goto done;
+        }
+    const fu_address_space *space_ptrs[1];
+    const fu_address_space **by_id = space_count ? malloc(space_count * sizeof *by_id) : space_ptrs;
+    if (!by_id)
+        goto done;
+    for (uint32_t i = 0; i < space_count; i++)
+        by_id[i] = &spaces[i];
+    for (unsigned threads = 1; threads <= 2 && !problem; threads++) {
+        for (uint32_t i = 0; i < space_count; i++)
+            for (unsigned t = 0; t < threads; t++)
+                if (!(caches[t * ((size_t)space_count + 1) + i] = fu_walk_cache_borrow(&slots[i], &spaces[i])))
+                    goto release;
+        fu_perf_walk_request request = {pd->samples, n, space_ids, by_id, caches, (size_t)space_count + 1,
+                                        threads, threads == 1 ? FU_PERF_MAX_STACK : 8};
+        uint64_t ns;
+        if (fu_perf_walk_samples(&request, &out, extra, &ns)) {
+            problem = check_columns(&out, n, space_ids, spaces, space_count);
+            walked_frames += out.frames.column[2].len;
+            if (!problem)
+                problem = script_problem(pd, &out, space_ids, comm_ids, r);
+        }
+    release:
+        for (uint32_t i = 0; i < space_count; i++)
+            for (unsigned t = 0; t < threads; t++)
+                if (caches[t * ((size_t)space_count + 1) + i]) {
+                    fu_walk_cache_return(&slots[i], caches[t * ((size_t)space_count + 1) + i]);
+                    caches[t * ((size_t)space_count + 1) + i] = NULL;
+                }
+    }
+    fu_perf_walk_request chains = {pd->samples, n, space_ids, by_id, NULL, 0, 1, FU_PERF_MAX_STACK};
+    if (!problem && fu_perf_callchain_samples(&chains, space_count, &out, &err) == FU_OK) {
+        problem = check_columns(&out, n, space_ids, spaces, space_count);
+        callchain_frames += out.frames.column[2].len;
+    } else if (!problem && err.status != FU_ERR_NOMEM) {
+        problem = "callchains: failed with ids the replay gave";
+    }
+    if (by_id != space_ptrs)
+        free(by_id);
+done:
+    for (uint32_t i = 0; slots && i < FU_REPLAY_COUNT(r, spaces, fu_replay_space); i++)
+        fu_walk_cache_slot_free(&slots[i]);
+    fu_perf_walk_buffers_free(&out);
+    for (unsigned t = 0; t < FU_PERF_WALK_THREADS_MAX; t++)
+        fu_perf_walk_buffers_free(&extra[t]);
+    free(slots);
+    free(caches);
+    free(spaces);
+    free(modules);
+    free(space_ids);
+    free(comm_ids);
+    return problem;
+}
+
 /* The same bytes as a stream (perf_data.h "Streaming"): from a memfd (mapped, as a regular file) in
  * windows of one round, the next cut ahead on a thread, then from a pipe when the input fits the
  * pipe's buffer (leaving out data MMAP2 records, as perf-script does). Every window's records must
@@ -175,11 +440,14 @@ static int run_stream_from(int fd, unsigned timeout, const char *how, bool execu
         fu_perf_stream_executable_mmaps_only(stream, executable_mmaps_only);
     }
     bool done = false;
+    fu_replay replay = {0}; /* one replay across the windows, as perf-script keeps it */
     /* one window per iteration; the stream ends or fails after at most one per record */
     while (status == FU_OK && !done) {
         status = fu_perf_stream_next(stream, &window, &done, &err);
         if (status == FU_OK && !done) {
             const char *problem = check(&window);
+            if (!problem)
+                problem = replay_and_walk(&window, &replay);
             if (problem) {
                 fprintf(stderr, "%s (%s stream): invariant violated: %s\n", current_input, how, problem);
                 bad = 1;
@@ -197,6 +465,7 @@ static int run_stream_from(int fd, unsigned timeout, const char *how, bool execu
         fprintf(stderr, "%s (%s stream): unexpected status %d: %s\n", current_input, how, (int)status, err.message);
         bad = 1;
     }
+    fu_replay_free(&replay);
     fu_perf_stream_wait(stream);
     fu_perf_data_free(&header);
     fu_perf_stream_free(stream);
@@ -243,6 +512,15 @@ static int run_one(const uint8_t *data, size_t size, unsigned timeout, fu_status
     int bad = 0;
     if (status == FU_OK) {
         const char *problem = check(&pd);
+        fu_replay replay = {0};
+        if (!problem) {
+            if (timeout)
+                alarm(timeout);
+            problem = replay_and_walk(&pd, &replay);
+            if (timeout)
+                alarm(0);
+        }
+        fu_replay_free(&replay);
         if (problem) {
             fprintf(stderr, "%s: invariant violated: %s\n", current_input, problem);
             bad = 1;
@@ -508,6 +786,8 @@ int main(int argc, char **argv)
         free(buf);
         free(data);
     }
+    printf("perf_driver: %zu samples replayed; %zu frames walked, %zu read from callchains; %zu bytes rendered, "
+           "%zu folded\n", replayed_samples, walked_frames, callchain_frames, rendered_bytes, folded_bytes);
     printf("perf_driver: %s (seed %llu)\n", failures ? "FAILURES" : "ok", (unsigned long long)seed);
     return failures ? 1 : 0;
 }

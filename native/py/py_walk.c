@@ -8,33 +8,29 @@
  * `backend` is one of WALK_BACKENDS (fu_backend_name: which tables walks use, see fu_backend in
  * walk.h). The object keeps every table and buffer alive while walks use them.
  */
-#include "binding.h" /* Python.h first; it defines _GNU_SOURCE (REG_RIP) */
+#include "py_core.h" /* Python.h first; it defines _GNU_SOURCE (REG_RIP) */
 
 #include <execinfo.h>
 #include <ucontext.h>
 
 #include "memory.h"
+#include "step_batch.h"
 #include "walk.h"
 
 typedef struct AddressSpaceObject {
-    PyObject_HEAD
-    fu_address_space space;
+    py_core_object base; /* payload: &held once initialized */
+    fu_space_with_cache held; /* the space and the walk caches it keeps across calls (walk.h) */
     fu_module *modules;
     PyObject *keep;               /* the modules argument: tables and buffers stay alive */
     Py_buffer *buffers;
     fu_image_segment *segments;
     Py_ssize_t buffer_count;
-    /* one per walking thread (unwind_samples' workers), NULL until a walk needs it
-     * (fu_address_space_borrow_cache); kept across calls */
-    fu_walk_cache *walk_caches[FU_WALK_KEPT_CACHES];
-    bool walk_cache_lent[FU_WALK_KEPT_CACHES];
 } AddressSpaceObject;
 
 static void space_dealloc(AddressSpaceObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
-    for (unsigned i = 0; i < FU_WALK_KEPT_CACHES; i++)
-        free(self->walk_caches[i]); /* never lent now: a borrower holds a reference to the space */
+    fu_walk_cache_slot_free(&self->held.slot); /* never lent now: a borrower holds a reference to the space */
     for (Py_ssize_t i = 0; i < self->buffer_count; i++)
         PyBuffer_Release(&self->buffers[i]);
     PyMem_Free(self->buffers);
@@ -62,11 +58,11 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
     }
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$s", kwlist, &modules, &backend))
         return -1;
-    self->space.backend = FU_BACKEND_COUNT;
+    self->held.space.backend = FU_BACKEND_COUNT;
     for (unsigned b = 0; b < FU_BACKEND_COUNT; b++)
         if (strcmp(backend, fu_backend_name((fu_backend)b)) == 0)
-            self->space.backend = b;
-    if (self->space.backend == FU_BACKEND_COUNT) {
+            self->held.space.backend = b;
+    if (self->held.space.backend == FU_BACKEND_COUNT) {
         char names[128] = "";
         for (unsigned b = 0; b < FU_BACKEND_COUNT; b++)
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", b ? ", " : "",
@@ -116,15 +112,15 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         m->end = end;
         m->bias = bias;
         m->id = id;
-        if (eh != Py_None && !(m->eh_frame = fu_cfi_table_of(module, eh)))
+        if (eh != Py_None && !(m->eh_frame = py_core_payload(module, PY_CFI_TABLE, eh)))
             return -1;
-        if (debug != Py_None && !(m->debug_frame = fu_cfi_table_of(module, debug)))
+        if (debug != Py_None && !(m->debug_frame = py_core_payload(module, PY_CFI_TABLE, debug)))
             return -1;
         fu_module_set_entry(m, entry);
-        if (compact != Py_None && !(m->compact = fu_compact_table_of(module, compact)))
+        if (compact != Py_None && !(m->compact = py_core_payload(module, PY_COMPACT_TABLE, compact)))
             return -1;
         /* the EhElf stays alive (and its shared object loaded) through self->keep */
-        if (compiled != Py_None && !(m->compiled = fu_compiled_table_of(module, compiled)))
+        if (compiled != Py_None && !(m->compiled = py_core_payload(module, PY_EH_ELF, compiled)))
             return -1;
         PyObject *segs = PySequence_Fast(segments, "segments must be a sequence of (vaddr, buffer)");
         if (!segs)
@@ -152,14 +148,15 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
                          self->modules[i].id, (unsigned long long)self->modules[i].start);
             return -1;
         }
-    self->space.modules = self->modules;
-    self->space.count = (size_t)n;
+    self->held.space.modules = self->modules;
+    self->held.space.count = (size_t)n;
+    self->base.payload = &self->held;
     return 0;
 }
 
 static PyObject *space_backend(AddressSpaceObject *self, void *unused)
 {
-    return PyUnicode_FromString(fu_backend_name((fu_backend)self->space.backend));
+    return PyUnicode_FromString(fu_backend_name((fu_backend)self->held.space.backend));
 }
 
 /* step_source(pc) -> "rule", "body", "no_info", "entry_code" or "interpreter": what settles a step at pc
@@ -169,7 +166,7 @@ static PyObject *space_step_source(AddressSpaceObject *self, PyObject *arg)
     unsigned long long pc = PyLong_AsUnsignedLongLong(arg);
     if (pc == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
-    switch (fu_walk_step_source(&self->space, pc)) {
+    switch (fu_walk_step_source(&self->held.space, pc)) {
         case FU_WALK_CACHED_RULE: return PyUnicode_FromString("rule");
         case FU_WALK_CACHED_BODY: return PyUnicode_FromString("body");
         case FU_WALK_CACHED_NO_INFO: return PyUnicode_FromString("no_info");
@@ -206,57 +203,6 @@ static PyType_Spec space_spec = {
     .flags = Py_TPFLAGS_DEFAULT,
     .slots = space_slots,
 };
-
-static PyObject *space_type_of(PyObject *module)
-{
-    return PyObject_GetAttrString(module, "AddressSpace");
-}
-
-const fu_address_space *fu_address_space_of(PyObject *module, PyObject *object)
-{
-    PyObject *type = space_type_of(module);
-    if (!type)
-        return NULL;
-    int ok = PyObject_TypeCheck(object, (PyTypeObject *)type);
-    Py_DECREF(type);
-    if (!ok) {
-        PyErr_Format(PyExc_TypeError, "expected an AddressSpace, not %.100s", Py_TYPE(object)->tp_name);
-        return NULL;
-    }
-    return &((AddressSpaceObject *)object)->space;
-}
-
-fu_walk_cache *fu_address_space_borrow_cache(PyObject *object)
-{
-    AddressSpaceObject *self = (AddressSpaceObject *)object;
-    for (unsigned i = 0; i < FU_WALK_KEPT_CACHES; i++)
-        if (self->walk_caches[i] && !self->walk_cache_lent[i]) {
-            self->walk_cache_lent[i] = true;
-            return self->walk_caches[i];
-        }
-    fu_walk_cache *cache = malloc(sizeof *cache);
-    if (!cache)
-        return (fu_walk_cache *)PyErr_NoMemory();
-    fu_walk_cache_bind(cache, &self->space);
-    for (unsigned i = 0; i < FU_WALK_KEPT_CACHES; i++)
-        if (!self->walk_caches[i]) {
-            self->walk_caches[i] = cache;
-            self->walk_cache_lent[i] = true;
-            break;
-        }
-    return cache;
-}
-
-void fu_address_space_return_cache(PyObject *object, fu_walk_cache *cache)
-{
-    AddressSpaceObject *self = (AddressSpaceObject *)object;
-    for (unsigned i = 0; i < FU_WALK_KEPT_CACHES; i++)
-        if (cache == self->walk_caches[i]) {
-            self->walk_cache_lent[i] = false;
-            return;
-        }
-    free(cache);
-}
 
 /* Frame columns for `count` frames in one block (freed with PyMem_Free(frames->ip)); false with
  * MemoryError set. */
@@ -306,7 +252,8 @@ static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     PyObject *result = NULL;
     fu_frames frames = {0};
-    const fu_address_space *space = fu_address_space_of(module, space_object);
+    const fu_space_with_cache *held = py_core_payload(module, PY_ADDRESS_SPACE, space_object);
+    const fu_address_space *space = held ? &held->space : NULL;
     if (!space)
         goto done;
     fu_regs regs = {{0}, 0};
@@ -349,7 +296,8 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
     Py_ssize_t max_frames = 256;
     if (!PyArg_ParseTuple(args, "O|n", &space_object, &max_frames))
         return NULL;
-    const fu_address_space *space = fu_address_space_of(module, space_object);
+    const fu_space_with_cache *held = py_core_payload(module, PY_ADDRESS_SPACE, space_object);
+    const fu_address_space *space = held ? &held->space : NULL;
     if (!space)
         return NULL;
     if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
@@ -396,56 +344,7 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
     return out;
 }
 
-_Static_assert(sizeof(((fu_step_state *)0)->regs) == sizeof(((fu_regs *)0)->value), "fu_step_state holds fu_regs");
-
-PyObject *fu_step_batch_run(const fu_address_space *space, const Py_buffer *states, const Py_buffer *stack,
-                            uint64_t stack_address, fu_step_one_fn one, void *context)
-{
-    if (states->len % (Py_ssize_t)sizeof(fu_step_state) != 0)
-        return PyErr_Format(PyExc_ValueError, "states: %zd bytes is not a whole number of %zu-byte records",
-                            states->len, sizeof(fu_step_state));
-    size_t n = (size_t)states->len / sizeof(fu_step_state);
-    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(fu_step_record)));
-    if (!out)
-        return NULL;
-    uint8_t *records = (uint8_t *)PyBytes_AS_STRING(out);
-    fu_dump_memory memory = {stack->buf, stack_address, (uint64_t)stack->len, space};
-    fu_reader reader = fu_dump_reader(&memory);
-    Py_BEGIN_ALLOW_THREADS
-    for (size_t i = 0; i < n; i++) {
-        fu_step_state state;
-        memcpy(&state, (const uint8_t *)states->buf + i * sizeof state, sizeof state);
-        fu_regs regs = {{0}, 0};
-        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
-            if (state.valid >> r & 1)
-                fu_regs_set(&regs, r, state.regs[r]);
-        fu_step_record record;
-        memset(&record, 0, sizeof record);
-        one(context, &regs, &state, &reader, &record);
-        memcpy(records + i * sizeof record, &record, sizeof record);
-    }
-    Py_END_ALLOW_THREADS
-    return out;
-}
-
-/* The walker's step (fu_walk_step), for the compact-vs-DWARF property test (tests/compact_table). */
-static void walker_step(void *space, const fu_regs *regs, const fu_step_state *state, const fu_reader *reader,
-                        fu_step_record *record)
-{
-    fu_walk_result result = {FU_WALK_END, 0, 0};
-    fu_regs caller = {{0}, 0};
-    int kind = fu_walk_step(space, reader, regs, state->ip_is_return_address != 0, &caller, &record->flags, &result);
-    record->kind = (int8_t)kind;
-    record->outcome = kind < 0 ? (uint8_t)result.outcome : FU_STEP_NO_OUTCOME;
-    record->fault_address = kind < 0 ? result.fault_address : 0;
-    if (kind >= 0) {
-        record->valid = caller.valid;
-        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
-            record->regs[r] = caller.valid >> r & 1 ? caller.value[r] : 0;
-    }
-}
-
-/* step_batch(space, states, stack, stack_address) -> bytes: fu_step_record per fu_step_state (binding.h);
+/* step_batch(space, states, stack, stack_address) -> bytes: fu_step_record per fu_step_state (step_batch.h);
  * memory is the stack dump plus the modules' read-only segments. */
 static PyObject *step_batch(PyObject *module, PyObject *args)
 {
@@ -454,9 +353,23 @@ static PyObject *step_batch(PyObject *module, PyObject *args)
     unsigned long long stack_address;
     if (!PyArg_ParseTuple(args, "Oy*y*K", &space_object, &states, &stack, &stack_address))
         return NULL;
-    const fu_address_space *space = fu_address_space_of(module, space_object);
-    PyObject *out = space ? fu_step_batch_run(space, &states, &stack, stack_address, walker_step, (void *)space)
-                          : NULL;
+    const fu_space_with_cache *held = py_core_payload(module, PY_ADDRESS_SPACE, space_object);
+    PyObject *out = NULL;
+    if (!held)
+        goto done;
+    if (states.len % (Py_ssize_t)sizeof(fu_step_state) != 0) {
+        PyErr_Format(PyExc_ValueError, "states: %zd bytes is not a whole number of %zu-byte records", states.len,
+                     sizeof(fu_step_state));
+        goto done;
+    }
+    size_t n = (size_t)states.len / sizeof(fu_step_state);
+    if (!(out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(fu_step_record)))))
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+    fu_step_batch(&held->space, states.buf, n, stack.buf, (uint64_t)stack.len, stack_address, fu_step_walker,
+                  (void *)&held->space, (uint8_t *)PyBytes_AS_STRING(out));
+    Py_END_ALLOW_THREADS
+done:
     PyBuffer_Release(&states);
     PyBuffer_Release(&stack);
     return out;
@@ -475,44 +388,18 @@ static PyMethodDef walk_methods[] = {
 static const char *outcome_name(int code) { return fu_walk_outcome_name((fu_walk_outcome)code); }
 static const char *backend_name(int code) { return fu_backend_name((fu_backend)code); }
 
-/* module.<attribute> = (name(0), ..., name(count - 1)) */
-static int add_names(PyObject *module, const char *attribute, int count, const char *(*name)(int))
+int py_walk_init(PyObject *module)
 {
-    PyObject *names = PyTuple_New(count);
-    if (!names)
+    if (py_core_add_type(module, PY_ADDRESS_SPACE, &space_spec) < 0)
         return -1;
-    for (int i = 0; i < count; i++) {
-        PyObject *item = PyUnicode_FromString(name(i));
-        if (!item) {
-            Py_DECREF(names);
-            return -1;
-        }
-        PyTuple_SET_ITEM(names, i, item);
-    }
-    if (PyModule_AddObject(module, attribute, names) < 0) {
-        Py_DECREF(names);
-        return -1;
-    }
-    return 0;
-}
-
-int fu_walk_binding_init(PyObject *module)
-{
-    PyObject *type = PyType_FromModuleAndSpec(module, &space_spec, NULL);
-    if (!type)
-        return -1;
-    if (PyModule_AddObject(module, "AddressSpace", type) < 0) {
-        Py_DECREF(type);
-        return -1;
-    }
     if (PyModule_AddFunctions(module, walk_methods) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "WALK_MAX_FRAMES", FU_WALK_MAX_FRAMES) < 0 ||
         PyModule_AddIntConstant(module, "STEP_NO_OUTCOME", FU_STEP_NO_OUTCOME) < 0)
         return -1;
     /* outcome and backend names by code, so that Python never mirrors the enums */
-    if (add_names(module, "WALK_OUTCOMES", FU_WALK_OUTCOME_COUNT, outcome_name) < 0 ||
-        add_names(module, "WALK_BACKENDS", FU_BACKEND_COUNT, backend_name) < 0)
+    if (py_core_add_names(module, "WALK_OUTCOMES", FU_WALK_OUTCOME_COUNT, outcome_name) < 0 ||
+        py_core_add_names(module, "WALK_BACKENDS", FU_BACKEND_COUNT, backend_name) < 0)
         return -1;
     return 0;
 }

@@ -1,13 +1,13 @@
-/* fastunwind._core.PerfData: the Python type over the perf.data reader (perf_data.c).
+/* fastunwind._core.PerfData: the Python type over the perf.data reader (core/perf_data.c).
  *
  * PerfData(buffer, max_decompressed=0) parses a whole recording with the GIL released and keeps the
  * buffer (bytes, mmap, ...) pinned: samples point into it. The Python API (fastunwind.perf_data)
  * builds dataclasses from the per-record accessors below; bulk columns leave as packed bytes; C code
- * elsewhere in the extension reads the sample array through fu_perf_object_samples().
- * Errors are raised as fastunwind.errors.PerfDataError (looked up by name at module init and kept as
- * the module attribute _core.PerfDataError).
+ * elsewhere in the extension reads the parsed reader (fu_perf_data) as the object's py_core payload.
+ * Errors are raised as fastunwind.errors.PerfDataError (FU_ERR_PERF_DATA in core/error.h's table; the
+ * class is also the module attribute _core.PerfDataError).
  */
-#include "binding.h" /* Python.h first */
+#include "py_core.h" /* Python.h first */
 
 #include "perf_data.h"
 
@@ -15,40 +15,13 @@
  * header and the queued records); a window of a stream (`owner`: the stream object, whose bytes the
  * window's samples point into; `pd` holds the window's records and lends the stream's header). */
 typedef struct PerfDataObject {
-    PyObject_HEAD
+    py_core_object base; /* payload: &pd once parsed */
     fu_perf_data pd;
     Py_buffer view;
     bool parsed;
     fu_perf_stream *stream;
     PyObject *owner;
 } PerfDataObject;
-
-static void perf_dealloc(PerfDataObject *self);
-
-static bool is_perf_object(PyObject *obj)
-{
-    return obj && Py_TYPE(obj)->tp_dealloc == (destructor)perf_dealloc;
-}
-
-const fu_perf_sample *fu_perf_object_samples(PyObject *perf_data, size_t *count)
-{
-    if (!is_perf_object(perf_data) || !((PerfDataObject *)perf_data)->parsed) {
-        PyErr_SetString(PyExc_TypeError, "expected a parsed fastunwind._core.PerfData");
-        return NULL;
-    }
-    PerfDataObject *self = (PerfDataObject *)perf_data;
-    *count = self->pd.sample_count;
-    return self->pd.samples;
-}
-
-const fu_perf_data *fu_perf_object_data(PyObject *perf_data)
-{
-    if (!is_perf_object(perf_data) || !((PerfDataObject *)perf_data)->parsed) {
-        PyErr_SetString(PyExc_TypeError, "expected a parsed fastunwind._core.PerfData");
-        return NULL;
-    }
-    return &((PerfDataObject *)perf_data)->pd;
-}
 
 /* A stream's header may change while its next window is cut ahead: wait for that first. */
 static void settle(PerfDataObject *self)
@@ -75,23 +48,6 @@ static void perf_dealloc(PerfDataObject *self)
     Py_DECREF(type);
 }
 
-static void raise_perf_error(PyObject *self, const fu_error *err)
-{
-    if (err->status == FU_ERR_NOMEM) {
-        PyErr_NoMemory();
-        return;
-    }
-    PyObject *module = PyType_GetModule(Py_TYPE(self));
-    PyObject *cls = module ? PyObject_GetAttrString(module, "PerfDataError") : NULL;
-    if (!cls) {
-        PyErr_Clear();
-        PyErr_SetString(PyExc_ValueError, err->message);
-        return;
-    }
-    PyErr_SetString(cls, err->message);
-    Py_DECREF(cls);
-}
-
 static int perf_init(PerfDataObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"data", "max_decompressed", NULL};
@@ -110,9 +66,10 @@ static int perf_init(PerfDataObject *self, PyObject *args, PyObject *kwargs)
     Py_END_ALLOW_THREADS
     self->parsed = true; /* the partial state is freeable either way */
     if (status != FU_OK) {
-        raise_perf_error((PyObject *)self, &err);
+        py_core_raise(&err);
         return -1;
     }
+    self->base.payload = &self->pd;
     return 0;
 }
 
@@ -138,10 +95,11 @@ static PyObject *perf_open_stream(PyObject *cls, PyObject *args, PyObject *kwarg
     Py_END_ALLOW_THREADS
     self->parsed = true;
     if (status != FU_OK) {
-        raise_perf_error((PyObject *)self, &err);
+        py_core_raise(&err);
         Py_DECREF(self);
         return NULL;
     }
+    self->base.payload = &self->pd;
     fu_perf_stream_decode_ahead(self->stream, decode_ahead);
     fu_perf_stream_executable_mmaps_only(self->stream, executable_mmaps_only);
     return (PyObject *)self;
@@ -169,11 +127,12 @@ static PyObject *perf_next_window(PerfDataObject *self, PyObject *unused)
     if (status != FU_OK || done) {
         Py_DECREF(window);
         if (status != FU_OK) {
-            raise_perf_error((PyObject *)self, &err);
+            py_core_raise(&err);
             return NULL;
         }
         Py_RETURN_NONE;
     }
+    window->base.payload = &window->pd;
     return (PyObject *)window;
 }
 
@@ -367,7 +326,7 @@ static PyObject *perf_events(PerfDataObject *self, PyObject *unused)
 static PyObject *perf_mmap(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!fu_index_arg(arg, self->pd.mmap_count, &i))
+    if (!py_core_index_arg(arg, self->pd.mmap_count, &i))
         return NULL;
     const fu_perf_mmap *m = &self->pd.mmaps[i];
     PyObject *build_id;
@@ -387,7 +346,7 @@ static PyObject *perf_mmap(PerfDataObject *self, PyObject *arg)
 static PyObject *perf_comm(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!fu_index_arg(arg, self->pd.comm_count, &i))
+    if (!py_core_index_arg(arg, self->pd.comm_count, &i))
         return NULL;
     const fu_perf_comm *c = &self->pd.comms[i];
     return Py_BuildValue("(NNNONHK)", signed32(c->pid), signed32(c->tid), bytes_of(c->comm, c->comm_len),
@@ -399,7 +358,7 @@ static PyObject *perf_comm(PerfDataObject *self, PyObject *arg)
 static PyObject *perf_task(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!fu_index_arg(arg, self->pd.task_count, &i))
+    if (!py_core_index_arg(arg, self->pd.task_count, &i))
         return NULL;
     const fu_perf_task *t = &self->pd.tasks[i];
     return Py_BuildValue("(NNNNKNOK)", signed32(t->pid), signed32(t->ppid), signed32(t->tid), signed32(t->ptid),
@@ -412,7 +371,7 @@ static PyObject *perf_task(PerfDataObject *self, PyObject *arg)
 static PyObject *perf_sample(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!fu_index_arg(arg, self->pd.sample_count, &i))
+    if (!py_core_index_arg(arg, self->pd.sample_count, &i))
         return NULL;
     const fu_perf_sample *s = &self->pd.samples[i];
     PyObject *time = (s->present & FU_PERF_SAMPLE_TIME) ? PyLong_FromUnsignedLongLong(s->time)
@@ -427,7 +386,7 @@ static PyObject *perf_sample(PerfDataObject *self, PyObject *arg)
 static PyObject *perf_sample_callchain(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!fu_index_arg(arg, self->pd.sample_count, &i))
+    if (!py_core_index_arg(arg, self->pd.sample_count, &i))
         return NULL;
     const fu_perf_sample *s = &self->pd.samples[i];
     return u64_tuple((const uint8_t *)s->callchain, s->callchain ? s->callchain_count : 0);
@@ -437,7 +396,7 @@ static PyObject *perf_sample_callchain(PerfDataObject *self, PyObject *arg)
 static PyObject *perf_sample_stack(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!fu_index_arg(arg, self->pd.sample_count, &i))
+    if (!py_core_index_arg(arg, self->pd.sample_count, &i))
         return NULL;
     const fu_perf_sample *s = &self->pd.samples[i];
     return bytes_of((const char *)s->stack, (uint32_t)(s->stack ? s->stack_size : 0));
@@ -447,7 +406,7 @@ static PyObject *perf_sample_stack(PerfDataObject *self, PyObject *arg)
 static PyObject *perf_sample_regs(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!fu_index_arg(arg, self->pd.sample_count, &i))
+    if (!py_core_index_arg(arg, self->pd.sample_count, &i))
         return NULL;
     const fu_perf_sample *s = &self->pd.samples[i];
     uint64_t n = s->regs ? (uint64_t)__builtin_popcountll(s->regs_mask) : 0;
@@ -474,7 +433,7 @@ static PyObject *perf_sample_reg(PerfDataObject *self, PyObject *args)
 static PyObject *perf_sample_extra(PerfDataObject *self, PyObject *arg)
 {
     size_t i;
-    if (!fu_index_arg(arg, self->pd.sample_count, &i))
+    if (!py_core_index_arg(arg, self->pd.sample_count, &i))
         return NULL;
     const fu_perf_sample *s = &self->pd.samples[i];
     PyObject *branches = u64_tuple(s->branches, s->branch_count * 3);
@@ -586,7 +545,7 @@ static PyMethodDef perf_methods[] = {
      "cut() -> None, or (note, missing feature bits, dropped record offset or None) for a recording cut short"},
     {"events", (PyCFunction)perf_events, METH_NOARGS,
      "events() -> (kinds: bytes of u8, indices: bytes of native u32), in time order"},
-    {"mmap", (PyCFunction)perf_mmap, METH_O, "mmap(i) -> tuple (see perf_binding.c)"},
+    {"mmap", (PyCFunction)perf_mmap, METH_O, "mmap(i) -> tuple (see py_perf_data.c)"},
     {"comm", (PyCFunction)perf_comm, METH_O, "comm(i) -> tuple"},
     {"task", (PyCFunction)perf_task, METH_O, "task(i) -> tuple (FORK or EXIT)"},
     {"sample", (PyCFunction)perf_sample, METH_O, "sample(i) -> tuple of the main fields"},
@@ -617,12 +576,13 @@ static PyType_Spec perf_spec = {
     .slots = perf_slots,
 };
 
-int fu_perf_binding_init(PyObject *module)
+int py_perf_data_init(PyObject *module)
 {
+    /* _core.PerfDataError: fastunwind.errors' class, which py_core_raise raises for FU_ERR_PERF_DATA */
     PyObject *errors = PyImport_ImportModule("fastunwind.errors");
     if (!errors)
         return -1;
-    PyObject *cls = PyObject_GetAttrString(errors, "PerfDataError");
+    PyObject *cls = PyObject_GetAttrString(errors, fu_status_exception(FU_ERR_PERF_DATA));
     Py_DECREF(errors);
     if (!cls)
         return -1;
@@ -630,13 +590,8 @@ int fu_perf_binding_init(PyObject *module)
         Py_DECREF(cls);
         return -1;
     }
-    PyObject *type = PyType_FromModuleAndSpec(module, &perf_spec, NULL);
-    if (!type)
+    if (py_core_add_type(module, PY_PERF_DATA, &perf_spec) < 0)
         return -1;
-    if (PyModule_AddObject(module, "PerfData", type) < 0) {
-        Py_DECREF(type);
-        return -1;
-    }
     if (PyModule_AddIntConstant(module, "PERF_MAX_ATTRS", FU_PERF_MAX_ATTRS) < 0 ||
         PyModule_AddIntConstant(module, "PERF_MAX_ATTR_SIZE", FU_PERF_MAX_ATTR_SIZE) < 0 ||
         PyModule_AddObject(module, "PERF_DEFAULT_MAX_DECOMPRESSED",

@@ -35,7 +35,8 @@ static inline bool fu_growing_append(fu_growing *g, const void *item, size_t siz
 {
     if (!fu_growing_reserve(g, size))
         return false;
-    memcpy(g->data + g->len, item, size);
+    if (size) /* data is NULL before the first allocation, and memcpy(NULL, ..., 0) is undefined */
+        memcpy(g->data + g->len, item, size);
     g->len += size;
     return true;
 }

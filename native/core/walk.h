@@ -317,4 +317,29 @@ int64_t fu_address_space_find(const fu_address_space *space, uint64_t avma);
 /* Read from a module's file image: avma -> svma through the module's bias, then its segments. */
 bool fu_address_space_read_image(const fu_address_space *space, uint64_t avma, unsigned size, uint64_t *out);
 
+/* ---- walk caches kept with an address space ---------------------------------------------------- */
+
+/* Walk caches a space keeps across calls: one per thread of unwind_samples (py_perf_walk.c); a
+ * borrower beyond them gets a cache of its own, freed when returned. */
+#define FU_WALK_KEPT_CACHES 8
+/* The caches of one space, NULL until a walk needs one (fu_walk_cache_borrow). The space keeps them
+ * across calls (52 KiB each with its shapes), so a walk finds settled every PC an earlier walk of the
+ * space met, as libunwind's and libdw's caches persist across their unwinds. Callers serialize
+ * borrow and return (the binding holds the GIL). */
+typedef struct fu_walk_cache_slot {
+    fu_walk_cache *caches[FU_WALK_KEPT_CACHES];
+    bool lent[FU_WALK_KEPT_CACHES];
+} fu_walk_cache_slot;
+/* An address space with its kept caches: the payload of _core.AddressSpace. */
+typedef struct fu_space_with_cache {
+    fu_address_space space;
+    fu_walk_cache_slot slot;
+} fu_space_with_cache;
+/* A cache bound to `space`, lent until fu_walk_cache_return: a kept one not lent now, else a new one
+ * (kept if a slot is free); NULL if out of memory. */
+fu_walk_cache *fu_walk_cache_borrow(fu_walk_cache_slot *slot, const fu_address_space *space);
+void fu_walk_cache_return(fu_walk_cache_slot *slot, fu_walk_cache *cache);
+/* Frees the kept caches (none may be lent). */
+void fu_walk_cache_slot_free(fu_walk_cache_slot *slot);
+
 #endif

@@ -12,13 +12,13 @@
  *      from (a separate debug file installed since adds .debug_frame rows).
  *   Any mismatch closes the handle and raises fastunwind.errors.EhElfError naming the path and the
  *   values: the caller rebuilds, nothing is used blindly. The object keeps the handle open while it
- *   lives; fu_compiled_table_of() gives other C files its entry points.
+ *   lives; its py_core payload (PY_EH_ELF) gives other bindings its entry points.
  *
  * eh_elf_step_batch(eh_elf, space, states, stack, stack_address, bias) -> bytes
- *   For tests: one compiled step per state, in walk_binding.c's step_batch record format, so that
+ *   For tests: one compiled step per state, in step_batch.h's record format, so that
  *   the differential test compares it with the DWARF interpreter byte for byte.
  */
-#include "binding.h" /* Python.h first */
+#include "py_core.h" /* Python.h first */
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -28,21 +28,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "step_batch.h"
 #include "walk.h"
 
 typedef struct EhElfObject {
-    PyObject_HEAD
+    py_core_object base; /* payload: &table once loaded and checked */
     void *handle;
     fu_compiled_table table;
     fu_eh_elf_info info; /* a copy, checked */
     PyObject *path;
 } EhElfObject;
-
-static PyObject *eh_elf_error(PyObject *module)
-{
-    PyObject *cls = module ? fu_module_state(module)->eh_elf_error : NULL;
-    return cls ? cls : PyExc_ValueError;
-}
 
 /* ---- the file is a complete ELF shared object ------------------------------------------------ */
 
@@ -153,8 +148,6 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&Iy*|$IO", kwlist, PyUnicode_FSDecoder, &path_object,
                                      &key_kind, &key, &generator_version, &row_count_object))
         return -1;
-    PyObject *module = PyType_GetModule(Py_TYPE(self));
-    PyObject *error = eh_elf_error(module);
     int status = -1;
     void *handle = NULL;
     const char *path = PyUnicode_AsUTF8(path_object);
@@ -171,23 +164,23 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
     }
     const char *problem = check_elf_file(path, why, sizeof why);
     if (problem) {
-        PyErr_Format(error, "eh_elf %s: %s", path, problem);
+        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: %s", path, problem);
         goto done;
     }
     handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         const char *message = dlerror();
-        PyErr_Format(error, "eh_elf %s: dlopen failed: %s", path, message ? message : "?");
+        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: dlopen failed: %s", path, message ? message : "?");
         goto done;
     }
     const fu_eh_elf_info *info = dlsym(handle, "fu_eh_elf_info");
     if (!info) {
-        PyErr_Format(error, "eh_elf %s: no fu_eh_elf_info symbol: not a compiled unwind table", path);
+        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: no fu_eh_elf_info symbol: not a compiled unwind table", path);
         goto done;
     }
     /* the version first: an older object's info is shorter, and its other symbols may be missing */
     if (info->abi_version != FU_UNWIND_ABI_VERSION) {
-        PyErr_Format(error, "eh_elf %s: ABI version %u, this fastunwind uses %d", path, info->abi_version,
+        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: ABI version %u, this fastunwind uses %d", path, info->abi_version,
                      FU_UNWIND_ABI_VERSION);
         goto done;
     }
@@ -198,17 +191,17 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
         info->body_count,
     };
     if (!table.step || !table.find || !table.bodies) {
-        PyErr_Format(error, "eh_elf %s: no %s symbol: not a compiled unwind table", path,
+        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: no %s symbol: not a compiled unwind table", path,
                      !table.step ? "fu_eh_elf_step" : !table.find ? "fu_eh_elf_find" : "fu_eh_elf_bodies");
         goto done;
     }
     for (uint32_t b = 1; b <= table.body_count; b++)
         if (!table.bodies[b]) {
-            PyErr_Format(error, "eh_elf %s: body %u of %u is missing", path, b, table.body_count);
+            py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: body %u of %u is missing", path, b, table.body_count);
             goto done;
         }
     if (info->generator_version != generator_version) {
-        PyErr_Format(error, "eh_elf %s: generator version %u, expected %u", path, info->generator_version,
+        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: generator version %u, expected %u", path, info->generator_version,
                      generator_version);
         goto done;
     }
@@ -217,7 +210,7 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
         char have[2 * FU_EH_ELF_MAX_KEY + 1], want[2 * FU_EH_ELF_MAX_KEY + 1];
         hex(have, sizeof have, info->key, info->key_size <= FU_EH_ELF_MAX_KEY ? info->key_size : 0);
         hex(want, sizeof want, key.buf, (size_t)key.len);
-        PyErr_Format(error, "eh_elf %s: built for key %u:%s, expected %u:%s (another build of the file)", path,
+        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: built for key %u:%s, expected %u:%s (another build of the file)", path,
                      info->key_kind, have, key_kind, want);
         goto done;
     }
@@ -226,7 +219,7 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
         if (PyErr_Occurred())
             goto done;
         if (info->row_count != rows) {
-            PyErr_Format(error, "eh_elf %s: built from %llu DWARF rows, the file has %llu now (a debug file "
+            py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: built from %llu DWARF rows, the file has %llu now (a debug file "
                          "added or removed?)", path, (unsigned long long)info->row_count, rows);
             goto done;
         }
@@ -234,6 +227,7 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
     self->info = *info;
     self->table = table;
     self->handle = handle;
+    self->base.payload = &self->table;
     handle = NULL;
     self->path = Py_NewRef(path_object);
     status = 0;
@@ -250,17 +244,6 @@ static bool check_loaded(EhElfObject *self)
     if (!self->handle)
         PyErr_SetString(PyExc_RuntimeError, "EhElf is not initialized");
     return self->handle != NULL;
-}
-
-const fu_compiled_table *fu_compiled_table_of(PyObject *module, PyObject *object)
-{
-    PyObject *type = fu_module_state(module)->eh_elf_type;
-    if (!type || !PyObject_TypeCheck(object, (PyTypeObject *)type)) {
-        PyErr_Format(PyExc_TypeError, "expected an EhElf, not %.100s", Py_TYPE(object)->tp_name);
-        return NULL;
-    }
-    EhElfObject *self = (EhElfObject *)object;
-    return check_loaded(self) ? &self->table : NULL;
 }
 
 static PyObject *eh_elf_get(EhElfObject *self, void *which)
@@ -311,7 +294,7 @@ typedef struct compiled_batch {
     uint64_t bias; /* avma = svma + bias */
 } compiled_batch;
 
-/* One compiled step into step_batch's record (binding.h). Where the compiled step has no walker
+/* One compiled step into step_batch's record (step_batch.h). Where the compiled step has no walker
  * outcome (NO_INFO: the walker would try the frame pointer; INTERPRET; a status no generator
  * writes) kind is -1 and outcome FU_STEP_NO_OUTCOME; `status` always holds the fu_eh_elf_status. */
 static void compiled_step(void *context, const fu_regs *regs, const fu_step_state *state, const fu_reader *reader,
@@ -347,7 +330,7 @@ static void compiled_step(void *context, const fu_regs *regs, const fu_step_stat
 }
 
 /* eh_elf_step_batch(eh_elf, space, states, stack, stack_address, bias) -> bytes: step_batch's formats
- * (binding.h) with the compiled table's step alone, for the compiled-vs-interpreter test. */
+ * (step_batch.h) with the compiled table's step alone, for the compiled-vs-interpreter test. */
 static PyObject *eh_elf_step_batch(PyObject *module, PyObject *args)
 {
     PyObject *eh_elf_object, *space_object;
@@ -355,9 +338,24 @@ static PyObject *eh_elf_step_batch(PyObject *module, PyObject *args)
     unsigned long long stack_address, bias;
     if (!PyArg_ParseTuple(args, "OOy*y*KK", &eh_elf_object, &space_object, &states, &stack, &stack_address, &bias))
         return NULL;
-    compiled_batch batch = {fu_compiled_table_of(module, eh_elf_object), bias};
-    const fu_address_space *space = batch.table ? fu_address_space_of(module, space_object) : NULL;
-    PyObject *out = space ? fu_step_batch_run(space, &states, &stack, stack_address, compiled_step, &batch) : NULL;
+    compiled_batch batch = {py_core_payload(module, PY_EH_ELF, eh_elf_object), bias};
+    const fu_space_with_cache *space = batch.table ? py_core_payload(module, PY_ADDRESS_SPACE, space_object) : NULL;
+    PyObject *out = NULL;
+    if (!space)
+        goto done;
+    if (states.len % (Py_ssize_t)sizeof(fu_step_state) != 0) {
+        PyErr_Format(PyExc_ValueError, "states: %zd bytes is not a whole number of %zu-byte records", states.len,
+                     sizeof(fu_step_state));
+        goto done;
+    }
+    size_t n = (size_t)states.len / sizeof(fu_step_state);
+    if (!(out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(fu_step_record)))))
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+    fu_step_batch(&space->space, states.buf, n, stack.buf, (uint64_t)stack.len, stack_address, compiled_step, &batch,
+                  (uint8_t *)PyBytes_AS_STRING(out));
+    Py_END_ALLOW_THREADS
+done:
     PyBuffer_Release(&states);
     PyBuffer_Release(&stack);
     return out;
@@ -370,24 +368,10 @@ static PyMethodDef eh_elf_functions[] = {
     {NULL},
 };
 
-int fu_eh_elf_binding_init(PyObject *module)
+int py_eh_elf_init(PyObject *module)
 {
-    module_state *st = fu_module_state(module);
-    PyObject *errors = PyImport_ImportModule("fastunwind.errors");
-    if (!errors)
+    if (py_core_add_type(module, PY_EH_ELF, &eh_elf_spec) < 0)
         return -1;
-    st->eh_elf_error = PyObject_GetAttrString(errors, "EhElfError");
-    Py_DECREF(errors);
-    if (!st->eh_elf_error)
-        return -1;
-    PyObject *type = PyType_FromModuleAndSpec(module, &eh_elf_spec, NULL);
-    if (!type)
-        return -1;
-    st->eh_elf_type = Py_NewRef(type);
-    if (PyModule_AddObject(module, "EhElf", type) < 0) {
-        Py_DECREF(type);
-        return -1;
-    }
     if (PyModule_AddFunctions(module, eh_elf_functions) < 0)
         return -1;
     static const char *const status_names[FU_EH_ELF_STATUS_COUNT] = {

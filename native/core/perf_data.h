@@ -36,9 +36,14 @@
 
 #include "cfi.h"
 
-/* The perf reader's failures are reported through fu_error with this status (cfi.h's enum stops at
- * FU_ERR_NOT_FOUND; the value is kept clear of it). The message names the file offset in hex. */
-#define FU_ERR_PERF_DATA ((fu_status)16)
+/* The perf reader's failures are reported through fu_error with FU_ERR_PERF_DATA (error.h); the
+ * message names the file offset in hex. */
+
+/* perf_event.h, enum perf_callchain_context: markers in a callchain, the context of what follows
+ * (PERF_CONTEXT_MAX and above); and where the kernel's half of the address space starts. */
+#define FU_PERF_CONTEXT_USER ((uint64_t)-512)
+#define FU_PERF_CONTEXT_MAX ((uint64_t)-4095)
+#define FU_PERF_KERNEL_START ((uint64_t)1 << 63)
 
 /* ---- bounds on input-driven work (each has a named error) ---------------------------------- */
 
@@ -415,17 +420,5 @@ void fu_perf_stream_wait(fu_perf_stream *stream);
 /* Records delivered older than an earlier window's (see above). */
 uint64_t fu_perf_stream_out_of_order(const fu_perf_stream *stream);
 void fu_perf_stream_free(fu_perf_stream *stream);
-
-/* ---- Python binding (perf_binding.c) ---------------------------------------------------------- */
-#ifdef Py_PYTHON_H
-/* Registers fastunwind._core.PerfData; called from module_exec. */
-int fu_perf_binding_init(PyObject *module);
-/* The contiguous, time-ordered samples of a fastunwind._core.PerfData object, for other C code in the
- * extension (no Python per sample). NULL with a TypeError set if the object is not a PerfData. The
- * array lives as long as the object. */
-const fu_perf_sample *fu_perf_object_samples(PyObject *perf_data, size_t *count);
-/* The parsed reader behind a PerfData object (mmaps, comms, tasks, events), or NULL + TypeError. */
-const fu_perf_data *fu_perf_object_data(PyObject *perf_data);
-#endif
 
 #endif

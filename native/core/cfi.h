@@ -1,5 +1,5 @@
 /* fastunwind CFI core: the data model shared by cfi_parse.c, cfi_eval.c, dwarf_expr.c,
- * cfi_print.c, lookup.c and the Python binding (module.c).
+ * cfi_print.c, lookup.c and the Python binding (py/py_cfi.c).
  *
  * Pipeline: section bytes --cfi_parse--> entries (CIE/FDE headers, instruction ranges)
  *           --cfi_eval--> rows (address, interned row state) --lookup--> the row at a PC.
@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "cursor.h"
+#include "error.h"
 
 /* ---- bounds on input-driven work (each has a named error) ---------------------------------- */
 
@@ -38,21 +39,7 @@
 
 /* ---- errors --------------------------------------------------------------------------------- */
 
-typedef enum fu_status {
-    FU_OK = 0,
-    FU_ERR_CFI,      /* malformed CFI: message in fu_error */
-    FU_ERR_EXPR,     /* DWARF expression error */
-    FU_ERR_NOMEM,
-    FU_ERR_NOT_FOUND /* no FDE covers an address */
-} fu_status;
-
-typedef struct fu_error {
-    fu_status status;
-    char message[256];
-} fu_error;
-
-fu_status fu_fail(fu_error *err, fu_status status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* fu_status, fu_error, fu_fail and the status -> exception table: error.h */
 
 /* ---- sections and pointer encodings ----------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /* walk: the stack walker (see walk.h for its contract). */
 #include "walk.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* The frame-pointer fallback follows rbp only if it points into the stack above the current SP
@@ -747,6 +748,44 @@ void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space)
     memset(cache->shapes, 0, sizeof cache->shapes);
     memset(cache->interrupted, 0, sizeof cache->interrupted);
     cache->space = space;
+}
+
+fu_walk_cache *fu_walk_cache_borrow(fu_walk_cache_slot *slot, const fu_address_space *space)
+{
+    for (unsigned i = 0; i < FU_WALK_KEPT_CACHES; i++)
+        if (slot->caches[i] && !slot->lent[i]) {
+            slot->lent[i] = true;
+            return slot->caches[i];
+        }
+    fu_walk_cache *cache = malloc(sizeof *cache);
+    if (!cache)
+        return NULL;
+    fu_walk_cache_bind(cache, space);
+    for (unsigned i = 0; i < FU_WALK_KEPT_CACHES; i++)
+        if (!slot->caches[i]) {
+            slot->caches[i] = cache;
+            slot->lent[i] = true;
+            break;
+        }
+    return cache;
+}
+
+void fu_walk_cache_return(fu_walk_cache_slot *slot, fu_walk_cache *cache)
+{
+    for (unsigned i = 0; i < FU_WALK_KEPT_CACHES; i++)
+        if (cache == slot->caches[i]) {
+            slot->lent[i] = false;
+            return;
+        }
+    free(cache);
+}
+
+void fu_walk_cache_slot_free(fu_walk_cache_slot *slot)
+{
+    for (unsigned i = 0; i < FU_WALK_KEPT_CACHES; i++) {
+        free(slot->caches[i]);
+        slot->caches[i] = NULL;
+    }
 }
 
 /* fu_walk's checks on a step from the frame at (ip, sp) to its caller at (next_ip, next_sp), `sp`

@@ -1,77 +1,21 @@
-/* symbols: function symbol tables for symbolization, built and searched in C (a Python loop over
- * libc's ~10k .symtab entries cost 11 ms, over the kernel's ~120k kallsyms lines 50 ms: more than
- * unwinding a whole recording).
- *
- * SymbolTable.from_elf([(symtab, strtab, elf_class, section_flags)], plt=None) -> SymbolTable
- *     the symbols perf 6.1 keeps from one symbol table (dso__load_sym): defined STT_FUNC and
- *     STT_GNU_IFUNC symbols, and STT_NOTYPE labels (not SHN_ABS) in sections whose name contains
- *     "text" (section_flags[shndx] & 1; bytes indexed by section). Then perf's fix-ups, in its
- *     order: symbols__fixup_end (a zero-sized symbol extends to the next one's start, the last to
- *     the page after its start's page), then symbols__fixup_duplicate, whose choose_best_symbol
- *     keeps, of the symbols starting at one address, a sized one over a zero-sized one, non-weak
- *     over weak, global over local, fewer leading underscores, the longer name (all on the
- *     demangled name, as perf demangles before inserting), on a tie the first in the table.
- *     plt: (dynsym, dynstr, [relocation sections], [(address, bytes, sh_entsize, sh_addralign,
- *     is_plt_got)]): x86-64 PLT
- *     stubs named "symbol@plt" (plt.c), at the addresses no symbol of the table starts at.
- * SymbolTable.from_perf_map(text) -> SymbolTable
- *     a JIT's /tmp/perf-PID.map (perf_map.c); of several entries at one address the last one.
- * SymbolTable.from_kallsyms(text, addresses=None) -> SymbolTable
- *     t/T/w/W lines of /proc/kallsyms; an address belongs to the nearest symbol at or below it (of
- *     several at one address, the last in the file). All addresses 0 (kptr_restrict) or no
- *     symbols: `usable` is false and every lookup fails. With `addresses` (bytes of u64), one pass
- *     keeps only the symbols the lookups of those addresses find (a few hundred of ~120k: no
- *     sort, no name copied for the others); lookups of other addresses may then find a farther
- *     symbol.
- * table.lookup(address) -> (name, offset) | None;  len(table)
- *
- * Names of ELF tables are demangled (demangle.c) on their first lookup, and kept; kallsyms and
- * perf-map names are not (perf demangles neither). Input is read through bounded cursors; a
- * truncated or malformed entry ends the scan (ELF) or is skipped (kallsyms and perf-map lines).
- * Names are decoded as UTF-8, invalid bytes replaced by U+FFFD.
- */
-#include "binding.h"
+/* symbols: function symbol tables for symbolization, built and searched in C (see symbols.h; the
+ * Python type fastunwind._core.SymbolTable is py/py_symbols.c). */
+#include "symbols.h"
+
+#include <elf.h> /* STT_*, SHN_*, STB_* */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cursor.h"
 #include "demangle.h"
 #include "growing.h"
 #include "perf_map.h"
-#include "plt.h"
-#include "symbols.h"
 
-#define STT_NOTYPE 0
-#define STT_FUNC 2
-#define STT_GNU_IFUNC 10
-#define SHN_UNDEF 0
-#define SHN_ABS 0xfff1
 /* section_flags bit: the section's name contains "text" (perf's elf_sec__filter for labels) */
 #define SECTION_TEXT 1
 /* perf's end for a last zero-sized symbol: the page after the one it starts in */
 #define LAST_SYMBOL_PAGE 4096
-#define STB_GLOBAL 1
-#define STB_WEAK 2
-/* Longest symbol name kept; C++ names reach a few KiB, longer ones are data, not names. */
-#define FU_MAX_SYMBOL_NAME 65536
-/* Sources of one ELF table (file, separate debug file; .symtab and .dynsym each). */
-#define FU_MAX_SYMBOL_SOURCES 64
-/* Symbols in one table: names and arrays are indexed by u32. */
-#define FU_MAX_SYMBOLS (1u << 26)
-
-typedef struct SymbolTableObject {
-    PyObject_HEAD
-    fu_symbol_table table;
-} SymbolTableObject;
-
-static void symbols_dealloc(SymbolTableObject *self);
-
-const fu_symbol_table *fu_symbol_table_of(PyObject *object)
-{
-    if (!object || Py_TYPE(object)->tp_dealloc != (destructor)symbols_dealloc) {
-        PyErr_SetString(PyExc_TypeError, "expected a fastunwind._core.SymbolTable");
-        return NULL;
-    }
-    return &((SymbolTableObject *)object)->table;
-}
 
 bool fu_symbol_find(const fu_symbol_table *table, uint64_t address, size_t *index)
 {
@@ -122,7 +66,7 @@ const char *fu_symbol_name(const fu_symbol_table *table, size_t index, size_t *l
     return t->plain[index];
 }
 
-static void table_free(fu_symbol_table *t)
+void fu_symbol_table_free(fu_symbol_table *t)
 {
     for (size_t i = 0; t->plain && i < t->count; i++)
         if (t->plain[i] != &not_mangled)
@@ -137,13 +81,14 @@ static void table_free(fu_symbol_table *t)
     memset(t, 0, sizeof *t);
 }
 
-static void symbols_dealloc(SymbolTableObject *self)
+static bool is_ascii(const char *s, size_t n)
 {
-    PyTypeObject *type = Py_TYPE(self);
-    table_free(&self->table);
-    type->tp_free((PyObject *)self);
-    Py_DECREF(type);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] >= 0x80)
+            return false;
+    return true;
 }
+
 
 /* A candidate symbol: where its name is, and what decides between aliases. */
 typedef struct candidate {
@@ -166,46 +111,90 @@ static int by_value_order(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static bool is_ascii(const char *s, size_t n)
+/* ---- names: UTF-8 with invalid bytes replaced ------------------------------------------------- */
+
+/* The length of the well-formed UTF-8 sequence at s[0..n) (Unicode 15, table 3-7), or 0 with *bad
+ * the length of its maximal ill-formed subpart: the lead byte and the continuation bytes after it
+ * that still fit a well-formed sequence (at least 1). */
+static size_t utf8_sequence(const uint8_t *s, size_t n, size_t *bad)
 {
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] >= 0x80)
-            return false;
-    return true;
+    uint8_t lead = s[0];
+    size_t need;
+    uint8_t lo = 0x80, hi = 0xbf; /* the second byte's range */
+    if (lead < 0x80)
+        return 1;
+    if (lead >= 0xc2 && lead <= 0xdf) {
+        need = 2;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+        need = 3;
+        lo = lead == 0xe0 ? 0xa0 : 0x80;
+        hi = lead == 0xed ? 0x9f : 0xbf;
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+        need = 4;
+        lo = lead == 0xf0 ? 0x90 : 0x80;
+        hi = lead == 0xf4 ? 0x8f : 0xbf;
+    } else {
+        *bad = 1; /* 80..c1 and f5..ff never start a sequence */
+        return 0;
+    }
+    size_t k = 1;
+    for (; k < need && k < n; k++) {
+        uint8_t b = s[k];
+        if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xbf))
+            break;
+    }
+    if (k == need)
+        return need;
+    *bad = k;
+    return 0;
 }
 
-/* Append a name to the table's name buffer, as UTF-8 with invalid bytes replaced. */
-static bool append_name(fu_growing *names, const char *name, size_t len, uint32_t *offset, uint32_t *stored)
+/* Append `name` to `names` as Python's bytes.decode("utf-8", "replace") leaves it: one U+FFFD
+ * (EF BF BD) per maximal ill-formed subpart (the "substitution of maximal subparts" practice of
+ * Unicode §3.9 that CPython follows). */
+static bool append_utf8(fu_growing *names, const char *name, size_t len)
 {
-    PyObject *fixed = NULL;
-    if (!is_ascii(name, len)) {
-        PyObject *text = PyUnicode_DecodeUTF8(name, (Py_ssize_t)len, "replace");
-        if (!text)
+    const uint8_t *s = (const uint8_t *)name;
+    size_t start = 0, i = 0;
+    while (i < len) {
+        size_t bad = 0, n = utf8_sequence(s + i, len - i, &bad);
+        if (n) {
+            i += n;
+            continue;
+        }
+        if (!fu_growing_append(names, s + start, i - start) || !fu_growing_append(names, "\xef\xbf\xbd", 3))
             return false;
-        fixed = PyUnicode_AsUTF8String(text);
-        Py_DECREF(text);
-        if (!fixed)
-            return false;
-        name = PyBytes_AS_STRING(fixed);
-        len = (size_t)PyBytes_GET_SIZE(fixed);
+        i += bad;
+        start = i;
     }
-    if (names->len > UINT32_MAX - len) {
-        Py_XDECREF(fixed);
-        PyErr_SetString(PyExc_ValueError, "symbol names exceed 4 GiB");
+    return fu_growing_append(names, s + start, len - start);
+}
+
+/* Append a name to the table's name buffer, as UTF-8 with invalid bytes replaced. Offsets and
+ * lengths are u32: the names may take 4 GiB at most. */
+static bool append_name(fu_growing *names, const char *name, size_t len, uint32_t *offset, uint32_t *stored,
+                        fu_error *err)
+{
+    size_t before = names->len;
+    if (!(is_ascii(name, len) ? fu_growing_append(names, name, len) : append_utf8(names, name, len))) {
+        names->len = before;
+        fu_fail(err, FU_ERR_NOMEM, "out of memory for symbol names");
         return false;
     }
-    *offset = (uint32_t)names->len;
-    *stored = (uint32_t)len;
-    bool ok = fu_growing_append(names, name, len);
-    Py_XDECREF(fixed);
-    if (!ok)
-        PyErr_NoMemory();
-    return ok;
+    if (names->len > UINT32_MAX) {
+        names->len = before;
+        fu_fail(err, FU_ERR_INVALID, "symbol names exceed 4 GiB");
+        return false;
+    }
+    *offset = (uint32_t)before;
+    *stored = (uint32_t)(names->len - before);
+    return true;
 }
 
 /* Fill `t` from candidates sorted by address, one kept per address: the first of each address, or
  * the last one (take_last). A bounded table takes each kept candidate's `end`. */
-static bool table_from_sorted(fu_symbol_table *t, const candidate *c, size_t n, bool take_last, bool bounded)
+static bool table_from_sorted(fu_symbol_table *t, const candidate *c, size_t n, bool take_last, bool bounded,
+                              fu_error *err)
 {
     fu_growing names = {0};
     t->bounded = bounded;
@@ -214,7 +203,7 @@ static bool table_from_sorted(fu_symbol_table *t, const candidate *c, size_t n, 
     t->name_offsets = malloc((n ? n : 1) * sizeof *t->name_offsets);
     t->name_lengths = malloc((n ? n : 1) * sizeof *t->name_lengths);
     if (!t->starts || (bounded && !t->ends) || !t->name_offsets || !t->name_lengths) {
-        PyErr_NoMemory();
+        fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu symbols", n);
         return false;
     }
     size_t count = 0;
@@ -226,7 +215,8 @@ static bool table_from_sorted(fu_symbol_table *t, const candidate *c, size_t n, 
         t->starts[count] = c[i].value;
         if (bounded)
             t->ends[count] = c[i].end;
-        if (!append_name(&names, c[i].name, c[i].name_len, &t->name_offsets[count], &t->name_lengths[count])) {
+        if (!append_name(&names, c[i].name, c[i].name_len, &t->name_offsets[count], &t->name_lengths[count],
+                         err)) {
             free(names.data);
             return false;
         }
@@ -238,22 +228,14 @@ static bool table_from_sorted(fu_symbol_table *t, const candidate *c, size_t n, 
     return true;
 }
 
-static PyObject *new_table_object(PyTypeObject *type)
-{
-    SymbolTableObject *self = (SymbolTableObject *)type->tp_alloc(type, 0);
-    if (self)
-        memset(&self->table, 0, sizeof self->table);
-    return (PyObject *)self;
-}
-
-static bool append_candidate(fu_growing *cands, const candidate *c)
+static bool append_candidate(fu_growing *cands, const candidate *c, fu_error *err)
 {
     if (cands->len / sizeof *c >= FU_MAX_SYMBOLS) {
-        PyErr_Format(PyExc_ValueError, "more than %u symbols", FU_MAX_SYMBOLS);
+        fu_fail(err, FU_ERR_INVALID, "more than %u symbols", FU_MAX_SYMBOLS);
         return false;
     }
     if (!fu_growing_append(cands, c, sizeof *c)) {
-        PyErr_NoMemory();
+        fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu symbols", cands->len / sizeof *c + 1);
         return false;
     }
     return true;
@@ -261,15 +243,15 @@ static bool append_candidate(fu_growing *cands, const candidate *c)
 
 /* The symbols perf keeps of one .symtab/.dynsym section (see the top of the file), appended to
  * `cands`. */
-static bool read_elf_symbols(const Py_buffer *symtab, const Py_buffer *strtab, int elf_class,
-                             const Py_buffer *section_flags, fu_growing *cands)
+static bool read_elf_symbols(const fu_symbol_source *source, fu_growing *cands, fu_error *err)
 {
+    int elf_class = source->elf_class;
     unsigned entsize = elf_class == 64 ? 24 : 16;
-    const uint8_t *base = symtab->buf, *flags = section_flags->buf;
-    const char *strings = strtab->buf;
-    size_t strings_len = (size_t)strtab->len;
+    const uint8_t *base = source->symtab, *flags = source->section_flags;
+    const char *strings = source->strtab;
+    size_t strings_len = source->strtab_size;
     /* the table's length bounds the loop: one entry of entsize bytes per iteration */
-    for (size_t off = 0; off + entsize <= (size_t)symtab->len; off += entsize) {
+    for (size_t off = 0; off + entsize <= source->symtab_size; off += entsize) {
         fu_cursor c = fu_cursor_make(base, base + off, base + off + entsize);
         uint64_t name, value, size;
         uint8_t info;
@@ -292,7 +274,7 @@ static bool read_elf_symbols(const Py_buffer *symtab, const Py_buffer *strtab, i
         unsigned type = info & 0xf, bind = info >> 4;
         bool function = type == STT_FUNC || type == STT_GNU_IFUNC;
         /* perf's elf_sym__is_label, and elf_sec__filter: a label counts in a "text" section only */
-        bool label = type == STT_NOTYPE && shndx != SHN_ABS && shndx < (size_t)section_flags->len &&
+        bool label = type == STT_NOTYPE && shndx != SHN_ABS && shndx < source->section_count &&
                      (flags[shndx] & SECTION_TEXT);
         if ((!function && !label) || shndx == SHN_UNDEF || name == 0 || name >= strings_len)
             continue; /* not a defined function or label, or a name outside the string table */
@@ -304,7 +286,7 @@ static bool read_elf_symbols(const Py_buffer *symtab, const Py_buffer *strtab, i
             .value = value, .size = size, .name = text, .name_len = (uint32_t)(nul - text), .bind = (uint8_t)bind,
             .order = (uint32_t)(cands->len / sizeof cand),
         };
-        if (!append_candidate(cands, &cand))
+        if (!append_candidate(cands, &cand, err))
             return false;
     }
     return true;
@@ -387,7 +369,7 @@ static size_t choose_best(candidate *c, size_t n)
 
 typedef struct plt_context {
     fu_growing *cands, *names;
-    uint32_t first_order;
+    fu_error *err;
     bool failed;
 } plt_context;
 
@@ -409,64 +391,14 @@ static bool plt_emit(void *context, const fu_plt_stub *stub)
     if (ctx->names->len > UINT32_MAX - len - 4 || !fu_growing_append(ctx->names, name, len) ||
         !fu_growing_append(ctx->names, "@plt", 4)) {
         ctx->failed = true;
-        PyErr_NoMemory();
+        fu_fail(ctx->err, FU_ERR_NOMEM, "out of memory for PLT stub names");
         return false;
     }
-    if (!append_candidate(ctx->cands, &cand)) {
+    if (!append_candidate(ctx->cands, &cand, ctx->err)) {
         ctx->failed = true;
         return false;
     }
     return true;
-}
-
-/* plt = (dynsym, dynstr, [relocation sections], [(address, bytes, sh_entsize, sh_addralign, is_plt_got)]);
- * buffers held in
- * `held` (released by the caller). */
-static bool read_plt(PyObject *plt, Py_buffer *held, Py_ssize_t *held_count, fu_growing *cands, fu_growing *names)
-{
-    PyObject *relocations, *sections;
-    fu_plt_input in = {0};
-    Py_buffer *dynsym = &held[(*held_count)++], *dynstr = &held[(*held_count)++];
-    if (!PyArg_ParseTuple(plt, "y*y*O!O!", dynsym, dynstr, &PyList_Type, &relocations, &PyList_Type, &sections)) {
-        *held_count -= 2;
-        return false;
-    }
-    if (PyList_GET_SIZE(relocations) > FU_PLT_MAX_RELOCATION_SECTIONS ||
-        PyList_GET_SIZE(sections) > FU_PLT_MAX_SECTIONS) {
-        PyErr_Format(PyExc_ValueError, "plt: at most %d relocation sections and %d PLT sections",
-                     FU_PLT_MAX_RELOCATION_SECTIONS, FU_PLT_MAX_SECTIONS);
-        return false;
-    }
-    in.dynsym = dynsym->buf;
-    in.dynsym_size = (size_t)dynsym->len;
-    in.dynstr = dynstr->buf;
-    in.dynstr_size = (size_t)dynstr->len;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(relocations); i++) {
-        Py_buffer *b = &held[*held_count];
-        if (PyObject_GetBuffer(PyList_GET_ITEM(relocations, i), b, PyBUF_SIMPLE) < 0)
-            return false;
-        (*held_count)++;
-        in.relocations[in.relocation_count] = b->buf;
-        in.relocation_sizes[in.relocation_count++] = (size_t)b->len;
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sections); i++) {
-        Py_buffer *b = &held[*held_count];
-        unsigned long long address, entsize, addralign;
-        int is_plt_got;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(sections, i), "Ky*KKp", &address, b, &entsize, &addralign, &is_plt_got))
-            return false;
-        (*held_count)++;
-        in.sections[in.section_count++] = (fu_plt_section){address, b->buf, (size_t)b->len,
-                                                           fu_plt_entry_size(entsize, addralign, is_plt_got)};
-    }
-    plt_context ctx = {cands, names, 0, false};
-    fu_plt_counts counts;
-    fu_plt_status status = fu_plt_synthesize(&in, plt_emit, &ctx, &counts);
-    if (status == FU_PLT_NO_MEMORY) {
-        PyErr_NoMemory();
-        return false;
-    }
-    return !ctx.failed;
 }
 
 /* Drop the PLT stubs at addresses a symbol of the table starts at (mold names its stubs
@@ -487,112 +419,22 @@ static size_t drop_covered_stubs(candidate *c, size_t n)
     return kept;
 }
 
-#define MAX_HELD_BUFFERS (3 * FU_MAX_SYMBOL_SOURCES + 2 + FU_PLT_MAX_RELOCATION_SECTIONS + FU_PLT_MAX_SECTIONS)
-
-static PyObject *symbols_from_elf(PyObject *cls, PyObject *args, PyObject *kwargs)
-{
-    static char *keywords[] = {"sources", "plt", NULL};
-    PyObject *sources, *plt = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:from_elf", keywords, &sources, &plt))
-        return NULL;
-    PyObject *seq = PySequence_Fast(sources, "from_elf expects a list of (symtab, strtab, elf_class, section_flags)");
-    if (!seq)
-        return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > FU_MAX_SYMBOL_SOURCES) {
-        Py_DECREF(seq);
-        return PyErr_Format(PyExc_ValueError, "more than %d symbol table sources", FU_MAX_SYMBOL_SOURCES);
-    }
-    Py_buffer buffers[MAX_HELD_BUFFERS];
-    Py_ssize_t held = 0;
-    fu_growing cands = {0}, synthetic_names = {0};
-    PyObject *result = NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int elf_class;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y*y*iy*", &buffers[held], &buffers[held + 1],
-                              &elf_class, &buffers[held + 2]))
-            goto done;
-        held += 3;
-        if (elf_class != 32 && elf_class != 64) {
-            PyErr_Format(PyExc_ValueError, "elf_class must be 32 or 64, not %d", elf_class);
-            goto done;
-        }
-        if (!read_elf_symbols(&buffers[held - 3], &buffers[held - 2], elf_class, &buffers[held - 1], &cands))
-            goto done;
-    }
-    size_t count = cands.len / sizeof(candidate);
-    if (count)
-        qsort(cands.data, count, sizeof(candidate), by_value_order);
-    fixup_ends((candidate *)cands.data, count);
-    count = choose_best((candidate *)cands.data, count);
-    cands.len = count * sizeof(candidate);
-    if (plt != Py_None) {
-        if (!PyTuple_Check(plt)) {
-            PyErr_SetString(PyExc_TypeError, "plt must be None or (dynsym, dynstr, relocations, sections)");
-            goto done;
-        }
-        if (!read_plt(plt, buffers, &held, &cands, &synthetic_names))
-            goto done;
-        count = cands.len / sizeof(candidate);
-        candidate *c = (candidate *)cands.data;
-        for (size_t i = 0; i < count; i++)
-            if (c[i].synthetic)
-                c[i].name = (const char *)synthetic_names.data + c[i].name_offset;
-        /* stable: each address's chosen symbol stays first of its run */
-        qsort(c, count, sizeof *c, by_value_order);
-        count = drop_covered_stubs(c, count);
-    }
-    result = new_table_object((PyTypeObject *)cls);
-    if (result) {
-        fu_symbol_table *t = &((SymbolTableObject *)result)->table;
-        if (!table_from_sorted(t, (candidate *)cands.data, count, false, true))
-            Py_CLEAR(result);
-        else
-            t->demangle = true;
-    }
-done:
-    for (Py_ssize_t i = 0; i < held; i++)
-        PyBuffer_Release(&buffers[i]);
-    free(cands.data);
-    free(synthetic_names.data);
-    Py_DECREF(seq);
-    return result;
-}
-
-/* ---- perf maps (perf_map.c) ---------------------------------------------------------------------- */
+typedef struct perf_map_context {
+    fu_growing *cands;
+    fu_error *err;
+} perf_map_context;
 
 static bool perf_map_emit(void *context, const fu_perf_map_entry *entry)
 {
-    fu_growing *cands = context;
+    perf_map_context *ctx = context;
+    fu_growing *cands = ctx->cands;
     if (entry->name_len > FU_MAX_SYMBOL_NAME)
         return true; /* perf_map.c bounds lines; a name this long cannot reach here */
     uint64_t end = entry->start + (entry->size ? entry->size : 1);
     candidate cand = {.value = entry->start, .size = entry->size, .end = end < entry->start ? UINT64_MAX : end,
                       .name = entry->name, .name_len = (uint32_t)entry->name_len,
                       .order = (uint32_t)(cands->len / sizeof cand)};
-    return append_candidate(cands, &cand);
-}
-
-static PyObject *symbols_from_perf_map(PyObject *cls, PyObject *arg)
-{
-    Py_buffer text;
-    if (PyObject_GetBuffer(arg, &text, PyBUF_SIMPLE) < 0)
-        return NULL;
-    fu_growing cands = {0};
-    fu_perf_map_counts counts;
-    PyObject *result = NULL;
-    if (fu_perf_map_parse(text.buf, (size_t)text.len, perf_map_emit, &cands, &counts)) {
-        size_t count = cands.len / sizeof(candidate);
-        if (count)
-            qsort(cands.data, count, sizeof(candidate), by_value_order);
-        result = new_table_object((PyTypeObject *)cls);
-        if (result && !table_from_sorted(&((SymbolTableObject *)result)->table, (candidate *)cands.data, count, true,
-                                         true))
-            Py_CLEAR(result);
-    }
-    free(cands.data);
-    PyBuffer_Release(&text);
-    return result;
+    return append_candidate(cands, &cand, ctx->err);
 }
 
 /* Each hex digit's value + 1; 0 for other bytes. */
@@ -645,11 +487,11 @@ static int by_u64(const void *a, const void *b)
  * it, the last one of equal addresses), without storing the other ~120k. best[j] is first the best
  * line whose address lands in (queries[j-1], queries[j]], then the running maximum. */
 static bool kallsyms_for_queries(const uint8_t *text, size_t size, const uint64_t *queries, size_t n_queries,
-                                 fu_growing *cands, bool *usable)
+                                 fu_growing *cands, bool *usable, fu_error *err)
 {
     candidate *best = calloc(n_queries + 1, sizeof *best);
     if (!best) {
-        PyErr_NoMemory();
+        fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu kallsyms queries", n_queries);
         return false;
     }
     const uint8_t *p = text, *end = text + size;
@@ -696,7 +538,7 @@ static bool kallsyms_for_queries(const uint8_t *text, size_t size, const uint64_
         size_t kept = cands->len / sizeof *best;
         if (best[j].order && (kept == 0 || ((candidate *)cands->data)[kept - 1].order != best[j].order)) {
             best[j].name_len = kallsyms_name_length((const uint8_t *)best[j].name, end);
-            if (!append_candidate(cands, &best[j])) {
+            if (!append_candidate(cands, &best[j], err)) {
                 free(best);
                 return false;
             }
@@ -706,29 +548,101 @@ static bool kallsyms_for_queries(const uint8_t *text, size_t size, const uint64_
     return true;
 }
 
-static PyObject *symbols_from_kallsyms(PyObject *cls, PyObject *args)
+
+/* ---- entry points --------------------------------------------------------------------------------- */
+
+fu_status fu_symbols_from_elf(const fu_symbol_source *sources, size_t source_count, const fu_plt_input *plt,
+                              fu_symbol_table *out, fu_error *err)
 {
-    Py_buffer text, queries = {0};
-    if (!PyArg_ParseTuple(args, "y*|y*", &text, &queries))
-        return NULL;
+    memset(out, 0, sizeof *out);
+    fu_growing cands = {0}, synthetic_names = {0};
+    bool ok = false;
+    if (source_count > FU_MAX_SYMBOL_SOURCES) {
+        fu_fail(err, FU_ERR_INVALID, "more than %d symbol table sources", FU_MAX_SYMBOL_SOURCES);
+        goto done;
+    }
+    for (size_t i = 0; i < source_count; i++) {
+        if (sources[i].elf_class != 32 && sources[i].elf_class != 64) {
+            fu_fail(err, FU_ERR_INVALID, "elf_class must be 32 or 64, not %d", sources[i].elf_class);
+            goto done;
+        }
+        if (!read_elf_symbols(&sources[i], &cands, err))
+            goto done;
+    }
+    size_t count = cands.len / sizeof(candidate);
+    if (count)
+        qsort(cands.data, count, sizeof(candidate), by_value_order);
+    fixup_ends((candidate *)cands.data, count);
+    count = choose_best((candidate *)cands.data, count);
+    cands.len = count * sizeof(candidate);
+    if (plt) {
+        plt_context ctx = {&cands, &synthetic_names, err, false};
+        fu_plt_counts counts;
+        fu_plt_status status = fu_plt_synthesize(plt, plt_emit, &ctx, &counts);
+        if (ctx.failed)
+            goto done;
+        if (status == FU_PLT_NO_MEMORY) {
+            fu_fail(err, FU_ERR_NOMEM, "out of memory naming PLT stubs");
+            goto done;
+        }
+        count = cands.len / sizeof(candidate);
+        candidate *c = (candidate *)cands.data;
+        for (size_t i = 0; i < count; i++)
+            if (c[i].synthetic)
+                c[i].name = (const char *)synthetic_names.data + c[i].name_offset;
+        /* stable: each address's chosen symbol stays first of its run (qsort(NULL, 0) is undefined) */
+        if (count)
+            qsort(c, count, sizeof *c, by_value_order);
+        count = drop_covered_stubs(c, count);
+    }
+    if (!table_from_sorted(out, (candidate *)cands.data, count, false, true, err))
+        goto done;
+    out->demangle = true;
+    ok = true;
+done:
+    if (!ok)
+        fu_symbol_table_free(out);
+    free(cands.data);
+    free(synthetic_names.data);
+    return ok ? FU_OK : err->status;
+}
+
+fu_status fu_symbols_from_perf_map(const uint8_t *text, size_t size, fu_symbol_table *out, fu_error *err)
+{
+    memset(out, 0, sizeof *out);
+    fu_growing cands = {0};
+    fu_perf_map_counts counts;
+    perf_map_context ctx = {&cands, err};
+    bool ok = fu_perf_map_parse(text, size, perf_map_emit, &ctx, &counts);
+    if (ok) {
+        size_t count = cands.len / sizeof(candidate);
+        if (count)
+            qsort(cands.data, count, sizeof(candidate), by_value_order);
+        ok = table_from_sorted(out, (candidate *)cands.data, count, true, true, err);
+    }
+    free(cands.data);
+    if (!ok)
+        fu_symbol_table_free(out);
+    return ok ? FU_OK : err->status;
+}
+
+fu_status fu_symbols_from_kallsyms(const uint8_t *text, size_t size, const uint64_t *queries, size_t query_count,
+                                   fu_symbol_table *out, fu_error *err)
+{
+    memset(out, 0, sizeof *out);
     fu_growing cands = {0};
     uint64_t *sorted_queries = NULL;
-    PyObject *result = NULL;
-    const uint8_t *p = text.buf, *end = p + text.len;
-    bool sorted = true, usable = false;
-    if (queries.buf) {
-        size_t n = (size_t)queries.len / 8;
-        if ((size_t)queries.len % 8) {
-            PyErr_SetString(PyExc_ValueError, "addresses must be bytes of u64");
+    const uint8_t *p = text, *end = text + size;
+    bool sorted = true, usable = false, ok = false;
+    if (queries) {
+        if (!(sorted_queries = malloc((query_count ? query_count : 1) * 8))) {
+            fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu kallsyms queries", query_count);
             goto done;
         }
-        if (!(sorted_queries = malloc((n ? n : 1) * 8))) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        memcpy(sorted_queries, queries.buf, 8 * n);
-        qsort(sorted_queries, n, 8, by_u64);
-        if (!kallsyms_for_queries(p, (size_t)text.len, sorted_queries, n, &cands, &usable))
+        if (query_count)
+            memcpy(sorted_queries, queries, 8 * query_count);
+        qsort(sorted_queries, query_count, 8, by_u64);
+        if (!kallsyms_for_queries(text, size, sorted_queries, query_count, &cands, &usable, err))
             goto done;
     } else {
         /* one line per iteration: the text's size bounds the loop */
@@ -742,100 +656,20 @@ static PyObject *symbols_from_kallsyms(PyObject *cls, PyObject *args)
                 sorted = false;
             candidate cand = {.value = address, .name = (const char *)name,
                               .name_len = kallsyms_name_length(name, end), .order = (uint32_t)count};
-            if (!append_candidate(&cands, &cand))
+            if (!append_candidate(&cands, &cand, err))
                 goto done;
         }
-        if (!sorted) /* module symbols follow the kernel's, in load order */
+        if (!sorted) /* module symbols follow the kernel's, in load order (then there are 2 or more) */
             qsort(cands.data, cands.len / sizeof(candidate), sizeof(candidate), by_value_order);
     }
-    size_t count = cands.len / sizeof(candidate);
-    result = new_table_object((PyTypeObject *)cls);
-    if (result) {
-        fu_symbol_table *t = &((SymbolTableObject *)result)->table;
-        if (!table_from_sorted(t, (candidate *)cands.data, count, true, false))
-            Py_CLEAR(result);
-        else
-            t->usable = queries.buf ? usable : t->count > 0 && t->starts[t->count - 1] != 0;
-    }
+    if (!table_from_sorted(out, (candidate *)cands.data, cands.len / sizeof(candidate), true, false, err))
+        goto done;
+    out->usable = queries ? usable : out->count > 0 && out->starts[out->count - 1] != 0;
+    ok = true;
 done:
+    if (!ok)
+        fu_symbol_table_free(out);
     free(cands.data);
     free(sorted_queries);
-    PyBuffer_Release(&text);
-    if (queries.buf)
-        PyBuffer_Release(&queries);
-    return result;
-}
-
-static PyObject *symbols_lookup(SymbolTableObject *self, PyObject *arg)
-{
-    int overflow = 0;
-    unsigned long long address;
-    if (!PyLong_Check(arg))
-        return PyErr_Format(PyExc_TypeError, "lookup() expects an int, not %.100s", Py_TYPE(arg)->tp_name);
-    PyLong_AsLongLongAndOverflow(arg, &overflow);
-    if (overflow < 0 || (overflow == 0 && PyLong_AsLongLong(arg) < 0))
-        Py_RETURN_NONE; /* below 0: no symbol */
-    address = PyLong_AsUnsignedLongLong(arg);
-    if (address == (unsigned long long)-1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        Py_RETURN_NONE; /* past 2^64 */
-    }
-    size_t i, len;
-    if (!fu_symbol_find(&self->table, address, &i))
-        Py_RETURN_NONE;
-    const char *name = fu_symbol_name(&self->table, i, &len);
-    return Py_BuildValue("(s#K)", name, (Py_ssize_t)len, (unsigned long long)(address - self->table.starts[i]));
-}
-
-static Py_ssize_t symbols_len(SymbolTableObject *self) { return (Py_ssize_t)self->table.count; }
-
-static PyObject *symbols_usable(SymbolTableObject *self, void *unused)
-{
-    return PyBool_FromLong(self->table.usable);
-}
-
-static PyMethodDef symbols_methods[] = {
-    {"from_elf", (PyCFunction)(void (*)(void))symbols_from_elf, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
-     "from_elf([(symtab, strtab, elf_class, section_flags), ...], plt=None) -> SymbolTable of the symbols perf "
-     "keeps, with PLT stubs named symbol@plt"},
-    {"from_perf_map", symbols_from_perf_map, METH_O | METH_CLASS,
-     "from_perf_map(text) -> SymbolTable of a JIT's /tmp/perf-PID.map"},
-    {"from_kallsyms", symbols_from_kallsyms, METH_VARARGS | METH_CLASS,
-     "from_kallsyms(text, addresses=None) -> SymbolTable of /proc/kallsyms' t/T/w/W symbols (with addresses, "
-     "bytes of u64: only those their lookups need)"},
-    {"lookup", (PyCFunction)symbols_lookup, METH_O, "lookup(address) -> (name, offset) | None"},
-    {NULL},
-};
-
-static PyGetSetDef symbols_getset[] = {
-    {"usable", (getter)symbols_usable, NULL, "False if every lookup fails (kallsyms without addresses)", NULL},
-    {NULL},
-};
-
-static PyType_Slot symbols_slots[] = {
-    {Py_tp_dealloc, symbols_dealloc},
-    {Py_tp_methods, symbols_methods},
-    {Py_tp_getset, symbols_getset},
-    {Py_sq_length, symbols_len},
-    {Py_tp_doc, "Function symbols by address (see native/symbols.c); build with from_elf or from_kallsyms."},
-    {0, NULL},
-};
-
-static PyType_Spec symbols_spec = {
-    .name = "fastunwind._core.SymbolTable",
-    .basicsize = sizeof(SymbolTableObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
-    .slots = symbols_slots,
-};
-
-int fu_symbols_binding_init(PyObject *module)
-{
-    PyObject *type = PyType_FromModuleAndSpec(module, &symbols_spec, NULL);
-    if (!type)
-        return -1;
-    if (PyModule_AddObject(module, "SymbolTable", type) < 0) {
-        Py_DECREF(type);
-        return -1;
-    }
-    return 0;
+    return ok ? FU_OK : err->status;
 }

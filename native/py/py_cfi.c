@@ -1,41 +1,16 @@
-/* fastunwind._core: the Python binding of the C core.
+/* The CFI stages' binding: CfiTable, parse_eh_frame_hdr, register_name.
  *
  * CfiTable(data, kind, address, address_size=8, text_base=0, data_base=0, segments=())
  *   parses and evaluates one .eh_frame or .debug_frame section, with the GIL released. The
  *   object keeps the section's buffer alive (expressions are referenced in place).
  * Bulk data leaves as bytes (rows as packed arrays); per-entry accessors exist for convenience.
- * Errors are raised as fastunwind.errors classes, looked up by name at import.
  */
-#include "binding.h"
-#include "perf_data.h"
+#include "py_core.h"
 
-static module_state *get_state(PyObject *module) { return (module_state *)PyModule_GetState(module); }
-
-module_state *fu_module_state(PyObject *module) { return get_state(module); }
-
-bool fu_index_arg(PyObject *arg, size_t count, size_t *index)
-{
-    Py_ssize_t i = PyNumber_AsSsize_t(arg, PyExc_IndexError);
-    if (i == -1 && PyErr_Occurred())
-        return false;
-    if (i < 0 || (size_t)i >= count) {
-        PyErr_Format(PyExc_IndexError, "index %zd out of range (0..%zu)", i, count);
-        return false;
-    }
-    *index = (size_t)i;
-    return true;
-}
-
-static struct PyModuleDef core_module;
-
-static module_state *state_from_type(PyTypeObject *type)
-{
-    PyObject *module = PyType_GetModuleByDef(type, &core_module);
-    return module ? get_state(module) : NULL;
-}
+#include "cfi.h"
 
 typedef struct CfiTableObject {
-    PyObject_HEAD
+    py_core_object base; /* payload: &table once parsed and evaluated */
     fu_table table;
     Py_buffer data;
     Py_buffer *segment_buffers;
@@ -57,28 +32,6 @@ static void table_dealloc(CfiTableObject *self)
     PyMem_Free(self->segments);
     type->tp_free((PyObject *)self);
     Py_DECREF(type);
-}
-
-const fu_table *fu_cfi_table_of(PyObject *module, PyObject *object)
-{
-    PyObject *type = get_state(module)->cfi_table_type;
-    if (!type || !PyObject_TypeCheck(object, (PyTypeObject *)type)) {
-        PyErr_Format(PyExc_TypeError, "expected a CfiTable, not %.100s", Py_TYPE(object)->tp_name);
-        return NULL;
-    }
-    return &((CfiTableObject *)object)->table;
-}
-
-static int raise_status(PyTypeObject *type, const fu_error *err)
-{
-    module_state *st = state_from_type(type);
-    if (err->status == FU_ERR_NOMEM) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    PyObject *cls = st ? (err->status == FU_ERR_EXPR ? st->expr_error : st->cfi_error) : PyExc_ValueError;
-    PyErr_SetString(cls, err->message);
-    return -1;
 }
 
 static int table_init(CfiTableObject *self, PyObject *args, PyObject *kwargs)
@@ -144,8 +97,13 @@ static int table_init(CfiTableObject *self, PyObject *args, PyObject *kwargs)
         status = fu_table_evaluate(&self->table, &err);
     Py_END_ALLOW_THREADS
     self->parsed = true;
-    if (status != FU_OK)
-        return raise_status(Py_TYPE(self), &err);
+    if (status != FU_OK) {
+        if (status != FU_ERR_NOMEM && status != FU_ERR_EXPR)
+            err.status = FU_ERR_CFI; /* as CfiError, whatever the stage */
+        py_core_raise(&err);
+        return -1;
+    }
+    self->base.payload = &self->table;
     return 0;
 }
 
@@ -444,115 +402,6 @@ static PyType_Spec table_spec = {
     .slots = table_slots,
 };
 
-/* ---- expression evaluation for Python callers ---------------------------------------------- */
-
-typedef struct py_reader {
-    PyObject *callable;
-    bool raised;
-} py_reader;
-
-static bool read_via_python(void *opaque, uint64_t address, unsigned size, uint64_t *out)
-{
-    py_reader *r = opaque;
-    if (r->raised || !r->callable || r->callable == Py_None)
-        return false;
-    PyObject *b = PyObject_CallFunction(r->callable, "KI", (unsigned long long)address, size);
-    if (!b) {
-        r->raised = true;
-        return false;
-    }
-    if (b == Py_None) {
-        Py_DECREF(b);
-        return false;
-    }
-    char *buf;
-    Py_ssize_t len;
-    if (PyBytes_AsStringAndSize(b, &buf, &len) < 0 || len != (Py_ssize_t)size) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_ValueError, "memory reader returned %zd bytes, expected %u", len, size);
-        Py_DECREF(b);
-        r->raised = true;
-        return false;
-    }
-    uint64_t v = 0;
-    for (unsigned i = 0; i < size; i++)
-        v |= (uint64_t)(uint8_t)buf[i] << (8 * i);
-    Py_DECREF(b);
-    *out = v;
-    return true;
-}
-
-/* evaluate_expression(expr, registers: dict[int,int], read=None, initial=None) -> int */
-static PyObject *evaluate_expression(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"expression", "registers", "read", "initial", NULL};
-    Py_buffer expr;
-    PyObject *registers, *read = Py_None, *initial = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*O!|OO", kwlist, &expr, &PyDict_Type, &registers,
-                                     &read, &initial))
-        return NULL;
-    fu_expr_context ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.address_size = 8;
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(registers, &pos, &key, &value)) {
-        long reg = PyLong_AsLong(key);
-        unsigned long long v = PyLong_AsUnsignedLongLongMask(value);
-        if (PyErr_Occurred()) {
-            PyBuffer_Release(&expr);
-            return NULL;
-        }
-        if (reg < 0 || reg >= FU_MAX_COLUMNS) {
-            PyBuffer_Release(&expr);
-            return PyErr_Format(PyExc_ValueError, "register %ld out of range", reg);
-        }
-        ctx.regs[reg] = v;
-        ctx.valid[reg / 64] |= (uint64_t)1 << (reg % 64);
-    }
-    py_reader reader = {read, false};
-    ctx.read_memory = read_via_python;
-    ctx.opaque = &reader;
-    uint64_t init = 0;
-    if (initial != Py_None) {
-        init = PyLong_AsUnsignedLongLongMask(initial);
-        if (PyErr_Occurred()) {
-            PyBuffer_Release(&expr);
-            return NULL;
-        }
-    }
-    uint64_t result;
-    fu_error err = {0};
-    fu_status status = fu_expr_evaluate(expr.buf, (uint64_t)expr.len, &ctx, initial != Py_None, init,
-                                        &result, &err);
-    PyBuffer_Release(&expr);
-    if (reader.raised)
-        return NULL;
-    if (status != FU_OK) {
-        PyErr_SetString(get_state(module)->expr_error, err.message);
-        return NULL;
-    }
-    return PyLong_FromUnsignedLongLong(result);
-}
-
-/* format_expression(expr, style='readelf') -> str */
-static PyObject *format_expression(PyObject *module, PyObject *args)
-{
-    Py_buffer expr;
-    const char *style = "readelf";
-    if (!PyArg_ParseTuple(args, "y*|s", &expr, &style))
-        return NULL;
-    fu_out out = {.fd = -1};
-    if (strcmp(style, "llvm") == 0)
-        fu_expr_print_llvm(&out, expr.buf, (uint64_t)expr.len, 8);
-    else
-        fu_expr_print_readelf(&out, expr.buf, (uint64_t)expr.len, 8);
-    PyBuffer_Release(&expr);
-    PyObject *s = out.failed ? PyErr_NoMemory() : PyUnicode_FromStringAndSize(out.buf ? out.buf : "", (Py_ssize_t)out.len);
-    free(out.buf);
-    return s;
-}
-
 /* parse_eh_frame_hdr(data, address, eh_frame_address=0, eh_frame_size=0)
  *   -> (version, eh_frame_ptr_encoding, fde_count_encoding, table_encoding, eh_frame_ptr,
  *       entries: bytes of uint64 pairs (initial location, FDE address), absolute svmas) */
@@ -566,8 +415,7 @@ static PyObject *parse_eh_frame_hdr(PyObject *module, PyObject *args)
     fu_error err = {0};
     if (fu_hdr_parse(&hdr, data.buf, (uint64_t)data.len, address, eh_frame_address, eh_frame_size, &err) != FU_OK) {
         PyBuffer_Release(&data);
-        PyErr_SetString(get_state(module)->cfi_error, err.message);
-        return NULL;
+        return py_core_raise(&err);
     }
     PyObject *entries = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(hdr.count * 16));
     if (!entries) {
@@ -593,91 +441,20 @@ static PyObject *register_name(PyObject *module, PyObject *arg)
     return PyUnicode_FromString(name);
 }
 
-static PyMethodDef module_methods[] = {
-    {"evaluate_expression", (PyCFunction)(void (*)(void))evaluate_expression, METH_VARARGS | METH_KEYWORDS,
-     "evaluate_expression(expression, registers, read=None, initial=None) -> int"},
-    {"format_expression", format_expression, METH_VARARGS, "format_expression(expr, style='readelf') -> str"},
+static PyMethodDef cfi_functions[] = {
     {"parse_eh_frame_hdr", parse_eh_frame_hdr, METH_VARARGS,
      "parse_eh_frame_hdr(data, address, eh_frame_address=0, eh_frame_size=0) -> header fields and entries"},
     {"register_name", register_name, METH_O, "register_name(column) -> str | None (readelf's x86-64 names)"},
     {NULL},
 };
 
-static int module_exec(PyObject *module)
+int py_cfi_init(PyObject *module)
 {
-    module_state *st = get_state(module);
-    PyObject *errors = PyImport_ImportModule("fastunwind.errors");
-    if (!errors)
-        return -1;
-    st->cfi_error = PyObject_GetAttrString(errors, "CfiError");
-    st->expr_error = PyObject_GetAttrString(errors, "ExprError");
-    Py_DECREF(errors);
-    if (!st->cfi_error || !st->expr_error)
-        return -1;
-    PyObject *type = PyType_FromModuleAndSpec(module, &table_spec, NULL);
-    if (!type)
-        return -1;
-    st->cfi_table_type = Py_NewRef(type);
-    if (PyModule_AddObject(module, "CfiTable", type) < 0) {
-        Py_DECREF(type);
-        return -1;
-    }
-    if (fu_walk_binding_init(module) < 0 || fu_perf_walk_binding_init(module) < 0 ||
-        fu_symbols_binding_init(module) < 0 || fu_compact_binding_init(module) < 0 ||
-        fu_eh_elf_binding_init(module) < 0 || fu_eh_elf_rows_binding_init(module) < 0 ||
-        fu_perf_script_binding_init(module) < 0 || fu_perf_replay_binding_init(module) < 0)
+    if (py_core_add_type(module, PY_CFI_TABLE, &table_spec) < 0 || PyModule_AddFunctions(module, cfi_functions) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "MAX_COLUMNS", FU_MAX_COLUMNS) < 0 ||
         PyModule_AddIntConstant(module, "MAX_STATE_STACK", FU_MAX_STATE_STACK) < 0 ||
-        PyModule_AddIntConstant(module, "EXPR_STACK", FU_EXPR_STACK) < 0 ||
-        PyModule_AddIntConstant(module, "EXPR_MAX_STEPS", FU_EXPR_MAX_STEPS) < 0 ||
         PyModule_AddIntConstant(module, "STATE_SIZE", sizeof(fu_state)) < 0)
         return -1;
-    if (fu_perf_binding_init(module) < 0)
-        return -1;
     return 0;
 }
-
-static int module_traverse(PyObject *module, visitproc visit, void *arg)
-{
-    module_state *st = get_state(module);
-    Py_VISIT(st->cfi_error);
-    Py_VISIT(st->expr_error);
-    Py_VISIT(st->cfi_table_type);
-    Py_VISIT(st->compact_error);
-    Py_VISIT(st->compact_table_type);
-    Py_VISIT(st->eh_elf_error);
-    Py_VISIT(st->eh_elf_type);
-    return 0;
-}
-
-static int module_clear(PyObject *module)
-{
-    module_state *st = get_state(module);
-    Py_CLEAR(st->cfi_error);
-    Py_CLEAR(st->expr_error);
-    Py_CLEAR(st->cfi_table_type);
-    Py_CLEAR(st->compact_error);
-    Py_CLEAR(st->compact_table_type);
-    Py_CLEAR(st->eh_elf_error);
-    Py_CLEAR(st->eh_elf_type);
-    return 0;
-}
-
-static PyModuleDef_Slot module_slots[] = {
-    {Py_mod_exec, module_exec},
-    {0, NULL},
-};
-
-static struct PyModuleDef core_module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "fastunwind._core",
-    .m_doc = "fastunwind's C core: CFI parsing, evaluation, lookup, DWARF expressions, readelf-format output.",
-    .m_size = sizeof(module_state),
-    .m_methods = module_methods,
-    .m_slots = module_slots,
-    .m_traverse = module_traverse,
-    .m_clear = module_clear,
-};
-
-PyMODINIT_FUNC PyInit__core(void) { return PyModuleDef_Init(&core_module); }

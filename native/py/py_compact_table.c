@@ -7,14 +7,14 @@
  *   while an AddressSpace uses it. A corrupt, truncated or foreign buffer raises
  *   fastunwind.errors.CompactTableError naming the first problem.
  */
-#include "binding.h"
+#include "py_core.h"
 
 #include <time.h>
 
 #include "compact_table.h"
 
 typedef struct CompactTableObject {
-    PyObject_HEAD
+    py_core_object base; /* payload: &table once opened */
     fu_compact_table table;
     Py_buffer data;
     bool opened;
@@ -29,8 +29,8 @@ static PyObject *build_compact_table(PyObject *module, PyObject *args)
         return NULL;
     PyObject *result = NULL;
     const fu_table *eh_table = NULL, *debug_table = NULL;
-    if ((eh != Py_None && !(eh_table = fu_cfi_table_of(module, eh))) ||
-        (debug != Py_None && !(debug_table = fu_cfi_table_of(module, debug))))
+    if ((eh != Py_None && !(eh_table = py_core_payload(module, PY_CFI_TABLE, eh))) ||
+        (debug != Py_None && !(debug_table = py_core_payload(module, PY_CFI_TABLE, debug))))
         goto done;
     if (key_kind != FU_COMPACT_KEY_BUILD_ID && key_kind != FU_COMPACT_KEY_FILE_HASH) {
         PyErr_Format(PyExc_ValueError, "key_kind must be %d (build-id) or %d (file hash), not %u",
@@ -49,12 +49,8 @@ static PyObject *build_compact_table(PyObject *module, PyObject *args)
         fu_compact_build_free(&build);
     }
     Py_END_ALLOW_THREADS
-    if (status == FU_ERR_NOMEM) {
-        PyErr_NoMemory();
-        goto done;
-    }
     if (status != FU_OK) {
-        PyErr_SetString(fu_module_state(module)->compact_error, err.message);
+        py_core_raise(&err);
         goto done;
     }
     result = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)size);
@@ -84,12 +80,12 @@ static int compact_init(CompactTableObject *self, PyObject *args, PyObject *kwar
         return -1;
     fu_error err = {0};
     if (fu_compact_open(&self->table, self->data.buf, (size_t)self->data.len, &err) != FU_OK) {
-        PyObject *module = PyType_GetModule(Py_TYPE(self));
-        PyErr_SetString(module ? fu_module_state(module)->compact_error : PyExc_ValueError, err.message);
+        py_core_raise(&err);
         PyBuffer_Release(&self->data);
         return -1;
     }
     self->opened = true;
+    self->base.payload = &self->table;
     return 0;
 }
 
@@ -98,17 +94,6 @@ static bool check_opened(CompactTableObject *self)
     if (!self->opened)
         PyErr_SetString(PyExc_RuntimeError, "CompactTable is not initialized");
     return self->opened;
-}
-
-const fu_compact_table *fu_compact_table_of(PyObject *module, PyObject *object)
-{
-    PyObject *type = fu_module_state(module)->compact_table_type;
-    if (!type || !PyObject_TypeCheck(object, (PyTypeObject *)type)) {
-        PyErr_Format(PyExc_TypeError, "expected a CompactTable, not %.100s", Py_TYPE(object)->tp_name);
-        return NULL;
-    }
-    CompactTableObject *self = (CompactTableObject *)object;
-    return check_opened(self) ? &self->table : NULL;
 }
 
 static const char *const cfa_kind_names[FU_COMPACT_CFA_KIND_COUNT] = {"no_info", "slow", "rsp", "rbp", "register",
@@ -317,24 +302,10 @@ static PyMethodDef compact_functions[] = {
     {NULL},
 };
 
-int fu_compact_binding_init(PyObject *module)
+int py_compact_table_init(PyObject *module)
 {
-    module_state *st = fu_module_state(module);
-    PyObject *errors = PyImport_ImportModule("fastunwind.errors");
-    if (!errors)
+    if (py_core_add_type(module, PY_COMPACT_TABLE, &compact_spec) < 0)
         return -1;
-    st->compact_error = PyObject_GetAttrString(errors, "CompactTableError");
-    Py_DECREF(errors);
-    if (!st->compact_error)
-        return -1;
-    PyObject *type = PyType_FromModuleAndSpec(module, &compact_spec, NULL);
-    if (!type)
-        return -1;
-    st->compact_table_type = Py_NewRef(type);
-    if (PyModule_AddObject(module, "CompactTable", type) < 0) {
-        Py_DECREF(type);
-        return -1;
-    }
     if (PyModule_AddFunctions(module, compact_functions) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "COMPACT_VERSION", FU_COMPACT_VERSION) < 0 ||

@@ -263,7 +263,7 @@ fu_status fu_compact_build_tables(fu_compact_build *b, const fu_table *eh_frame,
     for (size_t i = 0; i < n; i++) {
         fu_compact_rule rule = rule_at(tables, bounds[i]);
         if (i + 1 == n && rule.cfa_kind != FU_COMPACT_CFA_NO_INFO) {
-            status = fu_fail(err, FU_ERR_CFI,
+            status = fu_fail(err, FU_ERR_COMPACT,
                              "compact table: an FDE covers 0x%llx up to the end of the address space",
                              (unsigned long long)bounds[i]);
             goto cleanup;
@@ -287,14 +287,14 @@ fu_status fu_compact_build_tables(fu_compact_build *b, const fu_table *eh_frame,
         rows--;
     }
     if (b->end_svma - b->base_svma > UINT32_MAX) {
-        status = fu_fail(err, FU_ERR_CFI,
+        status = fu_fail(err, FU_ERR_COMPACT,
                          "compact table: the CFI spans 0x%llx..0x%llx, more than the 4 GiB that u32 row "
                          "starts address",
                          (unsigned long long)b->base_svma, (unsigned long long)b->end_svma);
         goto cleanup;
     }
     if (rows > UINT32_MAX - 1) {
-        status = fu_fail(err, FU_ERR_CFI, "compact table: %zu rows", rows);
+        status = fu_fail(err, FU_ERR_COMPACT, "compact table: %zu rows", rows);
         goto cleanup;
     }
     b->row_start = malloc((rows ? rows : 1) * sizeof *b->row_start);
@@ -336,7 +336,7 @@ fu_status fu_compact_serialize(const fu_compact_build *b, uint32_t key_kind, con
                                uint8_t **out, size_t *size, fu_error *err)
 {
     if (key_size > FU_COMPACT_MAX_KEY)
-        return fu_fail(err, FU_ERR_CFI, "compact table: a key of %zu bytes (at most %d)", key_size,
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: a key of %zu bytes (at most %d)", key_size,
                        FU_COMPACT_MAX_KEY);
     uint32_t index_size = b->rule_count <= FU_COMPACT_MAX_NARROW_RULES ? 2 : 4;
     fu_compact_header h;
@@ -411,42 +411,42 @@ fu_status fu_compact_open(fu_compact_table *t, const uint8_t *data, size_t size,
     memset(t, 0, sizeof *t);
     const fu_compact_header *h = (const fu_compact_header *)data;
     if ((uintptr_t)data % 8 != 0)
-        return fu_fail(err, FU_ERR_CFI, "compact table: buffer at %p is not 8-byte aligned", (const void *)data);
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: buffer at %p is not 8-byte aligned", (const void *)data);
     if (size < sizeof *h)
-        return fu_fail(err, FU_ERR_CFI, "compact table: truncated: %zu bytes, the header alone is %zu", size,
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: truncated: %zu bytes, the header alone is %zu", size,
                        sizeof *h);
     if (memcmp(h->magic, FU_COMPACT_MAGIC, FU_COMPACT_MAGIC_SIZE) != 0)
-        return fu_fail(err, FU_ERR_CFI, "compact table: bad magic (not a fastunwind compact table)");
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: bad magic (not a fastunwind compact table)");
     if (h->version != FU_COMPACT_VERSION)
-        return fu_fail(err, FU_ERR_CFI, "compact table: version %u, expected %u", h->version, FU_COMPACT_VERSION);
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: version %u, expected %u", h->version, FU_COMPACT_VERSION);
     if (h->header_size != sizeof *h)
-        return fu_fail(err, FU_ERR_CFI, "compact table: header of %u bytes, expected %zu", h->header_size, sizeof *h);
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: header of %u bytes, expected %zu", h->header_size, sizeof *h);
     if (h->file_size != size)
-        return fu_fail(err, FU_ERR_CFI, "compact table: truncated or padded: header says 0x%llx bytes, have 0x%zx",
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: truncated or padded: header says 0x%llx bytes, have 0x%zx",
                        (unsigned long long)h->file_size, size);
     if (h->key_size > FU_COMPACT_MAX_KEY ||
         (h->key_kind != FU_COMPACT_KEY_BUILD_ID && h->key_kind != FU_COMPACT_KEY_FILE_HASH))
-        return fu_fail(err, FU_ERR_CFI, "compact table: bad key (kind %u, %u bytes)", h->key_kind, h->key_size);
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: bad key (kind %u, %u bytes)", h->key_kind, h->key_size);
     if (h->rule_index_size != 2 && h->rule_index_size != 4)
-        return fu_fail(err, FU_ERR_CFI, "compact table: rule index elements of %u bytes", h->rule_index_size);
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: rule index elements of %u bytes", h->rule_index_size);
     if (h->rule_index_size == 2 && h->rule_count > FU_COMPACT_MAX_NARROW_RULES)
-        return fu_fail(err, FU_ERR_CFI, "compact table: %u rules with a 16-bit rule index", h->rule_count);
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: %u rules with a 16-bit rule index", h->rule_count);
     if (!array_fits(h->row_start_offset, h->row_count, 4, size) || h->row_start_offset < sizeof *h)
-        return fu_fail(err, FU_ERR_CFI, "compact table: row starts at 0x%llx (%u rows) outside the 0x%zx bytes",
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: row starts at 0x%llx (%u rows) outside the 0x%zx bytes",
                        (unsigned long long)h->row_start_offset, h->row_count, size);
     if (!array_fits(h->rule_index_offset, h->row_count, h->rule_index_size, size) || h->rule_index_offset < sizeof *h)
-        return fu_fail(err, FU_ERR_CFI, "compact table: rule index at 0x%llx (%u rows) outside the 0x%zx bytes",
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: rule index at 0x%llx (%u rows) outside the 0x%zx bytes",
                        (unsigned long long)h->rule_index_offset, h->row_count, size);
     if (!array_fits(h->rules_offset, h->rule_count, 4, size) || h->rules_offset < sizeof *h ||
         h->rule_count > (size - h->rules_offset) / sizeof(fu_compact_rule))
-        return fu_fail(err, FU_ERR_CFI, "compact table: %u rules at 0x%llx outside the 0x%zx bytes", h->rule_count,
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: %u rules at 0x%llx outside the 0x%zx bytes", h->rule_count,
                        (unsigned long long)h->rules_offset, size);
     if (h->end_svma < h->base_svma || h->end_svma - h->base_svma > UINT32_MAX ||
         (h->row_count == 0) != (h->end_svma == h->base_svma))
-        return fu_fail(err, FU_ERR_CFI, "compact table: bad range 0x%llx..0x%llx for %u rows",
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: bad range 0x%llx..0x%llx for %u rows",
                        (unsigned long long)h->base_svma, (unsigned long long)h->end_svma, h->row_count);
     if ((uint64_t)h->slow_row_count + h->no_info_row_count > h->row_count)
-        return fu_fail(err, FU_ERR_CFI, "compact table: %u slow and %u no-info rows of %u", h->slow_row_count,
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: %u slow and %u no-info rows of %u", h->slow_row_count,
                        h->no_info_row_count, h->row_count);
     const fu_compact_rule *rules = (const fu_compact_rule *)(data + h->rules_offset);
     for (uint32_t i = 0; i < h->rule_count; i++) {
@@ -464,7 +464,7 @@ fu_status fu_compact_open(fu_compact_table *t, const uint8_t *data, size_t size,
             ok = memcmp(r, &signal_context, sizeof *r) == 0;
         }
         if (!ok)
-            return fu_fail(err, FU_ERR_CFI, "compact table: rule %u is invalid (CFA kind %u, register %u)", i,
+            return fu_fail(err, FU_ERR_COMPACT, "compact table: rule %u is invalid (CFA kind %u, register %u)", i,
                            r->cfa_kind, r->cfa_register);
     }
     const uint32_t *starts = (const uint32_t *)(data + h->row_start_offset);
@@ -472,12 +472,12 @@ fu_status fu_compact_open(fu_compact_table *t, const uint8_t *data, size_t size,
     uint64_t pages = h->row_count ? ((span - 1) >> FU_COMPACT_PAGE_SHIFT) + 2 : 0;
     if (h->page_shift != FU_COMPACT_PAGE_SHIFT || h->page_count != pages ||
         !array_fits(h->page_index_offset, h->page_count, 4, size) || h->page_index_offset < sizeof *h)
-        return fu_fail(err, FU_ERR_CFI, "compact table: page index of %u pages of 1<<%u bytes at 0x%llx: expected %llu "
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: page index of %u pages of 1<<%u bytes at 0x%llx: expected %llu "
                        "pages of 1<<%d inside the 0x%zx bytes", h->page_count, h->page_shift,
                        (unsigned long long)h->page_index_offset, (unsigned long long)pages, FU_COMPACT_PAGE_SHIFT, size);
     for (uint32_t i = 0; i < h->row_count; i++) {
         if ((i == 0 && starts[0] != 0) || (i > 0 && starts[i] <= starts[i - 1]) || starts[i] >= span)
-            return fu_fail(err, FU_ERR_CFI, "compact table: row %u starts at +0x%x: not sorted, or outside 0..0x%llx",
+            return fu_fail(err, FU_ERR_COMPACT, "compact table: row %u starts at +0x%x: not sorted, or outside 0..0x%llx",
                            i, starts[i], (unsigned long long)span);
         uint32_t rule;
         if (h->rule_index_size == 2)
@@ -485,7 +485,7 @@ fu_status fu_compact_open(fu_compact_table *t, const uint8_t *data, size_t size,
         else
             rule = ((const uint32_t *)(data + h->rule_index_offset))[i];
         if (rule >= h->rule_count)
-            return fu_fail(err, FU_ERR_CFI, "compact table: row %u names rule %u of %u", i, rule, h->rule_count);
+            return fu_fail(err, FU_ERR_COMPACT, "compact table: row %u names rule %u of %u", i, rule, h->rule_count);
     }
     /* every page entry must name the row in force at the page's first byte (its last byte for the
      * final entry): the lookup's binary search relies on it, so a wrong entry would pick a wrong
@@ -497,7 +497,7 @@ fu_status fu_compact_open(fu_compact_table *t, const uint8_t *data, size_t size,
             at = span - 1;
         uint32_t r = page_first[p];
         if (r >= h->row_count || starts[r] > at || (r + 1 < h->row_count && starts[r + 1] <= at))
-            return fu_fail(err, FU_ERR_CFI, "compact table: page %u names row %u, not the row in force at +0x%llx", p,
+            return fu_fail(err, FU_ERR_COMPACT, "compact table: page %u names row %u, not the row in force at +0x%llx", p,
                            r, (unsigned long long)at);
     }
     t->header = h;

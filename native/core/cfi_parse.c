@@ -14,16 +14,6 @@
 
 #include "cfi.h"
 
-fu_status fu_fail(fu_error *err, fu_status status, const char *fmt, ...)
-{
-    err->status = status;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
 void fu_entry_set_error(fu_entry *entry, const char *message)
 {
     if (entry->has_error)

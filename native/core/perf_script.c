@@ -1,0 +1,555 @@
+/* perf_script: see perf_script.h. */
+#include "perf_script.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "index_set.h"
+#include "render.h"
+#include "walk.h"
+
+/* ---- resolving frames ------------------------------------------------------------------------ */
+
+typedef struct frame_key {
+    uint32_t mapping;
+    uint64_t address;
+} frame_key;
+
+static bool frame_equal(const void *ctx, uint32_t i, const void *key)
+{
+    const fu_unwound_frame *f = &((const fu_unwound_frame *)ctx)[i];
+    const frame_key *k = key;
+    return f->mapping == k->mapping && f->key == k->address;
+}
+
+static void set_symbol(fu_unwound_frame *f, const fu_symbol_table *table, uint64_t address)
+{
+    size_t index, len;
+    if (table && fu_symbol_find(table, address, &index)) {
+        f->has_symbol = true;
+        f->name = fu_symbol_name(table, index, &len);
+        f->name_len = (uint32_t)len;
+        f->offset = address - table->starts[index];
+    }
+}
+
+typedef struct resolver {
+    fu_unwound *u;
+    fu_index_set index;
+    fu_unwound_load_fn load;
+    void *context;
+    bool *failed;
+    fu_error *err;
+} resolver;
+
+/* The id of the frame for (mapping, address), resolved on first sight; FU_INDEX_NONE with err set. */
+static uint32_t frame_id(resolver *r, uint32_t mapping, uint64_t address)
+{
+    fu_unwound *u = r->u;
+    frame_key key = {mapping, address};
+    uint64_t hash = fu_hash_u64(address ^ (uint64_t)mapping << 40 ^ (uint64_t)mapping);
+    uint32_t found = fu_index_find(&r->index, hash, frame_equal, u->frames, &key);
+    if (found != FU_INDEX_NONE)
+        return found;
+    if (u->frame_count == u->frame_cap) {
+        size_t cap = u->frame_cap ? 2 * u->frame_cap : 1024;
+        fu_unwound_frame *frames = cap < FU_INDEX_NONE ? realloc(u->frames, cap * sizeof *frames) : NULL;
+        if (!frames) {
+            fu_fail(r->err, FU_ERR_NOMEM, "out of memory for %zu frames", cap);
+            return FU_INDEX_NONE;
+        }
+        u->frames = frames;
+        u->frame_cap = cap;
+    }
+    fu_unwound_frame f = {.key = address, .mapping = mapping};
+    if (mapping == FU_UNWOUND_MAPPING_KERNEL || mapping == FU_UNWOUND_MAPPING_NONE) {
+        f.address = address;
+    } else {
+        fu_unwound_map *m = &u->maps[mapping];
+        __int128 printed = (__int128)address - (__int128)m->start + (__int128)m->pgoff;
+        f.negative = printed < 0;
+        f.address = (unsigned __int128)(printed < 0 ? -printed : printed);
+        if (m->has_symbols && !m->loaded) {
+            m->loaded = true;
+            m->symbols = r->load(r->context, mapping, r->failed);
+            if (*r->failed) {
+                fu_fail(r->err, FU_ERR_INVALID, "the symbols of mapping %u could not be loaded", mapping);
+                return FU_INDEX_NONE;
+            }
+        }
+        __int128 svma = (__int128)address - (__int128)m->bias;
+        if (m->symbols && svma >= 0 && svma <= (__int128)UINT64_MAX)
+            set_symbol(&f, m->symbols, (uint64_t)svma);
+    }
+    uint32_t id = (uint32_t)u->frame_count;
+    if (!fu_index_insert(&r->index, hash, id)) {
+        fu_fail(r->err, FU_ERR_NOMEM, "out of memory for the frame index");
+        return FU_INDEX_NONE;
+    }
+    u->frames[u->frame_count++] = f;
+    return id;
+}
+
+static bool append_u32(fu_growing *g, uint32_t v)
+{
+    if (g->len / 4 >= FU_INDEX_NONE - 1) /* ids and bounds are u32 */
+        return false;
+    return fu_growing_append(g, &v, 4);
+}
+
+fu_status fu_unwound_build(fu_unwound *u, const uint32_t *comm_ids, const uint32_t *space_ids,
+                           const fu_unwound_space *spaces, size_t space_count, const fu_unwound_columns *columns,
+                           fu_unwound_load_fn load, void *context, bool *failed, fu_error *err)
+{
+    size_t n = u->sample_count;
+    resolver r = {.u = u, .load = load, .context = context, .failed = failed, .err = err};
+    fu_growing bounds = {0}, ids = {0};
+    fu_status status = FU_OK;
+    *failed = false;
+    u->comm_ids = malloc(4 * (n ? n : 1));
+    u->outcomes = malloc(n ? n : 1);
+    if (!u->comm_ids || !u->outcomes) {
+        status = fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu samples", n);
+        goto done;
+    }
+    if (n) {
+        memcpy(u->comm_ids, comm_ids, 4 * n);
+        memcpy(u->outcomes, columns->outcomes, n);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (u->comm_ids[i] != FU_INDEX_NONE && u->comm_ids[i] >= u->comm_count) {
+            status = fu_fail(err, FU_ERR_INVALID, "a comm id is out of range (or its name is not bytes)");
+            goto done;
+        }
+    for (size_t i = 0; i < space_count; i++)
+        for (uint32_t k = 0; k < spaces[i].count; k++) {
+            uint32_t map;
+            memcpy(&map, &spaces[i].maps[k], 4);
+            if (map >= u->map_count) {
+                status = fu_fail(err, FU_ERR_INVALID, "a space names a mapping out of range");
+                goto done;
+            }
+        }
+    const uint32_t *starts = columns->starts, *modules = columns->modules;
+    const uint64_t *ips = columns->ips;
+    const uint8_t *kinds = columns->kinds;
+    size_t frames = columns->frame_count;
+    /* one sample per iteration, each over its own callchain and frames: bounded by the input */
+    for (size_t s = 0; s < n; s++) {
+        const fu_perf_sample *sample = &u->samples[s];
+        if (!append_u32(&bounds, (uint32_t)(ids.len / 4)))
+            goto nomem;
+        /* without a callchain, a kernel IP is the sample's one kernel frame (user IPs come in `columns`) */
+        bool ip_only = !(sample->present & FU_PERF_SAMPLE_CALLCHAIN);
+        uint64_t entries = ip_only ? 1 : sample->callchain ? sample->callchain_count : 0;
+        for (uint64_t c = 0; c < entries; c++) {
+            uint64_t ip = ip_only ? sample->ip : sample->callchain[c];
+            if (ip < FU_PERF_KERNEL_START || ip >= FU_PERF_CONTEXT_MAX)
+                continue;
+            uint32_t id = frame_id(&r, FU_UNWOUND_MAPPING_KERNEL, ip);
+            if (id == FU_INDEX_NONE) {
+                status = err->status;
+                goto done;
+            }
+            if (!append_u32(&ids, id))
+                goto nomem;
+        }
+        if (!append_u32(&bounds, (uint32_t)(ids.len / 4)))
+            goto nomem;
+        uint32_t first = starts[s], last = starts[s + 1];
+        if (first > last || last > frames) {
+            status = fu_fail(err, FU_ERR_INVALID, "unwound's frame starts are out of order");
+            goto done;
+        }
+        uint32_t space_id;
+        memcpy(&space_id, &space_ids[s], 4);
+        if (last > first && space_id >= space_count) {
+            status = fu_fail(err, FU_ERR_INVALID, "a sample with frames has no address space");
+            goto done;
+        }
+        for (uint32_t k = first; k < last; k++) {
+            uint64_t avma = ips[k];
+            /* callers the walker recovered from a return address at that address - 1; not the frame a
+             * signal interrupted, nor callchain entries (callchain_samples: perf prints them as they are) */
+            if (k > first && (kinds[k] == FU_FRAME_CFI || kinds[k] == FU_FRAME_FP))
+                avma -= 1;
+            uint32_t mapping = FU_UNWOUND_MAPPING_NONE;
+            if (modules[k] != FU_UNWOUND_NO_MODULE) {
+                const fu_unwound_space *space = &spaces[space_id];
+                if (modules[k] >= space->count) {
+                    status = fu_fail(err, FU_ERR_INVALID, "a frame's module is out of its address space");
+                    goto done;
+                }
+                memcpy(&mapping, &space->maps[modules[k]], 4);
+            }
+            uint32_t id = frame_id(&r, mapping, avma);
+            if (id == FU_INDEX_NONE) {
+                status = err->status;
+                goto done;
+            }
+            if (!append_u32(&ids, id))
+                goto nomem;
+        }
+    }
+    if (!append_u32(&bounds, (uint32_t)(ids.len / 4)))
+        goto nomem;
+    u->bounds = (uint32_t *)(void *)bounds.data;
+    u->frame_ids = (uint32_t *)(void *)ids.data;
+    bounds.data = ids.data = NULL;
+    if (!u->bounds && !(u->bounds = calloc(1, 4)))
+        goto nomem;
+    goto done;
+nomem:
+    status = fu_fail(err, FU_ERR_NOMEM, "out of memory for the samples' frame ids");
+done:
+    fu_index_free(&r.index);
+    free(bounds.data);
+    free(ids.data);
+    return status;
+}
+
+size_t fu_unwound_kernel_addresses(const fu_unwound *u, uint64_t *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < u->frame_count; i++)
+        if (u->frames[i].mapping == FU_UNWOUND_MAPPING_KERNEL) {
+            if (out)
+                out[n] = u->frames[i].key;
+            n++;
+        }
+    return n;
+}
+
+void fu_unwound_set_kernel_symbols(fu_unwound *u, const fu_symbol_table *table)
+{
+    u->kernel_symbols = table;
+    for (size_t i = 0; table && i < u->frame_count; i++)
+        if (u->frames[i].mapping == FU_UNWOUND_MAPPING_KERNEL)
+            set_symbol(&u->frames[i], table, u->frames[i].key);
+}
+
+void fu_unwound_free(fu_unwound *u)
+{
+    free(u->comm_ids);
+    free(u->outcomes);
+    free(u->bounds);
+    free(u->frame_ids);
+    free(u->frames);
+    free(u->lines.data);
+    u->comm_ids = u->bounds = u->frame_ids = NULL;
+    u->outcomes = NULL;
+    u->frames = NULL;
+    u->lines = (fu_growing){0};
+    u->frame_count = u->frame_cap = 0;
+}
+
+/* ---- text -------------------------------------------------------------------------------------- */
+
+static const char KERNEL_DSO[] = "[kernel.kallsyms]", UNKNOWN_DSO[] = "[unknown]";
+
+void fu_unwound_frame_dso(const fu_unwound *u, const fu_unwound_frame *f, const char **dso, size_t *len)
+{
+    if (f->mapping == FU_UNWOUND_MAPPING_KERNEL) {
+        *dso = KERNEL_DSO;
+        *len = sizeof KERNEL_DSO - 1;
+    } else if (f->mapping == FU_UNWOUND_MAPPING_NONE) {
+        *dso = UNKNOWN_DSO;
+        *len = sizeof UNKNOWN_DSO - 1;
+    } else {
+        *dso = u->maps[f->mapping].path.data;
+        *len = u->maps[f->mapping].path.len;
+    }
+}
+
+void fu_unwound_comm(const fu_unwound *u, size_t s, const char **comm, size_t *len)
+{
+    uint32_t id = u->comm_ids[s];
+    if (id == FU_INDEX_NONE) {
+        *comm = "";
+        *len = 0;
+        return;
+    }
+    *comm = u->comm_names[id].data;
+    *len = u->comm_names[id].len;
+}
+
+/* Each frame's line, formatted once: "\t%16x sym+0xoff (dso)\n" or "\t%16x [unknown] (dso)\n". */
+static bool format_lines(fu_unwound *u)
+{
+    if (u->lines_ready)
+        return true;
+    u->lines.len = 0;
+    for (size_t i = 0; i < u->frame_count; i++) {
+        fu_unwound_frame *f = &u->frames[i];
+        const char *dso;
+        size_t dso_len;
+        fu_unwound_frame_dso(u, f, &dso, &dso_len);
+        size_t need = 1 + 41 + 1 + (f->has_symbol ? f->name_len + 3 + 16 : 9) + 2 + dso_len + 2;
+        if (!fu_growing_reserve(&u->lines, need) || u->lines.len + need > UINT32_MAX)
+            return false;
+        fu_growing *out = &u->lines;
+        size_t begin = out->len;
+        fu_put(out, "\t", 1);
+        fu_put_hex(out, f->address, f->negative, 16);
+        fu_put(out, " ", 1);
+        if (f->has_symbol) {
+            fu_put(out, f->name, f->name_len);
+            fu_put(out, "+0x", 3);
+            fu_put_hex(out, f->offset, false, 0);
+        } else {
+            fu_put(out, "[unknown]", 9);
+        }
+        fu_put(out, " (", 2);
+        fu_put(out, dso, dso_len);
+        fu_put(out, ")\n", 2);
+        f->line_offset = (uint32_t)begin;
+        f->line_len = (uint32_t)(out->len - begin);
+    }
+    u->lines_ready = true;
+    return true;
+}
+
+/* Hand the buffer to the sink when it holds a chunk (or at the end: force). */
+static bool flush(fu_growing *out, fu_sink_fn sink, void *context, bool force)
+{
+    if (!out->len || (!force && out->len < FU_UNWOUND_CHUNK))
+        return true;
+    bool ok = sink(context, out->data, out->len);
+    out->len = 0;
+    return ok;
+}
+
+/* The rest of a sample without a callchain: ":  %16x sym+0xoff (dso)\n" for its one frame (the IP
+ * as sampled, not DSO-relative), ":\n" if it has none. False if out of memory. */
+static bool render_ip_line(const fu_unwound *u, size_t s, fu_growing *out)
+{
+    uint32_t k = u->bounds[2 * s];
+    if (k == u->bounds[2 * s + 2]) {
+        if (!fu_growing_reserve(out, 2))
+            return false;
+        fu_put(out, ":\n", 2);
+        return true;
+    }
+    const fu_unwound_frame *f = &u->frames[u->frame_ids[k]];
+    const char *dso;
+    size_t dso_len;
+    fu_unwound_frame_dso(u, f, &dso, &dso_len);
+    if (!fu_growing_reserve(out, 3 + 41 + 1 + (f->has_symbol ? f->name_len + 3 + 16 : 9) + 2 + dso_len + 2))
+        return false;
+    fu_put(out, ":  ", 3);
+    fu_put_hex(out, f->key, false, 16);
+    fu_put(out, " ", 1);
+    if (f->has_symbol) {
+        fu_put(out, f->name, f->name_len);
+        fu_put(out, "+0x", 3);
+        fu_put_hex(out, f->offset, false, 0);
+    } else {
+        fu_put(out, "[unknown]", 9);
+    }
+    fu_put(out, " (", 2);
+    fu_put(out, dso, dso_len);
+    fu_put(out, ")\n", 2);
+    return true;
+}
+
+fu_status fu_unwound_render(fu_unwound *u, fu_sink_fn sink, void *context, fu_error *err)
+{
+    if (!format_lines(u))
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory formatting %zu frames", u->frame_count);
+    fu_growing out = {0};
+    bool nomem = false, sunk = true;
+    for (size_t s = 0; !nomem && sunk && s < u->sample_count; s++) {
+        const fu_perf_sample *sample = &u->samples[s];
+        const char *comm;
+        size_t comm_len;
+        fu_unwound_comm(u, s, &comm, &comm_len);
+        if (!fu_growing_reserve(&out, comm_len + 80)) { /* 16 columns of padding, tid, time */
+            nomem = true;
+            break;
+        }
+        /* perf script prints a sample without a callchain on one line: comm right-aligned in 16
+         * columns, then " %16x sym+0xoff (dso)" with the IP as sampled (builtin-script.c) */
+        bool ip_only = !(sample->present & FU_PERF_SAMPLE_CALLCHAIN);
+        for (size_t pad = comm_len; ip_only && pad < 16; pad++)
+            fu_put(&out, " ", 1);
+        fu_put(&out, comm, comm_len);
+        fu_put(&out, " ", 1);
+        fu_put_sdec(&out, (int32_t)sample->tid, 5);
+        fu_put(&out, " ", 1);
+        fu_put_udec(&out, sample->time / 1000000000u, 5, ' ');
+        fu_put(&out, ".", 1);
+        fu_put_udec(&out, sample->time % 1000000000u / 1000u, 6, '0');
+        if (ip_only) {
+            nomem = !render_ip_line(u, s, &out);
+            sunk = nomem || flush(&out, sink, context, false);
+            continue;
+        }
+        fu_put(&out, ": \n", 3);
+        for (uint32_t k = u->bounds[2 * s]; !nomem && k < u->bounds[2 * s + 2]; k++) {
+            const fu_unwound_frame *f = &u->frames[u->frame_ids[k]];
+            if (!fu_growing_reserve(&out, f->line_len))
+                nomem = true;
+            else
+                fu_put(&out, u->lines.data + f->line_offset, f->line_len);
+        }
+        if (!nomem && !fu_growing_reserve(&out, 1))
+            nomem = true;
+        if (!nomem) {
+            fu_put(&out, "\n", 1);
+            sunk = flush(&out, sink, context, false);
+        }
+    }
+    if (!nomem && sunk)
+        sunk = flush(&out, sink, context, true);
+    free(out.data);
+    if (nomem)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory rendering %zu samples", u->sample_count);
+    if (!sunk)
+        return fu_fail(err, FU_ERR_INVALID, "the output sink failed");
+    return FU_OK;
+}
+
+/* ---- folded stacks ------------------------------------------------------------------------------ */
+
+typedef struct stack_rec {
+    size_t offset, len; /* into the pool */
+    uint64_t count;
+    uint32_t order;
+} stack_rec;
+
+typedef struct stack_ctx {
+    const fu_growing *pool;
+    const stack_rec *stacks;
+} stack_ctx;
+
+static bool stack_equal(const void *ctx, uint32_t i, const void *key)
+{
+    const stack_ctx *c = ctx;
+    const stack_rec *s = &c->stacks[i];
+    const fu_growing *k = key;
+    return s->len == k->len && (k->len == 0 || memcmp(c->pool->data + s->offset, k->data, k->len) == 0);
+}
+
+static int by_count_then_order(const void *a, const void *b)
+{
+    const stack_rec *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* A frame's folded name: its symbol, else "[unknown DSO-BASENAME]". */
+static bool append_folded_name(const fu_unwound *u, const fu_unwound_frame *f, fu_growing *out)
+{
+    if (f->has_symbol && f->name_len)
+        return fu_growing_append(out, f->name, f->name_len);
+    const char *dso;
+    size_t len;
+    fu_unwound_frame_dso(u, f, &dso, &len);
+    for (size_t i = len; i > 0; i--)
+        if (dso[i - 1] == '/') {
+            dso += i;
+            len -= i;
+            break;
+        }
+    return fu_growing_append(out, "[unknown ", 9) && fu_growing_append(out, dso, len) &&
+           fu_growing_append(out, "]", 1);
+}
+
+/* Whether a stack with this outcome is whole: the walk reached the end, or the frames are the
+ * kernel's callchain or the IP alone (nothing was walked that could stop early). */
+static bool stack_complete(const char *outcome, size_t len)
+{
+    static const char *const whole[] = {"end", "callchain", "ip_only"};
+    for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
+        if (len == strlen(whole[i]) && memcmp(outcome, whole[i], len) == 0)
+            return true;
+    return false;
+}
+
+fu_status fu_unwound_folded(const fu_unwound *u, bool by_count, fu_sink_fn sink, void *context, fu_error *err)
+{
+    fu_growing pool = {0}, line = {0}, stacks = {0}, out = {0};
+    fu_index_set index = {0};
+    bool ok = true, sunk = true;
+    for (size_t s = 0; ok && s < u->sample_count; s++) {
+        const char *comm;
+        size_t comm_len;
+        fu_unwound_comm(u, s, &comm, &comm_len);
+        line.len = 0;
+        ok = fu_growing_append(&line, comm, comm_len);
+        uint32_t kernel = u->bounds[2 * s], user = u->bounds[2 * s + 1], end = u->bounds[2 * s + 2];
+        if (ok && end > user) {
+            fu_text outcome = u->outcome_names[u->outcomes[s]];
+            if (!stack_complete(outcome.data, outcome.len))
+                ok = fu_growing_append(&line, ";[", 2) && fu_growing_append(&line, outcome.data, outcome.len) &&
+                     fu_growing_append(&line, "]", 1);
+        }
+        for (uint32_t k = end; ok && k > kernel; k--)
+            ok = fu_growing_append(&line, ";", 1) && append_folded_name(u, &u->frames[u->frame_ids[k - 1]], &line);
+        if (!ok)
+            break;
+        stack_ctx ctx = {&pool, (const stack_rec *)(const void *)stacks.data};
+        uint64_t hash = fu_hash_bytes(line.data, line.len, 6);
+        uint32_t found = fu_index_find(&index, hash, stack_equal, &ctx, &line);
+        if (found != FU_INDEX_NONE) {
+            ((stack_rec *)(void *)stacks.data)[found].count++;
+            continue;
+        }
+        stack_rec rec = {pool.len, line.len, 1, (uint32_t)(stacks.len / sizeof rec)};
+        ok = stacks.len / sizeof rec < FU_INDEX_NONE - 1 && fu_growing_append(&pool, line.data, line.len) &&
+             fu_growing_append(&stacks, &rec, sizeof rec) && fu_index_insert(&index, hash, rec.order);
+    }
+    size_t count = stacks.len / sizeof(stack_rec);
+    if (ok && count && by_count)
+        qsort(stacks.data, count, sizeof(stack_rec), by_count_then_order);
+    for (size_t i = 0; ok && sunk && i < count; i++) {
+        const stack_rec *rec = &((const stack_rec *)(const void *)stacks.data)[i];
+        ok = fu_growing_reserve(&out, rec->len + 24);
+        if (ok) {
+            fu_put(&out, pool.data + rec->offset, rec->len);
+            fu_put(&out, " ", 1);
+            fu_put_udec(&out, rec->count, 0, ' ');
+            fu_put(&out, "\n", 1);
+            sunk = flush(&out, sink, context, false);
+        }
+    }
+    if (ok && sunk)
+        sunk = flush(&out, sink, context, true);
+    free(pool.data);
+    free(line.data);
+    free(stacks.data);
+    free(out.data);
+    fu_index_free(&index);
+    if (!ok)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory folding %zu samples", u->sample_count);
+    if (!sunk)
+        return fu_fail(err, FU_ERR_INVALID, "the output sink failed");
+    return FU_OK;
+}
+
+/* ---- statistics ---------------------------------------------------------------------------------- */
+
+bool fu_unwound_statistics(const fu_unwound *u, uint64_t *unwound, uint64_t *frames,
+                           uint64_t by_outcome[FU_UNWOUND_OUTCOME_CODES], uint64_t **by_depth, uint32_t *deepest)
+{
+    *unwound = *frames = 0;
+    *deepest = 0;
+    memset(by_outcome, 0, FU_UNWOUND_OUTCOME_CODES * sizeof *by_outcome);
+    for (size_t s = 0; s < u->sample_count; s++) {
+        uint32_t depth = u->bounds[2 * s + 2] - u->bounds[2 * s + 1];
+        *deepest = depth > *deepest ? depth : *deepest;
+    }
+    uint64_t *depths = calloc((size_t)*deepest + 1, sizeof *depths);
+    if (!depths)
+        return false;
+    for (size_t s = 0; s < u->sample_count; s++) {
+        uint32_t depth = u->bounds[2 * s + 2] - u->bounds[2 * s + 1];
+        by_outcome[u->outcomes[s]]++;
+        depths[depth]++;
+        *unwound += depth > 0;
+        *frames += depth;
+    }
+    *by_depth = depths;
+    return true;
+}

@@ -1,0 +1,135 @@
+/* perf_script: a recording's unwound samples symbolized and rendered without Python per sample or
+ * per frame: perf script's text, FlameGraph's folded stacks, the outcome statistics. The Python side
+ * (symbolize_samples, UnwoundSamples) is py/py_perf_script.c.
+ *
+ * perf script's rules (perf 6.1, `-F comm,tid,time,ip,sym,symoff,dso --no-inline`): per sample a
+ * header `comm  tid  sec.usec: `, one line `\t%16x sym+0xoff (dso)` per frame, kernel frames (the
+ * sample's callchain entries in [2^63, PERF_CONTEXT_MAX)) then user frames, and a blank line. A
+ * user frame is printed at its DSO-relative address (avma - map start + pgoff), callers at their
+ * return address - 1 except the frame a signal interrupted; its symbol is looked up at svma = avma
+ * - bias. Every distinct (mapping, address) is resolved and formatted once. Symbol names are the
+ * tables' (fu_symbol_name: demangled in C, kept with the table).
+ */
+#ifndef FASTUNWIND_PERF_SCRIPT_H
+#define FASTUNWIND_PERF_SCRIPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "growing.h"
+#include "perf_data.h"
+#include "symbols.h"
+
+#define FU_UNWOUND_NO_MODULE UINT32_MAX          /* fu_frames.module of an IP in no mapping */
+#define FU_UNWOUND_MAPPING_NONE UINT32_MAX       /* a user frame in no mapping */
+#define FU_UNWOUND_MAPPING_KERNEL (UINT32_MAX - 1)
+#define FU_UNWOUND_CHUNK (1u << 20)              /* bytes handed to a sink at a time */
+#define FU_UNWOUND_OUTCOME_CODES 256
+
+/* Text the caller keeps alive (not NUL-terminated). */
+typedef struct fu_text {
+    const char *data;
+    size_t len;
+} fu_text;
+
+/* A mapping of the replay: where it starts, its file offset and bias, its path (the dso printed) and,
+ * once a frame needs them, its symbols. */
+typedef struct fu_unwound_map {
+    uint64_t start, pgoff;
+    int64_t bias;
+    fu_text path;
+    bool has_symbols; /* a loader may give its symbols */
+    bool loaded;
+    const fu_symbol_table *symbols;
+} fu_unwound_map;
+
+typedef struct fu_unwound_frame {
+    uint64_t key;        /* avma (user) or ip (kernel) */
+    uint32_t mapping;    /* index into maps, FU_UNWOUND_MAPPING_NONE or FU_UNWOUND_MAPPING_KERNEL */
+    bool negative;       /* the printed address is below 0 (a return address at a mapping's start) */
+    bool has_symbol;
+    unsigned __int128 address; /* printed address, magnitude */
+    const char *name;    /* UTF-8, into a symbol table (its name or demangled name); valid while has_symbol */
+    uint32_t name_len;
+    uint64_t offset;
+    uint32_t line_offset, line_len; /* the formatted line in `lines`, once rendered */
+} fu_unwound_frame;
+
+typedef struct fu_unwound {
+    const fu_perf_sample *samples;
+    size_t sample_count;
+    const fu_text *comm_names;    /* by comm id */
+    size_t comm_count;
+    const fu_text *outcome_names; /* FU_UNWOUND_OUTCOME_CODES, by outcome code */
+    fu_unwound_map *maps;         /* the caller's */
+    size_t map_count;
+    uint32_t *comm_ids;           /* per sample (FU_INDEX_NONE: none) */
+    uint8_t *outcomes;            /* per sample */
+    uint32_t *bounds;    /* per sample: kernel frames from bounds[2i], user frames from bounds[2i+1] to bounds[2i+2] */
+    uint32_t *frame_ids; /* into frames */
+    fu_unwound_frame *frames;
+    size_t frame_count, frame_cap;
+    const fu_symbol_table *kernel_symbols;
+    fu_growing lines;
+    bool lines_ready;
+} fu_unwound;
+
+/* One address space: the index in the maps of each of its modules, in the walker's order. */
+typedef struct fu_unwound_space {
+    const uint32_t *maps; /* may be unaligned */
+    uint32_t count;
+} fu_unwound_space;
+
+/* unwind_samples' columns (perf_walk.h). */
+typedef struct fu_unwound_columns {
+    const uint8_t *outcomes;
+    const uint32_t *starts; /* sample_count + 1 */
+    const uint64_t *ips;
+    const uint32_t *modules;
+    const uint8_t *kinds;
+    size_t frame_count;
+} fu_unwound_columns;
+
+/* The symbols of maps[mapping], asked once when a frame first needs them: NULL for none, or NULL
+ * with *failed set to stop the build (the loader's error is its own). */
+typedef const fu_symbol_table *(*fu_unwound_load_fn)(void *context, uint32_t mapping, bool *failed);
+
+/* Takes u's samples, names and maps (set by the caller, the rest zeroed) and resolves every frame:
+ * each sample's kernel frames (its callchain's kernel entries, or a kernel IP) then its user frames
+ * from `columns`. Fails with FU_ERR_INVALID (the columns, ids or spaces do not fit together; or
+ * the loader failed: `failed`), or FU_ERR_NOMEM. */
+fu_status fu_unwound_build(fu_unwound *u, const uint32_t *comm_ids, const uint32_t *space_ids,
+                           const fu_unwound_space *spaces, size_t space_count, const fu_unwound_columns *columns,
+                           fu_unwound_load_fn load, void *context, bool *failed, fu_error *err);
+/* The kernel frames' addresses (into `out`, room for the count; NULL: only the count). */
+size_t fu_unwound_kernel_addresses(const fu_unwound *u, uint64_t *out);
+/* Names the kernel frames from `table` (NULL: none). */
+void fu_unwound_set_kernel_symbols(fu_unwound *u, const fu_symbol_table *table);
+
+/* Where the outputs go: false stops the output (the sink's error is its own). */
+typedef bool (*fu_sink_fn)(void *context, const uint8_t *data, size_t len);
+
+/* perf script's text of every sample, in chunks of about FU_UNWOUND_CHUNK. FU_ERR_NOMEM, or
+ * FU_ERR_INVALID when the sink failed. */
+fu_status fu_unwound_render(fu_unwound *u, fu_sink_fn sink, void *context, fu_error *err);
+/* "comm;[outcome;]root;...;leaf count" lines, most frequent first (ties in order of first
+ * appearance; by_count false: all in order of first appearance). A stack that did not reach its end
+ * is rooted at "[outcome]" so that it is never drawn as a complete one; a sample without user frames
+ * has no such root. Errors as fu_unwound_render. */
+fu_status fu_unwound_folded(const fu_unwound *u, bool by_count, fu_sink_fn sink, void *context, fu_error *err);
+
+/* Samples with user frames, user frames, samples per outcome code and per user depth (by_depth:
+ * *deepest + 1 counts, malloc'd). False if out of memory. */
+bool fu_unwound_statistics(const fu_unwound *u, uint64_t *unwound, uint64_t *frames,
+                           uint64_t by_outcome[FU_UNWOUND_OUTCOME_CODES], uint64_t **by_depth, uint32_t *deepest);
+
+/* The dso a frame prints: [kernel.kallsyms], [unknown] or its mapping's path. */
+void fu_unwound_frame_dso(const fu_unwound *u, const fu_unwound_frame *f, const char **dso, size_t *len);
+/* Sample s's comm ("" for none). */
+void fu_unwound_comm(const fu_unwound *u, size_t s, const char **comm, size_t *len);
+/* Frees what fu_unwound_build allocated (not the caller's maps and names). */
+void fu_unwound_free(fu_unwound *u);
+
+#endif

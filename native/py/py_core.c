@@ -1,0 +1,140 @@
+/* The shared base of the binding (py_core.h). */
+#include "py_core.h"
+
+#include <string.h>
+
+static py_core_state *state_of(PyObject *module) { return (py_core_state *)PyModule_GetState(module); }
+
+/* "CfiTable" for fastunwind._core.CfiTable */
+static const char *short_name(const PyTypeObject *type)
+{
+    const char *dot = strrchr(type->tp_name, '.');
+    return dot ? dot + 1 : type->tp_name;
+}
+
+int py_core_add_type(PyObject *module, py_type_id id, PyType_Spec *spec)
+{
+    PyObject *type = PyType_FromModuleAndSpec(module, spec, NULL);
+    if (!type)
+        return -1;
+    py_core_state *state = state_of(module);
+    Py_XSETREF(state->types[id], (PyTypeObject *)Py_NewRef(type));
+    if (PyModule_AddObject(module, short_name((PyTypeObject *)type), type) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    return 0;
+}
+
+PyTypeObject *py_core_type(PyObject *module, py_type_id id) { return state_of(module)->types[id]; }
+
+void *py_core_payload(PyObject *module, py_type_id id, PyObject *object)
+{
+    PyTypeObject *type = state_of(module)->types[id];
+    if (!type || !PyObject_TypeCheck(object, type)) {
+        const char *name = type ? short_name(type) : "fastunwind._core type";
+        bool vowel = strchr("AEIOU", name[0]) != NULL;
+        PyErr_Format(PyExc_TypeError, "expected %s %s, not %.100s", vowel ? "an" : "a", name,
+                     Py_TYPE(object)->tp_name);
+        return NULL;
+    }
+    void *payload = ((py_core_object *)object)->payload;
+    if (!payload)
+        PyErr_Format(PyExc_RuntimeError, "%s is not initialized", short_name(type));
+    return payload;
+}
+
+/* The class named `name` in fastunwind.errors, else in builtins; a new reference, or NULL. */
+static PyObject *exception_named(const char *name)
+{
+    PyObject *errors = PyImport_ImportModule("fastunwind.errors");
+    PyObject *cls = errors ? PyObject_GetAttrString(errors, name) : NULL;
+    Py_XDECREF(errors);
+    if (!cls) {
+        PyErr_Clear();
+        PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
+        cls = builtins ? Py_XNewRef(PyDict_GetItemString(builtins, name)) : NULL;
+    }
+    return cls;
+}
+
+static PyObject *raise_message(fu_status status, const char *message)
+{
+    if (status == FU_ERR_NOMEM)
+        return PyErr_NoMemory();
+    PyObject *cls = exception_named(fu_status_exception(status));
+    PyErr_SetString(cls ? cls : PyExc_ValueError, message);
+    Py_XDECREF(cls);
+    return NULL;
+}
+
+PyObject *py_core_raise(const fu_error *err) { return raise_message(err->status, err->message); }
+
+PyObject *py_core_raise_format(fu_status status, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    PyObject *message = PyUnicode_FromFormatV(format, ap);
+    va_end(ap);
+    if (!message)
+        return NULL;
+    const char *text = PyUnicode_AsUTF8(message);
+    if (text)
+        raise_message(status, text);
+    Py_DECREF(message);
+    return NULL;
+}
+
+bool py_core_index_arg(PyObject *arg, size_t count, size_t *index)
+{
+    Py_ssize_t i = PyNumber_AsSsize_t(arg, PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred())
+        return false;
+    if (i < 0 || (size_t)i >= count) {
+        PyErr_Format(PyExc_IndexError, "index %zd out of range (0..%zu)", i, count);
+        return false;
+    }
+    *index = (size_t)i;
+    return true;
+}
+
+PyObject *py_core_bytes(const void *data, size_t size)
+{
+    return PyBytes_FromStringAndSize(size ? (const char *)data : "", (Py_ssize_t)size);
+}
+
+int py_core_add_names(PyObject *module, const char *attribute, int count, const char *(*name)(int))
+{
+    PyObject *names = PyTuple_New(count);
+    if (!names)
+        return -1;
+    for (int i = 0; i < count; i++) {
+        PyObject *item = PyUnicode_FromString(name(i));
+        if (!item) {
+            Py_DECREF(names);
+            return -1;
+        }
+        PyTuple_SET_ITEM(names, i, item);
+    }
+    if (PyModule_AddObject(module, attribute, names) < 0) {
+        Py_DECREF(names);
+        return -1;
+    }
+    return 0;
+}
+
+int py_core_state_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    py_core_state *state = state_of(module);
+    for (int i = 0; i < PY_TYPE_COUNT; i++)
+        Py_VISIT(state->types[i]);
+    return 0;
+}
+
+int py_core_state_clear(PyObject *module)
+{
+    py_core_state *state = state_of(module);
+    for (int i = 0; i < PY_TYPE_COUNT; i++)
+        Py_CLEAR(state->types[i]);
+    return 0;
+}

@@ -1,0 +1,76 @@
+/* The one shared base of the Python binding (native/py). Every py_X.c includes this header and the
+ * core headers of its stage, and nothing else of native/py: no binding calls another. py_module.c
+ * lists the py_X_init functions (the init table) and owns the module definition.
+ *
+ * - Types: each binding registers its types with py_core_add_type under a py_type_id; the module
+ *   state holds them, so any binding can check an argument's type (py_core_payload) without knowing
+ *   the binding that defines it.
+ * - Payloads: every object starts with py_core_object; `payload` points at the core struct the object
+ *   wraps (fu_cfi_table, fu_compact_table, fu_perf_data, ...), NULL until __init__ succeeded.
+ * - Errors: py_core_raise raises a fu_error as the exception core/error.h names for its status,
+ *   looked up in fastunwind.errors, then in builtins.
+ */
+#ifndef FASTUNWIND_PY_CORE_H
+#define FASTUNWIND_PY_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+typedef enum py_type_id {
+    PY_CFI_TABLE,       /* payload: fu_table (py_cfi.c) */
+    PY_COMPACT_TABLE,   /* fu_compact_table (py_compact_table.c) */
+    PY_EH_ELF,          /* fu_compiled_table (py_eh_elf.c) */
+    PY_ADDRESS_SPACE,   /* fu_space_with_cache (py_walk.c) */
+    PY_PERF_DATA,       /* fu_perf_data, parsed (py_perf_data.c) */
+    PY_SYMBOL_TABLE,    /* fu_symbol_table (py_symbols.c) */
+    PY_UNWOUND_SAMPLES, /* (py_perf_script.c) */
+    PY_TYPE_COUNT
+} py_type_id;
+
+/* The first member of every object of the binding's types. */
+typedef struct py_core_object {
+    PyObject_HEAD
+    void *payload;
+} py_core_object;
+
+/* The module state. */
+typedef struct py_core_state {
+    PyTypeObject *types[PY_TYPE_COUNT];
+} py_core_state;
+
+/* Each binding's entry: adds its types, functions and constants to the module; -1 with an exception
+ * set on failure. */
+typedef int (*py_init_fn)(PyObject *module);
+
+/* Creates the type from `spec` (its basicsize includes a py_core_object first), records it as `id`
+ * and adds it to the module under the last component of spec->name. */
+int py_core_add_type(PyObject *module, py_type_id id, PyType_Spec *spec);
+/* The type registered as `id` (borrowed), or NULL if none yet. */
+PyTypeObject *py_core_type(PyObject *module, py_type_id id);
+/* The payload of `object`, which must be of type `id`: NULL with TypeError ("expected a CfiTable, not
+ * int") or, for an object whose __init__ has not succeeded, RuntimeError ("CfiTable is not
+ * initialized"). */
+void *py_core_payload(PyObject *module, py_type_id id, PyObject *object);
+
+/* Raises err as fu_status_exception(err->status) names it (MemoryError without its message); NULL. */
+PyObject *py_core_raise(const fu_error *err);
+/* The same with a message formatted here; NULL. */
+PyObject *py_core_raise_format(fu_status status, const char *format, ...);
+
+/* An index argument in [0, count) into *index; false with IndexError or TypeError set. */
+bool py_core_index_arg(PyObject *arg, size_t count, size_t *index);
+/* bytes holding a copy of [data, data + size), or NULL with an exception. */
+PyObject *py_core_bytes(const void *data, size_t size);
+/* module.<attribute> = (name(0), ..., name(count - 1)); -1 with an exception. */
+int py_core_add_names(PyObject *module, const char *attribute, int count, const char *(*name)(int));
+
+/* For the module definition (py_module.c). */
+int py_core_state_traverse(PyObject *module, visitproc visit, void *arg);
+int py_core_state_clear(PyObject *module);
+
+#endif

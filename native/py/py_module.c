@@ -1,0 +1,51 @@
+/* fastunwind._core: the Python binding of the C core (native/core).
+ *
+ * This file holds only the module definition and the init table: each binding (py_X.c) adds its
+ * types, functions and constants in its py_X_init, on the shared base of py_core.h. Errors are raised
+ * as fastunwind.errors classes, named by core/error.h's table.
+ */
+#include "py_core.h"
+
+int py_cfi_init(PyObject *module);           /* CfiTable, parse_eh_frame_hdr, register_name */
+int py_dwarf_expr_init(PyObject *module);    /* evaluate_expression, format_expression */
+int py_compact_table_init(PyObject *module); /* CompactTable, build_compact_table */
+int py_eh_elf_init(PyObject *module);        /* EhElf, eh_elf_step_batch */
+int py_eh_elf_rows_init(PyObject *module);   /* eh_elf_rows */
+int py_walk_init(PyObject *module);          /* AddressSpace, unwind, unwind_self, step_batch */
+int py_perf_data_init(PyObject *module);     /* PerfData, PerfDataError */
+int py_perf_replay_init(PyObject *module);   /* replay_recording */
+int py_perf_walk_init(PyObject *module);     /* unwind_samples, callchain_samples, sample_walk_registers */
+int py_symbols_init(PyObject *module);       /* SymbolTable */
+int py_perf_script_init(PyObject *module);   /* symbolize_samples, UnwoundSamples */
+
+static const py_init_fn INITS[] = {
+    py_cfi_init,       py_dwarf_expr_init,  py_compact_table_init, py_eh_elf_init, py_eh_elf_rows_init, py_walk_init,
+    py_perf_data_init, py_perf_replay_init, py_perf_walk_init,     py_symbols_init, py_perf_script_init,
+};
+
+static int module_exec(PyObject *module)
+{
+    for (size_t i = 0; i < sizeof INITS / sizeof INITS[0]; i++)
+        if (INITS[i](module) < 0)
+            return -1;
+    return 0;
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+static int module_clear(PyObject *module) { return py_core_state_clear(module); }
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "fastunwind._core",
+    .m_doc = "fastunwind's C core: CFI parsing, evaluation, lookup, DWARF expressions, readelf-format output.",
+    .m_size = sizeof(py_core_state),
+    .m_slots = module_slots,
+    .m_traverse = py_core_state_traverse,
+    .m_clear = module_clear,
+};
+
+PyMODINIT_FUNC PyInit__core(void) { return PyModuleDef_Init(&core_module); }
