@@ -5,7 +5,7 @@ from the file or its separate debug file), its read-only PT_LOAD bytes (the walk
 its build-id; the one here also gives its tables (tables/): its compact unwind table (built, or
 loaded from the cache) and its compiled eh_elf (if `fastunwind compile` cached one). An
 `AddressSpace` is a set of executable mappings of images; `to_core()` hands it to the C walker
-(native/walk.c), with the tables its backend uses.
+(native/core/walk.c), with the tables its backend uses.
 
 FASTUNWIND_BACKEND (one of BACKENDS: auto, dwarf, table, compiled, ...) sets the default backend of
 `AddressSpace.to_core()`; FASTUNWIND_COMPACT=0 and FASTUNWIND_COMPILED=0 disable the tables.

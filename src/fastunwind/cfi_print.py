@@ -1,6 +1,6 @@
 """What `readelf --debug-dump=frames-interp` (-wF) and `--debug-dump=frames` (-wf) print for a file.
 
-The section bodies come from the C core (native/cfi_print.c); the sections are opened as the
+The section bodies come from the C core (native/core/cfi_print.c); the sections are opened as the
 walker opens them (frame_sections.section_table). This module reproduces the file-level rules
 of binutils 2.40 readelf around them, so that `fastunwind table FILE` and readelf can be diffed:
 

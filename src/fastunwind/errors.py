@@ -30,7 +30,7 @@ class ExprError(FastunwindError):
 
 
 class CompactTableError(FastunwindError):
-    """A compact unwind table (native/compact_table.h) could not be built, or a serialized one is not
+    """A compact unwind table (native/core/compact_table.h) could not be built, or a serialized one is not
     usable: bad magic, another format version, a size that differs from its header's (truncated),
     arrays outside the file, unsorted row starts, a rule index out of range, a build-id that is not
     the module's. A cached table that raises this is rebuilt, never used."""

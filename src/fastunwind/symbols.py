@@ -1,13 +1,13 @@
 """Function names for addresses: a module's symbols as perf 6.1 keeps them, JIT perf maps, and the
 kernel's symbols.
 
-Tables are `fastunwind._core.SymbolTable`s, built and searched in C (native/symbols.c): sorted by
+Tables are `fastunwind._core.SymbolTable`s, built and searched in C (native/core/symbols.c): sorted by
 address, one symbol per address. Like perf (dso__load), a module's symbols come from one table: the
 separate debug file's .symtab, else the file's .symtab, else its .dynsym. perf's rules follow:
 functions and labels in text sections, zero-sized symbols extended to the next one, its choice
 between aliases (choose_best_symbol), names demangled (C++, Rust legacy and v0, with libiberty,
 in C). PLT stubs (.plt, .plt.sec, .plt.got) are named `symbol@plt` from the file's relocations
-(native/plt.c). `table.lookup(address)` gives (name, offset into the symbol) or None.
+(native/core/plt.c). `table.lookup(address)` gives (name, offset into the symbol) or None.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from fastunwind._core import SymbolTable
 from fastunwind.elf.build_id_cache import build_id_cache_file
 
 EM_X86_64 = 62
-#: sections holding PLT stubs, and the relocation sections naming their GOT slots (native/plt.h)
+#: sections holding PLT stubs, and the relocation sections naming their GOT slots (native/core/plt.h)
 PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got")
 PLT_RELOCATION_SECTIONS = (".rela.plt", ".rela.dyn")
 #: the name perf gives the anonymous executable mappings of process PID (util/map.c, map__new)
@@ -46,7 +46,7 @@ def _symbol_section(elf: ElfFile, kind: int) -> tuple[SectionBytes, SectionBytes
 
 def _plt_input(elf: ElfFile) -> tuple[SectionBytes, SectionBytes, list[SectionBytes],
                                      list[tuple[int, SectionBytes, int, int, bool]]] | None:
-    """The PLT synthesizer's input (native/plt.h): .dynsym, .dynstr, the relocation sections, and
+    """The PLT synthesizer's input (native/core/plt.h): .dynsym, .dynstr, the relocation sections, and
     the PLT sections as (address, bytes, sh_entsize, sh_addralign, is .plt.got); None without them
     (or for another machine than x86-64)."""
     if elf.elf_class != 64 or elf.machine != EM_X86_64:

@@ -7,7 +7,7 @@
     >>> walk.frames[-1].mapping.path  # the executable of the interpreter (_start)  # doctest: +ELLIPSIS
     '.../python3...'
 
-The walk runs in C without the GIL (native/walk.c). Registers use DWARF x86-64 numbering (0 rax ...
+The walk runs in C without the GIL (native/core/walk.c). Registers use DWARF x86-64 numbering (0 rax ...
 7 rsp, 8-15 r8-r15, 16 the IP). Memory is the stack dump [stack_address, +len(stack)) and the
 read-only segments of the mapped files; nothing else is read.
 """

@@ -9,7 +9,7 @@
     ...     elif isinstance(event, Mmap):
     ...         event.filename, hex(event.start)
 
-Decoding happens in C (native/perf_data.c) when the object is created; the samples stay in one
+Decoding happens in C (native/core/perf_data.c) when the object is created; the samples stay in one
 contiguous C array in time order (native code reaches it with fu_perf_object_samples()). Python objects
 are made only for the events you iterate.
 

@@ -1,7 +1,7 @@
 """Replay a perf.data recording: processes and their address spaces over time, and the samples to
 unwind in each.
 
-The events are replayed in C (native/perf_replay.c), in time order as `perf script` does:
+The events are replayed in C (native/core/perf_replay.c), in time order as `perf script` does:
 MMAP/MMAP2 add executable mappings (a new mapping replaces what it overlaps, as mmap(2) does), COMM
 with the exec flag starts a new address space, FORK copies the parent's (threads of one process
 share it). Every sample is tied to the address space of its pid at that moment; equal snapshots are
@@ -55,7 +55,7 @@ class PerfSession(NamedTuple):
 
 
 class Replayed(NamedTuple):
-    """What the C replay returns for a recording or a window (`_core.Replay.feed`, native/perf_replay.c),
+    """What the C replay returns for a recording or a window (`_core.Replay.feed`, native/core/perf_replay.c),
     by name: one object per feed, none per sample. Per sample (u32 bytes) its address space id and
     thread name id; what the feed added: thread names, address spaces (each the u32 bytes of its
     mapping indices), executable mappings (start, end, pgoff, index into `files`), files (name,

@@ -2,9 +2,9 @@
 
 The pipeline, with no Python per sample or per frame: the perf.data reader (C) decodes samples;
 the replay (C, `perf.replay.replay`) ties each to an address space; one C call unwinds every
-sample (GIL released, perf/walk.py); one more (native/perf_script.c) resolves every distinct frame to its DSO and
+sample (GIL released, perf/walk.py); one more (native/core/perf_script.c) resolves every distinct frame to its DSO and
 symbol and keeps the result, which renders perf script's text or folded stacks in C. Python opens
-the modules and symbol tables (once per file); names are demangled in C (native/demangle.c).
+the modules and symbol tables (once per file); names are demangled in C (native/core/demangle.c).
 
 perf script's text format (perf 6.1, `-F comm,tid,time,ip,sym,symoff,dso`): a header
 `comm  tid  sec.usec: ` per sample, then one line per frame, `\\t%16x sym+0xoff (dso)`, kernel

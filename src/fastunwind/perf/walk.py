@@ -1,5 +1,5 @@
 """Walk a batch of perf samples: every sample of a recording (or of a window of a stream) in one C
-call (native/perf_walk.c; the GIL released, spread over the CPUs), with the address spaces the
+call (native/core/perf_walk.c; the GIL released, spread over the CPUs), with the address spaces the
 replay gave them (perf/replay.py). The one home of the `_core.unwind_samples` and
 `_core.callchain_samples` calls: perf/script.py and perf/bench.py walk through `walk_samples`.
 

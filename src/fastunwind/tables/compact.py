@@ -1,4 +1,4 @@
-"""Compact unwind tables (native/compact_table.h) for a module image: built from its DWARF tables
+"""Compact unwind tables (native/core/compact_table.h) for a module image: built from its DWARF tables
 by the C core, cached as mmap-able files under `$XDG_CACHE_HOME/fastunwind/compact/` (default
 `~/.cache/...`), one per build-id (`<build-id hex>.fut`; `nobuildid-<sha256 of path, size,
 mtime>.fut` for a file without one), written atomically (cache.write_atomically), so processes may

@@ -4,7 +4,7 @@
 Pipeline: the module's DWARF rows (`.eh_frame` first, then `.debug_frame`, resolved by the C core
 exactly as the walker resolves them: `_core.eh_elf_rows`) -> C source (this module) -> the system
 C compiler -> a shared object cached under `$XDG_CACHE_HOME/fastunwind/eh_elf/` -> loaded and
-checked by `_core.EhElf` (native/eh_elf_binding.c) -> the walker calls its `fu_eh_elf_step`.
+checked by `_core.EhElf` (native/py/py_eh_elf.c) -> the walker calls its `fu_eh_elf_step`.
 
 The generated code (contract: src/fastunwind/include/fu_unwind_abi.h):
 
@@ -70,13 +70,13 @@ DEFAULT_CC = "cc"
 #: -O2: see docs/EH_ELF.md for -O1 against -O2 (compile time and step time).
 OPTIMIZATION = os.environ.get("FASTUNWIND_EH_ELF_OPT", "-O2")
 
-# fu_rule_kind (native/cfi.h)
+# fu_rule_kind (native/core/cfi.h)
 UNDEFINED, SAME_VALUE, OFFSET, VAL_OFFSET, REGISTER, EXPRESSION, VAL_EXPRESSION = 1, 2, 3, 4, 5, 6, 7
 CFA_REG_OFFSET, CFA_EXPRESSION = 8, 9
 
 REGISTERS = 17  #: DWARF 0..16 that the walker tracks; 16 is the return address slot
 RSP, RA = 7, 16
-#: GNU ld's lazy .plt CFA expression (native/compact_table.h, FU_COMPACT_PLT_EXPRESSION)
+#: GNU ld's lazy .plt CFA expression (native/core/compact_table.h, FU_COMPACT_PLT_EXPRESSION)
 PLT_EXPRESSION = bytes([0x77, 0x08, 0x80, 0x00, 0x3F, 0x1A, 0x3B, 0x2A, 0x33, 0x24, 0x22])
 DW_OP_BREG0, DW_OP_BREG31, DW_OP_DEREF = 0x70, 0x8F, 0x06
 #: SLEB128 operands longer than this (63 bits) are not compiled: the interpreter decides them
