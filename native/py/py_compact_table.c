@@ -28,7 +28,7 @@ static PyObject *build_compact_table(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOIy*", &eh, &debug, &key_kind, &key))
         return NULL;
     PyObject *result = NULL;
-    const fu_table *eh_table = NULL, *debug_table = NULL;
+    const fu_cfi_table *eh_table = NULL, *debug_table = NULL;
     if ((eh != Py_None && !(eh_table = py_core_payload(module, PY_CFI_TABLE, eh))) ||
         (debug != Py_None && !(debug_table = py_core_payload(module, PY_CFI_TABLE, debug))))
         goto done;

@@ -34,7 +34,7 @@
 typedef struct EhElfObject {
     py_core_object base; /* payload: &table once loaded and checked */
     void *handle;
-    fu_compiled_table table;
+    fu_eh_elf_table table;
     fu_eh_elf_info info; /* a copy, checked */
     PyObject *path;
 } EhElfObject;
@@ -184,7 +184,7 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
                      FU_UNWIND_ABI_VERSION);
         goto done;
     }
-    fu_compiled_table table = {
+    fu_eh_elf_table table = {
         (fu_eh_elf_step_fn)dlsym(handle, "fu_eh_elf_step"),
         (fu_eh_elf_find_fn)dlsym(handle, "fu_eh_elf_find"),
         (const fu_eh_elf_body_fn *)dlsym(handle, "fu_eh_elf_bodies"),
@@ -290,7 +290,7 @@ static PyType_Spec eh_elf_spec = {
 /* ---- one compiled step per state, for the differential test ---------------------------------- */
 
 typedef struct compiled_batch {
-    const fu_compiled_table *table;
+    const fu_eh_elf_table *table;
     uint64_t bias; /* avma = svma + bias */
 } compiled_batch;
 
