@@ -9,11 +9,13 @@
  * FDE's end, FDEs that failed to evaluate (not indexed, hence gaps) come out exactly as the walker
  * would see them.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime (clock.h) */
 #include "compact_table.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "intern.h"
 #include "walk.h"
 
@@ -498,4 +500,40 @@ fu_status fu_compact_open(fu_compact_table *t, const uint8_t *data, size_t size,
     t->end_svma = h->end_svma;
     t->row_count = h->row_count;
     return FU_OK;
+}
+
+/* ---- names and the lookup benchmark ----------------------------------------------------------- */
+
+const char *fu_compact_cfa_kind_name(unsigned kind)
+{
+    static const char *const names[FU_COMPACT_CFA_KIND_COUNT] = {"no_info", "slow", "rsp", "rbp", "register",
+                                                                  "plt", "deref", "signal_context"};
+    return kind < FU_COMPACT_CFA_KIND_COUNT ? names[kind] : "?";
+}
+
+uint64_t fu_compact_benchmark_lookups(const fu_compact_table *t, const uint64_t *pcs, size_t n, size_t passes,
+                                      bool two_level, uint64_t *checksum_out)
+{
+    uint64_t checksum = 0, started = fu_monotonic_ns();
+    for (size_t pass = 0; pass < passes; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t pc = pcs[i];
+            uint32_t row = UINT32_MAX;
+            if (two_level) {
+                fu_compact_find(t, pc, &row);
+            } else if (pc >= t->base_svma && pc < t->end_svma) {
+                uint32_t offset = (uint32_t)(pc - t->base_svma), lo = 0, n_rows = t->row_count;
+                while (n_rows > 1) {
+                    uint32_t half = n_rows / 2;
+                    if (t->row_start[lo + half] <= offset)
+                        lo += half;
+                    n_rows -= half;
+                }
+                row = lo;
+            }
+            checksum += row;
+        }
+    }
+    *checksum_out = checksum;
+    return fu_monotonic_ns() - started;
 }

@@ -215,4 +215,13 @@ fu_status fu_compact_open(fu_compact_table *table, const uint8_t *data, size_t s
  * Exposed for tests and statistics. */
 fu_compact_rule fu_compact_rule_of_state(const fu_cfi_table *t, const fu_entry *entry, const fu_state *state);
 
+/* The name of a CFA kind ("no_info", "slow", "rsp", ...; "?" past them), as CompactTable.rule() gives it. */
+const char *fu_compact_cfa_kind_name(unsigned kind);
+
+/* Times `passes` lookups of each of pcs[0..n) (fu_compact_find if two_level, else a plain binary
+ * search over all the row starts: the format's first design), in ns; *checksum is the sum of the
+ * rows found (so that the loop is not optimized out). The measurement behind the page index. */
+uint64_t fu_compact_benchmark_lookups(const fu_compact_table *t, const uint64_t *pcs, size_t n, size_t passes,
+                                      bool two_level, uint64_t *checksum);
+
 #endif

@@ -9,10 +9,12 @@
  *                   contexts, compiled bodies, the backend's choice, settling a cache entry
  *   walk.c          fu_walk_step, fu_walk_step_source, walk caches (bind, borrow, return)
  *   walk_loops.inc  the checks on each caller, recording frames, the lean loops, prefetch
- *   walk.c          fu_walk_begin, fu_walk_finish (the general loop), fu_walk
+ *   walk.c          fu_walk_begin, fu_walk_finish (the general loop), fu_walk; then, off the walk's
+ *                   path, the backend names and fu_address_space_init
  */
 #include "walk.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -310,4 +312,46 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
     fu_walk_shape *shape_to_write;
     if (!fu_walk_begin(space, registers, reader, cache, frames, max_frames, result, &shape_to_write))
         fu_walk_finish(space, registers, reader, cache, frames, max_frames, result, shape_to_write);
+}
+
+/* ---- the address space: backend names, making one (off the walk's path) ---------------------- */
+
+fu_backend fu_backend_from_name(const char *name)
+{
+    for (unsigned b = 0; b < FU_BACKEND_COUNT; b++)
+        if (strcmp(name, fu_backend_name((fu_backend)b)) == 0)
+            return (fu_backend)b;
+    return FU_BACKEND_COUNT;
+}
+
+void fu_backend_names(char *out, size_t size)
+{
+    if (!size)
+        return;
+    out[0] = '\0';
+    for (unsigned b = 0; b < FU_BACKEND_COUNT; b++) {
+        size_t used = strlen(out);
+        snprintf(out + used, size - used, "%s%s", b ? ", " : "", fu_backend_name((fu_backend)b));
+    }
+}
+
+static int compare_modules(const void *a, const void *b)
+{
+    const fu_module *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+fu_status fu_address_space_init(fu_address_space *space, fu_module *modules, size_t count, uint32_t backend,
+                                fu_error *err)
+{
+    if (count)
+        qsort(modules, count, sizeof *modules, compare_modules);
+    for (size_t i = 1; i < count; i++)
+        if (modules[i].start < modules[i - 1].end)
+            return fu_fail(err, FU_ERR_INVALID, "modules %u and %u overlap at 0x%llx", modules[i - 1].id,
+                           modules[i].id, (unsigned long long)modules[i].start);
+    space->modules = modules;
+    space->count = count;
+    space->backend = backend;
+    return FU_OK;
 }

@@ -86,6 +86,10 @@ typedef enum fu_backend {
 
 /* "auto", "dwarf", "table", "compiled", "table-only", "compiled-only" (the names Python uses). */
 const char *fu_backend_name(fu_backend backend);
+/* The backend of that name, or FU_BACKEND_COUNT. */
+fu_backend fu_backend_from_name(const char *name);
+/* Every backend's name, ", "-separated, into `out` (cut to `size`). */
+void fu_backend_names(char *out, size_t size);
 
 /* Modules sorted by start, not overlapping. */
 typedef struct fu_address_space {
@@ -93,6 +97,11 @@ typedef struct fu_address_space {
     size_t count;
     uint32_t backend; /* fu_backend */
 } fu_address_space;
+
+/* Sorts `modules` by start and makes `space` of them (which keeps the pointer); FU_ERR_INVALID
+ * ("modules 3 and 4 overlap at 0x7f0000001000") if two overlap. */
+fu_status fu_address_space_init(fu_address_space *space, fu_module *modules, size_t count, uint32_t backend,
+                                fu_error *err);
 
 typedef enum fu_walk_outcome {
     FU_WALK_END = 0,            /* end of the stack: return address undefined, or 0, or the

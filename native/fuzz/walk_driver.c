@@ -11,7 +11,7 @@
  *     hand-made sections of the CFI corpus (--raw); each parsed, evaluated and, where it can be,
  *     turned into a compact table (built, serialized and validated by fu_compact_open);
  *   - address spaces of 1-3 of those modules at random biases (overlaps rejected as
- *     py/py_walk.c does), with and without their compact tables, some with a fake compiled
+ *     fu_address_space_init does), with and without their compact tables, some with a fake compiled
  *     table (fake_compiled) that returns every fu_eh_elf_status and some garbage; each space
  *     in the six backends, each (space, backend) with one fu_walk_cache bound once and shared by
  *     every input, as unwind_samples shares it.
@@ -688,7 +688,7 @@ static void make_space(space_set *s, uint64_t *rng, const size_t *fixed, size_t 
         qsort(s->modules, count, sizeof s->modules[0], compare_modules);
         for (size_t i = 1; i < count; i++)
             if (s->modules[i].start < s->modules[i - 1].end)
-                ok = false; /* overlapping mappings: py/py_walk.c refuses them too */
+                ok = false; /* overlapping mappings: fu_address_space_init refuses them too */
         if (!ok)
             continue;
         s->has_compiled = false;
