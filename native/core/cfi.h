@@ -104,7 +104,7 @@ typedef struct fu_rule {
  * column, listing every column whose rule is not FU_RULE_UNSPECIFIED. */
 typedef struct fu_state {
     fu_rule cfa;
-    uint32_t first;  /* index into fu_table.rule_pool / column_pool */
+    uint32_t first;  /* index into fu_cfi_table.rule_pool / column_pool */
     uint16_t count;
     uint16_t reserved;
 } fu_state;
@@ -139,7 +139,7 @@ typedef struct fu_entry {
     bool has_error;             /* parsing or evaluating failed: message in error_message */
     bool header_ok;             /* the header decoded: insns_offset and the fields are valid */
     uint32_t cie_entry;         /* entry index of the CIE (a CIE's own index); UINT32_MAX if none */
-    uint32_t cie_slot;          /* CIE entries: index into fu_table.cies */
+    uint32_t cie_slot;          /* CIE entries: index into fu_cfi_table.cies */
     uint64_t offset;            /* of the length field, in the section */
     uint64_t length;            /* the declared length (excluding the length field) */
     uint64_t id;                /* CIE id, or the FDE's CIE pointer as stored */
@@ -166,7 +166,7 @@ typedef struct fu_entry {
 
 /* ---- the evaluated table ---------------------------------------------------------------------- */
 
-typedef struct fu_table {
+typedef struct fu_cfi_table {
     fu_section section;
     fu_entry *entries;
     uint32_t entry_count, entry_cap;
@@ -190,11 +190,11 @@ typedef struct fu_table {
     uint64_t *fde_starts;
     uint32_t fde_count;
     uint32_t error_count;
-} fu_table;
+} fu_cfi_table;
 
 /* cfi_parse.c */
-fu_status fu_table_parse(fu_table *table, const fu_section *section, fu_error *err);
-void fu_table_free(fu_table *table);
+fu_status fu_cfi_table_parse(fu_cfi_table *table, const fu_section *section, fu_error *err);
+void fu_cfi_table_free(fu_cfi_table *table);
 unsigned fu_encoded_size(uint8_t encoding, unsigned address_size);
 /* Read a DW_EH_PE-encoded pointer. `func_base` is the FDE's pc_begin for funcrel (0 otherwise).
  * A stored 0 with a relative encoding is a null pointer and reads as 0. Returns false (cursor
@@ -232,26 +232,26 @@ typedef struct fu_insn {
 bool fu_insn_decode(fu_cursor *c, const fu_cie_info *cie, const fu_section *section, fu_insn *insn,
                     fu_error *err);
 const char *fu_cfa_name(uint8_t opcode);
-fu_status fu_table_evaluate(fu_table *table, fu_error *err);
-const fu_state *fu_table_state(const fu_table *table, uint32_t state_index);
+fu_status fu_cfi_table_evaluate(fu_cfi_table *table, fu_error *err);
+const fu_state *fu_cfi_table_state(const fu_cfi_table *table, uint32_t state_index);
 /* The rule of `column` in `state` (FU_RULE_UNSPECIFIED if none). */
-fu_rule fu_state_rule(const fu_table *table, const fu_state *state, unsigned column);
+fu_rule fu_state_rule(const fu_cfi_table *table, const fu_state *state, unsigned column);
 
 /* lookup.c */
 /* Index of the FDE entry covering svma `pc`, or -1. */
-int64_t fu_table_find_fde(const fu_table *table, uint64_t pc);
+int64_t fu_cfi_table_find_fde(const fu_cfi_table *table, uint64_t pc);
 /* Index of the row covering `pc` (an FDE's last row ends at pc_begin + pc_range), or -1. */
-int64_t fu_table_find_row(const fu_table *table, uint64_t pc, int64_t *fde_index);
+int64_t fu_cfi_table_find_row(const fu_cfi_table *table, uint64_t pc, int64_t *fde_index);
 /* The row in force at `pc` as the walker resolves it: .eh_frame's (tables[0]) if it has one, else
  * .debug_frame's (tables[1]); either may be NULL. Returns which table (0 or 1) with *row and
  * *fde_index set, or -1. The one place this precedence lives (walker, compact builder, eh_elf). */
-int fu_tables_find_row(const fu_table *const tables[2], uint64_t pc, int64_t *row, int64_t *fde_index);
+int fu_cfi_tables_find_row(const fu_cfi_table *const tables[2], uint64_t pc, int64_t *row, int64_t *fde_index);
 /* The lowest FDE start above pc in either table (NULL tables skipped), UINT64_MAX if none. */
-uint64_t fu_tables_next_fde_start(const fu_table *const tables[2], uint64_t pc);
-/* Every value fu_tables_find_row compares a PC with (FDE starts and ends, row addresses), sorted
+uint64_t fu_cfi_tables_next_fde_start(const fu_cfi_table *const tables[2], uint64_t pc);
+/* Every value fu_cfi_tables_find_row compares a PC with (FDE starts and ends, row addresses), sorted
  * and unique, malloc'd into *out: between two consecutive ones its answer cannot change. */
-fu_status fu_tables_boundaries(const fu_table *const tables[2], uint64_t **out, size_t *count, fu_error *err);
-fu_status fu_table_build_index(fu_table *table, fu_error *err);
+fu_status fu_cfi_tables_boundaries(const fu_cfi_table *const tables[2], uint64_t **out, size_t *count, fu_error *err);
+fu_status fu_cfi_table_build_index(fu_cfi_table *table, fu_error *err);
 
 /* eh_frame_hdr.c */
 typedef struct fu_hdr {
@@ -313,7 +313,7 @@ void fu_expr_print_llvm(fu_out *o, const uint8_t *expr, uint64_t len, unsigned a
 const char *fu_register_name(uint64_t column);
 
 /* cfi_print.c */
-void fu_print_readelf_interp(fu_out *o, const fu_table *table);
-void fu_print_readelf_raw(fu_out *o, const fu_table *table);
+void fu_print_readelf_interp(fu_out *o, const fu_cfi_table *table);
+void fu_print_readelf_raw(fu_out *o, const fu_cfi_table *table);
 
 #endif

@@ -224,7 +224,7 @@ typedef struct dense_state {
 } dense_state;
 
 typedef struct evaluator {
-    fu_table *t;
+    fu_cfi_table *t;
     dense_state current;
     dense_state initial;       /* the CIE's rules (for DW_CFA_restore) */
     dense_state *stack;        /* FU_MAX_STATE_STACK entries */
@@ -259,7 +259,7 @@ static uint64_t hash_dense(const dense_state *s)
     return h;
 }
 
-static bool state_matches(const fu_table *t, const fu_state *st, const dense_state *s)
+static bool state_matches(const fu_cfi_table *t, const fu_state *st, const dense_state *s)
 {
     if (!rule_equal(&st->cfa, &s->cfa))
         return false;
@@ -277,7 +277,7 @@ static bool state_matches(const fu_table *t, const fu_state *st, const dense_sta
 }
 
 
-static bool rehash(fu_table *t, uint32_t new_cap)
+static bool rehash(fu_cfi_table *t, uint32_t new_cap)
 {
     uint32_t *h = calloc(new_cap, sizeof *h);
     if (!h)
@@ -304,7 +304,7 @@ static bool rehash(fu_table *t, uint32_t new_cap)
 }
 
 /* The id of state `s`, adding it if new. UINT32_MAX on allocation failure. */
-static uint32_t intern(fu_table *t, const dense_state *s)
+static uint32_t intern(fu_cfi_table *t, const dense_state *s)
 {
     if ((uint64_t)(t->state_count + 1) * 2 > t->state_hash_cap) {
         uint32_t cap = t->state_hash_cap ? t->state_hash_cap * 2 : 1024;
@@ -346,7 +346,7 @@ static uint32_t intern(fu_table *t, const dense_state *s)
     return t->state_count++;
 }
 
-static void expand_state(const fu_table *t, uint32_t id, dense_state *out)
+static void expand_state(const fu_cfi_table *t, uint32_t id, dense_state *out)
 {
     memset(out, 0, sizeof *out);
     const fu_state *st = &t->states[id];
@@ -358,9 +358,9 @@ static void expand_state(const fu_table *t, uint32_t id, dense_state *out)
     }
 }
 
-const fu_state *fu_table_state(const fu_table *t, uint32_t id) { return &t->states[id]; }
+const fu_state *fu_cfi_table_state(const fu_cfi_table *t, uint32_t id) { return &t->states[id]; }
 
-fu_rule fu_state_rule(const fu_table *t, const fu_state *st, unsigned column)
+fu_rule fu_state_rule(const fu_cfi_table *t, const fu_state *st, unsigned column)
 {
     for (unsigned k = 0; k < st->count; k++)
         if (t->column_pool[st->first + k] == column)
@@ -371,7 +371,7 @@ fu_rule fu_state_rule(const fu_table *t, const fu_state *st, unsigned column)
 
 static bool emit_row(evaluator *ev, uint64_t address)
 {
-    fu_table *t = ev->t;
+    fu_cfi_table *t = ev->t;
     if (ev->dirty) {
         uint32_t id = intern(t, &ev->current);
         if (id == UINT32_MAX)
@@ -416,7 +416,7 @@ static void set_rule(evaluator *ev, unsigned col, fu_rule rule)
  * `message` set on error. */
 static bool run(evaluator *ev, fu_entry *e, uint64_t loc, char *message, size_t message_size)
 {
-    fu_table *t = ev->t;
+    fu_cfi_table *t = ev->t;
     const uint8_t *base = t->section.data;
     fu_cursor c = fu_cursor_make(base, base + e->insns_offset, base + e->end);
     fu_error err = {0};
@@ -555,7 +555,7 @@ nomem:
     return false;
 }
 
-static void record_error(fu_table *t, fu_entry *e, const char *detail)
+static void record_error(fu_cfi_table *t, fu_entry *e, const char *detail)
 {
     char message[400];
     snprintf(message, sizeof message, "%s at %s+0x%llx: %s", e->kind == FU_ENTRY_CIE ? "CIE" : "FDE",
@@ -567,7 +567,7 @@ static void record_error(fu_table *t, fu_entry *e, const char *detail)
 }
 
 /* Evaluation is over: give back the growth slack of the arrays and drop the interning hash. */
-static void shrink_to_fit(fu_table *t)
+static void shrink_to_fit(fu_cfi_table *t)
 {
     if (t->row_count && t->row_count < t->row_cap) {
         uint64_t *a = realloc(t->row_address, (size_t)t->row_count * sizeof *a);
@@ -601,7 +601,7 @@ static void shrink_to_fit(fu_table *t)
     t->state_hash_cap = 0;
 }
 
-fu_status fu_table_evaluate(fu_table *t, fu_error *err)
+fu_status fu_cfi_table_evaluate(fu_cfi_table *t, fu_error *err)
 {
     evaluator ev;
     memset(&ev, 0, sizeof ev);
@@ -674,5 +674,5 @@ fu_status fu_table_evaluate(fu_table *t, fu_error *err)
     free(cie_cfa_register);
     free(cie_cfa_offset);
     shrink_to_fit(t);
-    return fu_table_build_index(t, err);
+    return fu_cfi_table_build_index(t, err);
 }

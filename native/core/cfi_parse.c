@@ -30,10 +30,10 @@ static const char *section_name(const fu_section *s)
     return s->kind == FU_SECTION_EH_FRAME ? ".eh_frame" : ".debug_frame";
 }
 
-static void entry_error(fu_table *t, fu_entry *e, const char *fmt, ...)
+static void entry_error(fu_cfi_table *t, fu_entry *e, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void entry_error(fu_table *t, fu_entry *e, const char *fmt, ...)
+static void entry_error(fu_cfi_table *t, fu_entry *e, const char *fmt, ...)
 {
     char detail[200], message[300];
     va_list ap;
@@ -169,7 +169,7 @@ bool fu_grow_array(void **array, uint32_t *cap, uint64_t need, size_t item)
     return true;
 }
 
-static fu_entry *new_entry(fu_table *t)
+static fu_entry *new_entry(fu_cfi_table *t)
 {
     if (!fu_grow_array((void **)&t->entries, &t->entry_cap, (uint64_t)t->entry_count + 1, sizeof(fu_entry)))
         return NULL;
@@ -197,7 +197,7 @@ static const char *printable(const char *text, char *out, size_t size)
 
 /* The 'z' augmentation data (LSB 5.0 §10.6.1.1): a ULEB length, then that many bytes, which
  * `aug` is cut to; `c` moves past them. */
-static bool read_augmentation_data(fu_table *t, fu_entry *e, fu_cursor *c, fu_cursor *aug)
+static bool read_augmentation_data(fu_cfi_table *t, fu_entry *e, fu_cursor *c, fu_cursor *aug)
 {
     e->aug_data_len = fu_read_uleb(c);
     e->aug_data_offset = fu_cursor_offset(c);
@@ -212,7 +212,7 @@ static bool read_augmentation_data(fu_table *t, fu_entry *e, fu_cursor *c, fu_cu
 }
 
 /* Decode a CIE's fields after the CIE id (DWARF 5 §6.4.1 items 3-9; LSB 5.0 §10.6.1.1). */
-static void parse_cie(fu_table *t, fu_entry *e, fu_cursor *c)
+static void parse_cie(fu_cfi_table *t, fu_entry *e, fu_cursor *c)
 {
     if (!fu_grow_array((void **)&t->cies, &t->cie_cap, (uint64_t)t->cie_count + 1, sizeof(fu_cie_info))) {
         entry_error(t, e, "out of memory");
@@ -323,7 +323,7 @@ static void parse_cie(fu_table *t, fu_entry *e, fu_cursor *c)
     e->header_ok = true;
 }
 
-static void parse_fde(fu_table *t, fu_entry *e, fu_cursor *c, const fu_cie_info *cie)
+static void parse_fde(fu_cfi_table *t, fu_entry *e, fu_cursor *c, const fu_cie_info *cie)
 {
     fu_section view = t->section;
     view.address_size = cie->address_size;
@@ -367,7 +367,7 @@ static void parse_fde(fu_table *t, fu_entry *e, fu_cursor *c, const fu_cie_info 
 
 /* Find the CIE entry starting at section offset `target`, among the entries parsed so far or
  * ahead of `from` (a forward reference: readelf accepts it, so do we). */
-static int64_t find_cie(fu_table *t, uint64_t target)
+static int64_t find_cie(fu_cfi_table *t, uint64_t target)
 {
     /* entries are in offset order: binary search */
     uint32_t lo = 0, hi = t->entry_count;
@@ -383,7 +383,7 @@ static int64_t find_cie(fu_table *t, uint64_t target)
     return -1;
 }
 
-fu_status fu_table_parse(fu_table *t, const fu_section *section, fu_error *err)
+fu_status fu_cfi_table_parse(fu_cfi_table *t, const fu_section *section, fu_error *err)
 {
     memset(t, 0, sizeof *t);
     t->section = *section;
@@ -497,7 +497,7 @@ fu_status fu_table_parse(fu_table *t, const fu_section *section, fu_error *err)
     return FU_OK;
 }
 
-void fu_table_free(fu_table *t)
+void fu_cfi_table_free(fu_cfi_table *t)
 {
     for (uint32_t i = 0; i < t->entry_count; i++)
         free(t->entries[i].error_message);

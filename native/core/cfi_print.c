@@ -16,7 +16,7 @@
 /* Highest register column readelf accepts (the size of its x86-64 register-name table). */
 #define READELF_LAST_COLUMN 126
 
-static unsigned entry_address_size(const fu_table *t, const fu_entry *e)
+static unsigned entry_address_size(const fu_cfi_table *t, const fu_entry *e)
 {
     return e->cie ? e->cie->address_size : t->section.address_size;
 }
@@ -54,7 +54,7 @@ static int format_register_name(char *buf, size_t size, uint64_t reg)
     return snprintf(buf, size, "r%d", (int)reg);
 }
 
-static void print_entry_header(fu_out *o, const fu_table *t, const fu_entry *e)
+static void print_entry_header(fu_out *o, const fu_cfi_table *t, const fu_entry *e)
 {
     unsigned address_size = entry_address_size(t, e);
     fu_out_printf(o, "\n%08llx ", (unsigned long long)e->offset);
@@ -67,7 +67,7 @@ static void print_terminator(fu_out *o, const fu_entry *e)
     fu_out_printf(o, "\n%08llx ZERO terminator\n\n", (unsigned long long)e->offset);
 }
 
-static void print_fde_header(fu_out *o, const fu_table *t, const fu_entry *e)
+static void print_fde_header(fu_out *o, const fu_cfi_table *t, const fu_entry *e)
 {
     unsigned address_size = entry_address_size(t, e);
     print_entry_header(o, t, e);
@@ -127,11 +127,11 @@ static void render_rule(char *cell, uint8_t *len, const fu_rule *rule)
     pad_cell(cell, n, 5, len);
 }
 
-static void prepare_state(cell_cache *cache, const fu_table *t, uint32_t id)
+static void prepare_state(cell_cache *cache, const fu_cfi_table *t, uint32_t id)
 {
     if (cache->ready[id])
         return;
-    const fu_state *st = fu_table_state(t, id);
+    const fu_state *st = fu_cfi_table_state(t, id);
     char *cell = cache->cfa[id];
     int n;
     if (st->cfa.kind == FU_CFA_EXPRESSION) {
@@ -160,7 +160,7 @@ static void put_hex(fu_out *o, uint64_t value, unsigned bytes)
     fu_out_write(o, buf, n + 1);
 }
 
-static void print_rows(fu_out *o, const fu_table *t, cell_cache *cache, const fu_entry *e,
+static void print_rows(fu_out *o, const fu_cfi_table *t, cell_cache *cache, const fu_entry *e,
                        uint64_t display_base, uint64_t semantic_base)
 {
     if (e->all_nops || e->row_count == 0)
@@ -185,7 +185,7 @@ static void print_rows(fu_out *o, const fu_table *t, cell_cache *cache, const fu
     fu_out_write(o, "\n", 1);
     for (uint32_t r = e->first_row; r < e->first_row + e->row_count; r++) {
         uint32_t id = t->row_state[r];
-        const fu_state *st = fu_table_state(t, id);
+        const fu_state *st = fu_cfi_table_state(t, id);
         prepare_state(cache, t, id);
         put_hex(o, t->row_address[r] - semantic_base + display_base, address_size);
         fu_out_write(o, cache->cfa[id], cache->cfa_len[id]);
@@ -204,7 +204,7 @@ static void print_rows(fu_out *o, const fu_table *t, cell_cache *cache, const fu
     }
 }
 
-void fu_print_readelf_interp(fu_out *o, const fu_table *t)
+void fu_print_readelf_interp(fu_out *o, const fu_cfi_table *t)
 {
     cell_cache cache = {0};
     size_t states = t->state_count ? t->state_count : 1, pool = t->pool_count ? t->pool_count : 1;
@@ -270,7 +270,7 @@ static void print_augmentation_data(fu_out *o, const uint8_t *data, uint64_t len
     fu_out_write(o, "\n", 1);
 }
 
-static void print_instructions(fu_out *o, const fu_table *t, const fu_entry *e, uint64_t pc)
+static void print_instructions(fu_out *o, const fu_cfi_table *t, const fu_entry *e, uint64_t pc)
 {
     const uint8_t *base = t->section.data;
     fu_cursor c = fu_cursor_make(base, base + e->insns_offset, base + e->end);
@@ -358,7 +358,7 @@ static void print_instructions(fu_out *o, const fu_table *t, const fu_entry *e, 
     }
 }
 
-void fu_print_readelf_raw(fu_out *o, const fu_table *t)
+void fu_print_readelf_raw(fu_out *o, const fu_cfi_table *t)
 {
     const uint8_t *base = t->section.data;
     for (uint32_t i = 0; i < t->entry_count; i++) {

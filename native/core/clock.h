@@ -1,5 +1,6 @@
 /* clock: the monotonic clock the timed loops read (perf_walk.c's batch, the compact-table lookup
- * benchmark). */
+ * benchmark). A file that includes it defines _POSIX_C_SOURCE (or _GNU_SOURCE) first, for
+ * clock_gettime under -std=c11. */
 #ifndef FASTUNWIND_CLOCK_H
 #define FASTUNWIND_CLOCK_H
 

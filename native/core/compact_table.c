@@ -2,18 +2,21 @@
  * validate a serialized one before use (the format is defined in compact_table.h).
  *
  * Exactness. The builder does not re-implement DWARF's row selection: it asks the same lookup the
- * walker uses (fu_table_find_row on .eh_frame, then on .debug_frame). That lookup compares the PC
+ * walker uses (fu_cfi_table_find_row on .eh_frame, then on .debug_frame). That lookup compares the PC
  * only with FDE starts, FDE ends and row addresses, so between two consecutive such values its
  * answer cannot change; the builder collects all of them, asks once per interval, and merges
  * neighbouring intervals whose compact rules are equal. Overlapping FDEs, rows advanced past their
  * FDE's end, FDEs that failed to evaluate (not indexed, hence gaps) come out exactly as the walker
  * would see them.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime (clock.h) */
 #include "compact_table.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
+#include "intern.h"
 #include "walk.h"
 
 
@@ -48,7 +51,7 @@ static bool drap_expression(const uint8_t *expr, uint64_t len, uint8_t *reg, int
 }
 
 /* The expression of `rule` (CFA or register rule), or NULL if it lies outside the section. */
-static const uint8_t *rule_expression(const fu_table *t, const fu_rule *rule)
+static const uint8_t *rule_expression(const fu_cfi_table *t, const fu_rule *rule)
 {
     if (rule->value < 0 || (uint64_t)rule->value > t->section.size || rule->expr_len > t->section.size - (uint64_t)rule->value)
         return NULL;
@@ -56,7 +59,7 @@ static const uint8_t *rule_expression(const fu_table *t, const fu_rule *rule)
 }
 
 /* Whether a signal frame's row is exactly FU_COMPACT_CFA_SIGNAL_CONTEXT's (compact_table.h). */
-static bool is_signal_context(const fu_table *t, const fu_state *state)
+static bool is_signal_context(const fu_cfi_table *t, const fu_state *state)
 {
     unsigned reg;
     int32_t offset;
@@ -80,7 +83,7 @@ static bool is_signal_context(const fu_table *t, const fu_state *state)
     return next == FU_WALK_REGISTERS;
 }
 
-fu_compact_rule fu_compact_rule_of_state(const fu_table *t, const fu_entry *entry, const fu_state *state)
+fu_compact_rule fu_compact_rule_of_state(const fu_cfi_table *t, const fu_entry *entry, const fu_state *state)
 {
     fu_compact_rule slow = {.cfa_kind = FU_COMPACT_CFA_SLOW};
     fu_compact_rule r = {0};
@@ -150,12 +153,11 @@ fu_compact_rule fu_compact_rule_of_state(const fu_table *t, const fu_entry *entr
 
 /* ---- building ------------------------------------------------------------------------------- */
 
-/* Rule dictionary: open addressing over the 16-byte rules. */
+/* Rule dictionary: the distinct 16-byte rules, in order of first sight, with their index. */
 typedef struct rule_set {
     fu_compact_rule *rules;
     uint32_t count, cap;
-    uint32_t *slots; /* rule index + 1, 0 = empty */
-    uint32_t slot_cap;
+    fu_intern_set index;
 } rule_set;
 
 static uint64_t rule_hash(const fu_compact_rule *r)
@@ -167,33 +169,18 @@ static uint64_t rule_hash(const fu_compact_rule *r)
     return h ^ (h >> 32);
 }
 
-static bool rule_set_grow(rule_set *s)
+static bool rule_equal(const void *rules, uint32_t index, const void *key)
 {
-    uint32_t cap = s->slot_cap ? s->slot_cap * 2 : 256;
-    uint32_t *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        return false;
-    for (uint32_t i = 0; i < s->count; i++) {
-        uint32_t h = (uint32_t)rule_hash(&s->rules[i]) & (cap - 1);
-        while (slots[h])
-            h = (h + 1) & (cap - 1);
-        slots[h] = i + 1;
-    }
-    free(s->slots);
-    s->slots = slots;
-    s->slot_cap = cap;
-    return true;
+    return memcmp(&((const fu_compact_rule *)rules)[index], key, sizeof(fu_compact_rule)) == 0;
 }
 
 /* Index of `r` in the dictionary, added if new; UINT32_MAX when out of memory. */
 static uint32_t rule_set_intern(rule_set *s, const fu_compact_rule *r)
 {
-    if ((uint64_t)(s->count + 1) * 2 > s->slot_cap && !rule_set_grow(s))
-        return UINT32_MAX;
-    uint32_t h = (uint32_t)rule_hash(r) & (s->slot_cap - 1);
-    for (; s->slots[h]; h = (h + 1) & (s->slot_cap - 1))
-        if (memcmp(&s->rules[s->slots[h] - 1], r, sizeof *r) == 0)
-            return s->slots[h] - 1;
+    uint64_t hash = rule_hash(r);
+    uint32_t found = fu_intern_find(&s->index, hash, rule_equal, s->rules, r);
+    if (found != FU_INTERN_NONE)
+        return found;
     if (s->count == s->cap) {
         uint32_t cap = s->cap ? s->cap * 2 : 64;
         fu_compact_rule *rules = realloc(s->rules, cap * sizeof *rules);
@@ -202,19 +189,20 @@ static uint32_t rule_set_intern(rule_set *s, const fu_compact_rule *r)
         s->rules = rules;
         s->cap = cap;
     }
+    if (!fu_intern_insert(&s->index, hash, s->count))
+        return UINT32_MAX;
     s->rules[s->count] = *r;
-    s->slots[h] = ++s->count;
-    return s->count - 1;
+    return s->count++;
 }
 
 /* The compact rule at `pc`, resolved as the walker resolves rows. */
-static fu_compact_rule rule_at(const fu_table *const tables[2], uint64_t pc)
+static fu_compact_rule rule_at(const fu_cfi_table *const tables[2], uint64_t pc)
 {
     int64_t row, fde;
-    int which = fu_tables_find_row(tables, pc, &row, &fde);
+    int which = fu_cfi_tables_find_row(tables, pc, &row, &fde);
     if (which >= 0) {
-        const fu_table *t = tables[which];
-        return fu_compact_rule_of_state(t, &t->entries[fde], fu_table_state(t, t->row_state[row]));
+        const fu_cfi_table *t = tables[which];
+        return fu_compact_rule_of_state(t, &t->entries[fde], fu_cfi_table_state(t, t->row_state[row]));
     }
     fu_compact_rule none = {.cfa_kind = FU_COMPACT_CFA_NO_INFO};
     return none;
@@ -228,13 +216,13 @@ void fu_compact_build_free(fu_compact_build *b)
     memset(b, 0, sizeof *b);
 }
 
-fu_status fu_compact_build_tables(fu_compact_build *b, const fu_table *eh_frame, const fu_table *debug_frame,
+fu_status fu_compact_build_tables(fu_compact_build *b, const fu_cfi_table *eh_frame, const fu_cfi_table *debug_frame,
                                   fu_error *err)
 {
     memset(b, 0, sizeof *b);
     b->eh_frame_row_count = eh_frame ? eh_frame->row_count : UINT32_MAX;
     b->debug_frame_row_count = debug_frame ? debug_frame->row_count : UINT32_MAX;
-    const fu_table *const tables[2] = {eh_frame, debug_frame};
+    const fu_cfi_table *const tables[2] = {eh_frame, debug_frame};
     fu_status status = FU_OK;
     rule_set set = {0};
     uint64_t *bounds = NULL;
@@ -243,7 +231,7 @@ fu_status fu_compact_build_tables(fu_compact_build *b, const fu_table *eh_frame,
 
     /* every value the lookup compares a PC with: FDE starts and ends, row addresses */
     size_t n;
-    if ((status = fu_tables_boundaries(tables, &bounds, &n, err)) != FU_OK)
+    if ((status = fu_cfi_tables_boundaries(tables, &bounds, &n, err)) != FU_OK)
         goto cleanup;
 
     /* one lookup per interval [bounds[i], bounds[i + 1]); equal neighbours merged */
@@ -322,7 +310,7 @@ cleanup:
     free(starts);
     free(rule_of_row);
     free(set.rules);
-    free(set.slots);
+    fu_intern_free(&set.index);
     if (status != FU_OK)
         fu_compact_build_free(b);
     return status;
@@ -512,4 +500,40 @@ fu_status fu_compact_open(fu_compact_table *t, const uint8_t *data, size_t size,
     t->end_svma = h->end_svma;
     t->row_count = h->row_count;
     return FU_OK;
+}
+
+/* ---- names and the lookup benchmark ----------------------------------------------------------- */
+
+const char *fu_compact_cfa_kind_name(unsigned kind)
+{
+    static const char *const names[FU_COMPACT_CFA_KIND_COUNT] = {"no_info", "slow", "rsp", "rbp", "register",
+                                                                  "plt", "deref", "signal_context"};
+    return kind < FU_COMPACT_CFA_KIND_COUNT ? names[kind] : "?";
+}
+
+uint64_t fu_compact_benchmark_lookups(const fu_compact_table *t, const uint64_t *pcs, size_t n, size_t passes,
+                                      bool two_level, uint64_t *checksum_out)
+{
+    uint64_t checksum = 0, started = fu_monotonic_ns();
+    for (size_t pass = 0; pass < passes; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t pc = pcs[i];
+            uint32_t row = UINT32_MAX;
+            if (two_level) {
+                fu_compact_find(t, pc, &row);
+            } else if (pc >= t->base_svma && pc < t->end_svma) {
+                uint32_t offset = (uint32_t)(pc - t->base_svma), lo = 0, n_rows = t->row_count;
+                while (n_rows > 1) {
+                    uint32_t half = n_rows / 2;
+                    if (t->row_start[lo + half] <= offset)
+                        lo += half;
+                    n_rows -= half;
+                }
+                row = lo;
+            }
+            checksum += row;
+        }
+    }
+    *checksum_out = checksum;
+    return fu_monotonic_ns() - started;
 }

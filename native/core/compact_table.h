@@ -26,7 +26,7 @@
  * per lookup, libc 18-20 -> 13-16 ns, python3.11 21 -> 13 ns, for 36 KB more on libLLVM's 5.7 MB.
  *
  * A row the format cannot state exactly is never approximated: its rule is FU_COMPACT_CFA_SLOW and
- * the walker asks the DWARF tables (fu_table) for that PC.
+ * the walker asks the DWARF tables (fu_cfi_table) for that PC.
  *
  * The file is host-endian (x86-64, little-endian) and meant to be mmap'd: every array is aligned to
  * its element size, and fu_compact_open checks a buffer completely before anything uses it.
@@ -72,7 +72,7 @@ static const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS] = {3,
 
 typedef enum fu_compact_cfa_kind {
     FU_COMPACT_CFA_NO_INFO = 0, /* no FDE covers these PCs: frame-pointer fallback */
-    FU_COMPACT_CFA_SLOW,        /* not representable: use the DWARF tables (fu_table) */
+    FU_COMPACT_CFA_SLOW,        /* not representable: use the DWARF tables (fu_cfi_table) */
     FU_COMPACT_CFA_RSP,         /* CFA = rsp + cfa_offset */
     FU_COMPACT_CFA_RBP,         /* CFA = rbp + cfa_offset */
     FU_COMPACT_CFA_REGISTER,    /* CFA = cfa_register + cfa_offset (DRAP prologues: r10 + 0) */
@@ -201,7 +201,7 @@ typedef struct fu_compact_build {
 
 /* Build from a module's evaluated tables (either may be NULL). Rows are resolved exactly as the
  * walker's DWARF lookup does: .eh_frame first, then .debug_frame. */
-fu_status fu_compact_build_tables(fu_compact_build *b, const fu_table *eh_frame, const fu_table *debug_frame,
+fu_status fu_compact_build_tables(fu_compact_build *b, const fu_cfi_table *eh_frame, const fu_cfi_table *debug_frame,
                                   fu_error *err);
 void fu_compact_build_free(fu_compact_build *b);
 /* Serialize to a malloc'd buffer (8-aligned) of *size bytes. */
@@ -213,6 +213,15 @@ fu_status fu_compact_open(fu_compact_table *table, const uint8_t *data, size_t s
 
 /* Convert one DWARF row state to a compact rule (FU_COMPACT_CFA_SLOW when it does not fit).
  * Exposed for tests and statistics. */
-fu_compact_rule fu_compact_rule_of_state(const fu_table *t, const fu_entry *entry, const fu_state *state);
+fu_compact_rule fu_compact_rule_of_state(const fu_cfi_table *t, const fu_entry *entry, const fu_state *state);
+
+/* The name of a CFA kind ("no_info", "slow", "rsp", ...; "?" past them), as CompactTable.rule() gives it. */
+const char *fu_compact_cfa_kind_name(unsigned kind);
+
+/* Times `passes` lookups of each of pcs[0..n) (fu_compact_find if two_level, else a plain binary
+ * search over all the row starts: the format's first design), in ns; *checksum is the sum of the
+ * rows found (so that the loop is not optimized out). The measurement behind the page index. */
+uint64_t fu_compact_benchmark_lookups(const fu_compact_table *t, const uint64_t *pcs, size_t n, size_t passes,
+                                      bool two_level, uint64_t *checksum);
 
 #endif

@@ -2,7 +2,7 @@
  * eh_elf_rows.h; the Python function _core.eh_elf_rows is py/py_eh_elf_rows.c).
  *
  * Exactness. As compact_table.c does, the generator does not re-implement DWARF's row selection:
- * the walker's lookup (fu_table_find_row on .eh_frame, then .debug_frame) compares a PC only with
+ * the walker's lookup (fu_cfi_table_find_row on .eh_frame, then .debug_frame) compares a PC only with
  * FDE starts, FDE ends and row addresses, so between two consecutive such values its answer cannot
  * change. The intervals are those values, sorted; each is asked once. Overlapping FDEs, rows past
  * their FDE's end and FDEs that failed to evaluate come out exactly as the walker sees them.
@@ -28,50 +28,31 @@ static uint64_t pack_key(unsigned table, const fu_entry *fde, uint32_t state)
     return (uint64_t)state | ra << 32 | (uint64_t)signal << 40 | (uint64_t)table << 41;
 }
 
-static uint64_t hash_u64(uint64_t x)
+static bool packed_equal(const void *packed, uint32_t index, const void *key)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
+    return ((const uint64_t *)packed)[index] == *(const uint64_t *)key;
 }
 
-/* The index of `packed`, added if new; UINT32_MAX when out of memory. */
+/* The index of `packed`, added if new (indices in order of first sight); UINT32_MAX when out of
+ * memory. */
 static uint32_t key_intern(fu_eh_elf_rows *s, uint64_t packed)
 {
-    if ((uint64_t)(s->key_count + 1) * 2 > s->slot_count) {
-        uint32_t n = s->slot_count ? s->slot_count * 2 : 1024;
-        uint32_t *slots = calloc(n, sizeof *slots);
-        if (!slots)
-            return UINT32_MAX;
-        for (uint32_t i = 0; i < s->key_count; i++) {
-            uint32_t h = (uint32_t)hash_u64(s->packed[i]) & (n - 1);
-            while (slots[h])
-                h = (h + 1) & (n - 1);
-            slots[h] = i + 1;
-        }
-        free(s->slots);
-        s->slots = slots;
-        s->slot_count = n;
-    }
-    uint32_t h = (uint32_t)hash_u64(packed) & (s->slot_count - 1);
-    while (s->slots[h]) {
-        if (s->packed[s->slots[h] - 1] == packed)
-            return s->slots[h] - 1;
-        h = (h + 1) & (s->slot_count - 1);
-    }
-    if (!fu_grow_array((void **)&s->packed, &s->key_cap, (uint64_t)s->key_count + 1, sizeof *s->packed))
+    uint64_t hash = fu_hash_u64(packed);
+    uint32_t found = fu_intern_find(&s->key_index, hash, packed_equal, s->packed, &packed);
+    if (found != FU_INTERN_NONE)
+        return found;
+    if (!fu_grow_array((void **)&s->packed, &s->key_cap, (uint64_t)s->key_count + 1, sizeof *s->packed) ||
+        !fu_intern_insert(&s->key_index, hash, s->key_count))
         return UINT32_MAX;
     s->packed[s->key_count] = packed;
-    s->slots[h] = s->key_count + 1;
     return s->key_count++;
 }
 
 /* The key in force at `pc`, as the walker resolves rows, or FU_EH_ELF_NO_KEY. */
-static uint32_t key_at(fu_eh_elf_rows *s, const fu_table *const tables[2], uint64_t pc, bool *failed)
+static uint32_t key_at(fu_eh_elf_rows *s, const fu_cfi_table *const tables[2], uint64_t pc, bool *failed)
 {
     int64_t row, fde;
-    int which = fu_tables_find_row(tables, pc, &row, &fde);
+    int which = fu_cfi_tables_find_row(tables, pc, &row, &fde);
     if (which < 0)
         return FU_EH_ELF_NO_KEY;
     uint32_t key = key_intern(s, pack_key((unsigned)which, &tables[which]->entries[fde], tables[which]->row_state[row]));
@@ -89,13 +70,13 @@ fu_eh_elf_key fu_eh_elf_key_unpack(uint64_t packed)
     };
 }
 
-fu_status fu_eh_elf_rows_build(const fu_table *const tables[2], fu_eh_elf_rows *out, fu_error *err)
+fu_status fu_eh_elf_rows_build(const fu_cfi_table *const tables[2], fu_eh_elf_rows *out, fu_error *err)
 {
     memset(out, 0, sizeof *out);
     uint64_t *bounds = NULL;
     size_t unique = 0, intervals = 0;
     fu_status status = FU_OK;
-    if ((status = fu_tables_boundaries(tables, &bounds, &unique, err)) != FU_OK)
+    if ((status = fu_cfi_tables_boundaries(tables, &bounds, &unique, err)) != FU_OK)
         goto done;
     if (!(out->starts = malloc((unique ? unique : 1) * sizeof *out->starts)) ||
         !(out->keys = malloc((unique ? unique : 1) * sizeof *out->keys))) {
@@ -137,6 +118,6 @@ void fu_eh_elf_rows_free(fu_eh_elf_rows *rows)
     free(rows->starts);
     free(rows->keys);
     free(rows->packed);
-    free(rows->slots);
+    fu_intern_free(&rows->key_index);
     memset(rows, 0, sizeof *rows);
 }

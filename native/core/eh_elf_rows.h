@@ -15,6 +15,7 @@
 
 #include "cfi.h"
 #include "error.h"
+#include "intern.h"
 
 #define FU_EH_ELF_NO_KEY UINT32_MAX
 
@@ -25,8 +26,7 @@ typedef struct fu_eh_elf_rows {
     uint32_t *keys;    /* the key of each start; the last one a gap (FU_EH_ELF_NO_KEY) */
     uint64_t *packed;  /* by key index: the distinct keys */
     uint32_t key_count, key_cap;
-    uint32_t *slots;   /* the key set: open addressing, key index + 1, 0 = empty; power-of-two size */
-    uint32_t slot_count;
+    fu_intern_set key_index; /* packed key -> its index */
 } fu_eh_elf_rows;
 
 /* A key: which table (0 .eh_frame, 1 .debug_frame), its CIE's signal flag and return address column
@@ -40,7 +40,7 @@ typedef struct fu_eh_elf_key {
 
 /* The intervals of the two tables (either may be NULL). Fails with FU_ERR_EH_ELF ("an FDE covers
  * 0x... up to the end of the address space") or FU_ERR_NOMEM, leaving `out` empty. */
-fu_status fu_eh_elf_rows_build(const fu_table *const tables[2], fu_eh_elf_rows *out, fu_error *err);
+fu_status fu_eh_elf_rows_build(const fu_cfi_table *const tables[2], fu_eh_elf_rows *out, fu_error *err);
 fu_eh_elf_key fu_eh_elf_key_unpack(uint64_t packed);
 void fu_eh_elf_rows_free(fu_eh_elf_rows *rows);
 

@@ -10,7 +10,7 @@
 
 /* qsort has no context argument in C11; one per thread, since modules are opened on several
  * (perf_session.py, _open_modules): a shared one made two tables sort by each other's entries */
-static _Thread_local const fu_table *sort_table;
+static _Thread_local const fu_cfi_table *sort_table;
 
 static int compare_fde(const void *a, const void *b)
 {
@@ -21,7 +21,7 @@ static int compare_fde(const void *a, const void *b)
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-fu_status fu_table_build_index(fu_table *t, fu_error *err)
+fu_status fu_cfi_table_build_index(fu_cfi_table *t, fu_error *err)
 {
     free(t->fde_sorted);
     t->fde_sorted = malloc(sizeof(uint32_t) * (t->entry_count ? t->entry_count : 1));
@@ -45,7 +45,7 @@ fu_status fu_table_build_index(fu_table *t, fu_error *err)
     return FU_OK;
 }
 
-int64_t fu_table_find_fde(const fu_table *t, uint64_t pc)
+int64_t fu_cfi_table_find_fde(const fu_cfi_table *t, uint64_t pc)
 {
     /* last FDE whose start <= pc */
     uint32_t lo = 0, hi = t->fde_count;
@@ -64,9 +64,9 @@ int64_t fu_table_find_fde(const fu_table *t, uint64_t pc)
     return t->fde_sorted[lo - 1];
 }
 
-int64_t fu_table_find_row(const fu_table *t, uint64_t pc, int64_t *fde_index)
+int64_t fu_cfi_table_find_row(const fu_cfi_table *t, uint64_t pc, int64_t *fde_index)
 {
-    int64_t fde = fu_table_find_fde(t, pc);
+    int64_t fde = fu_cfi_table_find_fde(t, pc);
     if (fde_index)
         *fde_index = fde;
     if (fde < 0)
@@ -87,23 +87,23 @@ int64_t fu_table_find_row(const fu_table *t, uint64_t pc, int64_t *fde_index)
     return lo - 1;
 }
 
-int fu_tables_find_row(const fu_table *const tables[2], uint64_t pc, int64_t *row, int64_t *fde_index)
+int fu_cfi_tables_find_row(const fu_cfi_table *const tables[2], uint64_t pc, int64_t *row, int64_t *fde_index)
 {
     for (int i = 0; i < 2; i++) {
         if (!tables[i])
             continue;
-        *row = fu_table_find_row(tables[i], pc, fde_index);
+        *row = fu_cfi_table_find_row(tables[i], pc, fde_index);
         if (*row >= 0)
             return i;
     }
     return -1;
 }
 
-uint64_t fu_tables_next_fde_start(const fu_table *const tables[2], uint64_t pc)
+uint64_t fu_cfi_tables_next_fde_start(const fu_cfi_table *const tables[2], uint64_t pc)
 {
     uint64_t next = UINT64_MAX;
     for (int i = 0; i < 2; i++) {
-        const fu_table *t = tables[i];
+        const fu_cfi_table *t = tables[i];
         if (!t)
             continue;
         /* first FDE whose start > pc */
@@ -127,7 +127,7 @@ static int compare_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-fu_status fu_tables_boundaries(const fu_table *const tables[2], uint64_t **out, size_t *count, fu_error *err)
+fu_status fu_cfi_tables_boundaries(const fu_cfi_table *const tables[2], uint64_t **out, size_t *count, fu_error *err)
 {
     size_t cap = 1;
     for (unsigned i = 0; i < 2; i++)
@@ -138,7 +138,7 @@ fu_status fu_tables_boundaries(const fu_table *const tables[2], uint64_t **out, 
         return fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu row boundaries", cap);
     size_t n = 0;
     for (unsigned i = 0; i < 2; i++) {
-        const fu_table *t = tables[i];
+        const fu_cfi_table *t = tables[i];
         for (uint32_t f = 0; t && f < t->fde_count; f++) {
             const fu_entry *e = &t->entries[t->fde_sorted[f]];
             bounds[n++] = e->pc_begin;

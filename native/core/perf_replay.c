@@ -60,16 +60,16 @@ static bool comm_name_equal(const void *ctx, uint32_t i, const void *key)
 
 /* ---- interning: the index of the record equal to `item`, added if new; FU_REPLAY_NONE: no memory ---- */
 
-static uint32_t intern(fu_growing *records, fu_index_set *index, const void *item, size_t size, uint64_t hash,
-                       fu_index_equal equal, const fu_replay *r)
+static uint32_t intern(fu_buffer *records, fu_intern_set *index, const void *item, size_t size, uint64_t hash,
+                       fu_intern_equal equal, const fu_replay *r)
 {
-    uint32_t found = fu_index_find(index, hash, equal, r, item);
+    uint32_t found = fu_intern_find(index, hash, equal, r, item);
     if (found != FU_REPLAY_NONE)
         return found;
     size_t count = records->len / size;
-    if (count >= FU_REPLAY_NONE - 1 || !fu_growing_append(records, item, size))
+    if (count >= FU_REPLAY_NONE - 1 || !fu_buffer_append(records, item, size))
         return FU_REPLAY_NONE;
-    if (!fu_index_insert(index, hash, (uint32_t)count)) {
+    if (!fu_intern_insert(index, hash, (uint32_t)count)) {
         records->len -= size;
         return FU_REPLAY_NONE;
     }
@@ -100,7 +100,7 @@ static fu_perf_string own_name(fu_replay *r, fu_perf_string s)
 {
     fu_perf_string none = {NULL, 0};
     uint64_t hash = string_hash(s, 5);
-    uint32_t found = fu_index_find(&r->name_index, hash, name_equal, r, &s);
+    uint32_t found = fu_intern_find(&r->name_index, hash, name_equal, r, &s);
     if (found != FU_REPLAY_NONE)
         return FU_REPLAY_RECORDS(r, names, fu_perf_string)[found];
     fu_replay_name_chunk *c = r->chunks;
@@ -135,7 +135,7 @@ static uint32_t intern_file(fu_replay *r, const fu_perf_mmap *m)
         memcpy(f.build_id, m->build_id, f.build_id_size);
         hash = fu_hash_bytes(f.build_id, f.build_id_size, hash);
     }
-    uint32_t found = fu_index_find(&r->file_index, hash, file_equal, r, &f);
+    uint32_t found = fu_intern_find(&r->file_index, hash, file_equal, r, &f);
     if (found != FU_REPLAY_NONE)
         return found;
     if (!(f.name = own_name(r, f.name)).data)
@@ -153,7 +153,7 @@ static uint32_t intern_mapping(fu_replay *r, const fu_replay_mapping *m)
  * process is created. */
 static fu_replay_process *find_process(fu_replay *r, uint32_t pid)
 {
-    uint32_t i = fu_index_find(&r->process_index, fu_hash_u64(pid), process_equal, r, &pid);
+    uint32_t i = fu_intern_find(&r->process_index, fu_hash_u64(pid), process_equal, r, &pid);
     return i == FU_REPLAY_NONE ? NULL : &FU_REPLAY_RECORDS(r, processes, fu_replay_process)[i];
 }
 
@@ -169,13 +169,13 @@ static fu_replay_process *process(fu_replay *r, uint32_t pid)
 
 static const fu_perf_string *thread_comm(const fu_replay *r, uint32_t tid)
 {
-    uint32_t i = fu_index_find(&r->thread_comm_index, fu_hash_u64(tid), thread_comm_equal, r, &tid);
+    uint32_t i = fu_intern_find(&r->thread_comm_index, fu_hash_u64(tid), thread_comm_equal, r, &tid);
     return i == FU_REPLAY_NONE ? NULL : &FU_REPLAY_RECORDS(r, thread_comms, fu_replay_thread_comm)[i].comm;
 }
 
 static bool set_thread_comm(fu_replay *r, uint32_t tid, fu_perf_string comm)
 {
-    uint32_t i = fu_index_find(&r->thread_comm_index, fu_hash_u64(tid), thread_comm_equal, r, &tid);
+    uint32_t i = fu_intern_find(&r->thread_comm_index, fu_hash_u64(tid), thread_comm_equal, r, &tid);
     if (i != FU_REPLAY_NONE) {
         FU_REPLAY_RECORDS(r, thread_comms, fu_replay_thread_comm)[i].comm = comm;
         return true;
@@ -287,12 +287,12 @@ static uint32_t space_of(fu_replay *r, fu_replay_process *p)
         return p->space;
     space_key key = {p->maps, p->map_count};
     uint64_t hash = fu_hash_bytes(p->maps, 4 * (size_t)p->map_count, 3);
-    uint32_t found = fu_index_find(&r->space_index, hash, space_equal, r, &key);
+    uint32_t found = fu_intern_find(&r->space_index, hash, space_equal, r, &key);
     if (found == FU_REPLAY_NONE) {
         fu_replay_space s = {r->space_pool.len / 4, p->map_count};
         size_t count = r->spaces.len / sizeof s;
-        if (count >= FU_REPLAY_NONE - 1 || !fu_growing_append(&r->space_pool, p->maps, 4 * (size_t)p->map_count) ||
-            !fu_growing_append(&r->spaces, &s, sizeof s) || !fu_index_insert(&r->space_index, hash, (uint32_t)count))
+        if (count >= FU_REPLAY_NONE - 1 || !fu_buffer_append(&r->space_pool, p->maps, 4 * (size_t)p->map_count) ||
+            !fu_buffer_append(&r->spaces, &s, sizeof s) || !fu_intern_insert(&r->space_index, hash, (uint32_t)count))
             return FU_REPLAY_NONE;
         found = (uint32_t)count;
     }
@@ -317,14 +317,14 @@ void fu_replay_free(fu_replay *r)
 {
     for (uint32_t i = 0; i < FU_REPLAY_COUNT(r, processes, fu_replay_process); i++)
         free(FU_REPLAY_RECORDS(r, processes, fu_replay_process)[i].maps);
-    fu_growing *arrays[] = {&r->files, &r->mappings, &r->processes, &r->thread_comms,
+    fu_buffer *arrays[] = {&r->files, &r->mappings, &r->processes, &r->thread_comms,
                             &r->spaces, &r->space_pool, &r->comm_names, &r->names, &r->renumbered, &r->numbered};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++)
         free(arrays[i]->data);
-    fu_index_set *sets[] = {&r->file_index, &r->mapping_index, &r->process_index, &r->thread_comm_index,
+    fu_intern_set *sets[] = {&r->file_index, &r->mapping_index, &r->process_index, &r->thread_comm_index,
                             &r->space_index, &r->comm_name_index, &r->name_index};
     for (size_t i = 0; i < sizeof sets / sizeof *sets; i++)
-        fu_index_free(sets[i]);
+        fu_intern_free(sets[i]);
     while (r->chunks) {
         fu_replay_name_chunk *next = r->chunks->next;
         free(r->chunks);
@@ -381,7 +381,7 @@ fu_status fu_replay_number_mappings(fu_replay *r, fu_error *err)
 {
     uint32_t mapping_count = FU_REPLAY_COUNT(r, mappings, fu_replay_mapping);
     size_t known = r->renumbered.len / 4;
-    if (!fu_growing_reserve(&r->renumbered, 4 * ((size_t)mapping_count - known + 1)))
+    if (!fu_buffer_reserve(&r->renumbered, 4 * ((size_t)mapping_count - known + 1)))
         return fu_fail(err, FU_ERR_NOMEM, "out of memory numbering %u mappings", mapping_count);
     for (size_t i = known; i < mapping_count; i++)
         ((uint32_t *)(void *)r->renumbered.data)[i] = FU_REPLAY_NONE;
@@ -391,7 +391,7 @@ fu_status fu_replay_number_mappings(fu_replay *r, fu_error *err)
     for (size_t k = r->reported_pool; k < r->space_pool.len / 4; k++) {
         uint32_t id = pool[k];
         if (renumbered[id] == FU_REPLAY_NONE) {
-            if (!fu_growing_append(&r->numbered, &id, sizeof id))
+            if (!fu_buffer_append(&r->numbered, &id, sizeof id))
                 return fu_fail(err, FU_ERR_NOMEM, "out of memory numbering %u mappings", mapping_count);
             renumbered[id] = r->used_mappings++;
         }

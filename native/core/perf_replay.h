@@ -27,12 +27,12 @@
 #include <stdint.h>
 
 #include "error.h"
-#include "growing.h"
-#include "index_set.h"
+#include "buffer.h"
+#include "intern.h"
 #include "perf_data.h"
 
 /* No space or comm (a sample the event index does not list); ids are u32 below it. */
-#define FU_REPLAY_NONE FU_INDEX_NONE
+#define FU_REPLAY_NONE FU_INTERN_NONE
 
 typedef struct fu_replay_file {
     fu_perf_string name;
@@ -76,14 +76,14 @@ typedef struct fu_replay_name_chunk {
 
 /* Records of each kind in growing arrays, each with its index set. */
 typedef struct fu_replay {
-    fu_growing files, mappings, processes, thread_comms, spaces, space_pool, comm_names, names;
-    fu_index_set file_index, mapping_index, process_index, thread_comm_index, space_index, comm_name_index,
+    fu_buffer files, mappings, processes, thread_comms, spaces, space_pool, comm_names, names;
+    fu_intern_set file_index, mapping_index, process_index, thread_comm_index, space_index, comm_name_index,
         name_index;
     fu_replay_name_chunk *chunks;
     uint64_t samples_without_process;
     /* what earlier feeds reported: mapping id -> its number in the results (FU_REPLAY_NONE: not yet) */
-    fu_growing renumbered;
-    fu_growing numbered; /* mapping ids by their number in the results */
+    fu_buffer renumbered;
+    fu_buffer numbered; /* mapping ids by their number in the results */
     uint32_t used_mappings, reported_mappings, reported_spaces, reported_files, reported_comm_names;
     size_t reported_pool;
 } fu_replay;

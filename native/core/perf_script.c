@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index_set.h"
+#include "intern.h"
 #include "render.h"
 #include "walk.h"
 
@@ -35,28 +35,28 @@ static void set_symbol(fu_unwound_frame *f, const fu_symbol_table *table, uint64
 
 typedef struct resolver {
     fu_unwound *u;
-    fu_index_set index;
+    fu_intern_set index;
     fu_unwound_load_fn load;
     void *context;
     bool *failed;
     fu_error *err;
 } resolver;
 
-/* The id of the frame for (mapping, address), resolved on first sight; FU_INDEX_NONE with err set. */
+/* The id of the frame for (mapping, address), resolved on first sight; FU_INTERN_NONE with err set. */
 static uint32_t frame_id(resolver *r, uint32_t mapping, uint64_t address)
 {
     fu_unwound *u = r->u;
     frame_key key = {mapping, address};
     uint64_t hash = fu_hash_u64(address ^ (uint64_t)mapping << 40 ^ (uint64_t)mapping);
-    uint32_t found = fu_index_find(&r->index, hash, frame_equal, u->frames, &key);
-    if (found != FU_INDEX_NONE)
+    uint32_t found = fu_intern_find(&r->index, hash, frame_equal, u->frames, &key);
+    if (found != FU_INTERN_NONE)
         return found;
     if (u->frame_count == u->frame_cap) {
         size_t cap = u->frame_cap ? 2 * u->frame_cap : 1024;
-        fu_unwound_frame *frames = cap < FU_INDEX_NONE ? realloc(u->frames, cap * sizeof *frames) : NULL;
+        fu_unwound_frame *frames = cap < FU_INTERN_NONE ? realloc(u->frames, cap * sizeof *frames) : NULL;
         if (!frames) {
             fu_fail(r->err, FU_ERR_NOMEM, "out of memory for %zu frames", cap);
-            return FU_INDEX_NONE;
+            return FU_INTERN_NONE;
         }
         u->frames = frames;
         u->frame_cap = cap;
@@ -74,7 +74,7 @@ static uint32_t frame_id(resolver *r, uint32_t mapping, uint64_t address)
             m->symbols = r->load(r->context, mapping, r->failed);
             if (*r->failed) {
                 fu_fail(r->err, FU_ERR_INVALID, "the symbols of mapping %u could not be loaded", mapping);
-                return FU_INDEX_NONE;
+                return FU_INTERN_NONE;
             }
         }
         __int128 svma = (__int128)address - (__int128)m->bias;
@@ -82,19 +82,19 @@ static uint32_t frame_id(resolver *r, uint32_t mapping, uint64_t address)
             set_symbol(&f, m->symbols, (uint64_t)svma);
     }
     uint32_t id = (uint32_t)u->frame_count;
-    if (!fu_index_insert(&r->index, hash, id)) {
+    if (!fu_intern_insert(&r->index, hash, id)) {
         fu_fail(r->err, FU_ERR_NOMEM, "out of memory for the frame index");
-        return FU_INDEX_NONE;
+        return FU_INTERN_NONE;
     }
     u->frames[u->frame_count++] = f;
     return id;
 }
 
-static bool append_u32(fu_growing *g, uint32_t v)
+static bool append_u32(fu_buffer *g, uint32_t v)
 {
-    if (g->len / 4 >= FU_INDEX_NONE - 1) /* ids and bounds are u32 */
+    if (g->len / 4 >= FU_INTERN_NONE - 1) /* ids and bounds are u32 */
         return false;
-    return fu_growing_append(g, &v, 4);
+    return fu_buffer_append(g, &v, 4);
 }
 
 fu_status fu_unwound_build(fu_unwound *u, const uint32_t *comm_ids, const uint32_t *space_ids,
@@ -103,7 +103,7 @@ fu_status fu_unwound_build(fu_unwound *u, const uint32_t *comm_ids, const uint32
 {
     size_t n = u->sample_count;
     resolver r = {.u = u, .load = load, .context = context, .failed = failed, .err = err};
-    fu_growing bounds = {0}, ids = {0};
+    fu_buffer bounds = {0}, ids = {0};
     fu_status status = FU_OK;
     *failed = false;
     u->comm_ids = malloc(4 * (n ? n : 1));
@@ -117,7 +117,7 @@ fu_status fu_unwound_build(fu_unwound *u, const uint32_t *comm_ids, const uint32
         memcpy(u->outcomes, columns->outcomes, n);
     }
     for (size_t i = 0; i < n; i++)
-        if (u->comm_ids[i] != FU_INDEX_NONE && u->comm_ids[i] >= u->comm_count) {
+        if (u->comm_ids[i] != FU_INTERN_NONE && u->comm_ids[i] >= u->comm_count) {
             status = fu_fail(err, FU_ERR_INVALID, "a comm id is out of range (or its name is not bytes)");
             goto done;
         }
@@ -147,7 +147,7 @@ fu_status fu_unwound_build(fu_unwound *u, const uint32_t *comm_ids, const uint32
             if (ip < FU_PERF_KERNEL_START || ip >= FU_PERF_CONTEXT_MAX)
                 continue;
             uint32_t id = frame_id(&r, FU_UNWOUND_MAPPING_KERNEL, ip);
-            if (id == FU_INDEX_NONE) {
+            if (id == FU_INTERN_NONE) {
                 status = err->status;
                 goto done;
             }
@@ -169,10 +169,11 @@ fu_status fu_unwound_build(fu_unwound *u, const uint32_t *comm_ids, const uint32
         }
         for (uint32_t k = first; k < last; k++) {
             uint64_t avma = ips[k];
-            /* callers the walker recovered from a return address at that address - 1; not the frame a
-             * signal interrupted, nor callchain entries (callchain_samples: perf prints them as they are) */
-            if (k > first && (kinds[k] == FU_FRAME_CFI || kinds[k] == FU_FRAME_FP))
-                avma -= 1;
+            /* callers the walker recovered from a return address at that address - 1 (walk.h); not the
+             * frame a signal interrupted, nor callchain entries (callchain_samples: perf prints them as
+             * they are) */
+            if (k > first)
+                avma = fu_lookup_address(avma, fu_frame_ip_is_return_address(kinds[k]));
             uint32_t mapping = FU_UNWOUND_MAPPING_NONE;
             if (modules[k] != FU_UNWOUND_NO_MODULE) {
                 const fu_unwound_space *space = &spaces[space_id];
@@ -183,7 +184,7 @@ fu_status fu_unwound_build(fu_unwound *u, const uint32_t *comm_ids, const uint32
                 memcpy(&mapping, &space->maps[modules[k]], 4);
             }
             uint32_t id = frame_id(&r, mapping, avma);
-            if (id == FU_INDEX_NONE) {
+            if (id == FU_INTERN_NONE) {
                 status = err->status;
                 goto done;
             }
@@ -202,7 +203,7 @@ fu_status fu_unwound_build(fu_unwound *u, const uint32_t *comm_ids, const uint32
 nomem:
     status = fu_fail(err, FU_ERR_NOMEM, "out of memory for the samples' frame ids");
 done:
-    fu_index_free(&r.index);
+    fu_intern_free(&r.index);
     free(bounds.data);
     free(ids.data);
     return status;
@@ -239,7 +240,7 @@ void fu_unwound_free(fu_unwound *u)
     u->comm_ids = u->bounds = u->frame_ids = NULL;
     u->outcomes = NULL;
     u->frames = NULL;
-    u->lines = (fu_growing){0};
+    u->lines = (fu_buffer){0};
     u->frame_count = u->frame_cap = 0;
 }
 
@@ -264,7 +265,7 @@ void fu_unwound_frame_dso(const fu_unwound *u, const fu_unwound_frame *f, const 
 void fu_unwound_comm(const fu_unwound *u, size_t s, const char **comm, size_t *len)
 {
     uint32_t id = u->comm_ids[s];
-    if (id == FU_INDEX_NONE) {
+    if (id == FU_INTERN_NONE) {
         *comm = "";
         *len = 0;
         return;
@@ -285,9 +286,9 @@ static bool format_lines(fu_unwound *u)
         size_t dso_len;
         fu_unwound_frame_dso(u, f, &dso, &dso_len);
         size_t need = 1 + 41 + 1 + (f->has_symbol ? f->name_len + 3 + 16 : 9) + 2 + dso_len + 2;
-        if (!fu_growing_reserve(&u->lines, need) || u->lines.len + need > UINT32_MAX)
+        if (!fu_buffer_reserve(&u->lines, need) || u->lines.len + need > UINT32_MAX)
             return false;
-        fu_growing *out = &u->lines;
+        fu_buffer *out = &u->lines;
         size_t begin = out->len;
         fu_put(out, "\t", 1);
         fu_put_hex(out, f->address, f->negative, 16);
@@ -310,7 +311,7 @@ static bool format_lines(fu_unwound *u)
 }
 
 /* Hand the buffer to the sink when it holds a chunk (or at the end: force). */
-static bool flush(fu_growing *out, fu_sink_fn sink, void *context, bool force)
+static bool flush(fu_buffer *out, fu_sink_fn sink, void *context, bool force)
 {
     if (!out->len || (!force && out->len < FU_UNWOUND_CHUNK))
         return true;
@@ -321,11 +322,11 @@ static bool flush(fu_growing *out, fu_sink_fn sink, void *context, bool force)
 
 /* The rest of a sample without a callchain: ":  %16x sym+0xoff (dso)\n" for its one frame (the IP
  * as sampled, not DSO-relative), ":\n" if it has none. False if out of memory. */
-static bool render_ip_line(const fu_unwound *u, size_t s, fu_growing *out)
+static bool render_ip_line(const fu_unwound *u, size_t s, fu_buffer *out)
 {
     uint32_t k = u->bounds[2 * s];
     if (k == u->bounds[2 * s + 2]) {
-        if (!fu_growing_reserve(out, 2))
+        if (!fu_buffer_reserve(out, 2))
             return false;
         fu_put(out, ":\n", 2);
         return true;
@@ -334,7 +335,7 @@ static bool render_ip_line(const fu_unwound *u, size_t s, fu_growing *out)
     const char *dso;
     size_t dso_len;
     fu_unwound_frame_dso(u, f, &dso, &dso_len);
-    if (!fu_growing_reserve(out, 3 + 41 + 1 + (f->has_symbol ? f->name_len + 3 + 16 : 9) + 2 + dso_len + 2))
+    if (!fu_buffer_reserve(out, 3 + 41 + 1 + (f->has_symbol ? f->name_len + 3 + 16 : 9) + 2 + dso_len + 2))
         return false;
     fu_put(out, ":  ", 3);
     fu_put_hex(out, f->key, false, 16);
@@ -356,14 +357,14 @@ fu_status fu_unwound_render(fu_unwound *u, fu_sink_fn sink, void *context, fu_er
 {
     if (!format_lines(u))
         return fu_fail(err, FU_ERR_NOMEM, "out of memory formatting %zu frames", u->frame_count);
-    fu_growing out = {0};
+    fu_buffer out = {0};
     bool nomem = false, sunk = true;
     for (size_t s = 0; !nomem && sunk && s < u->sample_count; s++) {
         const fu_perf_sample *sample = &u->samples[s];
         const char *comm;
         size_t comm_len;
         fu_unwound_comm(u, s, &comm, &comm_len);
-        if (!fu_growing_reserve(&out, comm_len + 80)) { /* 16 columns of padding, tid, time */
+        if (!fu_buffer_reserve(&out, comm_len + 80)) { /* 16 columns of padding, tid, time */
             nomem = true;
             break;
         }
@@ -387,12 +388,12 @@ fu_status fu_unwound_render(fu_unwound *u, fu_sink_fn sink, void *context, fu_er
         fu_put(&out, ": \n", 3);
         for (uint32_t k = u->bounds[2 * s]; !nomem && k < u->bounds[2 * s + 2]; k++) {
             const fu_unwound_frame *f = &u->frames[u->frame_ids[k]];
-            if (!fu_growing_reserve(&out, f->line_len))
+            if (!fu_buffer_reserve(&out, f->line_len))
                 nomem = true;
             else
                 fu_put(&out, u->lines.data + f->line_offset, f->line_len);
         }
-        if (!nomem && !fu_growing_reserve(&out, 1))
+        if (!nomem && !fu_buffer_reserve(&out, 1))
             nomem = true;
         if (!nomem) {
             fu_put(&out, "\n", 1);
@@ -418,7 +419,7 @@ typedef struct stack_rec {
 } stack_rec;
 
 typedef struct stack_ctx {
-    const fu_growing *pool;
+    const fu_buffer *pool;
     const stack_rec *stacks;
 } stack_ctx;
 
@@ -426,7 +427,7 @@ static bool stack_equal(const void *ctx, uint32_t i, const void *key)
 {
     const stack_ctx *c = ctx;
     const stack_rec *s = &c->stacks[i];
-    const fu_growing *k = key;
+    const fu_buffer *k = key;
     return s->len == k->len && (k->len == 0 || memcmp(c->pool->data + s->offset, k->data, k->len) == 0);
 }
 
@@ -439,10 +440,10 @@ static int by_count_then_order(const void *a, const void *b)
 }
 
 /* A frame's folded name: its symbol, else "[unknown DSO-BASENAME]". */
-static bool append_folded_name(const fu_unwound *u, const fu_unwound_frame *f, fu_growing *out)
+static bool append_folded_name(const fu_unwound *u, const fu_unwound_frame *f, fu_buffer *out)
 {
     if (f->has_symbol && f->name_len)
-        return fu_growing_append(out, f->name, f->name_len);
+        return fu_buffer_append(out, f->name, f->name_len);
     const char *dso;
     size_t len;
     fu_unwound_frame_dso(u, f, &dso, &len);
@@ -452,8 +453,8 @@ static bool append_folded_name(const fu_unwound *u, const fu_unwound_frame *f, f
             len -= i;
             break;
         }
-    return fu_growing_append(out, "[unknown ", 9) && fu_growing_append(out, dso, len) &&
-           fu_growing_append(out, "]", 1);
+    return fu_buffer_append(out, "[unknown ", 9) && fu_buffer_append(out, dso, len) &&
+           fu_buffer_append(out, "]", 1);
 }
 
 /* Whether a stack with this outcome is whole: the walk reached the end, or the frames are the
@@ -469,43 +470,43 @@ static bool stack_complete(const char *outcome, size_t len)
 
 fu_status fu_unwound_folded(const fu_unwound *u, bool by_count, fu_sink_fn sink, void *context, fu_error *err)
 {
-    fu_growing pool = {0}, line = {0}, stacks = {0}, out = {0};
-    fu_index_set index = {0};
+    fu_buffer pool = {0}, line = {0}, stacks = {0}, out = {0};
+    fu_intern_set index = {0};
     bool ok = true, sunk = true;
     for (size_t s = 0; ok && s < u->sample_count; s++) {
         const char *comm;
         size_t comm_len;
         fu_unwound_comm(u, s, &comm, &comm_len);
         line.len = 0;
-        ok = fu_growing_append(&line, comm, comm_len);
+        ok = fu_buffer_append(&line, comm, comm_len);
         uint32_t kernel = u->bounds[2 * s], user = u->bounds[2 * s + 1], end = u->bounds[2 * s + 2];
         if (ok && end > user) {
             fu_text outcome = u->outcome_names[u->outcomes[s]];
             if (!stack_complete(outcome.data, outcome.len))
-                ok = fu_growing_append(&line, ";[", 2) && fu_growing_append(&line, outcome.data, outcome.len) &&
-                     fu_growing_append(&line, "]", 1);
+                ok = fu_buffer_append(&line, ";[", 2) && fu_buffer_append(&line, outcome.data, outcome.len) &&
+                     fu_buffer_append(&line, "]", 1);
         }
         for (uint32_t k = end; ok && k > kernel; k--)
-            ok = fu_growing_append(&line, ";", 1) && append_folded_name(u, &u->frames[u->frame_ids[k - 1]], &line);
+            ok = fu_buffer_append(&line, ";", 1) && append_folded_name(u, &u->frames[u->frame_ids[k - 1]], &line);
         if (!ok)
             break;
         stack_ctx ctx = {&pool, (const stack_rec *)(const void *)stacks.data};
         uint64_t hash = fu_hash_bytes(line.data, line.len, 6);
-        uint32_t found = fu_index_find(&index, hash, stack_equal, &ctx, &line);
-        if (found != FU_INDEX_NONE) {
+        uint32_t found = fu_intern_find(&index, hash, stack_equal, &ctx, &line);
+        if (found != FU_INTERN_NONE) {
             ((stack_rec *)(void *)stacks.data)[found].count++;
             continue;
         }
         stack_rec rec = {pool.len, line.len, 1, (uint32_t)(stacks.len / sizeof rec)};
-        ok = stacks.len / sizeof rec < FU_INDEX_NONE - 1 && fu_growing_append(&pool, line.data, line.len) &&
-             fu_growing_append(&stacks, &rec, sizeof rec) && fu_index_insert(&index, hash, rec.order);
+        ok = stacks.len / sizeof rec < FU_INTERN_NONE - 1 && fu_buffer_append(&pool, line.data, line.len) &&
+             fu_buffer_append(&stacks, &rec, sizeof rec) && fu_intern_insert(&index, hash, rec.order);
     }
     size_t count = stacks.len / sizeof(stack_rec);
     if (ok && count && by_count)
         qsort(stacks.data, count, sizeof(stack_rec), by_count_then_order);
     for (size_t i = 0; ok && sunk && i < count; i++) {
         const stack_rec *rec = &((const stack_rec *)(const void *)stacks.data)[i];
-        ok = fu_growing_reserve(&out, rec->len + 24);
+        ok = fu_buffer_reserve(&out, rec->len + 24);
         if (ok) {
             fu_put(&out, pool.data + rec->offset, rec->len);
             fu_put(&out, " ", 1);
@@ -520,7 +521,7 @@ fu_status fu_unwound_folded(const fu_unwound *u, bool by_count, fu_sink_fn sink,
     free(line.data);
     free(stacks.data);
     free(out.data);
-    fu_index_free(&index);
+    fu_intern_free(&index);
     if (!ok)
         return fu_fail(err, FU_ERR_NOMEM, "out of memory folding %zu samples", u->sample_count);
     if (!sunk)

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "error.h"
-#include "growing.h"
+#include "buffer.h"
 #include "perf_data.h"
 #include "symbols.h"
 
@@ -65,14 +65,14 @@ typedef struct fu_unwound {
     const fu_text *outcome_names; /* FU_UNWOUND_OUTCOME_CODES, by outcome code */
     fu_unwound_map *maps;         /* the caller's */
     size_t map_count;
-    uint32_t *comm_ids;           /* per sample (FU_INDEX_NONE: none) */
+    uint32_t *comm_ids;           /* per sample (FU_INTERN_NONE: none) */
     uint8_t *outcomes;            /* per sample */
     uint32_t *bounds;    /* per sample: kernel frames from bounds[2i], user frames from bounds[2i+1] to bounds[2i+2] */
     uint32_t *frame_ids; /* into frames */
     fu_unwound_frame *frames;
     size_t frame_count, frame_cap;
     const fu_symbol_table *kernel_symbols;
-    fu_growing lines;
+    fu_buffer lines;
     bool lines_ready;
 } fu_unwound;
 

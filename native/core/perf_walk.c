@@ -25,7 +25,7 @@ bool fu_perf_frame_columns_grow(fu_perf_frame_columns *f, size_t frames)
     static const size_t width[4] = {8, 4, 1, 1};
     f->room = SIZE_MAX;
     for (unsigned c = 0; c < 4; c++) {
-        if (!fu_growing_reserve(&f->column[c], width[c] * frames))
+        if (!fu_buffer_reserve(&f->column[c], width[c] * frames))
             return false;
         f->room = f->column[c].cap / width[c] < f->room ? f->column[c].cap / width[c] : f->room;
     }
@@ -67,9 +67,9 @@ static void walk_samples(walk_job *job)
     size_t first = job->first, count = job->last, max_frames = job->max_frames;
     const fu_address_space *const *spaces = job->spaces;
     fu_walk_cache **caches = job->caches;
-    fu_growing *outcomes = &job->buffers->outcomes, *starts = &job->buffers->starts;
+    fu_buffer *outcomes = &job->buffers->outcomes, *starts = &job->buffers->starts;
     fu_perf_frame_columns *frames_out = &job->buffers->frames;
-    fu_growing *columns = frames_out->column; /* ips, modules, kinds, flags */
+    fu_buffer *columns = frames_out->column; /* ips, modules, kinds, flags */
     fu_perf_register_plan plan;
     fu_perf_register_plan_make(0, &plan);
     uint32_t frame_count = 0;
@@ -152,7 +152,7 @@ static bool reserve_job(fu_perf_walk_buffers *b, size_t count)
     size_t reserved = count < FU_PERF_FRAMES_RESERVED_MAX / FU_PERF_FRAMES_RESERVED_PER_SAMPLE
                           ? count * FU_PERF_FRAMES_RESERVED_PER_SAMPLE
                           : FU_PERF_FRAMES_RESERVED_MAX;
-    return fu_growing_reserve(&b->outcomes, count + 1) && fu_growing_reserve(&b->starts, 4 * (count + 1)) &&
+    return fu_buffer_reserve(&b->outcomes, count + 1) && fu_buffer_reserve(&b->starts, 4 * (count + 1)) &&
            fu_perf_reserve_frames(&b->frames, reserved);
 }
 
@@ -179,9 +179,9 @@ bool fu_perf_walk_samples(const fu_perf_walk_request *request, fu_perf_walk_buff
     size_t count = request->count;
     walk_job jobs[FU_PERF_WALK_THREADS_MAX];
     memset(jobs, 0, sizeof jobs);
-    fu_growing *outcomes = &out->outcomes, *starts = &out->starts;
+    fu_buffer *outcomes = &out->outcomes, *starts = &out->starts;
     fu_perf_frame_columns *frames_out = &out->frames;
-    fu_growing *columns = frames_out->column; /* ips, modules, kinds, flags */
+    fu_buffer *columns = frames_out->column; /* ips, modules, kinds, flags */
     outcomes->len = starts->len = 0;
     for (unsigned c = 0; c < 4; c++)
         columns[c].len = 0;
@@ -216,7 +216,7 @@ bool fu_perf_walk_samples(const fu_perf_walk_request *request, fu_perf_walk_buff
     for (unsigned t = 1; t < threads && !nomem; t++) {
         fu_perf_walk_buffers *b = &extra[t];
         size_t n = jobs[t].last - jobs[t].first;
-        if (!fu_growing_reserve(outcomes, n) || !fu_growing_reserve(starts, 4 * n) ||
+        if (!fu_buffer_reserve(outcomes, n) || !fu_buffer_reserve(starts, 4 * n) ||
             !fu_perf_reserve_frames(frames_out, (size_t)frame_count + jobs[t].frame_count) || jobs[t].nomem ||
             (uint64_t)frame_count + jobs[t].frame_count > UINT32_MAX) {
             nomem = true;
@@ -260,13 +260,13 @@ fu_status fu_perf_callchain_samples(const fu_perf_walk_request *request, size_t 
 {
     size_t count = request->count, max_frames = request->max_frames;
     const fu_perf_sample *samples = request->samples;
-    fu_growing *outcomes = &out->outcomes, *starts = &out->starts;
+    fu_buffer *outcomes = &out->outcomes, *starts = &out->starts;
     fu_perf_frame_columns *frames_out = &out->frames;
-    fu_growing *columns = frames_out->column;
+    fu_buffer *columns = frames_out->column;
     outcomes->len = starts->len = 0;
     for (unsigned c = 0; c < 4; c++)
         columns[c].len = 0;
-    if (!fu_growing_reserve(outcomes, count) || !fu_growing_reserve(starts, 4 * (count + 1)))
+    if (!fu_buffer_reserve(outcomes, count) || !fu_buffer_reserve(starts, 4 * (count + 1)))
         return fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu samples' outcomes", count);
     const uint32_t *ids = request->space_ids;
     uint32_t frame_count = 0;

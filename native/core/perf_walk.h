@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "error.h"
-#include "growing.h"
+#include "buffer.h"
 #include "perf_data.h"
 #include "walk.h"
 
@@ -45,13 +45,13 @@
 /* The frames of a batch: four columns (u64 ips, u32 modules, u8 kinds, u8 flags) that the walks
  * write in place, so their `len` stays 0 until the loop ends. */
 typedef struct fu_perf_frame_columns {
-    fu_growing column[4];
+    fu_buffer column[4];
     size_t room; /* frames every column has room for */
 } fu_perf_frame_columns;
 
 /* What a batch writes: an outcome per sample, where each sample's frames start, the frames. */
 typedef struct fu_perf_walk_buffers {
-    fu_growing outcomes, starts;
+    fu_buffer outcomes, starts;
     fu_perf_frame_columns frames;
 } fu_perf_walk_buffers;
 

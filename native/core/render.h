@@ -1,5 +1,5 @@
 /* render: the text primitives of the outputs (perf script's lines, folded stacks), appending to a
- * fu_growing whose room the caller reserved. They print as Python's format() does, so that the
+ * fu_buffer whose room the caller reserved. They print as Python's format() does, so that the
  * outputs match the Python oracles byte for byte. */
 #ifndef FASTUNWIND_RENDER_H
 #define FASTUNWIND_RENDER_H
@@ -8,9 +8,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "growing.h"
+#include "buffer.h"
 
-static inline void fu_put(fu_growing *out, const void *data, size_t len)
+static inline void fu_put(fu_buffer *out, const void *data, size_t len)
 {
     if (len)
         memcpy(out->data + out->len, data, len); /* the caller reserved the room */
@@ -18,7 +18,7 @@ static inline void fu_put(fu_growing *out, const void *data, size_t len)
 }
 
 /* Python's format(value, f"{width}d") / "0{width}d" for unsigned values. */
-static inline void fu_put_udec(fu_growing *out, uint64_t v, int width, char pad)
+static inline void fu_put_udec(fu_buffer *out, uint64_t v, int width, char pad)
 {
     char digits[24];
     int n = 0;
@@ -32,7 +32,7 @@ static inline void fu_put_udec(fu_growing *out, uint64_t v, int width, char pad)
         out->data[out->len++] = (unsigned char)digits[--n];
 }
 
-static inline void fu_put_sdec(fu_growing *out, int64_t v, int width)
+static inline void fu_put_sdec(fu_buffer *out, int64_t v, int width)
 {
     if (v >= 0) {
         fu_put_udec(out, (uint64_t)v, width, ' ');
@@ -49,7 +49,7 @@ static inline void fu_put_sdec(fu_growing *out, int64_t v, int width)
 }
 
 /* Python's format(value, f"{width}x"), the sign counted in the width. */
-static inline void fu_put_hex(fu_growing *out, unsigned __int128 v, bool negative, int width)
+static inline void fu_put_hex(fu_buffer *out, unsigned __int128 v, bool negative, int width)
 {
     static const char hex[] = "0123456789abcdef";
     char digits[40];

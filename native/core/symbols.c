@@ -9,7 +9,7 @@
 
 #include "cursor.h"
 #include "demangle.h"
-#include "growing.h"
+#include "buffer.h"
 #include "perf_map.h"
 
 /* section_flags bit: the section's name contains "text" (perf's elf_sec__filter for labels) */
@@ -152,7 +152,7 @@ static size_t utf8_sequence(const uint8_t *s, size_t n, size_t *bad)
 /* Append `name` to `names` as Python's bytes.decode("utf-8", "replace") leaves it: one U+FFFD
  * (EF BF BD) per maximal ill-formed subpart (the "substitution of maximal subparts" practice of
  * Unicode §3.9 that CPython follows). */
-static bool append_utf8(fu_growing *names, const char *name, size_t len)
+static bool append_utf8(fu_buffer *names, const char *name, size_t len)
 {
     const uint8_t *s = (const uint8_t *)name;
     size_t start = 0, i = 0;
@@ -162,21 +162,21 @@ static bool append_utf8(fu_growing *names, const char *name, size_t len)
             i += n;
             continue;
         }
-        if (!fu_growing_append(names, s + start, i - start) || !fu_growing_append(names, "\xef\xbf\xbd", 3))
+        if (!fu_buffer_append(names, s + start, i - start) || !fu_buffer_append(names, "\xef\xbf\xbd", 3))
             return false;
         i += bad;
         start = i;
     }
-    return fu_growing_append(names, s + start, len - start);
+    return fu_buffer_append(names, s + start, len - start);
 }
 
 /* Append a name to the table's name buffer, as UTF-8 with invalid bytes replaced. Offsets and
  * lengths are u32: the names may take 4 GiB at most. */
-static bool append_name(fu_growing *names, const char *name, size_t len, uint32_t *offset, uint32_t *stored,
+static bool append_name(fu_buffer *names, const char *name, size_t len, uint32_t *offset, uint32_t *stored,
                         fu_error *err)
 {
     size_t before = names->len;
-    if (!(is_ascii(name, len) ? fu_growing_append(names, name, len) : append_utf8(names, name, len))) {
+    if (!(is_ascii(name, len) ? fu_buffer_append(names, name, len) : append_utf8(names, name, len))) {
         names->len = before;
         fu_fail(err, FU_ERR_NOMEM, "out of memory for symbol names");
         return false;
@@ -196,7 +196,7 @@ static bool append_name(fu_growing *names, const char *name, size_t len, uint32_
 static bool table_from_sorted(fu_symbol_table *t, const candidate *c, size_t n, bool take_last, bool bounded,
                               fu_error *err)
 {
-    fu_growing names = {0};
+    fu_buffer names = {0};
     t->bounded = bounded;
     t->starts = malloc((n ? n : 1) * sizeof *t->starts);
     t->ends = bounded ? malloc((n ? n : 1) * sizeof *t->ends) : NULL;
@@ -228,13 +228,13 @@ static bool table_from_sorted(fu_symbol_table *t, const candidate *c, size_t n, 
     return true;
 }
 
-static bool append_candidate(fu_growing *cands, const candidate *c, fu_error *err)
+static bool append_candidate(fu_buffer *cands, const candidate *c, fu_error *err)
 {
     if (cands->len / sizeof *c >= FU_MAX_SYMBOLS) {
         fu_fail(err, FU_ERR_INVALID, "more than %u symbols", FU_MAX_SYMBOLS);
         return false;
     }
-    if (!fu_growing_append(cands, c, sizeof *c)) {
+    if (!fu_buffer_append(cands, c, sizeof *c)) {
         fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu symbols", cands->len / sizeof *c + 1);
         return false;
     }
@@ -243,7 +243,7 @@ static bool append_candidate(fu_growing *cands, const candidate *c, fu_error *er
 
 /* The symbols perf keeps of one .symtab/.dynsym section (see the top of the file), appended to
  * `cands`. */
-static bool read_elf_symbols(const fu_symbol_source *source, fu_growing *cands, fu_error *err)
+static bool read_elf_symbols(const fu_symbol_source *source, fu_buffer *cands, fu_error *err)
 {
     int elf_class = source->elf_class;
     unsigned entsize = elf_class == 64 ? 24 : 16;
@@ -368,7 +368,7 @@ static size_t choose_best(candidate *c, size_t n)
 /* ---- PLT stubs (plt.c) --------------------------------------------------------------------------- */
 
 typedef struct plt_context {
-    fu_growing *cands, *names;
+    fu_buffer *cands, *names;
     fu_error *err;
     bool failed;
 } plt_context;
@@ -388,8 +388,8 @@ static bool plt_emit(void *context, const fu_plt_stub *stub)
     candidate cand = {.value = stub->address, .size = stub->size, .end = stub->address + stub->size,
                       .bind = STB_GLOBAL, .synthetic = true, .name_offset = (uint32_t)ctx->names->len,
                       .name_len = (uint32_t)(len + 4), .order = (uint32_t)(ctx->cands->len / sizeof cand)};
-    if (ctx->names->len > UINT32_MAX - len - 4 || !fu_growing_append(ctx->names, name, len) ||
-        !fu_growing_append(ctx->names, "@plt", 4)) {
+    if (ctx->names->len > UINT32_MAX - len - 4 || !fu_buffer_append(ctx->names, name, len) ||
+        !fu_buffer_append(ctx->names, "@plt", 4)) {
         ctx->failed = true;
         fu_fail(ctx->err, FU_ERR_NOMEM, "out of memory for PLT stub names");
         return false;
@@ -420,14 +420,14 @@ static size_t drop_covered_stubs(candidate *c, size_t n)
 }
 
 typedef struct perf_map_context {
-    fu_growing *cands;
+    fu_buffer *cands;
     fu_error *err;
 } perf_map_context;
 
 static bool perf_map_emit(void *context, const fu_perf_map_entry *entry)
 {
     perf_map_context *ctx = context;
-    fu_growing *cands = ctx->cands;
+    fu_buffer *cands = ctx->cands;
     if (entry->name_len > FU_MAX_SYMBOL_NAME)
         return true; /* perf_map.c bounds lines; a name this long cannot reach here */
     uint64_t end = entry->start + (entry->size ? entry->size : 1);
@@ -487,7 +487,7 @@ static int by_u64(const void *a, const void *b)
  * it, the last one of equal addresses), without storing the other ~120k. best[j] is first the best
  * line whose address lands in (queries[j-1], queries[j]], then the running maximum. */
 static bool kallsyms_for_queries(const uint8_t *text, size_t size, const uint64_t *queries, size_t n_queries,
-                                 fu_growing *cands, bool *usable, fu_error *err)
+                                 fu_buffer *cands, bool *usable, fu_error *err)
 {
     candidate *best = calloc(n_queries + 1, sizeof *best);
     if (!best) {
@@ -555,7 +555,7 @@ fu_status fu_symbols_from_elf(const fu_symbol_source *sources, size_t source_cou
                               fu_symbol_table *out, fu_error *err)
 {
     memset(out, 0, sizeof *out);
-    fu_growing cands = {0}, synthetic_names = {0};
+    fu_buffer cands = {0}, synthetic_names = {0};
     bool ok = false;
     if (source_count > FU_MAX_SYMBOL_SOURCES) {
         fu_fail(err, FU_ERR_INVALID, "more than %d symbol table sources", FU_MAX_SYMBOL_SOURCES);
@@ -610,7 +610,7 @@ done:
 fu_status fu_symbols_from_perf_map(const uint8_t *text, size_t size, fu_symbol_table *out, fu_error *err)
 {
     memset(out, 0, sizeof *out);
-    fu_growing cands = {0};
+    fu_buffer cands = {0};
     fu_perf_map_counts counts;
     perf_map_context ctx = {&cands, err};
     bool ok = fu_perf_map_parse(text, size, perf_map_emit, &ctx, &counts);
@@ -630,7 +630,7 @@ fu_status fu_symbols_from_kallsyms(const uint8_t *text, size_t size, const uint6
                                    fu_symbol_table *out, fu_error *err)
 {
     memset(out, 0, sizeof *out);
-    fu_growing cands = {0};
+    fu_buffer cands = {0};
     uint64_t *sorted_queries = NULL;
     const uint8_t *p = text, *end = text + size;
     bool sorted = true, usable = false, ok = false;

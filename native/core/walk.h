@@ -29,21 +29,21 @@
 #define FU_WALK_MAX_FRAMES 1024
 
 /* A loaded eh_elf's entry points (fu_unwind_abi.h), owned by whoever loaded it. */
-typedef struct fu_compiled_table {
+typedef struct fu_eh_elf_table {
     fu_eh_elf_step_fn step;          /* find + body in one call */
     fu_eh_elf_find_fn find;          /* pc -> body number, 0: no FDE covers pc */
     const fu_eh_elf_body_fn *bodies; /* [1..body_count] */
     uint32_t body_count;
-} fu_compiled_table;
+} fu_eh_elf_table;
 
 /* An executable mapping of a module. */
 typedef struct fu_module {
     uint64_t start, end;             /* avma range of the executable mapping */
     uint64_t bias;                   /* avma = svma + bias */
-    const fu_compiled_table *compiled; /* may be NULL: the module's eh_elf (see fu_backend) */
+    const fu_eh_elf_table *compiled; /* may be NULL: the module's eh_elf (see fu_backend) */
     const fu_compact_table *compact; /* may be NULL: asked next */
-    const fu_table *eh_frame;        /* may be NULL */
-    const fu_table *debug_frame;     /* may be NULL */
+    const fu_cfi_table *eh_frame;        /* may be NULL */
+    const fu_cfi_table *debug_frame;     /* may be NULL */
     const fu_image_segment *segments; /* the file's read-only PT_LOAD bytes, by svma (for reads) */
     size_t segment_count;
     uint32_t id;                     /* the caller's identifier (for symbolization) */
@@ -86,6 +86,10 @@ typedef enum fu_backend {
 
 /* "auto", "dwarf", "table", "compiled", "table-only", "compiled-only" (the names Python uses). */
 const char *fu_backend_name(fu_backend backend);
+/* The backend of that name, or FU_BACKEND_COUNT. */
+fu_backend fu_backend_from_name(const char *name);
+/* Every backend's name, ", "-separated, into `out` (cut to `size`). */
+void fu_backend_names(char *out, size_t size);
 
 /* Modules sorted by start, not overlapping. */
 typedef struct fu_address_space {
@@ -93,6 +97,11 @@ typedef struct fu_address_space {
     size_t count;
     uint32_t backend; /* fu_backend */
 } fu_address_space;
+
+/* Sorts `modules` by start and makes `space` of them (which keeps the pointer); FU_ERR_INVALID
+ * ("modules 3 and 4 overlap at 0x7f0000001000") if two overlap. */
+fu_status fu_address_space_init(fu_address_space *space, fu_module *modules, size_t count, uint32_t backend,
+                                fu_error *err);
 
 typedef enum fu_walk_outcome {
     FU_WALK_END = 0,            /* end of the stack: return address undefined, or 0, or the
@@ -143,6 +152,14 @@ static inline uint64_t fu_lookup_address(uint64_t ip, bool ip_is_return_address)
 {
     return ip_is_return_address ? ip - 1 : ip;
 }
+
+/* The lookup address of a caller found at return address `ra`. */
+static inline uint64_t fu_caller_lookup_address(uint64_t ra) { return fu_lookup_address(ra, true); }
+
+/* Whether a frame of `kind` (fu_frame_kind) was recovered from a return address, so that its IP is
+ * looked up, symbolized and printed at ip - 1: a CFI or frame-pointer caller. Not the first frame
+ * (nor callchain entries, FU_FRAME_FIRST too), nor a frame a signal interrupted (FU_FRAME_SIGNAL). */
+static inline bool fu_frame_ip_is_return_address(uint8_t kind) { return kind == FU_FRAME_CFI || kind == FU_FRAME_FP; }
 
 /* One step from the frame whose registers are `regs` (its IP in regs->value[FU_REG_RA]) to its
  * caller: `caller` gets the caller's registers as the unwind rules give them, before fu_walk's

@@ -163,7 +163,7 @@ static bool rule_kind_valid(uint8_t kind, bool cfa)
     return kind >= FU_RULE_UNDEFINED && kind <= FU_RULE_VAL_EXPRESSION;
 }
 
-static void check_rule(const fu_table *t, const fu_rule *r, bool cfa)
+static void check_rule(const fu_cfi_table *t, const fu_rule *r, bool cfa)
 {
     CHECK(rule_kind_valid(r->kind, cfa), "rule kind %u (cfa=%d)", r->kind, cfa);
     if (r->kind == FU_RULE_EXPRESSION || r->kind == FU_RULE_VAL_EXPRESSION || r->kind == FU_CFA_EXPRESSION) {
@@ -178,7 +178,7 @@ static void check_rule(const fu_table *t, const fu_rule *r, bool cfa)
 }
 
 /* The error message of an entry must say what and where: "FDE at .eh_frame+0x1a30: ...". */
-static void check_error_message(const fu_table *t, const fu_entry *e)
+static void check_error_message(const fu_cfi_table *t, const fu_entry *e)
 {
     CHECK(e->error_message != NULL, "entry at 0x%llx has an error but no message",
           (unsigned long long)e->offset);
@@ -191,7 +191,7 @@ static void check_error_message(const fu_table *t, const fu_entry *e)
           "error message \"%s\" does not start with \"%s\" and a problem", e->error_message, prefix);
 }
 
-static void check_table(const fu_table *t)
+static void check_table(const fu_cfi_table *t)
 {
     uint64_t expected_offset = 0;
     uint32_t errors = 0;
@@ -234,7 +234,7 @@ static void check_table(const fu_table *t)
     for (uint32_t r = 0; r < t->row_count; r++)
         CHECK(t->row_state[r] < t->state_count, "row %u state %u of %u", r, t->row_state[r], t->state_count);
     for (uint32_t s = 0; s < t->state_count; s++) {
-        const fu_state *st = fu_table_state(t, s);
+        const fu_state *st = fu_cfi_table_state(t, s);
         CHECK((uint64_t)st->first + st->count <= t->pool_count, "state %u pool [%u, +%u) of %u", s,
               st->first, st->count, t->pool_count);
         check_rule(t, &st->cfa, true);
@@ -252,11 +252,11 @@ static void check_table(const fu_table *t)
     }
 }
 
-static void check_lookup(const fu_table *t, uint64_t pc)
+static void check_lookup(const fu_cfi_table *t, uint64_t pc)
 {
     int64_t fde_index = -2;
-    int64_t row = fu_table_find_row(t, pc, &fde_index);
-    int64_t fde = fu_table_find_fde(t, pc);
+    int64_t row = fu_cfi_table_find_row(t, pc, &fde_index);
+    int64_t fde = fu_cfi_table_find_fde(t, pc);
     CHECK(fde == fde_index, "find_fde(0x%llx) = %lld but find_row reports FDE %lld", (unsigned long long)pc,
           (long long)fde, (long long)fde_index);
     if (fde < 0) {
@@ -270,19 +270,19 @@ static void check_lookup(const fu_table *t, uint64_t pc)
     if (row >= 0) {
         CHECK((uint64_t)row >= e->first_row && (uint64_t)row < (uint64_t)e->first_row + e->row_count,
               "row %lld outside its FDE's rows", (long long)row);
-        const fu_state *st = fu_table_state(t, t->row_state[row]);
+        const fu_state *st = fu_cfi_table_state(t, t->row_state[row]);
         fu_rule ra = fu_state_rule(t, st, (unsigned)(e->cie ? e->cie->ra_column : 16));
         (void)ra;
     }
 }
 
 /* Evaluate the expression rules of the first FUZZ_EXPR_STATES states, as an unwinder would. */
-static void exercise_state_expressions(const fu_table *t)
+static void exercise_state_expressions(const fu_cfi_table *t)
 {
     const uint8_t *base = t->section.data;
     uint32_t n = t->state_count < FUZZ_EXPR_STATES ? t->state_count : FUZZ_EXPR_STATES;
     for (uint32_t s = 0; s < n; s++) {
-        const fu_state *st = fu_table_state(t, s);
+        const fu_state *st = fu_cfi_table_state(t, s);
         if (st->cfa.kind == FU_CFA_EXPRESSION)
             exercise_expression(base + st->cfa.value, st->cfa.expr_len);
         for (unsigned k = 0; k < st->count; k++) {
@@ -299,7 +299,7 @@ static void exercise_state_expressions(const fu_table *t)
 
 /* The compact table built from a fuzzed table: it must serialize and validate, answer lookups,
  * and every mutant of its bytes must be rejected cleanly or still be a valid table. */
-static void exercise_compact(const fu_table *table, uint64_t low, uint64_t high, uint64_t *rng)
+static void exercise_compact(const fu_cfi_table *table, uint64_t low, uint64_t high, uint64_t *rng)
 {
     fu_compact_build build;
     fu_error err = {0};
@@ -342,9 +342,9 @@ static void exercise_compact(const fu_table *table, uint64_t low, uint64_t high,
 /* The eh_elf generator's intervals over the table (as .eh_frame or as .debug_frame, by its kind):
  * strictly increasing starts inside [base, end], keys that index the distinct keys or mark a gap,
  * each key's state inside its table; or a clean FU_ERR_EH_ELF / FU_ERR_NOMEM. */
-static void exercise_eh_elf_rows(const fu_table *table, fu_section_kind kind)
+static void exercise_eh_elf_rows(const fu_cfi_table *table, fu_section_kind kind)
 {
-    const fu_table *tables[2] = {kind == FU_SECTION_EH_FRAME ? table : NULL,
+    const fu_cfi_table *tables[2] = {kind == FU_SECTION_EH_FRAME ? table : NULL,
                                  kind == FU_SECTION_EH_FRAME ? NULL : table};
     fu_eh_elf_rows rows;
     fu_error err = {0};
@@ -378,11 +378,11 @@ static void exercise_table(const uint8_t *data, size_t size, fu_section_kind kin
         .text_base = address & ~0xfffull, .data_base = address + 0x200000,
         .address_size = address_size, .segments = &segment, .segment_count = 1,
     };
-    fu_table table;
+    fu_cfi_table table;
     fu_error err = {0};
-    fu_status status = fu_table_parse(&table, &section, &err);
+    fu_status status = fu_cfi_table_parse(&table, &section, &err);
     if (status == FU_OK)
-        status = fu_table_evaluate(&table, &err);
+        status = fu_cfi_table_evaluate(&table, &err);
     /* Bad entries are reported per entry; a table-wide failure is only out-of-memory. */
     CHECK(status == FU_OK, "table-wide failure %d: %s", status, err.message);
     check_table(&table);
@@ -417,7 +417,7 @@ static void exercise_table(const uint8_t *data, size_t size, fu_section_kind kin
     exercise_state_expressions(&table);
     exercise_compact(&table, low, high, rng);
     exercise_eh_elf_rows(&table, kind);
-    fu_table_free(&table);
+    fu_cfi_table_free(&table);
 }
 
 static void exercise_hdr(const uint8_t *data, size_t size, uint64_t address, uint64_t eh_frame_address,

@@ -1,5 +1,6 @@
 /* symbols_driver: the symbol-table builders of core/symbols.c (ELF .symtab/.dynsym with PLT stubs,
- * kallsyms, perf maps) under AddressSanitizer + UndefinedBehaviorSanitizer.
+ * kallsyms, perf maps) and the eh_elf file check of core/eh_elf.c under AddressSanitizer +
+ * UndefinedBehaviorSanitizer.
  *
  * An input is a container: u8 mode, u8 blob count, a u32 length per blob, then the blobs (a length
  * past the end is cut to what remains). Every blob is a malloc'd copy of exactly its size, so a read
@@ -10,6 +11,8 @@
  *   2     kallsyms text (blob 0) and query addresses (blob 1, u64s), built with and without them
  *         (fu_symbols_from_kallsyms).
  *   3     a perf map (blob 0; fu_symbols_from_perf_map).
+ *   4     a file (blob 0) written to a memfd, checked as an eh_elf's shared object would be before
+ *         dlopen (fu_eh_elf_check_file on /proc/self/fd/N: core/eh_elf.c reads it with pread).
  * Invariants on every table built: starts strictly increasing; ends >= starts (bounded tables);
  * names stored back to back, each valid UTF-8 (the builder replaces invalid bytes); and for
  * LOOKUPS random addresses (half near symbols), fu_symbol_find agrees with a linear scan, and the
@@ -32,7 +35,10 @@
 #define FUZZ_REPLAY "build/symbols_driver_asan --replay"
 #include "fuzz_common.h"
 
+#include "eh_elf.h"
 #include "symbols.h"
+
+#include <sys/mman.h> /* memfd_create */
 
 #define LOOKUPS 2000
 #define MAX_BLOBS 16
@@ -40,7 +46,7 @@
  * line, short enough for hundreds of mutants under ASAN. */
 #define KALLSYMS_SEED_MAX (512 << 10)
 
-static size_t tables_built, lookups_done;
+static size_t tables_built, lookups_done, eh_elf_files_checked, eh_elf_files_accepted;
 
 /* ---- the container ----------------------------------------------------------------------------- */
 
@@ -187,7 +193,7 @@ static void run_input(const uint8_t *input, size_t size)
     uint64_t rng = hash_bytes(input, size);
     fu_symbol_table t;
     fu_error err = {0};
-    switch (b.mode % 4) {
+    switch (b.mode % 5) {
     case 0:
     case 1: {
         fu_symbol_source sources[3];
@@ -239,10 +245,25 @@ static void run_input(const uint8_t *input, size_t size)
             free(copy);
         }
         break;
-    default:
+    case 3:
         if (b.count >= 1 && fu_symbols_from_perf_map(b.data[0], b.size[0], &t, &err) == FU_OK) {
             check_table(&t, &rng);
             fu_symbol_table_free(&t);
+        }
+        break;
+    default:
+        if (b.count >= 1) {
+            int fd = memfd_create("symbols-driver-eh-elf", MFD_CLOEXEC);
+            if (fd >= 0 && write(fd, b.data[0], b.size[0]) == (ssize_t)b.size[0]) {
+                char path[64], why[256];
+                snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+                const char *problem = fu_eh_elf_check_file(path, why, sizeof why);
+                CHECK(!problem || (problem[0] && strlen(problem) < sizeof why), "eh_elf check: empty or unterminated reason");
+                eh_elf_files_checked++;
+                eh_elf_files_accepted += problem == NULL;
+            }
+            if (fd >= 0)
+                close(fd);
         }
     }
     blobs_free(&b);
@@ -460,13 +481,29 @@ int main(int argc, char **argv)
     joined = blobs_join(2, 1, synthetic, synthetic_size, &joined_size);
     run_with_mutants("synthetic kallsyms", joined, joined_size, input_seed(seed, index++), mutations, timeout);
     free(joined);
+    /* the shared objects named, as files an eh_elf loader would be given */
+    for (int a = first; a < argc; a++) {
+        size_t size, file_size;
+        uint8_t *file = read_file(argv[a], (size_t)4 << 20, &file_size);
+        if (!file)
+            continue;
+        const uint8_t *piece[1] = {file};
+        size_t piece_size[1] = {file_size};
+        uint8_t *joined_file = blobs_join(4, 1, piece, piece_size, &size);
+        char label[300];
+        snprintf(label, sizeof label, "%s as an eh_elf file", argv[a]);
+        run_with_mutants(label, joined_file, size, input_seed(seed, index++), mutations / 4, timeout);
+        free(joined_file);
+        free(file);
+    }
     const uint8_t *map[1] = {(const uint8_t *)synthetic_perf_map};
     size_t map_size[1] = {sizeof synthetic_perf_map - 1};
     joined = blobs_join(3, 1, map, map_size, &joined_size);
     run_with_mutants("perf map", joined, joined_size, input_seed(seed, index++), mutations, timeout);
     free(joined);
-    printf(FUZZ_DRIVER ": %zu inputs clean (%zu tables, %zu lookups checked against a linear scan)\n", inputs_run,
-           tables_built, lookups_done);
+    printf(FUZZ_DRIVER ": %zu inputs clean (%zu tables, %zu lookups checked against a linear scan; %zu files "
+           "checked as eh_elfs, %zu accepted)\n", inputs_run, tables_built, lookups_done, eh_elf_files_checked,
+           eh_elf_files_accepted);
     return 0;
 }
 #endif

@@ -11,7 +11,7 @@
  *     hand-made sections of the CFI corpus (--raw); each parsed, evaluated and, where it can be,
  *     turned into a compact table (built, serialized and validated by fu_compact_open);
  *   - address spaces of 1-3 of those modules at random biases (overlaps rejected as
- *     py/py_walk.c does), with and without their compact tables, some with a fake compiled
+ *     fu_address_space_init does), with and without their compact tables, some with a fake compiled
  *     table (fake_compiled) that returns every fu_eh_elf_status and some garbage; each space
  *     in the six backends, each (space, backend) with one fu_walk_cache bound once and shared by
  *     every input, as unwind_samples shares it.
@@ -59,7 +59,7 @@
 #include <unistd.h>
 
 #include "compact_table.h"
-#include "index_set.h"
+#include "intern.h"
 #include "memory.h"
 #include "walk.h"
 
@@ -127,7 +127,7 @@ static uint64_t get_le(const uint8_t *p, unsigned n)
 typedef struct template_module {
     char name[96];
     const uint8_t *eh_data, *debug_data; /* section bytes, alive for the run */
-    fu_table eh_frame, debug_frame;
+    fu_cfi_table eh_frame, debug_frame;
     bool has_eh, has_debug;
     fu_image_segment segments[MAX_SEGMENTS];
     size_t segment_count;
@@ -150,11 +150,11 @@ static void parse_table(template_module *t, fu_section_kind kind, const uint8_t 
         .kind = kind, .data = data, .size = size, .address = address, .text_base = text_base,
         .data_base = data_base, .address_size = 8, .segments = t->segments, .segment_count = t->segment_count,
     };
-    fu_table *table = kind == FU_SECTION_EH_FRAME ? &t->eh_frame : &t->debug_frame;
+    fu_cfi_table *table = kind == FU_SECTION_EH_FRAME ? &t->eh_frame : &t->debug_frame;
     fu_error err = {0};
-    fu_status status = fu_table_parse(table, &section, &err);
+    fu_status status = fu_cfi_table_parse(table, &section, &err);
     if (status == FU_OK)
-        status = fu_table_evaluate(table, &err);
+        status = fu_cfi_table_evaluate(table, &err);
     if (status != FU_OK)
         die("%s: %s", t->name, err.message);
     if (kind == FU_SECTION_EH_FRAME)
@@ -187,10 +187,10 @@ static void build_compact(template_module *t)
  * anywhere inside, all within the executable range (candidate() adds PCs anywhere). */
 static void sample_candidates(template_module *t, uint64_t *rng)
 {
-    const fu_table *tables[2] = {t->has_eh ? &t->eh_frame : NULL, t->has_debug ? &t->debug_frame : NULL};
+    const fu_cfi_table *tables[2] = {t->has_eh ? &t->eh_frame : NULL, t->has_debug ? &t->debug_frame : NULL};
     for (unsigned attempt = 0; attempt < 8 * CANDIDATES_PER_MODULE && t->candidate_count < CANDIDATES_PER_MODULE;
          attempt++) {
-        const fu_table *table = tables[rng_below(rng, 2)];
+        const fu_cfi_table *table = tables[rng_below(rng, 2)];
         uint64_t pc;
         if (!table || table->fde_count == 0) {
             continue;
@@ -315,7 +315,7 @@ static bool load_raw(const char *path, uint64_t *rng)
     bool debug = strstr(t->name, "debug-frame") != NULL;
     parse_table(t, debug ? FU_SECTION_DEBUG_FRAME : FU_SECTION_EH_FRAME, data, size, debug ? 0 : 0x10000, 0x10000,
                 0x200000);
-    const fu_table *table = debug ? &t->debug_frame : &t->eh_frame;
+    const fu_cfi_table *table = debug ? &t->debug_frame : &t->eh_frame;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (uint32_t k = 0; k < table->fde_count; k++) {
         const fu_entry *e = &table->entries[table->fde_sorted[k]];
@@ -324,7 +324,7 @@ static bool load_raw(const char *path, uint64_t *rng)
         hi = end > hi ? end : hi;
     }
     if (lo >= hi) {
-        fu_table_free(debug ? &t->debug_frame : &t->eh_frame);
+        fu_cfi_table_free(debug ? &t->debug_frame : &t->eh_frame);
         template_count--; /* no FDE: nothing to walk through */
         return false;
     }
@@ -609,7 +609,7 @@ static int fake_step(uint64_t pc, const fu_regs *regs, fu_regs *caller, const fu
     return body <= FAKE_BODIES ? fake_bodies[body](regs, caller, reader, fault) : FU_EH_ELF_STATUS_COUNT;
 }
 
-static const fu_compiled_table fake_compiled = {fake_step, fake_find, fake_bodies, FAKE_BODIES};
+static const fu_eh_elf_table fake_compiled = {fake_step, fake_find, fake_bodies, FAKE_BODIES};
 
 /* ---- address spaces ------------------------------------------------------------------------------ */
 
@@ -688,7 +688,7 @@ static void make_space(space_set *s, uint64_t *rng, const size_t *fixed, size_t 
         qsort(s->modules, count, sizeof s->modules[0], compare_modules);
         for (size_t i = 1; i < count; i++)
             if (s->modules[i].start < s->modules[i - 1].end)
-                ok = false; /* overlapping mappings: py/py_walk.c refuses them too */
+                ok = false; /* overlapping mappings: fu_address_space_init refuses them too */
         if (!ok)
             continue;
         s->has_compiled = false;
@@ -1190,16 +1190,16 @@ static void set_register(uint8_t *header, unsigned reg, uint8_t kind, uint64_t v
 }
 
 /* The DWARF row at `lookup` of module m, resolved as find_row does. */
-static const fu_state *row_at(const fu_module *m, uint64_t svma, const fu_table **table, const fu_entry **entry)
+static const fu_state *row_at(const fu_module *m, uint64_t svma, const fu_cfi_table **table, const fu_entry **entry)
 {
-    const fu_table *tables[2] = {m->eh_frame, m->debug_frame};
+    const fu_cfi_table *tables[2] = {m->eh_frame, m->debug_frame};
     for (unsigned i = 0; i < 2; i++) {
         int64_t fde;
-        int64_t row = tables[i] ? fu_table_find_row(tables[i], svma, &fde) : -1;
+        int64_t row = tables[i] ? fu_cfi_table_find_row(tables[i], svma, &fde) : -1;
         if (row >= 0) {
             *table = tables[i];
             *entry = &tables[i]->entries[fde];
-            return fu_table_state(tables[i], tables[i]->row_state[row]);
+            return fu_cfi_table_state(tables[i], tables[i]->row_state[row]);
         }
     }
     return NULL;
@@ -1240,7 +1240,7 @@ static void synthesize_frames(const space_set *s, uint64_t *rng, uint64_t stack_
         if (mi < 0)
             break;
         const fu_module *m = &s->modules[mi];
-        const fu_table *table;
+        const fu_cfi_table *table;
         const fu_entry *entry;
         const fu_state *state = row_at(m, lookup - m->bias, &table, &entry);
         /* the last frame's caller: half the time a zero return address, which ends the walk */

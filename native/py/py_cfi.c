@@ -11,7 +11,7 @@
 
 typedef struct CfiTableObject {
     py_core_object base; /* payload: &table once parsed and evaluated */
-    fu_table table;
+    fu_cfi_table table;
     Py_buffer data;
     Py_buffer *segment_buffers;
     fu_image_segment *segments;
@@ -23,7 +23,7 @@ static void table_dealloc(CfiTableObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
     if (self->parsed)
-        fu_table_free(&self->table);
+        fu_cfi_table_free(&self->table);
     if (self->data.obj)
         PyBuffer_Release(&self->data);
     for (Py_ssize_t i = 0; i < self->segment_count; i++)
@@ -92,9 +92,9 @@ static int table_init(CfiTableObject *self, PyObject *args, PyObject *kwargs)
     fu_error err = {0};
     fu_status status;
     Py_BEGIN_ALLOW_THREADS
-    status = fu_table_parse(&self->table, &section, &err);
+    status = fu_cfi_table_parse(&self->table, &section, &err);
     if (status == FU_OK)
-        status = fu_table_evaluate(&self->table, &err);
+        status = fu_cfi_table_evaluate(&self->table, &err);
     Py_END_ALLOW_THREADS
     self->parsed = true;
     if (status != FU_OK) {
@@ -147,7 +147,7 @@ static PyObject *table_state(CfiTableObject *self, PyObject *arg)
         PyErr_Format(PyExc_IndexError, "state %zd out of range", i);
         return NULL;
     }
-    const fu_state *st = fu_table_state(&self->table, (uint32_t)i);
+    const fu_state *st = fu_cfi_table_state(&self->table, (uint32_t)i);
     PyObject *columns = PyTuple_New(st->count);
     if (!columns)
         return NULL;
@@ -265,7 +265,7 @@ static PyObject *table_lookup(CfiTableObject *self, PyObject *arg)
     if (PyErr_Occurred())
         return NULL;
     int64_t fde;
-    int64_t row = fu_table_find_row(&self->table, pc, &fde);
+    int64_t row = fu_cfi_table_find_row(&self->table, pc, &fde);
     if (row < 0)
         Py_RETURN_NONE;
     return Py_BuildValue("(LL)", (long long)fde, (long long)row);
@@ -336,7 +336,7 @@ static PyObject *table_errors(CfiTableObject *self, PyObject *unused)
 /* Bytes of memory the evaluated table holds (rows, states, rule pool, entries, index). */
 static PyObject *table_memory(CfiTableObject *self, PyObject *unused)
 {
-    const fu_table *t = &self->table;
+    const fu_cfi_table *t = &self->table;
     uint64_t rows = (uint64_t)t->row_cap * (sizeof(uint64_t) + sizeof(uint32_t));
     uint64_t states = (uint64_t)t->state_cap * sizeof(fu_state) +
                       (uint64_t)t->pool_cap * (sizeof(fu_rule) + 1) + (uint64_t)t->state_hash_cap * 4;
@@ -348,7 +348,7 @@ static PyObject *table_memory(CfiTableObject *self, PyObject *unused)
 
 static PyObject *get_count(CfiTableObject *self, void *which)
 {
-    const fu_table *t = &self->table;
+    const fu_cfi_table *t = &self->table;
     switch ((intptr_t)which) {
     case 0: return PyLong_FromUnsignedLong(t->entry_count);
     case 1: return PyLong_FromUnsignedLong(t->row_count);

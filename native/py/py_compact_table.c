@@ -9,8 +9,6 @@
  */
 #include "py_core.h"
 
-#include <time.h>
-
 #include "compact_table.h"
 
 typedef struct CompactTableObject {
@@ -28,7 +26,7 @@ static PyObject *build_compact_table(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOIy*", &eh, &debug, &key_kind, &key))
         return NULL;
     PyObject *result = NULL;
-    const fu_table *eh_table = NULL, *debug_table = NULL;
+    const fu_cfi_table *eh_table = NULL, *debug_table = NULL;
     if ((eh != Py_None && !(eh_table = py_core_payload(module, PY_CFI_TABLE, eh))) ||
         (debug != Py_None && !(debug_table = py_core_payload(module, PY_CFI_TABLE, debug))))
         goto done;
@@ -96,8 +94,6 @@ static bool check_opened(CompactTableObject *self)
     return self->opened;
 }
 
-static const char *const cfa_kind_names[FU_COMPACT_CFA_KIND_COUNT] = {"no_info", "slow", "rsp", "rbp", "register",
-                                                                       "plt", "deref", "signal_context"};
 
 static PyObject *rule_dict(const fu_compact_rule *r)
 {
@@ -121,7 +117,7 @@ static PyObject *rule_dict(const fu_compact_rule *r)
     PyObject *ra = r->ra_offset_by_8 == FU_COMPACT_KEEP || r->ra_offset_by_8 == FU_COMPACT_UNDEFINED
                        ? Py_NewRef(Py_None)
                        : PyLong_FromLong(r->ra_offset_by_8 * 8);
-    return Py_BuildValue("{s:s,s:i,s:i,s:N,s:N}", "cfa", cfa_kind_names[r->cfa_kind], "register", r->cfa_register,
+    return Py_BuildValue("{s:s,s:i,s:i,s:N,s:N}", "cfa", fu_compact_cfa_kind_name(r->cfa_kind), "register", r->cfa_register,
                          "offset", r->cfa_offset, "ra_offset", ra, "saved", saved);
 }
 
@@ -176,13 +172,6 @@ static PyObject *compact_rows(CompactTableObject *self, PyObject *unused)
     return Py_BuildValue("(NN)", starts, rules);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* benchmark_lookups(addresses: bytes of u64 svma, passes, two_level=True) -> (ns total, checksum)
  * Times fu_compact_find (two_level) over the addresses, or a plain binary search over all the row
  * starts (the format's first design): the measurement behind the page index (compact_table.h). */
@@ -196,29 +185,9 @@ static PyObject *compact_benchmark_lookups(CompactTableObject *self, PyObject *a
     const fu_compact_table *t = &self->table;
     size_t n = (size_t)addresses.len / 8;
     const uint64_t *pcs = addresses.buf;
-    uint64_t checksum = 0, started = 0, elapsed = 0;
+    uint64_t checksum = 0, elapsed = 0;
     Py_BEGIN_ALLOW_THREADS
-    started = now_ns();
-    for (Py_ssize_t pass = 0; pass < passes; pass++) {
-        for (size_t i = 0; i < n; i++) {
-            uint64_t pc = pcs[i];
-            uint32_t row = UINT32_MAX;
-            if (two_level) {
-                fu_compact_find(t, pc, &row);
-            } else if (pc >= t->base_svma && pc < t->end_svma) {
-                uint32_t offset = (uint32_t)(pc - t->base_svma), lo = 0, n_rows = t->row_count;
-                while (n_rows > 1) {
-                    uint32_t half = n_rows / 2;
-                    if (t->row_start[lo + half] <= offset)
-                        lo += half;
-                    n_rows -= half;
-                }
-                row = lo;
-            }
-            checksum += row;
-        }
-    }
-    elapsed = now_ns() - started;
+    elapsed = fu_compact_benchmark_lookups(t, pcs, n, passes > 0 ? (size_t)passes : 0, two_level, &checksum);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&addresses);
     return Py_BuildValue("(KK)", (unsigned long long)elapsed, (unsigned long long)checksum);

@@ -22,98 +22,19 @@
 
 #include <dlfcn.h>
 #include <elf.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "eh_elf.h"
 #include "step_batch.h"
 #include "walk.h"
 
 typedef struct EhElfObject {
     py_core_object base; /* payload: &table once loaded and checked */
     void *handle;
-    fu_compiled_table table;
+    fu_eh_elf_table table;
     fu_eh_elf_info info; /* a copy, checked */
     PyObject *path;
 } EhElfObject;
-
-/* ---- the file is a complete ELF shared object ------------------------------------------------ */
-
-/* pread exactly `size` bytes at `offset`; false on a short read. */
-static bool read_at(int fd, void *out, size_t size, uint64_t offset)
-{
-    size_t done = 0;
-    while (done < size) {
-        ssize_t n = pread(fd, (char *)out + done, size - done, (off_t)(offset + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        done += (size_t)n;
-    }
-    return true;
-}
-
-/* An extent [offset, offset + size) inside a file of `file_size` bytes, without overflow. */
-static bool inside(uint64_t offset, uint64_t size, uint64_t file_size)
-{
-    return offset <= file_size && size <= file_size - offset;
-}
-
-/* Program headers beyond this are not a compiled table (the compiler's output has under 16). */
-#define FU_EH_ELF_MAX_PHDRS 64
-
-/* NULL if `path` is a complete x86-64 ELF shared object, else what is wrong (in `why`). */
-static const char *check_elf_file(const char *path, char *why, size_t why_size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, why_size, "cannot open: %s", strerror(errno));
-        return why;
-    }
-    const char *problem = NULL;
-    struct stat st;
-    Elf64_Ehdr h;
-    if (fstat(fd, &st) != 0) {
-        snprintf(why, why_size, "cannot stat: %s", strerror(errno));
-        problem = why;
-    } else if (!read_at(fd, &h, sizeof h, 0) || memcmp(h.e_ident, ELFMAG, SELFMAG) != 0) {
-        snprintf(why, why_size, "not an ELF file (%lld bytes, no ELF header)", (long long)st.st_size);
-        problem = why;
-    } else if (h.e_ident[EI_CLASS] != ELFCLASS64 || h.e_ident[EI_DATA] != ELFDATA2LSB || h.e_machine != EM_X86_64 ||
-               h.e_type != ET_DYN) {
-        snprintf(why, why_size, "not an x86-64 ELF shared object (class %u, data %u, machine %u, type %u)",
-                 h.e_ident[EI_CLASS], h.e_ident[EI_DATA], h.e_machine, h.e_type);
-        problem = why;
-    } else if (h.e_phentsize != sizeof(Elf64_Phdr) || h.e_phnum == 0 || h.e_phnum > FU_EH_ELF_MAX_PHDRS ||
-               !inside(h.e_phoff, (uint64_t)h.e_phnum * sizeof(Elf64_Phdr), (uint64_t)st.st_size)) {
-        snprintf(why, why_size, "truncated or corrupt: %u program headers at 0x%llx in a file of 0x%llx bytes",
-                 h.e_phnum, (unsigned long long)h.e_phoff, (unsigned long long)st.st_size);
-        problem = why;
-    } else if (h.e_shoff != 0 && !inside(h.e_shoff, (uint64_t)h.e_shnum * h.e_shentsize, (uint64_t)st.st_size)) {
-        snprintf(why, why_size, "truncated: section headers at 0x%llx end beyond the file's 0x%llx bytes",
-                 (unsigned long long)h.e_shoff, (unsigned long long)st.st_size);
-        problem = why;
-    } else {
-        for (unsigned i = 0; i < h.e_phnum && !problem; i++) {
-            Elf64_Phdr p;
-            if (!read_at(fd, &p, sizeof p, h.e_phoff + (uint64_t)i * sizeof p)) {
-                snprintf(why, why_size, "truncated: program header %u unreadable", i);
-                problem = why;
-            } else if ((p.p_type == PT_LOAD || p.p_type == PT_DYNAMIC) &&
-                       !inside(p.p_offset, p.p_filesz, (uint64_t)st.st_size)) {
-                snprintf(why, why_size, "truncated: segment %u (0x%llx bytes at 0x%llx) ends beyond the file's 0x%llx bytes",
-                         i, (unsigned long long)p.p_filesz, (unsigned long long)p.p_offset,
-                         (unsigned long long)st.st_size);
-                problem = why;
-            }
-        }
-    }
-    close(fd);
-    return problem;
-}
 
 /* ---- the EhElf type --------------------------------------------------------------------------- */
 
@@ -125,14 +46,6 @@ static void eh_elf_dealloc(EhElfObject *self)
     Py_XDECREF(self->path);
     type->tp_free((PyObject *)self);
     Py_DECREF(type);
-}
-
-static void hex(char *out, size_t out_size, const uint8_t *bytes, size_t n)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n && k + 3 <= out_size; i++)
-        k += (size_t)snprintf(out + k, out_size - k, "%02x", bytes[i]);
-    out[k < out_size ? k : out_size - 1] = '\0';
 }
 
 static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
@@ -162,7 +75,7 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
         PyErr_Format(PyExc_ValueError, "a key of %zd bytes (at most %d)", key.len, FU_EH_ELF_MAX_KEY);
         goto done;
     }
-    const char *problem = check_elf_file(path, why, sizeof why);
+    const char *problem = fu_eh_elf_check_file(path, why, sizeof why);
     if (problem) {
         py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: %s", path, problem);
         goto done;
@@ -184,7 +97,7 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
                      FU_UNWIND_ABI_VERSION);
         goto done;
     }
-    fu_compiled_table table = {
+    fu_eh_elf_table table = {
         (fu_eh_elf_step_fn)dlsym(handle, "fu_eh_elf_step"),
         (fu_eh_elf_find_fn)dlsym(handle, "fu_eh_elf_find"),
         (const fu_eh_elf_body_fn *)dlsym(handle, "fu_eh_elf_bodies"),
@@ -208,8 +121,8 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
     if (info->key_kind != key_kind || info->key_size != (uint32_t)key.len ||
         info->key_size > FU_EH_ELF_MAX_KEY || memcmp(info->key, key.buf, (size_t)key.len) != 0) {
         char have[2 * FU_EH_ELF_MAX_KEY + 1], want[2 * FU_EH_ELF_MAX_KEY + 1];
-        hex(have, sizeof have, info->key, info->key_size <= FU_EH_ELF_MAX_KEY ? info->key_size : 0);
-        hex(want, sizeof want, key.buf, (size_t)key.len);
+        fu_hex(have, sizeof have, info->key, info->key_size <= FU_EH_ELF_MAX_KEY ? info->key_size : 0);
+        fu_hex(want, sizeof want, key.buf, (size_t)key.len);
         py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: built for key %u:%s, expected %u:%s (another build of the file)", path,
                      info->key_kind, have, key_kind, want);
         goto done;
@@ -290,7 +203,7 @@ static PyType_Spec eh_elf_spec = {
 /* ---- one compiled step per state, for the differential test ---------------------------------- */
 
 typedef struct compiled_batch {
-    const fu_compiled_table *table;
+    const fu_eh_elf_table *table;
     uint64_t bias; /* avma = svma + bias */
 } compiled_batch;
 
@@ -374,23 +287,8 @@ int py_eh_elf_init(PyObject *module)
         return -1;
     if (PyModule_AddFunctions(module, eh_elf_functions) < 0)
         return -1;
-    static const char *const status_names[FU_EH_ELF_STATUS_COUNT] = {
-        "cfi", "signal", "no_info", "interpret", "register_unknown", "expression_error", "unreadable", "past_dump"};
-    PyObject *names = PyTuple_New(FU_EH_ELF_STATUS_COUNT);
-    if (!names)
+    if (py_core_add_names(module, "EH_ELF_STATUSES", FU_EH_ELF_STATUS_COUNT, fu_eh_elf_status_name) < 0)
         return -1;
-    for (int i = 0; i < FU_EH_ELF_STATUS_COUNT; i++) {
-        PyObject *name = PyUnicode_FromString(status_names[i]);
-        if (!name) {
-            Py_DECREF(names);
-            return -1;
-        }
-        PyTuple_SET_ITEM(names, i, name);
-    }
-    if (PyModule_AddObject(module, "EH_ELF_STATUSES", names) < 0) {
-        Py_DECREF(names);
-        return -1;
-    }
     if (PyModule_AddIntConstant(module, "UNWIND_ABI_VERSION", FU_UNWIND_ABI_VERSION) < 0 ||
         PyModule_AddIntConstant(module, "EH_ELF_MAX_KEY", FU_EH_ELF_MAX_KEY) < 0)
         return -1;

@@ -21,7 +21,7 @@
 #include "eh_elf_rows.h"
 
 /* An expression's bytes, or None if its (offset, length) is not inside the section. */
-static PyObject *expression_bytes(const fu_table *t, const fu_rule *rule)
+static PyObject *expression_bytes(const fu_cfi_table *t, const fu_rule *rule)
 {
     if (rule->kind != FU_CFA_EXPRESSION && rule->kind != FU_RULE_EXPRESSION && rule->kind != FU_RULE_VAL_EXPRESSION)
         Py_RETURN_NONE;
@@ -31,7 +31,7 @@ static PyObject *expression_bytes(const fu_table *t, const fu_rule *rule)
     return PyBytes_FromStringAndSize((const char *)t->section.data + rule->value, rule->expr_len);
 }
 
-static PyObject *rule_tuple(const fu_table *t, unsigned column, const fu_rule *rule, bool with_column)
+static PyObject *rule_tuple(const fu_cfi_table *t, unsigned column, const fu_rule *rule, bool with_column)
 {
     PyObject *expr = expression_bytes(t, rule);
     if (!expr)
@@ -42,13 +42,13 @@ static PyObject *rule_tuple(const fu_table *t, unsigned column, const fu_rule *r
     return Py_BuildValue("(IILN)", (unsigned)rule->kind, (unsigned)rule->reg, (long long)rule->value, expr);
 }
 
-static PyObject *describe_key(const fu_table *const tables[2], uint64_t packed)
+static PyObject *describe_key(const fu_cfi_table *const tables[2], uint64_t packed)
 {
     fu_eh_elf_key key = fu_eh_elf_key_unpack(packed);
     unsigned table = key.table, ra_column = key.ra_column;
     bool signal = key.signal_frame;
-    const fu_table *t = tables[table];
-    const fu_state *state = fu_table_state(t, key.state);
+    const fu_cfi_table *t = tables[table];
+    const fu_state *state = fu_cfi_table_state(t, key.state);
     PyObject *rules = PyTuple_New(state->count);
     if (!rules)
         return NULL;
@@ -74,7 +74,7 @@ static PyObject *eh_elf_rows(PyObject *module, PyObject *args)
     PyObject *eh, *debug;
     if (!PyArg_ParseTuple(args, "OO", &eh, &debug))
         return NULL;
-    const fu_table *tables[2] = {NULL, NULL};
+    const fu_cfi_table *tables[2] = {NULL, NULL};
     if ((eh != Py_None && !(tables[0] = py_core_payload(module, PY_CFI_TABLE, eh))) ||
         (debug != Py_None && !(tables[1] = py_core_payload(module, PY_CFI_TABLE, debug))))
         return NULL;

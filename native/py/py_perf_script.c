@@ -19,7 +19,7 @@
 
 #include <stdlib.h>
 
-#include "index_set.h"
+#include "intern.h"
 #include "perf_data.h"
 #include "perf_script.h"
 #include "symbols.h"
@@ -256,7 +256,7 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
     for (size_t i = 0; i < n; i++) {
         uint32_t id;
         memcpy(&id, &sample_comms[i], 4);
-        if (id != FU_INDEX_NONE &&
+        if (id != FU_INTERN_NONE &&
             (id >= (uint64_t)comm_count || !PyBytes_Check(PyTuple_GET_ITEM(self->comm_names, id)))) {
             PyErr_SetString(PyExc_ValueError, "a comm id is out of range (or its name is not bytes)");
             goto fail;

@@ -30,7 +30,7 @@ static const fu_perf_data *perf_data_of(PyObject *module, PyObject *object)
     return py_core_payload(module, PY_PERF_DATA, object);
 }
 
-static const char *bytes_of(const fu_growing *g) { return g->data ? (const char *)g->data : ""; }
+static const char *bytes_of(const fu_buffer *g) { return g->data ? (const char *)g->data : ""; }
 
 /* The last batch's buffers, kept for the next batch (taken and put back with the GIL held), so
  * that its walks write into pages already mapped: with fresh buffers the first batch after
@@ -83,9 +83,9 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     fu_perf_walk_buffers extra[FU_PERF_WALK_THREADS_MAX];
     memset(extra, 0, sizeof extra);
     unsigned threads = 1;
-    fu_growing *outcomes = &buffers.outcomes, *starts = &buffers.starts;
+    fu_buffer *outcomes = &buffers.outcomes, *starts = &buffers.starts;
     fu_perf_frame_columns *frames_out = &buffers.frames;
-    fu_growing *columns = frames_out->column; /* ips, modules, kinds, flags */
+    fu_buffer *columns = frames_out->column; /* ips, modules, kinds, flags */
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
     const fu_perf_data *pd = seq ? perf_data_of(module, perf_data) : NULL;
     if (!pd)
@@ -180,9 +180,9 @@ static PyObject *callchain_samples(PyObject *module, PyObject *args, PyObject *k
     PyObject *result = NULL;
     const fu_address_space **spaces = NULL;
     fu_perf_walk_buffers buffers = take_spare_buffers();
-    fu_growing *outcomes = &buffers.outcomes, *starts = &buffers.starts;
+    fu_buffer *outcomes = &buffers.outcomes, *starts = &buffers.starts;
     fu_perf_frame_columns *frames_out = &buffers.frames;
-    fu_growing *columns = frames_out->column;
+    fu_buffer *columns = frames_out->column;
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
     const fu_perf_data *pd = seq ? perf_data_of(module, perf_data) : NULL;
     if (!pd)

@@ -41,12 +41,6 @@ static void space_dealloc(AddressSpaceObject *self)
     Py_DECREF(type);
 }
 
-static int compare_modules(const void *a, const void *b)
-{
-    const fu_module *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
 static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"modules", "backend", NULL};
@@ -58,15 +52,10 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
     }
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$s", kwlist, &modules, &backend))
         return -1;
-    self->held.space.backend = FU_BACKEND_COUNT;
-    for (unsigned b = 0; b < FU_BACKEND_COUNT; b++)
-        if (strcmp(backend, fu_backend_name((fu_backend)b)) == 0)
-            self->held.space.backend = b;
-    if (self->held.space.backend == FU_BACKEND_COUNT) {
-        char names[128] = "";
-        for (unsigned b = 0; b < FU_BACKEND_COUNT; b++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", b ? ", " : "",
-                     fu_backend_name((fu_backend)b));
+    fu_backend chosen = fu_backend_from_name(backend);
+    if (chosen == FU_BACKEND_COUNT) {
+        char names[128];
+        fu_backend_names(names, sizeof names);
         PyErr_Format(PyExc_ValueError, "backend must be one of %s; not \"%s\"", names, backend);
         return -1;
     }
@@ -104,8 +93,10 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         if (!PyArg_ParseTuple(item, "KKKOOOI|OOK", &start, &end, &bias, &eh, &debug, &segments, &id, &compact,
                               &compiled, &entry))
             return -1;
-        if (end <= start) {
-            PyErr_Format(PyExc_ValueError, "module %u: empty range 0x%llx..0x%llx", id, start, end);
+        if (end <= start) { /* formatted here: PyErr_Format has no %llx before Python 3.12 */
+            char range[48];
+            snprintf(range, sizeof range, "0x%llx..0x%llx", start, end);
+            PyErr_Format(PyExc_ValueError, "module %u: empty range %s", id, range);
             return -1;
         }
         m->start = start;
@@ -141,15 +132,11 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
         }
         Py_DECREF(segs);
     }
-    qsort(self->modules, (size_t)n, sizeof(fu_module), compare_modules);
-    for (Py_ssize_t i = 1; i < n; i++)
-        if (self->modules[i].start < self->modules[i - 1].end) {
-            PyErr_Format(PyExc_ValueError, "modules %u and %u overlap at 0x%llx", self->modules[i - 1].id,
-                         self->modules[i].id, (unsigned long long)self->modules[i].start);
-            return -1;
-        }
-    self->held.space.modules = self->modules;
-    self->held.space.count = (size_t)n;
+    fu_error err = {0};
+    if (fu_address_space_init(&self->held.space, self->modules, (size_t)n, chosen, &err) != FU_OK) {
+        py_core_raise(&err);
+        return -1;
+    }
     self->base.payload = &self->held;
     return 0;
 }

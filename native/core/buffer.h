@@ -1,19 +1,19 @@
-/* A growable byte buffer for the bindings' results (frames, symbols): doubling capacity, one
- * definition for every file that collects output of unknown size. */
-#ifndef FASTUNWIND_GROWING_H
-#define FASTUNWIND_GROWING_H
+/* buffer: the growable byte buffer of the core (frames, symbols, names, rendered text): doubling
+ * capacity, one definition for every file that collects output of unknown size. */
+#ifndef FASTUNWIND_BUFFER_H
+#define FASTUNWIND_BUFFER_H
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct fu_growing {
+typedef struct fu_buffer {
     unsigned char *data;
     size_t len, cap;
-} fu_growing;
+} fu_buffer;
 
 /* Make room for `extra` more bytes; false if out of memory. */
-static inline bool fu_growing_reserve(fu_growing *g, size_t extra)
+static inline bool fu_buffer_reserve(fu_buffer *g, size_t extra)
 {
     if (extra <= g->cap - g->len)
         return true;
@@ -31,9 +31,9 @@ static inline bool fu_growing_reserve(fu_growing *g, size_t extra)
     return true;
 }
 
-static inline bool fu_growing_append(fu_growing *g, const void *item, size_t size)
+static inline bool fu_buffer_append(fu_buffer *g, const void *item, size_t size)
 {
-    if (!fu_growing_reserve(g, size))
+    if (!fu_buffer_reserve(g, size))
         return false;
     if (size) /* data is NULL before the first allocation, and memcpy(NULL, ..., 0) is undefined */
         memcpy(g->data + g->len, item, size);
