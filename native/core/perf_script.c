@@ -6,6 +6,7 @@
 
 #include "intern.h"
 #include "render.h"
+#include "perf_walk.h"
 #include "walk.h"
 
 /* ---- resolving frames ------------------------------------------------------------------------ */
@@ -457,17 +458,6 @@ static bool append_folded_name(const fu_unwound *u, const fu_unwound_frame *f, f
            fu_buffer_append(out, "]", 1);
 }
 
-/* Whether a stack with this outcome is whole: the walk reached the end, or the frames are the
- * kernel's callchain or the IP alone (nothing was walked that could stop early). */
-static bool stack_complete(const char *outcome, size_t len)
-{
-    static const char *const whole[] = {"end", "callchain", "ip_only"};
-    for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
-        if (len == strlen(whole[i]) && memcmp(outcome, whole[i], len) == 0)
-            return true;
-    return false;
-}
-
 fu_status fu_unwound_folded(const fu_unwound *u, bool by_count, fu_sink_fn sink, void *context, fu_error *err)
 {
     fu_buffer pool = {0}, line = {0}, stacks = {0}, out = {0};
@@ -482,7 +472,7 @@ fu_status fu_unwound_folded(const fu_unwound *u, bool by_count, fu_sink_fn sink,
         uint32_t kernel = u->bounds[2 * s], user = u->bounds[2 * s + 1], end = u->bounds[2 * s + 2];
         if (ok && end > user) {
             fu_text outcome = u->outcome_names[u->outcomes[s]];
-            if (!stack_complete(outcome.data, outcome.len))
+            if (!fu_sample_outcome_complete(u->outcomes[s]))
                 ok = fu_buffer_append(&line, ";[", 2) && fu_buffer_append(&line, outcome.data, outcome.len) &&
                      fu_buffer_append(&line, "]", 1);
         }

@@ -314,3 +314,19 @@ fu_status fu_perf_callchain_samples(const fu_perf_walk_request *request, size_t 
     columns[2].len = columns[3].len = frame_count;
     return FU_OK;
 }
+
+const char *fu_sample_outcome_name(unsigned code)
+{
+    switch (code) {
+    case FU_SAMPLE_NO_USER_REGISTERS: return "no_user_registers";
+    case FU_SAMPLE_SKIPPED: return "skipped";
+    case FU_SAMPLE_CALLCHAIN: return "callchain";
+    case FU_SAMPLE_IP_ONLY: return "ip_only";
+    default: return code < FU_WALK_OUTCOME_COUNT ? fu_walk_outcome_name((fu_walk_outcome)code) : NULL;
+    }
+}
+
+bool fu_sample_outcome_complete(unsigned code)
+{
+    return code == FU_WALK_END || code == FU_SAMPLE_CALLCHAIN || code == FU_SAMPLE_IP_ONLY;
+}

@@ -36,6 +36,13 @@
 #define FU_SAMPLE_CALLCHAIN 0xfd
 #define FU_SAMPLE_IP_ONLY 0xfc
 
+/* The name of sample outcome `code` (a walk's outcome, walk.h, or one of FU_SAMPLE_*), NULL for a
+ * code that is neither. */
+const char *fu_sample_outcome_name(unsigned code);
+/* Whether a sample with this outcome has its whole stack: the walk reached the end, or the frames
+ * are the kernel's callchain or the IP alone (nothing was walked that could stop early). */
+bool fu_sample_outcome_complete(unsigned code);
+
 /* Frames per sample that unwind_samples reserves before its loop (virtual memory: pages are
  * touched only as frames land), so that most recordings never grow a column while walks are timed;
  * the reservation stops at FU_PERF_FRAMES_RESERVED_MAX frames, beyond which columns grow by doubling. */

@@ -262,6 +262,12 @@ static PyMethodDef perf_walk_methods[] = {
     {NULL},
 };
 
+static const char *sample_outcome_name(int code)
+{
+    const char *name = fu_sample_outcome_name((unsigned)code);
+    return name ? name : "?";
+}
+
 int py_perf_walk_init(PyObject *module)
 {
     if (PyModule_AddFunctions(module, perf_walk_methods) < 0)
@@ -269,7 +275,9 @@ int py_perf_walk_init(PyObject *module)
     if (PyModule_AddIntConstant(module, "SAMPLE_NO_USER_REGISTERS", FU_SAMPLE_NO_USER_REGISTERS) < 0 ||
         PyModule_AddIntConstant(module, "SAMPLE_SKIPPED", FU_SAMPLE_SKIPPED) < 0 ||
         PyModule_AddIntConstant(module, "SAMPLE_CALLCHAIN", FU_SAMPLE_CALLCHAIN) < 0 ||
-        PyModule_AddIntConstant(module, "SAMPLE_IP_ONLY", FU_SAMPLE_IP_ONLY) < 0)
+        PyModule_AddIntConstant(module, "SAMPLE_IP_ONLY", FU_SAMPLE_IP_ONLY) < 0 ||
+        PyModule_AddIntConstant(module, "PERF_MAX_FRAMES", FU_PERF_MAX_STACK) < 0)
         return -1;
-    return 0;
+    /* the name of every outcome code a sample can have, "?" for the others */
+    return py_core_add_names(module, "SAMPLE_OUTCOMES", 256, sample_outcome_name);
 }

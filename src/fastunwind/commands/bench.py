@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from fastunwind import _core
 from fastunwind._core import WALK_BACKENDS as BACKENDS  # walk.h fu_backend
 from fastunwind.commands import command_parser
 from fastunwind.errors import FastunwindError
@@ -42,7 +43,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--backend", default="auto,table,dwarf",
                         help=f"comma-separated backends to time, of {', '.join(BACKENDS)} (default: auto,table,dwarf)")
     parser.add_argument("--repeat", type=int, default=10, help="passes per backend (default: 10)")
-    parser.add_argument("--max-frames", type=int, default=127, help="frames per stack (default: 127, as perf)")
+    parser.add_argument("--max-frames", type=int, default=_core.PERF_MAX_FRAMES,
+                        help=f"frames per stack (default: {_core.PERF_MAX_FRAMES}, as perf)")
     parser.add_argument("--peers", action="store_true",
                         help="also run benchmarks/bench_unwind.py (libunwind, libdw, frame pointers) on the recording")
     parser.set_defaults(run=run)

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from fastunwind import _core
 from fastunwind.commands import command_parser
 
 EXAMPLE = """\
@@ -37,8 +38,9 @@ def add_parser(subparsers: Any) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--folded", action="store_true", help="collapsed stacks with counts, for flame graphs")
     mode.add_argument("--stats", action="store_true", help="unwinding outcomes, frames per sample, ns per frame")
-    parser.add_argument("--max-frames", type=int, default=127, help="frames per stack (default: 127, as perf)")
-    parser.add_argument("--backend", choices=("auto", "compiled", "table", "dwarf"), default=None,
+    parser.add_argument("--max-frames", type=int, default=_core.PERF_MAX_FRAMES,
+                        help=f"frames per stack (default: {_core.PERF_MAX_FRAMES}, as perf)")
+    parser.add_argument("--backend", choices=[b for b in _core.WALK_BACKENDS if not b.endswith("-only")], default=None,
                         help="unwind tables to use: compiled eh_elfs (see `fastunwind compile`), compact tables or "
                              "the DWARF interpreter, each with the interpreter for what it leaves; auto (default): "
                              "the compact table, and a module's eh_elf, if compiled, for the rows the table "

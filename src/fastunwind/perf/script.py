@@ -40,10 +40,9 @@ from fastunwind.symbols import PERF_MAP_PATH, kallsyms_bytes, kernel_symbol_tabl
 __all__ = ["DEFAULT_MAX_FRAMES", "OUTCOME_NAME_BY_CODE", "OUTCOME_NAMES", "PHASES", "RECORD_HINT", "SOURCE_CALLCHAIN",
            "SOURCE_DWARF", "SOURCE_IP", "Frame", "PerfDataError", "Statistics", "UnwoundRecording", "UnwoundSample",
            "recording_source", "render_folded", "render_perf_script", "stream_recording", "unwind_recording"]
-OUTCOME_NAMES = {**dict(enumerate(_core.WALK_OUTCOMES)), _core.SAMPLE_NO_USER_REGISTERS: "no_user_registers",
-                 _core.SAMPLE_SKIPPED: "skipped", _core.SAMPLE_CALLCHAIN: "callchain", _core.SAMPLE_IP_ONLY: "ip_only"}
-#: the outcome name of every code, "?" for codes without one
-OUTCOME_NAME_BY_CODE = tuple(OUTCOME_NAMES.get(code, "?") for code in range(256))
+#: the outcome name of every code a sample can have (perf_walk.h), "?" for codes without one
+OUTCOME_NAME_BY_CODE: tuple[str, ...] = _core.SAMPLE_OUTCOMES
+OUTCOME_NAMES = {code: name for code, name in enumerate(OUTCOME_NAME_BY_CODE) if name != "?"}
 RECORD_HINT = ("record with user registers and stack, e.g.: "
                "perf record --call-graph dwarf -e cpu-clock -F 999 -- COMMAND")
 

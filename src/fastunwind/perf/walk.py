@@ -16,7 +16,7 @@ from typing import NamedTuple, Protocol
 from fastunwind import _core
 
 #: perf's default callchain depth (kernel.perf_event_max_stack)
-DEFAULT_MAX_FRAMES = 127
+DEFAULT_MAX_FRAMES = _core.PERF_MAX_FRAMES
 #: what the frames of a recording come from (recording_source)
 SOURCE_DWARF, SOURCE_CALLCHAIN, SOURCE_IP = "dwarf", "callchain", "ip"
 _SAMPLE_CALLCHAIN = 1 << 5  # PERF_SAMPLE_CALLCHAIN (include/uapi/linux/perf_event.h)
