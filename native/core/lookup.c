@@ -45,9 +45,9 @@ fu_status fu_cfi_table_build_index(fu_cfi_table *t, fu_error *err)
     return FU_OK;
 }
 
-int64_t fu_cfi_table_find_fde(const fu_cfi_table *t, uint64_t pc)
+/* How many FDEs start at or below pc: the sorted index of the first one that starts above it. */
+static uint32_t fdes_starting_by(const fu_cfi_table *t, uint64_t pc)
 {
-    /* last FDE whose start <= pc */
     uint32_t lo = 0, hi = t->fde_count;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -56,6 +56,12 @@ int64_t fu_cfi_table_find_fde(const fu_cfi_table *t, uint64_t pc)
         else
             hi = mid;
     }
+    return lo;
+}
+
+int64_t fu_cfi_table_find_fde(const fu_cfi_table *t, uint64_t pc)
+{
+    uint32_t lo = fdes_starting_by(t, pc); /* the last FDE whose start <= pc is lo - 1 */
     if (lo == 0)
         return -1;
     const fu_entry *e = &t->entries[t->fde_sorted[lo - 1]];
@@ -106,15 +112,7 @@ uint64_t fu_cfi_tables_next_fde_start(const fu_cfi_table *const tables[2], uint6
         const fu_cfi_table *t = tables[i];
         if (!t)
             continue;
-        /* first FDE whose start > pc */
-        uint32_t lo = 0, hi = t->fde_count;
-        while (lo < hi) {
-            uint32_t mid = lo + (hi - lo) / 2;
-            if (t->fde_starts[mid] <= pc)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        uint32_t lo = fdes_starting_by(t, pc); /* the first FDE whose start > pc */
         if (lo < t->fde_count && t->fde_starts[lo] < next)
             next = t->fde_starts[lo];
     }
