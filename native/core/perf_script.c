@@ -275,6 +275,29 @@ void fu_unwound_comm(const fu_unwound *u, size_t s, const char **comm, size_t *l
     *len = u->comm_names[id].len;
 }
 
+/* The most bytes put_symbol_and_dso writes for `f`. */
+static size_t symbol_and_dso_bytes(const fu_unwound_frame *f, size_t dso_len)
+{
+    return 1 + (f->has_symbol ? f->name_len + 3 + 16 : 9) + 2 + dso_len + 2;
+}
+
+/* A frame line's tail after its address, as perf prints it: " sym+0xoff (dso)\n", or
+ * " [unknown] (dso)\n" without a symbol (the room reserved: symbol_and_dso_bytes). */
+static void put_symbol_and_dso(fu_buffer *out, const fu_unwound_frame *f, const char *dso, size_t dso_len)
+{
+    fu_put(out, " ", 1);
+    if (f->has_symbol) {
+        fu_put(out, f->name, f->name_len);
+        fu_put(out, "+0x", 3);
+        fu_put_hex(out, f->offset, false, 0);
+    } else {
+        fu_put(out, "[unknown]", 9);
+    }
+    fu_put(out, " (", 2);
+    fu_put(out, dso, dso_len);
+    fu_put(out, ")\n", 2);
+}
+
 /* Each frame's line, formatted once: "\t%16x sym+0xoff (dso)\n" or "\t%16x [unknown] (dso)\n". */
 static bool format_lines(fu_unwound *u)
 {
@@ -286,24 +309,14 @@ static bool format_lines(fu_unwound *u)
         const char *dso;
         size_t dso_len;
         fu_unwound_frame_dso(u, f, &dso, &dso_len);
-        size_t need = 1 + 41 + 1 + (f->has_symbol ? f->name_len + 3 + 16 : 9) + 2 + dso_len + 2;
+        size_t need = 1 + FU_PUT_HEX_MAX + symbol_and_dso_bytes(f, dso_len);
         if (!fu_buffer_reserve(&u->lines, need) || u->lines.len + need > UINT32_MAX)
             return false;
         fu_buffer *out = &u->lines;
         size_t begin = out->len;
         fu_put(out, "\t", 1);
         fu_put_hex(out, f->address, f->negative, 16);
-        fu_put(out, " ", 1);
-        if (f->has_symbol) {
-            fu_put(out, f->name, f->name_len);
-            fu_put(out, "+0x", 3);
-            fu_put_hex(out, f->offset, false, 0);
-        } else {
-            fu_put(out, "[unknown]", 9);
-        }
-        fu_put(out, " (", 2);
-        fu_put(out, dso, dso_len);
-        fu_put(out, ")\n", 2);
+        put_symbol_and_dso(out, f, dso, dso_len);
         f->line_offset = (uint32_t)begin;
         f->line_len = (uint32_t)(out->len - begin);
     }
@@ -336,21 +349,11 @@ static bool render_ip_line(const fu_unwound *u, size_t s, fu_buffer *out)
     const char *dso;
     size_t dso_len;
     fu_unwound_frame_dso(u, f, &dso, &dso_len);
-    if (!fu_buffer_reserve(out, 3 + 41 + 1 + (f->has_symbol ? f->name_len + 3 + 16 : 9) + 2 + dso_len + 2))
+    if (!fu_buffer_reserve(out, 3 + FU_PUT_HEX_MAX + symbol_and_dso_bytes(f, dso_len)))
         return false;
     fu_put(out, ":  ", 3);
     fu_put_hex(out, f->key, false, 16);
-    fu_put(out, " ", 1);
-    if (f->has_symbol) {
-        fu_put(out, f->name, f->name_len);
-        fu_put(out, "+0x", 3);
-        fu_put_hex(out, f->offset, false, 0);
-    } else {
-        fu_put(out, "[unknown]", 9);
-    }
-    fu_put(out, " (", 2);
-    fu_put(out, dso, dso_len);
-    fu_put(out, ")\n", 2);
+    put_symbol_and_dso(out, f, dso, dso_len);
     return true;
 }
 

@@ -48,6 +48,10 @@ static inline void fu_put_sdec(fu_buffer *out, int64_t v, int width)
     fu_put_udec(out, magnitude, 0, ' ');
 }
 
+/* The most bytes fu_put_hex writes with a width of at most 40: the digits of a u128 and a sign,
+ * or the width. */
+#define FU_PUT_HEX_MAX 41
+
 /* Python's format(value, f"{width}x"), the sign counted in the width. */
 static inline void fu_put_hex(fu_buffer *out, unsigned __int128 v, bool negative, int width)
 {
