@@ -67,6 +67,44 @@ static void keep_spare_buffers(fu_perf_walk_buffers *b)
     *b = (fu_perf_walk_buffers){0};
 }
 
+/* A batch's input checked: the recording (its samples), one space id per sample, and the address
+ * spaces (`*spaces`: allocated, one more than the spaces; the caller frees it). NULL with an
+ * exception set otherwise. */
+static const fu_perf_data *batch_input(PyObject *module, PyObject *perf_data, PyObject *seq, const Py_buffer *space_ids,
+                                       const fu_address_space ***spaces)
+{
+    const fu_perf_data *pd = seq ? perf_data_of(module, perf_data) : NULL;
+    if (!pd)
+        return NULL;
+    if ((size_t)space_ids->len != pd->sample_count * sizeof(uint32_t)) {
+        PyErr_Format(PyExc_ValueError, "space_ids has %zd bytes for %zu samples", space_ids->len, pd->sample_count);
+        return NULL;
+    }
+    Py_ssize_t space_count = PySequence_Fast_GET_SIZE(seq);
+    if (!(*spaces = PyMem_Calloc((size_t)space_count + 1, sizeof **spaces))) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < space_count; i++) {
+        const fu_space_with_cache *held = py_core_payload(module, PY_ADDRESS_SPACE, PySequence_Fast_GET_ITEM(seq, i));
+        if (!held)
+            return NULL;
+        (*spaces)[i] = &held->space;
+    }
+    return pd;
+}
+
+/* A batch's result: (outcomes, frame starts, ips, modules, kinds, flags, walk_ns). */
+static PyObject *batch_result(fu_perf_walk_buffers *b, uint64_t walk_ns)
+{
+    const fu_buffer *columns = b->frames.column; /* ips, modules, kinds, flags */
+    return Py_BuildValue("(y#y#y#y#y#y#K)", bytes_of(&b->outcomes), (Py_ssize_t)b->outcomes.len,
+                         bytes_of(&b->starts), (Py_ssize_t)b->starts.len, bytes_of(&columns[0]),
+                         (Py_ssize_t)columns[0].len, bytes_of(&columns[1]), (Py_ssize_t)columns[1].len,
+                         bytes_of(&columns[2]), (Py_ssize_t)columns[2].len, bytes_of(&columns[3]),
+                         (Py_ssize_t)columns[3].len, (unsigned long long)walk_ns);
+}
+
 static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"perf_data", "space_ids", "spaces", "max_frames", "threads", NULL};
@@ -83,36 +121,21 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
     fu_perf_walk_buffers extra[FU_PERF_WALK_THREADS_MAX];
     memset(extra, 0, sizeof extra);
     unsigned threads = 1;
-    fu_buffer *outcomes = &buffers.outcomes, *starts = &buffers.starts;
-    fu_perf_frame_columns *frames_out = &buffers.frames;
-    fu_buffer *columns = frames_out->column; /* ips, modules, kinds, flags */
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
-    const fu_perf_data *pd = seq ? perf_data_of(module, perf_data) : NULL;
+    const fu_perf_data *pd = batch_input(module, perf_data, seq, &space_ids, &spaces);
     if (!pd)
         goto done;
     size_t count = pd->sample_count;
     const fu_perf_sample *samples = pd->samples;
-    if ((size_t)space_ids.len != count * sizeof(uint32_t)) {
-        PyErr_Format(PyExc_ValueError, "space_ids has %zd bytes for %zu samples", space_ids.len, count);
-        goto done;
-    }
     threads = threads_arg <= 0                             ? fu_perf_walk_threads(count)
               : threads_arg < FU_PERF_WALK_THREADS_MAX ? (unsigned)threads_arg
                                                        : FU_PERF_WALK_THREADS_MAX;
     if (threads > 1 && count < threads)
         threads = 1;
     Py_ssize_t space_count = PySequence_Fast_GET_SIZE(seq);
-    spaces = PyMem_Calloc((size_t)space_count + 1, sizeof *spaces);
-    caches = PyMem_Calloc(((size_t)space_count + 1) * threads, sizeof *caches);
-    if (!spaces || !caches) {
+    if (!(caches = PyMem_Calloc(((size_t)space_count + 1) * threads, sizeof *caches))) {
         PyErr_NoMemory();
         goto done;
-    }
-    for (Py_ssize_t i = 0; i < space_count; i++) {
-        const fu_space_with_cache *held = py_core_payload(module, PY_ADDRESS_SPACE, PySequence_Fast_GET_ITEM(seq, i));
-        if (!held)
-            goto done;
-        spaces[i] = &held->space;
     }
     /* the walk caches of the spaces that samples name, lent by the spaces for the batch: one per
      * thread, so that no two threads write one */
@@ -147,11 +170,7 @@ static PyObject *unwind_samples(PyObject *module, PyObject *args, PyObject *kwar
         PyErr_NoMemory();
         goto done;
     }
-    result = Py_BuildValue("(y#y#y#y#y#y#K)", bytes_of(outcomes), (Py_ssize_t)outcomes->len,
-                           bytes_of(starts), (Py_ssize_t)starts->len, bytes_of(&columns[0]),
-                           (Py_ssize_t)columns[0].len, bytes_of(&columns[1]), (Py_ssize_t)columns[1].len,
-                           bytes_of(&columns[2]), (Py_ssize_t)columns[2].len, bytes_of(&columns[3]),
-                           (Py_ssize_t)columns[3].len, (unsigned long long)walk_ns);
+    result = batch_result(&buffers, walk_ns);
 done:
     keep_spare_buffers(&buffers);
     for (unsigned t = 1; t < FU_PERF_WALK_THREADS_MAX; t++)
@@ -180,31 +199,13 @@ static PyObject *callchain_samples(PyObject *module, PyObject *args, PyObject *k
     PyObject *result = NULL;
     const fu_address_space **spaces = NULL;
     fu_perf_walk_buffers buffers = take_spare_buffers();
-    fu_buffer *outcomes = &buffers.outcomes, *starts = &buffers.starts;
-    fu_perf_frame_columns *frames_out = &buffers.frames;
-    fu_buffer *columns = frames_out->column;
     PyObject *seq = PySequence_Fast(spaces_list, "spaces must be a sequence of AddressSpace");
-    const fu_perf_data *pd = seq ? perf_data_of(module, perf_data) : NULL;
+    const fu_perf_data *pd = batch_input(module, perf_data, seq, &space_ids, &spaces);
     if (!pd)
         goto done;
     size_t count = pd->sample_count;
     const fu_perf_sample *samples = pd->samples;
-    if ((size_t)space_ids.len != count * sizeof(uint32_t)) {
-        PyErr_Format(PyExc_ValueError, "space_ids has %zd bytes for %zu samples", space_ids.len, count);
-        goto done;
-    }
     Py_ssize_t space_count = PySequence_Fast_GET_SIZE(seq);
-    spaces = PyMem_Calloc((size_t)space_count + 1, sizeof *spaces);
-    if (!spaces) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < space_count; i++) {
-        const fu_space_with_cache *held = py_core_payload(module, PY_ADDRESS_SPACE, PySequence_Fast_GET_ITEM(seq, i));
-        if (!held)
-            goto done;
-        spaces[i] = &held->space;
-    }
     if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
         max_frames = FU_WALK_MAX_FRAMES;
     fu_perf_walk_request request = {samples, count, space_ids.buf, spaces, NULL, 0, 1, (size_t)max_frames};
@@ -213,11 +214,7 @@ static PyObject *callchain_samples(PyObject *module, PyObject *args, PyObject *k
         py_core_raise(&err);
         goto done;
     }
-    result = Py_BuildValue("(y#y#y#y#y#y#K)", bytes_of(outcomes), (Py_ssize_t)outcomes->len,
-                           bytes_of(starts), (Py_ssize_t)starts->len, bytes_of(&columns[0]),
-                           (Py_ssize_t)columns[0].len, bytes_of(&columns[1]), (Py_ssize_t)columns[1].len,
-                           bytes_of(&columns[2]), (Py_ssize_t)columns[2].len, bytes_of(&columns[3]),
-                           (Py_ssize_t)columns[3].len, 0ull);
+    result = batch_result(&buffers, 0);
 done:
     keep_spare_buffers(&buffers);
     PyMem_Free(spaces);
