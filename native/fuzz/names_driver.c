@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fuzz_elf.h"
 #include "perf_map.h"
 #include "plt.h"
 
@@ -63,22 +64,13 @@ static bool count_entry(void *context, const fu_perf_map_entry *entry)
 static bool plt_input(const uint8_t *file, size_t size, fu_plt_input *in)
 {
     memset(in, 0, sizeof *in);
-    if (size < sizeof(Elf64_Ehdr))
+    fuzz_elf64 e;
+    if (!fuzz_elf64_open(&e, file, size))
         return false;
-    Elf64_Ehdr eh;
-    memcpy(&eh, file, sizeof eh);
-    if (eh.e_shoff > size || eh.e_shnum > (size - eh.e_shoff) / sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum)
-        return false;
-    Elf64_Shdr strings;
-    memcpy(&strings, file + eh.e_shoff + eh.e_shstrndx * sizeof(Elf64_Shdr), sizeof strings);
-    for (unsigned i = 0; i < eh.e_shnum; i++) {
+    for (unsigned i = 0; i < e.eh.e_shnum; i++) {
         Elf64_Shdr sh;
-        memcpy(&sh, file + eh.e_shoff + i * sizeof sh, sizeof sh);
-        if (sh.sh_type == SHT_NOBITS || sh.sh_offset > size || sh.sh_size > size - sh.sh_offset ||
-            strings.sh_offset + sh.sh_name >= size)
-            continue;
-        const char *name = (const char *)file + strings.sh_offset + sh.sh_name;
-        if (!memchr(name, 0, size - (strings.sh_offset + sh.sh_name)))
+        const char *name;
+        if (!fuzz_elf64_section(&e, i, &sh, &name))
             continue;
         uint8_t *data = copy_of(file + sh.sh_offset, sh.sh_size);
         if (sh.sh_type == SHT_DYNSYM) {

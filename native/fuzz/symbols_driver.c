@@ -34,6 +34,7 @@
 #define FUZZ_DRIVER "symbols_driver"
 #define FUZZ_REPLAY "build/symbols_driver_asan --replay"
 #include "fuzz_common.h"
+#include "fuzz_elf.h"
 
 #include "eh_elf.h"
 #include "symbols.h"
@@ -315,25 +316,16 @@ static uint8_t *read_file(const char *path, size_t max, size_t *size)
  * the PLT input (.dynsym, .dynstr, .rela.plt, .plt.sec or .plt with its address). NULL if none. */
 static uint8_t *elf_seed(const uint8_t *file, size_t size, size_t *out)
 {
-    if (size < sizeof(Elf64_Ehdr) || memcmp(file, ELFMAG, SELFMAG) != 0 || file[EI_CLASS] != ELFCLASS64)
+    fuzz_elf64 e;
+    if (!fuzz_elf64_open(&e, file, size))
         return NULL;
-    Elf64_Ehdr eh;
-    memcpy(&eh, file, sizeof eh);
-    if (eh.e_shoff > size || eh.e_shnum > (size - eh.e_shoff) / sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum)
-        return NULL;
-    Elf64_Shdr strings;
-    memcpy(&strings, file + eh.e_shoff + eh.e_shstrndx * sizeof(Elf64_Shdr), sizeof strings);
     const uint8_t *piece[10] = {0};
     size_t piece_size[10] = {0};
     uint8_t *plt = NULL;
-    for (unsigned i = 0; i < eh.e_shnum; i++) {
+    for (unsigned i = 0; i < e.eh.e_shnum; i++) {
         Elf64_Shdr sh;
-        memcpy(&sh, file + eh.e_shoff + i * sizeof sh, sizeof sh);
-        if (sh.sh_type == SHT_NOBITS || sh.sh_offset > size || sh.sh_size > size - sh.sh_offset ||
-            strings.sh_offset > size || sh.sh_name >= size - strings.sh_offset)
-            continue;
-        const char *name = (const char *)file + strings.sh_offset + sh.sh_name;
-        if (!memchr(name, 0, size - (strings.sh_offset + sh.sh_name)))
+        const char *name;
+        if (!fuzz_elf64_section(&e, i, &sh, &name))
             continue;
         int slot = !strcmp(name, ".symtab") ? 0 : !strcmp(name, ".strtab") ? 1 : !strcmp(name, ".dynsym") ? 2
                  : !strcmp(name, ".dynstr") ? 3 : !strcmp(name, ".rela.plt") ? 8 : -1;
