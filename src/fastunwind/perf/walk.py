@@ -11,15 +11,15 @@ unwinds. Without them the frames are each sample's callchain as the kernel recor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from fastunwind import _core
+from fastunwind.perf.data import SAMPLE_CALLCHAIN, PerfData
 
 #: perf's default callchain depth (kernel.perf_event_max_stack)
 DEFAULT_MAX_FRAMES = _core.PERF_MAX_FRAMES
 #: what the frames of a recording come from (recording_source)
 SOURCE_DWARF, SOURCE_CALLCHAIN, SOURCE_IP = "dwarf", "callchain", "ip"
-_SAMPLE_CALLCHAIN = 1 << 5  # PERF_SAMPLE_CALLCHAIN (include/uapi/linux/perf_event.h)
 
 
 class UnwindBatch(NamedTuple):
@@ -37,32 +37,14 @@ class UnwindBatch(NamedTuple):
     walk_ns: int
 
 
-class _Attr(Protocol):
-    @property
-    def sample_type(self) -> int: ...
-
-    @property
-    def is_sampling(self) -> bool: ...
-
-
-class _Recording(Protocol):
-    """What recording_source reads of a recording (perf.data.PerfData)."""
-
-    @property
-    def has_user_stacks(self) -> bool: ...
-
-    @property
-    def attrs(self) -> Sequence[_Attr]: ...
-
-
-def recording_source(perf: _Recording) -> str:
+def recording_source(perf: PerfData) -> str:
     """Where a recording's frames come from: its user stacks (every sampling event has user
     registers and stack dumps: --call-graph dwarf), the kernel's callchains (perf record -g,
     --call-graph fp or lbr), or the sampled IPs alone (no call graph)."""
     if perf.has_user_stacks:
         return SOURCE_DWARF
     sampling = [attr for attr in perf.attrs if attr.is_sampling] or perf.attrs
-    if any(attr.sample_type & _SAMPLE_CALLCHAIN for attr in sampling):
+    if any(attr.sample_type & SAMPLE_CALLCHAIN for attr in sampling):
         return SOURCE_CALLCHAIN
     return SOURCE_IP
 
