@@ -415,7 +415,8 @@ void fu_perf_stream_decode_ahead(fu_perf_stream *stream, bool on);
  * order the records without one that follow): all the replay uses, on recordings where data mmaps
  * are most records (off by default: the API's events() lists every mapping). */
 void fu_perf_stream_executable_mmaps_only(fu_perf_stream *stream, bool on);
-/* Wait for the window being cut ahead, if any. */
+/* Wait for the window being cut ahead, if any; safe from several threads at once (the bindings
+ * wait without the GIL, so two Python threads may ask a stream's header together). */
 void fu_perf_stream_wait(fu_perf_stream *stream);
 /* Records delivered older than an earlier window's (see above). */
 uint64_t fu_perf_stream_out_of_order(const fu_perf_stream *stream);
