@@ -373,6 +373,12 @@ class ElfFile:
                 pass
             self._mapping = None
 
+    def release_resident_pages(self) -> None:
+        """Let the kernel take back the pages of the file read so far (a symbol table's sections,
+        once the table is built); any touched again are mapped again from the page cache."""
+        if self._mapping is not None:
+            release_resident_pages(self._mapping)
+
     def __enter__(self) -> ElfFile:
         return self
 
@@ -971,6 +977,14 @@ _READELF_RELOCATION_KINDS = {
 
 
 # --- helpers -----------------------------------------------------------------------------------------
+
+
+def release_resident_pages(mapping: mmap.mmap) -> None:
+    """Drop a read-only file mapping's pages from the process's memory (MADV_DONTNEED: they stay in
+    the page cache, and a later access maps them again): for files read through once (validated,
+    or turned into a table) of which little is used afterwards."""
+    if hasattr(mmap, "MADV_DONTNEED"):
+        mapping.madvise(mmap.MADV_DONTNEED)
 
 
 def _string_at(table: bytes, offset: int, where: str) -> str:

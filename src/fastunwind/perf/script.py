@@ -217,7 +217,9 @@ class _SymbolLoader:
         self._tables = tables
 
     def make(self) -> SymbolTable:
-        return symbol_table_for_file(self._image.elf)
+        table = symbol_table_for_file(self._image.elf)
+        self._image.elf.release_resident_pages()  # libLLVM-14's .dynsym and .dynstr: 12 MB
+        return table
 
     def __call__(self) -> SymbolTable | None:
         return self._tables.get(self._image.path, self.make)
@@ -322,7 +324,9 @@ class _KernelSymbols:
         return self._data
 
     def _whole(self) -> SymbolTable:
-        return SymbolTable.from_kallsyms(self._kallsyms())
+        table = SymbolTable.from_kallsyms(self._kallsyms())
+        self._data = b""  # the text (5 MB) is not read again
+        return table
 
     def __call__(self, addresses: bytes) -> SymbolTable | None:
         if self._data is None and not self._ahead:

@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from fastunwind import _core, cache
+from fastunwind.elf import release_resident_pages
 from fastunwind.errors import CompactTableError
 from fastunwind.image import ModuleImage
 
@@ -56,6 +57,9 @@ def _open_cached(image: ModuleImage, path: str, kind: int, key: bytes) -> _core.
     except CompactTableError:
         mapped.close()
         return None
+    # validating read every page; the walker touches few of them (they come back from the page
+    # cache when it does): a 5.7 MB table of libLLVM would otherwise stay resident, unused
+    release_resident_pages(mapped)
     return table if _matches(image, table, kind, key) else None
 
 

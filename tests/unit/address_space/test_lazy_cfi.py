@@ -12,6 +12,7 @@ from fastunwind.elf import PF_X, PT_LOAD
 
 WITHOUT_SLOW_ROWS = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"
 WITH_SLOW_ROWS = "/lib64/ld-linux-x86-64.so.2"  # a row the compact format cannot state
+BIG = "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1"  # a compact table of 5.7 MB
 BASE = 0x7F0000000000
 
 
@@ -60,3 +61,26 @@ def test_a_table_built_before_a_debug_file_was_installed_is_rebuilt(cache, monke
     monkeypatch.setattr(type(image), "frame_sizes", lambda self: (eh_frame_size, 1234))
     assert image.load_compact_table(os.path.join(cache, "fastunwind", "compact")) is not None
     assert image.compact_source == "built"
+
+
+def _resident_kb(path: str) -> int:
+    """Resident KiB of this process's mappings of `path` (/proc/self/smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if fields and "-" in fields[0] and not fields[0].endswith(":"):
+                inside = fields[-1] == path
+            elif inside and fields[0] == "Rss:":
+                total += int(fields[1])
+    return total
+
+
+def test_a_validated_cached_table_does_not_stay_resident(cache):
+    """Validation reads the whole file; the walker then touches a few pages of it (the kernel maps
+    the page cache's folio around each page touched: up to 2 MiB on ext4 here)."""
+    _space(BIG)[0].to_core("auto")
+    space, image = _space(BIG)
+    table = image.compact
+    assert image.compact_source == "cache" and table is not None
+    assert _resident_kb(os.path.realpath(image.compact_cache_path())) * 1024 < table.size / 2
