@@ -9,8 +9,7 @@
  * for every register column that has one; equal states are interned once, so a row costs 12 bytes
  * (8-byte address + 4-byte state id) however many registers it restores.
  *
- * Registers use the DWARF x86-64 numbering of the System V AMD64 ABI (figure 3.36): 0 rax, 1 rdx,
- * 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8-15 r8-r15, 16 return address.
+ * Registers use the DWARF x86-64 numbering (x86_64.h).
  */
 #ifndef FASTUNWIND_CFI_H
 #define FASTUNWIND_CFI_H
@@ -21,6 +20,7 @@
 
 #include "cursor.h"
 #include "error.h"
+#include "x86_64.h"
 
 /* ---- bounds on input-driven work (each has a named error) ---------------------------------- */
 
@@ -308,9 +308,6 @@ void fu_out_flush(fu_out *o);
 void fu_expr_print_readelf(fu_out *o, const uint8_t *expr, uint64_t len, unsigned address_size);
 /* Print an expression as llvm-dwarfdump-14 does ("DW_OP_breg7 RSP+8, DW_OP_deref"). */
 void fu_expr_print_llvm(fu_out *o, const uint8_t *expr, uint64_t len, unsigned address_size);
-
-/* Register names (readelf's x86-64 table); NULL where readelf has none. */
-const char *fu_register_name(uint64_t column);
 
 /* cfi_print.c */
 void fu_print_readelf_interp(fu_out *o, const fu_cfi_table *table);

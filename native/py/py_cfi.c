@@ -1,4 +1,4 @@
-/* The CFI stages' binding: CfiTable, parse_eh_frame_hdr, register_name.
+/* The CFI stages' binding: CfiTable, parse_eh_frame_hdr.
  *
  * CfiTable(data, kind, address, address_size=8, text_base=0, data_base=0, segments=())
  *   parses and evaluates one .eh_frame or .debug_frame section, with the GIL released. The
@@ -430,21 +430,9 @@ static PyObject *parse_eh_frame_hdr(PyObject *module, PyObject *args)
                          hdr.table_encoding, (unsigned long long)hdr.eh_frame_ptr, entries);
 }
 
-static PyObject *register_name(PyObject *module, PyObject *arg)
-{
-    unsigned long long reg = PyLong_AsUnsignedLongLong(arg);
-    if (PyErr_Occurred())
-        return NULL;
-    const char *name = fu_register_name(reg);
-    if (!name)
-        Py_RETURN_NONE;
-    return PyUnicode_FromString(name);
-}
-
 static PyMethodDef cfi_functions[] = {
     {"parse_eh_frame_hdr", parse_eh_frame_hdr, METH_VARARGS,
      "parse_eh_frame_hdr(data, address, eh_frame_address=0, eh_frame_size=0) -> header fields and entries"},
-    {"register_name", register_name, METH_O, "register_name(column) -> str | None (readelf's x86-64 names)"},
     {NULL},
 };
 

@@ -8,7 +8,7 @@
  * `backend` is one of WALK_BACKENDS (fu_backend_name: which tables walks use, see fu_backend in
  * walk.h). The object keeps every table and buffer alive while walks use them.
  */
-#include "py_core.h" /* Python.h first; it defines _GNU_SOURCE (REG_RIP) */
+#include "py_core.h" /* Python.h first */
 
 #include <execinfo.h>
 #include <ucontext.h>
@@ -300,14 +300,8 @@ static PyObject *unwind_self(PyObject *module, PyObject *args)
     ucontext_t context;
     getcontext(&context);
     int oracle_count = backtrace(oracle, (int)max_frames);
-    const greg_t *g = context.uc_mcontext.gregs;
-    fu_regs regs = {{0}, 0};
-    /* DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip */
-    static const int from_greg[FU_WALK_REGISTERS] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
-                                                      REG_RBP, REG_RSP, REG_R8, REG_R9, REG_R10, REG_R11,
-                                                      REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
-    for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
-        fu_regs_set(&regs, r, (uint64_t)g[from_greg[r]]);
+    fu_regs regs;
+    fu_regs_from_gregs(context.uc_mcontext.gregs, &regs);
     fu_reader reader = fu_self_reader();
     fu_walk_result r;
     fu_walk(space, &regs, &reader, NULL, &frames, (size_t)max_frames, &r);

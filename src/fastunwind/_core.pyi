@@ -13,6 +13,13 @@ from typing import Any, Final, final
 from _typeshed import ReadableBuffer as Buffer
 
 # ---- constants (from the C headers) ----------------------------------------------------------------
+# x86_64.h
+RETURN_ADDRESS_COLUMN: Final[int]
+WALK_REGISTERS: Final[int]
+REG_RSP: Final[int]
+CALLEE_SAVED_MASK: Final[int]
+PERF_REGISTER_NAMES: Final[tuple[str, ...]]
+PERF_REGISTER_DWARF: Final[tuple[int, ...]]
 MAX_COLUMNS: Final[int]
 MAX_STATE_STACK: Final[int]
 EXPR_STACK: Final[int]

@@ -36,8 +36,8 @@ from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame
 __all__ = ["DEBUG_FRAME", "EH_FRAME", "Cie", "CfiSection", "EhFrameHdr", "Fde", "Row", "Rule", "RuleKind",
            "UnwindInfo", "cfi_sections", "frame_section_kind", "register_name"]
 
-#: DWARF x86-64 register numbers (System V AMD64 ABI, figure 3.36).
-RETURN_ADDRESS_COLUMN = 16
+#: DWARF x86-64 register numbers (native/core/x86_64.h).
+RETURN_ADDRESS_COLUMN = _core.RETURN_ADDRESS_COLUMN
 REGISTER_NAMES = {column: _core.register_name(column) for column in range(_core.MAX_COLUMNS)}
 
 

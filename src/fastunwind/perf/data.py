@@ -62,9 +62,8 @@ SAMPLE_CPU = 1 << 7
 SAMPLE_REGS_USER = 1 << 12
 SAMPLE_STACK_USER = 1 << 13
 
-# perf's x86-64 user register numbering (arch/x86/include/uapi/asm/perf_regs.h).
-PERF_REGS = ("ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip", "flags", "cs", "ss", "ds", "es", "fs",
-             "gs", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
+#: perf's x86-64 user registers by perf's number (native/core/x86_64.h)
+PERF_REGS: tuple[str, ...] = _core.PERF_REGISTER_NAMES
 _REG_NUMBER = {name: number for number, name in enumerate(PERF_REGS)}
 
 # PERF_TYPE_SOFTWARE / PERF_COUNT_SW_DUMMY: perf's side-band-only tracking event, never sampled.

@@ -74,8 +74,10 @@ OPTIMIZATION = os.environ.get("FASTUNWIND_EH_ELF_OPT", "-O2")
 UNDEFINED, SAME_VALUE, OFFSET, VAL_OFFSET, REGISTER, EXPRESSION, VAL_EXPRESSION = 1, 2, 3, 4, 5, 6, 7
 CFA_REG_OFFSET, CFA_EXPRESSION = 8, 9
 
-REGISTERS = 17  #: DWARF 0..16 that the walker tracks; 16 is the return address slot
-RSP, RA = 7, 16
+REGISTERS = _core.WALK_REGISTERS  #: DWARF 0..16 that the walker tracks; 16 is the return address slot
+RSP, RA = _core.REG_RSP, _core.RETURN_ADDRESS_COLUMN
+#: the x86-64 psABI's callee-saved registers (rbx, rbp, r12-r15), as the walker keeps them
+CALLEE_SAVED = tuple(register for register in range(REGISTERS) if _core.CALLEE_SAVED_MASK >> register & 1)
 #: GNU ld's lazy .plt CFA expression (native/core/compact_table.h, FU_COMPACT_PLT_EXPRESSION)
 PLT_EXPRESSION = bytes([0x77, 0x08, 0x80, 0x00, 0x3F, 0x1A, 0x3B, 0x2A, 0x33, 0x24, 0x22])
 DW_OP_BREG0, DW_OP_BREG31, DW_OP_DEREF = 0x70, 0x8F, 0x06
@@ -475,6 +477,7 @@ def _do_not_edit(image: ModuleImage, kind: int, key: bytes) -> str:
 def _common_header(header: str, body_type: str, chunks: int, body_count: int) -> str:
     declarations = "\n".join(f"extern const uint16_t fu_low_{c}[];\nextern const fu_body_id fu_body_{c}_of[];"
                              for c in range(chunks))
+    keep_callee_saved = "\n".join(f"    caller->value[{r}] = regs->value[{r}];" for r in CALLEE_SAVED)
     return f"""{header}#ifndef FU_EH_ELF_GENERATED_H
 #define FU_EH_ELF_GENERATED_H
 #include "fu_unwind_abi.h"
@@ -486,7 +489,7 @@ def _common_header(header: str, body_type: str, chunks: int, body_count: int) ->
 typedef {body_type} fu_body_id;
 
 /* the x86-64 psABI's callee-saved registers (rbx, rbp, r12-r15), kept by the caller unless a rule says */
-#define FU_CALLEE_SAVED_MASK ((1u << 3) | (1u << 6) | (0xfu << 12))
+#define FU_CALLEE_SAVED_MASK {_core.CALLEE_SAVED_MASK:#x}u
 
 static inline void fu_set(fu_regs *caller, unsigned slot, uint64_t value)
 {{
@@ -499,12 +502,7 @@ static inline void fu_set(fu_regs *caller, unsigned slot, uint64_t value)
  * never read, so only those six are copied). */
 static inline void fu_start_caller(const fu_regs *regs, fu_regs *caller)
 {{
-    caller->value[3] = regs->value[3];
-    caller->value[6] = regs->value[6];
-    caller->value[12] = regs->value[12];
-    caller->value[13] = regs->value[13];
-    caller->value[14] = regs->value[14];
-    caller->value[15] = regs->value[15];
+{keep_callee_saved}
     caller->valid = regs->valid & FU_CALLEE_SAVED_MASK;
 }}
 
@@ -516,7 +514,7 @@ FU_HIDDEN int fu_restore_required(const fu_reader *reader, uint64_t address, fu_
                                   uint64_t *fault);
 FU_HIDDEN void fu_restore(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot);
 
-/* a save slot: register `slot` (16: the return address) at CFA + offset */
+/* a save slot: register `slot` (FU_REG_RA: the return address) at CFA + offset */
 typedef struct fu_slot {{
     int16_t offset;
     uint8_t slot;
@@ -626,8 +624,8 @@ FU_HIDDEN int fu_restore_slots(const fu_reader *reader, uint64_t cfa, fu_regs *c
 {{
     for (unsigned i = 0; i < count; i++) {{
         uint64_t address = cfa + (uint64_t)(int64_t)slots[i].offset;
-        if (slots[i].slot == 16) {{
-            int failed = fu_restore_required(reader, address, caller, 16, fault);
+        if (slots[i].slot == FU_REG_RA) {{
+            int failed = fu_restore_required(reader, address, caller, FU_REG_RA, fault);
             if (failed)
                 return failed;
         }} else {{
