@@ -87,8 +87,13 @@ typedef enum fu_rule_kind {
     FU_RULE_VAL_EXPRESSION,  /* value is what the expression computes */
     /* CFA rules */
     FU_CFA_REG_OFFSET,       /* CFA = reg + value */
-    FU_CFA_EXPRESSION        /* CFA = expression */
+    FU_CFA_EXPRESSION,       /* CFA = expression */
+    FU_RULE_KIND_COUNT
 } fu_rule_kind;
+
+/* "UNSPECIFIED", "UNDEFINED", ..., "CFA_EXPRESSION": a fu_rule_kind's name without its prefix (the
+ * members of fastunwind.cfi.RuleKind); "?" else. */
+const char *fu_rule_kind_name(int kind);
 
 /* One rule. Expressions are referenced by their offset in the section (they stay in the section's
  * bytes, which the table keeps alive). */

@@ -26,6 +26,18 @@ enum {
     DW_CFA_GNU_negative_offset_extended = 0x2f
 };
 
+const char *fu_rule_kind_name(int kind)
+{
+    static const char *const names[FU_RULE_KIND_COUNT] = {
+        [FU_RULE_UNSPECIFIED] = "UNSPECIFIED", [FU_RULE_UNDEFINED] = "UNDEFINED",
+        [FU_RULE_SAME_VALUE] = "SAME_VALUE",   [FU_RULE_OFFSET] = "OFFSET",
+        [FU_RULE_VAL_OFFSET] = "VAL_OFFSET",   [FU_RULE_REGISTER] = "REGISTER",
+        [FU_RULE_EXPRESSION] = "EXPRESSION",   [FU_RULE_VAL_EXPRESSION] = "VAL_EXPRESSION",
+        [FU_CFA_REG_OFFSET] = "CFA_REG_OFFSET", [FU_CFA_EXPRESSION] = "CFA_EXPRESSION",
+    };
+    return kind >= 0 && kind < FU_RULE_KIND_COUNT ? names[kind] : "?";
+}
+
 const char *fu_cfa_name(uint8_t opcode)
 {
     switch (opcode) {

@@ -39,6 +39,17 @@ const char *fu_walk_outcome_name(fu_walk_outcome outcome)
     }
 }
 
+const char *fu_frame_kind_name(int kind)
+{
+    switch (kind) {
+    case FU_FRAME_FIRST: return "first";
+    case FU_FRAME_CFI: return "cfi";
+    case FU_FRAME_SIGNAL: return "signal";
+    case FU_FRAME_FP: return "frame_pointer";
+    default: return "?";
+    }
+}
+
 const char *fu_backend_name(fu_backend backend)
 {
     switch (backend) {

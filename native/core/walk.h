@@ -123,8 +123,12 @@ typedef enum fu_frame_kind {
     FU_FRAME_FIRST = 0,   /* the sampled IP */
     FU_FRAME_CFI,         /* recovered through CFI */
     FU_FRAME_SIGNAL,      /* recovered through a signal frame's CFI (the IP is not a return address) */
-    FU_FRAME_FP           /* recovered by following the frame pointer */
+    FU_FRAME_FP,          /* recovered by following the frame pointer */
+    FU_FRAME_KIND_COUNT
 } fu_frame_kind;
+
+/* "first", "cfi", "signal", "frame_pointer" (fastunwind.walk.WalkedFrame.kind); "?" else. */
+const char *fu_frame_kind_name(int kind);
 
 /* fu_frames.flags bits */
 #define FU_FRAME_SIGNAL_TRAMPOLINE 1u /* this frame's own CFI is a signal frame ('S'): __restore_rt */

@@ -436,6 +436,22 @@ static PyMethodDef cfi_functions[] = {
     {NULL},
 };
 
+static const char *rule_kind_name(int kind) { return fu_rule_kind_name(kind); }
+
+/* RULE_KINDS, the names by code, and RULE_<NAME> for each code (fastunwind.cfi.RuleKind's values). */
+static int add_rule_kinds(PyObject *module)
+{
+    if (py_core_add_names(module, "RULE_KINDS", FU_RULE_KIND_COUNT, rule_kind_name) < 0)
+        return -1;
+    for (int kind = 0; kind < FU_RULE_KIND_COUNT; kind++) {
+        char name[32];
+        snprintf(name, sizeof name, "RULE_%s", fu_rule_kind_name(kind));
+        if (PyModule_AddIntConstant(module, name, kind) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int py_cfi_init(PyObject *module)
 {
     if (py_core_add_type(module, PY_CFI_TABLE, &table_spec) < 0 || PyModule_AddFunctions(module, cfi_functions) < 0)
@@ -444,5 +460,5 @@ int py_cfi_init(PyObject *module)
         PyModule_AddIntConstant(module, "MAX_STATE_STACK", FU_MAX_STATE_STACK) < 0 ||
         PyModule_AddIntConstant(module, "STATE_SIZE", sizeof(fu_state)) < 0)
         return -1;
-    return 0;
+    return add_rule_kinds(module);
 }

@@ -368,6 +368,7 @@ static PyMethodDef walk_methods[] = {
 
 static const char *outcome_name(int code) { return fu_walk_outcome_name((fu_walk_outcome)code); }
 static const char *backend_name(int code) { return fu_backend_name((fu_backend)code); }
+static const char *frame_kind_name(int code) { return fu_frame_kind_name(code); }
 
 int py_walk_init(PyObject *module)
 {
@@ -380,7 +381,9 @@ int py_walk_init(PyObject *module)
         return -1;
     /* outcome and backend names by code, so that Python never mirrors the enums */
     if (py_core_add_names(module, "WALK_OUTCOMES", FU_WALK_OUTCOME_COUNT, outcome_name) < 0 ||
-        py_core_add_names(module, "WALK_BACKENDS", FU_BACKEND_COUNT, backend_name) < 0)
+        py_core_add_names(module, "WALK_BACKENDS", FU_BACKEND_COUNT, backend_name) < 0 ||
+        py_core_add_names(module, "FRAME_KINDS", FU_FRAME_KIND_COUNT, frame_kind_name) < 0 ||
+        PyModule_AddIntConstant(module, "FRAME_SIGNAL_TRAMPOLINE", FU_FRAME_SIGNAL_TRAMPOLINE) < 0)
         return -1;
     return 0;
 }
