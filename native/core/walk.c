@@ -65,6 +65,17 @@ uint8_t fu_walk_step_source(const fu_address_space *space, uint64_t lookup)
     return e.kind;
 }
 
+const char *fu_walk_step_source_name(uint8_t source)
+{
+    switch (source) {
+    case FU_WALK_CACHED_RULE: return "rule";
+    case FU_WALK_CACHED_BODY: return "body";
+    case FU_WALK_CACHED_NO_INFO: return "no_info";
+    case FU_WALK_CACHED_ENTRY_CODE: return "entry_code";
+    default: return "interpreter";
+    }
+}
+
 int fu_walk_step(const fu_address_space *space, const fu_reader *reader, const fu_regs *regs,
                  bool ip_is_return_address, fu_regs *caller, uint8_t *frame_flags, fu_walk_result *result)
 {

@@ -28,6 +28,9 @@
 /* Frames in one walk; deeper stacks end as FU_WALK_FRAME_LIMIT. perf's default is 127
  * (kernel.perf_event_max_stack); 1024 covers deep recursion without unbounded work. */
 #define FU_WALK_MAX_FRAMES 1024
+/* Frames of a walk of the calling thread (unwind_self) unless its caller asks otherwise: glibc's
+ * backtrace() beside it is given as many. */
+#define FU_WALK_SELF_MAX_FRAMES 256
 
 typedef enum fu_walk_outcome {
     FU_WALK_END = 0,            /* end of the stack: return address undefined, or 0, or the
@@ -253,6 +256,8 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
  * (fu_walk_cached): a compact RULE, a compiled BODY, NO_INFO (no CFI covers it, or no module
  * maps it: the frame pointer), NONE (the DWARF tables decide). For tests and diagnostics. */
 uint8_t fu_walk_step_source(const fu_address_space *space, uint64_t lookup);
+/* "rule", "body", "no_info", "entry_code", or "interpreter" (NONE) for a fu_walk_step_source result. */
+const char *fu_walk_step_source_name(uint8_t source);
 
 /* The walker's outcome for a compiled step's failure status (REGISTER_UNKNOWN, EXPRESSION_ERROR,
  * UNREADABLE, PAST_DUMP; a status no generator writes counts as unreadable). */

@@ -63,6 +63,10 @@ SAMPLE_OUTCOMES: Final[tuple[str, ...]]
 PERF_MAX_FRAMES: Final[int]
 STEP_NO_OUTCOME: Final[int]
 WALK_BACKENDS: Final[tuple[str, ...]]
+WALK_DEFAULT_BACKEND: Final[str]
+WALK_BACKENDS_WITH_COMPACT: Final[tuple[str, ...]]
+WALK_BACKENDS_WITH_EH_ELF: Final[tuple[str, ...]]
+WALK_SELF_MAX_FRAMES: Final[int]
 WALK_MAX_FRAMES: Final[int]
 WALK_OUTCOMES: Final[tuple[str, ...]]
 FRAME_KINDS: Final[tuple[str, ...]]
@@ -184,14 +188,14 @@ _WalkedTuple = tuple[str, int, list[tuple[int, int | None, int, int]]]
 
 @final
 class AddressSpace:
-    def __init__(self, modules: Sequence[_ModuleTuple], *, backend: str = "auto") -> None: ...
+    def __init__(self, modules: Sequence[_ModuleTuple], *, backend: str = ...) -> None: ...
     @property
     def backend(self) -> str: ...
     def step_source(self, pc: int, /) -> str: ...
 
 def unwind(space: AddressSpace, registers: dict[int, int], stack: Buffer, stack_address: int,
            max_frames: int = ...) -> _WalkedTuple: ...
-def unwind_self(space: AddressSpace, max_frames: int = 256, /) -> tuple[_WalkedTuple, list[int]]: ...
+def unwind_self(space: AddressSpace, max_frames: int = ..., /) -> tuple[_WalkedTuple, list[int]]: ...
 def step_batch(space: AddressSpace, states: Buffer, stack: Buffer, stack_address: int, /) -> bytes: ...
 
 # ---- perf.data (perf_binding.c, perf_replay.c, perf_walk.c) ---------------------------------------

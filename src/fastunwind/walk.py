@@ -61,7 +61,7 @@ def unwind_stack(space: AddressSpace, registers: MappingType[int, int], stack: b
     return _walk(space, _core.unwind(space.to_core(backend), dict(registers), stack, stack_address, max_frames))
 
 
-def unwind_current_thread(images: ImageCache | None = None, max_frames: int = 256) -> Walk:
+def unwind_current_thread(images: ImageCache | None = None, max_frames: int = _core.WALK_SELF_MAX_FRAMES) -> Walk:
     """Walk the calling thread's own stack, from inside the C extension up to the thread's start.
     Memory is read with process_vm_readv: a corrupt stack gives an outcome, never a crash."""
     space = current_process(images)
