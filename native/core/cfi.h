@@ -20,6 +20,7 @@
 
 #include "cursor.h"
 #include "error.h"
+#include "intern.h"
 #include "x86_64.h"
 
 /* ---- bounds on input-driven work (each has a named error) ---------------------------------- */
@@ -187,8 +188,7 @@ typedef struct fu_cfi_table {
     uint8_t *column_pool;       /* column of each (column, rule) pair */
     fu_rule *rule_pool;
     uint32_t pool_count, pool_cap;
-    uint32_t *state_hash;       /* open addressing, state index + 1, 0 = empty */
-    uint32_t state_hash_cap;
+    fu_intern_set state_index;  /* state ids by their rules, while evaluating (freed after) */
     /* FDE index sorted by pc_begin, for lookup: entry indices, and their pc_begin values in a
      * dense array of their own (the binary search touches 8 bytes per step, not an entry) */
     uint32_t *fde_sorted;

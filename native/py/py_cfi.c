@@ -339,7 +339,7 @@ static PyObject *table_memory(CfiTableObject *self, PyObject *unused)
     const fu_cfi_table *t = &self->table;
     uint64_t rows = (uint64_t)t->row_cap * (sizeof(uint64_t) + sizeof(uint32_t));
     uint64_t states = (uint64_t)t->state_cap * sizeof(fu_state) +
-                      (uint64_t)t->pool_cap * (sizeof(fu_rule) + 1) + (uint64_t)t->state_hash_cap * 4;
+                      (uint64_t)t->pool_cap * (sizeof(fu_rule) + 1) + (uint64_t)t->state_index.cap * (sizeof(uint64_t) + sizeof(uint32_t));
     uint64_t entries = (uint64_t)t->entry_cap * sizeof(fu_entry) + (uint64_t)t->cie_cap * sizeof(fu_cie_info) +
                        (uint64_t)t->entry_count * 4;
     return Py_BuildValue("{s:K,s:K,s:K}", "rows", (unsigned long long)rows, "states",
