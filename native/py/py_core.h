@@ -68,6 +68,8 @@ bool py_core_index_arg(PyObject *arg, size_t count, size_t *index);
 PyObject *py_core_bytes(const void *data, size_t size);
 /* module.<attribute> = (name(0), ..., name(count - 1)); -1 with an exception. */
 int py_core_add_names(PyObject *module, const char *attribute, int count, const char *(*name)(int));
+/* module.<attribute> = (number(0), ..., number(count - 1)); -1 with an exception. */
+int py_core_add_numbers(PyObject *module, const char *attribute, int count, int (*number)(int));
 
 /* For the module definition (py_module.c). */
 int py_core_state_traverse(PyObject *module, visitproc visit, void *arg);

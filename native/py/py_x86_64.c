@@ -27,25 +27,7 @@ static PyMethodDef x86_64_functions[] = {
 
 static const char *perf_register_name(int perf_reg) { return fu_perf_register_name((unsigned)perf_reg); }
 
-static int add_perf_register_dwarf(PyObject *module)
-{
-    PyObject *dwarf = PyTuple_New(FU_PERF_REGISTER_COUNT);
-    if (!dwarf)
-        return -1;
-    for (unsigned i = 0; i < FU_PERF_REGISTER_COUNT; i++) {
-        PyObject *item = PyLong_FromLong(fu_dwarf_of_perf_register(i));
-        if (!item) {
-            Py_DECREF(dwarf);
-            return -1;
-        }
-        PyTuple_SET_ITEM(dwarf, i, item);
-    }
-    if (PyModule_AddObject(module, "PERF_REGISTER_DWARF", dwarf) < 0) {
-        Py_DECREF(dwarf);
-        return -1;
-    }
-    return 0;
-}
+static int dwarf_of_perf_register(int perf_reg) { return fu_dwarf_of_perf_register((unsigned)perf_reg); }
 
 int py_x86_64_init(PyObject *module)
 {
@@ -56,7 +38,8 @@ int py_x86_64_init(PyObject *module)
         PyModule_AddIntConstant(module, "REG_RSP", FU_REG_RSP) < 0 ||
         PyModule_AddIntConstant(module, "CALLEE_SAVED_MASK", FU_CALLEE_SAVED_MASK) < 0)
         return -1;
-    if (py_core_add_names(module, "PERF_REGISTER_NAMES", FU_PERF_REGISTER_COUNT, perf_register_name) < 0)
+    if (py_core_add_names(module, "PERF_REGISTER_NAMES", FU_PERF_REGISTER_COUNT, perf_register_name) < 0 ||
+        py_core_add_numbers(module, "PERF_REGISTER_DWARF", FU_PERF_REGISTER_COUNT, dwarf_of_perf_register) < 0)
         return -1;
-    return add_perf_register_dwarf(module);
+    return 0;
 }
