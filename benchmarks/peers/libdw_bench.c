@@ -15,7 +15,7 @@
  * separate debug file's .debug_frame is used when .eh_frame has no entry, as fastunwind does);
  * memory_read: the stack dump, else the mapped file's bytes (samples.h); set_initial_registers:
  * dwfl_thread_state_registers(0, 17, rax..r15, rip) (perf's arch/x86/util/unwind-libdw.c); the
- * frame callback takes dwfl_frame_pc and stops at 127 frames.
+ * frame callback takes dwfl_frame_pc and stops at FU_PERF_MAX_STACK frames.
  *
  *     libdw_bench SAMPLES_FILE [REPEAT] [--frames FILE] [--mode session|per-sample]
  */

@@ -12,7 +12,7 @@
  *     perf is built with NO_LIBUNWIND_DEBUG_FRAME and so is this harness;
  *   - access_mem: the stack dump, else the mapped file's bytes (samples.h); access_reg: the sample;
  *   - per sample: unw_init_remote, then unw_step / unw_get_reg(UNW_REG_IP) until unw_step <= 0 or
- *     127 frames (the sampled IP counts as the first, as in perf's get_entries).
+ *     FU_PERF_MAX_STACK frames (the sampled IP counts as the first, as in perf's get_entries).
  *
  *     libunwind_bench SAMPLES_FILE [REPEAT] [--frames FILE] [--mode no-cache]
  *

@@ -25,7 +25,7 @@
 #include "compact_table.h"
 #include "fu_unwind_abi.h" /* fu_regs, fu_reader, the eh_elf entry point */
 
-/* Frames in one walk; deeper stacks end as FU_WALK_FRAME_LIMIT. perf's default is 127
+/* Frames in one walk; deeper stacks end as FU_WALK_FRAME_LIMIT. perf's default is FU_PERF_MAX_STACK
  * (kernel.perf_event_max_stack); 1024 covers deep recursion without unbounded work. */
 #define FU_WALK_MAX_FRAMES 1024
 /* Frames of a walk of the calling thread (unwind_self) unless its caller asks otherwise: glibc's

@@ -391,12 +391,11 @@ def generate(image: ModuleImage, lookup: str = "table") -> Generated:
     body_ids: dict[tuple[str, ...], int] = {}
     body_of_key = [body_statements(d) for d in descriptions]
     bodies: list[tuple[str, ...]] = []
-    no_key = 0xFFFFFFFF
     range_starts: list[int] = []
     range_bodies: list[int] = []
     interpret_ranges = 0
     for start, key in zip(starts, keys):
-        if key == no_key:
+        if key == _core.EH_ELF_NO_KEY:
             body = 0
         else:
             statements = body_of_key[key]
