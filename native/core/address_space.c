@@ -81,10 +81,18 @@ void fu_module_set_entry(fu_module *m, uint64_t entry)
 {
     m->entry_code_start = entry;
     m->entry_code_size = 0;
-    const fu_cfi_table *const tables[2] = {m->eh_frame, m->debug_frame};
-    int64_t row, fde;
-    if (entry == 0 || fu_cfi_tables_find_row(tables, entry, &row, &fde) >= 0)
+    if (entry == 0)
         return;
-    uint64_t next = fu_cfi_tables_next_fde_start(tables, entry);
+    uint64_t next;
+    if (!m->eh_frame && !m->debug_frame && m->compact) { /* built from those tables: the same answer */
+        if (fu_compact_covers(m->compact, entry, &next))
+            return;
+    } else {
+        const fu_cfi_table *const tables[2] = {m->eh_frame, m->debug_frame};
+        int64_t row, fde;
+        if (fu_cfi_tables_find_row(tables, entry, &row, &fde) >= 0)
+            return;
+        next = fu_cfi_tables_next_fde_start(tables, entry);
+    }
     m->entry_code_size = next - entry < FU_ENTRY_CODE_MAX_BYTES ? next - entry : FU_ENTRY_CODE_MAX_BYTES;
 }

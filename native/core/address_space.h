@@ -47,8 +47,8 @@ typedef struct fu_module {
 #define FU_ENTRY_CODE_MAX_BYTES 64
 
 /* Set `m`'s entry code from the file's e_entry (svma; 0: the file has none), with the module's
- * DWARF tables set: nothing where an FDE covers e_entry (its CFI says how the stack ends there,
- * DW_CFA_undefined rip in glibc's crt1). */
+ * tables set (its DWARF tables, or only the compact table built from them): nothing where an FDE
+ * covers e_entry (its CFI says how the stack ends there, DW_CFA_undefined rip in glibc's crt1). */
 void fu_module_set_entry(fu_module *m, uint64_t entry);
 
 /* Which unwind tables the walker uses, per module, before the frame-pointer fallback. Rows a

@@ -678,8 +678,18 @@ static void make_space(space_set *s, uint64_t *rng, const size_t *fixed, size_t 
             m->segments = t->segments;
             m->segment_count = t->segment_count;
             m->id = (uint32_t)ti; /* sorted below: the id says which template */
-            if (rng_below(rng, 2)) /* an entry point anywhere in the code: entry code where no FDE is */
-                fu_module_set_entry(m, t->exec_lo + rng_below(rng, size));
+            if (rng_below(rng, 2)) { /* an entry point anywhere in the code: entry code where no FDE is */
+                uint64_t entry = t->exec_lo + rng_below(rng, size);
+                fu_module_set_entry(m, entry);
+                if (m->compact && (m->eh_frame || m->debug_frame)) { /* the compact table's answer is the same */
+                    fu_module alone = {.compact = m->compact};
+                    fu_module_set_entry(&alone, entry);
+                    if (alone.entry_code_size != m->entry_code_size)
+                        invariant_failed("entry code at 0x%llx: %llu bytes from the compact table, %llu from the DWARF tables",
+                                         (unsigned long long)entry, (unsigned long long)alone.entry_code_size,
+                                         (unsigned long long)m->entry_code_size);
+                }
+            }
             if (compiled_mode == 1 ? i == 0 : compiled_mode == 0 && rng_below(rng, 5) == 0)
                 m->compiled = &fake_compiled;
             previous_end = m->end;

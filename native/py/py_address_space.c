@@ -105,9 +105,9 @@ static int space_init(AddressSpaceObject *self, PyObject *args, PyObject *kwargs
             return -1;
         if (debug != Py_None && !(m->debug_frame = py_core_payload(module, PY_CFI_TABLE, debug)))
             return -1;
-        fu_module_set_entry(m, entry);
         if (compact != Py_None && !(m->compact = py_core_payload(module, PY_COMPACT_TABLE, compact)))
             return -1;
+        fu_module_set_entry(m, entry);
         /* the EhElf stays alive (and its shared object loaded) through self->keep */
         if (compiled != Py_None && !(m->compiled = py_core_payload(module, PY_EH_ELF, compiled)))
             return -1;

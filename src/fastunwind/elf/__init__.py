@@ -591,28 +591,12 @@ class ElfFile:
         with zlib, ELFCOMPRESS_ZSTD with the optional `zstandard` module); so are legacy GNU
         `.zdebug_*` sections. The result has exactly the size the compression header declares."""
         raw = self._raw_section_data(section)
-        if section.is_compressed:
-            return self._decompress_gabi(section, raw)
-        if section.name.startswith(ZDEBUG_PREFIX) and raw[: len(ZDEBUG_MAGIC)] == ZDEBUG_MAGIC:
-            return self._decompress_zdebug(section, raw)
-        return raw
-
-    def _decompress_gabi(self, section: Section, raw: memoryview) -> bytes:
-        """gABI "Compression Header": Elf{32,64}_Chdr, then the compressed stream."""
-        record = self._layout.compression_header
-        where = self._where(section)
-        if len(raw) < record.size:
-            raise ElfError(
-                f"{where}: SHF_COMPRESSED section of 0x{len(raw):x} bytes at offset "
-                f"0x{section.offset:x} is too small for a compression header (0x{record.size:x} bytes)"
-            )
-        fields = record.unpack_from(raw, 0)
-        if self.elf_class == 64:
-            compression_type, _reserved, uncompressed_size, _alignment = fields
-        else:
-            compression_type, uncompressed_size, _alignment = fields
-        payload = raw[record.size :]
-        where = f"{where}, compressed data at offset 0x{section.offset + record.size:x}"
+        compression = self._compression(section, raw)
+        if compression is None:
+            return raw
+        compression_type, uncompressed_size, header_size = compression
+        where = f"{self._where(section)}, compressed data at offset 0x{section.offset + header_size:x}"
+        payload = raw[header_size:]
         if compression_type == ELFCOMPRESS_ZLIB:
             return _decompress_zlib(payload, uncompressed_size, where)
         if compression_type == ELFCOMPRESS_ZSTD:
@@ -622,17 +606,41 @@ class ElfFile:
             f"at offset 0x{section.offset:x}"
         )
 
-    def _decompress_zdebug(self, section: Section, raw: memoryview) -> bytes:
+    def section_data_size(self, section: Section) -> int:
+        """The size of `section_data(section)`, from the headers alone (a compressed section is not
+        decompressed)."""
+        raw = self._raw_section_data(section)
+        compression = self._compression(section, raw)
+        return len(raw) if compression is None else compression[1]
+
+    def _compression(self, section: Section, raw: memoryview) -> tuple[int, int, int] | None:
+        """(compression type, uncompressed size, header size) of a compressed section: gABI
+        "Compression Header" (Elf{32,64}_Chdr, SHF_COMPRESSED) or a GNU `.zdebug_*` 'ZLIB' header;
+        None for a section stored as it is."""
         where = self._where(section)
-        if len(raw) < ZDEBUG_HEADER.size:
-            raise ElfError(
-                f"{where}: .zdebug section of 0x{len(raw):x} bytes at offset "
-                f"0x{section.offset:x} is too small for its 'ZLIB' header "
-                f"(0x{ZDEBUG_HEADER.size:x} bytes)"
-            )
-        _magic, uncompressed_size = ZDEBUG_HEADER.unpack_from(raw, 0)
-        where = f"{where}, compressed data at offset 0x{section.offset + ZDEBUG_HEADER.size:x}"
-        return _decompress_zlib(raw[ZDEBUG_HEADER.size :], uncompressed_size, where)
+        if section.is_compressed:
+            record = self._layout.compression_header
+            if len(raw) < record.size:
+                raise ElfError(
+                    f"{where}: SHF_COMPRESSED section of 0x{len(raw):x} bytes at offset "
+                    f"0x{section.offset:x} is too small for a compression header (0x{record.size:x} bytes)"
+                )
+            fields = record.unpack_from(raw, 0)
+            if self.elf_class == 64:
+                compression_type, _reserved, uncompressed_size, _alignment = fields
+            else:
+                compression_type, uncompressed_size, _alignment = fields
+            return compression_type, uncompressed_size, record.size
+        if section.name.startswith(ZDEBUG_PREFIX) and raw[: len(ZDEBUG_MAGIC)] == ZDEBUG_MAGIC:
+            if len(raw) < ZDEBUG_HEADER.size:
+                raise ElfError(
+                    f"{where}: .zdebug section of 0x{len(raw):x} bytes at offset "
+                    f"0x{section.offset:x} is too small for its 'ZLIB' header "
+                    f"(0x{ZDEBUG_HEADER.size:x} bytes)"
+                )
+            _magic, uncompressed_size = ZDEBUG_HEADER.unpack_from(raw, 0)
+            return ELFCOMPRESS_ZLIB, uncompressed_size, ZDEBUG_HEADER.size
+        return None
 
     # --- relocations (ET_REL only) ---
 

@@ -76,13 +76,18 @@ class Statistics:
     frames_per_sample: Counter[int] = field(default_factory=Counter)
     replaced_modules: set[str] = field(default_factory=set)
     missing_modules: set[str] = field(default_factory=set)
-    #: per module with unwind tables: its compact table's size and slow-path share
-    tables: list[dict[str, Any]] = field(default_factory=list)
+    #: the modules the recording's samples were unwound in
+    images: list[ModuleImage] = field(default_factory=list)
     #: where the frames come from: SOURCE_DWARF (user stacks unwound), SOURCE_CALLCHAIN (the
     #: kernel's callchain, perf record -g / lbr) or SOURCE_IP (the sampled IP alone)
     source: str = SOURCE_DWARF
     #: a recording cut short: what was found (perf.data.RecordingCut), else None
     cut: RecordingCut | None = None
+
+    def tables(self) -> list[dict[str, Any]]:
+        """Per module with a compact table: its size and slow-path share (compact.statistics; this
+        parses the module's DWARF tables, for their row counts)."""
+        return [t for t in (image.compact_statistics() for image in self.images) if t]
 
     @property
     def notes(self) -> list[str]:
@@ -211,8 +216,7 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
                        missing_modules=session.statistics.missing_modules, source=source, cut=perf.cut)
     for code, count in outcomes.items():
         stats.outcomes[OUTCOME_NAME_BY_CODE[code]] += count
-    module_images = {id(m.image): m.image for m in session.mappings if m.image is not None}
-    stats.tables = [t for t in (image.compact_statistics() for image in module_images.values()) if t]
+    stats.images = list({id(m.image): m.image for m in session.mappings if m.image is not None}.values())
     stats.total_seconds = time.perf_counter() - started
     return UnwoundRecording(native), stats
 
@@ -299,8 +303,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
     session = replayer.session()
     stats.replaced_modules = session.statistics.replaced_modules
     stats.missing_modules = session.statistics.missing_modules
-    module_images = {id(m.image): m.image for m in session.mappings if m.image is not None}
-    stats.tables = [t for t in (image.compact_statistics() for image in module_images.values()) if t]
+    stats.images = list({id(m.image): m.image for m in session.mappings if m.image is not None}.values())
     stats.total_seconds = time.perf_counter() - started
     return stats
 

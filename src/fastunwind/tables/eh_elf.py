@@ -94,12 +94,6 @@ def cache_path(image: ModuleImage, directory: str | None = None) -> str:
     return os.path.join(directory or cache_dir(), image.cache_name() + SUFFIX)
 
 
-def dwarf_row_count(image: ModuleImage) -> int:
-    """Rows of .eh_frame + .debug_frame: stamped into the eh_elf, so that one built before a debug
-    file was installed (or removed) is rebuilt."""
-    return image.dwarf_row_count()
-
-
 # ---- generation ---------------------------------------------------------------------------------
 
 
@@ -296,6 +290,7 @@ class Generated:
     key_kind: int
     key: bytes
     row_count: int  #: DWARF rows it was built from
+    frame_sizes: tuple[int | None, int | None]  #: ModuleImage.frame_sizes of its module
     range_count: int  #: ranges in the lookup table, gaps included
     body_count: int
     interpret_ranges: int  #: ranges whose body returns FU_EH_ELF_INTERPRET
@@ -304,6 +299,11 @@ class Generated:
     @property
     def sources(self) -> list[str]:
         return [name for name in self.units if name.endswith(".c")]
+
+
+def _frame_size(size: int | None) -> str:
+    """A fu_eh_elf_info section size in C (FU_EH_ELF_NO_SECTION for a section the module lacks)."""
+    return "FU_EH_ELF_NO_SECTION" if size is None else f"UINT64_C({size})"
 
 
 def _numbers(values: Sequence[int], per_line: int = 24) -> str:
@@ -409,8 +409,8 @@ def generate(image: ModuleImage, lookup: str = "table") -> Generated:
         range_bodies.append(body)
         interpret_ranges += body != 0 and bodies[body - 1] == INTERPRET
     kind, key_bytes = image.cache_key()
-    generated = Generated(image.path, kind, key_bytes, dwarf_row_count(image), len(range_starts), len(bodies),
-                          interpret_ranges)
+    generated = Generated(image.path, kind, key_bytes, image.dwarf_row_count(), image.frame_sizes(),
+                          len(range_starts), len(bodies), interpret_ranges)
     if lookup not in LOOKUPS:
         raise ValueError(f"lookup {lookup!r}: one of {', '.join(LOOKUPS)}")
     header = _do_not_edit(image, kind, key_bytes)
@@ -580,7 +580,7 @@ def _main_unit(header: str, g: Generated, base: int, span: int, page_first: Sequ
 /* exported as fu_eh_elf_info (the ABI's name; in C that identifier is the struct's typedef) */
 __attribute__((visibility("default"))) const struct fu_eh_elf_info fu_info __asm__("fu_eh_elf_info") = {{
     FU_UNWIND_ABI_VERSION, {GENERATOR_VERSION}, {g.key_kind}, {len(g.key)}, {{{key}}}, {g.row_count}u,
-    {body_count}u, 0
+    {body_count}u, 0, {_frame_size(g.frame_sizes[0])}, {_frame_size(g.frame_sizes[1])}
 }};
 
 {lookup_data}
@@ -716,12 +716,12 @@ class CompileResult:
 
 def open_cached(image: ModuleImage, target: str | None = None) -> _core.EhElf:
     """The checked eh_elf of `image` at `target` (default: its cache path). Raises EhElfError
-    (missing, truncated, not an ELF file, another ABI or generator version, key or row count)."""
+    (missing, truncated, not an ELF file, another ABI or generator version, key, or the sizes of the CFI sections it was built from)."""
     target = target or cache_path(image)
     if not os.path.exists(target):
         raise EhElfError(f"eh_elf {target}: not built (fastunwind compile {image.path})")
     kind, key = image.cache_key()
-    return _core.EhElf(target, kind, key, generator_version=GENERATOR_VERSION, row_count=dwarf_row_count(image))
+    return _core.EhElf(target, kind, key, generator_version=GENERATOR_VERSION, frame_sizes=image.frame_sizes())
 
 
 def load(image: ModuleImage, directory: str | None = None) -> _core.EhElf | None:
@@ -740,7 +740,7 @@ def enabled() -> bool:
 
 def for_image(image: ModuleImage) -> _core.EhElf | None:
     """The image's eh_elf if `fastunwind compile` cached a valid one (checked: ABI and generator
-    version, build-id, DWARF rows), else None; looked up on first use, then kept in its memo."""
+    version, build-id, CFI section sizes), else None; looked up on first use, then kept in its memo."""
     if "eh_elf" not in image.memo:
         image.memo["eh_elf"] = load(image) if enabled() else None
     eh_elf: _core.EhElf | None = image.memo["eh_elf"]
@@ -819,7 +819,7 @@ def _finish(build: Build) -> CompileResult | EhElfError:
                                 f"{build.image.path}: linking its eh_elf", build.workdir)
         # check before publishing: what is in the cache is always loadable
         kind, key = build.image.cache_key()
-        _core.EhElf(linked, kind, key, generator_version=GENERATOR_VERSION, row_count=generated.row_count)
+        _core.EhElf(linked, kind, key, generator_version=GENERATOR_VERSION, frame_sizes=generated.frame_sizes)
         os.replace(linked, build.target)  # atomic within the cache's file system
         eh_elf = open_cached(build.image, build.target)
     except EhElfError as error:
