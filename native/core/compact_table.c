@@ -17,8 +17,6 @@
 
 #include "clock.h"
 #include "intern.h"
-#include "walk.h"
-
 
 static const uint8_t plt_expression[FU_COMPACT_PLT_EXPRESSION_SIZE] = FU_COMPACT_PLT_EXPRESSION;
 

@@ -63,10 +63,11 @@
  * The largest dictionary seen (libLLVM-14: ~1,600 rules for ~400k merged rows) is far below. */
 #define FU_COMPACT_MAX_NARROW_RULES 65536u
 
-/* Callee-saved registers of the x86-64 psABI (§3.2.1) that a compact rule restores, in this order:
- * rbx, rbp, r12, r13, r14, r15 (DWARF 3, 6, 12-15). */
+/* Callee-saved registers of the x86-64 psABI (FU_CALLEE_SAVED_MASK) that a compact rule restores,
+ * in this order. */
 #define FU_COMPACT_SAVED_REGISTERS 6
-static const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS] = {3, 6, 12, 13, 14, 15};
+static const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS] = {FU_REG_RBX, FU_REG_RBP, FU_REG_R12,
+                                                                              FU_REG_R13, FU_REG_R14, FU_REG_R15};
 
 /* saved_offset_by_8[] and ra_offset_by_8 values that are not offsets: CFA + 0 is never a save slot
  * (the CFA is the caller's SP: the bytes there are the caller's), so 0 can mean "no rule". */

@@ -285,5 +285,11 @@ int py_compact_table_init(PyObject *module)
         PyModule_AddIntConstant(module, "COMPACT_HEADER_SIZE", sizeof(fu_compact_header)) < 0 ||
         PyModule_AddIntConstant(module, "COMPACT_RULE_SIZE", sizeof(fu_compact_rule)) < 0)
         return -1;
+    static const uint8_t plt_expression[FU_COMPACT_PLT_EXPRESSION_SIZE] = FU_COMPACT_PLT_EXPRESSION;
+    PyObject *plt = PyBytes_FromStringAndSize((const char *)plt_expression, sizeof plt_expression);
+    if (!plt || PyModule_AddObject(module, "COMPACT_PLT_EXPRESSION", plt) < 0) {
+        Py_XDECREF(plt);
+        return -1;
+    }
     return 0;
 }

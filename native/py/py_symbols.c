@@ -256,5 +256,7 @@ static PyType_Spec symbols_spec = {
 
 int py_symbols_init(PyObject *module)
 {
-    return py_core_add_type(module, PY_SYMBOL_TABLE, &symbols_spec);
+    if (py_core_add_type(module, PY_SYMBOL_TABLE, &symbols_spec) < 0)
+        return -1;
+    return PyModule_AddObject(module, "MAX_SYMBOLS", PyLong_FromUnsignedLong(FU_MAX_SYMBOLS));
 }

@@ -22,12 +22,12 @@ from fastunwind import _core, image
 from fastunwind.errors import ElfError
 from fastunwind.tables import compact, eh_elf
 
-BACKENDS: tuple[str, ...] = _core.WALK_BACKENDS  #: walk.h fu_backend, by code
+BACKENDS: tuple[str, ...] = _core.WALK_BACKENDS  #: address_space.h fu_backend, by code
 
 
 def default_backend() -> str:
-    backend = os.environ.get("FASTUNWIND_BACKEND", "auto")
-    return backend if backend in BACKENDS else "auto"
+    backend = os.environ.get("FASTUNWIND_BACKEND", _core.WALK_DEFAULT_BACKEND)
+    return backend if backend in BACKENDS else _core.WALK_DEFAULT_BACKEND
 
 
 class ModuleImage(image.ModuleImage):
@@ -107,7 +107,7 @@ class AddressSpace:
         self._cores: dict[str, _core.AddressSpace] = {}
 
     def to_core(self, backend: str | None = None) -> _core.AddressSpace:
-        """The C walker's view. `backend` (walk.h, fu_backend): "auto" (per row the compact table's
+        """The C walker's view. `backend` (address_space.h, fu_backend): "auto" (per row the compact table's
         rule, else the module's eh_elf if one is cached, then the DWARF tables), "dwarf" (DWARF tables only),
         "table" (compact tables, then DWARF), "compiled" (eh_elfs, then DWARF), "table-only" /
         "compiled-only" (that fast path alone, for tests and benchmarks); default
@@ -115,8 +115,8 @@ class AddressSpace:
         backend = backend or default_backend()
         core = self._cores.get(backend)
         if core is None:
-            use_compact = backend in ("auto", "table", "table-only")
-            use_compiled = backend in ("auto", "compiled", "compiled-only")
+            use_compact = backend in _core.WALK_BACKENDS_WITH_COMPACT
+            use_compiled = backend in _core.WALK_BACKENDS_WITH_EH_ELF
             modules: list[_core._ModuleTuple] = []
             for index, m in enumerate(self.mappings):
                 image = m.image

@@ -37,24 +37,25 @@ from fastunwind.frame_sections import (DEBUG_FRAME, EH_FRAME, SectionBases, fram
 __all__ = ["DEBUG_FRAME", "EH_FRAME", "Cie", "CfiSection", "EhFrameHdr", "Fde", "Row", "Rule", "RuleKind",
            "UnwindInfo", "cfi_sections", "frame_section_kind", "register_name"]
 
-#: DWARF x86-64 register numbers (System V AMD64 ABI, figure 3.36).
-RETURN_ADDRESS_COLUMN = 16
+#: DWARF x86-64 register numbers (native/core/x86_64.h).
+RETURN_ADDRESS_COLUMN = _core.RETURN_ADDRESS_COLUMN
 REGISTER_NAMES = {column: _core.register_name(column) for column in range(_core.MAX_COLUMNS)}
 
 
 class RuleKind(enum.IntEnum):
-    """How a register (or the CFA) is recovered; values match the C core's fu_rule_kind."""
+    """How a register (or the CFA) is recovered: the C core's fu_rule_kind (native/core/cfi.h), whose
+    names and codes are _core.RULE_KINDS."""
 
-    UNSPECIFIED = 0  #: no rule in the CFI (readelf prints "u")
-    UNDEFINED = 1  #: DW_CFA_undefined: not recoverable
-    SAME_VALUE = 2
-    OFFSET = 3  #: saved at CFA + offset
-    VAL_OFFSET = 4  #: value is CFA + offset
-    REGISTER = 5  #: saved in another register
-    EXPRESSION = 6  #: saved at the address an expression computes
-    VAL_EXPRESSION = 7  #: value is what an expression computes
-    CFA_REG_OFFSET = 8  #: CFA = register + offset
-    CFA_EXPRESSION = 9  #: CFA = expression
+    UNSPECIFIED = _core.RULE_UNSPECIFIED  #: no rule in the CFI (readelf prints "u")
+    UNDEFINED = _core.RULE_UNDEFINED  #: DW_CFA_undefined: not recoverable
+    SAME_VALUE = _core.RULE_SAME_VALUE
+    OFFSET = _core.RULE_OFFSET  #: saved at CFA + offset
+    VAL_OFFSET = _core.RULE_VAL_OFFSET  #: value is CFA + offset
+    REGISTER = _core.RULE_REGISTER  #: saved in another register
+    EXPRESSION = _core.RULE_EXPRESSION  #: saved at the address an expression computes
+    VAL_EXPRESSION = _core.RULE_VAL_EXPRESSION  #: value is what an expression computes
+    CFA_REG_OFFSET = _core.RULE_CFA_REG_OFFSET  #: CFA = register + offset
+    CFA_EXPRESSION = _core.RULE_CFA_EXPRESSION  #: CFA = expression
 
 
 _EXPRESSION_KINDS = (RuleKind.EXPRESSION, RuleKind.VAL_EXPRESSION, RuleKind.CFA_EXPRESSION)

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, NamedTuple, Union
 if TYPE_CHECKING:
     import logging
 
+from fastunwind import _core
 from fastunwind.errors import ElfError
 
 
@@ -157,9 +158,9 @@ R_386_PC32 = 2
 MAX_SECTION_COUNT = 1 << 24
 #: Program headers in one file. Linkers emit about a dozen; core files one per mapping (thousands).
 MAX_SEGMENT_COUNT = 1 << 16
-#: Symbols in one symbol table. libLLVM-14.so.1 (105 MB) has 44983 in .dynsym; big debug builds
-#: reach a few million in .symtab.
-MAX_SYMBOL_COUNT = 1 << 26
+#: Symbols in one symbol table, as the C symbolizer bounds them (native/core/symbols.h). libLLVM-14.so.1
+#: (105 MB) has 44983 in .dynsym; big debug builds reach a few million in .symtab.
+MAX_SYMBOL_COUNT: int = _core.MAX_SYMBOLS
 #: Relocations against one section (a .o's .rela.debug_info reaches about a million).
 MAX_RELOCATION_COUNT = 1 << 26
 #: Notes in one note section or PT_NOTE segment (glibc binaries carry 3 or 4).
