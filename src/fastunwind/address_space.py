@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from fastunwind import _core, image
 from fastunwind.errors import ElfError
@@ -68,8 +67,7 @@ class ModuleImage(image.ModuleImage):
         return eh_elf.for_image(self)
 
 
-@dataclass(frozen=True, slots=True)
-class Mapping:
+class Mapping(NamedTuple):
     """An executable mapping of a module image."""
 
     start: int

@@ -33,7 +33,6 @@ import mmap
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, BinaryIO, NamedTuple, NoReturn, Protocol, cast
 
 from fastunwind import _core
@@ -77,8 +76,7 @@ def feature_name(bit: int) -> str:
     return FEATURE_NAMES[bit] if bit < len(FEATURE_NAMES) else f"feature {bit}"
 
 
-@dataclass(frozen=True)
-class RecordingCut:
+class RecordingCut(NamedTuple):
     """What the reader found in a recording cut short: `note`, one line as perf's warnings say it
     (data size 0: not properly terminated; truncated at which offset), the feature sections the
     header announces that are absent (by perf's names), and the offset of the incomplete record
@@ -94,12 +92,11 @@ _COUNT_SW_DUMMY = 9
 
 
 
-@dataclass(frozen=True)
-class PerfAttr:
+class PerfAttr(NamedTuple):
     """One event (struct perf_event_attr) of the recording, with its ids and its name when the
     recording carries one (HEADER_EVENT_DESC, or EVENT_UPDATE in pipe mode)."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the event's position, in place of tuple.index
     type: int
     config: int
     sample_period: int  # the sample frequency when `freq`
@@ -133,8 +130,7 @@ class PerfAttr:
         return self.sample_period != 0
 
 
-@dataclass(frozen=True)
-class Mmap:
+class Mmap(NamedTuple):
     """PERF_RECORD_MMAP or MMAP2: `length` bytes of `filename` from file offset `pgoff` mapped at
     avma `start`. build_id is hex when the kernel put it in the record (MMAP2 with
     PERF_RECORD_MISC_MMAP_BUILD_ID); maj/min/ino are 0 then and for plain MMAP. time is None without
@@ -162,8 +158,7 @@ class Mmap:
         return self.start + self.length
 
 
-@dataclass(frozen=True)
-class Comm:
+class Comm(NamedTuple):
     """PERF_RECORD_COMM: thread `tid` of `pid` is now called `comm`; exec is set when an exec caused
     it (PERF_RECORD_MISC_COMM_EXEC)."""
 
@@ -174,8 +169,7 @@ class Comm:
     time: int | None
 
 
-@dataclass(frozen=True)
-class Fork:
+class Fork(NamedTuple):
     """PERF_RECORD_FORK: (pid, tid) was created by (ppid, ptid). time is the sample_id time, or the
     record's own time field without sample_id_all."""
 
@@ -186,8 +180,7 @@ class Fork:
     time: int
 
 
-@dataclass(frozen=True)
-class Exit:
+class Exit(NamedTuple):
     """PERF_RECORD_EXIT: (pid, tid) exited; same layout and time rule as Fork."""
 
     pid: int

@@ -35,11 +35,9 @@ import os
 import shlex
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from fastunwind import _core, cache
-from fastunwind.cfi import RuleKind
 from fastunwind.image import ModuleImage
 from fastunwind.errors import EhElfError, FastunwindError
 
@@ -160,17 +158,17 @@ def body_statements(description: RowDescription) -> tuple[str, ...]:
     _table, signal, ra_column, address_size, cfa, rules = description
     kind, register, value, expression = cfa
     out: list[str] = []
-    if kind == RuleKind.CFA_REG_OFFSET:
+    if kind == _core.RULE_CFA_REG_OFFSET:
         if register >= REGISTERS:
             return ("return FU_EH_ELF_REGISTER_UNKNOWN;",)
         out += [f"if (!(regs->valid & {_bit(register)})) return FU_EH_ELF_REGISTER_UNKNOWN;",
                 f"uint64_t cfa = {_plus(f'regs->value[{register}]', value)};"]
-    elif kind == RuleKind.CFA_EXPRESSION and expression == _core.COMPACT_PLT_EXPRESSION:
+    elif kind == _core.RULE_CFA_EXPRESSION and expression == _core.COMPACT_PLT_EXPRESSION:
         # DW_OP_breg7 8; DW_OP_breg16 0; lit15; and; lit11; ge; lit3; shl; plus
         mask = (1 << RSP) | (1 << RA)
         out += [f"if ((regs->valid & {mask:#x}u) != {mask:#x}u) return FU_EH_ELF_EXPRESSION_ERROR;",
                 "uint64_t cfa = regs->value[7] + 8u + ((regs->value[16] & 15u) >= 11u ? 8u : 0u);"]
-    elif kind == RuleKind.CFA_EXPRESSION and address_size == 8 and (drap := _breg(expression, deref=True)):
+    elif kind == _core.RULE_CFA_EXPRESSION and address_size == 8 and (drap := _breg(expression, deref=True)):
         base, k = drap
         address = _plus(f"regs->value[{base}]", k)
         out += [f"if (!(regs->valid & {_bit(base)})) return FU_EH_ELF_EXPRESSION_ERROR;",
@@ -182,7 +180,7 @@ def body_statements(description: RowDescription) -> tuple[str, ...]:
     out.append("fu_set(caller, 7, cfa);")  # caller holds regs' callee-saved registers (the ABI)
     tracked: list[TrackedRule] = [(RA if rule[0] == ra_column else rule[0], *rule) for rule in rules
                if (RA if rule[0] == ra_column else rule[0]) < REGISTERS]
-    if any(kind in (RuleKind.EXPRESSION, RuleKind.VAL_EXPRESSION) and _breg(expression, deref=False) is None
+    if any(kind in (_core.RULE_EXPRESSION, _core.RULE_VAL_EXPRESSION) and _breg(expression, deref=False) is None
            for _, _, kind, _, _, expression in tracked):
         return INTERPRET
     sequential = _rule_statements(tracked, signal, expressions_in_window=False)
@@ -191,7 +189,7 @@ def body_statements(description: RowDescription) -> tuple[str, ...]:
     # all their slots, one check covers them and each is a plain load, the rules otherwise in the
     # same order; else the sequential statements, one checked read each.
     expression_slots = [(slot, breg) for slot, _, kind, _, _, expression in tracked
-                        if kind == RuleKind.EXPRESSION and (breg := _breg(expression, deref=False)) is not None]
+                        if kind == _core.RULE_EXPRESSION and (breg := _breg(expression, deref=False)) is not None]
     bases = {breg[0] for _, breg in expression_slots}
     slots = [slot for slot, *_ in tracked]
     if (len(expression_slots) > 1 and len(bases) == 1 and len(set(slots)) == len(slots)
@@ -221,19 +219,19 @@ def _rule_statements(tracked: list[TrackedRule], signal: bool, expressions_in_wi
     # address's read can fail the step, so the order changes nothing): one check that the reader's
     # window holds them all, then plain loads; else fu_restore_slots reads them one by one through
     # the reader from a table (the slow path, out of line: one copy for all bodies).
-    slots = [(slot, rule_value) for slot, _, rule_kind, _, rule_value, _ in tracked if rule_kind == RuleKind.OFFSET]
+    slots = [(slot, rule_value) for slot, _, rule_kind, _, rule_value, _ in tracked if rule_kind == _core.RULE_OFFSET]
     grouped = bool(slots) and all(INT16_MIN <= offset <= INT16_MAX for _, offset in slots) and not any(
-        rule_kind in (RuleKind.EXPRESSION, RuleKind.VAL_EXPRESSION) for _, _, rule_kind, *_ in tracked)
+        rule_kind in (_core.RULE_EXPRESSION, _core.RULE_VAL_EXPRESSION) for _, _, rule_kind, *_ in tracked)
     for slot, column, rule_kind, rule_register, rule_value, rule_expression in tracked:
-        if rule_kind == RuleKind.UNDEFINED:
+        if rule_kind == _core.RULE_UNDEFINED:
             out.append(f"caller->valid &= ~{_bit(slot)};")
-        elif rule_kind in (RuleKind.SAME_VALUE, RuleKind.REGISTER):
-            source = column if rule_kind == RuleKind.SAME_VALUE else rule_register
+        elif rule_kind in (_core.RULE_SAME_VALUE, _core.RULE_REGISTER):
+            source = column if rule_kind == _core.RULE_SAME_VALUE else rule_register
             if source >= REGISTERS:
                 out.append(f"caller->valid &= ~{_bit(slot)};")
             else:
                 out.append(f"fu_copy(regs, {source}, caller, {slot});")
-        elif rule_kind == RuleKind.OFFSET:
+        elif rule_kind == _core.RULE_OFFSET:
             if grouped:
                 continue
             address = _plus("cfa", rule_value)
@@ -242,19 +240,19 @@ def _rule_statements(tracked: list[TrackedRule], signal: bool, expressions_in_wi
                            "return failed;")
             else:
                 out.append(f"fu_restore(reader, {address}, caller, {slot});")
-        elif rule_kind == RuleKind.VAL_OFFSET:
+        elif rule_kind == _core.RULE_VAL_OFFSET:
             out.append(f"fu_set(caller, {slot}, {_plus('cfa', rule_value)});")
-        elif rule_kind in (RuleKind.EXPRESSION, RuleKind.VAL_EXPRESSION):
+        elif rule_kind in (_core.RULE_EXPRESSION, _core.RULE_VAL_EXPRESSION):
             breg = _breg(rule_expression, deref=False)
             assert breg is not None  # body_statements interprets a body with any other expression
             base, k = breg
             address = _plus(f"regs->value[{base}]", k)
-            if rule_kind == RuleKind.EXPRESSION and expressions_in_window:
+            if rule_kind == _core.RULE_EXPRESSION and expressions_in_window:
                 out.append(f"caller->value[{slot}] = fu_window_load(reader, {address});")
                 window_mask |= 1 << slot
                 continue
             out.append(f"if (!(regs->valid & {_bit(base)})) return FU_EH_ELF_EXPRESSION_ERROR;")
-            if rule_kind == RuleKind.EXPRESSION:  # the value is at the address (read fatally, any register)
+            if rule_kind == _core.RULE_EXPRESSION:  # the value is at the address (read fatally, any register)
                 out.append(f"if ((failed = fu_restore_required(reader, {address}, caller, {slot}, fault))) "
                            "return failed;")
             else:
@@ -282,9 +280,9 @@ def _rule_statements(tracked: list[TrackedRule], signal: bool, expressions_in_wi
     return out
 
 
-@dataclass
-class Generated:
-    """The C of one eh_elf: `units` by file name (main.c, bodies_K.c, rows_K.c, eh_elf_generated.h)."""
+class Generated(NamedTuple):
+    """The C of one eh_elf: `units` by file name (main.c, bodies_K.c, rows_K.c, eh_elf_generated.h),
+    filled by generate()."""
 
     path: str
     key_kind: int
@@ -294,7 +292,7 @@ class Generated:
     range_count: int  #: ranges in the lookup table, gaps included
     body_count: int
     interpret_ranges: int  #: ranges whose body returns FU_EH_ELF_INTERPRET
-    units: dict[str, str] = field(default_factory=dict)
+    units: dict[str, str]
 
     @property
     def sources(self) -> list[str]:
@@ -410,7 +408,7 @@ def generate(image: ModuleImage, lookup: str = "table") -> Generated:
         interpret_ranges += body != 0 and bodies[body - 1] == INTERPRET
     kind, key_bytes = image.cache_key()
     generated = Generated(image.path, kind, key_bytes, image.dwarf_row_count(), image.frame_sizes(),
-                          len(range_starts), len(bodies), interpret_ranges)
+                          len(range_starts), len(bodies), interpret_ranges, {})
     if lookup not in LOOKUPS:
         raise ValueError(f"lookup {lookup!r}: one of {', '.join(LOOKUPS)}")
     header = _do_not_edit(image, kind, key_bytes)
@@ -688,20 +686,19 @@ def _compile_flags() -> list[str]:
     return [OPTIMIZATION, "-std=c11", "-fPIC", "-fvisibility=hidden", "-w", "-I", include_dir(), "-I", "."]
 
 
-@dataclass
 class Build:
     """One eh_elf being built: its generated units, their compile jobs, then the link."""
 
-    image: ModuleImage
-    target: str
-    generated: Generated | None = None
-    workdir: str = ""
-    jobs: list[Future[float]] = field(default_factory=list)
-    generate_seconds: float = 0.0
+    def __init__(self, image: ModuleImage, target: str) -> None:
+        self.image = image
+        self.target = target
+        self.generated: Generated | None = None
+        self.workdir = ""
+        self.jobs: list[Future[float]] = []
+        self.generate_seconds = 0.0
 
 
-@dataclass
-class CompileResult:
+class CompileResult(NamedTuple):
     path: str
     target: str  #: the cached shared object
     source: str  #: "cache" (already built and valid) or "built"
