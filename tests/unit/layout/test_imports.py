@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.perf",),
     ("fastunwind.walk",),
     ("fastunwind.address_space",),
-    ("fastunwind.tables.compact", "fastunwind.tables.eh_elf"),
+    ("fastunwind.check", "fastunwind.tables.compact", "fastunwind.tables.eh_elf"),
     ("fastunwind.tables",),
     ("fastunwind.image",),
     ("fastunwind.cfi_print", "fastunwind.symbols"),

@@ -1,0 +1,186 @@
+/* The synth stage's binding: check_fdes (native/core/check.h over synth.h), with the GIL released.
+ *
+ * check_fdes(table, entries, code, segments, noreturn, eh_frame, debug_frame)
+ *   table: the CfiTable whose FDEs are checked; entries: their indices (uint32 buffer);
+ *   code / segments: executable / all PT_LOAD segments as (vaddr, bytes); noreturn: sorted uint64
+ *   buffer of addresses whose callees never return; eh_frame, debug_frame: the image's CfiTables
+ *   (or None) for call-target coverage.
+ *   -> (results: bytes of CHECK_RESULT_FIELDS uint32 per FDE, (entry, verdict, agree, mismatch,
+ *       unknown, unreached); details: [(position, reason, ((address, what, declared, derived), ...))]
+ *       for every FDE whose verdict is not agree; uncovered: bytes of uint64 call targets no FDE covers)
+ */
+#include "py_core.h"
+
+#include "check.h"
+
+#define RESULT_FIELDS 6
+
+typedef struct segment_list {
+    Py_buffer *buffers;
+    fu_image_segment *segments;
+    Py_ssize_t count;
+} segment_list;
+
+static void segments_release(segment_list *list)
+{
+    for (Py_ssize_t i = 0; i < list->count; i++)
+        PyBuffer_Release(&list->buffers[i]);
+    PyMem_Free(list->buffers);
+    PyMem_Free(list->segments);
+    memset(list, 0, sizeof *list);
+}
+
+static bool segments_from(PyObject *sequence, segment_list *list)
+{
+    PyObject *seq = PySequence_Fast(sequence, "segments must be a sequence of (vaddr, bytes)");
+    if (!seq)
+        return false;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    list->buffers = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
+    list->segments = PyMem_Calloc((size_t)n + 1, sizeof(fu_image_segment));
+    if (!list->buffers || !list->segments) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return false;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long long vaddr;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "Ky*", &vaddr, &list->buffers[i])) {
+            Py_DECREF(seq);
+            return false;
+        }
+        list->count = i + 1;
+        list->segments[i].vaddr = vaddr;
+        list->segments[i].data = list->buffers[i].buf;
+        list->segments[i].size = (uint64_t)list->buffers[i].len;
+    }
+    Py_DECREF(seq);
+    return true;
+}
+
+static const fu_cfi_table *optional_table(PyObject *module, PyObject *object, bool *ok)
+{
+    *ok = true;
+    if (object == Py_None)
+        return NULL;
+    const fu_cfi_table *t = py_core_payload(module, PY_CFI_TABLE, object);
+    *ok = t != NULL;
+    return t;
+}
+
+static PyObject *details_of(const fu_check_batch *batch)
+{
+    PyObject *details = PyList_New(0);
+    if (!details)
+        return NULL;
+    const fu_check_finding *findings = (const fu_check_finding *)batch->findings.data;
+    for (size_t i = 0; i < batch->count; i++) {
+        const fu_check_fde_result *r = &batch->results[i];
+        if (r->verdict == FU_CHECK_AGREE)
+            continue;
+        PyObject *list = PyTuple_New(r->finding_count);
+        if (!list)
+            goto fail;
+        for (uint32_t k = 0; k < r->finding_count; k++) {
+            const fu_check_finding *f = &findings[r->first_finding + k];
+            PyObject *item = Py_BuildValue("(KIss)", (unsigned long long)f->address, f->what, f->declared, f->derived);
+            if (!item) {
+                Py_DECREF(list);
+                goto fail;
+            }
+            PyTuple_SET_ITEM(list, k, item);
+        }
+        PyObject *entry = Py_BuildValue("(nsN)", (Py_ssize_t)i, r->reason, list);
+        if (!entry || PyList_Append(details, entry) < 0) {
+            Py_XDECREF(entry);
+            goto fail;
+        }
+        Py_DECREF(entry);
+    }
+    return details;
+fail:
+    Py_DECREF(details);
+    return NULL;
+}
+
+static PyObject *check_fdes(PyObject *module, PyObject *args)
+{
+    PyObject *table_object, *code_object, *segments_object, *eh_frame_object, *debug_frame_object;
+    Py_buffer entries = {0}, noreturn = {0};
+    segment_list code = {0}, segments = {0};
+    fu_check_batch batch;
+    memset(&batch, 0, sizeof batch);
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "Oy*OOy*OO", &table_object, &entries, &code_object, &segments_object, &noreturn,
+                          &eh_frame_object, &debug_frame_object))
+        return NULL;
+    bool ok_eh, ok_debug;
+    const fu_cfi_table *table = py_core_payload(module, PY_CFI_TABLE, table_object);
+    const fu_cfi_table *eh_frame = optional_table(module, eh_frame_object, &ok_eh);
+    const fu_cfi_table *debug_frame = optional_table(module, debug_frame_object, &ok_debug);
+    if (!table || !ok_eh || !ok_debug || !segments_from(code_object, &code) || !segments_from(segments_object, &segments))
+        goto cleanup;
+    if (entries.len % 4 || noreturn.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "entries must hold uint32 values and noreturn uint64 values");
+        goto cleanup;
+    }
+    fu_check_image image = {
+        .code = code.segments, .code_count = (size_t)code.count,
+        .segments = segments.segments, .segment_count = (size_t)segments.count,
+        .noreturn = noreturn.buf, .noreturn_count = (size_t)noreturn.len / 8,
+        .tables = {eh_frame, debug_frame},
+    };
+    fu_error err = {0};
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = fu_check_fdes(&image, table, entries.buf, (size_t)entries.len / 4, &batch, &err);
+    Py_END_ALLOW_THREADS
+    if (status != FU_OK) {
+        py_core_raise(&err);
+        goto cleanup;
+    }
+    PyObject *results = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(batch.count * RESULT_FIELDS * 4));
+    if (!results)
+        goto cleanup;
+    uint32_t *out = (uint32_t *)PyBytes_AS_STRING(results);
+    for (size_t i = 0; i < batch.count; i++) {
+        const fu_check_fde_result *r = &batch.results[i];
+        uint32_t fields[RESULT_FIELDS] = {r->entry, r->verdict, r->agree, r->mismatch, r->unknown, r->unreached};
+        memcpy(out + i * RESULT_FIELDS, fields, sizeof fields);
+    }
+    PyObject *details = details_of(&batch);
+    PyObject *uncovered = details ? py_core_bytes(batch.uncovered_calls.data, batch.uncovered_calls.len) : NULL;
+    if (!details || !uncovered) {
+        Py_DECREF(results);
+        Py_XDECREF(details);
+        goto cleanup;
+    }
+    result = Py_BuildValue("(NNN)", results, details, uncovered);
+cleanup:
+    fu_check_batch_free(&batch);
+    segments_release(&code);
+    segments_release(&segments);
+    PyBuffer_Release(&entries);
+    PyBuffer_Release(&noreturn);
+    return result;
+}
+
+static PyMethodDef synth_functions[] = {
+    {"check_fdes", check_fdes, METH_VARARGS,
+     "check_fdes(table, entries, code, segments, noreturn, eh_frame, debug_frame) -> (results, details, uncovered)"},
+    {NULL},
+};
+
+int py_synth_init(PyObject *module)
+{
+    if (PyModule_AddFunctions(module, synth_functions) < 0)
+        return -1;
+    if (PyModule_AddIntConstant(module, "CHECK_RESULT_FIELDS", RESULT_FIELDS) < 0 ||
+        PyModule_AddIntConstant(module, "CHECK_AGREE", FU_CHECK_AGREE) < 0 ||
+        PyModule_AddIntConstant(module, "CHECK_MISMATCH", FU_CHECK_MISMATCH) < 0 ||
+        PyModule_AddIntConstant(module, "CHECK_UNDECIDED", FU_CHECK_UNDECIDED) < 0 ||
+        PyModule_AddIntConstant(module, "CHECK_WHAT_CFA", FU_CHECK_WHAT_CFA) < 0 ||
+        PyModule_AddIntConstant(module, "CHECK_WHAT_RANGE", FU_CHECK_WHAT_RANGE) < 0)
+        return -1;
+    return 0;
+}
