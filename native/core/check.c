@@ -109,7 +109,7 @@ static bool breg_value(const fu_cfi_table *table, fu_rule rule, const fu_synth_s
     int32_t offset;
     if (!fu_expr_match_breg(table->section.data + rule.value, rule.expr_len, &reg, &offset, deref))
         return false;
-    *address = reg < FU_X86_GPR_COUNT ? fu_synth_value_add(s->regs[reg], offset) : (fu_synth_value){0, 0, 0};
+    *address = reg < FU_X86_GPR_COUNT ? fu_synth_value_add(s->regs[reg], offset) : (fu_synth_value){0, 0, 0, 0};
     return true;
 }
 
@@ -119,7 +119,7 @@ static fu_synth_value memory_value(const fu_synth_state *s, fu_synth_value addre
         return fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, address.offset);
     if (address.kind == FU_VALUE_ALIGNED_STACK)
         return fu_synth_slot_value(s, FU_SLOT_ALIGNED_STACK, address.offset);
-    return (fu_synth_value){0, 0, 0};
+    return (fu_synth_value){0, 0, 0, 0};
 }
 
 static comparison compare(fu_synth_value got, fu_synth_value wanted)
@@ -133,7 +133,7 @@ static comparison compare(fu_synth_value got, fu_synth_value wanted)
 
 static comparison compare_cfa(const fu_cfi_table *table, fu_rule rule, const fu_synth_state *s)
 {
-    fu_synth_value wanted = {FU_VALUE_ENTRY_STACK, 0, 8};
+    fu_synth_value wanted = {FU_VALUE_ENTRY_STACK, 0, 0, 8};
     if (rule.kind == FU_CFA_REG_OFFSET) {
         if (rule.reg >= FU_X86_GPR_COUNT)
             return COMPARE_UNKNOWN;
@@ -153,8 +153,8 @@ static comparison compare_cfa(const fu_cfi_table *table, fu_rule rule, const fu_
  * on its own even where the declared CFA is wrong. */
 static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s)
 {
-    fu_synth_value wanted = column == RETURN_ADDRESS_COLUMN ? (fu_synth_value){FU_VALUE_RETURN_ADDRESS, 0, 0}
-                                                            : (fu_synth_value){FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0};
+    fu_synth_value wanted = column == RETURN_ADDRESS_COLUMN ? (fu_synth_value){FU_VALUE_RETURN_ADDRESS, 0, 0, 0}
+                                                            : (fu_synth_value){FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0, 0};
     fu_synth_value address;
     bool deref;
     switch (rule.kind) {
@@ -166,7 +166,7 @@ static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsign
     case FU_RULE_OFFSET:
         return compare(fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, 8 + rule.value), wanted);
     case FU_RULE_VAL_OFFSET:
-        return compare((fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 8 + rule.value}, wanted);
+        return compare((fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 + rule.value}, wanted);
     case FU_RULE_REGISTER:
         if (rule.reg >= FU_X86_GPR_COUNT)
             return COMPARE_UNKNOWN;
@@ -334,6 +334,53 @@ static int64_t overlapping_fde(const fu_cfi_table *table, uint32_t entry)
     return -1;
 }
 
+/* Whether the declared row is a function's entry row: CFA = rsp+8, the return address at CFA-8, the
+ * callee-saved registers unsaved. */
+static bool is_entry_row(const fu_cfi_table *table, const fu_state *row)
+{
+    if (row->cfa.kind != FU_CFA_REG_OFFSET || row->cfa.reg != FU_X86_REG_RSP || row->cfa.value != 8)
+        return false;
+    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
+        fu_rule rule = fu_state_rule(table, row, fu_synth_columns[k]);
+        if (fu_synth_columns[k] == RETURN_ADDRESS_COLUMN ? !(rule.kind == FU_RULE_OFFSET && rule.value == -8)
+                                                         : rule.kind != FU_RULE_UNSPECIFIED && rule.kind != FU_RULE_SAME_VALUE)
+            return false;
+    }
+    return true;
+}
+
+/* The state an FDE's first declared row describes, for an FDE that starts inside a function: the CFA
+ * register holds CFA - offset, saved registers are in their slots (and their registers unknown).
+ * False when the row has a shape this cannot express (a CFA expression). */
+static bool declared_entry_state(const fu_cfi_table *table, const fu_state *row, fu_synth_state *out)
+{
+    fu_synth_entry_state(out);
+    if (row->cfa.kind != FU_CFA_REG_OFFSET || row->cfa.reg >= FU_X86_GPR_COUNT)
+        return false;
+    unsigned cfa_register = row->cfa.reg;
+    out->regs[FU_X86_REG_RSP] = (fu_synth_value){0, 0, 0, 0};
+    out->regs[cfa_register] = (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 - row->cfa.value};
+    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
+        unsigned column = fu_synth_columns[k];
+        fu_rule rule = fu_state_rule(table, row, column);
+        fu_synth_value saved = column == RETURN_ADDRESS_COLUMN
+                                   ? (fu_synth_value){FU_VALUE_RETURN_ADDRESS, 0, 0, 0}
+                                   : (fu_synth_value){FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0, 0};
+        if (rule.kind == FU_RULE_OFFSET) {
+            fu_synth_store(out, (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 + rule.value}, saved);
+            if (column < FU_X86_GPR_COUNT && column != cfa_register)
+                out->regs[column] = (fu_synth_value){0, 0, 0, 0};
+        } else if (rule.kind == FU_RULE_REGISTER && rule.reg < FU_X86_GPR_COUNT && rule.reg != cfa_register) {
+            out->regs[rule.reg] = saved;
+            if (column < FU_X86_GPR_COUNT && column != cfa_register)
+                out->regs[column] = (fu_synth_value){0, 0, 0, 0};
+        } else if (rule.kind != FU_RULE_UNSPECIFIED && rule.kind != FU_RULE_SAME_VALUE) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, uint32_t entry, fu_check_batch *batch,
                       fu_check_fde_result *result)
 {
@@ -374,10 +421,24 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         snprintf(result->reason, sizeof result->reason, "a signal frame: its CFI describes the interrupted context");
         return true;
     }
+    /* An FDE that does not start at a function's entry (a `.cold` part) is checked from the state its
+     * first row declares: that row is taken as given, the rest is checked. */
+    fu_synth_state declared_entry;
+    const fu_state *first = fu_cfi_table_state(table, table->row_state[fde->first_row]);
+    if (!is_entry_row(table, first)) {
+        if (!declared_entry_state(table, first, &declared_entry)) {
+            result->verdict = FU_CHECK_UNDECIDED;
+            snprintf(result->reason, sizeof result->reason,
+                     "starts inside a function with a first row this cannot start from (CFA expression)");
+            return true;
+        }
+        result->from_declared_entry = true;
+    }
     fu_synth_function function = {
         .start = fde->pc_begin, .end = fde->pc_begin + fde->pc_range, .code = seg->data + (fde->pc_begin - seg->vaddr),
         .noreturn = image->noreturn, .noreturn_count = image->noreturn_count,
-        .segments = image->segments, .segment_count = image->segment_count};
+        .segments = image->segments, .segment_count = image->segment_count,
+        .entry = result->from_declared_entry ? &declared_entry : NULL};
     fu_synth_counts counts;
     char reason[FU_SYNTH_REASON_MAX];
     fu_synth_outcome outcome = fu_synth_run(&function, &batch->scratch, visit, &c, &counts, reason);

@@ -53,6 +53,7 @@ typedef struct fu_check_fde_result {
     uint32_t mismatch;     /* instructions with a rule known to be wrong */
     uint32_t unknown;      /* instructions with a rule whose value is unknown, none wrong */
     uint32_t unreached;    /* decoded instructions no path reaches (padding, data, dead code) */
+    bool from_declared_entry; /* starts inside a function: checked from its first declared row */
     uint32_t first_finding, finding_count;
     char reason[FU_SYNTH_REASON_MAX]; /* undecided: why */
 } fu_check_fde_result;

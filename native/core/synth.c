@@ -16,7 +16,7 @@ const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT] = {3, 6, 12, 13, 14, 15, 1
 #define BLOCK_QUEUED 2u
 #define BLOCK_ONLY_CALL_FALLTHROUGH 4u /* every edge into it so far is the fall-through of a call */
 
-static const fu_synth_value unknown_value = {FU_VALUE_UNKNOWN, 0, 0};
+static const fu_synth_value unknown_value = {FU_VALUE_UNKNOWN, 0, 0, 0};
 
 void fu_synth_scratch_free(fu_synth_scratch *scratch)
 {
@@ -77,13 +77,13 @@ static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
 
 static fu_synth_value make_value(uint8_t kind, uint8_t reg, int64_t offset)
 {
-    fu_synth_value v = {kind, reg, offset};
+    fu_synth_value v = {kind, reg, 0, offset};
     return v;
 }
 
 bool fu_synth_value_equal(fu_synth_value a, fu_synth_value b)
 {
-    return a.kind == b.kind && a.reg == b.reg && a.offset == b.offset;
+    return a.kind == b.kind && a.reg == b.reg && a.offset == b.offset && a.base_delta == b.base_delta;
 }
 
 fu_synth_value fu_synth_value_add(fu_synth_value value, int64_t delta)
@@ -201,6 +201,11 @@ static void slot_store(fu_synth_state *s, fu_synth_value address, unsigned width
     s->slot_count++;
 }
 
+void fu_synth_store(fu_synth_state *state, fu_synth_value address, fu_synth_value value)
+{
+    slot_store(state, address, 8, value, true);
+}
+
 /* A call: the callee may write anything below the stack pointer (its return address first), and the
  * caller-saved registers. */
 static void clobber_for_call(fu_synth_state *s)
@@ -223,7 +228,7 @@ static void clobber_for_call(fu_synth_state *s)
             s->regs[r] = unknown_value;
 }
 
-static void entry_state(fu_synth_state *s)
+void fu_synth_entry_state(fu_synth_state *s)
 {
     memset(s, 0, sizeof *s);
     for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
@@ -376,8 +381,11 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
                     a = b;
                     b = t;
                 }
-                if (a.kind == FU_VALUE_TABLE_ENTRY && b.kind == FU_VALUE_CONSTANT && a.offset == b.offset) {
+                int64_t delta = (int64_t)((uint64_t)b.offset - (uint64_t)a.offset);
+                if (a.kind == FU_VALUE_TABLE_ENTRY && b.kind == FU_VALUE_CONSTANT && delta >= INT32_MIN &&
+                    delta <= INT32_MAX) {
                     *d = make_value(FU_VALUE_TABLE_TARGET, 0, a.offset);
+                    d->base_delta = (int32_t)delta;
                     return;
                 }
             }
@@ -437,7 +445,20 @@ static int64_t insn_index_at(const synth_run *run, uint64_t address)
         else
             hi = mid;
     }
-    return lo < run->insn_count && offsets[lo] == offset ? (int64_t)lo : -2;
+    if (lo < run->insn_count && offsets[lo] == offset)
+        return lo;
+    /* A jump over a prefix (glibc's `je 0f; lock; 0: cmpxchg`) lands inside the instruction with the
+     * prefix: the same instruction without it, which is the same to the interpreter. */
+    if (lo > 0) {
+        uint32_t containing = lo - 1;
+        uint32_t end = offsets[containing] + run->scratch->insns[containing].length;
+        fu_x86_insn alone;
+        fu_x86_decode(&run->scratch->decoder, f->code + offset, end - offset, address, &alone);
+        if (alone.kind != FU_X86_INVALID && offset + alone.length == end &&
+            alone.kind == run->scratch->insns[containing].kind)
+            return containing;
+    }
+    return -2;
 }
 
 static uint64_t insn_address(const synth_run *run, uint32_t index)
@@ -599,10 +620,11 @@ static int64_t jump_table(synth_run *run, const fu_x86_insn *insn, const fu_synt
 {
     const fu_synth_function *f = run->function;
     const fu_x86_operand *o = &insn->source;
-    uint64_t table;
+    uint64_t table, base = 0;
     unsigned entry_size;
     if (o->kind == FU_X86_OPERAND_REGISTER && o->width == 8 && s->regs[o->reg].kind == FU_VALUE_TABLE_TARGET) {
         table = (uint64_t)s->regs[o->reg].offset;
+        base = table + (uint64_t)(int64_t)s->regs[o->reg].base_delta;
         entry_size = 4;
     } else if (o->kind == FU_X86_OPERAND_MEMORY && !o->segment && o->index != FU_X86_REG_NONE && o->scale == 8 &&
                o->width == 8 && o->reg == FU_X86_REG_NONE) {
@@ -616,7 +638,7 @@ static int64_t jump_table(synth_run *run, const fu_x86_insn *insn, const fu_synt
         uint64_t raw;
         if (!read_image(f, table + (uint64_t)i * entry_size, entry_size, &raw))
             break;
-        uint64_t target = entry_size == 4 ? table + (uint64_t)(int64_t)(int32_t)(uint32_t)raw : raw;
+        uint64_t target = entry_size == 4 ? base + (uint64_t)(int64_t)(int32_t)(uint32_t)raw : raw;
         int64_t index = insn_index_at(run, target);
         if (index < 0)
             break;
@@ -698,6 +720,11 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         if (i + 1 >= run->insn_count) {
             if (insn->kind == FU_X86_CALL) /* a call that ends the function cannot return */
                 return true;
+            /* with nothing on the stack, running into the next function is a tail call without a
+             * jump (glibc's __memcpy_chk: a check, then memcpy's code right after) */
+            fu_synth_value sp = s.regs[FU_X86_REG_RSP];
+            if (sp.kind == FU_VALUE_ENTRY_STACK && sp.offset == 0)
+                return true;
             snprintf(run->reason, FU_SYNTH_REASON_MAX, "execution runs past the end of the range at 0x%llx",
                      (unsigned long long)f->end);
             return false;
@@ -763,7 +790,10 @@ static bool fixpoint(synth_run *run, bool first)
     if (entry < 0)
         return false;
     fu_synth_state start;
-    entry_state(&start);
+    if (run->function->entry)
+        start = *run->function->entry;
+    else
+        fu_synth_entry_state(&start);
     uint32_t queue_len = 0;
     if (!merge(run, (uint32_t)entry, &start, EDGE_BRANCH, &queue_len))
         return false;

@@ -57,13 +57,15 @@ typedef enum fu_synth_value_kind {
     FU_VALUE_RETURN_ADDRESS,
     FU_VALUE_CONSTANT,       /* offset: an address or an immediate */
     FU_VALUE_TABLE_ENTRY,    /* a sign-extended 4-byte entry of the table at `offset` */
-    FU_VALUE_TABLE_TARGET,   /* the table at `offset` plus one of its entries: a jump-table target */
+    FU_VALUE_TABLE_TARGET,   /* one entry of the table at `offset`, plus `offset + base_delta`:
+                              * a jump-table target */
     FU_VALUE_NEVER_WRITTEN   /* (slot reads) a slot of this frame the function never wrote */
 } fu_synth_value_kind;
 
 typedef struct fu_synth_value {
-    uint8_t kind; /* fu_synth_value_kind */
-    uint8_t reg;  /* FU_VALUE_ENTRY_REGISTER */
+    uint8_t kind;       /* fu_synth_value_kind */
+    uint8_t reg;        /* FU_VALUE_ENTRY_REGISTER */
+    int32_t base_delta; /* FU_VALUE_TABLE_TARGET: where the entries count from, relative to the table */
     int64_t offset;
 } fu_synth_value;
 
@@ -91,6 +93,10 @@ typedef struct fu_synth_function {
     size_t noreturn_count;
     const fu_image_segment *segments; /* the image's PT_LOAD bytes, to read jump tables */
     size_t segment_count;
+    /* The state at `start`: NULL for a function's entry (fu_synth_entry_state). An FDE that starts
+     * inside a function (gcc's `.cold` parts, reached by a jump from the hot part) gives the state
+     * its first declared row describes (check.c). */
+    const fu_synth_state *entry;
 } fu_synth_function;
 
 /* Reused between functions; zero-initialize, release with fu_synth_scratch_free. */
@@ -133,6 +139,12 @@ typedef struct fu_synth_counts {
 
 fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratch *scratch, fu_synth_visit visit,
                               void *context, fu_synth_counts *counts, char reason[FU_SYNTH_REASON_MAX]);
+
+/* The state at a function's entry: rsp = entry rsp, the return address at [rsp], the callee-saved
+ * registers holding the caller's values, the others unknown. */
+void fu_synth_entry_state(fu_synth_state *state);
+/* Record `value` in the 8-byte slot at `address` (a stack address of `state`). */
+void fu_synth_store(fu_synth_state *state, fu_synth_value address, fu_synth_value value);
 
 /* The value of a stack slot in `state`: its recorded value, FU_VALUE_NEVER_WRITTEN for a slot of
  * this frame never written (below the entry rsp, or the return address slot overwritten), or

@@ -6,14 +6,14 @@
  *   buffer of addresses whose callees never return; eh_frame, debug_frame: the image's CfiTables
  *   (or None) for call-target coverage.
  *   -> (results: bytes of CHECK_RESULT_FIELDS uint32 per FDE, (entry, verdict, agree, mismatch,
- *       unknown, unreached); details: [(position, reason, ((address, what, declared, derived), ...))]
+ *       unknown, unreached, from_declared_entry); details: [(position, reason, ((address, what, declared, derived), ...))]
  *       for every FDE whose verdict is not agree; uncovered: bytes of uint64 call targets no FDE covers)
  */
 #include "py_core.h"
 
 #include "check.h"
 
-#define RESULT_FIELDS 6
+#define RESULT_FIELDS 7
 
 typedef struct segment_list {
     Py_buffer *buffers;
@@ -145,7 +145,8 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     uint32_t *out = (uint32_t *)PyBytes_AS_STRING(results);
     for (size_t i = 0; i < batch.count; i++) {
         const fu_check_fde_result *r = &batch.results[i];
-        uint32_t fields[RESULT_FIELDS] = {r->entry, r->verdict, r->agree, r->mismatch, r->unknown, r->unreached};
+        uint32_t fields[RESULT_FIELDS] = {r->entry, r->verdict, r->agree, r->mismatch, r->unknown, r->unreached,
+                                          r->from_declared_entry};
         memcpy(out + i * RESULT_FIELDS, fields, sizeof fields);
     }
     PyObject *details = details_of(&batch);

@@ -47,7 +47,7 @@ VERDICT_NAMES = {_core.CHECK_AGREE: "agree", _core.CHECK_MISMATCH: "mismatch", _
 #: FDEs per chunk handed to one C call (the unit of parallelism and of progress)
 CHUNK_FDES = 2048
 FIELDS = _core.CHECK_RESULT_FIELDS
-ENTRY, VERDICT, AGREE, MISMATCH, UNKNOWN, UNREACHED = range(FIELDS)
+ENTRY, VERDICT, AGREE, MISMATCH, UNKNOWN, UNREACHED, FROM_DECLARED_ENTRY = range(FIELDS)
 STT_FUNC = 2
 
 
