@@ -190,6 +190,12 @@ typedef struct fde_check {
     fu_check_fde_result *result;
     uint32_t row;          /* the declared row in force (cursor: visits come in address order) */
     uint32_t row_end;
+    /* the rules of the row in force, fetched once per row */
+    uint32_t rules_row;
+    fu_rule rules[FU_SYNTH_COLUMN_COUNT];
+    /* the previous visit's outcome, reused for an unchanged state under the same row */
+    uint32_t judged_row;
+    bool judged_agree;
     bool out_of_memory;
     uint64_t last_uncovered_check; /* call targets repeat: the last one checked */
 } fde_check;
@@ -241,7 +247,8 @@ static void note_call_target(fde_check *c, const fu_x86_insn *insn)
         c->out_of_memory = true;
 }
 
-static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state)
+static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
+                  bool unchanged)
 {
     fde_check *c = context;
     const fu_cfi_table *t = c->table;
@@ -249,7 +256,16 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
         note_call_target(c, insn);
     while (c->row + 1 < c->row_end && t->row_address[c->row + 1] <= address)
         c->row++;
+    if (unchanged && c->judged_agree && c->judged_row == c->row) {
+        c->result->agree++;
+        return true;
+    }
     const fu_state *declared = fu_cfi_table_state(t, t->row_state[c->row]);
+    if (c->rules_row != c->row) {
+        c->rules_row = c->row;
+        for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++)
+            c->rules[k] = fu_state_rule(t, declared, fu_synth_columns[k]);
+    }
     comparison worst = COMPARE_SKIP;
     comparison cfa = compare_cfa(t, declared->cfa, state);
     if (cfa == COMPARE_MISMATCH) {
@@ -267,7 +283,7 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
     worst = cfa;
     for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
         unsigned column = fu_synth_columns[k];
-        fu_rule rule = fu_state_rule(t, declared, column);
+        fu_rule rule = c->rules[k];
         comparison outcome = compare_column(t, rule, column, state);
         if (outcome == COMPARE_MISMATCH) {
             char a[FU_CHECK_TEXT_MAX], b[FU_CHECK_TEXT_MAX];
@@ -288,6 +304,8 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
         if (outcome > worst)
             worst = outcome;
     }
+    c->judged_row = c->row;
+    c->judged_agree = worst <= COMPARE_AGREE;
     if (worst == COMPARE_MISMATCH)
         c->result->mismatch++;
     else if (worst == COMPARE_UNKNOWN)
@@ -389,7 +407,8 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     result->entry = entry;
     result->first_finding = (uint32_t)(batch->findings.len / sizeof(fu_check_finding));
     fde_check c = {.image = image, .table = table, .fde = fde, .batch = batch, .result = result,
-                   .row = fde->first_row, .row_end = fde->first_row + fde->row_count, .last_uncovered_check = 0};
+                   .row = fde->first_row, .row_end = fde->first_row + fde->row_count, .last_uncovered_check = 0,
+                   .rules_row = UINT32_MAX, .judged_row = UINT32_MAX};
     char range[FU_CHECK_TEXT_MAX];
     snprintf(range, sizeof range, "%llx..%llx", (unsigned long long)fde->pc_begin,
              (unsigned long long)(fde->pc_begin + fde->pc_range));

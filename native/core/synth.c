@@ -1,6 +1,7 @@
 /* synth: abstract interpretation of one function's machine code (see synth.h). */
 #include "synth.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,12 @@ const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT] = {3, 6, 12, 13, 14, 15, 1
 #define BLOCK_ONLY_CALL_FALLTHROUGH 4u /* every edge into it so far is the fall-through of a call */
 
 static const fu_synth_value unknown_value = {FU_VALUE_UNKNOWN, 0, 0, 0};
+
+/* Copy only the slots in use: a state is mostly its slot array. */
+static void state_copy(fu_synth_state *dst, const fu_synth_state *src)
+{
+    memcpy(dst, src, offsetof(fu_synth_state, slots) + src->slot_count * sizeof src->slots[0]);
+}
 
 void fu_synth_scratch_free(fu_synth_scratch *scratch)
 {
@@ -523,7 +530,7 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
     uint8_t *flags = &sc->block_flags[b];
     bool changed = false;
     if (!(*flags & BLOCK_HAS_STATE)) {
-        *s = *in;
+        state_copy(s, in);
         *flags |= BLOCK_HAS_STATE | (edge == EDGE_CALL_FALLTHROUGH ? BLOCK_ONLY_CALL_FALLTHROUGH : 0);
         changed = true;
     } else {
@@ -538,7 +545,7 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
             }
             if (*flags & BLOCK_ONLY_CALL_FALLTHROUGH) {
                 run->counts->assumed_noreturn++;
-                *s = *in;
+                state_copy(s, in);
                 *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
                 changed = true;
                 goto queue;
@@ -658,7 +665,8 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
 {
     fu_synth_scratch *sc = run->scratch;
     const fu_synth_function *f = run->function;
-    fu_synth_state s = sc->block_states[b];
+    fu_synth_state s;
+    state_copy(&s, &sc->block_states[b]);
     uint32_t i = sc->block_insn[b];
     for (;;) {
         const fu_x86_insn *insn = &sc->insns[i];
@@ -732,12 +740,6 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         i++;
         if (sc->block_of[i] >= 0)
             return merge(run, (uint32_t)sc->block_of[i], &s, fallthrough_edge, queue_len);
-        if (fallthrough_edge == EDGE_CALL_FALLTHROUGH) {
-            /* the instruction after a call starts a block, so that a disagreement there can be
-             * blamed on the call */
-            int64_t nb = block_at(run, i);
-            return nb >= 0 && merge(run, (uint32_t)nb, &s, fallthrough_edge, queue_len);
-        }
     }
 }
 
@@ -791,7 +793,7 @@ static bool fixpoint(synth_run *run, bool first)
         return false;
     fu_synth_state start;
     if (run->function->entry)
-        start = *run->function->entry;
+        state_copy(&start, run->function->entry);
     else
         fu_synth_entry_state(&start);
     uint32_t queue_len = 0;
@@ -810,6 +812,16 @@ static bool fixpoint(synth_run *run, bool first)
             return false;
     }
     return true;
+}
+
+static bool insn_may_store(const fu_x86_insn *insn)
+{
+    switch (insn->kind) {
+    case FU_X86_PUSH: case FU_X86_ENTER: case FU_X86_CALL: case FU_X86_POP: case FU_X86_LEAVE:
+        return true;
+    default:
+        return insn->stores || insn->dest.kind == FU_X86_OPERAND_MEMORY;
+    }
 }
 
 fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratch *scratch, fu_synth_visit visit,
@@ -847,13 +859,14 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
     }
     /* The visit: instructions in address order, each with the state before it. */
     fu_synth_state s;
-    bool live = false;
+    bool live = false, unchanged = false;
     for (uint32_t i = 0; i < run.insn_count; i++) {
         const fu_x86_insn *insn = &scratch->insns[i];
         int32_t b = scratch->block_of[i];
         if (b >= 0 && (scratch->block_flags[b] & BLOCK_HAS_STATE)) {
-            s = scratch->block_states[b];
+            state_copy(&s, &scratch->block_states[b]);
             live = true;
+            unchanged = false;
         } else if (b >= 0) {
             live = false;
         }
@@ -861,9 +874,13 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
             continue;
         uint64_t address = insn_address(&run, i);
         counts->reached++;
-        if (visit && !visit(context, address, insn, &s))
+        if (visit && !visit(context, address, insn, &s, unchanged))
             return FU_SYNTH_STOPPED;
+        /* whether the next visit sees the same state: no slot written, no register changed */
+        fu_synth_value before[FU_X86_GPR_COUNT];
+        memcpy(before, s.regs, sizeof before);
         step(&run, &s, insn, address);
+        unchanged = !insn_may_store(insn) && memcmp(before, s.regs, sizeof before) == 0;
         switch (insn->kind) {
         case FU_X86_JMP: case FU_X86_RET: case FU_X86_TRAP:
             live = false;

@@ -117,10 +117,11 @@ typedef struct fu_synth_scratch {
 
 void fu_synth_scratch_free(fu_synth_scratch *scratch);
 
-/* Called before each reached instruction, in address order, with the state before it; returning
+/* Called before each reached instruction, in address order, with the state before it; `unchanged`:
+ * the state is the one of the previous visit (which the visitor may have judged already). Returning
  * false stops the walk (fu_synth_run then returns FU_SYNTH_STOPPED). */
 typedef bool (*fu_synth_visit)(void *context, uint64_t address, const fu_x86_insn *insn,
-                               const fu_synth_state *state);
+                               const fu_synth_state *state, bool unchanged);
 
 typedef enum fu_synth_outcome {
     FU_SYNTH_DECIDED = 0,  /* every reached instruction was visited */
