@@ -435,6 +435,20 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         snprintf(result->reason, sizeof result->reason, "the FDE's CFI does not evaluate");
         return true;
     }
+    for (uint32_t r = fde->first_row; r < fde->first_row + fde->row_count; r++) {
+        fu_rule cfa = fu_cfi_table_state(table, table->row_state[r])->cfa;
+        unsigned reg;
+        int32_t offset;
+        bool deref;
+        if (cfa.kind == FU_CFA_EXPRESSION &&
+            !fu_expr_match_breg(table->section.data + cfa.value, cfa.expr_len, &reg, &offset, &deref)) {
+            result->verdict = FU_CHECK_UNDECIDED;
+            snprintf(result->reason, sizeof result->reason,
+                     "the CFA is a DWARF expression beyond register+offset (a PLT's) at 0x%llx",
+                     (unsigned long long)table->row_address[r]);
+            return true;
+        }
+    }
     if (fde->cie && fde->cie->signal_frame) {
         result->verdict = FU_CHECK_UNDECIDED;
         snprintf(result->reason, sizeof result->reason, "a signal frame: its CFI describes the interrupted context");

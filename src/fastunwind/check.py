@@ -290,7 +290,8 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
 def _uncovered(sections: list[SectionCheck], symbols: list[tuple[int, int, str]],
                code: list[tuple[int, memoryview]], calls: set[int]) -> list[Uncovered]:
     """Function symbols in executable segments and call targets that no FDE covers, with the range up
-    to the symbol's end (or the next FDE) and the symbol's name where one starts there."""
+    to the symbol's end (or, without a size, the next FDE or symbol) and the symbol's name where one
+    starts there."""
     ranges = sorted((section.pc_begin[e], section.pc_begin[e] + section.pc_range[e])
                     for section in sections for e in section.results[ENTRY::FIELDS])
     starts = [start for start, _end in ranges]
@@ -302,9 +303,12 @@ def _uncovered(sections: list[SectionCheck], symbols: list[tuple[int, int, str]]
     def in_code(address: int) -> bool:
         return any(vaddr <= address < vaddr + len(data) for vaddr, data in code)
 
-    def next_start(address: int) -> int:
-        i = bisect.bisect_right(starts, address)
-        return starts[i] if i < len(starts) else address + 1
+    boundaries = sorted(set(starts) | {value for value, _size, _name in symbols})
+
+    def next_boundary(address: int) -> int:
+        """Where code starting at `address` ends at the latest: the next FDE or symbol."""
+        i = bisect.bisect_right(boundaries, address)
+        return boundaries[i] if i < len(boundaries) else address + 1
 
     names: dict[int, tuple[int, str]] = {}
     for value, size, name in symbols:
@@ -313,9 +317,9 @@ def _uncovered(sections: list[SectionCheck], symbols: list[tuple[int, int, str]]
     found: dict[int, Uncovered] = {}
     for value, (size, name) in names.items():
         if in_code(value) and not _covered(starts, ends, value):
-            found[value] = Uncovered(value, value + size if size else next_start(value), name)
+            found[value] = Uncovered(value, value + size if size else next_boundary(value), name)
     for target in calls:
         if target not in found and not _covered(starts, ends, target):
             size, name = names.get(target, (0, ""))
-            found[target] = Uncovered(target, target + size if size else next_start(target), name)
+            found[target] = Uncovered(target, target + size if size else next_boundary(target), name)
     return [found[k] for k in sorted(found)]
