@@ -454,10 +454,29 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         snprintf(result->reason, sizeof result->reason, "a signal frame: its CFI describes the interrupted context");
         return true;
     }
+    /* Leading nops are padding that no path enters (gcc starts a `.cold` landing pad's FDE with one,
+     * under the CIE's initial row): the code starts after them. */
+    const uint8_t *code = seg->data + (fde->pc_begin - seg->vaddr);
+    uint64_t start = fde->pc_begin, end = fde->pc_begin + fde->pc_range;
+    if (!batch->scratch.decoder_ready) {
+        fu_x86_decoder_init(&batch->scratch.decoder);
+        batch->scratch.decoder_ready = true;
+    }
+    for (unsigned k = 0; k < FU_CHECK_MAX_LEADING_NOPS && start < end; k++) {
+        fu_x86_insn insn;
+        fu_x86_decode(&batch->scratch.decoder, code + (start - fde->pc_begin), (size_t)(end - start), start, &insn);
+        if (!insn.is_nop)
+            break;
+        start += insn.length;
+    }
+    if (start == end)
+        start = fde->pc_begin;
+    while (c.row + 1 < c.row_end && table->row_address[c.row + 1] <= start)
+        c.row++;
     /* An FDE that does not start at a function's entry (a `.cold` part) is checked from the state its
      * first row declares: that row is taken as given, the rest is checked. */
     fu_synth_state declared_entry;
-    const fu_state *first = fu_cfi_table_state(table, table->row_state[fde->first_row]);
+    const fu_state *first = fu_cfi_table_state(table, table->row_state[c.row]);
     if (!is_entry_row(table, first)) {
         if (!declared_entry_state(table, first, &declared_entry)) {
             result->verdict = FU_CHECK_UNDECIDED;
@@ -468,7 +487,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         result->from_declared_entry = true;
     }
     fu_synth_function function = {
-        .start = fde->pc_begin, .end = fde->pc_begin + fde->pc_range, .code = seg->data + (fde->pc_begin - seg->vaddr),
+        .start = start, .end = end, .code = code + (start - fde->pc_begin),
         .noreturn = image->noreturn, .noreturn_count = image->noreturn_count,
         .segments = image->segments, .segment_count = image->segment_count,
         .entry = result->from_declared_entry ? &declared_entry : NULL};

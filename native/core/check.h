@@ -26,6 +26,8 @@
 
 /* Findings kept per FDE (the counts keep counting past it). */
 #define FU_CHECK_MAX_FINDINGS_PER_FDE 32
+/* Nops skipped at the start of an FDE (padding before its first reachable instruction). */
+#define FU_CHECK_MAX_LEADING_NOPS 16
 /* Room for a rule as text ("rsp+16", "c-24", "[rbp-8]", "never written"). */
 #define FU_CHECK_TEXT_MAX 48
 

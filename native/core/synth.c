@@ -253,8 +253,16 @@ void fu_synth_entry_state(fu_synth_state *s)
 
 /* ---- one instruction -------------------------------------------------------------------------- */
 
-/* The function-wide facts the step needs. */
+typedef struct synth_jump_table {
+    uint32_t insn;        /* the indirect jump */
+    unsigned entry_size;  /* 4: offsets from base; 8: addresses */
+    uint64_t table, base;
+} synth_jump_table;
+
+/* The function-wide facts the walk needs. */
 typedef struct synth_run {
+    synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES];
+    uint32_t jump_table_count;
     const fu_synth_function *function;
     fu_synth_scratch *scratch;
     uint32_t insn_count;
@@ -623,13 +631,24 @@ static bool read_image(const fu_synth_function *f, uint64_t address, unsigned si
  * (`lea T(%rip),%r1; movslq (%r1,%idx,4),%r2; add %r1,%r2; jmp *%r2`: 4-byte offsets from T) and the
  * non-PIC one (`jmp *T(,%idx,8)`: 8-byte addresses). Entries are read while they land on an
  * instruction of the function; 0 when the jump is not one of these. */
-static int64_t jump_table(synth_run *run, const fu_x86_insn *insn, const fu_synth_state *s, uint32_t *queue_len)
+static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *insn, const fu_synth_state *s,
+                          uint32_t *queue_len)
 {
     const fu_synth_function *f = run->function;
     const fu_x86_operand *o = &insn->source;
     uint64_t table, base = 0;
     unsigned entry_size;
-    if (o->kind == FU_X86_OPERAND_REGISTER && o->width == 8 && s->regs[o->reg].kind == FU_VALUE_TABLE_TARGET) {
+    /* A jump resolved on an earlier walk keeps its table when a later path (a loop through one of its
+     * cases) has lost track of the register: the same code reads the same table. */
+    const synth_jump_table *known = NULL;
+    for (uint32_t k = 0; k < run->jump_table_count; k++)
+        if (run->jump_tables[k].insn == index)
+            known = &run->jump_tables[k];
+    if (known) {
+        table = known->table;
+        base = known->base;
+        entry_size = known->entry_size;
+    } else if (o->kind == FU_X86_OPERAND_REGISTER && o->width == 8 && s->regs[o->reg].kind == FU_VALUE_TABLE_TARGET) {
         table = (uint64_t)s->regs[o->reg].offset;
         base = table + (uint64_t)(int64_t)s->regs[o->reg].base_delta;
         entry_size = 4;
@@ -654,8 +673,14 @@ static int64_t jump_table(synth_run *run, const fu_x86_insn *insn, const fu_synt
             return -1;
         found++;
     }
-    if (found)
+    if (found && !known && run->jump_table_count < FU_SYNTH_MAX_JUMP_TABLES) {
+        synth_jump_table *added = &run->jump_tables[run->jump_table_count++];
+        added->insn = index;
+        added->table = table;
+        added->base = base;
+        added->entry_size = entry_size;
         run->counts->jump_tables++;
+    }
     return found;
 }
 
@@ -697,7 +722,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
                         return false;
                 } /* else a (conditional) tail call */
             } else {
-                int64_t found = jump_table(run, insn, &s, queue_len);
+                int64_t found = jump_table(run, i, insn, &s, queue_len);
                 if (found < 0)
                     return false;
                 fu_synth_value sp = s.regs[FU_X86_REG_RSP];

@@ -44,6 +44,8 @@
 #define FU_SYNTH_MAX_SLOTS 40
 /* Entries read from one jump table. */
 #define FU_SYNTH_MAX_JUMP_TABLE_ENTRIES 4096
+/* Jump tables remembered per function (a jump resolved once keeps its table on later walks). */
+#define FU_SYNTH_MAX_JUMP_TABLES 256
 /* Restarts of the fixpoint after a jump table revealed a target inside an already walked block. */
 #define FU_SYNTH_MAX_RESTARTS 16
 /* The reason an undecided function gives. */

@@ -151,4 +151,5 @@ void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t si
         break;
     }
     insn->kind = FU_X86_OTHER;
+    insn->is_nop = zi.mnemonic == ZYDIS_MNEMONIC_NOP;
 }

@@ -66,6 +66,7 @@ typedef struct fu_x86_insn {
     uint8_t length;
     bool has_target;
     bool stores;     /* FU_X86_OTHER: writes the memory of `dest` */
+    bool is_nop;     /* a nop (padding, alignment) */
     uint16_t writes; /* every general-purpose register written, explicit or not, bit per DWARF number */
     uint64_t target; /* direct branch or call target (svma) */
     fu_x86_operand dest, source;

@@ -56,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     for path in args.files:
         try:
             statuses.append(_check_one(path, args))
+        except BrokenPipeError:
+            raise
         except (FastunwindError, OSError) as error:
             where = "" if str(error).startswith(path) else f"{path}: "
             print(f"fastunwind: error: {where}{getattr(error, 'strerror', None) or error}", file=sys.stderr)
