@@ -8,6 +8,13 @@
  *   -> (results: bytes of CHECK_RESULT_FIELDS uint32 per FDE, (entry, verdict, agree, mismatch,
  *       unknown, unreached, from_declared_entry); details: [(position, reason, ((address, what, declared, derived), ...))]
  *       for every FDE whose verdict is not agree; uncovered: bytes of uint64 call targets no FDE covers)
+ *
+ * synth_function(code, start, noreturn=b"", segments=())
+ *   interprets the function whose bytes are `code` at svma `start` from its entry state.
+ *   -> (outcome, reason, rows): outcome is SYNTH_DECIDED or SYNTH_UNDECIDED (with the reason); rows,
+ *   one per reached instruction in address order, (address, cfa, columns): cfa and each column of
+ *   SYNTH_COLUMNS a rule (kind, reg, value, 0) as CfiTable.state gives them. For tests and tools on
+ *   one function: `check` never builds these objects.
  */
 #include "py_core.h"
 
@@ -166,7 +173,104 @@ cleanup:
     return result;
 }
 
+typedef struct row_sink {
+    PyObject *rows;
+    bool failed;
+} row_sink;
+
+static PyObject *rule_tuple(const fu_rule *r)
+{
+    return Py_BuildValue("(iiLI)", r->kind, r->reg, (long long)r->value, r->expr_len);
+}
+
+static bool collect_row(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
+                        bool unchanged)
+{
+    row_sink *sink = context;
+    fu_synth_row row;
+    fu_synth_derive_row(state, FU_X86_REG_NONE, &row);
+    PyObject *columns = PyTuple_New(FU_SYNTH_COLUMN_COUNT);
+    if (!columns) {
+        sink->failed = true;
+        return false;
+    }
+    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
+        PyObject *rule = rule_tuple(&row.columns[k]);
+        if (!rule) {
+            Py_DECREF(columns);
+            sink->failed = true;
+            return false;
+        }
+        PyTuple_SET_ITEM(columns, k, rule);
+    }
+    PyObject *item = Py_BuildValue("(KNN)", (unsigned long long)address, rule_tuple(&row.cfa), columns);
+    if (!item || PyList_Append(sink->rows, item) < 0) {
+        Py_XDECREF(item);
+        sink->failed = true;
+        return false;
+    }
+    Py_DECREF(item);
+    return true;
+}
+
+static PyObject *synth_function(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"code", "start", "noreturn", "segments", NULL};
+    Py_buffer code = {0}, noreturn = {0};
+    unsigned long long start;
+    PyObject *segments_object = NULL, *result = NULL;
+    segment_list segments = {0};
+    fu_synth_scratch scratch;
+    memset(&scratch, 0, sizeof scratch);
+    row_sink sink = {PyList_New(0), false};
+    if (!sink.rows)
+        return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*K|y*O", kwlist, &code, &start, &noreturn, &segments_object))
+        goto cleanup;
+    if ((noreturn.obj && noreturn.len % 8) || (segments_object && !segments_from(segments_object, &segments)))
+        goto cleanup_value;
+    fu_synth_function function = {
+        .start = start, .end = start + (uint64_t)code.len, .code = code.buf,
+        .noreturn = noreturn.obj ? noreturn.buf : NULL, .noreturn_count = noreturn.obj ? (size_t)noreturn.len / 8 : 0,
+        .segments = segments.segments, .segment_count = (size_t)segments.count, .entry = NULL};
+    fu_synth_counts counts;
+    char reason[FU_SYNTH_REASON_MAX];
+    fu_synth_outcome outcome = fu_synth_run(&function, &scratch, collect_row, &sink, &counts, reason);
+    if (sink.failed)
+        goto cleanup;
+    if (outcome == FU_SYNTH_NO_MEMORY) {
+        PyErr_NoMemory();
+        goto cleanup;
+    }
+    result = Py_BuildValue("(isO)", (int)outcome, reason, sink.rows);
+    goto cleanup;
+cleanup_value:
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "noreturn must hold uint64 values");
+cleanup:
+    fu_synth_scratch_free(&scratch);
+    segments_release(&segments);
+    if (code.obj)
+        PyBuffer_Release(&code);
+    if (noreturn.obj)
+        PyBuffer_Release(&noreturn);
+    Py_DECREF(sink.rows);
+    return result;
+}
+
+static int add_columns(PyObject *module)
+{
+    PyObject *columns = PyTuple_New(FU_SYNTH_COLUMN_COUNT);
+    if (!columns)
+        return -1;
+    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++)
+        PyTuple_SET_ITEM(columns, k, PyLong_FromLong(fu_synth_columns[k]));
+    return PyModule_AddObject(module, "SYNTH_COLUMNS", columns) < 0 ? (Py_DECREF(columns), -1) : 0;
+}
+
 static PyMethodDef synth_functions[] = {
+    {"synth_function", (PyCFunction)(void (*)(void))synth_function, METH_VARARGS | METH_KEYWORDS,
+     "synth_function(code, start, noreturn=b'', segments=()) -> (outcome, reason, rows)"},
     {"check_fdes", check_fdes, METH_VARARGS,
      "check_fdes(table, entries, code, segments, noreturn, eh_frame, debug_frame) -> (results, details, uncovered)"},
     {NULL},
@@ -181,7 +285,9 @@ int py_synth_init(PyObject *module)
         PyModule_AddIntConstant(module, "CHECK_MISMATCH", FU_CHECK_MISMATCH) < 0 ||
         PyModule_AddIntConstant(module, "CHECK_UNDECIDED", FU_CHECK_UNDECIDED) < 0 ||
         PyModule_AddIntConstant(module, "CHECK_WHAT_CFA", FU_CHECK_WHAT_CFA) < 0 ||
-        PyModule_AddIntConstant(module, "CHECK_WHAT_RANGE", FU_CHECK_WHAT_RANGE) < 0)
+        PyModule_AddIntConstant(module, "CHECK_WHAT_RANGE", FU_CHECK_WHAT_RANGE) < 0 ||
+        PyModule_AddIntConstant(module, "SYNTH_DECIDED", FU_SYNTH_DECIDED) < 0 ||
+        PyModule_AddIntConstant(module, "SYNTH_UNDECIDED", FU_SYNTH_UNDECIDED) < 0 || add_columns(module) < 0)
         return -1;
     return 0;
 }

@@ -270,3 +270,9 @@ def check_fdes(table: CfiTable, entries: Buffer, code: Sequence[tuple[int, Buffe
                segments: Sequence[tuple[int, Buffer]], noreturn: Buffer, eh_frame: CfiTable | None,
                debug_frame: CfiTable | None, /
                ) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes]: ...
+SYNTH_DECIDED: int
+SYNTH_UNDECIDED: int
+SYNTH_COLUMNS: tuple[int, ...]
+def synth_function(code: Buffer, start: int, noreturn: Buffer = b"", segments: Sequence[tuple[int, Buffer]] = ()
+                   ) -> tuple[int, str, list[tuple[int, tuple[int, int, int, int],
+                                                   tuple[tuple[int, int, int, int], ...]]]]: ...
