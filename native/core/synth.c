@@ -693,6 +693,8 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
     fu_synth_state s;
     state_copy(&s, &sc->block_states[b]);
     uint32_t i = sc->block_insn[b];
+    /* a call's fall-through, through the nops that pad it to the next block */
+    edge_kind fallthrough_edge = EDGE_BRANCH;
     for (;;) {
         const fu_x86_insn *insn = &sc->insns[i];
         uint64_t address = insn_address(run, i);
@@ -704,7 +706,8 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         }
         step(run, &s, insn, address);
         bool falls_through = true;
-        edge_kind fallthrough_edge = EDGE_BRANCH;
+        if (!insn->is_nop)
+            fallthrough_edge = EDGE_BRANCH;
         switch (insn->kind) {
         case FU_X86_JCC:
         case FU_X86_JMP:

@@ -31,7 +31,7 @@ from fastunwind.symbols import PLT_SECTIONS, symbol_table_for_file
 NORETURN_FUNCTIONS = frozenset({
     "abort", "exit", "_exit", "_Exit", "quick_exit", "__stack_chk_fail", "__stack_chk_fail_local", "__chk_fail",
     "__fortify_fail", "__assert_fail", "__assert_perror_fail", "__libc_fatal", "__libc_message",
-    "__malloc_assert", "longjmp", "_longjmp", "siglongjmp", "__longjmp_chk", "__libc_longjmp",
+    "__malloc_assert", "malloc_printerr", "longjmp", "_longjmp", "siglongjmp", "__longjmp_chk", "__libc_longjmp",
     "__libc_siglongjmp", "pthread_exit", "__pthread_exit", "__pthread_unwind", "__pthread_unwind_next",
     "_dl_signal_error", "_dl_signal_exception", "_dl_fatal_printf", "_dl_reloc_bad_type",
     "err", "errx", "verr", "verrx", "_Unwind_Resume", "__cxa_throw", "__cxa_rethrow", "__cxa_bad_cast",
