@@ -19,7 +19,8 @@ NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch])
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
-.PHONY: all setup build demo test corpus sweep asan fuzz bench bench-unwind bench-eh-elf bench-perf-script clean
+.PHONY: all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
+        bench-check clean
 
 all: build
 
@@ -92,6 +93,10 @@ fuzz: $(STAMPS)/system.stamp
 
 bench: build
 	$(PY) -m benchmarks.bench_cfi
+
+# `fastunwind check libLLVM-14.so.1` against `readelf -wF` of the same file (docs/BENCHMARKS.md).
+bench-check: build
+	$(PY) -m benchmarks.bench_check
 
 # The walker against libunwind, libdw and a frame-pointer walk on the same perf samples.
 bench-unwind: build
