@@ -82,6 +82,10 @@ corpus: build
 sweep: build
 	$(PY) -m scripts.sweep
 
+# `fastunwind check` on the same files: FDEs by verdict, agreement, undecided reasons (counts only).
+sweep-check: build
+	$(PY) -m scripts.sweep_check
+
 # The C core under AddressSanitizer + UndefinedBehaviorSanitizer: standalone drivers run the
 # hostile-input corpus and mutated real sections, perf.data recordings, and the stack walker over
 # hostile, generated and mutated stacks (native/fuzz/README.md).
