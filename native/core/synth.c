@@ -578,29 +578,42 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
                 s->regs[r] = unknown_value;
                 changed = true;
             }
-        /* slots: kept where both agree, unknown where they differ or only one path wrote them */
-        for (unsigned i = 0; i < s->slot_count; i++) {
-            fu_synth_slot *slot = &s->slots[i];
-            int j = slot_find(in, slot->space, slot->offset);
-            if ((j < 0 || !fu_synth_value_equal(in->slots[j].value, slot->value)) &&
-                slot->value.kind != FU_VALUE_UNKNOWN) {
-                slot->value = unknown_value;
+        /* slots (both sorted): kept where both agree, unknown where they differ or only one path
+         * wrote them */
+        fu_synth_slot joined[FU_SYNTH_MAX_SLOTS];
+        unsigned n = 0, i = 0, j = 0;
+        bool lost = s->slots_lost || in->slots_lost;
+        while (i < s->slot_count || j < in->slot_count) {
+            int c = i < s->slot_count && j < in->slot_count
+                        ? slot_compare(s->slots[i].space, s->slots[i].offset, in->slots[j].space, in->slots[j].offset)
+                        : (i < s->slot_count ? -1 : 1);
+            fu_synth_slot slot;
+            if (c <= 0) {
+                slot = s->slots[i];
+                if ((c < 0 || !fu_synth_value_equal(slot.value, in->slots[j].value)) &&
+                    slot.value.kind != FU_VALUE_UNKNOWN) {
+                    slot.value = unknown_value;
+                    changed = true;
+                }
+                i++;
+                j += c == 0;
+            } else {
+                /* a slot only the incoming path wrote: recorded as unknown if there is room beside
+                 * the block's own slots (which must stay: the saves and the return address) */
+                slot = in->slots[j++];
+                slot.value = unknown_value;
+                if (n + (s->slot_count - i) >= FU_SYNTH_MAX_SLOTS) {
+                    lost = true;
+                    continue;
+                }
                 changed = true;
             }
+            joined[n++] = slot;
         }
-        for (unsigned j = 0; j < in->slot_count; j++) {
-            if (slot_find(s, in->slots[j].space, in->slots[j].offset) >= 0)
-                continue;
-            fu_synth_value address = make_value(
-                in->slots[j].space == FU_SLOT_ENTRY_STACK ? FU_VALUE_ENTRY_STACK : FU_VALUE_ALIGNED_STACK, 0,
-                in->slots[j].offset);
-            uint8_t before = s->slot_count;
-            bool lost = s->slots_lost;
-            slot_store(s, address, 8, unknown_value, true);
-            changed |= s->slot_count != before || s->slots_lost != lost;
-        }
-        if (in->slots_lost && !s->slots_lost) {
-            s->slots_lost = true;
+        memcpy(s->slots, joined, n * sizeof joined[0]);
+        s->slot_count = (uint8_t)n;
+        if (lost != s->slots_lost) {
+            s->slots_lost = lost;
             changed = true;
         }
     }
@@ -904,11 +917,16 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
         counts->reached++;
         if (visit && !visit(context, address, insn, &s, unchanged))
             return FU_SYNTH_STOPPED;
-        /* whether the next visit sees the same state: no slot written, no register changed */
+        /* whether the next visit sees the same state: no slot written, no register changed (an
+         * instruction changes only the registers it writes, and a call its caller-saved ones) */
         fu_synth_value before[FU_X86_GPR_COUNT];
-        memcpy(before, s.regs, sizeof before);
+        uint16_t written = insn->writes;
+        for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
+            before[__builtin_ctz(m)] = s.regs[__builtin_ctz(m)];
         step(&run, &s, insn, address);
-        unchanged = !insn_may_store(insn) && memcmp(before, s.regs, sizeof before) == 0;
+        unchanged = !insn_may_store(insn);
+        for (uint16_t m = written; m && unchanged; m &= (uint16_t)(m - 1))
+            unchanged = fu_synth_value_equal(before[__builtin_ctz(m)], s.regs[__builtin_ctz(m)]);
         switch (insn->kind) {
         case FU_X86_JMP: case FU_X86_RET: case FU_X86_TRAP:
             live = false;

@@ -64,8 +64,9 @@ void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t si
 {
     ZydisDecodedInstruction zi;
     ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
-    memset(insn, 0, sizeof *insn);
-    insn->dest.reg = insn->dest.index = insn->source.reg = insn->source.index = FU_X86_REG_NONE;
+    static const fu_x86_insn empty = {.dest = {.reg = FU_X86_REG_NONE, .index = FU_X86_REG_NONE},
+                                      .source = {.reg = FU_X86_REG_NONE, .index = FU_X86_REG_NONE}};
+    *insn = empty;
     if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull((const ZydisDecoder *)decoder->opaque, code, size, &zi, operands))) {
         insn->kind = FU_X86_INVALID;
         return;
