@@ -237,11 +237,6 @@ def _is_noreturn(name: str) -> bool:
     return base in NORETURN_FUNCTIONS or NORETURN_PATTERN.match(base) is not None
 
 
-def _covered(starts: list[int], ends: list[int], address: int) -> bool:
-    i = bisect.bisect_right(starts, address) - 1
-    return i >= 0 and address < ends[i]
-
-
 def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None] | None = None) -> FileCheck:
     """Check every FDE of `path`; `progress(done, total)` is called as chunks of FDEs complete."""
     image = ModuleImage.load(path)
@@ -284,42 +279,38 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
             done += len(chunk) // 4
             if progress:
                 progress(done, total)
-    return FileCheck(path, sections, _uncovered(sections, symbols, code, uncovered_calls))
+    tables = [table for table in (image.eh_frame, image.debug_frame) if table is not None]
+    return FileCheck(path, sections, _uncovered(tables, sections, symbols, code, uncovered_calls))
 
 
-def _uncovered(sections: list[SectionCheck], symbols: list[tuple[int, int, str]],
+def _uncovered(tables: list[_core.CfiTable], sections: list[SectionCheck], symbols: list[tuple[int, int, str]],
                code: list[tuple[int, memoryview]], calls: set[int]) -> list[Uncovered]:
-    """Function symbols in executable segments and call targets that no FDE covers, with the range up
-    to the symbol's end (or, without a size, the next FDE or symbol) and the symbol's name where one
-    starts there."""
-    ranges = sorted((section.pc_begin[e], section.pc_begin[e] + section.pc_range[e])
-                    for section in sections for e in section.results[ENTRY::FIELDS])
-    starts = [start for start, _end in ranges]
-    ends = [end for _start, end in ranges]
-    # an FDE inside a longer one does not hide the longer one's end
-    for i in range(1, len(ends)):
-        ends[i] = max(ends[i], ends[i - 1])
+    """Function symbols in executable segments and call targets that no FDE covers (as the walker
+    looks FDEs up: `CfiTable.lookup`), with the range up to the symbol's end (or, without a size, the
+    next FDE or symbol) and the symbol's name where one starts there."""
+
+    def covered(address: int) -> bool:
+        return any(table.lookup(address) is not None for table in tables)
 
     def in_code(address: int) -> bool:
         return any(vaddr <= address < vaddr + len(data) for vaddr, data in code)
-
-    boundaries = sorted(set(starts) | {value for value, _size, _name in symbols})
-
-    def next_boundary(address: int) -> int:
-        """Where code starting at `address` ends at the latest: the next FDE or symbol."""
-        i = bisect.bisect_right(boundaries, address)
-        return boundaries[i] if i < len(boundaries) else address + 1
 
     names: dict[int, tuple[int, str]] = {}
     for value, size, name in symbols:
         if value not in names or (names[value][1].startswith("_") and not name.startswith("_")):
             names[value] = (size, name)
-    found: dict[int, Uncovered] = {}
-    for value, (size, name) in names.items():
-        if in_code(value) and not _covered(starts, ends, value):
-            found[value] = Uncovered(value, value + size if size else next_boundary(value), name)
-    for target in calls:
-        if target not in found and not _covered(starts, ends, target):
-            size, name = names.get(target, (0, ""))
-            found[target] = Uncovered(target, target + size if size else next_boundary(target), name)
-    return [found[k] for k in sorted(found)]
+    starts = [value for value, (size, name) in names.items() if in_code(value) and not covered(value)]
+    starts += [target for target in calls if target not in names and not covered(target)]
+    if not starts:
+        return []
+    boundaries = sorted({section.pc_begin[e] for section in sections for e in section.results[ENTRY::FIELDS]}
+                        | names.keys())
+
+    def end_of(address: int) -> int:
+        size = names.get(address, (0, ""))[0]
+        if size:
+            return address + size
+        i = bisect.bisect_right(boundaries, address)
+        return boundaries[i] if i < len(boundaries) else address + 1
+
+    return [Uncovered(start, end_of(start), names.get(start, (0, ""))[1]) for start in sorted(set(starts))]
