@@ -109,17 +109,33 @@ static bool breg_value(const fu_cfi_table *table, fu_rule rule, const fu_synth_s
     int32_t offset;
     if (!fu_expr_match_breg(table->section.data + rule.value, rule.expr_len, &reg, &offset, deref))
         return false;
-    *address = reg < FU_X86_GPR_COUNT ? fu_synth_value_add(s->regs[reg], offset) : (fu_synth_value){0, 0, 0, 0};
+    if (reg >= FU_X86_GPR_COUNT) {
+        *address = (fu_synth_value){0, 0, 0, 0};
+        return true;
+    }
+    fu_synth_value base = s->regs[reg];
+    /* a caller's register plus an offset still points outside this frame (memory_value) */
+    *address = base.kind == FU_VALUE_ENTRY_REGISTER || base.kind == FU_VALUE_RETURN_ADDRESS
+                   ? base : fu_synth_value_add(base, offset);
     return true;
 }
 
+/* What a rule reads at `address`. An address computed from a caller's register or the return
+ * address is outside this frame (gcc's DRAP epilogues keep rules like rbx = [rbp-48] after the
+ * `pop rbp` that gave rbp back to the caller): not what was saved here. */
 static fu_synth_value memory_value(const fu_synth_state *s, fu_synth_value address)
 {
-    if (address.kind == FU_VALUE_ENTRY_STACK)
+    switch (address.kind) {
+    case FU_VALUE_ENTRY_STACK:
         return fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, address.offset);
-    if (address.kind == FU_VALUE_ALIGNED_STACK)
+    case FU_VALUE_ALIGNED_STACK:
         return fu_synth_slot_value(s, FU_SLOT_ALIGNED_STACK, address.offset);
-    return (fu_synth_value){0, 0, 0, 0};
+    case FU_VALUE_ENTRY_REGISTER:
+    case FU_VALUE_RETURN_ADDRESS:
+        return (fu_synth_value){FU_VALUE_NEVER_WRITTEN, 0, 0, 0};
+    default:
+        return (fu_synth_value){0, 0, 0, 0};
+    }
 }
 
 static comparison compare(fu_synth_value got, fu_synth_value wanted)
