@@ -506,6 +506,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         .start = start, .end = end, .code = code + (start - fde->pc_begin),
         .noreturn = image->noreturn, .noreturn_count = image->noreturn_count,
         .segments = image->segments, .segment_count = image->segment_count,
+        .code_segments = image->code, .code_segment_count = image->code_count,
         .entry = result->from_declared_entry ? &declared_entry : NULL};
     fu_synth_counts counts;
     char reason[FU_SYNTH_REASON_MAX];

@@ -257,6 +257,7 @@ typedef struct synth_jump_table {
     uint32_t insn;        /* the indirect jump */
     unsigned entry_size;  /* 4: offsets from base; 8: addresses */
     uint64_t table, base;
+    uint64_t bound;       /* entries, from the `cmp; ja` before the jump; 0 if unknown */
 } synth_jump_table;
 
 /* The function-wide facts the walk needs. */
@@ -434,6 +435,8 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
         break;
     case FU_X86_CALL:
         clobber_for_call(s);
+        return;
+    case FU_X86_CMP: /* only the flags */
         return;
     case FU_X86_JMP: case FU_X86_JCC: case FU_X86_RET: case FU_X86_TRAP: case FU_X86_INVALID:
         return;
@@ -625,6 +628,14 @@ queue:
     return true;
 }
 
+static bool in_code(const fu_synth_function *f, uint64_t address)
+{
+    for (size_t i = 0; i < f->code_segment_count; i++)
+        if (address >= f->code_segments[i].vaddr && address - f->code_segments[i].vaddr < f->code_segments[i].size)
+            return true;
+    return false;
+}
+
 /* Read `size` bytes at svma `address` from the image; false if no segment holds them. */
 static bool read_image(const fu_synth_function *f, uint64_t address, unsigned size, uint64_t *out)
 {
@@ -642,10 +653,12 @@ static bool read_image(const fu_synth_function *f, uint64_t address, unsigned si
 
 /* The targets of an indirect jump through a jump table, merged with `s`: gcc's and clang's PIC form
  * (`lea T(%rip),%r1; movslq (%r1,%idx,4),%r2; add %r1,%r2; jmp *%r2`: 4-byte offsets from T) and the
- * non-PIC one (`jmp *T(,%idx,8)`: 8-byte addresses). Entries are read while they land on an
- * instruction of the function; 0 when the jump is not one of these. */
+ * non-PIC one (`jmp *T(,%idx,8)`: 8-byte addresses). With the bound of a `cmp idx, imm; ja` seen
+ * before the jump, that many entries are read, and those on code outside the function are cases
+ * moved to a `.cold` part (they leave the function); without it, entries are read while they land on
+ * an instruction of the function. 0 when the jump is not one of these. */
 static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *insn, const fu_synth_state *s,
-                          uint32_t *queue_len)
+                          uint64_t bound, uint32_t *queue_len)
 {
     const fu_synth_function *f = run->function;
     const fu_x86_operand *o = &insn->source;
@@ -661,6 +674,7 @@ static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *ins
         table = known->table;
         base = known->base;
         entry_size = known->entry_size;
+        bound = known->bound;
     } else if (o->kind == FU_X86_OPERAND_REGISTER && o->width == 8 && s->regs[o->reg].kind == FU_VALUE_TABLE_TARGET) {
         table = (uint64_t)s->regs[o->reg].offset;
         base = table + (uint64_t)(int64_t)s->regs[o->reg].base_delta;
@@ -673,12 +687,17 @@ static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *ins
         return 0;
     }
     int64_t found = 0;
-    for (unsigned i = 0; i < FU_SYNTH_MAX_JUMP_TABLE_ENTRIES; i++) {
+    uint64_t entries = bound && bound < FU_SYNTH_MAX_JUMP_TABLE_ENTRIES ? bound : FU_SYNTH_MAX_JUMP_TABLE_ENTRIES;
+    for (unsigned i = 0; i < entries; i++) {
         uint64_t raw;
         if (!read_image(f, table + (uint64_t)i * entry_size, entry_size, &raw))
             break;
         uint64_t target = entry_size == 4 ? base + (uint64_t)(int64_t)(int32_t)(uint32_t)raw : raw;
         int64_t index = insn_index_at(run, target);
+        if (index == -1 && bound && in_code(f, target)) { /* a case in another FDE (gcc's .cold part): an exit */
+            found++;
+            continue;
+        }
         if (index < 0)
             break;
         int64_t b = block_at(run, (uint32_t)index);
@@ -692,6 +711,7 @@ static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *ins
         added->table = table;
         added->base = base;
         added->entry_size = entry_size;
+        added->bound = bound;
         run->counts->jump_tables++;
     }
     return found;
@@ -708,6 +728,9 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
     uint32_t i = sc->block_insn[b];
     /* a call's fall-through, through the nops that pad it to the next block */
     edge_kind fallthrough_edge = EDGE_BRANCH;
+    /* a jump table's entry count, from `cmp idx, imm` then `ja`/`jae` to the default case on this walk */
+    uint64_t compared = 0, bound = 0;
+    bool has_compared = false;
     for (;;) {
         const fu_x86_insn *insn = &sc->insns[i];
         uint64_t address = insn_address(run, i);
@@ -718,6 +741,13 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
             return false;
         }
         step(run, &s, insn, address);
+        if (insn->kind == FU_X86_CMP && insn->source.kind == FU_X86_OPERAND_IMMEDIATE && insn->source.value >= 0) {
+            compared = (uint64_t)insn->source.value;
+            has_compared = true;
+        } else if (insn->kind == FU_X86_JCC && has_compared && insn->condition) {
+            bound = insn->condition == FU_X86_JUMP_IF_ABOVE ? compared + 1 : compared;
+            has_compared = false;
+        }
         bool falls_through = true;
         if (!insn->is_nop)
             fallthrough_edge = EDGE_BRANCH;
@@ -738,7 +768,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
                         return false;
                 } /* else a (conditional) tail call */
             } else {
-                int64_t found = jump_table(run, i, insn, &s, queue_len);
+                int64_t found = jump_table(run, i, insn, &s, bound, queue_len);
                 if (found < 0)
                     return false;
                 fu_synth_value sp = s.regs[FU_X86_REG_RSP];

@@ -95,6 +95,8 @@ typedef struct fu_synth_function {
     size_t noreturn_count;
     const fu_image_segment *segments; /* the image's PT_LOAD bytes, to read jump tables */
     size_t segment_count;
+    const fu_image_segment *code_segments; /* its executable ones: where jump-table targets may lie */
+    size_t code_segment_count;
     /* The state at `start`: NULL for a function's entry (fu_synth_entry_state). An FDE that starts
      * inside a function (gcc's `.cold` parts, reached by a jump from the hot part) gives the state
      * its first declared row describes (check.c). */

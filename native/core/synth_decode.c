@@ -103,6 +103,10 @@ void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t si
         }
         if (insn->kind == FU_X86_JCC && !insn->has_target)
             insn->kind = FU_X86_INVALID; /* far or malformed: nothing the compilers emit */
+        if (zi.mnemonic == ZYDIS_MNEMONIC_JNBE)
+            insn->condition = FU_X86_JUMP_IF_ABOVE;
+        else if (zi.mnemonic == ZYDIS_MNEMONIC_JNB)
+            insn->condition = FU_X86_JUMP_IF_ABOVE_OR_EQUAL;
         return;
     case ZYDIS_CATEGORY_RET:
         insn->kind = FU_X86_RET;
@@ -136,14 +140,15 @@ void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t si
         decode_operand(&operands[1], &insn->dest); /* the nesting level, an immediate */
         return;
     case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_MOVSXD: case ZYDIS_MNEMONIC_LEA: case ZYDIS_MNEMONIC_ADD:
-    case ZYDIS_MNEMONIC_SUB: case ZYDIS_MNEMONIC_AND: case ZYDIS_MNEMONIC_XCHG:
+    case ZYDIS_MNEMONIC_SUB: case ZYDIS_MNEMONIC_AND: case ZYDIS_MNEMONIC_XCHG: case ZYDIS_MNEMONIC_CMP:
         if (visible != 2)
             break;
         insn->kind = zi.mnemonic == ZYDIS_MNEMONIC_LEA ? FU_X86_LEA
                      : zi.mnemonic == ZYDIS_MNEMONIC_ADD ? FU_X86_ADD
                      : zi.mnemonic == ZYDIS_MNEMONIC_SUB ? FU_X86_SUB
                      : zi.mnemonic == ZYDIS_MNEMONIC_AND ? FU_X86_AND
-                     : zi.mnemonic == ZYDIS_MNEMONIC_XCHG ? FU_X86_XCHG : FU_X86_MOV;
+                     : zi.mnemonic == ZYDIS_MNEMONIC_XCHG ? FU_X86_XCHG
+                     : zi.mnemonic == ZYDIS_MNEMONIC_CMP ? FU_X86_CMP : FU_X86_MOV;
         decode_operand(&operands[0], &insn->dest);
         decode_operand(&operands[1], &insn->source);
         insn->source.sign_extends = zi.mnemonic == ZYDIS_MNEMONIC_MOVSXD;

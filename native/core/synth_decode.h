@@ -32,6 +32,7 @@ typedef enum fu_x86_kind {
     FU_X86_SUB,       /* dest -= source */
     FU_X86_AND,       /* dest &= source */
     FU_X86_XCHG,      /* dest <-> source (registers) */
+    FU_X86_CMP,       /* flags from dest - source (a jump table's bound: cmp idx, imm; ja default) */
     FU_X86_LEAVE,     /* rsp = rbp; pop rbp */
     FU_X86_ENTER,     /* push rbp; rbp = rsp; rsp -= immediate (nesting level 0 only) */
     FU_X86_CALL,      /* direct when has_target; the callee returns to the next instruction */
@@ -67,10 +68,14 @@ typedef struct fu_x86_insn {
     bool has_target;
     bool stores;     /* FU_X86_OTHER: writes the memory of `dest` */
     bool is_nop;     /* a nop (padding, alignment) */
+    uint8_t condition; /* FU_X86_JCC: FU_X86_JUMP_IF_ABOVE, FU_X86_JUMP_IF_ABOVE_OR_EQUAL, or 0 */
     uint16_t writes; /* every general-purpose register written, explicit or not, bit per DWARF number */
     uint64_t target; /* direct branch or call target (svma) */
     fu_x86_operand dest, source;
 } fu_x86_insn;
+
+/* The unsigned conditions that bound a jump table's index (`ja`/`jae` to the default case). */
+enum { FU_X86_JUMP_IF_ABOVE = 1, FU_X86_JUMP_IF_ABOVE_OR_EQUAL = 2 };
 
 /* An opaque decoder (Zydis's, configured for 64-bit long mode). */
 typedef struct fu_x86_decoder {
