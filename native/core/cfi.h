@@ -61,6 +61,10 @@ typedef struct fu_image_segment {
     uint64_t size;
 } fu_image_segment;
 
+/* The segment of `segments` whose bytes hold [address, address + size), or NULL (never overflows). */
+const fu_image_segment *fu_image_segment_holding(const fu_image_segment *segments, size_t count, uint64_t address,
+                                                 uint64_t size);
+
 /* Where a section lives and the bases that relative pointer encodings need. */
 typedef struct fu_section {
     fu_section_kind kind;

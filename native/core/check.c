@@ -243,13 +243,6 @@ static bool covered(const fu_check_image *image, uint64_t address)
     return false;
 }
 
-static bool in_code(const fu_check_image *image, uint64_t address)
-{
-    for (size_t i = 0; i < image->code_count; i++)
-        if (address >= image->code[i].vaddr && address - image->code[i].vaddr < image->code[i].size)
-            return true;
-    return false;
-}
 
 static void note_call_target(fde_check *c, const fu_x86_insn *insn)
 {
@@ -258,7 +251,8 @@ static void note_call_target(fde_check *c, const fu_x86_insn *insn)
     if (insn->target >= c->fde->pc_begin && insn->target - c->fde->pc_begin < c->fde->pc_range)
         return;
     c->last_uncovered_check = insn->target;
-    if (in_code(c->image, insn->target) && !covered(c->image, insn->target) &&
+    if (fu_image_segment_holding(c->image->code, c->image->code_count, insn->target, 1) &&
+        !covered(c->image, insn->target) &&
         !fu_buffer_append(&c->batch->uncovered_calls, &insn->target, sizeof insn->target))
         c->out_of_memory = true;
 }
@@ -331,15 +325,6 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
     return true;
 }
 
-static const fu_image_segment *code_segment(const fu_check_image *image, uint64_t start, uint64_t size)
-{
-    for (size_t i = 0; i < image->code_count; i++) {
-        const fu_image_segment *seg = &image->code[i];
-        if (start >= seg->vaddr && start - seg->vaddr <= seg->size && size <= seg->size - (start - seg->vaddr))
-            return seg;
-    }
-    return NULL;
-}
 
 /* Another FDE of the same table whose range meets [begin, end): its index, or -1. */
 static int64_t overlapping_fde(const fu_cfi_table *table, uint32_t entry)
@@ -441,7 +426,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         if (!add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, with))
             return false;
     }
-    const fu_image_segment *seg = code_segment(image, fde->pc_begin, fde->pc_range);
+    const fu_image_segment *seg = fu_image_segment_holding(image->code, image->code_count, fde->pc_begin, fde->pc_range);
     if (!seg) {
         result->verdict = FU_CHECK_MISMATCH;
         return add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, "outside executable code");

@@ -628,27 +628,16 @@ queue:
     return true;
 }
 
-static bool in_code(const fu_synth_function *f, uint64_t address)
-{
-    for (size_t i = 0; i < f->code_segment_count; i++)
-        if (address >= f->code_segments[i].vaddr && address - f->code_segments[i].vaddr < f->code_segments[i].size)
-            return true;
-    return false;
-}
-
 /* Read `size` bytes at svma `address` from the image; false if no segment holds them. */
 static bool read_image(const fu_synth_function *f, uint64_t address, unsigned size, uint64_t *out)
 {
-    for (size_t i = 0; i < f->segment_count; i++) {
-        const fu_image_segment *seg = &f->segments[i];
-        if (address >= seg->vaddr && address - seg->vaddr <= seg->size && size <= seg->size - (address - seg->vaddr)) {
-            uint64_t v = 0;
-            memcpy(&v, seg->data + (address - seg->vaddr), size);
-            *out = v;
-            return true;
-        }
-    }
-    return false;
+    const fu_image_segment *seg = fu_image_segment_holding(f->segments, f->segment_count, address, size);
+    if (!seg)
+        return false;
+    uint64_t v = 0;
+    memcpy(&v, seg->data + (address - seg->vaddr), size);
+    *out = v;
+    return true;
 }
 
 /* The targets of an indirect jump through a jump table, merged with `s`: gcc's and clang's PIC form
@@ -694,7 +683,7 @@ static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *ins
             break;
         uint64_t target = entry_size == 4 ? base + (uint64_t)(int64_t)(int32_t)(uint32_t)raw : raw;
         int64_t index = insn_index_at(run, target);
-        if (index == -1 && bound && in_code(f, target)) { /* a case in another FDE (gcc's .cold part): an exit */
+        if (index == -1 && bound && fu_image_segment_holding(f->code_segments, f->code_segment_count, target, 1)) { /* a case in another FDE (gcc's .cold part): an exit */
             found++;
             continue;
         }

@@ -22,49 +22,6 @@
 
 #define RESULT_FIELDS 7
 
-typedef struct segment_list {
-    Py_buffer *buffers;
-    fu_image_segment *segments;
-    Py_ssize_t count;
-} segment_list;
-
-static void segments_release(segment_list *list)
-{
-    for (Py_ssize_t i = 0; i < list->count; i++)
-        PyBuffer_Release(&list->buffers[i]);
-    PyMem_Free(list->buffers);
-    PyMem_Free(list->segments);
-    memset(list, 0, sizeof *list);
-}
-
-static bool segments_from(PyObject *sequence, segment_list *list)
-{
-    PyObject *seq = PySequence_Fast(sequence, "segments must be a sequence of (vaddr, bytes)");
-    if (!seq)
-        return false;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    list->buffers = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
-    list->segments = PyMem_Calloc((size_t)n + 1, sizeof(fu_image_segment));
-    if (!list->buffers || !list->segments) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return false;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        unsigned long long vaddr;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "Ky*", &vaddr, &list->buffers[i])) {
-            Py_DECREF(seq);
-            return false;
-        }
-        list->count = i + 1;
-        list->segments[i].vaddr = vaddr;
-        list->segments[i].data = list->buffers[i].buf;
-        list->segments[i].size = (uint64_t)list->buffers[i].len;
-    }
-    Py_DECREF(seq);
-    return true;
-}
-
 static const fu_cfi_table *optional_table(PyObject *module, PyObject *object, bool *ok)
 {
     *ok = true;
@@ -114,7 +71,7 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
 {
     PyObject *table_object, *code_object, *segments_object, *eh_frame_object, *debug_frame_object;
     Py_buffer entries = {0}, noreturn = {0};
-    segment_list code = {0}, segments = {0};
+    py_core_segments code = {0}, segments = {0};
     fu_check_batch batch;
     memset(&batch, 0, sizeof batch);
     PyObject *result = NULL;
@@ -125,7 +82,8 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     const fu_cfi_table *table = py_core_payload(module, PY_CFI_TABLE, table_object);
     const fu_cfi_table *eh_frame = optional_table(module, eh_frame_object, &ok_eh);
     const fu_cfi_table *debug_frame = optional_table(module, debug_frame_object, &ok_debug);
-    if (!table || !ok_eh || !ok_debug || !segments_from(code_object, &code) || !segments_from(segments_object, &segments))
+    if (!table || !ok_eh || !ok_debug || !py_core_segments_from(code_object, &code) ||
+        !py_core_segments_from(segments_object, &segments))
         goto cleanup;
     if (entries.len % 4 || noreturn.len % 8) {
         PyErr_SetString(PyExc_ValueError, "entries must hold uint32 values and noreturn uint64 values");
@@ -166,8 +124,8 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     result = Py_BuildValue("(NNN)", results, details, uncovered);
 cleanup:
     fu_check_batch_free(&batch);
-    segments_release(&code);
-    segments_release(&segments);
+    py_core_segments_release(&code);
+    py_core_segments_release(&segments);
     PyBuffer_Release(&entries);
     PyBuffer_Release(&noreturn);
     return result;
@@ -219,7 +177,7 @@ static PyObject *synth_function(PyObject *module, PyObject *args, PyObject *kwar
     Py_buffer code = {0}, noreturn = {0};
     unsigned long long start;
     PyObject *segments_object = NULL, *result = NULL;
-    segment_list segments = {0};
+    py_core_segments segments = {0};
     fu_synth_scratch scratch;
     memset(&scratch, 0, sizeof scratch);
     row_sink sink = {PyList_New(0), false};
@@ -227,7 +185,8 @@ static PyObject *synth_function(PyObject *module, PyObject *args, PyObject *kwar
         return NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*K|y*O", kwlist, &code, &start, &noreturn, &segments_object))
         goto cleanup;
-    if ((noreturn.obj && noreturn.len % 8) || (segments_object && !segments_from(segments_object, &segments)))
+    if ((noreturn.obj && noreturn.len % 8) ||
+        (segments_object && !py_core_segments_from(segments_object, &segments)))
         goto cleanup_value;
     fu_synth_function function = {
         .start = start, .end = start + (uint64_t)code.len, .code = code.buf,
@@ -249,7 +208,7 @@ cleanup_value:
         PyErr_SetString(PyExc_ValueError, "noreturn must hold uint64 values");
 cleanup:
     fu_synth_scratch_free(&scratch);
-    segments_release(&segments);
+    py_core_segments_release(&segments);
     if (code.obj)
         PyBuffer_Release(&code);
     if (noreturn.obj)
