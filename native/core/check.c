@@ -334,14 +334,7 @@ static int64_t overlapping_fde(const fu_cfi_table *table, uint32_t entry)
     /* the first sorted FDE starting at or after `end`; those before it starting inside or ending
      * after `begin` meet it. Sorted FDEs that overlap nothing have increasing ends, so looking at the
      * few just below `end` suffices. */
-    uint32_t lo = 0, hi = table->fde_count;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (table->fde_starts[mid] < end)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint32_t lo = fu_cfi_table_fdes_starting_by(table, end - 1);
     for (uint32_t k = lo, seen = 0; k > 0 && seen < 4; k--, seen++) {
         uint32_t other = table->fde_sorted[k - 1];
         const fu_entry *o = &table->entries[other];
