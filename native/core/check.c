@@ -5,6 +5,7 @@
 #include <string.h>
 
 #define RETURN_ADDRESS_COLUMN 16
+#define RETURN_ADDRESS_INDEX (FU_SYNTH_COLUMN_COUNT - 1) /* fu_synth_columns ends with the return address */
 
 typedef enum comparison { COMPARE_SKIP = 0, COMPARE_AGREE, COMPARE_UNKNOWN, COMPARE_MISMATCH } comparison;
 
@@ -276,6 +277,13 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
         for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++)
             c->rules[k] = fu_state_rule(t, declared, fu_synth_columns[k]);
     }
+    /* The outermost frame (the return address undefined: _start, a thread's entry) has no caller
+     * whose registers the CFA would recover: nothing to compare (glibc's _start pops under CFA =
+     * rsp+8). */
+    if (c->rules[RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED) {
+        c->result->agree++;
+        return true;
+    }
     comparison worst = COMPARE_SKIP;
     comparison cfa = compare_cfa(t, declared->cfa, state);
     if (cfa == COMPARE_MISMATCH) {
@@ -346,15 +354,17 @@ static int64_t overlapping_fde(const fu_cfi_table *table, uint32_t entry)
     return -1;
 }
 
-/* Whether the declared row is a function's entry row: CFA = rsp+8, the return address at CFA-8, the
- * callee-saved registers unsaved. */
+/* Whether the declared row is a function's entry row: CFA = rsp+8, the return address at CFA-8 (or
+ * undefined), the callee-saved registers unsaved. */
 static bool is_entry_row(const fu_cfi_table *table, const fu_state *row)
 {
     if (row->cfa.kind != FU_CFA_REG_OFFSET || row->cfa.reg != FU_X86_REG_RSP || row->cfa.value != 8)
         return false;
     for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
         fu_rule rule = fu_state_rule(table, row, fu_synth_columns[k]);
-        if (fu_synth_columns[k] == RETURN_ADDRESS_COLUMN ? !(rule.kind == FU_RULE_OFFSET && rule.value == -8)
+        /* the return address at CFA-8, or undefined: the outermost frame (_start, a thread's entry) */
+        if (fu_synth_columns[k] == RETURN_ADDRESS_COLUMN ? !((rule.kind == FU_RULE_OFFSET && rule.value == -8) ||
+                                                             rule.kind == FU_RULE_UNDEFINED)
                                                          : rule.kind != FU_RULE_UNSPECIFIED && rule.kind != FU_RULE_SAME_VALUE)
             return false;
     }
@@ -475,7 +485,8 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         if (!declared_entry_state(table, first, &declared_entry)) {
             result->verdict = FU_CHECK_UNDECIDED;
             snprintf(result->reason, sizeof result->reason,
-                     "starts inside a function with a first row this cannot start from (CFA expression)");
+                     "starts inside a function, and its first row (a CFA or register expression, an "
+                     "undefined register) cannot be a starting state");
             return true;
         }
         result->from_declared_entry = true;

@@ -25,7 +25,7 @@ from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, register_name
 from fastunwind.elf import PF_X, PT_LOAD, SHT_DYNSYM, SHT_SYMTAB, ElfFile, find_debug_file
 from fastunwind.errors import ElfError
 from fastunwind.image import ModuleImage
-from fastunwind.symbols import PLT_SECTIONS, symbol_table_for_file
+from fastunwind.symbols import EM_X86_64, PLT_SECTIONS, symbol_table_for_file
 
 #: functions that never return: a call to them ends a path (C library, C++ and unwinder runtime)
 NORETURN_FUNCTIONS = frozenset({
@@ -241,6 +241,8 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
     """Check every FDE of `path`; `progress(done, total)` is called as chunks of FDEs complete."""
     image = ModuleImage.load(path)
     elf = image.elf
+    if elf.elf_class != 64 or elf.machine != EM_X86_64:
+        raise ElfError(f"{path}: machine {elf.machine} (ELF{elf.elf_class}): check decodes x86-64 code only")
     loads = [s for s in elf.segments if s.type == PT_LOAD and s.filesz]
     code = [(s.vaddr, elf.segment_data(s)) for s in loads if s.flags & PF_X]
     segments = [(s.vaddr, elf.segment_data(s)) for s in loads]
