@@ -34,3 +34,11 @@ def test_libc_mismatches_are_hand_written_assembly_without_cfi() -> None:
         if verdict.verdict == "mismatch":
             first = verdict.findings[0]
             assert first.what == "cfa" and first.declared == "rsp+8" and first.address == verdict.pc_begin + 1, verdict
+
+
+def test_threads_give_the_same_report() -> None:
+    """-j 2 checks chunks of FDEs on two threads (GIL released): the same report as one thread."""
+    path = LIBRARIES[0]
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is not installed")
+    assert check_file(path, jobs=2).to_json() == check_file(path, jobs=1).to_json()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -139,7 +140,7 @@ class _progress:
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                 TimeElapsedColumn(), console=Console(file=sys.stderr), transient=True)
             self.bar.start()
-            self.task = self.bar.add_task(f"checking {self.path}", total=total)
+            self.task = self.bar.add_task(f"checking {os.path.basename(self.path)}", total=total)
         self.bar.update(self.task, completed=done)
 
     def __exit__(self, *exc: object) -> None:
