@@ -262,8 +262,6 @@ typedef struct synth_jump_table {
 
 /* The function-wide facts the walk needs. */
 typedef struct synth_run {
-    synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES];
-    uint32_t jump_table_count;
     const fu_synth_function *function;
     fu_synth_scratch *scratch;
     uint32_t insn_count;
@@ -275,6 +273,8 @@ typedef struct synth_run {
     char *reason;
     fu_synth_counts *counts;
     bool restart;
+    uint32_t jump_table_count;
+    synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
 } synth_run;
 
 static fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *m, uint64_t next_address)
@@ -902,7 +902,13 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
                  (unsigned long long)(function->end - function->start));
         return FU_SYNTH_UNDECIDED;
     }
-    synth_run run = {.function = function, .scratch = scratch, .reason = reason, .counts = counts};
+    /* zeroed up to its jump-table array, which is filled up to jump_table_count */
+    synth_run run;
+    memset(&run, 0, offsetof(synth_run, jump_tables));
+    run.function = function;
+    run.scratch = scratch;
+    run.reason = reason;
+    run.counts = counts;
     if (!decode_all(&run))
         return reason[0] == 'o' ? FU_SYNTH_NO_MEMORY : FU_SYNTH_UNDECIDED;
     /* a jump table met late adds blocks inside walked code: walk again with them known */
