@@ -11,10 +11,10 @@
  *
  * synth_function(code, start, noreturn=b"", segments=())
  *   interprets the function whose bytes are `code` at svma `start` from its entry state.
- *   -> (outcome, reason, rows): outcome is SYNTH_DECIDED or SYNTH_UNDECIDED (with the reason); rows,
- *   one per reached instruction in address order, (address, cfa, columns): cfa and each column of
- *   SYNTH_COLUMNS a rule (kind, reg, value, 0) as CfiTable.state gives them. For tests and tools on
- *   one function: `check` never builds these objects.
+ *   -> (outcome, reason, rows, counts): outcome is SYNTH_DECIDED or SYNTH_UNDECIDED (with the
+ *   reason); rows, one per reached instruction in address order, (address, cfa, columns): cfa and
+ *   each column of SYNTH_COLUMNS a rule (kind, reg, value, 0) as CfiTable.state gives them; counts,
+ *   fu_synth_counts as a dict. For tests and tools on one function: `check` never builds these.
  */
 #include "py_core.h"
 
@@ -201,7 +201,9 @@ static PyObject *synth_function(PyObject *module, PyObject *args, PyObject *kwar
         PyErr_NoMemory();
         goto cleanup;
     }
-    result = Py_BuildValue("(isO)", (int)outcome, reason, sink.rows);
+    result = Py_BuildValue("(isO{sIsIsIsIsI})", (int)outcome, reason, sink.rows, "instructions", counts.instructions,
+                           "reached", counts.reached, "blocks", counts.blocks, "jump_tables", counts.jump_tables,
+                           "assumed_noreturn", counts.assumed_noreturn);
     goto cleanup;
 cleanup_value:
     if (!PyErr_Occurred())
@@ -229,7 +231,7 @@ static int add_columns(PyObject *module)
 
 static PyMethodDef synth_functions[] = {
     {"synth_function", (PyCFunction)(void (*)(void))synth_function, METH_VARARGS | METH_KEYWORDS,
-     "synth_function(code, start, noreturn=b'', segments=()) -> (outcome, reason, rows)"},
+     "synth_function(code, start, noreturn=b'', segments=()) -> (outcome, reason, rows, counts)"},
     {"check_fdes", check_fdes, METH_VARARGS,
      "check_fdes(table, entries, code, segments, noreturn, eh_frame, debug_frame) -> (results, details, uncovered)"},
     {NULL},

@@ -16,11 +16,17 @@ RBX_COLUMN = _core.SYNTH_COLUMNS.index(3)
 RA_COLUMN = _core.SYNTH_COLUMNS.index(16)
 
 
+COUNTS: dict[str, int] = {}
+
+
 def run(hex_bytes: str, noreturn: tuple[int, ...] = (), segments: bool = False) -> tuple[int, str, dict[int, tuple[int, int]], dict[int, tuple[int, int]]]:
-    """(outcome, reason, {address: (CFA register, offset)}, {address: rbx's (kind, value)})."""
+    """(outcome, reason, {address: (CFA register, offset)}, {address: rbx's (kind, value)}); the
+    run's counts are left in COUNTS."""
     code = bytes.fromhex(hex_bytes)
-    outcome, reason, rows = _core.synth_function(
+    outcome, reason, rows, counts = _core.synth_function(
         code, START, array.array("Q", sorted(noreturn)).tobytes(), [(START, code)] if segments else ())
+    COUNTS.clear()
+    COUNTS.update(counts)
     cfa = {address: (rule[1], rule[2]) if rule[0] == CFA_REG_OFFSET else (-1, 0) for address, rule, _ in rows}
     rbx = {address: (columns[RBX_COLUMN][0], columns[RBX_COLUMN][2]) for address, _, columns in rows}
     for _address, _rule, columns in rows:
@@ -82,6 +88,7 @@ def test_jump_table() -> None:
     assert outcome == _core.SYNTH_DECIDED, reason
     assert cfa[START + 0x11] == (RSP, 16) and cfa[START + 0x13] == (RSP, 16), "both cases reached"
     assert START + 0x1C not in cfa, "the table is not code"
+    assert COUNTS["jump_tables"] == 1
     outcome, reason, _, _ = run(code, segments=False)
     assert outcome == _core.SYNTH_UNDECIDED and "indirect jump at 0x100f" in reason, "without the table's bytes"
 
@@ -101,6 +108,13 @@ def test_noreturn_call_ends_a_path() -> None:
     assert sorted(cfa) == [START, START + 1]
     outcome, reason, _, _ = run(code)
     assert outcome == _core.SYNTH_UNDECIDED and reason == "bytes at 0x1006 do not decode as an instruction"
+
+
+def test_call_that_does_not_return_is_found_by_its_fall_through() -> None:
+    # test edi,edi; je 1f; push rbx; call 0x2000 (not in the noreturn list); 1: ret
+    outcome, reason, cfa, _ = run("85ff 7406 53 e8f70f0000 c3")
+    assert outcome == _core.SYNTH_DECIDED, reason
+    assert COUNTS["assumed_noreturn"] == 1 and cfa[START + 0xA] == (RSP, 8)
 
 
 def test_unknown_instruction_drops_what_it_writes() -> None:
