@@ -273,6 +273,7 @@ typedef struct synth_run {
     char *reason;
     fu_synth_counts *counts;
     bool restart;
+    bool out_of_memory;
     uint32_t jump_table_count;
     synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
 } synth_run;
@@ -509,7 +510,7 @@ static int64_t block_at(synth_run *run, uint32_t index)
         return -1;
     }
     if (!reserve_blocks(sc, (uint64_t)run->counts->blocks + 1)) {
-        snprintf(run->reason, FU_SYNTH_REASON_MAX, "out of memory");
+        run->out_of_memory = true;
         return -1;
     }
     uint32_t b = run->counts->blocks++;
@@ -811,7 +812,7 @@ static bool decode_all(synth_run *run)
     uint32_t n = 0;
     for (uint64_t offset = 0; offset < size;) {
         if (!reserve_insns(sc, (uint64_t)n + 1)) {
-            snprintf(run->reason, FU_SYNTH_REASON_MAX, "out of memory");
+            run->out_of_memory = true;
             return false;
         }
         fu_x86_insn *insn = &sc->insns[n];
@@ -910,7 +911,7 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
     run.reason = reason;
     run.counts = counts;
     if (!decode_all(&run))
-        return reason[0] == 'o' ? FU_SYNTH_NO_MEMORY : FU_SYNTH_UNDECIDED;
+        return FU_SYNTH_NO_MEMORY;
     /* a jump table met late adds blocks inside walked code: walk again with them known */
     for (unsigned attempt = 0;; attempt++) {
         if (attempt > FU_SYNTH_MAX_RESTARTS) {
@@ -919,7 +920,7 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
             return FU_SYNTH_UNDECIDED;
         }
         if (!fixpoint(&run, attempt == 0))
-            return FU_SYNTH_UNDECIDED;
+            return run.out_of_memory ? FU_SYNTH_NO_MEMORY : FU_SYNTH_UNDECIDED;
         if (!run.restart)
             break;
     }
