@@ -128,6 +128,8 @@ class Counts:
     instructions_mismatch: int = 0
     instructions_unknown: int = 0
     uncovered: int = 0
+    #: FDEs starting inside a function (gcc's .cold parts), checked from their first declared row
+    from_declared_entry: int = 0
 
     @property
     def fde_total(self) -> int:
@@ -150,6 +152,7 @@ class Counts:
         self.instructions_mismatch += other.instructions_mismatch
         self.instructions_unknown += other.instructions_unknown
         self.uncovered += other.uncovered
+        self.from_declared_entry += other.from_declared_entry
 
 
 @dataclass
@@ -169,6 +172,7 @@ class FileCheck:
             verdicts = r[VERDICT::FIELDS]
             for code, name in VERDICT_NAMES.items():
                 counts.fdes[name] += verdicts.count(code)
+            counts.from_declared_entry += sum(r[FROM_DECLARED_ENTRY::FIELDS])
             for position in range(len(r) // FIELDS):
                 base = position * FIELDS
                 if r[base + VERDICT] != _core.CHECK_UNDECIDED:

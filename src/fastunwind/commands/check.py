@@ -87,6 +87,9 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
           f"{fdes['undecided']} undecided ({counts.decided_percent:.2f}% decided); instructions of decided FDEs: "
           f"{counts.instructions_agree} of {compared} agree ({counts.agreement_percent:.3f}%); "
           f"{counts.uncovered} uncovered ranges; {seconds:.2f} s")
+    if args.verbose and counts.from_declared_entry:
+        print(f"  {counts.from_declared_entry} FDEs start inside a function (.cold parts): checked from their "
+              "first declared row")
     if args.verbose:
         for verdict in result.verdicts():
             if verdict.verdict == "agree":
