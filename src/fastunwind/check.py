@@ -275,8 +275,12 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
         _section, table, chunk = item
         return _core.check_fdes(table, chunk, code, segments, noreturn_bytes, image.eh_frame, image.debug_frame)
 
+    tables = [table for table in (image.eh_frame, image.debug_frame) if table is not None]
+    names = _names_by_address(symbols)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for (section, _table, chunk), (results, details, uncovered) in zip(work, pool.map(run, work)):
+        outcomes = pool.map(run, work)  # every chunk is submitted here; the C core runs without the GIL
+        uncovered_functions = _uncovered_functions(tables, names, code)  # meanwhile
+        for (section, _table, chunk), (results, details, uncovered) in zip(work, outcomes):
             offset = len(section.results) // FIELDS
             section.results.frombytes(results)
             for position, reason, findings in details:
@@ -285,28 +289,36 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
             done += len(chunk) // 4
             if progress:
                 progress(done, total)
-    tables = [table for table in (image.eh_frame, image.debug_frame) if table is not None]
-    return FileCheck(path, sections, _uncovered(tables, sections, symbols, code, uncovered_calls))
+    starts = uncovered_functions + [target for target in uncovered_calls
+                                    if target not in names and not _covered(tables, target)]
+    return FileCheck(path, sections, _uncovered(sections, names, starts))
 
 
-def _uncovered(tables: list[_core.CfiTable], sections: list[SectionCheck], symbols: list[tuple[int, int, str]],
-               code: list[tuple[int, memoryview]], calls: set[int]) -> list[Uncovered]:
-    """Function symbols in executable segments and call targets that no FDE covers (as the walker
-    looks FDEs up: `CfiTable.lookup`), with the range up to the symbol's end (or, without a size, the
-    next FDE or symbol) and the symbol's name where one starts there."""
+def _covered(tables: list[_core.CfiTable], address: int) -> bool:
+    """Whether an FDE covers `address`, as the walker looks FDEs up (`CfiTable.lookup`)."""
+    return any(table.lookup(address) is not None for table in tables)
 
-    def covered(address: int) -> bool:
-        return any(table.lookup(address) is not None for table in tables)
 
-    def in_code(address: int) -> bool:
-        return any(vaddr <= address < vaddr + len(data) for vaddr, data in code)
-
+def _names_by_address(symbols: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
+    """(size, name) per address, preferring a name without a leading underscore among aliases."""
     names: dict[int, tuple[int, str]] = {}
     for value, size, name in symbols:
         if value not in names or (names[value][1].startswith("_") and not name.startswith("_")):
             names[value] = (size, name)
-    starts = [value for value, (size, name) in names.items() if in_code(value) and not covered(value)]
-    starts += [target for target in calls if target not in names and not covered(target)]
+    return names
+
+
+def _uncovered_functions(tables: list[_core.CfiTable], names: dict[int, tuple[int, str]],
+                         code: list[tuple[int, memoryview]]) -> list[int]:
+    """Function symbols in executable segments that no FDE covers."""
+    return [value for value in names
+            if any(vaddr <= value < vaddr + len(data) for vaddr, data in code) and not _covered(tables, value)]
+
+
+def _uncovered(sections: list[SectionCheck], names: dict[int, tuple[int, str]], starts: list[int]) -> list[Uncovered]:
+    """Code without CFI starting at `starts` (function symbols and call targets), with the range up to
+    the symbol's end (or, without a size, the next FDE or symbol) and the symbol's name where one
+    starts there."""
     if not starts:
         return []
     boundaries = sorted({section.pc_begin[e] for section in sections for e in section.results[ENTRY::FIELDS]}
