@@ -43,7 +43,7 @@ WORK = os.path.join(REPO, ".build", "bench-compact")
 DEFAULT_WORKLOADS = ("hackbench-threads", "c", "python", "compiler")
 LIBRARIES = ("/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
              "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/bin/python3.11")
-MAX_FRAMES = 127
+MAX_FRAMES = _core.PERF_MAX_FRAMES
 LOOKUPS = 1_000_000
 BACKENDS = ("dwarf", "auto", "table-only")
 

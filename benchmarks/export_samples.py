@@ -40,6 +40,7 @@ import sys
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from fastunwind import _core
 from fastunwind.address_space import AddressSpace
 from fastunwind.perf.data import PerfData, Sample
 from fastunwind.perf.script import RECORD_HINT
@@ -48,10 +49,10 @@ from fastunwind.perf.replay import NO_SPACE, Replay, replay
 MAGIC = b"FUSAMPLE"
 VERSION = 1
 MAPPING_USABLE = 1
-#: perf register names of the DWARF registers 0..16
-DWARF_REGISTERS = ("ax", "dx", "cx", "bx", "si", "di", "bp", "sp", "r8", "r9", "r10", "r11", "r12", "r13",
-                   "r14", "r15", "ip")
-REGISTER_SP, REGISTER_IP = 7, 16
+#: perf register names of the DWARF registers 0..16 (native/core/x86_64.h)
+DWARF_REGISTERS = tuple(_core.PERF_REGISTER_NAMES[_core.PERF_REGISTER_DWARF.index(dwarf)]
+                        for dwarf in range(_core.WALK_REGISTERS))
+REGISTER_SP = _core.REG_RSP
 @dataclass
 class Exported:
     """A recording replayed (fastunwind.perf_session.replay) and the samples worth exporting: those

@@ -31,11 +31,11 @@ static inline bool dump_word(const bench_sample *sample, uint64_t avma, uint64_t
 static uint32_t walk(const bench_sample *sample, uint64_t *pcs)
 {
     uint32_t n = 0;
-    pcs[n++] = sample->registers[BENCH_REG_RIP];
-    if (!(sample->register_valid >> BENCH_REG_RBP & 1))
+    pcs[n++] = sample->registers[FU_REG_RA];
+    if (!(sample->register_valid >> FU_REG_RBP & 1))
         return n;
-    uint64_t rbp = sample->registers[BENCH_REG_RBP];
-    while (n < BENCH_MAX_FRAMES) {
+    uint64_t rbp = sample->registers[FU_REG_RBP];
+    while (n < FU_PERF_MAX_STACK) {
         uint64_t caller_rbp, return_address;
         if (!dump_word(sample, rbp, &caller_rbp) || !dump_word(sample, rbp + 8, &return_address) ||
             return_address == 0)
@@ -66,7 +66,7 @@ int main(int argc, char **argv)
     for (unsigned r = 0; r < arguments.repeat; r++) {
         uint64_t started = bench_now_ns();
         for (uint32_t i = 0; i < set.sample_count; i++) {
-            frames.counts[i] = walk(&set.samples[i], &frames.pcs[(size_t)i * BENCH_MAX_FRAMES]);
+            frames.counts[i] = walk(&set.samples[i], &frames.pcs[(size_t)i * FU_PERF_MAX_STACK]);
             total_frames += frames.counts[i];
         }
         bench_passes_add(&timing, bench_now_ns() - started);

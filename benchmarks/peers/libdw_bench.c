@@ -15,7 +15,7 @@
  * separate debug file's .debug_frame is used when .eh_frame has no entry, as fastunwind does);
  * memory_read: the stack dump, else the mapped file's bytes (samples.h); set_initial_registers:
  * dwfl_thread_state_registers(0, 17, rax..r15, rip) (perf's arch/x86/util/unwind-libdw.c); the
- * frame callback takes dwfl_frame_pc and stops at 127 frames.
+ * frame callback takes dwfl_frame_pc and stops at FU_PERF_MAX_STACK frames.
  *
  *     libdw_bench SAMPLES_FILE [REPEAT] [--frames FILE] [--mode session|per-sample]
  */
@@ -69,10 +69,10 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *d
 static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
     context *ctx = thread_arg;
-    Dwarf_Word registers[BENCH_REGISTERS];
-    for (unsigned k = 0; k < BENCH_REGISTERS; k++)
+    Dwarf_Word registers[FU_WALK_REGISTERS];
+    for (unsigned k = 0; k < FU_WALK_REGISTERS; k++)
         registers[k] = ctx->sample->registers[k];
-    return dwfl_thread_state_registers(thread, 0, BENCH_REGISTERS, registers);
+    return dwfl_thread_state_registers(thread, 0, FU_WALK_REGISTERS, registers);
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {
@@ -89,7 +89,7 @@ static int frame_callback(Dwfl_Frame *state, void *arg)
     if (!dwfl_frame_pc(state, &pc, &is_activation))
         return DWARF_CB_ABORT;
     ctx->pcs[ctx->count++] = pc;
-    return ctx->count >= BENCH_MAX_FRAMES ? DWARF_CB_ABORT : DWARF_CB_OK;
+    return ctx->count >= FU_PERF_MAX_STACK ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
 
 /* A Dwfl for one address space with every usable mapping reported; NULL (and why on stderr) if
@@ -166,7 +166,7 @@ int main(int argc, char **argv)
                 dwfl = open_session(&set.spaces[sample->space], ctx, true);
             }
             ctx->sample = sample;
-            ctx->pcs = &frames.pcs[(size_t)i * BENCH_MAX_FRAMES];
+            ctx->pcs = &frames.pcs[(size_t)i * FU_PERF_MAX_STACK];
             ctx->count = 0;
             int end = END_NO_SESSION;
             if (dwfl) {
@@ -178,7 +178,7 @@ int main(int argc, char **argv)
             if (per_sample && dwfl)
                 dwfl_end(dwfl);
             if (ctx->count == 0) /* no session: the sampled IP alone, as the other harnesses */
-                ctx->pcs[ctx->count++] = sample->registers[BENCH_REG_RIP];
+                ctx->pcs[ctx->count++] = sample->registers[FU_REG_RA];
             if (r == 0)
                 ends[end]++;
             frames.counts[i] = ctx->count;

@@ -12,7 +12,7 @@
  *     perf is built with NO_LIBUNWIND_DEBUG_FRAME and so is this harness;
  *   - access_mem: the stack dump, else the mapped file's bytes (samples.h); access_reg: the sample;
  *   - per sample: unw_init_remote, then unw_step / unw_get_reg(UNW_REG_IP) until unw_step <= 0 or
- *     127 frames (the sampled IP counts as the first, as in perf's get_entries).
+ *     FU_PERF_MAX_STACK frames (the sampled IP counts as the first, as in perf's get_entries).
  *
  *     libunwind_bench SAMPLES_FILE [REPEAT] [--frames FILE] [--mode no-cache]
  *
@@ -140,7 +140,7 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t regnum, unw_word_t *valp
     if (write)
         return 0;
     /* UNW_X86_64_RAX..UNW_X86_64_RIP are the DWARF numbers 0..16, the order of the sample's registers */
-    if (regnum < 0 || regnum >= BENCH_REGISTERS || !(ctx->sample->register_valid >> regnum & 1))
+    if (regnum < 0 || regnum >= FU_WALK_REGISTERS || !(ctx->sample->register_valid >> regnum & 1))
         return -UNW_EBADREG;
     *valp = ctx->sample->registers[regnum];
     return 0;
@@ -219,15 +219,15 @@ int main(int argc, char **argv)
         uint64_t started = bench_now_ns();
         for (uint32_t i = 0; i < set.sample_count; i++) {
             const bench_sample *sample = &set.samples[i];
-            uint64_t *pcs = &frames.pcs[(size_t)i * BENCH_MAX_FRAMES];
+            uint64_t *pcs = &frames.pcs[(size_t)i * FU_PERF_MAX_STACK];
             context ctx = {&set, &set.spaces[sample->space], sample, tables};
             unw_cursor_t cursor;
             uint32_t n = 0;
-            pcs[n++] = sample->registers[BENCH_REG_RIP];
+            pcs[n++] = sample->registers[FU_REG_RA];
             int end = END_INIT_FAILED;
             if (unw_init_remote(&cursor, spaces[sample->space], &ctx) == 0) {
                 int step;
-                while ((step = unw_step(&cursor)) > 0 && n < BENCH_MAX_FRAMES) {
+                while ((step = unw_step(&cursor)) > 0 && n < FU_PERF_MAX_STACK) {
                     unw_word_t ip;
                     unw_get_reg(&cursor, UNW_REG_IP, &ip);
                     pcs[n++] = ip;

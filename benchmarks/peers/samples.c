@@ -170,7 +170,7 @@ bool bench_load(const char *path, bench_set *set)
     reader_u64(&r, "stack_bytes");
     if (r.failed)
         return false;
-    if (version != 1 || register_count != BENCH_REGISTERS || set->space_count > BENCH_MAX_SPACES ||
+    if (version != 1 || register_count != FU_WALK_REGISTERS || set->space_count > BENCH_MAX_SPACES ||
         set->sample_count > BENCH_MAX_SAMPLES) {
         fprintf(stderr, "%s: unsupported header: version %u, %u registers, %u spaces, %u samples\n", path, version,
                 register_count, set->space_count, set->sample_count);
@@ -206,7 +206,7 @@ bool bench_load(const char *path, bench_set *set)
         sample->register_valid = reader_u32(&r, "register_valid");
         sample->perf_index = reader_u32(&r, "perf_sample_index");
         sample->tid = reader_u32(&r, "tid");
-        for (unsigned k = 0; k < BENCH_REGISTERS; k++)
+        for (unsigned k = 0; k < FU_WALK_REGISTERS; k++)
             sample->registers[k] = reader_u64(&r, "register");
         sample->stack_address = reader_u64(&r, "stack_address");
         sample->stack_size = reader_u64(&r, "stack_size");
@@ -332,14 +332,14 @@ void bench_evict_caches(void)
 bool bench_frames_init(bench_frames *frames, uint32_t sample_count)
 {
     frames->sample_count = sample_count;
-    frames->pcs = calloc((size_t)sample_count * BENCH_MAX_FRAMES + 1, sizeof *frames->pcs);
+    frames->pcs = calloc((size_t)sample_count * FU_PERF_MAX_STACK + 1, sizeof *frames->pcs);
     frames->counts = calloc((size_t)sample_count + 1, sizeof *frames->counts);
     if (!frames->pcs || !frames->counts)
         return false;
     /* calloc's pages are mapped on first write; fastunwind's timed passes write into memory that
      * an untimed walk has mapped (bench_unwind.py; unwind_samples keeps a batch's buffers for the
      * next), so these are mapped before timing too */
-    memset(frames->pcs, 0, ((size_t)sample_count * BENCH_MAX_FRAMES + 1) * sizeof *frames->pcs);
+    memset(frames->pcs, 0, ((size_t)sample_count * FU_PERF_MAX_STACK + 1) * sizeof *frames->pcs);
     memset(frames->counts, 0, ((size_t)sample_count + 1) * sizeof *frames->counts);
     return true;
 }
@@ -360,7 +360,7 @@ bool bench_frames_write(const bench_frames *frames, const bench_set *set, const 
     for (uint32_t i = 0; i < frames->sample_count; i++) {
         fprintf(f, "%u", set->samples[i].perf_index);
         for (uint32_t k = 0; k < frames->counts[i]; k++)
-            fprintf(f, " %" PRIx64, frames->pcs[(size_t)i * BENCH_MAX_FRAMES + k]);
+            fprintf(f, " %" PRIx64, frames->pcs[(size_t)i * FU_PERF_MAX_STACK + k]);
         fputc('\n', f);
     }
     return fclose(f) == 0;

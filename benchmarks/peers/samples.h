@@ -17,12 +17,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BENCH_REGISTERS 17
-#define BENCH_REG_RBP 6
-#define BENCH_REG_RSP 7
-#define BENCH_REG_RIP 16
-/* perf's default callchain depth (kernel.perf_event_max_stack), first frame included */
-#define BENCH_MAX_FRAMES 127
+/* fastunwind's core headers (the Makefile's -I): the registers (FU_WALK_REGISTERS, FU_REG_RBP,
+ * FU_REG_RSP, FU_REG_RA: the IP), and perf's default callchain depth, first frame included
+ * (FU_PERF_MAX_STACK, kernel.perf_event_max_stack), which every harness stops at as fastunwind does. */
+#include "perf_walk.h"
+#include "x86_64.h"
+
 /* A file with more than this is not one export_samples.py wrote for a benchmark. */
 #define BENCH_MAX_SPACES 100000
 #define BENCH_MAX_MAPPINGS 100000
@@ -61,7 +61,7 @@ typedef struct bench_space {
 
 typedef struct bench_sample {
     uint32_t space, register_valid, perf_index, tid;
-    uint64_t registers[BENCH_REGISTERS];
+    uint64_t registers[FU_WALK_REGISTERS];
     uint64_t stack_address, stack_size;
     const uint8_t *stack;
 } bench_sample;
@@ -108,7 +108,7 @@ void bench_passes_add(bench_passes *passes, uint64_t pass_ns);
 
 /* Frames of every sample of one repetition, for the agreement check. */
 typedef struct bench_frames {
-    uint64_t *pcs;     /* sample_count * BENCH_MAX_FRAMES */
+    uint64_t *pcs;     /* sample_count * FU_PERF_MAX_STACK */
     uint32_t *counts;  /* per sample */
     uint32_t sample_count;
 } bench_frames;

@@ -9,8 +9,7 @@
  * for every register column that has one; equal states are interned once, so a row costs 12 bytes
  * (8-byte address + 4-byte state id) however many registers it restores.
  *
- * Registers use the DWARF x86-64 numbering of the System V AMD64 ABI (figure 3.36): 0 rax, 1 rdx,
- * 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8-15 r8-r15, 16 return address.
+ * Registers use the DWARF x86-64 numbering (x86_64.h).
  */
 #ifndef FASTUNWIND_CFI_H
 #define FASTUNWIND_CFI_H
@@ -21,6 +20,8 @@
 
 #include "cursor.h"
 #include "error.h"
+#include "intern.h"
+#include "x86_64.h"
 
 /* ---- bounds on input-driven work (each has a named error) ---------------------------------- */
 
@@ -91,8 +92,13 @@ typedef enum fu_rule_kind {
     FU_RULE_VAL_EXPRESSION,  /* value is what the expression computes */
     /* CFA rules */
     FU_CFA_REG_OFFSET,       /* CFA = reg + value */
-    FU_CFA_EXPRESSION        /* CFA = expression */
+    FU_CFA_EXPRESSION,       /* CFA = expression */
+    FU_RULE_KIND_COUNT
 } fu_rule_kind;
+
+/* "UNSPECIFIED", "UNDEFINED", ..., "CFA_EXPRESSION": a fu_rule_kind's name without its prefix (the
+ * members of fastunwind.cfi.RuleKind); "?" else. */
+const char *fu_rule_kind_name(int kind);
 
 /* One rule. Expressions are referenced by their offset in the section (they stay in the section's
  * bytes, which the table keeps alive). */
@@ -186,8 +192,7 @@ typedef struct fu_cfi_table {
     uint8_t *column_pool;       /* column of each (column, rule) pair */
     fu_rule *rule_pool;
     uint32_t pool_count, pool_cap;
-    uint32_t *state_hash;       /* open addressing, state index + 1, 0 = empty */
-    uint32_t state_hash_cap;
+    fu_intern_set state_index;  /* state ids by their rules, while evaluating (freed after) */
     /* FDE index sorted by pc_begin, for lookup: entry indices, and their pc_begin values in a
      * dense array of their own (the binary search touches 8 bytes per step, not an entry) */
     uint32_t *fde_sorted;
@@ -314,9 +319,6 @@ void fu_out_flush(fu_out *o);
 void fu_expr_print_readelf(fu_out *o, const uint8_t *expr, uint64_t len, unsigned address_size);
 /* Print an expression as llvm-dwarfdump-14 does ("DW_OP_breg7 RSP+8, DW_OP_deref"). */
 void fu_expr_print_llvm(fu_out *o, const uint8_t *expr, uint64_t len, unsigned address_size);
-
-/* Register names (readelf's x86-64 table); NULL where readelf has none. */
-const char *fu_register_name(uint64_t column);
 
 /* cfi_print.c */
 void fu_print_readelf_interp(fu_out *o, const fu_cfi_table *table);

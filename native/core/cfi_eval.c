@@ -26,6 +26,18 @@ enum {
     DW_CFA_GNU_negative_offset_extended = 0x2f
 };
 
+const char *fu_rule_kind_name(int kind)
+{
+    static const char *const names[FU_RULE_KIND_COUNT] = {
+        [FU_RULE_UNSPECIFIED] = "UNSPECIFIED", [FU_RULE_UNDEFINED] = "UNDEFINED",
+        [FU_RULE_SAME_VALUE] = "SAME_VALUE",   [FU_RULE_OFFSET] = "OFFSET",
+        [FU_RULE_VAL_OFFSET] = "VAL_OFFSET",   [FU_RULE_REGISTER] = "REGISTER",
+        [FU_RULE_EXPRESSION] = "EXPRESSION",   [FU_RULE_VAL_EXPRESSION] = "VAL_EXPRESSION",
+        [FU_CFA_REG_OFFSET] = "CFA_REG_OFFSET", [FU_CFA_EXPRESSION] = "CFA_EXPRESSION",
+    };
+    return kind >= 0 && kind < FU_RULE_KIND_COUNT ? names[kind] : "?";
+}
+
 const char *fu_cfa_name(uint8_t opcode)
 {
     switch (opcode) {
@@ -276,50 +288,20 @@ static bool state_matches(const fu_cfi_table *t, const fu_state *st, const dense
     return true;
 }
 
-
-static bool rehash(fu_cfi_table *t, uint32_t new_cap)
+/* fu_intern_equal: does state `id` hold the rules of the dense state `key`? */
+static bool state_id_matches(const void *table, uint32_t id, const void *key)
 {
-    uint32_t *h = calloc(new_cap, sizeof *h);
-    if (!h)
-        return false;
-    for (uint32_t i = 0; i < t->state_count; i++) {
-        const fu_state *st = &t->states[i];
-        dense_state tmp; /* rebuild the hash from the stored state */
-        memset(&tmp, 0, sizeof tmp);
-        tmp.cfa = st->cfa;
-        for (unsigned k = 0; k < st->count; k++) {
-            unsigned col = t->column_pool[st->first + k];
-            tmp.set[col / 64] |= (uint64_t)1 << (col % 64);
-            tmp.rules[col] = t->rule_pool[st->first + k];
-        }
-        uint32_t slot = (uint32_t)hash_dense(&tmp) & (new_cap - 1);
-        while (h[slot])
-            slot = (slot + 1) & (new_cap - 1);
-        h[slot] = i + 1;
-    }
-    free(t->state_hash);
-    t->state_hash = h;
-    t->state_hash_cap = new_cap;
-    return true;
+    const fu_cfi_table *t = table;
+    return state_matches(t, &t->states[id], key);
 }
 
 /* The id of state `s`, adding it if new. UINT32_MAX on allocation failure. */
 static uint32_t intern(fu_cfi_table *t, const dense_state *s)
 {
-    if ((uint64_t)(t->state_count + 1) * 2 > t->state_hash_cap) {
-        uint32_t cap = t->state_hash_cap ? t->state_hash_cap * 2 : 1024;
-        if (cap < t->state_hash_cap || !rehash(t, cap))
-            return UINT32_MAX;
-    }
     uint64_t h = hash_dense(s);
-    uint32_t mask = t->state_hash_cap - 1;
-    uint32_t slot = (uint32_t)h & mask;
-    while (t->state_hash[slot]) {
-        uint32_t id = t->state_hash[slot] - 1;
-        if (state_matches(t, &t->states[id], s))
-            return id;
-        slot = (slot + 1) & mask;
-    }
+    uint32_t found = fu_intern_find(&t->state_index, h, state_id_matches, t, s);
+    if (found != FU_INTERN_NONE)
+        return found;
     unsigned n = 0;
     for (unsigned w = 0; w < FU_MAX_COLUMNS / 64; w++)
         n += (unsigned)__builtin_popcountll(s->set[w]);
@@ -329,6 +311,8 @@ static uint32_t intern(fu_cfi_table *t, const dense_state *s)
     if (!fu_grow_array((void **)&t->rule_pool, &pool_cap, (uint64_t)t->pool_count + n, sizeof(fu_rule)))
         return UINT32_MAX;
     if (!fu_grow_array((void **)&t->column_pool, &t->pool_cap, (uint64_t)t->pool_count + n, sizeof(uint8_t)))
+        return UINT32_MAX;
+    if (!fu_intern_insert(&t->state_index, h, t->state_count))
         return UINT32_MAX;
     fu_state *st = &t->states[t->state_count];
     memset(st, 0, sizeof *st);
@@ -342,7 +326,6 @@ static uint32_t intern(fu_cfi_table *t, const dense_state *s)
             t->rule_pool[t->pool_count] = s->rules[col];
             t->pool_count++;
         }
-    t->state_hash[slot] = t->state_count + 1;
     return t->state_count++;
 }
 
@@ -596,9 +579,7 @@ static void shrink_to_fit(fu_cfi_table *t)
             t->entry_cap = t->entry_count;
         }
     }
-    free(t->state_hash);
-    t->state_hash = NULL;
-    t->state_hash_cap = 0;
+    fu_intern_free(&t->state_index);
 }
 
 fu_status fu_cfi_table_evaluate(fu_cfi_table *t, fu_error *err)

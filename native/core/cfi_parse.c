@@ -514,7 +514,7 @@ void fu_cfi_table_free(fu_cfi_table *t)
     free(t->states);
     free(t->column_pool);
     free(t->rule_pool);
-    free(t->state_hash);
+    fu_intern_free(&t->state_index);
     free(t->fde_sorted);
     free(t->fde_starts);
     memset(t, 0, sizeof *t);

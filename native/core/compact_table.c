@@ -17,8 +17,6 @@
 
 #include "clock.h"
 #include "intern.h"
-#include "walk.h"
-
 
 static const uint8_t plt_expression[FU_COMPACT_PLT_EXPRESSION_SIZE] = FU_COMPACT_PLT_EXPRESSION;
 
@@ -220,8 +218,8 @@ fu_status fu_compact_build_tables(fu_compact_build *b, const fu_cfi_table *eh_fr
                                   fu_error *err)
 {
     memset(b, 0, sizeof *b);
-    b->eh_frame_row_count = eh_frame ? eh_frame->row_count : UINT32_MAX;
-    b->debug_frame_row_count = debug_frame ? debug_frame->row_count : UINT32_MAX;
+    b->eh_frame_size = eh_frame ? eh_frame->section.size : FU_COMPACT_NO_SECTION;
+    b->debug_frame_size = debug_frame ? debug_frame->section.size : FU_COMPACT_NO_SECTION;
     const fu_cfi_table *const tables[2] = {eh_frame, debug_frame};
     fu_status status = FU_OK;
     rule_set set = {0};
@@ -348,8 +346,8 @@ fu_status fu_compact_serialize(const fu_compact_build *b, uint32_t key_kind, con
     h.page_count = b->row_count ? (uint32_t)(((b->end_svma - b->base_svma - 1) >> FU_COMPACT_PAGE_SHIFT) + 2) : 0;
     h.page_index_offset = h.rules_offset + sizeof(fu_compact_rule) * (uint64_t)b->rule_count;
     h.file_size = h.page_index_offset + 4 * (uint64_t)h.page_count;
-    h.eh_frame_row_count = b->eh_frame_row_count;
-    h.debug_frame_row_count = b->debug_frame_row_count;
+    h.eh_frame_size = b->eh_frame_size;
+    h.debug_frame_size = b->debug_frame_size;
     h.slow_row_count = b->slow_row_count;
     h.no_info_row_count = b->no_info_row_count;
     h.slow_bytes = b->slow_bytes;

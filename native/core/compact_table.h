@@ -44,7 +44,7 @@
 #define FU_COMPACT_MAGIC_SIZE 8
 /* Bump whenever the layout or the builder's semantics change: a cached file of another version is
  * rebuilt, never used. */
-#define FU_COMPACT_VERSION 3
+#define FU_COMPACT_VERSION 4
 
 /* The key a table was built for: a GNU build-id (20 bytes for SHA-1, the linker's default; 16 for
  * md5/uuid) or, for a file without one, a SHA-256 of its path, size and mtime. 64 bytes hold
@@ -53,6 +53,9 @@
 #define FU_COMPACT_KEY_BUILD_ID 1
 #define FU_COMPACT_KEY_FILE_HASH 2
 
+/* fu_compact_header's eh_frame_size / debug_frame_size of a module without that section. */
+#define FU_COMPACT_NO_SECTION UINT64_MAX
+
 /* One page_first_row entry per 1 << FU_COMPACT_PAGE_SHIFT bytes of the covered range (see above). */
 #define FU_COMPACT_PAGE_SHIFT 12
 
@@ -60,10 +63,11 @@
  * The largest dictionary seen (libLLVM-14: ~1,600 rules for ~400k merged rows) is far below. */
 #define FU_COMPACT_MAX_NARROW_RULES 65536u
 
-/* Callee-saved registers of the x86-64 psABI (§3.2.1) that a compact rule restores, in this order:
- * rbx, rbp, r12, r13, r14, r15 (DWARF 3, 6, 12-15). */
+/* Callee-saved registers of the x86-64 psABI (FU_CALLEE_SAVED_MASK) that a compact rule restores,
+ * in this order. */
 #define FU_COMPACT_SAVED_REGISTERS 6
-static const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS] = {3, 6, 12, 13, 14, 15};
+static const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS] = {FU_REG_RBX, FU_REG_RBP, FU_REG_R12,
+                                                                              FU_REG_R13, FU_REG_R14, FU_REG_R15};
 
 /* saved_offset_by_8[] and ra_offset_by_8 values that are not offsets: CFA + 0 is never a save slot
  * (the CFA is the caller's SP: the bytes there are the caller's), so 0 can mean "no rule". */
@@ -141,10 +145,12 @@ typedef struct fu_compact_header {
     uint64_t page_index_offset;        /* u32 page_first_row[page_count], 4-aligned */
     uint32_t page_count;               /* (end_svma - base_svma - 1) >> FU_COMPACT_PAGE_SHIFT, + 2; 0 if no rows */
     uint32_t page_shift;               /* FU_COMPACT_PAGE_SHIFT */
-    /* what the table was built from (a cached table whose sources differ is rebuilt) and what it
-     * holds, for statistics */
-    uint32_t eh_frame_row_count;       /* rows of the .eh_frame table, UINT32_MAX if none */
-    uint32_t debug_frame_row_count;    /* rows of the .debug_frame table, UINT32_MAX if none */
+    /* what the table was built from: the bytes of the .eh_frame and .debug_frame it was built from
+     * (decompressed), FU_COMPACT_NO_SECTION if none. A module whose sections differ (a debug file
+     * installed or removed since) rebuilds it; the sizes are known from the section headers, so
+     * a cached table is checked without parsing the sections. Then what it holds, for statistics. */
+    uint64_t eh_frame_size;
+    uint64_t debug_frame_size;
     uint32_t slow_row_count;           /* rows whose rule is FU_COMPACT_CFA_SLOW */
     uint32_t no_info_row_count;        /* rows whose rule is FU_COMPACT_CFA_NO_INFO */
     uint64_t slow_bytes;               /* bytes of code covered by slow rows */
@@ -186,6 +192,27 @@ static inline const fu_compact_rule *fu_compact_find(const fu_compact_table *t, 
     return &t->rules[rule];
 }
 
+/* Whether a row with unwind information covers `pc`; if not, *next is the start of the first such
+ * row above `pc` (an FDE's start: a gap row always ends where the next FDE begins), UINT64_MAX if
+ * none. */
+static inline bool fu_compact_covers(const fu_compact_table *t, uint64_t pc, uint64_t *next)
+{
+    *next = UINT64_MAX;
+    if (t->row_count == 0 || pc >= t->end_svma)
+        return false;
+    if (pc < t->base_svma) { /* row 0 starts at base_svma and is never a gap */
+        *next = t->base_svma;
+        return false;
+    }
+    uint32_t row;
+    const fu_compact_rule *rule = fu_compact_find(t, pc, &row);
+    if (rule->cfa_kind != FU_COMPACT_CFA_NO_INFO)
+        return true;
+    if (row + 1 < t->row_count)
+        *next = t->base_svma + t->row_start[row + 1];
+    return false;
+}
+
 /* A table being built, before serialization. */
 typedef struct fu_compact_build {
     uint64_t base_svma, end_svma;
@@ -196,7 +223,7 @@ typedef struct fu_compact_build {
     uint32_t rule_count;
     uint32_t slow_row_count, no_info_row_count;
     uint64_t slow_bytes, covered_bytes;
-    uint32_t eh_frame_row_count, debug_frame_row_count;
+    uint64_t eh_frame_size, debug_frame_size;
 } fu_compact_build;
 
 /* Build from a module's evaluated tables (either may be NULL). Rows are resolved exactly as the

@@ -91,55 +91,6 @@ void fu_out_printf(fu_out *o, const char *fmt, ...)
     o->len += (size_t)n;
 }
 
-/* ---- register names ---------------------------------------------------------------------------- */
-
-/* readelf's x86-64 table (binutils dwarf.c), System V AMD64 ABI figure 3.36 numbering. */
-static const char *const register_names[] = {
-    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
-    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
-    "rip",
-    "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
-    "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
-    "st0", "st1", "st2", "st3", "st4", "st5", "st6", "st7",
-    "mm0", "mm1", "mm2", "mm3", "mm4", "mm5", "mm6", "mm7",
-    "rflags",
-    "es", "cs", "ss", "ds", "fs", "gs", NULL, NULL,
-    "fs.base", "gs.base", NULL, NULL,
-    "tr", "ldtr",
-    "mxcsr", "fcw", "fsw",
-    "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23",
-    "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31",
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* 83-90 */
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* 91-98 */
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* 99-106 */
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* 107-114 */
-    NULL, NULL, NULL,                               /* 115-117 */
-    "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7",
-};
-
-const char *fu_register_name(uint64_t column)
-{
-    if (column < sizeof register_names / sizeof register_names[0])
-        return register_names[column];
-    return NULL;
-}
-
-/* LLVM's names of the x86-64 DWARF registers (X86RegisterInfo.td), as llvm-dwarfdump prints
- * them; NULL where LLVM has no name and prints the number instead. */
-static const char *const llvm_register_names[] = {
-    "RAX", "RDX", "RCX", "RBX", "RSI", "RDI", "RBP", "RSP",
-    "R8", "R9", "R10", "R11", "R12", "R13", "R14", "R15", "RIP",
-    "XMM0", "XMM1", "XMM2", "XMM3", "XMM4", "XMM5", "XMM6", "XMM7",
-    "XMM8", "XMM9", "XMM10", "XMM11", "XMM12", "XMM13", "XMM14", "XMM15",
-    "ST0", "ST1", "ST2", "ST3", "ST4", "ST5", "ST6", "ST7",
-    "MM0", "MM1", "MM2", "MM3", "MM4", "MM5", "MM6", "MM7",
-};
-
-static const char *llvm_register_name(uint64_t reg)
-{
-    return reg < sizeof llvm_register_names / sizeof llvm_register_names[0] ? llvm_register_names[reg] : NULL;
-}
-
 /* ---- decoding ---------------------------------------------------------------------------------- */
 
 enum {
@@ -479,15 +430,15 @@ void fu_expr_print_llvm(fu_out *o, const uint8_t *expr, uint64_t len, unsigned a
         }
         if (code >= DW_OP_lit0 && code <= DW_OP_lit31) {
             fu_out_printf(o, "DW_OP_lit%d", code - DW_OP_lit0);
-        } else if (code >= DW_OP_reg0 && code <= DW_OP_reg31 && llvm_register_name(code - DW_OP_reg0)) {
-            fu_out_printf(o, "DW_OP_reg%d %s", code - DW_OP_reg0, llvm_register_name(code - DW_OP_reg0));
-        } else if (code >= DW_OP_breg0 && code <= DW_OP_breg31 && llvm_register_name(code - DW_OP_breg0)) {
-            fu_out_printf(o, "DW_OP_breg%d %s%+lld", code - DW_OP_breg0, llvm_register_name(code - DW_OP_breg0),
+        } else if (code >= DW_OP_reg0 && code <= DW_OP_reg31 && fu_llvm_register_name(code - DW_OP_reg0)) {
+            fu_out_printf(o, "DW_OP_reg%d %s", code - DW_OP_reg0, fu_llvm_register_name(code - DW_OP_reg0));
+        } else if (code >= DW_OP_breg0 && code <= DW_OP_breg31 && fu_llvm_register_name(code - DW_OP_breg0)) {
+            fu_out_printf(o, "DW_OP_breg%d %s%+lld", code - DW_OP_breg0, fu_llvm_register_name(code - DW_OP_breg0),
                           (long long)op.s);
-        } else if (code == DW_OP_regx && llvm_register_name(op.u)) {
-            fu_out_printf(o, "DW_OP_regx %s", llvm_register_name(op.u));
-        } else if (code == DW_OP_bregx && llvm_register_name(op.u)) {
-            fu_out_printf(o, "DW_OP_bregx %s%+lld", llvm_register_name(op.u), (long long)op.s);
+        } else if (code == DW_OP_regx && fu_llvm_register_name(op.u)) {
+            fu_out_printf(o, "DW_OP_regx %s", fu_llvm_register_name(op.u));
+        } else if (code == DW_OP_bregx && fu_llvm_register_name(op.u)) {
+            fu_out_printf(o, "DW_OP_bregx %s%+lld", fu_llvm_register_name(op.u), (long long)op.s);
         } else if (code == DW_OP_bregx) { /* LLVM prints the operands of an unnamed register */
             fu_out_printf(o, "DW_OP_bregx 0x%llx %+lld", (unsigned long long)op.u, (long long)op.s);
         } else {

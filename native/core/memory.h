@@ -1,4 +1,4 @@
-/* memory: the readers through which the walker sees a target's memory (fu_read_fn, walk.h).
+/* memory: the readers through which the walker sees a target's memory (fu_read_fn, fu_unwind_abi.h).
  *
  * - a captured stack (perf sample, core file thread): [stack_address, +size) from the dump, then
  *   the read-only segments of the mapped modules; addresses just above the dump are "past the
@@ -9,7 +9,8 @@
 #ifndef FASTUNWIND_MEMORY_H
 #define FASTUNWIND_MEMORY_H
 
-#include "walk.h"
+#include "address_space.h"
+#include "fu_unwind_abi.h" /* fu_reader, fu_read_status */
 
 /* How far above a stack dump an address still counts as "the stack continued past the dump"
  * rather than "not stack memory": the 8 MiB default stack limit rounded up to 4 GiB keeps any

@@ -1778,6 +1778,7 @@ struct fu_perf_stream {
     bool decode_ahead, ahead_running, ahead_ready, ahead_done;
     bool executable_mmaps_only;
     pthread_t ahead_thread;
+    pthread_mutex_t ahead_lock; /* held by whoever joins ahead_thread (fu_perf_stream_wait) */
     fu_perf_data ahead;
     fu_status ahead_status;
     fu_error ahead_error;
@@ -1838,6 +1839,7 @@ fu_status fu_perf_stream_open(fu_perf_stream **stream, fu_perf_data *pd, int fd,
     }
     st->pd = pd;
     st->fd = fd;
+    pthread_mutex_init(&st->ahead_lock, NULL);
     st->window_bytes = window_bytes ? window_bytes : FU_PERF_DEFAULT_WINDOW_BYTES;
     st->max_decompressed = options && options->max_decompressed ? options->max_decompressed
                                                                  : FU_PERF_DEFAULT_MAX_DECOMPRESSED;
@@ -2226,11 +2228,15 @@ static void *stream_cut_thread(void *stream)
 
 void fu_perf_stream_wait(fu_perf_stream *st)
 {
-    if (st && st->ahead_running) {
+    if (!st)
+        return;
+    pthread_mutex_lock(&st->ahead_lock);
+    if (st->ahead_running) {
         pthread_join(st->ahead_thread, NULL);
         st->ahead_running = false;
         st->ahead_ready = true;
     }
+    pthread_mutex_unlock(&st->ahead_lock);
 }
 
 void fu_perf_stream_decode_ahead(fu_perf_stream *st, bool on) { st->decode_ahead = on; }
@@ -2272,5 +2278,6 @@ void fu_perf_stream_free(fu_perf_stream *st)
         ZSTD_freeDStream(st->zstream);
     if (st->region)
         munmap(st->region, (size_t)st->region_size);
+    pthread_mutex_destroy(&st->ahead_lock);
     free(st);
 }

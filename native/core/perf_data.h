@@ -60,15 +60,6 @@
 /* Strings (file names, comm, cmdline words, event names) are cut to this many bytes. */
 #define FU_PERF_MAX_STRING 4096
 
-/* perf's x86-64 user register numbering (arch/x86/include/uapi/asm/perf_regs.h). */
-enum fu_perf_reg {
-    FU_PERF_REG_AX = 0, FU_PERF_REG_BX, FU_PERF_REG_CX, FU_PERF_REG_DX, FU_PERF_REG_SI,
-    FU_PERF_REG_DI, FU_PERF_REG_BP, FU_PERF_REG_SP, FU_PERF_REG_IP, FU_PERF_REG_FLAGS,
-    FU_PERF_REG_CS, FU_PERF_REG_SS, FU_PERF_REG_DS, FU_PERF_REG_ES, FU_PERF_REG_FS, FU_PERF_REG_GS,
-    FU_PERF_REG_R8, FU_PERF_REG_R9, FU_PERF_REG_R10, FU_PERF_REG_R11, FU_PERF_REG_R12,
-    FU_PERF_REG_R13, FU_PERF_REG_R14, FU_PERF_REG_R15
-};
-
 /* PERF_SAMPLE_* bits (enum perf_event_sample_format). */
 enum {
     FU_PERF_SAMPLE_IP = 1u << 0, FU_PERF_SAMPLE_TID = 1u << 1, FU_PERF_SAMPLE_TIME = 1u << 2,
@@ -415,7 +406,8 @@ void fu_perf_stream_decode_ahead(fu_perf_stream *stream, bool on);
  * order the records without one that follow): all the replay uses, on recordings where data mmaps
  * are most records (off by default: the API's events() lists every mapping). */
 void fu_perf_stream_executable_mmaps_only(fu_perf_stream *stream, bool on);
-/* Wait for the window being cut ahead, if any. */
+/* Wait for the window being cut ahead, if any; safe from several threads at once (the bindings
+ * wait without the GIL, so two Python threads may ask a stream's header together). */
 void fu_perf_stream_wait(fu_perf_stream *stream);
 /* Records delivered older than an earlier window's (see above). */
 uint64_t fu_perf_stream_out_of_order(const fu_perf_stream *stream);

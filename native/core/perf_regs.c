@@ -1,17 +1,6 @@
 /* perf_regs: see perf_regs.h. */
 #include "perf_regs.h"
 
-/* The DWARF register (0..16: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip) of each of perf's x86-64
- * user registers (arch/x86/include/uapi/asm/perf_regs.h), -1 for those the walker does not use. */
-static const int8_t dwarf_of_perf_register[24] = {
-    [FU_PERF_REG_AX] = 0, [FU_PERF_REG_BX] = 3, [FU_PERF_REG_CX] = 2, [FU_PERF_REG_DX] = 1,
-    [FU_PERF_REG_SI] = 4, [FU_PERF_REG_DI] = 5, [FU_PERF_REG_BP] = 6, [FU_PERF_REG_SP] = 7,
-    [FU_PERF_REG_IP] = 16, [FU_PERF_REG_FLAGS] = -1, [FU_PERF_REG_CS] = -1, [FU_PERF_REG_SS] = -1,
-    [FU_PERF_REG_DS] = -1, [FU_PERF_REG_ES] = -1, [FU_PERF_REG_FS] = -1, [FU_PERF_REG_GS] = -1,
-    [FU_PERF_REG_R8] = 8, [FU_PERF_REG_R9] = 9, [FU_PERF_REG_R10] = 10, [FU_PERF_REG_R11] = 11,
-    [FU_PERF_REG_R12] = 12, [FU_PERF_REG_R13] = 13, [FU_PERF_REG_R14] = 14, [FU_PERF_REG_R15] = 15,
-};
-
 void fu_perf_register_plan_make(uint64_t mask, fu_perf_register_plan *plan)
 {
     plan->mask = mask;
@@ -20,7 +9,7 @@ void fu_perf_register_plan_make(uint64_t mask, fu_perf_register_plan *plan)
     unsigned k = 0;
     for (uint64_t bits = mask; bits; bits &= bits - 1, k++) {
         unsigned perf_reg = (unsigned)__builtin_ctzll(bits);
-        int8_t reg = perf_reg < 24 ? dwarf_of_perf_register[perf_reg] : -1;
+        int reg = fu_dwarf_of_perf_register(perf_reg);
         if (reg < 0 || plan->valid >> reg & 1)
             continue;
         plan->index[plan->count] = (uint8_t)k;

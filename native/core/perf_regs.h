@@ -9,6 +9,7 @@
 
 #include "perf_data.h"
 #include "walk.h"
+#include "x86_64.h"
 
 /* How to read one regs_mask's values: the sample stores the registers of the mask's set bits in
  * bit order; the walker's registers are the `count` values at index[k], going to DWARF register
@@ -31,10 +32,6 @@ static const uint8_t FU_PERF_HEAD_REGISTER_DWARF[3] = {FU_REG_RA, FU_REG_RSP, FU
 
 /* The plan of `mask` (perf_regs.c). */
 void fu_perf_register_plan_make(uint64_t mask, fu_perf_register_plan *plan);
-
-/* The user registers `perf record --call-graph dwarf` samples on x86-64 (PERF_REGS_MASK in perf's
- * arch/x86/include/perf_regs.h): every general register, rip, flags, cs and ss; not ds, es, fs, gs. */
-#define FU_PERF_DEFAULT_REGS_MASK 0xff0fffull
 
 /* The sample's rip, rsp and rbp in DWARF numbering, where its mask has them, and regs->valid for
  * all its user registers (fu_perf_sample_registers reads the others); makes `plan` the sample's. */

@@ -103,12 +103,69 @@ typedef struct candidate {
     size_t plain_len, underscores;
 } candidate;
 
-static int by_value_order(const void *a, const void *b)
+/* A candidate's sort key: (value, order), then its index in the array being sorted. */
+typedef struct sort_key {
+    uint64_t value;
+    uint64_t order_index; /* order << 32 | index */
+} sort_key;
+
+/* The byte of `key` that LSD pass `pass` sorts by: the order's 4 bytes (the minor key), then the
+ * value's 8. */
+static inline unsigned key_byte(const sort_key *key, unsigned pass)
 {
-    const candidate *x = a, *y = b;
-    if (x->value != y->value)
-        return x->value < y->value ? -1 : 1;
-    return x->order < y->order ? -1 : x->order > y->order;
+    return pass < 4 ? (unsigned)(key->order_index >> (32 + 8 * pass)) & 0xff
+                    : (unsigned)(key->value >> (8 * (pass - 4))) & 0xff;
+}
+
+#define SORT_PASSES 12
+
+/* Sort the candidates of `cands` by (value, order): an LSD radix sort of their 16-byte keys (the
+ * passes over bytes that every key shares skipped: most of a value's high bytes), then one
+ * permutation of the 72-byte candidates. A symbol table of 34k symbols (libLLVM-14's .dynsym)
+ * sorts in a tenth of qsort's time, which was half of building the table. */
+static bool sort_candidates(fu_buffer *cands, fu_error *err)
+{
+    size_t n = cands->len / sizeof(candidate);
+    if (n < 2)
+        return true;
+    candidate *c = (candidate *)cands->data;
+    sort_key *keys = malloc(2 * n * sizeof *keys);
+    candidate *sorted = malloc(n * sizeof *sorted);
+    uint32_t(*counts)[256] = calloc(SORT_PASSES, sizeof *counts);
+    if (!keys || !sorted || !counts) {
+        free(keys);
+        free(sorted);
+        free(counts);
+        fu_fail(err, FU_ERR_NOMEM, "out of memory sorting %zu symbols", n);
+        return false;
+    }
+    sort_key *from = keys, *to = keys + n;
+    for (size_t i = 0; i < n; i++) { /* n <= FU_MAX_SYMBOLS < 2^32 */
+        from[i] = (sort_key){c[i].value, (uint64_t)c[i].order << 32 | i};
+        for (unsigned pass = 0; pass < SORT_PASSES; pass++)
+            counts[pass][key_byte(&from[i], pass)]++;
+    }
+    for (unsigned pass = 0; pass < SORT_PASSES; pass++) {
+        if (counts[pass][key_byte(&from[0], pass)] == n)
+            continue; /* every key has this byte: the pass would change nothing */
+        uint32_t next[256], at = 0;
+        for (unsigned b = 0; b < 256; b++) {
+            next[b] = at;
+            at += counts[pass][b];
+        }
+        for (size_t i = 0; i < n; i++)
+            to[next[key_byte(&from[i], pass)]++] = from[i];
+        sort_key *swap = from;
+        from = to;
+        to = swap;
+    }
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = c[from[i].order_index & UINT32_MAX];
+    memcpy(c, sorted, n * sizeof *c);
+    free(keys);
+    free(sorted);
+    free(counts);
+    return true;
 }
 
 /* ---- names: UTF-8 with invalid bytes replaced ------------------------------------------------- */
@@ -569,9 +626,9 @@ fu_status fu_symbols_from_elf(const fu_symbol_source *sources, size_t source_cou
         if (!read_elf_symbols(&sources[i], &cands, err))
             goto done;
     }
+    if (!sort_candidates(&cands, err))
+        goto done;
     size_t count = cands.len / sizeof(candidate);
-    if (count)
-        qsort(cands.data, count, sizeof(candidate), by_value_order);
     fixup_ends((candidate *)cands.data, count);
     count = choose_best((candidate *)cands.data, count);
     cands.len = count * sizeof(candidate);
@@ -590,10 +647,10 @@ fu_status fu_symbols_from_elf(const fu_symbol_source *sources, size_t source_cou
         for (size_t i = 0; i < count; i++)
             if (c[i].synthetic)
                 c[i].name = (const char *)synthetic_names.data + c[i].name_offset;
-        /* stable: each address's chosen symbol stays first of its run (qsort(NULL, 0) is undefined) */
-        if (count)
-            qsort(c, count, sizeof *c, by_value_order);
-        count = drop_covered_stubs(c, count);
+        /* each address's chosen symbol stays first of its run */
+        if (!sort_candidates(&cands, err))
+            goto done;
+        count = drop_covered_stubs((candidate *)cands.data, count);
     }
     if (!table_from_sorted(out, (candidate *)cands.data, count, false, true, err))
         goto done;
@@ -615,10 +672,8 @@ fu_status fu_symbols_from_perf_map(const uint8_t *text, size_t size, fu_symbol_t
     perf_map_context ctx = {&cands, err};
     bool ok = fu_perf_map_parse(text, size, perf_map_emit, &ctx, &counts);
     if (ok) {
-        size_t count = cands.len / sizeof(candidate);
-        if (count)
-            qsort(cands.data, count, sizeof(candidate), by_value_order);
-        ok = table_from_sorted(out, (candidate *)cands.data, count, true, true, err);
+        ok = sort_candidates(&cands, err) &&
+             table_from_sorted(out, (candidate *)cands.data, cands.len / sizeof(candidate), true, true, err);
     }
     free(cands.data);
     if (!ok)
@@ -659,8 +714,9 @@ fu_status fu_symbols_from_kallsyms(const uint8_t *text, size_t size, const uint6
             if (!append_candidate(&cands, &cand, err))
                 goto done;
         }
-        if (!sorted) /* module symbols follow the kernel's, in load order (then there are 2 or more) */
-            qsort(cands.data, cands.len / sizeof(candidate), sizeof(candidate), by_value_order);
+        /* module symbols follow the kernel's, in load order */
+        if (!sorted && !sort_candidates(&cands, err))
+            goto done;
     }
     if (!table_from_sorted(out, (candidate *)cands.data, cands.len / sizeof(candidate), true, false, err))
         goto done;

@@ -3,18 +3,18 @@
  * One translation unit in parts, so that the step's helpers inline into the loops (the parts are
  * not compiled on their own: *.inc is not in setup.py's glob nor the fuzz Makefile's sources):
  *
- *   walk.c          outcome and backend names, the address space's lookups (here)
+ *   walk.c          outcome and frame kind names (here)
  *   walk_read.inc   the walker state, walk cache slots, reads from the stack window and the image
  *   walk_step.inc   one step: expressions, rows, frame pointer, entry code, compact plans, signal
  *                   contexts, compiled bodies, the backend's choice, settling a cache entry
  *   walk.c          fu_walk_step, fu_walk_step_source, walk caches (bind, borrow, return)
  *   walk_loops.inc  the checks on each caller, recording frames, the lean loops, prefetch
- *   walk.c          fu_walk_begin, fu_walk_finish (the general loop), fu_walk; then, off the walk's
- *                   path, the backend names and fu_address_space_init
+ *   walk.c          fu_walk_begin, fu_walk_finish (the general loop), fu_walk
+ *
+ * The address space it walks (modules, backends, the module search) is address_space.[ch].
  */
 #include "walk.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,51 +39,15 @@ const char *fu_walk_outcome_name(fu_walk_outcome outcome)
     }
 }
 
-const char *fu_backend_name(fu_backend backend)
+const char *fu_frame_kind_name(int kind)
 {
-    switch (backend) {
-    case FU_BACKEND_AUTO: return "auto";
-    case FU_BACKEND_DWARF: return "dwarf";
-    case FU_BACKEND_TABLE: return "table";
-    case FU_BACKEND_COMPILED: return "compiled";
-    case FU_BACKEND_TABLE_ONLY: return "table-only";
-    case FU_BACKEND_COMPILED_ONLY: return "compiled-only";
+    switch (kind) {
+    case FU_FRAME_FIRST: return "first";
+    case FU_FRAME_CFI: return "cfi";
+    case FU_FRAME_SIGNAL: return "signal";
+    case FU_FRAME_FP: return "frame_pointer";
     default: return "?";
     }
-}
-
-int64_t fu_address_space_find(const fu_address_space *space, uint64_t avma)
-{
-    size_t lo = 0, hi = space->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (space->modules[mid].start <= avma)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0 || avma >= space->modules[lo - 1].end)
-        return -1;
-    return (int64_t)(lo - 1);
-}
-
-bool fu_address_space_read_image(const fu_address_space *space, uint64_t avma, unsigned size, uint64_t *out)
-{
-    /* Any module's read-only segments may hold the address (.rodata is not in the executable
-     * mapping); modules are few, reads from images rare. */
-    for (size_t m = 0; m < space->count; m++) {
-        const fu_module *mod = &space->modules[m];
-        uint64_t svma = avma - mod->bias;
-        for (size_t s = 0; s < mod->segment_count; s++) {
-            const fu_image_segment *seg = &mod->segments[s];
-            if (svma >= seg->vaddr && svma - seg->vaddr < seg->size && size <= seg->size - (svma - seg->vaddr)) {
-                fu_cursor c = fu_cursor_make(seg->data, seg->data + (svma - seg->vaddr), seg->data + seg->size);
-                *out = fu_read_uint(&c, size);
-                return !c.failed;
-            }
-        }
-    }
-    return false;
 }
 
 /* ---- the walker state and its reads (walk_read.inc) ------------------------------------------ */
@@ -99,6 +63,17 @@ uint8_t fu_walk_step_source(const fu_address_space *space, uint64_t lookup)
     fu_walk_cache_entry e;
     settle(space, fu_address_space_find(space, lookup), lookup, &e);
     return e.kind;
+}
+
+const char *fu_walk_step_source_name(uint8_t source)
+{
+    switch (source) {
+    case FU_WALK_CACHED_RULE: return "rule";
+    case FU_WALK_CACHED_BODY: return "body";
+    case FU_WALK_CACHED_NO_INFO: return "no_info";
+    case FU_WALK_CACHED_ENTRY_CODE: return "entry_code";
+    default: return "interpreter";
+    }
 }
 
 int fu_walk_step(const fu_address_space *space, const fu_reader *reader, const fu_regs *regs,
@@ -312,46 +287,4 @@ void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader 
     fu_walk_shape *shape_to_write;
     if (!fu_walk_begin(space, registers, reader, cache, frames, max_frames, result, &shape_to_write))
         fu_walk_finish(space, registers, reader, cache, frames, max_frames, result, shape_to_write);
-}
-
-/* ---- the address space: backend names, making one (off the walk's path) ---------------------- */
-
-fu_backend fu_backend_from_name(const char *name)
-{
-    for (unsigned b = 0; b < FU_BACKEND_COUNT; b++)
-        if (strcmp(name, fu_backend_name((fu_backend)b)) == 0)
-            return (fu_backend)b;
-    return FU_BACKEND_COUNT;
-}
-
-void fu_backend_names(char *out, size_t size)
-{
-    if (!size)
-        return;
-    out[0] = '\0';
-    for (unsigned b = 0; b < FU_BACKEND_COUNT; b++) {
-        size_t used = strlen(out);
-        snprintf(out + used, size - used, "%s%s", b ? ", " : "", fu_backend_name((fu_backend)b));
-    }
-}
-
-static int compare_modules(const void *a, const void *b)
-{
-    const fu_module *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
-fu_status fu_address_space_init(fu_address_space *space, fu_module *modules, size_t count, uint32_t backend,
-                                fu_error *err)
-{
-    if (count)
-        qsort(modules, count, sizeof *modules, compare_modules);
-    for (size_t i = 1; i < count; i++)
-        if (modules[i].start < modules[i - 1].end)
-            return fu_fail(err, FU_ERR_INVALID, "modules %u and %u overlap at 0x%llx", modules[i - 1].id,
-                           modules[i].id, (unsigned long long)modules[i].start);
-    space->modules = modules;
-    space->count = count;
-    space->backend = backend;
-    return FU_OK;
 }

@@ -20,88 +20,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "address_space.h"
 #include "cfi.h"
 #include "compact_table.h"
 #include "fu_unwind_abi.h" /* fu_regs, fu_reader, the eh_elf entry point */
 
-/* Frames in one walk; deeper stacks end as FU_WALK_FRAME_LIMIT. perf's default is 127
+/* Frames in one walk; deeper stacks end as FU_WALK_FRAME_LIMIT. perf's default is FU_PERF_MAX_STACK
  * (kernel.perf_event_max_stack); 1024 covers deep recursion without unbounded work. */
 #define FU_WALK_MAX_FRAMES 1024
-
-/* A loaded eh_elf's entry points (fu_unwind_abi.h), owned by whoever loaded it. */
-typedef struct fu_eh_elf_table {
-    fu_eh_elf_step_fn step;          /* find + body in one call */
-    fu_eh_elf_find_fn find;          /* pc -> body number, 0: no FDE covers pc */
-    const fu_eh_elf_body_fn *bodies; /* [1..body_count] */
-    uint32_t body_count;
-} fu_eh_elf_table;
-
-/* An executable mapping of a module. */
-typedef struct fu_module {
-    uint64_t start, end;             /* avma range of the executable mapping */
-    uint64_t bias;                   /* avma = svma + bias */
-    const fu_eh_elf_table *compiled; /* may be NULL: the module's eh_elf (see fu_backend) */
-    const fu_compact_table *compact; /* may be NULL: asked next */
-    const fu_cfi_table *eh_frame;        /* may be NULL */
-    const fu_cfi_table *debug_frame;     /* may be NULL */
-    const fu_image_segment *segments; /* the file's read-only PT_LOAD bytes, by svma (for reads) */
-    size_t segment_count;
-    uint32_t id;                     /* the caller's identifier (for symbolization) */
-    /* The process's first code, at the file's ELF entry point, where no CFI covers it (ld.so's
-     * _start: RTLD_START is assembly without CFI): [entry_code_start, + entry_code_size) by svma,
-     * size 0 if none. fu_module_set_entry sets it. */
-    uint64_t entry_code_start, entry_code_size;
-} fu_module;
-
-/* Entry code is the bytes from e_entry up to the first FDE above it, and at most this many: the
- * entry code of every runtime we met calls on within it (ld.so's _start calls _dl_start 3 bytes in
- * and jumps to the program 58 bytes in; musl's _start calls _start_c 17 bytes in; glibc's crt1
- * _start has CFI), and a bound keeps a binary without any CFI from having all its code counted. */
-#define FU_ENTRY_CODE_MAX_BYTES 64
-
-/* Set `m`'s entry code from the file's e_entry (svma; 0: the file has none), with the module's
- * DWARF tables set: nothing where an FDE covers e_entry (its CFI says how the stack ends there,
- * DW_CFA_undefined rip in glibc's crt1). */
-void fu_module_set_entry(fu_module *m, uint64_t entry);
-
-/* Which unwind tables the walker uses, per module, before the frame-pointer fallback. Rows a
- * compiled eh_elf or a compact table leaves to the interpreter (FU_EH_ELF_INTERPRET, compact SLOW
- * rows), and modules without either, go to the DWARF tables, except in the *_ONLY backends. */
-typedef enum fu_backend {
-    /* Per row, the module's compact table where the row is on its fast path (the walk cache and
-     * walk shapes serve that path), else its compiled eh_elf where `fastunwind compile` cached one
-     * (the compact table's slow rows: DWARF expressions in straight-line code), else the
-     * interpreter. The eh_elf issue had set eh_elfs first; since shapes the compact table is faster
-     * on most recordings (docs/BENCHMARKS.md), and so eh_elfs serve where it is slow. */
-    FU_BACKEND_AUTO = 0,
-    FU_BACKEND_DWARF,         /* the DWARF tables only */
-    FU_BACKEND_TABLE,         /* compact tables (compiled eh_elfs ignored) */
-    FU_BACKEND_COMPILED,      /* compiled eh_elfs (compact tables ignored) */
-    /* For tests and benchmarks of the fast paths alone: what the compact table (resp. eh_elf)
-     * does not settle counts as no CFI, so a result shows what that path did by itself. */
-    FU_BACKEND_TABLE_ONLY,
-    FU_BACKEND_COMPILED_ONLY,
-    FU_BACKEND_COUNT
-} fu_backend;
-
-/* "auto", "dwarf", "table", "compiled", "table-only", "compiled-only" (the names Python uses). */
-const char *fu_backend_name(fu_backend backend);
-/* The backend of that name, or FU_BACKEND_COUNT. */
-fu_backend fu_backend_from_name(const char *name);
-/* Every backend's name, ", "-separated, into `out` (cut to `size`). */
-void fu_backend_names(char *out, size_t size);
-
-/* Modules sorted by start, not overlapping. */
-typedef struct fu_address_space {
-    const fu_module *modules;
-    size_t count;
-    uint32_t backend; /* fu_backend */
-} fu_address_space;
-
-/* Sorts `modules` by start and makes `space` of them (which keeps the pointer); FU_ERR_INVALID
- * ("modules 3 and 4 overlap at 0x7f0000001000") if two overlap. */
-fu_status fu_address_space_init(fu_address_space *space, fu_module *modules, size_t count, uint32_t backend,
-                                fu_error *err);
+/* Frames of a walk of the calling thread (unwind_self) unless its caller asks otherwise: glibc's
+ * backtrace() beside it is given as many. */
+#define FU_WALK_SELF_MAX_FRAMES 256
 
 typedef enum fu_walk_outcome {
     FU_WALK_END = 0,            /* end of the stack: return address undefined, or 0, or the
@@ -123,8 +52,12 @@ typedef enum fu_frame_kind {
     FU_FRAME_FIRST = 0,   /* the sampled IP */
     FU_FRAME_CFI,         /* recovered through CFI */
     FU_FRAME_SIGNAL,      /* recovered through a signal frame's CFI (the IP is not a return address) */
-    FU_FRAME_FP           /* recovered by following the frame pointer */
+    FU_FRAME_FP,          /* recovered by following the frame pointer */
+    FU_FRAME_KIND_COUNT
 } fu_frame_kind;
+
+/* "first", "cfi", "signal", "frame_pointer" (fastunwind.walk.WalkedFrame.kind); "?" else. */
+const char *fu_frame_kind_name(int kind);
 
 /* fu_frames.flags bits */
 #define FU_FRAME_SIGNAL_TRAMPOLINE 1u /* this frame's own CFI is a signal frame ('S'): __restore_rt */
@@ -323,16 +256,12 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
  * (fu_walk_cached): a compact RULE, a compiled BODY, NO_INFO (no CFI covers it, or no module
  * maps it: the frame pointer), NONE (the DWARF tables decide). For tests and diagnostics. */
 uint8_t fu_walk_step_source(const fu_address_space *space, uint64_t lookup);
+/* "rule", "body", "no_info", "entry_code", or "interpreter" (NONE) for a fu_walk_step_source result. */
+const char *fu_walk_step_source_name(uint8_t source);
 
 /* The walker's outcome for a compiled step's failure status (REGISTER_UNKNOWN, EXPRESSION_ERROR,
  * UNREADABLE, PAST_DUMP; a status no generator writes counts as unreadable). */
 fu_walk_outcome fu_eh_elf_failure_outcome(int status);
-
-/* The module whose executable mapping contains avma, or -1. */
-int64_t fu_address_space_find(const fu_address_space *space, uint64_t avma);
-
-/* Read from a module's file image: avma -> svma through the module's bias, then its segments. */
-bool fu_address_space_read_image(const fu_address_space *space, uint64_t avma, unsigned size, uint64_t *out);
 
 /* ---- walk caches kept with an address space ---------------------------------------------------- */
 

@@ -61,6 +61,7 @@
 #include "compact_table.h"
 #include "intern.h"
 #include "memory.h"
+#include "step_batch.h"
 #include "walk.h"
 
 /* ---- limits ------------------------------------------------------------------------------------ */
@@ -677,8 +678,18 @@ static void make_space(space_set *s, uint64_t *rng, const size_t *fixed, size_t 
             m->segments = t->segments;
             m->segment_count = t->segment_count;
             m->id = (uint32_t)ti; /* sorted below: the id says which template */
-            if (rng_below(rng, 2)) /* an entry point anywhere in the code: entry code where no FDE is */
-                fu_module_set_entry(m, t->exec_lo + rng_below(rng, size));
+            if (rng_below(rng, 2)) { /* an entry point anywhere in the code: entry code where no FDE is */
+                uint64_t entry = t->exec_lo + rng_below(rng, size);
+                fu_module_set_entry(m, entry);
+                if (m->compact && (m->eh_frame || m->debug_frame)) { /* the compact table's answer is the same */
+                    fu_module alone = {.compact = m->compact};
+                    fu_module_set_entry(&alone, entry);
+                    if (alone.entry_code_size != m->entry_code_size)
+                        invariant_failed("entry code at 0x%llx: %llu bytes from the compact table, %llu from the DWARF tables",
+                                         (unsigned long long)entry, (unsigned long long)alone.entry_code_size,
+                                         (unsigned long long)m->entry_code_size);
+                }
+            }
             if (compiled_mode == 1 ? i == 0 : compiled_mode == 0 && rng_below(rng, 5) == 0)
                 m->compiled = &fake_compiled;
             previous_end = m->end;
@@ -1062,6 +1073,34 @@ static void check_one_word_changed(const fu_address_space *space, const walk_cas
     free(changed.stack);
 }
 
+/* fu_step_batch over the walker's step (what the property tests call through _core.step_batch): the
+ * first step of the case, as fu_walk_step takes it. */
+static void check_step_batch(const fu_address_space *space, const walk_case *c, const fu_reader *reader)
+{
+    fu_step_state state = {{0}, c->regs.valid, 0};
+    memcpy(state.regs, c->regs.value, sizeof state.regs);
+    fu_step_record record;
+    fu_step_batch(space, (const uint8_t *)&state, 1, c->stack, c->stack_size, c->stack_address, fu_step_walker,
+                  (void *)space, (uint8_t *)&record);
+    fu_walk_result result = {FU_WALK_END, 0, 0};
+    fu_regs caller = {{0}, 0};
+    uint8_t flags = 0;
+    int kind = fu_walk_step(space, reader, &c->regs, false, &caller, &flags, &result);
+    CHECK(record.kind == kind && record.flags == flags, "step batch: kind %d flags %u, fu_walk_step: kind %d flags %u",
+          record.kind, record.flags, kind, flags);
+    if (kind < 0) {
+        CHECK(record.outcome == (uint8_t)result.outcome && record.fault_address == result.fault_address,
+              "step batch: outcome %u at 0x%" PRIx64 ", fu_walk_step: %s at 0x%" PRIx64, record.outcome,
+              record.fault_address, fu_walk_outcome_name(result.outcome), result.fault_address);
+        return;
+    }
+    CHECK(record.outcome == FU_STEP_NO_OUTCOME && record.valid == caller.valid,
+          "step batch: outcome %u valid 0x%x, fu_walk_step: valid 0x%x", record.outcome, record.valid, caller.valid);
+    for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+        CHECK(!(caller.valid >> r & 1) || record.regs[r] == caller.value[r],
+              "step batch: register %u 0x%" PRIx64 ", fu_walk_step: 0x%" PRIx64, r, record.regs[r], caller.value[r]);
+}
+
 static void check_input(const uint8_t *data, size_t size)
 {
     walk_case c;
@@ -1120,6 +1159,7 @@ static void check_input(const uint8_t *data, size_t size)
     /* fu_walk_step, frame by frame */
     reference_walk(space, &c.regs, &reader, c.max_frames, &out_b);
     check_same(&out_a, &out_b, what, "fu_walk_step frame by frame");
+    check_step_batch(space, &c, &reader);
 
     /* compact tables are exact: without a compiled step, auto and table (compact table, then
      * DWARF) walk as DWARF alone */

@@ -1,4 +1,4 @@
-/* The CFI stages' binding: CfiTable, parse_eh_frame_hdr, register_name.
+/* The CFI stages' binding: CfiTable, parse_eh_frame_hdr.
  *
  * CfiTable(data, kind, address, address_size=8, text_base=0, data_base=0, segments=())
  *   parses and evaluates one .eh_frame or .debug_frame section, with the GIL released. The
@@ -310,7 +310,7 @@ static PyObject *table_memory(CfiTableObject *self, PyObject *unused)
     const fu_cfi_table *t = &self->table;
     uint64_t rows = (uint64_t)t->row_cap * (sizeof(uint64_t) + sizeof(uint32_t));
     uint64_t states = (uint64_t)t->state_cap * sizeof(fu_state) +
-                      (uint64_t)t->pool_cap * (sizeof(fu_rule) + 1) + (uint64_t)t->state_hash_cap * 4;
+                      (uint64_t)t->pool_cap * (sizeof(fu_rule) + 1) + (uint64_t)t->state_index.cap * (sizeof(uint64_t) + sizeof(uint32_t));
     uint64_t entries = (uint64_t)t->entry_cap * sizeof(fu_entry) + (uint64_t)t->cie_cap * sizeof(fu_cie_info) +
                        (uint64_t)t->entry_count * 4;
     return Py_BuildValue("{s:K,s:K,s:K}", "rows", (unsigned long long)rows, "states",
@@ -401,23 +401,27 @@ static PyObject *parse_eh_frame_hdr(PyObject *module, PyObject *args)
                          hdr.table_encoding, (unsigned long long)hdr.eh_frame_ptr, entries);
 }
 
-static PyObject *register_name(PyObject *module, PyObject *arg)
-{
-    unsigned long long reg = PyLong_AsUnsignedLongLong(arg);
-    if (PyErr_Occurred())
-        return NULL;
-    const char *name = fu_register_name(reg);
-    if (!name)
-        Py_RETURN_NONE;
-    return PyUnicode_FromString(name);
-}
-
 static PyMethodDef cfi_functions[] = {
     {"parse_eh_frame_hdr", parse_eh_frame_hdr, METH_VARARGS,
      "parse_eh_frame_hdr(data, address, eh_frame_address=0, eh_frame_size=0) -> header fields and entries"},
-    {"register_name", register_name, METH_O, "register_name(column) -> str | None (readelf's x86-64 names)"},
     {NULL},
 };
+
+static const char *rule_kind_name(int kind) { return fu_rule_kind_name(kind); }
+
+/* RULE_KINDS, the names by code, and RULE_<NAME> for each code (fastunwind.cfi.RuleKind's values). */
+static int add_rule_kinds(PyObject *module)
+{
+    if (py_core_add_names(module, "RULE_KINDS", FU_RULE_KIND_COUNT, rule_kind_name) < 0)
+        return -1;
+    for (int kind = 0; kind < FU_RULE_KIND_COUNT; kind++) {
+        char name[32];
+        snprintf(name, sizeof name, "RULE_%s", fu_rule_kind_name(kind));
+        if (PyModule_AddIntConstant(module, name, kind) < 0)
+            return -1;
+    }
+    return 0;
+}
 
 int py_cfi_init(PyObject *module)
 {
@@ -427,5 +431,5 @@ int py_cfi_init(PyObject *module)
         PyModule_AddIntConstant(module, "MAX_STATE_STACK", FU_MAX_STATE_STACK) < 0 ||
         PyModule_AddIntConstant(module, "STATE_SIZE", sizeof(fu_state)) < 0)
         return -1;
-    return 0;
+    return add_rule_kinds(module);
 }

@@ -208,10 +208,12 @@ static PyObject *compact_get(CompactTableObject *self, void *which)
     case 6: return PyLong_FromUnsignedLongLong(h->file_size);
     case 7: return PyBytes_FromStringAndSize((const char *)h->key, h->key_size);
     case 8: return PyLong_FromUnsignedLong(h->key_kind);
-    case 9: return h->eh_frame_row_count == UINT32_MAX ? Py_NewRef(Py_None) : PyLong_FromUnsignedLong(h->eh_frame_row_count);
+    case 9:
+        return h->eh_frame_size == FU_COMPACT_NO_SECTION ? Py_NewRef(Py_None)
+                                                         : PyLong_FromUnsignedLongLong(h->eh_frame_size);
     case 10:
-        return h->debug_frame_row_count == UINT32_MAX ? Py_NewRef(Py_None)
-                                                      : PyLong_FromUnsignedLong(h->debug_frame_row_count);
+        return h->debug_frame_size == FU_COMPACT_NO_SECTION ? Py_NewRef(Py_None)
+                                                            : PyLong_FromUnsignedLongLong(h->debug_frame_size);
     case 11: return PyLong_FromUnsignedLongLong(h->slow_bytes);
     case 12: return PyLong_FromUnsignedLongLong(h->covered_bytes);
     case 13: return PyLong_FromUnsignedLong(h->rule_index_size);
@@ -230,8 +232,8 @@ static PyGetSetDef compact_getset[] = {
     {"size", (getter)compact_get, NULL, "bytes of the serialized table", (void *)6},
     {"key", (getter)compact_get, NULL, "the build-id (or file hash) it was built for", (void *)7},
     {"key_kind", (getter)compact_get, NULL, "1: build-id, 2: hash of path, size and mtime", (void *)8},
-    {"eh_frame_row_count", (getter)compact_get, NULL, "rows of the .eh_frame it was built from, or None", (void *)9},
-    {"debug_frame_row_count", (getter)compact_get, NULL, "rows of the .debug_frame it was built from, or None",
+    {"eh_frame_size", (getter)compact_get, NULL, "bytes of the .eh_frame it was built from, or None", (void *)9},
+    {"debug_frame_size", (getter)compact_get, NULL, "bytes of the .debug_frame it was built from, or None",
      (void *)10},
     {"slow_bytes", (getter)compact_get, NULL, "bytes of code covered by slow rows", (void *)11},
     {"covered_bytes", (getter)compact_get, NULL, "bytes of code covered by CFI", (void *)12},
@@ -283,5 +285,11 @@ int py_compact_table_init(PyObject *module)
         PyModule_AddIntConstant(module, "COMPACT_HEADER_SIZE", sizeof(fu_compact_header)) < 0 ||
         PyModule_AddIntConstant(module, "COMPACT_RULE_SIZE", sizeof(fu_compact_rule)) < 0)
         return -1;
+    static const uint8_t plt_expression[FU_COMPACT_PLT_EXPRESSION_SIZE] = FU_COMPACT_PLT_EXPRESSION;
+    PyObject *plt = PyBytes_FromStringAndSize((const char *)plt_expression, sizeof plt_expression);
+    if (!plt || PyModule_AddObject(module, "COMPACT_PLT_EXPRESSION", plt) < 0) {
+        Py_XDECREF(plt);
+        return -1;
+    }
     return 0;
 }

@@ -103,24 +103,42 @@ PyObject *py_core_bytes(const void *data, size_t size)
     return PyBytes_FromStringAndSize(size ? (const char *)data : "", (Py_ssize_t)size);
 }
 
-int py_core_add_names(PyObject *module, const char *attribute, int count, const char *(*name)(int))
+/* What a constant tuple's items are made of: a name or a number by index. */
+typedef struct tuple_items {
+    const char *(*name)(int);
+    int (*number)(int);
+} tuple_items;
+
+/* module.<attribute> = the tuple of `count` items, each a str of items->name or else an int of
+ * items->number; -1 with an exception. */
+static int add_tuple(PyObject *module, const char *attribute, int count, const tuple_items *items)
 {
-    PyObject *names = PyTuple_New(count);
-    if (!names)
+    PyObject *tuple = PyTuple_New(count);
+    if (!tuple)
         return -1;
     for (int i = 0; i < count; i++) {
-        PyObject *item = PyUnicode_FromString(name(i));
+        PyObject *item = items->name ? PyUnicode_FromString(items->name(i)) : PyLong_FromLong(items->number(i));
         if (!item) {
-            Py_DECREF(names);
+            Py_DECREF(tuple);
             return -1;
         }
-        PyTuple_SET_ITEM(names, i, item);
+        PyTuple_SET_ITEM(tuple, i, item);
     }
-    if (PyModule_AddObject(module, attribute, names) < 0) {
-        Py_DECREF(names);
+    if (PyModule_AddObject(module, attribute, tuple) < 0) {
+        Py_DECREF(tuple);
         return -1;
     }
     return 0;
+}
+
+int py_core_add_names(PyObject *module, const char *attribute, int count, const char *(*name)(int))
+{
+    return add_tuple(module, attribute, count, &(tuple_items){name, NULL});
+}
+
+int py_core_add_numbers(PyObject *module, const char *attribute, int count, int (*number)(int))
+{
+    return add_tuple(module, attribute, count, &(tuple_items){NULL, number});
 }
 
 int py_core_state_traverse(PyObject *module, visitproc visit, void *arg)

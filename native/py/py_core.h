@@ -26,7 +26,7 @@ typedef enum py_type_id {
     PY_CFI_TABLE,       /* payload: fu_cfi_table (py_cfi.c) */
     PY_COMPACT_TABLE,   /* fu_compact_table (py_compact_table.c) */
     PY_EH_ELF,          /* fu_eh_elf_table (py_eh_elf.c) */
-    PY_ADDRESS_SPACE,   /* fu_space_with_cache (py_walk.c) */
+    PY_ADDRESS_SPACE,   /* fu_space_with_cache (py_address_space.c) */
     PY_PERF_DATA,       /* fu_perf_data, parsed (py_perf_data.c) */
     PY_SYMBOL_TABLE,    /* fu_symbol_table (py_symbols.c) */
     PY_UNWOUND_SAMPLES, /* (py_perf_script.c) */
@@ -69,6 +69,8 @@ bool py_core_index_arg(PyObject *arg, size_t count, size_t *index);
 PyObject *py_core_bytes(const void *data, size_t size);
 /* module.<attribute> = (name(0), ..., name(count - 1)); -1 with an exception. */
 int py_core_add_names(PyObject *module, const char *attribute, int count, const char *(*name)(int));
+/* module.<attribute> = (number(0), ..., number(count - 1)); -1 with an exception. */
+int py_core_add_numbers(PyObject *module, const char *attribute, int count, int (*number)(int));
 
 /* A Python sequence of (vaddr, bytes-like) pairs as fu_image_segments over the objects' buffers,
  * which stay acquired until py_core_segments_release (safe on a zeroed or partly filled one). */

@@ -1,7 +1,7 @@
 /* eh_elf's Python binding: load a compiled unwind table (a shared object that `fastunwind compile`
  * built, see fastunwind/eh_elf.py) and check it before anything calls into it.
  *
- * EhElf(path, key_kind, key, *, generator_version, row_count=None)
+ * EhElf(path, key_kind, key, *, generator_version, frame_sizes=None)
  *   1. checks the file is a complete x86-64 ELF shared object: the header, the program headers,
  *      every PT_LOAD's bytes and the section headers inside the file (a truncated file would
  *      otherwise map and fault with SIGBUS on first use);
@@ -50,8 +50,8 @@ static void eh_elf_dealloc(EhElfObject *self)
 
 static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"path", "key_kind", "key", "generator_version", "row_count", NULL};
-    PyObject *path_object, *row_count_object = Py_None;
+    static char *kwlist[] = {"path", "key_kind", "key", "generator_version", "frame_sizes", NULL};
+    PyObject *path_object, *frame_sizes = Py_None;
     unsigned int key_kind, generator_version = UINT_MAX;
     Py_buffer key;
     if (self->handle) {
@@ -59,7 +59,7 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&Iy*|$IO", kwlist, PyUnicode_FSDecoder, &path_object,
-                                     &key_kind, &key, &generator_version, &row_count_object))
+                                     &key_kind, &key, &generator_version, &frame_sizes))
         return -1;
     int status = -1;
     void *handle = NULL;
@@ -127,13 +127,20 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
                      info->key_kind, have, key_kind, want);
         goto done;
     }
-    if (row_count_object != Py_None) {
-        unsigned long long rows = PyLong_AsUnsignedLongLong(row_count_object);
-        if (PyErr_Occurred())
+    if (frame_sizes != Py_None) {
+        PyObject *eh_size, *debug_size;
+        if (!PyArg_ParseTuple(frame_sizes, "OO;frame_sizes is (eh_frame bytes or None, debug_frame bytes or None)",
+                              &eh_size, &debug_size))
             goto done;
-        if (info->row_count != rows) {
-            py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: built from %llu DWARF rows, the file has %llu now (a debug file "
-                         "added or removed?)", path, (unsigned long long)info->row_count, rows);
+        unsigned long long want[2] = {FU_EH_ELF_NO_SECTION, FU_EH_ELF_NO_SECTION};
+        PyObject *given[2] = {eh_size, debug_size};
+        for (int i = 0; i < 2; i++)
+            if (given[i] != Py_None && (want[i] = PyLong_AsUnsignedLongLong(given[i])) == (unsigned long long)-1 &&
+                PyErr_Occurred())
+                goto done;
+        if (info->eh_frame_size != want[0] || info->debug_frame_size != want[1]) {
+            py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: built from other CFI sections than the file has now "
+                                 "(a debug file added or removed?)", path);
             goto done;
         }
     }

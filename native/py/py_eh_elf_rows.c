@@ -112,5 +112,8 @@ static PyMethodDef eh_elf_rows_methods[] = {
 
 int py_eh_elf_rows_init(PyObject *module)
 {
-    return PyModule_AddFunctions(module, eh_elf_rows_methods);
+    if (PyModule_AddFunctions(module, eh_elf_rows_methods) < 0)
+        return -1;
+    /* the key of a gap (no FDE covers it) */
+    return PyModule_AddObject(module, "EH_ELF_NO_KEY", PyLong_FromUnsignedLong(FU_EH_ELF_NO_KEY));
 }

@@ -6,23 +6,25 @@
  */
 #include "py_core.h"
 
-int py_cfi_init(PyObject *module);           /* CfiTable, parse_eh_frame_hdr, register_name */
+int py_x86_64_init(PyObject *module);        /* register_name, the register facts */
+int py_cfi_init(PyObject *module);           /* CfiTable, parse_eh_frame_hdr */
 int py_dwarf_expr_init(PyObject *module);    /* evaluate_expression, format_expression */
 int py_compact_table_init(PyObject *module); /* CompactTable, build_compact_table */
 int py_eh_elf_init(PyObject *module);        /* EhElf, eh_elf_step_batch */
 int py_eh_elf_rows_init(PyObject *module);   /* eh_elf_rows */
-int py_walk_init(PyObject *module);          /* AddressSpace, unwind, unwind_self, step_batch */
+int py_address_space_init(PyObject *module); /* AddressSpace, the backends' names */
+int py_walk_init(PyObject *module);          /* unwind, unwind_self, step_batch */
 int py_perf_data_init(PyObject *module);     /* PerfData, PerfDataError */
 int py_perf_replay_init(PyObject *module);   /* replay_recording */
 int py_perf_walk_init(PyObject *module);     /* unwind_samples, callchain_samples, sample_walk_registers */
 int py_symbols_init(PyObject *module);       /* SymbolTable */
 int py_perf_script_init(PyObject *module);   /* symbolize_samples, UnwoundSamples */
-int py_synth_init(PyObject *module);         /* check_fdes */
+int py_synth_init(PyObject *module);         /* check_fdes, synth_function */
 
 static const py_init_fn INITS[] = {
-    py_cfi_init,       py_dwarf_expr_init,  py_compact_table_init, py_eh_elf_init, py_eh_elf_rows_init, py_walk_init,
-    py_perf_data_init, py_perf_replay_init, py_perf_walk_init,     py_symbols_init, py_perf_script_init,
-    py_synth_init,
+    py_x86_64_init,        py_cfi_init,       py_dwarf_expr_init,  py_compact_table_init, py_eh_elf_init,
+    py_eh_elf_rows_init,   py_address_space_init, py_walk_init,    py_perf_data_init,     py_perf_replay_init,
+    py_perf_walk_init,     py_symbols_init,   py_perf_script_init, py_synth_init,
 };
 
 static int module_exec(PyObject *module)

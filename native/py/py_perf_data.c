@@ -597,5 +597,14 @@ int py_perf_data_init(PyObject *module)
         PyModule_AddObject(module, "PERF_DEFAULT_MAX_DECOMPRESSED",
                            PyLong_FromUnsignedLongLong(FU_PERF_DEFAULT_MAX_DECOMPRESSED)) < 0)
         return -1;
+    /* the PERF_SAMPLE_* bits the package reads a sample_type by, and the kinds of events() it tells
+     * apart (the others are FORK and EXIT) */
+    if (PyModule_AddIntConstant(module, "PERF_SAMPLE_CALLCHAIN", FU_PERF_SAMPLE_CALLCHAIN) < 0 ||
+        PyModule_AddIntConstant(module, "PERF_SAMPLE_REGS_USER", FU_PERF_SAMPLE_REGS_USER) < 0 ||
+        PyModule_AddIntConstant(module, "PERF_SAMPLE_STACK_USER", FU_PERF_SAMPLE_STACK_USER) < 0 ||
+        PyModule_AddIntConstant(module, "PERF_EVENT_SAMPLE", FU_PERF_EVENT_SAMPLE) < 0 ||
+        PyModule_AddIntConstant(module, "PERF_EVENT_MMAP", FU_PERF_EVENT_MMAP) < 0 ||
+        PyModule_AddIntConstant(module, "PERF_EVENT_COMM", FU_PERF_EVENT_COMM) < 0)
+        return -1;
     return 0;
 }

@@ -180,5 +180,6 @@ int py_perf_replay_init(PyObject *module)
         Py_XDECREF(type);
         return -1;
     }
-    return 0;
+    /* the space or comm id of a sample without one */
+    return PyModule_AddObject(module, "REPLAY_NONE", PyLong_FromUnsignedLong(FU_REPLAY_NONE));
 }

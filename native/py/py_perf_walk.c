@@ -1,7 +1,7 @@
 /* The Python side of core/perf_walk.c: arguments, the walk caches the spaces lend, the spare
  * buffers, and the results as bytes.
  *
- * unwind_samples(perf_data, space_ids, spaces, max_frames=127, threads=0)
+ * unwind_samples(perf_data, space_ids, spaces, max_frames=FU_PERF_MAX_STACK, threads=0)
  *   space_ids: bytes of uint32, one per sample (UINT32_MAX: skip the sample)
  *   threads: walking threads (0: FASTUNWIND_THREADS, else the CPUs; see fu_perf_walk_threads); each
  *       walks a contiguous share of the samples with walk caches of its own, the results joined in
@@ -10,7 +10,7 @@
  *       modules: bytes u32[frames], kinds: bytes u8[frames], flags: bytes u8[frames],
  *       walk_ns: int)
  *
- * callchain_samples(perf_data, space_ids, spaces, max_frames=127): the same columns for a recording
+ * callchain_samples(perf_data, space_ids, spaces, max_frames=FU_PERF_MAX_STACK): the same columns for a recording
  *   without user stacks (perf record -g, --call-graph fp or lbr, or no call graph): each sample's
  *   user frames are the user entries of its kernel callchain (outcome FU_SAMPLE_CALLCHAIN), or,
  *   without a callchain, its sampled IP alone (FU_SAMPLE_IP_ONLY); nothing is walked. Frames are of
@@ -252,9 +252,11 @@ static PyMethodDef perf_walk_methods[] = {
     {"sample_walk_registers", sample_walk_registers, METH_VARARGS,
      "sample_walk_registers(perf_data, index) -> the DWARF registers 0..16 a walk of the sample starts from"},
     {"unwind_samples", (PyCFunction)(void (*)(void))unwind_samples, METH_VARARGS | METH_KEYWORDS,
-     "unwind_samples(perf_data, space_ids, spaces, max_frames=127) -> outcome and frame arrays, walk_ns"},
+     "unwind_samples(perf_data, space_ids, spaces, max_frames=" Py_STRINGIFY(FU_PERF_MAX_STACK)
+     ") -> outcome and frame arrays, walk_ns"},
     {"callchain_samples", (PyCFunction)(void (*)(void))callchain_samples, METH_VARARGS | METH_KEYWORDS,
-     "callchain_samples(perf_data, space_ids, spaces, max_frames=127) -> unwind_samples' columns from the "
+     "callchain_samples(perf_data, space_ids, spaces, max_frames=" Py_STRINGIFY(FU_PERF_MAX_STACK)
+     ") -> unwind_samples' columns from the "
      "samples' kernel callchains (or IPs), for recordings without user stacks"},
     {NULL},
 };

@@ -141,7 +141,10 @@ static PyObject *symbols_from_elf(PyObject *cls, PyObject *args, PyObject *kwarg
     }
     fu_symbol_table table;
     fu_error err = {0};
-    fu_status status = fu_symbols_from_elf(source, (size_t)n, plt != Py_None ? &plt_input : NULL, &table, &err);
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS /* the buffers stay exported: nothing can move or free them */
+    status = fu_symbols_from_elf(source, (size_t)n, plt != Py_None ? &plt_input : NULL, &table, &err);
+    Py_END_ALLOW_THREADS
     result = table_object(cls, status, &table, &err);
 done:
     for (Py_ssize_t i = 0; i < held; i++)
@@ -157,7 +160,10 @@ static PyObject *symbols_from_perf_map(PyObject *cls, PyObject *arg)
         return NULL;
     fu_symbol_table table;
     fu_error err = {0};
-    fu_status status = fu_symbols_from_perf_map(text.buf, (size_t)text.len, &table, &err);
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = fu_symbols_from_perf_map(text.buf, (size_t)text.len, &table, &err);
+    Py_END_ALLOW_THREADS
     PyBuffer_Release(&text);
     return table_object(cls, status, &table, &err);
 }
@@ -174,8 +180,10 @@ static PyObject *symbols_from_kallsyms(PyObject *cls, PyObject *args)
     }
     fu_symbol_table table;
     fu_error err = {0};
-    fu_status status = fu_symbols_from_kallsyms(text.buf, (size_t)text.len, queries.buf, (size_t)queries.len / 8,
-                                                &table, &err);
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = fu_symbols_from_kallsyms(text.buf, (size_t)text.len, queries.buf, (size_t)queries.len / 8, &table, &err);
+    Py_END_ALLOW_THREADS
     result = table_object(cls, status, &table, &err);
 done:
     PyBuffer_Release(&text);
@@ -248,5 +256,7 @@ static PyType_Spec symbols_spec = {
 
 int py_symbols_init(PyObject *module)
 {
-    return py_core_add_type(module, PY_SYMBOL_TABLE, &symbols_spec);
+    if (py_core_add_type(module, PY_SYMBOL_TABLE, &symbols_spec) < 0)
+        return -1;
+    return PyModule_AddObject(module, "MAX_SYMBOLS", PyLong_FromUnsignedLong(FU_MAX_SYMBOLS));
 }

@@ -13,22 +13,51 @@ from typing import Any, Final, final
 from _typeshed import ReadableBuffer as Buffer
 
 # ---- constants (from the C headers) ----------------------------------------------------------------
+# x86_64.h
+RETURN_ADDRESS_COLUMN: Final[int]
+WALK_REGISTERS: Final[int]
+REG_RSP: Final[int]
+CALLEE_SAVED_MASK: Final[int]
+PERF_REGISTER_NAMES: Final[tuple[str, ...]]
+PERF_REGISTER_DWARF: Final[tuple[int, ...]]
+# cfi.h
 MAX_COLUMNS: Final[int]
 MAX_STATE_STACK: Final[int]
+STATE_SIZE: Final[int]
+RULE_KINDS: Final[tuple[str, ...]]
+RULE_UNSPECIFIED: Final[int]
+RULE_UNDEFINED: Final[int]
+RULE_SAME_VALUE: Final[int]
+RULE_OFFSET: Final[int]
+RULE_VAL_OFFSET: Final[int]
+RULE_REGISTER: Final[int]
+RULE_EXPRESSION: Final[int]
+RULE_VAL_EXPRESSION: Final[int]
+RULE_CFA_REG_OFFSET: Final[int]
+RULE_CFA_EXPRESSION: Final[int]
 EXPR_STACK: Final[int]
 EXPR_MAX_STEPS: Final[int]
-STATE_SIZE: Final[int]
 COMPACT_HEADER_SIZE: Final[int]
 COMPACT_KEY_BUILD_ID: Final[int]
 COMPACT_KEY_FILE_HASH: Final[int]
 COMPACT_RULE_SIZE: Final[int]
 COMPACT_VERSION: Final[int]
+COMPACT_PLT_EXPRESSION: Final[bytes]
 EH_ELF_MAX_KEY: Final[int]
+EH_ELF_NO_KEY: Final[int]
 EH_ELF_STATUSES: Final[tuple[str, ...]]
 UNWIND_ABI_VERSION: Final[int]
 PERF_DEFAULT_MAX_DECOMPRESSED: Final[int]
 PERF_MAX_ATTRS: Final[int]
 PERF_MAX_ATTR_SIZE: Final[int]
+REPLAY_NONE: Final[int]
+MAX_SYMBOLS: Final[int]
+PERF_SAMPLE_CALLCHAIN: Final[int]
+PERF_SAMPLE_REGS_USER: Final[int]
+PERF_SAMPLE_STACK_USER: Final[int]
+PERF_EVENT_SAMPLE: Final[int]
+PERF_EVENT_MMAP: Final[int]
+PERF_EVENT_COMM: Final[int]
 SAMPLE_NO_USER_REGISTERS: Final[int]
 SAMPLE_SKIPPED: Final[int]
 SAMPLE_CALLCHAIN: Final[int]
@@ -37,8 +66,14 @@ SAMPLE_OUTCOMES: Final[tuple[str, ...]]
 PERF_MAX_FRAMES: Final[int]
 STEP_NO_OUTCOME: Final[int]
 WALK_BACKENDS: Final[tuple[str, ...]]
+WALK_DEFAULT_BACKEND: Final[str]
+WALK_BACKENDS_WITH_COMPACT: Final[tuple[str, ...]]
+WALK_BACKENDS_WITH_EH_ELF: Final[tuple[str, ...]]
+WALK_SELF_MAX_FRAMES: Final[int]
 WALK_MAX_FRAMES: Final[int]
 WALK_OUTCOMES: Final[tuple[str, ...]]
+FRAME_KINDS: Final[tuple[str, ...]]
+FRAME_SIGNAL_TRAMPOLINE: Final[int]
 
 class PerfDataError(Exception): ...  # fastunwind.errors.PerfDataError, re-exported
 
@@ -103,9 +138,9 @@ class CompactTable:
     @property
     def key_kind(self) -> int: ...
     @property
-    def eh_frame_row_count(self) -> int | None: ...
+    def eh_frame_size(self) -> int | None: ...
     @property
-    def debug_frame_row_count(self) -> int | None: ...
+    def debug_frame_size(self) -> int | None: ...
     @property
     def slow_bytes(self) -> int: ...
     @property
@@ -126,7 +161,8 @@ def build_compact_table(eh_frame: CfiTable | None, debug_frame: CfiTable | None,
 @final
 class EhElf:
     def __init__(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes], key_kind: int, key: Buffer, *,
-                 generator_version: int = ..., row_count: int | None = None) -> None: ...
+                 generator_version: int = ...,
+                 frame_sizes: tuple[int | None, int | None] | None = None) -> None: ...
     @property
     def path(self) -> str: ...
     @property
@@ -156,14 +192,14 @@ _WalkedTuple = tuple[str, int, list[tuple[int, int | None, int, int]]]
 
 @final
 class AddressSpace:
-    def __init__(self, modules: Sequence[_ModuleTuple], *, backend: str = "auto") -> None: ...
+    def __init__(self, modules: Sequence[_ModuleTuple], *, backend: str = ...) -> None: ...
     @property
     def backend(self) -> str: ...
     def step_source(self, pc: int, /) -> str: ...
 
 def unwind(space: AddressSpace, registers: dict[int, int], stack: Buffer, stack_address: int,
            max_frames: int = ...) -> _WalkedTuple: ...
-def unwind_self(space: AddressSpace, max_frames: int = 256, /) -> tuple[_WalkedTuple, list[int]]: ...
+def unwind_self(space: AddressSpace, max_frames: int = ..., /) -> tuple[_WalkedTuple, list[int]]: ...
 def step_batch(space: AddressSpace, states: Buffer, stack: Buffer, stack_address: int, /) -> bytes: ...
 
 # ---- perf.data (perf_binding.c, perf_replay.c, perf_walk.c) ---------------------------------------

@@ -22,12 +22,12 @@ from fastunwind import _core, image
 from fastunwind.errors import ElfError
 from fastunwind.tables import compact, eh_elf
 
-BACKENDS: tuple[str, ...] = _core.WALK_BACKENDS  #: walk.h fu_backend, by code
+BACKENDS: tuple[str, ...] = _core.WALK_BACKENDS  #: address_space.h fu_backend, by code
 
 
 def default_backend() -> str:
-    backend = os.environ.get("FASTUNWIND_BACKEND", "auto")
-    return backend if backend in BACKENDS else "auto"
+    backend = os.environ.get("FASTUNWIND_BACKEND", _core.WALK_DEFAULT_BACKEND)
+    return backend if backend in BACKENDS else _core.WALK_DEFAULT_BACKEND
 
 
 class ModuleImage(image.ModuleImage):
@@ -63,7 +63,7 @@ class ModuleImage(image.ModuleImage):
     @property
     def compiled(self) -> _core.EhElf | None:
         """The module's compiled unwind table (eh_elf) if `fastunwind compile` cached a valid one
-        (checked: ABI and generator version, build-id, DWARF rows), else None. Never built here:
+        (checked: ABI and generator version, build-id, CFI section sizes), else None. Never built here:
         compiling takes seconds. FASTUNWIND_COMPILED=0 disables them."""
         return eh_elf.for_image(self)
 
@@ -107,7 +107,7 @@ class AddressSpace:
         self._cores: dict[str, _core.AddressSpace] = {}
 
     def to_core(self, backend: str | None = None) -> _core.AddressSpace:
-        """The C walker's view. `backend` (walk.h, fu_backend): "auto" (per row the compact table's
+        """The C walker's view. `backend` (address_space.h, fu_backend): "auto" (per row the compact table's
         rule, else the module's eh_elf if one is cached, then the DWARF tables), "dwarf" (DWARF tables only),
         "table" (compact tables, then DWARF), "compiled" (eh_elfs, then DWARF), "table-only" /
         "compiled-only" (that fast path alone, for tests and benchmarks); default
@@ -115,27 +115,22 @@ class AddressSpace:
         backend = backend or default_backend()
         core = self._cores.get(backend)
         if core is None:
-            use_compact = backend in ("auto", "table", "table-only")
-            use_compiled = backend in ("auto", "compiled", "compiled-only")
-
-            core = self._cores[backend] = _core.AddressSpace(
-                [
-                    (
-                        m.start,
-                        m.end,
-                        m.bias,
-                        m.image.eh_frame if m.image else None,
-                        m.image.debug_frame if m.image else None,
-                        m.image.segments if m.image else [],
-                        index,
-                        compact.for_image(m.image) if m.image and use_compact else None,
-                        eh_elf.for_image(m.image) if m.image and use_compiled else None,
-                        m.image.elf.entry if m.image else 0,
-                    )
-                    for index, m in enumerate(self.mappings)
-                ],
-                backend=backend,
-            )
+            use_compact = backend in _core.WALK_BACKENDS_WITH_COMPACT
+            use_compiled = backend in _core.WALK_BACKENDS_WITH_EH_ELF
+            modules: list[_core._ModuleTuple] = []
+            for index, m in enumerate(self.mappings):
+                image = m.image
+                if image is None:
+                    modules.append((m.start, m.end, m.bias, None, None, [], index, None, None, 0))
+                    continue
+                table = compact.for_image(image) if use_compact else None
+                # a compact table without slow rows answers every lookup: the DWARF tables are not
+                # parsed (step() asks them for slow rows only)
+                dwarf = table is None or table.slow_row_count > 0
+                modules.append((m.start, m.end, m.bias, image.eh_frame if dwarf else None,
+                                image.debug_frame if dwarf else None, image.segments, index, table,
+                                eh_elf.for_image(image) if use_compiled else None, image.elf.entry))
+            core = self._cores[backend] = _core.AddressSpace(modules, backend=backend)
         return core
 
 

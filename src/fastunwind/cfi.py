@@ -29,31 +29,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastunwind import _core
-from fastunwind.elf import ElfFile, find_debug_file
+from fastunwind.elf import ElfFile, Section
 from fastunwind.errors import CfiError, NoUnwindInfo
-from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame_section_kind, frame_sections, section_table
+from fastunwind.frame_sections import (DEBUG_FRAME, EH_FRAME, SectionBases, frame_section_kind, frame_sections,
+                                       frame_sources, section_table)
 
 __all__ = ["DEBUG_FRAME", "EH_FRAME", "Cie", "CfiSection", "EhFrameHdr", "Fde", "Row", "Rule", "RuleKind",
            "UnwindInfo", "cfi_sections", "frame_section_kind", "register_name"]
 
-#: DWARF x86-64 register numbers (System V AMD64 ABI, figure 3.36).
-RETURN_ADDRESS_COLUMN = 16
+#: DWARF x86-64 register numbers (native/core/x86_64.h).
+RETURN_ADDRESS_COLUMN = _core.RETURN_ADDRESS_COLUMN
 REGISTER_NAMES = {column: _core.register_name(column) for column in range(_core.MAX_COLUMNS)}
 
 
 class RuleKind(enum.IntEnum):
-    """How a register (or the CFA) is recovered; values match the C core's fu_rule_kind."""
+    """How a register (or the CFA) is recovered: the C core's fu_rule_kind (native/core/cfi.h), whose
+    names and codes are _core.RULE_KINDS."""
 
-    UNSPECIFIED = 0  #: no rule in the CFI (readelf prints "u")
-    UNDEFINED = 1  #: DW_CFA_undefined: not recoverable
-    SAME_VALUE = 2
-    OFFSET = 3  #: saved at CFA + offset
-    VAL_OFFSET = 4  #: value is CFA + offset
-    REGISTER = 5  #: saved in another register
-    EXPRESSION = 6  #: saved at the address an expression computes
-    VAL_EXPRESSION = 7  #: value is what an expression computes
-    CFA_REG_OFFSET = 8  #: CFA = register + offset
-    CFA_EXPRESSION = 9  #: CFA = expression
+    UNSPECIFIED = _core.RULE_UNSPECIFIED  #: no rule in the CFI (readelf prints "u")
+    UNDEFINED = _core.RULE_UNDEFINED  #: DW_CFA_undefined: not recoverable
+    SAME_VALUE = _core.RULE_SAME_VALUE
+    OFFSET = _core.RULE_OFFSET  #: saved at CFA + offset
+    VAL_OFFSET = _core.RULE_VAL_OFFSET  #: value is CFA + offset
+    REGISTER = _core.RULE_REGISTER  #: saved in another register
+    EXPRESSION = _core.RULE_EXPRESSION  #: saved at the address an expression computes
+    VAL_EXPRESSION = _core.RULE_VAL_EXPRESSION  #: value is what an expression computes
+    CFA_REG_OFFSET = _core.RULE_CFA_REG_OFFSET  #: CFA = register + offset
+    CFA_EXPRESSION = _core.RULE_CFA_EXPRESSION  #: CFA = expression
 
 
 _EXPRESSION_KINDS = (RuleKind.EXPRESSION, RuleKind.VAL_EXPRESSION, RuleKind.CFA_EXPRESSION)
@@ -402,7 +404,10 @@ class UnwindInfo:
     @classmethod
     def from_elf(cls, elf: ElfFile, *, separate_debug: bool = True, strict: bool = True) -> UnwindInfo:
         """The CFI of an ELF file already open (the sections keep its bytes alive)."""
-        sections = list(cfi_sections(elf, strict=strict))
+        sources = frame_sources(elf, separate_debug=separate_debug)
+        sections = list(_open_sections(sources, strict))
+        for file in {file for file, _section, _kind in sources} - {elf}:
+            file.close()  # the sections keep the bytes they use
         hdr: EhFrameHdr | None = None
         hdr_error: str | None = "no .eh_frame_hdr section"
         eh_frame = next((s for s in sections if s.kind == EH_FRAME), None)
@@ -414,11 +419,6 @@ class UnwindInfo:
                 hdr_error = None
             except CfiError as error:
                 hdr_error = str(error)
-        if separate_debug and not any(s.kind == DEBUG_FRAME for s in sections):
-            debug_path = find_debug_file(elf)
-            if debug_path:
-                with ElfFile.open(debug_path) as debug_elf:
-                    sections.extend(s for s in cfi_sections(debug_elf, strict=strict) if s.kind == DEBUG_FRAME)
         return cls(elf.path, sections, hdr, hdr_error)
 
     def lookup(self, address: int) -> tuple[CfiSection, Fde, Row]:
@@ -442,10 +442,14 @@ class UnwindInfo:
 def cfi_sections(elf: ElfFile, *, strict: bool = True) -> Iterator[CfiSection]:
     """The CFI sections of an ELF file, in section header order, parsed and evaluated (opened by
     frame_sections.section_table; empty and NOBITS sections are left out)."""
-    bases = SectionBases(elf)
-    for section, kind, skip in frame_sections(elf):
-        if skip is not None:
-            continue
-        data, table = section_table(elf, section, kind, bases)
-        yield CfiSection(data, kind, section.addr, name=section.name, path=elf.path,
-                         address_size=bases.address_size, strict=strict, table=table)
+    return _open_sections([(elf, section, kind) for section, kind, skip in frame_sections(elf) if skip is None], strict)
+
+
+def _open_sections(sources: Sequence[tuple[ElfFile, Section, int]], strict: bool) -> Iterator[CfiSection]:
+    """CfiSections of frame sources (frame_sections.frame_sources), in their order."""
+    bases: dict[ElfFile, SectionBases] = {}
+    for file, section, kind in sources:
+        file_bases = bases.get(file) or bases.setdefault(file, SectionBases(file))
+        data, table = section_table(file, section, kind, file_bases)
+        yield CfiSection(data, kind, section.addr, name=section.name, path=file.path,
+                         address_size=file_bases.address_size, strict=strict, table=table)

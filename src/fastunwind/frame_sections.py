@@ -1,7 +1,8 @@
 """The one way to open an ELF file's call frame information sections: which sections carry CFI
-(`frame_sections`), and the C core's table of one of them (`section_table`), with the bases
-(`.text`, `.got`) and read-only segments its pointer encodings may need. `cfi.cfi_sections` (the
-API and the walker) and `cfi_print` (readelf's text) both open sections here.
+(`frame_sections`), which of them unwinding uses, with a separate debug file's `.debug_frame`
+(`frame_sources`), and the C core's table of one of them (`section_table`), with the bases
+(`.text`, `.got`) and read-only segments its pointer encodings may need. `cfi` (the API),
+`image` (the walker's modules) and `cfi_print` (readelf's text) all open sections here.
 
 A module of its own, below cfi.py: `fastunwind table`'s readelf path imports it without cfi.py's
 dataclass API (a few ms of every CLI start).
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fastunwind import _core
-from fastunwind.elf import PT_LOAD, SHT_NOBITS, ElfFile, Section
+from fastunwind.elf import PT_LOAD, SHT_NOBITS, ElfFile, Section, find_debug_file
 
 EH_FRAME = 0  #: .eh_frame (LSB 5.0 §10.6): CIE id 0, pointer encodings, relative CIE pointers
 DEBUG_FRAME = 1  #: .debug_frame (DWARF 5 §6.4.1): CIE id all ones, section-offset CIE pointers
@@ -41,6 +42,24 @@ def frame_sections(elf: ElfFile) -> Iterator[tuple[Section, int, str | None]]:
             continue
         reason = SKIP_EMPTY if section.size == 0 else SKIP_NOBITS if section.type == SHT_NOBITS else None
         yield section, kind, reason
+
+
+def frame_sources(elf: ElfFile, *, separate_debug: bool = True) -> list[tuple[ElfFile, Section, int]]:
+    """(file, section, kind) of the CFI sections unwinding reads, in section header order: the
+    file's own, and where it has no `.debug_frame` with contents, the `.debug_frame` of its
+    separate debug file (find_debug_file), which is opened here and stays open for its section;
+    the caller closes it."""
+    sources = [(elf, section, kind) for section, kind, skip in frame_sections(elf) if skip is None]
+    if separate_debug and not any(kind == DEBUG_FRAME for _, _, kind in sources):
+        debug_path = find_debug_file(elf)
+        if debug_path:
+            debug_elf = ElfFile.open(debug_path)
+            debug = [(debug_elf, section, kind) for section, kind, skip in frame_sections(debug_elf)
+                     if skip is None and kind == DEBUG_FRAME]
+            if not debug:
+                debug_elf.close()
+            sources.extend(debug)
+    return sources
 
 
 class SectionBases:

@@ -1,7 +1,9 @@
 """A module image: one ELF file opened once for unwinding, shared by every mapping of it.
 
-It holds what the file says (its CFI sections parsed and evaluated by the C core, its read-only
-PT_LOAD bytes, its build-id) and where a mapping of it places its addresses (`bias_for_mapping`).
+It holds what the file says (its CFI sections, parsed and evaluated by the C core on first use, their
+sizes, its read-only PT_LOAD bytes, its build-id) and where a mapping of it places its addresses
+(`bias_for_mapping`). Opening one reads headers only: a module whose cached compact table holds
+every row (tables/compact.py) is unwound without its DWARF tables ever being parsed.
 The tables built from it (tables/compact.py, tables/eh_elf.py) are not made here: those modules
 keep them in the image's `memo`, so the image never depends on them (address_space.ModuleImage
 gives them back as properties).
@@ -15,12 +17,13 @@ mapping, the executable segment among those whose pages hold pgoff (`bias_for_ma
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, TypeVar
 
 from fastunwind import _core
-from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, UnwindInfo
 from fastunwind.elf import PF_W, PF_X, PT_LOAD, ElfFile
 from fastunwind.errors import FastunwindError
+from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame_sources, section_table
 
 PAGE_SIZE = 4096  #: x86-64 Linux mappings are 4 KiB-granular
 
@@ -30,14 +33,14 @@ _Image = TypeVar("_Image", bound="ModuleImage")
 class ModuleImage:
     """An ELF file's unwinding data, loaded once and shared by every mapping of it."""
 
-    def __init__(self, path: str, elf: ElfFile, unwind: UnwindInfo) -> None:
+    def __init__(self, path: str, elf: ElfFile) -> None:
         self.path = path
         self.elf = elf
-        self.unwind = unwind
         self.build_id = elf.build_id
-        tables = {section.kind: section.core for section in reversed(unwind.sections)}
-        self.eh_frame: _core.CfiTable | None = tables.get(EH_FRAME)
-        self.debug_frame: _core.CfiTable | None = tables.get(DEBUG_FRAME)
+        #: the first .eh_frame and the first .debug_frame (of the file, else of its debug file)
+        self._sources = {kind: (file, section) for file, section, kind in reversed(frame_sources(elf))}
+        self._tables: dict[int, _core.CfiTable] | None = None
+        self._tables_lock = threading.Lock()
         #: read-only PT_LOAD bytes by svma: constants an expression may read
         self.segments = [
             (segment.vaddr, elf.segment_data(segment))
@@ -51,11 +54,43 @@ class ModuleImage:
     def load(cls: type[_Image], path: str) -> _Image:
         elf = ElfFile.open(path)
         try:
-            unwind = UnwindInfo.from_elf(elf, strict=False)
+            return cls(path, elf)
         except FastunwindError:
             elf.close()
             raise
-        return cls(path, elf, unwind)
+
+    def _cfi_tables(self) -> dict[int, _core.CfiTable]:
+        """The C core's tables by kind, parsed and evaluated on first use (by one thread; the
+        parse runs without the GIL)."""
+        with self._tables_lock:
+            if self._tables is None:
+                bases: dict[ElfFile, SectionBases] = {}
+                tables = {}
+                for kind, (file, section) in self._sources.items():
+                    file_bases = bases.get(file) or bases.setdefault(file, SectionBases(file))
+                    tables[kind] = section_table(file, section, kind, file_bases)[1]
+                self._tables = tables
+            return self._tables
+
+    @property
+    def cfi_parsed(self) -> bool:
+        """Whether the DWARF tables were parsed (eh_frame, debug_frame, dwarf_row_count ask them)."""
+        return self._tables is not None
+
+    @property
+    def eh_frame(self) -> _core.CfiTable | None:
+        return self._cfi_tables().get(EH_FRAME)
+
+    @property
+    def debug_frame(self) -> _core.CfiTable | None:
+        return self._cfi_tables().get(DEBUG_FRAME)
+
+    def frame_sizes(self) -> tuple[int | None, int | None]:
+        """Bytes of the .eh_frame and .debug_frame the tables are parsed from (None: no such
+        section), from the section headers alone: stamped into the tables built from them, so that
+        one built before a debug file was installed (or removed) is rebuilt."""
+        sizes = {kind: file.section_data_size(section) for kind, (file, section) in self._sources.items()}
+        return sizes.get(EH_FRAME), sizes.get(DEBUG_FRAME)
 
     def cache_key(self) -> tuple[int, bytes]:
         """(key kind, key) the tables built from this image are cached under: the build-id, or for a
@@ -76,8 +111,8 @@ class ModuleImage:
         return key.hex() if kind == _core.COMPACT_KEY_BUILD_ID else f"nobuildid-{key.hex()}"
 
     def dwarf_row_count(self) -> int:
-        """Rows of .eh_frame + .debug_frame: stamped into the tables built from them, so that one
-        built before a debug file was installed (or removed) is rebuilt."""
+        """Rows of .eh_frame + .debug_frame (parsing them): stamped into the eh_elfs built from them,
+        so that one built before a debug file was installed (or removed) is rebuilt."""
         return sum(t.row_count for t in (self.eh_frame, self.debug_frame) if t is not None)
 
     def bias_for_mapping(self, start: int, end: int, pgoff: int) -> int | None:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, current_process
 
-FRAME_KINDS = ("first", "cfi", "signal", "frame_pointer")
-SIGNAL_TRAMPOLINE = 1  #: fu_frames.flags bit (walk.h)
+#: how a frame was recovered, by code (walk.h, fu_frame_kind)
+FRAME_KINDS: tuple[str, ...] = _core.FRAME_KINDS
 #: outcomes of a walk by code (walk.h, fu_walk_outcome); "end" is the only complete one
 OUTCOMES: tuple[str, ...] = _core.WALK_OUTCOMES
 
@@ -50,7 +50,7 @@ def _walk(space: AddressSpace, result: tuple[str, int, list[tuple[int, int | Non
     outcome, fault, frames = result
     return Walk(outcome, fault, tuple(
         WalkedFrame(ip, space.mappings[module] if module is not None else None, FRAME_KINDS[kind],
-                    bool(flags & SIGNAL_TRAMPOLINE))
+                    bool(flags & _core.FRAME_SIGNAL_TRAMPOLINE))
         for ip, module, kind, flags in frames))
 
 
@@ -61,7 +61,7 @@ def unwind_stack(space: AddressSpace, registers: MappingType[int, int], stack: b
     return _walk(space, _core.unwind(space.to_core(backend), dict(registers), stack, stack_address, max_frames))
 
 
-def unwind_current_thread(images: ImageCache | None = None, max_frames: int = 256) -> Walk:
+def unwind_current_thread(images: ImageCache | None = None, max_frames: int = _core.WALK_SELF_MAX_FRAMES) -> Walk:
     """Walk the calling thread's own stack, from inside the C extension up to the thread's start.
     Memory is read with process_vm_readv: a corrupt stack gives an outcome, never a crash."""
     space = current_process(images)

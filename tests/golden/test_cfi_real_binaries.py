@@ -19,6 +19,7 @@ import random
 
 import pytest
 
+from fastunwind import _core
 from fastunwind.cfi import EH_FRAME, EhFrameHdr, UnwindInfo
 from fastunwind.elf import ElfFile
 from fastunwind.errors import NoUnwindInfo
@@ -30,7 +31,6 @@ from tests.support.llvm_text import (
 FILES = [pytest.param(LIBC, id="libc"), pytest.param(LD_SO, id="ld.so")]
 SEED = int(os.environ.get("FASTUNWIND_API_SEED", "20250611"))
 RANDOM_ADDRESSES = 4000
-PLT_EXPRESSION = bytes.fromhex("77 08 80 00 3f 1a 3b 2a 33 24 22")
 
 
 @pytest.fixture(scope="module", params=FILES)
@@ -172,7 +172,7 @@ def libc_eh_frame():
 
 def test_plt_fde_matches_llvm_dwarfdump(libc_eh_frame, libc_llvm):
     plt = [fde for fde in libc_eh_frame.fdes()
-           if any(row.cfa.expression == PLT_EXPRESSION for row in libc_eh_frame.rows(fde))]
+           if any(row.cfa.expression == _core.COMPACT_PLT_EXPRESSION for row in libc_eh_frame.rows(fde))]
     assert len(plt) == 1
     (fde,) = plt
     rows = libc_eh_frame.rows(fde)

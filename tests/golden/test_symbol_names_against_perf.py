@@ -1,7 +1,8 @@
 """Symbol names against perf 6.1's `perf script`, on programs built here and recorded with
 `perf record -e cpu-clock -F 1000 --call-graph dwarf`: C calling libc through the PLT (linked by
 bfd, lld and mold), Rust (legacy and v0 mangling), C++ through libstdc++, and JIT code named in a
-perf map. On the user frames where our (dso, address) is perf's, the names must be identical on
+perf map or in a jitdump file (as perf reads one: `perf inject --jit` writes its code as ELF files
+and maps them in the recording). On the user frames where our (dso, address) is perf's, the names must be identical on
 >= 99% of frames, and every difference must be one of the kept ones below, checked with a second
 oracle:
 
@@ -49,24 +50,33 @@ def _build(tmp_path: Path, name: str) -> list[str]:
         "rust-v0": ["rustc", "-O", "-g", "-C", "symbol-mangling-version=v0", "-C", "link-arg=-Wl,-z,separate-code",
                     "-o", str(out), str(SYMBOL_PROGRAMS / "rust_calls.rs")],
         "jit": ["gcc", "-O2", "-g", "-o", str(out), str(SYMBOL_PROGRAMS / "jit.c")],
+        "jitdump": ["gcc", "-O2", "-g", "-o", str(out), str(SYMBOL_PROGRAMS / "jit.c")],
     }
     tool = commands[name][0]
     needs = {"c-lld": "ld.lld", "c-mold": "mold"}.get(name, tool)
     if shutil.which(tool) is None or shutil.which(needs) is None:
         pytest.skip(f"{needs} is not installed")
     subprocess.run(commands[name], check=True, capture_output=True, cwd=tmp_path)
-    arguments = {"c-bfd": ["3000"], "c-lld": ["3000"], "c-mold": ["3000"], "jit": ["0.4"]}.get(name, [])
+    arguments = {"c-bfd": ["3000"], "c-lld": ["3000"], "c-mold": ["3000"], "jit": ["0.4"],
+                 "jitdump": ["0.4", "jitdump", str(tmp_path)]}.get(name, [])
     return [str(out), *arguments]
 
 
-def _record(tmp_path: Path, command: list[str]) -> Path:
+def _record(tmp_path: Path, command: list[str], jitdump: bool = False) -> Path:
+    """perf record of `command`; with `jitdump`, on the monotonic clock (the jitdump's), then
+    perf inject --jit."""
     problem = record_workloads.perf_problem(tmp_path)
     if problem:
         pytest.skip(problem.message)
     data = tmp_path / "perf.data"
-    subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "1000", "--call-graph", "dwarf", "-o", str(data),
-                    "--", *command], check=True, capture_output=True)
-    return data
+    clock = ["-k", "mono"] if jitdump else []
+    subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "1000", *clock, "--call-graph", "dwarf",
+                    "-o", str(data), "--", *command], check=True, capture_output=True)
+    if not jitdump:
+        return data
+    injected = tmp_path / "injected.data"
+    subprocess.run(["perf", "inject", "--jit", "-i", str(data), "-o", str(injected)], check=True, capture_output=True)
+    return injected
 
 
 def _objdump_plt_labels(path: str) -> dict[int, str]:
@@ -85,10 +95,10 @@ def _kept_difference(ours, theirs, plt_labels) -> bool:
     return False
 
 
-@pytest.mark.parametrize("name", ["c-bfd", "c-lld", "c-mold", "cxx", "rust-legacy", "rust-v0", "jit"])
+@pytest.mark.parametrize("name", ["c-bfd", "c-lld", "c-mold", "cxx", "rust-legacy", "rust-v0", "jit", "jitdump"])
 def test_names_agree_with_perf(tmp_path, name):
     command = _build(tmp_path, name)
-    data = _record(tmp_path, command)
+    data = _record(tmp_path, command, jitdump=name == "jitdump")
     theirs = parse(subprocess.run(record_workloads.perf_script_command(data), check=True, capture_output=True,
                                   text=True).stdout)
     recording, _ = unwind_recording(str(data))
@@ -117,6 +127,9 @@ def test_names_agree_with_perf(tmp_path, name):
         jit_frames = [f for s in theirs for f in s.user_frames() if f.dso.startswith("/tmp/perf-")]
         assert jit_frames and all(f.symbol == "jitted_spin_loop" for f in jit_frames)
         Path(jit_frames[0].dso).unlink(missing_ok=True)
+    if name == "jitdump":
+        jit_frames = [f for s in theirs for f in s.user_frames() if Path(f.dso).name.startswith("jitted-")]
+        assert jit_frames and all(f.symbol == "jitted_spin_loop" for f in jit_frames)
 
 
 def test_rust_v0_names_are_cxxfilts(tmp_path):

@@ -1,15 +1,77 @@
-/* A tiny JIT for the perf-map tests: copies a counting loop into an anonymous executable page, names
- * it in /tmp/perf-<pid>.map (perf's JIT interface), and runs it until about `seconds` have passed. */
+/* A tiny JIT for the JIT-naming tests: copies a counting loop into an anonymous executable page and
+ * runs it until about `seconds` have passed. It names the code as JITs tell perf (perf's
+ * tools/perf/Documentation/jit-interface.txt and jitdump-specification.txt):
+ *   jit SECONDS               a perf map, /tmp/perf-<pid>.map (read by perf script);
+ *   jit SECONDS jitdump DIR   a jitdump file, DIR/jit-<pid>.dump, mapped executable so that perf
+ *                             record sees it; `perf inject --jit` turns its JIT_CODE_LOAD record
+ *                             into DIR/jitted-<pid>-0.so and a mapping of it. Record with -k mono:
+ *                             the record's timestamp is CLOCK_MONOTONIC. */
+#include <elf.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 /* mov $0x200000, %ecx; 1: dec %ecx; jnz 1b; ret */
 static const unsigned char spin[] = {0xb9, 0x00, 0x00, 0x20, 0x00, 0xff, 0xc9, 0x75, 0xfc, 0xc3};
+static const char name[] = "jitted_spin_loop";
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+static int write_perf_map(const unsigned char *code)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+    FILE *map = fopen(path, "w");
+    if (!map)
+        return 1;
+    fprintf(map, "%lx %zx %s\n", (unsigned long)(uintptr_t)code, sizeof spin, name);
+    fclose(map);
+    printf("%s\n", path);
+    return 0;
+}
+
+/* The jitdump header and one JIT_CODE_LOAD record (all fields host-endian). */
+static int write_jitdump(const char *dir, const unsigned char *code)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/jit-%d.dump", dir, (int)getpid());
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
+    if (fd < 0)
+        return 1;
+    struct {
+        uint32_t magic, version, total_size, elf_mach, pad1, pid;
+        uint64_t timestamp, flags;
+    } header = {0x4A695444, 1, sizeof header, EM_X86_64, 0, (uint32_t)getpid(), monotonic_ns(), 0};
+    struct {
+        uint32_t id, total_size;
+        uint64_t timestamp;
+        uint32_t pid, tid;
+        uint64_t vma, code_addr, code_size, code_index;
+    } load = {0, 0, monotonic_ns(), (uint32_t)getpid(), (uint32_t)syscall(SYS_gettid),
+              (uint64_t)(uintptr_t)code, (uint64_t)(uintptr_t)code, sizeof spin, 0};
+    load.total_size = (uint32_t)(sizeof load + sizeof name + sizeof spin);
+    /* the marker perf record looks for: the dump file mapped executable */
+    void *marker = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+    if (marker == MAP_FAILED)
+        return 1;
+    if (write(fd, &header, sizeof header) != sizeof header || write(fd, &load, sizeof load) != sizeof load ||
+        write(fd, name, sizeof name) != sizeof name || write(fd, spin, sizeof spin) != sizeof spin)
+        return 1;
+    close(fd);
+    printf("%s\n", path);
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -18,20 +80,15 @@ int main(int argc, char **argv)
     if (page == MAP_FAILED)
         return 1;
     memcpy(page + 0x40, spin, sizeof spin);
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
-    FILE *map = fopen(path, "w");
-    if (!map)
+    int failed = argc > 3 && strcmp(argv[2], "jitdump") == 0 ? write_jitdump(argv[3], page + 0x40)
+                                                                : write_perf_map(page + 0x40);
+    if (failed)
         return 1;
-    fprintf(map, "%lx %zx jitted_spin_loop\n", (unsigned long)(uintptr_t)(page + 0x40), sizeof spin);
-    fclose(map);
+    fflush(stdout);
     void (*run)(void) = (void (*)(void))(page + 0x40);
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    do {
+    uint64_t start = monotonic_ns();
+    do
         run();
-        clock_gettime(CLOCK_MONOTONIC, &now);
-    } while ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
-    printf("%s\n", path);
+    while ((monotonic_ns() - start) / 1e9 < seconds);
     return 0;
 }

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fastunwind import _core
-from fastunwind._core import WALK_BACKENDS as BACKENDS  # walk.h fu_backend
+from fastunwind._core import WALK_BACKENDS as BACKENDS  # address_space.h fu_backend
 from fastunwind.commands import command_parser
 from fastunwind.errors import FastunwindError
 

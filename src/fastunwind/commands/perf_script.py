@@ -144,9 +144,10 @@ def _print_stats(stats: Any) -> None:
     if depths:
         mean = sum(d * n for d, n in depths) / max(1, sum(n for _, n in depths))
         console.print(f"frames per sample: mean {mean:.1f}, max {depths[-1][0]}")
-    if stats.tables:
+    table_statistics = stats.tables()
+    if table_statistics:
         tables = Table("module", "compact table", "bytes/row", "slow-path rows", box=None)
-        for t in sorted(stats.tables, key=lambda t: t["path"]):
+        for t in sorted(table_statistics, key=lambda t: t["path"]):
             tables.add_row(escape(t["path"]), t["source"], f"{t['bytes_per_row']:.1f}",
                            f"{t['slow_rows']} of {t['rows']} ({100 * t['slow_row_fraction']:.2f}%)")
         console.print(tables)

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, NamedTuple, Union
 if TYPE_CHECKING:
     import logging
 
+from fastunwind import _core
 from fastunwind.errors import ElfError
 
 
@@ -157,9 +158,9 @@ R_386_PC32 = 2
 MAX_SECTION_COUNT = 1 << 24
 #: Program headers in one file. Linkers emit about a dozen; core files one per mapping (thousands).
 MAX_SEGMENT_COUNT = 1 << 16
-#: Symbols in one symbol table. libLLVM-14.so.1 (105 MB) has 44983 in .dynsym; big debug builds
-#: reach a few million in .symtab.
-MAX_SYMBOL_COUNT = 1 << 26
+#: Symbols in one symbol table, as the C symbolizer bounds them (native/core/symbols.h). libLLVM-14.so.1
+#: (105 MB) has 44983 in .dynsym; big debug builds reach a few million in .symtab.
+MAX_SYMBOL_COUNT: int = _core.MAX_SYMBOLS
 #: Relocations against one section (a .o's .rela.debug_info reaches about a million).
 MAX_RELOCATION_COUNT = 1 << 26
 #: Notes in one note section or PT_NOTE segment (glibc binaries carry 3 or 4).
@@ -372,6 +373,12 @@ class ElfFile:
                 # is garbage-collected.
                 pass
             self._mapping = None
+
+    def release_resident_pages(self) -> None:
+        """Let the kernel take back the pages of the file read so far (a symbol table's sections,
+        once the table is built); any touched again are mapped again from the page cache."""
+        if self._mapping is not None:
+            release_resident_pages(self._mapping)
 
     def __enter__(self) -> ElfFile:
         return self
@@ -591,28 +598,12 @@ class ElfFile:
         with zlib, ELFCOMPRESS_ZSTD with the optional `zstandard` module); so are legacy GNU
         `.zdebug_*` sections. The result has exactly the size the compression header declares."""
         raw = self._raw_section_data(section)
-        if section.is_compressed:
-            return self._decompress_gabi(section, raw)
-        if section.name.startswith(ZDEBUG_PREFIX) and raw[: len(ZDEBUG_MAGIC)] == ZDEBUG_MAGIC:
-            return self._decompress_zdebug(section, raw)
-        return raw
-
-    def _decompress_gabi(self, section: Section, raw: memoryview) -> bytes:
-        """gABI "Compression Header": Elf{32,64}_Chdr, then the compressed stream."""
-        record = self._layout.compression_header
-        where = self._where(section)
-        if len(raw) < record.size:
-            raise ElfError(
-                f"{where}: SHF_COMPRESSED section of 0x{len(raw):x} bytes at offset "
-                f"0x{section.offset:x} is too small for a compression header (0x{record.size:x} bytes)"
-            )
-        fields = record.unpack_from(raw, 0)
-        if self.elf_class == 64:
-            compression_type, _reserved, uncompressed_size, _alignment = fields
-        else:
-            compression_type, uncompressed_size, _alignment = fields
-        payload = raw[record.size :]
-        where = f"{where}, compressed data at offset 0x{section.offset + record.size:x}"
+        compression = self._compression(section, raw)
+        if compression is None:
+            return raw
+        compression_type, uncompressed_size, header_size = compression
+        where = f"{self._where(section)}, compressed data at offset 0x{section.offset + header_size:x}"
+        payload = raw[header_size:]
         if compression_type == ELFCOMPRESS_ZLIB:
             return _decompress_zlib(payload, uncompressed_size, where)
         if compression_type == ELFCOMPRESS_ZSTD:
@@ -622,17 +613,41 @@ class ElfFile:
             f"at offset 0x{section.offset:x}"
         )
 
-    def _decompress_zdebug(self, section: Section, raw: memoryview) -> bytes:
+    def section_data_size(self, section: Section) -> int:
+        """The size of `section_data(section)`, from the headers alone (a compressed section is not
+        decompressed)."""
+        raw = self._raw_section_data(section)
+        compression = self._compression(section, raw)
+        return len(raw) if compression is None else compression[1]
+
+    def _compression(self, section: Section, raw: memoryview) -> tuple[int, int, int] | None:
+        """(compression type, uncompressed size, header size) of a compressed section: gABI
+        "Compression Header" (Elf{32,64}_Chdr, SHF_COMPRESSED) or a GNU `.zdebug_*` 'ZLIB' header;
+        None for a section stored as it is."""
         where = self._where(section)
-        if len(raw) < ZDEBUG_HEADER.size:
-            raise ElfError(
-                f"{where}: .zdebug section of 0x{len(raw):x} bytes at offset "
-                f"0x{section.offset:x} is too small for its 'ZLIB' header "
-                f"(0x{ZDEBUG_HEADER.size:x} bytes)"
-            )
-        _magic, uncompressed_size = ZDEBUG_HEADER.unpack_from(raw, 0)
-        where = f"{where}, compressed data at offset 0x{section.offset + ZDEBUG_HEADER.size:x}"
-        return _decompress_zlib(raw[ZDEBUG_HEADER.size :], uncompressed_size, where)
+        if section.is_compressed:
+            record = self._layout.compression_header
+            if len(raw) < record.size:
+                raise ElfError(
+                    f"{where}: SHF_COMPRESSED section of 0x{len(raw):x} bytes at offset "
+                    f"0x{section.offset:x} is too small for a compression header (0x{record.size:x} bytes)"
+                )
+            fields = record.unpack_from(raw, 0)
+            if self.elf_class == 64:
+                compression_type, _reserved, uncompressed_size, _alignment = fields
+            else:
+                compression_type, uncompressed_size, _alignment = fields
+            return compression_type, uncompressed_size, record.size
+        if section.name.startswith(ZDEBUG_PREFIX) and raw[: len(ZDEBUG_MAGIC)] == ZDEBUG_MAGIC:
+            if len(raw) < ZDEBUG_HEADER.size:
+                raise ElfError(
+                    f"{where}: .zdebug section of 0x{len(raw):x} bytes at offset "
+                    f"0x{section.offset:x} is too small for its 'ZLIB' header "
+                    f"(0x{ZDEBUG_HEADER.size:x} bytes)"
+                )
+            _magic, uncompressed_size = ZDEBUG_HEADER.unpack_from(raw, 0)
+            return ELFCOMPRESS_ZLIB, uncompressed_size, ZDEBUG_HEADER.size
+        return None
 
     # --- relocations (ET_REL only) ---
 
@@ -963,6 +978,14 @@ _READELF_RELOCATION_KINDS = {
 
 
 # --- helpers -----------------------------------------------------------------------------------------
+
+
+def release_resident_pages(mapping: mmap.mmap) -> None:
+    """Drop a read-only file mapping's pages from the process's memory (MADV_DONTNEED: they stay in
+    the page cache, and a later access maps them again): for files read through once (validated,
+    or turned into a table) of which little is used afterwards."""
+    if hasattr(mmap, "MADV_DONTNEED"):
+        mapping.madvise(mmap.MADV_DONTNEED)
 
 
 def _string_at(table: bytes, offset: int, where: str) -> str:

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define FU_UNWIND_ABI_VERSION 2
+#define FU_UNWIND_ABI_VERSION 3
 
 /* The DWARF x86-64 registers the walker tracks: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 (0..15)
  * and the return address column (16). */
@@ -117,6 +117,12 @@ typedef struct fu_eh_elf_info {
     uint64_t row_count;            /* rows compiled, for statistics */
     uint32_t body_count;           /* entries of fu_eh_elf_bodies after the NULL at [0] */
     uint32_t reserved;             /* 0 */
+    /* bytes of the .eh_frame and .debug_frame it was built from (decompressed), FU_EH_ELF_NO_SECTION
+     * if none: an eh_elf whose module has other sections now (a debug file installed since) is
+     * not used, and this is checked from the module's section headers, without parsing them */
+    uint64_t eh_frame_size, debug_frame_size;
 } fu_eh_elf_info;
+
+#define FU_EH_ELF_NO_SECTION UINT64_MAX
 
 #endif

@@ -53,18 +53,13 @@ __all__ = [
     "Sample",
 ]
 
-# PERF_SAMPLE_* bits (include/uapi/linux/perf_event.h).
-SAMPLE_IP = 1 << 0
-SAMPLE_TID = 1 << 1
-SAMPLE_TIME = 1 << 2
-SAMPLE_CALLCHAIN = 1 << 5
-SAMPLE_CPU = 1 << 7
-SAMPLE_REGS_USER = 1 << 12
-SAMPLE_STACK_USER = 1 << 13
+#: PERF_SAMPLE_* bits (include/uapi/linux/perf_event.h, native/core/perf_data.h)
+SAMPLE_CALLCHAIN = _core.PERF_SAMPLE_CALLCHAIN
+SAMPLE_REGS_USER = _core.PERF_SAMPLE_REGS_USER
+SAMPLE_STACK_USER = _core.PERF_SAMPLE_STACK_USER
 
-# perf's x86-64 user register numbering (arch/x86/include/uapi/asm/perf_regs.h).
-PERF_REGS = ("ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip", "flags", "cs", "ss", "ds", "es", "fs",
-             "gs", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
+#: perf's x86-64 user registers by perf's number (native/core/x86_64.h)
+PERF_REGS: tuple[str, ...] = _core.PERF_REGISTER_NAMES
 _REG_NUMBER = {name: number for number, name in enumerate(PERF_REGS)}
 
 # PERF_TYPE_SOFTWARE / PERF_COUNT_SW_DUMMY: perf's side-band-only tracking event, never sampled.
@@ -97,7 +92,6 @@ class RecordingCut:
 _TYPE_SOFTWARE = 1
 _COUNT_SW_DUMMY = 9
 
-_KIND_SAMPLE, _KIND_MMAP, _KIND_COMM, _KIND_FORK, _KIND_EXIT = range(5)
 
 
 @dataclass(frozen=True)
@@ -549,13 +543,13 @@ class PerfData:
         indices = memoryview(index_bytes).cast("I")
         native = self._native
         for kind, index in zip(kinds, indices):
-            if kind == _KIND_SAMPLE:
+            if kind == _core.PERF_EVENT_SAMPLE:
                 yield Sample(native, index)
-            elif kind == _KIND_MMAP:
+            elif kind == _core.PERF_EVENT_MMAP:
                 yield self._mmap(index)
-            elif kind == _KIND_COMM:
+            elif kind == _core.PERF_EVENT_COMM:
                 yield self._comm(index)
-            else:
+            else:  # FORK, EXIT
                 yield self._task(index)
 
     def __repr__(self) -> str:

@@ -31,8 +31,8 @@ from fastunwind.symbols import PERF_MAP_PATH
 if TYPE_CHECKING:
     from fastunwind.perf.data import Sample
 
-NO_SPACE = 0xFFFFFFFF  #: a sample without an address space (unwind_samples skips it)
-NO_COMM = 0xFFFFFFFF  #: a sample without a thread name (the event index does not list it)
+NO_SPACE = _core.REPLAY_NONE  #: a sample without an address space (unwind_samples skips it)
+NO_COMM = _core.REPLAY_NONE  #: a sample without a thread name (the event index does not list it)
 
 
 # NamedTuples rather than dataclasses: ~0.1 ms of start-up each instead of ~0.5

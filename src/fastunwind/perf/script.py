@@ -21,6 +21,7 @@ import io
 import mmap
 import os
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -76,13 +77,18 @@ class Statistics:
     frames_per_sample: Counter[int] = field(default_factory=Counter)
     replaced_modules: set[str] = field(default_factory=set)
     missing_modules: set[str] = field(default_factory=set)
-    #: per module with unwind tables: its compact table's size and slow-path share
-    tables: list[dict[str, Any]] = field(default_factory=list)
+    #: the modules the recording's samples were unwound in
+    images: list[ModuleImage] = field(default_factory=list)
     #: where the frames come from: SOURCE_DWARF (user stacks unwound), SOURCE_CALLCHAIN (the
     #: kernel's callchain, perf record -g / lbr) or SOURCE_IP (the sampled IP alone)
     source: str = SOURCE_DWARF
     #: a recording cut short: what was found (perf.data.RecordingCut), else None
     cut: RecordingCut | None = None
+
+    def tables(self) -> list[dict[str, Any]]:
+        """Per module with a compact table: its size and slow-path share (compact.statistics; this
+        parses the module's DWARF tables, for their row counts)."""
+        return [t for t in (image.compact_statistics() for image in self.images) if t]
 
     @property
     def notes(self) -> list[str]:
@@ -132,40 +138,110 @@ class UnwoundRecording(Sequence[UnwoundSample]):
                              tuple(map(self._frame, kernel)), tuple(map(self._frame, user)))
 
 
-class _SymbolLoader:
-    """A module's symbol table, loaded when a frame first needs it; one per file."""
+class _SymbolTables:
+    """Symbol tables by key (a module's path, KERNEL), each made once: when a frame first needs it,
+    or ahead, on one worker thread, while the main thread walks (`prefetch`; the C builders run
+    without the GIL, so on two CPUs the tables cost the walk nothing). A table asked for while the
+    worker makes it is waited for; one the worker has not started is made by the asker."""
 
-    def __init__(self, image: ModuleImage, tables: dict[str, SymbolTable | None]) -> None:
+    KERNEL = "[kernel.kallsyms]"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._made: dict[str, SymbolTable | BaseException | None] = {}
+        self._queued: dict[str, Callable[[], SymbolTable | None]] = {}  #: in order
+        self._making: dict[str, threading.Event] = {}
+        self._worker: threading.Thread | None = None
+
+    def prefetch(self, key: str, make: Callable[[], SymbolTable | None]) -> None:
+        """Queue `make` for the worker (nothing if `key` is known), on machines with a second CPU."""
+        if PREFETCH_CPUS < 2:
+            return
+        with self._lock:
+            if key in self._made or key in self._queued or key in self._making:
+                return
+            self._queued[key] = make
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="fastunwind-symbols", daemon=True)
+                self._worker.start()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                if not self._queued:
+                    self._worker = None
+                    return
+                key = next(iter(self._queued))
+                make = self._queued.pop(key)
+                done = self._making[key] = threading.Event()
+            self._finish(key, make, done)
+
+    def _finish(self, key: str, make: Callable[[], SymbolTable | None], done: threading.Event) -> None:
+        try:
+            made: SymbolTable | BaseException | None = make()
+        except Exception as error:  # given to the asker, raised there
+            made = error
+        with self._lock:
+            self._made[key] = made
+            del self._making[key]
+        done.set()
+
+    def get(self, key: str, make: Callable[[], SymbolTable | None]) -> SymbolTable | None:
+        with self._lock:
+            done = self._making.get(key)
+            if done is None and key not in self._made:
+                make = self._queued.pop(key, make)
+                done = self._making[key] = threading.Event()
+                mine = True
+            else:
+                mine = False
+        if mine and done is not None:
+            self._finish(key, make, done)
+        elif done is not None:
+            done.wait()
+        made = self._made[key]
+        if isinstance(made, BaseException):
+            raise made
+        return made
+
+
+#: _SymbolTables.prefetch works ahead only with a second CPU to work on
+PREFETCH_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+
+
+class _SymbolLoader:
+    """A module's symbol table, loaded when a frame first needs it (or ahead); one per file."""
+
+    def __init__(self, image: ModuleImage, tables: _SymbolTables) -> None:
         self._image = image
         self._tables = tables
 
-    def __call__(self) -> SymbolTable:
-        table = self._tables.get(self._image.path)
-        if table is None:
-            table = self._tables[self._image.path] = symbol_table_for_file(self._image.elf)
+    def make(self) -> SymbolTable:
+        table = symbol_table_for_file(self._image.elf)
+        self._image.elf.release_resident_pages()  # libLLVM-14's .dynsym and .dynstr: 12 MB
         return table
+
+    def __call__(self) -> SymbolTable | None:
+        return self._tables.get(self._image.path, self.make)
 
 
 class _PerfMapLoader:
     """The symbols of JIT code: the process's /tmp/perf-PID.map, read when a frame first needs it
     (perf reads it at `perf script` time too); one per file."""
 
-    def __init__(self, path: str, tables: dict[str, SymbolTable | None]) -> None:
+    def __init__(self, path: str, tables: _SymbolTables) -> None:
         self._path = path
         self._tables = tables
 
     def __call__(self) -> SymbolTable | None:
-        if self._path not in self._tables:
-            self._tables[self._path] = perf_map_table(self._path)
-        return self._tables[self._path]
+        return self._tables.get(self._path, lambda: perf_map_table(self._path))
 
 
 #: what symbolize_samples is told of a mapping: (start, pgoff, bias, path, its symbol table's loader)
 MappingRow = tuple[int, int, int, str, "Callable[[], SymbolTable | None] | None"]
 
 
-def _symbol_loader(mapping: Mapping, tables: dict[str, SymbolTable | None]
-                   ) -> Callable[[], SymbolTable | None] | None:
+def _symbol_loader(mapping: Mapping, tables: _SymbolTables) -> Callable[[], SymbolTable | None] | None:
     if mapping.image is not None:
         return _SymbolLoader(mapping.image, tables)
     if PERF_MAP_PATH.fullmatch(mapping.path):
@@ -197,7 +273,7 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     # without user stacks nothing is unwound: the frames are each sample's callchain (or IP)
     unwound = walk_samples(perf.native, space_ids, [space.to_core(backend) for space in session.spaces], max_frames,
                            source=source)
-    tables: dict[str, SymbolTable | None] = {}
+    tables = _SymbolTables()
     mappings: list[MappingRow] = [(m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables))
                                   for m in session.mappings]
     kernel_build_id = next((b.build_id for b in perf.build_ids if b.filename == "[kernel.kallsyms]"), None)
@@ -211,8 +287,7 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
                        missing_modules=session.statistics.missing_modules, source=source, cut=perf.cut)
     for code, count in outcomes.items():
         stats.outcomes[OUTCOME_NAME_BY_CODE[code]] += count
-    module_images = {id(m.image): m.image for m in session.mappings if m.image is not None}
-    stats.tables = [t for t in (image.compact_statistics() for image in module_images.values()) if t]
+    stats.images = list({id(m.image): m.image for m in session.mappings if m.image is not None}.values())
     stats.total_seconds = time.perf_counter() - started
     return UnwoundRecording(native), stats
 
@@ -223,24 +298,40 @@ WINDOW_BYTES_VARIABLE = "FASTUNWIND_WINDOW_BYTES"
 
 
 class _KernelSymbols:
-    """The kernel's symbol table for a stream's windows: the first window's lookups get a table of
-    just the symbols they need (as unwind_recording's single call); later windows' the whole table,
-    made once. kallsyms is read once (/proc/kallsyms costs ~50 ms of kernel time a read)."""
+    """The kernel's symbol table for a stream's windows. A file names its kernel in its header: the
+    whole table is made ahead (_SymbolTables.prefetch). Otherwise (a pipe, whose build-ids arrive
+    as records, or one CPU) the first window's lookups get a table of just the symbols they need
+    (as unwind_recording's single call), later windows' the whole table, made once. kallsyms is
+    read once (/proc/kallsyms costs ~50 ms of kernel time a read)."""
 
-    def __init__(self, perf: PerfData) -> None:
+    def __init__(self, perf: PerfData, tables: _SymbolTables) -> None:
         self._perf = perf
+        self._tables = tables
         self._data: bytes | mmap.mmap | None = None
-        self._whole: SymbolTable | None = None
+        self._ahead = not perf.pipe_mode and PREFETCH_CPUS > 1
+        #: read here when the table is made ahead: the worker does not touch the recording
+        self._ahead_build_id = self._build_id() if self._ahead else None
+        if self._ahead:
+            tables.prefetch(tables.KERNEL, self._whole)
 
-    def __call__(self, addresses: bytes) -> SymbolTable:
+    def _build_id(self) -> str | None:
+        return next((b.hex() for _pid, b, name, _m, _o in self._perf.native.build_ids()
+                     if name == b"[kernel.kallsyms]"), None)
+
+    def _kallsyms(self) -> bytes | mmap.mmap:
         if self._data is None:
-            build_id = next((b.hex() for _pid, b, name, _m, _o in self._perf.native.build_ids()
-                             if name == b"[kernel.kallsyms]"), None)
-            self._data = kallsyms_bytes(build_id)
-            return SymbolTable.from_kallsyms(self._data, addresses)
-        if self._whole is None:
-            self._whole = SymbolTable.from_kallsyms(self._data)
-        return self._whole
+            self._data = kallsyms_bytes(self._ahead_build_id if self._ahead else self._build_id())
+        return self._data
+
+    def _whole(self) -> SymbolTable:
+        table = SymbolTable.from_kallsyms(self._kallsyms())
+        self._data = b""  # the text (5 MB) is not read again
+        return table
+
+    def __call__(self, addresses: bytes) -> SymbolTable | None:
+        if self._data is None and not self._ahead:
+            return SymbolTable.from_kallsyms(self._kallsyms(), addresses)
+        return self._tables.get(self._tables.KERNEL, self._whole)
 
 
 def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
@@ -258,10 +349,10 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
                                 decode_ahead=True, executable_mmaps_only=True)
     source = recording_source(perf)
     replayer = Replayer(perf, images)
-    kernel_loader = _KernelSymbols(perf)
+    tables = _SymbolTables()
+    kernel_loader = _KernelSymbols(perf, tables)
     stats = Statistics(source=source)
     core_spaces: list[_core.AddressSpace] = []
-    tables: dict[str, SymbolTable | None] = {}
     mappings: list[MappingRow] = []
     folded: dict[bytes, int] = {}
     write = _writer(out) if mode == "text" else None
@@ -269,8 +360,12 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
     while (window := stream.next_window()) is not None:
         space_ids, comm_ids = replayer.feed(window)
         core_spaces.extend(space.to_core(backend) for space in replayer.spaces[len(core_spaces):])
+        new_mappings = len(mappings)
         mappings.extend((m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables))
                         for m in replayer.mappings[len(mappings):])
+        for row in mappings[new_mappings:]:
+            if isinstance(row[4], _SymbolLoader):
+                tables.prefetch(row[3], row[4].make)
         # without user stacks nothing is unwound: the frames are each sample's callchain (or IP)
         unwound = walk_samples(window, space_ids, core_spaces, max_frames, source=source)
         native = _core.symbolize_samples(window, space_ids, comm_ids, replayer.comm_names, unwound,
@@ -299,8 +394,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
     session = replayer.session()
     stats.replaced_modules = session.statistics.replaced_modules
     stats.missing_modules = session.statistics.missing_modules
-    module_images = {id(m.image): m.image for m in session.mappings if m.image is not None}
-    stats.tables = [t for t in (image.compact_statistics() for image in module_images.values()) if t]
+    stats.images = list({id(m.image): m.image for m in session.mappings if m.image is not None}.values())
     stats.total_seconds = time.perf_counter() - started
     return stats
 

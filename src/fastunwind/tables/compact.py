@@ -3,7 +3,7 @@ by the C core, cached as mmap-able files under `$XDG_CACHE_HOME/fastunwind/compa
 `~/.cache/...`), one per build-id (`<build-id hex>.fut`; `nobuildid-<sha256 of path, size,
 mtime>.fut` for a file without one), written atomically (cache.write_atomically), so processes may
 share the directory. A cached file is used only after the C core has validated all of it and its
-key and source row counts match the module; otherwise it is rebuilt. FASTUNWIND_COMPACT=0 disables
+key and the sizes of the sections it was built from match the module; otherwise it is rebuilt. FASTUNWIND_COMPACT=0 disables
 compact tables (the walker then uses the DWARF tables only).
 """
 
@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from fastunwind import _core, cache
+from fastunwind.elf import release_resident_pages
 from fastunwind.errors import CompactTableError
 from fastunwind.image import ModuleImage
 
@@ -36,11 +37,9 @@ def cache_path(image: ModuleImage, directory: str | None = None) -> str:
 
 
 def _matches(image: ModuleImage, table: _core.CompactTable, kind: int, key: bytes) -> bool:
-    """The table was built for this module from the tables loaded now (a debug file installed
-    since changes the .debug_frame rows)."""
-    return (table.key_kind == kind and table.key == key
-            and table.eh_frame_row_count == (image.eh_frame.row_count if image.eh_frame else None)
-            and table.debug_frame_row_count == (image.debug_frame.row_count if image.debug_frame else None))
+    """The table was built for this module from the sections it has now (a debug file installed
+    since brings a .debug_frame); checked from the section headers, without parsing the sections."""
+    return table.key_kind == kind and table.key == key and (table.eh_frame_size, table.debug_frame_size) == image.frame_sizes()
 
 
 def _open_cached(image: ModuleImage, path: str, kind: int, key: bytes) -> _core.CompactTable | None:
@@ -58,6 +57,9 @@ def _open_cached(image: ModuleImage, path: str, kind: int, key: bytes) -> _core.
     except CompactTableError:
         mapped.close()
         return None
+    # validating read every page; the walker touches few of them (they come back from the page
+    # cache when it does): a 5.7 MB table of libLLVM would otherwise stay resident, unused
+    release_resident_pages(mapped)
     return table if _matches(image, table, kind, key) else None
 
 

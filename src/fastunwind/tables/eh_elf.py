@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fastunwind import _core, cache
+from fastunwind.cfi import RuleKind
 from fastunwind.image import ModuleImage
 from fastunwind.errors import EhElfError, FastunwindError
 
@@ -70,14 +71,10 @@ DEFAULT_CC = "cc"
 #: -O2: see docs/EH_ELF.md for -O1 against -O2 (compile time and step time).
 OPTIMIZATION = os.environ.get("FASTUNWIND_EH_ELF_OPT", "-O2")
 
-# fu_rule_kind (native/core/cfi.h)
-UNDEFINED, SAME_VALUE, OFFSET, VAL_OFFSET, REGISTER, EXPRESSION, VAL_EXPRESSION = 1, 2, 3, 4, 5, 6, 7
-CFA_REG_OFFSET, CFA_EXPRESSION = 8, 9
-
-REGISTERS = 17  #: DWARF 0..16 that the walker tracks; 16 is the return address slot
-RSP, RA = 7, 16
-#: GNU ld's lazy .plt CFA expression (native/core/compact_table.h, FU_COMPACT_PLT_EXPRESSION)
-PLT_EXPRESSION = bytes([0x77, 0x08, 0x80, 0x00, 0x3F, 0x1A, 0x3B, 0x2A, 0x33, 0x24, 0x22])
+REGISTERS = _core.WALK_REGISTERS  #: DWARF 0..16 that the walker tracks; 16 is the return address slot
+RSP, RA = _core.REG_RSP, _core.RETURN_ADDRESS_COLUMN
+#: the x86-64 psABI's callee-saved registers (rbx, rbp, r12-r15), as the walker keeps them
+CALLEE_SAVED = tuple(register for register in range(REGISTERS) if _core.CALLEE_SAVED_MASK >> register & 1)
 DW_OP_BREG0, DW_OP_BREG31, DW_OP_DEREF = 0x70, 0x8F, 0x06
 #: SLEB128 operands longer than this (63 bits) are not compiled: the interpreter decides them
 MAX_SLEB_BYTES = 9
@@ -95,12 +92,6 @@ def include_dir() -> str:
 
 def cache_path(image: ModuleImage, directory: str | None = None) -> str:
     return os.path.join(directory or cache_dir(), image.cache_name() + SUFFIX)
-
-
-def dwarf_row_count(image: ModuleImage) -> int:
-    """Rows of .eh_frame + .debug_frame: stamped into the eh_elf, so that one built before a debug
-    file was installed (or removed) is rebuilt."""
-    return image.dwarf_row_count()
 
 
 # ---- generation ---------------------------------------------------------------------------------
@@ -169,17 +160,17 @@ def body_statements(description: RowDescription) -> tuple[str, ...]:
     _table, signal, ra_column, address_size, cfa, rules = description
     kind, register, value, expression = cfa
     out: list[str] = []
-    if kind == CFA_REG_OFFSET:
+    if kind == RuleKind.CFA_REG_OFFSET:
         if register >= REGISTERS:
             return ("return FU_EH_ELF_REGISTER_UNKNOWN;",)
         out += [f"if (!(regs->valid & {_bit(register)})) return FU_EH_ELF_REGISTER_UNKNOWN;",
                 f"uint64_t cfa = {_plus(f'regs->value[{register}]', value)};"]
-    elif kind == CFA_EXPRESSION and expression == PLT_EXPRESSION:
+    elif kind == RuleKind.CFA_EXPRESSION and expression == _core.COMPACT_PLT_EXPRESSION:
         # DW_OP_breg7 8; DW_OP_breg16 0; lit15; and; lit11; ge; lit3; shl; plus
         mask = (1 << RSP) | (1 << RA)
         out += [f"if ((regs->valid & {mask:#x}u) != {mask:#x}u) return FU_EH_ELF_EXPRESSION_ERROR;",
                 "uint64_t cfa = regs->value[7] + 8u + ((regs->value[16] & 15u) >= 11u ? 8u : 0u);"]
-    elif kind == CFA_EXPRESSION and address_size == 8 and (drap := _breg(expression, deref=True)):
+    elif kind == RuleKind.CFA_EXPRESSION and address_size == 8 and (drap := _breg(expression, deref=True)):
         base, k = drap
         address = _plus(f"regs->value[{base}]", k)
         out += [f"if (!(regs->valid & {_bit(base)})) return FU_EH_ELF_EXPRESSION_ERROR;",
@@ -191,7 +182,7 @@ def body_statements(description: RowDescription) -> tuple[str, ...]:
     out.append("fu_set(caller, 7, cfa);")  # caller holds regs' callee-saved registers (the ABI)
     tracked: list[TrackedRule] = [(RA if rule[0] == ra_column else rule[0], *rule) for rule in rules
                if (RA if rule[0] == ra_column else rule[0]) < REGISTERS]
-    if any(kind in (EXPRESSION, VAL_EXPRESSION) and _breg(expression, deref=False) is None
+    if any(kind in (RuleKind.EXPRESSION, RuleKind.VAL_EXPRESSION) and _breg(expression, deref=False) is None
            for _, _, kind, _, _, expression in tracked):
         return INTERPRET
     sequential = _rule_statements(tracked, signal, expressions_in_window=False)
@@ -200,7 +191,7 @@ def body_statements(description: RowDescription) -> tuple[str, ...]:
     # all their slots, one check covers them and each is a plain load, the rules otherwise in the
     # same order; else the sequential statements, one checked read each.
     expression_slots = [(slot, breg) for slot, _, kind, _, _, expression in tracked
-                        if kind == EXPRESSION and (breg := _breg(expression, deref=False)) is not None]
+                        if kind == RuleKind.EXPRESSION and (breg := _breg(expression, deref=False)) is not None]
     bases = {breg[0] for _, breg in expression_slots}
     slots = [slot for slot, *_ in tracked]
     if (len(expression_slots) > 1 and len(bases) == 1 and len(set(slots)) == len(slots)
@@ -230,19 +221,19 @@ def _rule_statements(tracked: list[TrackedRule], signal: bool, expressions_in_wi
     # address's read can fail the step, so the order changes nothing): one check that the reader's
     # window holds them all, then plain loads; else fu_restore_slots reads them one by one through
     # the reader from a table (the slow path, out of line: one copy for all bodies).
-    slots = [(slot, rule_value) for slot, _, rule_kind, _, rule_value, _ in tracked if rule_kind == OFFSET]
+    slots = [(slot, rule_value) for slot, _, rule_kind, _, rule_value, _ in tracked if rule_kind == RuleKind.OFFSET]
     grouped = bool(slots) and all(INT16_MIN <= offset <= INT16_MAX for _, offset in slots) and not any(
-        rule_kind in (EXPRESSION, VAL_EXPRESSION) for _, _, rule_kind, *_ in tracked)
+        rule_kind in (RuleKind.EXPRESSION, RuleKind.VAL_EXPRESSION) for _, _, rule_kind, *_ in tracked)
     for slot, column, rule_kind, rule_register, rule_value, rule_expression in tracked:
-        if rule_kind == UNDEFINED:
+        if rule_kind == RuleKind.UNDEFINED:
             out.append(f"caller->valid &= ~{_bit(slot)};")
-        elif rule_kind in (SAME_VALUE, REGISTER):
-            source = column if rule_kind == SAME_VALUE else rule_register
+        elif rule_kind in (RuleKind.SAME_VALUE, RuleKind.REGISTER):
+            source = column if rule_kind == RuleKind.SAME_VALUE else rule_register
             if source >= REGISTERS:
                 out.append(f"caller->valid &= ~{_bit(slot)};")
             else:
                 out.append(f"fu_copy(regs, {source}, caller, {slot});")
-        elif rule_kind == OFFSET:
+        elif rule_kind == RuleKind.OFFSET:
             if grouped:
                 continue
             address = _plus("cfa", rule_value)
@@ -251,19 +242,19 @@ def _rule_statements(tracked: list[TrackedRule], signal: bool, expressions_in_wi
                            "return failed;")
             else:
                 out.append(f"fu_restore(reader, {address}, caller, {slot});")
-        elif rule_kind == VAL_OFFSET:
+        elif rule_kind == RuleKind.VAL_OFFSET:
             out.append(f"fu_set(caller, {slot}, {_plus('cfa', rule_value)});")
-        elif rule_kind in (EXPRESSION, VAL_EXPRESSION):
+        elif rule_kind in (RuleKind.EXPRESSION, RuleKind.VAL_EXPRESSION):
             breg = _breg(rule_expression, deref=False)
             assert breg is not None  # body_statements interprets a body with any other expression
             base, k = breg
             address = _plus(f"regs->value[{base}]", k)
-            if rule_kind == EXPRESSION and expressions_in_window:
+            if rule_kind == RuleKind.EXPRESSION and expressions_in_window:
                 out.append(f"caller->value[{slot}] = fu_window_load(reader, {address});")
                 window_mask |= 1 << slot
                 continue
             out.append(f"if (!(regs->valid & {_bit(base)})) return FU_EH_ELF_EXPRESSION_ERROR;")
-            if rule_kind == EXPRESSION:  # the value is at the address (read fatally, any register)
+            if rule_kind == RuleKind.EXPRESSION:  # the value is at the address (read fatally, any register)
                 out.append(f"if ((failed = fu_restore_required(reader, {address}, caller, {slot}, fault))) "
                            "return failed;")
             else:
@@ -299,6 +290,7 @@ class Generated:
     key_kind: int
     key: bytes
     row_count: int  #: DWARF rows it was built from
+    frame_sizes: tuple[int | None, int | None]  #: ModuleImage.frame_sizes of its module
     range_count: int  #: ranges in the lookup table, gaps included
     body_count: int
     interpret_ranges: int  #: ranges whose body returns FU_EH_ELF_INTERPRET
@@ -307,6 +299,11 @@ class Generated:
     @property
     def sources(self) -> list[str]:
         return [name for name in self.units if name.endswith(".c")]
+
+
+def _frame_size(size: int | None) -> str:
+    """A fu_eh_elf_info section size in C (FU_EH_ELF_NO_SECTION for a section the module lacks)."""
+    return "FU_EH_ELF_NO_SECTION" if size is None else f"UINT64_C({size})"
 
 
 def _numbers(values: Sequence[int], per_line: int = 24) -> str:
@@ -394,12 +391,11 @@ def generate(image: ModuleImage, lookup: str = "table") -> Generated:
     body_ids: dict[tuple[str, ...], int] = {}
     body_of_key = [body_statements(d) for d in descriptions]
     bodies: list[tuple[str, ...]] = []
-    no_key = 0xFFFFFFFF
     range_starts: list[int] = []
     range_bodies: list[int] = []
     interpret_ranges = 0
     for start, key in zip(starts, keys):
-        if key == no_key:
+        if key == _core.EH_ELF_NO_KEY:
             body = 0
         else:
             statements = body_of_key[key]
@@ -413,8 +409,8 @@ def generate(image: ModuleImage, lookup: str = "table") -> Generated:
         range_bodies.append(body)
         interpret_ranges += body != 0 and bodies[body - 1] == INTERPRET
     kind, key_bytes = image.cache_key()
-    generated = Generated(image.path, kind, key_bytes, dwarf_row_count(image), len(range_starts), len(bodies),
-                          interpret_ranges)
+    generated = Generated(image.path, kind, key_bytes, image.dwarf_row_count(), image.frame_sizes(),
+                          len(range_starts), len(bodies), interpret_ranges)
     if lookup not in LOOKUPS:
         raise ValueError(f"lookup {lookup!r}: one of {', '.join(LOOKUPS)}")
     header = _do_not_edit(image, kind, key_bytes)
@@ -475,6 +471,7 @@ def _do_not_edit(image: ModuleImage, kind: int, key: bytes) -> str:
 def _common_header(header: str, body_type: str, chunks: int, body_count: int) -> str:
     declarations = "\n".join(f"extern const uint16_t fu_low_{c}[];\nextern const fu_body_id fu_body_{c}_of[];"
                              for c in range(chunks))
+    keep_callee_saved = "\n".join(f"    caller->value[{r}] = regs->value[{r}];" for r in CALLEE_SAVED)
     return f"""{header}#ifndef FU_EH_ELF_GENERATED_H
 #define FU_EH_ELF_GENERATED_H
 #include "fu_unwind_abi.h"
@@ -486,7 +483,7 @@ def _common_header(header: str, body_type: str, chunks: int, body_count: int) ->
 typedef {body_type} fu_body_id;
 
 /* the x86-64 psABI's callee-saved registers (rbx, rbp, r12-r15), kept by the caller unless a rule says */
-#define FU_CALLEE_SAVED_MASK ((1u << 3) | (1u << 6) | (0xfu << 12))
+#define FU_CALLEE_SAVED_MASK {_core.CALLEE_SAVED_MASK:#x}u
 
 static inline void fu_set(fu_regs *caller, unsigned slot, uint64_t value)
 {{
@@ -499,12 +496,7 @@ static inline void fu_set(fu_regs *caller, unsigned slot, uint64_t value)
  * never read, so only those six are copied). */
 static inline void fu_start_caller(const fu_regs *regs, fu_regs *caller)
 {{
-    caller->value[3] = regs->value[3];
-    caller->value[6] = regs->value[6];
-    caller->value[12] = regs->value[12];
-    caller->value[13] = regs->value[13];
-    caller->value[14] = regs->value[14];
-    caller->value[15] = regs->value[15];
+{keep_callee_saved}
     caller->valid = regs->valid & FU_CALLEE_SAVED_MASK;
 }}
 
@@ -516,7 +508,7 @@ FU_HIDDEN int fu_restore_required(const fu_reader *reader, uint64_t address, fu_
                                   uint64_t *fault);
 FU_HIDDEN void fu_restore(const fu_reader *reader, uint64_t address, fu_regs *caller, unsigned slot);
 
-/* a save slot: register `slot` (16: the return address) at CFA + offset */
+/* a save slot: register `slot` (FU_REG_RA: the return address) at CFA + offset */
 typedef struct fu_slot {{
     int16_t offset;
     uint8_t slot;
@@ -588,7 +580,7 @@ def _main_unit(header: str, g: Generated, base: int, span: int, page_first: Sequ
 /* exported as fu_eh_elf_info (the ABI's name; in C that identifier is the struct's typedef) */
 __attribute__((visibility("default"))) const struct fu_eh_elf_info fu_info __asm__("fu_eh_elf_info") = {{
     FU_UNWIND_ABI_VERSION, {GENERATOR_VERSION}, {g.key_kind}, {len(g.key)}, {{{key}}}, {g.row_count}u,
-    {body_count}u, 0
+    {body_count}u, 0, {_frame_size(g.frame_sizes[0])}, {_frame_size(g.frame_sizes[1])}
 }};
 
 {lookup_data}
@@ -626,8 +618,8 @@ FU_HIDDEN int fu_restore_slots(const fu_reader *reader, uint64_t cfa, fu_regs *c
 {{
     for (unsigned i = 0; i < count; i++) {{
         uint64_t address = cfa + (uint64_t)(int64_t)slots[i].offset;
-        if (slots[i].slot == 16) {{
-            int failed = fu_restore_required(reader, address, caller, 16, fault);
+        if (slots[i].slot == FU_REG_RA) {{
+            int failed = fu_restore_required(reader, address, caller, FU_REG_RA, fault);
             if (failed)
                 return failed;
         }} else {{
@@ -724,12 +716,12 @@ class CompileResult:
 
 def open_cached(image: ModuleImage, target: str | None = None) -> _core.EhElf:
     """The checked eh_elf of `image` at `target` (default: its cache path). Raises EhElfError
-    (missing, truncated, not an ELF file, another ABI or generator version, key or row count)."""
+    (missing, truncated, not an ELF file, another ABI or generator version, key, or the sizes of the CFI sections it was built from)."""
     target = target or cache_path(image)
     if not os.path.exists(target):
         raise EhElfError(f"eh_elf {target}: not built (fastunwind compile {image.path})")
     kind, key = image.cache_key()
-    return _core.EhElf(target, kind, key, generator_version=GENERATOR_VERSION, row_count=dwarf_row_count(image))
+    return _core.EhElf(target, kind, key, generator_version=GENERATOR_VERSION, frame_sizes=image.frame_sizes())
 
 
 def load(image: ModuleImage, directory: str | None = None) -> _core.EhElf | None:
@@ -748,7 +740,7 @@ def enabled() -> bool:
 
 def for_image(image: ModuleImage) -> _core.EhElf | None:
     """The image's eh_elf if `fastunwind compile` cached a valid one (checked: ABI and generator
-    version, build-id, DWARF rows), else None; looked up on first use, then kept in its memo."""
+    version, build-id, CFI section sizes), else None; looked up on first use, then kept in its memo."""
     if "eh_elf" not in image.memo:
         image.memo["eh_elf"] = load(image) if enabled() else None
     eh_elf: _core.EhElf | None = image.memo["eh_elf"]
@@ -827,7 +819,7 @@ def _finish(build: Build) -> CompileResult | EhElfError:
                                 f"{build.image.path}: linking its eh_elf", build.workdir)
         # check before publishing: what is in the cache is always loadable
         kind, key = build.image.cache_key()
-        _core.EhElf(linked, kind, key, generator_version=GENERATOR_VERSION, row_count=generated.row_count)
+        _core.EhElf(linked, kind, key, generator_version=GENERATOR_VERSION, frame_sizes=generated.frame_sizes)
         os.replace(linked, build.target)  # atomic within the cache's file system
         eh_elf = open_cached(build.image, build.target)
     except EhElfError as error:

@@ -22,6 +22,7 @@ from fastunwind import _core
 
 from tests.support.expr_reference import breg, deref, evaluate
 
+#: written out here as an oracle independent of compact_table.h, which the package reads it from
 PLT_EXPRESSION = bytes.fromhex("77 08 80 00 3f 1a 3b 2a 33 24 22")
 DRAP_EXPRESSION = bytes.fromhex("76 78 06")
 RSP, RBP, RIP = 7, 6, 16
@@ -32,6 +33,7 @@ def test_the_plt_bytes_are_the_documented_operations():
     from tests.support.expr_reference import and_, ge, lit, plus, shl
 
     assert PLT_EXPRESSION == breg(RSP, 8) + breg(RIP, 0) + lit(15) + and_() + lit(11) + ge() + lit(3) + shl() + plus()
+    assert _core.COMPACT_PLT_EXPRESSION == PLT_EXPRESSION
     assert DRAP_EXPRESSION == breg(RBP, -8) + deref()
 
 

@@ -37,7 +37,7 @@ def test_built_once_then_found_in_the_cache(image, tmp_path):
     assert first.eh_elf.key == bytes(image.build_id) and first.eh_elf.key_kind == _core.COMPACT_KEY_BUILD_ID
     assert first.eh_elf.abi_version == _core.UNWIND_ABI_VERSION
     assert first.eh_elf.generator_version == eh_elf.GENERATOR_VERSION
-    assert first.eh_elf.row_count == eh_elf.dwarf_row_count(image)
+    assert first.eh_elf.row_count == image.dwarf_row_count()
     assert build(image, tmp_path).source == "cache"
     assert build(image, tmp_path, force=True).source == "built"
     assert not [name for name in os.listdir(tmp_path) if name.startswith(".build-")], "work directories left"
@@ -69,13 +69,17 @@ def test_an_entry_built_for_another_file_is_refused(image, tmp_path):
     assert build(image, tmp_path).source == "built"
 
 
-def test_another_generator_version_or_row_count_is_refused(image, tmp_path, monkeypatch):
+def test_another_generator_version_or_other_cfi_sections_are_refused(image, tmp_path, monkeypatch):
     target = build(image, tmp_path).target
     kind, key = image.compact_key()
     with pytest.raises(EhElfError, match=f"generator version {eh_elf.GENERATOR_VERSION}, expected 99"):
         _core.EhElf(target, kind, key, generator_version=99)
-    with pytest.raises(EhElfError, match="DWARF rows"):
-        _core.EhElf(target, kind, key, generator_version=eh_elf.GENERATOR_VERSION, row_count=12345678)
+    eh_frame_size, debug_frame_size = image.frame_sizes()
+    for other in ((eh_frame_size, 12345678), (eh_frame_size + 1, debug_frame_size)):  # a debug file added
+        with pytest.raises(EhElfError, match="other CFI sections"):
+            _core.EhElf(target, kind, key, generator_version=eh_elf.GENERATOR_VERSION, frame_sizes=other)
+    assert _core.EhElf(target, kind, key, generator_version=eh_elf.GENERATOR_VERSION,
+                       frame_sizes=image.frame_sizes()).row_count == image.dwarf_row_count()
     monkeypatch.setattr(eh_elf, "GENERATOR_VERSION", eh_elf.GENERATOR_VERSION + 1)
     assert eh_elf.load(image, str(tmp_path)) is None
     rebuilt = build(image, tmp_path)

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from fastunwind.cfi import RuleKind
 from fastunwind.tables import eh_elf
 from fastunwind.address_space import ModuleImage
 from fastunwind.errors import EhElfError
@@ -48,19 +49,19 @@ def description(cfa, rules=(), *, signal=False, ra_column=16, address_size=8):
     return (0, signal, ra_column, address_size, cfa, tuple(rules))
 
 
-RSP_PLUS_8 = (eh_elf.CFA_REG_OFFSET, 7, 8, None)
-RA_AT_CFA_MINUS_8 = (16, eh_elf.OFFSET, 0, -8, None)
+RSP_PLUS_8 = (RuleKind.CFA_REG_OFFSET, 7, 8, None)
+RA_AT_CFA_MINUS_8 = (16, RuleKind.OFFSET, 0, -8, None)
 
 
 @pytest.mark.parametrize("cfa,rules,expected", [
     # a CFA expression other than the two patterns, a row without CFA rule
-    ((eh_elf.CFA_EXPRESSION, 0, 0, bytes([0x77, 0x08, 0x06, 0x23, 0x08])), (), eh_elf.INTERPRET),
+    ((RuleKind.CFA_EXPRESSION, 0, 0, bytes([0x77, 0x08, 0x06, 0x23, 0x08])), (), eh_elf.INTERPRET),
     ((0, 0, 0, None), (), eh_elf.INTERPRET),
     # DW_OP_breg of a register the walker does not track, and a register rule's deref expression
-    ((eh_elf.CFA_EXPRESSION, 0, 0, bytes([0x70 + 20, 0x08, 0x06])), (), eh_elf.INTERPRET),
-    (RSP_PLUS_8, [(3, eh_elf.EXPRESSION, 0, 0, bytes([0x77, 0x08, 0x06]))], eh_elf.INTERPRET),
+    ((RuleKind.CFA_EXPRESSION, 0, 0, bytes([0x70 + 20, 0x08, 0x06])), (), eh_elf.INTERPRET),
+    (RSP_PLUS_8, [(3, RuleKind.EXPRESSION, 0, 0, bytes([0x77, 0x08, 0x06]))], eh_elf.INTERPRET),
     # a CFA register beyond the walker's: never known
-    ((eh_elf.CFA_REG_OFFSET, 17, 8, None), (), ("return FU_EH_ELF_REGISTER_UNKNOWN;",)),
+    ((RuleKind.CFA_REG_OFFSET, 17, 8, None), (), ("return FU_EH_ELF_REGISTER_UNKNOWN;",)),
 ])
 def test_what_is_not_compiled(cfa, rules, expected):
     assert eh_elf.body_statements(description(cfa, rules)) == expected
@@ -68,9 +69,9 @@ def test_what_is_not_compiled(cfa, rules, expected):
 
 def test_rules_in_column_order_with_the_return_address_column_in_slot_16():
     body = eh_elf.body_statements(description(RSP_PLUS_8, [
-        (3, eh_elf.OFFSET, 0, -16, None), (5, eh_elf.SAME_VALUE, 0, 0, None), (6, eh_elf.REGISTER, 20, 0, None),
-        (12, eh_elf.VAL_OFFSET, 0, -0x80000000_0000_0000, None), (13, eh_elf.UNDEFINED, 0, 0, None),
-        (30, eh_elf.OFFSET, 0, -8, None), (40, eh_elf.OFFSET, 0, -24, None),
+        (3, RuleKind.OFFSET, 0, -16, None), (5, RuleKind.SAME_VALUE, 0, 0, None), (6, RuleKind.REGISTER, 20, 0, None),
+        (12, RuleKind.VAL_OFFSET, 0, -0x80000000_0000_0000, None), (13, RuleKind.UNDEFINED, 0, 0, None),
+        (30, RuleKind.OFFSET, 0, -8, None), (40, RuleKind.OFFSET, 0, -24, None),
     ], ra_column=30))
     assert body == (
         "int failed;",
@@ -95,8 +96,8 @@ def test_rules_in_column_order_with_the_return_address_column_in_slot_16():
 
 def test_a_signal_frame_returns_signal_and_compiles_breg_expressions():
     body = eh_elf.body_statements(description(RSP_PLUS_8, [
-        (0, eh_elf.EXPRESSION, 0, 0, bytes([0x77, 0x90, 0x01])),  # DW_OP_breg7 144
-        (7, eh_elf.VAL_EXPRESSION, 0, 0, bytes([0x77, 0x7F])),  # DW_OP_breg7 -1
+        (0, RuleKind.EXPRESSION, 0, 0, bytes([0x77, 0x90, 0x01])),  # DW_OP_breg7 144
+        (7, RuleKind.VAL_EXPRESSION, 0, 0, bytes([0x77, 0x7F])),  # DW_OP_breg7 -1
         RA_AT_CFA_MINUS_8,
     ], signal=True))
     assert "if ((failed = fu_restore_required(reader, regs->value[7] + 144u, caller, 0, fault))) return failed;" in body
@@ -106,8 +107,8 @@ def test_a_signal_frame_returns_signal_and_compiles_breg_expressions():
 
 def test_registers_saved_at_one_base_register_load_from_the_window_after_one_check():
     body = eh_elf.body_statements(description(RSP_PLUS_8, [
-        (0, eh_elf.EXPRESSION, 0, 0, bytes([0x77, 0x90, 0x01])),  # DW_OP_breg7 144
-        (3, eh_elf.EXPRESSION, 0, 0, bytes([0x77, 0x80, 0x01])),  # DW_OP_breg7 128
+        (0, RuleKind.EXPRESSION, 0, 0, bytes([0x77, 0x90, 0x01])),  # DW_OP_breg7 144
+        (3, RuleKind.EXPRESSION, 0, 0, bytes([0x77, 0x80, 0x01])),  # DW_OP_breg7 128
         RA_AT_CFA_MINUS_8,
     ], signal=True))
     window = body.index("if ((regs->valid & 0x80u) && fu_in_window(reader, regs->value[7] + 128u, 24u)) {")

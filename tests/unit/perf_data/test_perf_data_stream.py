@@ -198,3 +198,28 @@ def test_memory_does_not_grow_with_the_recording(tmp_path, through):
     grown_kib, stack_bytes = map(int, result.stdout.split())
     assert stack_bytes == rounds * per_round * 8000
     assert grown_kib < 16 * 1024, f"peak RSS grew by {grown_kib} KiB streaming {len(data) >> 20} MiB"
+
+
+def test_threads_may_ask_a_stream_while_its_next_window_is_cut_ahead(tmp_path):
+    """Each call waits for the window being cut ahead without the GIL: two threads waiting at once
+    once joined the cutting thread twice and hung."""
+    attr = b.Attr(**DWARF_ATTR)
+    path = tmp_path / "r.data"
+    path.write_bytes(b.file_mode([attr], rounds_recording(attr, 40, 40, 30)))
+    perf = PerfData.open_stream(path, window_bytes=1, decode_ahead=True)
+    asked = []
+
+    def ask() -> None:
+        for _ in range(50):
+            asked.append(len(perf.native.build_ids()))
+
+    windows = 0
+    while perf.native.next_window() is not None:
+        windows += 1
+        threads = [threading.Thread(target=ask, daemon=True) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+            assert not thread.is_alive(), "a thread asking the stream hung"
+    assert windows > 5 and len(asked) == 150 * windows

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping
 from fastunwind.elf import PF_X, PT_LOAD
 from fastunwind.cfi import UnwindInfo
@@ -76,6 +77,24 @@ def test_entry_code_without_the_outermost_mark_is_not_the_end(ld_so, backend: st
     space, entry = ld_so
     walk = _walk(space, backend, entry + 3, 0x1234, bytes(64))
     assert walk.outcome == "no_unwind_info"
+
+
+def test_the_compact_table_alone_gives_the_same_entry_code(ld_so) -> None:
+    """A module unwound from its compact table alone (one without slow rows: its DWARF tables are
+    not parsed) finds its entry code from the table's rows: the same bytes as from the DWARF tables."""
+    space, entry = ld_so
+    (mapping,) = space.mappings
+    image = mapping.image
+    assert image is not None and image.compact is not None
+
+    def core(eh_frame, debug_frame):
+        return _core.AddressSpace([(mapping.start, mapping.end, mapping.bias, eh_frame, debug_frame, image.segments, 0,
+                                    image.compact, None, image.elf.entry)], backend="table")
+
+    dwarf, alone = core(image.eh_frame, image.debug_frame), core(None, None)
+    for pc in range(entry - 8, entry + ENTRY_CODE_MAX_BYTES + 8):
+        assert (dwarf.step_source(pc) == "entry_code") == (alone.step_source(pc) == "entry_code"), hex(pc)
+    assert alone.step_source(entry) == "entry_code"
 
 
 def test_an_entry_point_with_cfi_is_left_to_it() -> None:
