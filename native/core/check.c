@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define RETURN_ADDRESS_COLUMN 16
 #define RETURN_ADDRESS_INDEX (FU_SYNTH_COLUMN_COUNT - 1) /* fu_synth_columns ends with the return address */
 
 typedef enum comparison { COMPARE_SKIP = 0, COMPARE_AGREE, COMPARE_UNKNOWN, COMPARE_MISMATCH } comparison;
@@ -170,7 +169,7 @@ static comparison compare_cfa(const fu_cfi_table *table, fu_rule rule, const fu_
  * on its own even where the declared CFA is wrong. */
 static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s)
 {
-    fu_synth_value wanted = column == RETURN_ADDRESS_COLUMN ? (fu_synth_value){FU_VALUE_RETURN_ADDRESS, 0, 0, 0}
+    fu_synth_value wanted = column == FU_RETURN_ADDRESS_COLUMN ? (fu_synth_value){FU_VALUE_RETURN_ADDRESS, 0, 0, 0}
                                                             : (fu_synth_value){FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0, 0};
     fu_synth_value address;
     bool deref;
@@ -312,7 +311,7 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
         } else if (outcome == COMPARE_UNKNOWN && !c->result->reason[0]) {
             char a[FU_CHECK_TEXT_MAX], reg[12];
             declared_text(t, rule, a);
-            if (column == RETURN_ADDRESS_COLUMN)
+            if (column == FU_RETURN_ADDRESS_COLUMN)
                 snprintf(reg, sizeof reg, "ra");
             else
                 register_text(reg, sizeof reg, column);
@@ -358,12 +357,12 @@ static int64_t overlapping_fde(const fu_cfi_table *table, uint32_t entry)
  * undefined), the callee-saved registers unsaved. */
 static bool is_entry_row(const fu_cfi_table *table, const fu_state *row)
 {
-    if (row->cfa.kind != FU_CFA_REG_OFFSET || row->cfa.reg != FU_X86_REG_RSP || row->cfa.value != 8)
+    if (row->cfa.kind != FU_CFA_REG_OFFSET || row->cfa.reg != FU_REG_RSP || row->cfa.value != 8)
         return false;
     for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
         fu_rule rule = fu_state_rule(table, row, fu_synth_columns[k]);
         /* the return address at CFA-8, or undefined: the outermost frame (_start, a thread's entry) */
-        if (fu_synth_columns[k] == RETURN_ADDRESS_COLUMN ? !((rule.kind == FU_RULE_OFFSET && rule.value == -8) ||
+        if (fu_synth_columns[k] == FU_RETURN_ADDRESS_COLUMN ? !((rule.kind == FU_RULE_OFFSET && rule.value == -8) ||
                                                              rule.kind == FU_RULE_UNDEFINED)
                                                          : rule.kind != FU_RULE_UNSPECIFIED && rule.kind != FU_RULE_SAME_VALUE)
             return false;
@@ -380,12 +379,12 @@ static bool declared_entry_state(const fu_cfi_table *table, const fu_state *row,
     if (row->cfa.kind != FU_CFA_REG_OFFSET || row->cfa.reg >= FU_X86_GPR_COUNT)
         return false;
     unsigned cfa_register = row->cfa.reg;
-    out->regs[FU_X86_REG_RSP] = (fu_synth_value){0, 0, 0, 0};
+    out->regs[FU_REG_RSP] = (fu_synth_value){0, 0, 0, 0};
     out->regs[cfa_register] = (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 - row->cfa.value};
     for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
         unsigned column = fu_synth_columns[k];
         fu_rule rule = fu_state_rule(table, row, column);
-        fu_synth_value saved = column == RETURN_ADDRESS_COLUMN
+        fu_synth_value saved = column == FU_RETURN_ADDRESS_COLUMN
                                    ? (fu_synth_value){FU_VALUE_RETURN_ADDRESS, 0, 0, 0}
                                    : (fu_synth_value){FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0, 0};
         if (rule.kind == FU_RULE_OFFSET) {

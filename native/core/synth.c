@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT] = {3, 6, 12, 13, 14, 15, 16};
+const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT] = {FU_REG_RBX, FU_REG_RBP, FU_REG_R12, FU_REG_R13,
+                                                           FU_REG_R14, FU_REG_R15, FU_RETURN_ADDRESS_COLUMN};
 
 /* rax, rdx, rcx, rsi, rdi, r8-r11: a callee may change them (System V AMD64 ABI §3.2.1). */
-#define CALLER_SAVED_MASK ((1u << 0) | (1u << 1) | (1u << 2) | (1u << 4) | (1u << 5) | (0xfu << 8))
-#define RETURN_ADDRESS_COLUMN 16
+#define CALLER_SAVED_MASK (((1u << FU_X86_GPR_COUNT) - 1) & ~FU_CALLEE_SAVED_MASK & ~(1u << FU_REG_RSP))
 
 /* block_flags bits */
 #define BLOCK_HAS_STATE 1u
@@ -217,7 +217,7 @@ void fu_synth_store(fu_synth_state *state, fu_synth_value address, fu_synth_valu
  * caller-saved registers. */
 static void clobber_for_call(fu_synth_state *s)
 {
-    fu_synth_value sp = s->regs[FU_X86_REG_RSP];
+    fu_synth_value sp = s->regs[FU_REG_RSP];
     unsigned kept = 0;
     for (unsigned i = 0; i < s->slot_count; i++) {
         const fu_synth_slot *slot = &s->slots[i];
@@ -244,7 +244,7 @@ void fu_synth_entry_state(fu_synth_state *s)
     for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
         if (CALLER_SAVED_MASK & (1u << r))
             s->regs[r] = unknown_value;
-    s->regs[FU_X86_REG_RSP] = make_value(FU_VALUE_ENTRY_STACK, 0, 0);
+    s->regs[FU_REG_RSP] = make_value(FU_VALUE_ENTRY_STACK, 0, 0);
     s->slot_count = 1;
     s->slots[0].space = FU_SLOT_ENTRY_STACK;
     s->slots[0].offset = 0;
@@ -320,14 +320,14 @@ static void clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_ad
 
 static bool is_callee_saved(unsigned reg)
 {
-    return reg < FU_X86_GPR_COUNT && reg != FU_X86_REG_RSP && !(CALLER_SAVED_MASK & (1u << reg));
+    return reg < FU_X86_GPR_COUNT && reg != FU_REG_RSP && !(CALLER_SAVED_MASK & (1u << reg));
 }
 
 /* Apply `insn` to `s` (control flow is the caller's business; a call's effect on registers is here). */
 static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uint64_t address)
 {
     uint64_t next = address + insn->length;
-    fu_synth_value *rsp = &s->regs[FU_X86_REG_RSP];
+    fu_synth_value *rsp = &s->regs[FU_REG_RSP];
     const fu_x86_operand *dest = &insn->dest, *source = &insn->source;
     bool dest_is_reg64 = dest->kind == FU_X86_OPERAND_REGISTER && dest->width == 8;
     switch (insn->kind) {
@@ -349,18 +349,18 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
         return;
     }
     case FU_X86_LEAVE:
-        *rsp = s->regs[FU_X86_REG_RBP];
-        s->regs[FU_X86_REG_RBP] = slot_load(s, *rsp, 8);
+        *rsp = s->regs[FU_REG_RBP];
+        s->regs[FU_REG_RBP] = slot_load(s, *rsp, 8);
         *rsp = fu_synth_value_add(*rsp, 8);
         return;
     case FU_X86_ENTER: {
         if (dest->value != 0) { /* nesting levels copy frame pointers: not emitted by compilers */
-            s->regs[FU_X86_REG_RBP] = *rsp = unknown_value;
+            s->regs[FU_REG_RBP] = *rsp = unknown_value;
             return;
         }
         *rsp = fu_synth_value_add(*rsp, -8);
-        slot_store(s, *rsp, 8, s->regs[FU_X86_REG_RBP], true);
-        s->regs[FU_X86_REG_RBP] = *rsp;
+        slot_store(s, *rsp, 8, s->regs[FU_REG_RBP], true);
+        s->regs[FU_REG_RBP] = *rsp;
         *rsp = fu_synth_value_add(*rsp, -(int64_t)(uint16_t)source->value);
         return;
     }
@@ -411,7 +411,7 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
         }
         break;
     case FU_X86_AND:
-        if (dest_is_reg64 && dest->reg == FU_X86_REG_RSP && source->kind == FU_X86_OPERAND_IMMEDIATE &&
+        if (dest_is_reg64 && dest->reg == FU_REG_RSP && source->kind == FU_X86_OPERAND_IMMEDIATE &&
             rsp->kind == FU_VALUE_ENTRY_STACK) {
             /* the realigned stack: a space of its own, anchored where this `and` leaves rsp */
             if (!run->has_alignment) {
@@ -546,7 +546,7 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
         *flags |= BLOCK_HAS_STATE | (edge == EDGE_CALL_FALLTHROUGH ? BLOCK_ONLY_CALL_FALLTHROUGH : 0);
         changed = true;
     } else {
-        fu_synth_value old_sp = s->regs[FU_X86_REG_RSP], new_sp = in->regs[FU_X86_REG_RSP];
+        fu_synth_value old_sp = s->regs[FU_REG_RSP], new_sp = in->regs[FU_REG_RSP];
         if (!fu_synth_value_equal(old_sp, new_sp) && old_sp.kind != FU_VALUE_UNKNOWN &&
             new_sp.kind != FU_VALUE_UNKNOWN) {
             /* A call the list of noreturn functions missed falls into code laid out after it for
@@ -563,7 +563,7 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
                 goto queue;
             }
             /* with the same frame pointer on both paths the CFA stays known through it */
-            fu_synth_value fp_old = s->regs[FU_X86_REG_RBP], fp_new = in->regs[FU_X86_REG_RBP];
+            fu_synth_value fp_old = s->regs[FU_REG_RBP], fp_new = in->regs[FU_REG_RBP];
             if (!(fu_synth_value_equal(fp_old, fp_new) &&
                   (fp_old.kind == FU_VALUE_ENTRY_STACK || fp_old.kind == FU_VALUE_ALIGNED_STACK))) {
                 char a[24], c[24];
@@ -761,7 +761,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
                 int64_t found = jump_table(run, i, insn, &s, bound, queue_len);
                 if (found < 0)
                     return false;
-                fu_synth_value sp = s.regs[FU_X86_REG_RSP];
+                fu_synth_value sp = s.regs[FU_REG_RSP];
                 bool tail_call = sp.kind == FU_VALUE_ENTRY_STACK && sp.offset == 0;
                 if (found == 0 && !tail_call) {
                     snprintf(run->reason, FU_SYNTH_REASON_MAX,
@@ -791,7 +791,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
                 return true;
             /* with nothing on the stack, running into the next function is a tail call without a
              * jump (glibc's __memcpy_chk: a check, then memcpy's code right after) */
-            fu_synth_value sp = s.regs[FU_X86_REG_RSP];
+            fu_synth_value sp = s.regs[FU_REG_RSP];
             if (sp.kind == FU_VALUE_ENTRY_STACK && sp.offset == 0)
                 return true;
             snprintf(run->reason, FU_SYNTH_REASON_MAX, "execution runs past the end of the range at 0x%llx",
@@ -977,8 +977,8 @@ void fu_synth_derive_row(const fu_synth_state *state, unsigned preferred_cfa_reg
     unsigned n = 0;
     if (preferred_cfa_register < FU_X86_GPR_COUNT)
         order[n++] = preferred_cfa_register;
-    order[n++] = FU_X86_REG_RSP;
-    order[n++] = FU_X86_REG_RBP;
+    order[n++] = FU_REG_RSP;
+    order[n++] = FU_REG_RBP;
     for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
         order[n++] = r;
     for (unsigned k = 0; k < n; k++) {
@@ -992,7 +992,7 @@ void fu_synth_derive_row(const fu_synth_state *state, unsigned preferred_cfa_reg
     }
     for (unsigned c = 0; c < FU_SYNTH_COLUMN_COUNT; c++) {
         unsigned column = fu_synth_columns[c];
-        fu_synth_value wanted = column == RETURN_ADDRESS_COLUMN ? make_value(FU_VALUE_RETURN_ADDRESS, 0, 0)
+        fu_synth_value wanted = column == FU_RETURN_ADDRESS_COLUMN ? make_value(FU_VALUE_RETURN_ADDRESS, 0, 0)
                                                                 : make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0);
         fu_rule *rule = &row->columns[c];
         if (column < FU_X86_GPR_COUNT && fu_synth_value_equal(state->regs[column], wanted)) {

@@ -15,7 +15,9 @@ void fu_x86_decoder_init(fu_x86_decoder *decoder)
 
 /* Zydis orders the 64-bit registers as the encoding does (rax rcx rdx rbx rsp rbp rsi rdi r8..r15);
  * DWARF numbers them rax rdx rcx rbx rsi rdi rbp rsp r8..r15 (System V AMD64 ABI, figure 3.36). */
-static const uint8_t dwarf_of_encoding[FU_X86_GPR_COUNT] = {0, 2, 1, 3, 7, 6, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15};
+static const uint8_t dwarf_of_encoding[FU_X86_GPR_COUNT] = {
+    FU_REG_RAX, FU_REG_RCX, FU_REG_RDX, FU_REG_RBX, FU_REG_RSP, FU_REG_RBP, FU_REG_RSI, FU_REG_RDI,
+    FU_REG_R8,  FU_REG_R9,  FU_REG_R10, FU_REG_R11, FU_REG_R12, FU_REG_R13, FU_REG_R14, FU_REG_R15};
 
 /* The DWARF number of the general-purpose register holding `reg` (al, ax, eax, rax -> 0), or
  * FU_X86_REG_NONE. */

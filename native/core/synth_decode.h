@@ -3,7 +3,7 @@
  *
  * The decoding itself is Zydis 4 (Debian's libzydis-dev); this file is the only one that includes
  * it, so the interpreter depends on this summary, not on the decoder library (an AArch64 decoder
- * would fill the same struct). Registers use the DWARF x86-64 numbering of cfi.h (0 rax ... 15
+ * would fill the same struct). Registers use the DWARF x86-64 numbering of x86_64.h (0 rax ... 15
  * r15); FU_X86_REG_RIP stands for a RIP-relative base.
  */
 #ifndef FASTUNWIND_SYNTH_DECODE_H
@@ -13,11 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The general-purpose registers (DWARF numbers 0-15). */
-#define FU_X86_GPR_COUNT 16
-#define FU_X86_REG_RSP 7
-#define FU_X86_REG_RBP 6
-#define FU_X86_REG_RIP 16
+#include "x86_64.h"
+
+/* The general-purpose registers: DWARF numbers 0-15 (x86_64.h), below the return address. */
+#define FU_X86_GPR_COUNT FU_REG_RA
+/* Operand bases beside them: RIP-relative, and none. */
+#define FU_X86_REG_RIP FU_X86_GPR_COUNT
 #define FU_X86_REG_NONE 0xff
 /* The longest x86 instruction (Intel SDM vol. 2, §2.3.11). */
 #define FU_X86_MAX_INSN_LENGTH 15

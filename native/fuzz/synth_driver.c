@@ -187,8 +187,8 @@ static void run_input(const uint8_t *data, size_t size)
     run_synth(code, code_size, start, segments, segment_count, noreturn, 2, NULL, &scratch);
     fu_synth_state entry;
     fu_synth_entry_state(&entry);
-    entry.regs[FU_X86_REG_RSP].offset = -(int64_t)(flags & 0xf8);
-    fu_synth_store(&entry, entry.regs[FU_X86_REG_RSP], (fu_synth_value){FU_VALUE_ENTRY_REGISTER, 3, 0, 0});
+    entry.regs[FU_REG_RSP].offset = -(int64_t)(flags & 0xf8);
+    fu_synth_store(&entry, entry.regs[FU_REG_RSP], (fu_synth_value){FU_VALUE_ENTRY_REGISTER, 3, 0, 0});
     run_synth(code, code_size, start, segments, segment_count, noreturn, 2, &entry, &scratch);
     run_check(code, code_size, start, cfi, segments, segment_count, noreturn, 2);
 }
