@@ -38,46 +38,34 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     memset(scratch, 0, sizeof *scratch);
 }
 
+/* Grow arrays that are indexed together to hold `need` elements each (fu_grow_array's doubling
+ * from the same capacity gives every array the same new capacity). */
+static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned count, uint32_t *cap, uint64_t need)
+{
+    uint32_t grown = *cap;
+    for (unsigned i = 0; i < count; i++) {
+        grown = *cap;
+        if (!fu_grow_array(arrays[i], &grown, need, item_sizes[i]))
+            return false;
+    }
+    *cap = grown;
+    return true;
+}
+
 static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
 {
-    if (need <= s->insn_cap)
-        return true;
-    uint64_t cap = s->insn_cap ? s->insn_cap : 1024;
-    while (cap < need)
-        cap *= 2;
-    void *a = realloc(s->insns, cap * sizeof *s->insns);
-    if (a) s->insns = a;
-    void *b = realloc(s->insn_offsets, cap * sizeof *s->insn_offsets);
-    if (b) s->insn_offsets = b;
-    void *c = realloc(s->block_of, cap * sizeof *s->block_of);
-    if (c) s->block_of = c;
-    void *d = realloc(s->walked, cap * sizeof *s->walked);
-    if (d) s->walked = d;
-    if (!a || !b || !c || !d)
-        return false;
-    s->insn_cap = (uint32_t)cap;
-    return true;
+    void **arrays[] = {(void **)&s->insns, (void **)&s->insn_offsets, (void **)&s->block_of, (void **)&s->walked};
+    const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->walked};
+    return grow_together(arrays, sizes, 4, &s->insn_cap, need);
 }
 
 static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
 {
-    if (need <= s->block_cap)
-        return true;
-    uint64_t cap = s->block_cap ? s->block_cap : 64;
-    while (cap < need)
-        cap *= 2;
-    void *a = realloc(s->block_states, cap * sizeof *s->block_states);
-    if (a) s->block_states = a;
-    void *b = realloc(s->block_flags, cap * sizeof *s->block_flags);
-    if (b) s->block_flags = b;
-    void *c = realloc(s->block_insn, cap * sizeof *s->block_insn);
-    if (c) s->block_insn = c;
-    void *d = realloc(s->worklist, cap * sizeof *s->worklist);
-    if (d) s->worklist = d;
-    if (!a || !b || !c || !d)
-        return false;
-    s->block_cap = (uint32_t)cap;
-    return true;
+    void **arrays[] = {(void **)&s->block_states, (void **)&s->block_flags, (void **)&s->block_insn,
+                       (void **)&s->worklist};
+    const size_t sizes[] = {sizeof *s->block_states, sizeof *s->block_flags, sizeof *s->block_insn,
+                            sizeof *s->worklist};
+    return grow_together(arrays, sizes, 4, &s->block_cap, need);
 }
 
 /* ---- values and slots ------------------------------------------------------------------------- */
