@@ -9,16 +9,18 @@ STAMPS := .build
 # gcc, libdw and libunwind headers for the peers' harnesses, zlib/zstd for compressed sections,
 # perf (linux-perf) and the recorded workloads: hackbench (rt-tests), clang-14 compiling a big file;
 # the real-binary corpus: the other linkers (lld, mold; gold is in binutils) and Go (golang-go);
-# libiberty (libiberty-dev) demangles C++ and Rust names in the C core.
+# libiberty (libiberty-dev) demangles C++ and Rust names in the C core; Zydis (libzydis-dev) decodes
+# x86-64 machine code for `check` (native/core/synth_decode.c).
 SYSTEM_PACKAGES := binutils gcc g++ make llvm-14 clang-14 elfutils libdw-dev libunwind-dev \
                    zlib1g-dev libzstd-dev pkg-config xz-utils linux-perf rt-tests \
-                   lld mold golang-go libiberty-dev
+                   lld mold golang-go libiberty-dev libzydis-dev
 
 NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch])
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
-.PHONY: all setup build demo test corpus sweep asan fuzz bench bench-unwind bench-eh-elf bench-perf-script clean
+.PHONY: all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
+        bench-check clean
 
 all: build
 
@@ -80,6 +82,10 @@ corpus: build
 sweep: build
 	$(PY) -m scripts.sweep
 
+# `fastunwind check` on the same files: FDEs by verdict, agreement, undecided reasons (counts only).
+sweep-check: build
+	$(PY) -m scripts.sweep_check
+
 # The C core under AddressSanitizer + UndefinedBehaviorSanitizer: standalone drivers run the
 # hostile-input corpus and mutated real sections, perf.data recordings, and the stack walker over
 # hostile, generated and mutated stacks (native/fuzz/README.md).
@@ -91,6 +97,10 @@ fuzz: $(STAMPS)/system.stamp
 
 bench: build
 	$(PY) -m benchmarks.bench_cfi
+
+# `fastunwind check libLLVM-14.so.1` against `readelf -wF` of the same file (docs/BENCHMARKS.md).
+bench-check: build
+	$(PY) -m benchmarks.bench_check
 
 # The walker against libunwind, libdw and a frame-pointer walk on the same perf samples.
 bench-unwind: build

@@ -32,8 +32,9 @@ setup(
             extra_compile_args=compile_args,
             extra_link_args=link_args,
             # perf_data.c: PERF_RECORD_COMPRESSED (perf record -z); demangle.c: libiberty's demangler
-            # (libiberty-dev ships only a static, PIC libiberty.a)
-            libraries=["zstd", "iberty"],
+            # (libiberty-dev ships only a static, PIC libiberty.a); synth_decode.c: Zydis 4, the x86
+            # decoder (libzydis-dev)
+            libraries=["zstd", "iberty", "Zydis"],
         )
     ]
 )

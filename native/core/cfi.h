@@ -62,6 +62,10 @@ typedef struct fu_image_segment {
     uint64_t size;
 } fu_image_segment;
 
+/* The segment of `segments` whose bytes hold [address, address + size), or NULL (never overflows). */
+const fu_image_segment *fu_image_segment_holding(const fu_image_segment *segments, size_t count, uint64_t address,
+                                                 uint64_t size);
+
 /* Where a section lives and the bases that relative pointer encodings need. */
 typedef struct fu_section {
     fu_section_kind kind;
@@ -243,6 +247,8 @@ const fu_state *fu_cfi_table_state(const fu_cfi_table *table, uint32_t state_ind
 fu_rule fu_state_rule(const fu_cfi_table *table, const fu_state *state, unsigned column);
 
 /* lookup.c */
+/* How many indexed FDEs start at or below pc: the sorted index of the first one that starts above it. */
+uint32_t fu_cfi_table_fdes_starting_by(const fu_cfi_table *table, uint64_t pc);
 /* Index of the FDE entry covering svma `pc`, or -1. */
 int64_t fu_cfi_table_find_fde(const fu_cfi_table *table, uint64_t pc);
 /* Index of the row covering `pc` (an FDE's last row ends at pc_begin + pc_range), or -1. */

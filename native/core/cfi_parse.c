@@ -59,20 +59,26 @@ unsigned fu_encoded_size(uint8_t encoding, unsigned address_size)
     }
 }
 
+const fu_image_segment *fu_image_segment_holding(const fu_image_segment *segments, size_t count, uint64_t address,
+                                                 uint64_t size)
+{
+    for (size_t i = 0; i < count; i++) {
+        const fu_image_segment *seg = &segments[i];
+        if (address >= seg->vaddr && address - seg->vaddr <= seg->size && size <= seg->size - (address - seg->vaddr))
+            return seg;
+    }
+    return NULL;
+}
+
 /* Read the pointer stored at svma `address` in the file image (DW_EH_PE_indirect). */
 static bool read_image_pointer(const fu_section *s, uint64_t address, uint64_t *out)
 {
-    for (size_t i = 0; i < s->segment_count; i++) {
-        const fu_image_segment *seg = &s->segments[i];
-        if (address >= seg->vaddr && address - seg->vaddr <= seg->size &&
-            s->address_size <= seg->size - (address - seg->vaddr)) {
-            fu_cursor c = fu_cursor_make(seg->data, seg->data + (address - seg->vaddr),
-                                         seg->data + seg->size);
-            *out = fu_read_uint(&c, s->address_size);
-            return !c.failed;
-        }
-    }
-    return false;
+    const fu_image_segment *seg = fu_image_segment_holding(s->segments, s->segment_count, address, s->address_size);
+    if (!seg)
+        return false;
+    fu_cursor c = fu_cursor_make(seg->data, seg->data + (address - seg->vaddr), seg->data + seg->size);
+    *out = fu_read_uint(&c, s->address_size);
+    return !c.failed;
 }
 
 bool fu_read_encoded(fu_cursor *c, uint8_t encoding, const fu_section *section, uint64_t func_base,

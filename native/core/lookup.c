@@ -45,8 +45,7 @@ fu_status fu_cfi_table_build_index(fu_cfi_table *t, fu_error *err)
     return FU_OK;
 }
 
-/* How many FDEs start at or below pc: the sorted index of the first one that starts above it. */
-static uint32_t fdes_starting_by(const fu_cfi_table *t, uint64_t pc)
+uint32_t fu_cfi_table_fdes_starting_by(const fu_cfi_table *t, uint64_t pc)
 {
     uint32_t lo = 0, hi = t->fde_count;
     while (lo < hi) {
@@ -61,7 +60,7 @@ static uint32_t fdes_starting_by(const fu_cfi_table *t, uint64_t pc)
 
 int64_t fu_cfi_table_find_fde(const fu_cfi_table *t, uint64_t pc)
 {
-    uint32_t lo = fdes_starting_by(t, pc); /* the last FDE whose start <= pc is lo - 1 */
+    uint32_t lo = fu_cfi_table_fdes_starting_by(t, pc); /* the last FDE whose start <= pc is lo - 1 */
     if (lo == 0)
         return -1;
     const fu_entry *e = &t->entries[t->fde_sorted[lo - 1]];
@@ -112,7 +111,7 @@ uint64_t fu_cfi_tables_next_fde_start(const fu_cfi_table *const tables[2], uint6
         const fu_cfi_table *t = tables[i];
         if (!t)
             continue;
-        uint32_t lo = fdes_starting_by(t, pc); /* the first FDE whose start > pc */
+        uint32_t lo = fu_cfi_table_fdes_starting_by(t, pc); /* the first FDE whose start > pc */
         if (lo < t->fde_count && t->fde_starts[lo] < next)
             next = t->fde_starts[lo];
     }

@@ -13,9 +13,7 @@ typedef struct CfiTableObject {
     py_core_object base; /* payload: &table once parsed and evaluated */
     fu_cfi_table table;
     Py_buffer data;
-    Py_buffer *segment_buffers;
-    fu_image_segment *segments;
-    Py_ssize_t segment_count;
+    py_core_segments segments; /* for DW_EH_PE_indirect pointers */
     bool parsed;
 } CfiTableObject;
 
@@ -26,10 +24,7 @@ static void table_dealloc(CfiTableObject *self)
         fu_cfi_table_free(&self->table);
     if (self->data.obj)
         PyBuffer_Release(&self->data);
-    for (Py_ssize_t i = 0; i < self->segment_count; i++)
-        PyBuffer_Release(&self->segment_buffers[i]);
-    PyMem_Free(self->segment_buffers);
-    PyMem_Free(self->segments);
+    py_core_segments_release(&self->segments);
     type->tp_free((PyObject *)self);
     Py_DECREF(type);
 }
@@ -52,32 +47,8 @@ static int table_init(CfiTableObject *self, PyObject *args, PyObject *kwargs)
         PyErr_Format(PyExc_ValueError, "kind must be 0 (.eh_frame) or 1 (.debug_frame), not %d", kind);
         return -1;
     }
-    if (segments && segments != Py_None) {
-        PyObject *seq = PySequence_Fast(segments, "segments must be a sequence of (vaddr, bytes)");
-        if (!seq)
-            return -1;
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-        self->segment_buffers = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
-        self->segments = PyMem_Calloc((size_t)n + 1, sizeof(fu_image_segment));
-        if (!self->segment_buffers || !self->segments) {
-            Py_DECREF(seq);
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            unsigned long long vaddr;
-            if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "Ky*", &vaddr,
-                                  &self->segment_buffers[i])) {
-                Py_DECREF(seq);
-                return -1;
-            }
-            self->segment_count = i + 1;
-            self->segments[i].vaddr = vaddr;
-            self->segments[i].data = self->segment_buffers[i].buf;
-            self->segments[i].size = (uint64_t)self->segment_buffers[i].len;
-        }
-        Py_DECREF(seq);
-    }
+    if (segments && segments != Py_None && !py_core_segments_from(segments, &self->segments))
+        return -1;
     fu_section section = {
         .kind = (fu_section_kind)kind,
         .data = self->data.buf,
@@ -86,8 +57,8 @@ static int table_init(CfiTableObject *self, PyObject *args, PyObject *kwargs)
         .text_base = text_base,
         .data_base = data_base,
         .address_size = (uint8_t)address_size,
-        .segments = self->segments,
-        .segment_count = (size_t)self->segment_count,
+        .segments = self->segments.segments,
+        .segment_count = (size_t)self->segments.count,
     };
     fu_error err = {0};
     fu_status status;

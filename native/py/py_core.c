@@ -156,3 +156,40 @@ int py_core_state_clear(PyObject *module)
         Py_CLEAR(state->types[i]);
     return 0;
 }
+
+bool py_core_segments_from(PyObject *sequence, py_core_segments *out)
+{
+    PyObject *seq = PySequence_Fast(sequence, "segments must be a sequence of (vaddr, bytes)");
+    if (!seq)
+        return false;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    out->buffers = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
+    out->segments = PyMem_Calloc((size_t)n + 1, sizeof(fu_image_segment));
+    if (!out->buffers || !out->segments) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return false;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long long vaddr;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "Ky*", &vaddr, &out->buffers[i])) {
+            Py_DECREF(seq);
+            return false;
+        }
+        out->count = i + 1;
+        out->segments[i].vaddr = vaddr;
+        out->segments[i].data = out->buffers[i].buf;
+        out->segments[i].size = (uint64_t)out->buffers[i].len;
+    }
+    Py_DECREF(seq);
+    return true;
+}
+
+void py_core_segments_release(py_core_segments *segments)
+{
+    for (Py_ssize_t i = 0; i < segments->count; i++)
+        PyBuffer_Release(&segments->buffers[i]);
+    PyMem_Free(segments->buffers);
+    PyMem_Free(segments->segments);
+    memset(segments, 0, sizeof *segments);
+}

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cfi.h"
 #include "error.h"
 
 typedef enum py_type_id {
@@ -70,6 +71,17 @@ PyObject *py_core_bytes(const void *data, size_t size);
 int py_core_add_names(PyObject *module, const char *attribute, int count, const char *(*name)(int));
 /* module.<attribute> = (number(0), ..., number(count - 1)); -1 with an exception. */
 int py_core_add_numbers(PyObject *module, const char *attribute, int count, int (*number)(int));
+
+/* A Python sequence of (vaddr, bytes-like) pairs as fu_image_segments over the objects' buffers,
+ * which stay acquired until py_core_segments_release (safe on a zeroed or partly filled one). */
+typedef struct py_core_segments {
+    Py_buffer *buffers;
+    fu_image_segment *segments;
+    Py_ssize_t count;
+} py_core_segments;
+/* False with an exception set (what was acquired is released by py_core_segments_release). */
+bool py_core_segments_from(PyObject *sequence, py_core_segments *out);
+void py_core_segments_release(py_core_segments *segments);
 
 /* For the module definition (py_module.c). */
 int py_core_state_traverse(PyObject *module, visitproc visit, void *arg);

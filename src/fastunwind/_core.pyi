@@ -294,3 +294,21 @@ def symbolize_samples(perf_data: PerfData, space_ids: Buffer, comm_ids: Buffer, 
                       mappings: list[tuple[int, int, int, str, Callable[[], SymbolTable | None] | None]],
                       kernel_symbols: Callable[[bytes], SymbolTable | None], outcome_names: tuple[str, ...], /
                       ) -> UnwoundSamples: ...
+
+# synth / check (native/py/py_synth.c): the declared rows of FDEs against the code's derived rows
+CHECK_RESULT_FIELDS: int
+CHECK_AGREE: int
+CHECK_MISMATCH: int
+CHECK_UNDECIDED: int
+CHECK_WHAT_CFA: int
+CHECK_WHAT_RANGE: int
+def check_fdes(table: CfiTable, entries: Buffer, code: Sequence[tuple[int, Buffer]],
+               segments: Sequence[tuple[int, Buffer]], noreturn: Buffer, eh_frame: CfiTable | None,
+               debug_frame: CfiTable | None, /
+               ) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes]: ...
+SYNTH_DECIDED: int
+SYNTH_UNDECIDED: int
+SYNTH_COLUMNS: tuple[int, ...]
+def synth_function(code: Buffer, start: int, noreturn: Buffer = b"", segments: Sequence[tuple[int, Buffer]] = ()
+                   ) -> tuple[int, str, list[tuple[int, tuple[int, int, int, int],
+                                                   tuple[tuple[int, int, int, int], ...]]], dict[str, int]]: ...

@@ -23,7 +23,7 @@ PACKAGE = Path(fastunwind.__file__).parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.__main__",),
     ("fastunwind.cli",),
-    ("fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.compile",
+    ("fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
      "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.table"),
     ("fastunwind.commands",),
     # compatibility names the docs document: thin re-exports of the modules below
@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.perf",),
     ("fastunwind.walk",),
     ("fastunwind.address_space",),
-    ("fastunwind.tables.compact", "fastunwind.tables.eh_elf"),
+    ("fastunwind.check", "fastunwind.tables.compact", "fastunwind.tables.eh_elf"),
     ("fastunwind.tables",),
     ("fastunwind.image",),
     ("fastunwind.cfi_print", "fastunwind.symbols"),

@@ -1,0 +1,538 @@
+/* check: declared rows against derived ones, FDE by FDE (see check.h). */
+#include "check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define RETURN_ADDRESS_INDEX (FU_SYNTH_COLUMN_COUNT - 1) /* fu_synth_columns ends with the return address */
+
+typedef enum comparison { COMPARE_SKIP = 0, COMPARE_AGREE, COMPARE_UNKNOWN, COMPARE_MISMATCH } comparison;
+
+void fu_check_batch_free(fu_check_batch *batch)
+{
+    free(batch->results);
+    free(batch->findings.data);
+    free(batch->uncovered_calls.data);
+    fu_synth_scratch_free(&batch->scratch);
+    memset(batch, 0, sizeof *batch);
+}
+
+/* ---- rules as text ---------------------------------------------------------------------------- */
+
+static void register_text(char *out, size_t size, unsigned reg)
+{
+    const char *name = fu_register_name(reg);
+    if (name)
+        snprintf(out, size, "%s", name);
+    else
+        snprintf(out, size, "r%u", reg);
+}
+
+static void declared_text(const fu_cfi_table *table, fu_rule rule, char out[FU_CHECK_TEXT_MAX])
+{
+    char reg[12];
+    unsigned breg;
+    int32_t offset;
+    bool deref;
+    switch (rule.kind) {
+    case FU_CFA_REG_OFFSET:
+        register_text(reg, sizeof reg, rule.reg);
+        snprintf(out, FU_CHECK_TEXT_MAX, "%s%+lld", reg, (long long)rule.value);
+        return;
+    case FU_CFA_EXPRESSION:
+    case FU_RULE_EXPRESSION:
+    case FU_RULE_VAL_EXPRESSION:
+        if (fu_expr_match_breg(table->section.data + rule.value, rule.expr_len, &breg, &offset, &deref)) {
+            register_text(reg, sizeof reg, breg);
+            bool brackets = rule.kind == FU_CFA_EXPRESSION ? deref : rule.kind == FU_RULE_EXPRESSION;
+            snprintf(out, FU_CHECK_TEXT_MAX, brackets ? "[%s%+d]%s" : "%s%+d%s", reg, offset,
+                     rule.kind != FU_CFA_EXPRESSION && deref ? " deref" : "");
+        } else {
+            snprintf(out, FU_CHECK_TEXT_MAX, "expression");
+        }
+        return;
+    case FU_RULE_UNSPECIFIED: snprintf(out, FU_CHECK_TEXT_MAX, "no rule (same value)"); return;
+    case FU_RULE_SAME_VALUE: snprintf(out, FU_CHECK_TEXT_MAX, "same value"); return;
+    case FU_RULE_UNDEFINED: snprintf(out, FU_CHECK_TEXT_MAX, "undefined"); return;
+    case FU_RULE_OFFSET: snprintf(out, FU_CHECK_TEXT_MAX, "c%+lld", (long long)rule.value); return;
+    case FU_RULE_VAL_OFFSET: snprintf(out, FU_CHECK_TEXT_MAX, "value c%+lld", (long long)rule.value); return;
+    case FU_RULE_REGISTER:
+        register_text(reg, sizeof reg, rule.reg);
+        snprintf(out, FU_CHECK_TEXT_MAX, "in %s", reg);
+        return;
+    default:
+        snprintf(out, FU_CHECK_TEXT_MAX, "?");
+        return;
+    }
+}
+
+static void derived_text(const fu_synth_state *state, unsigned what, unsigned preferred_cfa_register,
+                         char out[FU_CHECK_TEXT_MAX])
+{
+    fu_synth_row row;
+    char reg[12];
+    fu_synth_derive_row(state, preferred_cfa_register, &row);
+    if (what == FU_CHECK_WHAT_CFA) {
+        if (row.cfa.kind == FU_CFA_REG_OFFSET) {
+            register_text(reg, sizeof reg, row.cfa.reg);
+            snprintf(out, FU_CHECK_TEXT_MAX, "%s%+lld", reg, (long long)row.cfa.value);
+        } else {
+            snprintf(out, FU_CHECK_TEXT_MAX, "unknown");
+        }
+        return;
+    }
+    for (unsigned c = 0; c < FU_SYNTH_COLUMN_COUNT; c++) {
+        if (fu_synth_columns[c] != what)
+            continue;
+        fu_rule rule = row.columns[c];
+        if (rule.kind == FU_RULE_SAME_VALUE)
+            snprintf(out, FU_CHECK_TEXT_MAX, "same value");
+        else if (rule.kind == FU_RULE_OFFSET)
+            snprintf(out, FU_CHECK_TEXT_MAX, "c%+lld", (long long)rule.value);
+        else if (rule.kind == FU_RULE_REGISTER) {
+            register_text(reg, sizeof reg, rule.reg);
+            snprintf(out, FU_CHECK_TEXT_MAX, "in %s", reg);
+        } else
+            snprintf(out, FU_CHECK_TEXT_MAX, "not found");
+        return;
+    }
+    snprintf(out, FU_CHECK_TEXT_MAX, "?");
+}
+
+/* ---- evaluating a declared rule over the abstract state ---------------------------------------- */
+
+/* The value a register+offset or breg expression rule gives; false when the rule is of another shape. */
+static bool breg_value(const fu_cfi_table *table, fu_rule rule, const fu_synth_state *s, fu_synth_value *address,
+                       bool *deref)
+{
+    unsigned reg;
+    int32_t offset;
+    if (!fu_expr_match_breg(table->section.data + rule.value, rule.expr_len, &reg, &offset, deref))
+        return false;
+    if (reg >= FU_X86_GPR_COUNT) {
+        *address = (fu_synth_value){0, 0, 0, 0};
+        return true;
+    }
+    fu_synth_value base = s->regs[reg];
+    /* a caller's register plus an offset still points outside this frame (memory_value) */
+    *address = base.kind == FU_VALUE_ENTRY_REGISTER || base.kind == FU_VALUE_RETURN_ADDRESS
+                   ? base : fu_synth_value_add(base, offset);
+    return true;
+}
+
+/* What a rule reads at `address`. An address computed from a caller's register or the return
+ * address is outside this frame (gcc's DRAP epilogues keep rules like rbx = [rbp-48] after the
+ * `pop rbp` that gave rbp back to the caller): not what was saved here. */
+static fu_synth_value memory_value(const fu_synth_state *s, fu_synth_value address)
+{
+    switch (address.kind) {
+    case FU_VALUE_ENTRY_STACK:
+        return fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, address.offset);
+    case FU_VALUE_ALIGNED_STACK:
+        return fu_synth_slot_value(s, FU_SLOT_ALIGNED_STACK, address.offset);
+    case FU_VALUE_ENTRY_REGISTER:
+    case FU_VALUE_RETURN_ADDRESS:
+        return (fu_synth_value){FU_VALUE_NEVER_WRITTEN, 0, 0, 0};
+    default:
+        return (fu_synth_value){0, 0, 0, 0};
+    }
+}
+
+static comparison compare(fu_synth_value got, fu_synth_value wanted)
+{
+    if (fu_synth_value_equal(got, wanted))
+        return COMPARE_AGREE;
+    if (got.kind == FU_VALUE_UNKNOWN || got.kind == FU_VALUE_ALIGNED_STACK)
+        return COMPARE_UNKNOWN;
+    return COMPARE_MISMATCH;
+}
+
+static comparison compare_cfa(const fu_cfi_table *table, fu_rule rule, const fu_synth_state *s)
+{
+    fu_synth_value wanted = {FU_VALUE_ENTRY_STACK, 0, 0, 8};
+    if (rule.kind == FU_CFA_REG_OFFSET) {
+        if (rule.reg >= FU_X86_GPR_COUNT)
+            return COMPARE_UNKNOWN;
+        return compare(fu_synth_value_add(s->regs[rule.reg], rule.value), wanted);
+    }
+    if (rule.kind == FU_CFA_EXPRESSION) {
+        fu_synth_value address;
+        bool deref;
+        if (!breg_value(table, rule, s, &address, &deref))
+            return COMPARE_UNKNOWN;
+        return compare(deref ? memory_value(s, address) : address, wanted);
+    }
+    return COMPARE_UNKNOWN;
+}
+
+/* The rule of `column` judged against the true CFA (entry rsp + 8), so that each column is judged
+ * on its own even where the declared CFA is wrong. */
+static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s)
+{
+    fu_synth_value wanted = column == FU_RETURN_ADDRESS_COLUMN ? (fu_synth_value){FU_VALUE_RETURN_ADDRESS, 0, 0, 0}
+                                                            : (fu_synth_value){FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0, 0};
+    fu_synth_value address;
+    bool deref;
+    switch (rule.kind) {
+    case FU_RULE_UNSPECIFIED:
+    case FU_RULE_SAME_VALUE:
+        if (column >= FU_X86_GPR_COUNT)
+            return COMPARE_SKIP;
+        return compare(s->regs[column], wanted);
+    case FU_RULE_OFFSET:
+        return compare(fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, 8 + rule.value), wanted);
+    case FU_RULE_VAL_OFFSET:
+        return compare((fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 + rule.value}, wanted);
+    case FU_RULE_REGISTER:
+        if (rule.reg >= FU_X86_GPR_COUNT)
+            return COMPARE_UNKNOWN;
+        return compare(s->regs[rule.reg], wanted);
+    case FU_RULE_EXPRESSION:
+        if (!breg_value(table, rule, s, &address, &deref) || deref)
+            return COMPARE_UNKNOWN;
+        return compare(memory_value(s, address), wanted);
+    default: /* undefined: the CFI gives up on it (end of stack); val_expression */
+        return COMPARE_SKIP;
+    }
+}
+
+/* ---- one FDE ---------------------------------------------------------------------------------- */
+
+typedef struct fde_check {
+    const fu_check_image *image;
+    const fu_cfi_table *table;
+    const fu_entry *fde;
+    fu_check_batch *batch;
+    fu_check_fde_result *result;
+    uint32_t row;          /* the declared row in force (cursor: visits come in address order) */
+    uint32_t row_end;
+    /* the rules of the row in force, fetched once per row */
+    uint32_t rules_row;
+    fu_rule rules[FU_SYNTH_COLUMN_COUNT];
+    /* the previous visit's outcome, reused for an unchanged state under the same row */
+    uint32_t judged_row;
+    bool judged_agree;
+    bool out_of_memory;
+    uint64_t last_uncovered_check; /* call targets repeat: the last one checked */
+} fde_check;
+
+static bool add_finding(fde_check *c, uint64_t address, unsigned what, const char *declared, const char *derived)
+{
+    fu_check_fde_result *r = c->result;
+    if (r->finding_count >= FU_CHECK_MAX_FINDINGS_PER_FDE)
+        return true;
+    fu_check_finding f;
+    memset(&f, 0, sizeof f);
+    f.address = address;
+    f.what = what;
+    snprintf(f.declared, sizeof f.declared, "%s", declared);
+    snprintf(f.derived, sizeof f.derived, "%s", derived);
+    if (!fu_buffer_append(&c->batch->findings, &f, sizeof f)) {
+        c->out_of_memory = true;
+        return false;
+    }
+    r->finding_count++;
+    return true;
+}
+
+static bool covered(const fu_check_image *image, uint64_t address)
+{
+    for (unsigned t = 0; t < 2; t++)
+        if (image->tables[t] && fu_cfi_table_find_fde(image->tables[t], address) >= 0)
+            return true;
+    return false;
+}
+
+
+static void note_call_target(fde_check *c, const fu_x86_insn *insn)
+{
+    if (!insn->has_target || insn->target == c->last_uncovered_check)
+        return;
+    if (insn->target >= c->fde->pc_begin && insn->target - c->fde->pc_begin < c->fde->pc_range)
+        return;
+    c->last_uncovered_check = insn->target;
+    if (fu_image_segment_holding(c->image->code, c->image->code_count, insn->target, 1) &&
+        !covered(c->image, insn->target) &&
+        !fu_buffer_append(&c->batch->uncovered_calls, &insn->target, sizeof insn->target))
+        c->out_of_memory = true;
+}
+
+static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
+                  bool unchanged)
+{
+    fde_check *c = context;
+    const fu_cfi_table *t = c->table;
+    if (insn->kind == FU_X86_CALL || (insn->kind == FU_X86_JMP && insn->has_target))
+        note_call_target(c, insn);
+    while (c->row + 1 < c->row_end && t->row_address[c->row + 1] <= address)
+        c->row++;
+    if (unchanged && c->judged_agree && c->judged_row == c->row) {
+        c->result->agree++;
+        return true;
+    }
+    const fu_state *declared = fu_cfi_table_state(t, t->row_state[c->row]);
+    if (c->rules_row != c->row) {
+        c->rules_row = c->row;
+        for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++)
+            c->rules[k] = fu_state_rule(t, declared, fu_synth_columns[k]);
+    }
+    /* The outermost frame (the return address undefined: _start, a thread's entry) has no caller
+     * whose registers the CFA would recover: nothing to compare (glibc's _start pops under CFA =
+     * rsp+8). */
+    if (c->rules[RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED) {
+        c->result->agree++;
+        return true;
+    }
+    comparison worst = COMPARE_SKIP;
+    comparison cfa = compare_cfa(t, declared->cfa, state);
+    if (cfa == COMPARE_MISMATCH) {
+        char a[FU_CHECK_TEXT_MAX], b[FU_CHECK_TEXT_MAX];
+        declared_text(t, declared->cfa, a);
+        derived_text(state, FU_CHECK_WHAT_CFA, declared->cfa.kind == FU_CFA_REG_OFFSET ? declared->cfa.reg : FU_X86_REG_NONE, b);
+        if (!add_finding(c, address, FU_CHECK_WHAT_CFA, a, b))
+            return false;
+    } else if (cfa == COMPARE_UNKNOWN && !c->result->reason[0]) {
+        char a[FU_CHECK_TEXT_MAX];
+        declared_text(t, declared->cfa, a);
+        snprintf(c->result->reason, sizeof c->result->reason, "at 0x%llx the code does not tell whether CFA = %s",
+                 (unsigned long long)address, a);
+    }
+    worst = cfa;
+    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
+        unsigned column = fu_synth_columns[k];
+        fu_rule rule = c->rules[k];
+        comparison outcome = compare_column(t, rule, column, state);
+        if (outcome == COMPARE_MISMATCH) {
+            char a[FU_CHECK_TEXT_MAX], b[FU_CHECK_TEXT_MAX];
+            declared_text(t, rule, a);
+            derived_text(state, column, FU_X86_REG_NONE, b);
+            if (!add_finding(c, address, column, a, b))
+                return false;
+        } else if (outcome == COMPARE_UNKNOWN && !c->result->reason[0]) {
+            char a[FU_CHECK_TEXT_MAX], reg[12];
+            declared_text(t, rule, a);
+            if (column == FU_RETURN_ADDRESS_COLUMN)
+                snprintf(reg, sizeof reg, "ra");
+            else
+                register_text(reg, sizeof reg, column);
+            snprintf(c->result->reason, sizeof c->result->reason, "at 0x%llx the code does not tell whether %s = %s",
+                     (unsigned long long)address, reg, a);
+        }
+        if (outcome > worst)
+            worst = outcome;
+    }
+    c->judged_row = c->row;
+    c->judged_agree = worst <= COMPARE_AGREE;
+    if (worst == COMPARE_MISMATCH)
+        c->result->mismatch++;
+    else if (worst == COMPARE_UNKNOWN)
+        c->result->unknown++;
+    else
+        c->result->agree++;
+    return true;
+}
+
+
+/* Another FDE of the same table whose range meets [begin, end): its index, or -1. */
+static int64_t overlapping_fde(const fu_cfi_table *table, uint32_t entry)
+{
+    const fu_entry *e = &table->entries[entry];
+    uint64_t begin = e->pc_begin, end = e->pc_begin + e->pc_range;
+    /* the first sorted FDE starting at or after `end`; those before it starting inside or ending
+     * after `begin` meet it. Sorted FDEs that overlap nothing have increasing ends, so looking at the
+     * few just below `end` suffices. */
+    uint32_t lo = fu_cfi_table_fdes_starting_by(table, end - 1);
+    for (uint32_t k = lo, seen = 0; k > 0 && seen < 4; k--, seen++) {
+        uint32_t other = table->fde_sorted[k - 1];
+        const fu_entry *o = &table->entries[other];
+        if (other == entry || o->pc_range == 0)
+            continue;
+        if (o->pc_begin < end && begin < o->pc_begin + o->pc_range)
+            return other;
+    }
+    return -1;
+}
+
+/* Whether the declared row is a function's entry row: CFA = rsp+8, the return address at CFA-8 (or
+ * undefined), the callee-saved registers unsaved. */
+static bool is_entry_row(const fu_cfi_table *table, const fu_state *row)
+{
+    if (row->cfa.kind != FU_CFA_REG_OFFSET || row->cfa.reg != FU_REG_RSP || row->cfa.value != 8)
+        return false;
+    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
+        fu_rule rule = fu_state_rule(table, row, fu_synth_columns[k]);
+        /* the return address at CFA-8, or undefined: the outermost frame (_start, a thread's entry) */
+        if (fu_synth_columns[k] == FU_RETURN_ADDRESS_COLUMN ? !((rule.kind == FU_RULE_OFFSET && rule.value == -8) ||
+                                                             rule.kind == FU_RULE_UNDEFINED)
+                                                         : rule.kind != FU_RULE_UNSPECIFIED && rule.kind != FU_RULE_SAME_VALUE)
+            return false;
+    }
+    return true;
+}
+
+/* The state an FDE's first declared row describes, for an FDE that starts inside a function: the CFA
+ * register holds CFA - offset, saved registers are in their slots (and their registers unknown).
+ * False when the row has a shape this cannot express (a CFA expression). */
+static bool declared_entry_state(const fu_cfi_table *table, const fu_state *row, fu_synth_state *out)
+{
+    fu_synth_entry_state(out);
+    if (row->cfa.kind != FU_CFA_REG_OFFSET || row->cfa.reg >= FU_X86_GPR_COUNT)
+        return false;
+    unsigned cfa_register = row->cfa.reg;
+    out->regs[FU_REG_RSP] = (fu_synth_value){0, 0, 0, 0};
+    out->regs[cfa_register] = (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 - row->cfa.value};
+    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
+        unsigned column = fu_synth_columns[k];
+        fu_rule rule = fu_state_rule(table, row, column);
+        fu_synth_value saved = column == FU_RETURN_ADDRESS_COLUMN
+                                   ? (fu_synth_value){FU_VALUE_RETURN_ADDRESS, 0, 0, 0}
+                                   : (fu_synth_value){FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0, 0};
+        if (rule.kind == FU_RULE_OFFSET) {
+            fu_synth_store(out, (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 + rule.value}, saved);
+            if (column < FU_X86_GPR_COUNT && column != cfa_register)
+                out->regs[column] = (fu_synth_value){0, 0, 0, 0};
+        } else if (rule.kind == FU_RULE_REGISTER && rule.reg < FU_X86_GPR_COUNT && rule.reg != cfa_register) {
+            out->regs[rule.reg] = saved;
+            if (column < FU_X86_GPR_COUNT && column != cfa_register)
+                out->regs[column] = (fu_synth_value){0, 0, 0, 0};
+        } else if (rule.kind != FU_RULE_UNSPECIFIED && rule.kind != FU_RULE_SAME_VALUE) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, uint32_t entry, fu_check_batch *batch,
+                      fu_check_fde_result *result)
+{
+    const fu_entry *fde = &table->entries[entry];
+    memset(result, 0, sizeof *result);
+    result->entry = entry;
+    result->first_finding = (uint32_t)(batch->findings.len / sizeof(fu_check_finding));
+    fde_check c = {.image = image, .table = table, .fde = fde, .batch = batch, .result = result,
+                   .row = fde->first_row, .row_end = fde->first_row + fde->row_count, .last_uncovered_check = 0,
+                   .rules_row = UINT32_MAX, .judged_row = UINT32_MAX};
+    char range[FU_CHECK_TEXT_MAX];
+    snprintf(range, sizeof range, "%llx..%llx", (unsigned long long)fde->pc_begin,
+             (unsigned long long)(fde->pc_begin + fde->pc_range));
+    if (fde->pc_range == 0) {
+        result->verdict = FU_CHECK_MISMATCH;
+        return add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, "empty range");
+    }
+    int64_t other = overlapping_fde(table, entry);
+    if (other >= 0) {
+        char with[FU_CHECK_TEXT_MAX];
+        const fu_entry *o = &table->entries[other];
+        snprintf(with, sizeof with, "overlaps %llx..%llx", (unsigned long long)o->pc_begin,
+                 (unsigned long long)(o->pc_begin + o->pc_range));
+        if (!add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, with))
+            return false;
+    }
+    const fu_image_segment *seg = fu_image_segment_holding(image->code, image->code_count, fde->pc_begin, fde->pc_range);
+    if (!seg) {
+        result->verdict = FU_CHECK_MISMATCH;
+        return add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, "outside executable code");
+    }
+    if (fde->row_count == 0 || fde->has_error) {
+        result->verdict = FU_CHECK_UNDECIDED;
+        snprintf(result->reason, sizeof result->reason, "the FDE's CFI does not evaluate");
+        return true;
+    }
+    for (uint32_t r = fde->first_row; r < fde->first_row + fde->row_count; r++) {
+        fu_rule cfa = fu_cfi_table_state(table, table->row_state[r])->cfa;
+        unsigned reg;
+        int32_t offset;
+        bool deref;
+        if (cfa.kind == FU_CFA_EXPRESSION &&
+            !fu_expr_match_breg(table->section.data + cfa.value, cfa.expr_len, &reg, &offset, &deref)) {
+            result->verdict = FU_CHECK_UNDECIDED;
+            snprintf(result->reason, sizeof result->reason,
+                     "the CFA is a DWARF expression beyond register+offset (a PLT's) at 0x%llx",
+                     (unsigned long long)table->row_address[r]);
+            return true;
+        }
+    }
+    if (fde->cie && fde->cie->signal_frame) {
+        result->verdict = FU_CHECK_UNDECIDED;
+        snprintf(result->reason, sizeof result->reason, "a signal frame: its CFI describes the interrupted context");
+        return true;
+    }
+    /* Leading nops are padding that no path enters (gcc starts a `.cold` landing pad's FDE with one,
+     * under the CIE's initial row): the code starts after them. */
+    const uint8_t *code = seg->data + (fde->pc_begin - seg->vaddr);
+    uint64_t start = fde->pc_begin, end = fde->pc_begin + fde->pc_range;
+    if (!batch->scratch.decoder_ready) {
+        fu_x86_decoder_init(&batch->scratch.decoder);
+        batch->scratch.decoder_ready = true;
+    }
+    for (unsigned k = 0; k < FU_CHECK_MAX_LEADING_NOPS && start < end; k++) {
+        fu_x86_insn insn;
+        fu_x86_decode(&batch->scratch.decoder, code + (start - fde->pc_begin), (size_t)(end - start), start, &insn);
+        if (!insn.is_nop)
+            break;
+        start += insn.length;
+    }
+    if (start == end)
+        start = fde->pc_begin;
+    while (c.row + 1 < c.row_end && table->row_address[c.row + 1] <= start)
+        c.row++;
+    /* An FDE that does not start at a function's entry (a `.cold` part) is checked from the state its
+     * first row declares: that row is taken as given, the rest is checked. */
+    fu_synth_state declared_entry;
+    const fu_state *first = fu_cfi_table_state(table, table->row_state[c.row]);
+    if (!is_entry_row(table, first)) {
+        if (!declared_entry_state(table, first, &declared_entry)) {
+            result->verdict = FU_CHECK_UNDECIDED;
+            snprintf(result->reason, sizeof result->reason,
+                     "starts inside a function, and its first row (a CFA or register expression, an "
+                     "undefined register) cannot be a starting state");
+            return true;
+        }
+        result->from_declared_entry = true;
+    }
+    fu_synth_function function = {
+        .start = start, .end = end, .code = code + (start - fde->pc_begin),
+        .noreturn = image->noreturn, .noreturn_count = image->noreturn_count,
+        .segments = image->segments, .segment_count = image->segment_count,
+        .code_segments = image->code, .code_segment_count = image->code_count,
+        .entry = result->from_declared_entry ? &declared_entry : NULL};
+    fu_synth_counts counts;
+    char reason[FU_SYNTH_REASON_MAX];
+    fu_synth_outcome outcome = fu_synth_run(&function, &batch->scratch, visit, &c, &counts, reason);
+    if (outcome == FU_SYNTH_NO_MEMORY || c.out_of_memory)
+        return false;
+    if (outcome == FU_SYNTH_UNDECIDED) {
+        result->verdict = FU_CHECK_UNDECIDED;
+        result->agree = result->mismatch = result->unknown = 0;
+        memcpy(result->reason, reason, sizeof result->reason);
+        return true;
+    }
+    result->unreached = counts.instructions - counts.reached;
+    if (result->mismatch || other >= 0) {
+        result->verdict = FU_CHECK_MISMATCH;
+        result->reason[0] = '\0';
+    } else if (result->unknown) {
+        result->verdict = FU_CHECK_UNDECIDED;
+    } else {
+        result->verdict = FU_CHECK_AGREE;
+    }
+    return true;
+}
+
+fu_status fu_check_fdes(const fu_check_image *image, const fu_cfi_table *table, const uint32_t *entries,
+                        size_t count, fu_check_batch *batch, fu_error *err)
+{
+    free(batch->results);
+    batch->results = calloc(count ? count : 1, sizeof *batch->results);
+    batch->count = 0;
+    if (!batch->results)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < count; i++) {
+        if (entries[i] >= table->entry_count || table->entries[entries[i]].kind != FU_ENTRY_FDE)
+            return fu_fail(err, FU_ERR_INVALID, "entry %u is not an FDE of the table", entries[i]);
+        if (!check_fde(image, table, entries[i], batch, &batch->results[i]))
+            return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+        batch->count = i + 1;
+    }
+    return FU_OK;
+}

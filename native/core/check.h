@@ -1,0 +1,91 @@
+/* check: the declared rows of every FDE against the rows the machine code implies (synth.h).
+ *
+ * At every instruction synth reaches, each declared rule is evaluated over the abstract state and
+ * compared by value with what it must recover: the CFA must be entry rsp + 8, the return address
+ * column must give the return address, rbx, rbp and r12-r15 the caller's values. Comparing values,
+ * not rule shapes, makes equivalent forms agree: a CFA declared as rbp+16 where rsp+24 would do
+ * (after `push rbp; mov rbp, rsp`), a register declared saved after its `pop` (the slot still holds
+ * it, below rsp but inside the red zone, System V AMD64 ABI §3.2.2), "same value" before the save
+ * and the save slot after it. A rule whose value is unknown at an instruction (lost precision)
+ * makes the instruction unknown, never a mismatch. Rules that do not describe a recoverable value
+ * (DW_CFA_undefined: end of stack; val_expression) are not compared.
+ *
+ * Structural faults are findings too: an FDE with an empty range, one outside the image's
+ * executable segments, FDEs that overlap.
+ */
+#ifndef FASTUNWIND_CHECK_H
+#define FASTUNWIND_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buffer.h"
+#include "cfi.h"
+#include "synth.h"
+
+/* Findings kept per FDE (the counts keep counting past it). */
+#define FU_CHECK_MAX_FINDINGS_PER_FDE 32
+/* Nops skipped at the start of an FDE (padding before its first reachable instruction). */
+#define FU_CHECK_MAX_LEADING_NOPS 16
+/* Room for a rule as text ("rsp+16", "c-24", "[rbp-8]", "never written"). */
+#define FU_CHECK_TEXT_MAX 48
+
+typedef enum fu_check_verdict {
+    FU_CHECK_AGREE = 0,
+    FU_CHECK_MISMATCH = 1,
+    FU_CHECK_UNDECIDED = 2,
+} fu_check_verdict;
+
+/* What a finding is about: a register column (3 rbx, 6 rbp, 12-15, 16 the return address), or: */
+#define FU_CHECK_WHAT_CFA 128
+#define FU_CHECK_WHAT_RANGE 129 /* the FDE's range itself (empty, outside code, overlapping) */
+
+typedef struct fu_check_finding {
+    uint64_t address;
+    uint32_t what;
+    char declared[FU_CHECK_TEXT_MAX];
+    char derived[FU_CHECK_TEXT_MAX];
+} fu_check_finding;
+
+typedef struct fu_check_fde_result {
+    uint32_t entry;        /* index of the FDE in its table */
+    uint8_t verdict;       /* fu_check_verdict */
+    uint32_t agree;        /* instructions whose every compared rule agrees */
+    uint32_t mismatch;     /* instructions with a rule known to be wrong */
+    uint32_t unknown;      /* instructions with a rule whose value is unknown, none wrong */
+    uint32_t unreached;    /* decoded instructions no path reaches (padding, data, dead code) */
+    bool from_declared_entry; /* starts inside a function: checked from its first declared row */
+    uint32_t first_finding, finding_count;
+    char reason[FU_SYNTH_REASON_MAX]; /* undecided: why */
+} fu_check_fde_result;
+
+/* The image the FDEs describe. */
+typedef struct fu_check_image {
+    const fu_image_segment *code;     /* executable PT_LOAD segments (file bytes) */
+    size_t code_count;
+    const fu_image_segment *segments; /* every PT_LOAD segment's file bytes (jump tables) */
+    size_t segment_count;
+    const uint64_t *noreturn;         /* sorted addresses of functions that never return */
+    size_t noreturn_count;
+    const fu_cfi_table *tables[2];    /* .eh_frame, .debug_frame (either NULL): call-target coverage */
+} fu_check_image;
+
+/* The results of a batch of FDEs, and the direct call targets in executable code that no FDE of
+ * either table covers (unsorted, possibly repeated). Zero-initialize; fu_check_batch_free. */
+typedef struct fu_check_batch {
+    fu_check_fde_result *results;
+    size_t count;
+    fu_buffer findings;         /* fu_check_finding */
+    fu_buffer uncovered_calls;  /* uint64_t */
+    fu_synth_scratch scratch;
+} fu_check_batch;
+
+void fu_check_batch_free(fu_check_batch *batch);
+
+/* Check the FDEs `entries[0..count)` of `table` (one of image->tables). Runs without touching
+ * anything but its arguments, so batches may run on several threads. */
+fu_status fu_check_fdes(const fu_check_image *image, const fu_cfi_table *table, const uint32_t *entries,
+                        size_t count, fu_check_batch *batch, fu_error *err);
+
+#endif

@@ -1,0 +1,1001 @@
+/* synth: abstract interpretation of one function's machine code (see synth.h). */
+#include "synth.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT] = {FU_REG_RBX, FU_REG_RBP, FU_REG_R12, FU_REG_R13,
+                                                           FU_REG_R14, FU_REG_R15, FU_RETURN_ADDRESS_COLUMN};
+
+/* rax, rdx, rcx, rsi, rdi, r8-r11: a callee may change them (System V AMD64 ABI §3.2.1). */
+#define CALLER_SAVED_MASK (((1u << FU_X86_GPR_COUNT) - 1) & ~FU_CALLEE_SAVED_MASK & ~(1u << FU_REG_RSP))
+
+/* block_flags bits */
+#define BLOCK_HAS_STATE 1u
+#define BLOCK_QUEUED 2u
+#define BLOCK_ONLY_CALL_FALLTHROUGH 4u /* every edge into it so far is the fall-through of a call */
+
+static const fu_synth_value unknown_value = {FU_VALUE_UNKNOWN, 0, 0, 0};
+
+/* Copy only the slots in use: a state is mostly its slot array. */
+static void state_copy(fu_synth_state *dst, const fu_synth_state *src)
+{
+    memcpy(dst, src, offsetof(fu_synth_state, slots) + src->slot_count * sizeof src->slots[0]);
+}
+
+void fu_synth_scratch_free(fu_synth_scratch *scratch)
+{
+    free(scratch->insns);
+    free(scratch->insn_offsets);
+    free(scratch->block_of);
+    free(scratch->walked);
+    free(scratch->block_states);
+    free(scratch->block_flags);
+    free(scratch->block_insn);
+    free(scratch->worklist);
+    memset(scratch, 0, sizeof *scratch);
+}
+
+/* Grow arrays that are indexed together to hold `need` elements each (fu_grow_array's doubling
+ * from the same capacity gives every array the same new capacity). */
+static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned count, uint32_t *cap, uint64_t need)
+{
+    uint32_t grown = *cap;
+    for (unsigned i = 0; i < count; i++) {
+        grown = *cap;
+        if (!fu_grow_array(arrays[i], &grown, need, item_sizes[i]))
+            return false;
+    }
+    *cap = grown;
+    return true;
+}
+
+static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
+{
+    void **arrays[] = {(void **)&s->insns, (void **)&s->insn_offsets, (void **)&s->block_of, (void **)&s->walked};
+    const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->walked};
+    return grow_together(arrays, sizes, 4, &s->insn_cap, need);
+}
+
+static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
+{
+    void **arrays[] = {(void **)&s->block_states, (void **)&s->block_flags, (void **)&s->block_insn,
+                       (void **)&s->worklist};
+    const size_t sizes[] = {sizeof *s->block_states, sizeof *s->block_flags, sizeof *s->block_insn,
+                            sizeof *s->worklist};
+    return grow_together(arrays, sizes, 4, &s->block_cap, need);
+}
+
+/* ---- values and slots ------------------------------------------------------------------------- */
+
+static fu_synth_value make_value(uint8_t kind, uint8_t reg, int64_t offset)
+{
+    fu_synth_value v = {kind, reg, 0, offset};
+    return v;
+}
+
+bool fu_synth_value_equal(fu_synth_value a, fu_synth_value b)
+{
+    return a.kind == b.kind && a.reg == b.reg && a.offset == b.offset && a.base_delta == b.base_delta;
+}
+
+fu_synth_value fu_synth_value_add(fu_synth_value value, int64_t delta)
+{
+    switch (value.kind) {
+    case FU_VALUE_ENTRY_STACK:
+    case FU_VALUE_ALIGNED_STACK:
+    case FU_VALUE_CONSTANT:
+        value.offset = (int64_t)((uint64_t)value.offset + (uint64_t)delta);
+        return value;
+    default:
+        return unknown_value;
+    }
+}
+
+/* Stack addresses as slot keys; false for anything else. Offsets beyond ±2 GiB are not slots. */
+static bool slot_key(fu_synth_value address, uint8_t *space, int32_t *offset)
+{
+    if (address.kind != FU_VALUE_ENTRY_STACK && address.kind != FU_VALUE_ALIGNED_STACK)
+        return false;
+    if (address.offset < INT32_MIN || address.offset > INT32_MAX)
+        return false;
+    *space = address.kind == FU_VALUE_ENTRY_STACK ? FU_SLOT_ENTRY_STACK : FU_SLOT_ALIGNED_STACK;
+    *offset = (int32_t)address.offset;
+    return true;
+}
+
+static int slot_compare(uint8_t space_a, int32_t offset_a, uint8_t space_b, int32_t offset_b)
+{
+    if (space_a != space_b)
+        return space_a < space_b ? -1 : 1;
+    return offset_a < offset_b ? -1 : offset_a > offset_b;
+}
+
+/* Index of the slot (space, offset), or -(insertion point) - 1. */
+static int slot_find(const fu_synth_state *s, uint8_t space, int32_t offset)
+{
+    int lo = 0, hi = s->slot_count;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        int c = slot_compare(s->slots[mid].space, s->slots[mid].offset, space, offset);
+        if (c == 0)
+            return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -lo - 1;
+}
+
+fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, int64_t offset)
+{
+    if (offset >= INT32_MIN && offset <= INT32_MAX) {
+        int i = slot_find(state, space, (int32_t)offset);
+        if (i >= 0)
+            return state->slots[i].value;
+    }
+    /* the caller's frame (at and above the CFA) is not ours to know */
+    if (state->slots_lost || (space == FU_SLOT_ENTRY_STACK && offset >= 8))
+        return unknown_value;
+    return make_value(FU_VALUE_NEVER_WRITTEN, 0, 0);
+}
+
+static fu_synth_value slot_load(const fu_synth_state *s, fu_synth_value address, unsigned width)
+{
+    uint8_t space;
+    int32_t offset;
+    if (width != 8 || !slot_key(address, &space, &offset))
+        return unknown_value;
+    int i = slot_find(s, space, offset);
+    return i >= 0 ? s->slots[i].value : unknown_value;
+}
+
+/* Whether a value is worth a slot of its own: what an unwinder must find again (saved registers,
+ * the return address, frame addresses). */
+static bool value_is_tracked(fu_synth_value v)
+{
+    return v.kind == FU_VALUE_ENTRY_STACK || v.kind == FU_VALUE_ALIGNED_STACK ||
+           v.kind == FU_VALUE_ENTRY_REGISTER || v.kind == FU_VALUE_RETURN_ADDRESS;
+}
+
+/* Store `width` bytes of `value` at `address`. Overlapped slots become unknown (or take the value
+ * when the store is exactly theirs); a new slot is recorded for a tracked value, or when `record`
+ * (an 8-byte store of a callee-saved register whose value is lost: the CFI may name the slot). */
+static void slot_store(fu_synth_state *s, fu_synth_value address, unsigned width, fu_synth_value value, bool record)
+{
+    uint8_t space;
+    int32_t offset;
+    if (!slot_key(address, &space, &offset))
+        return;
+    bool exact = false;
+    for (unsigned i = 0; i < s->slot_count; i++) {
+        fu_synth_slot *slot = &s->slots[i];
+        if (slot->space != space || (int64_t)slot->offset + 8 <= offset || (int64_t)offset + width <= slot->offset)
+            continue;
+        if (slot->offset == offset && width == 8) {
+            slot->value = value;
+            exact = true;
+        } else {
+            slot->value = unknown_value;
+        }
+    }
+    if (exact || width != 8 || (!value_is_tracked(value) && !record))
+        return;
+    if (s->slot_count >= FU_SYNTH_MAX_SLOTS) {
+        s->slots_lost = true;
+        return;
+    }
+    int at = -slot_find(s, space, offset) - 1;
+    memmove(&s->slots[at + 1], &s->slots[at], (size_t)(s->slot_count - at) * sizeof s->slots[0]);
+    s->slots[at].space = space;
+    s->slots[at].offset = offset;
+    s->slots[at].value = value;
+    s->slot_count++;
+}
+
+void fu_synth_store(fu_synth_state *state, fu_synth_value address, fu_synth_value value)
+{
+    slot_store(state, address, 8, value, true);
+}
+
+/* A call: the callee may write anything below the stack pointer (its return address first), and the
+ * caller-saved registers. */
+static void clobber_for_call(fu_synth_state *s)
+{
+    fu_synth_value sp = s->regs[FU_REG_RSP];
+    unsigned kept = 0;
+    for (unsigned i = 0; i < s->slot_count; i++) {
+        const fu_synth_slot *slot = &s->slots[i];
+        bool below = false;
+        if (sp.kind == FU_VALUE_ENTRY_STACK)
+            below = slot->space == FU_SLOT_ENTRY_STACK && slot->offset < sp.offset;
+        else if (sp.kind == FU_VALUE_ALIGNED_STACK)
+            below = slot->space == FU_SLOT_ALIGNED_STACK && slot->offset < sp.offset;
+        if (!below)
+            s->slots[kept++] = *slot;
+    }
+    s->slot_count = (uint8_t)kept;
+    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+        if (CALLER_SAVED_MASK & (1u << r))
+            s->regs[r] = unknown_value;
+}
+
+void fu_synth_entry_state(fu_synth_state *s)
+{
+    memset(s, 0, sizeof *s);
+    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+        s->regs[r] = make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)r, 0);
+    /* The caller's other registers are not ours to restore: only the callee-saved ones keep meaning. */
+    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+        if (CALLER_SAVED_MASK & (1u << r))
+            s->regs[r] = unknown_value;
+    s->regs[FU_REG_RSP] = make_value(FU_VALUE_ENTRY_STACK, 0, 0);
+    s->slot_count = 1;
+    s->slots[0].space = FU_SLOT_ENTRY_STACK;
+    s->slots[0].offset = 0;
+    s->slots[0].value = make_value(FU_VALUE_RETURN_ADDRESS, 0, 0);
+}
+
+/* ---- one instruction -------------------------------------------------------------------------- */
+
+typedef struct synth_jump_table {
+    uint32_t insn;        /* the indirect jump */
+    unsigned entry_size;  /* 4: offsets from base; 8: addresses */
+    uint64_t table, base;
+    uint64_t bound;       /* entries, from the `cmp; ja` before the jump; 0 if unknown */
+} synth_jump_table;
+
+/* The function-wide facts the walk needs. */
+typedef struct synth_run {
+    const fu_synth_function *function;
+    fu_synth_scratch *scratch;
+    uint32_t insn_count;
+    /* the realignment: the entry-relative rsp and the mask of the `and` that defines the aligned
+     * space; a second, different realignment is not tracked */
+    bool has_alignment;
+    int64_t alignment_from;
+    int64_t alignment_mask;
+    char *reason;
+    fu_synth_counts *counts;
+    bool restart;
+    bool out_of_memory;
+    uint32_t jump_table_count;
+    synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
+} synth_run;
+
+static fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *m, uint64_t next_address)
+{
+    if (m->kind != FU_X86_OPERAND_MEMORY || m->segment || m->index != FU_X86_REG_NONE)
+        return unknown_value;
+    if (m->reg == FU_X86_REG_RIP)
+        return make_value(FU_VALUE_CONSTANT, 0, (int64_t)(next_address + (uint64_t)m->value));
+    if (m->reg >= FU_X86_GPR_COUNT)
+        return m->reg == FU_X86_REG_NONE ? make_value(FU_VALUE_CONSTANT, 0, m->value) : unknown_value;
+    return fu_synth_value_add(s->regs[m->reg], m->value);
+}
+
+/* The value of a source operand of `width` bytes. */
+static fu_synth_value source_value(const fu_synth_state *s, const fu_x86_operand *o, unsigned width,
+                                   uint64_t next_address)
+{
+    switch (o->kind) {
+    case FU_X86_OPERAND_REGISTER:
+        return width == 8 && o->width == 8 ? s->regs[o->reg] : unknown_value;
+    case FU_X86_OPERAND_IMMEDIATE:
+        return make_value(FU_VALUE_CONSTANT, 0, o->value);
+    case FU_X86_OPERAND_MEMORY:
+        if (o->sign_extends && o->width == 4 && !o->segment && o->index != FU_X86_REG_NONE && o->scale == 4 &&
+            o->value == 0 && o->reg < FU_X86_GPR_COUNT && s->regs[o->reg].kind == FU_VALUE_CONSTANT)
+            return make_value(FU_VALUE_TABLE_ENTRY, 0, s->regs[o->reg].offset); /* movslq (T,idx,4) */
+        return slot_load(s, address_of(s, o, next_address), o->width);
+    default:
+        return unknown_value;
+    }
+}
+
+static void clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_address)
+{
+    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+        if (insn->writes & (1u << r))
+            s->regs[r] = unknown_value;
+    if (insn->stores)
+        slot_store(s, address_of(s, &insn->dest, next_address), insn->dest.width ? insn->dest.width : 8,
+                   unknown_value, false);
+}
+
+static bool is_callee_saved(unsigned reg)
+{
+    return reg < FU_X86_GPR_COUNT && reg != FU_REG_RSP && !(CALLER_SAVED_MASK & (1u << reg));
+}
+
+/* Apply `insn` to `s` (control flow is the caller's business; a call's effect on registers is here). */
+static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uint64_t address)
+{
+    uint64_t next = address + insn->length;
+    fu_synth_value *rsp = &s->regs[FU_REG_RSP];
+    const fu_x86_operand *dest = &insn->dest, *source = &insn->source;
+    bool dest_is_reg64 = dest->kind == FU_X86_OPERAND_REGISTER && dest->width == 8;
+    switch (insn->kind) {
+    case FU_X86_PUSH: {
+        unsigned width = source->width ? source->width : 8;
+        fu_synth_value v = source_value(s, source, width, next);
+        *rsp = fu_synth_value_add(*rsp, -(int64_t)width);
+        slot_store(s, *rsp, width, v, source->kind == FU_X86_OPERAND_REGISTER && is_callee_saved(source->reg));
+        return;
+    }
+    case FU_X86_POP: {
+        unsigned width = dest->width ? dest->width : 8;
+        fu_synth_value v = slot_load(s, *rsp, width);
+        *rsp = fu_synth_value_add(*rsp, width);
+        if (dest->kind == FU_X86_OPERAND_REGISTER)
+            s->regs[dest->reg] = width == 8 ? v : unknown_value;
+        else
+            clobber(s, insn, next);
+        return;
+    }
+    case FU_X86_LEAVE:
+        *rsp = s->regs[FU_REG_RBP];
+        s->regs[FU_REG_RBP] = slot_load(s, *rsp, 8);
+        *rsp = fu_synth_value_add(*rsp, 8);
+        return;
+    case FU_X86_ENTER: {
+        if (dest->value != 0) { /* nesting levels copy frame pointers: not emitted by compilers */
+            s->regs[FU_REG_RBP] = *rsp = unknown_value;
+            return;
+        }
+        *rsp = fu_synth_value_add(*rsp, -8);
+        slot_store(s, *rsp, 8, s->regs[FU_REG_RBP], true);
+        s->regs[FU_REG_RBP] = *rsp;
+        *rsp = fu_synth_value_add(*rsp, -(int64_t)(uint16_t)source->value);
+        return;
+    }
+    case FU_X86_MOV:
+        if (dest_is_reg64) {
+            s->regs[dest->reg] = source_value(s, source, 8, next);
+            return;
+        }
+        if (dest->kind == FU_X86_OPERAND_MEMORY) {
+            unsigned width = dest->width ? dest->width : 8;
+            fu_synth_value v = source_value(s, source, width, next);
+            bool record = width == 8 && source->kind == FU_X86_OPERAND_REGISTER && is_callee_saved(source->reg);
+            slot_store(s, address_of(s, dest, next), width, v, record);
+            return;
+        }
+        break;
+    case FU_X86_LEA:
+        if (dest_is_reg64) {
+            s->regs[dest->reg] = address_of(s, source, next);
+            return;
+        }
+        break;
+    case FU_X86_ADD:
+    case FU_X86_SUB:
+        if (dest_is_reg64) {
+            fu_synth_value *d = &s->regs[dest->reg];
+            if (source->kind == FU_X86_OPERAND_IMMEDIATE) {
+                *d = fu_synth_value_add(*d, insn->kind == FU_X86_ADD ? source->value : -source->value);
+                return;
+            }
+            if (insn->kind == FU_X86_ADD && source->kind == FU_X86_OPERAND_REGISTER && source->width == 8) {
+                fu_synth_value a = *d, b = s->regs[source->reg];
+                if (a.kind == FU_VALUE_CONSTANT && b.kind == FU_VALUE_TABLE_ENTRY) {
+                    fu_synth_value t = a;
+                    a = b;
+                    b = t;
+                }
+                int64_t delta = (int64_t)((uint64_t)b.offset - (uint64_t)a.offset);
+                if (a.kind == FU_VALUE_TABLE_ENTRY && b.kind == FU_VALUE_CONSTANT && delta >= INT32_MIN &&
+                    delta <= INT32_MAX) {
+                    *d = make_value(FU_VALUE_TABLE_TARGET, 0, a.offset);
+                    d->base_delta = (int32_t)delta;
+                    return;
+                }
+            }
+            *d = unknown_value;
+            return;
+        }
+        break;
+    case FU_X86_AND:
+        if (dest_is_reg64 && dest->reg == FU_REG_RSP && source->kind == FU_X86_OPERAND_IMMEDIATE &&
+            rsp->kind == FU_VALUE_ENTRY_STACK) {
+            /* the realigned stack: a space of its own, anchored where this `and` leaves rsp */
+            if (!run->has_alignment) {
+                run->has_alignment = true;
+                run->alignment_from = rsp->offset;
+                run->alignment_mask = source->value;
+            }
+            if (run->alignment_from == rsp->offset && run->alignment_mask == source->value)
+                *rsp = make_value(FU_VALUE_ALIGNED_STACK, 0, 0);
+            else
+                *rsp = unknown_value;
+            return;
+        }
+        break;
+    case FU_X86_XCHG:
+        if (dest_is_reg64 && source->kind == FU_X86_OPERAND_REGISTER && source->width == 8) {
+            fu_synth_value t = s->regs[dest->reg];
+            s->regs[dest->reg] = s->regs[source->reg];
+            s->regs[source->reg] = t;
+            return;
+        }
+        break;
+    case FU_X86_CALL:
+        clobber_for_call(s);
+        return;
+    case FU_X86_CMP: /* only the flags */
+        return;
+    case FU_X86_JMP: case FU_X86_JCC: case FU_X86_RET: case FU_X86_TRAP: case FU_X86_INVALID:
+        return;
+    default:
+        break;
+    }
+    clobber(s, insn, next);
+}
+
+/* ---- the control-flow graph ------------------------------------------------------------------- */
+
+static int64_t insn_index_at(const synth_run *run, uint64_t address)
+{
+    const fu_synth_function *f = run->function;
+    if (address < f->start || address >= f->end)
+        return -1;
+    uint32_t offset = (uint32_t)(address - f->start);
+    const uint32_t *offsets = run->scratch->insn_offsets;
+    uint32_t lo = 0, hi = run->insn_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (offsets[mid] < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < run->insn_count && offsets[lo] == offset)
+        return lo;
+    /* A jump over a prefix (glibc's `je 0f; lock; 0: cmpxchg`) lands inside the instruction with the
+     * prefix: the same instruction without it, which is the same to the interpreter. */
+    if (lo > 0) {
+        uint32_t containing = lo - 1;
+        uint32_t end = offsets[containing] + run->scratch->insns[containing].length;
+        fu_x86_insn alone;
+        fu_x86_decode(&run->scratch->decoder, f->code + offset, end - offset, address, &alone);
+        if (alone.kind != FU_X86_INVALID && offset + alone.length == end &&
+            alone.kind == run->scratch->insns[containing].kind)
+            return containing;
+    }
+    return -2;
+}
+
+static uint64_t insn_address(const synth_run *run, uint32_t index)
+{
+    return run->function->start + run->scratch->insn_offsets[index];
+}
+
+static bool is_noreturn(const fu_synth_function *f, uint64_t target)
+{
+    size_t lo = 0, hi = f->noreturn_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->noreturn[mid] < target)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < f->noreturn_count && f->noreturn[lo] == target;
+}
+
+/* The block starting at instruction `index`, created if needed; -1 past FU_SYNTH_MAX_BLOCKS. */
+static int64_t block_at(synth_run *run, uint32_t index)
+{
+    fu_synth_scratch *sc = run->scratch;
+    if (sc->block_of[index] >= 0)
+        return sc->block_of[index];
+    if (run->counts->blocks >= FU_SYNTH_MAX_BLOCKS) {
+        snprintf(run->reason, FU_SYNTH_REASON_MAX, "more than %u basic blocks (FU_SYNTH_MAX_BLOCKS)",
+                 FU_SYNTH_MAX_BLOCKS);
+        return -1;
+    }
+    if (!reserve_blocks(sc, (uint64_t)run->counts->blocks + 1)) {
+        run->out_of_memory = true;
+        return -1;
+    }
+    uint32_t b = run->counts->blocks++;
+    sc->block_of[index] = (int32_t)b;
+    sc->block_flags[b] = 0;
+    sc->block_insn[b] = index;
+    if (sc->walked[index])
+        run->restart = true;
+    return b;
+}
+
+typedef enum edge_kind { EDGE_BRANCH, EDGE_CALL_FALLTHROUGH } edge_kind;
+
+static void describe_sp(char *out, size_t size, fu_synth_value v)
+{
+    if (v.kind == FU_VALUE_ENTRY_STACK)
+        snprintf(out, size, "CFA%+lld", (long long)(v.offset - 8));
+    else if (v.kind == FU_VALUE_ALIGNED_STACK)
+        snprintf(out, size, "aligned%+lld", (long long)v.offset);
+    else
+        snprintf(out, size, "unknown");
+}
+
+/* Join `in` into block b's state (queued when it changes); false when the stack pointers disagree. */
+static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kind edge, uint32_t *queue_len)
+{
+    fu_synth_scratch *sc = run->scratch;
+    fu_synth_state *s = &sc->block_states[b];
+    uint8_t *flags = &sc->block_flags[b];
+    bool changed = false;
+    if (!(*flags & BLOCK_HAS_STATE)) {
+        state_copy(s, in);
+        *flags |= BLOCK_HAS_STATE | (edge == EDGE_CALL_FALLTHROUGH ? BLOCK_ONLY_CALL_FALLTHROUGH : 0);
+        changed = true;
+    } else {
+        fu_synth_value old_sp = s->regs[FU_REG_RSP], new_sp = in->regs[FU_REG_RSP];
+        if (!fu_synth_value_equal(old_sp, new_sp) && old_sp.kind != FU_VALUE_UNKNOWN &&
+            new_sp.kind != FU_VALUE_UNKNOWN) {
+            /* A call the list of noreturn functions missed falls into code laid out after it for
+             * another path: the path that is not a call's fall-through wins. */
+            if (edge == EDGE_CALL_FALLTHROUGH) {
+                run->counts->assumed_noreturn++;
+                return true;
+            }
+            if (*flags & BLOCK_ONLY_CALL_FALLTHROUGH) {
+                run->counts->assumed_noreturn++;
+                state_copy(s, in);
+                *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
+                changed = true;
+                goto queue;
+            }
+            /* with the same frame pointer on both paths the CFA stays known through it */
+            fu_synth_value fp_old = s->regs[FU_REG_RBP], fp_new = in->regs[FU_REG_RBP];
+            if (!(fu_synth_value_equal(fp_old, fp_new) &&
+                  (fp_old.kind == FU_VALUE_ENTRY_STACK || fp_old.kind == FU_VALUE_ALIGNED_STACK))) {
+                char a[24], c[24];
+                describe_sp(a, sizeof a, old_sp);
+                describe_sp(c, sizeof c, new_sp);
+                snprintf(run->reason, FU_SYNTH_REASON_MAX,
+                         "paths meet at 0x%llx with different stack pointers (rsp = %s and %s)",
+                         (unsigned long long)insn_address(run, sc->block_insn[b]), a, c);
+                return false;
+            }
+        }
+        if (edge != EDGE_CALL_FALLTHROUGH && (*flags & BLOCK_ONLY_CALL_FALLTHROUGH))
+            *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
+        for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+            if (!fu_synth_value_equal(s->regs[r], in->regs[r]) && s->regs[r].kind != FU_VALUE_UNKNOWN) {
+                s->regs[r] = unknown_value;
+                changed = true;
+            }
+        /* slots (both sorted): kept where both agree, unknown where they differ or only one path
+         * wrote them */
+        fu_synth_slot joined[FU_SYNTH_MAX_SLOTS];
+        unsigned n = 0, i = 0, j = 0;
+        bool lost = s->slots_lost || in->slots_lost;
+        while (i < s->slot_count || j < in->slot_count) {
+            int c = i < s->slot_count && j < in->slot_count
+                        ? slot_compare(s->slots[i].space, s->slots[i].offset, in->slots[j].space, in->slots[j].offset)
+                        : (i < s->slot_count ? -1 : 1);
+            fu_synth_slot slot;
+            if (c <= 0) {
+                slot = s->slots[i];
+                if ((c < 0 || !fu_synth_value_equal(slot.value, in->slots[j].value)) &&
+                    slot.value.kind != FU_VALUE_UNKNOWN) {
+                    slot.value = unknown_value;
+                    changed = true;
+                }
+                i++;
+                j += c == 0;
+            } else {
+                /* a slot only the incoming path wrote: recorded as unknown if there is room beside
+                 * the block's own slots (which must stay: the saves and the return address) */
+                slot = in->slots[j++];
+                slot.value = unknown_value;
+                if (n + (s->slot_count - i) >= FU_SYNTH_MAX_SLOTS) {
+                    lost = true;
+                    continue;
+                }
+                changed = true;
+            }
+            joined[n++] = slot;
+        }
+        memcpy(s->slots, joined, n * sizeof joined[0]);
+        s->slot_count = (uint8_t)n;
+        if (lost != s->slots_lost) {
+            s->slots_lost = lost;
+            changed = true;
+        }
+    }
+queue:
+    if (changed && !(*flags & BLOCK_QUEUED)) {
+        *flags |= BLOCK_QUEUED;
+        sc->worklist[(*queue_len)++] = b;
+    }
+    return true;
+}
+
+/* Read `size` bytes at svma `address` from the image; false if no segment holds them. */
+static bool read_image(const fu_synth_function *f, uint64_t address, unsigned size, uint64_t *out)
+{
+    const fu_image_segment *seg = fu_image_segment_holding(f->segments, f->segment_count, address, size);
+    if (!seg)
+        return false;
+    uint64_t v = 0;
+    memcpy(&v, seg->data + (address - seg->vaddr), size);
+    *out = v;
+    return true;
+}
+
+/* The targets of an indirect jump through a jump table, merged with `s`: gcc's and clang's PIC form
+ * (`lea T(%rip),%r1; movslq (%r1,%idx,4),%r2; add %r1,%r2; jmp *%r2`: 4-byte offsets from T) and the
+ * non-PIC one (`jmp *T(,%idx,8)`: 8-byte addresses). With the bound of a `cmp idx, imm; ja` seen
+ * before the jump, that many entries are read, and those on code outside the function are cases
+ * moved to a `.cold` part (they leave the function); without it, entries are read while they land on
+ * an instruction of the function. 0 when the jump is not one of these. */
+static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *insn, const fu_synth_state *s,
+                          uint64_t bound, uint32_t *queue_len)
+{
+    const fu_synth_function *f = run->function;
+    const fu_x86_operand *o = &insn->source;
+    uint64_t table, base = 0;
+    unsigned entry_size;
+    /* A jump resolved on an earlier walk keeps its table when a later path (a loop through one of its
+     * cases) has lost track of the register: the same code reads the same table. */
+    const synth_jump_table *known = NULL;
+    for (uint32_t k = 0; k < run->jump_table_count; k++)
+        if (run->jump_tables[k].insn == index)
+            known = &run->jump_tables[k];
+    if (known) {
+        table = known->table;
+        base = known->base;
+        entry_size = known->entry_size;
+        bound = known->bound;
+    } else if (o->kind == FU_X86_OPERAND_REGISTER && o->width == 8 && s->regs[o->reg].kind == FU_VALUE_TABLE_TARGET) {
+        table = (uint64_t)s->regs[o->reg].offset;
+        base = table + (uint64_t)(int64_t)s->regs[o->reg].base_delta;
+        entry_size = 4;
+    } else if (o->kind == FU_X86_OPERAND_MEMORY && !o->segment && o->index != FU_X86_REG_NONE && o->scale == 8 &&
+               o->width == 8 && o->reg == FU_X86_REG_NONE) {
+        table = (uint64_t)o->value;
+        entry_size = 8;
+    } else {
+        return 0;
+    }
+    int64_t found = 0;
+    uint64_t entries = bound && bound < FU_SYNTH_MAX_JUMP_TABLE_ENTRIES ? bound : FU_SYNTH_MAX_JUMP_TABLE_ENTRIES;
+    for (unsigned i = 0; i < entries; i++) {
+        uint64_t raw;
+        if (!read_image(f, table + (uint64_t)i * entry_size, entry_size, &raw))
+            break;
+        uint64_t target = entry_size == 4 ? base + (uint64_t)(int64_t)(int32_t)(uint32_t)raw : raw;
+        int64_t index = insn_index_at(run, target);
+        if (index == -1 && bound && fu_image_segment_holding(f->code_segments, f->code_segment_count, target, 1)) { /* a case in another FDE (gcc's .cold part): an exit */
+            found++;
+            continue;
+        }
+        if (index < 0)
+            break;
+        int64_t b = block_at(run, (uint32_t)index);
+        if (b < 0 || !merge(run, (uint32_t)b, s, EDGE_BRANCH, queue_len))
+            return -1;
+        found++;
+    }
+    if (found && !known && run->jump_table_count < FU_SYNTH_MAX_JUMP_TABLES) {
+        synth_jump_table *added = &run->jump_tables[run->jump_table_count++];
+        added->insn = index;
+        added->table = table;
+        added->base = base;
+        added->entry_size = entry_size;
+        added->bound = bound;
+        run->counts->jump_tables++;
+    }
+    return found;
+}
+
+/* Walk block b from its state until the path ends or reaches another block; false (reason set)
+ * when the function is undecided. */
+static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
+{
+    fu_synth_scratch *sc = run->scratch;
+    const fu_synth_function *f = run->function;
+    fu_synth_state s;
+    state_copy(&s, &sc->block_states[b]);
+    uint32_t i = sc->block_insn[b];
+    /* a call's fall-through, through the nops that pad it to the next block */
+    edge_kind fallthrough_edge = EDGE_BRANCH;
+    /* a jump table's entry count, from `cmp idx, imm` then `ja`/`jae` to the default case on this walk */
+    uint64_t compared = 0, bound = 0;
+    bool has_compared = false;
+    for (;;) {
+        const fu_x86_insn *insn = &sc->insns[i];
+        uint64_t address = insn_address(run, i);
+        sc->walked[i] = 1;
+        if (insn->kind == FU_X86_INVALID) {
+            snprintf(run->reason, FU_SYNTH_REASON_MAX, "bytes at 0x%llx do not decode as an instruction",
+                     (unsigned long long)address);
+            return false;
+        }
+        step(run, &s, insn, address);
+        if (insn->kind == FU_X86_CMP && insn->source.kind == FU_X86_OPERAND_IMMEDIATE && insn->source.value >= 0) {
+            compared = (uint64_t)insn->source.value;
+            has_compared = true;
+        } else if (insn->kind == FU_X86_JCC && has_compared && insn->condition) {
+            bound = insn->condition == FU_X86_JUMP_IF_ABOVE ? compared + 1 : compared;
+            has_compared = false;
+        }
+        bool falls_through = true;
+        if (!insn->is_nop)
+            fallthrough_edge = EDGE_BRANCH;
+        switch (insn->kind) {
+        case FU_X86_JCC:
+        case FU_X86_JMP:
+            if (insn->has_target) {
+                int64_t t = insn_index_at(run, insn->target);
+                if (t == -2) {
+                    snprintf(run->reason, FU_SYNTH_REASON_MAX,
+                             "the branch at 0x%llx goes into the middle of the instruction at 0x%llx",
+                             (unsigned long long)address, (unsigned long long)insn->target);
+                    return false;
+                }
+                if (t >= 0) {
+                    int64_t tb = block_at(run, (uint32_t)t);
+                    if (tb < 0 || !merge(run, (uint32_t)tb, &s, EDGE_BRANCH, queue_len))
+                        return false;
+                } /* else a (conditional) tail call */
+            } else {
+                int64_t found = jump_table(run, i, insn, &s, bound, queue_len);
+                if (found < 0)
+                    return false;
+                fu_synth_value sp = s.regs[FU_REG_RSP];
+                bool tail_call = sp.kind == FU_VALUE_ENTRY_STACK && sp.offset == 0;
+                if (found == 0 && !tail_call) {
+                    snprintf(run->reason, FU_SYNTH_REASON_MAX,
+                             "indirect jump at 0x%llx with a frame on the stack: no jump table recognised",
+                             (unsigned long long)address);
+                    return false;
+                }
+            }
+            falls_through = insn->kind == FU_X86_JCC;
+            break;
+        case FU_X86_CALL:
+            if (insn->has_target && is_noreturn(f, insn->target))
+                falls_through = false;
+            fallthrough_edge = EDGE_CALL_FALLTHROUGH;
+            break;
+        case FU_X86_RET:
+        case FU_X86_TRAP:
+            falls_through = false;
+            break;
+        default:
+            break;
+        }
+        if (!falls_through)
+            return true;
+        if (i + 1 >= run->insn_count) {
+            if (insn->kind == FU_X86_CALL) /* a call that ends the function cannot return */
+                return true;
+            /* with nothing on the stack, running into the next function is a tail call without a
+             * jump (glibc's __memcpy_chk: a check, then memcpy's code right after) */
+            fu_synth_value sp = s.regs[FU_REG_RSP];
+            if (sp.kind == FU_VALUE_ENTRY_STACK && sp.offset == 0)
+                return true;
+            snprintf(run->reason, FU_SYNTH_REASON_MAX, "execution runs past the end of the range at 0x%llx",
+                     (unsigned long long)f->end);
+            return false;
+        }
+        i++;
+        if (sc->block_of[i] >= 0)
+            return merge(run, (uint32_t)sc->block_of[i], &s, fallthrough_edge, queue_len);
+    }
+}
+
+static bool decode_all(synth_run *run)
+{
+    const fu_synth_function *f = run->function;
+    fu_synth_scratch *sc = run->scratch;
+    uint64_t size = f->end - f->start;
+    uint32_t n = 0;
+    for (uint64_t offset = 0; offset < size;) {
+        if (!reserve_insns(sc, (uint64_t)n + 1)) {
+            run->out_of_memory = true;
+            return false;
+        }
+        fu_x86_insn *insn = &sc->insns[n];
+        fu_x86_decode(&sc->decoder, f->code + offset, (size_t)(size - offset), f->start + offset, insn);
+        sc->insn_offsets[n] = (uint32_t)offset;
+        sc->block_of[n] = -1;
+        sc->walked[n] = 0;
+        n++;
+        offset += insn->kind == FU_X86_INVALID ? 1 : insn->length; /* resynchronize byte by byte */
+    }
+    run->insn_count = n;
+    run->counts->instructions = n;
+    return true;
+}
+
+/* One fixpoint over the blocks known so far (the first call also finds the direct branch targets). */
+static bool fixpoint(synth_run *run, bool first)
+{
+    fu_synth_scratch *sc = run->scratch;
+    run->has_alignment = false;
+    run->restart = false;
+    for (uint32_t i = 0; i < run->insn_count; i++)
+        sc->walked[i] = 0;
+    for (uint32_t b = 0; b < run->counts->blocks; b++)
+        sc->block_flags[b] = 0;
+    if (first) {
+        /* every direct branch target inside the range starts a block */
+        for (uint32_t i = 0; i < run->insn_count; i++) {
+            const fu_x86_insn *insn = &sc->insns[i];
+            if ((insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) && insn->has_target) {
+                int64_t t = insn_index_at(run, insn->target);
+                if (t >= 0 && block_at(run, (uint32_t)t) < 0)
+                    return false;
+            }
+        }
+    }
+    int64_t entry = block_at(run, 0);
+    if (entry < 0)
+        return false;
+    fu_synth_state start;
+    if (run->function->entry)
+        state_copy(&start, run->function->entry);
+    else
+        fu_synth_entry_state(&start);
+    uint32_t queue_len = 0;
+    if (!merge(run, (uint32_t)entry, &start, EDGE_BRANCH, &queue_len))
+        return false;
+    uint64_t walks = 0;
+    while (queue_len) {
+        uint32_t b = sc->worklist[--queue_len];
+        sc->block_flags[b] &= (uint8_t)~BLOCK_QUEUED;
+        if (++walks > (uint64_t)FU_SYNTH_MAX_WALKS_PER_BLOCK * run->counts->blocks) {
+            snprintf(run->reason, FU_SYNTH_REASON_MAX,
+                     "no fixpoint after %llu block walks (FU_SYNTH_MAX_WALKS_PER_BLOCK)", (unsigned long long)walks);
+            return false;
+        }
+        if (!walk_block(run, b, &queue_len))
+            return false;
+    }
+    return true;
+}
+
+static bool insn_may_store(const fu_x86_insn *insn)
+{
+    switch (insn->kind) {
+    case FU_X86_PUSH: case FU_X86_ENTER: case FU_X86_CALL: case FU_X86_POP: case FU_X86_LEAVE:
+        return true;
+    default:
+        return insn->stores || insn->dest.kind == FU_X86_OPERAND_MEMORY;
+    }
+}
+
+fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratch *scratch, fu_synth_visit visit,
+                              void *context, fu_synth_counts *counts, char reason[FU_SYNTH_REASON_MAX])
+{
+    memset(counts, 0, sizeof *counts);
+    reason[0] = '\0';
+    if (!scratch->decoder_ready) {
+        fu_x86_decoder_init(&scratch->decoder);
+        scratch->decoder_ready = true;
+    }
+    if (function->end <= function->start) {
+        snprintf(reason, FU_SYNTH_REASON_MAX, "empty range");
+        return FU_SYNTH_UNDECIDED;
+    }
+    if (function->end - function->start > FU_SYNTH_MAX_FUNCTION_BYTES) {
+        snprintf(reason, FU_SYNTH_REASON_MAX, "%llu bytes of code, more than FU_SYNTH_MAX_FUNCTION_BYTES",
+                 (unsigned long long)(function->end - function->start));
+        return FU_SYNTH_UNDECIDED;
+    }
+    /* zeroed up to its jump-table array, which is filled up to jump_table_count */
+    synth_run run;
+    memset(&run, 0, offsetof(synth_run, jump_tables));
+    run.function = function;
+    run.scratch = scratch;
+    run.reason = reason;
+    run.counts = counts;
+    if (!decode_all(&run))
+        return FU_SYNTH_NO_MEMORY;
+    /* a jump table met late adds blocks inside walked code: walk again with them known */
+    for (unsigned attempt = 0;; attempt++) {
+        if (attempt > FU_SYNTH_MAX_RESTARTS) {
+            snprintf(reason, FU_SYNTH_REASON_MAX, "jump tables still reveal blocks after %u restarts",
+                     FU_SYNTH_MAX_RESTARTS);
+            return FU_SYNTH_UNDECIDED;
+        }
+        if (!fixpoint(&run, attempt == 0))
+            return run.out_of_memory ? FU_SYNTH_NO_MEMORY : FU_SYNTH_UNDECIDED;
+        if (!run.restart)
+            break;
+    }
+    /* The visit: instructions in address order, each with the state before it. */
+    fu_synth_state s;
+    bool live = false, unchanged = false;
+    for (uint32_t i = 0; i < run.insn_count; i++) {
+        const fu_x86_insn *insn = &scratch->insns[i];
+        int32_t b = scratch->block_of[i];
+        if (b >= 0 && (scratch->block_flags[b] & BLOCK_HAS_STATE)) {
+            state_copy(&s, &scratch->block_states[b]);
+            live = true;
+            unchanged = false;
+        } else if (b >= 0) {
+            live = false;
+        }
+        if (!live)
+            continue;
+        uint64_t address = insn_address(&run, i);
+        counts->reached++;
+        if (visit && !visit(context, address, insn, &s, unchanged))
+            return FU_SYNTH_STOPPED;
+        /* whether the next visit sees the same state: no slot written, no register changed (an
+         * instruction changes only the registers it writes, and a call its caller-saved ones) */
+        fu_synth_value before[FU_X86_GPR_COUNT];
+        uint16_t written = insn->writes;
+        for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
+            before[__builtin_ctz(m)] = s.regs[__builtin_ctz(m)];
+        step(&run, &s, insn, address);
+        unchanged = !insn_may_store(insn);
+        for (uint16_t m = written; m && unchanged; m &= (uint16_t)(m - 1))
+            unchanged = fu_synth_value_equal(before[__builtin_ctz(m)], s.regs[__builtin_ctz(m)]);
+        switch (insn->kind) {
+        case FU_X86_JMP: case FU_X86_RET: case FU_X86_TRAP:
+            live = false;
+            break;
+        case FU_X86_CALL:
+            if (insn->has_target && is_noreturn(function, insn->target))
+                live = false;
+            break;
+        default:
+            break;
+        }
+    }
+    return FU_SYNTH_DECIDED;
+}
+
+/* ---- derived rows ----------------------------------------------------------------------------- */
+
+void fu_synth_derive_row(const fu_synth_state *state, unsigned preferred_cfa_register, fu_synth_row *row)
+{
+    memset(row, 0, sizeof *row);
+    unsigned order[FU_X86_GPR_COUNT + 3];
+    unsigned n = 0;
+    if (preferred_cfa_register < FU_X86_GPR_COUNT)
+        order[n++] = preferred_cfa_register;
+    order[n++] = FU_REG_RSP;
+    order[n++] = FU_REG_RBP;
+    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+        order[n++] = r;
+    for (unsigned k = 0; k < n; k++) {
+        fu_synth_value v = state->regs[order[k]];
+        if (v.kind == FU_VALUE_ENTRY_STACK) {
+            row->cfa.kind = FU_CFA_REG_OFFSET;
+            row->cfa.reg = (uint16_t)order[k];
+            row->cfa.value = 8 - v.offset;
+            break;
+        }
+    }
+    for (unsigned c = 0; c < FU_SYNTH_COLUMN_COUNT; c++) {
+        unsigned column = fu_synth_columns[c];
+        fu_synth_value wanted = column == FU_RETURN_ADDRESS_COLUMN ? make_value(FU_VALUE_RETURN_ADDRESS, 0, 0)
+                                                                : make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0);
+        fu_rule *rule = &row->columns[c];
+        if (column < FU_X86_GPR_COUNT && fu_synth_value_equal(state->regs[column], wanted)) {
+            rule->kind = FU_RULE_SAME_VALUE;
+            continue;
+        }
+        for (unsigned i = 0; i < state->slot_count && rule->kind == FU_RULE_UNSPECIFIED; i++)
+            if (state->slots[i].space == FU_SLOT_ENTRY_STACK && fu_synth_value_equal(state->slots[i].value, wanted)) {
+                rule->kind = FU_RULE_OFFSET;
+                rule->value = state->slots[i].offset - 8;
+            }
+        for (unsigned r = 0; r < FU_X86_GPR_COUNT && rule->kind == FU_RULE_UNSPECIFIED; r++)
+            if (fu_synth_value_equal(state->regs[r], wanted)) {
+                rule->kind = FU_RULE_REGISTER;
+                rule->reg = (uint16_t)r;
+            }
+    }
+}

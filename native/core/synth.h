@@ -1,0 +1,181 @@
+/* synth: what the machine code of one function says about its frame, by abstract interpretation
+ * (the approach of Bastian, Kell and Zappa Nardelli, OOPSLA 2019, §5, with an x86 decoder instead of
+ * BAP).
+ *
+ * From the entry state (rsp = entry_rsp, so CFA = rsp+8; the return address at CFA-8; rbx, rbp,
+ * r12-r15 holding the caller's values), the instructions of [start, end) are followed over the
+ * control-flow graph: direct jumps, conditional branches, fall-through, calls that return, calls
+ * to known noreturn functions and traps that end a path, jump tables read from the image where
+ * their pattern is recognised. Every general-purpose register and the 8-byte stack slots the
+ * function writes hold an abstract value: an address relative to the entry stack pointer, one
+ * relative to the stack after an `and rsp, -N` realignment, the caller's value of a register, the
+ * return address, a constant, or unknown. Instructions not understood make what they write unknown:
+ * precision is lost, soundness is not. At a block reached by several paths the states are joined;
+ * stack pointers that differ there make the function undecided (with the reason), other values that
+ * differ become unknown.
+ *
+ * The result is not a table but a walk: `visit` sees the state before every reached instruction, in
+ * address order. check.c compares it with the declared rows; fu_synth_derive_row turns a state into
+ * rows in cfi.h's representation (for synthesized tables).
+ *
+ * Everything input-driven is bounded by the FU_SYNTH_MAX_* limits below; hitting one makes the
+ * function undecided with a reason naming it.
+ */
+#ifndef FASTUNWIND_SYNTH_H
+#define FASTUNWIND_SYNTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfi.h"
+#include "synth_decode.h"
+
+/* A function longer than this is undecided: it bounds the scratch memory (about 40 bytes per
+ * instruction). */
+#define FU_SYNTH_MAX_FUNCTION_BYTES (4u << 20)
+/* Basic blocks (branch targets) of one function: each holds a state of ~1.2 KB while the fixpoint
+ * runs. */
+#define FU_SYNTH_MAX_BLOCKS (1u << 16)
+/* Times one block may be walked before the fixpoint is declared divergent. Values only move towards
+ * unknown, so a block is re-walked at most once per value that changes at its entry. */
+#define FU_SYNTH_MAX_WALKS_PER_BLOCK 64
+/* Stack slots tracked per state (saves, spills of saved registers, the return address). */
+#define FU_SYNTH_MAX_SLOTS 40
+/* Entries read from one jump table. */
+#define FU_SYNTH_MAX_JUMP_TABLE_ENTRIES 4096
+/* Jump tables remembered per function (a jump resolved once keeps its table on later walks). */
+#define FU_SYNTH_MAX_JUMP_TABLES 256
+/* Restarts of the fixpoint after a jump table revealed a target inside an already walked block. */
+#define FU_SYNTH_MAX_RESTARTS 16
+/* The reason an undecided function gives. */
+#define FU_SYNTH_REASON_MAX 160
+
+typedef enum fu_synth_value_kind {
+    FU_VALUE_UNKNOWN = 0,
+    FU_VALUE_ENTRY_STACK,    /* entry rsp + offset (the CFA is entry rsp + 8) */
+    FU_VALUE_ALIGNED_STACK,  /* the stack after the function's realignment (`and rsp, -N`) + offset */
+    FU_VALUE_ENTRY_REGISTER, /* the caller's value of register `reg` */
+    FU_VALUE_RETURN_ADDRESS,
+    FU_VALUE_CONSTANT,       /* offset: an address or an immediate */
+    FU_VALUE_TABLE_ENTRY,    /* a sign-extended 4-byte entry of the table at `offset` */
+    FU_VALUE_TABLE_TARGET,   /* one entry of the table at `offset`, plus `offset + base_delta`:
+                              * a jump-table target */
+    FU_VALUE_NEVER_WRITTEN   /* (slot reads) a slot of this frame the function never wrote */
+} fu_synth_value_kind;
+
+typedef struct fu_synth_value {
+    uint8_t kind;       /* fu_synth_value_kind */
+    uint8_t reg;        /* FU_VALUE_ENTRY_REGISTER */
+    int32_t base_delta; /* FU_VALUE_TABLE_TARGET: where the entries count from, relative to the table */
+    int64_t offset;
+} fu_synth_value;
+
+/* Slots are keyed by space (entry stack or realigned stack) and offset in it. */
+enum { FU_SLOT_ENTRY_STACK = 0, FU_SLOT_ALIGNED_STACK = 1 };
+
+typedef struct fu_synth_slot {
+    int32_t offset;
+    uint8_t space;
+    fu_synth_value value;
+} fu_synth_slot;
+
+typedef struct fu_synth_state {
+    fu_synth_value regs[FU_X86_GPR_COUNT];
+    uint8_t slot_count;
+    bool slots_lost; /* a slot was not recorded (FU_SYNTH_MAX_SLOTS): absent ones are unknown */
+    fu_synth_slot slots[FU_SYNTH_MAX_SLOTS]; /* sorted by (space, offset) */
+} fu_synth_state;
+
+/* One function to interpret. */
+typedef struct fu_synth_function {
+    uint64_t start, end;              /* svma range, as the FDE or symbol states it */
+    const uint8_t *code;              /* the bytes of [start, end) */
+    const uint64_t *noreturn;         /* sorted addresses whose callees never return (abort@plt, ...) */
+    size_t noreturn_count;
+    const fu_image_segment *segments; /* the image's PT_LOAD bytes, to read jump tables */
+    size_t segment_count;
+    const fu_image_segment *code_segments; /* its executable ones: where jump-table targets may lie */
+    size_t code_segment_count;
+    /* The state at `start`: NULL for a function's entry (fu_synth_entry_state). An FDE that starts
+     * inside a function (gcc's `.cold` parts, reached by a jump from the hot part) gives the state
+     * its first declared row describes (check.c). */
+    const fu_synth_state *entry;
+} fu_synth_function;
+
+/* Reused between functions; zero-initialize, release with fu_synth_scratch_free. */
+typedef struct fu_synth_scratch {
+    fu_x86_decoder decoder;
+    bool decoder_ready;
+    fu_x86_insn *insns;
+    uint32_t *insn_offsets;   /* offset of each instruction from start */
+    int32_t *block_of;        /* per instruction: its block index if it starts one, else -1 */
+    uint8_t *walked;          /* per instruction: passed by a walk (jump tables need a restart) */
+    uint32_t insn_cap;
+    fu_synth_state *block_states;
+    uint8_t *block_flags;
+    uint32_t *block_insn;
+    uint32_t *worklist;
+    uint32_t block_cap;
+} fu_synth_scratch;
+
+void fu_synth_scratch_free(fu_synth_scratch *scratch);
+
+/* Called before each reached instruction, in address order, with the state before it; `unchanged`:
+ * the state is the one of the previous visit (which the visitor may have judged already). Returning
+ * false stops the walk (fu_synth_run then returns FU_SYNTH_STOPPED). */
+typedef bool (*fu_synth_visit)(void *context, uint64_t address, const fu_x86_insn *insn,
+                               const fu_synth_state *state, bool unchanged);
+
+typedef enum fu_synth_outcome {
+    FU_SYNTH_DECIDED = 0,  /* every reached instruction was visited */
+    FU_SYNTH_UNDECIDED,    /* `reason` says why; nothing was visited */
+    FU_SYNTH_STOPPED,      /* the visitor stopped */
+    FU_SYNTH_NO_MEMORY
+} fu_synth_outcome;
+
+typedef struct fu_synth_counts {
+    uint32_t instructions; /* decoded in the range */
+    uint32_t reached;
+    uint32_t blocks;
+    uint32_t jump_tables;
+    uint32_t assumed_noreturn; /* calls whose fall-through contradicted the code it falls into */
+} fu_synth_counts;
+
+fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratch *scratch, fu_synth_visit visit,
+                              void *context, fu_synth_counts *counts, char reason[FU_SYNTH_REASON_MAX]);
+
+/* The state at a function's entry: rsp = entry rsp, the return address at [rsp], the callee-saved
+ * registers holding the caller's values, the others unknown. */
+void fu_synth_entry_state(fu_synth_state *state);
+/* Record `value` in the 8-byte slot at `address` (a stack address of `state`). */
+void fu_synth_store(fu_synth_state *state, fu_synth_value address, fu_synth_value value);
+
+/* The value of a stack slot in `state`: its recorded value, FU_VALUE_NEVER_WRITTEN for a slot of
+ * this frame never written (below the entry rsp, or the return address slot overwritten), or
+ * unknown (the caller's frame, a lost slot). */
+fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, int64_t offset);
+
+/* `value` + `delta` where that is an address or a constant; unknown otherwise. */
+fu_synth_value fu_synth_value_add(fu_synth_value value, int64_t delta);
+bool fu_synth_value_equal(fu_synth_value a, fu_synth_value b);
+
+/* The columns a derived row has: the CFA, the callee-saved registers and the return address. */
+#define FU_SYNTH_COLUMN_COUNT 7
+extern const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT]; /* 3 rbx, 6 rbp, 12-15, 16 ra */
+
+/* A derived row in cfi.h's representation: the CFA as register + offset (FU_CFA_REG_OFFSET) or
+ * FU_RULE_UNSPECIFIED when no register holds a known offset from it; per column of
+ * fu_synth_columns, FU_RULE_SAME_VALUE, FU_RULE_OFFSET (saved at CFA + value) or FU_RULE_REGISTER,
+ * FU_RULE_UNSPECIFIED where the caller's value was not found. */
+typedef struct fu_synth_row {
+    fu_rule cfa;
+    fu_rule columns[FU_SYNTH_COLUMN_COUNT];
+} fu_synth_row;
+
+/* `preferred_cfa_register` (or FU_X86_REG_NONE): the register to express the CFA with when it
+ * holds a known stack address (check.c passes the declared one, so that equal CFAs print alike);
+ * else rsp, rbp, then any register that does. */
+void fu_synth_derive_row(const fu_synth_state *state, unsigned preferred_cfa_register, fu_synth_row *row);
+
+#endif

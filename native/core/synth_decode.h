@@ -1,0 +1,93 @@
+/* synth_decode: x86-64 machine instructions reduced to what the abstract interpreter (synth.c) needs:
+ * which stack-pointer and register effects an instruction has and where control goes next.
+ *
+ * The decoding itself is Zydis 4 (Debian's libzydis-dev); this file is the only one that includes
+ * it, so the interpreter depends on this summary, not on the decoder library (an AArch64 decoder
+ * would fill the same struct). Registers use the DWARF x86-64 numbering of x86_64.h (0 rax ... 15
+ * r15); FU_X86_REG_RIP stands for a RIP-relative base.
+ */
+#ifndef FASTUNWIND_SYNTH_DECODE_H
+#define FASTUNWIND_SYNTH_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "x86_64.h"
+
+/* The general-purpose registers: DWARF numbers 0-15 (x86_64.h), below the return address. */
+#define FU_X86_GPR_COUNT FU_REG_RA
+/* Operand bases beside them: RIP-relative, and none. */
+#define FU_X86_REG_RIP FU_X86_GPR_COUNT
+#define FU_X86_REG_NONE 0xff
+/* The longest x86 instruction (Intel SDM vol. 2, §2.3.11). */
+#define FU_X86_MAX_INSN_LENGTH 15
+
+typedef enum fu_x86_kind {
+    FU_X86_OTHER = 0, /* no control flow; writes the registers of `writes`, and memory if store */
+    FU_X86_PUSH,      /* rsp -= width; [rsp] = source */
+    FU_X86_POP,       /* dest = [rsp]; rsp += width */
+    FU_X86_MOV,       /* dest = source (a load, a store or a register copy); movsxd included */
+    FU_X86_LEA,       /* dest (register) = source's address */
+    FU_X86_ADD,       /* dest += source */
+    FU_X86_SUB,       /* dest -= source */
+    FU_X86_AND,       /* dest &= source */
+    FU_X86_XCHG,      /* dest <-> source (registers) */
+    FU_X86_CMP,       /* flags from dest - source (a jump table's bound: cmp idx, imm; ja default) */
+    FU_X86_LEAVE,     /* rsp = rbp; pop rbp */
+    FU_X86_ENTER,     /* push rbp; rbp = rsp; rsp -= immediate (nesting level 0 only) */
+    FU_X86_CALL,      /* direct when has_target; the callee returns to the next instruction */
+    FU_X86_JMP,       /* direct when has_target, else through `source` */
+    FU_X86_JCC,       /* conditional, direct (jcc, loop*, jrcxz) */
+    FU_X86_RET,
+    FU_X86_TRAP,      /* ud0/ud1/ud2, hlt, int3: execution does not continue */
+    FU_X86_INVALID    /* the bytes do not decode */
+} fu_x86_kind;
+
+typedef enum fu_x86_operand_kind {
+    FU_X86_OPERAND_NONE = 0,
+    FU_X86_OPERAND_REGISTER, /* a general-purpose register (reg, width) */
+    FU_X86_OPERAND_MEMORY,   /* [base + index * scale + displacement] of `width` bytes */
+    FU_X86_OPERAND_IMMEDIATE,
+    FU_X86_OPERAND_OTHER     /* a vector, segment or other register */
+} fu_x86_operand_kind;
+
+typedef struct fu_x86_operand {
+    uint8_t kind;   /* fu_x86_operand_kind */
+    uint8_t reg;    /* register operand, or the memory operand's base; FU_X86_REG_NONE if none */
+    uint8_t index;  /* memory operand's index register, FU_X86_REG_NONE if none */
+    uint8_t scale;
+    uint8_t width;  /* bytes */
+    bool sign_extends; /* movsxd: the 4-byte source is sign-extended */
+    bool segment;   /* memory through fs/gs (thread-local, never the stack) */
+    int64_t value;  /* displacement, or immediate */
+} fu_x86_operand;
+
+typedef struct fu_x86_insn {
+    uint8_t kind;    /* fu_x86_kind */
+    uint8_t length;
+    bool has_target;
+    bool stores;     /* FU_X86_OTHER: writes the memory of `dest` */
+    bool is_nop;     /* a nop (padding, alignment) */
+    uint8_t condition; /* FU_X86_JCC: FU_X86_JUMP_IF_ABOVE, FU_X86_JUMP_IF_ABOVE_OR_EQUAL, or 0 */
+    uint16_t writes; /* every general-purpose register written, explicit or not, bit per DWARF number */
+    uint64_t target; /* direct branch or call target (svma) */
+    fu_x86_operand dest, source;
+} fu_x86_insn;
+
+/* The unsigned conditions that bound a jump table's index (`ja`/`jae` to the default case). */
+enum { FU_X86_JUMP_IF_ABOVE = 1, FU_X86_JUMP_IF_ABOVE_OR_EQUAL = 2 };
+
+/* An opaque decoder (Zydis's, configured for 64-bit long mode). */
+typedef struct fu_x86_decoder {
+    uint8_t opaque[64] __attribute__((aligned(8)));
+} fu_x86_decoder;
+
+void fu_x86_decoder_init(fu_x86_decoder *decoder);
+/* Decode the instruction at `code` (at most `size` bytes available) whose address is `address`.
+ * Never reads past code + size; an instruction that does not decode (or is cut off) is
+ * FU_X86_INVALID with length 0. */
+void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t size, uint64_t address,
+                   fu_x86_insn *insn);
+
+#endif

@@ -1,0 +1,397 @@
+/* synth_driver: the x86 decoder summary (synth_decode.c), the abstract interpreter (synth.c) and the
+ * CFI checker (check.c) on hostile and mutated machine code, for the sanitizer and fuzzing builds of
+ * native/fuzz/Makefile (`make asan-synth`, part of `make asan`; `make fuzz-synth`).
+ *
+ * One input: byte 0 chooses the function's address and whether jump tables may be read from the
+ * input itself; bytes 1..CFI_BYTES are the FDE's call frame instructions (hostile CFI: any opcode);
+ * the rest is the function's code. Each input is
+ *   - interpreted by fu_synth_run with a visitor that checks the walk's invariants (addresses
+ *     strictly increasing and inside the range, slots sorted and within FU_SYNTH_MAX_SLOTS, derived
+ *     rows well formed), with and without a noreturn list, and from a seeded entry state;
+ *   - described by a CIE + FDE over the code (.eh_frame, absolute pointers), parsed, evaluated and
+ *     checked by fu_check_fdes, whose results must be in range (verdicts, findings inside the
+ *     buffer, instruction counts no larger than the code).
+ *
+ * Standalone (gcc ASAN+UBSAN): main() runs hand-written hostile functions, then for each ELF file
+ * given, --inputs seeded slices of its .text (real functions' bytes, at random starts and lengths)
+ * with random CFI, each with --mutations mutants (byte flips, truncation, inserted jumps).
+ * A watchdog (alarm) turns a hang into a failure; a failing input is saved under --save-dir and
+ * `synth_driver --replay FILE` runs it again.
+ *
+ * Exit status: 0 clean, 2 usage, 3 timeout; a sanitizer report or an invariant violation aborts.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "synth.h"
+
+#define FUZZ_DRIVER "synth_driver"
+#define FUZZ_REPLAY "build/synth_driver_asan --replay"
+#include "fuzz_common.h"
+#include "fuzz_elf.h"
+
+#define CFI_BYTES 24
+#define HEADER_BYTES (1 + CFI_BYTES)
+/* Code per seeded slice: long enough for whole functions with loops and jump tables. */
+#define SLICE_MAX 8192
+
+typedef struct walk_check {
+    uint64_t start, end, last;
+    bool any;
+    uint32_t visits;
+} walk_check;
+
+static bool check_visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
+                        bool unchanged)
+{
+    walk_check *w = context;
+    CHECK(address >= w->start && address < w->end, "visit at 0x%" PRIx64 " outside [0x%" PRIx64 ", 0x%" PRIx64 ")",
+          address, w->start, w->end);
+    CHECK(!w->any || address > w->last, "visit at 0x%" PRIx64 " after 0x%" PRIx64, address, w->last);
+    CHECK(insn->kind <= FU_X86_INVALID && insn->length <= FU_X86_MAX_INSN_LENGTH, "instruction summary out of range");
+    CHECK(state->slot_count <= FU_SYNTH_MAX_SLOTS, "%u slots", state->slot_count);
+    for (unsigned i = 1; i < state->slot_count; i++)
+        CHECK(state->slots[i - 1].space < state->slots[i].space ||
+                  (state->slots[i - 1].space == state->slots[i].space &&
+                   state->slots[i - 1].offset < state->slots[i].offset),
+              "slots out of order at 0x%" PRIx64, address);
+    fu_synth_row row;
+    fu_synth_derive_row(state, FU_X86_REG_NONE, &row);
+    CHECK(row.cfa.kind == FU_RULE_UNSPECIFIED || (row.cfa.kind == FU_CFA_REG_OFFSET && row.cfa.reg < FU_X86_GPR_COUNT),
+          "derived CFA rule %u", row.cfa.kind);
+    w->last = address;
+    w->any = true;
+    w->visits++;
+    return true;
+}
+
+static void run_synth(const uint8_t *code, size_t size, uint64_t start, const fu_image_segment *segments,
+                      size_t segment_count, const uint64_t *noreturn, size_t noreturn_count,
+                      const fu_synth_state *entry, fu_synth_scratch *scratch)
+{
+    fu_synth_function function = {.start = start, .end = start + size, .code = code, .noreturn = noreturn,
+                                  .noreturn_count = noreturn_count, .segments = segments,
+                                  .segment_count = segment_count, .entry = entry};
+    walk_check w = {.start = start, .end = start + size};
+    fu_synth_counts counts;
+    char reason[FU_SYNTH_REASON_MAX];
+    fu_synth_outcome outcome = fu_synth_run(&function, scratch, check_visit, &w, &counts, reason);
+    CHECK(outcome == FU_SYNTH_DECIDED || outcome == FU_SYNTH_UNDECIDED, "outcome %d", outcome);
+    CHECK(memchr(reason, 0, sizeof reason) != NULL, "reason not terminated");
+    if (outcome == FU_SYNTH_UNDECIDED)
+        CHECK(reason[0], "undecided without a reason");
+    else
+        CHECK(counts.reached == w.visits && counts.reached <= counts.instructions && counts.reached > 0,
+              "reached %u, visited %u, decoded %u", counts.reached, w.visits, counts.instructions);
+}
+
+/* .eh_frame with one CIE (no augmentation: absolute 8-byte pointers; CFA = rsp+8, ra at CFA-8) and
+ * one FDE over [start, start + size) whose instructions are `cfi`. Returns the section's length. */
+static size_t build_eh_frame(uint8_t *out, uint64_t start, uint64_t size, const uint8_t *cfi, size_t cfi_size)
+{
+    static const uint8_t cie[] = {0x10, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x78, 16, 0x0c, 7, 8, 0x90, 1, 0, 0};
+    size_t n = 0;
+    memcpy(out, cie, sizeof cie);
+    n += sizeof cie;
+    uint32_t fde_length = (uint32_t)(4 + 16 + cfi_size);
+    fde_length = (fde_length + 7) & ~7u;
+    size_t fde = n;
+    memcpy(out + n, &fde_length, 4);
+    uint32_t cie_pointer = (uint32_t)(n + 4);
+    memcpy(out + n + 4, &cie_pointer, 4);
+    memcpy(out + n + 8, &start, 8);
+    memcpy(out + n + 16, &size, 8);
+    memcpy(out + n + 24, cfi, cfi_size);
+    memset(out + n + 24 + cfi_size, 0, fde_length - 20 - cfi_size); /* DW_CFA_nop padding */
+    n = fde + 4 + fde_length;
+    memset(out + n, 0, 4); /* terminator */
+    return n + 4;
+}
+
+static void run_check(const uint8_t *code, size_t size, uint64_t start, const uint8_t *cfi, const fu_image_segment *segments,
+                      size_t segment_count, const uint64_t *noreturn, size_t noreturn_count)
+{
+    uint8_t section_bytes[128];
+    size_t section_size = build_eh_frame(section_bytes, start, size, cfi, CFI_BYTES);
+    CHECK(section_size <= sizeof section_bytes, "eh_frame builder overflow");
+    fu_section section = {.kind = FU_SECTION_EH_FRAME, .data = section_bytes, .size = section_size,
+                          .address = 0x100000, .address_size = 8};
+    fu_cfi_table table;
+    fu_error err = {0};
+    fu_status status = fu_cfi_table_parse(&table, &section, &err);
+    if (status == FU_OK)
+        status = fu_cfi_table_evaluate(&table, &err);
+    if (status == FU_OK)
+        status = fu_cfi_table_build_index(&table, &err);
+    CHECK(status == FU_OK, "table-wide failure %d: %s", status, err.message);
+    uint32_t entries[4];
+    size_t count = 0;
+    for (uint32_t e = 0; e < table.entry_count && count < 4; e++)
+        if (table.entries[e].kind == FU_ENTRY_FDE)
+            entries[count++] = e;
+    fu_image_segment code_segment = {.vaddr = start, .data = code, .size = size};
+    fu_check_image image = {.code = &code_segment, .code_count = 1, .segments = segments,
+                            .segment_count = segment_count, .noreturn = noreturn, .noreturn_count = noreturn_count,
+                            .tables = {&table, NULL}};
+    fu_check_batch batch;
+    memset(&batch, 0, sizeof batch);
+    status = fu_check_fdes(&image, &table, entries, count, &batch, &err);
+    CHECK(status == FU_OK, "check failed %d: %s", status, err.message);
+    CHECK(batch.count == count, "%zu results for %zu FDEs", batch.count, count);
+    size_t findings = batch.findings.len / sizeof(fu_check_finding);
+    for (size_t i = 0; i < batch.count; i++) {
+        const fu_check_fde_result *r = &batch.results[i];
+        CHECK(r->verdict <= FU_CHECK_UNDECIDED, "verdict %u", r->verdict);
+        CHECK((uint64_t)r->first_finding + r->finding_count <= findings, "findings out of the buffer");
+        CHECK((uint64_t)r->agree + r->mismatch + r->unknown + r->unreached <= size, "more instructions than bytes");
+        CHECK(memchr(r->reason, 0, sizeof r->reason) != NULL, "reason not terminated");
+        const fu_check_finding *f = (const fu_check_finding *)batch.findings.data + r->first_finding;
+        for (uint32_t k = 0; k < r->finding_count; k++)
+            CHECK(memchr(f[k].declared, 0, sizeof f[k].declared) && memchr(f[k].derived, 0, sizeof f[k].derived),
+                  "finding text not terminated");
+    }
+    fu_check_batch_free(&batch);
+    fu_cfi_table_free(&table);
+}
+
+static fu_synth_scratch scratch; /* shared by every input, as one check batch shares it */
+
+static void run_input(const uint8_t *data, size_t size)
+{
+    if (size < HEADER_BYTES)
+        return;
+    uint8_t flags = data[0];
+    const uint8_t *cfi = data + 1, *code = data + HEADER_BYTES;
+    size_t code_size = size - HEADER_BYTES;
+    uint64_t start = flags & 1 ? 0x400000 : UINT64_MAX - 0x10000; /* near the top: address arithmetic wraps */
+    if (code_size > 0x10000 - 1)
+        code_size = 0x10000 - 1;
+    /* the input itself as the image, so that jump tables can be read from it */
+    fu_image_segment segments[2] = {{.vaddr = start, .data = code, .size = code_size},
+                                    {.vaddr = 0x600000, .data = data, .size = size}};
+    uint64_t noreturn[3] = {start + (code_size / 2), start + code_size, 0x600000};
+    if (noreturn[1] < noreturn[0]) /* keep the list sorted when the addresses wrap */
+        noreturn[1] = noreturn[0];
+    size_t segment_count = flags & 2 ? 2 : 0;
+    run_synth(code, code_size, start, segments, segment_count, NULL, 0, NULL, &scratch);
+    run_synth(code, code_size, start, segments, segment_count, noreturn, 2, NULL, &scratch);
+    fu_synth_state entry;
+    fu_synth_entry_state(&entry);
+    entry.regs[FU_REG_RSP].offset = -(int64_t)(flags & 0xf8);
+    fu_synth_store(&entry, entry.regs[FU_REG_RSP], (fu_synth_value){FU_VALUE_ENTRY_REGISTER, 3, 0, 0});
+    run_synth(code, code_size, start, segments, segment_count, noreturn, 2, &entry, &scratch);
+    run_check(code, code_size, start, cfi, segments, segment_count, noreturn, 2);
+}
+
+/* ---- standalone: hostile functions, slices of real code and their mutants --------------------------- */
+
+static uint8_t *read_file(const char *path, size_t limit, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    uint8_t *buffer = malloc(limit);
+    size_t n = buffer ? fread(buffer, 1, limit, f) : 0;
+    fclose(f);
+    *size = n;
+    return buffer;
+}
+
+static void run_one(const char *label, const uint8_t *input, size_t size, unsigned timeout)
+{
+    fuzz_begin_input(input, size, label);
+    if (timeout)
+        alarm(timeout);
+    run_input(input, size);
+    alarm(0);
+}
+
+/* A header (flags, CFI) and code, run as one input. */
+static void run_code(const char *label, uint8_t flags, const uint8_t *cfi, const uint8_t *code, size_t size,
+                     unsigned timeout)
+{
+    uint8_t *input = malloc(HEADER_BYTES + size + 1);
+    input[0] = flags;
+    memcpy(input + 1, cfi, CFI_BYTES);
+    memcpy(input + HEADER_BYTES, code, size);
+    run_one(label, input, HEADER_BYTES + size, timeout);
+    free(input);
+}
+
+static void mutate(uint8_t *code, size_t size, uint64_t *rng)
+{
+    if (!size)
+        return;
+    size_t at = rng_below(rng, size);
+    switch (rng_below(rng, 4)) {
+    case 0: code[at] ^= (uint8_t)(1u << rng_below(rng, 8)); break;
+    case 1: code[at] = (uint8_t)rng_next(rng); break;
+    case 2: /* a short jump to anywhere near */
+        code[at] = 0xeb;
+        if (at + 1 < size)
+            code[at + 1] = (uint8_t)rng_next(rng);
+        break;
+    default: /* push, pop, leave, ret, ud2 and jump-table bytes where the interpreter looks */
+        {
+            static const uint8_t picks[] = {0x53, 0x5b, 0x55, 0x5d, 0xc9, 0xc3, 0x0f, 0x0b, 0xff, 0xe0, 0x48, 0x63};
+            code[at] = picks[rng_below(rng, sizeof picks)];
+        }
+        break;
+    }
+}
+
+static void run_hostile(unsigned timeout)
+{
+    static const uint8_t standard_cfi[CFI_BYTES] = {0x41, 0x0e, 0x10, 0x83, 0x02}; /* advance 1; cfa+16; rbx c-16 */
+    uint8_t code[4096];
+    /* a push of every callee-saved register, many times: more slots than FU_SYNTH_MAX_SLOTS */
+    for (size_t i = 0; i < 2048; i++)
+        code[i] = 0x53;
+    code[2048] = 0xc3;
+    run_code("2048 pushes", 3, standard_cfi, code, 2049, timeout);
+    /* a loop that pushes: disagreeing stack pointers at the loop head */
+    static const uint8_t push_loop[] = {0x53, 0xeb, 0xfd};
+    run_code("push loop", 3, standard_cfi, push_loop, sizeof push_loop, timeout);
+    /* jmp to itself; a jump table whose entries point at themselves */
+    static const uint8_t self_jump[] = {0xeb, 0xfe};
+    run_code("jmp .", 1, standard_cfi, self_jump, sizeof self_jump, timeout);
+    static const uint8_t table_jump[] = {0x48, 0x8d, 0x15, 0xf9, 0xff, 0xff, 0xff, 0x48, 0x63, 0x04, 0xba,
+                                         0x48, 0x01, 0xd0, 0xff, 0xe0};
+    run_code("jump table over its own code", 3, standard_cfi, table_jump, sizeof table_jump, timeout);
+    /* every byte value as code; nothing but prefixes; undecodable bytes */
+    for (size_t i = 0; i < 256; i++)
+        code[i] = (uint8_t)i;
+    run_code("bytes 0..255", 3, standard_cfi, code, 256, timeout);
+    memset(code, 0x66, 64);
+    run_code("prefixes", 1, standard_cfi, code, 64, timeout);
+    memset(code, 0xff, 64);
+    run_code("0xff", 1, standard_cfi, code, 64, timeout);
+    run_code("empty", 1, standard_cfi, code, 0, timeout);
+    /* enter with a nesting level, and-realign twice, leave without a frame */
+    static const uint8_t frames[] = {0xc8, 0x10, 0x00, 0x05, 0x48, 0x83, 0xe4, 0xf0, 0x48, 0x83, 0xe4, 0xe0,
+                                     0xc9, 0xc9, 0x5c, 0xc3};
+    run_code("enter, and, leave", 3, standard_cfi, frames, sizeof frames, timeout);
+}
+
+/* The .text section of an ELF file (its file bytes), or NULL. */
+static const uint8_t *text_of(const uint8_t *file, size_t size, size_t *text_size)
+{
+    fuzz_elf64 elf;
+    if (!fuzz_elf64_open(&elf, file, size))
+        return NULL;
+    for (unsigned i = 0; i < elf.eh.e_shnum; i++) {
+        Elf64_Shdr sh;
+        const char *name;
+        if (fuzz_elf64_section(&elf, i, &sh, &name) && !strcmp(name, ".text") && sh.sh_size) {
+            *text_size = sh.sh_size;
+            return file + sh.sh_offset;
+        }
+    }
+    return NULL;
+}
+
+#ifdef FU_LIBFUZZER
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    run_input(data, size);
+    return 0;
+}
+#else
+int main(int argc, char **argv)
+{
+    uint64_t seed = (uint64_t)time(NULL);
+    int inputs = 2000, mutations = 4;
+    unsigned timeout = 20;
+    const char *replay = NULL, *save_dir = NULL;
+    int first = 1;
+    for (; first + 1 < argc && !strncmp(argv[first], "--", 2); first += 2) {
+        if (!strcmp(argv[first], "--seed"))
+            seed = strtoull(argv[first + 1], NULL, 10);
+        else if (!strcmp(argv[first], "--inputs"))
+            inputs = atoi(argv[first + 1]);
+        else if (!strcmp(argv[first], "--mutations"))
+            mutations = atoi(argv[first + 1]);
+        else if (!strcmp(argv[first], "--timeout"))
+            timeout = (unsigned)atoi(argv[first + 1]);
+        else if (!strcmp(argv[first], "--replay"))
+            replay = argv[first + 1];
+        else if (!strcmp(argv[first], "--save-dir"))
+            save_dir = argv[first + 1];
+        else {
+            fprintf(stderr, FUZZ_DRIVER ": unknown option %s\n", argv[first]);
+            return 2;
+        }
+    }
+#ifdef FUZZ_HAVE_SANITIZER_CALLBACK
+    __sanitizer_set_death_callback(on_sanitizer_death);
+#endif
+    signal(SIGABRT, on_abort);
+    signal(SIGALRM, on_alarm);
+    if (replay) {
+        size_t size;
+        uint8_t *input = read_file(replay, (size_t)1 << 24, &size);
+        if (!input) {
+            fprintf(stderr, FUZZ_DRIVER ": cannot read %s\n", replay);
+            return 2;
+        }
+        run_one(replay, input, size, timeout);
+        printf(FUZZ_DRIVER ": %s clean\n", replay);
+        free(input);
+        fu_synth_scratch_free(&scratch);
+        return 0;
+    }
+    if (save_dir)
+        snprintf(save_path, sizeof save_path, "%s/synth-%llu.bin", save_dir, (unsigned long long)seed);
+    printf(FUZZ_DRIVER ": seed %llu, %d slices of each file's .text, %d mutants of each\n",
+           (unsigned long long)seed, inputs, mutations);
+    fflush(stdout);
+    run_hostile(timeout);
+    uint64_t rng = seed;
+    size_t runs = 0;
+    uint8_t *input = malloc(HEADER_BYTES + SLICE_MAX);
+    for (int a = first; a < argc; a++) {
+        size_t size, text_size = 0;
+        uint8_t *file = read_file(argv[a], (size_t)256 << 20, &size);
+        const uint8_t *text = file ? text_of(file, size, &text_size) : NULL;
+        if (!text || text_size < 64) {
+            fprintf(stderr, FUZZ_DRIVER ": %s: no .text, skipped\n", argv[a]);
+            free(file);
+            continue;
+        }
+        for (int i = 0; i < inputs; i++) {
+            size_t at = rng_below(&rng, text_size) & ~(size_t)15; /* functions start 16-aligned */
+            size_t length = 1 + rng_below(&rng, SLICE_MAX);
+            if (length > text_size - at)
+                length = text_size - at;
+            input[0] = (uint8_t)rng_next(&rng);
+            for (size_t k = 0; k < CFI_BYTES; k++)
+                input[1 + k] = (uint8_t)rng_next(&rng);
+            memcpy(input + HEADER_BYTES, text + at, length);
+            char label[512];
+            for (int m = 0; m <= mutations; m++) {
+                for (int k = 0; m && k < 1 + (int)rng_below(&rng, 4); k++)
+                    mutate(input + HEADER_BYTES, length, &rng);
+                snprintf(label, sizeof label, "%s .text+0x%zx length %zu mutant %d", argv[a], at, length, m);
+                run_one(label, input, HEADER_BYTES + length, timeout);
+                runs++;
+            }
+        }
+        free(file);
+    }
+    free(input);
+    fu_synth_scratch_free(&scratch);
+    printf(FUZZ_DRIVER ": %zu inputs clean\n", runs);
+    return 0;
+}
+#endif

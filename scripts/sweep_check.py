@@ -1,0 +1,109 @@
+"""`fastunwind check` on EVERY ELF file with CFI on this machine (`make sweep-check`): counts.
+
+Files come from scripts/oracle_files.py (the same enumeration as `make sweep`), largest first, checked
+in JOBS worker processes. Printed: files checked and failed, FDEs by verdict, the share of FDEs
+decided and of instructions of decided FDEs agreeing, uncovered ranges, the commonest reasons for
+undecided FDEs, and the files with mismatches. Exit status 0 (counts are the result, not a test).
+
+examples:
+  python3 -m scripts.sweep_check                     # every file (from the repository root)
+  python3 -m scripts.sweep_check --sample 200        # the suite's fixed sample of 200 files + named ones
+  python3 -m scripts.sweep_check --json > c.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from scripts import oracle_files
+
+
+def check_one(path: str) -> dict[str, Any]:
+    from fastunwind.check import check_file
+
+    try:
+        result = check_file(path)
+    except Exception as error:  # a file the checker cannot read is counted, not fatal
+        return {"path": path, "error": f"{type(error).__name__}: {error}"}
+    counts = result.counts()
+    reasons = Counter(re.sub(r"0x[0-9a-f]+", "ADDRESS", v.reason) for v in result.verdicts() if v.verdict == "undecided")
+    return {"path": path, "fdes": counts.fdes, "instructions_agree": counts.instructions_agree,
+            "instructions_mismatch": counts.instructions_mismatch, "instructions_unknown": counts.instructions_unknown,
+            "uncovered": counts.uncovered, "reasons": dict(reasons)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="*", type=Path, help="files to check (default: every file with CFI)")
+    parser.add_argument("--sample", type=int, default=None, help="only the named files and this many others")
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    if args.files:
+        paths = [str(p) for p in args.files]
+    else:
+        found = oracle_files.enumerate_files()
+        if args.sample is not None:
+            chosen = set(oracle_files.sample(args.sample, found))
+            found = [f for f in found if f.path in chosen]
+        paths = [str(f.path) for f in sorted(found, key=lambda f: -f.cfi_bytes)]
+    started = time.perf_counter()
+    results = []
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(check_one, path) for path in paths]
+        for done, future in enumerate(as_completed(futures), 1):
+            results.append(future.result())
+            if sys.stderr.isatty() and done % 20 == 0:
+                print(f"\r  {done}/{len(paths)} files", end="", file=sys.stderr, flush=True)
+    seconds = time.perf_counter() - started
+    ok = [r for r in results if "error" not in r]
+    fdes = Counter()
+    reasons: Counter[str] = Counter()
+    agree = mismatch = unknown = uncovered = 0
+    for r in ok:
+        fdes.update(r["fdes"])
+        reasons.update(r["reasons"])
+        agree += r["instructions_agree"]
+        mismatch += r["instructions_mismatch"]
+        unknown += r["instructions_unknown"]
+        uncovered += r["uncovered"]
+    total = sum(fdes.values())
+    summary = {
+        "files": len(results), "failed": len(results) - len(ok), "seconds": round(seconds, 1), "fdes": dict(fdes),
+        "decided_percent": round(100.0 * (fdes["agree"] + fdes["mismatch"]) / total, 3) if total else 100.0,
+        "agreement_percent": round(100.0 * agree / (agree + mismatch + unknown), 4) if agree + mismatch + unknown else 100.0,
+        "uncovered": uncovered,
+        "files_with_mismatches": sorted(((r["fdes"]["mismatch"], r["path"]) for r in ok if r["fdes"]["mismatch"]),
+                                        reverse=True),
+        "undecided_reasons": reasons.most_common(15),
+        "failures": [(r["path"], r["error"]) for r in results if "error" in r],
+    }
+    if args.json:
+        json.dump(summary, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"\n{summary['files']} files ({summary['failed']} failed) in {seconds:.1f} s; {total} FDEs: "
+          f"{fdes['agree']} agree, {fdes['mismatch']} mismatch, {fdes['undecided']} undecided "
+          f"({summary['decided_percent']}% decided); instructions of decided FDEs: {agree} of "
+          f"{agree + mismatch + unknown} agree ({summary['agreement_percent']}%); {uncovered} uncovered ranges")
+    print(f"files with mismatches: {len(summary['files_with_mismatches'])}")
+    for count, path in summary["files_with_mismatches"][:25]:
+        print(f"  {count:>6}  {path}")
+    print("undecided, by reason:")
+    for reason, count in summary["undecided_reasons"]:
+        print(f"  {count:>6}  {reason}")
+    for path, error in summary["failures"][:20]:
+        print(f"  failed: {path}: {error}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

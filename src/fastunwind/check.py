@@ -1,0 +1,334 @@
+"""Check an ELF file's CFI against its machine code (the `check` verb).
+
+Every FDE of `.eh_frame` and `.debug_frame` (a separate debug file's included) is interpreted by the C
+core (native/core/synth.c: abstract interpretation of the FDE's code; native/core/check.c: declared
+rows against derived ones at every instruction, with the GIL released) and judged `agree`,
+`mismatch` (each address where a declared rule recovers a wrong value, declared vs derived) or
+`undecided` (why). Python only gathers the inputs (segments, noreturn functions) and splits the FDEs
+into chunks, which `jobs` threads check in parallel.
+
+Code without CFI is reported as `uncovered`: function symbols in executable segments and direct call
+targets that no FDE covers.
+"""
+
+from __future__ import annotations
+
+import array
+import bisect
+import re
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from fastunwind import _core
+from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, register_name
+from fastunwind.elf import PF_X, PT_LOAD, SHT_DYNSYM, SHT_SYMTAB, ElfFile, find_debug_file
+from fastunwind.errors import ElfError
+from fastunwind.image import ModuleImage
+from fastunwind.symbols import EM_X86_64, PLT_SECTIONS, symbol_table_for_file
+
+#: functions that never return: a call to them ends a path (C library, C++ and unwinder runtime)
+NORETURN_FUNCTIONS = frozenset({
+    "abort", "exit", "_exit", "_Exit", "quick_exit", "__stack_chk_fail", "__stack_chk_fail_local", "__chk_fail",
+    "__fortify_fail", "__assert_fail", "__assert_perror_fail", "__libc_fatal", "__libc_message",
+    "__malloc_assert", "malloc_printerr", "longjmp", "_longjmp", "siglongjmp", "__longjmp_chk", "__libc_longjmp",
+    "__libc_siglongjmp", "pthread_exit", "__pthread_exit", "__pthread_unwind", "__pthread_unwind_next",
+    "_dl_signal_error", "_dl_signal_exception", "_dl_fatal_printf", "_dl_reloc_bad_type",
+    "err", "errx", "verr", "verrx", "_Unwind_Resume", "__cxa_throw", "__cxa_rethrow", "__cxa_bad_cast",
+    "__cxa_bad_typeid", "__cxa_throw_bad_array_new_length", "__cxa_call_unexpected", "__cxa_call_terminate",
+    "__cxa_pure_virtual", "__cxa_deleted_virtual", "_ZSt9terminatev", "__terminate", "__gnat_last_chance_handler",
+    "Py_FatalError", "_Py_FatalErrorFunc", "_Py_FatalErrorFormat", "Py_Exit", "_Py_FatalError_TstateNULL",
+    "_ZN4llvm24llvm_unreachable_internalEPKcS1_j",
+})
+#: libstdc++'s std::__throw_* helpers (std::__throw_length_error, ...) and LLVM's report_fatal_error overloads
+NORETURN_PATTERN = re.compile(r"_ZSt\d+__throw_|_ZN4llvm18report_fatal_error")
+
+VERDICT_NAMES = {_core.CHECK_AGREE: "agree", _core.CHECK_MISMATCH: "mismatch", _core.CHECK_UNDECIDED: "undecided"}
+#: FDEs per chunk handed to one C call (the unit of parallelism and of progress)
+CHUNK_FDES = 2048
+FIELDS = _core.CHECK_RESULT_FIELDS
+ENTRY, VERDICT, AGREE, MISMATCH, UNKNOWN, UNREACHED, FROM_DECLARED_ENTRY = range(FIELDS)
+STT_FUNC = 2
+
+
+def what_name(what: int) -> str:
+    """A finding's subject: "cfa", "range", "ra" or a register name ("rbx", "r12")."""
+    if what == _core.CHECK_WHAT_CFA:
+        return "cfa"
+    if what == _core.CHECK_WHAT_RANGE:
+        return "range"
+    return "ra" if what == 16 else register_name(what)
+
+
+@dataclass(frozen=True)
+class Finding:
+    address: int
+    what: str
+    declared: str
+    derived: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"address": self.address, "what": self.what, "declared": self.declared, "derived": self.derived}
+
+
+@dataclass(frozen=True)
+class FdeVerdict:
+    section: str
+    pc_begin: int
+    pc_end: int
+    verdict: str
+    reason: str
+    findings: tuple[Finding, ...]
+    instructions: tuple[int, int, int, int]  #: agree, mismatch, unknown, unreached
+
+    def to_json(self) -> dict[str, object]:
+        return {"pc_begin": self.pc_begin, "pc_end": self.pc_end, "verdict": self.verdict, "reason": self.reason,
+                "findings": [f.to_json() for f in self.findings]}
+
+
+@dataclass(frozen=True)
+class Uncovered:
+    start: int
+    end: int
+    symbol: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"start": self.start, "end": self.end, "symbol": self.symbol}
+
+
+@dataclass
+class SectionCheck:
+    """One frame section's FDEs: the C results (FIELDS uint32 per FDE) and the details of those not
+    agreeing, by position."""
+
+    name: str
+    pc_begin: array.array[int]
+    pc_range: array.array[int]
+    results: array.array[int] = field(default_factory=lambda: array.array("I"))
+    details: dict[int, tuple[str, tuple[tuple[int, int, str, str], ...]]] = field(default_factory=dict)
+
+    def verdicts(self) -> Iterator[FdeVerdict]:
+        r = self.results
+        for position in range(len(r) // FIELDS):
+            base = position * FIELDS
+            entry = r[base + ENTRY]
+            reason, findings = self.details.get(position, ("", ()))
+            yield FdeVerdict(self.name, self.pc_begin[entry], self.pc_begin[entry] + self.pc_range[entry],
+                             VERDICT_NAMES[r[base + VERDICT]], reason,
+                             tuple(Finding(a, what_name(w), d, v) for a, w, d, v in findings),
+                             (r[base + AGREE], r[base + MISMATCH], r[base + UNKNOWN], r[base + UNREACHED]))
+
+
+@dataclass
+class Counts:
+    """FDEs by verdict, and instructions of the decided FDEs (agree + mismatch) by outcome."""
+
+    fdes: dict[str, int] = field(default_factory=lambda: {"agree": 0, "mismatch": 0, "undecided": 0})
+    instructions_agree: int = 0
+    instructions_mismatch: int = 0
+    instructions_unknown: int = 0
+    uncovered: int = 0
+    #: FDEs starting inside a function (gcc's .cold parts), checked from their first declared row
+    from_declared_entry: int = 0
+
+    @property
+    def fde_total(self) -> int:
+        return sum(self.fdes.values())
+
+    @property
+    def decided_percent(self) -> float:
+        total = self.fde_total
+        return 100.0 * (self.fdes["agree"] + self.fdes["mismatch"]) / total if total else 100.0
+
+    @property
+    def agreement_percent(self) -> float:
+        compared = self.instructions_agree + self.instructions_mismatch + self.instructions_unknown
+        return 100.0 * self.instructions_agree / compared if compared else 100.0
+
+    def add(self, other: Counts) -> None:
+        for verdict, n in other.fdes.items():
+            self.fdes[verdict] += n
+        self.instructions_agree += other.instructions_agree
+        self.instructions_mismatch += other.instructions_mismatch
+        self.instructions_unknown += other.instructions_unknown
+        self.uncovered += other.uncovered
+        self.from_declared_entry += other.from_declared_entry
+
+
+@dataclass
+class FileCheck:
+    path: str
+    sections: list[SectionCheck]
+    uncovered: list[Uncovered]
+
+    def verdicts(self) -> Iterator[FdeVerdict]:
+        for section in self.sections:
+            yield from section.verdicts()
+
+    def counts(self) -> Counts:
+        counts = Counts(uncovered=len(self.uncovered))
+        for section in self.sections:
+            r = section.results
+            verdicts = r[VERDICT::FIELDS]
+            for code, name in VERDICT_NAMES.items():
+                counts.fdes[name] += verdicts.count(code)
+            counts.from_declared_entry += sum(r[FROM_DECLARED_ENTRY::FIELDS])
+            for position in range(len(r) // FIELDS):
+                base = position * FIELDS
+                if r[base + VERDICT] != _core.CHECK_UNDECIDED:
+                    counts.instructions_agree += r[base + AGREE]
+                    counts.instructions_mismatch += r[base + MISMATCH]
+                    counts.instructions_unknown += r[base + UNKNOWN]
+        return counts
+
+    @property
+    def exit_status(self) -> int:
+        """0 all agree, 1 a mismatch, 2 only undecided ones besides agreeing ones."""
+        counts = self.counts()
+        if counts.fdes["mismatch"]:
+            return 1
+        return 2 if counts.fdes["undecided"] else 0
+
+    def to_json(self) -> dict[str, object]:
+        return {"file": self.path, "fdes": [v.to_json() for v in self.verdicts()],
+                "uncovered": [u.to_json() for u in self.uncovered]}
+
+
+def _function_symbols(elf: ElfFile) -> list[tuple[int, int, str]]:
+    """(value, size, name) of the defined function symbols of the file and of its separate debug file."""
+    found: list[tuple[int, int, str]] = []
+    files = [elf]
+    debug_path = find_debug_file(elf)
+    debug = None
+    if debug_path:
+        try:
+            debug = ElfFile.open(debug_path)
+            files.append(debug)
+        except (OSError, ElfError):
+            debug = None
+    try:
+        for source in files:
+            try:
+                symbols = source.symbols()
+            except ElfError:
+                continue
+            found.extend((s.value, s.size, s.name) for s in symbols
+                         if s.type == STT_FUNC and s.section_index != 0 and s.value and s.name)
+    finally:
+        if debug is not None:
+            debug.close()
+    return found
+
+
+def _plt_noreturn(elf: ElfFile) -> list[int]:
+    """Addresses of the PLT stubs of noreturn functions (`abort@plt`), named from the relocations."""
+    stubs = [s for s in elf.sections if s.name in PLT_SECTIONS and s.size]
+    if not stubs:
+        return []
+    table = symbol_table_for_file(elf)
+    found = []
+    for section in stubs:
+        step = section.entsize if section.entsize in (8, 16) else 16
+        for address in range(section.addr, section.addr + section.size, step):
+            named = table.lookup(address)
+            if named and named[1] == 0 and named[0].endswith("@plt") and _is_noreturn(named[0][:-4]):
+                found.append(address)
+    return found
+
+
+def _is_noreturn(name: str) -> bool:
+    base = name.partition("@")[0]
+    return base in NORETURN_FUNCTIONS or NORETURN_PATTERN.match(base) is not None
+
+
+def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None] | None = None) -> FileCheck:
+    """Check every FDE of `path`; `progress(done, total)` is called as chunks of FDEs complete."""
+    image = ModuleImage.load(path)
+    elf = image.elf
+    if elf.elf_class != 64 or elf.machine != EM_X86_64:
+        raise ElfError(f"{path}: machine {elf.machine} (ELF{elf.elf_class}): check decodes x86-64 code only")
+    loads = [s for s in elf.segments if s.type == PT_LOAD and s.filesz]
+    code = [(s.vaddr, elf.segment_data(s)) for s in loads if s.flags & PF_X]
+    segments = [(s.vaddr, elf.segment_data(s)) for s in loads]
+    symbols = _function_symbols(elf)
+    noreturn = sorted({value for value, _size, name in symbols if _is_noreturn(name)} | set(_plt_noreturn(elf)))
+    noreturn_bytes = array.array("Q", noreturn).tobytes()
+
+    work: list[tuple[SectionCheck, _core.CfiTable, bytes]] = []
+    sections: list[SectionCheck] = []
+    for kind, table in ((EH_FRAME, image.eh_frame), (DEBUG_FRAME, image.debug_frame)):
+        if table is None:
+            continue
+        kinds, _first, _count, begin_bytes, range_bytes = table.entry_arrays()
+        pc_begin, pc_range = array.array("Q", begin_bytes), array.array("Q", range_bytes)
+        entries = array.array("I", (i for i, k in enumerate(kinds) if k == 1 and pc_begin[i] != 0))
+        section = SectionCheck(".eh_frame" if kind == EH_FRAME else ".debug_frame", pc_begin, pc_range)
+        sections.append(section)
+        for start in range(0, len(entries), CHUNK_FDES):
+            work.append((section, table, entries[start:start + CHUNK_FDES].tobytes()))
+
+    total = sum(len(chunk) // 4 for _s, _t, chunk in work)
+    done = 0
+    uncovered_calls: set[int] = set()
+
+    def run(item: tuple[SectionCheck, _core.CfiTable, bytes]) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes]:
+        _section, table, chunk = item
+        return _core.check_fdes(table, chunk, code, segments, noreturn_bytes, image.eh_frame, image.debug_frame)
+
+    tables = [table for table in (image.eh_frame, image.debug_frame) if table is not None]
+    names = _names_by_address(symbols)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        outcomes = pool.map(run, work)  # every chunk is submitted here; the C core runs without the GIL
+        uncovered_functions = _uncovered_functions(tables, names, code)  # meanwhile
+        for (section, _table, chunk), (results, details, uncovered) in zip(work, outcomes):
+            offset = len(section.results) // FIELDS
+            section.results.frombytes(results)
+            for position, reason, findings in details:
+                section.details[offset + position] = (reason, findings)
+            uncovered_calls.update(array.array("Q", uncovered))
+            done += len(chunk) // 4
+            if progress:
+                progress(done, total)
+    starts = uncovered_functions + [target for target in uncovered_calls
+                                    if target not in names and not _covered(tables, target)]
+    return FileCheck(path, sections, _uncovered(sections, names, starts))
+
+
+def _covered(tables: list[_core.CfiTable], address: int) -> bool:
+    """Whether an FDE covers `address`, as the walker looks FDEs up (`CfiTable.lookup`)."""
+    return any(table.lookup(address) is not None for table in tables)
+
+
+def _names_by_address(symbols: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
+    """(size, name) per address, preferring a name without a leading underscore among aliases."""
+    names: dict[int, tuple[int, str]] = {}
+    for value, size, name in symbols:
+        if value not in names or (names[value][1].startswith("_") and not name.startswith("_")):
+            names[value] = (size, name)
+    return names
+
+
+def _uncovered_functions(tables: list[_core.CfiTable], names: dict[int, tuple[int, str]],
+                         code: list[tuple[int, memoryview]]) -> list[int]:
+    """Function symbols in executable segments that no FDE covers."""
+    return [value for value in names
+            if any(vaddr <= value < vaddr + len(data) for vaddr, data in code) and not _covered(tables, value)]
+
+
+def _uncovered(sections: list[SectionCheck], names: dict[int, tuple[int, str]], starts: list[int]) -> list[Uncovered]:
+    """Code without CFI starting at `starts` (function symbols and call targets), with the range up to
+    the symbol's end (or, without a size, the next FDE or symbol) and the symbol's name where one
+    starts there."""
+    if not starts:
+        return []
+    boundaries = sorted({section.pc_begin[e] for section in sections for e in section.results[ENTRY::FIELDS]}
+                        | names.keys())
+
+    def end_of(address: int) -> int:
+        size = names.get(address, (0, ""))[0]
+        if size:
+            return address + size
+        i = bisect.bisect_right(boundaries, address)
+        return boundaries[i] if i < len(boundaries) else address + 1
+
+    return [Uncovered(start, end_of(start), names.get(start, (0, ""))[1]) for start in sorted(set(starts))]

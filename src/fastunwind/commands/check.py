@@ -1,0 +1,151 @@
+"""`fastunwind check FILE...`: the CFI of ELF files against their machine code.
+
+Every FDE (`.eh_frame`, `.debug_frame`, a separate debug file's included) is interpreted
+instruction by instruction from its code and its declared rows compared with the derived ones: the
+CFA, the return address and rbx, rbp, r12-r15. An FDE `agree`s, is a `mismatch` (the addresses where
+a declared rule recovers a wrong value, declared vs derived), or is `undecided` (why). Overlapping
+FDEs, empty ones and ones outside executable code are mismatches of their range. Functions and call
+targets no FDE covers are listed as `uncovered`.
+
+Exit status: 0 every FDE agrees, 1 a mismatch, 2 only undecided FDEs besides agreeing ones,
+3 a file could not be checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from fastunwind.commands import command_parser
+
+EXAMPLE = """\
+examples:
+  fastunwind check /lib/x86_64-linux-gnu/libc.so.6
+  fastunwind check --verbose ./program            # every mismatch and undecided FDE, every uncovered range
+  fastunwind check --json -j 2 /usr/lib/x86_64-linux-gnu/libLLVM-14.so.1 > llvm.json
+"""
+
+EXIT_AGREE, EXIT_MISMATCH, EXIT_UNDECIDED, EXIT_FAILURE = 0, 1, 2, 3
+#: FDEs above which a progress bar is worth drawing (on a terminal)
+PROGRESS_FDES = 20000
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = command_parser(subparsers, "check", "check CFI against the machine code", __doc__, EXAMPLE)
+    parser.add_argument("files", nargs="+", metavar="FILE", help="ELF files")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="list every mismatch (with its findings), undecided FDE and uncovered range")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object per file: {file, fdes: [...], uncovered: [...]}")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="threads checking FDEs in parallel (default 1)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fastunwind.errors import FastunwindError
+
+    if args.jobs < 1:
+        print(f"fastunwind: error: -j {args.jobs}: at least one thread is needed", file=sys.stderr)
+        return EXIT_FAILURE
+    statuses = []
+    for path in args.files:
+        try:
+            statuses.append(_check_one(path, args))
+        except BrokenPipeError:
+            raise
+        except (FastunwindError, OSError) as error:
+            where = "" if str(error).startswith(path) else f"{path}: "
+            print(f"fastunwind: error: {where}{getattr(error, 'strerror', None) or error}", file=sys.stderr)
+            statuses.append(EXIT_FAILURE)
+    for status in (EXIT_FAILURE, EXIT_MISMATCH, EXIT_UNDECIDED):
+        if status in statuses:
+            return status
+    return EXIT_AGREE
+
+
+def _check_one(path: str, args: argparse.Namespace) -> int:
+    from fastunwind.check import check_file
+
+    started = time.perf_counter()
+    with _progress(path) as progress:
+        result = check_file(path, jobs=args.jobs, progress=progress)
+    seconds = time.perf_counter() - started
+    if args.json:
+        json.dump(result.to_json(), sys.stdout)
+        print()
+        return result.exit_status
+    counts = result.counts()
+    fdes = counts.fdes
+    compared = counts.instructions_agree + counts.instructions_mismatch + counts.instructions_unknown
+    print(f"{path}: {counts.fde_total} FDEs: {fdes['agree']} agree, {fdes['mismatch']} mismatch, "
+          f"{fdes['undecided']} undecided ({counts.decided_percent:.2f}% decided); instructions of decided FDEs: "
+          f"{counts.instructions_agree} of {compared} agree ({counts.agreement_percent:.3f}%); "
+          f"{counts.uncovered} uncovered ranges; {seconds:.2f} s")
+    if args.verbose and counts.from_declared_entry:
+        print(f"  {counts.from_declared_entry} FDEs start inside a function (.cold parts): checked from their "
+              "first declared row")
+    if args.verbose:
+        for verdict in result.verdicts():
+            if verdict.verdict == "agree":
+                continue
+            print(f"  {verdict.verdict:<9} {verdict.section} {verdict.pc_begin:#x}..{verdict.pc_end:#x}"
+                  f"{': ' + verdict.reason if verdict.reason else ''}")
+            for finding in verdict.findings:
+                print(f"    {finding.address:#x} {finding.what:<5} declared {finding.declared:<16} "
+                      f"derived {finding.derived}")
+        for uncovered in result.uncovered:
+            print(f"  uncovered {uncovered.start:#x}..{uncovered.end:#x} {uncovered.symbol}")
+    else:
+        reasons = Counter(_reason_class(v.reason) for v in result.verdicts() if v.verdict == "undecided")
+        for reason, n in reasons.most_common(5):
+            print(f"  undecided {n:>6}  {reason}")
+        for verdict in result.verdicts():
+            if verdict.verdict == "mismatch":
+                first = verdict.findings[0] if verdict.findings else None
+                detail = (f": at {first.address:#x} {first.what} declared {first.declared}, derived {first.derived}"
+                          if first else "")
+                print(f"  mismatch  {verdict.section} {verdict.pc_begin:#x}..{verdict.pc_end:#x}{detail}")
+    return result.exit_status
+
+
+def _reason_class(reason: str) -> str:
+    """A reason without its addresses, to count undecided FDEs by cause."""
+    import re
+
+    return re.sub(r"0x[0-9a-f]+", "ADDRESS", reason)
+
+
+class _progress:
+    """A progress bar over the FDEs of a long file on stderr, on a terminal only (rich is imported only
+    then)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __enter__(self) -> Callable[[int, int], None]:
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if total < PROGRESS_FDES or not sys.stderr.isatty():
+                return
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=Console(file=sys.stderr), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(f"checking {os.path.basename(self.path)}", total=total)
+        self.bar.update(self.task, completed=done)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()

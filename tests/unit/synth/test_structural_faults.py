@@ -1,0 +1,65 @@
+"""Structural faults of an FDE table, found by check_fdes (native/core/check.c) on a hand-built
+`.eh_frame` over hand-assembled code: overlapping FDEs, an empty range, a range outside the
+executable segments; and FDEs whose first row is not a function's entry (a `.cold` part) checked
+from that row."""
+
+from __future__ import annotations
+
+import array
+
+from fastunwind import _core
+from tests.support.cfi_builder import EH_FRAME, PE_absptr, FrameSection, advance_loc, def_cfa, def_cfa_offset, offset
+
+CODE_START = 0x1000
+# push rbx; pop rbx; ret (4 bytes: 0x1000..0x1003), then push rbp; sub rsp,8; ud2 (a .cold-like part)
+CODE = bytes.fromhex("53 5b c3 90 55 4883ec08 0f0b")
+
+
+def check(fdes: list[tuple[int, int, list[bytes]]]) -> dict[int, tuple[int, str, tuple[tuple[int, int, str, str], ...]]]:
+    section = FrameSection(EH_FRAME, address=0x8000)
+    cie = section.cie(augmentation="zR", fde_encoding=PE_absptr, instructions=[def_cfa(7, 8), offset(16, 1)])
+    for begin, size, instructions in fdes:
+        section.fde(cie, pc_begin=begin, pc_range=size, instructions=instructions)
+    table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
+    entries = [i for i in range(table.entry_count) if table.entry(i)["kind"] == 1]
+    results, details, _uncovered = _core.check_fdes(
+        table, array.array("I", entries).tobytes(), [(CODE_START, CODE)], [(CODE_START, CODE)], b"", table, None)
+    fields = array.array("I", results)
+    by_begin = {}
+    for position, entry in enumerate(entries):
+        reason, findings = next(((r, f) for p, r, f in details if p == position), ("", ()))
+        by_begin[table.entry(entry)["pc_begin"]] = (fields[position * _core.CHECK_RESULT_FIELDS + 1], reason, findings)
+    return by_begin
+
+
+def test_correct_fde_agrees() -> None:
+    verdict, reason, findings = check([(0x1000, 3, [advance_loc(1), def_cfa_offset(16), offset(3, 2),
+                                                   advance_loc(1), def_cfa_offset(8)])])[0x1000]
+    assert verdict == _core.CHECK_AGREE, (reason, findings)
+
+
+def test_overlapping_fdes_are_mismatches_of_their_range() -> None:
+    result = check([(0x1000, 3, [advance_loc(1), def_cfa_offset(16), advance_loc(1), def_cfa_offset(8)]),
+                    (0x1002, 2, [])])
+    for begin in (0x1000, 0x1002):
+        verdict, _reason, findings = result[begin]
+        assert verdict == _core.CHECK_MISMATCH
+        assert findings[0][1] == _core.CHECK_WHAT_RANGE and findings[0][3].startswith("overlaps ")
+
+
+def test_empty_range_and_range_outside_code() -> None:
+    result = check([(0x1000, 0, []), (0x5000, 16, [])])
+    assert result[0x1000][0] == _core.CHECK_MISMATCH and result[0x1000][2][0][3] == "empty range"
+    assert result[0x5000][0] == _core.CHECK_MISMATCH and result[0x5000][2][0][3] == "outside executable code"
+
+
+def test_part_that_starts_inside_a_function_is_checked_from_its_first_row() -> None:
+    # 0x1004: CFA rsp+16 with rbx saved (as a .cold part's first row), then push rbp; sub rsp,8; ud2
+    good = [def_cfa_offset(16), offset(3, 2), advance_loc(1), def_cfa_offset(24), advance_loc(4), def_cfa_offset(32)]
+    verdict, reason, findings = check([(0x1004, 7, good)])[0x1004]
+    assert verdict == _core.CHECK_AGREE, (reason, findings)
+    wrong = [def_cfa_offset(16), offset(3, 2), advance_loc(1), def_cfa_offset(24), advance_loc(4), def_cfa_offset(40)]
+    verdict, _reason, findings = check([(0x1004, 7, wrong)])[0x1004]
+    assert verdict == _core.CHECK_MISMATCH
+    assert [(address, declared, derived) for address, _what, declared, derived in findings] == [
+        (0x1009, "rsp+40", "rsp+32")]
