@@ -1,0 +1,686 @@
+/* trace: single-step a command under ptrace and judge the declared CFI against the truth kept from
+ * calls and returns (see trace.h). */
+#define _GNU_SOURCE /* process_vm_readv, pipe2, __WALL */
+#include "trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "memory.h"
+#include "synth_decode.h"
+
+const uint8_t FU_TRACE_SAVED_COLUMNS[FU_TRACE_SAVED_COUNT] = {3, 6, 12, 13, 14, 15};
+
+#define TRACE_REGISTER_COUNT 17 /* DWARF columns 0-15 and 16, the IP */
+#define TRACE_IP 16
+#define TRACE_PAGE_SIZE 4096u
+/* Code pages kept decoded-ready: a program's hot loop and the library functions it calls fit. */
+#define TRACE_CODE_PAGES 64
+/* Open addressing over FDE statistics: twice the entries keeps probe chains short. */
+#define TRACE_FDE_SLOTS (2 * FU_TRACE_MAX_FDES)
+
+static const char *const OUTCOME_NAMES[FU_TRACE_OUTCOME_COUNT] = {
+    "exited", "killed", "step-limit", "timeout", "interrupted", "depth-limit",
+};
+
+const char *fu_trace_outcome_name(int outcome)
+{
+    return outcome >= 0 && outcome < FU_TRACE_OUTCOME_COUNT ? OUTCOME_NAMES[outcome] : "unknown";
+}
+
+typedef struct trace_code_page {
+    uint64_t page;  /* avma of the page; 0: empty */
+    size_t size;    /* bytes read (a page, plus the next instruction's overhang where readable) */
+    uint8_t bytes[TRACE_PAGE_SIZE + FU_X86_MAX_INSN_LENGTH];
+} trace_code_page;
+
+typedef struct trace_session {
+    int pid;
+    const fu_trace_options *options;
+    const fu_trace_callbacks *callbacks;
+    fu_trace_result *result;
+    uint32_t *active;          /* modules of the current image, sorted by start (indices) */
+    uint32_t active_count;
+    uint32_t last_module;      /* index in active of the last hit, or UINT32_MAX */
+    fu_trace_frame *frames;    /* the shadow stack */
+    uint32_t depth;
+    uint32_t handler_depth;    /* signal handler frames on it */
+    uint32_t *fde_slots;       /* fde index + 1, 0 empty */
+    trace_code_page *code;
+    char *maps;
+    fu_x86_decoder decoder;
+} trace_session;
+
+/* ---- reading the tracee ----------------------------------------------------------------------- */
+
+static bool trace_read(void *pid_memory, uint64_t address, unsigned size, uint64_t *out)
+{
+    return fu_read_pid(pid_memory, address, size, out) == FU_READ_OK;
+}
+
+/* The bytes at `ip` (at most FU_X86_MAX_INSN_LENGTH): from the page cache, else read. Executable
+ * pages that are not readable go through PTRACE_PEEKDATA, which the kernel forces. */
+static size_t trace_code_at(trace_session *s, uint64_t ip, uint8_t scratch[FU_X86_MAX_INSN_LENGTH + 1],
+                            const uint8_t **code)
+{
+    uint64_t page = ip & ~(uint64_t)(TRACE_PAGE_SIZE - 1);
+    trace_code_page *p = &s->code[(page / TRACE_PAGE_SIZE) % TRACE_CODE_PAGES];
+    if (p->page != page || page == 0) {
+        p->page = 0;
+        if (fu_read_pid_bytes(s->pid, page, p->bytes, sizeof p->bytes))
+            p->size = sizeof p->bytes;
+        else if (fu_read_pid_bytes(s->pid, page, p->bytes, TRACE_PAGE_SIZE))
+            p->size = TRACE_PAGE_SIZE;
+        else
+            p->size = 0;
+        if (p->size)
+            p->page = page;
+    }
+    if (p->page == page && ip - page < p->size) {
+        *code = p->bytes + (ip - page);
+        return p->size - (ip - page);
+    }
+    size_t got = 0;
+    for (unsigned word = 0; word < 2; word++) {
+        errno = 0;
+        long value = ptrace(PTRACE_PEEKDATA, s->pid, (void *)(uintptr_t)(ip + 8 * word), NULL);
+        if (errno)
+            break;
+        memcpy(scratch + 8 * word, &value, 8);
+        got += 8;
+    }
+    *code = scratch;
+    return got < FU_X86_MAX_INSN_LENGTH ? got : FU_X86_MAX_INSN_LENGTH;
+}
+
+static void trace_registers(const struct user_regs_struct *u, uint64_t regs[TRACE_REGISTER_COUNT])
+{
+    const uint64_t by_column[TRACE_REGISTER_COUNT] = {
+        u->rax, u->rdx, u->rcx, u->rbx, u->rsi, u->rdi, u->rbp, u->rsp,
+        u->r8,  u->r9,  u->r10, u->r11, u->r12, u->r13, u->r14, u->r15, u->rip,
+    };
+    memcpy(regs, by_column, sizeof by_column);
+}
+
+/* ---- the judgement of one step ---------------------------------------------------------------- */
+
+typedef bool (*trace_read_fn)(void *opaque, uint64_t address, unsigned size, uint64_t *out);
+
+/* Evaluate an expression rule of `table` over `regs` (unknown beyond the 17 registers). */
+static bool trace_expression(const fu_cfi_table *table, const fu_rule *rule, const uint64_t regs[TRACE_REGISTER_COUNT],
+                             trace_read_fn read, void *opaque, bool has_initial, uint64_t initial, uint64_t *value)
+{
+    uint64_t offset = (uint64_t)rule->value;
+    if (offset > table->section.size || rule->expr_len > table->section.size - offset)
+        return false;
+    fu_expr_context ctx;
+    memset(ctx.valid, 0, sizeof ctx.valid);
+    memcpy(ctx.regs, regs, TRACE_REGISTER_COUNT * sizeof regs[0]);
+    for (unsigned column = 0; column < TRACE_REGISTER_COUNT; column++)
+        ctx.valid[column / 64] |= (uint64_t)1 << (column % 64);
+    ctx.read_memory = read;
+    ctx.opaque = opaque;
+    ctx.address_size = 8;
+    fu_error err;
+    return fu_expr_evaluate(table->section.data + offset, rule->expr_len, &ctx, has_initial, initial, value, &err) == FU_OK;
+}
+
+/* Where a rule says a register's value lies (*in_memory) or what it is, from the true CFA. False:
+ * a rule this check does not judge (undefined, same value, val_*), or one that cannot be computed. */
+static bool trace_rule_location(const fu_cfi_table *table, const fu_rule *rule, const uint64_t regs[TRACE_REGISTER_COUNT],
+                                uint64_t cfa, trace_read_fn read, void *opaque, uint64_t *location, bool *in_memory)
+{
+    switch (rule->kind) {
+    case FU_RULE_OFFSET:
+        *in_memory = true;
+        *location = cfa + (uint64_t)rule->value;
+        return true;
+    case FU_RULE_EXPRESSION:
+        *in_memory = true;
+        return trace_expression(table, rule, regs, read, opaque, true, cfa, location);
+    case FU_RULE_REGISTER:
+        if (rule->reg >= TRACE_REGISTER_COUNT)
+            return false;
+        *in_memory = false;
+        *location = regs[rule->reg];
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void trace_finding(fu_trace_record *findings, unsigned max_findings, unsigned *count, uint8_t what,
+                          uint8_t column, uint64_t declared, uint64_t truth)
+{
+    if (*count < max_findings)
+        findings[*count] = (fu_trace_record){.what = what, .column = column, .declared = declared, .truth = truth};
+    (*count)++;
+}
+
+fu_trace_judgement fu_trace_judge(const fu_cfi_table *table, const fu_state *state, uint64_t ra_column,
+                                  const uint64_t regs[17], const fu_trace_frame *frame, trace_read_fn read,
+                                  void *opaque, fu_trace_record *findings, unsigned max_findings,
+                                  unsigned *finding_count)
+{
+    unsigned count = 0;
+    uint64_t cfa;
+    if (state->cfa.kind == FU_CFA_REG_OFFSET) {
+        if (state->cfa.reg >= TRACE_REGISTER_COUNT)
+            return FU_TRACE_NOT_EVALUABLE;
+        cfa = regs[state->cfa.reg] + (uint64_t)state->cfa.value;
+    } else if (state->cfa.kind == FU_CFA_EXPRESSION) {
+        if (!trace_expression(table, &state->cfa, regs, read, opaque, false, 0, &cfa))
+            return FU_TRACE_NOT_EVALUABLE;
+    } else {
+        return FU_TRACE_NOT_EVALUABLE;
+    }
+    if (cfa != frame->cfa)
+        trace_finding(findings, max_findings, &count, FU_TRACE_WHAT_CFA, 0, cfa, frame->cfa);
+
+    /* The return address and the saved registers are judged from the true CFA, as `check` judges
+     * them from the derived one: a wrong CFA is one disagreement, not one per rule. */
+    uint64_t location;
+    bool in_memory;
+    if (ra_column < FU_MAX_COLUMNS) {
+        fu_rule rule = fu_state_rule(table, state, (unsigned)ra_column);
+        if (trace_rule_location(table, &rule, regs, frame->cfa, read, opaque, &location, &in_memory)) {
+            uint64_t truth = in_memory ? frame->cfa - 8 : frame->return_address;
+            if (location != truth)
+                trace_finding(findings, max_findings, &count, FU_TRACE_WHAT_RA, (uint8_t)ra_column, location, truth);
+        }
+    }
+    for (unsigned i = 0; i < FU_TRACE_SAVED_COUNT; i++) {
+        unsigned column = FU_TRACE_SAVED_COLUMNS[i];
+        fu_rule rule = fu_state_rule(table, state, column);
+        if (!trace_rule_location(table, &rule, regs, frame->cfa, read, opaque, &location, &in_memory))
+            continue;
+        uint64_t value = location;
+        if (in_memory && !read(opaque, location, 8, &value))
+            continue;
+        if (value != frame->entry_values[i])
+            trace_finding(findings, max_findings, &count, FU_TRACE_WHAT_REGISTER, (uint8_t)column, value,
+                          frame->entry_values[i]);
+    }
+    *finding_count = count;
+    return count ? FU_TRACE_DISAGREE : FU_TRACE_AGREE;
+}
+
+/* ---- modules ------------------------------------------------------------------------------------ */
+
+static bool trace_active_search(const trace_session *s, uint64_t avma, uint32_t *position)
+{
+    uint32_t low = 0, high = s->active_count;
+    while (low < high) {
+        uint32_t middle = low + (high - low) / 2;
+        if (s->result->modules[s->active[middle]].start <= avma)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    *position = low; /* the insertion point; the candidate is low - 1 */
+    return low > 0 && avma < s->result->modules[s->active[low - 1]].end;
+}
+
+/* Add [start, end) unless it overlaps a module of the image (a mapping seen before keeps its
+ * tables until an exec). */
+static void trace_add_module(trace_session *s, const fu_trace_mapping *mapping, bool ask)
+{
+    uint32_t position;
+    if (trace_active_search(s, mapping->start, &position))
+        return;
+    if (position < s->active_count && s->result->modules[s->active[position]].start < mapping->end)
+        return;
+    if (s->result->module_count >= FU_TRACE_MAX_MODULES) {
+        s->result->counts.modules_dropped++;
+        return;
+    }
+    fu_trace_module *m = &s->result->modules[s->result->module_count];
+    *m = (fu_trace_module){.start = mapping->start, .end = mapping->end, .id = UINT32_MAX};
+    if (ask && !s->callbacks->provide_module(s->callbacks->opaque, mapping, m)) {
+        m->eh_frame = m->debug_frame = NULL;
+        m->checked = false;
+    }
+    m->start = mapping->start; /* the provider fills the rest */
+    m->end = mapping->end;
+    memmove(&s->active[position + 1], &s->active[position], (s->active_count - position) * sizeof s->active[0]);
+    s->active[position] = s->result->module_count++;
+    s->active_count++;
+    s->last_module = UINT32_MAX;
+}
+
+/* Read /proc/PID/maps and add its executable mappings not known yet. */
+static void trace_read_maps(trace_session *s)
+{
+    char name[64];
+    snprintf(name, sizeof name, "/proc/%d/maps", s->pid);
+    int fd = open(name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t length = 0;
+    while (length < FU_TRACE_MAPS_MAX_BYTES - 1) {
+        ssize_t n = read(fd, s->maps + length, FU_TRACE_MAPS_MAX_BYTES - 1 - length);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        length += (size_t)n;
+    }
+    close(fd);
+    s->maps[length] = '\0';
+    /* "start-end perms offset major:minor inode   path" (proc(5)) */
+    for (char *line = s->maps, *next; line < s->maps + length; line = next) {
+        char *newline = strchr(line, '\n');
+        next = newline ? newline + 1 : s->maps + length;
+        if (newline)
+            *newline = '\0';
+        char *cursor = line;
+        unsigned long long start = strtoull(cursor, &cursor, 16);
+        if (*cursor != '-')
+            continue;
+        unsigned long long end = strtoull(cursor + 1, &cursor, 16);
+        char perms[5] = {0};
+        if (sscanf(cursor, " %4s", perms) != 1 || perms[2] != 'x' || end <= start)
+            continue;
+        cursor = strstr(cursor, perms) + 4;
+        unsigned long long offset = strtoull(cursor, &cursor, 16);
+        for (unsigned field = 0; field < 2; field++) { /* device, inode */
+            while (*cursor == ' ')
+                cursor++;
+            while (*cursor && *cursor != ' ')
+                cursor++;
+        }
+        while (*cursor == ' ')
+            cursor++;
+        fu_trace_mapping mapping = {start, end, offset, cursor};
+        trace_add_module(s, &mapping, true);
+    }
+    memset(s->code, 0, TRACE_CODE_PAGES * sizeof *s->code);
+}
+
+/* The module covering `ip`: a miss reads the maps again, and an address no executable mapping
+ * covers becomes a page without CFI, so that code outside every mapping costs one read. */
+static const fu_trace_module *trace_module_at(trace_session *s, uint64_t ip, uint32_t *index)
+{
+    if (s->last_module < s->active_count) {
+        const fu_trace_module *m = &s->result->modules[s->active[s->last_module]];
+        if (ip >= m->start && ip < m->end) {
+            *index = s->active[s->last_module];
+            return m;
+        }
+    }
+    uint32_t position;
+    if (!trace_active_search(s, ip, &position)) {
+        if (s->result->module_count >= FU_TRACE_MAX_MODULES)
+            return NULL;
+        trace_read_maps(s);
+        if (!trace_active_search(s, ip, &position)) {
+            uint64_t page = ip & ~(uint64_t)(TRACE_PAGE_SIZE - 1);
+            trace_add_module(s, &(fu_trace_mapping){page, page + TRACE_PAGE_SIZE, 0, ""}, false);
+            if (!trace_active_search(s, ip, &position))
+                return NULL;
+        }
+    }
+    s->last_module = position - 1;
+    *index = s->active[position - 1];
+    return &s->result->modules[*index];
+}
+
+/* ---- statistics --------------------------------------------------------------------------------- */
+
+static fu_trace_fde *trace_fde(trace_session *s, uint32_t module, uint32_t table_index, uint32_t entry_index,
+                               const fu_entry *entry)
+{
+    uint64_t key = ((uint64_t)module << 33) ^ ((uint64_t)table_index << 32) ^ entry_index;
+    uint32_t slot = (uint32_t)((key * 0x9e3779b97f4a7c15u) >> 40) % TRACE_FDE_SLOTS;
+    for (uint32_t probe = 0; probe < TRACE_FDE_SLOTS; probe++, slot = (slot + 1) % TRACE_FDE_SLOTS) {
+        uint32_t held = s->fde_slots[slot];
+        if (held == 0) {
+            if (s->result->fde_count >= FU_TRACE_MAX_FDES)
+                return NULL;
+            fu_trace_fde *f = &s->result->fdes[s->result->fde_count];
+            *f = (fu_trace_fde){.module = module, .table = table_index, .entry = entry_index,
+                                .pc_begin = entry->pc_begin, .pc_end = entry->pc_begin + entry->pc_range};
+            s->fde_slots[slot] = ++s->result->fde_count;
+            return f;
+        }
+        fu_trace_fde *f = &s->result->fdes[held - 1];
+        if (f->module == module && f->table == table_index && f->entry == entry_index)
+            return f;
+    }
+    return NULL;
+}
+
+/* Compare the declared row at the current instruction with the top of the shadow stack. */
+static void trace_observe(trace_session *s, const uint64_t regs[TRACE_REGISTER_COUNT])
+{
+    fu_trace_counts *c = &s->result->counts;
+    uint64_t ip = regs[TRACE_IP];
+    uint32_t module_index;
+    const fu_trace_module *m = trace_module_at(s, ip, &module_index);
+    if (m && !m->checked && (m->eh_frame || m->debug_frame)) {
+        c->unchecked_module++;
+        return;
+    }
+    const fu_cfi_table *const tables[2] = {m ? m->eh_frame : NULL, m ? m->debug_frame : NULL};
+    int64_t row, entry_index;
+    int which = m ? fu_cfi_tables_find_row(tables, ip - m->bias, &row, &entry_index) : -1;
+    if (which < 0) {
+        c->no_cfi++;
+        return;
+    }
+    const fu_cfi_table *table = tables[which];
+    const fu_entry *entry = &table->entries[entry_index];
+    if (entry->cie && entry->cie->signal_frame) {
+        c->signal_frames++;
+        return;
+    }
+    if (s->depth == 0) {
+        c->unknown_truth++;
+        return;
+    }
+    if (s->handler_depth) {
+        c->in_signal_handler++;
+        return;
+    }
+    fu_trace_record findings[FU_TRACE_MAX_FINDINGS_PER_STEP];
+    unsigned finding_count = 0;
+    fu_pid_memory memory = {s->pid};
+    fu_trace_judgement judgement =
+        fu_trace_judge(table, fu_cfi_table_state(table, table->row_state[row]), entry->cie ? entry->cie->ra_column : 16,
+                       regs, &s->frames[s->depth - 1], trace_read, &memory, findings, FU_TRACE_MAX_FINDINGS_PER_STEP,
+                       &finding_count);
+    if (judgement == FU_TRACE_NOT_EVALUABLE) {
+        c->not_evaluable++;
+        return;
+    }
+    c->checked++;
+    fu_trace_fde *fde = trace_fde(s, module_index, (uint32_t)which, (uint32_t)entry_index, entry);
+    if (fde)
+        fde->checked++;
+    else
+        c->fdes_dropped_steps++;
+    if (judgement == FU_TRACE_AGREE) {
+        c->agreeing++;
+        return;
+    }
+    c->disagreeing++;
+    if (!fde) {
+        c->records_dropped += finding_count;
+        return;
+    }
+    fde->disagreeing++;
+    for (unsigned i = 0; i < finding_count; i++) {
+        if (fde->record_count >= FU_TRACE_RECORDS_PER_FDE || s->result->record_count >= FU_TRACE_MAX_RECORDS ||
+            i >= FU_TRACE_MAX_FINDINGS_PER_STEP) {
+            c->records_dropped++;
+            continue;
+        }
+        fu_trace_record *r = &s->result->records[s->result->record_count++];
+        *r = findings[i];
+        r->address = ip;
+        r->fde = (uint32_t)(fde - s->result->fdes);
+        fde->record_count++;
+    }
+}
+
+/* ---- the truth: following calls and returns ---------------------------------------------------- */
+
+/* Update the shadow stack after one step from `before` (executing `insn`) to `after`. */
+static bool trace_follow(trace_session *s, const uint64_t before[TRACE_REGISTER_COUNT], const fu_x86_insn *insn,
+                         bool signal_delivered, const uint64_t after[TRACE_REGISTER_COUNT])
+{
+    fu_trace_counts *c = &s->result->counts;
+    uint64_t rsp = after[FU_X86_REG_RSP], previous_rsp = before[FU_X86_REG_RSP];
+    bool handler_entered = signal_delivered && rsp < previous_rsp && previous_rsp - rsp > FU_TRACE_SIGNAL_FRAME_MIN_BYTES;
+    bool called = !handler_entered && insn->kind == FU_X86_CALL && rsp == previous_rsp - 8 &&
+                  after[TRACE_IP] != before[TRACE_IP] + insn->length;
+    /* A frame ends when rsp rises above its CFA, or reaches it other than by a pop (a ret leaves
+     * rsp at the CFA; vfork pops its return address into a register and stays in its frame). */
+    while (s->depth > 0) {
+        const fu_trace_frame *top = &s->frames[s->depth - 1];
+        if (rsp < top->cfa || (rsp == top->cfa && insn->kind == FU_X86_POP && !handler_entered))
+            break;
+        if (top->signal_handler)
+            s->handler_depth--;
+        s->depth--;
+        c->returns++;
+    }
+    if (!handler_entered && !called)
+        return true;
+    if (s->depth >= FU_TRACE_MAX_DEPTH)
+        return false;
+    fu_trace_frame *frame = &s->frames[s->depth++];
+    frame->cfa = rsp + 8;
+    frame->signal_handler = handler_entered;
+    frame->return_address = before[TRACE_IP] + insn->length;
+    for (unsigned i = 0; i < FU_TRACE_SAVED_COUNT; i++)
+        frame->entry_values[i] = after[FU_TRACE_SAVED_COLUMNS[i]];
+    if (handler_entered) {
+        s->handler_depth++;
+        c->handlers++;
+        uint64_t restorer = 0;
+        frame->return_address = fu_read_pid(&(fu_pid_memory){s->pid}, rsp, 8, &restorer) == FU_READ_OK ? restorer : 0;
+    } else {
+        c->calls++;
+    }
+    if (s->depth > c->max_depth)
+        c->max_depth = s->depth;
+    return true;
+}
+
+/* ---- the process ------------------------------------------------------------------------------- */
+
+static void trace_kill(int pid)
+{
+    kill(pid, SIGKILL);
+    int status;
+    while (waitpid(pid, &status, __WALL) == -1 && errno == EINTR)
+        ;
+}
+
+static pid_t trace_wait(int pid, int *status)
+{
+    pid_t got;
+    while ((got = waitpid(pid, status, __WALL)) == -1 && errno == EINTR)
+        ;
+    return got;
+}
+
+static fu_status trace_start(const char *path, char *const argv[], char *const envp[], int *pid_out, fu_error *err)
+{
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) == -1)
+        return fu_fail(err, FU_ERR_TRACE, "cannot create a pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid == -1) {
+        int saved = errno;
+        close(report[0]);
+        close(report[1]);
+        return fu_fail(err, FU_ERR_TRACE, "cannot fork: %s", strerror(saved));
+    }
+    if (pid == 0) {
+        /* The child: only async-signal-safe calls until the exec. */
+        close(report[0]);
+        int failure = 0;
+        if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == -1)
+            failure = -errno;
+        else
+            execve(path, argv, envp);
+        if (!failure)
+            failure = errno;
+        ssize_t written = write(report[1], &failure, sizeof failure);
+        (void)written;
+        _exit(127);
+    }
+    close(report[1]);
+    int failure = 0;
+    ssize_t got;
+    while ((got = read(report[0], &failure, sizeof failure)) == -1 && errno == EINTR)
+        ;
+    close(report[0]);
+    int status;
+    if (got == (ssize_t)sizeof failure) {
+        trace_wait(pid, &status);
+        if (failure < 0)
+            return fu_fail(err, FU_ERR_TRACE, "cannot trace %s: ptrace(PTRACE_TRACEME): %s", path, strerror(-failure));
+        return fu_fail(err, FU_ERR_TRACE, "cannot execute %s: %s", path, strerror(failure));
+    }
+    if (trace_wait(pid, &status) != pid || !WIFSTOPPED(status) || WSTOPSIG(status) != SIGTRAP) {
+        if (!WIFEXITED(status) && !WIFSIGNALED(status))
+            trace_kill(pid);
+        return fu_fail(err, FU_ERR_TRACE, "%s did not stop after its exec (wait status %#x)", path, (unsigned)status);
+    }
+    /* EXITKILL: the command dies with the tracer, never runs on untraced nor stays stopped. */
+    if (ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(uintptr_t)(PTRACE_O_EXITKILL | PTRACE_O_TRACEEXEC)) == -1) {
+        int saved = errno;
+        trace_kill(pid);
+        return fu_fail(err, FU_ERR_TRACE, "ptrace(PTRACE_SETOPTIONS) on %s: %s", path, strerror(saved));
+    }
+    *pid_out = pid;
+    return FU_OK;
+}
+
+/* Stop signals are not passed on: a stopped command would hang the trace. */
+static bool trace_passes_signal(int signal)
+{
+    return signal != SIGSTOP && signal != SIGTSTP && signal != SIGTTIN && signal != SIGTTOU;
+}
+
+static void trace_restart_image(trace_session *s)
+{
+    s->active_count = 0;
+    s->last_module = UINT32_MAX;
+    s->depth = 0;
+    s->handler_depth = 0;
+    memset(s->code, 0, TRACE_CODE_PAGES * sizeof *s->code);
+    s->result->counts.execs++;
+}
+
+/* Step until the command ends or a bound stops it; the command is alive only on failure. */
+static fu_status trace_loop(trace_session *s, fu_error *err)
+{
+    fu_trace_result *result = s->result;
+    fu_trace_counts *c = &result->counts;
+    uint64_t max_steps = s->options->max_steps ? s->options->max_steps : FU_TRACE_DEFAULT_MAX_STEPS;
+    uint64_t started = fu_monotonic_ns();
+    uint64_t before[TRACE_REGISTER_COUNT] = {0};
+    fu_x86_insn insn = {.kind = FU_X86_OTHER};
+    int signal = 0;
+    bool stepped = false, signal_delivered = false;
+    for (;;) {
+        struct user_regs_struct user;
+        if (ptrace(PTRACE_GETREGS, s->pid, NULL, &user) == -1)
+            return fu_fail(err, FU_ERR_TRACE, "ptrace(PTRACE_GETREGS) on pid %d: %s", s->pid, strerror(errno));
+        uint64_t regs[TRACE_REGISTER_COUNT];
+        trace_registers(&user, regs);
+        if (stepped && !trace_follow(s, before, &insn, signal_delivered, regs)) {
+            result->outcome = FU_TRACE_DEPTH_LIMIT;
+            return FU_OK;
+        }
+        if (c->steps >= max_steps) {
+            result->outcome = FU_TRACE_STEP_LIMIT;
+            return FU_OK;
+        }
+        if (c->steps % FU_TRACE_POLL_STEPS == 0) {
+            if (s->options->timeout_ns && fu_monotonic_ns() - started > s->options->timeout_ns) {
+                result->outcome = FU_TRACE_TIMEOUT;
+                return FU_OK;
+            }
+            if (s->callbacks->should_stop && s->callbacks->should_stop(s->callbacks->opaque)) {
+                result->outcome = FU_TRACE_INTERRUPTED;
+                return FU_OK;
+            }
+        }
+        trace_observe(s, regs);
+        uint8_t scratch[FU_X86_MAX_INSN_LENGTH + 1];
+        const uint8_t *code;
+        size_t available = trace_code_at(s, regs[TRACE_IP], scratch, &code);
+        fu_x86_decode(&s->decoder, code, available, regs[TRACE_IP], &insn);
+        memcpy(before, regs, sizeof before);
+
+        int delivered = signal, status;
+        if (ptrace(PTRACE_SINGLESTEP, s->pid, NULL, (void *)(uintptr_t)delivered) == -1)
+            return fu_fail(err, FU_ERR_TRACE, "ptrace(PTRACE_SINGLESTEP) on pid %d: %s", s->pid, strerror(errno));
+        c->steps++;
+        if (delivered)
+            c->signals++;
+        if (trace_wait(s->pid, &status) == -1)
+            return fu_fail(err, FU_ERR_TRACE, "waitpid(%d): %s", s->pid, strerror(errno));
+        if (WIFEXITED(status) || WIFSIGNALED(status)) {
+            result->outcome = WIFEXITED(status) ? FU_TRACE_EXITED : FU_TRACE_KILLED;
+            result->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status);
+            s->pid = 0;
+            return FU_OK;
+        }
+        signal = 0;
+        stepped = true;
+        signal_delivered = delivered != 0;
+        if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+            /* An exec replaced the image: nothing of the old one is followed into the new. */
+            trace_restart_image(s);
+            stepped = false;
+        } else if (WSTOPSIG(status) != SIGTRAP && trace_passes_signal(WSTOPSIG(status))) {
+            signal = WSTOPSIG(status); /* delivered with the next step */
+        }
+    }
+}
+
+fu_status fu_trace_run(const char *path, char *const argv[], char *const envp[], const fu_trace_options *options,
+                       const fu_trace_callbacks *callbacks, fu_trace_result *result, fu_error *err)
+{
+    memset(result, 0, sizeof *result);
+    trace_session s = {.options = options, .callbacks = callbacks, .result = result, .last_module = UINT32_MAX};
+    fu_status status = FU_OK;
+    result->modules = calloc(FU_TRACE_MAX_MODULES, sizeof *result->modules);
+    result->fdes = calloc(FU_TRACE_MAX_FDES, sizeof *result->fdes);
+    result->records = calloc(FU_TRACE_MAX_RECORDS, sizeof *result->records);
+    s.active = calloc(FU_TRACE_MAX_MODULES, sizeof *s.active);
+    s.frames = calloc(FU_TRACE_MAX_DEPTH, sizeof *s.frames);
+    s.fde_slots = calloc(TRACE_FDE_SLOTS, sizeof *s.fde_slots);
+    s.code = calloc(TRACE_CODE_PAGES, sizeof *s.code);
+    s.maps = malloc(FU_TRACE_MAPS_MAX_BYTES);
+    if (!result->modules || !result->fdes || !result->records || !s.active || !s.frames || !s.fde_slots || !s.code ||
+        !s.maps) {
+        status = fu_fail(err, FU_ERR_NOMEM, "out of memory for the trace's tables");
+        goto cleanup;
+    }
+    fu_x86_decoder_init(&s.decoder);
+    uint64_t started = fu_monotonic_ns();
+    status = trace_start(path, argv, envp, &s.pid, err);
+    if (status)
+        goto cleanup;
+    status = trace_loop(&s, err);
+    result->elapsed_ns = fu_monotonic_ns() - started;
+    if (s.pid > 0)
+        trace_kill(s.pid);
+
+cleanup:
+    free(s.active);
+    free(s.frames);
+    free(s.fde_slots);
+    free(s.code);
+    free(s.maps);
+    if (status)
+        fu_trace_result_free(result);
+    return status;
+}
+
+void fu_trace_result_free(fu_trace_result *result)
+{
+    free(result->modules);
+    free(result->fdes);
+    free(result->records);
+    result->modules = NULL;
+    result->fdes = NULL;
+    result->records = NULL;
+    result->module_count = result->fde_count = result->record_count = 0;
+}
