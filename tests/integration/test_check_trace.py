@@ -1,0 +1,266 @@
+"""Dynamic validation (`check --trace`): programs single-stepped under ptrace.
+
+- The seeded faults of test_check_seeded.py (assembly with wrong `.cfi_*`, inline assembly moving
+  rsp), called from a program: the tracer finds each disagreement between the seeded labels, in
+  the seeded column, and nowhere else; every static `mismatch` of the library is confirmed.
+- A real program (gcc -O2, calling into libc: qsort with a callback, a signal handler, longjmp,
+  printf) and /bin/true: no disagreement in the program, libc or ld.so.
+- Bad commands: missing, killed, exiting at once, forking, looping past the step limit or the
+  timeout: a classified outcome, never a hang or a process left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fastunwind.check import FileCheck, check_file
+from fastunwind.elf import ElfFile
+from fastunwind.errors import TraceError
+from fastunwind.trace import TraceResult, trace_command
+from tests.integration.test_check_seeded import ASSEMBLY, C_SOURCE
+
+SEEDED_MAIN = r"""
+#include <stdio.h>
+extern void good_frame(void);
+extern void off_by_8(void (*)(void));
+extern void missing_sub_adjust(void (*)(void));
+extern void wrong_slot(void (*)(void));
+extern long correct_c(long);
+extern void inline_asm_moves_rsp(long);
+static volatile int calls;
+static void callback(void) { calls++; }
+int main(void) {
+    good_frame();
+    off_by_8(callback);
+    missing_sub_adjust(callback);
+    wrong_slot(callback);
+    long total = correct_c(4);
+    inline_asm_moves_rsp(total);
+    printf("%d %ld\n", calls, total);
+    return 0;
+}
+"""
+
+PROGRAM = r"""
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static jmp_buf resume;
+static volatile sig_atomic_t handled;
+static int compare(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+static void on_signal(int signal) { handled += signal; }
+__attribute__((noinline)) static void jump_out(int depth) {
+    if (depth == 0)
+        longjmp(resume, 1);
+    jump_out(depth - 1);
+    __asm__ volatile("" ::: "memory");
+}
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "all";
+    if (!strcmp(mode, "kill"))
+        raise(SIGKILL);
+    if (!strcmp(mode, "exit"))
+        _exit(7);
+    if (!strcmp(mode, "loop"))
+        for (;;)
+            __asm__ volatile("");
+    if (!strcmp(mode, "fork")) {
+        pid_t child = fork();
+        if (child == 0)
+            _exit(3);
+        int status;
+        waitpid(child, &status, 0);
+        return WEXITSTATUS(status);
+    }
+    int values[64];
+    for (int i = 0; i < 64; i++)
+        values[i] = (i * 37) % 64;
+    qsort(values, 64, sizeof values[0], compare);
+    signal(SIGUSR1, on_signal);
+    raise(SIGUSR1);
+    if (!setjmp(resume))
+        jump_out(5);
+    char *text = malloc(64);
+    snprintf(text, 64, "%d %d", values[63], (int)handled);
+    puts(text);
+    free(text);
+    return 0;
+}
+"""
+
+
+def _compile(directory: Path, name: str, sources: list[Path], *extra: str) -> Path:
+    output = directory / name
+    built = subprocess.run(["gcc", "-O2", "-o", str(output), *map(str, sources), *extra], capture_output=True,
+                           text=True)
+    if built.returncode:
+        pytest.fail(f"gcc failed:\n{built.stderr}", pytrace=False)
+    return output
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, FileCheck, dict[str, int], TraceResult]:
+    directory = tmp_path_factory.mktemp("trace-seeded")
+    (directory / "faults.S").write_text(ASSEMBLY)
+    (directory / "correct.c").write_text(C_SOURCE)
+    (directory / "main.c").write_text(SEEDED_MAIN)
+    library = _compile(directory, "libseeded.so", [directory / "faults.S", directory / "correct.c"],
+                       "-shared", "-fPIC")
+    program = _compile(directory, "seeded", [directory / "main.c"], f"-L{directory}", "-lseeded",
+                       f"-Wl,-rpath,{directory}")
+    with ElfFile.open(library) as elf:
+        symbols = {s.name: s.value for s in elf.symbols() if s.name}
+    return library, check_file(str(library)), symbols, trace_command([str(program)])
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("trace-program")
+    (directory / "program.c").write_text(PROGRAM)
+    return _compile(directory, "program", [directory / "program.c"])
+
+
+def _fde_at(result: TraceResult, path: Path, address: int):  # type: ignore[no-untyped-def]
+    for fde in result.fdes:
+        if fde.module.path == str(path) and fde.pc_begin <= address < fde.pc_end:
+            return fde
+    raise AssertionError(f"the trace never ran {address:#x} of {path}")
+
+
+@pytest.mark.parametrize("function, columns", [
+    ("off_by_8", {"cfa"}),
+    ("missing_sub_adjust", {"cfa"}),
+    ("wrong_slot", {"rbx"}),
+    ("inline_asm", {"cfa"}),
+])
+def test_seeded_fault_disagrees_exactly_where_seeded(seeded, function: str, columns: set[str]) -> None:
+    library, _check, symbols, result = seeded
+    start, end = symbols[f"{function}_bad_start"], symbols[f"{function}_bad_end"]
+    fde = _fde_at(result, library, start)
+    addresses = {d.address for d in fde.disagreements}
+    assert fde.disagreeing > 0 and fde.checked > fde.disagreeing
+    assert min(addresses) == start and max(addresses) < end, [hex(a) for a in sorted(addresses)]
+    assert {d.what for d in fde.disagreements} == columns
+
+
+def test_seeded_cfa_disagreements_are_the_seeded_offsets(seeded) -> None:
+    library, _check, symbols, result = seeded
+    off_by_8 = _fde_at(result, library, symbols["off_by_8_bad_start"])
+    assert {d.declared - d.truth for d in off_by_8.disagreements} == {8}
+    missing = _fde_at(result, library, symbols["missing_sub_adjust_bad_start"])
+    assert {d.declared - d.truth for d in missing.disagreements} == {-40}
+
+
+@pytest.mark.parametrize("function", ["good_frame", "calls_no_cfi", "correct_c", "sink"])
+def test_correct_functions_agree(seeded, function: str) -> None:
+    library, _check, symbols, result = seeded
+    fde = _fde_at(result, library, symbols[function])
+    assert fde.checked > 0 and fde.disagreeing == 0, fde.disagreements
+
+
+def test_every_static_mismatch_is_confirmed(seeded) -> None:
+    library, check, _symbols, result = seeded
+    static = {(v.pc_begin, v.pc_end) for v in check.verdicts() if v.verdict == "mismatch"}
+    dynamic = {(f.pc_begin, f.pc_end) for f in result.disagreeing_fdes}
+    assert static == dynamic
+    assert {f.module.path for f in result.disagreeing_fdes} == {str(library)}
+
+
+def test_code_without_cfi_is_counted_not_judged(seeded) -> None:
+    _library, _check, _symbols, result = seeded
+    assert result.counts["no_cfi"] >= 4  # no_cfi's four instructions, no_symbol_code's ret, ld.so's _start
+    assert result.outcome == "exited" and result.exit_status == 0
+
+
+def test_real_program_agrees_everywhere(program: Path) -> None:
+    result = trace_command([str(program)])
+    assert result.outcome == "exited" and result.exit_status == 0
+    c = result.counts
+    # The one explained disagreement: glibc's __longjmp (sysdeps/x86_64/__longjmp.S, "We add unwind
+    # information for the target here") declares, once it has loaded the jmp_buf, the frame it jumps
+    # to (CFA = rdi, the registers from the buffer, the return address in rdx), not its own.
+    explained = [f for f in result.disagreeing_fdes if "libc.so" in f.module.path and f.symbol == "__longjmp"]
+    unexplained = [f for f in result.disagreeing_fdes if f not in explained]
+    assert unexplained == [], [(f.module.path, f.symbol, f.disagreements) for f in unexplained]
+    assert len(explained) == 1 and explained[0].disagreeing < 10
+    assert {d.address for d in explained[0].disagreements} == {explained[0].disagreements[0].address}
+    assert c["handlers"] == 1 and c["in_signal_handler"] > 0 and c["signal_frames"] > 0
+    assert c["checked"] > 0.99 * c["steps"]
+    checked_paths = {f.module.path for f in result.fdes}
+    assert str(program) in checked_paths
+    assert any("libc.so" in path for path in checked_paths) and any("ld-linux" in path for path in checked_paths)
+
+
+def test_true_agrees_everywhere() -> None:
+    result = trace_command(["true"])
+    assert result.outcome == "exited" and result.counts["disagreeing"] == 0
+    assert result.counts["agreeing"] > 0.99 * result.counts["steps"]
+
+
+def test_trace_modules_limits_the_comparison(program: Path) -> None:
+    result = trace_command([str(program)], modules=[program.name])
+    assert {f.module.path for f in result.fdes} == {str(program)}
+    assert result.counts["unchecked_module"] > result.counts["checked"] > 0
+
+
+def _left_behind(program: Path) -> list[str]:
+    """Processes still running `program` (stopped or not)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.readlink(f"/proc/{entry}/exe") == str(program):
+                found.append(entry)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("mode, outcome, status", [
+    ("kill", "killed", 9),
+    ("exit", "exited", 7),
+    ("fork", "exited", 3),
+])
+def test_command_endings_are_classified(program: Path, mode: str, outcome: str, status: int) -> None:
+    result = trace_command([str(program), mode])
+    assert (result.outcome, result.exit_status) == (outcome, status)
+    assert result.counts["disagreeing"] == 0
+    assert _left_behind(program) == []
+
+
+def test_step_limit_and_timeout_kill_the_command(program: Path) -> None:
+    limited = trace_command([str(program), "loop"], max_steps=30000)
+    assert limited.outcome == "step-limit" and limited.counts["steps"] == 30000
+    timed = trace_command([str(program), "loop"], max_steps=10**9, timeout=0.5)
+    assert timed.outcome == "timeout" and timed.seconds < 5
+    assert _left_behind(program) == []
+
+
+def test_missing_command_is_an_error() -> None:
+    with pytest.raises(TraceError, match="command not found"):
+        trace_command(["fastunwind-no-such-command"])
+    with pytest.raises(TraceError, match="cannot execute /etc/hostname: "):  # not a program
+        trace_command(["/etc/hostname"])
+
+
+def test_cli(seeded, fastunwind_cli) -> None:
+    library, _check, symbols, _result = seeded
+    program = library.parent / "seeded"
+    ran = fastunwind_cli(["check", "--trace", "--json", "--", str(program)])
+    assert ran.returncode == 1, ran.stderr
+    report = json.loads(ran.stdout.splitlines()[-1])
+    assert report["outcome"] == "exited"
+    assert {f["pc_begin"] for f in report["fdes"]} == {
+        symbols["off_by_8"], symbols["missing_sub_adjust"], symbols["wrong_slot"], symbols["inline_asm_moves_rsp"]}
+    text = fastunwind_cli(["check", "--trace", "--", str(program)])
+    assert text.returncode == 1 and b"disagree" in text.stdout and b"off_by_8" in text.stdout
+    missing = fastunwind_cli(["check", "--trace", "--", "fastunwind-no-such-command"])
+    assert missing.returncode == 3 and b"command not found" in missing.stderr
