@@ -264,3 +264,28 @@ def test_cli(seeded, fastunwind_cli) -> None:
     assert text.returncode == 1 and b"disagree" in text.stdout and b"off_by_8" in text.stdout
     missing = fastunwind_cli(["check", "--trace", "--", "fastunwind-no-such-command"])
     assert missing.returncode == 3 and b"command not found" in missing.stderr
+
+
+STRTOD = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) { printf("%.1f\n", strtod(argv[1], 0)); return 0; }
+"""
+
+
+def test_libc_static_mismatches_are_confirmed(tmp_path: Path) -> None:
+    """glibc's __mpn_addmul_1 and __mpn_submul_1 (hand-written assembly: `push %rbx; push %rbp` under
+    an FDE without directives) are `check`'s mismatches in libc; strtod of 1e60 runs them."""
+    (tmp_path / "strtod.c").write_text(STRTOD)
+    program = _compile(tmp_path, "strtod", [tmp_path / "strtod.c"])
+    result = trace_command([str(program), "1e60"])
+    libc = {f.module.path for f in result.fdes if "/libc.so" in f.module.path}
+    assert len(libc) == 1
+    static = {(v.pc_begin, v.pc_end): v for v in check_file(libc.pop()).verdicts() if v.verdict == "mismatch"}
+    dynamic = {(f.pc_begin, f.pc_end): f for f in result.disagreeing_fdes}
+    assert {f.symbol for f in dynamic.values()} == {"__mpn_addmul_1", "__mpn_submul_1"}
+    assert set(dynamic) <= set(static)
+    for key, fde in dynamic.items():
+        first_static = min(finding.address for finding in static[key].findings)
+        assert fde.disagreements[0].address == first_static  # the instruction after `push %rbx`
+        assert [d.declared - d.truth for d in fde.disagreements[:2]] == [-8, -16]
