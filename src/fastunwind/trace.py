@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fastunwind import _core
 from fastunwind.address_space import ImageCache, ModuleImage
 from fastunwind.cfi import register_name
-from fastunwind.errors import ElfError, TraceError
+from fastunwind.errors import FastunwindError, TraceError
 from fastunwind.symbols import symbol_table_for_file
 
 #: what the core is told of a mapping: (bias, eh_frame, debug_frame, id, checked), or None (no CFI)
@@ -129,15 +129,19 @@ class _Modules:
         self.vdso: ModuleImage | None = None
 
     def provide(self, start: int, end: int, offset: int, path: str) -> ModuleAnswer:
-        image = self._vdso_image() if path == VDSO else self.images.get(path) if path.startswith("/") else None
-        if image is None:
-            return None
-        bias = image.bias_for_mapping(start, end, offset)
-        if bias is None:
-            return None
+        """Every mapping gets an id (its path is reported); one whose file's CFI cannot be loaded
+        (anonymous code, [vsyscall], a malformed file) has no tables: its code counts as no CFI."""
         self.paths.append(path)
+        module_id = len(self.paths) - 1
+        try:
+            image = self._vdso_image() if path == VDSO else self.images.get(path) if path.startswith("/") else None
+        except (OSError, FastunwindError):
+            image = None
+        bias = image.bias_for_mapping(start, end, offset) if image else None
+        if image is None or bias is None:
+            return 0, None, None, module_id, False
         checked = self.selected is None or any(name in path for name in self.selected)
-        return bias, image.eh_frame, image.debug_frame, len(self.paths) - 1, checked
+        return bias, image.eh_frame, image.debug_frame, module_id, checked
 
     def _vdso_image(self) -> ModuleImage | None:
         """The vDSO's image: this process's own (the kernel maps the same one into every process),
@@ -159,10 +163,7 @@ def _own_vdso() -> ModuleImage | None:
     with tempfile.NamedTemporaryFile(prefix="fastunwind-vdso-", suffix=".so") as copy:
         copy.write(data)
         copy.flush()
-        try:
-            return ModuleImage.load(copy.name)
-        except (OSError, ElfError):
-            return None
+        return ModuleImage.load(copy.name)
 
 
 def trace_command(argv: Sequence[str], *, max_steps: int = 0, timeout: float = 0.0,
