@@ -5,11 +5,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +46,12 @@ typedef struct trace_code_page {
     uint8_t bytes[TRACE_PAGE_SIZE + FU_X86_MAX_INSN_LENGTH];
 } trace_code_page;
 
+typedef struct trace_breakpoint {
+    uint64_t address;
+    uint8_t original;  /* the code byte the int3 replaced */
+    bool entry;        /* an FDE start (else only a return address) */
+} trace_breakpoint;
+
 typedef struct trace_session {
     int pid;
     const fu_trace_options *options;
@@ -58,7 +67,14 @@ typedef struct trace_session {
     trace_code_page *code;
     char *maps;
     fu_x86_decoder decoder;
+    trace_breakpoint *breakpoints; /* sorted by address; skip_unchecked only */
+    uint32_t breakpoint_count;
+    sigset_t child_signal;     /* SIGCHLD, waited for while the command runs */
+    bool skipping;             /* skip_unchecked, until the command starts a thread */
 } trace_session;
+
+static void trace_plant_entries(trace_session *s, const fu_trace_module *m);
+static void trace_unplant_copy(const trace_session *s, uint64_t address, uint8_t *bytes, size_t size);
 
 /* ---- reading the tracee ----------------------------------------------------------------------- */
 
@@ -82,8 +98,10 @@ static size_t trace_code_at(trace_session *s, uint64_t ip, uint8_t scratch[FU_X8
             p->size = TRACE_PAGE_SIZE;
         else
             p->size = 0;
-        if (p->size)
+        if (p->size) {
             p->page = page;
+            trace_unplant_copy(s, page, p->bytes, p->size);
+        }
     }
     if (p->page == page && ip - page < p->size) {
         *code = p->bytes + (ip - page);
@@ -98,6 +116,7 @@ static size_t trace_code_at(trace_session *s, uint64_t ip, uint8_t scratch[FU_X8
         memcpy(scratch + 8 * word, &value, 8);
         got += 8;
     }
+    trace_unplant_copy(s, ip, scratch, got);
     *code = scratch;
     return got < FU_X86_MAX_INSN_LENGTH ? got : FU_X86_MAX_INSN_LENGTH;
 }
@@ -255,6 +274,8 @@ static void trace_add_module(trace_session *s, const fu_trace_mapping *mapping, 
     s->active[position] = s->result->module_count++;
     s->active_count++;
     s->last_module = UINT32_MAX;
+    if (s->skipping && m->checked && (m->eh_frame || m->debug_frame))
+        trace_plant_entries(s, m);
 }
 
 /* Read /proc/PID/maps and add its executable mappings not known yet. */
@@ -359,8 +380,9 @@ static fu_trace_fde *trace_fde(trace_session *s, uint32_t module, uint32_t table
     return NULL;
 }
 
-/* Compare the declared row at the current instruction with the top of the shadow stack. */
-static void trace_observe(trace_session *s, const uint64_t regs[TRACE_REGISTER_COUNT])
+/* Compare the declared row at the current instruction with the top of the shadow stack. True when
+ * the instruction is in a module with CFI that is not checked (skip_unchecked runs through it). */
+static bool trace_observe(trace_session *s, const uint64_t regs[TRACE_REGISTER_COUNT])
 {
     fu_trace_counts *c = &s->result->counts;
     uint64_t ip = regs[TRACE_IP];
@@ -368,28 +390,28 @@ static void trace_observe(trace_session *s, const uint64_t regs[TRACE_REGISTER_C
     const fu_trace_module *m = trace_module_at(s, ip, &module_index);
     if (m && !m->checked && (m->eh_frame || m->debug_frame)) {
         c->unchecked_module++;
-        return;
+        return true;
     }
     const fu_cfi_table *const tables[2] = {m ? m->eh_frame : NULL, m ? m->debug_frame : NULL};
     int64_t row, entry_index;
     int which = m ? fu_cfi_tables_find_row(tables, ip - m->bias, &row, &entry_index) : -1;
     if (which < 0) {
         c->no_cfi++;
-        return;
+        return false;
     }
     const fu_cfi_table *table = tables[which];
     const fu_entry *entry = &table->entries[entry_index];
     if (entry->cie && entry->cie->signal_frame) {
         c->signal_frames++;
-        return;
+        return false;
     }
     if (s->depth == 0) {
         c->unknown_truth++;
-        return;
+        return false;
     }
     if (s->handler_depth) {
         c->in_signal_handler++;
-        return;
+        return false;
     }
     fu_trace_record findings[FU_TRACE_MAX_FINDINGS_PER_STEP];
     unsigned finding_count = 0;
@@ -400,7 +422,7 @@ static void trace_observe(trace_session *s, const uint64_t regs[TRACE_REGISTER_C
                        &finding_count);
     if (judgement == FU_TRACE_NOT_EVALUABLE) {
         c->not_evaluable++;
-        return;
+        return false;
     }
     c->checked++;
     fu_trace_fde *fde = trace_fde(s, module_index, (uint32_t)which, (uint32_t)entry_index, entry);
@@ -410,12 +432,12 @@ static void trace_observe(trace_session *s, const uint64_t regs[TRACE_REGISTER_C
         c->fdes_dropped_steps++;
     if (judgement == FU_TRACE_AGREE) {
         c->agreeing++;
-        return;
+        return false;
     }
     c->disagreeing++;
     if (!fde) {
         c->records_dropped += finding_count;
-        return;
+        return false;
     }
     fde->disagreeing++;
     for (unsigned i = 0; i < finding_count; i++) {
@@ -430,51 +452,180 @@ static void trace_observe(trace_session *s, const uint64_t regs[TRACE_REGISTER_C
         r->fde = (uint32_t)(fde - s->result->fdes);
         fde->record_count++;
     }
+    return false;
 }
 
 /* ---- the truth: following calls and returns ---------------------------------------------------- */
 
-/* Update the shadow stack after one step from `before` (executing `insn`) to `after`. */
-static bool trace_follow(trace_session *s, const uint64_t before[TRACE_REGISTER_COUNT], const fu_x86_insn *insn,
-                         bool signal_delivered, const uint64_t after[TRACE_REGISTER_COUNT])
+/* Close the frames the stack pointer left: those below rsp, and the top one when rsp reached its
+ * CFA other than by a pop (a ret leaves rsp at the CFA; vfork pops its return address into a
+ * register and stays in its frame). */
+static void trace_resync(trace_session *s, uint64_t rsp, bool by_pop)
 {
-    fu_trace_counts *c = &s->result->counts;
-    uint64_t rsp = after[FU_X86_REG_RSP], previous_rsp = before[FU_X86_REG_RSP];
-    bool handler_entered = signal_delivered && rsp < previous_rsp && previous_rsp - rsp > FU_TRACE_SIGNAL_FRAME_MIN_BYTES;
-    bool called = !handler_entered && insn->kind == FU_X86_CALL && rsp == previous_rsp - 8 &&
-                  after[TRACE_IP] != before[TRACE_IP] + insn->length;
-    /* A frame ends when rsp rises above its CFA, or reaches it other than by a pop (a ret leaves
-     * rsp at the CFA; vfork pops its return address into a register and stays in its frame). */
     while (s->depth > 0) {
         const fu_trace_frame *top = &s->frames[s->depth - 1];
-        if (rsp < top->cfa || (rsp == top->cfa && insn->kind == FU_X86_POP && !handler_entered))
+        if (rsp < top->cfa || (rsp == top->cfa && by_pop))
             break;
         if (top->signal_handler)
             s->handler_depth--;
         s->depth--;
-        c->returns++;
+        s->result->counts.returns++;
     }
-    if (!handler_entered && !called)
-        return true;
+}
+
+/* Open a frame entered at `regs` (rsp at its return address); false at FU_TRACE_MAX_DEPTH. */
+static bool trace_push(trace_session *s, const uint64_t regs[TRACE_REGISTER_COUNT], uint64_t return_address,
+                       bool signal_handler)
+{
+    fu_trace_counts *c = &s->result->counts;
     if (s->depth >= FU_TRACE_MAX_DEPTH)
         return false;
     fu_trace_frame *frame = &s->frames[s->depth++];
-    frame->cfa = rsp + 8;
-    frame->signal_handler = handler_entered;
-    frame->return_address = before[TRACE_IP] + insn->length;
+    frame->cfa = regs[FU_X86_REG_RSP] + 8;
+    frame->signal_handler = signal_handler;
+    frame->return_address = return_address;
     for (unsigned i = 0; i < FU_TRACE_SAVED_COUNT; i++)
-        frame->entry_values[i] = after[FU_TRACE_SAVED_COLUMNS[i]];
-    if (handler_entered) {
+        frame->entry_values[i] = regs[FU_TRACE_SAVED_COLUMNS[i]];
+    if (signal_handler) {
         s->handler_depth++;
         c->handlers++;
-        uint64_t restorer = 0;
-        frame->return_address = fu_read_pid(&(fu_pid_memory){s->pid}, rsp, 8, &restorer) == FU_READ_OK ? restorer : 0;
     } else {
         c->calls++;
     }
     if (s->depth > c->max_depth)
         c->max_depth = s->depth;
     return true;
+}
+
+/* Update the shadow stack after one step from `before` (executing `insn`) to `after`. */
+static bool trace_follow(trace_session *s, const uint64_t before[TRACE_REGISTER_COUNT], const fu_x86_insn *insn,
+                         bool signal_delivered, const uint64_t after[TRACE_REGISTER_COUNT])
+{
+    uint64_t rsp = after[FU_X86_REG_RSP], previous_rsp = before[FU_X86_REG_RSP];
+    bool handler_entered = signal_delivered && rsp < previous_rsp && previous_rsp - rsp > FU_TRACE_SIGNAL_FRAME_MIN_BYTES;
+    bool called = !handler_entered && insn->kind == FU_X86_CALL && rsp == previous_rsp - 8 &&
+                  after[TRACE_IP] != before[TRACE_IP] + insn->length;
+    trace_resync(s, rsp, insn->kind == FU_X86_POP && !handler_entered);
+    if (called)
+        return trace_push(s, after, before[TRACE_IP] + insn->length, false);
+    if (handler_entered) {
+        uint64_t restorer = 0; /* the handler returns into the sigreturn trampoline */
+        if (fu_read_pid(&(fu_pid_memory){s->pid}, rsp, 8, &restorer) != FU_READ_OK)
+            restorer = 0;
+        return trace_push(s, after, restorer, true);
+    }
+    return true;
+}
+
+/* ---- breakpoints: running through the modules not checked ---------------------------------------- */
+
+#define TRACE_INT3 0xcc
+
+static int64_t trace_breakpoint_find(const trace_session *s, uint64_t address)
+{
+    uint32_t low = 0, high = s->breakpoint_count;
+    while (low < high) {
+        uint32_t middle = low + (high - low) / 2;
+        if (s->breakpoints[middle].address < address)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return low < s->breakpoint_count && s->breakpoints[low].address == address ? (int64_t)low : -1;
+}
+
+/* One byte of the tracee's code (PEEKDATA/POKEDATA work on words, and force read-only pages). */
+static bool trace_write_byte(int pid, uint64_t address, uint8_t byte, uint8_t *previous)
+{
+    errno = 0;
+    long word = ptrace(PTRACE_PEEKDATA, pid, (void *)(uintptr_t)address, NULL);
+    if (errno)
+        return false;
+    if (previous)
+        *previous = (uint8_t)(word & 0xff);
+    word = (long)(((unsigned long)word & ~0xfful) | byte);
+    return ptrace(PTRACE_POKEDATA, pid, (void *)(uintptr_t)address, (void *)word) == 0;
+}
+
+static void trace_plant(trace_session *s, uint64_t address, bool entry)
+{
+    int64_t found = trace_breakpoint_find(s, address);
+    if (found >= 0) {
+        s->breakpoints[found].entry |= entry;
+        return;
+    }
+    if (s->breakpoint_count >= FU_TRACE_MAX_BREAKPOINTS)
+        return;
+    uint8_t original;
+    if (!trace_write_byte(s->pid, address, TRACE_INT3, &original))
+        return;
+    uint32_t position = 0, high = s->breakpoint_count;
+    while (position < high) {
+        uint32_t middle = position + (high - position) / 2;
+        if (s->breakpoints[middle].address < address)
+            position = middle + 1;
+        else
+            high = middle;
+    }
+    memmove(&s->breakpoints[position + 1], &s->breakpoints[position],
+            (s->breakpoint_count - position) * sizeof s->breakpoints[0]);
+    s->breakpoints[position] = (trace_breakpoint){address, original, entry};
+    s->breakpoint_count++;
+    s->result->counts.breakpoints++;
+}
+
+/* A breakpoint at every FDE start of a checked module: where skipped code calls back into it. */
+static void trace_plant_entries(trace_session *s, const fu_trace_module *m)
+{
+    const fu_cfi_table *const tables[2] = {m->eh_frame, m->debug_frame};
+    for (unsigned t = 0; t < 2; t++) {
+        const fu_cfi_table *table = tables[t];
+        for (uint32_t e = 0; table && e < table->entry_count; e++) {
+            const fu_entry *entry = &table->entries[e];
+            uint64_t start = entry->pc_begin + m->bias;
+            if (entry->kind == FU_ENTRY_FDE && !entry->discarded && entry->pc_range && start >= m->start &&
+                start < m->end)
+                trace_plant(s, start, true);
+        }
+    }
+}
+
+/* The code bytes as the command wrote them, not as the breakpoints changed them. */
+static void trace_unplant_copy(const trace_session *s, uint64_t address, uint8_t *bytes, size_t size)
+{
+    uint32_t low = 0, high = s->breakpoint_count;
+    while (low < high) {
+        uint32_t middle = low + (high - low) / 2;
+        if (s->breakpoints[middle].address < address)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    for (uint32_t i = low; i < s->breakpoint_count && s->breakpoints[i].address - address < size; i++)
+        bytes[s->breakpoints[i].address - address] = s->breakpoints[i].original;
+}
+
+/* Threads of the command are not traced: one reaching an int3 would die of SIGTRAP. So once it
+ * creates one, every breakpoint is lifted and the rest of the run is stepped. */
+static bool trace_stop_skipping(trace_session *s)
+{
+    bool lifted = true;
+    for (uint32_t i = 0; i < s->breakpoint_count; i++)
+        lifted &= trace_write_byte(s->pid, s->breakpoints[i].address, s->breakpoints[i].original, NULL);
+    s->breakpoint_count = 0;
+    s->skipping = false;
+    s->result->counts.threads_seen++;
+    return lifted;
+}
+
+/* Whether the syscall `number` with first argument `argument` creates a thread (CLONE_THREAD in
+ * clone's flags, or in clone3's struct clone_args, whose first field is the flags). */
+static bool trace_creates_thread(trace_session *s, uint64_t number, uint64_t argument)
+{
+    uint64_t flags = argument;
+    if (number == SYS_clone3 && fu_read_pid(&(fu_pid_memory){s->pid}, argument, 8, &flags) != FU_READ_OK)
+        return true;
+    return (number == SYS_clone || number == SYS_clone3) && (flags & CLONE_THREAD);
 }
 
 /* ---- the process ------------------------------------------------------------------------------- */
@@ -540,7 +691,7 @@ static fu_status trace_start(const char *path, char *const argv[], char *const e
         return fu_fail(err, FU_ERR_TRACE, "%s did not stop after its exec (wait status %#x)", path, (unsigned)status);
     }
     /* EXITKILL: the command dies with the tracer, never runs on untraced nor stays stopped. */
-    if (ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(uintptr_t)(PTRACE_O_EXITKILL | PTRACE_O_TRACEEXEC)) == -1) {
+    if (ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(uintptr_t)(PTRACE_O_EXITKILL | PTRACE_O_TRACEEXEC | PTRACE_O_TRACESYSGOOD)) == -1) {
         int saved = errno;
         trace_kill(pid);
         return fu_fail(err, FU_ERR_TRACE, "ptrace(PTRACE_SETOPTIONS) on %s: %s", path, strerror(saved));
@@ -557,12 +708,144 @@ static bool trace_passes_signal(int signal)
 
 static void trace_restart_image(trace_session *s)
 {
+    s->breakpoint_count = 0; /* gone with the old image */
     s->active_count = 0;
     s->last_module = UINT32_MAX;
     s->depth = 0;
     s->handler_depth = 0;
     memset(s->code, 0, TRACE_CODE_PAGES * sizeof *s->code);
     s->result->counts.execs++;
+}
+
+/* Whether the stop budget (clock, caller) is spent: sets the outcome. */
+static bool trace_should_end(trace_session *s, uint64_t started)
+{
+    if (s->options->timeout_ns && fu_monotonic_ns() - started > s->options->timeout_ns) {
+        s->result->outcome = FU_TRACE_TIMEOUT;
+        return true;
+    }
+    if (s->callbacks->should_stop && s->callbacks->should_stop(s->callbacks->opaque)) {
+        s->result->outcome = FU_TRACE_INTERRUPTED;
+        return true;
+    }
+    return false;
+}
+
+/* Record how the command ended if `status` says it did. */
+static bool trace_ended(trace_session *s, int status)
+{
+    if (!WIFEXITED(status) && !WIFSIGNALED(status))
+        return false;
+    s->result->outcome = WIFEXITED(status) ? FU_TRACE_EXITED : FU_TRACE_KILLED;
+    s->result->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status);
+    s->pid = 0;
+    return true;
+}
+
+static bool trace_is_exec(int status) { return status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8)); }
+
+/* Whether the function starting at `ip` was entered by a call: its FDE gives a return address
+ * (crt1's _start, entered from the kernel, says "undefined"). */
+static bool trace_entered_by_call(trace_session *s, uint64_t ip)
+{
+    uint32_t module_index;
+    const fu_trace_module *m = trace_module_at(s, ip, &module_index);
+    const fu_cfi_table *const tables[2] = {m ? m->eh_frame : NULL, m ? m->debug_frame : NULL};
+    int64_t row, entry_index;
+    int which = m ? fu_cfi_tables_find_row(tables, ip - m->bias, &row, &entry_index) : -1;
+    if (which < 0)
+        return false;
+    const fu_cfi_table *table = tables[which];
+    const fu_entry *entry = &table->entries[entry_index];
+    uint64_t ra_column = entry->cie ? entry->cie->ra_column : 16;
+    if ((entry->cie && entry->cie->signal_frame) || ra_column >= FU_MAX_COLUMNS)
+        return false;
+    return fu_state_rule(table, fu_cfi_table_state(table, table->row_state[row]), (unsigned)ra_column).kind !=
+           FU_RULE_UNDEFINED;
+}
+
+/* The command runs through unchecked code until a breakpoint (or its end, or a bound). A return
+ * breakpoint goes at the innermost frame that returns into checked code; syscall stops
+ * (PTRACE_SYSCALL) let mappings made meanwhile (a library loaded, dlopen) be seen. On a breakpoint
+ * the IP is set back on it, the frames rsp left are closed, and an FDE start entered by a call
+ * opens one. *ended: the command ended or a bound was reached (the outcome is set). */
+static fu_status trace_run(trace_session *s, int *signal, uint64_t started, bool *ended, fu_error *err)
+{
+    fu_trace_counts *c = &s->result->counts;
+    for (uint32_t d = s->depth; d-- > 0;) {
+        uint32_t module_index;
+        const fu_trace_module *m = trace_module_at(s, s->frames[d].return_address, &module_index);
+        if (m && m->checked && (m->eh_frame || m->debug_frame)) {
+            trace_plant(s, s->frames[d].return_address, false);
+            break;
+        }
+    }
+    c->runs++;
+    for (;;) {
+        if (ptrace(PTRACE_SYSCALL, s->pid, NULL, (void *)(uintptr_t)*signal) == -1)
+            return fu_fail(err, FU_ERR_TRACE, "ptrace(PTRACE_SYSCALL) on pid %d: %s", s->pid, strerror(errno));
+        if (*signal)
+            c->signals++;
+        *signal = 0;
+        int status;
+        pid_t got;
+        while ((got = waitpid(s->pid, &status, __WALL | WNOHANG)) == 0 || (got == -1 && errno == EINTR)) {
+            if (trace_should_end(s, started)) {
+                *ended = true;
+                return FU_OK;
+            }
+            struct timespec poll = {0, FU_TRACE_RUN_POLL_MS * 1000000L};
+            sigtimedwait(&s->child_signal, NULL, &poll);
+        }
+        if (got == -1)
+            return fu_fail(err, FU_ERR_TRACE, "waitpid(%d): %s", s->pid, strerror(errno));
+        if (trace_ended(s, status)) {
+            *ended = true;
+            return FU_OK;
+        }
+        if (trace_is_exec(status)) {
+            trace_restart_image(s);
+            return FU_OK;
+        }
+        struct user_regs_struct user;
+        if (WSTOPSIG(status) == (SIGTRAP | 0x80)) { /* a syscall stop (PTRACE_O_TRACESYSGOOD) */
+            if (ptrace(PTRACE_GETREGS, s->pid, NULL, &user) == -1)
+                return fu_fail(err, FU_ERR_TRACE, "ptrace(PTRACE_GETREGS) on pid %d: %s", s->pid, strerror(errno));
+            if (user.orig_rax == SYS_mmap || user.orig_rax == SYS_mprotect)
+                trace_read_maps(s);
+            if (trace_creates_thread(s, user.orig_rax, user.rdi)) {
+                if (!trace_stop_skipping(s))
+                    return fu_fail(err, FU_ERR_TRACE, "cannot lift the breakpoints of pid %d", s->pid);
+                return FU_OK; /* stepped from here on: the syscall stop is left by the next step */
+            }
+            continue;
+        }
+        if (WSTOPSIG(status) != SIGTRAP) {
+            *signal = trace_passes_signal(WSTOPSIG(status)) ? WSTOPSIG(status) : 0;
+            continue;
+        }
+        if (ptrace(PTRACE_GETREGS, s->pid, NULL, &user) == -1)
+            return fu_fail(err, FU_ERR_TRACE, "ptrace(PTRACE_GETREGS) on pid %d: %s", s->pid, strerror(errno));
+        int64_t hit = trace_breakpoint_find(s, user.rip - 1);
+        if (hit < 0) {
+            *signal = SIGTRAP; /* the command's own */
+            continue;
+        }
+        user.rip -= 1;
+        if (ptrace(PTRACE_SETREGS, s->pid, NULL, &user) == -1)
+            return fu_fail(err, FU_ERR_TRACE, "ptrace(PTRACE_SETREGS) on pid %d: %s", s->pid, strerror(errno));
+        uint64_t regs[TRACE_REGISTER_COUNT];
+        trace_registers(&user, regs);
+        trace_resync(s, regs[FU_X86_REG_RSP], false);
+        uint64_t return_address;
+        if (s->breakpoints[hit].entry && trace_entered_by_call(s, regs[TRACE_IP]) &&
+            fu_read_pid(&(fu_pid_memory){s->pid}, regs[FU_X86_REG_RSP], 8, &return_address) == FU_READ_OK &&
+            !trace_push(s, regs, return_address, false)) {
+            s->result->outcome = FU_TRACE_DEPTH_LIMIT;
+            *ended = true;
+        }
+        return FU_OK;
+    }
 }
 
 /* Step until the command ends or a bound stops it; the command is alive only on failure. */
@@ -590,23 +873,30 @@ static fu_status trace_loop(trace_session *s, fu_error *err)
             result->outcome = FU_TRACE_STEP_LIMIT;
             return FU_OK;
         }
-        if (c->steps % FU_TRACE_POLL_STEPS == 0) {
-            if (s->options->timeout_ns && fu_monotonic_ns() - started > s->options->timeout_ns) {
-                result->outcome = FU_TRACE_TIMEOUT;
-                return FU_OK;
-            }
-            if (s->callbacks->should_stop && s->callbacks->should_stop(s->callbacks->opaque)) {
-                result->outcome = FU_TRACE_INTERRUPTED;
-                return FU_OK;
-            }
+        if (c->steps % FU_TRACE_POLL_STEPS == 0 && trace_should_end(s, started))
+            return FU_OK;
+        if (trace_observe(s, regs) && s->skipping) {
+            bool ended = false;
+            fu_status status = trace_run(s, &signal, started, &ended, err);
+            if (status || ended)
+                return status;
+            stepped = false;
+            continue;
         }
-        trace_observe(s, regs);
+        uint64_t ip = regs[TRACE_IP];
         uint8_t scratch[FU_X86_MAX_INSN_LENGTH + 1];
         const uint8_t *code;
-        size_t available = trace_code_at(s, regs[TRACE_IP], scratch, &code);
-        fu_x86_decode(&s->decoder, code, available, regs[TRACE_IP], &insn);
+        size_t available = trace_code_at(s, ip, scratch, &code);
+        fu_x86_decode(&s->decoder, code, available, ip, &insn);
         memcpy(before, regs, sizeof before);
+        bool syscall = available >= 2 && code[0] == 0x0f && code[1] == 0x05;
+        if (s->skipping && syscall && trace_creates_thread(s, regs[0], regs[5]) && !trace_stop_skipping(s))
+            return fu_fail(err, FU_ERR_TRACE, "cannot lift the breakpoints of pid %d", s->pid);
 
+        /* A breakpoint under the IP is lifted for the step that executes its instruction. */
+        int64_t planted = s->breakpoint_count ? trace_breakpoint_find(s, ip) : -1;
+        if (planted >= 0 && !trace_write_byte(s->pid, ip, s->breakpoints[planted].original, NULL))
+            return fu_fail(err, FU_ERR_TRACE, "cannot lift the breakpoint at %#" PRIx64 " of pid %d", ip, s->pid);
         int delivered = signal, status;
         if (ptrace(PTRACE_SINGLESTEP, s->pid, NULL, (void *)(uintptr_t)delivered) == -1)
             return fu_fail(err, FU_ERR_TRACE, "ptrace(PTRACE_SINGLESTEP) on pid %d: %s", s->pid, strerror(errno));
@@ -615,22 +905,21 @@ static fu_status trace_loop(trace_session *s, fu_error *err)
             c->signals++;
         if (trace_wait(s->pid, &status) == -1)
             return fu_fail(err, FU_ERR_TRACE, "waitpid(%d): %s", s->pid, strerror(errno));
-        if (WIFEXITED(status) || WIFSIGNALED(status)) {
-            result->outcome = WIFEXITED(status) ? FU_TRACE_EXITED : FU_TRACE_KILLED;
-            result->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status);
-            s->pid = 0;
+        if (trace_ended(s, status))
             return FU_OK;
-        }
         signal = 0;
         stepped = true;
         signal_delivered = delivered != 0;
-        if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+        if (trace_is_exec(status)) {
             /* An exec replaced the image: nothing of the old one is followed into the new. */
             trace_restart_image(s);
             stepped = false;
-        } else if (WSTOPSIG(status) != SIGTRAP && trace_passes_signal(WSTOPSIG(status))) {
-            signal = WSTOPSIG(status); /* delivered with the next step */
+            continue;
         }
+        if (planted >= 0 && !trace_write_byte(s->pid, ip, TRACE_INT3, NULL))
+            return fu_fail(err, FU_ERR_TRACE, "cannot plant the breakpoint at %#" PRIx64 " of pid %d", ip, s->pid);
+        if (WSTOPSIG(status) != SIGTRAP && trace_passes_signal(WSTOPSIG(status)))
+            signal = WSTOPSIG(status); /* delivered with the next step */
     }
 }
 
@@ -638,7 +927,8 @@ fu_status fu_trace_run(const char *path, char *const argv[], char *const envp[],
                        const fu_trace_callbacks *callbacks, fu_trace_result *result, fu_error *err)
 {
     memset(result, 0, sizeof *result);
-    trace_session s = {.options = options, .callbacks = callbacks, .result = result, .last_module = UINT32_MAX};
+    trace_session s = {.options = options, .callbacks = callbacks, .result = result, .last_module = UINT32_MAX,
+                       .skipping = options->skip_unchecked};
     fu_status status = FU_OK;
     result->modules = calloc(FU_TRACE_MAX_MODULES, sizeof *result->modules);
     result->fdes = calloc(FU_TRACE_MAX_FDES, sizeof *result->fdes);
@@ -648,22 +938,30 @@ fu_status fu_trace_run(const char *path, char *const argv[], char *const envp[],
     s.fde_slots = calloc(TRACE_FDE_SLOTS, sizeof *s.fde_slots);
     s.code = calloc(TRACE_CODE_PAGES, sizeof *s.code);
     s.maps = malloc(FU_TRACE_MAPS_MAX_BYTES);
+    s.breakpoints = options->skip_unchecked ? calloc(FU_TRACE_MAX_BREAKPOINTS, sizeof *s.breakpoints) : NULL;
     if (!result->modules || !result->fdes || !result->records || !s.active || !s.frames || !s.fde_slots || !s.code ||
-        !s.maps) {
+        !s.maps || (options->skip_unchecked && !s.breakpoints)) {
         status = fu_fail(err, FU_ERR_NOMEM, "out of memory for the trace's tables");
         goto cleanup;
     }
     fu_x86_decoder_init(&s.decoder);
+    /* SIGCHLD stays pending for sigtimedwait while the command runs between breakpoints (blocked,
+     * it is not discarded even though its default action is to be ignored). */
+    sigset_t previous_mask;
+    sigemptyset(&s.child_signal);
+    sigaddset(&s.child_signal, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &s.child_signal, &previous_mask);
     uint64_t started = fu_monotonic_ns();
     status = trace_start(path, argv, envp, &s.pid, err);
-    if (status)
-        goto cleanup;
-    status = trace_loop(&s, err);
+    if (!status)
+        status = trace_loop(&s, err);
     result->elapsed_ns = fu_monotonic_ns() - started;
     if (s.pid > 0)
         trace_kill(s.pid);
+    pthread_sigmask(SIG_SETMASK, &previous_mask, NULL);
 
 cleanup:
+    free(s.breakpoints);
     free(s.active);
     free(s.frames);
     free(s.fde_slots);

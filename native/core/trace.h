@@ -18,7 +18,16 @@
  * Frames leave the shadow stack when rsp rises above their CFA (a `ret`, longjmp, an exception's
  * landing pad, a sigreturn), or reaches it by anything but a `pop` (glibc's vfork pops its own
  * return address into rdi and keeps running in its frame). A signal handler is entered without a
- * call: its frames are not judged until it returns. Only the command's main thread is traced;
+ * call: its frames are not judged until it returns.
+ *
+ * With skip_unchecked, code of the modules not checked (libc, ld.so when only the program is) runs
+ * at full speed between int3 breakpoints: one at each FDE start of the checked modules (their
+ * functions called back from skipped code, main from __libc_start_main; a frame opens there) and
+ * one at the return address into checked code of the call that left it (frames are resynchronised
+ * there). Code reached from skipped code by anything but a call or a return (a longjmp target, an
+ * exception's landing pad) is not stepped until the next breakpoint. Once the command starts a
+ * thread (clone with CLONE_THREAD), the breakpoints are lifted and the rest is stepped: an untraced
+ * thread reaching an int3 would die of it. Only the command's main thread is traced;
  * threads it creates and processes it forks run untraced; an exec restarts the modules and the
  * shadow stack.
  *
@@ -48,6 +57,12 @@
 #define FU_TRACE_MAX_RECORDS 8192
 /* /proc/PID/maps is read whole into a buffer of this size (a process with ~10k mappings). */
 #define FU_TRACE_MAPS_MAX_BYTES (1u << 20)
+/* Breakpoints of a trace that skips the modules it does not check: the entries of the checked
+ * modules' FDEs and the return addresses into them. Beyond it, calls are stepped, not skipped. */
+#define FU_TRACE_MAX_BREAKPOINTS 65536
+/* While the command runs between breakpoints, the clock and the stop request are polled this
+ * often (milliseconds) besides every stop. */
+#define FU_TRACE_RUN_POLL_MS 10
 /* The clock and the caller's stop request are polled every this many steps (~15 ms). */
 #define FU_TRACE_POLL_STEPS 4096u
 /* A step whose delivered signal lowered rsp by more than this entered a handler: the kernel's
@@ -106,6 +121,7 @@ typedef struct fu_trace_callbacks {
 typedef struct fu_trace_options {
     uint64_t max_steps;       /* 0: FU_TRACE_DEFAULT_MAX_STEPS */
     uint64_t timeout_ns;      /* 0: none */
+    bool skip_unchecked;      /* run through modules not checked instead of stepping them */
 } fu_trace_options;
 
 /* Statistics of one FDE the trace met in a checked module. */
@@ -146,6 +162,9 @@ typedef struct fu_trace_counts {
     uint64_t fdes_dropped_steps; /* steps in FDEs beyond FU_TRACE_MAX_FDES */
     uint64_t records_dropped;  /* disagreements beyond the kept ones */
     uint64_t modules_dropped;  /* mappings seen beyond FU_TRACE_MAX_MODULES (their code: no CFI) */
+    uint64_t runs;             /* skip_unchecked: times the command ran through unchecked code */
+    uint64_t breakpoints;      /* breakpoints planted */
+    uint64_t threads_seen;     /* skip_unchecked stopped: the command started a thread */
 } fu_trace_counts;
 
 typedef struct fu_trace_result {

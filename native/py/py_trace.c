@@ -1,11 +1,12 @@
 /* The trace stage's binding: trace (native/core/trace.h), stepping with the GIL released.
  *
- * trace(path, argv, env, provide_module, max_steps=0, timeout=0.0)
+ * trace(path, argv, env, provide_module, max_steps=0, timeout=0.0, skip_unchecked=False)
  *   runs `path` (already resolved: no PATH search here) with argv and env (sequences of str) under
  *   ptrace. provide_module(start, end, offset, path) is called once per executable mapping the
  *   command maps (never per step) and returns None (no CFI there) or (bias, eh_frame, debug_frame,
  *   id, checked) with CfiTables or None. max_steps 0: TRACE_DEFAULT_MAX_STEPS; timeout in seconds,
- *   0: none. Ctrl-C (a pending KeyboardInterrupt) kills the command and is raised.
+ *   0: none. skip_unchecked: run through the modules not checked between breakpoints instead of
+ *   stepping them (trace.h). Ctrl-C (a pending KeyboardInterrupt) kills the command and is raised.
  *   -> (outcome, exit_status, elapsed_ns, counts, modules, fdes, records):
  *      outcome: a name of TRACE_OUTCOMES; counts: {name: int} (trace.h fu_trace_counts);
  *      modules: [(start, end, bias, id, checked)];
@@ -108,7 +109,7 @@ static char **string_array(PyObject *sequence, PyObject *holders, const char *wh
 static PyObject *counts_of(const fu_trace_counts *c)
 {
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "steps", (unsigned long long)c->steps, "checked",
+        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "steps", (unsigned long long)c->steps, "checked",
         (unsigned long long)c->checked, "agreeing", (unsigned long long)c->agreeing, "disagreeing",
         (unsigned long long)c->disagreeing, "no_cfi", (unsigned long long)c->no_cfi, "unknown_truth",
         (unsigned long long)c->unknown_truth, "in_signal_handler", (unsigned long long)c->in_signal_handler,
@@ -118,7 +119,8 @@ static PyObject *counts_of(const fu_trace_counts *c)
         (unsigned long long)c->handlers, "execs", (unsigned long long)c->execs, "max_depth",
         (unsigned long long)c->max_depth, "fdes_dropped_steps", (unsigned long long)c->fdes_dropped_steps,
         "records_dropped", (unsigned long long)c->records_dropped, "modules_dropped",
-        (unsigned long long)c->modules_dropped);
+        (unsigned long long)c->modules_dropped, "runs", (unsigned long long)c->runs, "breakpoints",
+        (unsigned long long)c->breakpoints, "threads_seen", (unsigned long long)c->threads_seen);
 }
 
 static const char *const WHAT_NAMES[FU_TRACE_WHAT_COUNT] = {"cfa", "ra", "register"};
@@ -167,12 +169,13 @@ fail:
 
 static PyObject *trace(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"path", "argv", "env", "provide_module", "max_steps", "timeout", NULL};
+    static char *kwlist[] = {"path", "argv", "env", "provide_module", "max_steps", "timeout", "skip_unchecked", NULL};
     PyObject *path_object, *argv_object, *env_object, *provider, *result = NULL;
     unsigned long long max_steps = 0;
     double timeout = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&OOO|Kd", kwlist, PyUnicode_FSConverter, &path_object,
-                                     &argv_object, &env_object, &provider, &max_steps, &timeout))
+    int skip_unchecked = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&OOO|Kdp", kwlist, PyUnicode_FSConverter, &path_object,
+                                     &argv_object, &env_object, &provider, &max_steps, &timeout, &skip_unchecked))
         return NULL;
     trace_context context = {module, provider, PyList_New(0), false};
     PyObject *holders = PyList_New(0);
@@ -195,7 +198,7 @@ static PyObject *trace(PyObject *module, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_ValueError, "argv must not be empty");
         goto cleanup;
     }
-    fu_trace_options options = {max_steps, (uint64_t)(timeout * 1e9)};
+    fu_trace_options options = {max_steps, (uint64_t)(timeout * 1e9), skip_unchecked != 0};
     fu_trace_callbacks callbacks = {provide_module, should_stop, &context};
     fu_trace_result trace_result;
     fu_error err;
@@ -222,7 +225,7 @@ cleanup:
 
 static PyMethodDef trace_functions[] = {
     {"trace", (PyCFunction)(void (*)(void))trace, METH_VARARGS | METH_KEYWORDS,
-     "trace(path, argv, env, provide_module, max_steps=0, timeout=0.0) -> "
+     "trace(path, argv, env, provide_module, max_steps=0, timeout=0.0, skip_unchecked=False) -> "
      "(outcome, exit_status, elapsed_ns, counts, modules, fdes, records)"},
     {NULL},
 };

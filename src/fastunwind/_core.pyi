@@ -286,6 +286,6 @@ TRACE_WHATS: tuple[str, ...]
 def trace(path: str, argv: Sequence[str], env: Sequence[str],
           # (start, end, offset, path) -> (bias, eh_frame, debug_frame, id, checked), or None: no CFI there
           provide_module: Callable[[int, int, int, str], tuple[int, CfiTable | None, CfiTable | None, int, bool] | None],
-          max_steps: int = 0, timeout: float = 0.0,
+          max_steps: int = 0, timeout: float = 0.0, skip_unchecked: bool = False,
           ) -> tuple[str, int, int, dict[str, int], list[tuple[int, int, int, int, bool]],
                      list[tuple[int, int, int, int, int, int, int]], list[tuple[int, int, str, int, int, int]]]: ...

@@ -167,16 +167,18 @@ def _own_vdso() -> ModuleImage | None:
 
 
 def trace_command(argv: Sequence[str], *, max_steps: int = 0, timeout: float = 0.0,
-                  modules: Sequence[str] | None = None) -> TraceResult:
+                  modules: Sequence[str] | None = None, step_all: bool = False) -> TraceResult:
     """Run `argv` under the tracer. `modules`: compare only in modules whose path contains one of
-    these strings (default: every module). Raises TraceError if the command cannot be run."""
+    these strings (default: every module); the others are run through between breakpoints, not
+    stepped, unless `step_all` (native/core/trace.h). Raises TraceError if the command cannot be run."""
     if not argv:
         raise TraceError("no command to trace")
     path = resolve_command(argv[0])
     provider = _Modules(modules)
     env = [f"{key}={value}" for key, value in os.environ.items()]
     outcome, exit_status, elapsed_ns, counts, raw_modules, raw_fdes, records = _core.trace(
-        path, list(argv), env, provider.provide, max_steps=max_steps, timeout=timeout)
+        path, list(argv), env, provider.provide, max_steps=max_steps, timeout=timeout,
+        skip_unchecked=bool(modules) and not step_all)
     traced_modules = [
         TraceModule(provider.paths[module_id] if module_id < len(provider.paths) else "", start, end, bias, checked)
         for start, end, bias, module_id, checked in raw_modules

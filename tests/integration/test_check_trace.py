@@ -210,10 +210,29 @@ def test_true_agrees_everywhere() -> None:
     assert result.counts["agreeing"] > 0.99 * result.counts["steps"]
 
 
-def test_trace_modules_limits_the_comparison(program: Path) -> None:
-    result = trace_command([str(program)], modules=[program.name])
-    assert {f.module.path for f in result.fdes} == {str(program)}
-    assert result.counts["unchecked_module"] > result.counts["checked"] > 0
+def test_trace_modules_runs_through_the_others(program: Path) -> None:
+    """Only the program compared: libc and ld.so run between breakpoints (main entered from
+    __libc_start_main, qsort's callback, the signal handler), and the program's steps are the same
+    as when everything is stepped."""
+    skipped = trace_command([str(program)], modules=[program.name])
+    stepped = trace_command([str(program)], modules=[program.name], step_all=True)
+    for result in (skipped, stepped):
+        assert result.outcome == "exited" and result.counts["disagreeing"] == 0
+        assert {f.module.path for f in result.fdes} == {str(program)}
+    assert skipped.counts["runs"] > 0 and stepped.counts["runs"] == 0
+    assert skipped.counts["steps"] * 20 < stepped.counts["steps"]
+    by_fde = {(f.pc_begin, f.pc_end): f.checked for f in stepped.fdes}
+    # the one difference: entered at its breakpoint, the signal handler is judged as a called function
+    assert {key: n for key, n in by_fde.items() if n} == {(f.pc_begin, f.pc_end): f.checked
+                                                          for f in skipped.fdes if (f.pc_begin, f.pc_end) in by_fde}
+
+
+def test_trace_modules_finds_the_seeded_faults(seeded) -> None:
+    library, _check, _symbols, result = seeded
+    skipped = trace_command([str(library.parent / "seeded")], modules=["libseeded"])
+    assert skipped.counts["runs"] > 0
+    assert ({(f.pc_begin, f.pc_end, f.disagreeing) for f in skipped.disagreeing_fdes}
+            == {(f.pc_begin, f.pc_end, f.disagreeing) for f in result.disagreeing_fdes})
 
 
 def _left_behind(program: Path) -> list[str]:
@@ -293,3 +312,30 @@ def test_libc_static_mismatches_are_confirmed(tmp_path: Path) -> None:
         first_static = min(finding.address for finding in static[key].findings)
         assert fde.disagreements[0].address == first_static  # the instruction after `push %rbx`
         assert [d.declared - d.truth for d in fde.disagreements[:2]] == [-8, -16]
+
+
+THREADS = r"""
+#include <pthread.h>
+#include <stdio.h>
+static int work(int n) { int total = 0; for (int i = 0; i < n; i++) total += i * i; return total; }
+static void *run(void *arg) { for (int k = 0; k < 100; k++) work(1000); return arg; }
+int main(void) {
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&threads[i], 0, run, 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(threads[i], 0);
+    printf("%d\n", work(10));
+    return 0;
+}
+"""
+
+
+def test_threads_lift_the_breakpoints(tmp_path: Path) -> None:
+    """Threads run untraced: once the command creates one, no int3 may stay planted for it to hit
+    (it would die of SIGTRAP); the main thread is stepped from then on."""
+    (tmp_path / "threads.c").write_text(THREADS)
+    program = _compile(tmp_path, "threads", [tmp_path / "threads.c"], "-pthread")
+    result = trace_command([str(program)], modules=[program.name])
+    assert (result.outcome, result.exit_status) == ("exited", 0)
+    assert result.counts["threads_seen"] == 1 and result.counts["disagreeing"] == 0

@@ -61,7 +61,10 @@ def add_parser(subparsers: Any) -> None:
     trace.add_argument("--timeout", type=float, default=0.0, metavar="SECONDS",
                        help="kill the command after this long (default: none)")
     trace.add_argument("--trace-modules", action="append", metavar="NAME",
-                       help="compare only in modules whose path contains NAME (repeatable; default: every module)")
+                       help="compare only in modules whose path contains NAME (repeatable; default: every module); "
+                            "the others run between breakpoints instead of being stepped")
+    trace.add_argument("--step-all", action="store_true",
+                       help="with --trace-modules, step the other modules too (slower; nothing is missed)")
     parser.set_defaults(run=run)
 
 
@@ -152,7 +155,7 @@ def _trace(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     try:
         result = trace_command(args.files, max_steps=args.max_steps, timeout=args.timeout,
-                               modules=args.trace_modules)
+                               modules=args.trace_modules, step_all=args.step_all)
     except TraceError as error:
         print(f"fastunwind: error: {error}", file=sys.stderr)
         return EXIT_FAILURE
@@ -170,7 +173,8 @@ def _trace(args: argparse.Namespace) -> int:
     print(f"  checked {c['checked']}: {c['agreeing']} agree, {c['disagreeing']} disagree, in {len(result.fdes)} FDEs; "
           f"not checked: {c['no_cfi']} without CFI, {c['unknown_truth']} before any call, "
           f"{c['in_signal_handler']} in signal handlers, {c['signal_frames']} in signal frames, "
-          f"{c['not_evaluable']} not evaluable, {c['unchecked_module']} in modules not asked about")
+          f"{c['not_evaluable']} not evaluable, {c['unchecked_module']} in modules not asked about"
+          + (f"; ran through them {c['runs']} times" if c["runs"] else ""))
     for fde in result.disagreeing_fdes:
         print(f"  disagree  {fde.module.path} {fde.section} {fde.pc_begin:#x}..{fde.pc_end:#x} {fde.symbol}: "
               f"{fde.disagreeing} of {fde.checked} steps")
