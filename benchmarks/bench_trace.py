@@ -3,14 +3,17 @@
     .venv/bin/python -m benchmarks.bench_trace [--repeat N]
     make bench-trace
 
-Three ways of stepping the same command, interleaved round by round:
+Four ways of running the same command, interleaved round by round:
 - `trace`: the tracer as `check --trace` runs it (every module compared);
-- `step only`: the same tracer asked to compare in no module (`modules=["/nonexistent"]`): the
-  shadow stack, module lookup and decoding stay, the row lookup and comparison go;
+- `step only`: the same tracer stepping everything but comparing in no module (`modules=
+  ["/nonexistent"], step_all=True`): the shadow stack, module lookup and decoding stay, the row
+  lookup and comparison go;
 - `ptrace floor`: a 20-line C loop (written and compiled here) doing only PTRACE_GETREGS,
-  PTRACE_SINGLESTEP and waitpid per instruction, the cost no single-stepping tracer avoids.
-Commands: /bin/true, `ls -l /usr` and a gcc -O2 program converting a string with strtod (libc's
-mpn code). Reported: steps and best steps per second of each. Nothing here asserts a timing.
+  PTRACE_SINGLESTEP and waitpid per instruction, the cost no single-stepping tracer avoids;
+- `program only`: `--trace-modules` the command's own file: the libraries run between
+  breakpoints; its time is given as the instructions the full trace stepped per second of it.
+Commands: /bin/true, `ls /usr` and a gcc -O2 program converting a string with strtod (libc's mpn
+code). Reported: steps and best steps per second of each. Nothing here asserts a timing.
 """
 
 from __future__ import annotations
@@ -74,14 +77,14 @@ def _floor(floor: str, command: list[str]) -> tuple[int, float]:
     return int(ran.stdout.split()[-1]), time.perf_counter() - started
 
 
-def _traced(command: list[str], modules: list[str] | None) -> tuple[int, float]:
+def _traced(command: list[str], modules: list[str] | None, step_all: bool = False) -> tuple[int, float]:
     """The command's output goes to /dev/null (the tracee inherits file descriptor 1)."""
     sys.stdout.flush()
     saved = os.dup(1)
     null = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(null, 1)
-        result = trace_command(command, modules=modules)
+        result = trace_command(command, modules=modules, step_all=step_all)
     finally:
         os.dup2(saved, 1)
         os.close(saved)
@@ -97,20 +100,24 @@ def main(argv: list[str] | None = None) -> int:
         directory = Path(temporary)
         floor = _compile(directory, "floor", FLOOR_SOURCE)
         strtod = _compile(directory, "strtod", STRTOD_SOURCE)
-        commands = [["/bin/true"], ["/bin/ls", "-l", "/usr"], [strtod, "1e200"]]
-        print(f"{'command':<24} {'way':<14} {'steps':>9} {'best steps/s':>13}")
+        commands = [["/bin/true"], ["/bin/ls", "/usr"], [strtod, "1e200"]]
+        print(f"{'command':<16} {'way':<14} {'steps':>9} {'best s':>8} {'best steps/s':>13}")
         for command in commands:
             best: dict[str, tuple[int, float]] = {}
+            program = [Path(command[0]).name]
             for _ in range(args.repeat):
                 for way, run in (("trace", lambda: _traced(command, None)),
-                                 ("step only", lambda: _traced(command, ["/nonexistent"])),
-                                 ("ptrace floor", lambda: _floor(floor, command))):
+                                 ("step only", lambda: _traced(command, ["/nonexistent"], step_all=True)),
+                                 ("ptrace floor", lambda: _floor(floor, command)),
+                                 ("program only", lambda: _traced(command, program))):
                     steps, seconds = run()
                     if way not in best or seconds < best[way][1]:
                         best[way] = (steps, seconds)
-            name = " ".join(Path(command[0]).name if i == 0 else part for i, part in enumerate(command))
+            name = " ".join([program[0], *command[1:]])
+            full_steps = best["trace"][0]
             for way, (steps, seconds) in best.items():
-                print(f"{name:<24} {way:<14} {steps:>9,} {steps / seconds:>13,.0f}")
+                rate = (full_steps if way == "program only" else steps) / seconds
+                print(f"{name:<16} {way:<14} {steps:>9,} {seconds:>8.2f} {rate:>13,.0f}")
             sys.stdout.flush()
     return 0
 

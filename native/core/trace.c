@@ -78,9 +78,36 @@ static void trace_unplant_copy(const trace_session *s, uint64_t address, uint8_t
 
 /* ---- reading the tracee ----------------------------------------------------------------------- */
 
-static bool trace_read(void *pid_memory, uint64_t address, unsigned size, uint64_t *out)
+/* The stack around the slots one step's rules read: the saved registers of a frame lie within a
+ * few words of each other, so the first read fetches a window and the others are served from it
+ * (one process_vm_readv per step instead of one per rule: ~25% of the tracer's time on /bin/true). */
+#define TRACE_WINDOW_BEFORE 128
+#define TRACE_WINDOW_BYTES 256
+
+typedef struct trace_window {
+    fu_pid_memory memory;
+    uint64_t address;  /* of bytes[0] */
+    bool valid;
+    uint8_t bytes[TRACE_WINDOW_BYTES];
+} trace_window;
+
+static bool trace_read(void *window_context, uint64_t address, unsigned size, uint64_t *out)
 {
-    return fu_read_pid(pid_memory, address, size, out) == FU_READ_OK;
+    trace_window *w = window_context;
+    if (size == 0 || size > 8)
+        return false;
+    if (!w->valid && address >= TRACE_WINDOW_BEFORE &&
+        fu_read_pid_bytes(w->memory.pid, address - TRACE_WINDOW_BEFORE, w->bytes, sizeof w->bytes)) {
+        w->address = address - TRACE_WINDOW_BEFORE;
+        w->valid = true;
+    }
+    if (w->valid && address >= w->address && address - w->address <= sizeof w->bytes - size) {
+        uint64_t value = 0;
+        memcpy(&value, w->bytes + (address - w->address), size);
+        *out = value;
+        return true;
+    }
+    return fu_read_pid(&w->memory, address, size, out) == FU_READ_OK;
 }
 
 /* The bytes at `ip` (at most FU_X86_MAX_INSN_LENGTH): from the page cache, else read. Executable
@@ -415,10 +442,10 @@ static bool trace_observe(trace_session *s, const uint64_t regs[TRACE_REGISTER_C
     }
     fu_trace_record findings[FU_TRACE_MAX_FINDINGS_PER_STEP];
     unsigned finding_count = 0;
-    fu_pid_memory memory = {s->pid};
+    trace_window window = {.memory = {s->pid}, .valid = false};
     fu_trace_judgement judgement =
         fu_trace_judge(table, fu_cfi_table_state(table, table->row_state[row]), entry->cie ? entry->cie->ra_column : 16,
-                       regs, &s->frames[s->depth - 1], trace_read, &memory, findings, FU_TRACE_MAX_FINDINGS_PER_STEP,
+                       regs, &s->frames[s->depth - 1], trace_read, &window, findings, FU_TRACE_MAX_FINDINGS_PER_STEP,
                        &finding_count);
     if (judgement == FU_TRACE_NOT_EVALUABLE) {
         c->not_evaluable++;
