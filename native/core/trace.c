@@ -548,7 +548,8 @@ static bool trace_follow(trace_session *s, const uint64_t before[TRACE_REGISTER_
 
 #define TRACE_INT3 0xcc
 
-static int64_t trace_breakpoint_find(const trace_session *s, uint64_t address)
+/* The index of the first breakpoint at or above `address`. */
+static uint32_t trace_breakpoint_lower_bound(const trace_session *s, uint64_t address)
 {
     uint32_t low = 0, high = s->breakpoint_count;
     while (low < high) {
@@ -558,6 +559,12 @@ static int64_t trace_breakpoint_find(const trace_session *s, uint64_t address)
         else
             high = middle;
     }
+    return low;
+}
+
+static int64_t trace_breakpoint_find(const trace_session *s, uint64_t address)
+{
+    uint32_t low = trace_breakpoint_lower_bound(s, address);
     return low < s->breakpoint_count && s->breakpoints[low].address == address ? (int64_t)low : -1;
 }
 
@@ -586,14 +593,7 @@ static void trace_plant(trace_session *s, uint64_t address, bool entry)
     uint8_t original;
     if (!trace_write_byte(s->pid, address, TRACE_INT3, &original))
         return;
-    uint32_t position = 0, high = s->breakpoint_count;
-    while (position < high) {
-        uint32_t middle = position + (high - position) / 2;
-        if (s->breakpoints[middle].address < address)
-            position = middle + 1;
-        else
-            high = middle;
-    }
+    uint32_t position = trace_breakpoint_lower_bound(s, address);
     memmove(&s->breakpoints[position + 1], &s->breakpoints[position],
             (s->breakpoint_count - position) * sizeof s->breakpoints[0]);
     s->breakpoints[position] = (trace_breakpoint){address, original, entry};
@@ -620,15 +620,7 @@ static void trace_plant_entries(trace_session *s, const fu_trace_module *m)
 /* The code bytes as the command wrote them, not as the breakpoints changed them. */
 static void trace_unplant_copy(const trace_session *s, uint64_t address, uint8_t *bytes, size_t size)
 {
-    uint32_t low = 0, high = s->breakpoint_count;
-    while (low < high) {
-        uint32_t middle = low + (high - low) / 2;
-        if (s->breakpoints[middle].address < address)
-            low = middle + 1;
-        else
-            high = middle;
-    }
-    for (uint32_t i = low; i < s->breakpoint_count && s->breakpoints[i].address - address < size; i++)
+    for (uint32_t i = trace_breakpoint_lower_bound(s, address); i < s->breakpoint_count && s->breakpoints[i].address - address < size; i++)
         bytes[s->breakpoints[i].address - address] = s->breakpoints[i].original;
 }
 
