@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from fastunwind.check import FileCheck, check_file
 from fastunwind.elf import ElfFile
 from fastunwind.errors import TraceError
 from fastunwind.trace import TraceResult, trace_command
+from scripts import oracle_files
 from tests.integration.test_check_seeded import ASSEMBLY, C_SOURCE
 
 SEEDED_MAIN = r"""
@@ -339,3 +342,19 @@ def test_threads_lift_the_breakpoints(tmp_path: Path) -> None:
     result = trace_command([str(program)], modules=[program.name])
     assert (result.outcome, result.exit_status) == ("exited", 0)
     assert result.counts["threads_seen"] == 1 and result.counts["disagreeing"] == 0
+
+
+def test_ctrl_c_kills_the_command(program: Path) -> None:
+    """SIGINT to the terminal's process group (Ctrl-C) reaches the tracer and the command: the
+    command is gone, the CLI says so and exits 3."""
+    command = oracle_files.tool_command(["check", "--trace", "--max-steps", "100000000", "--", str(program), "loop"])
+    tracer = subprocess.Popen(command, env=oracle_files.subprocess_env(), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not _left_behind(program) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    os.killpg(tracer.pid, signal.SIGINT)
+    _stdout, stderr = tracer.communicate(timeout=30)
+    assert tracer.returncode == 3 and b"interrupted" in stderr, stderr
+    assert _left_behind(program) == []

@@ -159,6 +159,9 @@ def _trace(args: argparse.Namespace) -> int:
     except TraceError as error:
         print(f"fastunwind: error: {error}", file=sys.stderr)
         return EXIT_FAILURE
+    except KeyboardInterrupt:  # the command was killed before the interrupt reached Python
+        print(f"fastunwind: interrupted: {' '.join(args.files)} was killed", file=sys.stderr)
+        return EXIT_FAILURE
     status = EXIT_MISMATCH if result.counts["disagreeing"] else EXIT_AGREE
     if args.json:
         json.dump(result.to_json(), sys.stdout)
