@@ -358,3 +358,47 @@ def test_ctrl_c_kills_the_command(program: Path) -> None:
     _stdout, stderr = tracer.communicate(timeout=30)
     assert tracer.returncode == 3 and b"interrupted" in stderr, stderr
     assert _left_behind(program) == []
+
+
+EXCEPTIONS = r"""
+#include <cstdio>
+#include <stdexcept>
+__attribute__((noinline)) int thrower(int n) {
+    if (n == 0)
+        throw std::runtime_error("deep");
+    return thrower(n - 1) + 1;
+}
+int main() {
+    int caught = 0;
+    for (int i = 0; i < 2; i++) {
+        try {
+            thrower(3);
+        } catch (const std::exception &) {
+            caught++;
+        }
+    }
+    std::printf("%d\n", caught);
+    return 0;
+}
+"""
+
+
+def test_exceptions_resynchronise_the_shadow_stack(tmp_path: Path) -> None:
+    """A C++ throw unwinds four frames into a landing pad: the shadow stack follows (no CFA or
+    return-address disagreement anywhere). The one explained class: libgcc's
+    _Unwind_RaiseException ends with __builtin_eh_return, whose uw_install_context writes the
+    handler's registers into the function's own save slots so that its epilogue restores them:
+    from then on those slots hold the landing pad's values, not the entry values."""
+    (tmp_path / "exceptions.cc").write_text(EXCEPTIONS)
+    program = tmp_path / "exceptions"
+    built = subprocess.run(["g++", "-O2", "-o", str(program), str(tmp_path / "exceptions.cc")], capture_output=True,
+                           text=True)
+    assert built.returncode == 0, built.stderr
+    result = trace_command([str(program)], modules=[str(program), "libgcc_s", "libstdc++"])
+    assert (result.outcome, result.exit_status) == ("exited", 0)
+    assert {(f.module.path.rsplit("/", 1)[-1], f.symbol) for f in result.disagreeing_fdes} == {
+        ("libgcc_s.so.1", "_Unwind_RaiseException")}
+    whats = {d.what for f in result.disagreeing_fdes for d in f.disagreements}
+    assert whats and whats <= {"rbx", "rbp", "r12", "r13", "r14", "r15"}
+    own = [f for f in result.fdes if f.module.path == str(program) and f.checked]
+    assert len(own) >= 2 and all(f.disagreeing == 0 for f in own)
