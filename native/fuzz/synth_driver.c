@@ -10,7 +10,10 @@
  *     rows well formed), with and without a noreturn list, and from a seeded entry state;
  *   - described by a CIE + FDE over the code (.eh_frame, absolute pointers), parsed, evaluated and
  *     checked by fu_check_fdes, whose results must be in range (verdicts, findings inside the
- *     buffer, instruction counts no larger than the code).
+ *     buffer, instruction counts no larger than the code);
+ *   - each of that FDE's rows judged by the tracer's comparison (trace.c fu_trace_judge) against a
+ *     frame and registers drawn from the code bytes, memory being the code itself: findings must
+ *     stay within FU_TRACE_MAX_FINDINGS_PER_STEP and name a known subject.
  *
  * Standalone (gcc ASAN+UBSAN): main() runs hand-written hostile functions, then for each ELF file
  * given, --inputs seeded slices of its .text (real functions' bytes, at random starts and lengths)
@@ -34,6 +37,7 @@
 
 #include "check.h"
 #include "synth.h"
+#include "trace.h"
 
 #define FUZZ_DRIVER "synth_driver"
 #define FUZZ_REPLAY "build/synth_driver_asan --replay"
@@ -118,6 +122,53 @@ static size_t build_eh_frame(uint8_t *out, uint64_t start, uint64_t size, const 
     return n + 4;
 }
 
+typedef struct judge_memory {
+    const uint8_t *bytes;
+    size_t size;
+    uint64_t address;
+} judge_memory;
+
+static bool judge_read(void *opaque, uint64_t address, unsigned size, uint64_t *out)
+{
+    const judge_memory *m = opaque;
+    if (size == 0 || size > 8 || address < m->address || address - m->address > m->size ||
+        size > m->size - (address - m->address))
+        return false;
+    uint64_t value = 0;
+    memcpy(&value, m->bytes + (address - m->address), size);
+    *out = value;
+    return true;
+}
+
+/* Every row of `table` judged as the tracer judges a step, with registers and a true frame taken
+ * from the code bytes (near the code's own address half the time, so that rules read it). */
+static void run_judge(const fu_cfi_table *table, const uint8_t *code, size_t size, uint64_t start)
+{
+    judge_memory memory = {code, size, start};
+    for (uint32_t row = 0; row < table->row_count; row++) {
+        uint64_t regs[17];
+        for (unsigned i = 0; i < 17; i++) {
+            uint64_t noise = 0;
+            if (size)
+                memcpy(&noise, code + (row * 17u + i) % size, size - (row * 17u + i) % size < 8 ? 1 : 8);
+            regs[i] = (noise & 1) ? start + noise % (size + 16) : noise;
+        }
+        fu_trace_frame frame = {.cfa = regs[7] + 8, .return_address = regs[16] + 1};
+        for (unsigned i = 0; i < FU_TRACE_SAVED_COUNT; i++)
+            frame.entry_values[i] = regs[FU_TRACE_SAVED_COLUMNS[i]];
+        fu_trace_record findings[FU_TRACE_MAX_FINDINGS_PER_STEP];
+        unsigned count = 0;
+        fu_trace_judgement judgement = fu_trace_judge(table, fu_cfi_table_state(table, table->row_state[row]), 16, regs,
+                                                      &frame, judge_read, &memory, findings,
+                                                      FU_TRACE_MAX_FINDINGS_PER_STEP, &count);
+        CHECK(judgement <= FU_TRACE_NOT_EVALUABLE, "judgement %d", (int)judgement);
+        CHECK(count <= FU_TRACE_MAX_FINDINGS_PER_STEP, "%u findings in one step", count);
+        CHECK((judgement == FU_TRACE_DISAGREE) == (count > 0), "judgement %d with %u findings", (int)judgement, count);
+        for (unsigned k = 0; k < count; k++)
+            CHECK(findings[k].what < FU_TRACE_WHAT_COUNT, "finding about %u", findings[k].what);
+    }
+}
+
 static void run_check(const uint8_t *code, size_t size, uint64_t start, const uint8_t *cfi, const fu_image_segment *segments,
                       size_t segment_count, const uint64_t *noreturn, size_t noreturn_count)
 {
@@ -161,6 +212,7 @@ static void run_check(const uint8_t *code, size_t size, uint64_t start, const ui
                   "finding text not terminated");
     }
     fu_check_batch_free(&batch);
+    run_judge(&table, code, size, start);
     fu_cfi_table_free(&table);
 }
 
