@@ -14,7 +14,6 @@ Exit status: 0 every FDE agrees, 1 a mismatch, 2 only undecided FDEs besides agr
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -77,6 +76,8 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
         result = check_file(path, jobs=args.jobs, progress=progress)
     seconds = time.perf_counter() - started
     if args.json:
+        import json  # here: every other command's start-up would pay for it
+
         json.dump(result.to_json(), sys.stdout)
         print()
         return result.exit_status
