@@ -2,7 +2,7 @@
  * (synth_decode.h). Legacy prefixes 66/F2/F3/64/65 (and 2E before a multi-byte nop), REX, the
  * one-byte map and the common part of the two-byte map (0F) with ModRM, SIB, displacement and
  * immediate (Intel SDM vol. 2, chapter 2 and appendix A). It answers only where it knows the exact
- * summary Zydis would give (tests/unit/test_synth_decode.py and `make decode-compare` hold it to
+ * summary Zydis would give (tests/unit/synth/test_decode.py and `make decode-compare` hold it to
  * that); anything else (VEX/EVEX, lock, address-size and other segment prefixes, x87, string and
  * system instructions, rare opcodes, truncated bytes) returns false and goes to Zydis.
  */
@@ -518,12 +518,9 @@ static bool decode_one_byte(fast_decoding *d, uint8_t opcode, fu_x86_insn *insn,
         return true;
     }
     case 0xfe: case 0xff: { /* group 4/5: inc, dec, call, -, jmp, -, push */
-        unsigned operation;
-        uint8_t modrm_peek;
         if (d->position >= d->available)
             return false;
-        modrm_peek = d->code[d->position];
-        operation = (modrm_peek >> 3) & 7;
+        unsigned operation = (d->code[d->position] >> 3) & 7; /* ModRM.reg, before reading it */
         if (operation < 2) {
             if (!read_modrm(d, &rm, opcode == 0xfe ? 1 : width))
                 return false;
@@ -548,7 +545,8 @@ bool fu_x86_decode_fast(const uint8_t *code, size_t size, uint64_t address, fu_x
 {
     fast_decoding d = {.code = code, .available = size < FU_X86_MAX_INSN_LENGTH ? size : FU_X86_MAX_INSN_LENGTH};
     uint8_t byte;
-    /* legacy prefixes, each group at most once except 66 (gcc's `data16` nops repeat it) */
+    /* legacy prefixes, each group at most once except 66 (gcc's `data16` nops repeat it); read_u8
+     * stops the loop at FU_X86_MAX_INSN_LENGTH bytes */
     for (;;) {
         if (!read_u8(&d, &byte))
             return false;
