@@ -20,7 +20,7 @@ EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(s
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
 .PHONY: all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
-        bench-check bench-trace clean
+        bench-check bench-trace decode-compare clean
 
 all: build
 
@@ -85,6 +85,11 @@ sweep: build
 # `fastunwind check` on the same files: FDEs by verdict, agreement, undecided reasons (counts only).
 sweep-check: build
 	$(PY) -m scripts.sweep_check
+
+# The decoder's fast path against Zydis on every instruction of the .text of libc, ld.so, libstdc++,
+# python3.11 and libLLVM-14 (`make test` compares libc's and ld.so's).
+decode-compare: build
+	FASTUNWIND_DECODE_COMPARE=all $(PY) -m pytest -q tests/golden/test_decode_real_binaries.py
 
 # The C core under AddressSanitizer + UndefinedBehaviorSanitizer: standalone drivers run the
 # hostile-input corpus and mutated real sections, perf.data recordings, and the stack walker over

@@ -14,6 +14,8 @@
  *   - each of that FDE's rows judged by the tracer's comparison (trace.c fu_trace_judge) against a
  *     frame and registers drawn from the code bytes, memory being the code itself: findings must
  *     stay within FU_TRACE_MAX_FINDINGS_PER_STEP and name a known subject.
+ *   - decoded by the fast path and by Zydis, whose summaries must agree wherever the fast path
+ *     answers (fu_x86_compare_decoders, from the first DECODE_ALIGNMENTS offsets).
  *
  * Standalone (gcc ASAN+UBSAN): main() runs hand-written hostile functions, then for each ELF file
  * given, --inputs seeded slices of its .text (real functions' bytes, at random starts and lengths)
@@ -218,6 +220,21 @@ static void run_check(const uint8_t *code, size_t size, uint64_t start, const ui
 
 static fu_synth_scratch scratch; /* shared by every input, as one check batch shares it */
 
+/* The decoder's fast path against Zydis over `code`, decoded linearly from each of the first
+ * DECODE_ALIGNMENTS offsets (hostile bytes resynchronize differently from each). */
+#define DECODE_ALIGNMENTS 4
+static void compare_decoders(const uint8_t *code, size_t size, uint64_t start)
+{
+    fu_x86_decoder decoder;
+    fu_x86_decoder_init(&decoder);
+    for (size_t offset = 0; offset < DECODE_ALIGNMENTS && offset < size; offset++) {
+        fu_x86_decoder_comparison comparison;
+        fu_x86_compare_decoders(&decoder, code + offset, size - offset, start + offset, &comparison);
+        CHECK(comparison.mismatches == 0, "fast decoder differs from Zydis at 0x%" PRIx64 ": %s",
+              comparison.first_mismatch, comparison.first_difference);
+    }
+}
+
 static void run_input(const uint8_t *data, size_t size)
 {
     if (size < HEADER_BYTES)
@@ -243,6 +260,7 @@ static void run_input(const uint8_t *data, size_t size)
     fu_synth_store(&entry, entry.regs[FU_REG_RSP], (fu_synth_value){FU_VALUE_ENTRY_REGISTER, 3, 0, 0});
     run_synth(code, code_size, start, segments, segment_count, noreturn, 2, &entry, &scratch);
     run_check(code, code_size, start, cfi, segments, segment_count, noreturn, 2);
+    compare_decoders(code, code_size, start);
 }
 
 /* ---- standalone: hostile functions, slices of real code and their mutants --------------------------- */
@@ -333,6 +351,28 @@ static void run_hostile(unsigned timeout)
     static const uint8_t frames[] = {0xc8, 0x10, 0x00, 0x05, 0x48, 0x83, 0xe4, 0xf0, 0x48, 0x83, 0xe4, 0xe0,
                                      0xc9, 0xc9, 0x5c, 0xc3};
     run_code("enter, and, leave", 3, standard_cfi, frames, sizeof frames, timeout);
+    /* every opcode pair of both maps, bare and after each prefix the fast path knows, before a
+     * ModRM with SIB and displacement, then immediate-sized bytes; whole and cut off in the middle */
+    fu_x86_decoder grid_decoder;
+    fu_x86_decoder_init(&grid_decoder);
+    static const uint8_t prefixes[][2] = {{0}, {0x48}, {0x41}, {0x66}, {0xf3}, {0xf2}, {0x64}, {0x66, 0x2e}, {0x66, 0x4c}};
+    static const uint8_t prefix_lengths[] = {0, 1, 1, 1, 1, 1, 1, 2, 2};
+    static const uint8_t tail[] = {0x84, 0x24, 0x80, 0x00, 0x00, 0x00, 0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01};
+    for (size_t p = 0; p < sizeof prefix_lengths; p++)
+        for (unsigned opcode = 0; opcode < 0x10000; opcode++) {
+            size_t n = prefix_lengths[p];
+            memcpy(code, prefixes[p], n);
+            code[n++] = (uint8_t)(opcode >> 8);
+            code[n++] = (uint8_t)opcode;
+            memcpy(code + n, tail, sizeof tail);
+            n += sizeof tail;
+            for (size_t cut = n / 2; cut <= n; cut += n - n / 2) {
+                fu_x86_decoder_comparison comparison;
+                fu_x86_compare_decoders(&grid_decoder, code, cut, 0x1000, &comparison);
+                CHECK(comparison.mismatches == 0, "fast decoder differs from Zydis on %02x %02x %02x %02x: %s", code[0],
+                      code[1], code[2], code[3], comparison.first_difference);
+            }
+        }
 }
 
 /* The .text section of an ELF file (its file bytes), or NULL. */

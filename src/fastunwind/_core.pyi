@@ -306,6 +306,7 @@ def check_fdes(table: CfiTable, entries: Buffer, code: Sequence[tuple[int, Buffe
                segments: Sequence[tuple[int, Buffer]], noreturn: Buffer, eh_frame: CfiTable | None,
                debug_frame: CfiTable | None, /
                ) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes]: ...
+def compare_decoders(code: Buffer, address: int, /) -> dict[str, int | str]: ...
 SYNTH_DECIDED: int
 SYNTH_UNDECIDED: int
 SYNTH_COLUMNS: tuple[int, ...]

@@ -108,15 +108,21 @@ class SectionCheck:
     details: dict[int, tuple[str, tuple[tuple[int, int, str, str], ...]]] = field(default_factory=dict)
 
     def verdicts(self) -> Iterator[FdeVerdict]:
+        return (self._verdict(position) for position in range(len(self.results) // FIELDS))
+
+    def not_agreeing(self) -> Iterator[FdeVerdict]:
+        """The mismatching and undecided FDEs only (those with details), in the order of verdicts()."""
+        return (self._verdict(position) for position in sorted(self.details))
+
+    def _verdict(self, position: int) -> FdeVerdict:
         r = self.results
-        for position in range(len(r) // FIELDS):
-            base = position * FIELDS
-            entry = r[base + ENTRY]
-            reason, findings = self.details.get(position, ("", ()))
-            yield FdeVerdict(self.name, self.pc_begin[entry], self.pc_begin[entry] + self.pc_range[entry],
-                             VERDICT_NAMES[r[base + VERDICT]], reason,
-                             tuple(Finding(a, what_name(w), d, v) for a, w, d, v in findings),
-                             (r[base + AGREE], r[base + MISMATCH], r[base + UNKNOWN], r[base + UNREACHED]))
+        base = position * FIELDS
+        entry = r[base + ENTRY]
+        reason, findings = self.details.get(position, ("", ()))
+        return FdeVerdict(self.name, self.pc_begin[entry], self.pc_begin[entry] + self.pc_range[entry],
+                          VERDICT_NAMES[r[base + VERDICT]], reason,
+                          tuple(Finding(a, what_name(w), d, v) for a, w, d, v in findings),
+                          (r[base + AGREE], r[base + MISMATCH], r[base + UNKNOWN], r[base + UNREACHED]))
 
 
 @dataclass
@@ -165,6 +171,10 @@ class FileCheck:
         for section in self.sections:
             yield from section.verdicts()
 
+    def not_agreeing(self) -> Iterator[FdeVerdict]:
+        for section in self.sections:
+            yield from section.not_agreeing()
+
     def counts(self) -> Counts:
         counts = Counts(uncovered=len(self.uncovered))
         for section in self.sections:
@@ -173,18 +183,22 @@ class FileCheck:
             for code, name in VERDICT_NAMES.items():
                 counts.fdes[name] += verdicts.count(code)
             counts.from_declared_entry += sum(r[FROM_DECLARED_ENTRY::FIELDS])
-            for position in range(len(r) // FIELDS):
-                base = position * FIELDS
-                if r[base + VERDICT] != _core.CHECK_UNDECIDED:
-                    counts.instructions_agree += r[base + AGREE]
-                    counts.instructions_mismatch += r[base + MISMATCH]
-                    counts.instructions_unknown += r[base + UNKNOWN]
+            # every FDE's instructions, less the undecided ones' (undecided FDEs all have details)
+            undecided = [position * FIELDS for position in section.details
+                         if r[position * FIELDS + VERDICT] == _core.CHECK_UNDECIDED]
+            counts.instructions_agree += sum(r[AGREE::FIELDS]) - sum(r[base + AGREE] for base in undecided)
+            counts.instructions_mismatch += sum(r[MISMATCH::FIELDS]) - sum(r[base + MISMATCH] for base in undecided)
+            counts.instructions_unknown += sum(r[UNKNOWN::FIELDS]) - sum(r[base + UNKNOWN] for base in undecided)
         return counts
 
     @property
     def exit_status(self) -> int:
         """0 all agree, 1 a mismatch, 2 only undecided ones besides agreeing ones."""
-        counts = self.counts()
+        return self.exit_status_of(self.counts())
+
+    @staticmethod
+    def exit_status_of(counts: Counts) -> int:
+        """exit_status from counts() already made."""
         if counts.fdes["mismatch"]:
             return 1
         return 2 if counts.fdes["undecided"] else 0

@@ -119,6 +119,7 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
         _print_json(result.to_json())
         return result.exit_status
     counts = result.counts()
+    exit_status = result.exit_status_of(counts)
     fdes = counts.fdes
     compared = counts.instructions_agree + counts.instructions_mismatch + counts.instructions_unknown
     print(f"{path}: {counts.fde_total} FDEs: {fdes['agree']} agree, {fdes['mismatch']} mismatch, "
@@ -129,9 +130,7 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
         print(f"  {counts.from_declared_entry} FDEs start inside a function (.cold parts): checked from their "
               "first declared row")
     if args.verbose:
-        for verdict in result.verdicts():
-            if verdict.verdict == "agree":
-                continue
+        for verdict in result.not_agreeing():
             print(f"  {verdict.verdict:<9} {verdict.section} {verdict.pc_begin:#x}..{verdict.pc_end:#x}"
                   f"{': ' + verdict.reason if verdict.reason else ''}")
             for finding in verdict.findings:
@@ -140,16 +139,17 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
         for uncovered in result.uncovered:
             print(f"  uncovered {uncovered.start:#x}..{uncovered.end:#x} {uncovered.symbol}")
     else:
-        reasons = Counter(_reason_class(v.reason) for v in result.verdicts() if v.verdict == "undecided")
+        not_agreeing = list(result.not_agreeing())
+        reasons = Counter(_reason_class(v.reason) for v in not_agreeing if v.verdict == "undecided")
         for reason, n in reasons.most_common(5):
             print(f"  undecided {n:>6}  {reason}")
-        for verdict in result.verdicts():
+        for verdict in not_agreeing:
             if verdict.verdict == "mismatch":
                 first = verdict.findings[0] if verdict.findings else None
                 detail = (f": at {first.address:#x} {first.what} declared {first.declared}, derived {first.derived}"
                           if first else "")
                 print(f"  mismatch  {verdict.section} {verdict.pc_begin:#x}..{verdict.pc_end:#x}{detail}")
-    return result.exit_status
+    return exit_status
 
 
 def _trace(args: argparse.Namespace) -> int:
