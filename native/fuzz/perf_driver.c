@@ -39,6 +39,7 @@
 #include "perf_replay.h"
 #include "perf_script.h"
 #include "perf_walk.h"
+#include "report.h"
 
 #include <sys/mman.h>
 
@@ -267,6 +268,28 @@ static const char *script_problem(const fu_perf_data *pd, const fu_perf_walk_buf
         if (total != u.sample_count || unwound > u.sample_count)
             problem = "script: statistics do not add up to the samples";
         free(by_depth);
+    }
+    /* the report under every sort, counted twice: self adds up to the samples, self <= total */
+    for (unsigned sort = 1; !problem && sort <= FU_REPORT_SORT_ALL; sort++) {
+        fu_report report;
+        fu_report_init(&report, sort);
+        for (int pass = 0; pass < 2 && !problem; pass++)
+            if (fu_report_add(&report, &u, &err) != FU_OK && err.status != FU_ERR_NOMEM)
+                problem = "report: counting a window failed";
+        size_t entries = fu_report_entry_count(&report);
+        uint32_t *order = malloc(4 * (entries + 1));
+        size_t ordered = order ? fu_report_order(&report, sort & 1, order) : SIZE_MAX;
+        uint64_t self = 0;
+        for (size_t i = 0; !problem && ordered != SIZE_MAX && i < ordered; i++) {
+            const fu_report_entry *e = fu_report_entry_at(&report, order[i]);
+            self += e->self;
+            if (e->self > e->total || e->total > report.samples)
+                problem = "report: an entry's self exceeds its total, or its total the samples";
+        }
+        if (!problem && ordered != SIZE_MAX && report.samples == 2 * u.sample_count && self != report.samples)
+            problem = "report: self samples do not add up to the samples";
+        free(order);
+        fu_report_free(&report);
     }
 done:
     fu_unwound_free(&u);

@@ -30,6 +30,7 @@ typedef enum py_type_id {
     PY_PERF_DATA,       /* fu_perf_data, parsed (py_perf_data.c) */
     PY_SYMBOL_TABLE,    /* fu_symbol_table (py_symbols.c) */
     PY_UNWOUND_SAMPLES, /* (py_perf_script.c) */
+    PY_REPORT,          /* fu_report (py_report.c) */
     PY_TYPE_COUNT
 } py_type_id;
 

@@ -295,6 +295,20 @@ def symbolize_samples(perf_data: PerfData, space_ids: Buffer, comm_ids: Buffer, 
                       kernel_symbols: Callable[[bytes], SymbolTable | None], outcome_names: tuple[str, ...], /
                       ) -> UnwoundSamples: ...
 
+# report (native/py/py_report.c): perf report's table, accumulated window by window
+REPORT_SORT_SYM: int
+REPORT_SORT_DSO: int
+REPORT_SORT_COMM: int
+REPORT_SORT_TID: int
+
+class Report:
+    def __init__(self, sort: int) -> None: ...
+    @property
+    def samples(self) -> int: ...
+    def add(self, samples: UnwoundSamples, /) -> None: ...
+    def rows(self, by_total: bool, limit: int = -1, /
+             ) -> list[tuple[str | None, str | None, str | None, int, int, int, int]]: ...
+
 # synth / check (native/py/py_synth.c): the declared rows of FDEs against the code's derived rows
 CHECK_RESULT_FIELDS: int
 CHECK_AGREE: int

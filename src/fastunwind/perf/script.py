@@ -339,12 +339,14 @@ class _KernelSymbols:
         return self._tables.get(self._tables.KERNEL, self._whole)
 
 
-def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
+def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
                      images: ImageCache | None = None, backend: str | None = None,
-                     window_bytes: int | None = None, on_phase: Callable[[str], None] | None = None) -> Statistics:
+                     window_bytes: int | None = None, on_phase: Callable[[str], None] | None = None,
+                     reports: Sequence[_core.Report] = ()) -> Statistics:
     """Unwind the recording at `path` ("-": standard input) window by window and write each window's
     perf script text (`mode` "text"), or the folded stacks of the whole recording ("folded"), or
-    nothing ("stats": the statistics only), in memory that does not grow with the recording
+    nothing ("stats": the statistics only; "report": each window counted in `reports`, C tables of
+    perf report, native/core/report.h), in memory that does not grow with the recording
     (perf_data.h, "Streaming"; docs/DESIGN.md). The output is unwind_recording's, rendered.
     `on_phase(name)`: called before the folded stacks are written (for a progress display)."""
     started = time.perf_counter()
@@ -360,7 +362,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
     core_spaces: list[_core.AddressSpace] = []
     mappings: list[MappingRow] = []
     folded: dict[bytes, int] = {}
-    write = _writer(out) if mode == "text" else None
+    write = _writer(out) if mode == "text" and out is not None else None
     stream = perf.native
     while (window := stream.next_window()) is not None:
         space_ids, comm_ids = replayer.feed(window)
@@ -381,6 +383,8 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
             native.render(write)
         elif mode == "folded":
             native.folded(lambda chunk: _count_folded(chunk, folded), False)
+        for report in reports:
+            report.add(native)
         unwound_samples, frames, outcomes, depths = native.statistics()
         stats.unwound_samples += unwound_samples
         stats.frames += frames
@@ -391,7 +395,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
     if mode == "folded":
         if on_phase:
             on_phase("writing folded stacks")
-        write = _writer(out)
+        write = _writer(out if out is not None else sys.stdout)
         lines = sorted(folded.items(), key=lambda item: -item[1])  # stable: ties in order of first appearance
         for start in range(0, len(lines), 4096):
             write(b"".join(b"%s %d\n" % line for line in lines[start:start + 4096]))
