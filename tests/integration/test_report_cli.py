@@ -98,3 +98,6 @@ def test_a_recording_without_samples_is_an_error(tmp_path):
     if recorded.returncode != 0:
         pytest.skip(f"perf cannot record here: {recorded.stderr.strip()}")
     assert "no samples" in one_error_line(run("-i", str(empty)))
+    perf_script = subprocess.run([sys.executable, "-m", "fastunwind", "perf-script", "-i", str(empty)],
+                                 capture_output=True, text=True, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"})
+    assert "no samples" in one_error_line(perf_script) and perf_script.stdout == ""

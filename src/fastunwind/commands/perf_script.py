@@ -67,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
                                  on_phase=on_phase)
     for note in stats.notes:  # one line each on stderr, as perf's warnings
         print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
+    if not stats.samples:
+        print(f"fastunwind: error: {args.input}: no samples in the recording", file=sys.stderr)
+        return 1
     _warn_unusable_modules(stats)
     if args.stats:
         _print_stats(stats)
