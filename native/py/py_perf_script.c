@@ -215,6 +215,8 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
         goto fail;
     self->u.samples = pd->samples;
     self->u.sample_count = pd->sample_count;
+    self->u.attrs = pd->attrs;
+    self->u.attr_count = pd->attr_count;
     size_t n = self->u.sample_count;
     if (!PyCallable_Check(kernel_loader) || PyTuple_GET_SIZE(outcome_names) != FU_UNWOUND_OUTCOME_CODES) {
         PyErr_SetString(PyExc_TypeError, "kernel_symbols must be callable and outcome_names 256 names");

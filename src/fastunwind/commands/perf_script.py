@@ -1,7 +1,7 @@
 """`fastunwind perf-script [-i perf.data]`: the stacks of a `perf record --call-graph dwarf`
 recording, unwound by fastunwind.
 
-The default output is the format of `perf script --no-inline -F comm,tid,time,ip,sym,symoff,dso`
+The default output is the format of `perf script --no-inline -F comm,tid,time,event,ip,sym,symoff,dso`
 (user frames from fastunwind's unwinding, kernel frames from the sample's kernel callchain);
 `--folded` prints collapsed stacks with counts (FlameGraph's format); `--stats` prints the
 outcome of every unwind, frames per sample and the time spent.

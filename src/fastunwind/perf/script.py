@@ -6,8 +6,8 @@ sample (GIL released, perf/walk.py); one more (native/core/perf_script.c) resolv
 symbol and keeps the result, which renders perf script's text or folded stacks in C. Python opens
 the modules and symbol tables (once per file); names are demangled in C (native/core/demangle.c).
 
-perf script's text format (perf 6.1, `-F comm,tid,time,ip,sym,symoff,dso`): a header
-`comm  tid  sec.usec: ` per sample, then one line per frame, `\\t%16x sym+0xoff (dso)`, kernel
+perf script's text format (perf 6.1, `-F comm,tid,time,event,ip,sym,symoff,dso`): a header
+`comm  tid  sec.usec: event: ` per sample, then one line per frame, `\\t%16x sym+0xoff (dso)`, kernel
 frames first, and a blank line. A user frame's address is the DSO-relative address perf computes
 (`avma - map start + pgoff`); caller frames are printed at their return address minus one, except
 the frame a signal interrupted (its IP is the interrupted instruction, not a return address).
