@@ -40,6 +40,7 @@
 #include "perf_script.h"
 #include "perf_walk.h"
 #include "report.h"
+#include "sample_filter.h"
 
 #include <sys/mman.h>
 
@@ -517,6 +518,37 @@ static int run_stream(const uint8_t *data, size_t size, unsigned timeout, size_t
 }
 
 /* 0: ok or a proper error; 1: invariant violated (message printed). */
+/* The samples filtered as --pid and --time would (the first sample's pid, from the middle sample's
+ * time on), in place: the kept ones in order, renumbered, each listed once by the events. */
+static const char *filter_problem(fu_perf_data *pd)
+{
+    if (!pd->sample_count)
+        return NULL;
+    uint32_t pid = pd->samples[0].pid;
+    uint64_t ranges[2] = {pd->samples[pd->sample_count / 2].time, 0};
+    fu_sample_filter f = {.pids = &pid, .pid_count = 1, .ranges = ranges, .range_count = 1};
+    bool *keep = malloc(pd->sample_count);
+    if (!keep)
+        return NULL;
+    size_t expected = 0;
+    for (size_t i = 0; i < pd->sample_count; i++)
+        expected += keep[i] = fu_sample_filter_keep(&f, &pd->samples[i]);
+    size_t kept = fu_perf_keep_samples(pd, keep);
+    free(keep);
+    if (kept == SIZE_MAX)
+        return NULL;
+    if (kept != expected || pd->sample_count != kept)
+        return "filter: the samples kept are not the samples that pass";
+    size_t listed = 0;
+    for (size_t i = 0; i < pd->sample_count; i++)
+        if (pd->samples[i].index != i || pd->samples[i].pid != pid || (ranges[0] && pd->samples[i].time < ranges[0]))
+            return "filter: a kept sample is misnumbered or does not pass";
+    for (size_t e = 0; e < pd->event_count; e++)
+        if (pd->events[e].kind == FU_PERF_EVENT_SAMPLE && pd->events[e].index != listed++)
+            return "filter: the events do not list the kept samples once each, in order";
+    return listed == kept ? NULL : "filter: the events do not list every kept sample";
+}
+
 static int run_one(const uint8_t *data, size_t size, unsigned timeout, fu_status *status_out)
 {
     /* A private copy sized exactly, so ASAN catches a read one past the end. */
@@ -543,6 +575,8 @@ static int run_one(const uint8_t *data, size_t size, unsigned timeout, fu_status
             if (timeout)
                 alarm(0);
         }
+        if (!problem)
+            problem = filter_problem(&pd);
         fu_replay_free(&replay);
         if (problem) {
             fprintf(stderr, "%s: invariant violated: %s\n", current_input, problem);

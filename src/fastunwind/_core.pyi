@@ -53,6 +53,7 @@ PERF_MAX_ATTR_SIZE: Final[int]
 REPLAY_NONE: Final[int]
 MAX_SYMBOLS: Final[int]
 PERF_SAMPLE_CALLCHAIN: Final[int]
+PERF_SAMPLE_CPU: Final[int]
 PERF_SAMPLE_REGS_USER: Final[int]
 PERF_SAMPLE_STACK_USER: Final[int]
 PERF_EVENT_SAMPLE: Final[int]
@@ -294,6 +295,12 @@ def symbolize_samples(perf_data: PerfData, space_ids: Buffer, comm_ids: Buffer, 
                       mappings: list[tuple[int, int, int, str, Callable[[], SymbolTable | None] | None]],
                       kernel_symbols: Callable[[bytes], SymbolTable | None], outcome_names: tuple[str, ...], /
                       ) -> UnwoundSamples: ...
+
+# sample filters (native/py/py_sample_filter.c): a window's samples kept in place
+FILTER_MAX_VALUES: int
+FILTER_MAX_RANGES: int
+def filter_samples(perf_data: PerfData, pids: Buffer, tids: Buffer, cpus: Buffer, ranges: Buffer, /) -> int: ...
+def keep_comms(perf_data: PerfData, space_ids: Buffer, comm_ids: Buffer, wanted: Buffer, /) -> tuple[bytes, bytes]: ...
 
 # report (native/py/py_report.c): perf report's table, accumulated window by window
 REPORT_SORT_SYM: int

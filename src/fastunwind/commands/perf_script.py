@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from fastunwind import _core
-from fastunwind.commands import command_parser
+from fastunwind.commands import add_filter_arguments, command_parser, no_samples_message, sample_filter
 
 EXAMPLE = """\
 examples:
@@ -26,6 +26,7 @@ examples:
   fastunwind perf-script -i perf.data | head
   fastunwind perf-script -i perf.data --folded | flamegraph.pl > flame.svg
   fastunwind perf-script -i perf.data --stats
+  fastunwind perf-script -i perf.data --comm python3 --time 12883.9,12884.5
   perf record -o - --call-graph dwarf -- ./app | fastunwind perf-script -i -
 """
 
@@ -45,6 +46,7 @@ def add_parser(subparsers: Any) -> None:
                              "the DWARF interpreter, each with the interpreter for what it leaves; auto (default): "
                              "the compact table, and a module's eh_elf, if compiled, for the rows the table "
                              "leaves to the interpreter")
+    add_filter_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -56,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     # The run makes few Python objects (none per sample) and no cycles worth collecting; importing
     # and creating the library's classes would trigger ~10 collections (1.7 ms on hackbench).
     gc.disable()
+    selected = sample_filter(args)
     from fastunwind.perf.script import stream_recording
 
     # The recording is read window by window (memory does not grow with it) and each window's text
@@ -64,11 +67,11 @@ def run(args: argparse.Namespace) -> int:
     with _progress(args.input, 2) as on_phase:
         on_phase({"text": "unwinding and writing", "folded": "unwinding", "stats": "counting"}[mode])
         stats = stream_recording(args.input, sys.stdout, mode=mode, max_frames=args.max_frames, backend=args.backend,
-                                 on_phase=on_phase)
+                                 on_phase=on_phase, sample_filter=selected)
     for note in stats.notes:  # one line each on stderr, as perf's warnings
         print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
     if not stats.samples:
-        print(f"fastunwind: error: {args.input}: no samples in the recording", file=sys.stderr)
+        print(no_samples_message(args.input, selected is not None), file=sys.stderr)
         return 1
     _warn_unusable_modules(stats)
     if args.stats:

@@ -20,7 +20,7 @@ import sys
 from typing import Any, TextIO
 
 from fastunwind import _core
-from fastunwind.commands import command_parser
+from fastunwind.commands import add_filter_arguments, command_parser, no_samples_message, sample_filter
 
 EXAMPLE = """\
 examples:
@@ -28,6 +28,7 @@ examples:
   fastunwind report -i perf.data | head -20
   fastunwind report -i perf.data --children --sort dso,sym
   fastunwind report -i perf.data --per-thread --top 5
+  fastunwind report -i perf.data --tid 1234,1235 --cpu 0-1
   fastunwind report -i perf.data --json -o report.json
 """
 
@@ -52,6 +53,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--max-frames", type=int, default=_core.PERF_MAX_FRAMES,
                         help=f"frames per stack (default: {_core.PERF_MAX_FRAMES}, as perf)")
+    add_filter_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -67,16 +69,17 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"fastunwind: error: --sort {args.sort}: {error} (known: sym, dso, comm, tid)", file=sys.stderr)
         return 2
+    selected = sample_filter(args)
     out = _open_output(args.output)
     if out is None:
         return 1
     with out if args.output else _nothing():
         table, threads, stats = report_recording(args.input, sort, by_total=args.children, per_thread=args.per_thread,
-                                                 limit=args.top, max_frames=args.max_frames)
+                                                 limit=args.top, max_frames=args.max_frames, sample_filter=selected)
         for note in stats.notes:
             print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
         if not table.samples:
-            print(f"fastunwind: error: {args.input}: no samples in the recording", file=sys.stderr)
+            print(no_samples_message(args.input, selected is not None), file=sys.stderr)
             return 1
         if args.json:
             json.dump(_json(table, threads, sort, args.top), out)

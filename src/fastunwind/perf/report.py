@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from fastunwind import _core
+from fastunwind.perf.sample_filter import SampleFilter
 from fastunwind.perf.script import DEFAULT_MAX_FRAMES, Statistics, stream_recording
 
 __all__ = ["SORT_KEYS", "ReportRow", "ReportTable", "parse_sort", "report_recording"]
@@ -57,15 +58,16 @@ def _flags(keys: Sequence[str]) -> int:
 
 
 def report_recording(path: str, sort: Sequence[str] = ("sym",), *, by_total: bool = False, per_thread: bool = False,
-                     limit: int = -1, max_frames: int = DEFAULT_MAX_FRAMES, backend: str | None = None
-                     ) -> tuple[ReportTable, ReportTable | None, Statistics]:
+                     limit: int = -1, max_frames: int = DEFAULT_MAX_FRAMES, backend: str | None = None,
+                     sample_filter: SampleFilter | None = None) -> tuple[ReportTable, ReportTable | None, Statistics]:
     """The table of the recording at `path` ("-": standard input) sorted by `sort` (keys of
     SORT_KEYS), at most `limit` rows (-1: all); with `per_thread`, also the whole table by thread
-    (sort + tid and comm)."""
+    (sort + tid and comm). `sample_filter`: only its samples are counted."""
     reports = [_core.Report(_flags(sort))]
     if per_thread:
         reports.append(_core.Report(_flags(sort) | _core.REPORT_SORT_TID | _core.REPORT_SORT_COMM))
-    stats = stream_recording(path, None, mode="report", max_frames=max_frames, backend=backend, reports=reports)
+    stats = stream_recording(path, None, mode="report", max_frames=max_frames, backend=backend, reports=reports,
+                             sample_filter=sample_filter)
     tables = [ReportTable(report.samples, [ReportRow(*row) for row in report.rows(by_total, limit if i == 0 else -1)])
               for i, report in enumerate(reports)]
     return tables[0], tables[1] if per_thread else None, stats

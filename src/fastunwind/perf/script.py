@@ -32,6 +32,7 @@ from fastunwind.address_space import ImageCache, Mapping, ModuleImage
 from fastunwind.errors import PerfDataError
 from fastunwind.perf.data import PerfData, RecordingCut
 from fastunwind.perf.replay import Replayer, replay
+from fastunwind.perf.sample_filter import SampleFilter
 from fastunwind.perf.walk import (DEFAULT_MAX_FRAMES, SOURCE_CALLCHAIN, SOURCE_DWARF, SOURCE_IP, recording_source,
                                   walk_samples)
 from fastunwind._core import SymbolTable
@@ -342,13 +343,14 @@ class _KernelSymbols:
 def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
                      images: ImageCache | None = None, backend: str | None = None,
                      window_bytes: int | None = None, on_phase: Callable[[str], None] | None = None,
-                     reports: Sequence[_core.Report] = ()) -> Statistics:
+                     reports: Sequence[_core.Report] = (), sample_filter: SampleFilter | None = None) -> Statistics:
     """Unwind the recording at `path` ("-": standard input) window by window and write each window's
     perf script text (`mode` "text"), or the folded stacks of the whole recording ("folded"), or
     nothing ("stats": the statistics only; "report": each window counted in `reports`, C tables of
     perf report, native/core/report.h), in memory that does not grow with the recording
     (perf_data.h, "Streaming"; docs/DESIGN.md). The output is unwind_recording's, rendered.
-    `on_phase(name)`: called before the folded stacks are written (for a progress display)."""
+    `on_phase(name)`: called before the folded stacks are written (for a progress display).
+    `sample_filter`: only its samples are replayed, walked and written (perf/sample_filter.py)."""
     started = time.perf_counter()
     if window_bytes is None:
         window_bytes = int(os.environ.get(WINDOW_BYTES_VARIABLE) or 0)
@@ -363,9 +365,18 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
     mappings: list[MappingRow] = []
     folded: dict[bytes, int] = {}
     write = _writer(out) if mode == "text" and out is not None else None
+    if sample_filter is not None and sample_filter.cpus:
+        sampling = [attr for attr in perf.attrs if attr.is_sampling] or perf.attrs
+        if not all(attr.sample_type & _core.PERF_SAMPLE_CPU for attr in sampling):
+            raise PerfDataError(f"{path}: the samples do not record their CPU (perf record -a or --sample-cpu "
+                                "records it): --cpu cannot select")
     stream = perf.native
     while (window := stream.next_window()) is not None:
+        if sample_filter is not None:
+            sample_filter.select(window)
         space_ids, comm_ids = replayer.feed(window)
+        if sample_filter is not None:
+            space_ids, comm_ids = sample_filter.select_comms(window, space_ids, comm_ids, replayer.comm_names)
         core_spaces.extend(space.to_core(backend) for space in replayer.spaces[len(core_spaces):])
         new_mappings = len(mappings)
         mappings.extend((m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables))

@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # perf/: the stages of a recording, each importing only the ones before it
     ("fastunwind.perf.bench", "fastunwind.perf.report"),
     ("fastunwind.perf.script",),
-    ("fastunwind.perf.walk",),
+    ("fastunwind.perf.walk", "fastunwind.perf.sample_filter"),
     ("fastunwind.perf.replay",),
     ("fastunwind.perf.data",),
     ("fastunwind.perf",),
