@@ -33,8 +33,7 @@ static bool string_equal(const void *context, uint32_t i, const void *key)
     return s.len == k->len && (k->len == 0 || memcmp(s.data, k->data, k->len) == 0);
 }
 
-/* The id of `text`, added if new; FU_INTERN_NONE with err set. */
-static uint32_t string_id(fu_report *r, fu_text text, fu_error *err)
+uint32_t fu_report_string_id(fu_report *r, fu_text text, fu_error *err)
 {
     uint64_t hash = fu_hash_bytes(text.data, text.len, 1);
     uint32_t found = fu_intern_find(&r->string_index, hash, string_equal, r, &text);
@@ -73,7 +72,7 @@ static uint32_t function_id(fu_report *r, fu_report_function *key, fu_text name,
         fu_fail(err, FU_ERR_INVALID, "the report holds more than %u functions", FU_REPORT_MAX_ENTRIES);
         return FU_INTERN_NONE;
     }
-    if ((key->name = string_id(r, name, err)) == FU_INTERN_NONE)
+    if ((key->name = fu_report_string_id(r, name, err)) == FU_INTERN_NONE)
         return FU_INTERN_NONE;
     if (!fu_buffer_append(&r->functions, key, sizeof *key) || !fu_intern_insert(&r->function_index, hash, (uint32_t)count)) {
         fu_fail(err, FU_ERR_NOMEM, "out of memory for the report's functions");
@@ -108,6 +107,17 @@ static uint32_t entry_id(fu_report *r, const fu_report_entry *key, fu_error *err
     return (uint32_t)count;
 }
 
+uint32_t fu_report_named_function(fu_report *r, fu_text name, fu_error *err)
+{
+    fu_report_function key = {0};
+    uint32_t empty = fu_report_string_id(r, (fu_text){"", 0}, err), id = fu_report_string_id(r, name, err);
+    if (empty == FU_INTERN_NONE || id == FU_INTERN_NONE)
+        return FU_INTERN_NONE;
+    key.dso = empty;
+    key.address = id;
+    return function_id(r, &key, name, err);
+}
+
 /* ---- a window's frames and samples ---------------------------------------------------------------- */
 
 /* perf report's name of an address without a symbol: "%-#.*llx" with 16 digits (sort.c). */
@@ -117,14 +127,13 @@ static fu_text address_name(char *buf, size_t size, uint64_t address)
     return (fu_text){buf, n > 0 ? (size_t)n : 0};
 }
 
-/* The function of a window's frame. */
-static uint32_t frame_function(fu_report *r, const fu_unwound *u, const fu_unwound_frame *f, fu_error *err)
+uint32_t fu_report_frame_function(fu_report *r, const fu_unwound *u, const fu_unwound_frame *f, fu_error *err)
 {
     const char *dso;
     size_t dso_len;
     fu_unwound_frame_dso(u, f, &dso, &dso_len);
     fu_report_function key = {.kernel = f->mapping == FU_UNWOUND_MAPPING_KERNEL, .has_symbol = f->has_symbol};
-    if ((key.dso = string_id(r, (fu_text){dso, dso_len}, err)) == FU_INTERN_NONE)
+    if ((key.dso = fu_report_string_id(r, (fu_text){dso, dso_len}, err)) == FU_INTERN_NONE)
         return FU_INTERN_NONE;
     char buf[24];
     fu_text name;
@@ -182,7 +191,7 @@ fu_status fu_report_add(fu_report *r, const fu_unwound *u, fu_error *err)
     /* without comm and tid keys an entry is a function of the frame alone: found once per window */
     bool per_frame = !(r->sort & (FU_REPORT_SORT_COMM | FU_REPORT_SORT_TID));
     for (size_t i = 0; i < u->frame_count; i++)
-        if ((functions[i] = frame_function(r, u, &u->frames[i], err)) == FU_INTERN_NONE)
+        if ((functions[i] = fu_report_frame_function(r, u, &u->frames[i], err)) == FU_INTERN_NONE)
             return err->status;
     /* one sample per iteration, each over its own frames: bounded by the window */
     for (size_t s = 0; s < u->sample_count; s++) {
@@ -190,7 +199,7 @@ fu_status fu_report_add(fu_report *r, const fu_unwound *u, fu_error *err)
         uint32_t comm = FU_INTERN_NONE, window_comm = u->comm_ids[s];
         if ((r->sort & FU_REPORT_SORT_COMM) && window_comm != FU_INTERN_NONE) {
             if (comms[window_comm] == FU_INTERN_NONE &&
-                (comms[window_comm] = string_id(r, (fu_text){u->comm_names[window_comm].data,
+                (comms[window_comm] = fu_report_string_id(r, (fu_text){u->comm_names[window_comm].data,
                                                               u->comm_names[window_comm].len}, err)) == FU_INTERN_NONE)
                 return err->status;
             comm = comms[window_comm];
@@ -202,7 +211,7 @@ fu_status fu_report_add(fu_report *r, const fu_unwound *u, fu_error *err)
             char buf[24];
             fu_report_function key = {.address = sample->ip};
             uint32_t function;
-            if ((key.dso = string_id(r, (fu_text){"[unknown]", 9}, err)) == FU_INTERN_NONE ||
+            if ((key.dso = fu_report_string_id(r, (fu_text){"[unknown]", 9}, err)) == FU_INTERN_NONE ||
                 (function = function_id(r, &key, address_name(buf, sizeof buf, sample->ip), err)) == FU_INTERN_NONE)
                 return err->status;
             uint32_t id = sample_entry(r, function, comm, sample, err);

@@ -68,6 +68,12 @@ typedef struct fu_report {
     fu_buffer frame_functions, frame_entries, comm_strings; /* per window: scratch by the window's ids */
 } fu_report;
 
+/* The id of `text` in the report's names, added if new; FU_INTERN_NONE with err set. */
+uint32_t fu_report_string_id(fu_report *r, fu_text text, fu_error *err);
+/* The function of a window's frame (its DSO and symbol, or its DSO-relative address). */
+uint32_t fu_report_frame_function(fu_report *r, const fu_unwound *u, const fu_unwound_frame *f, fu_error *err);
+/* A function that is only a name, in no DSO (its module is ""): "[truncated]" and the like. */
+uint32_t fu_report_named_function(fu_report *r, fu_text name, fu_error *err);
 /* An empty report sorted by `sort` (a non-zero combination of FU_REPORT_SORT_*). */
 void fu_report_init(fu_report *r, unsigned sort);
 /* Counts every sample of a symbolized window. FU_ERR_NOMEM, or FU_ERR_INVALID past

@@ -39,6 +39,7 @@
 #include "perf_replay.h"
 #include "perf_script.h"
 #include "perf_walk.h"
+#include "profile.h"
 #include "report.h"
 #include "sample_filter.h"
 
@@ -270,6 +271,19 @@ static const char *script_problem(const fu_perf_data *pd, const fu_perf_walk_buf
             problem = "script: statistics do not add up to the samples";
         free(by_depth);
     }
+    /* the profile twice over, written out: every sample in it */
+    fu_profile profile;
+    fu_profile_init(&profile);
+    for (int pass = 0; pass < 2 && !problem; pass++)
+        if (fu_profile_add(&profile, &u, &err) != FU_OK && err.status != FU_ERR_NOMEM)
+            problem = "profile: adding a window failed";
+    size_t profile_bytes = 0;
+    if (!problem && fu_profile_speedscope(&profile, (fu_text){"x\"\x01\xff", 4}, count_chunk, &profile_bytes, &err) != FU_OK &&
+        err.status != FU_ERR_NOMEM)
+        problem = "profile: writing failed";
+    if (!problem && profile.samples && profile.samples != 2 * u.sample_count)
+        problem = "profile: samples lost";
+    fu_profile_free(&profile);
     /* the report under every sort, counted twice: self adds up to the samples, self <= total */
     for (unsigned sort = 1; !problem && sort <= FU_REPORT_SORT_ALL; sort++) {
         fu_report report;

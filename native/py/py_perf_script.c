@@ -299,21 +299,11 @@ done:
 
 /* ---- output through write() ------------------------------------------------------------------------ */
 
-/* fu_sink_fn: write(bytes). */
-static bool write_chunk(void *write, const uint8_t *data, size_t len)
-{
-    PyObject *chunk = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
-    PyObject *result = chunk ? PyObject_CallOneArg(write, chunk) : NULL;
-    Py_XDECREF(chunk);
-    Py_XDECREF(result);
-    return result != NULL;
-}
-
 /* render(write): perf script's text of every sample, in chunks of about 1 MiB */
 static PyObject *unwound_render(UnwoundObject *self, PyObject *write)
 {
     fu_error err = {0};
-    if (fu_unwound_render(&self->u, write_chunk, write, &err) != FU_OK)
+    if (fu_unwound_render(&self->u, py_core_write_chunk, write, &err) != FU_OK)
         return raise_unless_set(&err);
     Py_RETURN_NONE;
 }
@@ -326,7 +316,7 @@ static PyObject *unwound_folded(UnwoundObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O|p", &write, &by_count))
         return NULL;
     fu_error err = {0};
-    if (fu_unwound_folded(&self->u, by_count, write_chunk, write, &err) != FU_OK)
+    if (fu_unwound_folded(&self->u, by_count, py_core_write_chunk, write, &err) != FU_OK)
         return raise_unless_set(&err);
     Py_RETURN_NONE;
 }

@@ -39,21 +39,14 @@ static void report_dealloc(ReportObject *self)
     Py_DECREF(type);
 }
 
+static fu_status add_window(void *report, const void *unwound, fu_error *err)
+{
+    return fu_report_add(report, unwound, err);
+}
+
 static PyObject *report_add(ReportObject *self, PyObject *samples)
 {
-    PyObject *module = PyType_GetModule(Py_TYPE(self));
-    fu_report *report = module ? py_core_payload(module, PY_REPORT, (PyObject *)self) : NULL;
-    const fu_unwound *u = report ? py_core_payload(module, PY_UNWOUND_SAMPLES, samples) : NULL;
-    if (!u)
-        return NULL;
-    fu_error err = {0};
-    fu_status status;
-    Py_BEGIN_ALLOW_THREADS
-    status = fu_report_add(report, u, &err);
-    Py_END_ALLOW_THREADS
-    if (status != FU_OK)
-        return py_core_raise(&err);
-    Py_RETURN_NONE;
+    return py_core_add_window((PyObject *)self, PY_REPORT, samples, add_window);
 }
 
 /* A string of the report as str (names: UTF-8; paths and comms: the file system's encoding), or None. */

@@ -66,7 +66,7 @@ def report_recording(path: str, sort: Sequence[str] = ("sym",), *, by_total: boo
     reports = [_core.Report(_flags(sort))]
     if per_thread:
         reports.append(_core.Report(_flags(sort) | _core.REPORT_SORT_TID | _core.REPORT_SORT_COMM))
-    stats = stream_recording(path, None, mode="report", max_frames=max_frames, backend=backend, reports=reports,
+    stats = stream_recording(path, None, mode="stats", max_frames=max_frames, backend=backend, consumers=reports,
                              sample_filter=sample_filter)
     tables = [ReportTable(report.samples, [ReportRow(*row) for row in report.rows(by_total, limit if i == 0 else -1)])
               for i, report in enumerate(reports)]

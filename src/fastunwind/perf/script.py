@@ -40,7 +40,8 @@ from fastunwind.symbols import PERF_MAP_PATH, kallsyms_bytes, kernel_symbol_tabl
 
 __all__ = ["DEFAULT_MAX_FRAMES", "OUTCOME_NAME_BY_CODE", "OUTCOME_NAMES", "PHASES", "RECORD_HINT", "SOURCE_CALLCHAIN",
            "SOURCE_DWARF", "SOURCE_IP", "Frame", "PerfDataError", "Statistics", "UnwoundRecording", "UnwoundSample",
-           "recording_source", "render_folded", "render_perf_script", "stream_recording", "unwind_recording"]
+           "recording_source", "render_folded", "render_perf_script", "stream_recording", "unwind_recording",
+           "write_speedscope"]
 #: the outcome name of every code a sample can have (perf_walk.h), "?" for codes without one
 OUTCOME_NAME_BY_CODE: tuple[str, ...] = _core.SAMPLE_OUTCOMES
 OUTCOME_NAMES = {code: name for code, name in enumerate(OUTCOME_NAME_BY_CODE) if name != "?"}
@@ -343,13 +344,15 @@ class _KernelSymbols:
 def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
                      images: ImageCache | None = None, backend: str | None = None,
                      window_bytes: int | None = None, on_phase: Callable[[str], None] | None = None,
-                     reports: Sequence[_core.Report] = (), sample_filter: SampleFilter | None = None) -> Statistics:
+                     consumers: Sequence[_core.Report | _core.Profile] = (), sample_filter: SampleFilter | None = None
+                     ) -> Statistics:
     """Unwind the recording at `path` ("-": standard input) window by window and write each window's
     perf script text (`mode` "text"), or the folded stacks of the whole recording ("folded"), or
-    nothing ("stats": the statistics only; "report": each window counted in `reports`, C tables of
-    perf report, native/core/report.h), in memory that does not grow with the recording
+    nothing ("stats": the statistics only), in memory that does not grow with the recording
     (perf_data.h, "Streaming"; docs/DESIGN.md). The output is unwind_recording's, rendered.
     `on_phase(name)`: called before the folded stacks are written (for a progress display).
+    `consumers`: each window's symbolized samples are added to each (C: perf report's table,
+    native/core/report.h; speedscope's file, native/core/profile.h).
     `sample_filter`: only its samples are replayed, walked and written (perf/sample_filter.py)."""
     started = time.perf_counter()
     if window_bytes is None:
@@ -394,8 +397,8 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
             native.render(write)
         elif mode == "folded":
             native.folded(lambda chunk: _count_folded(chunk, folded), False)
-        for report in reports:
-            report.add(native)
+        for consumer in consumers:
+            consumer.add(native)
         unwound_samples, frames, outcomes, depths = native.statistics()
         stats.unwound_samples += unwound_samples
         stats.frames += frames
@@ -417,6 +420,11 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
     stats.images = list({id(m.image): m.image for m in session.mappings if m.image is not None}.values())
     stats.total_seconds = time.perf_counter() - started
     return stats
+
+
+def write_speedscope(profile: _core.Profile, out: TextIO | BinaryIO, name: str) -> None:
+    """speedscope's file of the samples added to `profile`, named `name`, to a text or binary file."""
+    profile.speedscope(_writer(out), name)
 
 
 def _count_folded(chunk: bytes, counts: dict[bytes, int]) -> None:
