@@ -14,6 +14,7 @@ with --per-thread).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import sys
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     out = _open_output(args.output)
     if out is None:
         return 1
-    with out if args.output else _nothing():
+    with out if args.output else contextlib.nullcontext():
         table, threads, stats = report_recording(args.input, sort, by_total=args.children, per_thread=args.per_thread,
                                                  limit=args.top, max_frames=args.max_frames, sample_filter=selected)
         for note in stats.notes:
@@ -90,16 +91,6 @@ def run(args: argparse.Namespace) -> int:
             if threads is not None:
                 _print_threads(out, threads, sort, args.children, width, args.top)
     return 0
-
-
-class _nothing:
-    """The context of standard output, which is not closed."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _open_output(path: str | None) -> TextIO | None:
