@@ -1,8 +1,8 @@
 """End to end: `fastunwind perf-script -i X > /dev/null` against
 `perf script --no-inline -F comm,tid,time,ip,sym,symoff,dso -i X > /dev/null`, whole processes:
-time and peak RSS.
+time and peak RSS; with --report, `fastunwind report -i X` against `perf report --stdio -i X`.
 
-    .venv/bin/python -m benchmarks.bench_perf_script [RECORDING.data ...] [--runs N] [--folded] [--json]
+    .venv/bin/python -m benchmarks.bench_perf_script [RECORDING.data ...] [--runs N] [--folded | --report] [--json]
     make bench-perf-script   # records the 50 MB, 400 MB and 2 GB recordings first, then this
 
 Each command runs under `/usr/bin/time -f %M`, whose peak RSS (KiB) of the process is reported (the
@@ -56,17 +56,19 @@ def time_command(command: list[str], env: dict[str, str]) -> float:
     return elapsed
 
 
-def ours_command(recording: str, extra: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
+def ours_command(recording: str, extra: list[str] | None = None, verb: str = "perf-script"
+                 ) -> tuple[list[str], dict[str, str]]:
     """Our CLI from this checkout, and its environment (bytecode cached in a temporary directory)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="bench-perf-script-pycache-")
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "src"), *filter(None, [env.get("PYTHONPATH")])])
-    return [sys.executable, "-m", "fastunwind", "perf-script", "-i", recording, *(extra or [])], env
+    return [sys.executable, "-m", "fastunwind", verb, "-i", recording, *(extra or [])], env
 
 
-def end_to_end(recording: str, runs: int, extra: list[str] | None = None) -> dict[str, Any]:
-    ours, env = ours_command(recording, extra)
-    theirs = ["perf", "script", "--no-inline", "-F", PERF_SCRIPT_FIELDS, "-i", recording]
+def end_to_end(recording: str, runs: int, extra: list[str] | None = None, report: bool = False) -> dict[str, Any]:
+    ours, env = ours_command(recording, extra, "report" if report else "perf-script")
+    theirs = (["perf", "report", "--stdio", "-i", recording] if report
+              else ["perf", "script", "--no-inline", "-F", PERF_SCRIPT_FIELDS, "-i", recording])
     time_command(ours, env)
     time_command(theirs, env)  # warm-up: page cache, perf's build-id cache lookups
     ours_s, theirs_s = [], []
@@ -89,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("recording", nargs="*", default=[DEFAULT_RECORDING])
     parser.add_argument("--runs", type=int, default=10, help="timed runs of each command (default 10)")
-    parser.add_argument("--folded", action="store_true", help="time ours with --folded (perf's command unchanged)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--folded", action="store_true", help="time ours with --folded (perf's command unchanged)")
+    mode.add_argument("--report", action="store_true", help="fastunwind report against perf report --stdio")
     parser.add_argument("--json", action="store_true", help="print every figure as JSON")
     parser.add_argument("--table", action="store_true", help="end with a Markdown table (always for several)")
     arguments = parser.parse_args(argv)
@@ -100,20 +104,21 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{recording}: no such recording (make bench-unwind records the default one, "
                          "make bench-perf-script the big ones)")
     extra = ["--folded"] if arguments.folded else None
+    peer = "perf report" if arguments.report else "perf script"
     results = []
     for recording in arguments.recording:
-        result = end_to_end(os.path.abspath(recording), arguments.runs, extra)
+        result = end_to_end(os.path.abspath(recording), arguments.runs, extra, arguments.report)
         result["load_average"] = os.getloadavg()
         results.append(result)
         if arguments.json:
             continue
         print(f"ours: {result['ours_command']}\nperf: {result['perf_command']}")
-        print(f"best of {arguments.runs}: ours {1e3 * result['ours_best']:.1f} ms, perf script "
-              f"{1e3 * result['perf_best']:.1f} ms, perf script ÷ ours = {result['ratio']:.2f}x")
-        print(f"median:     ours {1e3 * result['ours_median']:.1f} ms, perf script "
-              f"{1e3 * result['perf_median']:.1f} ms, perf script ÷ ours = {result['median_ratio']:.2f}x")
+        print(f"best of {arguments.runs}: ours {1e3 * result['ours_best']:.1f} ms, {peer} "
+              f"{1e3 * result['perf_best']:.1f} ms, {peer} ÷ ours = {result['ratio']:.2f}x")
+        print(f"median:     ours {1e3 * result['ours_median']:.1f} ms, {peer} "
+              f"{1e3 * result['perf_median']:.1f} ms, {peer} ÷ ours = {result['median_ratio']:.2f}x")
         if result["ours_peak_rss_kib"] is not None:
-            print(f"peak RSS (median): ours {result['ours_peak_rss_kib'] / 1024:.0f} MiB, perf script "
+            print(f"peak RSS (median): ours {result['ours_peak_rss_kib'] / 1024:.0f} MiB, {peer} "
                   f"{result['perf_peak_rss_kib'] / 1024:.0f} MiB")
         print(f"load average {result['load_average'][0]:.2f}\n", flush=True)
     if arguments.json:
@@ -121,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         return 0
     if len(results) > 1 or arguments.table:
-        print(f"| recording | size | perf script | fastunwind | perf ÷ ours (best of {arguments.runs}, median) "
+        print(f"| recording | size | {peer} | fastunwind | perf ÷ ours (best of {arguments.runs}, median) "
               "| peak RSS perf / ours |")
         print("|---|---|---|---|---|---|")
         for r in results:

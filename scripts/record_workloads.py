@@ -12,7 +12,7 @@ For each workload it runs
 
 and, unless --no-script, writes the oracle next to it:
 
-    perf script --no-inline -F comm,tid,time,ip,sym,symoff,dso -i OUT_DIR/NAME.data > OUT_DIR/NAME.perf-script.txt
+    perf script --no-inline -F comm,tid,time,event,ip,sym,symoff,dso -i OUT_DIR/NAME.data > OUT_DIR/NAME.perf-script.txt
 
 plus OUT_DIR/manifest.json describing every recording (command, sample count, lost chunks, timings).
 The C workloads are built first with `make -C workloads OUT=BUILD_DIR` (default OUT_DIR/build).
@@ -43,7 +43,7 @@ WORKLOADS_DIR = REPO_ROOT / "workloads"
 EXIT_PERF_NOT_PERMITTED = 77
 EXIT_PERF_UNAVAILABLE = 69
 
-PERF_SCRIPT_FIELDS = "comm,tid,time,ip,sym,symoff,dso"
+PERF_SCRIPT_FIELDS = "comm,tid,time,event,ip,sym,symoff,dso"
 
 
 def perf_script_command(data_file: str | os.PathLike[str]) -> list[str]:

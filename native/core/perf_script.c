@@ -324,6 +324,28 @@ static bool format_lines(fu_unwound *u)
     return true;
 }
 
+/* The name perf prints for an event: the recording's (HEADER_EVENT_DESC), else perf's name of its
+ * type and config for the generic hardware and software events (evsel__name without modifiers), else
+ * none (an empty text). */
+static fu_text event_name(const fu_unwound *u, const fu_perf_sample *sample)
+{
+    static const char *const hardware[] = {"cycles", "instructions", "cache-references", "cache-misses",
+                                           "branches", "branch-misses", "bus-cycles", "stalled-cycles-frontend",
+                                           "stalled-cycles-backend", "ref-cycles"};
+    static const char *const software[] = {"cpu-clock", "task-clock", "page-faults", "context-switches",
+                                           "cpu-migrations", "minor-faults", "major-faults", "alignment-faults",
+                                           "emulation-faults", "dummy", "bpf-output", "cgroup-switches"};
+    if (!u->attrs || sample->attr_index >= u->attr_count)
+        return (fu_text){"", 0};
+    const fu_perf_attr *attr = &u->attrs[sample->attr_index];
+    const char *name = attr->name;
+    if (!name && attr->type == 0 && attr->config < sizeof hardware / sizeof hardware[0])
+        name = hardware[attr->config];
+    if (!name && attr->type == 1 && attr->config < sizeof software / sizeof software[0])
+        name = software[attr->config];
+    return name ? (fu_text){name, strlen(name)} : (fu_text){"", 0};
+}
+
 /* Hand the buffer to the sink when it holds a chunk (or at the end: force). */
 static bool flush(fu_buffer *out, fu_sink_fn sink, void *context, bool force)
 {
@@ -368,7 +390,8 @@ fu_status fu_unwound_render(fu_unwound *u, fu_sink_fn sink, void *context, fu_er
         const char *comm;
         size_t comm_len;
         fu_unwound_comm(u, s, &comm, &comm_len);
-        if (!fu_buffer_reserve(&out, comm_len + 80)) { /* 16 columns of padding, tid, time */
+        fu_text event = event_name(u, sample);
+        if (!fu_buffer_reserve(&out, comm_len + event.len + 80)) { /* 16 columns of padding, tid, time, ": " twice */
             nomem = true;
             break;
         }
@@ -384,6 +407,10 @@ fu_status fu_unwound_render(fu_unwound *u, fu_sink_fn sink, void *context, fu_er
         fu_put_udec(&out, sample->time / 1000000000u, 5, ' ');
         fu_put(&out, ".", 1);
         fu_put_udec(&out, sample->time % 1000000000u / 1000u, 6, '0');
+        if (event.len) {
+            fu_put(&out, ": ", 2);
+            fu_put(&out, event.data, event.len);
+        }
         if (ip_only) {
             nomem = !render_ip_line(u, s, &out);
             sunk = nomem || flush(&out, sink, context, false);

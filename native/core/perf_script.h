@@ -2,8 +2,10 @@
  * per frame: perf script's text, FlameGraph's folded stacks, the outcome statistics. The Python side
  * (symbolize_samples, UnwoundSamples) is py/py_perf_script.c.
  *
- * perf script's rules (perf 6.1, `-F comm,tid,time,ip,sym,symoff,dso --no-inline`): per sample a
- * header `comm  tid  sec.usec: `, one line `\t%16x sym+0xoff (dso)` per frame, kernel frames (the
+ * perf script's rules (perf 6.1, `-F comm,tid,time,event,ip,sym,symoff,dso --no-inline`): per sample a
+ * header `comm  tid  sec.usec: event: ` (the event's name as perf script's default output prints it,
+ * which viewers such as speedscope read; `sec.usec: ` alone when the sample's event is not known),
+ * one line `\t%16x sym+0xoff (dso)` per frame, kernel frames (the
  * sample's callchain entries in [2^63, PERF_CONTEXT_MAX)) then user frames, and a blank line. A
  * user frame is printed at its DSO-relative address (avma - map start + pgoff), callers at their
  * return address - 1 except the frame a signal interrupted; its symbol is looked up at svma = avma
@@ -63,6 +65,8 @@ typedef struct fu_unwound {
     const fu_text *comm_names;    /* by comm id */
     size_t comm_count;
     const fu_text *outcome_names; /* FU_UNWOUND_OUTCOME_CODES, by outcome code */
+    const fu_perf_attr *attrs;    /* the recording's events, by a sample's attr_index (NULL: none) */
+    size_t attr_count;
     fu_unwound_map *maps;         /* the caller's */
     size_t map_count;
     uint32_t *comm_ids;           /* per sample (FU_INTERN_NONE: none) */

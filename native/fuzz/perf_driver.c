@@ -39,6 +39,9 @@
 #include "perf_replay.h"
 #include "perf_script.h"
 #include "perf_walk.h"
+#include "profile.h"
+#include "report.h"
+#include "sample_filter.h"
 
 #include <sys/mman.h>
 
@@ -268,6 +271,41 @@ static const char *script_problem(const fu_perf_data *pd, const fu_perf_walk_buf
             problem = "script: statistics do not add up to the samples";
         free(by_depth);
     }
+    /* the profile twice over, written out: every sample in it */
+    fu_profile profile;
+    fu_profile_init(&profile);
+    for (int pass = 0; pass < 2 && !problem; pass++)
+        if (fu_profile_add(&profile, &u, &err) != FU_OK && err.status != FU_ERR_NOMEM)
+            problem = "profile: adding a window failed";
+    size_t profile_bytes = 0;
+    if (!problem && fu_profile_speedscope(&profile, (fu_text){"x\"\x01\xff", 4}, count_chunk, &profile_bytes, &err) != FU_OK &&
+        err.status != FU_ERR_NOMEM)
+        problem = "profile: writing failed";
+    if (!problem && profile.samples && profile.samples != 2 * u.sample_count)
+        problem = "profile: samples lost";
+    fu_profile_free(&profile);
+    /* the report under every sort, counted twice: self adds up to the samples, self <= total */
+    for (unsigned sort = 1; !problem && sort <= FU_REPORT_SORT_ALL; sort++) {
+        fu_report report;
+        fu_report_init(&report, sort);
+        for (int pass = 0; pass < 2 && !problem; pass++)
+            if (fu_report_add(&report, &u, &err) != FU_OK && err.status != FU_ERR_NOMEM)
+                problem = "report: counting a window failed";
+        size_t entries = fu_report_entry_count(&report);
+        uint32_t *order = malloc(4 * (entries + 1));
+        size_t ordered = order ? fu_report_order(&report, sort & 1, order) : SIZE_MAX;
+        uint64_t self = 0;
+        for (size_t i = 0; !problem && ordered != SIZE_MAX && i < ordered; i++) {
+            const fu_report_entry *e = fu_report_entry_at(&report, order[i]);
+            self += e->self;
+            if (e->self > e->total || e->total > report.samples)
+                problem = "report: an entry's self exceeds its total, or its total the samples";
+        }
+        if (!problem && ordered != SIZE_MAX && report.samples == 2 * u.sample_count && self != report.samples)
+            problem = "report: self samples do not add up to the samples";
+        free(order);
+        fu_report_free(&report);
+    }
 done:
     fu_unwound_free(&u);
     free(maps);
@@ -494,6 +532,37 @@ static int run_stream(const uint8_t *data, size_t size, unsigned timeout, size_t
 }
 
 /* 0: ok or a proper error; 1: invariant violated (message printed). */
+/* The samples filtered as --pid and --time would (the first sample's pid, from the middle sample's
+ * time on), in place: the kept ones in order, renumbered, each listed once by the events. */
+static const char *filter_problem(fu_perf_data *pd)
+{
+    if (!pd->sample_count)
+        return NULL;
+    uint32_t pid = pd->samples[0].pid;
+    uint64_t ranges[2] = {pd->samples[pd->sample_count / 2].time, 0};
+    fu_sample_filter f = {.pids = &pid, .pid_count = 1, .ranges = ranges, .range_count = 1};
+    bool *keep = malloc(pd->sample_count);
+    if (!keep)
+        return NULL;
+    size_t expected = 0;
+    for (size_t i = 0; i < pd->sample_count; i++)
+        expected += keep[i] = fu_sample_filter_keep(&f, &pd->samples[i]);
+    size_t kept = fu_perf_keep_samples(pd, keep);
+    free(keep);
+    if (kept == SIZE_MAX)
+        return NULL;
+    if (kept != expected || pd->sample_count != kept)
+        return "filter: the samples kept are not the samples that pass";
+    size_t listed = 0;
+    for (size_t i = 0; i < pd->sample_count; i++)
+        if (pd->samples[i].index != i || pd->samples[i].pid != pid || (ranges[0] && pd->samples[i].time < ranges[0]))
+            return "filter: a kept sample is misnumbered or does not pass";
+    for (size_t e = 0; e < pd->event_count; e++)
+        if (pd->events[e].kind == FU_PERF_EVENT_SAMPLE && pd->events[e].index != listed++)
+            return "filter: the events do not list the kept samples once each, in order";
+    return listed == kept ? NULL : "filter: the events do not list every kept sample";
+}
+
 static int run_one(const uint8_t *data, size_t size, unsigned timeout, fu_status *status_out)
 {
     /* A private copy sized exactly, so ASAN catches a read one past the end. */
@@ -520,6 +589,8 @@ static int run_one(const uint8_t *data, size_t size, unsigned timeout, fu_status
             if (timeout)
                 alarm(0);
         }
+        if (!problem)
+            problem = filter_problem(&pd);
         fu_replay_free(&replay);
         if (problem) {
             fprintf(stderr, "%s: invariant violated: %s\n", current_input, problem);

@@ -193,3 +193,30 @@ void py_core_segments_release(py_core_segments *segments)
     PyMem_Free(segments->segments);
     memset(segments, 0, sizeof *segments);
 }
+
+bool py_core_write_chunk(void *write, const uint8_t *data, size_t len)
+{
+    PyObject *chunk = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
+    PyObject *result = chunk ? PyObject_CallOneArg(write, chunk) : NULL;
+    Py_XDECREF(chunk);
+    Py_XDECREF(result);
+    return result != NULL;
+}
+
+PyObject *py_core_add_window(PyObject *consumer, py_type_id id, PyObject *samples,
+                             fu_status (*add)(void *payload, const void *unwound, fu_error *err))
+{
+    PyObject *module = PyType_GetModule(Py_TYPE(consumer));
+    void *payload = module ? py_core_payload(module, id, consumer) : NULL;
+    const void *unwound = payload ? py_core_payload(module, PY_UNWOUND_SAMPLES, samples) : NULL;
+    if (!unwound)
+        return NULL;
+    fu_error err = {0};
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = add(payload, unwound, &err);
+    Py_END_ALLOW_THREADS
+    if (status != FU_OK)
+        return py_core_raise(&err);
+    Py_RETURN_NONE;
+}

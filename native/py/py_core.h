@@ -30,6 +30,8 @@ typedef enum py_type_id {
     PY_PERF_DATA,       /* fu_perf_data, parsed (py_perf_data.c) */
     PY_SYMBOL_TABLE,    /* fu_symbol_table (py_symbols.c) */
     PY_UNWOUND_SAMPLES, /* (py_perf_script.c) */
+    PY_REPORT,          /* fu_report (py_report.c) */
+    PY_PROFILE,         /* fu_profile (py_profile.c) */
     PY_TYPE_COUNT
 } py_type_id;
 
@@ -53,6 +55,13 @@ typedef int (*py_init_fn)(PyObject *module);
 int py_core_add_type(PyObject *module, py_type_id id, PyType_Spec *spec);
 /* The type registered as `id` (borrowed), or NULL if none yet. */
 PyTypeObject *py_core_type(PyObject *module, py_type_id id);
+/* `consumer.add(samples)` of a consumer of symbolized windows (a Report, a Profile: type `id`):
+ * add(its payload, the UnwoundSamples' fu_unwound, err) without the GIL; None, or NULL with the
+ * error raised. */
+PyObject *py_core_add_window(PyObject *consumer, py_type_id id, PyObject *samples,
+                             fu_status (*add)(void *payload, const void *unwound, fu_error *err));
+/* A core sink (fu_sink_fn) calling the Python callable `write` with bytes; false with its exception set. */
+bool py_core_write_chunk(void *write, const uint8_t *data, size_t len);
 /* The payload of `object`, which must be of type `id`: NULL with TypeError ("expected a CfiTable, not
  * int") or, for an object whose __init__ has not succeeded, RuntimeError ("CfiTable is not
  * initialized"). */

@@ -600,6 +600,7 @@ int py_perf_data_init(PyObject *module)
     /* the PERF_SAMPLE_* bits the package reads a sample_type by, and the kinds of events() it tells
      * apart (the others are FORK and EXIT) */
     if (PyModule_AddIntConstant(module, "PERF_SAMPLE_CALLCHAIN", FU_PERF_SAMPLE_CALLCHAIN) < 0 ||
+        PyModule_AddIntConstant(module, "PERF_SAMPLE_CPU", FU_PERF_SAMPLE_CPU) < 0 ||
         PyModule_AddIntConstant(module, "PERF_SAMPLE_REGS_USER", FU_PERF_SAMPLE_REGS_USER) < 0 ||
         PyModule_AddIntConstant(module, "PERF_SAMPLE_STACK_USER", FU_PERF_SAMPLE_STACK_USER) < 0 ||
         PyModule_AddIntConstant(module, "PERF_EVENT_SAMPLE", FU_PERF_EVENT_SAMPLE) < 0 ||

@@ -215,6 +215,8 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
         goto fail;
     self->u.samples = pd->samples;
     self->u.sample_count = pd->sample_count;
+    self->u.attrs = pd->attrs;
+    self->u.attr_count = pd->attr_count;
     size_t n = self->u.sample_count;
     if (!PyCallable_Check(kernel_loader) || PyTuple_GET_SIZE(outcome_names) != FU_UNWOUND_OUTCOME_CODES) {
         PyErr_SetString(PyExc_TypeError, "kernel_symbols must be callable and outcome_names 256 names");
@@ -297,21 +299,11 @@ done:
 
 /* ---- output through write() ------------------------------------------------------------------------ */
 
-/* fu_sink_fn: write(bytes). */
-static bool write_chunk(void *write, const uint8_t *data, size_t len)
-{
-    PyObject *chunk = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
-    PyObject *result = chunk ? PyObject_CallOneArg(write, chunk) : NULL;
-    Py_XDECREF(chunk);
-    Py_XDECREF(result);
-    return result != NULL;
-}
-
 /* render(write): perf script's text of every sample, in chunks of about 1 MiB */
 static PyObject *unwound_render(UnwoundObject *self, PyObject *write)
 {
     fu_error err = {0};
-    if (fu_unwound_render(&self->u, write_chunk, write, &err) != FU_OK)
+    if (fu_unwound_render(&self->u, py_core_write_chunk, write, &err) != FU_OK)
         return raise_unless_set(&err);
     Py_RETURN_NONE;
 }
@@ -324,7 +316,7 @@ static PyObject *unwound_folded(UnwoundObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O|p", &write, &by_count))
         return NULL;
     fu_error err = {0};
-    if (fu_unwound_folded(&self->u, by_count, write_chunk, write, &err) != FU_OK)
+    if (fu_unwound_folded(&self->u, by_count, py_core_write_chunk, write, &err) != FU_OK)
         return raise_unless_set(&err);
     Py_RETURN_NONE;
 }

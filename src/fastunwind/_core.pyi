@@ -53,6 +53,7 @@ PERF_MAX_ATTR_SIZE: Final[int]
 REPLAY_NONE: Final[int]
 MAX_SYMBOLS: Final[int]
 PERF_SAMPLE_CALLCHAIN: Final[int]
+PERF_SAMPLE_CPU: Final[int]
 PERF_SAMPLE_REGS_USER: Final[int]
 PERF_SAMPLE_STACK_USER: Final[int]
 PERF_EVENT_SAMPLE: Final[int]
@@ -294,6 +295,34 @@ def symbolize_samples(perf_data: PerfData, space_ids: Buffer, comm_ids: Buffer, 
                       mappings: list[tuple[int, int, int, str, Callable[[], SymbolTable | None] | None]],
                       kernel_symbols: Callable[[bytes], SymbolTable | None], outcome_names: tuple[str, ...], /
                       ) -> UnwoundSamples: ...
+
+# sample filters (native/py/py_sample_filter.c): a window's samples kept in place
+FILTER_MAX_VALUES: int
+FILTER_MAX_RANGES: int
+def filter_samples(perf_data: PerfData, pids: Buffer, tids: Buffer, cpus: Buffer, ranges: Buffer, /) -> int: ...
+def keep_comms(perf_data: PerfData, space_ids: Buffer, comm_ids: Buffer, wanted: Buffer, /) -> tuple[bytes, bytes]: ...
+
+# speedscope's file (native/py/py_profile.c), built window by window
+class Profile:
+    def __init__(self) -> None: ...
+    @property
+    def samples(self) -> int: ...
+    def add(self, samples: UnwoundSamples, /) -> None: ...
+    def speedscope(self, write: Callable[[bytes], object], name: str, /) -> None: ...
+
+# report (native/py/py_report.c): perf report's table, accumulated window by window
+REPORT_SORT_SYM: int
+REPORT_SORT_DSO: int
+REPORT_SORT_COMM: int
+REPORT_SORT_TID: int
+
+class Report:
+    def __init__(self, sort: int) -> None: ...
+    @property
+    def samples(self) -> int: ...
+    def add(self, samples: UnwoundSamples, /) -> None: ...
+    def rows(self, by_total: bool, limit: int = -1, /
+             ) -> list[tuple[str | None, str | None, str | None, int, int, int, int]]: ...
 
 # synth / check (native/py/py_synth.c): the declared rows of FDEs against the code's derived rows
 CHECK_RESULT_FIELDS: int

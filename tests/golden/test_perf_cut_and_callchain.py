@@ -212,7 +212,7 @@ def test_recording_without_call_graph_prints_the_sampled_ip(tmp_path, workloads)
     assert "no call graph in the recording" in result.stderr
     # one line per sample, the IP as sampled: the same lines but for symbol names (a PLT entry is
     # perf's `cos@plt`, our symbol table's `_init+0xb0`: symbols.c's business, not this test's)
-    line = re.compile(r"^(\s*\S+ +-?\d+ +[\d.]+:  +[0-9a-f]+) (.*) (\(.*\))$")
+    line = re.compile(r"^(\s*\S+ +-?\d+ +[\d.]+:(?: \S+:)?  +[0-9a-f]+) (.*) (\(.*\))$")
     ours, perf = result.stdout.splitlines(), perf_script(data).splitlines()
     assert len(ours) == len(perf) and perf
     split = [(line.match(o), line.match(p)) for o, p in zip(ours, perf)]

@@ -83,3 +83,10 @@ def test_round_trip_real_recording(name, perf_script_text, perf_script_samples):
     samples = perf_script_samples(name)
     assert samples, f"perf script printed no samples for {name}"
     assert render(samples) == text
+
+
+def test_headers_with_the_event_name_round_trip():
+    text = "cworkload  6915  2555.833453: cpu-clock: \n\t            1234 f+0x4 (/x)\n\n"
+    (sample,) = parse(text)
+    assert (sample.comm, sample.tid, sample.time, sample.event) == ("cworkload", 6915, "2555.833453", "cpu-clock")
+    assert render([sample]) == text

@@ -129,3 +129,14 @@ def test_a_long_input_on_a_terminal_shows_progress_on_stderr(perf_recordings):
     assert shown.stdout.decode() == plain.stdout
     assert b"writing folded stacks" in progress and b"c.data" in progress
     assert "writing" not in plain.stderr  # not a terminal: no progress
+
+
+def test_every_header_names_the_event_as_speedscope_reads_it(perf_recordings):
+    """speedscope's perf importer (import/linux-tools-perf.ts) takes the last `(\\S+):\\s*$` of a
+    sample's first line as its event and keeps only the samples of the first event it saw: without
+    the name it took the time, and kept one sample."""
+    import re
+
+    result = run("-i", str(perf_recordings.get("c").data_file))
+    headers = [block.split("\n", 1)[0] for block in result.stdout.split("\n\n") if block]
+    assert headers and {re.search(r"(\S+):\s*$", header).group(1) for header in headers} == {"cpu-clock"}

@@ -67,12 +67,12 @@ def test_replay_matches_the_python_rules(name, perf_recordings):
     assert len(replayed.samples) == perf.sample_count and replayed.samples[-1].index == perf.sample_count - 1
 
 
-def python_text(samples) -> str:
-    """perf script's text of UnwoundSamples, formatted as the Python renderer did."""
+def python_text(samples, event: str) -> str:
+    """perf script's text of UnwoundSamples of one event, formatted as the Python renderer did."""
     parts = []
     for s in samples:
         seconds, nanoseconds = divmod(s.time, 1_000_000_000)
-        parts.append(f"{s.comm} {s.tid:5d} {seconds:5d}.{nanoseconds // 1000:06d}: \n")
+        parts.append(f"{s.comm} {s.tid:5d} {seconds:5d}.{nanoseconds // 1000:06d}: {event}: \n")
         for f in (*s.kernel, *s.user):
             name = f"{f.symbol}+0x{f.offset:x}" if f.symbol is not None else "[unknown]"
             parts.append(f"\t{f.address:16x} {name} ({f.dso})\n")
@@ -92,6 +92,8 @@ def python_folded(samples) -> str:
 @pytest.mark.parametrize("name", RECORDINGS)
 def test_rendering_matches_the_python_formatting(name, perf_recordings):
     unwound, stats = unwind_recording(str(perf_recordings.get(name).data_file))
+    (attr,) = PerfData.open(str(perf_recordings.get(name).data_file)).attrs
+    assert attr.name == "cpu-clock"
     samples = list(unwound)
     assert len(samples) == stats.samples > 100
     assert sum(len(s.user) for s in samples) == stats.frames
@@ -99,7 +101,7 @@ def test_rendering_matches_the_python_formatting(name, perf_recordings):
     text, binary = io.StringIO(), io.BytesIO()
     render_perf_script(unwound, text)
     render_perf_script(unwound, binary)
-    assert text.getvalue() == binary.getvalue().decode() == python_text(samples)
+    assert text.getvalue() == binary.getvalue().decode() == python_text(samples, attr.name)
     folded = io.StringIO()
     render_folded(unwound, folded)
     assert folded.getvalue() == python_folded(samples)

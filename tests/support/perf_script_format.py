@@ -38,7 +38,7 @@ UNKNOWN = "[unknown]"
 
 # Lazy comm: every space before the tid lands in the padding group and is given back to comm
 # beyond what "%5d" and the separator account for (parse_header).
-_HEADER = re.compile(r"^(?P<comm>.*?)(?P<pad> +)(?P<tid>-?\d+) +(?P<time>\d+\.\d+): $")
+_HEADER = re.compile(r"^(?P<comm>.*?)(?P<pad> +)(?P<tid>-?\d+) +(?P<time>\d+\.\d+): (?:(?P<event>\S+): )?$")
 _FRAME_START = re.compile(r"^\t *(?P<ip>[0-9a-f]+) ")
 _OFFSET = re.compile(r"^(?P<name>.*)\+0x(?P<offset>[0-9a-f]+)$")
 
@@ -78,6 +78,8 @@ class Sample:
     tid: int
     time: str                # perf's text ("2555.833453"): exact, and the matching key with tid
     frames: tuple[Frame, ...]
+    #: the event's name where the header has one (`-F ...,event,...`; fastunwind's default): not compared
+    event: str = dataclasses.field(default="", compare=False)
 
     @property
     def key(self) -> tuple[int, str]:
@@ -97,7 +99,8 @@ class Sample:
 
     def render(self) -> str:
         seconds, fraction = self.time.split(".")
-        return (f"{self.comm} {self.tid:5d} {seconds:>5}.{fraction}: \n"
+        event = f"{self.event}: " if self.event else ""
+        return (f"{self.comm} {self.tid:5d} {seconds:>5}.{fraction}: {event}\n"
                 + "".join(frame.render() for frame in self.frames) + "\n")
 
 
@@ -137,8 +140,8 @@ def parse_frame(line: str, line_number: int = 0) -> Frame:
     return frame
 
 
-def parse_header(line: str, line_number: int = 0) -> tuple[str, int, str]:
-    """(comm, tid, time) from "comm  tid  time: "."""
+def parse_header(line: str, line_number: int = 0) -> tuple[str, int, str, str]:
+    """(comm, tid, time, event) from "comm  tid  time: " or "comm  tid  time: event: "."""
     match = _HEADER.match(line)
     if match:
         # "%5d": the tid is right-aligned in 5 columns after one separating space; any other
@@ -146,9 +149,10 @@ def parse_header(line: str, line_number: int = 0) -> tuple[str, int, str]:
         padding_used = 1 + max(0, 5 - len(match.group("tid")))
         if len(match.group("pad")) >= padding_used:
             comm = match.group("comm") + match.group("pad")[:len(match.group("pad")) - padding_used]
-            result = (comm, int(match.group("tid")), match.group("time"))
-            if Sample(*result, ()).render().split("\n", 1)[0] == line:
-                return result
+            comm_tid_time = (comm, int(match.group("tid")), match.group("time"))
+            event = match.group("event") or ""
+            if Sample(*comm_tid_time, (), event).render().split("\n", 1)[0] == line:
+                return (*comm_tid_time, event)
     raise PerfScriptFormatError(line_number, line, "a sample header 'comm tid seconds.micros: '")
 
 
@@ -160,7 +164,7 @@ def parse(text: str) -> list[Sample]:
         lines.pop()   # the final newline
     index = 0
     while index < len(lines):
-        comm, tid, time = parse_header(lines[index], index + 1)
+        comm, tid, time, event = parse_header(lines[index], index + 1)
         index += 1
         frames = []
         while index < len(lines) and lines[index] != "":
@@ -169,7 +173,7 @@ def parse(text: str) -> list[Sample]:
         if index == len(lines):
             raise PerfScriptFormatError(index, lines[index - 1], "a blank line ending the sample")
         index += 1
-        samples.append(Sample(comm, tid, time, tuple(frames)))
+        samples.append(Sample(comm, tid, time, tuple(frames), event))
     return samples
 
 

@@ -1,10 +1,11 @@
 """`fastunwind perf-script [-i perf.data]`: the stacks of a `perf record --call-graph dwarf`
 recording, unwound by fastunwind.
 
-The default output is the format of `perf script --no-inline -F comm,tid,time,ip,sym,symoff,dso`
+The default output is the format of `perf script --no-inline -F comm,tid,time,event,ip,sym,symoff,dso`
 (user frames from fastunwind's unwinding, kernel frames from the sample's kernel callchain);
-`--folded` prints collapsed stacks with counts (FlameGraph's format); `--stats` prints the
-outcome of every unwind, frames per sample and the time spent.
+`--format folded` (or `--folded`) prints collapsed stacks with counts (FlameGraph's format),
+`--format speedscope` speedscope's file (one sampled profile per thread, every sample); `-o FILE`
+writes to a file; `--stats` prints the outcome of every unwind, frames per sample and the time spent.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from fastunwind import _core
-from fastunwind.commands import command_parser
+from fastunwind.commands import add_filter_arguments, command_parser, no_samples_message, sample_filter
 
 EXAMPLE = """\
 examples:
@@ -26,6 +27,8 @@ examples:
   fastunwind perf-script -i perf.data | head
   fastunwind perf-script -i perf.data --folded | flamegraph.pl > flame.svg
   fastunwind perf-script -i perf.data --stats
+  fastunwind perf-script -i perf.data --format speedscope -o profile.speedscope.json
+  fastunwind perf-script -i perf.data --comm python3 --time 12883.9,12884.5
   perf record -o - --call-graph dwarf -- ./app | fastunwind perf-script -i -
 """
 
@@ -36,8 +39,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("-i", "--input", default="perf.data",
                         help="the recording, - for standard input (perf record -o - | ...) (default: perf.data)")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--folded", action="store_true", help="collapsed stacks with counts, for flame graphs")
+    mode.add_argument("--folded", action="store_true", help="the same as --format folded")
     mode.add_argument("--stats", action="store_true", help="unwinding outcomes, frames per sample, ns per frame")
+    parser.add_argument("--format", choices=FORMATS, default="perf",
+                        help="perf: perf script's text (default); folded: collapsed stacks with counts, for flame "
+                             "graphs; speedscope: speedscope's JSON file, a sampled profile per thread")
+    parser.add_argument("-o", "--output", help="write to this file (default: standard output)")
     parser.add_argument("--max-frames", type=int, default=_core.PERF_MAX_FRAMES,
                         help=f"frames per stack (default: {_core.PERF_MAX_FRAMES}, as perf)")
     parser.add_argument("--backend", choices=[b for b in _core.WALK_BACKENDS if not b.endswith("-only")], default=None,
@@ -45,8 +52,12 @@ def add_parser(subparsers: Any) -> None:
                              "the DWARF interpreter, each with the interpreter for what it leaves; auto (default): "
                              "the compact table, and a module's eh_elf, if compiled, for the rows the table "
                              "leaves to the interpreter")
+    add_filter_arguments(parser)
     parser.set_defaults(run=run)
 
+
+#: the outputs of --format
+FORMATS = ("perf", "folded", "speedscope")
 
 #: recordings at least this big get a progress display on a terminal (about a second of work)
 LONG_INPUT_BYTES = 64 << 20
@@ -56,17 +67,30 @@ def run(args: argparse.Namespace) -> int:
     # The run makes few Python objects (none per sample) and no cycles worth collecting; importing
     # and creating the library's classes would trigger ~10 collections (1.7 ms on hackbench).
     gc.disable()
-    from fastunwind.perf.script import stream_recording
+    selected = sample_filter(args)
+    from fastunwind.perf.script import stream_recording, write_speedscope
 
     # The recording is read window by window (memory does not grow with it) and each window's text
     # written before the next is read; --folded merges the windows' stacks and writes them at the end.
-    mode = "folded" if args.folded else "stats" if args.stats else "text"
-    with _progress(args.input, 2) as on_phase:
+    output_format = "folded" if args.folded else args.format
+    mode = "stats" if args.stats or output_format == "speedscope" else "folded" if output_format == "folded" else "text"
+    profile = _core.Profile() if output_format == "speedscope" and not args.stats else None
+    try:
+        out = open(args.output, "wb") if args.output else sys.stdout
+    except OSError as error:
+        print(f"fastunwind: error: cannot write {args.output}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    with _progress(args.input, 2) as on_phase, out if args.output else contextlib.nullcontext():
         on_phase({"text": "unwinding and writing", "folded": "unwinding", "stats": "counting"}[mode])
-        stats = stream_recording(args.input, sys.stdout, mode=mode, max_frames=args.max_frames, backend=args.backend,
-                                 on_phase=on_phase)
+        stats = stream_recording(args.input, out, mode=mode, max_frames=args.max_frames, backend=args.backend,
+                                 on_phase=on_phase, sample_filter=selected, consumers=[profile] if profile else ())
+        if profile is not None and stats.samples:
+            write_speedscope(profile, out, os.path.basename(args.input))
     for note in stats.notes:  # one line each on stderr, as perf's warnings
         print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
+    if not stats.samples:
+        print(no_samples_message(args.input, selected is not None), file=sys.stderr)
+        return 1
     _warn_unusable_modules(stats)
     if args.stats:
         _print_stats(stats)

@@ -6,8 +6,8 @@ sample (GIL released, perf/walk.py); one more (native/core/perf_script.c) resolv
 symbol and keeps the result, which renders perf script's text or folded stacks in C. Python opens
 the modules and symbol tables (once per file); names are demangled in C (native/core/demangle.c).
 
-perf script's text format (perf 6.1, `-F comm,tid,time,ip,sym,symoff,dso`): a header
-`comm  tid  sec.usec: ` per sample, then one line per frame, `\\t%16x sym+0xoff (dso)`, kernel
+perf script's text format (perf 6.1, `-F comm,tid,time,event,ip,sym,symoff,dso`): a header
+`comm  tid  sec.usec: event: ` per sample, then one line per frame, `\\t%16x sym+0xoff (dso)`, kernel
 frames first, and a blank line. A user frame's address is the DSO-relative address perf computes
 (`avma - map start + pgoff`); caller frames are printed at their return address minus one, except
 the frame a signal interrupted (its IP is the interrupted instruction, not a return address).
@@ -32,6 +32,7 @@ from fastunwind.address_space import ImageCache, Mapping, ModuleImage
 from fastunwind.errors import PerfDataError
 from fastunwind.perf.data import PerfData, RecordingCut
 from fastunwind.perf.replay import Replayer, replay
+from fastunwind.perf.sample_filter import SampleFilter
 from fastunwind.perf.walk import (DEFAULT_MAX_FRAMES, SOURCE_CALLCHAIN, SOURCE_DWARF, SOURCE_IP, recording_source,
                                   walk_samples)
 from fastunwind._core import SymbolTable
@@ -39,7 +40,8 @@ from fastunwind.symbols import PERF_MAP_PATH, kallsyms_bytes, kernel_symbol_tabl
 
 __all__ = ["DEFAULT_MAX_FRAMES", "OUTCOME_NAME_BY_CODE", "OUTCOME_NAMES", "PHASES", "RECORD_HINT", "SOURCE_CALLCHAIN",
            "SOURCE_DWARF", "SOURCE_IP", "Frame", "PerfDataError", "Statistics", "UnwoundRecording", "UnwoundSample",
-           "recording_source", "render_folded", "render_perf_script", "stream_recording", "unwind_recording"]
+           "recording_source", "render_folded", "render_perf_script", "stream_recording", "unwind_recording",
+           "write_speedscope"]
 #: the outcome name of every code a sample can have (perf_walk.h), "?" for codes without one
 OUTCOME_NAME_BY_CODE: tuple[str, ...] = _core.SAMPLE_OUTCOMES
 OUTCOME_NAMES = {code: name for code, name in enumerate(OUTCOME_NAME_BY_CODE) if name != "?"}
@@ -339,14 +341,19 @@ class _KernelSymbols:
         return self._tables.get(self._tables.KERNEL, self._whole)
 
 
-def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
+def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
                      images: ImageCache | None = None, backend: str | None = None,
-                     window_bytes: int | None = None, on_phase: Callable[[str], None] | None = None) -> Statistics:
+                     window_bytes: int | None = None, on_phase: Callable[[str], None] | None = None,
+                     consumers: Sequence[_core.Report | _core.Profile] = (), sample_filter: SampleFilter | None = None
+                     ) -> Statistics:
     """Unwind the recording at `path` ("-": standard input) window by window and write each window's
     perf script text (`mode` "text"), or the folded stacks of the whole recording ("folded"), or
     nothing ("stats": the statistics only), in memory that does not grow with the recording
     (perf_data.h, "Streaming"; docs/DESIGN.md). The output is unwind_recording's, rendered.
-    `on_phase(name)`: called before the folded stacks are written (for a progress display)."""
+    `on_phase(name)`: called before the folded stacks are written (for a progress display).
+    `consumers`: each window's symbolized samples are added to each (C: perf report's table,
+    native/core/report.h; speedscope's file, native/core/profile.h).
+    `sample_filter`: only its samples are replayed, walked and written (perf/sample_filter.py)."""
     started = time.perf_counter()
     if window_bytes is None:
         window_bytes = int(os.environ.get(WINDOW_BYTES_VARIABLE) or 0)
@@ -360,10 +367,19 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
     core_spaces: list[_core.AddressSpace] = []
     mappings: list[MappingRow] = []
     folded: dict[bytes, int] = {}
-    write = _writer(out) if mode == "text" else None
+    write = _writer(out) if mode == "text" and out is not None else None
+    if sample_filter is not None and sample_filter.cpus:
+        sampling = [attr for attr in perf.attrs if attr.is_sampling] or perf.attrs
+        if not all(attr.sample_type & _core.PERF_SAMPLE_CPU for attr in sampling):
+            raise PerfDataError(f"{path}: the samples do not record their CPU (perf record -a or --sample-cpu "
+                                "records it): --cpu cannot select")
     stream = perf.native
     while (window := stream.next_window()) is not None:
+        if sample_filter is not None:
+            sample_filter.select(window)
         space_ids, comm_ids = replayer.feed(window)
+        if sample_filter is not None:
+            space_ids, comm_ids = sample_filter.select_comms(window, space_ids, comm_ids, replayer.comm_names)
         core_spaces.extend(space.to_core(backend) for space in replayer.spaces[len(core_spaces):])
         new_mappings = len(mappings)
         mappings.extend((m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables))
@@ -381,6 +397,8 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
             native.render(write)
         elif mode == "folded":
             native.folded(lambda chunk: _count_folded(chunk, folded), False)
+        for consumer in consumers:
+            consumer.add(native)
         unwound_samples, frames, outcomes, depths = native.statistics()
         stats.unwound_samples += unwound_samples
         stats.frames += frames
@@ -391,7 +409,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
     if mode == "folded":
         if on_phase:
             on_phase("writing folded stacks")
-        write = _writer(out)
+        write = _writer(out if out is not None else sys.stdout)
         lines = sorted(folded.items(), key=lambda item: -item[1])  # stable: ties in order of first appearance
         for start in range(0, len(lines), 4096):
             write(b"".join(b"%s %d\n" % line for line in lines[start:start + 4096]))
@@ -402,6 +420,11 @@ def stream_recording(path: str, out: TextIO | BinaryIO, *, mode: str = "text", m
     stats.images = list({id(m.image): m.image for m in session.mappings if m.image is not None}.values())
     stats.total_seconds = time.perf_counter() - started
     return stats
+
+
+def write_speedscope(profile: _core.Profile, out: TextIO | BinaryIO, name: str) -> None:
+    """speedscope's file of the samples added to `profile`, named `name`, to a text or binary file."""
+    profile.speedscope(_writer(out), name)
 
 
 def _count_folded(chunk: bytes, counts: dict[bytes, int]) -> None:

@@ -24,14 +24,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.__main__",),
     ("fastunwind.cli",),
     ("fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
-     "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.table"),
+     "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.report",
+     "fastunwind.commands.table"),
     ("fastunwind.commands",),
     # compatibility names the docs document: thin re-exports of the modules below
     ("fastunwind.bench", "fastunwind.eh_elf", "fastunwind.perf_script"),
     # perf/: the stages of a recording, each importing only the ones before it
-    ("fastunwind.perf.bench",),
+    ("fastunwind.perf.bench", "fastunwind.perf.report"),
     ("fastunwind.perf.script",),
-    ("fastunwind.perf.walk",),
+    ("fastunwind.perf.walk", "fastunwind.perf.sample_filter"),
     ("fastunwind.perf.replay",),
     ("fastunwind.perf.data",),
     ("fastunwind.perf",),

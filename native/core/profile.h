@@ -1,0 +1,55 @@
+/* profile: a recording's samples as speedscope's file (https://www.speedscope.app/file-format-schema.json,
+ * speedscope's src/lib/file-format-spec.ts): a table of frames shared by every profile, one "sampled"
+ * profile per thread holding every sample of that thread in time order, each a stack of frame
+ * indices from the root to the leaf, with a weight of 1. Built window by window from perf-script's
+ * symbolized windows (perf_script.h) without Python per sample or per frame; the Python side is
+ * py/py_profile.c.
+ *
+ * Frames are report.h's functions (a symbol of a DSO, or a DSO-relative address), so a function is
+ * one frame whatever the address in it; a stack that did not reach its end is rooted at a frame
+ * "[outcome]" ("[truncated]"), as the folded stacks are, so that it is never drawn as a complete
+ * one. Stacks are interned as a tree (frame, parent): a sample costs 4 bytes of its thread's list
+ * (memory grows with the samples, as the file does).
+ */
+#ifndef FASTUNWIND_PROFILE_H
+#define FASTUNWIND_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buffer.h"
+#include "error.h"
+#include "intern.h"
+#include "perf_script.h"
+#include "report.h"
+
+/* Threads and distinct stacks a profile holds at most (ids are u32; a named error beyond). */
+#define FU_PROFILE_MAX_THREADS (1u << 20)
+#define FU_PROFILE_MAX_STACKS (1u << 28)
+
+typedef struct fu_profile_thread {
+    int32_t pid, tid;
+    uint32_t comm;      /* the report's string id of its first comm, FU_INTERN_NONE for none */
+    fu_buffer stacks;   /* u32 stack id per sample */
+} fu_profile_thread;
+
+typedef struct fu_profile {
+    fu_report names;    /* its functions and strings only */
+    fu_buffer stacks;   /* {frame (function id), parent (stack id or FU_INTERN_NONE)} */
+    fu_intern_set stack_index;
+    fu_buffer threads;  /* fu_profile_thread */
+    fu_intern_set thread_index;
+    uint64_t samples;
+    fu_buffer frame_functions, outcome_functions; /* per window: scratch */
+} fu_profile;
+
+void fu_profile_init(fu_profile *p);
+/* Adds every sample of a symbolized window. FU_ERR_NOMEM, or FU_ERR_INVALID past a bound. */
+fu_status fu_profile_add(fu_profile *p, const fu_unwound *u, fu_error *err);
+/* Writes the speedscope file, named `name` (UTF-8), in chunks to `sink`: FU_ERR_NOMEM, or
+ * FU_ERR_INVALID when the sink failed. */
+fu_status fu_profile_speedscope(const fu_profile *p, fu_text name, fu_sink_fn sink, void *context, fu_error *err);
+void fu_profile_free(fu_profile *p);
+
+#endif
