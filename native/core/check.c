@@ -13,6 +13,7 @@ void fu_check_batch_free(fu_check_batch *batch)
     free(batch->results);
     free(batch->findings.data);
     free(batch->uncovered_calls.data);
+    free(batch->overlap_partner);
     fu_synth_scratch_free(&batch->scratch);
     memset(batch, 0, sizeof *batch);
 }
@@ -138,6 +139,13 @@ static fu_synth_value memory_value(const fu_synth_state *s, fu_synth_value addre
     }
 }
 
+/* CFA + `cfa_offset` as an offset from the entry rsp (the CFA is entry rsp + 8); false where that
+ * does not fit an int64 (hostile CFI: no slot of any stack). */
+static bool entry_stack_offset(int64_t cfa_offset, int64_t *out)
+{
+    return !__builtin_add_overflow((int64_t)8, cfa_offset, out);
+}
+
 static comparison compare(fu_synth_value got, fu_synth_value wanted)
 {
     if (fu_synth_value_equal(got, wanted))
@@ -169,10 +177,10 @@ static comparison compare_cfa(const fu_cfi_table *table, fu_rule rule, const fu_
  * on its own even where the declared CFA is wrong. */
 static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s)
 {
-    fu_synth_value wanted = column == FU_RETURN_ADDRESS_COLUMN ? (fu_synth_value){FU_VALUE_RETURN_ADDRESS, 0, 0, 0}
-                                                            : (fu_synth_value){FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0, 0};
+    fu_synth_value wanted = fu_synth_column_value(column);
     fu_synth_value address;
     bool deref;
+    int64_t slot;
     switch (rule.kind) {
     case FU_RULE_UNSPECIFIED:
     case FU_RULE_SAME_VALUE:
@@ -180,9 +188,13 @@ static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsign
             return COMPARE_SKIP;
         return compare(s->regs[column], wanted);
     case FU_RULE_OFFSET:
-        return compare(fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, 8 + rule.value), wanted);
+        if (!entry_stack_offset(rule.value, &slot))
+            return COMPARE_UNKNOWN;
+        return compare(fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, slot), wanted);
     case FU_RULE_VAL_OFFSET:
-        return compare((fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 + rule.value}, wanted);
+        if (!entry_stack_offset(rule.value, &slot))
+            return COMPARE_UNKNOWN;
+        return compare((fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, slot}, wanted);
     case FU_RULE_REGISTER:
         if (rule.reg >= FU_X86_GPR_COUNT)
             return COMPARE_UNKNOWN;
@@ -333,24 +345,37 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
 }
 
 
-/* Another FDE of the same table whose range meets [begin, end): its index, or -1. */
-static int64_t overlapping_fde(const fu_cfi_table *table, uint32_t entry)
+/* For every FDE of `table`, another non-empty FDE of the table its range meets, or UINT32_MAX: one
+ * pass over the FDEs sorted by start with the running maximum end. An FDE meets an earlier-starting
+ * one exactly when it starts below the maximum end of those; the FDE holding that maximum is
+ * marked with it too, so both sides of every overlap (nested ones included) are found. */
+static bool find_overlaps(const fu_cfi_table *table, fu_check_batch *batch)
 {
-    const fu_entry *e = &table->entries[entry];
-    uint64_t begin = e->pc_begin, end = e->pc_begin + e->pc_range;
-    /* the first sorted FDE starting at or after `end`; those before it starting inside or ending
-     * after `begin` meet it. Sorted FDEs that overlap nothing have increasing ends, so looking at the
-     * few just below `end` suffices. */
-    uint32_t lo = fu_cfi_table_fdes_starting_by(table, end - 1);
-    for (uint32_t k = lo, seen = 0; k > 0 && seen < 4; k--, seen++) {
-        uint32_t other = table->fde_sorted[k - 1];
-        const fu_entry *o = &table->entries[other];
-        if (other == entry || o->pc_range == 0)
+    uint32_t *partner = realloc(batch->overlap_partner, (table->entry_count ? table->entry_count : 1) * sizeof *partner);
+    if (!partner)
+        return false;
+    batch->overlap_partner = partner;
+    for (uint32_t e = 0; e < table->entry_count; e++)
+        partner[e] = UINT32_MAX;
+    uint64_t max_end = 0;
+    uint32_t holder = UINT32_MAX;
+    for (uint32_t k = 0; k < table->fde_count; k++) {
+        uint32_t entry = table->fde_sorted[k];
+        const fu_entry *e = &table->entries[entry];
+        if (e->pc_range == 0)
             continue;
-        if (o->pc_begin < end && begin < o->pc_begin + o->pc_range)
-            return other;
+        uint64_t end = e->pc_begin + e->pc_range;
+        if (holder != UINT32_MAX && e->pc_begin < max_end) {
+            partner[entry] = holder;
+            if (partner[holder] == UINT32_MAX)
+                partner[holder] = entry;
+        }
+        if (holder == UINT32_MAX || end > max_end) {
+            max_end = end;
+            holder = entry;
+        }
     }
-    return -1;
+    return true;
 }
 
 /* Whether the declared row is a function's entry row: CFA = rsp+8, the return address at CFA-8 (or
@@ -379,16 +404,20 @@ static bool declared_entry_state(const fu_cfi_table *table, const fu_state *row,
     if (row->cfa.kind != FU_CFA_REG_OFFSET || row->cfa.reg >= FU_X86_GPR_COUNT)
         return false;
     unsigned cfa_register = row->cfa.reg;
+    int64_t cfa_register_offset; /* the CFA register's value, from the entry rsp: CFA - offset */
+    if (__builtin_sub_overflow((int64_t)8, row->cfa.value, &cfa_register_offset))
+        return false;
     out->regs[FU_REG_RSP] = (fu_synth_value){0, 0, 0, 0};
-    out->regs[cfa_register] = (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 - row->cfa.value};
+    out->regs[cfa_register] = (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, cfa_register_offset};
     for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
         unsigned column = fu_synth_columns[k];
         fu_rule rule = fu_state_rule(table, row, column);
-        fu_synth_value saved = column == FU_RETURN_ADDRESS_COLUMN
-                                   ? (fu_synth_value){FU_VALUE_RETURN_ADDRESS, 0, 0, 0}
-                                   : (fu_synth_value){FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0, 0};
+        fu_synth_value saved = fu_synth_column_value(column);
+        int64_t slot;
         if (rule.kind == FU_RULE_OFFSET) {
-            fu_synth_store(out, (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 + rule.value}, saved);
+            if (!entry_stack_offset(rule.value, &slot))
+                return false;
+            fu_synth_store(out, (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, slot}, saved);
             if (column < FU_X86_GPR_COUNT && column != cfa_register)
                 out->regs[column] = (fu_synth_value){0, 0, 0, 0};
         } else if (rule.kind == FU_RULE_REGISTER && rule.reg < FU_X86_GPR_COUNT && rule.reg != cfa_register) {
@@ -419,8 +448,8 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         result->verdict = FU_CHECK_MISMATCH;
         return add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, "empty range");
     }
-    int64_t other = overlapping_fde(table, entry);
-    if (other >= 0) {
+    uint32_t other = batch->overlap_partner[entry];
+    if (other != UINT32_MAX) {
         char with[FU_CHECK_TEXT_MAX];
         const fu_entry *o = &table->entries[other];
         snprintf(with, sizeof with, "overlaps %llx..%llx", (unsigned long long)o->pc_begin,
@@ -508,7 +537,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         return true;
     }
     result->unreached = counts.instructions - counts.reached;
-    if (result->mismatch || other >= 0) {
+    if (result->mismatch) {
         result->verdict = FU_CHECK_MISMATCH;
         result->reason[0] = '\0';
     } else if (result->unknown) {
@@ -525,13 +554,19 @@ fu_status fu_check_fdes(const fu_check_image *image, const fu_cfi_table *table, 
     free(batch->results);
     batch->results = calloc(count ? count : 1, sizeof *batch->results);
     batch->count = 0;
-    if (!batch->results)
+    if (!batch->results || !find_overlaps(table, batch))
         return fu_fail(err, FU_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < count; i++) {
         if (entries[i] >= table->entry_count || table->entries[entries[i]].kind != FU_ENTRY_FDE)
             return fu_fail(err, FU_ERR_INVALID, "entry %u is not an FDE of the table", entries[i]);
-        if (!check_fde(image, table, entries[i], batch, &batch->results[i]))
+        fu_check_fde_result *result = &batch->results[i];
+        if (!check_fde(image, table, entries[i], batch, result))
             return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+        /* a range finding (an overlap) makes the FDE a mismatch whatever its code says */
+        if (batch->overlap_partner[entries[i]] != UINT32_MAX) {
+            result->verdict = FU_CHECK_MISMATCH;
+            result->reason[0] = '\0';
+        }
         batch->count = i + 1;
     }
     return FU_OK;

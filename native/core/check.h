@@ -78,6 +78,7 @@ typedef struct fu_check_batch {
     size_t count;
     fu_buffer findings;         /* fu_check_finding */
     fu_buffer uncovered_calls;  /* uint64_t */
+    uint32_t *overlap_partner;  /* per entry of the table: another FDE its range meets, or UINT32_MAX */
     fu_synth_scratch scratch;
 } fu_check_batch;
 

@@ -958,6 +958,12 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
 
 /* ---- derived rows ----------------------------------------------------------------------------- */
 
+fu_synth_value fu_synth_column_value(unsigned column)
+{
+    return column == FU_RETURN_ADDRESS_COLUMN ? make_value(FU_VALUE_RETURN_ADDRESS, 0, 0)
+                                              : make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0);
+}
+
 void fu_synth_derive_row(const fu_synth_state *state, unsigned preferred_cfa_register, fu_synth_row *row)
 {
     memset(row, 0, sizeof *row);
@@ -971,17 +977,17 @@ void fu_synth_derive_row(const fu_synth_state *state, unsigned preferred_cfa_reg
         order[n++] = r;
     for (unsigned k = 0; k < n; k++) {
         fu_synth_value v = state->regs[order[k]];
-        if (v.kind == FU_VALUE_ENTRY_STACK) {
+        int64_t cfa_offset;
+        if (v.kind == FU_VALUE_ENTRY_STACK && !__builtin_sub_overflow((int64_t)8, v.offset, &cfa_offset)) {
             row->cfa.kind = FU_CFA_REG_OFFSET;
             row->cfa.reg = (uint16_t)order[k];
-            row->cfa.value = 8 - v.offset;
+            row->cfa.value = cfa_offset;
             break;
         }
     }
     for (unsigned c = 0; c < FU_SYNTH_COLUMN_COUNT; c++) {
         unsigned column = fu_synth_columns[c];
-        fu_synth_value wanted = column == FU_RETURN_ADDRESS_COLUMN ? make_value(FU_VALUE_RETURN_ADDRESS, 0, 0)
-                                                                : make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0);
+        fu_synth_value wanted = fu_synth_column_value(column);
         fu_rule *rule = &row->columns[c];
         if (column < FU_X86_GPR_COUNT && fu_synth_value_equal(state->regs[column], wanted)) {
             rule->kind = FU_RULE_SAME_VALUE;

@@ -164,6 +164,10 @@ bool fu_synth_value_equal(fu_synth_value a, fu_synth_value b);
 #define FU_SYNTH_COLUMN_COUNT 7
 extern const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT]; /* 3 rbx, 6 rbp, 12-15, 16 ra */
 
+/* The value `column` (a register column of fu_synth_columns, or the return address column) must
+ * recover for the caller: the caller's value of the register, or the return address. */
+fu_synth_value fu_synth_column_value(unsigned column);
+
 /* A derived row in cfi.h's representation: the CFA as register + offset (FU_CFA_REG_OFFSET) or
  * FU_RULE_UNSPECIFIED when no register holds a known offset from it; per column of
  * fu_synth_columns, FU_RULE_SAME_VALUE, FU_RULE_OFFSET (saved at CFA + value) or FU_RULE_REGISTER,

@@ -63,3 +63,21 @@ def test_part_that_starts_inside_a_function_is_checked_from_its_first_row() -> N
     assert verdict == _core.CHECK_MISMATCH
     assert [(address, declared, derived) for address, _what, declared, derived in findings] == [
         (0x1009, "rsp+40", "rsp+32")]
+
+
+def test_nested_fdes_overlap_however_many_start_between() -> None:
+    # an outer FDE over the whole code, five small ones inside it after a nested one: the lookback of
+    # a few sorted neighbours cannot see the outer one from the last
+    code_fdes = [(0x1000, 11, []), (0x1000, 1, [])] + [(0x1001 + k, 1, []) for k in range(5)] + [(0x1008, 1, [])]
+    result = check(code_fdes)
+    assert result[0x1008][0] == _core.CHECK_MISMATCH
+    assert result[0x1008][2][0][3] == "overlaps 1000..100b"
+
+
+def test_overlap_is_a_mismatch_even_where_the_code_is_undecided() -> None:
+    # two FDEs over the .cold-like part whose first row is a CFA expression (not a starting state)
+    expression_cfa = bytes([0x0f, 2, 0x77, 16])  # DW_CFA_def_cfa_expression: DW_OP_breg7 16
+    result = check([(0x1004, 7, [expression_cfa]), (0x1005, 2, [])])
+    verdict, reason, findings = result[0x1004]
+    assert verdict == _core.CHECK_MISMATCH, reason
+    assert findings[0][1] == _core.CHECK_WHAT_RANGE
