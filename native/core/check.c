@@ -231,6 +231,7 @@ typedef struct fde_check {
 static bool add_finding(fde_check *c, uint64_t address, unsigned what, const char *declared, const char *derived)
 {
     fu_check_fde_result *r = c->result;
+    r->finding_total++;
     if (r->finding_count >= FU_CHECK_MAX_FINDINGS_PER_FDE)
         return true;
     fu_check_finding f;

@@ -24,7 +24,8 @@
 #include "cfi.h"
 #include "synth.h"
 
-/* Findings kept per FDE (the counts keep counting past it). */
+/* Findings kept per FDE: the first ones name the fault, the rest are usually its consequences at
+ * later instructions (finding_total keeps counting past it). */
 #define FU_CHECK_MAX_FINDINGS_PER_FDE 32
 /* Nops skipped at the start of an FDE (padding before its first reachable instruction). */
 #define FU_CHECK_MAX_LEADING_NOPS 16
@@ -56,7 +57,8 @@ typedef struct fu_check_fde_result {
     uint32_t unknown;      /* instructions with a rule whose value is unknown, none wrong */
     uint32_t unreached;    /* decoded instructions no path reaches (padding, data, dead code) */
     bool from_declared_entry; /* starts inside a function: checked from its first declared row */
-    uint32_t first_finding, finding_count;
+    uint32_t first_finding, finding_count; /* the findings kept (FU_CHECK_MAX_FINDINGS_PER_FDE) */
+    uint32_t finding_total;                /* the findings made, kept or not */
     char reason[FU_SYNTH_REASON_MAX]; /* undecided: why */
 } fu_check_fde_result;
 

@@ -5,8 +5,8 @@
  *   code / segments: executable / all PT_LOAD segments as (vaddr, bytes); noreturn: sorted uint64
  *   buffer of addresses whose callees never return; eh_frame, debug_frame: the image's CfiTables
  *   (or None) for call-target coverage.
- *   -> (results: bytes of CHECK_RESULT_FIELDS uint32 per FDE, (entry, verdict, agree, mismatch,
- *       unknown, unreached, from_declared_entry); details: [(position, reason, ((address, what, declared, derived), ...))]
+ *   -> (results: bytes of len(CHECK_RESULT_FIELD_NAMES) uint32 per FDE, named in order by
+ *       CHECK_RESULT_FIELD_NAMES (RESULT_FIELD_NAMES below); details: [(position, reason, ((address, what, declared, derived), ...))]
  *       for every FDE whose verdict is not agree; uncovered: bytes of uint64 call targets no FDE covers)
  *
  * synth_function(code, start, noreturn=b"", segments=())
@@ -20,7 +20,11 @@
 
 #include "check.h"
 
-#define RESULT_FIELDS 7
+/* The uint32 fields of one FDE's result, in the order the results bytes hold them (the one place
+ * that order is written: Python reads it from CHECK_RESULT_FIELD_NAMES). */
+#define RESULT_FIELDS 8
+static const char *const RESULT_FIELD_NAMES[RESULT_FIELDS] = {
+    "entry", "verdict", "agree", "mismatch", "unknown", "unreached", "from_declared_entry", "finding_total"};
 
 static const fu_cfi_table *optional_table(PyObject *module, PyObject *object, bool *ok)
 {
@@ -111,7 +115,7 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     for (size_t i = 0; i < batch.count; i++) {
         const fu_check_fde_result *r = &batch.results[i];
         uint32_t fields[RESULT_FIELDS] = {r->entry, r->verdict, r->agree, r->mismatch, r->unknown, r->unreached,
-                                          r->from_declared_entry};
+                                          r->from_declared_entry, r->finding_total};
         memcpy(out + i * RESULT_FIELDS, fields, sizeof fields);
     }
     PyObject *details = details_of(&batch);
@@ -241,8 +245,22 @@ int py_synth_init(PyObject *module)
 {
     if (PyModule_AddFunctions(module, synth_functions) < 0)
         return -1;
-    if (PyModule_AddIntConstant(module, "CHECK_RESULT_FIELDS", RESULT_FIELDS) < 0 ||
-        PyModule_AddIntConstant(module, "CHECK_AGREE", FU_CHECK_AGREE) < 0 ||
+    PyObject *names = PyTuple_New(RESULT_FIELDS);
+    if (!names)
+        return -1;
+    for (Py_ssize_t i = 0; i < RESULT_FIELDS; i++) {
+        PyObject *name = PyUnicode_FromString(RESULT_FIELD_NAMES[i]);
+        if (!name) {
+            Py_DECREF(names);
+            return -1;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    if (PyModule_AddObject(module, "CHECK_RESULT_FIELD_NAMES", names) < 0) {
+        Py_DECREF(names);
+        return -1;
+    }
+    if (PyModule_AddIntConstant(module, "CHECK_AGREE", FU_CHECK_AGREE) < 0 ||
         PyModule_AddIntConstant(module, "CHECK_MISMATCH", FU_CHECK_MISMATCH) < 0 ||
         PyModule_AddIntConstant(module, "CHECK_UNDECIDED", FU_CHECK_UNDECIDED) < 0 ||
         PyModule_AddIntConstant(module, "CHECK_WHAT_CFA", FU_CHECK_WHAT_CFA) < 0 ||

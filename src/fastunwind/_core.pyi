@@ -296,7 +296,7 @@ def symbolize_samples(perf_data: PerfData, space_ids: Buffer, comm_ids: Buffer, 
                       ) -> UnwoundSamples: ...
 
 # synth / check (native/py/py_synth.c): the declared rows of FDEs against the code's derived rows
-CHECK_RESULT_FIELDS: int
+CHECK_RESULT_FIELD_NAMES: tuple[str, ...]
 CHECK_AGREE: int
 CHECK_MISMATCH: int
 CHECK_UNDECIDED: int

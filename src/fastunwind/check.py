@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from fastunwind import _core
-from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, register_name
-from fastunwind.elf import PF_X, PT_LOAD, SHT_DYNSYM, SHT_SYMTAB, ElfFile, find_debug_file
+from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, ENTRY_FDE, RETURN_ADDRESS_COLUMN, register_name
+from fastunwind.elf import ET_REL, PF_X, PT_LOAD, STT_FUNC, ElfFile, find_debug_file
 from fastunwind.errors import ElfError
 from fastunwind.image import ModuleImage
 from fastunwind.symbols import EM_X86_64, PLT_SECTIONS, symbol_table_for_file
@@ -46,9 +46,12 @@ NORETURN_PATTERN = re.compile(r"_ZSt\d+__throw_|_ZN4llvm18report_fatal_error")
 VERDICT_NAMES = {_core.CHECK_AGREE: "agree", _core.CHECK_MISMATCH: "mismatch", _core.CHECK_UNDECIDED: "undecided"}
 #: FDEs per chunk handed to one C call (the unit of parallelism and of progress)
 CHUNK_FDES = 2048
-FIELDS = _core.CHECK_RESULT_FIELDS
-ENTRY, VERDICT, AGREE, MISMATCH, UNKNOWN, UNREACHED, FROM_DECLARED_ENTRY = range(FIELDS)
-STT_FUNC = 2
+#: the uint32 fields of one FDE's result, in the order of _core.CHECK_RESULT_FIELD_NAMES
+FIELDS = len(_core.CHECK_RESULT_FIELD_NAMES)
+_FIELD = {name: index for index, name in enumerate(_core.CHECK_RESULT_FIELD_NAMES)}
+ENTRY, VERDICT, AGREE, MISMATCH = _FIELD["entry"], _FIELD["verdict"], _FIELD["agree"], _FIELD["mismatch"]
+UNKNOWN, UNREACHED, FROM_DECLARED_ENTRY = _FIELD["unknown"], _FIELD["unreached"], _FIELD["from_declared_entry"]
+FINDING_TOTAL = _FIELD["finding_total"]
 
 
 def what_name(what: int) -> str:
@@ -57,7 +60,7 @@ def what_name(what: int) -> str:
         return "cfa"
     if what == _core.CHECK_WHAT_RANGE:
         return "range"
-    return "ra" if what == 16 else register_name(what)
+    return "ra" if what == RETURN_ADDRESS_COLUMN else register_name(what)
 
 
 @dataclass(frozen=True)
@@ -78,12 +81,18 @@ class FdeVerdict:
     pc_end: int
     verdict: str
     reason: str
-    findings: tuple[Finding, ...]
+    findings: tuple[Finding, ...]  #: the first ones (the C core keeps FU_CHECK_MAX_FINDINGS_PER_FDE)
+    finding_total: int  #: the findings made, listed or not
     instructions: tuple[int, int, int, int]  #: agree, mismatch, unknown, unreached
+
+    @property
+    def findings_truncated(self) -> bool:
+        return self.finding_total > len(self.findings)
 
     def to_json(self) -> dict[str, object]:
         return {"pc_begin": self.pc_begin, "pc_end": self.pc_end, "verdict": self.verdict, "reason": self.reason,
-                "findings": [f.to_json() for f in self.findings]}
+                "findings": [f.to_json() for f in self.findings], "finding_total": self.finding_total,
+                "findings_truncated": self.findings_truncated, "unreached": self.instructions[3]}
 
 
 @dataclass(frozen=True)
@@ -115,7 +124,7 @@ class SectionCheck:
             reason, findings = self.details.get(position, ("", ()))
             yield FdeVerdict(self.name, self.pc_begin[entry], self.pc_begin[entry] + self.pc_range[entry],
                              VERDICT_NAMES[r[base + VERDICT]], reason,
-                             tuple(Finding(a, what_name(w), d, v) for a, w, d, v in findings),
+                             tuple(Finding(a, what_name(w), d, v) for a, w, d, v in findings), r[base + FINDING_TOTAL],
                              (r[base + AGREE], r[base + MISMATCH], r[base + UNKNOWN], r[base + UNREACHED]))
 
 
@@ -183,9 +192,9 @@ class FileCheck:
 
     @property
     def exit_status(self) -> int:
-        """0 all agree, 1 a mismatch, 2 only undecided ones besides agreeing ones."""
+        """0 all agree, 1 a mismatch or code without CFI, 2 only undecided ones besides agreeing ones."""
         counts = self.counts()
-        if counts.fdes["mismatch"]:
+        if counts.fdes["mismatch"] or counts.uncovered:
             return 1
         return 2 if counts.fdes["undecided"] else 0
 
@@ -245,6 +254,9 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
     """Check every FDE of `path`; `progress(done, total)` is called as chunks of FDEs complete."""
     image = ModuleImage.load(path)
     elf = image.elf
+    if elf.elf_type_number == ET_REL:
+        raise ElfError(f"{path}: a relocatable object (ET_REL): its code is not at its final addresses and its "
+                       "FDEs are not relocated; check the linked executable or shared object")
     if elf.elf_class != 64 or elf.machine != EM_X86_64:
         raise ElfError(f"{path}: machine {elf.machine} (ELF{elf.elf_class}): check decodes x86-64 code only")
     loads = [s for s in elf.segments if s.type == PT_LOAD and s.filesz]
@@ -261,7 +273,9 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
             continue
         kinds, _first, _count, begin_bytes, range_bytes = table.entry_arrays()
         pc_begin, pc_range = array.array("Q", begin_bytes), array.array("Q", range_bytes)
-        entries = array.array("I", (i for i, k in enumerate(kinds) if k == 1 and pc_begin[i] != 0))
+        # an FDE at 0 in a linked file describes code the linker discarded (--gc-sections, a COMDAT
+        # duplicate): .debug_frame keeps such FDEs with their address resolved to 0
+        entries = array.array("I", (i for i, k in enumerate(kinds) if k == ENTRY_FDE and pc_begin[i] != 0))
         section = SectionCheck(".eh_frame" if kind == EH_FRAME else ".debug_frame", pc_begin, pc_range)
         sections.append(section)
         for start in range(0, len(entries), CHUNK_FDES):

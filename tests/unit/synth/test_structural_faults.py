@@ -28,7 +28,7 @@ def check(fdes: list[tuple[int, int, list[bytes]]]) -> dict[int, tuple[int, str,
     by_begin = {}
     for position, entry in enumerate(entries):
         reason, findings = next(((r, f) for p, r, f in details if p == position), ("", ()))
-        by_begin[table.entry(entry)["pc_begin"]] = (fields[position * _core.CHECK_RESULT_FIELDS + 1], reason, findings)
+        by_begin[table.entry(entry)["pc_begin"]] = (fields[position * len(_core.CHECK_RESULT_FIELD_NAMES) + _core.CHECK_RESULT_FIELD_NAMES.index("verdict")], reason, findings)
     return by_begin
 
 
