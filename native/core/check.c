@@ -13,6 +13,7 @@ void fu_check_batch_free(fu_check_batch *batch)
     free(batch->results);
     free(batch->findings.data);
     free(batch->uncovered_calls.data);
+    free(batch->called_non_entry.data);
     free(batch->overlap_partner);
     fu_synth_scratch_free(&batch->scratch);
     memset(batch, 0, sizeof *batch);
@@ -248,6 +249,35 @@ static bool add_finding(fde_check *c, uint64_t address, unsigned what, const cha
     return true;
 }
 
+static bool is_entry_row(const fu_cfi_table *table, const fu_state *row);
+
+static bool contains_address(const uint64_t *sorted, size_t count, uint64_t address)
+{
+    size_t lo = 0, hi = count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < count && sorted[lo] == address;
+}
+
+/* A direct call to the start of an FDE of this table whose first row is not an entry row: that FDE
+ * is a function's entry after all (its caller re-checks it from the ABI's entry state). */
+static void note_non_entry_callee(fde_check *c, uint64_t target)
+{
+    const fu_cfi_table *t = c->table;
+    int64_t index = fu_cfi_table_find_fde(t, target);
+    if (index < 0 || t->entries[index].pc_begin != target || t->entries[index].row_count == 0)
+        return;
+    const fu_entry *callee = &t->entries[index];
+    if (!is_entry_row(t, fu_cfi_table_state(t, t->row_state[callee->first_row])) &&
+        !fu_buffer_append(&c->batch->called_non_entry, &target, sizeof target))
+        c->out_of_memory = true;
+}
+
 static bool covered(const fu_check_image *image, uint64_t address)
 {
     for (unsigned t = 0; t < 2; t++)
@@ -264,6 +294,8 @@ static void note_call_target(fde_check *c, const fu_x86_insn *insn)
     if (insn->target >= c->fde->pc_begin && insn->target - c->fde->pc_begin < c->fde->pc_range)
         return;
     c->last_uncovered_check = insn->target;
+    if (insn->kind == FU_X86_CALL) /* not jumps: the hot part's jump to its .cold part */
+        note_non_entry_callee(c, insn->target);
     if (fu_image_segment_holding(c->image->code, c->image->code_count, insn->target, 1) &&
         !covered(c->image, insn->target) &&
         !fu_buffer_append(&c->batch->uncovered_calls, &insn->target, sizeof insn->target))
@@ -506,11 +538,14 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         start = fde->pc_begin;
     while (c.row + 1 < c.row_end && table->row_address[c.row + 1] <= start)
         c.row++;
-    /* An FDE that does not start at a function's entry (a `.cold` part) is checked from the state its
-     * first row declares: that row is taken as given, the rest is checked. */
+    /* An FDE that does not start at a function's entry (a `.cold` part: no function symbol but its
+     * `.cold` one, no call) is checked from the state its first row declares: that row is taken as
+     * given, the rest is checked. At a known entry, a first row that is not an entry row is a
+     * finding like any other. */
     fu_synth_state declared_entry;
     const fu_state *first = fu_cfi_table_state(table, table->row_state[c.row]);
-    if (!is_entry_row(table, first)) {
+    if (!is_entry_row(table, first) &&
+        !contains_address(image->function_entries, image->function_entry_count, fde->pc_begin)) {
         if (!declared_entry_state(table, first, &declared_entry)) {
             result->verdict = FU_CHECK_UNDECIDED;
             snprintf(result->reason, sizeof result->reason,

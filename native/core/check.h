@@ -56,7 +56,8 @@ typedef struct fu_check_fde_result {
     uint32_t mismatch;     /* instructions with a rule known to be wrong */
     uint32_t unknown;      /* instructions with a rule whose value is unknown, none wrong */
     uint32_t unreached;    /* decoded instructions no path reaches (padding, data, dead code) */
-    bool from_declared_entry; /* starts inside a function: checked from its first declared row */
+    bool from_declared_entry; /* starts inside a function (not at a known function entry) with a
+                               * first row that is not an entry row: checked from that row */
     uint32_t first_finding, finding_count; /* the findings kept (FU_CHECK_MAX_FINDINGS_PER_FDE) */
     uint32_t finding_total;                /* the findings made, kept or not */
     char reason[FU_SYNTH_REASON_MAX]; /* undecided: why */
@@ -70,6 +71,11 @@ typedef struct fu_check_image {
     size_t segment_count;
     const uint64_t *noreturn;         /* sorted addresses of functions that never return */
     size_t noreturn_count;
+    /* sorted addresses known to be function entries (function symbols but `*.cold` parts, direct
+     * call targets): an FDE starting at one is checked from the ABI's entry state, whatever its
+     * first row declares */
+    const uint64_t *function_entries;
+    size_t function_entry_count;
     const fu_cfi_table *tables[2];    /* .eh_frame, .debug_frame (either NULL): call-target coverage */
 } fu_check_image;
 
@@ -80,6 +86,9 @@ typedef struct fu_check_batch {
     size_t count;
     fu_buffer findings;         /* fu_check_finding */
     fu_buffer uncovered_calls;  /* uint64_t */
+    /* uint64_t: direct call targets that start an FDE whose first row is not an entry row (the
+     * caller may check those FDEs again with them among image->function_entries) */
+    fu_buffer called_non_entry;
     uint32_t *overlap_partner;  /* per entry of the table: another FDE its range meets, or UINT32_MAX */
     fu_synth_scratch scratch;
 } fu_check_batch;

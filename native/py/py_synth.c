@@ -1,13 +1,15 @@
 /* The synth stage's binding: check_fdes (native/core/check.h over synth.h), with the GIL released.
  *
- * check_fdes(table, entries, code, segments, noreturn, eh_frame, debug_frame)
+ * check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame)
  *   table: the CfiTable whose FDEs are checked; entries: their indices (uint32 buffer);
  *   code / segments: executable / all PT_LOAD segments as (vaddr, bytes); noreturn: sorted uint64
- *   buffer of addresses whose callees never return; eh_frame, debug_frame: the image's CfiTables
+ *   buffer of addresses whose callees never return; function_entries: sorted uint64 buffer of known
+ *   function entries (check.h fu_check_image); eh_frame, debug_frame: the image's CfiTables
  *   (or None) for call-target coverage.
  *   -> (results: bytes of len(CHECK_RESULT_FIELD_NAMES) uint32 per FDE, named in order by
  *       CHECK_RESULT_FIELD_NAMES (RESULT_FIELD_NAMES below); details: [(position, reason, ((address, what, declared, derived), ...))]
- *       for every FDE whose verdict is not agree; uncovered: bytes of uint64 call targets no FDE covers)
+ *       for every FDE whose verdict is not agree; uncovered: bytes of uint64 call targets no FDE covers;
+ *       called_non_entry: bytes of uint64 call targets starting an FDE whose first row is not an entry row)
  *
  * synth_function(code, start, noreturn=b"", segments=())
  *   interprets the function whose bytes are `code` at svma `start` from its entry state.
@@ -74,13 +76,13 @@ fail:
 static PyObject *check_fdes(PyObject *module, PyObject *args)
 {
     PyObject *table_object, *code_object, *segments_object, *eh_frame_object, *debug_frame_object;
-    Py_buffer entries = {0}, noreturn = {0};
+    Py_buffer entries = {0}, noreturn = {0}, function_entries = {0};
     py_core_segments code = {0}, segments = {0};
     fu_check_batch batch;
     memset(&batch, 0, sizeof batch);
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "Oy*OOy*OO", &table_object, &entries, &code_object, &segments_object, &noreturn,
-                          &eh_frame_object, &debug_frame_object))
+    if (!PyArg_ParseTuple(args, "Oy*OOy*y*OO", &table_object, &entries, &code_object, &segments_object, &noreturn,
+                          &function_entries, &eh_frame_object, &debug_frame_object))
         return NULL;
     bool ok_eh, ok_debug;
     const fu_cfi_table *table = py_core_payload(module, PY_CFI_TABLE, table_object);
@@ -89,14 +91,16 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     if (!table || !ok_eh || !ok_debug || !py_core_segments_from(code_object, &code) ||
         !py_core_segments_from(segments_object, &segments))
         goto cleanup;
-    if (entries.len % 4 || noreturn.len % 8) {
-        PyErr_SetString(PyExc_ValueError, "entries must hold uint32 values and noreturn uint64 values");
+    if (entries.len % 4 || noreturn.len % 8 || function_entries.len % 8) {
+        PyErr_SetString(PyExc_ValueError,
+                        "entries must hold uint32 values, noreturn and function_entries uint64 values");
         goto cleanup;
     }
     fu_check_image image = {
         .code = code.segments, .code_count = (size_t)code.count,
         .segments = segments.segments, .segment_count = (size_t)segments.count,
         .noreturn = noreturn.buf, .noreturn_count = (size_t)noreturn.len / 8,
+        .function_entries = function_entries.buf, .function_entry_count = (size_t)function_entries.len / 8,
         .tables = {eh_frame, debug_frame},
     };
     fu_error err = {0};
@@ -120,18 +124,21 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     }
     PyObject *details = details_of(&batch);
     PyObject *uncovered = details ? py_core_bytes(batch.uncovered_calls.data, batch.uncovered_calls.len) : NULL;
-    if (!details || !uncovered) {
+    PyObject *called = uncovered ? py_core_bytes(batch.called_non_entry.data, batch.called_non_entry.len) : NULL;
+    if (!details || !uncovered || !called) {
         Py_DECREF(results);
         Py_XDECREF(details);
+        Py_XDECREF(uncovered);
         goto cleanup;
     }
-    result = Py_BuildValue("(NNN)", results, details, uncovered);
+    result = Py_BuildValue("(NNNN)", results, details, uncovered, called);
 cleanup:
     fu_check_batch_free(&batch);
     py_core_segments_release(&code);
     py_core_segments_release(&segments);
     PyBuffer_Release(&entries);
     PyBuffer_Release(&noreturn);
+    PyBuffer_Release(&function_entries);
     return result;
 }
 
@@ -237,7 +244,8 @@ static PyMethodDef synth_functions[] = {
     {"synth_function", (PyCFunction)(void (*)(void))synth_function, METH_VARARGS | METH_KEYWORDS,
      "synth_function(code, start, noreturn=b'', segments=()) -> (outcome, reason, rows, counts)"},
     {"check_fdes", check_fdes, METH_VARARGS,
-     "check_fdes(table, entries, code, segments, noreturn, eh_frame, debug_frame) -> (results, details, uncovered)"},
+     "check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame)"
+     " -> (results, details, uncovered, called_non_entry)"},
     {NULL},
 };
 

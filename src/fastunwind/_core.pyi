@@ -303,9 +303,9 @@ CHECK_UNDECIDED: int
 CHECK_WHAT_CFA: int
 CHECK_WHAT_RANGE: int
 def check_fdes(table: CfiTable, entries: Buffer, code: Sequence[tuple[int, Buffer]],
-               segments: Sequence[tuple[int, Buffer]], noreturn: Buffer, eh_frame: CfiTable | None,
-               debug_frame: CfiTable | None, /
-               ) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes]: ...
+               segments: Sequence[tuple[int, Buffer]], noreturn: Buffer, function_entries: Buffer,
+               eh_frame: CfiTable | None, debug_frame: CfiTable | None, /
+               ) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes]: ...
 SYNTH_DECIDED: int
 SYNTH_UNDECIDED: int
 SYNTH_COLUMNS: tuple[int, ...]

@@ -46,6 +46,7 @@ NORETURN_PATTERN = re.compile(r"_ZSt\d+__throw_|_ZN4llvm18report_fatal_error")
 VERDICT_NAMES = {_core.CHECK_AGREE: "agree", _core.CHECK_MISMATCH: "mismatch", _core.CHECK_UNDECIDED: "undecided"}
 #: FDEs per chunk handed to one C call (the unit of parallelism and of progress)
 CHUNK_FDES = 2048
+_Outcome = tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes]
 #: the uint32 fields of one FDE's result, in the order of _core.CHECK_RESULT_FIELD_NAMES
 FIELDS = len(_core.CHECK_RESULT_FIELD_NAMES)
 _FIELD = {name: index for index, name in enumerate(_core.CHECK_RESULT_FIELD_NAMES)}
@@ -265,9 +266,11 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
     symbols = _function_symbols(elf)
     noreturn = sorted({value for value, _size, name in symbols if _is_noreturn(name)} | set(_plt_noreturn(elf)))
     noreturn_bytes = array.array("Q", noreturn).tobytes()
+    entries_known = {value for value, _size, name in symbols if not _is_cold_part(name)}
 
     work: list[tuple[SectionCheck, _core.CfiTable, bytes]] = []
     sections: list[SectionCheck] = []
+    tables_checked: list[_core.CfiTable] = []
     for kind, table in ((EH_FRAME, image.eh_frame), (DEBUG_FRAME, image.debug_frame)):
         if table is None:
             continue
@@ -278,34 +281,73 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
         entries = array.array("I", (i for i, k in enumerate(kinds) if k == ENTRY_FDE and pc_begin[i] != 0))
         section = SectionCheck(".eh_frame" if kind == EH_FRAME else ".debug_frame", pc_begin, pc_range)
         sections.append(section)
+        tables_checked.append(table)
         for start in range(0, len(entries), CHUNK_FDES):
             work.append((section, table, entries[start:start + CHUNK_FDES].tobytes()))
 
     total = sum(len(chunk) // 4 for _s, _t, chunk in work)
     done = 0
     uncovered_calls: set[int] = set()
+    called_non_entry: set[int] = set()
 
-    def run(item: tuple[SectionCheck, _core.CfiTable, bytes]) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes]:
+    def run(item: tuple[SectionCheck, _core.CfiTable, bytes], function_entries: bytes) -> _Outcome:
         _section, table, chunk = item
-        return _core.check_fdes(table, chunk, code, segments, noreturn_bytes, image.eh_frame, image.debug_frame)
+        return _core.check_fdes(table, chunk, code, segments, noreturn_bytes, function_entries, image.eh_frame,
+                                image.debug_frame)
+
+    entries_bytes = array.array("Q", sorted(entries_known)).tobytes()
 
     tables = [table for table in (image.eh_frame, image.debug_frame) if table is not None]
     names = _names_by_address(symbols)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        outcomes = pool.map(run, work)  # every chunk is submitted here; the C core runs without the GIL
+        # every chunk is submitted here; the C core runs without the GIL
+        outcomes = pool.map(run, work, [entries_bytes] * len(work))
         uncovered_functions = _uncovered_functions(tables, names, code)  # meanwhile
-        for (section, _table, chunk), (results, details, uncovered) in zip(work, outcomes):
+        for (section, _table, chunk), (results, details, uncovered, called) in zip(work, outcomes):
             offset = len(section.results) // FIELDS
             section.results.frombytes(results)
             for position, reason, findings in details:
                 section.details[offset + position] = (reason, findings)
             uncovered_calls.update(array.array("Q", uncovered))
+            called_non_entry.update(array.array("Q", called))
             done += len(chunk) // 4
             if progress:
                 progress(done, total)
+    called_non_entry -= entries_known
+    if called_non_entry:
+        # FDEs checked from their first row as parts of a function, which a call shows to be entries
+        # after all: again, from the ABI's entry state
+        entries_bytes = array.array("Q", sorted(entries_known | called_non_entry)).tobytes()
+        for section, table in zip(sections, tables_checked):
+            _recheck(section, table, called_non_entry, lambda item: run(item, entries_bytes))
     starts = uncovered_functions + [target for target in uncovered_calls
                                     if target not in names and not _covered(tables, target)]
     return FileCheck(path, sections, _uncovered(sections, names, starts))
+
+
+def _recheck(section: SectionCheck, table: _core.CfiTable, starts: set[int],
+             run: Callable[[tuple[SectionCheck, _core.CfiTable, bytes]], _Outcome]) -> None:
+    """Check again the FDEs of `section` that start at `starts` and were checked from their first
+    declared row, replacing their results."""
+    r = section.results
+    positions = [p for p in range(len(r) // FIELDS)
+                 if r[p * FIELDS + FROM_DECLARED_ENTRY] and section.pc_begin[r[p * FIELDS + ENTRY]] in starts]
+    if not positions:
+        return
+    chunk = array.array("I", (r[p * FIELDS + ENTRY] for p in positions)).tobytes()
+    results, details, _uncovered, _called = run((section, table, chunk))
+    fresh = array.array("I", results)
+    by_position = {position: (reason, findings) for position, reason, findings in details}
+    for k, p in enumerate(positions):
+        r[p * FIELDS:(p + 1) * FIELDS] = fresh[k * FIELDS:(k + 1) * FIELDS]
+        section.details.pop(p, None)
+        if k in by_position:
+            section.details[p] = by_position[k]
+
+
+def _is_cold_part(name: str) -> bool:
+    """gcc's out-of-line part of a function (`foo.cold`, `foo.cold.12`): entered by a jump, not a call."""
+    return ".cold" in name
 
 
 def _covered(tables: list[_core.CfiTable], address: int) -> bool:

@@ -15,15 +15,17 @@ CODE_START = 0x1000
 CODE = bytes.fromhex("53 5b c3 90 55 4883ec08 0f0b")
 
 
-def check(fdes: list[tuple[int, int, list[bytes]]]) -> dict[int, tuple[int, str, tuple[tuple[int, int, str, str], ...]]]:
+def check(fdes: list[tuple[int, int, list[bytes]]], function_entries: tuple[int, ...] = ()
+          ) -> dict[int, tuple[int, str, tuple[tuple[int, int, str, str], ...]]]:
     section = FrameSection(EH_FRAME, address=0x8000)
     cie = section.cie(augmentation="zR", fde_encoding=PE_absptr, instructions=[def_cfa(7, 8), offset(16, 1)])
     for begin, size, instructions in fdes:
         section.fde(cie, pc_begin=begin, pc_range=size, instructions=instructions)
     table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
     entries = [i for i in range(table.entry_count) if table.entry(i)["kind"] == 1]
-    results, details, _uncovered = _core.check_fdes(
-        table, array.array("I", entries).tobytes(), [(CODE_START, CODE)], [(CODE_START, CODE)], b"", table, None)
+    results, details, _uncovered, _called = _core.check_fdes(
+        table, array.array("I", entries).tobytes(), [(CODE_START, CODE)], [(CODE_START, CODE)], b"",
+        array.array("Q", function_entries).tobytes(), table, None)
     fields = array.array("I", results)
     by_begin = {}
     for position, entry in enumerate(entries):
@@ -81,3 +83,13 @@ def test_overlap_is_a_mismatch_even_where_the_code_is_undecided() -> None:
     verdict, reason, findings = result[0x1004]
     assert verdict == _core.CHECK_MISMATCH, reason
     assert findings[0][1] == _core.CHECK_WHAT_RANGE
+
+
+def test_first_row_at_a_known_function_entry_is_checked_against_the_entry_state() -> None:
+    # the same part as above, but 0x1004 is a function's entry (a symbol, a call target): its first
+    # row (CFA rsp+16, rbx saved) is wrong there, and found at 0x1004
+    good_as_part = [def_cfa_offset(16), offset(3, 2), advance_loc(1), def_cfa_offset(24), advance_loc(4),
+                    def_cfa_offset(32)]
+    verdict, _reason, findings = check([(0x1004, 7, good_as_part)], function_entries=(0x1004,))[0x1004]
+    assert verdict == _core.CHECK_MISMATCH
+    assert findings[0][0] == 0x1004 and findings[0][2:] == ("rsp+16", "rsp+8")
