@@ -227,6 +227,10 @@ typedef struct fde_check {
     bool judged_agree;
     bool out_of_memory;
     uint64_t last_uncovered_check; /* call targets repeat: the last one checked */
+    /* the first decoded instruction (scratch->insns) not yet seen by a visit: those a visit skips
+     * over are unreached */
+    uint64_t start;
+    uint32_t next_insn, insn_count;
 } fde_check;
 
 static bool add_finding(fde_check *c, uint64_t address, unsigned what, const char *declared, const char *derived)
@@ -302,11 +306,32 @@ static void note_call_target(fde_check *c, const fu_x86_insn *insn)
         c->out_of_memory = true;
 }
 
+/* Padding no path needs to reach: nops (alignment) and traps (int3 runs, the ud2 after a call that
+ * does not return). */
+static bool is_padding(const fu_x86_insn *insn)
+{
+    return insn->is_nop || insn->kind == FU_X86_TRAP;
+}
+
+/* Count the decoded instructions before `address` that no visit saw, padding aside; the one at
+ * `address` is seen. */
+static void pass_unreached(fde_check *c, uint64_t address)
+{
+    const fu_synth_scratch *sc = &c->batch->scratch;
+    for (; c->next_insn < c->insn_count && c->start + sc->insn_offsets[c->next_insn] < address; c->next_insn++) {
+        if (!is_padding(&sc->insns[c->next_insn]))
+            c->result->unreached++;
+    }
+    if (c->next_insn < c->insn_count && c->start + sc->insn_offsets[c->next_insn] == address)
+        c->next_insn++;
+}
+
 static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
                   bool unchanged)
 {
     fde_check *c = context;
     const fu_cfi_table *t = c->table;
+    pass_unreached(c, address);
     if (insn->kind == FU_X86_CALL || (insn->kind == FU_X86_JMP && insn->has_target))
         note_call_target(c, insn);
     while (c->row + 1 < c->row_end && t->row_address[c->row + 1] <= address)
@@ -325,7 +350,7 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
      * whose registers the CFA would recover: nothing to compare (glibc's _start pops under CFA =
      * rsp+8). */
     if (c->rules[RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED) {
-        c->result->agree++;
+        c->result->skipped++;
         return true;
     }
     comparison worst = COMPARE_SKIP;
@@ -563,6 +588,8 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         .entry = result->from_declared_entry ? &declared_entry : NULL};
     fu_synth_counts counts;
     char reason[FU_SYNTH_REASON_MAX];
+    c.start = start;
+    c.insn_count = UINT32_MAX; /* while visiting: every visited address is a decoded instruction's */
     fu_synth_outcome outcome = fu_synth_run(&function, &batch->scratch, visit, &c, &counts, reason);
     if (outcome == FU_SYNTH_NO_MEMORY || c.out_of_memory)
         return false;
@@ -572,7 +599,8 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         memcpy(result->reason, reason, sizeof result->reason);
         return true;
     }
-    result->unreached = counts.instructions - counts.reached;
+    c.insn_count = counts.instructions;
+    pass_unreached(&c, end);
     if (result->mismatch) {
         result->verdict = FU_CHECK_MISMATCH;
         result->reason[0] = '\0';

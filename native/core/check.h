@@ -55,7 +55,11 @@ typedef struct fu_check_fde_result {
     uint32_t agree;        /* instructions whose every compared rule agrees */
     uint32_t mismatch;     /* instructions with a rule known to be wrong */
     uint32_t unknown;      /* instructions with a rule whose value is unknown, none wrong */
-    uint32_t unreached;    /* decoded instructions no path reaches (padding, data, dead code) */
+    uint32_t unreached;    /* decoded instructions no path reaches, padding (nop, int3, ud2) aside:
+                            * code left unchecked (landing pads, .cold blocks entered from the hot
+                            * part, unresolved jump tables, dead code); reported, not yet a verdict */
+    uint32_t skipped;      /* reached instructions not compared: the outermost frame's rows (the
+                            * return address undefined: _start, a thread's entry) */
     bool from_declared_entry; /* starts inside a function (not at a known function entry) with a
                                * first row that is not an entry row: checked from that row */
     uint32_t first_finding, finding_count; /* the findings kept (FU_CHECK_MAX_FINDINGS_PER_FDE) */

@@ -24,9 +24,10 @@
 
 /* The uint32 fields of one FDE's result, in the order the results bytes hold them (the one place
  * that order is written: Python reads it from CHECK_RESULT_FIELD_NAMES). */
-#define RESULT_FIELDS 8
+#define RESULT_FIELDS 9
 static const char *const RESULT_FIELD_NAMES[RESULT_FIELDS] = {
-    "entry", "verdict", "agree", "mismatch", "unknown", "unreached", "from_declared_entry", "finding_total"};
+    "entry", "verdict", "agree", "mismatch", "unknown", "unreached", "from_declared_entry", "finding_total",
+    "skipped"};
 
 static const fu_cfi_table *optional_table(PyObject *module, PyObject *object, bool *ok)
 {
@@ -119,7 +120,8 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     for (size_t i = 0; i < batch.count; i++) {
         const fu_check_fde_result *r = &batch.results[i];
         uint32_t fields[RESULT_FIELDS] = {r->entry, r->verdict, r->agree, r->mismatch, r->unknown, r->unreached,
-                                          r->from_declared_entry, r->finding_total};
+                                          r->from_declared_entry, r->finding_total,
+                                          r->skipped};
         memcpy(out + i * RESULT_FIELDS, fields, sizeof fields);
     }
     PyObject *details = details_of(&batch);

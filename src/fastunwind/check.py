@@ -52,7 +52,7 @@ FIELDS = len(_core.CHECK_RESULT_FIELD_NAMES)
 _FIELD = {name: index for index, name in enumerate(_core.CHECK_RESULT_FIELD_NAMES)}
 ENTRY, VERDICT, AGREE, MISMATCH = _FIELD["entry"], _FIELD["verdict"], _FIELD["agree"], _FIELD["mismatch"]
 UNKNOWN, UNREACHED, FROM_DECLARED_ENTRY = _FIELD["unknown"], _FIELD["unreached"], _FIELD["from_declared_entry"]
-FINDING_TOTAL = _FIELD["finding_total"]
+FINDING_TOTAL, SKIPPED = _FIELD["finding_total"], _FIELD["skipped"]
 
 
 def what_name(what: int) -> str:
@@ -85,6 +85,7 @@ class FdeVerdict:
     findings: tuple[Finding, ...]  #: the first ones (the C core keeps FU_CHECK_MAX_FINDINGS_PER_FDE)
     finding_total: int  #: the findings made, listed or not
     instructions: tuple[int, int, int, int]  #: agree, mismatch, unknown, unreached
+    skipped: int  #: reached instructions not compared (the return address undefined)
 
     @property
     def findings_truncated(self) -> bool:
@@ -93,7 +94,8 @@ class FdeVerdict:
     def to_json(self) -> dict[str, object]:
         return {"pc_begin": self.pc_begin, "pc_end": self.pc_end, "verdict": self.verdict, "reason": self.reason,
                 "findings": [f.to_json() for f in self.findings], "finding_total": self.finding_total,
-                "findings_truncated": self.findings_truncated, "unreached": self.instructions[3]}
+                "findings_truncated": self.findings_truncated, "unreached": self.instructions[3],
+                "skipped": self.skipped}
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,8 @@ class SectionCheck:
             yield FdeVerdict(self.name, self.pc_begin[entry], self.pc_begin[entry] + self.pc_range[entry],
                              VERDICT_NAMES[r[base + VERDICT]], reason,
                              tuple(Finding(a, what_name(w), d, v) for a, w, d, v in findings), r[base + FINDING_TOTAL],
-                             (r[base + AGREE], r[base + MISMATCH], r[base + UNKNOWN], r[base + UNREACHED]))
+                             (r[base + AGREE], r[base + MISMATCH], r[base + UNKNOWN], r[base + UNREACHED]),
+                             r[base + SKIPPED])
 
 
 @dataclass
@@ -137,6 +140,10 @@ class Counts:
     instructions_agree: int = 0
     instructions_mismatch: int = 0
     instructions_unknown: int = 0
+    #: instructions of decided FDEs that no path reached (padding aside): left unchecked
+    instructions_unreached: int = 0
+    #: reached instructions not compared: rows whose return address is undefined (the outermost frame)
+    instructions_skipped: int = 0
     uncovered: int = 0
     #: FDEs starting inside a function (gcc's .cold parts), checked from their first declared row
     from_declared_entry: int = 0
@@ -161,6 +168,8 @@ class Counts:
         self.instructions_agree += other.instructions_agree
         self.instructions_mismatch += other.instructions_mismatch
         self.instructions_unknown += other.instructions_unknown
+        self.instructions_unreached += other.instructions_unreached
+        self.instructions_skipped += other.instructions_skipped
         self.uncovered += other.uncovered
         self.from_declared_entry += other.from_declared_entry
 
@@ -189,6 +198,8 @@ class FileCheck:
                     counts.instructions_agree += r[base + AGREE]
                     counts.instructions_mismatch += r[base + MISMATCH]
                     counts.instructions_unknown += r[base + UNKNOWN]
+                    counts.instructions_unreached += r[base + UNREACHED]
+                    counts.instructions_skipped += r[base + SKIPPED]
         return counts
 
     @property

@@ -174,3 +174,34 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(capsys: pytest.CaptureFix
         update(PROGRESS_FDES * 10, PROGRESS_FDES * 10)
     assert progress.bar is None
     assert capsys.readouterr().err == ""
+
+
+def test_unreached_code_and_outermost_rows_are_reported(tmp_path: Path) -> None:
+    source = """
+        .globl dead_tail, outermost
+        .type dead_tail, @function
+dead_tail:                        # agrees where reached; three instructions after the ret nothing reaches
+        .cfi_startproc
+        ret
+        push %rbx
+        pop %rbx
+        ret
+        .cfi_endproc
+        .size dead_tail, .-dead_tail
+        .type outermost, @function
+outermost:                        # the return address undefined, as _start's
+        .cfi_startproc
+        .cfi_undefined %rip
+        xor %ebp, %ebp
+        ret
+        .cfi_endproc
+        .size outermost, .-outermost
+"""
+    library = build(tmp_path, "dead", source)
+    report = json.loads(check("--json", library).stdout)
+    by_start = {fde["pc_begin"]: fde for fde in report["fdes"]}
+    dead, outermost = sorted(by_start)
+    assert (by_start[dead]["unreached"], by_start[dead]["skipped"]) == (3, 0)
+    assert (by_start[outermost]["unreached"], by_start[outermost]["skipped"]) == (0, 2)
+    verbose = check("--verbose", library).stdout
+    assert "left unchecked: 3 no path reached" in verbose and "2 in outermost-frame rows" in verbose

@@ -103,6 +103,10 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
           f"{fdes['undecided']} undecided ({counts.decided_percent:.2f}% decided); instructions of decided FDEs: "
           f"{counts.instructions_agree} of {compared} agree ({counts.agreement_percent:.3f}%); "
           f"{counts.uncovered} uncovered ranges; {seconds:.2f} s")
+    if args.verbose and (counts.instructions_unreached or counts.instructions_skipped):
+        print(f"  instructions of decided FDEs left unchecked: {counts.instructions_unreached} no path reached "
+              "(landing pads, .cold blocks entered from the hot part, unresolved jump tables; per FDE in --json), "
+              f"{counts.instructions_skipped} in outermost-frame rows (return address undefined)")
     if args.verbose and counts.from_declared_entry:
         print(f"  {counts.from_declared_entry} FDEs start inside a function (.cold parts): checked from their "
               "first declared row")
@@ -113,7 +117,7 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
             unreached = verdict.instructions[3]
             print(f"  {verdict.verdict:<9} {verdict.section} {verdict.pc_begin:#x}..{verdict.pc_end:#x}"
                   f"{': ' + verdict.reason if verdict.reason else ''}"
-                  f"{f' ({unreached} instructions unreached)' if unreached and verdict.verdict == 'mismatch' else ''}")
+                  f"{f' ({unreached} instructions unreached)' if unreached else ''}")
             for finding in verdict.findings:
                 print(f"    {finding.address:#x} {finding.what:<5} declared {finding.declared:<16} "
                       f"derived {finding.derived}")

@@ -8,15 +8,24 @@ from __future__ import annotations
 import array
 
 from fastunwind import _core
-from tests.support.cfi_builder import EH_FRAME, PE_absptr, FrameSection, advance_loc, def_cfa, def_cfa_offset, offset
+from tests.support.cfi_builder import (EH_FRAME, PE_absptr, FrameSection, advance_loc, def_cfa, def_cfa_offset, offset,
+                                      undefined)
 
 CODE_START = 0x1000
 # push rbx; pop rbx; ret (4 bytes: 0x1000..0x1003), then push rbp; sub rsp,8; ud2 (a .cold-like part)
 CODE = bytes.fromhex("53 5b c3 90 55 4883ec08 0f0b")
 
 
-def check(fdes: list[tuple[int, int, list[bytes]]], function_entries: tuple[int, ...] = ()
+def check(fdes: list[tuple[int, int, list[bytes]]], function_entries: tuple[int, ...] = (), code: bytes = CODE
           ) -> dict[int, tuple[int, str, tuple[tuple[int, int, str, str], ...]]]:
+    return {begin: (verdict, reason, findings)
+            for begin, (verdict, reason, findings, _fields) in check_with_fields(fdes, function_entries, code).items()}
+
+
+def check_with_fields(fdes: list[tuple[int, int, list[bytes]]], function_entries: tuple[int, ...] = (),
+                      code: bytes = CODE
+                      ) -> dict[int, tuple[int, str, tuple[tuple[int, int, str, str], ...], dict[str, int]]]:
+    """Per FDE start: verdict, reason, findings and the result's fields by name."""
     section = FrameSection(EH_FRAME, address=0x8000)
     cie = section.cie(augmentation="zR", fde_encoding=PE_absptr, instructions=[def_cfa(7, 8), offset(16, 1)])
     for begin, size, instructions in fdes:
@@ -24,13 +33,15 @@ def check(fdes: list[tuple[int, int, list[bytes]]], function_entries: tuple[int,
     table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
     entries = [i for i in range(table.entry_count) if table.entry(i)["kind"] == 1]
     results, details, _uncovered, _called = _core.check_fdes(
-        table, array.array("I", entries).tobytes(), [(CODE_START, CODE)], [(CODE_START, CODE)], b"",
+        table, array.array("I", entries).tobytes(), [(CODE_START, code)], [(CODE_START, code)], b"",
         array.array("Q", function_entries).tobytes(), table, None)
     fields = array.array("I", results)
     by_begin = {}
     for position, entry in enumerate(entries):
         reason, findings = next(((r, f) for p, r, f in details if p == position), ("", ()))
-        by_begin[table.entry(entry)["pc_begin"]] = (fields[position * len(_core.CHECK_RESULT_FIELD_NAMES) + _core.CHECK_RESULT_FIELD_NAMES.index("verdict")], reason, findings)
+        names = _core.CHECK_RESULT_FIELD_NAMES
+        by_name = dict(zip(names, fields[position * len(names):(position + 1) * len(names)]))
+        by_begin[table.entry(entry)["pc_begin"]] = (by_name["verdict"], reason, findings, by_name)
     return by_begin
 
 
@@ -93,3 +104,23 @@ def test_first_row_at_a_known_function_entry_is_checked_against_the_entry_state(
     verdict, _reason, findings = check([(0x1004, 7, good_as_part)], function_entries=(0x1004,))[0x1004]
     assert verdict == _core.CHECK_MISMATCH
     assert findings[0][0] == 0x1004 and findings[0][2:] == ("rsp+16", "rsp+8")
+
+
+def test_code_no_path_reaches_is_counted() -> None:
+    # ret; push rbx; pop rbx; ret: three instructions after the ret that nothing jumps to
+    _verdict, _reason, _findings, fields = check_with_fields([(0x1000, 4, [])], code=bytes.fromhex("c3 53 5b c3"))[0x1000]
+    assert fields["unreached"] == 3 and fields["agree"] == 1
+
+
+def test_padding_after_the_last_instruction_is_not_unreached_code() -> None:
+    # ret; int3; int3; nop; ud2
+    verdict, reason, _findings, fields = check_with_fields([(0x1000, 6, [])], code=bytes.fromhex("c3 cc cc 90 0f0b"))[0x1000]
+    assert verdict == _core.CHECK_AGREE, reason
+    assert fields["unreached"] == 0 and fields["agree"] == 1
+
+
+def test_outermost_frame_rows_are_skipped_not_agreed() -> None:
+    # the return address undefined (as _start's): nothing to compare
+    verdict, _reason, _findings, fields = check_with_fields([(0x1000, 3, [undefined(16)])])[0x1000]
+    assert verdict == _core.CHECK_AGREE
+    assert fields["skipped"] == 3 and fields["agree"] == 0
