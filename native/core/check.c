@@ -15,6 +15,7 @@ void fu_check_batch_free(fu_check_batch *batch)
     free(batch->uncovered_calls.data);
     free(batch->called_non_entry.data);
     free(batch->overlap_partner);
+    free(batch->position_of);
     fu_synth_scratch_free(&batch->scratch);
     memset(batch, 0, sizeof *batch);
 }
@@ -590,7 +591,16 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     char reason[FU_SYNTH_REASON_MAX];
     c.start = start;
     c.insn_count = UINT32_MAX; /* while visiting: every visited address is a decoded instruction's */
+    uint64_t *work_done = image->work_done ? image->work_done : &batch->work_done;
+    if (__atomic_load_n(work_done, __ATOMIC_RELAXED) >= FU_CHECK_MAX_FILE_INSTRUCTIONS) {
+        result->verdict = FU_CHECK_UNDECIDED;
+        snprintf(result->reason, sizeof result->reason,
+                 "work limit: %u decoded instructions interpreted in this file (FU_CHECK_MAX_FILE_INSTRUCTIONS)",
+                 FU_CHECK_MAX_FILE_INSTRUCTIONS);
+        return true;
+    }
     fu_synth_outcome outcome = fu_synth_run(&function, &batch->scratch, visit, &c, &counts, reason);
+    __atomic_fetch_add(work_done, counts.instructions, __ATOMIC_RELAXED);
     if (outcome == FU_SYNTH_NO_MEMORY || c.out_of_memory)
         return false;
     if (outcome == FU_SYNTH_UNDECIDED) {
@@ -612,20 +622,74 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     return true;
 }
 
+/* Whether FDEs `a` and `b` describe the same range with the same rows (their results are equal). */
+static bool same_fde(const fu_cfi_table *table, const fu_entry *a, const fu_entry *b)
+{
+    if (a->pc_begin != b->pc_begin || a->pc_range != b->pc_range || a->row_count != b->row_count ||
+        a->has_error != b->has_error || a->cie != b->cie)
+        return false;
+    for (uint32_t r = 0; r < a->row_count; r++)
+        if (table->row_address[a->first_row + r] != table->row_address[b->first_row + r] ||
+            table->row_state[a->first_row + r] != table->row_state[b->first_row + r])
+            return false;
+    return true;
+}
+
+/* The position in this batch of an FDE checked before `entry` that is identical to it, or UINT32_MAX:
+ * its result is shared, so that many copies of one FDE over a huge function cost one interpretation. */
+static uint32_t identical_checked(const fu_cfi_table *table, const fu_check_batch *batch, uint32_t entry)
+{
+    const fu_entry *e = &table->entries[entry];
+    /* from the first FDE with this start: copies are checked in table order, the first ones first */
+    uint32_t k = e->pc_begin ? fu_cfi_table_fdes_starting_by(table, e->pc_begin - 1) : 0;
+    for (unsigned compared = 0; k < table->fde_count && compared < FU_CHECK_MAX_SAME_START_COMPARED;
+         k++, compared++) {
+        uint32_t other = table->fde_sorted[k];
+        if (table->entries[other].pc_begin != e->pc_begin)
+            break;
+        if (other != entry && batch->position_of[other] != UINT32_MAX && same_fde(table, e, &table->entries[other]))
+            return batch->position_of[other];
+    }
+    return UINT32_MAX;
+}
+
+/* `result` as a copy of the result at `position` (its findings appended again: each FDE's are its own). */
+static bool share_result(fu_check_batch *batch, uint32_t position, uint32_t entry, fu_check_fde_result *result)
+{
+    const fu_check_fde_result *shared = &batch->results[position];
+    *result = *shared;
+    result->entry = entry;
+    result->first_finding = (uint32_t)(batch->findings.len / sizeof(fu_check_finding));
+    for (uint32_t k = 0; k < shared->finding_count; k++) {
+        fu_check_finding f = ((const fu_check_finding *)batch->findings.data)[shared->first_finding + k];
+        if (!fu_buffer_append(&batch->findings, &f, sizeof f))
+            return false;
+    }
+    return true;
+}
+
 fu_status fu_check_fdes(const fu_check_image *image, const fu_cfi_table *table, const uint32_t *entries,
                         size_t count, fu_check_batch *batch, fu_error *err)
 {
     free(batch->results);
     batch->results = calloc(count ? count : 1, sizeof *batch->results);
     batch->count = 0;
-    if (!batch->results || !find_overlaps(table, batch))
+    uint32_t *position_of = realloc(batch->position_of, (table->entry_count ? table->entry_count : 1) * sizeof *position_of);
+    if (position_of)
+        batch->position_of = position_of;
+    if (!batch->results || !position_of || !find_overlaps(table, batch))
         return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+    for (uint32_t e = 0; e < table->entry_count; e++)
+        position_of[e] = UINT32_MAX;
     for (size_t i = 0; i < count; i++) {
         if (entries[i] >= table->entry_count || table->entries[entries[i]].kind != FU_ENTRY_FDE)
             return fu_fail(err, FU_ERR_INVALID, "entry %u is not an FDE of the table", entries[i]);
         fu_check_fde_result *result = &batch->results[i];
-        if (!check_fde(image, table, entries[i], batch, result))
+        uint32_t shared = identical_checked(table, batch, entries[i]);
+        if (shared != UINT32_MAX ? !share_result(batch, shared, entries[i], result)
+                                 : !check_fde(image, table, entries[i], batch, result))
             return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+        position_of[entries[i]] = (uint32_t)i;
         /* a range finding (an overlap) makes the FDE a mismatch whatever its code says */
         if (batch->overlap_partner[entries[i]] != UINT32_MAX) {
             result->verdict = FU_CHECK_MISMATCH;

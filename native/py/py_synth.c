@@ -1,11 +1,13 @@
 /* The synth stage's binding: check_fdes (native/core/check.h over synth.h), with the GIL released.
  *
- * check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame)
+ * check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame, work)
  *   table: the CfiTable whose FDEs are checked; entries: their indices (uint32 buffer);
  *   code / segments: executable / all PT_LOAD segments as (vaddr, bytes); noreturn: sorted uint64
  *   buffer of addresses whose callees never return; function_entries: sorted uint64 buffer of known
  *   function entries (check.h fu_check_image); eh_frame, debug_frame: the image's CfiTables
- *   (or None) for call-target coverage.
+ *   (or None) for call-target coverage; work: a writable 8-byte buffer counting the decoded
+ *   instructions interpreted for the file, shared by the calls checking its chunks (native endian
+ *   uint64, check.h FU_CHECK_MAX_FILE_INSTRUCTIONS).
  *   -> (results: bytes of len(CHECK_RESULT_FIELD_NAMES) uint32 per FDE, named in order by
  *       CHECK_RESULT_FIELD_NAMES (RESULT_FIELD_NAMES below); details: [(position, reason, ((address, what, declared, derived), ...))]
  *       for every FDE whose verdict is not agree; uncovered: bytes of uint64 call targets no FDE covers;
@@ -77,13 +79,13 @@ fail:
 static PyObject *check_fdes(PyObject *module, PyObject *args)
 {
     PyObject *table_object, *code_object, *segments_object, *eh_frame_object, *debug_frame_object;
-    Py_buffer entries = {0}, noreturn = {0}, function_entries = {0};
+    Py_buffer entries = {0}, noreturn = {0}, function_entries = {0}, work = {0};
     py_core_segments code = {0}, segments = {0};
     fu_check_batch batch;
     memset(&batch, 0, sizeof batch);
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "Oy*OOy*y*OO", &table_object, &entries, &code_object, &segments_object, &noreturn,
-                          &function_entries, &eh_frame_object, &debug_frame_object))
+    if (!PyArg_ParseTuple(args, "Oy*OOy*y*OOw*", &table_object, &entries, &code_object, &segments_object, &noreturn,
+                          &function_entries, &eh_frame_object, &debug_frame_object, &work))
         return NULL;
     bool ok_eh, ok_debug;
     const fu_cfi_table *table = py_core_payload(module, PY_CFI_TABLE, table_object);
@@ -92,9 +94,10 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     if (!table || !ok_eh || !ok_debug || !py_core_segments_from(code_object, &code) ||
         !py_core_segments_from(segments_object, &segments))
         goto cleanup;
-    if (entries.len % 4 || noreturn.len % 8 || function_entries.len % 8) {
-        PyErr_SetString(PyExc_ValueError,
-                        "entries must hold uint32 values, noreturn and function_entries uint64 values");
+    if (entries.len % 4 || noreturn.len % 8 || function_entries.len % 8 || work.len != 8 ||
+        (uintptr_t)work.buf % 8) {
+        PyErr_SetString(PyExc_ValueError, "entries must hold uint32 values, noreturn and function_entries uint64 "
+                                          "values, work one aligned uint64");
         goto cleanup;
     }
     fu_check_image image = {
@@ -103,6 +106,7 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
         .noreturn = noreturn.buf, .noreturn_count = (size_t)noreturn.len / 8,
         .function_entries = function_entries.buf, .function_entry_count = (size_t)function_entries.len / 8,
         .tables = {eh_frame, debug_frame},
+        .work_done = work.buf,
     };
     fu_error err = {0};
     fu_status status;
@@ -141,6 +145,7 @@ cleanup:
     PyBuffer_Release(&entries);
     PyBuffer_Release(&noreturn);
     PyBuffer_Release(&function_entries);
+    PyBuffer_Release(&work);
     return result;
 }
 
@@ -246,7 +251,7 @@ static PyMethodDef synth_functions[] = {
     {"synth_function", (PyCFunction)(void (*)(void))synth_function, METH_VARARGS | METH_KEYWORDS,
      "synth_function(code, start, noreturn=b'', segments=()) -> (outcome, reason, rows, counts)"},
     {"check_fdes", check_fdes, METH_VARARGS,
-     "check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame)"
+     "check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame, work)"
      " -> (results, details, uncovered, called_non_entry)"},
     {NULL},
 };
@@ -271,6 +276,7 @@ int py_synth_init(PyObject *module)
         return -1;
     }
     if (PyModule_AddIntConstant(module, "CHECK_AGREE", FU_CHECK_AGREE) < 0 ||
+        PyModule_AddIntConstant(module, "CHECK_MAX_FILE_INSTRUCTIONS", FU_CHECK_MAX_FILE_INSTRUCTIONS) < 0 ||
         PyModule_AddIntConstant(module, "CHECK_MISMATCH", FU_CHECK_MISMATCH) < 0 ||
         PyModule_AddIntConstant(module, "CHECK_UNDECIDED", FU_CHECK_UNDECIDED) < 0 ||
         PyModule_AddIntConstant(module, "CHECK_WHAT_CFA", FU_CHECK_WHAT_CFA) < 0 ||

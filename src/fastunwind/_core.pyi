@@ -298,13 +298,14 @@ def symbolize_samples(perf_data: PerfData, space_ids: Buffer, comm_ids: Buffer, 
 # synth / check (native/py/py_synth.c): the declared rows of FDEs against the code's derived rows
 CHECK_RESULT_FIELD_NAMES: tuple[str, ...]
 CHECK_AGREE: int
+CHECK_MAX_FILE_INSTRUCTIONS: int
 CHECK_MISMATCH: int
 CHECK_UNDECIDED: int
 CHECK_WHAT_CFA: int
 CHECK_WHAT_RANGE: int
 def check_fdes(table: CfiTable, entries: Buffer, code: Sequence[tuple[int, Buffer]],
                segments: Sequence[tuple[int, Buffer]], noreturn: Buffer, function_entries: Buffer,
-               eh_frame: CfiTable | None, debug_frame: CfiTable | None, /
+               eh_frame: CfiTable | None, debug_frame: CfiTable | None, work: Buffer, /
                ) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes]: ...
 SYNTH_DECIDED: int
 SYNTH_UNDECIDED: int

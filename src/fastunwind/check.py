@@ -301,10 +301,13 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
     uncovered_calls: set[int] = set()
     called_non_entry: set[int] = set()
 
+    #: decoded instructions interpreted for this file by every chunk (_core.CHECK_MAX_FILE_INSTRUCTIONS)
+    work_done = array.array("Q", [0])
+
     def run(item: tuple[SectionCheck, _core.CfiTable, bytes], function_entries: bytes) -> _Outcome:
         _section, table, chunk = item
         return _core.check_fdes(table, chunk, code, segments, noreturn_bytes, function_entries, image.eh_frame,
-                                image.debug_frame)
+                                image.debug_frame, work_done)
 
     entries_bytes = array.array("Q", sorted(entries_known)).tobytes()
 

@@ -23,9 +23,11 @@ def check(fdes: list[tuple[int, int, list[bytes]]], function_entries: tuple[int,
 
 
 def check_with_fields(fdes: list[tuple[int, int, list[bytes]]], function_entries: tuple[int, ...] = (),
-                      code: bytes = CODE
+                      code: bytes = CODE, work: array.array[int] | None = None
                       ) -> dict[int, tuple[int, str, tuple[tuple[int, int, str, str], ...], dict[str, int]]]:
-    """Per FDE start: verdict, reason, findings and the result's fields by name."""
+    """Per FDE start: verdict, reason, findings and the result's fields by name; `work` counts the
+    decoded instructions interpreted."""
+    work = array.array("Q", [0]) if work is None else work
     section = FrameSection(EH_FRAME, address=0x8000)
     cie = section.cie(augmentation="zR", fde_encoding=PE_absptr, instructions=[def_cfa(7, 8), offset(16, 1)])
     for begin, size, instructions in fdes:
@@ -34,7 +36,7 @@ def check_with_fields(fdes: list[tuple[int, int, list[bytes]]], function_entries
     entries = [i for i in range(table.entry_count) if table.entry(i)["kind"] == 1]
     results, details, _uncovered, _called = _core.check_fdes(
         table, array.array("I", entries).tobytes(), [(CODE_START, code)], [(CODE_START, code)], b"",
-        array.array("Q", function_entries).tobytes(), table, None)
+        array.array("Q", function_entries).tobytes(), table, None, work)
     fields = array.array("I", results)
     by_begin = {}
     for position, entry in enumerate(entries):
@@ -124,3 +126,22 @@ def test_outermost_frame_rows_are_skipped_not_agreed() -> None:
     verdict, _reason, _findings, fields = check_with_fields([(0x1000, 3, [undefined(16)])])[0x1000]
     assert verdict == _core.CHECK_AGREE
     assert fields["skipped"] == 3 and fields["agree"] == 0
+
+
+def test_identical_fdes_are_interpreted_once() -> None:
+    # 200 copies of one FDE (as a hostile file over a huge function would have): one interpretation
+    rows = [advance_loc(1), def_cfa_offset(16), offset(3, 2), advance_loc(1), def_cfa_offset(8)]
+    work = array.array("Q", [0])
+    check_with_fields([(0x1000, 3, rows)], work=work)
+    once = work[0]
+    work = array.array("Q", [0])
+    results = check_with_fields([(0x1000, 3, rows)] * 200, work=work)
+    assert work[0] == once == 3
+    assert results[0x1000][0] == _core.CHECK_MISMATCH  # the copies overlap one another
+
+
+def test_work_limit_makes_the_remaining_fdes_undecided() -> None:
+    rows = [advance_loc(1), def_cfa_offset(16), offset(3, 2), advance_loc(1), def_cfa_offset(8)]
+    work = array.array("Q", [_core.CHECK_MAX_FILE_INSTRUCTIONS])
+    verdict, reason, _findings, _fields = check_with_fields([(0x1000, 3, rows)], work=work)[0x1000]
+    assert verdict == _core.CHECK_UNDECIDED and reason.startswith("work limit: ")
