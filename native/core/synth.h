@@ -37,8 +37,11 @@
 /* Basic blocks (branch targets) of one function: each holds a state of ~1.2 KB while the fixpoint
  * runs. */
 #define FU_SYNTH_MAX_BLOCKS (1u << 16)
-/* Times one block may be walked before the fixpoint is declared divergent. Values only move towards
- * unknown, so a block is re-walked at most once per value that changes at its entry. */
+/* Times one block may be walked before the fixpoint is declared divergent. Values at a block's entry
+ * only move towards unknown, with one exception: a state that came only from a call's fall-through is
+ * replaced, once, by the first other path's whose stack pointer differs (the call was to a function
+ * that does not return; synth.c merge). So a block is re-walked at most once per value that changes
+ * at its entry, plus once. */
 #define FU_SYNTH_MAX_WALKS_PER_BLOCK 64
 /* Stack slots tracked per state (saves, spills of saved registers, the return address). */
 #define FU_SYNTH_MAX_SLOTS 40

@@ -27,10 +27,12 @@ from fastunwind.errors import ElfError
 from fastunwind.image import ModuleImage
 from fastunwind.symbols import EM_X86_64, PLT_SECTIONS, symbol_table_for_file
 
-#: functions that never return: a call to them ends a path (C library, C++ and unwinder runtime)
+#: functions that never return: a call to them ends a path (C library, C++ and unwinder runtime).
+#: Not __libc_message: in glibc 2.36 (sysdeps/posix/libc_fatal.c) it aborts only when its action has
+#: do_abort and returns otherwise (Debian 12's libc.so.6: a `ret` at __libc_message+0x1b1).
 NORETURN_FUNCTIONS = frozenset({
     "abort", "exit", "_exit", "_Exit", "quick_exit", "__stack_chk_fail", "__stack_chk_fail_local", "__chk_fail",
-    "__fortify_fail", "__assert_fail", "__assert_perror_fail", "__libc_fatal", "__libc_message",
+    "__fortify_fail", "__assert_fail", "__assert_perror_fail", "__libc_fatal",
     "__malloc_assert", "malloc_printerr", "longjmp", "_longjmp", "siglongjmp", "__longjmp_chk", "__libc_longjmp",
     "__libc_siglongjmp", "pthread_exit", "__pthread_exit", "__pthread_unwind", "__pthread_unwind_next",
     "_dl_signal_error", "_dl_signal_exception", "_dl_fatal_printf", "_dl_reloc_bad_type",
