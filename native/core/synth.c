@@ -296,6 +296,23 @@ static fu_synth_value source_value(const fu_synth_state *s, const fu_x86_operand
     }
 }
 
+/* A table entry plus the base it counts from (`add` or `lea (%T,%entry)`): the jump-table target;
+ * unknown for other operands. */
+static fu_synth_value table_target(fu_synth_value a, fu_synth_value b)
+{
+    if (a.kind == FU_VALUE_CONSTANT && b.kind == FU_VALUE_TABLE_ENTRY) {
+        fu_synth_value t = a;
+        a = b;
+        b = t;
+    }
+    int64_t delta = (int64_t)((uint64_t)b.offset - (uint64_t)a.offset);
+    if (a.kind != FU_VALUE_TABLE_ENTRY || b.kind != FU_VALUE_CONSTANT || delta < INT32_MIN || delta > INT32_MAX)
+        return unknown_value;
+    fu_synth_value target = make_value(FU_VALUE_TABLE_TARGET, 0, a.offset);
+    target.base_delta = (int32_t)delta;
+    return target;
+}
+
 static void clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_address)
 {
     for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
@@ -367,6 +384,12 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
         break;
     case FU_X86_LEA:
         if (dest_is_reg64) {
+            /* `lea (%T,%entry), %r`: a jump-table target computed as clang and glibc's assembly do */
+            if (source->kind == FU_X86_OPERAND_MEMORY && !source->segment && source->scale == 1 && source->value == 0 &&
+                source->reg < FU_X86_GPR_COUNT && source->index < FU_X86_GPR_COUNT) {
+                s->regs[dest->reg] = table_target(s->regs[source->reg], s->regs[source->index]);
+                return;
+            }
             s->regs[dest->reg] = address_of(s, source, next);
             return;
         }
@@ -380,19 +403,8 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
                 return;
             }
             if (insn->kind == FU_X86_ADD && source->kind == FU_X86_OPERAND_REGISTER && source->width == 8) {
-                fu_synth_value a = *d, b = s->regs[source->reg];
-                if (a.kind == FU_VALUE_CONSTANT && b.kind == FU_VALUE_TABLE_ENTRY) {
-                    fu_synth_value t = a;
-                    a = b;
-                    b = t;
-                }
-                int64_t delta = (int64_t)((uint64_t)b.offset - (uint64_t)a.offset);
-                if (a.kind == FU_VALUE_TABLE_ENTRY && b.kind == FU_VALUE_CONSTANT && delta >= INT32_MIN &&
-                    delta <= INT32_MAX) {
-                    *d = make_value(FU_VALUE_TABLE_TARGET, 0, a.offset);
-                    d->base_delta = (int32_t)delta;
-                    return;
-                }
+                *d = table_target(*d, s->regs[source->reg]);
+                return;
             }
             *d = unknown_value;
             return;
