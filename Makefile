@@ -20,7 +20,7 @@ EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(s
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
 .PHONY: all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
-        bench-check clean
+        bench-check bench-trace decode-compare clean
 
 all: build
 
@@ -86,6 +86,11 @@ sweep: build
 sweep-check: build
 	$(PY) -m scripts.sweep_check
 
+# The decoder's fast path against Zydis on every instruction of the .text of libc, ld.so, libstdc++,
+# python3.11 and libLLVM-14 (`make test` compares libc's and ld.so's).
+decode-compare: build
+	FASTUNWIND_DECODE_COMPARE=all $(PY) -m pytest -q tests/golden/test_decode_real_binaries.py
+
 # The C core under AddressSanitizer + UndefinedBehaviorSanitizer: standalone drivers run the
 # hostile-input corpus and mutated real sections, perf.data recordings, and the stack walker over
 # hostile, generated and mutated stacks (native/fuzz/README.md).
@@ -101,6 +106,10 @@ bench: build
 # `fastunwind check libLLVM-14.so.1` against `readelf -wF` of the same file (docs/BENCHMARKS.md).
 bench-check: build
 	$(PY) -m benchmarks.bench_check
+
+# `fastunwind check --trace`: steps per second on real commands against a bare ptrace loop.
+bench-trace: build
+	$(PY) -m benchmarks.bench_trace
 
 # The walker against libunwind, libdw and a frame-pointer walk on the same perf samples.
 bench-unwind: build

@@ -2,8 +2,9 @@
  *
  *   cworkload SECONDS [PHASE...]
  *
- * Runs the phases below round-robin, each for a slice of SLICE_MILLISECONDS, until SECONDS of wall
- * time have passed (or only the named PHASEs). Every phase is a noinline function with a
+ * Runs the phases below round-robin, each for a slice of SLICE_MILLISECONDS, until SECONDS of its own
+ * CPU time have passed (every phase spins: on a loaded machine perf's cpu-clock takes as many
+ * samples as on an idle one), or only the named PHASEs. Every phase is a noinline function with a
  * distinctive name so a sample can be attributed from its symbols alone (tests/perf checks that
  * each phase shows up in `perf script`):
  *
@@ -56,7 +57,7 @@ volatile uint64_t sink; /* results go here so -O2 cannot delete the work */
 
 static double now_seconds(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 

@@ -1,7 +1,9 @@
 /* zydis_decode: how long Zydis 4 alone takes to decode a file's code, the floor under
  * `fastunwind check` (benchmarks/bench_check.py). Decodes [offset, offset + size) of FILE linearly,
- * once with ZydisDecoderDecodeFull (the instruction and all its operands, as synth_decode.c does)
- * and once with ZydisDecoderDecodeInstruction (without operands), and prints the seconds of each.
+ * once with ZydisDecoderDecodeFull (the instruction and all its operands, as synth_decode.c does),
+ * once with ZydisDecoderDecodeInstruction (without operands), and once with check's own decoder
+ * (fu_x86_decode: the fast path of synth_decode_fast.c, Zydis behind it), and prints the seconds of
+ * each.
  *
  *   zydis_decode FILE OFFSET SIZE      (hex or decimal)
  */
@@ -10,6 +12,8 @@
 #include <time.h>
 
 #include <Zydis/Zydis.h>
+
+#include "synth_decode.h"
 
 static double seconds(void)
 {
@@ -48,6 +52,16 @@ int main(int argc, char **argv)
         }
         printf("%s %ld %.6f\n", full ? "full" : "instruction", count, seconds() - started);
     }
+    fu_x86_decoder check_decoder;
+    fu_x86_decoder_init(&check_decoder);
+    double started = seconds();
+    long count = 0;
+    for (long at = 0; at < size; count++) {
+        fu_x86_insn insn;
+        fu_x86_decode(&check_decoder, code + at, (size_t)(size - at), (uint64_t)at, &insn);
+        at += insn.kind == FU_X86_INVALID ? 1 : insn.length;
+    }
+    printf("check %ld %.6f\n", count, seconds() - started);
     free(code);
     return 0;
 }

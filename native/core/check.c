@@ -283,12 +283,17 @@ static void note_non_entry_callee(fde_check *c, uint64_t target)
         c->out_of_memory = true;
 }
 
-static bool covered(const fu_check_image *image, uint64_t address)
+static bool covered(const fu_check_image *image, fu_check_batch *batch, uint64_t address)
 {
-    for (unsigned t = 0; t < 2; t++)
-        if (image->tables[t] && fu_cfi_table_find_fde(image->tables[t], address) >= 0)
-            return true;
-    return false;
+    /* the low bits above the usual 16-byte function alignment */
+    fu_check_covered_target *cached = &batch->covered_cache[(address >> 4) % FU_CHECK_COVERED_CACHE_SIZE];
+    if (cached->known && cached->address == address)
+        return cached->covered;
+    bool found = false;
+    for (unsigned t = 0; t < 2 && !found; t++)
+        found = image->tables[t] && fu_cfi_table_find_fde(image->tables[t], address) >= 0;
+    *cached = (fu_check_covered_target){.address = address, .known = true, .covered = found};
+    return found;
 }
 
 
@@ -302,7 +307,7 @@ static void note_call_target(fde_check *c, const fu_x86_insn *insn)
     if (insn->kind == FU_X86_CALL) /* not jumps: the hot part's jump to its .cold part */
         note_non_entry_callee(c, insn->target);
     if (fu_image_segment_holding(c->image->code, c->image->code_count, insn->target, 1) &&
-        !covered(c->image, insn->target) &&
+        !covered(c->image, c->batch, insn->target) &&
         !fu_buffer_append(&c->batch->uncovered_calls, &insn->target, sizeof insn->target))
         c->out_of_memory = true;
 }
@@ -671,6 +676,7 @@ static bool share_result(fu_check_batch *batch, uint32_t position, uint32_t entr
 fu_status fu_check_fdes(const fu_check_image *image, const fu_cfi_table *table, const uint32_t *entries,
                         size_t count, fu_check_batch *batch, fu_error *err)
 {
+    memset(batch->covered_cache, 0, sizeof batch->covered_cache);
     free(batch->results);
     batch->results = calloc(count ? count : 1, sizeof *batch->results);
     batch->count = 0;

@@ -95,6 +95,16 @@ typedef struct fu_check_image {
 
 /* The results of a batch of FDEs, and the direct call targets in executable code that no FDE of
  * either table covers (unsorted, possibly repeated). Zero-initialize; fu_check_batch_free. */
+/* Call targets whose coverage by an FDE was looked up, direct-mapped by address: the same callees
+ * recur across a batch's FDEs. On libLLVM-14 the lookups took 3.7% of check's time, 2.2% with
+ * this cache; 8,192 entries gave no more (the rest are first lookups). */
+#define FU_CHECK_COVERED_CACHE_SIZE 1024
+typedef struct fu_check_covered_target {
+    uint64_t address;
+    bool known;
+    bool covered;
+} fu_check_covered_target;
+
 typedef struct fu_check_batch {
     fu_check_fde_result *results;
     size_t count;
@@ -107,6 +117,7 @@ typedef struct fu_check_batch {
     uint32_t *position_of;      /* per entry of the table: its position in this batch, or UINT32_MAX */
     uint64_t work_done;         /* image->work_done when that is NULL */
     fu_synth_scratch scratch;
+    fu_check_covered_target covered_cache[FU_CHECK_COVERED_CACHE_SIZE]; /* emptied by each fu_check_fdes */
 } fu_check_batch;
 
 void fu_check_batch_free(fu_check_batch *batch);

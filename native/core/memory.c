@@ -28,10 +28,23 @@ fu_read_status fu_read_dump(void *context, uint64_t address, unsigned size, uint
 fu_read_status fu_read_self(void *unused, uint64_t address, unsigned size, uint64_t *out)
 {
     (void)unused;
+    fu_pid_memory self = {getpid()};
+    return fu_read_pid(&self, address, size, out);
+}
+
+fu_read_status fu_read_pid(void *pid_memory, uint64_t address, unsigned size, uint64_t *out)
+{
     uint64_t v = 0;
-    struct iovec local = {&v, size}, remote = {(void *)(uintptr_t)address, size};
-    if (size == 0 || size > 8 || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)size)
+    if (size == 0 || size > 8 || !fu_read_pid_bytes(((const fu_pid_memory *)pid_memory)->pid, address, &v, size))
         return FU_READ_UNREADABLE;
     *out = v;
     return FU_READ_OK;
+}
+
+bool fu_read_pid_bytes(int pid, uint64_t address, void *dst, size_t size)
+{
+    if (size == 0 || size > UINT64_MAX - address)
+        return false;
+    struct iovec local = {dst, size}, remote = {(void *)(uintptr_t)address, size};
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)size;
 }

@@ -3,8 +3,9 @@
  * - a captured stack (perf sample, core file thread): [stack_address, +size) from the dump, then
  *   the read-only segments of the mapped modules; addresses just above the dump are "past the
  *   dump" (the stack was truncated), anything else unreadable;
- * - the current process: its own memory through process_vm_readv, so a bad pointer is an error,
- *   never a fault.
+ * - the current process, or another one (a traced process, native/core/trace.c): its memory through
+ *   process_vm_readv, so a bad pointer is an error, never a fault. Pages that are executable but not
+ *   readable fail there (the kernel checks read permission); ptrace's PEEKDATA would force them.
  */
 #ifndef FASTUNWIND_MEMORY_H
 #define FASTUNWIND_MEMORY_H
@@ -26,6 +27,14 @@ typedef struct fu_dump_memory {
 
 fu_read_status fu_read_dump(void *dump_memory, uint64_t address, unsigned size, uint64_t *out);
 fu_read_status fu_read_self(void *unused, uint64_t address, unsigned size, uint64_t *out);
+
+/* Another process's memory: the context of fu_read_pid. */
+typedef struct fu_pid_memory {
+    int pid;
+} fu_pid_memory;
+fu_read_status fu_read_pid(void *pid_memory, uint64_t address, unsigned size, uint64_t *out);
+/* `size` bytes at `address` of process `pid` into dst; false if any of them is unreadable. */
+bool fu_read_pid_bytes(int pid, uint64_t address, void *dst, size_t size);
 
 /* The reader of a captured stack: the dump is its inline window, fu_read_dump the rest. `m` must
  * outlive the reader. */

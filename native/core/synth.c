@@ -31,6 +31,7 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->insn_offsets);
     free(scratch->block_of);
     free(scratch->walked);
+    free(scratch->insn_at_offset);
     free(scratch->block_states);
     free(scratch->block_flags);
     free(scratch->block_insn);
@@ -57,6 +58,16 @@ static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
     void **arrays[] = {(void **)&s->insns, (void **)&s->insn_offsets, (void **)&s->block_of, (void **)&s->walked};
     const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->walked};
     return grow_together(arrays, sizes, 4, &s->insn_cap, need);
+}
+
+/* The offset map for a function of `size` bytes, its new part zeroed. */
+static bool reserve_offsets(fu_synth_scratch *s, uint64_t size)
+{
+    uint32_t old_cap = s->offset_cap;
+    if (!fu_grow_array((void **)&s->insn_at_offset, &s->offset_cap, size, sizeof *s->insn_at_offset))
+        return false;
+    memset(s->insn_at_offset + old_cap, 0, (size_t)(s->offset_cap - old_cap) * sizeof *s->insn_at_offset);
+    return true;
 }
 
 static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
@@ -315,9 +326,8 @@ static fu_synth_value table_target(fu_synth_value a, fu_synth_value b)
 
 static void clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_address)
 {
-    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-        if (insn->writes & (1u << r))
-            s->regs[r] = unknown_value;
+    for (unsigned m = insn->writes; m; m &= m - 1)
+        s->regs[__builtin_ctz(m)] = unknown_value;
     if (insn->stores)
         slot_store(s, address_of(s, &insn->dest, next_address), insn->dest.width ? insn->dest.width : 8,
                    unknown_value, false);
@@ -455,22 +465,19 @@ static int64_t insn_index_at(const synth_run *run, uint64_t address)
     if (address < f->start || address >= f->end)
         return -1;
     uint32_t offset = (uint32_t)(address - f->start);
-    const uint32_t *offsets = run->scratch->insn_offsets;
-    uint32_t lo = 0, hi = run->insn_count;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (offsets[mid] < offset)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < run->insn_count && offsets[lo] == offset)
-        return lo;
+    const uint32_t *insn_at_offset = run->scratch->insn_at_offset;
+    if (insn_at_offset[offset])
+        return insn_at_offset[offset] - 1;
     /* A jump over a prefix (glibc's `je 0f; lock; 0: cmpxchg`) lands inside the instruction with the
      * prefix: the same instruction without it, which is the same to the interpreter. */
-    if (lo > 0) {
-        uint32_t containing = lo - 1;
-        uint32_t end = offsets[containing] + run->scratch->insns[containing].length;
+    uint32_t before = 1;
+    while (before < FU_X86_MAX_INSN_LENGTH && before <= offset && !insn_at_offset[offset - before])
+        before++;
+    if (before < FU_X86_MAX_INSN_LENGTH && before <= offset) {
+        uint32_t containing = insn_at_offset[offset - before] - 1;
+        uint32_t end = offset - before + run->scratch->insns[containing].length;
+        if (end <= offset)
+            return -2;
         fu_x86_insn alone;
         fu_x86_decode(&run->scratch->decoder, f->code + offset, end - offset, address, &alone);
         if (alone.kind != FU_X86_INVALID && offset + alone.length == end &&
@@ -810,14 +817,20 @@ static bool decode_all(synth_run *run)
     fu_synth_scratch *sc = run->scratch;
     uint64_t size = f->end - f->start;
     uint32_t n = 0;
+    if (!reserve_offsets(sc, size)) {
+        run->out_of_memory = true;
+        return false;
+    }
     for (uint64_t offset = 0; offset < size;) {
         if (!reserve_insns(sc, (uint64_t)n + 1)) {
+            run->insn_count = n;
             run->out_of_memory = true;
             return false;
         }
         fu_x86_insn *insn = &sc->insns[n];
         fu_x86_decode(&sc->decoder, f->code + offset, (size_t)(size - offset), f->start + offset, insn);
         sc->insn_offsets[n] = (uint32_t)offset;
+        sc->insn_at_offset[offset] = n + 1;
         sc->block_of[n] = -1;
         sc->walked[n] = 0;
         n++;
@@ -885,6 +898,69 @@ static bool insn_may_store(const fu_x86_insn *insn)
     }
 }
 
+/* The fixpoint, then the visit: instructions in address order, each with the state before it. */
+static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *context)
+{
+    const fu_synth_function *function = run->function;
+    fu_synth_scratch *scratch = run->scratch;
+    fu_synth_counts *counts = run->counts;
+    char *reason = run->reason;
+    /* a jump table met late adds blocks inside walked code: walk again with them known */
+    for (unsigned attempt = 0;; attempt++) {
+        if (attempt > FU_SYNTH_MAX_RESTARTS) {
+            snprintf(reason, FU_SYNTH_REASON_MAX, "jump tables still reveal blocks after %u restarts",
+                     FU_SYNTH_MAX_RESTARTS);
+            return FU_SYNTH_UNDECIDED;
+        }
+        if (!fixpoint(run, attempt == 0))
+            return run->out_of_memory ? FU_SYNTH_NO_MEMORY : FU_SYNTH_UNDECIDED;
+        if (!run->restart)
+            break;
+    }
+    /* the visit */
+    fu_synth_state s;
+    bool live = false, unchanged = false;
+    for (uint32_t i = 0; i < run->insn_count; i++) {
+        const fu_x86_insn *insn = &scratch->insns[i];
+        int32_t b = scratch->block_of[i];
+        if (b >= 0 && (scratch->block_flags[b] & BLOCK_HAS_STATE)) {
+            state_copy(&s, &scratch->block_states[b]);
+            live = true;
+            unchanged = false;
+        } else if (b >= 0) {
+            live = false;
+        }
+        if (!live)
+            continue;
+        uint64_t address = insn_address(run, i);
+        counts->reached++;
+        if (visit && !visit(context, address, insn, &s, unchanged))
+            return FU_SYNTH_STOPPED;
+        /* whether the next visit sees the same state: no slot written, no register changed (an
+         * instruction changes only the registers it writes, and a call its caller-saved ones) */
+        fu_synth_value before[FU_X86_GPR_COUNT];
+        uint16_t written = insn->writes;
+        for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
+            before[__builtin_ctz(m)] = s.regs[__builtin_ctz(m)];
+        step(run, &s, insn, address);
+        unchanged = !insn_may_store(insn);
+        for (uint16_t m = written; m && unchanged; m &= (uint16_t)(m - 1))
+            unchanged = fu_synth_value_equal(before[__builtin_ctz(m)], s.regs[__builtin_ctz(m)]);
+        switch (insn->kind) {
+        case FU_X86_JMP: case FU_X86_RET: case FU_X86_TRAP:
+            live = false;
+            break;
+        case FU_X86_CALL:
+            if (insn->has_target && is_noreturn(function, insn->target))
+                live = false;
+            break;
+        default:
+            break;
+        }
+    }
+    return FU_SYNTH_DECIDED;
+}
+
 fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratch *scratch, fu_synth_visit visit,
                               void *context, fu_synth_counts *counts, char reason[FU_SYNTH_REASON_MAX])
 {
@@ -910,63 +986,12 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
     run.scratch = scratch;
     run.reason = reason;
     run.counts = counts;
-    if (!decode_all(&run))
-        return FU_SYNTH_NO_MEMORY;
-    /* a jump table met late adds blocks inside walked code: walk again with them known */
-    for (unsigned attempt = 0;; attempt++) {
-        if (attempt > FU_SYNTH_MAX_RESTARTS) {
-            snprintf(reason, FU_SYNTH_REASON_MAX, "jump tables still reveal blocks after %u restarts",
-                     FU_SYNTH_MAX_RESTARTS);
-            return FU_SYNTH_UNDECIDED;
-        }
-        if (!fixpoint(&run, attempt == 0))
-            return run.out_of_memory ? FU_SYNTH_NO_MEMORY : FU_SYNTH_UNDECIDED;
-        if (!run.restart)
-            break;
-    }
-    /* The visit: instructions in address order, each with the state before it. */
-    fu_synth_state s;
-    bool live = false, unchanged = false;
-    for (uint32_t i = 0; i < run.insn_count; i++) {
-        const fu_x86_insn *insn = &scratch->insns[i];
-        int32_t b = scratch->block_of[i];
-        if (b >= 0 && (scratch->block_flags[b] & BLOCK_HAS_STATE)) {
-            state_copy(&s, &scratch->block_states[b]);
-            live = true;
-            unchanged = false;
-        } else if (b >= 0) {
-            live = false;
-        }
-        if (!live)
-            continue;
-        uint64_t address = insn_address(&run, i);
-        counts->reached++;
-        if (visit && !visit(context, address, insn, &s, unchanged))
-            return FU_SYNTH_STOPPED;
-        /* whether the next visit sees the same state: no slot written, no register changed (an
-         * instruction changes only the registers it writes, and a call its caller-saved ones) */
-        fu_synth_value before[FU_X86_GPR_COUNT];
-        uint16_t written = insn->writes;
-        for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
-            before[__builtin_ctz(m)] = s.regs[__builtin_ctz(m)];
-        step(&run, &s, insn, address);
-        unchanged = !insn_may_store(insn);
-        for (uint16_t m = written; m && unchanged; m &= (uint16_t)(m - 1))
-            unchanged = fu_synth_value_equal(before[__builtin_ctz(m)], s.regs[__builtin_ctz(m)]);
-        switch (insn->kind) {
-        case FU_X86_JMP: case FU_X86_RET: case FU_X86_TRAP:
-            live = false;
-            break;
-        case FU_X86_CALL:
-            if (insn->has_target && is_noreturn(function, insn->target))
-                live = false;
-            break;
-        default:
-            break;
-        }
-    }
-    return FU_SYNTH_DECIDED;
+    fu_synth_outcome outcome = decode_all(&run) ? interpret(&run, visit, context) : FU_SYNTH_NO_MEMORY;
+    for (uint32_t i = 0; i < run.insn_count; i++)
+        scratch->insn_at_offset[scratch->insn_offsets[i]] = 0;
+    return outcome;
 }
+
 
 /* ---- derived rows ----------------------------------------------------------------------------- */
 

@@ -32,7 +32,7 @@
 #include "synth_decode.h"
 
 /* A function longer than this is undecided: it bounds the scratch memory (about 40 bytes per
- * instruction). */
+ * instruction, and 4 per byte of code for the offset-to-instruction map). */
 #define FU_SYNTH_MAX_FUNCTION_BYTES (4u << 20)
 /* Basic blocks (branch targets) of one function: each holds a state of ~1.2 KB while the fixpoint
  * runs. */
@@ -115,6 +115,10 @@ typedef struct fu_synth_scratch {
     int32_t *block_of;        /* per instruction: its block index if it starts one, else -1 */
     uint8_t *walked;          /* per instruction: passed by a walk (jump tables need a restart) */
     uint32_t insn_cap;
+    /* per byte of the function: 1 + the index of the instruction starting there, else 0 (branch
+     * targets to instructions without a search); all zero between runs */
+    uint32_t *insn_at_offset;
+    uint32_t offset_cap;
     fu_synth_state *block_states;
     uint8_t *block_flags;
     uint32_t *block_insn;

@@ -1,6 +1,9 @@
-/* synth_decode: Zydis's decoded instructions summarized for synth.c (see synth_decode.h). */
+/* synth_decode: the decoder interface synth.c calls: the fast path first, Zydis behind it; Zydis's
+ * decoded instructions summarized, and the two compared (see synth_decode.h). */
 #include "synth_decode.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <Zydis/Zydis.h>
@@ -13,12 +16,6 @@ void fu_x86_decoder_init(fu_x86_decoder *decoder)
     ZydisDecoderInit((ZydisDecoder *)decoder->opaque, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 }
 
-/* Zydis orders the 64-bit registers as the encoding does (rax rcx rdx rbx rsp rbp rsi rdi r8..r15);
- * DWARF numbers them rax rdx rcx rbx rsi rdi rbp rsp r8..r15 (System V AMD64 ABI, figure 3.36). */
-static const uint8_t dwarf_of_encoding[FU_X86_GPR_COUNT] = {
-    FU_REG_RAX, FU_REG_RCX, FU_REG_RDX, FU_REG_RBX, FU_REG_RSP, FU_REG_RBP, FU_REG_RSI, FU_REG_RDI,
-    FU_REG_R8,  FU_REG_R9,  FU_REG_R10, FU_REG_R11, FU_REG_R12, FU_REG_R13, FU_REG_R14, FU_REG_R15};
-
 /* The DWARF number of the general-purpose register holding `reg` (al, ax, eax, rax -> 0), or
  * FU_X86_REG_NONE. */
 static uint8_t decode_gpr(ZydisRegister reg)
@@ -30,7 +27,7 @@ static uint8_t decode_gpr(ZydisRegister reg)
     ZydisRegister wide = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, reg);
     if (wide < ZYDIS_REGISTER_RAX || wide > ZYDIS_REGISTER_R15)
         return FU_X86_REG_NONE;
-    return dwarf_of_encoding[wide - ZYDIS_REGISTER_RAX];
+    return fu_x86_dwarf_of_encoding[wide - ZYDIS_REGISTER_RAX];
 }
 
 static void decode_operand(const ZydisDecodedOperand *operand, fu_x86_operand *out)
@@ -61,14 +58,23 @@ static void decode_operand(const ZydisDecodedOperand *operand, fu_x86_operand *o
     }
 }
 
+const fu_x86_insn fu_x86_insn_empty = {.dest = {.reg = FU_X86_REG_NONE, .index = FU_X86_REG_NONE},
+                                       .source = {.reg = FU_X86_REG_NONE, .index = FU_X86_REG_NONE}};
+
 void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t size, uint64_t address,
                    fu_x86_insn *insn)
 {
+    *insn = fu_x86_insn_empty;
+    if (!fu_x86_decode_fast(code, size, address, insn))
+        fu_x86_decode_zydis(decoder, code, size, address, insn);
+}
+
+void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, size_t size, uint64_t address,
+                         fu_x86_insn *insn)
+{
     ZydisDecodedInstruction zi;
     ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
-    static const fu_x86_insn empty = {.dest = {.reg = FU_X86_REG_NONE, .index = FU_X86_REG_NONE},
-                                      .source = {.reg = FU_X86_REG_NONE, .index = FU_X86_REG_NONE}};
-    *insn = empty;
+    *insn = fu_x86_insn_empty;
     if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull((const ZydisDecoder *)decoder->opaque, code, size, &zi, operands))) {
         insn->kind = FU_X86_INVALID;
         return;
@@ -160,4 +166,69 @@ void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t si
     }
     insn->kind = FU_X86_OTHER;
     insn->is_nop = zi.mnemonic == ZYDIS_MNEMONIC_NOP;
+}
+
+/* The first field where `a` and `b` differ, written as "field: fast A, zydis B"; false if none. */
+static bool describe_operand_difference(const char *name, const fu_x86_operand *a, const fu_x86_operand *b,
+                                        char *out, size_t out_size)
+{
+    const struct {
+        const char *field;
+        int64_t a, b;
+    } fields[] = {
+        {"kind", a->kind, b->kind},   {"reg", a->reg, b->reg},       {"index", a->index, b->index},
+        {"scale", a->scale, b->scale}, {"width", a->width, b->width}, {"sign_extends", a->sign_extends, b->sign_extends},
+        {"segment", a->segment, b->segment}, {"value", a->value, b->value},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].a != fields[i].b) {
+            snprintf(out, out_size, "%s.%s: fast 0x%" PRIx64 ", zydis 0x%" PRIx64, name, fields[i].field,
+                     (uint64_t)fields[i].a, (uint64_t)fields[i].b);
+            return true;
+        }
+    return false;
+}
+
+static bool describe_difference(const fu_x86_insn *a, const fu_x86_insn *b, char *out, size_t out_size)
+{
+    const struct {
+        const char *field;
+        uint64_t a, b;
+    } fields[] = {
+        {"kind", a->kind, b->kind},         {"length", a->length, b->length},
+        {"has_target", a->has_target, b->has_target}, {"target", a->target, b->target},
+        {"stores", a->stores, b->stores},   {"is_nop", a->is_nop, b->is_nop},
+        {"condition", a->condition, b->condition}, {"writes", a->writes, b->writes},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].a != fields[i].b) {
+            snprintf(out, out_size, "%s: fast 0x%" PRIx64 ", zydis 0x%" PRIx64, fields[i].field, fields[i].a,
+                     fields[i].b);
+            return true;
+        }
+    return describe_operand_difference("dest", &a->dest, &b->dest, out, out_size) ||
+           describe_operand_difference("source", &a->source, &b->source, out, out_size);
+}
+
+void fu_x86_compare_decoders(const fu_x86_decoder *decoder, const uint8_t *code, size_t size, uint64_t address,
+                             fu_x86_decoder_comparison *comparison)
+{
+    memset(comparison, 0, sizeof *comparison);
+    for (size_t offset = 0; offset < size;) {
+        fu_x86_insn zydis, fast = fu_x86_insn_empty;
+        fu_x86_decode_zydis(decoder, code + offset, size - offset, address + offset, &zydis);
+        comparison->instructions++;
+        if (fu_x86_decode_fast(code + offset, size - offset, address + offset, &fast)) {
+            comparison->fast++;
+            char difference[sizeof comparison->first_difference];
+            bool differs = zydis.kind == FU_X86_INVALID
+                               ? (snprintf(difference, sizeof difference, "the fast path decodes bytes Zydis rejects"), true)
+                               : describe_difference(&fast, &zydis, difference, sizeof difference);
+            if (differs && comparison->mismatches++ == 0) {
+                comparison->first_mismatch = address + offset;
+                memcpy(comparison->first_difference, difference, sizeof difference);
+            }
+        }
+        offset += zydis.kind == FU_X86_INVALID ? 1 : zydis.length;
+    }
 }

@@ -10,7 +10,12 @@
  *     rows well formed), with and without a noreturn list, and from a seeded entry state;
  *   - described by a CIE + FDE over the code (.eh_frame, absolute pointers), parsed, evaluated and
  *     checked by fu_check_fdes, whose results must be in range (verdicts, findings inside the
- *     buffer, instruction counts no larger than the code).
+ *     buffer, instruction counts no larger than the code);
+ *   - each of that FDE's rows judged by the tracer's comparison (trace.c fu_trace_judge) against a
+ *     frame and registers drawn from the code bytes, memory being the code itself: findings must
+ *     stay within FU_TRACE_MAX_FINDINGS_PER_STEP and name a known subject.
+ *   - decoded by the fast path and by Zydis, whose summaries must agree wherever the fast path
+ *     answers (fu_x86_compare_decoders, from the first DECODE_ALIGNMENTS offsets).
  *
  * Standalone (gcc ASAN+UBSAN): main() runs hand-written hostile functions, then for each ELF file
  * given, --inputs seeded slices of its .text (real functions' bytes, at random starts and lengths)
@@ -34,6 +39,7 @@
 
 #include "check.h"
 #include "synth.h"
+#include "trace.h"
 
 #define FUZZ_DRIVER "synth_driver"
 #define FUZZ_REPLAY "build/synth_driver_asan --replay"
@@ -118,6 +124,53 @@ static size_t build_eh_frame(uint8_t *out, uint64_t start, uint64_t size, const 
     return n + 4;
 }
 
+typedef struct judge_memory {
+    const uint8_t *bytes;
+    size_t size;
+    uint64_t address;
+} judge_memory;
+
+static bool judge_read(void *opaque, uint64_t address, unsigned size, uint64_t *out)
+{
+    const judge_memory *m = opaque;
+    if (size == 0 || size > 8 || address < m->address || address - m->address > m->size ||
+        size > m->size - (address - m->address))
+        return false;
+    uint64_t value = 0;
+    memcpy(&value, m->bytes + (address - m->address), size);
+    *out = value;
+    return true;
+}
+
+/* Every row of `table` judged as the tracer judges a step, with registers and a true frame taken
+ * from the code bytes (near the code's own address half the time, so that rules read it). */
+static void run_judge(const fu_cfi_table *table, const uint8_t *code, size_t size, uint64_t start)
+{
+    judge_memory memory = {code, size, start};
+    for (uint32_t row = 0; row < table->row_count; row++) {
+        uint64_t regs[17];
+        for (unsigned i = 0; i < 17; i++) {
+            uint64_t noise = 0;
+            if (size)
+                memcpy(&noise, code + (row * 17u + i) % size, size - (row * 17u + i) % size < 8 ? 1 : 8);
+            regs[i] = (noise & 1) ? start + noise % (size + 16) : noise;
+        }
+        fu_trace_frame frame = {.cfa = regs[7] + 8, .return_address = regs[16] + 1};
+        for (unsigned i = 0; i < FU_TRACE_SAVED_COUNT; i++)
+            frame.entry_values[i] = regs[FU_TRACE_SAVED_COLUMNS[i]];
+        fu_trace_record findings[FU_TRACE_MAX_FINDINGS_PER_STEP];
+        unsigned count = 0;
+        fu_trace_judgement judgement = fu_trace_judge(table, fu_cfi_table_state(table, table->row_state[row]), 16, regs,
+                                                      &frame, judge_read, &memory, findings,
+                                                      FU_TRACE_MAX_FINDINGS_PER_STEP, &count);
+        CHECK(judgement <= FU_TRACE_NOT_EVALUABLE, "judgement %d", (int)judgement);
+        CHECK(count <= FU_TRACE_MAX_FINDINGS_PER_STEP, "%u findings in one step", count);
+        CHECK((judgement == FU_TRACE_DISAGREE) == (count > 0), "judgement %d with %u findings", (int)judgement, count);
+        for (unsigned k = 0; k < count; k++)
+            CHECK(findings[k].what < FU_TRACE_WHAT_COUNT, "finding about %u", findings[k].what);
+    }
+}
+
 static void run_check(const uint8_t *code, size_t size, uint64_t start, const uint8_t *cfi, const fu_image_segment *segments,
                       size_t segment_count, const uint64_t *noreturn, size_t noreturn_count)
 {
@@ -161,10 +214,26 @@ static void run_check(const uint8_t *code, size_t size, uint64_t start, const ui
                   "finding text not terminated");
     }
     fu_check_batch_free(&batch);
+    run_judge(&table, code, size, start);
     fu_cfi_table_free(&table);
 }
 
 static fu_synth_scratch scratch; /* shared by every input, as one check batch shares it */
+
+/* The decoder's fast path against Zydis over `code`, decoded linearly from each of the first
+ * DECODE_ALIGNMENTS offsets (hostile bytes resynchronize differently from each). */
+#define DECODE_ALIGNMENTS 4
+static void compare_decoders(const uint8_t *code, size_t size, uint64_t start)
+{
+    fu_x86_decoder decoder;
+    fu_x86_decoder_init(&decoder);
+    for (size_t offset = 0; offset < DECODE_ALIGNMENTS && offset < size; offset++) {
+        fu_x86_decoder_comparison comparison;
+        fu_x86_compare_decoders(&decoder, code + offset, size - offset, start + offset, &comparison);
+        CHECK(comparison.mismatches == 0, "fast decoder differs from Zydis at 0x%" PRIx64 ": %s",
+              comparison.first_mismatch, comparison.first_difference);
+    }
+}
 
 static void run_input(const uint8_t *data, size_t size)
 {
@@ -191,6 +260,7 @@ static void run_input(const uint8_t *data, size_t size)
     fu_synth_store(&entry, entry.regs[FU_REG_RSP], (fu_synth_value){FU_VALUE_ENTRY_REGISTER, 3, 0, 0});
     run_synth(code, code_size, start, segments, segment_count, noreturn, 2, &entry, &scratch);
     run_check(code, code_size, start, cfi, segments, segment_count, noreturn, 2);
+    compare_decoders(code, code_size, start);
 }
 
 /* ---- standalone: hostile functions, slices of real code and their mutants --------------------------- */
@@ -293,6 +363,28 @@ static void run_hostile(unsigned timeout)
     static const uint8_t push_pop[] = {0x53, 0x5b, 0xc3};
     run_code("CFI offsets near INT64_MAX", 1, extreme_cfi, push_pop, sizeof push_pop, timeout);
     run_code("CFI offsets near INT64_MIN", 1, extreme_cfi_low, push_pop, sizeof push_pop, timeout);
+    /* every opcode pair of both maps, bare and after each prefix the fast path knows, before a
+     * ModRM with SIB and displacement, then immediate-sized bytes; whole and cut off in the middle */
+    fu_x86_decoder grid_decoder;
+    fu_x86_decoder_init(&grid_decoder);
+    static const uint8_t prefixes[][2] = {{0}, {0x48}, {0x41}, {0x66}, {0xf3}, {0xf2}, {0x64}, {0x66, 0x2e}, {0x66, 0x4c}};
+    static const uint8_t prefix_lengths[] = {0, 1, 1, 1, 1, 1, 1, 2, 2};
+    static const uint8_t tail[] = {0x84, 0x24, 0x80, 0x00, 0x00, 0x00, 0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01};
+    for (size_t p = 0; p < sizeof prefix_lengths; p++)
+        for (unsigned opcode = 0; opcode < 0x10000; opcode++) {
+            size_t n = prefix_lengths[p];
+            memcpy(code, prefixes[p], n);
+            code[n++] = (uint8_t)(opcode >> 8);
+            code[n++] = (uint8_t)opcode;
+            memcpy(code + n, tail, sizeof tail);
+            n += sizeof tail;
+            for (size_t cut = n / 2; cut <= n; cut += n - n / 2) {
+                fu_x86_decoder_comparison comparison;
+                fu_x86_compare_decoders(&grid_decoder, code, cut, 0x1000, &comparison);
+                CHECK(comparison.mismatches == 0, "fast decoder differs from Zydis on %02x %02x %02x %02x: %s", code[0],
+                      code[1], code[2], code[3], comparison.first_difference);
+            }
+        }
 }
 
 /* The .text section of an ELF file (its file bytes), or NULL. */

@@ -19,6 +19,10 @@
  *   reason); rows, one per reached instruction in address order, (address, cfa, columns): cfa and
  *   each column of SYNTH_COLUMNS a rule (kind, reg, value, 0) as CfiTable.state gives them; counts,
  *   fu_synth_counts as a dict. For tests and tools on one function: `check` never builds these.
+ *
+ * compare_decoders(code, address)
+ *   the decoder's fast path held to Zydis on every instruction of `code` at svma `address`
+ *   (fu_x86_compare_decoders) -> {instructions, fast, mismatches, first_mismatch, first_difference}.
  */
 #include "py_core.h"
 
@@ -237,6 +241,26 @@ cleanup:
     return result;
 }
 
+static PyObject *compare_decoders(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer code = {0};
+    unsigned long long address;
+    if (!PyArg_ParseTuple(args, "y*K", &code, &address))
+        return NULL;
+    fu_x86_decoder decoder;
+    fu_x86_decoder_init(&decoder);
+    fu_x86_decoder_comparison comparison;
+    Py_BEGIN_ALLOW_THREADS
+    fu_x86_compare_decoders(&decoder, code.buf, (size_t)code.len, address, &comparison);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&code);
+    return Py_BuildValue("{sKsKsKsKss}", "instructions", (unsigned long long)comparison.instructions, "fast",
+                         (unsigned long long)comparison.fast, "mismatches", (unsigned long long)comparison.mismatches,
+                         "first_mismatch", (unsigned long long)comparison.first_mismatch, "first_difference",
+                         comparison.first_difference);
+}
+
 static int add_columns(PyObject *module)
 {
     PyObject *columns = PyTuple_New(FU_SYNTH_COLUMN_COUNT);
@@ -250,6 +274,8 @@ static int add_columns(PyObject *module)
 static PyMethodDef synth_functions[] = {
     {"synth_function", (PyCFunction)(void (*)(void))synth_function, METH_VARARGS | METH_KEYWORDS,
      "synth_function(code, start, noreturn=b'', segments=()) -> (outcome, reason, rows, counts)"},
+    {"compare_decoders", compare_decoders, METH_VARARGS,
+     "compare_decoders(code, address) -> {instructions, fast, mismatches, first_mismatch, first_difference}"},
     {"check_fdes", check_fdes, METH_VARARGS,
      "check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame, work)"
      " -> (results, details, uncovered, called_non_entry)"},

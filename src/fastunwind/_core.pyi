@@ -307,9 +307,23 @@ def check_fdes(table: CfiTable, entries: Buffer, code: Sequence[tuple[int, Buffe
                segments: Sequence[tuple[int, Buffer]], noreturn: Buffer, function_entries: Buffer,
                eh_frame: CfiTable | None, debug_frame: CfiTable | None, work: Buffer, /
                ) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes]: ...
+def compare_decoders(code: Buffer, address: int, /) -> dict[str, int | str]: ...
 SYNTH_DECIDED: int
 SYNTH_UNDECIDED: int
 SYNTH_COLUMNS: tuple[int, ...]
 def synth_function(code: Buffer, start: int, noreturn: Buffer = b"", segments: Sequence[tuple[int, Buffer]] = ()
                    ) -> tuple[int, str, list[tuple[int, tuple[int, int, int, int],
                                                    tuple[tuple[int, int, int, int], ...]]], dict[str, int]]: ...
+
+# trace (py_trace.c, core/trace.h)
+TRACE_DEFAULT_MAX_STEPS: int
+TRACE_MAX_DEPTH: int
+TRACE_RECORDS_PER_FDE: int
+TRACE_OUTCOMES: tuple[str, ...]
+TRACE_WHATS: tuple[str, ...]
+def trace(path: str, argv: Sequence[str], env: Sequence[str],
+          # (start, end, offset, path) -> (bias, eh_frame, debug_frame, id, checked), or None: no CFI there
+          provide_module: Callable[[int, int, int, str], tuple[int, CfiTable | None, CfiTable | None, int, bool] | None],
+          max_steps: int = 0, timeout: float = 0.0, skip_unchecked: bool = False,
+          ) -> tuple[str, int, int, dict[str, int], list[tuple[int, int, int, int, bool]],
+                     list[tuple[int, int, int, int, int, int, int]], list[tuple[int, int, str, int, int, int]]]: ...

@@ -122,16 +122,22 @@ class SectionCheck:
     details: dict[int, tuple[str, tuple[tuple[int, int, str, str], ...]]] = field(default_factory=dict)
 
     def verdicts(self) -> Iterator[FdeVerdict]:
+        return (self._verdict(position) for position in range(len(self.results) // FIELDS))
+
+    def not_agreeing(self) -> Iterator[FdeVerdict]:
+        """The mismatching and undecided FDEs only (those with details), in the order of verdicts()."""
+        return (self._verdict(position) for position in sorted(self.details))
+
+    def _verdict(self, position: int) -> FdeVerdict:
         r = self.results
-        for position in range(len(r) // FIELDS):
-            base = position * FIELDS
-            entry = r[base + ENTRY]
-            reason, findings = self.details.get(position, ("", ()))
-            yield FdeVerdict(self.name, self.pc_begin[entry], self.pc_begin[entry] + self.pc_range[entry],
-                             VERDICT_NAMES[r[base + VERDICT]], reason,
-                             tuple(Finding(a, what_name(w), d, v) for a, w, d, v in findings), r[base + FINDING_TOTAL],
-                             (r[base + AGREE], r[base + MISMATCH], r[base + UNKNOWN], r[base + UNREACHED]),
-                             r[base + SKIPPED])
+        base = position * FIELDS
+        entry = r[base + ENTRY]
+        reason, findings = self.details.get(position, ("", ()))
+        return FdeVerdict(self.name, self.pc_begin[entry], self.pc_begin[entry] + self.pc_range[entry],
+                          VERDICT_NAMES[r[base + VERDICT]], reason,
+                          tuple(Finding(a, what_name(w), d, v) for a, w, d, v in findings), r[base + FINDING_TOTAL],
+                          (r[base + AGREE], r[base + MISMATCH], r[base + UNKNOWN], r[base + UNREACHED]),
+                          r[base + SKIPPED])
 
 
 @dataclass
@@ -186,6 +192,10 @@ class FileCheck:
         for section in self.sections:
             yield from section.verdicts()
 
+    def not_agreeing(self) -> Iterator[FdeVerdict]:
+        for section in self.sections:
+            yield from section.not_agreeing()
+
     def counts(self) -> Counts:
         counts = Counts(uncovered=len(self.uncovered))
         for section in self.sections:
@@ -194,20 +204,24 @@ class FileCheck:
             for code, name in VERDICT_NAMES.items():
                 counts.fdes[name] += verdicts.count(code)
             counts.from_declared_entry += sum(r[FROM_DECLARED_ENTRY::FIELDS])
-            for position in range(len(r) // FIELDS):
-                base = position * FIELDS
-                if r[base + VERDICT] != _core.CHECK_UNDECIDED:
-                    counts.instructions_agree += r[base + AGREE]
-                    counts.instructions_mismatch += r[base + MISMATCH]
-                    counts.instructions_unknown += r[base + UNKNOWN]
-                    counts.instructions_unreached += r[base + UNREACHED]
-                    counts.instructions_skipped += r[base + SKIPPED]
+            # every FDE's instructions, less the undecided ones' (undecided FDEs all have details)
+            undecided = [position * FIELDS for position in section.details
+                         if r[position * FIELDS + VERDICT] == _core.CHECK_UNDECIDED]
+            counts.instructions_agree += sum(r[AGREE::FIELDS]) - sum(r[base + AGREE] for base in undecided)
+            counts.instructions_mismatch += sum(r[MISMATCH::FIELDS]) - sum(r[base + MISMATCH] for base in undecided)
+            counts.instructions_unknown += sum(r[UNKNOWN::FIELDS]) - sum(r[base + UNKNOWN] for base in undecided)
+            counts.instructions_unreached += sum(r[UNREACHED::FIELDS]) - sum(r[base + UNREACHED] for base in undecided)
+            counts.instructions_skipped += sum(r[SKIPPED::FIELDS]) - sum(r[base + SKIPPED] for base in undecided)
         return counts
 
     @property
     def exit_status(self) -> int:
         """0 all agree, 1 a mismatch or code without CFI, 2 only undecided ones besides agreeing ones."""
-        counts = self.counts()
+        return self.exit_status_of(self.counts())
+
+    @staticmethod
+    def exit_status_of(counts: Counts) -> int:
+        """exit_status from counts() already made."""
         if counts.fdes["mismatch"] or counts.uncovered:
             return 1
         return 2 if counts.fdes["undecided"] else 0

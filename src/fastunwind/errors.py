@@ -55,3 +55,9 @@ class PerfDataError(FastunwindError):
 
     The message names the file offset in hex ("perf.data+0x1a30: ..."); records decoded from a
     COMPRESSED stream name the COMPRESSED record and the offset in the decompressed stream."""
+
+
+class TraceError(FastunwindError):
+    """A command could not be traced (`fastunwind check --trace`): it does not exist or cannot be
+    executed, ptrace is refused (another tracer, a seccomp or Yama policy), or the tracee vanished
+    under the tracer. The message names the command and the system's reason."""

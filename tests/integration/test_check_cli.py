@@ -103,11 +103,16 @@ def test_exit_2_when_only_undecided(tmp_path: Path) -> None:
     assert "a signal frame" in ran.stdout
 
 
-@pytest.mark.parametrize("args", [[], ["--no-such-option", "x.so"], ["-j", "many", "x.so"]])
+@pytest.mark.parametrize("args", [["--no-such-option", "x.so"], ["-j", "many", "x.so"]])
 def test_usage_errors_exit_3_not_2(args: list[str]) -> None:
     ran = check(*args)
     assert ran.returncode == 3, ran.stderr
     assert "usage:" in ran.stderr
+
+
+def test_no_file_exits_3() -> None:
+    ran = check()
+    assert ran.returncode == 3 and "check needs at least one FILE" in ran.stderr, ran.stderr
 
 
 def test_missing_file_and_relocatable_object_exit_3(tmp_path: Path) -> None:

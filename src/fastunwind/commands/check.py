@@ -10,10 +10,15 @@ targets no FDE covers are listed as `uncovered`.
 By default a summary per file (counts, undecided FDEs by cause, the first mismatches); `--verbose`
 lists every mismatch with all its findings, every undecided FDE and every uncovered range.
 
-Exit status: 0 every FDE agrees and all code has CFI; 1 a mismatch or code without CFI; 2 only
-undecided FDEs besides agreeing ones; 3 a failure: a file could not be checked, a usage error, or
-the report was cut short (its reader went away: `fastunwind check libc.so.6 | head`), so that no
-incomplete run passes for a clean one.
+With `--trace -- CMD ARGS...` the CFI is checked dynamically instead: CMD runs single-stepped
+under ptrace, and at every instruction of its modules the declared CFA, return-address slot and
+saved registers are compared with the truth kept from its calls and returns; FDEs where they
+disagree are listed (fastunwind/trace.py).
+
+Exit status: 0 every FDE agrees and all code has CFI; 1 a mismatch (with --trace, a disagreement)
+or code without CFI; 2 only undecided FDEs besides agreeing ones; 3 a failure: a file could not be
+checked (the command could not be traced), a usage error, or the report was cut short (its reader
+went away: `fastunwind check libc.so.6 | head`), so that no incomplete run passes for a clean one.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ examples:
   fastunwind check /lib/x86_64-linux-gnu/libc.so.6
   fastunwind check --verbose ./program            # every mismatch and undecided FDE, every uncovered range
   fastunwind check --json -j 2 /usr/lib/x86_64-linux-gnu/libLLVM-14.so.1 > llvm.json
+  fastunwind check --trace -- ls -l /                # single-step ls: declared CFI against calls and returns
+  fastunwind check --trace --trace-modules ./program --max-steps 20000000 -- ./program input
 """
 
 EXIT_AGREE, EXIT_MISMATCH, EXIT_UNDECIDED, EXIT_FAILURE = 0, 1, 2, 3
@@ -46,18 +53,44 @@ PROGRESS_FDES = 20000
 
 def add_parser(subparsers: Any) -> None:
     parser = command_parser(subparsers, "check", "check CFI against the machine code", __doc__, EXAMPLE)
-    parser.add_argument("files", nargs="+", metavar="FILE", help="ELF files")
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="ELF files; with --trace, the command and its arguments (after --)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="list every mismatch (with its findings), undecided FDE and uncovered range")
     parser.add_argument("--json", action="store_true",
                         help="one JSON object per file: {file, fdes: [...], uncovered: [...]}")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="threads checking FDEs in parallel (default 1)")
+    trace = parser.add_argument_group("dynamic validation")
+    trace.add_argument("--trace", action="store_true",
+                       help="run the command given after -- single-stepped under ptrace and compare the declared "
+                            "CFI with its calls and returns at every instruction")
+    trace.add_argument("--max-steps", type=int, default=0, metavar="N",
+                       help="instructions to step at most (default: %d); the command is killed there"
+                            % _core_default_steps())
+    trace.add_argument("--timeout", type=float, default=0.0, metavar="SECONDS",
+                       help="kill the command after this long (default: none)")
+    trace.add_argument("--trace-modules", action="append", metavar="NAME",
+                       help="compare only in modules whose path contains NAME (repeatable; default: every module); "
+                            "the others run between breakpoints instead of being stepped")
+    trace.add_argument("--step-all", action="store_true",
+                       help="with --trace-modules, step the other modules too (slower; nothing is missed)")
     parser.set_defaults(run=run)
+
+
+def _core_default_steps() -> int:
+    from fastunwind import _core
+
+    return _core.TRACE_DEFAULT_MAX_STEPS
 
 
 def run(args: argparse.Namespace) -> int:
     from fastunwind.errors import FastunwindError
 
+    if args.trace:
+        return _trace(args)
+    if not args.files:
+        print("fastunwind: error: check needs at least one FILE (or --trace -- CMD)", file=sys.stderr)
+        return EXIT_FAILURE
     if args.jobs < 1:
         print(f"fastunwind: error: -j {args.jobs}: at least one thread is needed", file=sys.stderr)
         return EXIT_FAILURE
@@ -83,6 +116,13 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_AGREE
 
 
+def _print_json(document: dict[str, Any]) -> None:
+    import json  # here: every other command's start-up would pay for it
+
+    json.dump(document, sys.stdout)
+    print()
+
+
 def _check_one(path: str, args: argparse.Namespace) -> int:
     from fastunwind.check import check_file
 
@@ -91,12 +131,10 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
         result = check_file(path, jobs=args.jobs, progress=progress)
     seconds = time.perf_counter() - started
     if args.json:
-        import json  # here: every other command's start-up would pay for it
-
-        json.dump(result.to_json(), sys.stdout)
-        print()
+        _print_json(result.to_json())
         return result.exit_status
     counts = result.counts()
+    exit_status = result.exit_status_of(counts)
     fdes = counts.fdes
     compared = counts.instructions_agree + counts.instructions_mismatch + counts.instructions_unknown
     print(f"{path}: {counts.fde_total} FDEs: {fdes['agree']} agree, {fdes['mismatch']} mismatch, "
@@ -111,9 +149,7 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
         print(f"  {counts.from_declared_entry} FDEs start inside a function (.cold parts): checked from their "
               "first declared row")
     if args.verbose:
-        for verdict in result.verdicts():
-            if verdict.verdict == "agree":
-                continue
+        for verdict in result.not_agreeing():
             unreached = verdict.instructions[3]
             print(f"  {verdict.verdict:<9} {verdict.section} {verdict.pc_begin:#x}..{verdict.pc_end:#x}"
                   f"{': ' + verdict.reason if verdict.reason else ''}"
@@ -126,10 +162,11 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
         for uncovered in result.uncovered:
             print(f"  uncovered {uncovered.start:#x}..{uncovered.end:#x} {uncovered.symbol}")
     else:
-        reasons = Counter(_reason_class(v.reason) for v in result.verdicts() if v.verdict == "undecided")
+        not_agreeing = list(result.not_agreeing())
+        reasons = Counter(_reason_class(v.reason) for v in not_agreeing if v.verdict == "undecided")
         for reason, n in reasons.most_common(5):
             print(f"  undecided {n:>6}  {reason}")
-        mismatches = [v for v in result.verdicts() if v.verdict == "mismatch"]
+        mismatches = [v for v in not_agreeing if v.verdict == "mismatch"]
         for verdict in mismatches[:SUMMARY_MISMATCHES]:
             first = verdict.findings[0] if verdict.findings else None
             detail = (f": at {first.address:#x} {first.what} declared {first.declared}, derived {first.derived}"
@@ -137,7 +174,49 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
             print(f"  mismatch  {verdict.section} {verdict.pc_begin:#x}..{verdict.pc_end:#x}{detail}")
         if len(mismatches) > SUMMARY_MISMATCHES:
             print(f"  ... {len(mismatches) - SUMMARY_MISMATCHES} more mismatching FDEs (--verbose lists them all)")
-    return result.exit_status
+    return exit_status
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from fastunwind.errors import TraceError
+    from fastunwind.trace import trace_command
+
+    if not args.files:
+        print("fastunwind: error: check --trace needs a command after --", file=sys.stderr)
+        return EXIT_FAILURE
+    if args.max_steps < 0 or args.timeout < 0:
+        print("fastunwind: error: --max-steps and --timeout cannot be negative", file=sys.stderr)
+        return EXIT_FAILURE
+    try:
+        result = trace_command(args.files, max_steps=args.max_steps, timeout=args.timeout,
+                               modules=args.trace_modules, step_all=args.step_all)
+    except TraceError as error:
+        print(f"fastunwind: error: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:  # the command was killed before the interrupt reached Python
+        print(f"fastunwind: interrupted: {' '.join(args.files)} was killed", file=sys.stderr)
+        return EXIT_FAILURE
+    status = EXIT_MISMATCH if result.counts["disagreeing"] else EXIT_AGREE
+    if args.json:
+        _print_json(result.to_json())
+        return status
+    c = result.counts
+    ended = (f"exited with {result.exit_status}" if result.outcome == "exited" else
+             f"killed by signal {result.exit_status}" if result.outcome == "killed" else
+             f"stopped: {result.outcome}, killed")
+    print(f"{' '.join(result.command)}: {ended}; {c['steps']} instructions stepped in {result.seconds:.2f} s "
+          f"({result.steps_per_second:,.0f}/s)")
+    print(f"  checked {c['checked']}: {c['agreeing']} agree, {c['disagreeing']} disagree, in {len(result.fdes)} FDEs; "
+          f"not checked: {c['no_cfi']} without CFI, {c['unknown_truth']} before any call, "
+          f"{c['in_signal_handler']} in signal handlers, {c['signal_frames']} in signal frames, "
+          f"{c['not_evaluable']} not evaluable, {c['unchecked_module']} in modules not asked about"
+          + (f"; ran through them {c['runs']} times" if c["runs"] else ""))
+    for fde in result.disagreeing_fdes:
+        print(f"  disagree  {fde.module.path} {fde.section} {fde.pc_begin:#x}..{fde.pc_end:#x} {fde.symbol}: "
+              f"{fde.disagreeing} of {fde.checked} steps")
+        for disagreement in fde.disagreements:
+            print(f"    {disagreement.address:#x} {disagreement.describe()}")
+    return status
 
 
 def _reason_class(reason: str) -> str:

@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.perf.replay",),
     ("fastunwind.perf.data",),
     ("fastunwind.perf",),
-    ("fastunwind.walk",),
+    ("fastunwind.trace", "fastunwind.walk"),
     ("fastunwind.address_space",),
     ("fastunwind.check", "fastunwind.tables.compact", "fastunwind.tables.eh_elf"),
     ("fastunwind.tables",),
