@@ -13,6 +13,9 @@ void fu_check_batch_free(fu_check_batch *batch)
     free(batch->results);
     free(batch->findings.data);
     free(batch->uncovered_calls.data);
+    free(batch->called_non_entry.data);
+    free(batch->overlap_partner);
+    free(batch->position_of);
     fu_synth_scratch_free(&batch->scratch);
     memset(batch, 0, sizeof *batch);
 }
@@ -138,6 +141,13 @@ static fu_synth_value memory_value(const fu_synth_state *s, fu_synth_value addre
     }
 }
 
+/* CFA + `cfa_offset` as an offset from the entry rsp (the CFA is entry rsp + 8); false where that
+ * does not fit an int64 (hostile CFI: no slot of any stack). */
+static bool entry_stack_offset(int64_t cfa_offset, int64_t *out)
+{
+    return !__builtin_add_overflow((int64_t)8, cfa_offset, out);
+}
+
 static comparison compare(fu_synth_value got, fu_synth_value wanted)
 {
     if (fu_synth_value_equal(got, wanted))
@@ -169,10 +179,10 @@ static comparison compare_cfa(const fu_cfi_table *table, fu_rule rule, const fu_
  * on its own even where the declared CFA is wrong. */
 static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s)
 {
-    fu_synth_value wanted = column == FU_RETURN_ADDRESS_COLUMN ? (fu_synth_value){FU_VALUE_RETURN_ADDRESS, 0, 0, 0}
-                                                            : (fu_synth_value){FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0, 0};
+    fu_synth_value wanted = fu_synth_column_value(column);
     fu_synth_value address;
     bool deref;
+    int64_t slot;
     switch (rule.kind) {
     case FU_RULE_UNSPECIFIED:
     case FU_RULE_SAME_VALUE:
@@ -180,9 +190,13 @@ static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsign
             return COMPARE_SKIP;
         return compare(s->regs[column], wanted);
     case FU_RULE_OFFSET:
-        return compare(fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, 8 + rule.value), wanted);
+        if (!entry_stack_offset(rule.value, &slot))
+            return COMPARE_UNKNOWN;
+        return compare(fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, slot), wanted);
     case FU_RULE_VAL_OFFSET:
-        return compare((fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 + rule.value}, wanted);
+        if (!entry_stack_offset(rule.value, &slot))
+            return COMPARE_UNKNOWN;
+        return compare((fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, slot}, wanted);
     case FU_RULE_REGISTER:
         if (rule.reg >= FU_X86_GPR_COUNT)
             return COMPARE_UNKNOWN;
@@ -214,11 +228,16 @@ typedef struct fde_check {
     bool judged_agree;
     bool out_of_memory;
     uint64_t last_uncovered_check; /* call targets repeat: the last one checked */
+    /* the first decoded instruction (scratch->insns) not yet seen by a visit: those a visit skips
+     * over are unreached */
+    uint64_t start;
+    uint32_t next_insn, insn_count;
 } fde_check;
 
 static bool add_finding(fde_check *c, uint64_t address, unsigned what, const char *declared, const char *derived)
 {
     fu_check_fde_result *r = c->result;
+    r->finding_total++;
     if (r->finding_count >= FU_CHECK_MAX_FINDINGS_PER_FDE)
         return true;
     fu_check_finding f;
@@ -233,6 +252,35 @@ static bool add_finding(fde_check *c, uint64_t address, unsigned what, const cha
     }
     r->finding_count++;
     return true;
+}
+
+static bool is_entry_row(const fu_cfi_table *table, const fu_state *row);
+
+static bool contains_address(const uint64_t *sorted, size_t count, uint64_t address)
+{
+    size_t lo = 0, hi = count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < count && sorted[lo] == address;
+}
+
+/* A direct call to the start of an FDE of this table whose first row is not an entry row: that FDE
+ * is a function's entry after all (its caller re-checks it from the ABI's entry state). */
+static void note_non_entry_callee(fde_check *c, uint64_t target)
+{
+    const fu_cfi_table *t = c->table;
+    int64_t index = fu_cfi_table_find_fde(t, target);
+    if (index < 0 || t->entries[index].pc_begin != target || t->entries[index].row_count == 0)
+        return;
+    const fu_entry *callee = &t->entries[index];
+    if (!is_entry_row(t, fu_cfi_table_state(t, t->row_state[callee->first_row])) &&
+        !fu_buffer_append(&c->batch->called_non_entry, &target, sizeof target))
+        c->out_of_memory = true;
 }
 
 static bool covered(const fu_check_image *image, fu_check_batch *batch, uint64_t address)
@@ -256,10 +304,32 @@ static void note_call_target(fde_check *c, const fu_x86_insn *insn)
     if (insn->target >= c->fde->pc_begin && insn->target - c->fde->pc_begin < c->fde->pc_range)
         return;
     c->last_uncovered_check = insn->target;
+    if (insn->kind == FU_X86_CALL) /* not jumps: the hot part's jump to its .cold part */
+        note_non_entry_callee(c, insn->target);
     if (fu_image_segment_holding(c->image->code, c->image->code_count, insn->target, 1) &&
         !covered(c->image, c->batch, insn->target) &&
         !fu_buffer_append(&c->batch->uncovered_calls, &insn->target, sizeof insn->target))
         c->out_of_memory = true;
+}
+
+/* Padding no path needs to reach: nops (alignment) and traps (int3 runs, the ud2 after a call that
+ * does not return). */
+static bool is_padding(const fu_x86_insn *insn)
+{
+    return insn->is_nop || insn->kind == FU_X86_TRAP;
+}
+
+/* Count the decoded instructions before `address` that no visit saw, padding aside; the one at
+ * `address` is seen. */
+static void pass_unreached(fde_check *c, uint64_t address)
+{
+    const fu_synth_scratch *sc = &c->batch->scratch;
+    for (; c->next_insn < c->insn_count && c->start + sc->insn_offsets[c->next_insn] < address; c->next_insn++) {
+        if (!is_padding(&sc->insns[c->next_insn]))
+            c->result->unreached++;
+    }
+    if (c->next_insn < c->insn_count && c->start + sc->insn_offsets[c->next_insn] == address)
+        c->next_insn++;
 }
 
 static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
@@ -267,6 +337,7 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
 {
     fde_check *c = context;
     const fu_cfi_table *t = c->table;
+    pass_unreached(c, address);
     if (insn->kind == FU_X86_CALL || (insn->kind == FU_X86_JMP && insn->has_target))
         note_call_target(c, insn);
     while (c->row + 1 < c->row_end && t->row_address[c->row + 1] <= address)
@@ -285,7 +356,7 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
      * whose registers the CFA would recover: nothing to compare (glibc's _start pops under CFA =
      * rsp+8). */
     if (c->rules[RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED) {
-        c->result->agree++;
+        c->result->skipped++;
         return true;
     }
     comparison worst = COMPARE_SKIP;
@@ -338,24 +409,37 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
 }
 
 
-/* Another FDE of the same table whose range meets [begin, end): its index, or -1. */
-static int64_t overlapping_fde(const fu_cfi_table *table, uint32_t entry)
+/* For every FDE of `table`, another non-empty FDE of the table its range meets, or UINT32_MAX: one
+ * pass over the FDEs sorted by start with the running maximum end. An FDE meets an earlier-starting
+ * one exactly when it starts below the maximum end of those; the FDE holding that maximum is
+ * marked with it too, so both sides of every overlap (nested ones included) are found. */
+static bool find_overlaps(const fu_cfi_table *table, fu_check_batch *batch)
 {
-    const fu_entry *e = &table->entries[entry];
-    uint64_t begin = e->pc_begin, end = e->pc_begin + e->pc_range;
-    /* the first sorted FDE starting at or after `end`; those before it starting inside or ending
-     * after `begin` meet it. Sorted FDEs that overlap nothing have increasing ends, so looking at the
-     * few just below `end` suffices. */
-    uint32_t lo = fu_cfi_table_fdes_starting_by(table, end - 1);
-    for (uint32_t k = lo, seen = 0; k > 0 && seen < 4; k--, seen++) {
-        uint32_t other = table->fde_sorted[k - 1];
-        const fu_entry *o = &table->entries[other];
-        if (other == entry || o->pc_range == 0)
+    uint32_t *partner = realloc(batch->overlap_partner, (table->entry_count ? table->entry_count : 1) * sizeof *partner);
+    if (!partner)
+        return false;
+    batch->overlap_partner = partner;
+    for (uint32_t e = 0; e < table->entry_count; e++)
+        partner[e] = UINT32_MAX;
+    uint64_t max_end = 0;
+    uint32_t holder = UINT32_MAX;
+    for (uint32_t k = 0; k < table->fde_count; k++) {
+        uint32_t entry = table->fde_sorted[k];
+        const fu_entry *e = &table->entries[entry];
+        if (e->pc_range == 0)
             continue;
-        if (o->pc_begin < end && begin < o->pc_begin + o->pc_range)
-            return other;
+        uint64_t end = e->pc_begin + e->pc_range;
+        if (holder != UINT32_MAX && e->pc_begin < max_end) {
+            partner[entry] = holder;
+            if (partner[holder] == UINT32_MAX)
+                partner[holder] = entry;
+        }
+        if (holder == UINT32_MAX || end > max_end) {
+            max_end = end;
+            holder = entry;
+        }
     }
-    return -1;
+    return true;
 }
 
 /* Whether the declared row is a function's entry row: CFA = rsp+8, the return address at CFA-8 (or
@@ -384,16 +468,20 @@ static bool declared_entry_state(const fu_cfi_table *table, const fu_state *row,
     if (row->cfa.kind != FU_CFA_REG_OFFSET || row->cfa.reg >= FU_X86_GPR_COUNT)
         return false;
     unsigned cfa_register = row->cfa.reg;
+    int64_t cfa_register_offset; /* the CFA register's value, from the entry rsp: CFA - offset */
+    if (__builtin_sub_overflow((int64_t)8, row->cfa.value, &cfa_register_offset))
+        return false;
     out->regs[FU_REG_RSP] = (fu_synth_value){0, 0, 0, 0};
-    out->regs[cfa_register] = (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 - row->cfa.value};
+    out->regs[cfa_register] = (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, cfa_register_offset};
     for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
         unsigned column = fu_synth_columns[k];
         fu_rule rule = fu_state_rule(table, row, column);
-        fu_synth_value saved = column == FU_RETURN_ADDRESS_COLUMN
-                                   ? (fu_synth_value){FU_VALUE_RETURN_ADDRESS, 0, 0, 0}
-                                   : (fu_synth_value){FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0, 0};
+        fu_synth_value saved = fu_synth_column_value(column);
+        int64_t slot;
         if (rule.kind == FU_RULE_OFFSET) {
-            fu_synth_store(out, (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, 8 + rule.value}, saved);
+            if (!entry_stack_offset(rule.value, &slot))
+                return false;
+            fu_synth_store(out, (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, slot}, saved);
             if (column < FU_X86_GPR_COUNT && column != cfa_register)
                 out->regs[column] = (fu_synth_value){0, 0, 0, 0};
         } else if (rule.kind == FU_RULE_REGISTER && rule.reg < FU_X86_GPR_COUNT && rule.reg != cfa_register) {
@@ -424,8 +512,8 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         result->verdict = FU_CHECK_MISMATCH;
         return add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, "empty range");
     }
-    int64_t other = overlapping_fde(table, entry);
-    if (other >= 0) {
+    uint32_t other = batch->overlap_partner[entry];
+    if (other != UINT32_MAX) {
         char with[FU_CHECK_TEXT_MAX];
         const fu_entry *o = &table->entries[other];
         snprintf(with, sizeof with, "overlaps %llx..%llx", (unsigned long long)o->pc_begin,
@@ -481,11 +569,14 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         start = fde->pc_begin;
     while (c.row + 1 < c.row_end && table->row_address[c.row + 1] <= start)
         c.row++;
-    /* An FDE that does not start at a function's entry (a `.cold` part) is checked from the state its
-     * first row declares: that row is taken as given, the rest is checked. */
+    /* An FDE that does not start at a function's entry (a `.cold` part: no function symbol but its
+     * `.cold` one, no call) is checked from the state its first row declares: that row is taken as
+     * given, the rest is checked. At a known entry, a first row that is not an entry row is a
+     * finding like any other. */
     fu_synth_state declared_entry;
     const fu_state *first = fu_cfi_table_state(table, table->row_state[c.row]);
-    if (!is_entry_row(table, first)) {
+    if (!is_entry_row(table, first) &&
+        !contains_address(image->function_entries, image->function_entry_count, fde->pc_begin)) {
         if (!declared_entry_state(table, first, &declared_entry)) {
             result->verdict = FU_CHECK_UNDECIDED;
             snprintf(result->reason, sizeof result->reason,
@@ -503,7 +594,18 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         .entry = result->from_declared_entry ? &declared_entry : NULL};
     fu_synth_counts counts;
     char reason[FU_SYNTH_REASON_MAX];
+    c.start = start;
+    c.insn_count = UINT32_MAX; /* while visiting: every visited address is a decoded instruction's */
+    uint64_t *work_done = image->work_done ? image->work_done : &batch->work_done;
+    if (__atomic_load_n(work_done, __ATOMIC_RELAXED) >= FU_CHECK_MAX_FILE_INSTRUCTIONS) {
+        result->verdict = FU_CHECK_UNDECIDED;
+        snprintf(result->reason, sizeof result->reason,
+                 "work limit: %u decoded instructions interpreted in this file (FU_CHECK_MAX_FILE_INSTRUCTIONS)",
+                 FU_CHECK_MAX_FILE_INSTRUCTIONS);
+        return true;
+    }
     fu_synth_outcome outcome = fu_synth_run(&function, &batch->scratch, visit, &c, &counts, reason);
+    __atomic_fetch_add(work_done, counts.instructions, __ATOMIC_RELAXED);
     if (outcome == FU_SYNTH_NO_MEMORY || c.out_of_memory)
         return false;
     if (outcome == FU_SYNTH_UNDECIDED) {
@@ -512,14 +614,61 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         memcpy(result->reason, reason, sizeof result->reason);
         return true;
     }
-    result->unreached = counts.instructions - counts.reached;
-    if (result->mismatch || other >= 0) {
+    c.insn_count = counts.instructions;
+    pass_unreached(&c, end);
+    if (result->mismatch) {
         result->verdict = FU_CHECK_MISMATCH;
         result->reason[0] = '\0';
     } else if (result->unknown) {
         result->verdict = FU_CHECK_UNDECIDED;
     } else {
         result->verdict = FU_CHECK_AGREE;
+    }
+    return true;
+}
+
+/* Whether FDEs `a` and `b` describe the same range with the same rows (their results are equal). */
+static bool same_fde(const fu_cfi_table *table, const fu_entry *a, const fu_entry *b)
+{
+    if (a->pc_begin != b->pc_begin || a->pc_range != b->pc_range || a->row_count != b->row_count ||
+        a->has_error != b->has_error || a->cie != b->cie)
+        return false;
+    for (uint32_t r = 0; r < a->row_count; r++)
+        if (table->row_address[a->first_row + r] != table->row_address[b->first_row + r] ||
+            table->row_state[a->first_row + r] != table->row_state[b->first_row + r])
+            return false;
+    return true;
+}
+
+/* The position in this batch of an FDE checked before `entry` that is identical to it, or UINT32_MAX:
+ * its result is shared, so that many copies of one FDE over a huge function cost one interpretation. */
+static uint32_t identical_checked(const fu_cfi_table *table, const fu_check_batch *batch, uint32_t entry)
+{
+    const fu_entry *e = &table->entries[entry];
+    /* from the first FDE with this start: copies are checked in table order, the first ones first */
+    uint32_t k = e->pc_begin ? fu_cfi_table_fdes_starting_by(table, e->pc_begin - 1) : 0;
+    for (unsigned compared = 0; k < table->fde_count && compared < FU_CHECK_MAX_SAME_START_COMPARED;
+         k++, compared++) {
+        uint32_t other = table->fde_sorted[k];
+        if (table->entries[other].pc_begin != e->pc_begin)
+            break;
+        if (other != entry && batch->position_of[other] != UINT32_MAX && same_fde(table, e, &table->entries[other]))
+            return batch->position_of[other];
+    }
+    return UINT32_MAX;
+}
+
+/* `result` as a copy of the result at `position` (its findings appended again: each FDE's are its own). */
+static bool share_result(fu_check_batch *batch, uint32_t position, uint32_t entry, fu_check_fde_result *result)
+{
+    const fu_check_fde_result *shared = &batch->results[position];
+    *result = *shared;
+    result->entry = entry;
+    result->first_finding = (uint32_t)(batch->findings.len / sizeof(fu_check_finding));
+    for (uint32_t k = 0; k < shared->finding_count; k++) {
+        fu_check_finding f = ((const fu_check_finding *)batch->findings.data)[shared->first_finding + k];
+        if (!fu_buffer_append(&batch->findings, &f, sizeof f))
+            return false;
     }
     return true;
 }
@@ -531,13 +680,27 @@ fu_status fu_check_fdes(const fu_check_image *image, const fu_cfi_table *table, 
     free(batch->results);
     batch->results = calloc(count ? count : 1, sizeof *batch->results);
     batch->count = 0;
-    if (!batch->results)
+    uint32_t *position_of = realloc(batch->position_of, (table->entry_count ? table->entry_count : 1) * sizeof *position_of);
+    if (position_of)
+        batch->position_of = position_of;
+    if (!batch->results || !position_of || !find_overlaps(table, batch))
         return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+    for (uint32_t e = 0; e < table->entry_count; e++)
+        position_of[e] = UINT32_MAX;
     for (size_t i = 0; i < count; i++) {
         if (entries[i] >= table->entry_count || table->entries[entries[i]].kind != FU_ENTRY_FDE)
             return fu_fail(err, FU_ERR_INVALID, "entry %u is not an FDE of the table", entries[i]);
-        if (!check_fde(image, table, entries[i], batch, &batch->results[i]))
+        fu_check_fde_result *result = &batch->results[i];
+        uint32_t shared = identical_checked(table, batch, entries[i]);
+        if (shared != UINT32_MAX ? !share_result(batch, shared, entries[i], result)
+                                 : !check_fde(image, table, entries[i], batch, result))
             return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+        position_of[entries[i]] = (uint32_t)i;
+        /* a range finding (an overlap) makes the FDE a mismatch whatever its code says */
+        if (batch->overlap_partner[entries[i]] != UINT32_MAX) {
+            result->verdict = FU_CHECK_MISMATCH;
+            result->reason[0] = '\0';
+        }
         batch->count = i + 1;
     }
     return FU_OK;

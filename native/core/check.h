@@ -24,10 +24,18 @@
 #include "cfi.h"
 #include "synth.h"
 
-/* Findings kept per FDE (the counts keep counting past it). */
+/* Findings kept per FDE: the first ones name the fault, the rest are usually its consequences at
+ * later instructions (finding_total keeps counting past it). */
 #define FU_CHECK_MAX_FINDINGS_PER_FDE 32
 /* Nops skipped at the start of an FDE (padding before its first reachable instruction). */
 #define FU_CHECK_MAX_LEADING_NOPS 16
+/* Decoded instructions interpreted per file, over all its batches, before the remaining FDEs are
+ * undecided ("work limit"). libLLVM-14 (95k FDEs, the largest library of the issue's six) decodes
+ * 12.0M in 5.1 s (one core); ten times that bounds a hostile file (many distinct FDEs over one huge
+ * range) to about a minute. */
+#define FU_CHECK_MAX_FILE_INSTRUCTIONS (128u << 20)
+/* FDEs with the same start compared to find an identical earlier one whose result is shared. */
+#define FU_CHECK_MAX_SAME_START_COMPARED 64
 /* Room for a rule as text ("rsp+16", "c-24", "[rbp-8]", "never written"). */
 #define FU_CHECK_TEXT_MAX 48
 
@@ -54,9 +62,15 @@ typedef struct fu_check_fde_result {
     uint32_t agree;        /* instructions whose every compared rule agrees */
     uint32_t mismatch;     /* instructions with a rule known to be wrong */
     uint32_t unknown;      /* instructions with a rule whose value is unknown, none wrong */
-    uint32_t unreached;    /* decoded instructions no path reaches (padding, data, dead code) */
-    bool from_declared_entry; /* starts inside a function: checked from its first declared row */
-    uint32_t first_finding, finding_count;
+    uint32_t unreached;    /* decoded instructions no path reaches, padding (nop, int3, ud2) aside:
+                            * code left unchecked (landing pads, .cold blocks entered from the hot
+                            * part, unresolved jump tables, dead code); reported, not yet a verdict */
+    uint32_t skipped;      /* reached instructions not compared: the outermost frame's rows (the
+                            * return address undefined: _start, a thread's entry) */
+    bool from_declared_entry; /* starts inside a function (not at a known function entry) with a
+                               * first row that is not an entry row: checked from that row */
+    uint32_t first_finding, finding_count; /* the findings kept (FU_CHECK_MAX_FINDINGS_PER_FDE) */
+    uint32_t finding_total;                /* the findings made, kept or not */
     char reason[FU_SYNTH_REASON_MAX]; /* undecided: why */
 } fu_check_fde_result;
 
@@ -68,7 +82,15 @@ typedef struct fu_check_image {
     size_t segment_count;
     const uint64_t *noreturn;         /* sorted addresses of functions that never return */
     size_t noreturn_count;
+    /* sorted addresses known to be function entries (function symbols but `*.cold` parts, direct
+     * call targets): an FDE starting at one is checked from the ABI's entry state, whatever its
+     * first row declares */
+    const uint64_t *function_entries;
+    size_t function_entry_count;
     const fu_cfi_table *tables[2];    /* .eh_frame, .debug_frame (either NULL): call-target coverage */
+    /* decoded instructions interpreted so far for this file, shared by the batches that may run on
+     * several threads (updated atomically; FU_CHECK_MAX_FILE_INSTRUCTIONS); NULL: the batch's own */
+    uint64_t *work_done;
 } fu_check_image;
 
 /* The results of a batch of FDEs, and the direct call targets in executable code that no FDE of
@@ -88,6 +110,12 @@ typedef struct fu_check_batch {
     size_t count;
     fu_buffer findings;         /* fu_check_finding */
     fu_buffer uncovered_calls;  /* uint64_t */
+    /* uint64_t: direct call targets that start an FDE whose first row is not an entry row (the
+     * caller may check those FDEs again with them among image->function_entries) */
+    fu_buffer called_non_entry;
+    uint32_t *overlap_partner;  /* per entry of the table: another FDE its range meets, or UINT32_MAX */
+    uint32_t *position_of;      /* per entry of the table: its position in this batch, or UINT32_MAX */
+    uint64_t work_done;         /* image->work_done when that is NULL */
     fu_synth_scratch scratch;
     fu_check_covered_target covered_cache[FU_CHECK_COVERED_CACHE_SIZE]; /* emptied by each fu_check_fdes */
 } fu_check_batch;

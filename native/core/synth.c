@@ -307,6 +307,23 @@ static fu_synth_value source_value(const fu_synth_state *s, const fu_x86_operand
     }
 }
 
+/* A table entry plus the base it counts from (`add` or `lea (%T,%entry)`): the jump-table target;
+ * unknown for other operands. */
+static fu_synth_value table_target(fu_synth_value a, fu_synth_value b)
+{
+    if (a.kind == FU_VALUE_CONSTANT && b.kind == FU_VALUE_TABLE_ENTRY) {
+        fu_synth_value t = a;
+        a = b;
+        b = t;
+    }
+    int64_t delta = (int64_t)((uint64_t)b.offset - (uint64_t)a.offset);
+    if (a.kind != FU_VALUE_TABLE_ENTRY || b.kind != FU_VALUE_CONSTANT || delta < INT32_MIN || delta > INT32_MAX)
+        return unknown_value;
+    fu_synth_value target = make_value(FU_VALUE_TABLE_TARGET, 0, a.offset);
+    target.base_delta = (int32_t)delta;
+    return target;
+}
+
 static void clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_address)
 {
     for (unsigned m = insn->writes; m; m &= m - 1)
@@ -377,6 +394,12 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
         break;
     case FU_X86_LEA:
         if (dest_is_reg64) {
+            /* `lea (%T,%entry), %r`: a jump-table target computed as clang and glibc's assembly do */
+            if (source->kind == FU_X86_OPERAND_MEMORY && !source->segment && source->scale == 1 && source->value == 0 &&
+                source->reg < FU_X86_GPR_COUNT && source->index < FU_X86_GPR_COUNT) {
+                s->regs[dest->reg] = table_target(s->regs[source->reg], s->regs[source->index]);
+                return;
+            }
             s->regs[dest->reg] = address_of(s, source, next);
             return;
         }
@@ -390,19 +413,8 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
                 return;
             }
             if (insn->kind == FU_X86_ADD && source->kind == FU_X86_OPERAND_REGISTER && source->width == 8) {
-                fu_synth_value a = *d, b = s->regs[source->reg];
-                if (a.kind == FU_VALUE_CONSTANT && b.kind == FU_VALUE_TABLE_ENTRY) {
-                    fu_synth_value t = a;
-                    a = b;
-                    b = t;
-                }
-                int64_t delta = (int64_t)((uint64_t)b.offset - (uint64_t)a.offset);
-                if (a.kind == FU_VALUE_TABLE_ENTRY && b.kind == FU_VALUE_CONSTANT && delta >= INT32_MIN &&
-                    delta <= INT32_MAX) {
-                    *d = make_value(FU_VALUE_TABLE_TARGET, 0, a.offset);
-                    d->base_delta = (int32_t)delta;
-                    return;
-                }
+                *d = table_target(*d, s->regs[source->reg]);
+                return;
             }
             *d = unknown_value;
             return;
@@ -983,6 +995,12 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
 
 /* ---- derived rows ----------------------------------------------------------------------------- */
 
+fu_synth_value fu_synth_column_value(unsigned column)
+{
+    return column == FU_RETURN_ADDRESS_COLUMN ? make_value(FU_VALUE_RETURN_ADDRESS, 0, 0)
+                                              : make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0);
+}
+
 void fu_synth_derive_row(const fu_synth_state *state, unsigned preferred_cfa_register, fu_synth_row *row)
 {
     memset(row, 0, sizeof *row);
@@ -996,17 +1014,17 @@ void fu_synth_derive_row(const fu_synth_state *state, unsigned preferred_cfa_reg
         order[n++] = r;
     for (unsigned k = 0; k < n; k++) {
         fu_synth_value v = state->regs[order[k]];
-        if (v.kind == FU_VALUE_ENTRY_STACK) {
+        int64_t cfa_offset;
+        if (v.kind == FU_VALUE_ENTRY_STACK && !__builtin_sub_overflow((int64_t)8, v.offset, &cfa_offset)) {
             row->cfa.kind = FU_CFA_REG_OFFSET;
             row->cfa.reg = (uint16_t)order[k];
-            row->cfa.value = 8 - v.offset;
+            row->cfa.value = cfa_offset;
             break;
         }
     }
     for (unsigned c = 0; c < FU_SYNTH_COLUMN_COUNT; c++) {
         unsigned column = fu_synth_columns[c];
-        fu_synth_value wanted = column == FU_RETURN_ADDRESS_COLUMN ? make_value(FU_VALUE_RETURN_ADDRESS, 0, 0)
-                                                                : make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0);
+        fu_synth_value wanted = fu_synth_column_value(column);
         fu_rule *rule = &row->columns[c];
         if (column < FU_X86_GPR_COUNT && fu_synth_value_equal(state->regs[column], wanted)) {
             rule->kind = FU_RULE_SAME_VALUE;

@@ -37,8 +37,11 @@
 /* Basic blocks (branch targets) of one function: each holds a state of ~1.2 KB while the fixpoint
  * runs. */
 #define FU_SYNTH_MAX_BLOCKS (1u << 16)
-/* Times one block may be walked before the fixpoint is declared divergent. Values only move towards
- * unknown, so a block is re-walked at most once per value that changes at its entry. */
+/* Times one block may be walked before the fixpoint is declared divergent. Values at a block's entry
+ * only move towards unknown, with one exception: a state that came only from a call's fall-through is
+ * replaced, once, by the first other path's whose stack pointer differs (the call was to a function
+ * that does not return; synth.c merge). So a block is re-walked at most once per value that changes
+ * at its entry, plus once. */
 #define FU_SYNTH_MAX_WALKS_PER_BLOCK 64
 /* Stack slots tracked per state (saves, spills of saved registers, the return address). */
 #define FU_SYNTH_MAX_SLOTS 40
@@ -167,6 +170,10 @@ bool fu_synth_value_equal(fu_synth_value a, fu_synth_value b);
 /* The columns a derived row has: the CFA, the callee-saved registers and the return address. */
 #define FU_SYNTH_COLUMN_COUNT 7
 extern const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT]; /* 3 rbx, 6 rbp, 12-15, 16 ra */
+
+/* The value `column` (a register column of fu_synth_columns, or the return address column) must
+ * recover for the caller: the caller's value of the register, or the return address. */
+fu_synth_value fu_synth_column_value(unsigned column);
 
 /* A derived row in cfi.h's representation: the CFA as register + offset (FU_CFA_REG_OFFSET) or
  * FU_RULE_UNSPECIFIED when no register holds a known offset from it; per column of

@@ -351,6 +351,18 @@ static void run_hostile(unsigned timeout)
     static const uint8_t frames[] = {0xc8, 0x10, 0x00, 0x05, 0x48, 0x83, 0xe4, 0xf0, 0x48, 0x83, 0xe4, 0xe0,
                                      0xc9, 0xc9, 0x5c, 0xc3};
     run_code("enter, and, leave", 3, standard_cfi, frames, sizeof frames, timeout);
+    /* CFI offsets at the ends of int64: the CFA at rsp + (2^63 - 1), rbx saved at CFA + (2^63 - 8)
+     * and its value at CFA - 2^63 (DW_CFA_def_cfa, DW_CFA_offset_extended_sf, DW_CFA_val_offset_sf,
+     * the factored offsets times the CIE's -8), then the CFA at rsp - 2^63 (DW_CFA_def_cfa_sf) */
+    static const uint8_t extreme_cfi[CFI_BYTES] = {
+        0x0c, 7, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+        0x41, 0x11, 3, 0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f};
+    static const uint8_t extreme_cfi_low[CFI_BYTES] = {
+        0x15, 3, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01,
+        0x41, 0x12, 7, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f};
+    static const uint8_t push_pop[] = {0x53, 0x5b, 0xc3};
+    run_code("CFI offsets near INT64_MAX", 1, extreme_cfi, push_pop, sizeof push_pop, timeout);
+    run_code("CFI offsets near INT64_MIN", 1, extreme_cfi_low, push_pop, sizeof push_pop, timeout);
     /* every opcode pair of both maps, bare and after each prefix the fast path knows, before a
      * ModRM with SIB and displacement, then immediate-sized bytes; whole and cut off in the middle */
     fu_x86_decoder grid_decoder;

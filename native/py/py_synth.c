@@ -1,13 +1,17 @@
 /* The synth stage's binding: check_fdes (native/core/check.h over synth.h), with the GIL released.
  *
- * check_fdes(table, entries, code, segments, noreturn, eh_frame, debug_frame)
+ * check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame, work)
  *   table: the CfiTable whose FDEs are checked; entries: their indices (uint32 buffer);
  *   code / segments: executable / all PT_LOAD segments as (vaddr, bytes); noreturn: sorted uint64
- *   buffer of addresses whose callees never return; eh_frame, debug_frame: the image's CfiTables
- *   (or None) for call-target coverage.
- *   -> (results: bytes of CHECK_RESULT_FIELDS uint32 per FDE, (entry, verdict, agree, mismatch,
- *       unknown, unreached, from_declared_entry); details: [(position, reason, ((address, what, declared, derived), ...))]
- *       for every FDE whose verdict is not agree; uncovered: bytes of uint64 call targets no FDE covers)
+ *   buffer of addresses whose callees never return; function_entries: sorted uint64 buffer of known
+ *   function entries (check.h fu_check_image); eh_frame, debug_frame: the image's CfiTables
+ *   (or None) for call-target coverage; work: a writable 8-byte buffer counting the decoded
+ *   instructions interpreted for the file, shared by the calls checking its chunks (native endian
+ *   uint64, check.h FU_CHECK_MAX_FILE_INSTRUCTIONS).
+ *   -> (results: bytes of len(CHECK_RESULT_FIELD_NAMES) uint32 per FDE, named in order by
+ *       CHECK_RESULT_FIELD_NAMES (RESULT_FIELD_NAMES below); details: [(position, reason, ((address, what, declared, derived), ...))]
+ *       for every FDE whose verdict is not agree; uncovered: bytes of uint64 call targets no FDE covers;
+ *       called_non_entry: bytes of uint64 call targets starting an FDE whose first row is not an entry row)
  *
  * synth_function(code, start, noreturn=b"", segments=())
  *   interprets the function whose bytes are `code` at svma `start` from its entry state.
@@ -24,7 +28,12 @@
 
 #include "check.h"
 
-#define RESULT_FIELDS 7
+/* The uint32 fields of one FDE's result, in the order the results bytes hold them (the one place
+ * that order is written: Python reads it from CHECK_RESULT_FIELD_NAMES). */
+#define RESULT_FIELDS 9
+static const char *const RESULT_FIELD_NAMES[RESULT_FIELDS] = {
+    "entry", "verdict", "agree", "mismatch", "unknown", "unreached", "from_declared_entry", "finding_total",
+    "skipped"};
 
 static const fu_cfi_table *optional_table(PyObject *module, PyObject *object, bool *ok)
 {
@@ -74,13 +83,13 @@ fail:
 static PyObject *check_fdes(PyObject *module, PyObject *args)
 {
     PyObject *table_object, *code_object, *segments_object, *eh_frame_object, *debug_frame_object;
-    Py_buffer entries = {0}, noreturn = {0};
+    Py_buffer entries = {0}, noreturn = {0}, function_entries = {0}, work = {0};
     py_core_segments code = {0}, segments = {0};
     fu_check_batch batch;
     memset(&batch, 0, sizeof batch);
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "Oy*OOy*OO", &table_object, &entries, &code_object, &segments_object, &noreturn,
-                          &eh_frame_object, &debug_frame_object))
+    if (!PyArg_ParseTuple(args, "Oy*OOy*y*OOw*", &table_object, &entries, &code_object, &segments_object, &noreturn,
+                          &function_entries, &eh_frame_object, &debug_frame_object, &work))
         return NULL;
     bool ok_eh, ok_debug;
     const fu_cfi_table *table = py_core_payload(module, PY_CFI_TABLE, table_object);
@@ -89,15 +98,19 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     if (!table || !ok_eh || !ok_debug || !py_core_segments_from(code_object, &code) ||
         !py_core_segments_from(segments_object, &segments))
         goto cleanup;
-    if (entries.len % 4 || noreturn.len % 8) {
-        PyErr_SetString(PyExc_ValueError, "entries must hold uint32 values and noreturn uint64 values");
+    if (entries.len % 4 || noreturn.len % 8 || function_entries.len % 8 || work.len != 8 ||
+        (uintptr_t)work.buf % 8) {
+        PyErr_SetString(PyExc_ValueError, "entries must hold uint32 values, noreturn and function_entries uint64 "
+                                          "values, work one aligned uint64");
         goto cleanup;
     }
     fu_check_image image = {
         .code = code.segments, .code_count = (size_t)code.count,
         .segments = segments.segments, .segment_count = (size_t)segments.count,
         .noreturn = noreturn.buf, .noreturn_count = (size_t)noreturn.len / 8,
+        .function_entries = function_entries.buf, .function_entry_count = (size_t)function_entries.len / 8,
         .tables = {eh_frame, debug_frame},
+        .work_done = work.buf,
     };
     fu_error err = {0};
     fu_status status;
@@ -115,23 +128,28 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     for (size_t i = 0; i < batch.count; i++) {
         const fu_check_fde_result *r = &batch.results[i];
         uint32_t fields[RESULT_FIELDS] = {r->entry, r->verdict, r->agree, r->mismatch, r->unknown, r->unreached,
-                                          r->from_declared_entry};
+                                          r->from_declared_entry, r->finding_total,
+                                          r->skipped};
         memcpy(out + i * RESULT_FIELDS, fields, sizeof fields);
     }
     PyObject *details = details_of(&batch);
     PyObject *uncovered = details ? py_core_bytes(batch.uncovered_calls.data, batch.uncovered_calls.len) : NULL;
-    if (!details || !uncovered) {
+    PyObject *called = uncovered ? py_core_bytes(batch.called_non_entry.data, batch.called_non_entry.len) : NULL;
+    if (!details || !uncovered || !called) {
         Py_DECREF(results);
         Py_XDECREF(details);
+        Py_XDECREF(uncovered);
         goto cleanup;
     }
-    result = Py_BuildValue("(NNN)", results, details, uncovered);
+    result = Py_BuildValue("(NNNN)", results, details, uncovered, called);
 cleanup:
     fu_check_batch_free(&batch);
     py_core_segments_release(&code);
     py_core_segments_release(&segments);
     PyBuffer_Release(&entries);
     PyBuffer_Release(&noreturn);
+    PyBuffer_Release(&function_entries);
+    PyBuffer_Release(&work);
     return result;
 }
 
@@ -259,7 +277,8 @@ static PyMethodDef synth_functions[] = {
     {"compare_decoders", compare_decoders, METH_VARARGS,
      "compare_decoders(code, address) -> {instructions, fast, mismatches, first_mismatch, first_difference}"},
     {"check_fdes", check_fdes, METH_VARARGS,
-     "check_fdes(table, entries, code, segments, noreturn, eh_frame, debug_frame) -> (results, details, uncovered)"},
+     "check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame, work)"
+     " -> (results, details, uncovered, called_non_entry)"},
     {NULL},
 };
 
@@ -267,8 +286,23 @@ int py_synth_init(PyObject *module)
 {
     if (PyModule_AddFunctions(module, synth_functions) < 0)
         return -1;
-    if (PyModule_AddIntConstant(module, "CHECK_RESULT_FIELDS", RESULT_FIELDS) < 0 ||
-        PyModule_AddIntConstant(module, "CHECK_AGREE", FU_CHECK_AGREE) < 0 ||
+    PyObject *names = PyTuple_New(RESULT_FIELDS);
+    if (!names)
+        return -1;
+    for (Py_ssize_t i = 0; i < RESULT_FIELDS; i++) {
+        PyObject *name = PyUnicode_FromString(RESULT_FIELD_NAMES[i]);
+        if (!name) {
+            Py_DECREF(names);
+            return -1;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    if (PyModule_AddObject(module, "CHECK_RESULT_FIELD_NAMES", names) < 0) {
+        Py_DECREF(names);
+        return -1;
+    }
+    if (PyModule_AddIntConstant(module, "CHECK_AGREE", FU_CHECK_AGREE) < 0 ||
+        PyModule_AddIntConstant(module, "CHECK_MAX_FILE_INSTRUCTIONS", FU_CHECK_MAX_FILE_INSTRUCTIONS) < 0 ||
         PyModule_AddIntConstant(module, "CHECK_MISMATCH", FU_CHECK_MISMATCH) < 0 ||
         PyModule_AddIntConstant(module, "CHECK_UNDECIDED", FU_CHECK_UNDECIDED) < 0 ||
         PyModule_AddIntConstant(module, "CHECK_WHAT_CFA", FU_CHECK_WHAT_CFA) < 0 ||

@@ -325,16 +325,17 @@ class Report:
              ) -> list[tuple[str | None, str | None, str | None, int, int, int, int]]: ...
 
 # synth / check (native/py/py_synth.c): the declared rows of FDEs against the code's derived rows
-CHECK_RESULT_FIELDS: int
+CHECK_RESULT_FIELD_NAMES: tuple[str, ...]
 CHECK_AGREE: int
+CHECK_MAX_FILE_INSTRUCTIONS: int
 CHECK_MISMATCH: int
 CHECK_UNDECIDED: int
 CHECK_WHAT_CFA: int
 CHECK_WHAT_RANGE: int
 def check_fdes(table: CfiTable, entries: Buffer, code: Sequence[tuple[int, Buffer]],
-               segments: Sequence[tuple[int, Buffer]], noreturn: Buffer, eh_frame: CfiTable | None,
-               debug_frame: CfiTable | None, /
-               ) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes]: ...
+               segments: Sequence[tuple[int, Buffer]], noreturn: Buffer, function_entries: Buffer,
+               eh_frame: CfiTable | None, debug_frame: CfiTable | None, work: Buffer, /
+               ) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes]: ...
 def compare_decoders(code: Buffer, address: int, /) -> dict[str, int | str]: ...
 SYNTH_DECIDED: int
 SYNTH_UNDECIDED: int

@@ -170,7 +170,8 @@ class Fde:
         return self.cie.signal_frame
 
 
-_ENTRY_CIE, _ENTRY_FDE, _ENTRY_TERMINATOR, _ENTRY_BAD = 0, 1, 2, 0xFF
+#: entry kinds of CfiTable.entry_arrays() (native/core/cfi.h fu_entry_kind)
+ENTRY_CIE, ENTRY_FDE, ENTRY_TERMINATOR, ENTRY_BAD = 0, 1, 2, 0xFF
 
 
 class CfiSection:
@@ -276,13 +277,13 @@ class CfiSection:
         """The well-formed FDEs, in section order."""
         kinds = self._table.entry_arrays()[0]
         for index, kind in enumerate(kinds):
-            if kind == _ENTRY_FDE:
+            if kind == ENTRY_FDE:
                 yield self._fde(index)
 
     def cies(self) -> Iterator[Cie]:
         kinds = self._table.entry_arrays()[0]
         for index, kind in enumerate(kinds):
-            if kind == _ENTRY_CIE:
+            if kind == ENTRY_CIE:
                 yield self._cie(index)
 
     # ---- rows ---------------------------------------------------------------------------------
@@ -349,7 +350,7 @@ class CfiSection:
 
     def fde_at_offset(self, offset: int) -> Fde | None:
         index = self._table.entry_at(offset)
-        if index is None or self._table.entry_arrays()[0][index] != _ENTRY_FDE:
+        if index is None or self._table.entry_arrays()[0][index] != ENTRY_FDE:
             return None
         return self._fde(index)
 

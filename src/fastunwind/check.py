@@ -21,16 +21,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from fastunwind import _core
-from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, register_name
-from fastunwind.elf import PF_X, PT_LOAD, SHT_DYNSYM, SHT_SYMTAB, ElfFile, find_debug_file
+from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, ENTRY_FDE, RETURN_ADDRESS_COLUMN, register_name
+from fastunwind.elf import ET_REL, PF_X, PT_LOAD, STT_FUNC, ElfFile, find_debug_file
 from fastunwind.errors import ElfError
 from fastunwind.image import ModuleImage
 from fastunwind.symbols import EM_X86_64, PLT_SECTIONS, symbol_table_for_file
 
-#: functions that never return: a call to them ends a path (C library, C++ and unwinder runtime)
+#: functions that never return: a call to them ends a path (C library, C++ and unwinder runtime).
+#: Not __libc_message: in glibc 2.36 (sysdeps/posix/libc_fatal.c) it aborts only when its action has
+#: do_abort and returns otherwise (Debian 12's libc.so.6: a `ret` at __libc_message+0x1b1).
 NORETURN_FUNCTIONS = frozenset({
     "abort", "exit", "_exit", "_Exit", "quick_exit", "__stack_chk_fail", "__stack_chk_fail_local", "__chk_fail",
-    "__fortify_fail", "__assert_fail", "__assert_perror_fail", "__libc_fatal", "__libc_message",
+    "__fortify_fail", "__assert_fail", "__assert_perror_fail", "__libc_fatal",
     "__malloc_assert", "malloc_printerr", "longjmp", "_longjmp", "siglongjmp", "__longjmp_chk", "__libc_longjmp",
     "__libc_siglongjmp", "pthread_exit", "__pthread_exit", "__pthread_unwind", "__pthread_unwind_next",
     "_dl_signal_error", "_dl_signal_exception", "_dl_fatal_printf", "_dl_reloc_bad_type",
@@ -46,9 +48,13 @@ NORETURN_PATTERN = re.compile(r"_ZSt\d+__throw_|_ZN4llvm18report_fatal_error")
 VERDICT_NAMES = {_core.CHECK_AGREE: "agree", _core.CHECK_MISMATCH: "mismatch", _core.CHECK_UNDECIDED: "undecided"}
 #: FDEs per chunk handed to one C call (the unit of parallelism and of progress)
 CHUNK_FDES = 2048
-FIELDS = _core.CHECK_RESULT_FIELDS
-ENTRY, VERDICT, AGREE, MISMATCH, UNKNOWN, UNREACHED, FROM_DECLARED_ENTRY = range(FIELDS)
-STT_FUNC = 2
+_Outcome = tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes]
+#: the uint32 fields of one FDE's result, in the order of _core.CHECK_RESULT_FIELD_NAMES
+FIELDS = len(_core.CHECK_RESULT_FIELD_NAMES)
+_FIELD = {name: index for index, name in enumerate(_core.CHECK_RESULT_FIELD_NAMES)}
+ENTRY, VERDICT, AGREE, MISMATCH = _FIELD["entry"], _FIELD["verdict"], _FIELD["agree"], _FIELD["mismatch"]
+UNKNOWN, UNREACHED, FROM_DECLARED_ENTRY = _FIELD["unknown"], _FIELD["unreached"], _FIELD["from_declared_entry"]
+FINDING_TOTAL, SKIPPED = _FIELD["finding_total"], _FIELD["skipped"]
 
 
 def what_name(what: int) -> str:
@@ -57,7 +63,7 @@ def what_name(what: int) -> str:
         return "cfa"
     if what == _core.CHECK_WHAT_RANGE:
         return "range"
-    return "ra" if what == 16 else register_name(what)
+    return "ra" if what == RETURN_ADDRESS_COLUMN else register_name(what)
 
 
 @dataclass(frozen=True)
@@ -78,12 +84,20 @@ class FdeVerdict:
     pc_end: int
     verdict: str
     reason: str
-    findings: tuple[Finding, ...]
+    findings: tuple[Finding, ...]  #: the first ones (the C core keeps FU_CHECK_MAX_FINDINGS_PER_FDE)
+    finding_total: int  #: the findings made, listed or not
     instructions: tuple[int, int, int, int]  #: agree, mismatch, unknown, unreached
+    skipped: int  #: reached instructions not compared (the return address undefined)
+
+    @property
+    def findings_truncated(self) -> bool:
+        return self.finding_total > len(self.findings)
 
     def to_json(self) -> dict[str, object]:
         return {"pc_begin": self.pc_begin, "pc_end": self.pc_end, "verdict": self.verdict, "reason": self.reason,
-                "findings": [f.to_json() for f in self.findings]}
+                "findings": [f.to_json() for f in self.findings], "finding_total": self.finding_total,
+                "findings_truncated": self.findings_truncated, "unreached": self.instructions[3],
+                "skipped": self.skipped}
 
 
 @dataclass(frozen=True)
@@ -121,8 +135,9 @@ class SectionCheck:
         reason, findings = self.details.get(position, ("", ()))
         return FdeVerdict(self.name, self.pc_begin[entry], self.pc_begin[entry] + self.pc_range[entry],
                           VERDICT_NAMES[r[base + VERDICT]], reason,
-                          tuple(Finding(a, what_name(w), d, v) for a, w, d, v in findings),
-                          (r[base + AGREE], r[base + MISMATCH], r[base + UNKNOWN], r[base + UNREACHED]))
+                          tuple(Finding(a, what_name(w), d, v) for a, w, d, v in findings), r[base + FINDING_TOTAL],
+                          (r[base + AGREE], r[base + MISMATCH], r[base + UNKNOWN], r[base + UNREACHED]),
+                          r[base + SKIPPED])
 
 
 @dataclass
@@ -133,6 +148,10 @@ class Counts:
     instructions_agree: int = 0
     instructions_mismatch: int = 0
     instructions_unknown: int = 0
+    #: instructions of decided FDEs that no path reached (padding aside): left unchecked
+    instructions_unreached: int = 0
+    #: reached instructions not compared: rows whose return address is undefined (the outermost frame)
+    instructions_skipped: int = 0
     uncovered: int = 0
     #: FDEs starting inside a function (gcc's .cold parts), checked from their first declared row
     from_declared_entry: int = 0
@@ -157,6 +176,8 @@ class Counts:
         self.instructions_agree += other.instructions_agree
         self.instructions_mismatch += other.instructions_mismatch
         self.instructions_unknown += other.instructions_unknown
+        self.instructions_unreached += other.instructions_unreached
+        self.instructions_skipped += other.instructions_skipped
         self.uncovered += other.uncovered
         self.from_declared_entry += other.from_declared_entry
 
@@ -189,17 +210,19 @@ class FileCheck:
             counts.instructions_agree += sum(r[AGREE::FIELDS]) - sum(r[base + AGREE] for base in undecided)
             counts.instructions_mismatch += sum(r[MISMATCH::FIELDS]) - sum(r[base + MISMATCH] for base in undecided)
             counts.instructions_unknown += sum(r[UNKNOWN::FIELDS]) - sum(r[base + UNKNOWN] for base in undecided)
+            counts.instructions_unreached += sum(r[UNREACHED::FIELDS]) - sum(r[base + UNREACHED] for base in undecided)
+            counts.instructions_skipped += sum(r[SKIPPED::FIELDS]) - sum(r[base + SKIPPED] for base in undecided)
         return counts
 
     @property
     def exit_status(self) -> int:
-        """0 all agree, 1 a mismatch, 2 only undecided ones besides agreeing ones."""
+        """0 all agree, 1 a mismatch or code without CFI, 2 only undecided ones besides agreeing ones."""
         return self.exit_status_of(self.counts())
 
     @staticmethod
     def exit_status_of(counts: Counts) -> int:
         """exit_status from counts() already made."""
-        if counts.fdes["mismatch"]:
+        if counts.fdes["mismatch"] or counts.uncovered:
             return 1
         return 2 if counts.fdes["undecided"] else 0
 
@@ -259,6 +282,9 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
     """Check every FDE of `path`; `progress(done, total)` is called as chunks of FDEs complete."""
     image = ModuleImage.load(path)
     elf = image.elf
+    if elf.elf_type_number == ET_REL:
+        raise ElfError(f"{path}: a relocatable object (ET_REL): its code is not at its final addresses and its "
+                       "FDEs are not relocated; check the linked executable or shared object")
     if elf.elf_class != 64 or elf.machine != EM_X86_64:
         raise ElfError(f"{path}: machine {elf.machine} (ELF{elf.elf_class}): check decodes x86-64 code only")
     loads = [s for s in elf.segments if s.type == PT_LOAD and s.filesz]
@@ -267,45 +293,91 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
     symbols = _function_symbols(elf)
     noreturn = sorted({value for value, _size, name in symbols if _is_noreturn(name)} | set(_plt_noreturn(elf)))
     noreturn_bytes = array.array("Q", noreturn).tobytes()
+    entries_known = {value for value, _size, name in symbols if not _is_cold_part(name)}
 
     work: list[tuple[SectionCheck, _core.CfiTable, bytes]] = []
     sections: list[SectionCheck] = []
+    tables_checked: list[_core.CfiTable] = []
     for kind, table in ((EH_FRAME, image.eh_frame), (DEBUG_FRAME, image.debug_frame)):
         if table is None:
             continue
         kinds, _first, _count, begin_bytes, range_bytes = table.entry_arrays()
         pc_begin, pc_range = array.array("Q", begin_bytes), array.array("Q", range_bytes)
-        entries = array.array("I", (i for i, k in enumerate(kinds) if k == 1 and pc_begin[i] != 0))
+        # an FDE at 0 in a linked file describes code the linker discarded (--gc-sections, a COMDAT
+        # duplicate): .debug_frame keeps such FDEs with their address resolved to 0
+        entries = array.array("I", (i for i, k in enumerate(kinds) if k == ENTRY_FDE and pc_begin[i] != 0))
         section = SectionCheck(".eh_frame" if kind == EH_FRAME else ".debug_frame", pc_begin, pc_range)
         sections.append(section)
+        tables_checked.append(table)
         for start in range(0, len(entries), CHUNK_FDES):
             work.append((section, table, entries[start:start + CHUNK_FDES].tobytes()))
 
     total = sum(len(chunk) // 4 for _s, _t, chunk in work)
     done = 0
     uncovered_calls: set[int] = set()
+    called_non_entry: set[int] = set()
 
-    def run(item: tuple[SectionCheck, _core.CfiTable, bytes]) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes]:
+    #: decoded instructions interpreted for this file by every chunk (_core.CHECK_MAX_FILE_INSTRUCTIONS)
+    work_done = array.array("Q", [0])
+
+    def run(item: tuple[SectionCheck, _core.CfiTable, bytes], function_entries: bytes) -> _Outcome:
         _section, table, chunk = item
-        return _core.check_fdes(table, chunk, code, segments, noreturn_bytes, image.eh_frame, image.debug_frame)
+        return _core.check_fdes(table, chunk, code, segments, noreturn_bytes, function_entries, image.eh_frame,
+                                image.debug_frame, work_done)
+
+    entries_bytes = array.array("Q", sorted(entries_known)).tobytes()
 
     tables = [table for table in (image.eh_frame, image.debug_frame) if table is not None]
     names = _names_by_address(symbols)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        outcomes = pool.map(run, work)  # every chunk is submitted here; the C core runs without the GIL
+        # every chunk is submitted here; the C core runs without the GIL
+        outcomes = pool.map(run, work, [entries_bytes] * len(work))
         uncovered_functions = _uncovered_functions(tables, names, code)  # meanwhile
-        for (section, _table, chunk), (results, details, uncovered) in zip(work, outcomes):
+        for (section, _table, chunk), (results, details, uncovered, called) in zip(work, outcomes):
             offset = len(section.results) // FIELDS
             section.results.frombytes(results)
             for position, reason, findings in details:
                 section.details[offset + position] = (reason, findings)
             uncovered_calls.update(array.array("Q", uncovered))
+            called_non_entry.update(array.array("Q", called))
             done += len(chunk) // 4
             if progress:
                 progress(done, total)
+    called_non_entry -= entries_known
+    if called_non_entry:
+        # FDEs checked from their first row as parts of a function, which a call shows to be entries
+        # after all: again, from the ABI's entry state
+        entries_bytes = array.array("Q", sorted(entries_known | called_non_entry)).tobytes()
+        for section, table in zip(sections, tables_checked):
+            _recheck(section, table, called_non_entry, lambda item: run(item, entries_bytes))
     starts = uncovered_functions + [target for target in uncovered_calls
                                     if target not in names and not _covered(tables, target)]
     return FileCheck(path, sections, _uncovered(sections, names, starts))
+
+
+def _recheck(section: SectionCheck, table: _core.CfiTable, starts: set[int],
+             run: Callable[[tuple[SectionCheck, _core.CfiTable, bytes]], _Outcome]) -> None:
+    """Check again the FDEs of `section` that start at `starts` and were checked from their first
+    declared row, replacing their results."""
+    r = section.results
+    positions = [p for p in range(len(r) // FIELDS)
+                 if r[p * FIELDS + FROM_DECLARED_ENTRY] and section.pc_begin[r[p * FIELDS + ENTRY]] in starts]
+    if not positions:
+        return
+    chunk = array.array("I", (r[p * FIELDS + ENTRY] for p in positions)).tobytes()
+    results, details, _uncovered, _called = run((section, table, chunk))
+    fresh = array.array("I", results)
+    by_position = {position: (reason, findings) for position, reason, findings in details}
+    for k, p in enumerate(positions):
+        r[p * FIELDS:(p + 1) * FIELDS] = fresh[k * FIELDS:(k + 1) * FIELDS]
+        section.details.pop(p, None)
+        if k in by_position:
+            section.details[p] = by_position[k]
+
+
+def _is_cold_part(name: str) -> bool:
+    """gcc's out-of-line part of a function (`foo.cold`, `foo.cold.12`): entered by a jump, not a call."""
+    return ".cold" in name
 
 
 def _covered(tables: list[_core.CfiTable], address: int) -> bool:

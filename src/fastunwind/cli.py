@@ -41,7 +41,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     first = arguments[0] if arguments else None
     parser = build_parser(first if first in COMMAND_NAMES else None)
-    args = parser.parse_args(arguments)
+    try:
+        args = parser.parse_args(arguments)
+    except SystemExit as usage:
+        # argparse exits 2 on a usage error; a command whose 2 means something else names its own
+        usage_status = getattr(COMMAND_NAMES.get(first or ""), "USAGE_ERROR_STATUS", None)
+        if usage.code == 2 and usage_status is not None:
+            return int(usage_status)
+        raise
     try:
         return int(args.run(args))
     except FastunwindError as error:

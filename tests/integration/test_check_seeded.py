@@ -108,6 +108,57 @@ calls_no_cfi:                     # correct, and the only caller of a local labe
 
 no_symbol_code:
         ret
+
+        .globl all_off, all_off_bad_start, all_off_bad_end, early_cfa, early_cfa_bad_start, early_cfa_bad_end
+        .globl called_wrong_bad_start, called_wrong_bad_end, calls_wrong
+
+        .type all_off, @function
+all_off:                          # every row 8 too far, the entry's included
+all_off_bad_start:
+        .cfi_startproc
+        .cfi_def_cfa_offset 16
+        push %rbx
+        .cfi_def_cfa_offset 24
+        pop %rbx
+        .cfi_def_cfa_offset 16
+        ret
+all_off_bad_end:
+        .cfi_endproc
+        .size all_off, .-all_off
+
+        .type early_cfa, @function
+early_cfa:                        # the push's CFA declared at the entry, before the push
+early_cfa_bad_start:
+        .cfi_startproc
+        .cfi_def_cfa_offset 16
+        push %rbx
+early_cfa_bad_end:
+        .cfi_offset %rbx, -16
+        pop %rbx
+        .cfi_def_cfa_offset 8
+        ret
+        .cfi_endproc
+        .size early_cfa, .-early_cfa
+
+called_wrong:                     # no function symbol, but called: wrong at its entry
+called_wrong_bad_start:
+        .cfi_startproc
+        .cfi_def_cfa_offset 16
+        ret
+called_wrong_bad_end:
+        .cfi_endproc
+
+        .type calls_wrong, @function
+calls_wrong:
+        .cfi_startproc
+        sub $8, %rsp
+        .cfi_def_cfa_offset 16
+        call called_wrong                # a local label: a direct call, not through the PLT
+        add $8, %rsp
+        .cfi_def_cfa_offset 8
+        ret
+        .cfi_endproc
+        .size calls_wrong, .-calls_wrong
 """
 
 C_SOURCE = r"""
@@ -164,6 +215,9 @@ def verdict_of(result: FileCheck, address: int) -> tuple[str, set[int], set[str]
     ("missing_sub_adjust", {"cfa"}),
     ("wrong_slot", {"rbx"}),
     ("inline_asm", {"cfa"}),
+    ("all_off", {"cfa"}),
+    ("early_cfa", {"cfa"}),
+    ("called_wrong", {"cfa"}),
 ])
 def test_seeded_fault_is_flagged_exactly_where_seeded(seeded, function: str, columns: set[str]) -> None:
     _library, result, symbols = seeded
@@ -174,7 +228,7 @@ def test_seeded_fault_is_flagged_exactly_where_seeded(seeded, function: str, col
     assert whats == columns
 
 
-@pytest.mark.parametrize("function", ["good_frame", "calls_no_cfi", "correct_c", "sink"])
+@pytest.mark.parametrize("function", ["good_frame", "calls_no_cfi", "correct_c", "sink", "calls_wrong"])
 def test_correct_functions_agree(seeded, function: str) -> None:
     _library, result, symbols = seeded
     verdict, addresses, _ = verdict_of(result, symbols[function])
@@ -198,7 +252,9 @@ def test_cli_json_and_exit_status(seeded, fastunwind_cli) -> None:
     assert set(report) == {"file", "fdes", "uncovered"}
     mismatches = [f for f in report["fdes"] if f["verdict"] == "mismatch"]
     assert {f["pc_begin"] for f in mismatches} == {symbols["off_by_8"], symbols["missing_sub_adjust"],
-                                                   symbols["wrong_slot"], symbols["inline_asm_moves_rsp"]}
+                                                   symbols["wrong_slot"], symbols["inline_asm_moves_rsp"],
+                                                   symbols["all_off"], symbols["early_cfa"],
+                                                   symbols["called_wrong_bad_start"]}
     finding = next(f for f in mismatches if f["pc_begin"] == symbols["off_by_8"])["findings"][0]
     assert finding == {"address": symbols["off_by_8_bad_start"], "what": "cfa", "declared": "rsp+24",
                        "derived": "rsp+16"}

@@ -35,6 +35,9 @@ extern void missing_sub_adjust(void (*)(void));
 extern void wrong_slot(void (*)(void));
 extern long correct_c(long);
 extern void inline_asm_moves_rsp(long);
+extern void all_off(void);
+extern void early_cfa(void);
+extern void calls_wrong(void);
 static volatile int calls;
 static void callback(void) { calls++; }
 int main(void) {
@@ -44,6 +47,9 @@ int main(void) {
     wrong_slot(callback);
     long total = correct_c(4);
     inline_asm_moves_rsp(total);
+    all_off();
+    early_cfa();
+    calls_wrong();
     printf("%d %ld\n", calls, total);
     return 0;
 }
@@ -285,7 +291,8 @@ def test_cli(seeded, fastunwind_cli) -> None:
     report = json.loads(ran.stdout.splitlines()[-1])
     assert report["outcome"] == "exited"
     assert {f["pc_begin"] for f in report["fdes"]} == {
-        symbols["off_by_8"], symbols["missing_sub_adjust"], symbols["wrong_slot"], symbols["inline_asm_moves_rsp"]}
+        symbols["off_by_8"], symbols["missing_sub_adjust"], symbols["wrong_slot"], symbols["inline_asm_moves_rsp"],
+        symbols["all_off"], symbols["early_cfa"], symbols["called_wrong_bad_start"]}
     text = fastunwind_cli(["check", "--trace", "--", str(program)])
     assert text.returncode == 1 and b"disagree" in text.stdout and b"off_by_8" in text.stdout
     missing = fastunwind_cli(["check", "--trace", "--", "fastunwind-no-such-command"])

@@ -7,13 +7,18 @@ a declared rule recovers a wrong value, declared vs derived), or is `undecided` 
 FDEs, empty ones and ones outside executable code are mismatches of their range. Functions and call
 targets no FDE covers are listed as `uncovered`.
 
+By default a summary per file (counts, undecided FDEs by cause, the first mismatches); `--verbose`
+lists every mismatch with all its findings, every undecided FDE and every uncovered range.
+
 With `--trace -- CMD ARGS...` the CFI is checked dynamically instead: CMD runs single-stepped
 under ptrace, and at every instruction of its modules the declared CFA, return-address slot and
 saved registers are compared with the truth kept from its calls and returns; FDEs where they
 disagree are listed (fastunwind/trace.py).
 
-Exit status: 0 every FDE agrees, 1 a mismatch (a disagreement), 2 only undecided FDEs besides
-agreeing ones, 3 a file could not be checked (the command could not be traced).
+Exit status: 0 every FDE agrees and all code has CFI; 1 a mismatch (with --trace, a disagreement)
+or code without CFI; 2 only undecided FDEs besides agreeing ones; 3 a failure: a file could not be
+checked (the command could not be traced), a usage error, or the report was cut short (its reader
+went away: `fastunwind check libc.so.6 | head`), so that no incomplete run passes for a clean one.
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ examples:
 """
 
 EXIT_AGREE, EXIT_MISMATCH, EXIT_UNDECIDED, EXIT_FAILURE = 0, 1, 2, 3
+#: argparse's usage errors exit with this instead of its 2, which here means "only undecided"
+USAGE_ERROR_STATUS = EXIT_FAILURE
+#: mismatching FDEs the default summary names (--verbose lists them all)
+SUMMARY_MISMATCHES = 5
 #: FDEs above which a progress bar is worth drawing (on a terminal)
 PROGRESS_FDES = 20000
 
@@ -90,10 +99,16 @@ def run(args: argparse.Namespace) -> int:
         try:
             statuses.append(_check_one(path, args))
         except BrokenPipeError:
-            raise
+            # the reader went away: stop quietly (stdout to /dev/null so that the interpreter's final
+            # flush does not fail again), and fail, since the report is incomplete
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_FAILURE
         except (FastunwindError, OSError) as error:
             where = "" if str(error).startswith(path) else f"{path}: "
             print(f"fastunwind: error: {where}{getattr(error, 'strerror', None) or error}", file=sys.stderr)
+            statuses.append(EXIT_FAILURE)
+        except Exception as error:  # noqa: BLE001 - a bug or MemoryError: one line and exit 3, not a traceback
+            print(f"fastunwind: error: {path}: {type(error).__name__}: {error}", file=sys.stderr)
             statuses.append(EXIT_FAILURE)
     for status in (EXIT_FAILURE, EXIT_MISMATCH, EXIT_UNDECIDED):
         if status in statuses:
@@ -126,16 +141,24 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
           f"{fdes['undecided']} undecided ({counts.decided_percent:.2f}% decided); instructions of decided FDEs: "
           f"{counts.instructions_agree} of {compared} agree ({counts.agreement_percent:.3f}%); "
           f"{counts.uncovered} uncovered ranges; {seconds:.2f} s")
+    if args.verbose and (counts.instructions_unreached or counts.instructions_skipped):
+        print(f"  instructions of decided FDEs left unchecked: {counts.instructions_unreached} no path reached "
+              "(landing pads, .cold blocks entered from the hot part, unresolved jump tables; per FDE in --json), "
+              f"{counts.instructions_skipped} in outermost-frame rows (return address undefined)")
     if args.verbose and counts.from_declared_entry:
         print(f"  {counts.from_declared_entry} FDEs start inside a function (.cold parts): checked from their "
               "first declared row")
     if args.verbose:
         for verdict in result.not_agreeing():
+            unreached = verdict.instructions[3]
             print(f"  {verdict.verdict:<9} {verdict.section} {verdict.pc_begin:#x}..{verdict.pc_end:#x}"
-                  f"{': ' + verdict.reason if verdict.reason else ''}")
+                  f"{': ' + verdict.reason if verdict.reason else ''}"
+                  f"{f' ({unreached} instructions unreached)' if unreached else ''}")
             for finding in verdict.findings:
                 print(f"    {finding.address:#x} {finding.what:<5} declared {finding.declared:<16} "
                       f"derived {finding.derived}")
+            if verdict.findings_truncated:
+                print(f"    ... {verdict.finding_total} findings in all, the first {len(verdict.findings)} listed")
         for uncovered in result.uncovered:
             print(f"  uncovered {uncovered.start:#x}..{uncovered.end:#x} {uncovered.symbol}")
     else:
@@ -143,12 +166,14 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
         reasons = Counter(_reason_class(v.reason) for v in not_agreeing if v.verdict == "undecided")
         for reason, n in reasons.most_common(5):
             print(f"  undecided {n:>6}  {reason}")
-        for verdict in not_agreeing:
-            if verdict.verdict == "mismatch":
-                first = verdict.findings[0] if verdict.findings else None
-                detail = (f": at {first.address:#x} {first.what} declared {first.declared}, derived {first.derived}"
-                          if first else "")
-                print(f"  mismatch  {verdict.section} {verdict.pc_begin:#x}..{verdict.pc_end:#x}{detail}")
+        mismatches = [v for v in not_agreeing if v.verdict == "mismatch"]
+        for verdict in mismatches[:SUMMARY_MISMATCHES]:
+            first = verdict.findings[0] if verdict.findings else None
+            detail = (f": at {first.address:#x} {first.what} declared {first.declared}, derived {first.derived}"
+                      if first else "")
+            print(f"  mismatch  {verdict.section} {verdict.pc_begin:#x}..{verdict.pc_end:#x}{detail}")
+        if len(mismatches) > SUMMARY_MISMATCHES:
+            print(f"  ... {len(mismatches) - SUMMARY_MISMATCHES} more mismatching FDEs (--verbose lists them all)")
     return exit_status
 
 

@@ -143,3 +143,14 @@ def test_falling_off_the_end() -> None:
     # push rbx; nop: execution continues past the range with a frame on the stack
     outcome, reason, _, _ = run("53 90")
     assert outcome == _core.SYNTH_UNDECIDED and reason == "execution runs past the end of the range at 0x1002"
+
+
+def test_jump_table_target_computed_by_lea() -> None:
+    # lea rdx,[rip+table]; movsxd rax,[rdx+rdi*4]; lea rax,[rdx+rax]; push rbx; jmp rax;
+    # case0: pop rbx; ret; case1: mov ebx,1; pop rbx; ret; nop; table: case0-table, case1-table
+    code = "488d1515000000 486304ba 488d0402 53 ffe0 5bc3 bb01000000 5bc3 90 f6ffffff f8ffffff"
+    outcome, reason, cfa, _ = run(code, segments=True)
+    assert outcome == _core.SYNTH_DECIDED, reason
+    assert cfa[START + 0x12] == (RSP, 16) and cfa[START + 0x14] == (RSP, 16), "both cases reached"
+    assert COUNTS["jump_tables"] == 1
+

@@ -8,27 +8,42 @@ from __future__ import annotations
 import array
 
 from fastunwind import _core
-from tests.support.cfi_builder import EH_FRAME, PE_absptr, FrameSection, advance_loc, def_cfa, def_cfa_offset, offset
+from tests.support.cfi_builder import (EH_FRAME, PE_absptr, FrameSection, advance_loc, def_cfa, def_cfa_offset, offset,
+                                      undefined)
 
 CODE_START = 0x1000
 # push rbx; pop rbx; ret (4 bytes: 0x1000..0x1003), then push rbp; sub rsp,8; ud2 (a .cold-like part)
 CODE = bytes.fromhex("53 5b c3 90 55 4883ec08 0f0b")
 
 
-def check(fdes: list[tuple[int, int, list[bytes]]]) -> dict[int, tuple[int, str, tuple[tuple[int, int, str, str], ...]]]:
+def check(fdes: list[tuple[int, int, list[bytes]]], function_entries: tuple[int, ...] = (), code: bytes = CODE
+          ) -> dict[int, tuple[int, str, tuple[tuple[int, int, str, str], ...]]]:
+    return {begin: (verdict, reason, findings)
+            for begin, (verdict, reason, findings, _fields) in check_with_fields(fdes, function_entries, code).items()}
+
+
+def check_with_fields(fdes: list[tuple[int, int, list[bytes]]], function_entries: tuple[int, ...] = (),
+                      code: bytes = CODE, work: array.array[int] | None = None
+                      ) -> dict[int, tuple[int, str, tuple[tuple[int, int, str, str], ...], dict[str, int]]]:
+    """Per FDE start: verdict, reason, findings and the result's fields by name; `work` counts the
+    decoded instructions interpreted."""
+    work = array.array("Q", [0]) if work is None else work
     section = FrameSection(EH_FRAME, address=0x8000)
     cie = section.cie(augmentation="zR", fde_encoding=PE_absptr, instructions=[def_cfa(7, 8), offset(16, 1)])
     for begin, size, instructions in fdes:
         section.fde(cie, pc_begin=begin, pc_range=size, instructions=instructions)
     table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
     entries = [i for i in range(table.entry_count) if table.entry(i)["kind"] == 1]
-    results, details, _uncovered = _core.check_fdes(
-        table, array.array("I", entries).tobytes(), [(CODE_START, CODE)], [(CODE_START, CODE)], b"", table, None)
+    results, details, _uncovered, _called = _core.check_fdes(
+        table, array.array("I", entries).tobytes(), [(CODE_START, code)], [(CODE_START, code)], b"",
+        array.array("Q", function_entries).tobytes(), table, None, work)
     fields = array.array("I", results)
     by_begin = {}
     for position, entry in enumerate(entries):
         reason, findings = next(((r, f) for p, r, f in details if p == position), ("", ()))
-        by_begin[table.entry(entry)["pc_begin"]] = (fields[position * _core.CHECK_RESULT_FIELDS + 1], reason, findings)
+        names = _core.CHECK_RESULT_FIELD_NAMES
+        by_name = dict(zip(names, fields[position * len(names):(position + 1) * len(names)]))
+        by_begin[table.entry(entry)["pc_begin"]] = (by_name["verdict"], reason, findings, by_name)
     return by_begin
 
 
@@ -63,3 +78,70 @@ def test_part_that_starts_inside_a_function_is_checked_from_its_first_row() -> N
     assert verdict == _core.CHECK_MISMATCH
     assert [(address, declared, derived) for address, _what, declared, derived in findings] == [
         (0x1009, "rsp+40", "rsp+32")]
+
+
+def test_nested_fdes_overlap_however_many_start_between() -> None:
+    # an outer FDE over the whole code, five small ones inside it after a nested one: the lookback of
+    # a few sorted neighbours cannot see the outer one from the last
+    code_fdes = [(0x1000, 11, []), (0x1000, 1, [])] + [(0x1001 + k, 1, []) for k in range(5)] + [(0x1008, 1, [])]
+    result = check(code_fdes)
+    assert result[0x1008][0] == _core.CHECK_MISMATCH
+    assert result[0x1008][2][0][3] == "overlaps 1000..100b"
+
+
+def test_overlap_is_a_mismatch_even_where_the_code_is_undecided() -> None:
+    # two FDEs over the .cold-like part whose first row is a CFA expression (not a starting state)
+    expression_cfa = bytes([0x0f, 2, 0x77, 16])  # DW_CFA_def_cfa_expression: DW_OP_breg7 16
+    result = check([(0x1004, 7, [expression_cfa]), (0x1005, 2, [])])
+    verdict, reason, findings = result[0x1004]
+    assert verdict == _core.CHECK_MISMATCH, reason
+    assert findings[0][1] == _core.CHECK_WHAT_RANGE
+
+
+def test_first_row_at_a_known_function_entry_is_checked_against_the_entry_state() -> None:
+    # the same part as above, but 0x1004 is a function's entry (a symbol, a call target): its first
+    # row (CFA rsp+16, rbx saved) is wrong there, and found at 0x1004
+    good_as_part = [def_cfa_offset(16), offset(3, 2), advance_loc(1), def_cfa_offset(24), advance_loc(4),
+                    def_cfa_offset(32)]
+    verdict, _reason, findings = check([(0x1004, 7, good_as_part)], function_entries=(0x1004,))[0x1004]
+    assert verdict == _core.CHECK_MISMATCH
+    assert findings[0][0] == 0x1004 and findings[0][2:] == ("rsp+16", "rsp+8")
+
+
+def test_code_no_path_reaches_is_counted() -> None:
+    # ret; push rbx; pop rbx; ret: three instructions after the ret that nothing jumps to
+    _verdict, _reason, _findings, fields = check_with_fields([(0x1000, 4, [])], code=bytes.fromhex("c3 53 5b c3"))[0x1000]
+    assert fields["unreached"] == 3 and fields["agree"] == 1
+
+
+def test_padding_after_the_last_instruction_is_not_unreached_code() -> None:
+    # ret; int3; int3; nop; ud2
+    verdict, reason, _findings, fields = check_with_fields([(0x1000, 6, [])], code=bytes.fromhex("c3 cc cc 90 0f0b"))[0x1000]
+    assert verdict == _core.CHECK_AGREE, reason
+    assert fields["unreached"] == 0 and fields["agree"] == 1
+
+
+def test_outermost_frame_rows_are_skipped_not_agreed() -> None:
+    # the return address undefined (as _start's): nothing to compare
+    verdict, _reason, _findings, fields = check_with_fields([(0x1000, 3, [undefined(16)])])[0x1000]
+    assert verdict == _core.CHECK_AGREE
+    assert fields["skipped"] == 3 and fields["agree"] == 0
+
+
+def test_identical_fdes_are_interpreted_once() -> None:
+    # 200 copies of one FDE (as a hostile file over a huge function would have): one interpretation
+    rows = [advance_loc(1), def_cfa_offset(16), offset(3, 2), advance_loc(1), def_cfa_offset(8)]
+    work = array.array("Q", [0])
+    check_with_fields([(0x1000, 3, rows)], work=work)
+    once = work[0]
+    work = array.array("Q", [0])
+    results = check_with_fields([(0x1000, 3, rows)] * 200, work=work)
+    assert work[0] == once == 3
+    assert results[0x1000][0] == _core.CHECK_MISMATCH  # the copies overlap one another
+
+
+def test_work_limit_makes_the_remaining_fdes_undecided() -> None:
+    rows = [advance_loc(1), def_cfa_offset(16), offset(3, 2), advance_loc(1), def_cfa_offset(8)]
+    work = array.array("Q", [_core.CHECK_MAX_FILE_INSTRUCTIONS])
+    verdict, reason, _findings, _fields = check_with_fields([(0x1000, 3, rows)], work=work)[0x1000]
+    assert verdict == _core.CHECK_UNDECIDED and reason.startswith("work limit: ")
