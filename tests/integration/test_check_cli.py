@@ -91,9 +91,11 @@ def test_exit_0_when_every_fde_agrees_and_all_code_has_cfi(tmp_path: Path) -> No
     assert "1 FDEs: 1 agree, 0 mismatch, 0 undecided" in ran.stdout
 
 
-def test_exit_1_for_code_without_cfi(tmp_path: Path) -> None:
+def test_code_without_cfi_is_listed_and_leaves_the_exit_status_to_the_fdes(tmp_path: Path) -> None:
+    """Issue 23's exit codes judge the FDEs; code no FDE covers is reported beside them (nearly every
+    program has some: crti's _init and _fini)."""
     ran = check(build(tmp_path, "nocfi", GOOD + NO_CFI))
-    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "1 uncovered ranges" in ran.stdout
 
 

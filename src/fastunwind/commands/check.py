@@ -15,8 +15,9 @@ under ptrace, and at every instruction of its modules the declared CFA, return-a
 saved registers are compared with the truth kept from its calls and returns; FDEs where they
 disagree are listed (fastunwind/trace.py).
 
-Exit status: 0 every FDE agrees and all code has CFI; 1 a mismatch (with --trace, a disagreement)
-or code without CFI; 2 only undecided FDEs besides agreeing ones; 3 a failure: a file could not be
+Exit status: 0 every FDE agrees; 1 a mismatch (with --trace, a disagreement); 2 only undecided FDEs
+besides agreeing ones (code without CFI is listed, not judged: nearly every program has some, crti's
+_init and _fini); 3 a failure: a file could not be
 checked (the command could not be traced), a usage error, or the report was cut short (its reader
 went away: `fastunwind check libc.so.6 | head`), so that no incomplete run passes for a clean one.
 """
