@@ -74,10 +74,12 @@ def test_batches_of_other_recordings_in_turn_change_nothing(perf_recordings):
         return _core.unwind_samples(perf.native, space_ids, cores, 127)[:6]
 
     first = {workload: batch(workload) for workload in batches}
-    assert len(first["c"][2]) > 4 * len(first["hackbench-threads"][2])  # sizes far apart
-    for workload in ("hackbench-threads", "c", "c", "hackbench-threads", "c"):
+    # which is bigger depends on the machine's load (hackbench's samples follow the CPU it gets)
+    big, small = sorted(first, key=lambda workload: len(first[workload][2]), reverse=True)
+    assert len(first[big][2]) > len(first[small][2])  # the big batch's buffers go to the small one
+    for workload in (small, big, big, small, big):
         assert batch(workload) == first[workload]
-    order = ["c", "hackbench-threads"] * 6
+    order = [big, small] * 6
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(batch, order)) == [first[workload] for workload in order]
 
