@@ -281,6 +281,12 @@ static const char *script_problem(const fu_perf_data *pd, const fu_perf_walk_buf
     if (!problem && fu_profile_speedscope(&profile, (fu_text){"x\"\x01\xff", 4}, count_chunk, &profile_bytes, &err) != FU_OK &&
         err.status != FU_ERR_NOMEM)
         problem = "profile: writing failed";
+    if (!problem && fu_profile_gecko(&profile, (fu_text){"x<", 2}, count_chunk, &profile_bytes, &err) != FU_OK &&
+        err.status != FU_ERR_NOMEM)
+        problem = "profile: writing the processed profile failed";
+    for (uint32_t max_nodes = 1; !problem && max_nodes <= 1u << 16; max_nodes <<= 8) /* merged nodes, then all */
+        if (fu_profile_flame(&profile, max_nodes, count_chunk, &profile_bytes, &err) != FU_OK && err.status != FU_ERR_NOMEM)
+            problem = "profile: writing the flame graph failed";
     if (!problem && profile.samples && profile.samples != 2 * u.sample_count)
         problem = "profile: samples lost";
     fu_profile_free(&profile);

@@ -4,8 +4,10 @@ recording, unwound by fastunwind.
 The default output is the format of `perf script --no-inline -F comm,tid,time,event,ip,sym,symoff,dso`
 (user frames from fastunwind's unwinding, kernel frames from the sample's kernel callchain);
 `--format folded` (or `--folded`) prints collapsed stacks with counts (FlameGraph's format),
-`--format speedscope` speedscope's file (one sampled profile per thread, every sample); `-o FILE`
-writes to a file; `--stats` prints the outcome of every unwind, frames per sample and the time spent.
+`--format speedscope` speedscope's file (one sampled profile per thread, every sample), `--format
+gecko` the Firefox profiler's (profiler.firefox.com: a thread per tid, every sample with its time,
+a marker per stack that did not reach its end), `--format html` a self-contained flame graph page
+(zoom, search, per-thread views; no network loads); `-o FILE` writes to a file; `--stats` prints the outcome of every unwind, frames per sample and the time spent.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ examples:
   fastunwind perf-script -i perf.data --folded | flamegraph.pl > flame.svg
   fastunwind perf-script -i perf.data --stats
   fastunwind perf-script -i perf.data --format speedscope -o profile.speedscope.json
+  fastunwind perf-script -i perf.data --format gecko -o profile.json   # open in profiler.firefox.com
+  fastunwind perf-script -i perf.data --format html -o flame.html
   fastunwind perf-script -i perf.data --comm python3 --time 12883.9,12884.5
   perf record -o - --call-graph dwarf -- ./app | fastunwind perf-script -i -
 """
@@ -43,7 +47,9 @@ def add_parser(subparsers: Any) -> None:
     mode.add_argument("--stats", action="store_true", help="unwinding outcomes, frames per sample, ns per frame")
     parser.add_argument("--format", choices=FORMATS, default="perf",
                         help="perf: perf script's text (default); folded: collapsed stacks with counts, for flame "
-                             "graphs; speedscope: speedscope's JSON file, a sampled profile per thread")
+                             "graphs; speedscope: speedscope's JSON file, a sampled profile per thread; gecko: the "
+                             "Firefox profiler's processed profile, a thread per tid; html: a self-contained "
+                             "flame graph page")
     parser.add_argument("-o", "--output", help="write to this file (default: standard output)")
     parser.add_argument("--max-frames", type=int, default=_core.PERF_MAX_FRAMES,
                         help=f"frames per stack (default: {_core.PERF_MAX_FRAMES}, as perf)")
@@ -57,7 +63,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 #: the outputs of --format
-FORMATS = ("perf", "folded", "speedscope")
+FORMATS = ("perf", "folded", "speedscope", "gecko", "html")
+
+#: the formats written from a whole profile (native/core/profile.h) once every window is read
+PROFILE_FORMATS = ("speedscope", "gecko", "html")
 
 #: recordings at least this big get a progress display on a terminal (about a second of work)
 LONG_INPUT_BYTES = 64 << 20
@@ -68,24 +77,28 @@ def run(args: argparse.Namespace) -> int:
     # and creating the library's classes would trigger ~10 collections (1.7 ms on hackbench).
     gc.disable()
     selected = sample_filter(args)
-    from fastunwind.perf.script import stream_recording, write_speedscope
+    from fastunwind.perf.script import stream_recording, write_flame_graph, write_gecko, write_speedscope
 
     # The recording is read window by window (memory does not grow with it) and each window's text
     # written before the next is read; --folded merges the windows' stacks and writes them at the end.
     output_format = "folded" if args.folded else args.format
-    mode = "stats" if args.stats or output_format == "speedscope" else "folded" if output_format == "folded" else "text"
-    profile = _core.Profile() if output_format == "speedscope" and not args.stats else None
+    whole = output_format in PROFILE_FORMATS
+    mode = "stats" if args.stats or whole else "folded" if output_format == "folded" else "text"
+    profile = _core.Profile() if whole and not args.stats else None
     try:
         out = open(args.output, "wb") if args.output else sys.stdout
     except OSError as error:
         print(f"fastunwind: error: cannot write {args.output}: {error.strerror or error}", file=sys.stderr)
         return 1
-    with _progress(args.input, 2) as on_phase, out if args.output else contextlib.nullcontext():
+    with _progress(args.input, 3 if whole else 2) as on_phase, out if args.output else contextlib.nullcontext():
         on_phase({"text": "unwinding and writing", "folded": "unwinding", "stats": "counting"}[mode])
         stats = stream_recording(args.input, out, mode=mode, max_frames=args.max_frames, backend=args.backend,
                                  on_phase=on_phase, sample_filter=selected, consumers=[profile] if profile else ())
         if profile is not None and stats.samples:
-            write_speedscope(profile, out, os.path.basename(args.input))
+            on_phase(f"writing the {output_format} file")
+            writers: dict[str, Callable[[_core.Profile, Any, str], None]] = {
+                "speedscope": write_speedscope, "gecko": write_gecko, "html": write_flame_graph}
+            writers[output_format](profile, out, os.path.basename(args.input))
     for note in stats.notes:  # one line each on stderr, as perf's warnings
         print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
     if not stats.samples:

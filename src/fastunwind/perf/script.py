@@ -17,6 +17,7 @@ The samples are also a Python sequence of `UnwoundSample`s, made on access (for 
 
 from __future__ import annotations
 
+import html
 import io
 import mmap
 import os
@@ -25,6 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple, TextIO, cast, overload
 
 from fastunwind import _core
@@ -41,7 +43,7 @@ from fastunwind.symbols import PERF_MAP_PATH, kallsyms_bytes, kernel_symbol_tabl
 __all__ = ["DEFAULT_MAX_FRAMES", "OUTCOME_NAME_BY_CODE", "OUTCOME_NAMES", "PHASES", "RECORD_HINT", "SOURCE_CALLCHAIN",
            "SOURCE_DWARF", "SOURCE_IP", "Frame", "PerfDataError", "Statistics", "UnwoundRecording", "UnwoundSample",
            "recording_source", "render_folded", "render_perf_script", "stream_recording", "unwind_recording",
-           "write_speedscope"]
+           "write_flame_graph", "write_gecko", "write_speedscope"]
 #: the outcome name of every code a sample can have (perf_walk.h), "?" for codes without one
 OUTCOME_NAME_BY_CODE: tuple[str, ...] = _core.SAMPLE_OUTCOMES
 OUTCOME_NAMES = {code: name for code, name in enumerate(OUTCOME_NAME_BY_CODE) if name != "?"}
@@ -425,6 +427,30 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
 def write_speedscope(profile: _core.Profile, out: TextIO | BinaryIO, name: str) -> None:
     """speedscope's file of the samples added to `profile`, named `name`, to a text or binary file."""
     profile.speedscope(_writer(out), name)
+
+
+def write_gecko(profile: _core.Profile, out: TextIO | BinaryIO, name: str) -> None:
+    """The Firefox profiler's processed profile of the samples added to `profile` (its product named
+    `name`), to a text or binary file."""
+    profile.gecko(_writer(out), name)
+
+
+#: the stacks an HTML flame graph holds at most (the smaller ones merged, native/core/profile.h):
+#: 30000 nodes are about 0.5 MB of page and 0.1 s of the browser's work (the page draws at most
+#: 4000 frames of them at a time)
+FLAME_GRAPH_MAX_NODES = 30000
+
+
+def write_flame_graph(profile: _core.Profile, out: TextIO | BinaryIO, title: str,
+                      max_nodes: int = FLAME_GRAPH_MAX_NODES) -> None:
+    """A self-contained HTML flame graph of the samples added to `profile` (perf/flamegraph.html
+    with the profile's data written into it), to a text or binary file."""
+    template = (Path(__file__).parent / "flamegraph.html").read_text(encoding="utf-8")
+    head, tail = template.replace("{{TITLE}}", html.escape(title)).split("{{DATA}}")
+    write = _writer(out)
+    write(head.encode())
+    profile.flame(write, max_nodes)
+    write(tail.encode())
 
 
 def _count_folded(chunk: bytes, counts: dict[bytes, int]) -> None:
