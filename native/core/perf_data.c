@@ -540,6 +540,18 @@ static fu_status parse_compressed_feature(parser *p, fu_cursor *c, const origin 
     return FU_OK;
 }
 
+/* The times of the first and last samples, as perf record saw them (perf's --time percentages are
+ * of the span between them). */
+static fu_status parse_sample_time(parser *p, fu_cursor *c, const origin *at)
+{
+    uint64_t first = fu_read_uint(c, 8), last = fu_read_uint(c, 8);
+    if (c->failed)
+        return perf_fail(p, at, "HEADER_SAMPLE_TIME truncated");
+    p->pd->first_sample_time = first;
+    p->pd->last_sample_time = last;
+    return FU_OK;
+}
+
 /* One feature section (file mode) or HEADER_FEATURE payload (pipe mode); others are skipped. */
 static fu_status parse_feature(parser *p, unsigned feature, fu_cursor *c, uint64_t section_offset)
 {
@@ -549,6 +561,7 @@ static fu_status parse_feature(parser *p, unsigned feature, fu_cursor *c, uint64
     case FU_PERF_HEADER_CMDLINE: return parse_cmdline(p, c, &at);
     case FU_PERF_HEADER_EVENT_DESC: return parse_event_desc(p, c, &at);
     case FU_PERF_HEADER_COMPRESSED: return parse_compressed_feature(p, c, &at);
+    case FU_PERF_HEADER_SAMPLE_TIME: return parse_sample_time(p, c, &at);
     default: return FU_OK;
     }
 }
@@ -1546,8 +1559,8 @@ static fu_status read_file_header(parser *p)
                 pd->cut.missing_features[bit / 64] |= 1ull << (bit % 64);
                 continue;
             }
-            if (bit != FU_PERF_HEADER_BUILD_ID && bit != FU_PERF_HEADER_CMDLINE &&
-                bit != FU_PERF_HEADER_EVENT_DESC && bit != FU_PERF_HEADER_COMPRESSED)
+            if (bit != FU_PERF_HEADER_BUILD_ID && bit != FU_PERF_HEADER_CMDLINE && bit != FU_PERF_HEADER_EVENT_DESC &&
+                bit != FU_PERF_HEADER_COMPRESSED && bit != FU_PERF_HEADER_SAMPLE_TIME)
                 continue;
             fu_cursor fc = fu_cursor_make(pd->data, pd->data + off, pd->data + off + size);
             fu_status s = parse_feature(p, bit, &fc, off);

@@ -108,7 +108,7 @@ enum {
 /* Feature bits of the file header (tools/perf/util/header.h). */
 enum {
     FU_PERF_HEADER_BUILD_ID = 2, FU_PERF_HEADER_CMDLINE = 11, FU_PERF_HEADER_EVENT_DESC = 12,
-    FU_PERF_HEADER_COMPRESSED = 27, FU_PERF_HEADER_FEAT_BITS = 256
+    FU_PERF_HEADER_SAMPLE_TIME = 21, FU_PERF_HEADER_COMPRESSED = 27, FU_PERF_HEADER_FEAT_BITS = 256
 };
 
 /* One PERF_RECORD_SAMPLE, decoded. Absent fields are 0 / NULL (see `present`, PERF_SAMPLE_* bits),
@@ -342,6 +342,7 @@ typedef struct fu_perf_data {
     uint64_t decompressed_mapped;
     struct fu_perf_block *aligned; /* owned copies of misaligned callchains (see perf_data.c) */
     uint32_t compression_type, compression_level, compression_mmap_len; /* HEADER_COMPRESSED */
+    uint64_t first_sample_time, last_sample_time; /* HEADER_SAMPLE_TIME (perf record's; 0 when absent) */
     fu_perf_stats stats;
     fu_perf_cut cut;
     /* A window of a stream (fu_perf_stream_next): attrs, build-ids, cmdline, the decompressed

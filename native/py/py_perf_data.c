@@ -514,6 +514,8 @@ static PyObject *perf_get(PerfDataObject *self, void *which)
     case 3: return PyLong_FromSize_t(self->pd.comm_count);
     case 4: return PyLong_FromSize_t(self->pd.task_count);
     case 5: return PyBool_FromLong(self->pd.pipe_mode);
+    case 7: return Py_BuildValue("(KK)", (unsigned long long)self->pd.first_sample_time,
+                                 (unsigned long long)self->pd.last_sample_time);
     default: return PyLong_FromUnsignedLongLong(self->pd.decompressed_size);
     }
 }
@@ -526,6 +528,8 @@ static PyGetSetDef perf_getset[] = {
     {"task_count", (getter)perf_get, NULL, "FORK and EXIT records", (void *)4},
     {"pipe_mode", (getter)perf_get, NULL, "the recording was written by perf record -o -", (void *)5},
     {"decompressed_size", (getter)perf_get, NULL, "bytes decompressed from COMPRESSED records", (void *)6},
+    {"sample_time", (getter)perf_get, NULL, "(first, last) sample time in ns (HEADER_SAMPLE_TIME; 0, 0 if absent)",
+     (void *)7},
     {NULL},
 };
 

@@ -63,7 +63,46 @@ def test_a_filter_that_selects_nothing_is_an_error(hackbench):
             assert result.stderr.splitlines() == [f"fastunwind: error: {hackbench}: no samples selected by the filters"]
 
 
-@pytest.mark.parametrize("args, message", [(["--time", "10%/2"], "percentages are not supported"),
+#: perf script's --time percentages (tools/perf/Documentation/perf-script.txt, util/time-utils.c)
+PERCENTAGES = ("10%/2", "0%-10%", "10%/1,10%/3", "0%-10%,30%-40%", "50%", "33.3%/3", "0%-100%", "25%/4,")
+BAD_PERCENTAGES = ("10%/2x", "110%", "10%,20%", "0%-", "10%/1,0%-10%", "50%,", "5%/0", "abc%")
+
+
+def test_time_percentages_keep_perfs_samples(hackbench):
+    for percentages in PERCENTAGES:
+        expected = perfs(hackbench, "--time", percentages)
+        assert expected, percentages
+        assert kept(ours("perf-script", "-i", hackbench, "--time", percentages).stdout) == expected, percentages
+        report = json.loads(ours("report", "-i", hackbench, "--json", "--time", percentages).stdout)
+        assert report["samples"] == len(expected), percentages
+
+
+def test_time_percentages_perf_refuses_are_refused(hackbench):
+    for percentages in BAD_PERCENTAGES:
+        refused = subprocess.run(["perf", "script", "-i", hackbench, "--time", percentages], capture_output=True,
+                                 text=True)
+        assert refused.stdout == "" and "Invalid time string" in refused.stderr, percentages
+        result = ours("perf-script", "-i", hackbench, "--time", percentages)
+        assert result.returncode == 2 and result.stdout == "", percentages
+        assert result.stderr == f"fastunwind: error: time {percentages!r}: percentages of the recording are a%/n " \
+            "(the nth slice of a%), a%-b% or a%, several separated by commas, each within 0%-100%\n"
+
+
+def test_time_percentages_need_the_recordings_sample_times(hackbench):
+    """A pipe's recording has no HEADER_SAMPLE_TIME: perf refuses percentages there, and so do we."""
+    piped = subprocess.run(["perf", "inject", "-i", hackbench, "-o", "-"], capture_output=True, check=True).stdout
+    refused = subprocess.run(["perf", "script", "-i", "-", "--time", "10%/2"], input=piped, capture_output=True)
+    assert refused.stdout == b"" and b"no first/last sample time" in refused.stderr
+    for verb in ("perf-script", "report"):
+        env = {"NO_COLOR": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC)}
+        result = subprocess.run([sys.executable, "-m", "fastunwind", verb, "-i", "-", "--time", "10%/2"],
+                                input=piped, capture_output=True, env=env)
+        assert result.returncode == 1 and result.stdout == b""
+        assert b"no first/last sample time in the recording" in result.stderr
+        assert len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, message", [(["--time", "10%/2x"], "percentages of the recording"),
                                            (["--cpu", "2-1"], "cpu list"), (["--pid", "x"], "pid list"),
                                            (["--time", "1.0123456789,"], "sec.nsec")])
 def test_bad_filters_are_one_line(hackbench, args, message):

@@ -26,7 +26,9 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cpu", metavar="CPUS", help="only samples taken on these CPUs (0-2,4)")
     group.add_argument("--time", metavar="START,END",
                        help="only samples in this time range, seconds as perf script prints them "
-                            "(either side may be empty; several ranges separated by spaces)")
+                            "(either side may be empty; several ranges separated by spaces), or in "
+                            "percentages of the recording: 10%%/2 (the second 10%% slice), 0%%-10%%, 50%%, "
+                            "several separated by commas")
 
 
 def sample_filter(args: argparse.Namespace) -> Any:
@@ -34,13 +36,16 @@ def sample_filter(args: argparse.Namespace) -> Any:
     is one line on stderr and SystemExit(2)."""
     if not any((args.comm, args.pid, args.tid, args.cpu, args.time)):
         return None
-    from fastunwind.perf.sample_filter import SampleFilter, parse_cpus, parse_ids, parse_names, parse_times
+    from fastunwind.perf.sample_filter import (SampleFilter, parse_cpus, parse_ids, parse_names, parse_time_percentages,
+                                               parse_times)
 
+    percentages = bool(args.time) and "%" in args.time  # perf's test: a "%" anywhere
     try:
         return SampleFilter(pids=parse_ids(args.pid, "pid list") if args.pid else (),
                             tids=parse_ids(args.tid, "tid list") if args.tid else (),
                             cpus=parse_cpus(args.cpu) if args.cpu else (),
-                            ranges=parse_times(args.time) if args.time else (),
+                            ranges=parse_times(args.time) if args.time and not percentages else (),
+                            percent_ranges=parse_time_percentages(args.time) if percentages else (),
                             comms=parse_names(args.comm) if args.comm else ())
     except ValueError as error:
         print(f"fastunwind: error: {error}", file=sys.stderr)

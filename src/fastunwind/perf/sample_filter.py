@@ -8,11 +8,12 @@ replay, before the walk.
 from __future__ import annotations
 
 import array
+import math
 from typing import NamedTuple
 
 from fastunwind import _core
 
-__all__ = ["SampleFilter", "parse_cpus", "parse_ids", "parse_names", "parse_times"]
+__all__ = ["SampleFilter", "parse_cpus", "parse_ids", "parse_names", "parse_time_percentages", "parse_times"]
 
 NS_PER_SECOND = 1_000_000_000
 
@@ -26,10 +27,28 @@ class SampleFilter(NamedTuple):
     cpus: tuple[int, ...] = ()
     ranges: tuple[tuple[int, int], ...] = ()
     comms: tuple[str, ...] = ()
+    #: --time as percentages of the recording's span (perf's "10%/2", "0%-10%,30%-40%"): (start,
+    #: end) fractions, made `ranges` by with_span once the recording's sample times are known
+    percent_ranges: tuple[tuple[float, float], ...] = ()
 
     @property
     def active(self) -> bool:
         return any(self)
+
+    def with_span(self, first: int, last: int) -> SampleFilter:
+        """The filter with its percentages as time ranges of the span from `first` to `last` (ns,
+        perf record's HEADER_SAMPLE_TIME), as perf's set_percent_time (util/time-utils.c) makes
+        them: start and end rounded to the nearest ns, the end one ns short of the next slice's
+        start unless it is the span's end."""
+        total = (last - first) % (1 << 64)  # perf's u64
+        ranges = []
+        for start_fraction, end_fraction in self.percent_ranges:
+            start = (first + _c_round(start_fraction * total)) % (1 << 64)
+            end = (first + _c_round(end_fraction * total)) % (1 << 64)
+            if end > start and end != last:
+                end -= 1
+            ranges.append((start, end))
+        return self._replace(ranges=tuple(ranges), percent_ranges=())
 
     def select(self, window: _core.PerfData) -> None:
         """Drop the window's samples outside the pids, tids, cpus and ranges (in place)."""
@@ -46,6 +65,12 @@ class SampleFilter(NamedTuple):
         wanted = {name.encode("utf-8", "surrogateescape") for name in self.comms}
         ids = [index for index, name in enumerate(comm_names) if name in wanted]
         return _core.keep_comms(window, space_ids, comm_ids, _u32(ids))
+
+
+def _c_round(value: float) -> int:
+    """C's round() of a value >= 0: halves away from zero (Python's round() takes them to even)."""
+    whole = int(value)
+    return whole + (value - whole >= 0.5)
 
 
 def _u32(values: tuple[int, ...] | list[int]) -> bytes:
@@ -82,8 +107,7 @@ def _nanoseconds(text: str, whole: str) -> int:
     """perf's parse_nsec_time: seconds, optionally "." and up to 9 digits of fraction."""
     seconds, dot, fraction = text.partition(".")
     if not seconds.isdigit() or (dot and (not fraction.isdigit() or len(fraction) > 9)):
-        raise ValueError(f"time {whole!r}: ranges are start,end in seconds (sec.nsec), either side may be empty"
-                         + ("; percentages are not supported" if "%" in whole else ""))
+        raise ValueError(f"time {whole!r}: ranges are start,end in seconds (sec.nsec), either side may be empty")
     return int(seconds) * NS_PER_SECOND + int(fraction.ljust(9, "0") if dot else 0)
 
 
@@ -98,6 +122,61 @@ def parse_times(text: str) -> tuple[tuple[int, int], ...]:
         ranges.append((_nanoseconds(start, text) if start else 0, _nanoseconds(end, text) if end else 0))
     if not ranges or len(ranges) > _core.FILTER_MAX_RANGES:
         raise ValueError(f"time {text!r}: ranges are start,end in seconds (sec.nsec)")
+    return tuple(ranges)
+
+
+def _percent(text: str, whole: str) -> float:
+    """perf's parse_percent: a number up to a "%" (what follows it is ignored, as perf does), as a
+    fraction."""
+    number, percent, _rest = text.partition("%")
+    try:
+        value = float(number) if number.strip() else 0.0  # strtod of "" is 0, which perf takes
+    except ValueError:
+        value = math.nan
+    if not percent or not math.isfinite(value):
+        raise ValueError(_percent_error(whole))
+    return value / 100.0
+
+
+def _percent_error(whole: str) -> str:
+    return (f"time {whole!r}: percentages of the recording are a%/n (the nth slice of a%), a%-b% or a%, "
+            "several separated by commas, each within 0%-100%")
+
+
+def parse_time_percentages(text: str) -> tuple[tuple[float, float], ...]:
+    """perf's --time in percentages (util/time-utils.c, perf_time__percent_parse_str): "10%/2" (the
+    second 10% slice), "0%-10%", "50%" (the first half), several separated by commas (all of one
+    form: slices when any "/" is present, else ranges when any "-" is); (start, end) fractions."""
+    whole = text
+    if "/" not in text and "-" not in text:  # one percentage, its "%" the last character: "50%" is "50%/1"
+        if text.find("%") != len(text) - 1:
+            raise ValueError(_percent_error(whole))
+        text += "/1"
+    parts = text.split(",")
+    if parts[-1] == "" and len(parts) > 1:
+        parts.pop()  # perf stops at a trailing comma
+    if len(parts) > _core.FILTER_MAX_RANGES:
+        raise ValueError(_percent_error(whole))
+    ranges = []
+    for part in parts:
+        if "/" in text:  # perf_time__percent_parse_str: "/" anywhere makes every part a slice
+            size_text, slash, index_text = part.partition("/")
+            size = _percent(size_text, whole) if slash else 0.0
+            try:
+                index = int(index_text)
+            except ValueError:
+                raise ValueError(_percent_error(whole)) from None
+            if size <= 0.0:
+                raise ValueError(_percent_error(whole))
+            start, end = size * (index - 1), size * index
+        else:
+            start_text, dash, end_text = part.partition("-")
+            if not dash:
+                raise ValueError(_percent_error(whole))
+            start, end = _percent(start_text, whole), _percent(end_text, whole)
+        if not (0.0 <= start <= 1.0 and 0.0 <= end <= 1.0):
+            raise ValueError(_percent_error(whole))
+        ranges.append((start, end))
     return tuple(ranges)
 
 

@@ -376,6 +376,13 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
             raise PerfDataError(f"{path}: the samples do not record their CPU (perf record -a or --sample-cpu "
                                 "records it): --cpu cannot select")
     stream = perf.native
+    if sample_filter is not None and sample_filter.percent_ranges:
+        first, last = stream.sample_time
+        # perf's test; perf script reads a pipe's HEADER_SAMPLE_TIME (if any) only after the filter is set
+        if perf.pipe_mode or (not first and not last):
+            raise PerfDataError(f"{path}: no first/last sample time in the recording (perf record writes them to a "
+                                "file's header, not to a pipe): --time percentages need them")
+        sample_filter = sample_filter.with_span(first, last)
     while (window := stream.next_window()) is not None:
         if sample_filter is not None:
             sample_filter.select(window)
