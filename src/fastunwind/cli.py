@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from fastunwind import __version__
-from fastunwind.commands import bench, cache, check, lookup, perf_script, report, table
+from fastunwind.commands import bench, cache, check, lookup, output_to, perf_script, report, table
 from fastunwind.commands import compile as compile_command
 from fastunwind.errors import FastunwindError
 
@@ -50,10 +50,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(usage_status)
         raise
     try:
-        return int(args.run(args))
+        with output_to(getattr(args, "output", None)):
+            return int(args.run(args))
     except FastunwindError as error:
         print(f"fastunwind: error: {error}", file=sys.stderr)
-        return 1
+        # a command whose 1 means something else (check: a mismatch) names its failure status
+        return int(getattr(COMMAND_NAMES.get(first or ""), "USAGE_ERROR_STATUS", 1))
     except BrokenPipeError:
         # `fastunwind table big.so | head`: stop quietly, like readelf; stdout goes to /dev/null so
         # that the interpreter's final flush does not fail again

@@ -102,28 +102,10 @@ def test_text_and_folded_output_are_the_api_renderings(perf_recordings):
 def test_a_long_input_on_a_terminal_shows_progress_on_stderr(perf_recordings):
     """The progress bar goes to stderr, only on a terminal and for a long input (the threshold is
     lowered here), and changes nothing on stdout."""
-    import os
-    import pty
+    from tests.support.terminal import on_a_terminal
 
     data = str(perf_recordings.get("c").data_file)
-    script = ("import sys; import fastunwind.commands.perf_script as command; command.LONG_INPUT_BYTES = 0; "
-              "from fastunwind.cli import main; sys.exit(main(sys.argv[1:]))")
-    master, slave = pty.openpty()
-    try:
-        shown = subprocess.run([sys.executable, "-c", script, "perf-script", "-i", data, "--folded"],
-                               stdout=subprocess.PIPE, stderr=slave, timeout=120)
-    finally:
-        os.close(slave)
-    progress = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the terminal's other side is closed
-            break
-        if not chunk:
-            break
-        progress += chunk
-    os.close(master)
+    shown, progress = on_a_terminal(["perf-script", "-i", data, "--folded"], {})
     plain = run("-i", data, "--folded")
     assert shown.returncode == 0 and plain.returncode == 0
     assert shown.stdout.decode() == plain.stdout

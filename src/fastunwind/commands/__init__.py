@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 from typing import Any
+
+from fastunwind.errors import FastunwindError
 
 
 def command_parser(subparsers: Any, name: str, summary: str, description: str | None, example: str
@@ -56,3 +61,76 @@ def no_samples_message(path: str, filtered: bool) -> str:
     """The error of a run that found no sample (one line)."""
     what = "no samples selected by the filters" if filtered else "no samples in the recording"
     return f"fastunwind: error: {path}: {what}"
+
+
+def add_output_argument(parser: argparse.ArgumentParser) -> None:
+    """-o FILE: what the command prints goes to FILE (cli.main opens it, output_to)."""
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the output to this file (default: standard output)")
+
+
+@contextlib.contextmanager
+def output_to(path: str | None) -> Iterator[None]:
+    """Standard output as it is, or redirected to the file `path` for everything the command prints
+    (print, rich, bytes through sys.stdout.buffer), opened before any work: a path that cannot be
+    written is a FastunwindError (one line)."""
+    if path is None:
+        yield
+        return
+    try:
+        out = open(path, "w", encoding="utf-8", errors="surrogateescape")
+    except OSError as error:
+        raise FastunwindError(f"cannot write {path}: {error.strerror or error}") from None
+    with out, contextlib.redirect_stdout(out):
+        yield
+
+
+#: recordings at least this big get a progress bar on a terminal (about a second of work)
+LONG_INPUT_BYTES = 64 << 20
+
+
+class RecordingProgress:
+    """What a long run over a recording reports: its phase, and how much of the recording's time
+    span has been read (a window at a time). This one shows nothing; `recording_progress` gives one
+    that draws a bar."""
+
+    def phase(self, name: str) -> None:
+        """The run starts phase `name` ("unwinding", "writing the html file"...)."""
+
+    def window(self, fraction: float | None) -> None:
+        """A window is done: `fraction` of the recording's span is read (None: not known)."""
+
+
+class _RecordingBar(RecordingProgress):
+    STEPS = 1000
+
+    def __init__(self, progress: Any, name: str) -> None:
+        self._progress = progress
+        self._name = name
+        self._task = progress.add_task(name, total=self.STEPS)
+
+    def phase(self, name: str) -> None:
+        self._progress.update(self._task, description=f"{self._name}: {name}")
+
+    def window(self, fraction: float | None) -> None:
+        if fraction is not None:
+            self._progress.update(self._task, completed=round(self.STEPS * min(max(fraction, 0.0), 1.0)))
+
+
+@contextlib.contextmanager
+def recording_progress(path: str) -> Iterator[RecordingProgress]:
+    """A progress bar on stderr over a long recording (LONG_INPUT_BYTES or more) when stderr is a
+    terminal; otherwise a RecordingProgress that shows nothing (and rich is not imported). Colour
+    follows rich, which honours NO_COLOR."""
+    try:
+        long_input = os.path.getsize(path) >= LONG_INPUT_BYTES
+    except OSError:
+        long_input = False  # reading the recording reports the error
+    if not (long_input and sys.stderr.isatty()):
+        yield RecordingProgress()
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
+                  console=Console(file=sys.stderr), transient=True) as progress:
+        yield _RecordingBar(progress, os.path.basename(path))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastunwind import _core
 from fastunwind._core import WALK_BACKENDS as BACKENDS  # address_space.h fu_backend
-from fastunwind.commands import command_parser
+from fastunwind.commands import add_output_argument, command_parser
 from fastunwind.errors import FastunwindError
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ EXAMPLE = """\
 examples:
   fastunwind bench -i perf.data
   fastunwind bench -i perf.data --backend auto,dwarf --repeat 20
+  fastunwind bench -i perf.data --json
   fastunwind bench -i perf.data --peers      # from a source checkout: also libunwind, libdw, fp
 """
 
@@ -45,8 +46,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--repeat", type=int, default=10, help="passes per backend (default: 10)")
     parser.add_argument("--max-frames", type=int, default=_core.PERF_MAX_FRAMES,
                         help=f"frames per stack (default: {_core.PERF_MAX_FRAMES}, as perf)")
+    parser.add_argument("--json", action="store_true",
+                        help='one JSON object: {"recording", "samples", "repeat", "backends": [{"backend", "frames", '
+                             '"ns_per_frame": {"all", "first", "best"}, "outcomes", "same_frames"}]}')
     parser.add_argument("--peers", action="store_true",
                         help="also run benchmarks/bench_unwind.py (libunwind, libdw, frame pointers) on the recording")
+    add_output_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -67,7 +72,12 @@ def run(args: argparse.Namespace) -> int:
     setup_seconds = time.perf_counter() - started
     time_backend(perf, replayed, "dwarf", 1, args.max_frames)  # untimed: pages the samples in
     timings = [time_backend(perf, replayed, backend, args.repeat, args.max_frames, evict=True) for backend in backends]
-    _print(args.input, setup_seconds, args.repeat, timings, differing_samples)
+    if args.json:
+        import json
+
+        print(json.dumps(_json(args.input, setup_seconds, args.repeat, timings, differing_samples)))
+    else:
+        _print(args.input, setup_seconds, args.repeat, timings, differing_samples)
     if args.peers:
         return _run_peers(args)
     return 0
@@ -92,6 +102,19 @@ def _print(recording: str, setup_seconds: float, repeat: int, timings: list[Back
         table.add_row(t.backend, f"{t.frames:,}", f"{t.ns_per_frame('all'):.1f} / {t.ns_per_frame('first'):.1f} / "
                       f"{t.ns_per_frame('best'):.1f}", f"{per_sample:.0f}", outcomes, same)
     console.print(table)
+
+
+def _json(recording: str, setup_seconds: float, repeat: int, timings: list[BackendTiming],
+          differing_samples: Callable[[BackendTiming, BackendTiming], int]) -> dict[str, Any]:
+    """What _print shows, as one object; "same_frames": samples whose frames are the first backend's."""
+    reference = timings[0]
+    return {"recording": recording, "samples": reference.samples, "setup_seconds": round(setup_seconds, 6),
+            "repeat": repeat,
+            "backends": [{"backend": t.backend, "frames": t.frames,
+                          "ns_per_frame": {which: round(t.ns_per_frame(which), 3) for which in ("all", "first", "best")},
+                          "outcomes": dict(t.outcomes),
+                          "same_frames": t.samples - (0 if t is reference else differing_samples(reference, t))}
+                         for t in timings]}
 
 
 def _run_peers(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ import argparse
 import re
 from typing import Any
 
-from fastunwind.commands import command_parser
+from fastunwind.commands import add_output_argument, command_parser
 
 from fastunwind.errors import FastunwindError
 
@@ -19,6 +19,7 @@ examples:
   fastunwind cache
   fastunwind cache --max-size 500M
   fastunwind cache --clear
+  fastunwind cache --json
 """
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -38,6 +39,9 @@ def add_parser(subparsers: Any) -> None:
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--max-size", metavar="SIZE", help="remove least recently used entries until the caches fit")
     action.add_argument("--clear", action="store_true", help="remove every entry")
+    parser.add_argument("--json", action="store_true",
+                        help='one JSON object: {"root", "entries", "bytes", "kinds": [...], "removed"}')
+    add_output_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -52,12 +56,25 @@ def _human(size: float) -> str:
 def run(args: argparse.Namespace) -> int:
     from fastunwind import cache
 
+    removed = None
     if args.clear or args.max_size is not None:
         removed = cache.clear() if args.clear else cache.prune(parse_size(args.max_size))
-        print(f"removed {len(removed)} entries, {_human(sum(e.size for e in removed))}")
     current = cache.entries()
+    kinds = [(kind, [e for e in current if e.kind == kind]) for kind in cache.KINDS]
+    if args.json:
+        import json
+
+        document: dict[str, Any] = {
+            "root": cache.cache_root(), "entries": len(current), "bytes": sum(e.size for e in current),
+            "kinds": [{"kind": kind, "entries": len(mine), "bytes": sum(e.size for e in mine),
+                       "directory": cache.cache_dir(kind)} for kind, mine in kinds]}
+        if removed is not None:
+            document["removed"] = {"entries": len(removed), "bytes": sum(e.size for e in removed)}
+        print(json.dumps(document))
+        return 0
+    if removed is not None:
+        print(f"removed {len(removed)} entries, {_human(sum(e.size for e in removed))}")
     print(f"{cache.cache_root()}: {len(current)} entries, {_human(sum(e.size for e in current))}")
-    for kind in cache.KINDS:
-        mine = [e for e in current if e.kind == kind]
+    for kind, mine in kinds:
         print(f"  {kind:8} {len(mine):5} entries  {_human(sum(e.size for e in mine)):>10}  {cache.cache_dir(kind)}")
     return 0

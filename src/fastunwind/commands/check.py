@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from fastunwind.commands import command_parser
+from fastunwind.commands import add_output_argument, command_parser
 
 EXAMPLE = """\
 examples:
@@ -75,6 +75,7 @@ def add_parser(subparsers: Any) -> None:
                             "the others run between breakpoints instead of being stepped")
     trace.add_argument("--step-all", action="store_true",
                        help="with --trace-modules, step the other modules too (slower; nothing is missed)")
+    add_output_argument(parser)
     parser.set_defaults(run=run)
 
 

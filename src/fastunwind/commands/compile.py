@@ -14,7 +14,7 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from fastunwind.commands import command_parser
+from fastunwind.commands import add_output_argument, command_parser
 
 if TYPE_CHECKING:
     from fastunwind.address_space import ModuleImage
@@ -48,6 +48,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--lookup", choices=("table", "tree"), default="table",
                         help="how the code finds a PC's row: a searched table (default: smaller) or the "
                              "paper's if-tree (docs/EH_ELF.md compares them)")
+    add_output_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -124,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _compile_with_progress(eh_elf: ModuleType, images: list[ModuleImage], args: argparse.Namespace
                            ) -> list[CompileResult | EhElfError]:
+    """Compile with a progress bar on stderr, on a terminal only: one step per C unit compiled (a
+    file found in the cache is one step), the total growing as each file's units are generated."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -131,11 +134,24 @@ def _compile_with_progress(eh_elf: ModuleType, images: list[ModuleImage], args: 
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True,
                   disable=not console.is_terminal) as progress:
-        task = progress.add_task("compiling unwind tables", total=len(images))
+        task = progress.add_task("compiling unwind tables", total=0)
+        units = 0
 
-        def advance(path: str, result: object) -> None:
-            progress.update(task, advance=1, description=f"compiled {path}")
+        def on_unit(path: str, unit: str, compiled: bool) -> None:
+            nonlocal units
+            if compiled:  # a compiler thread: rich's updates take its lock
+                progress.update(task, advance=1, description=f"compiled {path} ({unit})")
+            else:
+                units += 1
+                progress.update(task, total=units)
+
+        def on_file(path: str, result: object) -> None:
+            nonlocal units
+            if getattr(result, "source", None) == "cache":
+                units += 1
+                progress.update(task, total=units, advance=1, description=f"cached {path}")
 
         results: list[CompileResult | EhElfError] = eh_elf.compile_images(
-            images, jobs=args.jobs, directory=args.cache_dir, force=args.force, lookup=args.lookup, on_progress=advance)
+            images, jobs=args.jobs, directory=args.cache_dir, force=args.force, lookup=args.lookup,
+            on_progress=on_file, on_unit=on_unit)
         return results

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from fastunwind.commands import command_parser
+from fastunwind.commands import add_output_argument, command_parser
 
 EXAMPLE = """\
 examples:
@@ -26,6 +26,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("file", help="ELF file")
     parser.add_argument("address", type=address, help="address in the file (svma), e.g. 0x27290")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_output_argument(parser)
     parser.set_defaults(run=run)
 
 

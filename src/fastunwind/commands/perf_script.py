@@ -7,21 +7,23 @@ The default output is the format of `perf script --no-inline -F comm,tid,time,ev
 `--format speedscope` speedscope's file (one sampled profile per thread, every sample), `--format
 gecko` the Firefox profiler's (profiler.firefox.com: a thread per tid, every sample with its time,
 a marker per stack that did not reach its end), `--format html` a self-contained flame graph page
-(zoom, search, per-thread views; no network loads); `-o FILE` writes to a file; `--stats` prints the outcome of every unwind, frames per sample and the time spent.
+(zoom, search, per-thread views; no network loads); `-o FILE` writes to a file; `--stats` prints
+the outcome of every unwind, frames per sample and the time spent (`--json`: the same as one JSON
+object). On a terminal a long recording shows a progress bar on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from fastunwind import _core
-from fastunwind.commands import add_filter_arguments, command_parser, no_samples_message, sample_filter
+from fastunwind.commands import (add_filter_arguments, add_output_argument, command_parser, no_samples_message,
+                                 recording_progress, sample_filter)
 
 EXAMPLE = """\
 examples:
@@ -45,12 +47,13 @@ def add_parser(subparsers: Any) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--folded", action="store_true", help="the same as --format folded")
     mode.add_argument("--stats", action="store_true", help="unwinding outcomes, frames per sample, ns per frame")
+    mode.add_argument("--json", action="store_true", help="the statistics of --stats as one JSON object")
     parser.add_argument("--format", choices=FORMATS, default="perf",
                         help="perf: perf script's text (default); folded: collapsed stacks with counts, for flame "
                              "graphs; speedscope: speedscope's JSON file, a sampled profile per thread; gecko: the "
                              "Firefox profiler's processed profile, a thread per tid; html: a self-contained "
                              "flame graph page")
-    parser.add_argument("-o", "--output", help="write to this file (default: standard output)")
+    add_output_argument(parser)
     parser.add_argument("--max-frames", type=int, default=_core.PERF_MAX_FRAMES,
                         help=f"frames per stack (default: {_core.PERF_MAX_FRAMES}, as perf)")
     parser.add_argument("--backend", choices=[b for b in _core.WALK_BACKENDS if not b.endswith("-only")], default=None,
@@ -68,9 +71,6 @@ FORMATS = ("perf", "folded", "speedscope", "gecko", "html")
 #: the formats written from a whole profile (native/core/profile.h) once every window is read
 PROFILE_FORMATS = ("speedscope", "gecko", "html")
 
-#: recordings at least this big get a progress display on a terminal (about a second of work)
-LONG_INPUT_BYTES = 64 << 20
-
 
 def run(args: argparse.Namespace) -> int:
     # The run makes few Python objects (none per sample) and no cycles worth collecting; importing
@@ -82,30 +82,32 @@ def run(args: argparse.Namespace) -> int:
     # The recording is read window by window (memory does not grow with it) and each window's text
     # written before the next is read; --folded merges the windows' stacks and writes them at the end.
     output_format = "folded" if args.folded else args.format
+    statistics = args.stats or args.json
     whole = output_format in PROFILE_FORMATS
-    mode = "stats" if args.stats or whole else "folded" if output_format == "folded" else "text"
-    profile = _core.Profile() if whole and not args.stats else None
-    try:
-        out = open(args.output, "wb") if args.output else sys.stdout
-    except OSError as error:
-        print(f"fastunwind: error: cannot write {args.output}: {error.strerror or error}", file=sys.stderr)
-        return 1
-    with _progress(args.input, 3 if whole else 2) as on_phase, out if args.output else contextlib.nullcontext():
-        on_phase({"text": "unwinding and writing", "folded": "unwinding", "stats": "counting"}[mode])
-        stats = stream_recording(args.input, out, mode=mode, max_frames=args.max_frames, backend=args.backend,
-                                 on_phase=on_phase, sample_filter=selected, consumers=[profile] if profile else ())
+    mode = "stats" if statistics or whole else "folded" if output_format == "folded" else "text"
+    profile = _core.Profile() if whole and not statistics else None
+    with recording_progress(args.input) as progress:
+        progress.phase({"text": "unwinding and writing", "folded": "unwinding", "stats": "counting"}[mode])
+        stats = stream_recording(args.input, sys.stdout, mode=mode, max_frames=args.max_frames, backend=args.backend,
+                                 on_phase=progress.phase, on_window=progress.window, sample_filter=selected,
+                                 consumers=[profile] if profile else ())
         if profile is not None and stats.samples:
-            on_phase(f"writing the {output_format} file")
+            progress.phase(f"writing the {output_format} file")
             writers: dict[str, Callable[[_core.Profile, Any, str], None]] = {
                 "speedscope": write_speedscope, "gecko": write_gecko, "html": write_flame_graph}
-            writers[output_format](profile, out, os.path.basename(args.input))
+            writers[output_format](profile, sys.stdout, os.path.basename(args.input))
     for note in stats.notes:  # one line each on stderr, as perf's warnings
         print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
     if not stats.samples:
         print(no_samples_message(args.input, selected is not None), file=sys.stderr)
         return 1
     _warn_unusable_modules(stats)
-    if args.stats:
+    if args.json:
+        import json
+
+        json.dump(_stats_json(stats), sys.stdout)
+        sys.stdout.write("\n")
+    elif args.stats:
         _print_stats(stats)
     return 0
 
@@ -124,31 +126,21 @@ def _warn_unusable_modules(stats: Any) -> None:
               f"{cache}: not used", file=sys.stderr)
 
 
-@contextlib.contextmanager
-def _progress(path: str, steps: int) -> Iterator[Callable[[str], None]]:
-    """A progress bar over the run's phases on stderr, for a long input on a terminal; otherwise a
-    callback that does nothing (and rich is not imported)."""
-    try:
-        long_input = os.path.getsize(path) >= LONG_INPUT_BYTES
-    except OSError:
-        long_input = False  # unwind_recording reports the error
-    if not (long_input and sys.stderr.isatty()):
-        yield lambda name: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                  console=Console(file=sys.stderr), transient=True) as progress:
-        task = progress.add_task(os.path.basename(path), total=steps)
-        started = False
-
-        def on_phase(name: str) -> None:
-            nonlocal started
-            progress.update(task, advance=1 if started else 0, description=f"{os.path.basename(path)}: {name}")
-            started = True
-
-        yield on_phase
+def _stats_json(stats: Any) -> dict[str, Any]:
+    """--json: what --stats prints, as one object."""
+    depths = stats.frames_per_sample
+    counted = sum(depths.values())
+    return {
+        "samples": stats.samples, "unwound_samples": stats.unwound_samples, "frames": stats.frames,
+        "source": stats.source, "walk_ns": stats.walk_ns, "seconds": round(stats.total_seconds, 6),
+        "outcomes": dict(stats.outcomes.most_common()),
+        "frames_per_sample": {"mean": round(sum(d * n for d, n in depths.items()) / counted, 3) if counted else 0.0,
+                              "max": max(depths, default=0)},
+        "modules": [{"path": t["path"], "compact_table": t["source"], "bytes_per_row": round(t["bytes_per_row"], 3),
+                     "slow_rows": t["slow_rows"], "rows": t["rows"]} for t in sorted(stats.tables(), key=lambda t: t["path"])],
+        "cut": stats.cut.note if stats.cut is not None else None,
+        "replaced_modules": sorted(stats.replaced_modules), "missing_modules": sorted(stats.missing_modules),
+    }
 
 
 def _print_stats(stats: Any) -> None:

@@ -14,14 +14,14 @@ with --per-thread).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import os
 import sys
 from typing import Any, TextIO
 
 from fastunwind import _core
-from fastunwind.commands import add_filter_arguments, command_parser, no_samples_message, sample_filter
+from fastunwind.commands import (add_filter_arguments, add_output_argument, command_parser, no_samples_message,
+                                 recording_progress, sample_filter)
 
 EXAMPLE = """\
 examples:
@@ -40,7 +40,7 @@ def add_parser(subparsers: Any) -> None:
                             __doc__, EXAMPLE)
     parser.add_argument("-i", "--input", default="perf.data",
                         help="the recording, - for standard input (default: perf.data)")
-    parser.add_argument("-o", "--output", help="write the report to this file (default: standard output)")
+    add_output_argument(parser)
     children = parser.add_mutually_exclusive_group()
     children.add_argument("--children", action="store_true",
                           help="sort by total samples (the function anywhere on the stack), as perf report --children")
@@ -71,38 +71,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"fastunwind: error: --sort {args.sort}: {error} (known: sym, dso, comm, tid)", file=sys.stderr)
         return 2
     selected = sample_filter(args)
-    out = _open_output(args.output)
-    if out is None:
-        return 1
-    with out if args.output else contextlib.nullcontext():
+    out = sys.stdout  # -o: redirected by cli.main
+    with recording_progress(args.input) as progress:
+        progress.phase("counting")
         table, threads, stats = report_recording(args.input, sort, by_total=args.children, per_thread=args.per_thread,
-                                                 limit=args.top, max_frames=args.max_frames, sample_filter=selected)
-        for note in stats.notes:
-            print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
-        if not table.samples:
-            print(no_samples_message(args.input, selected is not None), file=sys.stderr)
-            return 1
-        if args.json:
-            json.dump(_json(table, threads, sort, args.top), out)
-            out.write("\n")
-        else:
-            width = shutil.get_terminal_size().columns if out is sys.stdout and sys.stdout.isatty() else None
-            _print_table(out, table, sort, args.children, width, f"{table.samples} samples of {args.input}")
-            if threads is not None:
-                _print_threads(out, threads, sort, args.children, width, args.top)
+                                                 limit=args.top, max_frames=args.max_frames, sample_filter=selected,
+                                                 on_window=progress.window)
+    for note in stats.notes:
+        print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
+    if not table.samples:
+        print(no_samples_message(args.input, selected is not None), file=sys.stderr)
+        return 1
+    if args.json:
+        json.dump(_json(table, threads, sort, args.top), out)
+        out.write("\n")
+    else:
+        width = shutil.get_terminal_size().columns if out.isatty() else None
+        _print_table(out, table, sort, args.children, width, f"{table.samples} samples of {args.input}")
+        if threads is not None:
+            _print_threads(out, threads, sort, args.children, width, args.top)
     return 0
-
-
-def _open_output(path: str | None) -> TextIO | None:
-    """Standard output, or `path` opened for writing before any work (an unwritable path is one line
-    on stderr and None)."""
-    if path is None:
-        return sys.stdout
-    try:
-        return open(path, "w", encoding="utf-8", errors="surrogateescape")
-    except OSError as error:
-        print(f"fastunwind: error: cannot write {path}: {error.strerror or error}", file=sys.stderr)
-        return None
 
 
 def _json_row(row: Any, sort: tuple[str, ...]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fastunwind.commands import command_parser
+from fastunwind.commands import add_output_argument, command_parser
 
 if TYPE_CHECKING:
     from fastunwind.cfi import CfiSection
@@ -36,6 +36,7 @@ def add_parser(subparsers: Any) -> None:
         "--no-follow-links", action="store_true",
         help="do not show the separate debug files that readelf follows by default",
     )
+    add_output_argument(parser)
     parser.set_defaults(run=run)
 
 

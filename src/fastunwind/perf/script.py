@@ -346,13 +346,16 @@ class _KernelSymbols:
 def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
                      images: ImageCache | None = None, backend: str | None = None,
                      window_bytes: int | None = None, on_phase: Callable[[str], None] | None = None,
+                     on_window: Callable[[float | None], None] | None = None,
                      consumers: Sequence[_core.Report | _core.Profile] = (), sample_filter: SampleFilter | None = None
                      ) -> Statistics:
     """Unwind the recording at `path` ("-": standard input) window by window and write each window's
     perf script text (`mode` "text"), or the folded stacks of the whole recording ("folded"), or
     nothing ("stats": the statistics only), in memory that does not grow with the recording
     (perf_data.h, "Streaming"; docs/DESIGN.md). The output is unwind_recording's, rendered.
-    `on_phase(name)`: called before the folded stacks are written (for a progress display).
+    `on_phase(name)`: called before the folded stacks are written (for a progress display);
+    `on_window(fraction)` after each window, with the share of the recording's time span read
+    (from its header's first and last sample times; None without them, as in a pipe's).
     `consumers`: each window's symbolized samples are added to each (C: perf report's table,
     native/core/report.h; speedscope's file, native/core/profile.h).
     `sample_filter`: only its samples are replayed, walked and written (perf/sample_filter.py)."""
@@ -383,7 +386,10 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
             raise PerfDataError(f"{path}: no first/last sample time in the recording (perf record writes them to a "
                                 "file's header, not to a pipe): --time percentages need them")
         sample_filter = sample_filter.with_span(first, last)
+    first_time, last_time = stream.sample_time
     while (window := stream.next_window()) is not None:
+        if on_window is not None:
+            on_window(_span_read(window, first_time, last_time))
         if sample_filter is not None:
             sample_filter.select(window)
         space_ids, comm_ids = replayer.feed(window)
@@ -429,6 +435,14 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
     stats.images = list({id(m.image): m.image for m in session.mappings if m.image is not None}.values())
     stats.total_seconds = time.perf_counter() - started
     return stats
+
+
+def _span_read(window: _core.PerfData, first_time: int, last_time: int) -> float | None:
+    """The share of the span from first_time to last_time up to the window's last sample."""
+    if last_time <= first_time or not window.sample_count:
+        return None
+    last = int.from_bytes(window.sample_column("time")[-8:], sys.byteorder)
+    return (last - first_time) / (last_time - first_time)
 
 
 def write_speedscope(profile: _core.Profile, out: TextIO | BinaryIO, name: str) -> None:

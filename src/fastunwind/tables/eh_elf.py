@@ -31,6 +31,7 @@ Generating twice gives the same bytes: bodies are numbered by first use in addre
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import time
@@ -746,11 +747,14 @@ def for_image(image: ModuleImage) -> _core.EhElf | None:
 
 def compile_images(images: Iterable[ModuleImage], *, jobs: int | None = None, directory: str | None = None,
                    force: bool = False, on_progress: Callable[[str, CompileResult | EhElfError], None] | None = None,
+                   on_unit: Callable[[str, str, bool], None] | None = None,
                    lookup: str = "table") -> list[CompileResult | EhElfError]:
     """Build (or find valid in the cache) the eh_elf of every image. Generation runs here while the
     compiler runs on `jobs` threads (default: the CPU count); each result is a CompileResult, or the
-    EhElfError that says why that file has none. `on_progress(path, result)` after each file.
-    `lookup`: one of LOOKUPS for what is built (a valid cached eh_elf is used whichever it has)."""
+    EhElfError that says why that file has none. `on_progress(path, result)` after each file;
+    `on_unit(path, unit, compiled)` as each C unit is queued (False) and once compiled (True, from
+    a compiler thread). `lookup`: one of LOOKUPS for what is built (a valid cached eh_elf is used
+    whichever it has)."""
     directory = directory or cache_dir()
     os.makedirs(directory, exist_ok=True)
     jobs = max(1, jobs or os.cpu_count() or 1)
@@ -760,7 +764,7 @@ def compile_images(images: Iterable[ModuleImage], *, jobs: int | None = None, di
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for image in images:
-            builds.append(_start(image, directory, force, pool, lookup))
+            builds.append(_start(image, directory, force, pool, lookup, on_unit))
             if isinstance(builds[-1], (CompileResult, EhElfError)) and on_progress:
                 on_progress(image.path, builds[-1])
         for build in builds:
@@ -775,7 +779,7 @@ def compile_images(images: Iterable[ModuleImage], *, jobs: int | None = None, di
 
 
 def _start(image: ModuleImage, directory: str, force: bool, pool: ThreadPoolExecutor, lookup: str,
-           ) -> Build | CompileResult | EhElfError:
+           on_unit: Callable[[str, str, bool], None] | None = None) -> Build | CompileResult | EhElfError:
     target = cache_path(image, directory)
     if not force:
         try:
@@ -799,8 +803,16 @@ def _start(image: ModuleImage, directory: str, force: bool, pool: ThreadPoolExec
     command = compiler() + _compile_flags()
     for name in build.generated.sources:
         what = f"{image.path}: compiling its eh_elf unit {name}"
-        build.jobs.append(pool.submit(_run, command + ["-c", name, "-o", name[:-2] + ".o"], what, build.workdir))
+        job = pool.submit(_run, command + ["-c", name, "-o", name[:-2] + ".o"], what, build.workdir)
+        if on_unit is not None:
+            on_unit(image.path, name, False)
+            job.add_done_callback(functools.partial(_unit_compiled, on_unit, image.path, name))
+        build.jobs.append(job)
     return build
+
+
+def _unit_compiled(on_unit: Callable[[str, str, bool], None], path: str, unit: str, _job: object) -> None:
+    on_unit(path, unit, True)
 
 
 def _finish(build: Build) -> CompileResult | EhElfError:
