@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -114,7 +115,15 @@ def test_renders_zooms_on_click_and_resets(browser, hackbench_page):
     assert drawn and max(frame["width"] for frame in drawn) == pytest.approx(width, abs=1)
     # a frame narrower than the chart, wide enough to click
     target = max((f for f in drawn if 30 < f["width"] < 0.8 * width), key=lambda f: f["width"])
-    browser.find_element("css selector", f'.frame[data-node="{target["node"]}"]').click()
+    element = browser.find_element("css selector", f'.frame[data-node="{target["node"]}"]')
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(browser).move_to_element(element).perform()
+    tooltip = browser.find_element("id", "tooltip").text
+    samples = int(re.search(r"(\d+) samples, ", tooltip).group(1))
+    assert tooltip.startswith(target["text"]) and samples > 0
+    assert f"of all, 100.00% of the zoomed view" not in tooltip and "% of all" in tooltip
+    element.click()
     zoomed = {f["node"]: f for f in frames(browser)}
     assert zoomed[target["node"]]["width"] == pytest.approx(width, abs=1) and not zoomed[target["node"]]["ancestor"]
     # its ancestors stay, full width and marked as such; children are narrower
