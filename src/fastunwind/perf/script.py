@@ -467,7 +467,8 @@ def write_flame_graph(profile: _core.Profile, out: TextIO | BinaryIO, title: str
     """A self-contained HTML flame graph of the samples added to `profile` (perf/flamegraph.html
     with the profile's data written into it), to a text or binary file."""
     template = (Path(__file__).parent / "flamegraph.html").read_text(encoding="utf-8")
-    head, tail = template.replace("{{TITLE}}", html.escape(title)).split("{{DATA}}")
+    head, tail = template.split("{{DATA}}")
+    head = head.replace("{{TITLE}}", html.escape(title))  # after the split: a title may hold anything
     write = _writer(out)
     write(head.encode())
     profile.flame(write, max_nodes)
