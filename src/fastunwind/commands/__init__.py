@@ -101,7 +101,7 @@ class RecordingProgress:
 
 
 class _RecordingBar(RecordingProgress):
-    STEPS = 1000
+    STEPS = 1000  # the bar moves by 0.1% of the span
 
     def __init__(self, progress: Any, name: str) -> None:
         self._progress = progress
