@@ -20,12 +20,18 @@ NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch])
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
-.PHONY: all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
+.PHONY: FORCE all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
         bench-check bench-trace decode-compare clean
 
 all: build
 
-$(STAMPS)/system.stamp: scripts/install-system-packages.sh
+# The list is a file that changes only when the list does, so that adding a package installs it on
+# machines that already have the stamp.
+$(STAMPS)/system-packages.list: FORCE
+	@mkdir -p $(STAMPS)
+	@echo '$(SYSTEM_PACKAGES)' | cmp -s - $@ || echo '$(SYSTEM_PACKAGES)' > $@
+
+$(STAMPS)/system.stamp: scripts/install-system-packages.sh $(STAMPS)/system-packages.list
 	@mkdir -p $(STAMPS)
 	scripts/install-system-packages.sh $(SYSTEM_PACKAGES)
 	@touch $@
