@@ -78,6 +78,12 @@ def _thread_name(pid: int, tid: int) -> str:
 def _not_permitted(pid: int) -> LiveError:
     """Why ptrace refused every thread of `pid`, as the system says it."""
     try:
+        state = _read(f"/proc/{pid}/stat").rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        state = "X"
+    if state in ("Z", "X"):
+        return LiveError(f"process {pid} has exited (state {state}: nothing left to trace)")
+    try:
         tracer = next((line.split()[1] for line in _read(f"/proc/{pid}/status").splitlines()
                        if line.startswith("TracerPid:")), "0")
     except OSError:
@@ -113,6 +119,8 @@ def address_space(pid: int, images: ImageCache | None = None) -> tuple[AddressSp
         maps = _read(f"/proc/{pid}/maps")
     except FileNotFoundError:
         raise LiveError(f"no process {pid}") from None
+    except PermissionError:
+        raise _not_permitted(pid) from None
     except OSError as error:
         raise LiveError(f"cannot read the maps of process {pid}: {error.strerror}") from None
     vdso = vdso_image(maps, f"/proc/{pid}/mem")
