@@ -174,16 +174,17 @@ def vdso_image(maps: str, memory_path: str) -> ModuleImage | None:
     if not ranges:
         return None
     start, end = (int(text, 16) for text in ranges[0].split("-"))
-    import tempfile  # only here: the perf-script path does not load it (tests/unit/layout/test_startup_imports.py)
-
     try:
         with open(memory_path, "rb") as memory:
             memory.seek(start)
             data = memory.read(end - start)
-        with tempfile.NamedTemporaryFile(prefix="fastunwind-vdso-", suffix=".so") as copy:
-            copy.write(data)
-            copy.flush()
-            return ModuleImage.load(copy.name)
+        # an in-memory file for the ELF reader (tempfile's import alone costs a CLI run ~7 ms)
+        copy = os.memfd_create("fastunwind-vdso")
+        try:
+            os.write(copy, data)
+            return ModuleImage.load(f"/proc/self/fd/{copy}")
+        finally:
+            os.close(copy)
     except (OSError, ElfError):
         return None
 

@@ -115,17 +115,24 @@ def symbolize(raw: Iterable[tuple[int, AddressMapping | None, str]],
     """Frames from the walker's (address, mapping, frame kind) and, optionally, each frame's
     registers by DWARF number."""
     frames = []
+    named: dict[tuple[int, str], tuple[str | None, int]] = {}  # threads share most of their frames
     for index, (address, mapping, kind) in enumerate(raw):
         symbol, offset = None, 0
         if mapping is not None and mapping.image is not None:
-            # a caller's row and name are those of its call instruction (walk.h fu_lookup_address)
-            lookup = address - 1 if kind in RETURN_ADDRESS_KINDS else address
-            found = symbol_table(mapping.image).lookup(lookup - mapping.bias)
-            if found is not None:
-                symbol, offset = found[0], found[1] + address - lookup
+            symbol, offset = named.get((address, kind)) or named.setdefault((address, kind),
+                                                                               _name(address, mapping.image, mapping.bias, kind))
         registers = dict(zip(REGISTER_NAMES, by_frame[index])) if index < len(by_frame) else {}
         frames.append(Frame(address, symbol, offset, mapping.path if mapping else None, kind, registers))
     return tuple(frames)
+
+
+def _name(address: int, image: ModuleImage, bias: int, kind: str) -> tuple[str | None, int]:
+    """(symbol, offset of `address` into it) of a frame in `image` mapped at `bias`; (None, 0)
+    without one."""
+    # a caller's row and name are those of its call instruction (walk.h fu_lookup_address)
+    lookup = address - 1 if kind in RETURN_ADDRESS_KINDS else address
+    found = symbol_table(image).lookup(lookup - bias)
+    return (found[0], found[1] + address - lookup) if found is not None else (None, 0)
 
 
 def unwind_current_thread(max_frames: int = _core.WALK_SELF_MAX_FRAMES) -> Thread:
