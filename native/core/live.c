@@ -6,6 +6,7 @@
 
 #include <elf.h> /* NT_PRSTATUS */
 #include <errno.h>
+#include <sched.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -49,7 +50,8 @@ static uint64_t stack_end(const fu_live_stacks *stacks, uint64_t sp)
 static fu_live_outcome wait_for_stop(int tid, int *signal, int *error)
 {
     *signal = 0;
-    uint64_t deadline = fu_monotonic_ns() + (uint64_t)FU_LIVE_STOP_TIMEOUT_MS * 1000000u;
+    uint64_t started = fu_monotonic_ns();
+    uint64_t deadline = started + (uint64_t)FU_LIVE_STOP_TIMEOUT_MS * 1000000u;
     long pause_ns = FU_LIVE_POLL_FIRST_NS;
     for (;;) { /* bounded by the deadline */
         int status;
@@ -69,8 +71,13 @@ static fu_live_outcome wait_for_stop(int tid, int *signal, int *error)
             *error = errno;
             return errno == ECHILD ? FU_LIVE_EXITED : FU_LIVE_FAILED;
         }
-        if (fu_monotonic_ns() >= deadline)
+        uint64_t now = fu_monotonic_ns();
+        if (now >= deadline)
             return FU_LIVE_NOT_STOPPED;
+        if (now - started < FU_LIVE_SPIN_NS) {
+            sched_yield();
+            continue;
+        }
         struct timespec pause = {0, pause_ns};
         nanosleep(&pause, NULL);
         if (pause_ns < FU_LIVE_POLL_MAX_NS)

@@ -125,6 +125,30 @@ def test_blocked_threads_registers_are_gdbs(blocked_threads: int) -> None:
     assert compared > 500
 
 
+#: programs built here from workloads/live: (source, compiler command before "-o OUT SOURCE")
+BUILT_PROGRAMS = {
+    "c++": ("waiting_threads.cpp", ["g++", "-O2", "-pthread"]),
+    "rust": ("sleeping_threads.rs", ["rustc", "-C", "opt-level=2", "-C", "debuginfo=0"]),
+}
+
+
+@pytest.mark.parametrize("language", sorted(BUILT_PROGRAMS))
+def test_built_programs_pcs_are_eu_stacks(language: str, tmp_path: Path) -> None:
+    source, compiler = BUILT_PROGRAMS[language]
+    if not shutil.which(compiler[0]):
+        pytest.skip(f"{compiler[0]} is not installed")
+    binary = tmp_path / source.split(".")[0]
+    subprocess.run([*compiler, "-o", str(binary), str(PROGRAM.parent / source)], check=True, cwd=tmp_path)
+    process = start([str(binary)], ready="ready")
+    try:
+        os.kill(process.pid, signal.SIGSTOP)
+        snapshot = assert_same_pcs_as_eu_stack(process.pid)
+        assert len(snapshot.threads) == (5 if language == "c++" else 4)
+        assert all(thread.complete for thread in snapshot.threads)
+    finally:
+        stop(process)
+
+
 @pytest.mark.parametrize("argv", [["sleep", "1000"],
                                   ["python3", "-c", "import threading, time\n"
                                    "[threading.Thread(target=time.sleep, args=(1000,), daemon=True).start() "
