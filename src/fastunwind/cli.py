@@ -12,6 +12,9 @@ from fastunwind.commands import backtrace, bench, cache, check, lookup, perf_scr
 from fastunwind.commands import compile as compile_command
 from fastunwind.errors import FastunwindError
 
+#: exit status after Ctrl-C (128 + SIGINT, as a shell reports an interrupted command)
+INTERRUPTED_STATUS = 130
+
 COMMANDS = (table, lookup, check, perf_script, report, bench, compile_command, cache, backtrace)
 
 
@@ -54,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FastunwindError as error:
         print(f"fastunwind: error: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C (backtrace turns SIGTERM into it too); nothing is left half done
+        print("fastunwind: interrupted", file=sys.stderr)
+        return INTERRUPTED_STATUS
     except BrokenPipeError:
         # `fastunwind table big.so | head`: stop quietly, like readelf; stdout goes to /dev/null so
         # that the interpreter's final flush does not fail again

@@ -119,6 +119,8 @@ def address_space(pid: int, images: ImageCache | None = None) -> tuple[AddressSp
         maps = _read(f"/proc/{pid}/maps")
     except FileNotFoundError:
         raise LiveError(f"no process {pid}") from None
+    except ProcessLookupError:
+        raise LiveError(f"process {pid} exited during the snapshot") from None
     except PermissionError:
         raise _not_permitted(pid) from None
     except OSError as error:

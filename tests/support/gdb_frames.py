@@ -1,5 +1,5 @@
 """Run inside gdb (`gdb -batch -p PID -x gdb_frames.py`): every thread's frames with their PCs and
-the registers gdb knows at each (callee-saved ones, rsp, rip), printed as one JSON line after
+the registers gdb knows at each (all that fastunwind names), printed as one JSON line after
 "FRAMES ". Registers gdb reports as <not saved> are left out. Frames of inlined calls (gdb shows
 them where it has debug info, e.g. libc6-dbg's) are left out: their registers are those of the
 real frame they are in, and eu-stack and fastunwind number real frames only."""
@@ -8,7 +8,8 @@ import json
 
 import gdb  # type: ignore[import-not-found]
 
-REGISTERS = ("rbx", "rbp", "rsp", "r12", "r13", "r14", "r15", "rip")
+REGISTERS = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
+             "r14", "r15", "rip")
 MAX_FRAMES = 1024
 
 frames = []

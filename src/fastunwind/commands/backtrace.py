@@ -21,8 +21,6 @@ examples:
   fastunwind backtrace -p 1234 --tid 1240 --registers
   fastunwind backtrace -p 1234 --json -o stacks.json
 """
-#: exit status after SIGINT or SIGTERM (128 + SIGINT, as a shell reports an interrupted command)
-INTERRUPTED_STATUS = 130
 
 
 def add_parser(subparsers: Any) -> None:
@@ -46,12 +44,9 @@ def _interrupted(signum: int, _frame: Any) -> NoReturn:
 def run(args: argparse.Namespace) -> int:
     from fastunwind import live, stacks
 
-    previous = signal.signal(signal.SIGTERM, _interrupted)
+    previous = signal.signal(signal.SIGTERM, _interrupted)  # cli.main reports the KeyboardInterrupt
     try:
         snapshot = live.backtrace(args.pid, args.tid, with_registers=args.registers or args.json)
-    except KeyboardInterrupt:
-        print(f"fastunwind: interrupted; every thread of process {args.pid} released", file=sys.stderr)
-        return INTERRUPTED_STATUS
     finally:
         signal.signal(signal.SIGTERM, previous)
     render = stacks.render_json if args.json else stacks.render_text
