@@ -7,8 +7,8 @@ and how long each thread is stopped by ours.
 
 Whole processes, interleaved, after one untimed warm-up of each (page cache, our compact-table
 cache); the figure is the best of N of user + system CPU time of the command and its children
-(getrusage(RUSAGE_CHILDREN)), with wall time beside it, and the ratio peer ÷ ours (above 1: we are
-faster). Ours runs from this checkout's `src` with its bytecode cached. The stop time comes from
+(getrusage(RUSAGE_CHILDREN)), with wall time beside it, the ratio peer ÷ ours (above 1: we are
+faster) and the median peak RSS (`/usr/bin/time -f %M`). Ours runs from this checkout's `src` with its bytecode cached. The stop time comes from
 `fastunwind.backtrace` in this process (live.h: PTRACE_INTERRUPT to PTRACE_DETACH, per thread).
 """
 
@@ -33,10 +33,15 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """(CPU s, wall s, peak RSS KiB) of one run; the RSS from /usr/bin/time -f %M, the process's own
+    (time's ~2 MiB fork is not counted in it)."""
     cpu, wall = children_cpu(), time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
-    return children_cpu() - cpu, time.perf_counter() - wall
+    with tempfile.NamedTemporaryFile("r") as rss:
+        subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *argv], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env=env, check=True)
+        peak = int(rss.read().split()[-1])
+    return children_cpu() - cpu, time.perf_counter() - wall, peak
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                 "eu-stack -p": ["eu-stack", "-p", pid],
                 "gdb -batch 'thread apply all bt'": ["gdb", "-batch", "-nx", "-ex", "thread apply all bt", "-p", pid],
             }
-            times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+            times: dict[str, list[tuple[float, float, int]]] = {name: [] for name in commands}
             for command in commands.values():
                 run_once(command, env)
             for _ in range(args.runs):
@@ -74,15 +79,16 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             target.kill()
             target.wait()
-    ours = min(cpu for cpu, _ in times["fastunwind backtrace -p"])
+    ours = min(cpu for cpu, _, _ in times["fastunwind backtrace -p"])
     print(f"{args.threads} threads, {frames} frames in all; best of {args.runs} runs (CPU time of the command and "
-          f"its children; wall time beside it)")
-    print("| command | CPU s | wall s | ratio (CPU) peer ÷ ours |")
-    print("|---|---|---|---|")
+          f"its children; wall time beside it; peak RSS: median)")
+    print("| command | CPU s | wall s | ratio (CPU) peer ÷ ours | peak RSS MiB |")
+    print("|---|---|---|---|---|")
     for name, measured in times.items():
-        cpu = min(c for c, _ in measured)
-        wall = min(w for _, w in measured)
-        print(f"| `{name}` | {cpu:.3f} | {wall:.3f} | {cpu / ours:.1f}x |")
+        cpu = min(c for c, _, _ in measured)
+        wall = min(w for _, w, _ in measured)
+        rss = statistics.median(r for _, _, r in measured) / 1024
+        print(f"| `{name}` | {cpu:.3f} | {wall:.3f} | {cpu / ours:.1f}x | {rss:.1f} |")
     print(f"each thread stopped (fastunwind.backtrace): median {statistics.median(stopped):.0f} µs, "
           f"max {max(stopped):.0f} µs; the whole process never stopped at once")
     return 0

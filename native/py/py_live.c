@@ -1,100 +1,64 @@
-/* The live-process binding: live_capture() stops each listed thread of a process in turn, copies
- * its registers and stack and releases it (core/live.c), with the GIL released; the outcomes'
- * names by code.
+/* The live-process binding: live_capture() stops one thread of a process, copies its registers
+ * and stack and releases it (core/live.c), with the GIL released; the outcomes' names by code.
  */
 #include "py_core.h" /* Python.h first */
 
-#include <limits.h>
-
 #include "live.h"
 
-/* live_capture(pid, tids, stack_ranges, max_stack, mem_fd)
- *   -> [(tid, outcome, errno, registers: tuple of 17 | None, stack_address, stack: bytes, stopped_ns)]
- * stack_ranges: native u64 pairs [start, end), sorted (live.h fu_live_stacks); mem_fd: an open
- * /proc/PID/mem or -1. */
+/* live_capture(pid, tid, stack_ranges, max_stack, mem_fd)
+ *   -> (outcome, errno, registers: tuple of 17 | None, stack_address, stack: bytes, stopped_ns)
+ * One thread, stopped, copied and released with the GIL released. stack_ranges: native u64 pairs
+ * [start, end), sorted (live.h fu_live_stacks); mem_fd: an open /proc/PID/mem or -1. One thread a
+ * call, so that a snapshot holds one stack copy at a time whatever the number of threads. */
 static PyObject *live_capture(PyObject *module, PyObject *args)
 {
-    int pid, mem_fd;
-    PyObject *tid_list;
+    int pid, tid, mem_fd;
     Py_buffer ranges;
     Py_ssize_t max_stack;
-    if (!PyArg_ParseTuple(args, "iO!y*ni", &pid, &PyList_Type, &tid_list, &ranges, &max_stack, &mem_fd))
+    if (!PyArg_ParseTuple(args, "iiy*ni", &pid, &tid, &ranges, &max_stack, &mem_fd))
         return NULL;
-    PyObject *result = NULL;
-    int *tids = NULL;
-    fu_live_thread *threads = NULL;
-    fu_buffer stacks = {0};
-    Py_ssize_t count = PyList_GET_SIZE(tid_list);
-    if (ranges.len % 16 != 0 || max_stack < 0) {
-        PyErr_SetString(PyExc_ValueError, "stack_ranges: u64 pairs; max_stack: not negative");
+    PyObject *result = NULL, *registers = NULL;
+    fu_buffer stack = {0};
+    if (ranges.len % 16 != 0 || max_stack < 0 || tid <= 0) {
+        PyErr_SetString(PyExc_ValueError, "stack_ranges: u64 pairs; max_stack: not negative; tid: positive");
         goto done;
-    }
-    tids = PyMem_Malloc(sizeof(int) * (size_t)(count ? count : 1));
-    threads = PyMem_Malloc(sizeof(fu_live_thread) * (size_t)(count ? count : 1));
-    if (!tids || !threads) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        long tid = PyLong_AsLong(PyList_GET_ITEM(tid_list, i));
-        if (tid == -1 && PyErr_Occurred())
-            goto done;
-        if (tid <= 0 || tid > INT_MAX) {
-            PyErr_Format(PyExc_ValueError, "tid %ld: not a thread id", tid);
-            goto done;
-        }
-        tids[i] = (int)tid;
     }
     fu_live_stacks bounds = {ranges.buf, (size_t)ranges.len / 16, (size_t)max_stack};
-    bool out_of_memory = false;
+    fu_live_thread thread;
+    bool captured;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < count; i++) /* every thread is released before the next is stopped */
-        if (!fu_live_capture_thread(pid, tids[i], mem_fd, &bounds, &stacks, &threads[i]))
-            out_of_memory = true;
+    captured = fu_live_capture_thread(pid, tid, mem_fd, &bounds, &stack, &thread);
     Py_END_ALLOW_THREADS
-    if (out_of_memory) {
+    if (!captured) {
         PyErr_NoMemory();
         goto done;
     }
-    if (!(result = PyList_New(count)))
-        goto done;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        const fu_live_thread *t = &threads[i];
-        PyObject *registers = Py_NewRef(Py_None);
-        if (t->outcome == FU_LIVE_CAPTURED) {
-            Py_DECREF(registers);
-            registers = PyTuple_New(FU_WALK_REGISTERS);
-            for (unsigned r = 0; registers && r < FU_WALK_REGISTERS; r++) {
-                PyObject *value = PyLong_FromUnsignedLongLong(t->regs.value[r]);
-                if (!value)
-                    Py_CLEAR(registers);
-                else
-                    PyTuple_SET_ITEM(registers, r, value);
-            }
-        }
-        PyObject *item = registers ? Py_BuildValue("(isiNKy#K)", t->tid, fu_live_outcome_name(t->outcome), t->error,
-                                                   registers, (unsigned long long)t->stack_address,
-                                                   (const char *)stacks.data + t->stack_offset,
-                                                   (Py_ssize_t)t->stack_size, (unsigned long long)t->stopped_ns)
-                                   : NULL;
-        if (!item) {
-            Py_CLEAR(result);
+    if (thread.outcome == FU_LIVE_CAPTURED) {
+        if (!(registers = PyTuple_New(FU_WALK_REGISTERS)))
             goto done;
+        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++) {
+            PyObject *value = PyLong_FromUnsignedLongLong(thread.regs.value[r]);
+            if (!value)
+                goto done;
+            PyTuple_SET_ITEM(registers, r, value);
         }
-        PyList_SET_ITEM(result, i, item);
+    } else {
+        registers = Py_NewRef(Py_None);
     }
+    result = Py_BuildValue("(siOKy#K)", fu_live_outcome_name(thread.outcome), thread.error, registers,
+                           (unsigned long long)thread.stack_address, (const char *)stack.data + thread.stack_offset,
+                           (Py_ssize_t)thread.stack_size, (unsigned long long)thread.stopped_ns);
 done:
-    free(stacks.data);
-    PyMem_Free(tids);
-    PyMem_Free(threads);
+    Py_XDECREF(registers);
+    free(stack.data);
     PyBuffer_Release(&ranges);
     return result;
 }
 
 static PyMethodDef live_methods[] = {
     {"live_capture", live_capture, METH_VARARGS,
-     "live_capture(pid, tids, stack_ranges, max_stack, mem_fd) -> [(tid, outcome, errno, registers, stack_address, "
-     "stack, stopped_ns)]: each thread stopped, copied and released in turn"},
+     "live_capture(pid, tid, stack_ranges, max_stack, mem_fd) -> (outcome, errno, registers, stack_address, stack, "
+     "stopped_ns): the thread stopped, copied and released"},
     {NULL},
 };
 

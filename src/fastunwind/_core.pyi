@@ -366,6 +366,6 @@ def trace(path: str, argv: Sequence[str], env: Sequence[str],
 LIVE_MAX_STACK: Final[int]
 LIVE_STOP_TIMEOUT_MS: Final[int]
 LIVE_OUTCOMES: Final[tuple[str, ...]]
-def live_capture(pid: int, tids: list[int], stack_ranges: Buffer, max_stack: int, mem_fd: int, /
-                 ) -> list[tuple[int, str, int, tuple[int, ...] | None, int, bytes, int]]: ...
+def live_capture(pid: int, tid: int, stack_ranges: Buffer, max_stack: int, mem_fd: int, /
+                 ) -> tuple[str, int, tuple[int, ...] | None, int, bytes, int]: ...
 

@@ -5,8 +5,8 @@ process's own view of the file system (/proc/PID/root: containers) or, for a fil
 replaced since it was mapped, through /proc/PID/map_files; its vDSO is read from its memory. Then
 the C core (native/core/live.c) stops each thread alone (PTRACE_SEIZE + PTRACE_INTERRUPT), copies
 its registers (PTRACE_GETREGSET) and the used part of its stack (process_vm_readv, else
-/proc/PID/mem) and releases it before the next is stopped; the walks run afterwards on the copies
-(stacks.py), with no thread stopped. Every thread is released, whatever fails: a thread that exited
+/proc/PID/mem) and releases it; its walk runs on the copy (stacks.py), with no thread stopped,
+before the next thread is stopped, so that one stack copy is held at a time. Every thread is released, whatever fails: a thread that exited
 meanwhile or could not be stopped is reported with its outcome (LIVE_OUTCOMES), never walked.
 """
 
@@ -144,22 +144,26 @@ def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bo
         mem_fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY)
     except OSError:
         mem_fd = -1
+    ranges = _stack_ranges(maps)
+    threads = []
     try:
-        captured = _core.live_capture(pid, wanted, _stack_ranges(maps), max_stack, mem_fd)
+        # one thread at a time: stopped, copied and released in C, then walked here while every
+        # thread runs (one stack copy held at a time)
+        for tid in wanted:
+            outcome, _errno, registers, stack_address, stack, stopped_ns = _core.live_capture(
+                pid, tid, ranges, max_stack, mem_fd)
+            if registers is None:
+                threads.append(Thread(tid, _thread_name(pid, tid), (), outcome, 0, stopped_ns))
+                continue
+            frames, walk_outcome, fault = unwind_thread(space, dict(enumerate(registers)), stack, stack_address,
+                                                        with_registers=with_registers, max_frames=max_frames)
+            threads.append(Thread(tid, _thread_name(pid, tid), frames, walk_outcome, fault, stopped_ns))
     finally:
         if mem_fd >= 0:
             os.close(mem_fd)
-    outcomes = {outcome for _, outcome, _, _, _, _, _ in captured}
+    outcomes = {thread.outcome for thread in threads}
     if outcomes == {"not_permitted"}:
         raise _not_permitted(pid)
     if outcomes == {"exited"}:
         raise LiveError(f"process {pid} exited during the snapshot")
-    threads = []
-    for tid, outcome, _errno, registers, stack_address, stack, stopped_ns in captured:
-        if registers is None:
-            threads.append(Thread(tid, _thread_name(pid, tid), (), outcome, 0, stopped_ns))
-            continue
-        frames, walk_outcome, fault = unwind_thread(space, dict(enumerate(registers)), stack, stack_address,
-                                                    with_registers=with_registers, max_frames=max_frames)
-        threads.append(Thread(tid, _thread_name(pid, tid), frames, walk_outcome, fault, stopped_ns))
     return ProcessSnapshot(pid, tuple(threads))
