@@ -122,6 +122,24 @@ def test_blocked_threads_pcs_are_eu_stacks(blocked_threads: int) -> None:
     assert any(name and name.startswith("realigned") for name in names["realign"])
 
 
+def test_a_deleted_program_is_read_through_map_files(tmp_path: Path) -> None:
+    """The program's file deleted while it runs: its frames are unwound and named from the mapping
+    itself (/proc/PID/map_files), the module named as the maps name it."""
+    binary = tmp_path / "blocked_threads"
+    subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-pthread", "-o", str(binary), str(PROGRAM)], check=True)
+    process = start([str(binary)], ready="ready")
+    try:
+        binary.unlink()
+        sigstop(process.pid)
+        snapshot = fastunwind.backtrace(process.pid)
+        assert all(thread.complete for thread in snapshot.threads)
+        names = {thread.name: [frame.symbol for frame in thread.frames] for thread in snapshot.threads}
+        assert names["recursion"].count("recurse") == 51 and "on_usr1" in names["signal"]
+        assert str(binary) in {frame.module for thread in snapshot.threads for frame in thread.frames}
+    finally:
+        stop(process)
+
+
 def test_blocked_threads_registers_are_gdbs(blocked_threads: int) -> None:
     snapshot = fastunwind.backtrace(blocked_threads, with_registers=True)
     ours = {(thread.tid, number): frame for thread in snapshot.threads for number, frame in enumerate(thread.frames)}
