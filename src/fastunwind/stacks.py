@@ -5,7 +5,9 @@ renderings of `fastunwind backtrace` (gdb/eu-stack-like text and JSON).
 A thread is unwound by the C walker (native/core/walk.c, GIL released) from its registers over its
 copied stack and its address space's modules, each frame's registers recovered in C when asked
 (`fu_walk_frame_registers`), and named by its module's symbol table (symbols.py, searched in C).
-Python builds one frozen object per frame.
+Python builds one immutable object per frame: typed NamedTuples, not dataclasses (a third of the
+cost per object, and the CLI's start-up without dataclasses' and inspect's ~6 ms of imports:
+tests/unit/layout/test_startup_imports.py).
 
     >>> from fastunwind.stacks import unwind_current_thread
     >>> thread = unwind_current_thread()
@@ -15,13 +17,10 @@ Python builds one frozen object per frame.
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
-from fastunwind import _core, walk
+from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ModuleImage
 from fastunwind.address_space import Mapping as AddressMapping
 from fastunwind.symbols import symbol_table_for_file
@@ -37,8 +36,7 @@ COMPLETE = "end"
 RETURN_ADDRESS_KINDS = frozenset(("cfi", "frame_pointer"))
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(NamedTuple):
     """One frame: frame 0's address is the interrupted PC, a caller's its return address (the
     instruction after the call; a frame a signal interrupted: that frame's PC), as eu-stack and
     gdb print them."""
@@ -53,8 +51,7 @@ class Frame:
     registers: Mapping[str, int | None]
 
 
-@dataclass(frozen=True, slots=True)
-class Thread:
+class Thread(NamedTuple):
     """One thread's stack. `outcome` is the walk's (walk.h fu_walk_outcome: "end", "truncated",
     "no_unwind_info", ...) or why the thread could not be walked (the source's: a live thread
     that exited, one that could not be stopped); only "end" is a complete stack."""
@@ -72,8 +69,7 @@ class Thread:
         return self.outcome == COMPLETE
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessSnapshot:
+class ProcessSnapshot(NamedTuple):
     """Every thread of one process, as one source saw them."""
 
     pid: int
@@ -138,6 +134,10 @@ def _name(address: int, image: ModuleImage, bias: int, kind: str) -> tuple[str |
 def unwind_current_thread(max_frames: int = _core.WALK_SELF_MAX_FRAMES) -> Thread:
     """The calling thread's own stack, symbolized, from inside the C extension up to the thread's
     start (walk.unwind_current_thread, whose images are kept across calls)."""
+    import threading
+
+    from fastunwind import walk  # here: the backtrace path stays without dataclasses (walk's)
+
     walked = walk.unwind_current_thread(max_frames=max_frames)
     return Thread(threading.get_native_id(), threading.current_thread().name,
                   symbolize((frame.ip, frame.mapping, frame.kind) for frame in walked.frames),
@@ -195,5 +195,7 @@ def to_json(snapshot: ProcessSnapshot) -> dict[str, Any]:
 
 
 def render_json(snapshot: ProcessSnapshot, out: TextIO) -> None:
+    import json  # only here: the text path does without it
+
     json.dump(to_json(snapshot), out)
     out.write("\n")
