@@ -79,22 +79,28 @@ class Mapping(NamedTuple):
 
 
 class ImageCache:
-    """Module images by path, opened once. A path whose file cannot be read is remembered as such."""
+    """Module images by path (or by what `key` says identifies a path's file), opened once. A path
+    whose file cannot be read is remembered as such."""
 
     def __init__(self) -> None:
-        self._images: dict[str, ModuleImage | None] = {}
+        self._images: dict[object, ModuleImage | None] = {}
+
+    def key(self, path: str) -> object:
+        """What the cache knows a path's image by: the path itself."""
+        return path
 
     def has(self, path: str) -> bool:
         """Whether `path` was opened (or found unusable) already."""
-        return path in self._images
+        return self.key(path) in self._images
 
     def get(self, path: str) -> ModuleImage | None:
-        if path not in self._images:
+        key = self.key(path)
+        if key not in self._images:
             try:
-                self._images[path] = ModuleImage.load(path) if os.path.isfile(path) else None
+                self._images[key] = ModuleImage.load(path) if os.path.isfile(path) else None
             except (OSError, ElfError):
-                self._images[path] = None
-        return self._images[path]
+                self._images[key] = None
+        return self._images[key]
 
 
 class AddressSpace:

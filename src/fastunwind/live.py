@@ -27,8 +27,25 @@ LIVE_OUTCOMES: tuple[str, ...] = _core.LIVE_OUTCOMES
 MAX_STACK: int = _core.LIVE_MAX_STACK
 YAMA_PTRACE_SCOPE = "/proc/sys/kernel/yama/ptrace_scope"
 
+
+
+class FileImages(ImageCache):
+    """Module images by the file they were read from, not by path: a path through /proc/PID names
+    another file once the pid is reused, and a file replaced at its path (an upgrade) is another
+    file; the same file reached through several paths (its own, a container's root, map_files) is
+    opened once."""
+
+    def key(self, path: str) -> object:
+        """(device, inode, size, modification time) of the file at `path`; the path if it is gone."""
+        try:
+            status = os.stat(path)
+        except OSError:
+            return path
+        return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
 #: module images kept across snapshots (the files of one machine, shared by its processes)
-_IMAGES = ImageCache()
+_IMAGES = FileImages()
 
 
 def _read(path: str) -> str:
