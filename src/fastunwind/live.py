@@ -92,14 +92,20 @@ def _thread_name(pid: int, tid: int) -> str:
         return ""
 
 
-def _not_permitted(pid: int) -> LiveError:
-    """Why ptrace refused every thread of `pid`, as the system says it."""
+def _exited(pid: int) -> LiveError | None:
+    """The error for a process that has exited (a zombie, or gone), else None."""
     try:
         state = _read(f"/proc/{pid}/stat").rpartition(")")[2].split()[0]
     except (OSError, IndexError):
         state = "X"
-    if state in ("Z", "X"):
-        return LiveError(f"process {pid} has exited (state {state}: nothing left to trace)")
+    return LiveError(f"process {pid} has exited (state {state}: nothing left to trace)") if state in ("Z", "X") else None
+
+
+def _not_permitted(pid: int) -> LiveError:
+    """Why ptrace refused every thread of `pid`, as the system says it."""
+    exited = _exited(pid)
+    if exited is not None:
+        return exited
     try:
         tracer = next((line.split()[1] for line in _read(f"/proc/{pid}/status").splitlines()
                        if line.startswith("TracerPid:")), "0")
@@ -142,6 +148,8 @@ def address_space(pid: int, images: ImageCache | None = None) -> tuple[AddressSp
         raise _not_permitted(pid) from None
     except OSError as error:
         raise LiveError(f"cannot read the maps of process {pid}: {error.strerror}") from None
+    if not maps:  # no mappings: a process that has exited, or a kernel thread
+        raise _exited(pid) or LiveError(f"process {pid} is a kernel thread: it has no user stack")
     vdso = vdso_image(maps, f"/proc/{pid}/mem")
     return parse_proc_maps(maps, images or _IMAGES, _Locator(pid), vdso), maps
 

@@ -240,6 +240,7 @@ def test_bad_input_is_one_line_and_the_target_runs_on(running: subprocess.Popen[
         "no process 999999999": ["-p", "999999999"],
         f"thread 1 is not a thread of process {running.pid}": ["-p", str(running.pid), "--tid", "1"],
         f"process {zombie.pid} has exited": ["-p", str(zombie.pid)],
+        "process 2 is a kernel thread": ["-p", "2"],  # kthreadd
     }
     for message, args in cases.items():
         result = cli("backtrace", *args)
