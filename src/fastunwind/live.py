@@ -6,8 +6,9 @@ replaced since it was mapped, through /proc/PID/map_files; its vDSO is read from
 the C core (native/core/live.c) stops each thread alone (PTRACE_SEIZE + PTRACE_INTERRUPT), copies
 its registers (PTRACE_GETREGSET) and the used part of its stack (process_vm_readv, else
 /proc/PID/mem) and releases it; its walk runs on the copy (stacks.py), with no thread stopped,
-before the next thread is stopped, so that one stack copy is held at a time. Every thread is released, whatever fails: a thread that exited
-meanwhile or could not be stopped is reported with its outcome (LIVE_OUTCOMES), never walked.
+before the next thread is stopped, so that one stack copy is held at a time. Every thread is
+released, whatever fails: a thread that exited meanwhile or could not be stopped is reported with
+its outcome (LIVE_OUTCOMES), never walked.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ LIVE_OUTCOMES: tuple[str, ...] = _core.LIVE_OUTCOMES
 #: the most of a thread's stack a snapshot copies (live.h FU_LIVE_MAX_STACK)
 MAX_STACK: int = _core.LIVE_MAX_STACK
 YAMA_PTRACE_SCOPE = "/proc/sys/kernel/yama/ptrace_scope"
-
 
 
 class FileImages(ImageCache):
@@ -55,8 +55,8 @@ def _read(path: str) -> str:
 
 class _Locator:
     """Where process `pid`'s mapped files are opened: the path itself when the process sees the
-    same file there (no container; the images are then shared with every other process), else
-    through its root, else (deleted, replaced, or outside the root) its map_files entry."""
+    same file there (no container), else through its root, else (deleted, replaced, or outside
+    the root) its map_files entry."""
 
     def __init__(self, pid: int) -> None:
         self.root = f"/proc/{pid}/root"
