@@ -175,10 +175,11 @@ def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bo
         # one thread at a time: stopped, copied and released in C, then walked here while every
         # thread runs (one stack copy held at a time)
         for tid in wanted:
-            outcome, _errno, registers, stack_address, stack, stopped_ns = _core.live_capture(
+            outcome, error, registers, stack_address, stack, stopped_ns = _core.live_capture(
                 pid, tid, ranges, max_stack, mem_fd)
             if registers is None:
-                threads.append(Thread(tid, _thread_name(pid, tid), (), outcome, 0, stopped_ns))
+                threads.append(Thread(tid, _thread_name(pid, tid), (), outcome, 0, stopped_ns,
+                                      os.strerror(error) if error else ""))
                 continue
             frames, walk_outcome, fault = unwind_thread(space, dict(enumerate(registers)), stack, stack_address,
                                                         with_registers=with_registers, max_frames=max_frames)
