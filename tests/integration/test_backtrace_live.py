@@ -302,6 +302,29 @@ def test_threads_appearing_and_vanishing_are_classified() -> None:
     assert "end" in outcomes
 
 
+def test_a_process_exiting_mid_snapshot_is_an_error_or_a_partial_snapshot() -> None:
+    """Processes of 100 threads that exit while they are snapshot, at different moments: each
+    snapshot is either a LiveError saying the process is gone, or threads each walked or marked
+    exited; nothing else (no crash, no hang)."""
+    seen: set[str] = set()
+    for delay in (0.0, 0.005, 0.01, 0.02, 0.04, 0.08):
+        process = start(["python3", "-c", "import os, threading, time\n"
+                         "[threading.Thread(target=time.sleep, args=(1000,), daemon=True).start() for _ in range(100)]\n"
+                         f"print('ready', flush=True)\ntime.sleep({delay})\nos._exit(0)"], ready="ready")
+        try:
+            snapshot = fastunwind.backtrace(process.pid)
+        except LiveError as error:
+            assert re.search(r"no process|exited", str(error)), error
+            seen.add("error")
+        else:
+            for thread in snapshot.threads:
+                assert thread.outcome in ("exited", "not_permitted") or thread.frames, thread
+                seen.add(thread.outcome)
+        finally:
+            process.wait(timeout=60)
+    assert seen
+
+
 def test_killed_mid_snapshot_leaves_no_thread_stopped(tmp_path: Path) -> None:
     """SIGINT, SIGTERM and SIGKILL to `fastunwind backtrace` at random points of a snapshot of 200
     threads: the target's threads all run on (the capture releases each before the next; the
