@@ -14,7 +14,7 @@ STAMPS := .build
 # flame graph in the tests (tests/integration/test_flame_graph_browser.py).
 SYSTEM_PACKAGES := binutils gcc g++ make llvm-14 clang-14 elfutils libdw-dev libunwind-dev \
                    zlib1g-dev libzstd-dev pkg-config xz-utils linux-perf rt-tests \
-                   lld mold golang-go libiberty-dev libzydis-dev chromium chromium-driver
+                   lld mold golang-go libiberty-dev libzydis-dev chromium chromium-driver gdb time
 
 NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch])
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")

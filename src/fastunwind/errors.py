@@ -61,3 +61,11 @@ class TraceError(FastunwindError):
     """A command could not be traced (`fastunwind check --trace`): it does not exist or cannot be
     executed, ptrace is refused (another tracer, a seccomp or Yama policy), or the tracee vanished
     under the tracer. The message names the command and the system's reason."""
+
+
+class LiveError(FastunwindError):
+    """A live process could not be snapshot (`fastunwind backtrace -p PID`): it does not exist or
+    exited during the snapshot, a thread asked for is not one of its threads, or no thread could be
+    traced (permission, yama's kernel.yama.ptrace_scope, another tracer). The message names the pid
+    and the reason. A snapshot where only some threads failed is not an error: each such thread
+    carries its outcome."""

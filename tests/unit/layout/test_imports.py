@@ -23,7 +23,7 @@ PACKAGE = Path(fastunwind.__file__).parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.__main__",),
     ("fastunwind.cli",),
-    ("fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
+    ("fastunwind.commands.backtrace", "fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
      "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.report",
      "fastunwind.commands.table"),
     ("fastunwind.commands",),
@@ -36,6 +36,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.perf.replay",),
     ("fastunwind.perf.data",),
     ("fastunwind.perf",),
+    # the package's own names: the top-level API, imported lazily (fastunwind/__init__.py)
+    ("fastunwind",),
+    # the sources of thread stacks: a live process
+    ("fastunwind.live",),
+    # the symbolized stacks of a process's threads, shared by the live and core-file sources
+    ("fastunwind.stacks",),
     ("fastunwind.trace", "fastunwind.walk"),
     ("fastunwind.address_space",),
     ("fastunwind.check", "fastunwind.tables.compact", "fastunwind.tables.eh_elf"),
@@ -46,7 +52,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.frame_sections",),
     ("fastunwind.elf.build_id_cache", "fastunwind.elf.debug_files", "fastunwind.elf.dynamic"),
     ("fastunwind.elf",),
-    ("fastunwind",),
     ("fastunwind.cache", "fastunwind.errors", "fastunwind._core"),
 )
 
