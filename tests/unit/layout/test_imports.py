@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.perf",),
     ("fastunwind.trace", "fastunwind.walk"),
     ("fastunwind.address_space",),
+    ("fastunwind.synth",),
     ("fastunwind.check", "fastunwind.tables.compact", "fastunwind.tables.eh_elf"),
     ("fastunwind.tables",),
     ("fastunwind.image",),
