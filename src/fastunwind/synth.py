@@ -21,6 +21,7 @@ the printers and the walker take like any other CFI table.
 from __future__ import annotations
 
 import array
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ from dataclasses import dataclass
 from fastunwind import _core
 from fastunwind.cfi import DEBUG_FRAME, ENTRY_FDE, RETURN_ADDRESS_COLUMN, RuleKind, register_name
 from fastunwind.check import ENTRY, FIELDS, VERDICT, FileCheck, check_file
+from fastunwind.elf.debug_file_writer import build_id_path
+from fastunwind.elf.debug_file_writer import write_debug_file as write_debug_file_of
+from fastunwind.errors import ElfError
 
 MODES = {"missing": _core.SYNTH_MISSING, "repair": _core.SYNTH_REPAIR}
 ORIGINS = _core.SYNTH_ORIGIN_NAMES
@@ -199,3 +203,17 @@ def _rule_text(table: _core.CfiTable, rule: tuple[int, int, int, int]) -> str:
     if name == "REGISTER":
         return f"in {register_name(reg)}"
     return name.lower().replace("_", " ")
+
+
+def write_debug_file(synthesis: Synthesis, path: str) -> str:
+    """Write the debug file of the synthesized file holding the view's `.debug_frame` to `path`, or,
+    when `path` is a directory, to its build-id path there (`path/.build-id/xx/yyyy.debug`, where gdb's
+    debug-file-directory, perf and libdw look). Returns the path written."""
+    elf = synthesis.checked.image.elf if synthesis.checked.image else None
+    assert elf is not None  # check_file always sets the image
+    if os.path.isdir(path):
+        if not elf.build_id:
+            raise ElfError(f"{synthesis.path}: no build-id, so no build-id path under {path}: name the debug file")
+        path = build_id_path(path, elf.build_id)
+    write_debug_file_of(elf, {".debug_frame": synthesis.debug_frame}, path)
+    return path
