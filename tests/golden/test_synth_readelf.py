@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 
 import pytest
 
 from fastunwind import synth
+from tests.integration.test_synth_seeded import READELF_PREAMBLE
+from tests.support.llvm_rows import LLVM_DWARFDUMP, compare
 from tests.support.tools import run_readelf
 
 FILES = ["/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libm.so.6",
@@ -57,3 +61,21 @@ def test_repair_differs_from_missing_only_where_the_check_found_a_mismatch() -> 
     assert not any(r.origin == "corrected" for r in missing.ranges)
     unchanged = [(r.start, r.end, r.origin) for r in repair.ranges if (r.start, r.end) not in corrected]
     assert unchanged == [(r.start, r.end, r.origin) for r in missing.ranges if (r.start, r.end) not in corrected]
+
+
+@pytest.mark.parametrize("path", FILES[:2])
+def test_debug_file_reads_in_readelf_and_llvm_dwarfdump_as_synth_prints_it(path: str, tmp_path) -> None:
+    """The debug file of the repair view: readelf -wF prints exactly synth's table (its notes aside)
+    without a warning, and llvm-dwarfdump-14 reads every row as our parser does, without complaint."""
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is not installed")
+    synthesis = synth.synthesize(path, "repair")
+    written = synth.write_debug_file(synthesis, str(tmp_path / "file.debug"))
+    result = run_readelf(["-wN", "-wF", written])  # not the system's debug file of the same build-id
+    assert result.returncode == 0 and not result.stderr, result.stderr
+    assert result.stdout == READELF_PREAMBLE + re.sub(rb"  # [^\n]*", b"", synth.render(synthesis))
+    if shutil.which(LLVM_DWARFDUMP) is None:
+        pytest.skip(f"{LLVM_DWARFDUMP} is not installed")
+    dumped = subprocess.run([LLVM_DWARFDUMP, "--debug-frame", written], capture_output=True, text=True)
+    assert dumped.returncode == 0 and not dumped.stderr, dumped.stderr
+    assert compare(written) >= sum(r.rows for r in synthesis.ranges)

@@ -1,9 +1,13 @@
 """`synth` on a program built here: a hand-written function without CFI (two saves and a frame)
 gets synthesized rows, a function whose CFI misses its `sub rsp` gets corrected rows in the
-`repair` view only, and the compiler's own FDEs stay as declared."""
+`repair` view only, and the compiler's own FDEs stay as declared. The debug file written from the
+table reads in readelf and llvm-dwarfdump-14 as synth prints it, and gdb, finding it by build-id,
+backtraces through both functions to main, where without it it stops."""
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -11,6 +15,8 @@ import pytest
 
 from fastunwind import synth
 from fastunwind.elf import ElfFile
+from tests.support.llvm_rows import LLVM_DWARFDUMP, compare
+from tests.support.tools import run_readelf
 
 ASSEMBLY = r"""
         .text
@@ -69,6 +75,10 @@ MISSING_SUB_ADJUST_ROWS = [(0x0, "rsp+8", {}), (0x1, "rsp+16", {}), (0x5, "rsp+4
                            (0x8, "rsp+48", {"rbx": "c-16"}), (0x11, "rsp+16", {"rbx": "c-16"}), (0x12, "rsp+8", {})]
 
 
+#: what readelf prints before the rows of a debug file's .debug_frame (its .eh_frame is empty)
+READELF_PREAMBLE = b"\nSection '.eh_frame' has no debugging data.\nContents of the .debug_frame section:\n\n"
+
+
 def build_program(directory: Path) -> Path:
     (directory / "faults.S").write_text(ASSEMBLY)
     (directory / "main.c").write_text(MAIN)
@@ -118,3 +128,69 @@ def test_the_compilers_fdes_stay_declared(program: Path) -> None:
     main = symbol(program, "main")
     assert next(r for r in synthesis.ranges if r.start == main).origin == "declared"
     assert synthesis.table.error_count == 0
+
+
+def gdb_backtraces(program: Path, debug_directory: Path) -> list[list[str]]:
+    """The function names of gdb's backtraces at each stop in `leaf`, the debug files looked up under
+    `debug_directory` (set before gdb reads the program: -iex)."""
+    if shutil.which("gdb") is None:
+        pytest.skip("gdb is not installed")
+    result = subprocess.run(["gdb", "-nx", "-batch", "-iex", f"set debug-file-directory {debug_directory}",
+                             "-ex", "break leaf", "-ex", "run", "-ex", "bt", "-ex", "continue", "-ex", "bt",
+                             str(program)], capture_output=True, text=True, timeout=120)
+    stacks: list[list[str]] = []
+    for line in result.stdout.splitlines():
+        frame = re.match(r"^#(\d+) +(?:0x[0-9a-f]+ in )?(\S+)", line)
+        if frame:
+            if frame[1] == "0":
+                stacks.append([])
+            stacks[-1].append(frame[2])
+    return stacks
+
+
+@pytest.fixture(scope="module")
+def debug_files(program: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A debug-file-directory per mode, holding the program's debug file at its build-id path."""
+    directories = {}
+    for mode in ("missing", "repair"):
+        directory = tmp_path_factory.mktemp(f"debug-{mode}")
+        written = synth.write_debug_file(synth.synthesize(str(program), mode), str(directory))
+        assert written.startswith(str(directory / ".build-id")) and written.endswith(".debug")
+        directories[mode] = directory
+    return directories
+
+
+def debug_file(directory: Path) -> Path:
+    return next(directory.glob(".build-id/*/*.debug"))
+
+
+def test_readelf_reads_the_debug_file_as_synth_prints_it(program: Path, debug_files: dict[str, Path]) -> None:
+    path = debug_file(debug_files["repair"])
+    result = run_readelf(["-wN", "-wF", path])
+    assert result.returncode == 0 and not result.stderr, result.stderr
+    printed = re.sub(rb"  # [^\n]*", b"", synth.render(synth.synthesize(str(program), "repair")))
+    assert result.stdout == READELF_PREAMBLE + printed
+
+
+def test_llvm_dwarfdump_reads_the_debug_file_without_complaint(debug_files: dict[str, Path]) -> None:
+    if shutil.which(LLVM_DWARFDUMP) is None:
+        pytest.skip(f"{LLVM_DWARFDUMP} is not installed")
+    path = debug_file(debug_files["repair"])
+    result = subprocess.run([LLVM_DWARFDUMP, "--debug-frame", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0 and not result.stderr, result.stderr
+    assert compare(str(path)) > 0  # every row as our parser reads it, which is what synth prints
+
+
+def test_gdb_unwinds_through_the_synthesized_and_corrected_rows(program: Path, debug_files: dict[str, Path],
+                                                                tmp_path: Path) -> None:
+    """Without the debug file gdb stops after both functions (no CFI: it takes rsp for the CFA; the
+    wrong CFI: rsp+16 where the code moved it 32 further); with it gdb reaches main through both."""
+    without = gdb_backtraces(program, tmp_path)
+    assert [stack[:2] for stack in without] == [["leaf", "no_cfi_frame"], ["leaf", "missing_sub_adjust"]]
+    assert not any("main" in stack for stack in without), without
+    repaired = gdb_backtraces(program, debug_files["repair"])
+    assert [stack[:3] for stack in repaired] == [["leaf", "no_cfi_frame", "main"],
+                                                 ["leaf", "missing_sub_adjust", "main"]], repaired
+    # the missing view leaves the declared (wrong) rows, which gdb still follows
+    missing = gdb_backtraces(program, debug_files["missing"])
+    assert missing[0][:3] == ["leaf", "no_cfi_frame", "main"] and "main" not in missing[1], missing
