@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import array
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -124,10 +123,6 @@ def synthesize(path: str, mode: str = "missing", *, jobs: int = 1,
                      checked, int(counts["corrected_kept_declared"]))
 
 
-_FDE_HEADER = re.compile(rb"^[0-9a-f]{8} [0-9a-f]{16} [0-9a-f]{8} FDE cie=[0-9a-f]{8} pc=[0-9a-f]+\.\.[0-9a-f]+$",
-                         re.MULTILINE)
-
-
 def origin_note(r: SynthRange, symbol: str = "") -> str:
     """What an FDE header of the printed table says about where its rows come from."""
     if r.origin == "synthesized":
@@ -135,21 +130,16 @@ def origin_note(r: SynthRange, symbol: str = "") -> str:
     return f"{r.origin}: {r.section} entry {r.entry}"
 
 
-def render(synthesis: Synthesis) -> bytes:
+def render(synthesis: Synthesis, fd: int = -1) -> bytes:
     """The view in `readelf --debug-dump=frames-interp` layout: readelf's text for the `.debug_frame`
-    section it is written as, each FDE header followed by the origin of its rows ("declared: ...",
-    "corrected: ...", "synthesized: no CFI ..."). Rows are readelf's own: a declared FDE's print
-    exactly as readelf prints them from the file."""
-    text = synthesis.table.render()
-    assert text is not None
+    section it is written as, each FDE header followed by `  # ` and the origin of its rows
+    ("declared: ...", "corrected: ...", "synthesized: no CFI ..."). Rows are readelf's own: a declared
+    FDE's print exactly as readelf prints them from the file. Written to `fd` (printed in C, a chunk at
+    a time) if given, else returned."""
     names = {u.start: u.symbol for u in synthesis.uncovered}
-    notes = iter(synthesis.ranges)
-
-    def annotate(match: re.Match[bytes]) -> bytes:
-        r = next(notes)
-        return match.group(0) + b"  # " + origin_note(r, names.get(r.start, "")).encode()
-
-    return _FDE_HEADER.sub(annotate, text)
+    notes = ["  # " + origin_note(r, names.get(r.start, "")) for r in synthesis.ranges]
+    text = synthesis.table.render(fd=fd, notes=notes)
+    return text if text is not None else b""
 
 
 def to_json(synthesis: Synthesis) -> dict[str, object]:

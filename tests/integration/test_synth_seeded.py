@@ -16,6 +16,7 @@ import pytest
 from fastunwind import synth
 from fastunwind.elf import ElfFile
 from tests.support.llvm_rows import LLVM_DWARFDUMP, compare
+from scripts import oracle_files
 from tests.support.tools import run_readelf
 
 ASSEMBLY = r"""
@@ -194,3 +195,16 @@ def test_gdb_unwinds_through_the_synthesized_and_corrected_rows(program: Path, d
     # the missing view leaves the declared (wrong) rows, which gdb still follows
     missing = gdb_backtraces(program, debug_files["missing"])
     assert missing[0][:3] == ["leaf", "no_cfi_frame", "main"] and "main" not in missing[1], missing
+
+
+@pytest.mark.parametrize("command", ["table", "synth"])
+def test_a_reader_going_away_ends_the_printing_quietly(command: str) -> None:
+    """`fastunwind synth libc.so.6 | head -1`: the write fails with EPIPE; the printer stops there
+    (it once went on filling its buffer past its end) and the command exits 0, as readelf does."""
+    path = "/lib/x86_64-linux-gnu/libc.so.6"
+    reader = subprocess.Popen(oracle_files.tool_command([command, path]), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=oracle_files.subprocess_env())
+    assert reader.stdout is not None
+    reader.stdout.readline()
+    reader.stdout.close()
+    assert reader.wait(timeout=120) == 0, reader.stderr.read() if reader.stderr else ""

@@ -64,18 +64,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"fastunwind: error: -j {args.jobs}: at least one thread is needed", file=sys.stderr)
         return 1
     synthesis = synth.synthesize(args.file, args.mode, jobs=args.jobs)
-    if args.json:
-        import json  # here: every other command's start-up would pay for it
+    with open(args.output, "wb") if args.output else open(sys.stdout.fileno(), "wb", closefd=False) as out:
+        if args.json:
+            import json  # here: every other command's start-up would pay for it
 
-        text = (json.dumps(synth.to_json(synthesis)) + "\n").encode()
-    else:
-        text = synth.render(synthesis)
-    if args.output:
-        with open(args.output, "wb") as out:
-            out.write(text)
-    else:
-        sys.stdout.buffer.write(text)
-        sys.stdout.flush()
+            out.write((json.dumps(synth.to_json(synthesis)) + "\n").encode())
+        else:
+            out.flush()
+            synth.render(synthesis, out.fileno())  # printed by the C core, a chunk at a time
     if args.write_debug_file:
         written = synth.write_debug_file(synthesis, args.write_debug_file)
         counts = synthesis.counts()
