@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -60,7 +62,9 @@ MAIN = r"""
 #include <stdlib.h>
 long no_cfi_frame(long (*)(long), long);
 long missing_sub_adjust(long (*)(long), long);
-__attribute__((noinline)) long leaf(long x) { __asm__ volatile("" ::: "memory"); return x + 1; }
+#include <signal.h>
+/* with an argument, the program stops itself here (for eu-stack) */
+__attribute__((noinline)) long leaf(long x) { if (x > 1) raise(SIGSTOP); __asm__ volatile("" ::: "memory"); return x + 1; }
 int main(int argc, char **argv) {
     (void)argv;
     printf("%ld\n", no_cfi_frame(leaf, argc) + missing_sub_adjust(leaf, argc));
@@ -208,3 +212,44 @@ def test_a_reader_going_away_ends_the_printing_quietly(command: str) -> None:
     reader.stdout.readline()
     reader.stdout.close()
     assert reader.wait(timeout=120) == 0, reader.stderr.read() if reader.stderr else ""
+
+
+def wait_stopped(process: subprocess.Popen[bytes]) -> None:
+    for _ in range(200):
+        with open(f"/proc/{process.pid}/stat") as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        time.sleep(0.05)
+    pytest.fail("the program did not stop in leaf")
+
+
+def eu_stack(pid: int, debuginfo_path: str) -> list[str]:
+    result = subprocess.run(["eu-stack", "-p", str(pid), f"--debuginfo-path={debuginfo_path}"],
+                            capture_output=True, text=True, timeout=60)
+    return [line.split()[-1] for line in result.stdout.splitlines() if re.match(r"^#\d+ ", line)]
+
+
+def test_eu_stack_unwinds_through_the_synthesized_rows(program: Path, debug_files: dict[str, Path],
+                                                       tmp_path: Path) -> None:
+    """libdw (eu-stack's unwinder) finds the debug file by build-id under its debuginfo path and
+    uses its `.debug_frame` where the file's `.eh_frame` has no FDE: through no_cfi_frame to main.
+    It looks in `.eh_frame` first, so a corrected FDE does not replace the declared one there."""
+    if shutil.which("eu-stack") is None:
+        pytest.skip("eu-stack is not installed")
+    process = subprocess.Popen([str(program), "stop"], stdout=subprocess.DEVNULL)
+    try:
+        wait_stopped(process)
+        without = eu_stack(process.pid, str(tmp_path))
+        with_file = eu_stack(process.pid, f"{debug_files['repair']}:/usr/lib/debug")
+        process.send_signal(signal.SIGCONT)
+        time.sleep(0.2)
+        wait_stopped(process)  # again, in leaf called from missing_sub_adjust
+        corrected = eu_stack(process.pid, f"{debug_files['repair']}:/usr/lib/debug")
+    finally:
+        process.kill()
+        process.wait()
+    at = without.index("leaf")
+    assert without[at + 1] == "no_cfi_frame" and "main" not in without, without
+    at = with_file.index("leaf")
+    assert with_file[at + 1:at + 3] == ["no_cfi_frame", "main"] and with_file[-1] == "_start", with_file
+    assert "missing_sub_adjust" in corrected and "main" not in corrected, corrected
