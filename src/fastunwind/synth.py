@@ -21,8 +21,10 @@ the printers and the walker take like any other CFI table.
 from __future__ import annotations
 
 import array
+import json
 import os
 from collections.abc import Callable
+from typing import BinaryIO
 from dataclasses import dataclass
 
 from fastunwind import _core
@@ -142,32 +144,37 @@ def render(synthesis: Synthesis, fd: int = -1) -> bytes:
     return text if text is not None else b""
 
 
-def to_json(synthesis: Synthesis) -> dict[str, object]:
-    """{"file", "mode", "fdes": [{"pc_begin", "pc_end", "origin", "section", "entry", "rows": [{"address",
-    "cfa", registers...}]}], "uncovered": [...]}: rules as text ("rsp+8", "c-8", "same value", "in rdi",
-    "undefined", "exp")."""
+def write_json(synthesis: Synthesis, out: BinaryIO) -> None:
+    """Write {"file", "mode", "fdes": [{"pc_begin", "pc_end", "origin", "section", "entry", "derived_rows",
+    "rows": [{"address", "cfa", registers...}]}], "uncovered": [...], "corrected_kept_declared"} to `out`,
+    one FDE at a time (libLLVM-14 has 1.1M rows): rules as text ("rsp+8", "c-8", "same value",
+    "in rdi", "undefined", "exp DW_OP_..."), a register without a rule left out."""
     table = synthesis.table
-    row_address = array.array("Q", table.rows()[0])
-    row_state = array.array("I", table.rows()[1])
+    row_bytes, state_bytes = table.rows()
+    row_address = array.array("Q", row_bytes)
+    row_state = array.array("I", state_bytes)
     kinds, first_rows, row_counts, _begin, _range = table.entry_arrays()
     first = array.array("I", first_rows)
     count = array.array("I", row_counts)
-    states: dict[int, dict[str, str]] = {}
-    fdes = []
+    #: per state, its rules as the JSON members after "address"
+    members: dict[int, str] = {}
+    out.write(b'{"file": ' + json.dumps(synthesis.path).encode() + b', "mode": "' + synthesis.mode.encode()
+              + b'", "fdes": [')
     fde_entries = [i for i, kind in enumerate(kinds) if kind == ENTRY_FDE]
-    for r, entry in zip(synthesis.ranges, fde_entries):
+    for n, (r, entry) in enumerate(zip(synthesis.ranges, fde_entries)):
         rows = []
         for k in range(first[entry], first[entry] + count[entry]):
             state = row_state[k]
-            if state not in states:
-                states[state] = _state_json(table, state)
-            rows.append({"address": row_address[k], **states[state]})
-        fdes.append({"pc_begin": r.start, "pc_end": r.end, "origin": r.origin, "section": r.section,
-                     "entry": r.entry, "derived_rows": r.derived_rows, "rows": rows})
-    return {"file": synthesis.path, "mode": synthesis.mode, "fdes": fdes,
-            "uncovered": [{"start": u.start, "end": u.end, "symbol": u.symbol, "decided": u.decided,
-                           "fdes": u.ranges, "reason": u.reason} for u in synthesis.uncovered],
-            "corrected_kept_declared": synthesis.corrected_kept_declared}
+            if state not in members:
+                members[state] = json.dumps(_state_json(table, state))[1:-1]
+            rows.append(f'{{"address": {row_address[k]}, {members[state]}}}')
+        head = json.dumps({"pc_begin": r.start, "pc_end": r.end, "origin": r.origin, "section": r.section,
+                           "entry": r.entry, "derived_rows": r.derived_rows})[:-1]
+        out.write(f'{", " if n else ""}{head}, "rows": [{", ".join(rows)}]}}'.encode())
+    uncovered = [{"start": u.start, "end": u.end, "symbol": u.symbol, "decided": u.decided, "fdes": u.ranges,
+                  "reason": u.reason} for u in synthesis.uncovered]
+    out.write(b'], "uncovered": ' + json.dumps(uncovered).encode() + b', "corrected_kept_declared": '
+              + str(synthesis.corrected_kept_declared).encode() + b"}\n")
 
 
 def _state_json(table: _core.CfiTable, state: int) -> dict[str, str]:

@@ -6,6 +6,8 @@ backtraces through both functions to main, where without it it stops."""
 
 from __future__ import annotations
 
+import io
+import json
 import re
 import shutil
 import signal
@@ -105,8 +107,15 @@ def symbol(path: Path, name: str) -> int:
         return next(s.value for s in elf.symbols() if s.name == name)
 
 
-def rows_of(json: dict[str, object], start: int) -> tuple[str, list[tuple[int, str, dict[str, str]]]]:
-    fde = next(f for f in json["fdes"] if f["pc_begin"] == start)  # type: ignore[union-attr,index]
+def as_json(synthesis: synth.Synthesis) -> dict[str, object]:
+    out = io.BytesIO()
+    synth.write_json(synthesis, out)
+    loaded: dict[str, object] = json.loads(out.getvalue())
+    return loaded
+
+
+def rows_of(document: dict[str, object], start: int) -> tuple[str, list[tuple[int, str, dict[str, str]]]]:
+    fde = next(f for f in document["fdes"] if f["pc_begin"] == start)  # type: ignore[union-attr,index]
     return fde["origin"], [(row["address"] - start, row["cfa"], {k: v for k, v in row.items()
                                                                   if k not in ("address", "cfa", "ra")})
                            for row in fde["rows"]]
@@ -114,15 +123,15 @@ def rows_of(json: dict[str, object], start: int) -> tuple[str, list[tuple[int, s
 
 @pytest.mark.parametrize("mode", ["missing", "repair"])
 def test_code_without_cfi_gets_the_rows_its_code_implies(program: Path, mode: str) -> None:
-    json = synth.to_json(synth.synthesize(str(program), mode))
-    assert rows_of(json, symbol(program, "no_cfi_frame")) == ("synthesized", NO_CFI_FRAME_ROWS)
+    document = as_json(synth.synthesize(str(program), mode))
+    assert rows_of(document, symbol(program, "no_cfi_frame")) == ("synthesized", NO_CFI_FRAME_ROWS)
 
 
 def test_wrong_cfi_is_corrected_in_the_repair_view_only(program: Path) -> None:
     start = symbol(program, "missing_sub_adjust")
-    assert rows_of(synth.to_json(synth.synthesize(str(program), "repair")), start) == (
+    assert rows_of(as_json(synth.synthesize(str(program), "repair")), start) == (
         "corrected", MISSING_SUB_ADJUST_ROWS)
-    origin, rows = rows_of(synth.to_json(synth.synthesize(str(program), "missing")), start)
+    origin, rows = rows_of(as_json(synth.synthesize(str(program), "missing")), start)
     # the file's own rows: rsp+16 from the push to the pop, the sub not declared
     assert origin == "declared" and rows == [(0x0, "rsp+8", {}), (0x1, "rsp+16", {"rbx": "c-16"}),
                                              (0x12, "rsp+8", {"rbx": "c-16"})]
@@ -253,3 +262,18 @@ def test_eu_stack_unwinds_through_the_synthesized_rows(program: Path, debug_file
     at = with_file.index("leaf")
     assert with_file[at + 1:at + 3] == ["no_cfi_frame", "main"] and with_file[-1] == "_start", with_file
     assert "missing_sub_adjust" in corrected and "main" not in corrected, corrected
+
+
+def test_cli_json_table_and_failure(program: Path, fastunwind_cli, tmp_path: Path) -> None:
+    """The verb: --json parses and names every FDE's origin, -o writes the table there, a file that is
+    not ELF is one line on stderr and exit status 1."""
+    listed = fastunwind_cli(["synth", "--mode", "repair", "--json", program])
+    assert listed.returncode == 0, listed.stderr
+    document = json.loads(listed.stdout)
+    assert {f["origin"] for f in document["fdes"]} == {"declared", "corrected", "synthesized"}
+    out = tmp_path / "table.txt"
+    written = fastunwind_cli(["synth", "-o", out, program])
+    assert written.returncode == 0 and written.stdout == b"" and b"# synthesized: no CFI (no_cfi_frame)" in out.read_bytes()
+    (tmp_path / "not-elf").write_bytes(b"hello")
+    failed = fastunwind_cli(["synth", tmp_path / "not-elf"])
+    assert failed.returncode == 1 and failed.stderr.startswith(b"fastunwind: error:") and failed.stderr.count(b"\n") == 1

@@ -66,9 +66,7 @@ def run(args: argparse.Namespace) -> int:
     synthesis = synth.synthesize(args.file, args.mode, jobs=args.jobs)
     with open(args.output, "wb") if args.output else open(sys.stdout.fileno(), "wb", closefd=False) as out:
         if args.json:
-            import json  # here: every other command's start-up would pay for it
-
-            out.write((json.dumps(synth.to_json(synthesis)) + "\n").encode())
+            synth.write_json(synthesis, out)
         else:
             out.flush()
             synth.render(synthesis, out.fileno())  # printed by the C core, a chunk at a time
