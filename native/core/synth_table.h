@@ -34,7 +34,7 @@
 /* Ranges (FDEs) of one view: twice the FDEs of libLLVM-14 (95k) many times over; a hostile file
  * with more is refused (FU_ERR_INVALID, naming the limit). */
 #define FU_SYNTH_TABLE_MAX_RANGES (1u << 22)
-/* Rows of one view: libLLVM-14 has 1.1M declared rows. */
+/* Rows of one view: libLLVM-14 has 861k declared rows. */
 #define FU_SYNTH_TABLE_MAX_ROWS (1u << 26)
 /* Code without CFI interpreted per file (ranges from symbols and call targets), so that a file
  * listing millions of tiny "functions" over one huge range stays bounded: the same budget check

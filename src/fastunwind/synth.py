@@ -147,7 +147,7 @@ def render(synthesis: Synthesis, fd: int = -1) -> bytes:
 def write_json(synthesis: Synthesis, out: BinaryIO) -> None:
     """Write {"file", "mode", "fdes": [{"pc_begin", "pc_end", "origin", "section", "entry", "derived_rows",
     "rows": [{"address", "cfa", registers...}]}], "uncovered": [...], "corrected_kept_declared"} to `out`,
-    one FDE at a time (libLLVM-14 has 1.1M rows): rules as text ("rsp+8", "c-8", "same value",
+    one FDE at a time (libLLVM-14 has 861k rows): rules as text ("rsp+8", "c-8", "same value",
     "in rdi", "undefined", "exp DW_OP_..."), a register without a rule left out."""
     table = synthesis.table
     row_bytes, state_bytes = table.rows()
