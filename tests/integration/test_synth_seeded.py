@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from fastunwind import synth
+from fastunwind import _core, synth
 from fastunwind.elf import ElfFile
 from tests.support.llvm_rows import LLVM_DWARFDUMP, compare
 from scripts import oracle_files
@@ -277,3 +277,21 @@ def test_cli_json_table_and_failure(program: Path, fastunwind_cli, tmp_path: Pat
     (tmp_path / "not-elf").write_bytes(b"hello")
     failed = fastunwind_cli(["synth", tmp_path / "not-elf"])
     assert failed.returncode == 1 and failed.stderr.startswith(b"fastunwind: error:") and failed.stderr.count(b"\n") == 1
+
+
+def test_the_compact_table_builder_takes_the_view(program: Path) -> None:
+    """The view's CfiTable is all a compact table needs (the walker's fast path): its rules at the
+    synthesized and corrected instructions are the derived ones."""
+    synthesis = synth.synthesize(str(program), "repair")
+    table = _core.CompactTable(_core.build_compact_table(synthesis.table, None, _core.COMPACT_KEY_FILE_HASH,
+                                                         bytes(32)))
+
+    def rule_at(address: int) -> tuple[str, int, int, dict[int, int]]:
+        found = table.lookup(address)
+        assert found is not None
+        rule = table.rule(found[1])
+        return rule["cfa"], rule["offset"], rule["ra_offset"], rule["saved"]
+
+    no_cfi, corrected = symbol(program, "no_cfi_frame"), symbol(program, "missing_sub_adjust")
+    assert rule_at(no_cfi + 0xa) == ("rsp", 64, -8, {12: -24})
+    assert rule_at(corrected + 0x8) == ("rsp", 48, -8, {3: -16})
