@@ -57,16 +57,20 @@ static bool fde_in_view(const fu_cfi_table *const tables[2], unsigned which, con
     return which == 0 || !tables[0] || fu_cfi_table_find_fde(tables[0], e->pc_begin) < 0;
 }
 
-/* The declared rows of `fde` that are in force over [from, to): the one at `from`, then those
- * starting inside. */
-static bool add_declared_rows(fu_synth_table *t, unsigned which, const fu_entry *fde, uint64_t from, uint64_t to)
+/* The declared rows of `fde` that are in force over [from, to): the one at `from` (unless the row
+ * before it, the range's since `range_first_row`, is that one already), then those starting inside. */
+static bool add_declared_rows(fu_synth_table *t, unsigned which, const fu_entry *fde, uint32_t range_first_row,
+                              uint64_t from, uint64_t to)
 {
     const fu_cfi_table *table = t->tables[which];
     uint32_t first = fde->first_row, end = fde->first_row + fde->row_count;
     uint32_t r = first;
     while (r + 1 < end && table->row_address[r + 1] <= from)
         r++;
-    if (!add_row(t, from, (uint8_t)which, table->row_state[r]))
+    size_t rows = row_count(t);
+    const fu_synth_table_row *previous = rows > range_first_row ? row_at(t, rows - 1) : NULL;
+    if (!(previous && previous->table == which && previous->state == table->row_state[r]) &&
+        !add_row(t, from, (uint8_t)which, table->row_state[r]))
         return false;
     uint64_t last = from;
     for (r++; r < end && table->row_address[r] < to; r++) {
@@ -172,7 +176,7 @@ static void without_derived(collector *c, uint64_t from, uint64_t to)
         close_piece(c, from);
         return;
     }
-    if (!add_declared_rows(c->t, c->which, c->fde, from, to))
+    if (!add_declared_rows(c->t, c->which, c->fde, c->range.first_row, from, to))
         c->failed = true;
     c->last_derived = false;
 }
@@ -320,6 +324,31 @@ static int compare_ranges(const void *a, const void *b)
     return x->table != y->table ? (x->table < y->table ? -1 : 1) : (x->entry < y->entry ? -1 : x->entry > y->entry);
 }
 
+/* A synthesized range ends where the next range starts: code without CFI found from two starts (a
+ * function symbol and a call target inside it) must not give overlapping FDEs. Its rows past the
+ * new end go with it. */
+static void clip_synthesized(fu_synth_table *t)
+{
+    size_t count = fu_synth_table_range_count(t);
+    for (size_t i = 0; i + 1 < count; i++) {
+        fu_synth_range *r = range_at(t, i);
+        uint64_t next = range_at(t, i + 1)->start;
+        if (r->origin != FU_ORIGIN_SYNTHESIZED || next >= r->end)
+            continue;
+        r->end = next;
+        while (r->row_count && row_at(t, r->first_row + r->row_count - 1)->address >= next) {
+            r->row_count--;
+            r->derived_rows--; /* a synthesized range's rows are all derived */
+        }
+    }
+    /* a range left without rows (the next one starts at its start) is no FDE */
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++)
+        if (range_at(t, i)->row_count || range_at(t, i)->origin != FU_ORIGIN_SYNTHESIZED)
+            *range_at(t, kept++) = *range_at(t, i);
+    t->ranges.len = kept * sizeof(fu_synth_range);
+}
+
 fu_status fu_synth_table_build(fu_synth_table *t, const fu_synth_request *request, fu_error *err)
 {
     const fu_check_image *image = request->image;
@@ -364,6 +393,7 @@ fu_status fu_synth_table_build(fu_synth_table *t, const fu_synth_request *reques
     }
     if (fu_synth_table_range_count(t) > 1)
         qsort(t->ranges.data, fu_synth_table_range_count(t), sizeof(fu_synth_range), compare_ranges);
+    clip_synthesized(t);
     return FU_OK;
 failed:
     if (fu_synth_table_range_count(t) >= FU_SYNTH_TABLE_MAX_RANGES || row_count(t) >= FU_SYNTH_TABLE_MAX_ROWS)

@@ -74,7 +74,8 @@ typedef struct fu_synth_range {
 typedef struct fu_synth_uncovered_result {
     uint64_t start, end;
     uint8_t outcome;       /* fu_synth_outcome: FU_SYNTH_DECIDED, or FU_SYNTH_UNDECIDED with `reason` */
-    uint32_t ranges;       /* synthesized ranges made from it (pieces between unknown rows) */
+    uint32_t ranges;       /* synthesized ranges made from it (pieces between unknown rows), before
+                            * those overlapping the next range are cut */
     char reason[FU_SYNTH_REASON_MAX];
 } fu_synth_uncovered_result;
 

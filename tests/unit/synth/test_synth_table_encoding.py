@@ -6,6 +6,8 @@ the same rows."""
 
 from __future__ import annotations
 
+import array
+
 import pytest
 
 from fastunwind import _core
@@ -81,3 +83,27 @@ def test_the_nop_only_fde_prints_no_rows_as_readelf_prints_none() -> None:
     text = _core.CfiTable(encoded, CORE_DEBUG_FRAME, 0).render()
     assert text is not None
     assert text.rstrip().endswith(b"pc=0000000000001200..0000000000001210")
+
+
+def test_code_without_cfi_found_from_two_starts_gives_no_overlapping_fdes() -> None:
+    """A function symbol and a call target inside the same code without CFI: the first synthesized
+    range ends where the second starts."""
+    code = bytes([0x53,                    # 0x1000 push %rbx
+                  0x48, 0x83, 0xEC, 0x10,  # 0x1001 sub $16, %rsp
+                  0x48, 0x83, 0xC4, 0x10,  # 0x1005 add $16, %rsp
+                  0x5B,                    # 0x1009 pop %rbx
+                  0xC3])                   # 0x100a ret
+    segments = [(0x1000, code)]
+    uncovered = array.array("Q", [0x1000, 0x100B, 0x1005, 0x100B]).tobytes()  # (start, end) pairs
+    encoded, ranges_bytes, results, _counts = _core.synth_table(None, None, segments, segments, b"", b"", b"", b"",
+                                                                 uncovered, _core.SYNTH_MISSING)
+    fields = len(_core.SYNTH_RANGE_FIELD_NAMES)
+    values = memoryview(ranges_bytes).cast("Q")
+    spans = [(values[i], values[i + 1]) for i in range(0, len(values), fields)]
+    assert [decided for _s, _e, decided, _n, _r in results] == [True, True]
+    assert spans[0] == (0x1000, 0x1005) and spans[1][0] == 0x1005, spans
+    parsed = _core.CfiTable(encoded, CORE_DEBUG_FRAME, 0)
+    _kinds, _first, _count, begin, length = parsed.entry_arrays()
+    starts, lengths = memoryview(begin).cast("Q"), memoryview(length).cast("Q")
+    fdes = sorted((starts[i], starts[i] + lengths[i]) for i in range(len(starts)) if lengths[i])
+    assert all(a[1] <= b[0] for a, b in zip(fdes, fdes[1:])), fdes
