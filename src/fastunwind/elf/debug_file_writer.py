@@ -65,6 +65,8 @@ def write_debug_file(elf: ElfFile, sections: dict[str, bytes], path: str) -> Non
         ident = f.read(EI_NIDENT)
         header = list(layout.header.unpack(f.read(layout.header.size)))
         e_phoff, e_phnum = header[4], header[9]
+        if e_phoff + e_phnum * layout.program_header.size > elf.file_size:
+            raise ElfError(f"{elf.path}: program headers at 0x{e_phoff:x} run past the end of the file")
         f.seek(e_phoff)
         program_headers = [list(layout.program_header.unpack(f.read(layout.program_header.size)))
                            for _ in range(e_phnum)]
