@@ -2,7 +2,8 @@
 gets synthesized rows, a function whose CFI misses its `sub rsp` gets corrected rows in the
 `repair` view only, and the compiler's own FDEs stay as declared. The debug file written from the
 table reads in readelf and llvm-dwarfdump-14 as synth prints it, and gdb, finding it by build-id,
-backtraces through both functions to main, where without it it stops."""
+backtraces through both functions to main, where without it it stops; so does eu-stack (libdw)
+through the synthesized one. A function gcc -O2 compiled without unwind tables gets the same."""
 
 from __future__ import annotations
 
@@ -295,3 +296,44 @@ def test_the_compact_table_builder_takes_the_view(program: Path) -> None:
     no_cfi, corrected = symbol(program, "no_cfi_frame"), symbol(program, "missing_sub_adjust")
     assert rule_at(no_cfi + 0xa) == ("rsp", 64, -8, {12: -24})
     assert rule_at(corrected + 0x8) == ("rsp", 48, -8, {3: -16})
+
+
+NO_UNWIND_TABLES = r"""
+long mid_no_cfi(long (*f)(long), long x) {
+    volatile long buf[8];
+    for (int i = 0; i < 8; i++)
+        buf[i] = x + i;
+    return f(buf[x & 7]) + buf[3];
+}
+"""
+
+NO_UNWIND_TABLES_MAIN = r"""
+#include <stdio.h>
+long mid_no_cfi(long (*)(long), long);
+__attribute__((noinline)) long leaf(long x) { __asm__ volatile("" ::: "memory"); return x + 1; }
+int main(int argc, char **argv) { (void)argv; printf("%ld\n", mid_no_cfi(leaf, argc)); return 0; }
+"""
+
+
+def test_gdb_unwinds_through_compiled_code_built_without_unwind_tables(tmp_path: Path) -> None:
+    """gcc -O2 -fno-asynchronous-unwind-tables: a function with a 0x48-byte frame and no FDE. gdb,
+    without CFI, takes its stack's contents for return addresses (frames 1, 2, 3 ... of garbage);
+    with the synthesized rows it reaches main."""
+    (tmp_path / "mid.c").write_text(NO_UNWIND_TABLES)
+    (tmp_path / "main.c").write_text(NO_UNWIND_TABLES_MAIN)
+    program = tmp_path / "no-unwind-tables"
+    for command in (["gcc", "-O2", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-c", "-o",
+                     str(tmp_path / "mid.o"), str(tmp_path / "mid.c")],
+                    ["gcc", "-O1", "-Wl,--build-id", "-o", str(program), str(tmp_path / "main.c"),
+                     str(tmp_path / "mid.o")]):
+        built = subprocess.run(command, capture_output=True, text=True)
+        if built.returncode != 0:
+            pytest.fail(f"{' '.join(command)} failed:\n{built.stderr}", pytrace=False)
+    synthesis = synth.synthesize(str(program), "missing")
+    start = symbol(program, "mid_no_cfi")
+    assert next(r for r in synthesis.ranges if r.start == start).origin == "synthesized"
+    (tmp_path / "debug").mkdir()
+    synth.write_debug_file(synthesis, str(tmp_path / "debug"))
+    without = gdb_backtraces(program, tmp_path / "nothing")
+    assert without[0][:2] == ["leaf", "mid_no_cfi"] and "main" not in without[0], without
+    assert gdb_backtraces(program, tmp_path / "debug")[0][:3] == ["leaf", "mid_no_cfi", "main"]
