@@ -7,6 +7,7 @@ through the synthesized one. A function gcc -O2 compiled without unwind tables g
 
 from __future__ import annotations
 
+import array
 import io
 import json
 import re
@@ -19,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from fastunwind import _core, synth
+from fastunwind.cfi import ENTRY_FDE
 from fastunwind.elf import ElfFile
+from tests.integration import test_check_seeded as check_seeded
 from tests.support.llvm_rows import LLVM_DWARFDUMP, compare
 from scripts import oracle_files
 from tests.support.tools import run_readelf
@@ -337,3 +340,32 @@ def test_gdb_unwinds_through_compiled_code_built_without_unwind_tables(tmp_path:
     without = gdb_backtraces(program, tmp_path / "nothing")
     assert without[0][:2] == ["leaf", "mid_no_cfi"] and "main" not in without[0], without
     assert gdb_backtraces(program, tmp_path / "debug")[0][:3] == ["leaf", "mid_no_cfi", "main"]
+
+
+def test_every_seeded_fault_is_corrected_and_the_corrections_pass_the_check(tmp_path: Path) -> None:
+    """The shared object of test_check_seeded.py (CFA off by 8, a missing adjustment, a register at
+    the wrong slot, every row off including the entry's, inline asm moving rsp): in the repair view
+    every FDE the check proved wrong is corrected, and the check run on the view's own table judges
+    none of them wrong any more."""
+    (tmp_path / "faults.S").write_text(check_seeded.ASSEMBLY)
+    (tmp_path / "correct.c").write_text(check_seeded.C_SOURCE)
+    library = tmp_path / "libseeded.so"
+    built = subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(library), str(tmp_path / "faults.S"),
+                            str(tmp_path / "correct.c")], capture_output=True, text=True)
+    if built.returncode:
+        pytest.fail(f"gcc failed:\n{built.stderr}", pytrace=False)
+    synthesis = synth.synthesize(str(library), "repair")
+    wrong = {(v.pc_begin, v.pc_end) for v in synthesis.checked.verdicts() if v.verdict == "mismatch"}
+    corrected = {(r.start, r.end) for r in synthesis.ranges if r.origin == "corrected"}
+    assert len(wrong) >= 5 and corrected == wrong and synthesis.corrected_kept_declared == 0
+    view, inputs = synthesis.table, synthesis.checked.inputs
+    assert inputs is not None
+    kinds, _first, _count, _begin, _range = view.entry_arrays()
+    fde_entries = [i for i, kind in enumerate(kinds) if kind == ENTRY_FDE]
+    entries = array.array("I", (entry for r, entry in zip(synthesis.ranges, fde_entries) if r.origin == "corrected"))
+    results, _details, _uncovered, _called = _core.check_fdes(
+        view, entries.tobytes(), inputs.code, inputs.segments, inputs.noreturn, inputs.function_entries, view, None,
+        array.array("Q", [0]))
+    fields = len(_core.CHECK_RESULT_FIELD_NAMES)
+    verdicts = array.array("I", results)[_core.CHECK_RESULT_FIELD_NAMES.index("verdict")::fields]
+    assert len(verdicts) == len(entries) and _core.CHECK_MISMATCH not in verdicts, list(verdicts)
