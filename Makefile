@@ -21,7 +21,7 @@ EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(s
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
 .PHONY: FORCE all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
-        bench-check bench-trace decode-compare clean
+        bench-check bench-synth bench-trace decode-compare clean
 
 all: build
 
@@ -113,6 +113,10 @@ bench: build
 # `fastunwind check libLLVM-14.so.1` against `readelf -wF` of the same file (docs/BENCHMARKS.md).
 bench-check: build
 	$(PY) -m benchmarks.bench_check
+
+# `fastunwind synth` of libc and libLLVM-14 against `readelf -wF` of the same files (docs/BENCHMARKS.md).
+bench-synth: build
+	$(PY) -m benchmarks.bench_synth
 
 # `fastunwind check --trace`: steps per second on real commands against a bare ptrace loop.
 bench-trace: build

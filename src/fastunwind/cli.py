@@ -8,20 +8,20 @@ import sys
 from collections.abc import Sequence
 
 from fastunwind import __version__
-from fastunwind.commands import backtrace, bench, cache, check, lookup, output_to, perf_script, report, table
+from fastunwind.commands import backtrace, bench, cache, check, lookup, output_to, perf_script, report, synth, table
 from fastunwind.commands import compile as compile_command
 from fastunwind.errors import FastunwindError
 
 #: exit status after Ctrl-C (128 + SIGINT, as a shell reports an interrupted command)
 INTERRUPTED_STATUS = 130
 
-COMMANDS = (table, lookup, check, perf_script, report, bench, compile_command, cache, backtrace)
+COMMANDS = (table, lookup, check, synth, perf_script, report, bench, compile_command, cache, backtrace)
 
 
 #: the command name each module registers (its add_parser's first argument)
 COMMAND_NAMES = {
     "table": table, "lookup": lookup, "perf-script": perf_script, "report": report, "bench": bench, "compile": compile_command,
-    "cache": cache, "check": check, "backtrace": backtrace,
+    "cache": cache, "check": check, "synth": synth, "backtrace": backtrace,
 }
 
 
