@@ -195,7 +195,7 @@ def test_debian_programs_pcs_are_eu_stacks(argv: list[str]) -> None:
         stop(process)
 
 
-def test_cli_text_json_and_threads_released(blocked_threads: int) -> None:
+def test_cli_text_json_and_threads_released(blocked_threads: int, tmp_path: Path) -> None:
     tids = sorted(thread_states(blocked_threads))
     text = cli("backtrace", "-p", str(blocked_threads), "--tid", str(tids[1]), "--registers")
     assert text.returncode == 0, text.stderr
@@ -203,6 +203,9 @@ def test_cli_text_json_and_threads_released(blocked_threads: int) -> None:
     assert lines[0] == f"PID {blocked_threads}" and lines[1].startswith(f"TID {tids[1]} (")
     assert re.match(r"#0  0x[0-9a-f]{16} in \S+\+0x[0-9a-f]+ \(/", lines[2])
     assert "rip 0x" in text.stdout and "<unknown>" in text.stdout
+    to_file = cli("backtrace", "-p", str(blocked_threads), "--tid", str(tids[1]), "-o", str(tmp_path / "out"))
+    assert to_file.returncode == 0 and to_file.stdout == ""
+    assert (tmp_path / "out").read_text().splitlines()[:2] == lines[:2]
     document = json.loads(cli("backtrace", "-p", str(blocked_threads), "--json").stdout)
     assert document["pid"] == blocked_threads and len(document["threads"]) == len(tids)
     frame = document["threads"][0]["frames"][0]

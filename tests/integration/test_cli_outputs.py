@@ -32,7 +32,8 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 def commands(data: str, cache_dir: str) -> list[list[str]]:
     """Every command, in a form whose output does not change from one run to the next."""
     return [["table", LIBC], ["table", "--json", LIBC], ["lookup", LIBC, "0x2728f"], ["lookup", "--json", LIBC, "0x2728f"],
-            ["check", "--json", "/usr/bin/true"], ["compile", "--json", "/usr/bin/true", "--cache-dir", cache_dir],
+            ["check", "--json", "/usr/bin/true"], ["synth", "/usr/bin/true"], ["synth", "--json", "/usr/bin/true"],
+            ["compile", "--json", "/usr/bin/true", "--cache-dir", cache_dir],
             ["cache"], ["cache", "--json"], ["report", "-i", data, "--json"], ["report", "-i", data],
             ["perf-script", "-i", data], ["perf-script", "-i", data, "--format", "gecko"]]
 
