@@ -36,7 +36,8 @@ from fastunwind.perf.sample_filter import SampleFilter
 from fastunwind.perf.walk import (DEFAULT_MAX_FRAMES, SOURCE_CALLCHAIN, SOURCE_DWARF, SOURCE_IP, recording_source,
                                   walk_samples)
 from fastunwind._core import SymbolTable
-from fastunwind.symbols import PERF_MAP_PATH, kallsyms_bytes, kernel_symbol_table, perf_map_table, symbol_table_for_file
+from fastunwind.symbols import (PERF_MAP_PATH, cached_kernel_symbol_table, kallsyms_bytes, kernel_symbol_table,
+                                perf_map_table, symbol_table_for_file)
 
 __all__ = ["DEFAULT_MAX_FRAMES", "OUTCOME_NAME_BY_CODE", "OUTCOME_NAMES", "PHASES", "RECORD_HINT", "SOURCE_CALLCHAIN",
            "SOURCE_DWARF", "SOURCE_IP", "Frame", "PerfDataError", "Statistics", "UnwoundRecording", "UnwoundSample",
@@ -325,13 +326,16 @@ class _KernelSymbols:
         return next((b.hex() for _pid, b, name, _m, _o in self._perf.native.build_ids()
                      if name == b"[kernel.kallsyms]"), None)
 
+    def _kernel_build_id(self) -> str | None:
+        return self._ahead_build_id if self._ahead else self._build_id()
+
     def _kallsyms(self) -> bytes | mmap.mmap:
         if self._data is None:
-            self._data = kallsyms_bytes(self._ahead_build_id if self._ahead else self._build_id())
+            self._data = kallsyms_bytes(self._kernel_build_id())
         return self._data
 
     def _whole(self) -> SymbolTable:
-        table = SymbolTable.from_kallsyms(self._kallsyms())
+        table = cached_kernel_symbol_table(self._kernel_build_id()) or SymbolTable.from_kallsyms(self._kallsyms())
         self._data = b""  # the text (5 MB) is not read again
         return table
 
