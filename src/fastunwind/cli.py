@@ -3,28 +3,32 @@
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from fastunwind import __version__
-from fastunwind.commands import bench, cache, check, lookup, perf_script, report, table
-from fastunwind.commands import compile as compile_command
 from fastunwind.errors import FastunwindError
 
-COMMANDS = (table, lookup, check, perf_script, report, bench, compile_command, cache)
-
-
-#: the command name each module registers (its add_parser's first argument)
-COMMAND_NAMES = {
-    "table": table, "lookup": lookup, "perf-script": perf_script, "report": report, "bench": bench, "compile": compile_command,
-    "cache": cache, "check": check,
+#: the command name each module of fastunwind.commands registers (its add_parser's first
+#: argument), in the order of the command list; a command runs importing its module alone
+COMMAND_MODULES = {
+    "table": "table", "lookup": "lookup", "check": "check", "perf-script": "perf_script", "report": "report",
+    "bench": "bench", "compile": "compile", "cache": "cache",
 }
+
+
+def command_module(name: str) -> ModuleType:
+    """The module of the command `name` (a key of COMMAND_MODULES)."""
+    return importlib.import_module(f"fastunwind.commands.{COMMAND_MODULES[name]}")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The CLI's parser; with `only`, just that command's subparser (argparse spends ~2 ms per
-    subparser, a third of a short command's run)."""
+    subparser, a third of a short command's run, and each command's module is imported)."""
     parser = argparse.ArgumentParser(
         prog="fastunwind",
         description="Fast, trustworthy DWARF call frame information for Linux x86-64.",
@@ -32,23 +36,25 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"fastunwind {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in (COMMAND_NAMES[only],) if only else COMMANDS:
-        command.add_parser(subparsers)
+    for name in (only,) if only else COMMAND_MODULES:
+        command_module(name).add_parser(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     first = arguments[0] if arguments else None
-    parser = build_parser(first if first in COMMAND_NAMES else None)
+    parser = build_parser(first if first in COMMAND_MODULES else None)
     try:
         args = parser.parse_args(arguments)
     except SystemExit as usage:
         # argparse exits 2 on a usage error; a command whose 2 means something else names its own
-        usage_status = getattr(COMMAND_NAMES.get(first or ""), "USAGE_ERROR_STATUS", None)
+        usage_status = (getattr(command_module(first), "USAGE_ERROR_STATUS", None) if first in COMMAND_MODULES
+                        else None)
         if usage.code == 2 and usage_status is not None:
             return int(usage_status)
         raise
+    gc.enable()  # off during start-up (__main__); perf-script and report turn it off again
     try:
         return int(args.run(args))
     except FastunwindError as error:
