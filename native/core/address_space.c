@@ -84,7 +84,9 @@ void fu_module_set_entry(fu_module *m, uint64_t entry)
     if (entry == 0)
         return;
     uint64_t next;
-    if (!m->eh_frame && !m->debug_frame && m->compact) { /* built from those tables: the same answer */
+    /* the compact table, built from the whole DWARF tables, gives their answer: the module may have
+     * been given only the DWARF tables' FDEs around its slow rows (fu_cfi_table_evaluate_ranges) */
+    if (m->compact) {
         if (fu_compact_covers(m->compact, entry, &next))
             return;
     } else {

@@ -502,6 +502,28 @@ fu_status fu_compact_open(fu_compact_table *t, const uint8_t *data, size_t size,
 
 /* ---- names and the lookup benchmark ----------------------------------------------------------- */
 
+size_t fu_compact_slow_ranges(const fu_compact_table *t, uint64_t *ranges, size_t max)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < t->row_count; i++) { /* bounded by the validated row count */
+        uint32_t rule = t->rule_index16 ? t->rule_index16[i] : t->rule_index32[i];
+        if (t->rules[rule].cfa_kind != FU_COMPACT_CFA_SLOW)
+            continue;
+        uint64_t start = t->base_svma + t->row_start[i];
+        uint64_t end = i + 1 < t->row_count ? t->base_svma + t->row_start[i + 1] : t->end_svma;
+        if (n > 0 && n <= max && ranges[2 * n - 1] == start) {
+            ranges[2 * n - 1] = end; /* continues the range before */
+            continue;
+        }
+        if (n < max) {
+            ranges[2 * n] = start;
+            ranges[2 * n + 1] = end;
+        }
+        n++;
+    }
+    return n;
+}
+
 const char *fu_compact_cfa_kind_name(unsigned kind)
 {
     static const char *const names[FU_COMPACT_CFA_KIND_COUNT] = {"no_info", "slow", "rsp", "rbp", "register",
