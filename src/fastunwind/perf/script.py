@@ -371,7 +371,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
     core_spaces: list[_core.AddressSpace] = []
     mappings: list[MappingRow] = []
     folded: dict[bytes, int] = {}
-    write = _writer(out) if mode == "text" and out is not None else None
+    write = _text_sink(out) if mode == "text" and out is not None else None
     if sample_filter is not None and sample_filter.cpus:
         sampling = [attr for attr in perf.attrs if attr.is_sampling] or perf.attrs
         if not all(attr.sample_type & _core.PERF_SAMPLE_CPU for attr in sampling):
@@ -436,6 +436,20 @@ def _count_folded(chunk: bytes, counts: dict[bytes, int]) -> None:
     for line in chunk.splitlines():
         stack, _, count = line.rpartition(b" ")
         counts[stack] = counts.get(stack, 0) + int(count)
+
+
+def _text_sink(out: TextIO | BinaryIO) -> Callable[[bytes], object] | int:
+    """Where a stream's text goes: the file descriptor of a file or pipe (its Python buffers flushed;
+    the text is written by C with write(2), without a bytes object per chunk: ~200 MB of copying on
+    the 1.9 GB recording), else _writer's callable (io.StringIO, io.BytesIO)."""
+    write = _writer(out)
+    binary = getattr(out, "buffer", out)
+    try:
+        fd = binary.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return write
+    binary.flush()
+    return fd
 
 
 def _writer(out: TextIO | BinaryIO) -> Callable[[bytes], object]:
