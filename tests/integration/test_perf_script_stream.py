@@ -4,6 +4,7 @@ same as the whole recording unwound at once through the API."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import subprocess
@@ -80,6 +81,9 @@ def test_a_file_descriptor_gets_the_bytes_a_callable_gets(perf_recordings, tmp_p
         f.write(b"before\n")  # buffered by Python: flushed before C writes
         stream_recording(path, f, window_bytes=1)
     assert (tmp_path / "out.txt").read_bytes() == b"before\n" + through_python.getvalue()
+    with gzip.open(tmp_path / "out.txt.gz", "wb") as compressed:  # its fileno() is the .gz file's
+        stream_recording(path, compressed, window_bytes=1)
+    assert gzip.decompress((tmp_path / "out.txt.gz").read_bytes()) == through_python.getvalue()
     reader, writer = os.pipe()
     os.close(reader)
     with open(writer, "wb") as closed, pytest.raises(BrokenPipeError):

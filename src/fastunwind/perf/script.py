@@ -439,14 +439,17 @@ def _count_folded(chunk: bytes, counts: dict[bytes, int]) -> None:
 
 
 def _text_sink(out: TextIO | BinaryIO) -> Callable[[bytes], object] | int:
-    """Where a stream's text goes: the file descriptor of a file or pipe (its Python buffers flushed;
-    the text is written by C with write(2), without a bytes object per chunk: ~200 MB of copying on
-    the 1.9 GB recording), else _writer's callable (io.StringIO, io.BytesIO)."""
+    """Where a stream's text goes: the file descriptor of a plain file or pipe (its Python buffers
+    flushed; the text is written by C with write(2), without a bytes object per chunk: ~200 MB of
+    copying on the 1.9 GB recording), else _writer's callable (io.BytesIO, and wrappers such as
+    gzip.GzipFile whose fileno() is the compressed file's)."""
     write = _writer(out)
     binary = getattr(out, "buffer", out)
+    if not isinstance(binary, (io.BufferedWriter, io.BufferedRandom, io.FileIO)):
+        return write
     try:
         fd = binary.fileno()
-    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+    except (OSError, ValueError):  # io.UnsupportedOperation is an OSError
         return write
     binary.flush()
     return fd
