@@ -242,6 +242,12 @@ fu_status fu_compact_open(fu_compact_table *table, const uint8_t *data, size_t s
  * Exposed for tests and statistics. */
 fu_compact_rule fu_compact_rule_of_state(const fu_cfi_table *t, const fu_entry *entry, const fu_state *state);
 
+/* The svma ranges [start, end) of the table's slow rows, neighbours merged, in address order: the
+ * code for which the walker asks the DWARF tables (fu_cfi_table_evaluate_ranges need evaluate no
+ * other). Fills at most `max` pairs of `ranges` (2 * max u64s); returns how many there are (more
+ * than `max`: not all of them counted). */
+size_t fu_compact_slow_ranges(const fu_compact_table *t, uint64_t *ranges, size_t max);
+
 /* The name of a CFA kind ("no_info", "slow", "rsp", ...; "?" past them), as CompactTable.rule() gives it. */
 const char *fu_compact_cfa_kind_name(unsigned kind);
 

@@ -4,7 +4,9 @@
  * One blob is taken, in turn, as:
  *   - .eh_frame and .debug_frame, at a few section addresses and both address sizes: parse,
  *     evaluate, render with both readelf printers (into an fu_out with fd = -1, then discarded),
- *     look up edge and random PCs, and evaluate every expression rule the rows hold;
+ *     look up edge and random PCs, and evaluate every expression rule the rows hold; evaluated
+ *     again for the compact table's slow rows and for random ranges only, whose lookups must find
+ *     what the whole table finds;
  *   - .eh_frame_hdr (fu_hdr_parse, then searches);
  *   - a DWARF expression (fu_expr_evaluate with a bounded fake memory, and both printers).
  * After each parse the table's invariants are checked (entries contiguous, every error names its
@@ -299,6 +301,51 @@ static void exercise_state_expressions(const fu_cfi_table *t)
 
 /* The compact table built from a fuzzed table: it must serialize and validate, answer lookups,
  * and every mutant of its bytes must be rejected cleanly or still be a valid table. */
+/* What a lookup at pc finds, comparable across tables: the FDE, the row's address and the compact
+ * rule of its state (state ids differ between tables). */
+typedef struct found_row {
+    int64_t fde;
+    uint64_t address;
+    fu_compact_rule rule;
+} found_row;
+
+static found_row find(const fu_cfi_table *t, uint64_t pc)
+{
+    found_row f;
+    memset(&f, 0, sizeof f);
+    int64_t row = fu_cfi_table_find_row(t, pc, &f.fde);
+    if (row < 0) {
+        f.fde = -1;
+        return f;
+    }
+    f.address = t->row_address[row];
+    f.rule = fu_compact_rule_of_state(t, &t->entries[f.fde], fu_cfi_table_state(t, t->row_state[row]));
+    return f;
+}
+
+/* The table evaluated again for `ranges` only (fu_cfi_table_evaluate_ranges): in the ranges, every
+ * lookup finds what the whole table finds. */
+static void exercise_selected(const fu_cfi_table *whole, const uint64_t *ranges, size_t n, uint64_t *rng)
+{
+    fu_cfi_table table;
+    fu_error err = {0};
+    fu_status status = fu_cfi_table_parse(&table, &whole->section, &err);
+    if (status == FU_OK)
+        status = fu_cfi_table_evaluate_ranges(&table, ranges, n, &err);
+    CHECK(status == FU_OK, "evaluating selected ranges failed %d: %s", status, err.message);
+    CHECK(table.fde_count <= whole->fde_count, "selected ranges index %u FDEs of %u", table.fde_count,
+          whole->fde_count);
+    for (size_t r = 0; r < n; r++) {
+        uint64_t start = ranges[2 * r], end = ranges[2 * r + 1];
+        for (unsigned i = 0; i < 16 && end > start; i++) {
+            uint64_t pc = i == 0 ? start : i == 1 ? end - 1 : start + rng_below(rng, end - start);
+            found_row a = find(whole, pc), b = find(&table, pc);
+            CHECK(memcmp(&a, &b, sizeof a) == 0, "selected ranges: lookup at 0x%llx differs", (unsigned long long)pc);
+        }
+    }
+    fu_cfi_table_free(&table);
+}
+
 static void exercise_compact(const fu_cfi_table *table, uint64_t low, uint64_t high, uint64_t *rng)
 {
     fu_compact_build build;
@@ -318,6 +365,17 @@ static void exercise_compact(const fu_cfi_table *table, uint64_t low, uint64_t h
             uint32_t row;
             (void)fu_compact_find(&compact, low <= high ? low + rng_below(rng, high - low + 1) : rng_next(rng), &row);
         }
+        /* the walker's use: the slow rows' ranges; then ranges anywhere in the covered code */
+        uint64_t ranges[2 * 8];
+        size_t n = fu_compact_slow_ranges(&compact, ranges, 8);
+        if (n <= 8)
+            exercise_selected(table, ranges, n, rng);
+        for (size_t r = 0; r < 4 && low < high; r++) {
+            ranges[2 * r] = low + rng_below(rng, high - low);
+            ranges[2 * r + 1] = ranges[2 * r] + 1 + rng_below(rng, 64);
+        }
+        if (low < high)
+            exercise_selected(table, ranges, 4, rng);
         uint8_t *mutant = malloc(size ? size : 1);
         for (unsigned m = 0; mutant && m < FUZZ_COMPACT_MUTANTS && size > 0; m++) {
             memcpy(mutant, bytes, size);

@@ -721,7 +721,9 @@ static void make_space(space_set *s, uint64_t *rng, const size_t *fixed, size_t 
                     s->candidates[n++] = t->candidates[k] + s->modules[i].bias;
             }
         for (unsigned b = 0; b < FU_BACKEND_COUNT; b++) {
-            s->spaces[b] = (fu_address_space){s->modules, count, b};
+            fu_error err = {0};
+            if (fu_address_space_init(&s->spaces[b], s->modules, count, b, &err) != FU_OK)
+                die("address space: %s", err.message); /* overlaps were left out above */
             s->caches[b] = malloc(sizeof *s->caches[b]);
             if (!s->caches[b])
                 die("out of memory");

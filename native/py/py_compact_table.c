@@ -172,6 +172,19 @@ static PyObject *compact_rows(CompactTableObject *self, PyObject *unused)
     return Py_BuildValue("(NN)", starts, rules);
 }
 
+/* slow_ranges() -> bytes of (start, end) u64 svma pairs, or None past CFI_MAX_SELECTED_RANGES:
+ * where the walker asks the DWARF tables (fu_compact_slow_ranges) */
+static PyObject *compact_slow_ranges(CompactTableObject *self, PyObject *unused)
+{
+    if (!check_opened(self))
+        return NULL;
+    uint64_t ranges[2 * FU_CFI_MAX_SELECTED_RANGES];
+    size_t n = fu_compact_slow_ranges(&self->table, ranges, FU_CFI_MAX_SELECTED_RANGES);
+    if (n > FU_CFI_MAX_SELECTED_RANGES)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)ranges, (Py_ssize_t)(16 * n));
+}
+
 /* benchmark_lookups(addresses: bytes of u64 svma, passes, two_level=True) -> (ns total, checksum)
  * Times fu_compact_find (two_level) over the addresses, or a plain binary search over all the row
  * starts (the format's first design): the measurement behind the page index (compact_table.h). */
@@ -246,6 +259,8 @@ static PyMethodDef compact_methods[] = {
     {"rule", (PyCFunction)compact_rule, METH_O, "rule(i) -> dict"},
     {"lookup", (PyCFunction)compact_lookup, METH_O, "lookup(svma) -> (row index, rule index) or None"},
     {"rows", (PyCFunction)compact_rows, METH_NOARGS, "rows() -> (u64 svma starts, u32 rule indexes) as bytes"},
+    {"slow_ranges", (PyCFunction)compact_slow_ranges, METH_NOARGS,
+     "slow_ranges() -> bytes of (start, end) u64 svma pairs of the slow rows, merged; None past CFI_MAX_SELECTED_RANGES"},
     {"benchmark_lookups", (PyCFunction)compact_benchmark_lookups, METH_VARARGS,
      "benchmark_lookups(addresses, passes, two_level=True) -> (ns, checksum)"},
     {NULL},

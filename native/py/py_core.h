@@ -62,6 +62,9 @@ PyObject *py_core_add_window(PyObject *consumer, py_type_id id, PyObject *sample
                              fu_status (*add)(void *payload, const void *unwound, fu_error *err));
 /* A core sink (fu_sink_fn) calling the Python callable `write` with bytes; false with its exception set. */
 bool py_core_write_chunk(void *write, const uint8_t *data, size_t len);
+/* A core sink writing to the file descriptor *(int *)fd with write(2), the GIL released meanwhile
+ * (no bytes object, no copy); false with OSError set (BrokenPipeError for EPIPE). */
+bool py_core_write_fd(void *fd, const uint8_t *data, size_t len);
 /* The payload of `object`, which must be of type `id`: NULL with TypeError ("expected a CfiTable, not
  * int") or, for an object whose __init__ has not succeeded, RuntimeError ("CfiTable is not
  * initialized"). */

@@ -128,11 +128,16 @@ class AddressSpace:
                     modules.append((m.start, m.end, m.bias, None, None, [], index, None, None, 0))
                     continue
                 table = compact.for_image(image) if use_compact else None
-                # a compact table without slow rows answers every lookup: the DWARF tables are not
-                # parsed (step() asks them for slow rows only)
-                dwarf = table is None or table.slow_row_count > 0
-                modules.append((m.start, m.end, m.bias, image.eh_frame if dwarf else None,
-                                image.debug_frame if dwarf else None, image.segments, index, table,
+                # step() asks the DWARF tables for the compact table's slow rows only: none, not
+                # parsed; a few, only the FDEs around them evaluated
+                eh_frame, debug_frame = None, None
+                if table is None:
+                    eh_frame, debug_frame = image.eh_frame, image.debug_frame
+                elif table.slow_row_count > 0:
+                    ranges = table.slow_ranges()
+                    eh_frame, debug_frame = ((image.eh_frame, image.debug_frame) if ranges is None
+                                             else image.slow_row_tables(ranges))
+                modules.append((m.start, m.end, m.bias, eh_frame, debug_frame, image.segments, index, table,
                                 eh_elf.for_image(image) if use_compiled else None, image.elf.entry))
             core = self._cores[backend] = _core.AddressSpace(modules, backend=backend)
         return core
