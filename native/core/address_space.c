@@ -85,7 +85,7 @@ void fu_module_set_entry(fu_module *m, uint64_t entry)
         return;
     uint64_t next;
     if (!m->eh_frame && !m->debug_frame && m->compact) { /* built from those tables: the same answer */
-        if (fu_compact_covers(m->compact, entry, &next))
+        if (fu_compact_covers(m->compact, entry, FU_ENTRY_CODE_MAX_BYTES, &next))
             return;
     } else {
         const fu_cfi_table *const tables[2] = {m->eh_frame, m->debug_frame};

@@ -217,7 +217,7 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
         }
         int64_t m = found->module == UINT32_MAX ? -1 : (int64_t)found->module;
         uint8_t *frame_flags = &frames.flags[n];
-        record_frame(&frames, n++, ip, found->module, kind);
+        record_frame(&frames, n++, ip, found->module, kind, found->frame_flags);
         if (n == max_frames) {
             result->outcome = FU_WALK_FRAME_LIMIT;
             break;

@@ -61,6 +61,12 @@ const char *fu_frame_kind_name(int kind);
 
 /* fu_frames.flags bits */
 #define FU_FRAME_SIGNAL_TRAMPOLINE 1u /* this frame's own CFI is a signal frame ('S'): __restore_rt */
+/* This frame's step (to its caller) used a row derived from the machine code: one that replaced a
+ * declared row proven wrong (CORRECTED), or one where the module has no CFI (SYNTHESIZED); see
+ * compact_table.h, fu_compact_origin. A rule of origin o marks its frame with 1 << o. */
+#define FU_FRAME_CORRECTED 2u
+#define FU_FRAME_SYNTHESIZED 4u
+#define FU_FRAME_DERIVED (FU_FRAME_CORRECTED | FU_FRAME_SYNTHESIZED)
 
 /* Where a walk writes its frames: four columns, each with room for max_frames, frame i being
  * (ip[i], module[i], kind[i], flags[i]). Columns, not an array of frame records, because that is
@@ -140,6 +146,7 @@ typedef struct fu_walk_cache_entry {
     } what;
     uint32_t module;                 /* UINT32_MAX: outside every module */
     uint8_t kind;                    /* fu_walk_cached */
+    uint8_t frame_flags;             /* RULE: FU_FRAME_* of a frame that steps through it (its origin) */
 } fu_walk_cache_entry;
 
 /* A walk's shape: what a whole walk through cached compact rules (walk.c follow_rules) read and
@@ -176,6 +183,7 @@ typedef struct fu_walk_shape {
     uint8_t rbp_checks;
     uint8_t misses;                        /* walks here that did not follow the shape, since it was
                                               last followed (1) or written down; counts round */
+    uint32_t derived;                      /* frame i's FU_FRAME_DERIVED flags >> 1, at bits 2i, 2i + 1 */
 } fu_walk_shape;
 
 /* Where the last walk from an IP crossed a signal context, for fu_walk_prefetch: a walk from a

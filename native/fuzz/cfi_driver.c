@@ -303,14 +303,14 @@ static void exercise_compact(const fu_cfi_table *table, uint64_t low, uint64_t h
 {
     fu_compact_build build;
     fu_error err = {0};
-    if (fu_compact_build_tables(&build, table, NULL, &err) != FU_OK) {
+    if (fu_compact_build_tables(&build, table, NULL, NULL, &err) != FU_OK) {
         CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_COMPACT, "compact build failed: %s", err.message);
         return;
     }
     uint8_t *bytes = NULL;
     size_t size = 0;
     static const uint8_t key[20] = {1, 2, 3};
-    if (fu_compact_serialize(&build, 1, key, sizeof key, &bytes, &size, &err) == FU_OK) {
+    if (fu_compact_serialize(&build, 1, key, sizeof key, FU_COMPACT_SYNTH_OFF, &bytes, &size, &err) == FU_OK) {
         fu_compact_table compact;
         CHECK(fu_compact_open(&compact, bytes, size, &err) == FU_OK, "a fresh compact table does not validate: %s",
               err.message);

@@ -169,14 +169,14 @@ static void build_compact(template_module *t)
 {
     fu_compact_build build;
     fu_error err = {0};
-    if (fu_compact_build_tables(&build, t->has_eh ? &t->eh_frame : NULL, t->has_debug ? &t->debug_frame : NULL,
+    if (fu_compact_build_tables(&build, t->has_eh ? &t->eh_frame : NULL, t->has_debug ? &t->debug_frame : NULL, NULL,
                                 &err) != FU_OK) {
         printf("walk_driver: %s: no compact table (%s)\n", t->name, err.message);
         return;
     }
     static const uint8_t key[20] = {0xfa, 0x57};
     size_t size = 0;
-    if (fu_compact_serialize(&build, FU_COMPACT_KEY_BUILD_ID, key, sizeof key, &t->compact_bytes, &size, &err) != FU_OK)
+    if (fu_compact_serialize(&build, FU_COMPACT_KEY_BUILD_ID, key, sizeof key, FU_COMPACT_SYNTH_OFF, &t->compact_bytes, &size, &err) != FU_OK)
         die("%s: compact table serialization: %s", t->name, err.message);
     fu_compact_build_free(&build);
     if (fu_compact_open(&t->compact, t->compact_bytes, size, &err) != FU_OK)

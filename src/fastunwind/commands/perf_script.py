@@ -5,7 +5,8 @@ The default output is the format of `perf script --no-inline -F comm,tid,time,ev
 (user frames from fastunwind's unwinding, kernel frames from the sample's kernel callchain);
 `--format folded` (or `--folded`) prints collapsed stacks with counts (FlameGraph's format),
 `--format speedscope` speedscope's file (one sampled profile per thread, every sample); `-o FILE`
-writes to a file; `--stats` prints the outcome of every unwind, frames per sample and the time spent.
+writes to a file; `--stats` prints the outcome of every unwind, frames per sample and the time spent,
+and with `--synth` the frames unwound through rows derived from the machine code.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from fastunwind import _core
-from fastunwind.commands import add_filter_arguments, command_parser, no_samples_message, sample_filter
+from fastunwind.commands import (add_filter_arguments, add_synth_argument, command_parser, no_samples_message,
+                                 sample_filter, synth_mode)
 
 EXAMPLE = """\
 examples:
@@ -27,6 +29,7 @@ examples:
   fastunwind perf-script -i perf.data | head
   fastunwind perf-script -i perf.data --folded | flamegraph.pl > flame.svg
   fastunwind perf-script -i perf.data --stats
+  fastunwind perf-script -i perf.data --stats --synth repair
   fastunwind perf-script -i perf.data --format speedscope -o profile.speedscope.json
   fastunwind perf-script -i perf.data --comm python3 --time 12883.9,12884.5
   perf record -o - --call-graph dwarf -- ./app | fastunwind perf-script -i -
@@ -52,6 +55,7 @@ def add_parser(subparsers: Any) -> None:
                              "the DWARF interpreter, each with the interpreter for what it leaves; auto (default): "
                              "the compact table, and a module's eh_elf, if compiled, for the rows the table "
                              "leaves to the interpreter")
+    add_synth_argument(parser)
     add_filter_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -68,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     # and creating the library's classes would trigger ~10 collections (1.7 ms on hackbench).
     gc.disable()
     selected = sample_filter(args)
+    synth = synth_mode(args)
     from fastunwind.perf.script import stream_recording, write_speedscope
 
     # The recording is read window by window (memory does not grow with it) and each window's text
@@ -83,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     with _progress(args.input, 2) as on_phase, out if args.output else contextlib.nullcontext():
         on_phase({"text": "unwinding and writing", "folded": "unwinding", "stats": "counting"}[mode])
         stats = stream_recording(args.input, out, mode=mode, max_frames=args.max_frames, backend=args.backend,
-                                 on_phase=on_phase, sample_filter=selected, consumers=[profile] if profile else ())
+                                 synth=synth, on_phase=on_phase, sample_filter=selected, consumers=[profile] if profile else ())
         if profile is not None and stats.samples:
             write_speedscope(profile, out, os.path.basename(args.input))
     for note in stats.notes:  # one line each on stderr, as perf's warnings
@@ -164,16 +169,24 @@ def _print_stats(stats: Any) -> None:
     for name, count in stats.outcomes.most_common():
         outcomes.add_row(name, str(count))
     console.print(outcomes)
+    if stats.synth != "off":
+        derived = sum(stats.derived_samples.values())
+        complete = stats.derived_samples.get("end", 0)
+        console.print(f"synthesized rows ({stats.synth}): {stats.derived_frames['synthesized']} frames through "
+                      f"synthesized rows, {stats.derived_frames['corrected']} through corrected rows, in {derived} "
+                      f"samples ({complete} of them complete)")
     depths = sorted(stats.frames_per_sample.items())
     if depths:
         mean = sum(d * n for d, n in depths) / max(1, sum(n for _, n in depths))
         console.print(f"frames per sample: mean {mean:.1f}, max {depths[-1][0]}")
     table_statistics = stats.tables()
     if table_statistics:
-        tables = Table("module", "compact table", "bytes/row", "slow-path rows", box=None)
+        derived = ("synthesized rows", "corrected rows") if stats.synth != "off" else ()
+        tables = Table("module", "compact table", "bytes/row", "slow-path rows", *derived, box=None)
         for t in sorted(table_statistics, key=lambda t: t["path"]):
             tables.add_row(escape(t["path"]), t["source"], f"{t['bytes_per_row']:.1f}",
-                           f"{t['slow_rows']} of {t['rows']} ({100 * t['slow_row_fraction']:.2f}%)")
+                           f"{t['slow_rows']} of {t['rows']} ({100 * t['slow_row_fraction']:.2f}%)",
+                           *((str(t["synthesized_rows"]), str(t["corrected_rows"])) if derived else ()))
         console.print(tables)
     for path in sorted(stats.replaced_modules):
         console.print(f"[yellow]replaced since recording (build-id differs), not used:[/yellow] {escape(path)}")
