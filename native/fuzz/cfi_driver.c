@@ -339,6 +339,56 @@ static void exercise_compact(const fu_cfi_table *table, uint64_t low, uint64_t h
     fu_compact_build_free(&build);
 }
 
+/* The fuzzed table as a synthesized view of a module without CFI (each FDE of a random origin) and
+ * as one of a module whose CFI it is (CORRECTED FDEs replace their own rows): the overlay is made
+ * or refused cleanly, and a table built with it validates, counts its rows by origin, and finds at
+ * each overlay row's start a rule of that row's origin. */
+static void exercise_overlay(const fu_cfi_table *table, uint64_t *rng)
+{
+    size_t fdes = table->entry_count;
+    uint8_t *origins = malloc(fdes ? fdes : 1);
+    if (!origins)
+        return;
+    for (size_t i = 0; i < fdes; i++)
+        origins[i] = (uint8_t)rng_below(rng, FU_COMPACT_ORIGIN_COUNT);
+    fu_compact_overlay_row *rows = NULL;
+    fu_compact_overlay overlay = {NULL, 0, FU_COMPACT_SYNTH_REPAIR | FU_COMPACT_SYNTH_VERSION << 8};
+    fu_error err = {0};
+    if (fu_compact_overlay_of_table(table, origins, fdes, &rows, &overlay.count, &err) != FU_OK) {
+        CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_INVALID, "overlay failed: %s", err.message);
+        free(origins);
+        return;
+    }
+    overlay.rows = rows;
+    for (unsigned declared = 0; declared < 2; declared++) {
+        fu_compact_build build;
+        if (fu_compact_build_tables(&build, declared ? table : NULL, NULL, &overlay, &err) != FU_OK) {
+            CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_COMPACT || err.status == FU_ERR_INVALID,
+                  "compact build with an overlay failed: %s", err.message);
+            continue;
+        }
+        uint8_t *bytes = NULL;
+        size_t size = 0;
+        static const uint8_t key[20] = {4, 5, 6};
+        if (fu_compact_serialize(&build, 1, key, sizeof key, overlay.synth, &bytes, &size, &err) == FU_OK) {
+            fu_compact_table compact;
+            CHECK(fu_compact_open(&compact, bytes, size, &err) == FU_OK,
+                  "a fresh compact table with an overlay does not validate: %s", err.message);
+            for (size_t i = 0; i < overlay.count && !declared; i++) {
+                const fu_compact_rule *found = fu_compact_find(&compact, rows[i].start, NULL);
+                CHECK(found && (found->origin == rows[i].rule.origin ||
+                                rows[i].rule.origin == FU_COMPACT_ORIGIN_CORRECTED),
+                      "overlay row %zu (origin %u) not found at 0x%llx", i, rows[i].rule.origin,
+                      (unsigned long long)rows[i].start);
+            }
+            free(bytes);
+        }
+        fu_compact_build_free(&build);
+    }
+    free(rows);
+    free(origins);
+}
+
 /* The eh_elf generator's intervals over the table (as .eh_frame or as .debug_frame, by its kind):
  * strictly increasing starts inside [base, end], keys that index the distinct keys or mark a gap,
  * each key's state inside its table; or a clean FU_ERR_EH_ELF / FU_ERR_NOMEM. */
@@ -416,6 +466,7 @@ static void exercise_table(const uint8_t *data, size_t size, fu_section_kind kin
         check_lookup(&table, low <= high ? low + rng_below(rng, high - low + 1) : rng_next(rng));
     exercise_state_expressions(&table);
     exercise_compact(&table, low, high, rng);
+    exercise_overlay(&table, rng);
     exercise_eh_elf_rows(&table, kind);
     fu_cfi_table_free(&table);
 }
