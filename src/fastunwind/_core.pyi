@@ -358,6 +358,22 @@ def synth_function(code: Buffer, start: int, noreturn: Buffer = b"", segments: S
                    ) -> tuple[int, str, list[tuple[int, tuple[int, int, int, int],
                                                    tuple[tuple[int, int, int, int], ...]]], dict[str, int]]: ...
 
+# synthesized tables (py_synth_table.c, core/synth_table.h)
+SYNTH_MISSING: int
+SYNTH_REPAIR: int
+SYNTH_ROW_DERIVED: int
+SYNTH_MAX_RANGES: int
+SYNTH_ORIGIN_NAMES: tuple[str, ...]
+SYNTH_RANGE_FIELD_NAMES: tuple[str, ...]
+# -> (debug_frame: the view as a .debug_frame section, which CfiTable(debug_frame, DEBUG_FRAME, 0) reads
+#     with one FDE per range, in order, and build_compact_table(that table, None, ...) takes;
+#     ranges: len(SYNTH_RANGE_FIELD_NAMES) uint64 per range; uncovered: (start, end, decided, ranges, reason)
+#     per uncovered pair; counts: {"work", "corrected_kept_declared"})
+def synth_table(eh_frame: CfiTable | None, debug_frame: CfiTable | None, code: Sequence[tuple[int, Buffer]],
+                segments: Sequence[tuple[int, Buffer]], noreturn: Buffer, function_entries: Buffer,
+                mismatch_eh_frame: Buffer, mismatch_debug_frame: Buffer, uncovered: Buffer, mode: int, /
+                ) -> tuple[bytes, bytes, list[tuple[int, int, bool, int, str]], dict[str, int]]: ...
+
 # trace (py_trace.c, core/trace.h)
 TRACE_DEFAULT_MAX_STEPS: int
 TRACE_MAX_DEPTH: int

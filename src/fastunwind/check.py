@@ -182,11 +182,25 @@ class Counts:
         self.from_declared_entry += other.from_declared_entry
 
 
+@dataclass(frozen=True)
+class CodeInputs:
+    """What the C core reads besides the CFI tables: the executable and all PT_LOAD segments as
+    (vaddr, bytes), the sorted uint64 addresses of noreturn functions and of known function entries."""
+
+    code: list[tuple[int, memoryview]]
+    segments: list[tuple[int, memoryview]]
+    noreturn: bytes
+    function_entries: bytes
+
+
 @dataclass
 class FileCheck:
     path: str
     sections: list[SectionCheck]
     uncovered: list[Uncovered]
+    #: the image checked and the inputs its code was read with (synth builds on them)
+    image: ModuleImage | None = None
+    inputs: CodeInputs | None = None
 
     def verdicts(self) -> Iterator[FdeVerdict]:
         for section in self.sections:
@@ -354,7 +368,8 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
             _recheck(section, table, called_non_entry, lambda item: run(item, entries_bytes))
     starts = uncovered_functions + [target for target in uncovered_calls
                                     if target not in names and not _covered(tables, target)]
-    return FileCheck(path, sections, _uncovered(sections, names, starts))
+    return FileCheck(path, sections, _uncovered(sections, names, starts), image,
+                     CodeInputs(code, segments, noreturn_bytes, entries_bytes))
 
 
 def _recheck(section: SectionCheck, table: _core.CfiTable, starts: set[int],

@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.cli",),
     ("fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
      "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.report",
-     "fastunwind.commands.table"),
+     "fastunwind.commands.synth", "fastunwind.commands.table"),
     ("fastunwind.commands",),
     # compatibility names the docs document: thin re-exports of the modules below
     ("fastunwind.bench", "fastunwind.eh_elf", "fastunwind.perf_script"),
@@ -47,7 +47,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.cfi_print", "fastunwind.symbols"),
     ("fastunwind.cfi",),
     ("fastunwind.frame_sections",),
-    ("fastunwind.elf.build_id_cache", "fastunwind.elf.debug_files", "fastunwind.elf.dynamic"),
+    ("fastunwind.elf.build_id_cache", "fastunwind.elf.debug_files", "fastunwind.elf.debug_file_writer",
+     "fastunwind.elf.dynamic"),
     ("fastunwind.elf",),
     ("fastunwind",),
     ("fastunwind.cache", "fastunwind.errors", "fastunwind._core"),
