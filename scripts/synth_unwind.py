@@ -41,7 +41,7 @@ REQUIRED_PERCENT = 95.0
 
 SEEDED_ASSEMBLY = r"""
         .text
-        .globl spin_no_cfi, spin_off_by_8, spin_missing_adjust, spin_wrong_slot, no_cfi_calls
+        .globl spin_no_cfi, spin_off_by_8, spin_missing_adjust, spin_wrong_slot, no_cfi_calls, spin_by_pointer
 
         .type spin_no_cfi, @function
 spin_no_cfi:                      # no CFI at all: saves registers, keeps a frame, loops
@@ -105,6 +105,18 @@ spin_wrong_slot:                  # rbx declared at CFA-24, the push put it at C
         .cfi_endproc
         .size spin_wrong_slot, .-spin_wrong_slot
 
+spin_by_pointer:                  # no CFI, no function symbol: C reaches it through a pointer
+        push %rbp                 # (check finds it from the lea that takes its address)
+        mov %rsp, %rbp
+        push %r13
+        mov %rdi, %rax
+1:      add %rax, %r13
+        dec %rax
+        jnz 1b
+        pop %r13
+        pop %rbp
+        ret
+
         .type no_cfi_calls, @function
 no_cfi_calls:                     # no CFI, in the middle of the stack: calls C that loops
         push %rbx
@@ -136,7 +148,11 @@ __attribute__((noinline)) void inline_asm_spin(long n) {  /* rsp moves in the as
                      "jnz 1b\n"
                      "add $64, %%rsp\n" : "+r"(n) : : "memory");
 }
+extern void spin_by_pointer(long);
+void (*volatile spin_pointer)(long);
 __attribute__((noinline)) void round_of_calls(long n) {
+    spin_pointer = spin_by_pointer;                       /* lea: its address taken in code with CFI */
+    spin_pointer(n);
     spin_no_cfi(n);
     spin_off_by_8(n);
     spin_missing_adjust(n);

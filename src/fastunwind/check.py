@@ -368,7 +368,7 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
             _recheck(section, table, called_non_entry, lambda item: run(item, entries_bytes))
     starts = uncovered_functions + [target for target in uncovered_calls
                                     if target not in names and not _covered(tables, target)]
-    return FileCheck(path, sections, _uncovered(sections, names, starts), image,
+    return FileCheck(path, sections, _uncovered(sections, names, starts, code), image,
                      CodeInputs(code, segments, noreturn_bytes, entries_bytes))
 
 
@@ -418,14 +418,16 @@ def _uncovered_functions(tables: list[_core.CfiTable], names: dict[int, tuple[in
             if any(vaddr <= value < vaddr + len(data) for vaddr, data in code) and not _covered(tables, value)]
 
 
-def _uncovered(sections: list[SectionCheck], names: dict[int, tuple[int, str]], starts: list[int]) -> list[Uncovered]:
-    """Code without CFI starting at `starts` (function symbols and call targets), with the range up to
-    the symbol's end (or, without a size, the next FDE or symbol) and the symbol's name where one
-    starts there."""
+def _uncovered(sections: list[SectionCheck], names: dict[int, tuple[int, str]], starts: list[int],
+               code: list[tuple[int, memoryview]]) -> list[Uncovered]:
+    """Code without CFI starting at `starts` (function symbols, call targets and addresses lea takes),
+    with the range up to the symbol's end (or, without a size, the next FDE, symbol or start, or the
+    end of the executable segment) and the symbol's name where one starts there. Stripped assembly
+    (x264's, after the last FDE of the file) is a run of functions each known only by its start."""
     if not starts:
         return []
     boundaries = sorted({section.pc_begin[e] for section in sections for e in section.results[ENTRY::FIELDS]}
-                        | names.keys())
+                        | names.keys() | set(starts) | {vaddr + len(data) for vaddr, data in code})
 
     def end_of(address: int) -> int:
         size = names.get(address, (0, ""))[0]
