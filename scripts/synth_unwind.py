@@ -14,10 +14,11 @@ pointers) and the FDEs `fastunwind check` judges `mismatch`.
 prints, per program and mode, the samples landing there, how many of them end at an outermost
 frame (one whose declared CFI says the stack ends there, as crt1's `_start` and glibc's `clone3`
 do, or the process's entry code with rbp 0), how they ended otherwise, the frames through synthesized
-or corrected rows, samples whose stack ended `end` elsewhere (must be none), and samples without a
-derived row whose frames differ from the DWARF backend's (must be none). Exit status 1 if either
-of the last two is not zero, or if `repair` completes fewer than REQUIRED_PERCENT of the landed
-samples.
+or corrected rows, samples whose stack ended `end` elsewhere ("false ends": must be none), and
+samples without a derived row whose frames differ from the DWARF backend's ("differing": must be
+none); then the CPU time to build the compact tables of the files each recording maps with each
+mode, and to load them cached. Exit status 1 if false ends or differing samples are found, or if
+`repair` completes fewer than REQUIRED_PERCENT of the landed samples.
 """
 
 from __future__ import annotations
@@ -236,6 +237,14 @@ class ModeCount:
     def complete_percent(self) -> float:
         return 100.0 * self.complete / self.landed if self.landed else 0.0
 
+    @property
+    def within_dump_percent(self) -> float:
+        """Of the landed samples whose walk did not run past the stack dump (perf copies at most
+        64 KiB of stack, STACK_BYTES: x264's encoder frames take more), the complete ones: what
+        the unwinder could have completed."""
+        walked = self.landed - self.landed_outcomes["truncated"]
+        return 100.0 * self.complete / walked if walked else 0.0
+
 
 class _Outermost:
     """Whether a frame is an outermost one: its step is the process's entry code, or a declared row
@@ -338,11 +347,12 @@ def analyse(data_file: Path, modes: tuple[str, ...] = ("off", "missing", "repair
 
 def report(name: str, counts: list[ModeCount]) -> str:
     lines = [f"{name}: {counts[0].samples} samples walked",
-             f"  {'synth':8} {'landed':>7} {'to outermost':>14}  {'through synthesized/corrected rows':>36}  "
-             f"{'false ends':>10} {'differing':>9}  other outcomes of the landed"]
+             f"  {'synth':8} {'landed':>7} {'to outermost':>14} {'not truncated':>13}  "
+             f"{'through synthesized/corrected rows':>36}  {'false ends':>10} {'differing':>9}  "
+             "other outcomes of the landed"]
     for c in counts:
         others = ", ".join(f"{k} {v}" for k, v in c.landed_outcomes.most_common() if k != "complete") or "-"
-        lines.append(f"  {c.mode:8} {c.landed:7} {c.complete:6} ({c.complete_percent:5.1f}%)  "
+        lines.append(f"  {c.mode:8} {c.landed:7} {c.complete:6} ({c.complete_percent:5.1f}%) {c.within_dump_percent:12.1f}%  "
                      f"{c.synthesized_frames:>14} / {c.corrected_frames:<6} frames in {c.derived_samples:6} samples  "
                      f"{c.false_ends:10} {c.differing:9}  {others}")
     return "\n".join(lines)
@@ -357,9 +367,45 @@ def failures(counts: list[ModeCount]) -> list[str]:
         if c.differing:
             problems.append(f"{c.mode}: {c.differing} samples without a derived row differ from the DWARF backend")
         if c.mode == "repair" and c.complete_percent < REQUIRED_PERCENT:
-            problems.append(f"repair: {c.complete_percent:.1f}% of the landed samples complete "
+            problems.append(f"repair: {c.complete_percent:.1f}% of the landed samples complete, "
+                            f"{c.within_dump_percent:.1f}% of those within the stack dump "
                             f"(at least {REQUIRED_PERCENT}% required)")
     return problems
+
+
+def table_costs(paths: list[str], repeat: int = 3) -> dict[str, tuple[float, float]]:
+    """CPU seconds (best of `repeat`) to build the compact tables of every file of `paths` with each
+    synth mode, from the files (cold: parsed, checked and synthesized here) and from the cache."""
+    import time
+
+    from fastunwind.address_space import ModuleImage
+    from fastunwind.tables import compact
+
+    costs = {}
+    with tempfile.TemporaryDirectory(prefix="synth-tables-") as cache:
+        for mode in compact.SYNTH_MODES:
+            for path in paths:  # untimed: fills the cache
+                compact.load(ModuleImage.load(path), cache, synth=mode)
+            best = [float("inf"), float("inf")]
+            for _ in range(repeat):
+                for which, use_cache in ((0, False), (1, True)):
+                    images = [ModuleImage.load(path) for path in paths]
+                    started = time.process_time()
+                    for image in images:
+                        compact.load(image, cache, use_cache=use_cache, synth=mode)
+                    best[which] = min(best[which], time.process_time() - started)
+            costs[mode] = (best[0], best[1])
+    return costs
+
+
+def mapped_files(data_file: Path) -> list[str]:
+    """The files a recording maps (as the replay finds them)."""
+    from fastunwind.address_space import ImageCache
+    from fastunwind.perf.data import PerfData
+    from fastunwind.perf.replay import replay
+
+    spaces = replay(PerfData.open(str(data_file)), ImageCache()).session.spaces
+    return sorted({m.image.path for s in spaces for m in s.mappings if m.image is not None})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -385,6 +431,10 @@ def main(argv: list[str] | None = None) -> int:
             record(command, data_file)
             counts = analyse(data_file)
             print(report(name, counts), flush=True)
+            files = mapped_files(data_file)
+            costs = table_costs(files)
+            print(f"  compact tables of its {len(files)} files, CPU s (best of 3), built / from the cache: " +
+                  ", ".join(f"{mode} {cold:.2f} / {cached:.3f}" for mode, (cold, cached) in costs.items()), flush=True)
             problems += [f"{name}: {p}" for p in failures(counts)]
     for problem in problems:
         print(f"synth_unwind: {problem}", file=sys.stderr)
