@@ -266,16 +266,7 @@ static PyObject *flagged_samples(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "flagged_samples: the columns do not fit together");
         goto done;
     }
-    result = PyDict_New();
-    for (unsigned code = 0; result && code < 256; code++) {
-        if (!by_outcome[code])
-            continue;
-        PyObject *key = PyLong_FromUnsignedLong(code), *value = PyLong_FromUnsignedLongLong(by_outcome[code]);
-        if (!key || !value || PyDict_SetItem(result, key, value) < 0)
-            Py_CLEAR(result);
-        Py_XDECREF(key);
-        Py_XDECREF(value);
-    }
+    result = py_core_count_dict(by_outcome, 256);
 done:
     PyBuffer_Release(&outcomes);
     PyBuffer_Release(&starts);
