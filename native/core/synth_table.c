@@ -447,7 +447,7 @@ static bool synthesize_targets(fu_synth_table *t, const fu_check_image *image, c
             int64_t row, fde;
             if (!fu_image_segment_holding(image->code, image->code_count, target, 1) || in_pieces(&pieces, target) ||
                 fu_cfi_tables_find_row(t->tables, target, &row, &fde) >= 0 ||
-                bsearch(&target, tried.data, tried.len / sizeof target, sizeof target, compare_addresses))
+                (tried.len && bsearch(&target, tried.data, tried.len / sizeof target, sizeof target, compare_addresses)))
                 continue; /* not code, reached already, declared CFI's, or undecided before */
             ok = fu_buffer_append(&round, &target, sizeof target);
         }

@@ -265,7 +265,7 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
                     fu_walk_shape *shape_to_write);
 
 /* What settles a step at `lookup` (an avma) in `space` before the DWARF tables, by its backend
- * (fu_walk_cached): a compact RULE, a compiled BODY, NO_INFO (no CFI covers it, or no module
+ * (fu_walk_cached): a compact RULE (DERIVED_RULE: one derived from the machine code), a compiled BODY, NO_INFO (no CFI covers it, or no module
  * maps it: the frame pointer), NONE (the DWARF tables decide). For tests and diagnostics. */
 uint8_t fu_walk_step_source(const fu_address_space *space, uint64_t lookup);
 /* "rule", "body", "no_info", "entry_code", "derived_rule", or "interpreter" (NONE) for a
