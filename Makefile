@@ -19,8 +19,8 @@ NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch])
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
-.PHONY: all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script synth-unwind \
-        bench-check bench-trace decode-compare clean
+.PHONY: all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
+        bench-check bench-synth bench-trace decode-compare synth-unwind clean
 
 all: build
 
@@ -106,6 +106,10 @@ bench: build
 # `fastunwind check libLLVM-14.so.1` against `readelf -wF` of the same file (docs/BENCHMARKS.md).
 bench-check: build
 	$(PY) -m benchmarks.bench_check
+
+# `fastunwind synth` of libc and libLLVM-14 against `readelf -wF` of the same files (docs/BENCHMARKS.md).
+bench-synth: build
+	$(PY) -m benchmarks.bench_synth
 
 # `fastunwind check --trace`: steps per second on real commands against a bare ptrace loop.
 bench-trace: build

@@ -322,6 +322,8 @@ void fu_expr_print_llvm(fu_out *o, const uint8_t *expr, uint64_t len, unsigned a
 
 /* cfi_print.c */
 void fu_print_readelf_interp(fu_out *o, const fu_cfi_table *table);
+/* The same, the i-th FDE's header line followed by notes[i] (for i < note_count; NULL: nothing). */
+void fu_print_readelf_interp_noted(fu_out *o, const fu_cfi_table *table, const char *const *notes, size_t note_count);
 void fu_print_readelf_raw(fu_out *o, const fu_cfi_table *table);
 
 #endif

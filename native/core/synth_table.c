@@ -57,16 +57,20 @@ static bool fde_in_view(const fu_cfi_table *const tables[2], unsigned which, con
     return which == 0 || !tables[0] || fu_cfi_table_find_fde(tables[0], e->pc_begin) < 0;
 }
 
-/* The declared rows of `fde` that are in force over [from, to): the one at `from`, then those
- * starting inside. */
-static bool add_declared_rows(fu_synth_table *t, unsigned which, const fu_entry *fde, uint64_t from, uint64_t to)
+/* The declared rows of `fde` that are in force over [from, to): the one at `from` (unless the row
+ * before it, the range's since `range_first_row`, is that one already), then those starting inside. */
+static bool add_declared_rows(fu_synth_table *t, unsigned which, const fu_entry *fde, uint32_t range_first_row,
+                              uint64_t from, uint64_t to)
 {
     const fu_cfi_table *table = t->tables[which];
     uint32_t first = fde->first_row, end = fde->first_row + fde->row_count;
     uint32_t r = first;
     while (r + 1 < end && table->row_address[r + 1] <= from)
         r++;
-    if (!add_row(t, from, (uint8_t)which, table->row_state[r]))
+    size_t rows = row_count(t);
+    const fu_synth_table_row *previous = rows > range_first_row ? row_at(t, rows - 1) : NULL;
+    if (!(previous && previous->table == which && previous->state == table->row_state[r]) &&
+        !add_row(t, from, (uint8_t)which, table->row_state[r]))
         return false;
     uint64_t last = from;
     for (r++; r < end && table->row_address[r] < to; r++) {
@@ -176,7 +180,7 @@ static void without_derived(collector *c, uint64_t from, uint64_t to)
         close_piece(c, from);
         return;
     }
-    if (!add_declared_rows(c->t, c->which, c->fde, from, to))
+    if (!add_declared_rows(c->t, c->which, c->fde, c->range.first_row, from, to))
         c->failed = true;
     c->last_derived = false;
 }
@@ -480,6 +484,31 @@ static bool synthesize_targets(fu_synth_table *t, const fu_check_image *image, c
     return ok;
 }
 
+/* A synthesized range ends where the next range starts: code without CFI found from two starts (a
+ * function symbol and a call target inside it) must not give overlapping FDEs. Its rows past the
+ * new end go with it. */
+static void clip_synthesized(fu_synth_table *t)
+{
+    size_t count = fu_synth_table_range_count(t);
+    for (size_t i = 0; i + 1 < count; i++) {
+        fu_synth_range *r = range_at(t, i);
+        uint64_t next = range_at(t, i + 1)->start;
+        if (r->origin != FU_ORIGIN_SYNTHESIZED || next >= r->end)
+            continue;
+        r->end = next;
+        while (r->row_count && row_at(t, r->first_row + r->row_count - 1)->address >= next) {
+            r->row_count--;
+            r->derived_rows--; /* a synthesized range's rows are all derived */
+        }
+    }
+    /* a range left without rows (the next one starts at its start) is no FDE */
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++)
+        if (range_at(t, i)->row_count || range_at(t, i)->origin != FU_ORIGIN_SYNTHESIZED)
+            *range_at(t, kept++) = *range_at(t, i);
+    t->ranges.len = kept * sizeof(fu_synth_range);
+}
+
 fu_status fu_synth_table_build(fu_synth_table *t, const fu_synth_request *request, fu_error *err)
 {
     const fu_check_image *image = request->image;
@@ -529,6 +558,7 @@ fu_status fu_synth_table_build(fu_synth_table *t, const fu_synth_request *reques
     targets.data = NULL;
     if (fu_synth_table_range_count(t) > 1)
         qsort(t->ranges.data, fu_synth_table_range_count(t), sizeof(fu_synth_range), compare_ranges);
+    clip_synthesized(t);
     return FU_OK;
 failed:
     free(targets.data);
@@ -549,12 +579,17 @@ enum {
     CFA_expression = 0x10, CFA_offset_extended_sf = 0x11, CFA_def_cfa_sf = 0x12, CFA_val_offset_sf = 0x15,
     CFA_val_expression = 0x16,
 };
-enum { OP_breg0 = 0x70, OP_bregx = 0x92, OP_consts = 0x11, OP_plus = 0x22 };
+/* The CIEs' data alignment factors: -8, as compilers write for x86-64 (every save slot is 8 bytes:
+ * DW_CFA_offset's operand is one byte), and 1 for an FDE with an offset that -8 does not factor
+ * (hand-written or hostile CFI), so that every offset is encoded exactly, never rewritten as an
+ * expression. */
 #define DATA_ALIGNMENT (-8)
+#define EXACT_ALIGNMENT 1
 #define CIE_SIZE 16 /* length field included, padded */
 
 typedef struct encoder {
     fu_buffer *out;
+    int64_t data_alignment; /* of the CIE of the entry being encoded */
     bool failed;
 } encoder;
 
@@ -668,18 +703,6 @@ static void put_expression(encoder *e, const rules *r, fu_rule rule)
     put(e, r->section + rule.value, rule.expr_len);
 }
 
-/* An offset from the CFA that DATA_ALIGNMENT cannot factor, as the expression CFA + value (the CFA
- * is pushed before DW_CFA_expression's expression runs, DWARF 5 §6.4.2.3). */
-static void put_offset_expression(encoder *e, int64_t value)
-{
-    uint8_t bytes[12];
-    bytes[0] = OP_consts;
-    size_t n = 1 + sleb_bytes(bytes + 1, value);
-    bytes[n++] = OP_plus;
-    put_uleb(e, n);
-    put(e, bytes, n);
-}
-
 static void put_cfa(encoder *e, const rules *prev, const rules *cur)
 {
     fu_rule p = prev->cfa, c = cur->cfa;
@@ -702,24 +725,10 @@ static void put_cfa(encoder *e, const rules *prev, const rules *cur)
             put_uleb(e, c.reg);
             put_uleb(e, (uint64_t)c.value);
         }
-    } else if (c.value % DATA_ALIGNMENT == 0) {
+    } else {
         put_u8(e, CFA_def_cfa_sf);
         put_uleb(e, c.reg);
-        put_sleb(e, c.value / DATA_ALIGNMENT);
-    } else { /* DW_OP_bregN value (DW_OP_bregx past register 31): the CFA itself */
-        uint8_t expression[24];
-        size_t n = 0;
-        if (c.reg < 32) {
-            expression[n++] = (uint8_t)(OP_breg0 + c.reg);
-        } else {
-            expression[n++] = OP_bregx;
-            expression[n++] = (uint8_t)(0x80 | (c.reg & 0x7f)); /* reg < FU_MAX_COLUMNS: two ULEB bytes */
-            expression[n++] = (uint8_t)(c.reg >> 7);
-        }
-        n += sleb_bytes(expression + n, c.value);
-        put_u8(e, CFA_def_cfa_expression);
-        put_uleb(e, n);
-        put(e, expression, n);
+        put_sleb(e, c.value / e->data_alignment);
     }
 }
 
@@ -741,17 +750,13 @@ static void put_column(encoder *e, unsigned column, const rules *cur, fu_rule ru
         return;
     case FU_RULE_OFFSET:
     case FU_RULE_VAL_OFFSET:
-        if (rule.value % DATA_ALIGNMENT) {
-            put_u8(e, rule.kind == FU_RULE_OFFSET ? CFA_expression : CFA_val_expression);
-            put_uleb(e, column);
-            put_offset_expression(e, rule.value);
-        } else if (rule.kind == FU_RULE_OFFSET && column < 64 && rule.value / DATA_ALIGNMENT >= 0) {
+        if (rule.kind == FU_RULE_OFFSET && column < 64 && rule.value / e->data_alignment >= 0) {
             put_u8(e, (uint8_t)(CFA_offset | column));
-            put_uleb(e, (uint64_t)(rule.value / DATA_ALIGNMENT));
+            put_uleb(e, (uint64_t)(rule.value / e->data_alignment));
         } else {
             put_u8(e, rule.kind == FU_RULE_OFFSET ? CFA_offset_extended_sf : CFA_val_offset_sf);
             put_uleb(e, column);
-            put_sleb(e, rule.value / DATA_ALIGNMENT);
+            put_sleb(e, rule.value / e->data_alignment);
         }
         return;
     case FU_RULE_REGISTER:
@@ -854,7 +859,7 @@ static size_t put_cie(encoder *e, const rules *initial)
     put_u8(e, 1);               /* version */
     put_u8(e, 0);               /* augmentation "" */
     put_uleb(e, 1);             /* code alignment */
-    put_sleb(e, DATA_ALIGNMENT);
+    put_sleb(e, e->data_alignment);
     put_u8(e, FU_RETURN_ADDRESS_COLUMN);
     rules *none = calloc(1, sizeof *none);
     if (!none) {
@@ -867,34 +872,44 @@ static size_t put_cie(encoder *e, const rules *initial)
     return at;
 }
 
-/* Whether a range has a row without a CFA or return address rule (CIE_EMPTY). */
-static bool leaves_unspecified(const fu_synth_table *t, const fu_synth_range *range)
+static bool factors(int64_t value) { return value % DATA_ALIGNMENT == 0; }
+
+/* What a range's CIE must be: *empty, for a row without a CFA or return-address rule (CIE_EMPTY);
+ * *exact, for an offset that DATA_ALIGNMENT does not factor (EXACT_ALIGNMENT). */
+static void range_needs(const fu_synth_table *t, const fu_synth_range *range, rules *scratch, bool *empty, bool *exact)
 {
+    *empty = *exact = false;
     for (uint32_t r = 0; r < range->row_count; r++) {
-        const fu_synth_table_row *row = row_at(t, range->first_row + r);
-        if (row->table == FU_SYNTH_ROW_DERIVED)
-            continue;
-        const fu_cfi_table *table = t->tables[row->table];
-        const fu_state *state = fu_cfi_table_state(table, row->state);
-        if (state->cfa.kind == FU_RULE_UNSPECIFIED ||
-            fu_state_rule(table, state, FU_RETURN_ADDRESS_COLUMN).kind == FU_RULE_UNSPECIFIED)
-            return true;
+        load_rules(t, row_at(t, range->first_row + r), scratch);
+        if (scratch->cfa.kind == FU_RULE_UNSPECIFIED ||
+            !(scratch->has[FU_RETURN_ADDRESS_COLUMN / 64] >> (FU_RETURN_ADDRESS_COLUMN % 64) & 1))
+            *empty = true;
+        if (scratch->cfa.kind == FU_CFA_REG_OFFSET && scratch->cfa.value < 0 && !factors(scratch->cfa.value))
+            *exact = true;
+        for (unsigned w = 0; w < FU_MAX_COLUMNS / 64; w++)
+            for (uint64_t bits = scratch->has[w]; bits; bits &= bits - 1) {
+                fu_rule rule = scratch->column[w * 64 + (unsigned)__builtin_ctzll(bits)];
+                if ((rule.kind == FU_RULE_OFFSET || rule.kind == FU_RULE_VAL_OFFSET) && !factors(rule.value))
+                    *exact = true;
+            }
     }
-    return false;
 }
 
 fu_status fu_synth_table_encode(const fu_synth_table *t, fu_buffer *out, fu_error *err)
 {
-    encoder e = {out, false};
-    rules *work = calloc(3, sizeof *work); /* the CIE's rules, the previous row's, this row's */
+    encoder e = {out, DATA_ALIGNMENT, false};
+    /* the CIE's rules, the previous row's, this row's, scratch */
+    rules *work = calloc(4, sizeof *work);
     if (!work)
         return fu_fail(err, FU_ERR_NOMEM, "out of memory");
-    size_t cies[2];
     rules *prev = &work[0], *cur = &work[1], *cie = &work[2];
+    /* per alignment (DATA_ALIGNMENT, EXACT_ALIGNMENT) and kind: the CIE's offset, SIZE_MAX until an
+     * FDE needs it; the usual two first */
+    size_t cies[2][2] = {{0, 0}, {SIZE_MAX, SIZE_MAX}};
     entry_row_rules(cie);
-    cies[CIE_ENTRY_ROW] = put_cie(&e, cie);
+    cies[0][CIE_ENTRY_ROW] = put_cie(&e, cie);
     clear_rules(cie);
-    cies[CIE_EMPTY] = put_cie(&e, cie);
+    cies[0][CIE_EMPTY] = put_cie(&e, cie);
     for (size_t i = 0; i < fu_synth_table_range_count(t) && !e.failed; i++) {
         const fu_synth_range *range = range_at(t, i);
         if (range->end - range->start > UINT32_MAX) {
@@ -904,12 +919,17 @@ fu_status fu_synth_table_encode(const fu_synth_table *t, fu_buffer *out, fu_erro
         }
         const fu_entry *declared = range->origin == FU_ORIGIN_DECLARED ? &t->tables[range->table]->entries[range->entry]
                                                                        : NULL;
-        bool empty_cie = leaves_unspecified(t, range);
-        size_t cie_offset = cies[empty_cie ? CIE_EMPTY : CIE_ENTRY_ROW];
+        bool empty_cie, exact;
+        range_needs(t, range, &work[3], &empty_cie, &exact);
+        e.data_alignment = exact ? EXACT_ALIGNMENT : DATA_ALIGNMENT;
         if (empty_cie)
             clear_rules(cie);
         else
             entry_row_rules(cie);
+        size_t *shared_cie = &cies[exact][empty_cie ? CIE_EMPTY : CIE_ENTRY_ROW];
+        if (*shared_cie == SIZE_MAX)
+            *shared_cie = put_cie(&e, cie);
+        size_t cie_offset = *shared_cie;
         if (declared && declared->all_nops && range->row_count) {
             load_rules(t, row_at(t, range->first_row), cur);
             if (!same_rules(cie, cur)) {

@@ -34,7 +34,7 @@
 /* Ranges (FDEs) of one view: twice the FDEs of libLLVM-14 (95k) many times over; a hostile file
  * with more is refused (FU_ERR_INVALID, naming the limit). */
 #define FU_SYNTH_TABLE_MAX_RANGES (1u << 22)
-/* Rows of one view: libLLVM-14 has 1.1M declared rows. */
+/* Rows of one view: libLLVM-14 has 861k declared rows. */
 #define FU_SYNTH_TABLE_MAX_ROWS (1u << 26)
 /* Code without CFI interpreted per file (ranges from symbols and call targets), so that a file
  * listing millions of tiny "functions" over one huge range stays bounded: the same budget check
@@ -74,7 +74,8 @@ typedef struct fu_synth_range {
 typedef struct fu_synth_uncovered_result {
     uint64_t start, end;
     uint8_t outcome;       /* fu_synth_outcome: FU_SYNTH_DECIDED, or FU_SYNTH_UNDECIDED with `reason` */
-    uint32_t ranges;       /* synthesized ranges made from it (pieces between unknown rows) */
+    uint32_t ranges;       /* synthesized ranges made from it (pieces between unknown rows), before
+                            * those overlapping the next range are cut */
     char reason[FU_SYNTH_REASON_MAX];
 } fu_synth_uncovered_result;
 
@@ -110,12 +111,13 @@ static inline size_t fu_synth_table_range_count(const fu_synth_table *table)
     return table->ranges.len / sizeof(fu_synth_range);
 }
 
-/* The view as a `.debug_frame` section (DWARF 5 §6.4.1, CIE version 1): one CIE (code alignment 1,
- * data alignment -8, return address column 16, no initial instructions, so that every column starts
- * without a rule), then one FDE per range in order, absolute 8-byte addresses, each entry padded
- * with DW_CFA_nop to 8 bytes. A declared range also names every column its FDE named (readelf
- * shows those columns), with DW_CFA_restore where no row gives it a rule. Into `out`, empty (its
- * offsets are the section's). */
+/* The view as a `.debug_frame` section (DWARF 5 §6.4.1, CIE version 1, code alignment 1, return
+ * address column 16, absolute 8-byte addresses, every entry padded with DW_CFA_nop to 8 bytes): the
+ * CIEs an FDE may use (the ABI's entry row or no rule at all as initial rules; data alignment -8, or
+ * 1 for FDEs with offsets -8 does not factor; see synth_table.c), then one FDE per range in order,
+ * each row the instructions that turn the previous row into it. A declared range also names every
+ * column its FDE named (readelf shows those columns), with DW_CFA_restore where no row gives it a
+ * rule. Into `out`, empty (its offsets are the section's). */
 fu_status fu_synth_table_encode(const fu_synth_table *table, fu_buffer *out, fu_error *err);
 
 #endif

@@ -201,6 +201,8 @@ static void run_synth_table(const fu_check_image *image, const fu_check_batch *b
             const fu_synth_range *r = &ranges[i];
             CHECK(r->start < r->end && r->origin <= FU_ORIGIN_SYNTHESIZED, "range %zu malformed", i);
             CHECK(i == 0 || ranges[i - 1].start <= r->start, "ranges not sorted");
+            CHECK(r->origin != FU_ORIGIN_SYNTHESIZED || i + 1 == count || ranges[i + 1].start >= r->end,
+                  "a synthesized range overlaps the next one");
             CHECK((uint64_t)r->first_row + r->row_count <= table.rows.len / sizeof *rows, "rows out of the buffer");
             for (uint32_t k = 0; k < r->row_count; k++) {
                 const fu_synth_table_row *row = &rows[r->first_row + k];

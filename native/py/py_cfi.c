@@ -80,18 +80,46 @@ static int table_init(CfiTableObject *self, PyObject *args, PyObject *kwargs)
 
 static PyObject *table_render(CfiTableObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"raw", "fd", NULL};
+    static char *kwlist[] = {"raw", "fd", "notes", NULL};
     int raw = 0, fd = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|pi", kwlist, &raw, &fd))
+    PyObject *notes_object = NULL, *notes_list = NULL;
+    const char **notes = NULL;
+    Py_ssize_t note_count = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|piO", kwlist, &raw, &fd, &notes_object))
         return NULL;
+    if (notes_object && notes_object != Py_None) {
+        if (raw) {
+            PyErr_SetString(PyExc_ValueError, "notes are printed with the interpreted rows only");
+            return NULL;
+        }
+        notes_list = PySequence_Fast(notes_object, "notes must be a sequence of str");
+        if (!notes_list)
+            return NULL;
+        note_count = PySequence_Fast_GET_SIZE(notes_list);
+        notes = PyMem_Calloc(note_count ? (size_t)note_count : 1, sizeof *notes);
+        if (!notes) {
+            Py_DECREF(notes_list);
+            return PyErr_NoMemory();
+        }
+        for (Py_ssize_t i = 0; i < note_count; i++) {
+            PyObject *item = PySequence_Fast_GET_ITEM(notes_list, i);
+            if (item != Py_None && !(notes[i] = PyUnicode_AsUTF8(item))) {
+                PyMem_Free(notes);
+                Py_DECREF(notes_list);
+                return NULL;
+            }
+        }
+    }
     fu_out out = {.fd = fd};
     Py_BEGIN_ALLOW_THREADS
     if (raw)
         fu_print_readelf_raw(&out, &self->table);
     else
-        fu_print_readelf_interp(&out, &self->table);
+        fu_print_readelf_interp_noted(&out, &self->table, notes, (size_t)note_count);
     fu_out_flush(&out);
     Py_END_ALLOW_THREADS
+    PyMem_Free(notes);
+    Py_XDECREF(notes_list);
     if (out.failed) {
         free(out.buf);
         if (fd >= 0)
@@ -342,7 +370,8 @@ static PyGetSetDef table_getset[] = {
 
 static PyMethodDef table_methods[] = {
     {"render", (PyCFunction)(void (*)(void))table_render, METH_VARARGS | METH_KEYWORDS,
-     "render(raw=False, fd=-1): readelf -wF (or -wf with raw) text; written to fd if given, else returned as bytes"},
+     "render(raw=False, fd=-1, notes=None): readelf -wF (or -wf with raw) text; written to fd if given, else "
+     "returned as bytes; notes: a str (or None) per FDE, printed after its header line"},
     {"state", (PyCFunction)table_state, METH_O, "state(i) -> (cfa_rule, ((column, rule), ...))"},
     {"entry", (PyCFunction)table_entry, METH_O, "entry(i) -> dict of the entry's fields"},
     {"rows", (PyCFunction)table_rows, METH_NOARGS, "rows() -> (uint64 addresses, uint32 state ids) as bytes"},

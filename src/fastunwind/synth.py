@@ -21,9 +21,10 @@ the printers and the walker take like any other CFI table.
 from __future__ import annotations
 
 import array
+import json
 import os
-import re
 from collections.abc import Callable
+from typing import BinaryIO
 from dataclasses import dataclass
 
 from fastunwind import _core
@@ -124,10 +125,6 @@ def synthesize(path: str, mode: str = "missing", *, jobs: int = 1,
                      checked, int(counts["corrected_kept_declared"]))
 
 
-_FDE_HEADER = re.compile(rb"^[0-9a-f]{8} [0-9a-f]{16} [0-9a-f]{8} FDE cie=[0-9a-f]{8} pc=[0-9a-f]+\.\.[0-9a-f]+$",
-                         re.MULTILINE)
-
-
 def origin_note(r: SynthRange, symbol: str = "") -> str:
     """What an FDE header of the printed table says about where its rows come from."""
     if r.origin == "synthesized":
@@ -135,49 +132,49 @@ def origin_note(r: SynthRange, symbol: str = "") -> str:
     return f"{r.origin}: {r.section} entry {r.entry}"
 
 
-def render(synthesis: Synthesis) -> bytes:
+def render(synthesis: Synthesis, fd: int = -1) -> bytes:
     """The view in `readelf --debug-dump=frames-interp` layout: readelf's text for the `.debug_frame`
-    section it is written as, each FDE header followed by the origin of its rows ("declared: ...",
-    "corrected: ...", "synthesized: no CFI ..."). Rows are readelf's own: a declared FDE's print
-    exactly as readelf prints them from the file."""
-    text = synthesis.table.render()
-    assert text is not None
+    section it is written as, each FDE header followed by `  # ` and the origin of its rows
+    ("declared: ...", "corrected: ...", "synthesized: no CFI ..."). Rows are readelf's own: a declared
+    FDE's print exactly as readelf prints them from the file. Written to `fd` (printed in C, a chunk at
+    a time) if given, else returned."""
     names = {u.start: u.symbol for u in synthesis.uncovered}
-    notes = iter(synthesis.ranges)
-
-    def annotate(match: re.Match[bytes]) -> bytes:
-        r = next(notes)
-        return match.group(0) + b"  # " + origin_note(r, names.get(r.start, "")).encode()
-
-    return _FDE_HEADER.sub(annotate, text)
+    notes = ["  # " + origin_note(r, names.get(r.start, "")) for r in synthesis.ranges]
+    text = synthesis.table.render(fd=fd, notes=notes)
+    return text if text is not None else b""
 
 
-def to_json(synthesis: Synthesis) -> dict[str, object]:
-    """{"file", "mode", "fdes": [{"pc_begin", "pc_end", "origin", "section", "entry", "rows": [{"address",
-    "cfa", registers...}]}], "uncovered": [...]}: rules as text ("rsp+8", "c-8", "same value", "in rdi",
-    "undefined", "exp")."""
+def write_json(synthesis: Synthesis, out: BinaryIO) -> None:
+    """Write {"file", "mode", "fdes": [{"pc_begin", "pc_end", "origin", "section", "entry", "derived_rows",
+    "rows": [{"address", "cfa", registers...}]}], "uncovered": [...], "corrected_kept_declared"} to `out`,
+    one FDE at a time (libLLVM-14 has 861k rows): rules as text ("rsp+8", "c-8", "same value",
+    "in rdi", "undefined", "exp DW_OP_..."), a register without a rule left out."""
     table = synthesis.table
-    row_address = array.array("Q", table.rows()[0])
-    row_state = array.array("I", table.rows()[1])
+    row_bytes, state_bytes = table.rows()
+    row_address = array.array("Q", row_bytes)
+    row_state = array.array("I", state_bytes)
     kinds, first_rows, row_counts, _begin, _range = table.entry_arrays()
     first = array.array("I", first_rows)
     count = array.array("I", row_counts)
-    states: dict[int, dict[str, str]] = {}
-    fdes = []
+    #: per state, its rules as the JSON members after "address"
+    members: dict[int, str] = {}
+    out.write(b'{"file": ' + json.dumps(synthesis.path).encode() + b', "mode": "' + synthesis.mode.encode()
+              + b'", "fdes": [')
     fde_entries = [i for i, kind in enumerate(kinds) if kind == ENTRY_FDE]
-    for r, entry in zip(synthesis.ranges, fde_entries):
+    for n, (r, entry) in enumerate(zip(synthesis.ranges, fde_entries)):
         rows = []
         for k in range(first[entry], first[entry] + count[entry]):
             state = row_state[k]
-            if state not in states:
-                states[state] = _state_json(table, state)
-            rows.append({"address": row_address[k], **states[state]})
-        fdes.append({"pc_begin": r.start, "pc_end": r.end, "origin": r.origin, "section": r.section,
-                     "entry": r.entry, "derived_rows": r.derived_rows, "rows": rows})
-    return {"file": synthesis.path, "mode": synthesis.mode, "fdes": fdes,
-            "uncovered": [{"start": u.start, "end": u.end, "symbol": u.symbol, "decided": u.decided,
-                           "fdes": u.ranges, "reason": u.reason} for u in synthesis.uncovered],
-            "corrected_kept_declared": synthesis.corrected_kept_declared}
+            if state not in members:
+                members[state] = json.dumps(_state_json(table, state))[1:-1]
+            rows.append(f'{{"address": {row_address[k]}, {members[state]}}}')
+        head = json.dumps({"pc_begin": r.start, "pc_end": r.end, "origin": r.origin, "section": r.section,
+                           "entry": r.entry, "derived_rows": r.derived_rows})[:-1]
+        out.write(f'{", " if n else ""}{head}, "rows": [{", ".join(rows)}]}}'.encode())
+    uncovered = [{"start": u.start, "end": u.end, "symbol": u.symbol, "decided": u.decided, "fdes": u.ranges,
+                  "reason": u.reason} for u in synthesis.uncovered]
+    out.write(b'], "uncovered": ' + json.dumps(uncovered).encode() + b', "corrected_kept_declared": '
+              + str(synthesis.corrected_kept_declared).encode() + b"}\n")
 
 
 def _state_json(table: _core.CfiTable, state: int) -> dict[str, str]:

@@ -2,20 +2,26 @@
 gets synthesized rows, a function whose CFI misses its `sub rsp` gets corrected rows in the
 `repair` view only, and the compiler's own FDEs stay as declared. The debug file written from the
 table reads in readelf and llvm-dwarfdump-14 as synth prints it, and gdb, finding it by build-id,
-backtraces through both functions to main, where without it it stops."""
+backtraces through both functions to main, where without it it stops; so does eu-stack (libdw)
+through the synthesized one. A function gcc -O2 compiled without unwind tables gets the same."""
 
 from __future__ import annotations
 
+import io
+import json
 import re
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from fastunwind import synth
+from fastunwind import _core, synth
 from fastunwind.elf import ElfFile
 from tests.support.llvm_rows import LLVM_DWARFDUMP, compare
+from scripts import oracle_files
 from tests.support.tools import run_readelf
 
 ASSEMBLY = r"""
@@ -59,7 +65,9 @@ MAIN = r"""
 #include <stdlib.h>
 long no_cfi_frame(long (*)(long), long);
 long missing_sub_adjust(long (*)(long), long);
-__attribute__((noinline)) long leaf(long x) { __asm__ volatile("" ::: "memory"); return x + 1; }
+#include <signal.h>
+/* with an argument, the program stops itself here (for eu-stack) */
+__attribute__((noinline)) long leaf(long x) { if (x > 1) raise(SIGSTOP); __asm__ volatile("" ::: "memory"); return x + 1; }
 int main(int argc, char **argv) {
     (void)argv;
     printf("%ld\n", no_cfi_frame(leaf, argc) + missing_sub_adjust(leaf, argc));
@@ -100,8 +108,15 @@ def symbol(path: Path, name: str) -> int:
         return next(s.value for s in elf.symbols() if s.name == name)
 
 
-def rows_of(json: dict[str, object], start: int) -> tuple[str, list[tuple[int, str, dict[str, str]]]]:
-    fde = next(f for f in json["fdes"] if f["pc_begin"] == start)  # type: ignore[union-attr,index]
+def as_json(synthesis: synth.Synthesis) -> dict[str, object]:
+    out = io.BytesIO()
+    synth.write_json(synthesis, out)
+    loaded: dict[str, object] = json.loads(out.getvalue())
+    return loaded
+
+
+def rows_of(document: dict[str, object], start: int) -> tuple[str, list[tuple[int, str, dict[str, str]]]]:
+    fde = next(f for f in document["fdes"] if f["pc_begin"] == start)  # type: ignore[union-attr,index]
     return fde["origin"], [(row["address"] - start, row["cfa"], {k: v for k, v in row.items()
                                                                   if k not in ("address", "cfa", "ra")})
                            for row in fde["rows"]]
@@ -109,15 +124,15 @@ def rows_of(json: dict[str, object], start: int) -> tuple[str, list[tuple[int, s
 
 @pytest.mark.parametrize("mode", ["missing", "repair"])
 def test_code_without_cfi_gets_the_rows_its_code_implies(program: Path, mode: str) -> None:
-    json = synth.to_json(synth.synthesize(str(program), mode))
-    assert rows_of(json, symbol(program, "no_cfi_frame")) == ("synthesized", NO_CFI_FRAME_ROWS)
+    document = as_json(synth.synthesize(str(program), mode))
+    assert rows_of(document, symbol(program, "no_cfi_frame")) == ("synthesized", NO_CFI_FRAME_ROWS)
 
 
 def test_wrong_cfi_is_corrected_in_the_repair_view_only(program: Path) -> None:
     start = symbol(program, "missing_sub_adjust")
-    assert rows_of(synth.to_json(synth.synthesize(str(program), "repair")), start) == (
+    assert rows_of(as_json(synth.synthesize(str(program), "repair")), start) == (
         "corrected", MISSING_SUB_ADJUST_ROWS)
-    origin, rows = rows_of(synth.to_json(synth.synthesize(str(program), "missing")), start)
+    origin, rows = rows_of(as_json(synth.synthesize(str(program), "missing")), start)
     # the file's own rows: rsp+16 from the push to the pop, the sub not declared
     assert origin == "declared" and rows == [(0x0, "rsp+8", {}), (0x1, "rsp+16", {"rbx": "c-16"}),
                                              (0x12, "rsp+8", {"rbx": "c-16"})]
@@ -194,3 +209,131 @@ def test_gdb_unwinds_through_the_synthesized_and_corrected_rows(program: Path, d
     # the missing view leaves the declared (wrong) rows, which gdb still follows
     missing = gdb_backtraces(program, debug_files["missing"])
     assert missing[0][:3] == ["leaf", "no_cfi_frame", "main"] and "main" not in missing[1], missing
+
+
+@pytest.mark.parametrize("command", ["table", "synth"])
+def test_a_reader_going_away_ends_the_printing_quietly(command: str) -> None:
+    """`fastunwind synth libc.so.6 | head -1`: the write fails with EPIPE; the printer stops there
+    (it once went on filling its buffer past its end) and the command exits 0, as readelf does."""
+    path = "/lib/x86_64-linux-gnu/libc.so.6"
+    reader = subprocess.Popen(oracle_files.tool_command([command, path]), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=oracle_files.subprocess_env())
+    assert reader.stdout is not None
+    reader.stdout.readline()
+    reader.stdout.close()
+    assert reader.wait(timeout=120) == 0, reader.stderr.read() if reader.stderr else ""
+
+
+def wait_stopped(process: subprocess.Popen[bytes]) -> None:
+    for _ in range(200):
+        with open(f"/proc/{process.pid}/stat") as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        time.sleep(0.05)
+    pytest.fail("the program did not stop in leaf")
+
+
+def eu_stack(pid: int, debuginfo_path: str) -> list[str]:
+    result = subprocess.run(["eu-stack", "-p", str(pid), f"--debuginfo-path={debuginfo_path}"],
+                            capture_output=True, text=True, timeout=60)
+    return [line.split()[-1] for line in result.stdout.splitlines() if re.match(r"^#\d+ ", line)]
+
+
+def test_eu_stack_unwinds_through_the_synthesized_rows(program: Path, debug_files: dict[str, Path],
+                                                       tmp_path: Path) -> None:
+    """libdw (eu-stack's unwinder) finds the debug file by build-id under its debuginfo path and
+    uses its `.debug_frame` where the file's `.eh_frame` has no FDE: through no_cfi_frame to main.
+    It looks in `.eh_frame` first, so a corrected FDE does not replace the declared one there."""
+    if shutil.which("eu-stack") is None:
+        pytest.skip("eu-stack is not installed")
+    process = subprocess.Popen([str(program), "stop"], stdout=subprocess.DEVNULL)
+    try:
+        wait_stopped(process)
+        without = eu_stack(process.pid, str(tmp_path))
+        with_file = eu_stack(process.pid, f"{debug_files['repair']}:/usr/lib/debug")
+        process.send_signal(signal.SIGCONT)
+        time.sleep(0.2)
+        wait_stopped(process)  # again, in leaf called from missing_sub_adjust
+        corrected = eu_stack(process.pid, f"{debug_files['repair']}:/usr/lib/debug")
+    finally:
+        process.kill()
+        process.wait()
+    at = without.index("leaf")
+    assert without[at + 1] == "no_cfi_frame" and "main" not in without, without
+    at = with_file.index("leaf")
+    assert with_file[at + 1:at + 3] == ["no_cfi_frame", "main"] and with_file[-1] == "_start", with_file
+    assert "missing_sub_adjust" in corrected and "main" not in corrected, corrected
+
+
+def test_cli_json_table_and_failure(program: Path, fastunwind_cli, tmp_path: Path) -> None:
+    """The verb: --json parses and names every FDE's origin, -o writes the table there, a file that is
+    not ELF is one line on stderr and exit status 1."""
+    listed = fastunwind_cli(["synth", "--mode", "repair", "--json", program])
+    assert listed.returncode == 0, listed.stderr
+    document = json.loads(listed.stdout)
+    assert {f["origin"] for f in document["fdes"]} == {"declared", "corrected", "synthesized"}
+    out = tmp_path / "table.txt"
+    written = fastunwind_cli(["synth", "-o", out, program])
+    assert written.returncode == 0 and written.stdout == b"" and b"# synthesized: no CFI (no_cfi_frame)" in out.read_bytes()
+    (tmp_path / "not-elf").write_bytes(b"hello")
+    failed = fastunwind_cli(["synth", tmp_path / "not-elf"])
+    assert failed.returncode == 1 and failed.stderr.startswith(b"fastunwind: error:") and failed.stderr.count(b"\n") == 1
+
+
+def test_the_compact_table_builder_takes_the_view(program: Path) -> None:
+    """The view's CfiTable is all a compact table needs (the walker's fast path): its rules at the
+    synthesized and corrected instructions are the derived ones."""
+    synthesis = synth.synthesize(str(program), "repair")
+    table = _core.CompactTable(_core.build_compact_table(synthesis.table, None, _core.COMPACT_KEY_FILE_HASH,
+                                                         bytes(32)))
+
+    def rule_at(address: int) -> tuple[str, int, int, dict[int, int]]:
+        found = table.lookup(address)
+        assert found is not None
+        rule = table.rule(found[1])
+        return rule["cfa"], rule["offset"], rule["ra_offset"], rule["saved"]
+
+    no_cfi, corrected = symbol(program, "no_cfi_frame"), symbol(program, "missing_sub_adjust")
+    assert rule_at(no_cfi + 0xa) == ("rsp", 64, -8, {12: -24})
+    assert rule_at(corrected + 0x8) == ("rsp", 48, -8, {3: -16})
+
+
+NO_UNWIND_TABLES = r"""
+long mid_no_cfi(long (*f)(long), long x) {
+    volatile long buf[8];
+    for (int i = 0; i < 8; i++)
+        buf[i] = x + i;
+    return f(buf[x & 7]) + buf[3];
+}
+"""
+
+NO_UNWIND_TABLES_MAIN = r"""
+#include <stdio.h>
+long mid_no_cfi(long (*)(long), long);
+__attribute__((noinline)) long leaf(long x) { __asm__ volatile("" ::: "memory"); return x + 1; }
+int main(int argc, char **argv) { (void)argv; printf("%ld\n", mid_no_cfi(leaf, argc)); return 0; }
+"""
+
+
+def test_gdb_unwinds_through_compiled_code_built_without_unwind_tables(tmp_path: Path) -> None:
+    """gcc -O2 -fno-asynchronous-unwind-tables: a function with a 0x48-byte frame and no FDE. gdb,
+    without CFI, takes its stack's contents for return addresses (frames 1, 2, 3 ... of garbage);
+    with the synthesized rows it reaches main."""
+    (tmp_path / "mid.c").write_text(NO_UNWIND_TABLES)
+    (tmp_path / "main.c").write_text(NO_UNWIND_TABLES_MAIN)
+    program = tmp_path / "no-unwind-tables"
+    for command in (["gcc", "-O2", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-c", "-o",
+                     str(tmp_path / "mid.o"), str(tmp_path / "mid.c")],
+                    ["gcc", "-O1", "-Wl,--build-id", "-o", str(program), str(tmp_path / "main.c"),
+                     str(tmp_path / "mid.o")]):
+        built = subprocess.run(command, capture_output=True, text=True)
+        if built.returncode != 0:
+            pytest.fail(f"{' '.join(command)} failed:\n{built.stderr}", pytrace=False)
+    synthesis = synth.synthesize(str(program), "missing")
+    start = symbol(program, "mid_no_cfi")
+    assert next(r for r in synthesis.ranges if r.start == start).origin == "synthesized"
+    (tmp_path / "debug").mkdir()
+    synth.write_debug_file(synthesis, str(tmp_path / "debug"))
+    without = gdb_backtraces(program, tmp_path / "nothing")
+    assert without[0][:2] == ["leaf", "mid_no_cfi"] and "main" not in without[0], without
+    assert gdb_backtraces(program, tmp_path / "debug")[0][:3] == ["leaf", "mid_no_cfi", "main"]

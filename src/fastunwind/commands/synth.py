@@ -11,10 +11,11 @@ The table is printed in the layout of `readelf --debug-dump=frames-interp` (-wF)
 `# corrected: ...` or `# synthesized: ...`; a declared FDE's rows are byte for byte those readelf
 prints for the file itself. `--json` gives the FDEs with their pc ranges, origins and rows.
 
-`--write-debug-file OUT` writes an ELF debug file (the layout of `objcopy --only-keep-debug`: section
-headers, the notes and the build-id, no code) whose `.debug_frame` holds the table; OUT a directory
-writes it at OUT/.build-id/xx/yyyy.debug, where gdb (`set debug-file-directory OUT`, before it
-reads the program: `gdb -iex ...`), perf and libdw (/usr/lib/debug) look for it.
+`--write-debug-file OUT` writes an ELF debug file (the layout of `objcopy --only-keep-debug`: the
+headers, the notes with the build-id, the symbols and DWARF, no code or data) whose `.debug_frame`
+holds the table; OUT a directory writes it at OUT/.build-id/xx/yyyy.debug, where gdb (`set
+debug-file-directory OUT` before it reads the program: `gdb -iex ...`) and libdw (/usr/lib/debug,
+eu-stack's --debuginfo-path) look for it. (perf 6.1 and libunwind on Debian 12 read no .debug_frame.)
 
 Modes: `missing` (default) the declared FDEs plus synthesized ones for code without CFI; `repair`
 also the corrected FDEs in place of those the check proved wrong (undecided ones stay declared).
@@ -64,18 +65,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"fastunwind: error: -j {args.jobs}: at least one thread is needed", file=sys.stderr)
         return 1
     synthesis = synth.synthesize(args.file, args.mode, jobs=args.jobs)
-    if args.json:
-        import json  # here: every other command's start-up would pay for it
-
-        text = (json.dumps(synth.to_json(synthesis)) + "\n").encode()
-    else:
-        text = synth.render(synthesis)
-    if args.output:
-        with open(args.output, "wb") as out:
-            out.write(text)
-    else:
-        sys.stdout.buffer.write(text)
-        sys.stdout.flush()
+    with open(args.output, "wb") if args.output else open(sys.stdout.fileno(), "wb", closefd=False) as out:
+        if args.json:
+            synth.write_json(synthesis, out)
+        else:
+            out.flush()
+            synth.render(synthesis, out.fileno())  # printed by the C core, a chunk at a time
     if args.write_debug_file:
         written = synth.write_debug_file(synthesis, args.write_debug_file)
         counts = synthesis.counts()
