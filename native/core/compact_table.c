@@ -252,6 +252,12 @@ static fu_status check_overlay(const fu_compact_overlay *overlay, fu_error *err)
     return FU_OK;
 }
 
+static int compare_overlay_rows(const void *a, const void *b)
+{
+    const fu_compact_overlay_row *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start ? 1 : (x->end > y->end) - (x->end < y->end);
+}
+
 fu_status fu_compact_overlay_of_table(const fu_cfi_table *view, const uint8_t *origins, size_t origin_count,
                                       fu_compact_overlay_row **out, size_t *count, fu_error *err)
 {
@@ -283,15 +289,11 @@ fu_status fu_compact_overlay_of_table(const fu_cfi_table *view, const uint8_t *o
             fu_compact_rule rule = fu_compact_rule_of_state(view, entry, fu_cfi_table_state(view, view->row_state[r]));
             rule.origin = origin;
             /* what the overlay admits (check_overlay); another row stays as the module has it */
-            if (start >= end || (n > 0 && start < rows[n - 1].end) ||
+            if (start >= end ||
                 (rule.cfa_kind != FU_COMPACT_CFA_RSP && rule.cfa_kind != FU_COMPACT_CFA_RBP &&
                  rule.cfa_kind != FU_COMPACT_CFA_REGISTER) ||
                 rule.ra_offset_by_8 == FU_COMPACT_KEEP || rule.ra_offset_by_8 == FU_COMPACT_UNDEFINED)
                 continue;
-            if (n > 0 && rows[n - 1].end == start && memcmp(&rows[n - 1].rule, &rule, sizeof rule) == 0) {
-                rows[n - 1].end = end;
-                continue;
-            }
             if (n == cap) {
                 size_t grown = cap ? 2 * cap : 256;
                 fu_compact_overlay_row *bigger = realloc(rows, grown * sizeof *rows);
@@ -305,8 +307,23 @@ fu_status fu_compact_overlay_of_table(const fu_cfi_table *view, const uint8_t *o
             rows[n++] = (fu_compact_overlay_row){start, end, rule};
         }
     }
+    /* in address order (a view's FDEs need not be), a row overlapping the one before dropped
+     * (overlapping FDEs: the first by address wins), equal neighbours merged */
+    if (n > 1)
+        qsort(rows, n, sizeof *rows, compare_overlay_rows);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (kept > 0 && rows[i].start < rows[kept - 1].end)
+            continue;
+        if (kept > 0 && rows[kept - 1].end == rows[i].start &&
+            memcmp(&rows[kept - 1].rule, &rows[i].rule, sizeof rows[i].rule) == 0) {
+            rows[kept - 1].end = rows[i].end;
+            continue;
+        }
+        rows[kept++] = rows[i];
+    }
     *out = rows;
-    *count = n;
+    *count = kept;
     return FU_OK;
 }
 

@@ -285,7 +285,8 @@ typedef struct fu_compact_overlay {
 /* The overlay rows of a view of the module's CFI (a table whose FDE k has origin origins[k], as the
  * synthesized table gives them, native/core/synth_table.h): the rows of its CORRECTED and
  * SYNTHESIZED FDEs that the overlay admits (a register + offset CFA and a return address; any other
- * row stays as the module's own tables have it), equal neighbours merged, malloc'd into *out.
+ * row stays as the module's own tables have it), sorted (of overlapping rows the first by address),
+ * equal neighbours merged, malloc'd into *out.
  * FU_ERR_INVALID when an FDE has no origin or an unknown one. */
 fu_status fu_compact_overlay_of_table(const fu_cfi_table *view, const uint8_t *origins, size_t origin_count,
                                       fu_compact_overlay_row **out, size_t *count, fu_error *err);
