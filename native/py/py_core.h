@@ -79,6 +79,9 @@ PyObject *py_core_raise_format(fu_status status, const char *format, ...);
 bool py_core_index_arg(PyObject *arg, size_t count, size_t *index);
 /* bytes holding a copy of [data, data + size), or NULL with an exception. */
 PyObject *py_core_bytes(const void *data, size_t size);
+/* {index: count} of the non-zero counts[0..n) (statistics by outcome code, by depth), or NULL with
+ * an exception. */
+PyObject *py_core_count_dict(const uint64_t *counts, size_t n);
 /* module.<attribute> = (name(0), ..., name(count - 1)); -1 with an exception. */
 int py_core_add_names(PyObject *module, const char *attribute, int count, const char *(*name)(int));
 /* module.<attribute> = (number(0), ..., number(count - 1)); -1 with an exception. */

@@ -337,22 +337,6 @@ static PyObject *unwound_folded(UnwoundObject *self, PyObject *args)
 
 /* ---- statistics and the Python API ------------------------------------------------------------- */
 
-/* A dict {key: count} of the non-zero counts. */
-static PyObject *count_dict(const uint64_t *counts, size_t n)
-{
-    PyObject *dict = PyDict_New();
-    for (size_t i = 0; dict && i < n; i++) {
-        if (!counts[i])
-            continue;
-        PyObject *key = PyLong_FromSize_t(i), *value = PyLong_FromUnsignedLongLong(counts[i]);
-        if (!key || !value || PyDict_SetItem(dict, key, value) < 0)
-            Py_CLEAR(dict);
-        Py_XDECREF(key);
-        Py_XDECREF(value);
-    }
-    return dict;
-}
-
 /* statistics() -> (samples with user frames, user frames, {outcome code: samples},
  *                  {user frames per sample: samples}) */
 static PyObject *unwound_statistics(UnwoundObject *self, PyObject *unused)
@@ -361,8 +345,8 @@ static PyObject *unwound_statistics(UnwoundObject *self, PyObject *unused)
     uint32_t deepest;
     if (!fu_unwound_statistics(&self->u, &unwound, &frames, by_outcome, &by_depth, &deepest))
         return PyErr_NoMemory();
-    PyObject *outcomes = count_dict(by_outcome, FU_UNWOUND_OUTCOME_CODES);
-    PyObject *depths = outcomes ? count_dict(by_depth, (size_t)deepest + 1) : NULL;
+    PyObject *outcomes = py_core_count_dict(by_outcome, FU_UNWOUND_OUTCOME_CODES);
+    PyObject *depths = outcomes ? py_core_count_dict(by_depth, (size_t)deepest + 1) : NULL;
     free(by_depth);
     if (!depths) {
         Py_XDECREF(outcomes);

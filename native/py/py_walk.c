@@ -243,7 +243,9 @@ int py_walk_init(PyObject *module)
     /* outcome and frame kind names by code, so that Python never mirrors the enums */
     if (py_core_add_names(module, "WALK_OUTCOMES", FU_WALK_OUTCOME_COUNT, outcome_name) < 0 ||
         py_core_add_names(module, "FRAME_KINDS", FU_FRAME_KIND_COUNT, frame_kind_name) < 0 ||
-        PyModule_AddIntConstant(module, "FRAME_SIGNAL_TRAMPOLINE", FU_FRAME_SIGNAL_TRAMPOLINE) < 0)
+        PyModule_AddIntConstant(module, "FRAME_SIGNAL_TRAMPOLINE", FU_FRAME_SIGNAL_TRAMPOLINE) < 0 ||
+        PyModule_AddIntConstant(module, "FRAME_CORRECTED", FU_FRAME_CORRECTED) < 0 ||
+        PyModule_AddIntConstant(module, "FRAME_SYNTHESIZED", FU_FRAME_SYNTHESIZED) < 0)
         return -1;
     return 0;
 }

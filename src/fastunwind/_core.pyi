@@ -43,6 +43,11 @@ COMPACT_KEY_FILE_HASH: Final[int]
 COMPACT_RULE_SIZE: Final[int]
 COMPACT_VERSION: Final[int]
 COMPACT_PLT_EXPRESSION: Final[bytes]
+COMPACT_SYNTH_MODES: Final[tuple[str, ...]]
+COMPACT_SYNTH_VERSION: Final[int]
+COMPACT_ORIGIN_DECLARED: Final[int]
+COMPACT_ORIGIN_CORRECTED: Final[int]
+COMPACT_ORIGIN_SYNTHESIZED: Final[int]
 EH_ELF_MAX_KEY: Final[int]
 EH_ELF_NO_KEY: Final[int]
 EH_ELF_STATUSES: Final[tuple[str, ...]]
@@ -75,6 +80,8 @@ WALK_MAX_FRAMES: Final[int]
 WALK_OUTCOMES: Final[tuple[str, ...]]
 FRAME_KINDS: Final[tuple[str, ...]]
 FRAME_SIGNAL_TRAMPOLINE: Final[int]
+FRAME_CORRECTED: Final[int]
+FRAME_SYNTHESIZED: Final[int]
 
 class PerfDataError(Exception): ...  # fastunwind.errors.PerfDataError, re-exported
 
@@ -153,14 +160,20 @@ class CompactTable:
     def rule_index_size(self) -> int: ...
     @property
     def page_count(self) -> int: ...
+    @property
+    def synth(self) -> int: ...
+    @property
+    def origin_rows(self) -> tuple[int, int, int]: ...
+    @property
+    def origin_bytes(self) -> tuple[int, int, int]: ...
     def rule(self, i: int, /) -> dict[str, Any]: ...
     def lookup(self, svma: int, /) -> tuple[int, int] | None: ...
     def rows(self) -> tuple[bytes, bytes]: ...
     def slow_ranges(self) -> bytes | None: ...
     def benchmark_lookups(self, addresses: Buffer, passes: int, two_level: bool = True, /) -> tuple[int, int]: ...
 
-def build_compact_table(eh_frame: CfiTable | None, debug_frame: CfiTable | None, key_kind: int, key: Buffer, /
-                        ) -> bytes: ...
+def build_compact_table(eh_frame: CfiTable | None, debug_frame: CfiTable | None, key_kind: int, key: Buffer,
+                        view: CfiTable | None = None, origins: Buffer = b"", synth: int = 0) -> bytes: ...
 
 # ---- eh_elf: compiled tables (eh_elf_binding.c, eh_elf_rows.c) -------------------------------------
 @final
@@ -271,6 +284,7 @@ _UnwindBatchTuple = tuple[bytes, bytes, bytes, bytes, bytes, bytes, int]
 
 def unwind_samples(perf_data: PerfData, space_ids: Buffer, spaces: Sequence[AddressSpace], max_frames: int = 127,
                    threads: int = 0) -> _UnwindBatchTuple: ...
+def flagged_samples(outcomes: Buffer, frame_starts: Buffer, flags: Buffer, mask: int, /) -> dict[int, int]: ...
 def callchain_samples(perf_data: PerfData, space_ids: Buffer, spaces: Sequence[AddressSpace],
                       max_frames: int = 127) -> _UnwindBatchTuple: ...
 
