@@ -149,7 +149,7 @@ fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, i
             return state->slots[i].value;
     }
     /* the caller's frame (at and above the CFA) is not ours to know */
-    if (state->slots_lost || (space == FU_SLOT_ENTRY_STACK && offset >= 8))
+    if (state->slots_lost || state->unknown_stores || (space == FU_SLOT_ENTRY_STACK && offset >= 8))
         return unknown_value;
     return make_value(FU_VALUE_NEVER_WRITTEN, 0, 0);
 }
@@ -210,6 +210,52 @@ static void slot_store(fu_synth_state *s, fu_synth_value address, unsigned width
 void fu_synth_store(fu_synth_state *state, fu_synth_value address, fu_synth_value value)
 {
     slot_store(state, address, 8, value, true);
+}
+
+/* Bytes a `rep` store with a known count is followed for; more is an unknown extent. */
+#define REPEATED_STORE_MAX_BYTES (1 << 20)
+/* The least an xsave-family area takes (the legacy region and the header, Intel SDM vol. 1 §13.4);
+ * its size beyond depends on the features the machine enables. */
+#define MACHINE_SIZED_AREA_MIN_BYTES 576
+
+/* The slots of `space` that meet [low, high) become unknown. */
+static void slot_clobber_range(fu_synth_state *s, uint8_t space, int64_t low, int64_t high)
+{
+    for (unsigned i = 0; i < s->slot_count; i++) {
+        fu_synth_slot *slot = &s->slots[i];
+        if (slot->space == space && (int64_t)slot->offset + 8 > low && slot->offset < high)
+            slot->value = unknown_value;
+    }
+}
+
+/* A store of `value`, `width` bytes at `address` (0: an xsave area, of a size the machine decides;
+ * `repeats`: rcx times). Memory the store may reach without the state knowing where (an unknown
+ * address, an unknown count, the machine's part of an area) is memory the program addresses: it may
+ * be any unrecorded slot of this frame (fu_synth_state.unknown_stores). */
+static void store_to(fu_synth_state *s, fu_synth_value address, unsigned width, bool repeats, fu_synth_value value,
+                     bool record)
+{
+    uint8_t space;
+    int32_t offset;
+    if (!slot_key(address, &space, &offset)) {
+        if (address.kind == FU_VALUE_UNKNOWN)
+            s->unknown_stores = true;
+        return;
+    }
+    if (!repeats && width) {
+        slot_store(s, address, width, value, record);
+        return;
+    }
+    fu_synth_value count = s->regs[FU_REG_RCX];
+    if (repeats && count.kind == FU_VALUE_CONSTANT && count.offset >= 0 &&
+        count.offset <= REPEATED_STORE_MAX_BYTES / (int64_t)width) {
+        /* the direction flag is not tracked: the count's bytes either way from the first element */
+        int64_t bytes = count.offset * (int64_t)width;
+        slot_clobber_range(s, space, offset - bytes + (int64_t)width, offset + bytes);
+        return;
+    }
+    slot_clobber_range(s, space, offset, (int64_t)offset + (repeats ? width : MACHINE_SIZED_AREA_MIN_BYTES));
+    s->unknown_stores = true;
 }
 
 /* A call: the callee may write anything below the stack pointer (its return address first), and the
@@ -279,7 +325,7 @@ typedef struct synth_run {
 
 static fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *m, uint64_t next_address)
 {
-    if (m->kind != FU_X86_OPERAND_MEMORY || m->segment || m->index != FU_X86_REG_NONE)
+    if (m->kind != FU_X86_OPERAND_MEMORY || m->segment || m->index != FU_X86_REG_NONE || m->untracked_address)
         return unknown_value;
     if (m->reg == FU_X86_REG_RIP)
         return make_value(FU_VALUE_CONSTANT, 0, (int64_t)(next_address + (uint64_t)m->value));
@@ -326,11 +372,11 @@ static fu_synth_value table_target(fu_synth_value a, fu_synth_value b)
 
 static void clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_address)
 {
+    /* the address and count from the registers before the instruction writes them (`stos`: rdi, rcx) */
+    if (insn->stores)
+        store_to(s, address_of(s, &insn->dest, next_address), insn->dest.width, insn->repeats, unknown_value, false);
     for (unsigned m = insn->writes; m; m &= m - 1)
         s->regs[__builtin_ctz(m)] = unknown_value;
-    if (insn->stores)
-        slot_store(s, address_of(s, &insn->dest, next_address), insn->dest.width ? insn->dest.width : 8,
-                   unknown_value, false);
 }
 
 static bool is_callee_saved(unsigned reg)
@@ -359,8 +405,8 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
         *rsp = fu_synth_value_add(*rsp, width);
         if (dest->kind == FU_X86_OPERAND_REGISTER)
             s->regs[dest->reg] = width == 8 ? v : unknown_value;
-        else
-            clobber(s, insn, next);
+        else if (dest->kind == FU_X86_OPERAND_MEMORY) /* its address computed with rsp already raised (SDM) */
+            store_to(s, address_of(s, dest, next), width, false, v, false);
         return;
     }
     case FU_X86_LEAVE:
@@ -388,7 +434,12 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
             unsigned width = dest->width ? dest->width : 8;
             fu_synth_value v = source_value(s, source, width, next);
             bool record = width == 8 && source->kind == FU_X86_OPERAND_REGISTER && is_callee_saved(source->reg);
-            slot_store(s, address_of(s, dest, next), width, v, record);
+            store_to(s, address_of(s, dest, next), width, false, v, record);
+            return;
+        }
+        /* a 32-bit immediate zero-extends: a count for `rep` stores (`mov $N,%ecx; rep stos`) */
+        if (dest->kind == FU_X86_OPERAND_REGISTER && dest->width == 4 && source->kind == FU_X86_OPERAND_IMMEDIATE) {
+            s->regs[dest->reg] = make_value(FU_VALUE_CONSTANT, 0, (int64_t)(uint32_t)source->value);
             return;
         }
         break;
@@ -445,6 +496,11 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
         }
         break;
     case FU_X86_CALL:
+        if (fu_x86_is_get_pc(insn, address)) {
+            *rsp = fu_synth_value_add(*rsp, -8);
+            slot_store(s, *rsp, 8, make_value(FU_VALUE_CONSTANT, 0, (int64_t)next), false);
+            return;
+        }
         clobber_for_call(s);
         return;
     case FU_X86_CMP: /* only the flags */
@@ -468,8 +524,9 @@ static int64_t insn_index_at(const synth_run *run, uint64_t address)
     const uint32_t *insn_at_offset = run->scratch->insn_at_offset;
     if (insn_at_offset[offset])
         return insn_at_offset[offset] - 1;
-    /* A jump over a prefix (glibc's `je 0f; lock; 0: cmpxchg`) lands inside the instruction with the
-     * prefix: the same instruction without it, which is the same to the interpreter. */
+    /* A jump over `lock` prefixes (glibc's `je 0f; lock; 0: cmpxchg`) lands inside the instruction
+     * with them: the same instruction without them, which is the same to the interpreter. Any other
+     * prefix skipped (REX.W, 0x66, 0x67) changes what the instruction does. */
     uint32_t before = 1;
     while (before < FU_X86_MAX_INSN_LENGTH && before <= offset && !insn_at_offset[offset - before])
         before++;
@@ -478,6 +535,9 @@ static int64_t insn_index_at(const synth_run *run, uint64_t address)
         uint32_t end = offset - before + run->scratch->insns[containing].length;
         if (end <= offset)
             return -2;
+        for (uint32_t k = offset - before; k < offset; k++)
+            if (f->code[k] != 0xf0)
+                return -2;
         fu_x86_insn alone;
         fu_x86_decode(&run->scratch->decoder, f->code + offset, end - offset, address, &alone);
         if (alone.kind != FU_X86_INVALID && offset + alone.length == end &&
@@ -695,6 +755,12 @@ static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *ins
             found++;
             continue;
         }
+        if (index == -2 && bound) {
+            snprintf(run->reason, FU_SYNTH_REASON_MAX,
+                     "entry %u of the jump table at 0x%llx goes into the middle of an instruction (0x%llx)", i,
+                     (unsigned long long)table, (unsigned long long)target);
+            return -1;
+        }
         if (index < 0)
             break;
         int64_t b = block_at(run, (uint32_t)index);
@@ -714,6 +780,79 @@ static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *ins
     return found;
 }
 
+/* What bounds a jump table's index on one walk: `cmp X, imm` then `ja`/`jae` to the default case bound
+ * X (a register, or a memory operand until its base or index register or memory is written); copies
+ * (`mov`, `movzx`) of a bounded register or of that memory into a register are bounded; a table entry
+ * loaded with a bounded index (`movslq (T,%idx,4)`) has `entry_bound`. */
+typedef struct index_bound {
+    fu_x86_operand compared; /* the cmp's operand, until the jcc (kind none: no cmp pending) */
+    uint64_t compared_value;
+    uint64_t bound;          /* entries, for the registers of `registers` and `memory` */
+    uint16_t registers;
+    fu_x86_operand memory;   /* kind none: no bounded memory */
+    uint64_t entry_bound;    /* 0: unknown */
+} index_bound;
+
+static bool same_memory(const fu_x86_operand *a, const fu_x86_operand *b)
+{
+    return a->kind == FU_X86_OPERAND_MEMORY && b->kind == FU_X86_OPERAND_MEMORY && a->reg == b->reg &&
+           a->index == b->index && a->scale == b->scale && a->value == b->value && a->segment == b->segment &&
+           a->untracked_address == b->untracked_address && a->reg != FU_X86_REG_RIP;
+}
+
+static bool operand_reads_register(const fu_x86_operand *o, uint16_t registers)
+{
+    return (o->reg < FU_X86_GPR_COUNT && (registers >> o->reg & 1)) ||
+           (o->index < FU_X86_GPR_COUNT && (registers >> o->index & 1));
+}
+
+static void track_bound(const fu_x86_insn *insn, index_bound *b)
+{
+    const fu_x86_operand *dest = &insn->dest, *source = &insn->source;
+    bool copies_bounded = insn->kind == FU_X86_MOV && dest->kind == FU_X86_OPERAND_REGISTER && dest->width >= 4 &&
+                          ((source->kind == FU_X86_OPERAND_REGISTER && (b->registers >> source->reg & 1)) ||
+                           same_memory(source, &b->memory));
+    /* what the instruction writes ends what was known of it */
+    if (b->compared.kind && (operand_reads_register(&b->compared, insn->writes) || insn->stores))
+        b->compared.kind = FU_X86_OPERAND_NONE;
+    if (b->memory.kind && (operand_reads_register(&b->memory, insn->writes) || insn->stores ||
+                           insn->kind == FU_X86_CALL || (insn->kind == FU_X86_MOV && dest->kind == FU_X86_OPERAND_MEMORY)))
+        b->memory.kind = FU_X86_OPERAND_NONE;
+    switch (insn->kind) {
+    case FU_X86_CMP:
+        b->compared.kind = FU_X86_OPERAND_NONE;
+        if ((dest->kind == FU_X86_OPERAND_REGISTER || dest->kind == FU_X86_OPERAND_MEMORY) &&
+            source->kind == FU_X86_OPERAND_IMMEDIATE && source->value >= 0) {
+            b->compared = *dest;
+            b->compared_value = (uint64_t)source->value;
+        }
+        return;
+    case FU_X86_JCC:
+        if (b->compared.kind && insn->condition) {
+            b->bound = insn->condition == FU_X86_JUMP_IF_ABOVE ? b->compared_value + 1 : b->compared_value;
+            b->registers = b->compared.kind == FU_X86_OPERAND_REGISTER ? (uint16_t)(1u << b->compared.reg) : 0;
+            b->memory = b->compared;
+            if (b->compared.kind != FU_X86_OPERAND_MEMORY)
+                b->memory.kind = FU_X86_OPERAND_NONE;
+            b->compared.kind = FU_X86_OPERAND_NONE;
+        }
+        return;
+    case FU_X86_MOV:
+        if (dest->kind != FU_X86_OPERAND_REGISTER)
+            break;
+        if (source->kind == FU_X86_OPERAND_MEMORY && source->sign_extends && source->index < FU_X86_GPR_COUNT)
+            b->entry_bound = b->registers >> source->index & 1 ? b->bound : 0;
+        if (copies_bounded) {
+            b->registers |= (uint16_t)(1u << dest->reg);
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    b->registers &= (uint16_t)~insn->writes;
+}
+
 /* Walk block b from its state until the path ends or reaches another block; false (reason set)
  * when the function is undecided. */
 static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
@@ -725,9 +864,8 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
     uint32_t i = sc->block_insn[b];
     /* a call's fall-through, through the nops that pad it to the next block */
     edge_kind fallthrough_edge = EDGE_BRANCH;
-    /* a jump table's entry count, from `cmp idx, imm` then `ja`/`jae` to the default case on this walk */
-    uint64_t compared = 0, bound = 0;
-    bool has_compared = false;
+    /* a jump table's entry count, from the `cmp; ja` of this walk that bounds its index */
+    index_bound bound = {.compared = {.kind = FU_X86_OPERAND_NONE}, .memory = {.kind = FU_X86_OPERAND_NONE}};
     for (;;) {
         const fu_x86_insn *insn = &sc->insns[i];
         uint64_t address = insn_address(run, i);
@@ -738,13 +876,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
             return false;
         }
         step(run, &s, insn, address);
-        if (insn->kind == FU_X86_CMP && insn->source.kind == FU_X86_OPERAND_IMMEDIATE && insn->source.value >= 0) {
-            compared = (uint64_t)insn->source.value;
-            has_compared = true;
-        } else if (insn->kind == FU_X86_JCC && has_compared && insn->condition) {
-            bound = insn->condition == FU_X86_JUMP_IF_ABOVE ? compared + 1 : compared;
-            has_compared = false;
-        }
+        track_bound(insn, &bound);
         bool falls_through = true;
         if (!insn->is_nop)
             fallthrough_edge = EDGE_BRANCH;
@@ -765,7 +897,11 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
                         return false;
                 } /* else a (conditional) tail call */
             } else {
-                int64_t found = jump_table(run, i, insn, &s, bound, queue_len);
+                const fu_x86_operand *o = &insn->source;
+                uint64_t table_bound = o->kind == FU_X86_OPERAND_MEMORY
+                                           ? (o->index < FU_X86_GPR_COUNT && (bound.registers >> o->index & 1) ? bound.bound : 0)
+                                           : bound.entry_bound;
+                int64_t found = jump_table(run, i, insn, &s, table_bound, queue_len);
                 if (found < 0)
                     return false;
                 fu_synth_value sp = s.regs[FU_REG_RSP];
@@ -780,6 +916,8 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
             falls_through = insn->kind == FU_X86_JCC;
             break;
         case FU_X86_CALL:
+            if (fu_x86_is_get_pc(insn, address))
+                break;
             if (insn->has_target && is_noreturn(f, insn->target))
                 falls_through = false;
             fallthrough_edge = EDGE_CALL_FALLTHROUGH;

@@ -87,6 +87,13 @@ typedef struct fu_synth_state {
     fu_synth_value regs[FU_X86_GPR_COUNT];
     uint8_t slot_count;
     bool slots_lost; /* a slot was not recorded (FU_SYNTH_MAX_SLOTS): absent ones are unknown */
+    /* memory was written through an address the state does not know (a pointer from an argument, a
+     * load or untracked arithmetic): it may be any slot of this frame the program can address, so
+     * slots never written by a tracked store read as unknown, not as never written. The slots
+     * recorded (the saves of callee-saved registers and of stack addresses, the return address)
+     * are written only through rsp or the frame pointer and taken as out of such a pointer's
+     * reach: no object of the program lies there. */
+    bool unknown_stores;
     fu_synth_slot slots[FU_SYNTH_MAX_SLOTS]; /* sorted by (space, offset) */
 } fu_synth_state;
 
