@@ -780,6 +780,34 @@ static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *ins
     return found;
 }
 
+/* The landing pad inside the function of the call site holding `address`, or -1. */
+static int64_t landing_pad_insn(const synth_run *run, uint64_t address)
+{
+    const fu_synth_function *f = run->function;
+    size_t lo = 0, hi = f->call_site_count;
+    while (lo < hi) { /* the first call site starting after `address` */
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->call_sites[mid].start <= address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || address >= f->call_sites[lo - 1].end || !f->call_sites[lo - 1].landing_pad)
+        return -1;
+    return insn_index_at(run, f->call_sites[lo - 1].landing_pad);
+}
+
+/* A call that throws goes on at its call site's landing pad: the state after the call joins there. */
+static bool merge_landing_pad(synth_run *run, uint64_t address, const fu_synth_state *after_call,
+                              uint32_t *queue_len)
+{
+    int64_t pad = landing_pad_insn(run, address);
+    if (pad < 0)
+        return true;
+    int64_t b = block_at(run, (uint32_t)pad);
+    return b >= 0 && merge(run, (uint32_t)b, after_call, EDGE_BRANCH, queue_len);
+}
+
 /* What bounds a jump table's index on one walk: `cmp X, imm` then `ja`/`jae` to the default case bound
  * X (a register, or a memory operand until its base or index register or memory is written); copies
  * (`mov`, `movzx`) of a bounded register or of that memory into a register are bounded; a table entry
@@ -918,6 +946,8 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         case FU_X86_CALL:
             if (fu_x86_is_get_pc(insn, address))
                 break;
+            if (!merge_landing_pad(run, address, &s, queue_len))
+                return false;
             if (insn->has_target && is_noreturn(f, insn->target))
                 falls_through = false;
             fallthrough_edge = EDGE_CALL_FALLTHROUGH;
@@ -1000,17 +1030,37 @@ static bool fixpoint(synth_run *run, bool first)
             }
         }
     }
+    const fu_synth_function *f = run->function;
+    if (first) {
+        /* landing pads start blocks too */
+        for (size_t k = 0; k < f->call_site_count; k++) {
+            int64_t t = f->call_sites[k].landing_pad ? insn_index_at(run, f->call_sites[k].landing_pad) : -1;
+            if (t >= 0 && block_at(run, (uint32_t)t) < 0)
+                return false;
+        }
+    }
     int64_t entry = block_at(run, 0);
     if (entry < 0)
         return false;
     fu_synth_state start;
-    if (run->function->entry)
-        state_copy(&start, run->function->entry);
+    if (f->entry)
+        state_copy(&start, f->entry);
     else
         fu_synth_entry_state(&start);
     uint32_t queue_len = 0;
     if (!merge(run, (uint32_t)entry, &start, EDGE_BRANCH, &queue_len))
         return false;
+    for (size_t k = 0; k < f->entry_count; k++) {
+        int64_t t = insn_index_at(run, f->entries[k].address);
+        if (t == -2) {
+            snprintf(run->reason, FU_SYNTH_REASON_MAX, "the entry at 0x%llx is in the middle of an instruction",
+                     (unsigned long long)f->entries[k].address);
+            return false;
+        }
+        int64_t b = t >= 0 ? block_at(run, (uint32_t)t) : 0;
+        if (b < 0 || (t >= 0 && !merge(run, (uint32_t)b, f->entries[k].state, EDGE_BRANCH, &queue_len)))
+            return false;
+    }
     uint64_t walks = 0;
     while (queue_len) {
         uint32_t b = sc->worklist[--queue_len];

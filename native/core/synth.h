@@ -97,6 +97,20 @@ typedef struct fu_synth_state {
     fu_synth_slot slots[FU_SYNTH_MAX_SLOTS]; /* sorted by (space, offset) */
 } fu_synth_state;
 
+/* A call-site record of the function's LSDA (`.gcc_except_table`, Itanium C++ ABI §7.5): a call
+ * in [start, end) that throws continues at `landing_pad` with the registers the unwinder restores,
+ * the state right after the call. */
+typedef struct fu_synth_call_site {
+    uint64_t start, end, landing_pad;
+} fu_synth_call_site;
+
+/* A further entry into the range (code another FDE jumps to, a landing pad another FDE's LSDA
+ * names), with the state there. */
+typedef struct fu_synth_entry {
+    uint64_t address;
+    const fu_synth_state *state;
+} fu_synth_entry;
+
 /* One function to interpret. */
 typedef struct fu_synth_function {
     uint64_t start, end;              /* svma range, as the FDE or symbol states it */
@@ -111,6 +125,11 @@ typedef struct fu_synth_function {
      * inside a function (gcc's `.cold` parts, reached by a jump from the hot part) gives the state
      * its first declared row describes (check.c). */
     const fu_synth_state *entry;
+    /* sorted by start, not overlapping (NULL, 0: none); pads outside [start, end) are ignored */
+    const fu_synth_call_site *call_sites;
+    size_t call_site_count;
+    const fu_synth_entry *entries; /* further entries (NULL, 0: none); outside the range ignored */
+    size_t entry_count;
 } fu_synth_function;
 
 /* Reused between functions; zero-initialize, release with fu_synth_scratch_free. */

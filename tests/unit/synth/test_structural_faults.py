@@ -34,7 +34,7 @@ def check_with_fields(fdes: list[tuple[int, int, list[bytes]]], function_entries
         section.fde(cie, pc_begin=begin, pc_range=size, instructions=instructions)
     table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
     entries = [i for i in range(table.entry_count) if table.entry(i)["kind"] == 1]
-    results, details, _uncovered, _called = _core.check_fdes(
+    results, details, _uncovered, _called, _foreign = _core.check_fdes(
         table, array.array("I", entries).tobytes(), [(CODE_START, code)], [(CODE_START, code)], b"",
         array.array("Q", function_entries).tobytes(), table, None, work)
     fields = array.array("I", results)
