@@ -553,8 +553,9 @@ static bool read_call_sites(const fu_check_image *image, const fu_entry *fde, fu
             return false;
         }
     }
-    qsort(batch->call_sites.data, batch->call_sites.len / sizeof(fu_synth_call_site), sizeof(fu_synth_call_site),
-          compare_call_sites);
+    if (batch->call_sites.len)
+        qsort(batch->call_sites.data, batch->call_sites.len / sizeof(fu_synth_call_site), sizeof(fu_synth_call_site),
+              compare_call_sites);
     return true;
 }
 

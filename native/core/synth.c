@@ -593,8 +593,9 @@ typedef enum edge_kind { EDGE_BRANCH, EDGE_CALL_FALLTHROUGH } edge_kind;
 
 static void describe_sp(char *out, size_t size, fu_synth_value v)
 {
-    if (v.kind == FU_VALUE_ENTRY_STACK)
-        snprintf(out, size, "CFA%+lld", (long long)(v.offset - 8));
+    long long from_cfa;
+    if (v.kind == FU_VALUE_ENTRY_STACK && !__builtin_sub_overflow(v.offset, 8, &from_cfa))
+        snprintf(out, size, "CFA%+lld", from_cfa);
     else if (v.kind == FU_VALUE_ALIGNED_STACK)
         snprintf(out, size, "aligned%+lld", (long long)v.offset);
     else

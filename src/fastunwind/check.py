@@ -148,7 +148,8 @@ class Counts:
     instructions_agree: int = 0
     instructions_mismatch: int = 0
     instructions_unknown: int = 0
-    #: instructions of decided FDEs that no path reached (padding aside): left unchecked
+    #: instructions of decided FDEs that no path reached (padding aside): left unchecked (in mismatching
+    #: FDEs only: an FDE with code no path reaches is otherwise undecided)
     instructions_unreached: int = 0
     #: reached instructions not compared: rows whose return address is undefined (the outermost frame)
     instructions_skipped: int = 0

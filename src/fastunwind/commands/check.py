@@ -144,7 +144,7 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
           f"{counts.uncovered} uncovered ranges; {seconds:.2f} s")
     if args.verbose and (counts.instructions_unreached or counts.instructions_skipped):
         print(f"  instructions of decided FDEs left unchecked: {counts.instructions_unreached} no path reached "
-              "(landing pads, .cold blocks entered from the hot part, unresolved jump tables; per FDE in --json), "
+              "(in mismatching FDEs: elsewhere code no path reaches makes an FDE undecided; per FDE in --json), "
               f"{counts.instructions_skipped} in outermost-frame rows (return address undefined)")
     if args.verbose and counts.from_declared_entry:
         print(f"  {counts.from_declared_entry} FDEs start inside a function (.cold parts): checked from their "
