@@ -34,7 +34,8 @@ def check_one(path: str) -> dict[str, Any]:
     except Exception as error:  # a file the checker cannot read is counted, not fatal
         return {"path": path, "error": f"{type(error).__name__}: {error}"}
     counts = result.counts()
-    reasons = Counter(re.sub(r"0x[0-9a-f]+", "ADDRESS", v.reason) for v in result.verdicts() if v.verdict == "undecided")
+    reasons = Counter(re.sub(r"^\d+ instructions", "N instructions", re.sub(r"0x[0-9a-f]+", "ADDRESS", v.reason))
+                      for v in result.verdicts() if v.verdict == "undecided")
     return {"path": path, "fdes": counts.fdes, "instructions_agree": counts.instructions_agree,
             "instructions_mismatch": counts.instructions_mismatch, "instructions_unknown": counts.instructions_unknown,
             "uncovered": counts.uncovered, "reasons": dict(reasons)}

@@ -33,6 +33,7 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->walked);
     free(scratch->insn_at_offset);
     free(scratch->block_states);
+    free(scratch->block_entry_sp);
     free(scratch->block_flags);
     free(scratch->block_insn);
     free(scratch->worklist);
@@ -72,11 +73,11 @@ static bool reserve_offsets(fu_synth_scratch *s, uint64_t size)
 
 static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
 {
-    void **arrays[] = {(void **)&s->block_states, (void **)&s->block_flags, (void **)&s->block_insn,
-                       (void **)&s->worklist};
-    const size_t sizes[] = {sizeof *s->block_states, sizeof *s->block_flags, sizeof *s->block_insn,
-                            sizeof *s->worklist};
-    return grow_together(arrays, sizes, 4, &s->block_cap, need);
+    void **arrays[] = {(void **)&s->block_states, (void **)&s->block_entry_sp, (void **)&s->block_flags,
+                       (void **)&s->block_insn, (void **)&s->worklist};
+    const size_t sizes[] = {sizeof *s->block_states, sizeof *s->block_entry_sp, sizeof *s->block_flags,
+                            sizeof *s->block_insn, sizeof *s->worklist};
+    return grow_together(arrays, sizes, 5, &s->block_cap, need);
 }
 
 /* ---- values and slots ------------------------------------------------------------------------- */
@@ -85,11 +86,6 @@ static fu_synth_value make_value(uint8_t kind, uint8_t reg, int64_t offset)
 {
     fu_synth_value v = {kind, reg, 0, offset};
     return v;
-}
-
-bool fu_synth_value_equal(fu_synth_value a, fu_synth_value b)
-{
-    return a.kind == b.kind && a.reg == b.reg && a.offset == b.offset && a.base_delta == b.base_delta;
 }
 
 fu_synth_value fu_synth_value_add(fu_synth_value value, int64_t delta)
@@ -583,6 +579,7 @@ static int64_t block_at(synth_run *run, uint32_t index)
     uint32_t b = run->counts->blocks++;
     sc->block_of[index] = (int32_t)b;
     sc->block_flags[b] = 0;
+    sc->block_entry_sp[b] = unknown_value;
     sc->block_insn[b] = index;
     if (sc->walked[index])
         run->restart = true;
@@ -609,6 +606,12 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
     fu_synth_state *s = &sc->block_states[b];
     uint8_t *flags = &sc->block_flags[b];
     bool changed = false;
+    fu_synth_value known_sp = sc->block_entry_sp[b];
+    if (edge == EDGE_CALL_FALLTHROUGH && known_sp.kind != FU_VALUE_UNKNOWN &&
+        in->regs[FU_REG_RSP].kind != FU_VALUE_UNKNOWN && !fu_synth_value_equal(in->regs[FU_REG_RSP], known_sp)) {
+        run->counts->assumed_noreturn++; /* found on an earlier run: the call does not return */
+        return true;
+    }
     if (!(*flags & BLOCK_HAS_STATE)) {
         state_copy(s, in);
         *flags |= BLOCK_HAS_STATE | (edge == EDGE_CALL_FALLTHROUGH ? BLOCK_ONLY_CALL_FALLTHROUGH : 0);
@@ -618,13 +621,18 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
         if (!fu_synth_value_equal(old_sp, new_sp) && old_sp.kind != FU_VALUE_UNKNOWN &&
             new_sp.kind != FU_VALUE_UNKNOWN) {
             /* A call the list of noreturn functions missed falls into code laid out after it for
-             * another path: the path that is not a call's fall-through wins. */
+             * another path: the path that is not a call's fall-through wins. When the fall-through
+             * came first, what it joined into the blocks after this one is wrong: the fixpoint runs
+             * again, dropping those edges from the start (so the result does not depend on the
+             * order of the walk). */
             if (edge == EDGE_CALL_FALLTHROUGH) {
                 run->counts->assumed_noreturn++;
                 return true;
             }
             if (*flags & BLOCK_ONLY_CALL_FALLTHROUGH) {
                 run->counts->assumed_noreturn++;
+                sc->block_entry_sp[b] = new_sp;
+                run->restart = true;
                 state_copy(s, in);
                 *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
                 changed = true;
@@ -652,10 +660,24 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
             }
         /* slots (both sorted): kept where both agree, unknown where they differ or only one path
          * wrote them */
+        if (in->unknown_stores && !s->unknown_stores) {
+            s->unknown_stores = true;
+            changed = true;
+        }
+        bool lost = s->slots_lost || in->slots_lost;
+        /* the same slots on both paths (the usual case): joined in place */
+        bool same_slots = s->slot_count == in->slot_count;
+        for (unsigned k = 0; k < s->slot_count && same_slots; k++)
+            same_slots = s->slots[k].offset == in->slots[k].offset && s->slots[k].space == in->slots[k].space;
+        for (unsigned k = 0; k < s->slot_count && same_slots; k++)
+            if (!fu_synth_value_equal(s->slots[k].value, in->slots[k].value) &&
+                s->slots[k].value.kind != FU_VALUE_UNKNOWN) {
+                s->slots[k].value = unknown_value;
+                changed = true;
+            }
         fu_synth_slot joined[FU_SYNTH_MAX_SLOTS];
         unsigned n = 0, i = 0, j = 0;
-        bool lost = s->slots_lost || in->slots_lost;
-        while (i < s->slot_count || j < in->slot_count) {
+        while (!same_slots && (i < s->slot_count || j < in->slot_count)) {
             int c = i < s->slot_count && j < in->slot_count
                         ? slot_compare(s->slots[i].space, s->slots[i].offset, in->slots[j].space, in->slots[j].offset)
                         : (i < s->slot_count ? -1 : 1);
@@ -682,8 +704,10 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
             }
             joined[n++] = slot;
         }
-        memcpy(s->slots, joined, n * sizeof joined[0]);
-        s->slot_count = (uint8_t)n;
+        if (!same_slots) {
+            memcpy(s->slots, joined, n * sizeof joined[0]);
+            s->slot_count = (uint8_t)n;
+        }
         if (lost != s->slots_lost) {
             s->slots_lost = lost;
             changed = true;
@@ -1016,6 +1040,7 @@ static bool fixpoint(synth_run *run, bool first)
     fu_synth_scratch *sc = run->scratch;
     run->has_alignment = false;
     run->restart = false;
+    run->counts->assumed_noreturn = 0;
     for (uint32_t i = 0; i < run->insn_count; i++)
         sc->walked[i] = 0;
     for (uint32_t b = 0; b < run->counts->blocks; b++)
@@ -1097,7 +1122,8 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
     /* a jump table met late adds blocks inside walked code: walk again with them known */
     for (unsigned attempt = 0;; attempt++) {
         if (attempt > FU_SYNTH_MAX_RESTARTS) {
-            snprintf(reason, FU_SYNTH_REASON_MAX, "jump tables still reveal blocks after %u restarts",
+            snprintf(reason, FU_SYNTH_REASON_MAX,
+                     "jump tables or calls that do not return still change the blocks after %u restarts",
                      FU_SYNTH_MAX_RESTARTS);
             return FU_SYNTH_UNDECIDED;
         }
@@ -1183,12 +1209,6 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
 
 
 /* ---- derived rows ----------------------------------------------------------------------------- */
-
-fu_synth_value fu_synth_column_value(unsigned column)
-{
-    return column == FU_RETURN_ADDRESS_COLUMN ? make_value(FU_VALUE_RETURN_ADDRESS, 0, 0)
-                                              : make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0);
-}
 
 void fu_synth_derive_row(const fu_synth_state *state, unsigned preferred_cfa_register, fu_synth_row *row)
 {

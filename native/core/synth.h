@@ -49,7 +49,8 @@
 #define FU_SYNTH_MAX_JUMP_TABLE_ENTRIES 4096
 /* Jump tables remembered per function (a jump resolved once keeps its table on later walks). */
 #define FU_SYNTH_MAX_JUMP_TABLES 256
-/* Restarts of the fixpoint after a jump table revealed a target inside an already walked block. */
+/* Restarts of the fixpoint after a jump table revealed a target inside an already walked block, or
+ * a call was found not to return after its fall-through had been joined. */
 #define FU_SYNTH_MAX_RESTARTS 16
 /* The reason an undecided function gives. */
 #define FU_SYNTH_REASON_MAX 160
@@ -146,6 +147,9 @@ typedef struct fu_synth_scratch {
     uint32_t *insn_at_offset;
     uint32_t offset_cap;
     fu_synth_state *block_states;
+    /* per block: the stack pointer of the path that showed the calls falling into it with another
+     * one not to return (their fall-through edges are dropped from the restart on); unknown: none */
+    fu_synth_value *block_entry_sp;
     uint8_t *block_flags;
     uint32_t *block_insn;
     uint32_t *worklist;
@@ -191,7 +195,10 @@ fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, i
 
 /* `value` + `delta` where that is an address or a constant; unknown otherwise. */
 fu_synth_value fu_synth_value_add(fu_synth_value value, int64_t delta);
-bool fu_synth_value_equal(fu_synth_value a, fu_synth_value b);
+static inline bool fu_synth_value_equal(fu_synth_value a, fu_synth_value b)
+{
+    return a.kind == b.kind && a.reg == b.reg && a.offset == b.offset && a.base_delta == b.base_delta;
+}
 
 /* The columns a derived row has: the CFA, the callee-saved registers and the return address. */
 #define FU_SYNTH_COLUMN_COUNT 7
@@ -199,7 +206,12 @@ extern const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT]; /* 3 rbx, 6 rbp, 1
 
 /* The value `column` (a register column of fu_synth_columns, or the return address column) must
  * recover for the caller: the caller's value of the register, or the return address. */
-fu_synth_value fu_synth_column_value(unsigned column);
+static inline fu_synth_value fu_synth_column_value(unsigned column)
+{
+    fu_synth_value v = {column == FU_RETURN_ADDRESS_COLUMN ? FU_VALUE_RETURN_ADDRESS : FU_VALUE_ENTRY_REGISTER,
+                        column == FU_RETURN_ADDRESS_COLUMN ? 0 : (uint8_t)column, 0, 0};
+    return v;
+}
 
 /* A derived row in cfi.h's representation: the CFA as register + offset (FU_CFA_REG_OFFSET) or
  * FU_RULE_UNSPECIFIED when no register holds a known offset from it; per column of

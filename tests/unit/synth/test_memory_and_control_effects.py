@@ -8,7 +8,7 @@ comments), placed at START like test_interpreter's."""
 from __future__ import annotations
 
 from fastunwind import _core
-from tests.support.cfi_builder import advance_loc, def_cfa_offset, offset
+from tests.support.cfi_builder import advance_loc, def_cfa_offset, offset, restore
 from tests.unit.synth.test_interpreter import COUNTS, RSP, START, offsets, run
 from tests.unit.synth.test_structural_faults import check
 
@@ -137,3 +137,13 @@ def test_jump_table_bound_follows_zero_extension_and_a_compared_load() -> None:
     outcome, reason, cfa, _ = run(code, segments=True)
     assert outcome == _core.SYNTH_DECIDED, reason
     assert START + 0x1B in cfa and START + 0x1C not in cfa
+
+
+def test_a_store_through_an_untracked_register_on_one_path_reaches_the_join() -> None:
+    # sub rsp,24; test edi,edi; je 1f; mov rax,rsp; or rax,0; mov [rax],rbx; 1: mov rbx,[rsp]; add rsp,24; ret
+    # with rbx declared at CFA-32 from 1: on, which only the path through the store could have made true
+    code = bytes.fromhex("4883ec18 85ff 740a 4889e0 4883c800 488918 488b1c24 4883c418 c3")
+    cfi = [advance_loc(4), def_cfa_offset(32), advance_loc(14), offset(3, 4), advance_loc(4), restore(3),
+           advance_loc(4), def_cfa_offset(8)]
+    verdict, reason, findings = check([(START, len(code), cfi)], code=code)[START]
+    assert verdict == _core.CHECK_UNDECIDED and not findings, (reason, findings)
