@@ -1015,7 +1015,7 @@ static bool decode_all(synth_run *run)
         return false;
     }
     for (uint64_t offset = 0; offset < size;) {
-        if (!reserve_insns(sc, (uint64_t)n + 1)) {
+        if (n >= sc->insn_cap && !reserve_insns(sc, (uint64_t)n + 1)) {
             run->insn_count = n;
             run->out_of_memory = true;
             return false;
