@@ -16,6 +16,7 @@ void fu_check_batch_free(fu_check_batch *batch)
     free(batch->called_non_entry.data);
     free(batch->foreign_entries.data);
     free(batch->call_sites.data);
+    free(batch->args_sizes.data);
     free(batch->entry_states.data);
     free(batch->entries.data);
     free(batch->overlap_partner);
@@ -559,6 +560,32 @@ static bool read_call_sites(const fu_check_image *image, const fu_entry *fde, fu
     return true;
 }
 
+/* The DW_CFA_GNU_args_size changes of the FDE's instructions into batch->args_sizes (those of the
+ * CIE's initial instructions aside: compilers emit none there); instructions that do not decode end
+ * them. The loop is bounded by the FDE's length (each instruction takes a byte at least). False when
+ * out of memory. */
+static bool read_args_sizes(const fu_cfi_table *table, const fu_entry *fde, fu_check_batch *batch)
+{
+    batch->args_sizes.len = 0;
+    const uint8_t *base = table->section.data;
+    fu_cursor c = fu_cursor_make(base, base + fde->insns_offset, base + fde->end);
+    uint64_t loc = fde->pc_begin;
+    fu_error err = {0};
+    fu_insn insn;
+    while (fu_cursor_left(&c) > 0 && fu_insn_decode(&c, fde->cie, &table->section, &insn, &err)) {
+        if (insn.op == FU_INSN_ADVANCE) {
+            loc += (uint64_t)insn.value;
+        } else if (insn.op == FU_INSN_SET_LOC) {
+            loc = insn.uoperand;
+        } else if (insn.op == FU_INSN_ARGS_SIZE) {
+            fu_synth_args_size change = {.address = loc, .bytes = insn.uoperand};
+            if (!fu_buffer_append(&batch->args_sizes, &change, sizeof change))
+                return false;
+        }
+    }
+    return true;
+}
+
 /* The image's foreign entries inside (start, end), each with the state the declared row at it
  * describes, into batch->entries; entries whose row cannot be a state are left out. False when out
  * of memory. */
@@ -691,10 +718,15 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         .segments = image->segments, .segment_count = image->segment_count,
         .code_segments = image->code, .code_segment_count = image->code_count,
         .entry = result->from_declared_entry ? &declared_entry : NULL};
-    if (!read_call_sites(image, fde, batch) || !foreign_entries_in(image, table, fde, start, end, batch))
+    if (!read_call_sites(image, fde, batch) || !foreign_entries_in(image, table, fde, start, end, batch) ||
+        (batch->call_sites.len && !read_args_sizes(table, fde, batch)))
         return false;
     function.call_sites = (const fu_synth_call_site *)batch->call_sites.data;
     function.call_site_count = batch->call_sites.len / sizeof(fu_synth_call_site);
+    if (function.call_site_count) {
+        function.args_sizes = (const fu_synth_args_size *)batch->args_sizes.data;
+        function.args_size_count = batch->args_sizes.len / sizeof(fu_synth_args_size);
+    }
     function.entries = (const fu_synth_entry *)batch->entries.data;
     function.entry_count = batch->entries.len / sizeof(fu_synth_entry);
     fu_synth_counts counts;

@@ -127,6 +127,7 @@ typedef struct fu_check_batch {
      * image->foreign_entries) */
     fu_buffer foreign_entries;
     fu_buffer call_sites;     /* scratch: fu_synth_call_site of the FDE being checked */
+    fu_buffer args_sizes;     /* scratch: its fu_synth_args_size */
     fu_buffer entry_states;   /* scratch: fu_synth_state of its foreign entries */
     fu_buffer entries;        /* scratch: fu_synth_entry over entry_states */
     uint32_t *overlap_partner;  /* per entry of the table: another FDE its range meets, or UINT32_MAX */

@@ -822,15 +822,39 @@ static int64_t landing_pad_insn(const synth_run *run, uint64_t address)
     return insn_index_at(run, f->call_sites[lo - 1].landing_pad);
 }
 
-/* A call that throws goes on at its call site's landing pad: the state after the call joins there. */
-static bool merge_landing_pad(synth_run *run, uint64_t address, const fu_synth_state *after_call,
+/* The outgoing arguments (DW_CFA_GNU_args_size) in effect at the call ending at `call_end`: the row
+ * of its last byte, as the unwinder finds it from the return address. */
+static uint64_t args_size_at(const fu_synth_function *f, uint64_t call_end)
+{
+    size_t lo = 0, hi = f->args_size_count;
+    while (lo < hi) { /* the first change at or after call_end */
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->args_sizes[mid].address < call_end)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? f->args_sizes[lo - 1].bytes : 0;
+}
+
+/* A call that throws goes on at its call site's landing pad: the state after the call joins there,
+ * with the call's outgoing arguments popped. */
+static bool merge_landing_pad(synth_run *run, uint64_t address, uint64_t call_end, const fu_synth_state *after_call,
                               uint32_t *queue_len)
 {
     int64_t pad = landing_pad_insn(run, address);
     if (pad < 0)
         return true;
     int64_t b = block_at(run, (uint32_t)pad);
-    return b >= 0 && merge(run, (uint32_t)b, after_call, EDGE_BRANCH, queue_len);
+    if (b < 0)
+        return false;
+    uint64_t popped = args_size_at(run->function, call_end);
+    if (!popped)
+        return merge(run, (uint32_t)b, after_call, EDGE_BRANCH, queue_len);
+    fu_synth_state at_pad;
+    state_copy(&at_pad, after_call);
+    at_pad.regs[FU_REG_RSP] = fu_synth_value_add(at_pad.regs[FU_REG_RSP], (int64_t)popped);
+    return merge(run, (uint32_t)b, &at_pad, EDGE_BRANCH, queue_len);
 }
 
 /* What bounds a jump table's index on one walk: `cmp X, imm` then `ja`/`jae` to the default case bound
@@ -971,7 +995,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         case FU_X86_CALL:
             if (fu_x86_is_get_pc(insn, address))
                 break;
-            if (!merge_landing_pad(run, address, &s, queue_len))
+            if (!merge_landing_pad(run, address, address + insn->length, &s, queue_len))
                 return false;
             if (insn->has_target && is_noreturn(f, insn->target))
                 falls_through = false;

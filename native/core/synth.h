@@ -105,6 +105,14 @@ typedef struct fu_synth_call_site {
     uint64_t start, end, landing_pad;
 } fu_synth_call_site;
 
+/* DW_CFA_GNU_args_size in the function's CFI: from `address` on, a call has `bytes` of outgoing
+ * arguments on the stack, which the unwinder pops before it lands at a landing pad (libgcc's
+ * uw_install_context). */
+typedef struct fu_synth_args_size {
+    uint64_t address;
+    uint64_t bytes;
+} fu_synth_args_size;
+
 /* A further entry into the range (code another FDE jumps to, a landing pad another FDE's LSDA
  * names), with the state there. */
 typedef struct fu_synth_entry {
@@ -129,6 +137,8 @@ typedef struct fu_synth_function {
     /* sorted by start, not overlapping (NULL, 0: none); pads outside [start, end) are ignored */
     const fu_synth_call_site *call_sites;
     size_t call_site_count;
+    const fu_synth_args_size *args_sizes; /* sorted by address (NULL, 0: none, all 0) */
+    size_t args_size_count;
     const fu_synth_entry *entries; /* further entries (NULL, 0: none); outside the range ignored */
     size_t entry_count;
 } fu_synth_function;

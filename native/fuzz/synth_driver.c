@@ -89,10 +89,12 @@ static void run_synth(const uint8_t *code, size_t size, uint64_t start, const fu
      * that third entered from elsewhere (both anywhere: inside an instruction, past the end) */
     fu_synth_call_site site = {.start = start, .end = start + size / 2, .landing_pad = start + size / 3};
     fu_synth_entry further = {.address = start + size / 3 + 1, .state = entry};
+    fu_synth_args_size popped = {.address = start + size / 4, .bytes = 16}; /* pushed arguments from there */
     fu_synth_function function = {.start = start, .end = start + size, .code = code, .noreturn = noreturn,
                                   .noreturn_count = noreturn_count, .segments = segments,
                                   .segment_count = segment_count, .entry = entry,
                                   .call_sites = entry ? &site : NULL, .call_site_count = entry ? 1 : 0,
+                                  .args_sizes = entry ? &popped : NULL, .args_size_count = entry ? 1 : 0,
                                   .entries = entry ? &further : NULL, .entry_count = entry ? 1 : 0};
     walk_check w = {.start = start, .end = start + size};
     fu_synth_counts counts;

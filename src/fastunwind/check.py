@@ -57,6 +57,11 @@ UNKNOWN, UNREACHED, FROM_DECLARED_ENTRY = _FIELD["unknown"], _FIELD["unreached"]
 FINDING_TOTAL, SKIPPED = _FIELD["finding_total"], _FIELD["skipped"]
 
 
+def reason_class(reason: str) -> str:
+    """An undecided FDE's reason without its addresses and counts, to count undecided FDEs by cause."""
+    return re.sub(r"^\d+ instructions", "N instructions", re.sub(r"0x[0-9a-f]+", "ADDRESS", reason))
+
+
 def what_name(what: int) -> str:
     """A finding's subject: "cfa", "range", "ra" or a register name ("rbx", "r12")."""
     if what == _core.CHECK_WHAT_CFA:

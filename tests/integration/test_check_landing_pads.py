@@ -1,6 +1,7 @@
 """C++ exception handling under `fastunwind check`: landing pads are entered from the calls of their
-call-site range (the LSDA the FDE's augmentation names), and gcc's `.cold` parts from the jumps of
-the hot part, so the code there is checked, not left unreached. Built with g++ -O2 at test time."""
+call-site range (the LSDA the FDE's augmentation names), with the pushed arguments of the call
+popped (DW_CFA_GNU_args_size), and gcc's `.cold` parts from the jumps of the hot part, so the code
+there is checked, not left unreached. Built with g++ -O2 at test time."""
 
 from __future__ import annotations
 
@@ -29,6 +30,13 @@ int with_cleanup(int x)
     may_throw(x + 1);
     return (int)(g.name.size() + h.name.size());
 }
+void many(long, long, long, long, long, long, long, long);
+int with_stack_arguments(long x)
+{
+    Guard g{std::to_string(x)};
+    many(x, x + 1, x + 2, x + 3, x + 4, x + 5, x + 6, x + 7); /* two arguments pushed */
+    return (int)g.name.size();
+}
 int with_catch(int x)
 {
     try {
@@ -50,7 +58,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[FileCheck, dict[str
     source = directory / "pads.cc"
     source.write_text(CXX_SOURCE)
     library = directory / "libpads.so"
-    made = subprocess.run(["g++", "-shared", "-fPIC", "-O2", "-o", str(library), str(source)],
+    # arguments pushed (not stored into space reserved at entry): DW_CFA_GNU_args_size at the calls
+    made = subprocess.run(["g++", "-shared", "-fPIC", "-O2", "-mno-accumulate-outgoing-args", "-o", str(library),
+                           str(source)],
                           capture_output=True, text=True)
     if made.returncode:
         pytest.fail(f"g++ failed:\n{made.stderr}", pytrace=False)
@@ -68,7 +78,7 @@ def fdes_of(result: FileCheck, symbols: dict[str, int], function: str) -> list[F
     return found
 
 
-@pytest.mark.parametrize("function", ["_Z12with_cleanupi", "_Z10with_catchi"])
+@pytest.mark.parametrize("function", ["_Z12with_cleanupi", "_Z10with_catchi", "_Z20with_stack_argumentsl"])
 def test_landing_pads_are_checked(built: tuple[FileCheck, dict[str, int]], function: str) -> None:
     result, symbols = built
     for verdict in fdes_of(result, symbols, function):
