@@ -314,6 +314,8 @@ static void note_call_target(fde_check *c, const fu_x86_insn *insn)
         note_non_entry_callee(c, insn->target);
     else if (!fu_buffer_append(&c->batch->foreign_entries, &insn->target, sizeof insn->target))
         c->out_of_memory = true;
+    if (insn->kind == FU_X86_JCC) /* code without CFI is looked for at calls and jumps */
+        return;
     if (fu_image_segment_holding(c->image->code, c->image->code_count, insn->target, 1) &&
         !covered(c->image, c->batch, insn->target) &&
         !fu_buffer_append(&c->batch->uncovered_calls, &insn->target, sizeof insn->target))
