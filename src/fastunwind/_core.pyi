@@ -364,8 +364,8 @@ CHECK_WHAT_CFA: int
 CHECK_WHAT_RANGE: int
 def check_fdes(table: CfiTable, entries: Buffer, code: Sequence[tuple[int, Buffer]],
                segments: Sequence[tuple[int, Buffer]], noreturn: Buffer, function_entries: Buffer,
-               eh_frame: CfiTable | None, debug_frame: CfiTable | None, work: Buffer, /
-               ) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes]: ...
+               eh_frame: CfiTable | None, debug_frame: CfiTable | None, work: Buffer, foreign_entries: Buffer = b"", /
+               ) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes, bytes]: ...
 def compare_decoders(code: Buffer, address: int, /) -> dict[str, int | str]: ...
 SYNTH_DECIDED: int
 SYNTH_UNDECIDED: int

@@ -49,13 +49,18 @@ NORETURN_PATTERN = re.compile(r"_ZSt\d+__throw_|_ZN4llvm18report_fatal_error")
 VERDICT_NAMES = {_core.CHECK_AGREE: "agree", _core.CHECK_MISMATCH: "mismatch", _core.CHECK_UNDECIDED: "undecided"}
 #: FDEs per chunk handed to one C call (the unit of parallelism and of progress)
 CHUNK_FDES = 2048
-_Outcome = tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes]
+_Outcome = tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes, bytes]
 #: the uint32 fields of one FDE's result, in the order of _core.CHECK_RESULT_FIELD_NAMES
 FIELDS = len(_core.CHECK_RESULT_FIELD_NAMES)
 _FIELD = {name: index for index, name in enumerate(_core.CHECK_RESULT_FIELD_NAMES)}
 ENTRY, VERDICT, AGREE, MISMATCH = _FIELD["entry"], _FIELD["verdict"], _FIELD["agree"], _FIELD["mismatch"]
 UNKNOWN, UNREACHED, FROM_DECLARED_ENTRY = _FIELD["unknown"], _FIELD["unreached"], _FIELD["from_declared_entry"]
 FINDING_TOTAL, SKIPPED = _FIELD["finding_total"], _FIELD["skipped"]
+
+
+def reason_class(reason: str) -> str:
+    """An undecided FDE's reason without its addresses and counts, to count undecided FDEs by cause."""
+    return re.sub(r"^\d+ instructions", "N instructions", re.sub(r"0x[0-9a-f]+", "ADDRESS", reason))
 
 
 def what_name(what: int) -> str:
@@ -149,7 +154,8 @@ class Counts:
     instructions_agree: int = 0
     instructions_mismatch: int = 0
     instructions_unknown: int = 0
-    #: instructions of decided FDEs that no path reached (padding aside): left unchecked
+    #: instructions of decided FDEs that no path reached (padding aside): left unchecked (in mismatching
+    #: FDEs only: an FDE with code no path reaches is otherwise undecided)
     instructions_unreached: int = 0
     #: reached instructions not compared: rows whose return address is undefined (the outermost frame)
     instructions_skipped: int = 0
@@ -333,14 +339,16 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
     done = 0
     uncovered_calls: set[int] = set()
     called_non_entry: set[int] = set()
+    foreign: set[int] = set()
 
     #: decoded instructions interpreted for this file by every chunk (_core.CHECK_MAX_FILE_INSTRUCTIONS)
     work_done = array.array("Q", [0])
 
-    def run(item: tuple[SectionCheck, _core.CfiTable, bytes], function_entries: bytes) -> _Outcome:
+    def run(item: tuple[SectionCheck, _core.CfiTable, bytes], function_entries: bytes,
+            foreign_entries: bytes = b"") -> _Outcome:
         _section, table, chunk = item
         return _core.check_fdes(table, chunk, code, segments, noreturn_bytes, function_entries, image.eh_frame,
-                                image.debug_frame, work_done)
+                                image.debug_frame, work_done, foreign_entries)
 
     entries_bytes = array.array("Q", sorted(entries_known)).tobytes()
 
@@ -350,13 +358,14 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
         # every chunk is submitted here; the C core runs without the GIL
         outcomes = pool.map(run, work, [entries_bytes] * len(work))
         uncovered_functions = _uncovered_functions(tables, names, code)  # meanwhile
-        for (section, _table, chunk), (results, details, uncovered, called) in zip(work, outcomes):
+        for (section, _table, chunk), (results, details, uncovered, called, entered) in zip(work, outcomes):
             offset = len(section.results) // FIELDS
             section.results.frombytes(results)
             for position, reason, findings in details:
                 section.details[offset + position] = (reason, findings)
             uncovered_calls.update(array.array("Q", uncovered))
             called_non_entry.update(array.array("Q", called))
+            foreign.update(array.array("Q", entered))
             done += len(chunk) // 4
             if progress:
                 progress(done, total)
@@ -366,7 +375,21 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
         # after all: again, from the ABI's entry state
         entries_bytes = array.array("Q", sorted(entries_known | called_non_entry)).tobytes()
         for section, table in zip(sections, tables_checked):
-            _recheck(section, table, called_non_entry, lambda item: run(item, entries_bytes))
+            r = section.results
+            _recheck(section, table, [p for p in range(len(r) // FIELDS) if r[p * FIELDS + FROM_DECLARED_ENTRY]
+                                      and section.pc_begin[r[p * FIELDS + ENTRY]] in called_non_entry],
+                     lambda item: run(item, entries_bytes))
+    if foreign:
+        # code left unreached inside an FDE that other FDEs jump to (a .cold part entered at several
+        # places, a tail call into a function's middle) or name as a landing pad: again, with those
+        # entries (the entries this second pass reveals are not followed further)
+        entered_sorted = sorted(foreign)
+        foreign_bytes = array.array("Q", entered_sorted).tobytes()
+        for section, table in zip(sections, tables_checked):
+            r = section.results
+            _recheck(section, table, [p for p in range(len(r) // FIELDS) if r[p * FIELDS + UNREACHED] and _enters(
+                         entered_sorted, section.pc_begin[r[p * FIELDS + ENTRY]], section.pc_range[r[p * FIELDS + ENTRY]])],
+                     lambda item: run(item, entries_bytes, foreign_bytes))
     instructions = _instruction_ranges(elf, code)
     starts = uncovered_functions + [target for target in uncovered_calls | _relocated_code(elf, instructions)
                                     if target not in names and _inside(instructions, target)
@@ -407,17 +430,20 @@ def _relocated_code(elf: ElfFile, instructions: list[tuple[int, int]]) -> set[in
     return found
 
 
-def _recheck(section: SectionCheck, table: _core.CfiTable, starts: set[int],
+def _enters(sorted_addresses: list[int], begin: int, size: int) -> bool:
+    """Whether an address of `sorted_addresses` lies inside [begin, begin + size) after its start."""
+    i = bisect.bisect_right(sorted_addresses, begin)
+    return i < len(sorted_addresses) and sorted_addresses[i] < begin + size
+
+
+def _recheck(section: SectionCheck, table: _core.CfiTable, positions: list[int],
              run: Callable[[tuple[SectionCheck, _core.CfiTable, bytes]], _Outcome]) -> None:
-    """Check again the FDEs of `section` that start at `starts` and were checked from their first
-    declared row, replacing their results."""
+    """Check again the FDEs of `section` at `positions` (of its results), replacing their results."""
     r = section.results
-    positions = [p for p in range(len(r) // FIELDS)
-                 if r[p * FIELDS + FROM_DECLARED_ENTRY] and section.pc_begin[r[p * FIELDS + ENTRY]] in starts]
     if not positions:
         return
     chunk = array.array("I", (r[p * FIELDS + ENTRY] for p in positions)).tobytes()
-    results, details, _uncovered, _called = run((section, table, chunk))
+    results, details, _uncovered, _called, _entered = run((section, table, chunk))
     fresh = array.array("I", results)
     by_position = {position: (reason, findings) for position, reason, findings in details}
     for k, p in enumerate(positions):
