@@ -61,3 +61,9 @@ class TraceError(FastunwindError):
     """A command could not be traced (`fastunwind check --trace`): it does not exist or cannot be
     executed, ptrace is refused (another tracer, a seccomp or Yama policy), or the tracee vanished
     under the tracer. The message names the command and the system's reason."""
+
+
+class BpfError(FastunwindError):
+    """The kernel refused the in-kernel unwinder (`fastunwind record --bpf`): loading the BPF program
+    (no CONFIG_BPF_SYSCALL, no BTF, not root, the verifier), creating or filling a map, or attaching to
+    a perf event. The message names the step and the system's reason."""
