@@ -148,6 +148,16 @@ static __always_inline long finish(struct walk *w, __u8 outcome)
     return 1;
 }
 
+/* Asks user space to (re)load the process's mappings. */
+static __always_inline void note_missing(__u32 tgid)
+{
+    __u64 one = 1, *seen = bpf_map_lookup_elem(&missing, &tgid);
+    if (seen)
+        __sync_fetch_and_add(seen, 1);
+    else
+        bpf_map_update_elem(&missing, &tgid, &one, BPF_NOEXIST);
+}
+
 /* The mapping covering pc, or NULL. */
 static __always_inline const fu_bpf_mapping *find_mapping(const fu_bpf_process *p, __u64 pc)
 {
@@ -231,7 +241,11 @@ static long step(__u32 index, void *context)
     if (!p)
         return finish(w, FU_BPF_NO_PROCESS);
     const fu_bpf_mapping *m = find_mapping(p, pc);
-    if (!m || m->module == FU_BPF_NO_MODULE)
+    if (!m) {
+        note_missing(w->key.pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
+        return frame_pointer_step(w);
+    }
+    if (m->module == FU_BPF_NO_MODULE)
         return frame_pointer_step(w);
     __u32 module_id = m->module, generation = m->generation;
     __u64 svma = pc - m->bias;
@@ -402,13 +416,17 @@ int sample(struct bpf_perf_event_data *ctx)
             w->outcome = FU_BPF_KERNEL_ONLY;
         } else {
             load_registers(w, &regs);
-            __u32 *slot = bpf_map_lookup_elem(&pids, &tgid);
+            __u32 *slot = bpf_map_lookup_elem(&pids, &tgid), space = tgid;
             if (!slot) {
-                __u64 one = 1, *seen = bpf_map_lookup_elem(&missing, &tgid);
-                if (seen)
-                    __sync_fetch_and_add(seen, 1);
-                else
-                    bpf_map_update_elem(&missing, &tgid, &one, BPF_NOEXIST);
+                note_missing(tgid);
+                /* a child that has not exec'd since fork has its parent's mappings */
+                if (BPF_CORE_READ(task, self_exec_id) == BPF_CORE_READ(task, parent_exec_id)) {
+                    space = BPF_CORE_READ(task, real_parent, tgid);
+                    slot = bpf_map_lookup_elem(&pids, &space);
+                }
+            }
+            w->key.space_pid = space;
+            if (!slot) {
                 w->key.user[0] = regs.ip;
                 w->key.user_count = 1;
                 w->outcome = FU_BPF_NO_PROCESS;

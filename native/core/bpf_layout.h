@@ -18,7 +18,8 @@
  *   pids      HASH   tgid -> process slot
  *   scope     HASH   tgid -> 1: the processes sampled (unless the program's `all` is set); a process
  *                    whose parent is in scope joins it at its first sample
- *   missing   HASH   tgid -> samples: processes sampled with no process slot (user space loads them)
+ *   missing   HASH   tgid -> samples: processes sampled with no process slot, or at a PC outside their
+ *                    mappings (mapped since): user space (re)loads them
  *   stacks    HASH   fu_bpf_stack -> samples: the aggregated stacks
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
  *   counters  PERCPU_ARRAY FU_BPF_COUNTER_* -> count
@@ -127,7 +128,9 @@ typedef struct fu_bpf_stack {
     int32_t kernel_stack; /* kstacks id, < 0: none */
     uint8_t outcome;      /* fu_bpf_outcome */
     uint8_t user_count;
-    uint8_t reserved[6];
+    uint16_t reserved;
+    uint32_t space_pid;   /* the process whose mappings the walk used: pid, or the parent a child forked
+                           * from (and has not exec'd since) before its own were loaded */
     uint64_t user[FU_BPF_MAX_FRAMES]; /* the leaf's IP, then return addresses */
 } fu_bpf_stack;
 

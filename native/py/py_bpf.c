@@ -8,7 +8,7 @@
  *   set_process(pid, mappings)            [(start, end, bias, module id, generation)], sorted
  *   forget_process(pid)
  *   take_missing() -> [pid]               processes sampled before their mappings were set
- *   drain() -> [(pid, outcome, samples, user addresses, kernel addresses)], emptying the map
+ *   drain() -> [(pid, space pid, outcome, samples, user addresses, kernel addresses)], emptying the map
  *   counters() -> tuple                   summed over the CPUs: BPF_COUNTERS' values, then samples by
  *                                         outcome (BPF_OUTCOMES)
  *   run_time() -> (ns, runs)              the program's (kernel.bpf_stats_enabled)
@@ -182,7 +182,8 @@ static bool add_stack(void *context, const fu_bpf_stack *stack, uint64_t samples
 {
     uint32_t user_count = stack->user_count < FU_BPF_MAX_FRAMES ? stack->user_count : FU_BPF_MAX_FRAMES;
     PyObject *user = addresses(stack->user, user_count), *kernel_tuple = user ? addresses(kernel, kernel_count) : NULL;
-    PyObject *item = kernel_tuple ? Py_BuildValue("(IBKNN)", stack->pid, stack->outcome, samples, user, kernel_tuple)
+    PyObject *item = kernel_tuple ? Py_BuildValue("(IIBKNN)", stack->pid, stack->space_pid, stack->outcome, samples, user,
+                                                  kernel_tuple)
                                   : NULL;
     if (!item) {
         Py_XDECREF(user);
@@ -265,7 +266,7 @@ static PyMethodDef session_methods[] = {
     {"forget_process", (PyCFunction)session_forget_process, METH_O, "forget_process(pid)"},
     {"take_missing", (PyCFunction)session_take_missing, METH_NOARGS, "take_missing() -> [pid]"},
     {"drain", (PyCFunction)session_drain, METH_NOARGS,
-     "drain() -> [(pid, outcome, samples, user addresses, kernel addresses)]"},
+     "drain() -> [(pid, space pid, outcome, samples, user addresses, kernel addresses)]"},
     {"counters", (PyCFunction)session_counters, METH_NOARGS, "counters() -> BPF_COUNTERS' values"},
     {"run_time", (PyCFunction)session_run_time, METH_NOARGS, "run_time() -> (ns, runs)"},
     {"close", (PyCFunction)session_close, METH_NOARGS, "close(): detach and free everything"},

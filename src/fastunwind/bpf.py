@@ -23,17 +23,19 @@ from typing import IO, NamedTuple
 
 from fastunwind import _core
 from fastunwind.address_space import ImageCache, Mapping, ModuleImage, parse_proc_maps
-from fastunwind.symbols import SymbolTable, kernel_symbol_table, symbol_table_for_file
+from fastunwind._core import SymbolTable
+from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
 
-RESCAN_SECONDS = 1.0
+RESCAN_SECONDS = 0.5
 #: how often the kernel's counted stacks are taken (the stacks map holds 65536 distinct stacks)
-DRAIN_SECONDS = 0.25
+DRAIN_SECONDS = 0.1
 NO_MODULE = 0xFFFFFFFF
 END = _core.BPF_OUTCOMES.index("end")
 
 
 class BpfStack(NamedTuple):
     pid: int
+    space_pid: int  #: the process whose mappings the walk used (a fork child's parent until it is loaded)
     outcome: str
     user: tuple[int, ...]  #: the leaf's IP, then return addresses
     kernel: tuple[int, ...]  #: the leaf first
@@ -44,6 +46,7 @@ class _Process:
         self.pid = pid
         self.maps_text = maps_text
         self.mappings = mappings
+        self.earlier: list[list[Mapping]] = []  #: mappings replaced since (an exec, a dlclose), newest first
         self.comm = comm
         self.module_keys: list[tuple[int, int]] = []
 
@@ -77,8 +80,9 @@ class BpfProfile:
         user = sum(n for s, n in self.stacks.items() if s.outcome != "kernel_only")
         return user, sum(n for s, n in self.stacks.items() if s.outcome == "end")
 
-    def comm(self, pid: int) -> str:
-        process = self._processes.get(pid)
+    def comm(self, pid: int, space_pid: int | None = None) -> str:
+        """The process's command name; a process never loaded has its parent's (`space_pid`), as it forked."""
+        process = self._processes.get(pid) or self._processes.get(space_pid if space_pid is not None else pid)
         return process.comm if process else str(pid)
 
     def _symbol_table(self, image: ModuleImage) -> SymbolTable | None:
@@ -97,7 +101,8 @@ class BpfProfile:
 
     def _name_user(self, pid: int, address: int) -> str:
         process = self._processes.get(pid)
-        mapping = next((m for m in process.mappings if m.start <= address < m.end), None) if process else None
+        spaces = [process.mappings, *process.earlier] if process else []
+        mapping = next((m for space in spaces for m in space if m.start <= address < m.end), None)
         if mapping is None:
             return "[unknown]"
         table = self._symbol_table(mapping.image) if mapping.image else None
@@ -117,7 +122,7 @@ class BpfProfile:
     def frames(self, stack: BpfStack) -> list[str]:
         """The stack's names from the outermost frame to the leaf, kernel frames last; an incomplete
         user stack starts with "[OUTCOME]"."""
-        names = [self.user_name(stack.pid, a, i > 0) for i, a in enumerate(stack.user)][::-1]
+        names = [self.user_name(stack.space_pid, a, i > 0) for i, a in enumerate(stack.user)][::-1]
         if stack.user and stack.outcome != "end":
             names.insert(0, f"[{stack.outcome}]")
         return names + [self.kernel_name(a) for a in reversed(stack.kernel)]
@@ -126,7 +131,7 @@ class BpfProfile:
         """Folded stacks ("comm;outer;...;leaf" -> samples), as `perf-script --format folded` writes them."""
         out: Counter[str] = Counter()
         for stack, samples in self.stacks.items():
-            out[";".join([self.comm(stack.pid), *self.frames(stack)])] += samples
+            out[";".join([self.comm(stack.pid, stack.space_pid), *self.frames(stack)])] += samples
         return out
 
     def write_folded(self, out: IO[str]) -> None:
@@ -145,7 +150,7 @@ class BpfProfile:
             for stack, samples in stacks:
                 samples_out.append([frame_index.setdefault(f, len(frame_index)) for f in self.frames(stack)])
                 weights.append(samples)
-            profiles.append({"type": "sampled", "name": f"{self.comm(pid)} ({pid})", "unit": "none",
+            profiles.append({"type": "sampled", "name": f"{self.comm(pid, stacks[0][0].space_pid)} ({pid})", "unit": "none",
                              "startValue": 0, "endValue": sum(weights), "samples": samples_out, "weights": weights})
         json.dump({"$schema": "https://www.speedscope.app/file-format-schema.json", "name": name,
                    "exporter": "fastunwind record --bpf", "activeProfileIndex": 0,
@@ -193,6 +198,12 @@ class BpfRecorder:
         self._session.scope(pid)
         self._load(pid)
 
+    def add_running(self) -> None:
+        """Loads every running process (for sample_all: their first samples then find their mappings)."""
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) != os.getpid():
+                self._load(int(name))
+
     def _module(self, image: ModuleImage) -> tuple[int, int]:
         key = image.cache_name()
         loaded = self._modules.get(key)
@@ -212,6 +223,8 @@ class BpfRecorder:
             with open(f"/proc/{pid}/comm") as f:
                 comm = f.read().rstrip("\n")
         except OSError:
+            text = ""
+        if not text:  # exited (a zombie's maps are empty): its last mappings name its frames
             self._forget(pid)
             return
         process = self._processes.get(pid)
@@ -226,8 +239,10 @@ class BpfRecorder:
                 else k for m, k in zip(mappings, keys)]
         self._session.set_process(pid, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
                                         for m, k in zip(mappings, keys)])
+        earlier = [process.mappings, *process.earlier] if process is not None else []
         process = _Process(pid, text, mappings, comm)
         process.module_keys = keys
+        process.earlier = earlier
         self._processes[pid] = process
 
     def _forget(self, pid: int) -> None:
@@ -243,24 +258,31 @@ class BpfRecorder:
         for pid in list(self._processes):
             self._load(pid)
 
+    def any_alive(self) -> bool:
+        """Whether a process of the recording is still loaded (alive at the last rescan)."""
+        return bool(self._processes)
+
     def drain(self) -> None:
-        for pid, outcome, samples, user, kernel in self._session.drain():
-            self._stacks[BpfStack(pid, _core.BPF_OUTCOMES[outcome], user, kernel)] += samples
+        for pid, space_pid, outcome, samples, user, kernel in self._session.drain():
+            self._stacks[BpfStack(pid, space_pid, _core.BPF_OUTCOMES[outcome], user, kernel)] += samples
 
     def run(self, until: Callable[[], bool]) -> BpfProfile:
-        """Samples until `until()` is true (checked every DRAIN_SECONDS), then detaches (also on an
-        exception or Ctrl-C) and returns the profile."""
+        """Samples until `until()` is true (checked every DRAIN_SECONDS) or Ctrl-C, then detaches
+        (also on an exception) and returns the profile."""
         try:
             self._session.attach(self._frequency)
             last_scan = time.monotonic()
-            while not until():
-                time.sleep(DRAIN_SECONDS)
-                self.drain()
-                for pid in self._session.take_missing():
-                    self._load(pid)
-                if time.monotonic() - last_scan >= RESCAN_SECONDS:
-                    self.refresh()
-                    last_scan = time.monotonic()
+            try:
+                while not until():
+                    time.sleep(DRAIN_SECONDS)
+                    self.drain()
+                    for pid in self._session.take_missing():
+                        self._load(pid)
+                    if time.monotonic() - last_scan >= RESCAN_SECONDS:
+                        self.refresh()
+                        last_scan = time.monotonic()
+            except KeyboardInterrupt:
+                pass  # Ctrl-C ends the recording; the profile is still written
             self.drain()
             return self._profile()
         finally:
