@@ -116,7 +116,17 @@ struct {
 #define SIGNAL_LOW 40
 #define SIGNAL_WORDS 17
 
+/* Stack reads go through a window of the stack copied with one bpf_probe_read_user: each call costs
+ * ~70 ns here whatever its size up to a few KiB, and a window serves the next frames too (the walk
+ * moves up the stack). */
+#define WINDOW 1024
+#define WINDOW_BELOW 64
+#define PAGE 4096
+
 struct walk {
+    __u64 window_base;      /* the window holds [window_base, window_base + WINDOW) when window_ok */
+    __u64 window_end;       /* or, near the top of the stack, only up to here */
+    __u8 window[WINDOW + 8];
     __u64 regs[REGISTERS]; /* DWARF numbering; REG_RA holds the IP */
     __u32 known;           /* bit r: regs[r] is the caller's true value */
     __u32 process;
@@ -134,11 +144,65 @@ struct {
     __type(value, struct walk);
 } scratch SEC(".maps");
 
-static __always_inline void count(__u32 counter)
+/* Per CPU, direct-mapped: the rule found for (module, generation, svma). */
+#define RULE_CACHE 2048
+struct cached_rule {
+    __u64 svma;
+    __u32 module;
+    __u32 generation;
+    fu_bpf_rule rule;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, RULE_CACHE);
+    __type(key, __u32);
+    __type(value, struct cached_rule);
+} rule_cache SEC(".maps");
+
+static __always_inline void count_n(__u32 counter, __u64 n)
 {
     __u64 *c = bpf_map_lookup_elem(&counters, &counter);
     if (c)
-        *c += 1;
+        *c += n;
+}
+
+static __always_inline void count(__u32 counter)
+{
+    count_n(counter, 1);
+}
+
+/* Reads the user word at addr into *out, from the window or by refilling it there; 0 or a
+ * bpf_probe_read_user error. */
+static __always_inline long read_user(struct walk *w, __u64 addr, __u64 *out)
+{
+    __u64 off = addr - w->window_base;
+    if (addr >= w->window_base && addr + 8 <= w->window_end && off <= WINDOW - 8) {
+        *out = *(__u64 *)(w->window + (off & (WINDOW - 1)));
+        return 0;
+    }
+    /* the whole window from a little below addr (a frame's rbp slot is read after its return
+     * address, 8 bytes lower) */
+    if (addr >= WINDOW_BELOW && bpf_probe_read_user(w->window, WINDOW, (void *)(addr - WINDOW_BELOW)) == 0) {
+        w->window_base = addr - WINDOW_BELOW;
+        w->window_end = w->window_base + WINDOW;
+        *out = *(__u64 *)(w->window + WINDOW_BELOW);
+        return 0;
+    }
+    /* else from addr to the end of its page (the top of the stack is a page end) */
+    __u64 size = PAGE - (addr & (PAGE - 1));
+    if (size > WINDOW)
+        size = WINDOW;
+    w->window_end = 0;
+    if (size < 8 || size > WINDOW)
+        return -1;
+    long e = bpf_probe_read_user(w->window, size, (void *)addr);
+    if (e)
+        return e;
+    w->window_base = addr;
+    w->window_end = addr + size;
+    *out = *(__u64 *)w->window;
+    return 0;
 }
 
 static __always_inline long finish(struct walk *w, __u8 outcome)
@@ -181,7 +245,7 @@ static __always_inline long frame_pointer_step(struct walk *w)
     if (!(w->known & (1u << REG_RBP)) || bp < sp || (bp & 7) || bp == 0)
         return finish(w, FU_BPF_NO_UNWIND_INFO);
     __u64 saved[2];
-    if (bpf_probe_read_user(saved, sizeof saved, (void *)bp))
+    if (read_user(w, bp, &saved[0]) || read_user(w, bp + 8, &saved[1]))
         return finish(w, FU_BPF_UNREADABLE);
     count(FU_BPF_COUNTER_FP_FRAMES);
     w->regs[REG_RSP] = bp + 16;
@@ -234,7 +298,6 @@ static long step(__u32 index, void *context)
     __u64 ip = w->regs[REG_RA];
     w->key.user[n] = ip;
     w->key.user_count = n + 1;
-    count(FU_BPF_COUNTER_FRAMES);
     __u64 pc = ip - (w->ip_is_return ? 1 : 0);
 
     const fu_bpf_process *p = bpf_map_lookup_elem(&processes, &w->process);
@@ -256,39 +319,54 @@ static long step(__u32 index, void *context)
         return finish(w, FU_BPF_NO_TABLE);
     if (svma < mod->base_svma || svma >= mod->end_svma)
         return frame_pointer_step(w);
-    __u64 offset64 = svma - mod->base_svma;
-    __u32 offset = (__u32)offset64, page = (__u32)(offset64 >> FU_BPF_PAGE_SHIFT);
-    __u32 first = mod->first_slot, pages = mod->page_count, rows_at = first + pages;
-    if (page + 1 >= pages)
-        return finish(w, FU_BPF_NO_TABLE);
-    __u32 index0 = first + page, index1 = first + page + 1;
-    fu_bpf_slot *s0 = bpf_map_lookup_elem(&slots, &index0), *s1 = bpf_map_lookup_elem(&slots, &index1);
-    if (!s0 || !s1 || s1->start < s0->start || s1->start >= mod->row_count)
-        return finish(w, FU_BPF_NO_TABLE);
-    /* the last row whose start <= offset, in [s0->start, s1->start] (compact_table.h fu_compact_find) */
-    __u32 lo = s0->start, count_left = s1->start - s0->start + 1;
-    for (int i = 0; i < FU_BPF_ROW_SEARCH_STEPS && count_left > 1; i++) {
-        __u32 half = count_left / 2, at = rows_at + lo + half;
+    /* the rule of a PC walked recently on this CPU (the outer frames repeat from sample to sample)
+     * costs one cache line instead of the page index, the row search and the dictionary */
+    __u32 cache_index = (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (RULE_CACHE - 1));
+    struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
+    fu_bpf_rule rule;
+    if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
+        rule = cached->rule;
+    } else {
+        __u64 offset64 = svma - mod->base_svma;
+        __u32 offset = (__u32)offset64, page = (__u32)(offset64 >> FU_BPF_PAGE_SHIFT);
+        __u32 first = mod->first_slot, pages = mod->page_count, rows_at = first + pages;
+        if (page + 1 >= pages)
+            return finish(w, FU_BPF_NO_TABLE);
+        __u32 index0 = first + page, index1 = first + page + 1;
+        fu_bpf_slot *s0 = bpf_map_lookup_elem(&slots, &index0), *s1 = bpf_map_lookup_elem(&slots, &index1);
+        if (!s0 || !s1 || s1->start < s0->start || s1->start >= mod->row_count)
+            return finish(w, FU_BPF_NO_TABLE);
+        /* the last row whose start <= offset, in [s0->start, s1->start] (compact_table.h fu_compact_find) */
+        __u32 lo = s0->start, count_left = s1->start - s0->start + 1;
+        for (int i = 0; i < FU_BPF_ROW_SEARCH_STEPS && count_left > 1; i++) {
+            __u32 half = count_left / 2, at = rows_at + lo + half;
+            fu_bpf_slot *row = bpf_map_lookup_elem(&slots, &at);
+            if (!row)
+                return finish(w, FU_BPF_NO_TABLE);
+            if (row->start <= offset)
+                lo += half;
+            count_left -= half;
+        }
+        if (count_left > 1)
+            return finish(w, FU_BPF_NO_TABLE);
+        __u32 at = rows_at + lo;
         fu_bpf_slot *row = bpf_map_lookup_elem(&slots, &at);
         if (!row)
             return finish(w, FU_BPF_NO_TABLE);
-        if (row->start <= offset)
-            lo += half;
-        count_left -= half;
+        __u32 rule_id = row->rule;
+        fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
+        if (!found)
+            return finish(w, FU_BPF_NO_TABLE);
+        rule = *found;
+        if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
+            return finish(w, FU_BPF_NO_TABLE);
+        if (cached) {
+            cached->svma = svma;
+            cached->module = module_id;
+            cached->generation = generation;
+            cached->rule = rule;
+        }
     }
-    if (count_left > 1)
-        return finish(w, FU_BPF_NO_TABLE);
-    __u32 at = rows_at + lo;
-    fu_bpf_slot *row = bpf_map_lookup_elem(&slots, &at);
-    if (!row)
-        return finish(w, FU_BPF_NO_TABLE);
-    __u32 rule_id = row->rule;
-    fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
-    if (!found)
-        return finish(w, FU_BPF_NO_TABLE);
-    fu_bpf_rule rule = *found;
-    if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
-        return finish(w, FU_BPF_NO_TABLE);
 
     __u64 sp = w->regs[REG_RSP], cfa;
     __u32 reg = rule.cfa_register & (REGISTERS - 1);
@@ -316,7 +394,7 @@ static long step(__u32 index, void *context)
     case FU_BPF_CFA_DEREF:
         if (!(w->known & (1u << reg)))
             return finish(w, FU_BPF_REGISTER_UNKNOWN);
-        if (bpf_probe_read_user(&cfa, sizeof cfa, (void *)(w->regs[reg] + (__s64)rule.cfa_offset)))
+        if (read_user(w, w->regs[reg] + (__s64)rule.cfa_offset, &cfa))
             return finish(w, FU_BPF_UNREADABLE);
         break;
     case FU_BPF_CFA_SIGNAL_CONTEXT:
@@ -329,7 +407,7 @@ static long step(__u32 index, void *context)
     if (cfa <= sp)
         return finish(w, FU_BPF_SP_BACKWARDS);
     __u64 ra;
-    if (bpf_probe_read_user(&ra, sizeof ra, (void *)(cfa + 8 * (__s64)rule.ra_offset_by_8)))
+    if (read_user(w, cfa + 8 * (__s64)rule.ra_offset_by_8, &ra))
         return finish(w, FU_BPF_UNREADABLE);
     /* rbp is read where saved; the other callee-saved registers become unknown where saved (a later
      * rule that needs one ends the walk as FU_BPF_REGISTER_UNKNOWN rather than read it every frame) */
@@ -339,7 +417,7 @@ static long step(__u32 index, void *context)
         known &= ~(1u << REG_RBP);
     } else if (bp_slot != FU_BPF_KEEP) {
         __u64 bp;
-        if (bpf_probe_read_user(&bp, sizeof bp, (void *)(cfa + 8 * (__s64)bp_slot)))
+        if (read_user(w, cfa + 8 * (__s64)bp_slot, &bp))
             return finish(w, FU_BPF_UNREADABLE);
         w->regs[REG_RBP] = bp;
         known |= 1u << REG_RBP;
@@ -406,6 +484,7 @@ int sample(struct bpf_perf_event_data *ctx)
     __u64 cs = *(volatile __u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
     w->key.kernel_stack = (cs & 3) != 3 ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
     w->done = 0;
+    w->window_end = 0;
     w->outcome = FU_BPF_END;
     w->ip_is_return = 0;
     if (!BPF_CORE_READ(task, mm)) {
@@ -432,7 +511,11 @@ int sample(struct bpf_perf_event_data *ctx)
                 w->outcome = FU_BPF_NO_PROCESS;
             } else {
                 w->process = *slot;
+                __u64 start = bpf_ktime_get_ns();
                 bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
+                count_n(FU_BPF_COUNTER_WALK_NS, bpf_ktime_get_ns() - start);
+                count(FU_BPF_COUNTER_WALKED_SAMPLES);
+                count_n(FU_BPF_COUNTER_FRAMES, w->key.user_count);
                 if (!w->done)
                     w->outcome = FU_BPF_FRAME_LIMIT;
             }

@@ -81,6 +81,8 @@ enum fu_bpf_counter {
     FU_BPF_COUNTER_FRAMES,          /* user frames walked */
     FU_BPF_COUNTER_FP_FRAMES,       /* of which by the frame pointer (no row covered the PC) */
     FU_BPF_COUNTER_STACKS_DROPPED,  /* the stacks map was full */
+    FU_BPF_COUNTER_WALK_NS,         /* ns spent in the user-stack walks (bpf_ktime_get_ns around them) */
+    FU_BPF_COUNTER_WALKED_SAMPLES,  /* samples whose user stack was walked */
     FU_BPF_COUNTER_OUTCOME,         /* + outcome: samples by outcome */
     FU_BPF_COUNTER_COUNT = FU_BPF_COUNTER_OUTCOME + FU_BPF_OUTCOME_COUNT
 };

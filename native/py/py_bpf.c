@@ -319,6 +319,8 @@ static const char *counter_name(int counter)
         [FU_BPF_COUNTER_FRAMES] = "frames",
         [FU_BPF_COUNTER_FP_FRAMES] = "frame_pointer_frames",
         [FU_BPF_COUNTER_STACKS_DROPPED] = "stacks_dropped",
+        [FU_BPF_COUNTER_WALK_NS] = "walk_ns",
+        [FU_BPF_COUNTER_WALKED_SAMPLES] = "walked_samples",
     };
     return names[counter];
 }

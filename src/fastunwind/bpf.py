@@ -56,7 +56,7 @@ class BpfProfile:
 
     def __init__(self, stacks: Counter[BpfStack], counters: dict[str, int], outcomes: dict[str, int],
                  processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int, slots_used: int,
-                 modules_loaded: int, modules_without_table: int) -> None:
+                 rows_loaded: int, modules_loaded: int, modules_without_table: int) -> None:
         self.stacks = stacks
         self.counters = counters
         self.outcomes = outcomes
@@ -65,6 +65,7 @@ class BpfProfile:
         self.runs = runs
         self.table_bytes = table_bytes
         self.slots_used = slots_used
+        self.rows_loaded = rows_loaded
         self.modules_loaded = modules_loaded
         self.modules_without_table = modules_without_table
         self._symbols: dict[str, SymbolTable | None] = {}
@@ -167,11 +168,14 @@ class BpfProfile:
             "frames": frames,
             "frame_pointer_frames": self.counters.get("frame_pointer_frames", 0),
             "stacks_dropped": self.counters.get("stacks_dropped", 0),
+            "walked_samples": self.counters.get("walked_samples", 0),
+            "walk_ns": self.counters.get("walk_ns", 0),
             "distinct_stacks": len(self.stacks),
             "bpf_run_ns": self.run_ns,
             "bpf_runs": self.runs,
             "table_map_bytes": self.table_bytes,
             "table_slots_used": self.slots_used,
+            "table_rows_loaded": self.rows_loaded,
             "modules_loaded": self.modules_loaded,
             "modules_without_table": self.modules_without_table,
         }
@@ -190,6 +194,7 @@ class BpfRecorder:
         self._modules: dict[str, tuple[int, int]] = {}  # cache key -> (id, generation)
         self._without_table: set[str] = set()
         self._stacks: Counter[BpfStack] = Counter()
+        self._rows_loaded = 0  # table rows loaded into the maps (evicted ones included)
         for pid in pids:
             self.add(pid)
 
@@ -214,6 +219,7 @@ class BpfRecorder:
             self._without_table.add(key)
             return NO_MODULE, 0
         self._modules[key] = self._session.load_module(table)
+        self._rows_loaded += table.row_count
         return self._modules[key]
 
     def _load(self, pid: int) -> None:
@@ -295,8 +301,8 @@ class BpfRecorder:
         outcomes = {name: n for name, n in zip(_core.BPF_OUTCOMES, values[len(names):]) if n}
         run_ns, runs = self._session.run_time()
         return BpfProfile(self._stacks, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
-                          self._session.table_bytes, self._session.slots_used, len(self._modules),
-                          len(self._without_table))
+                          self._session.table_bytes, self._session.slots_used, self._rows_loaded,
+                          len(self._modules), len(self._without_table))
 
     def close(self) -> None:
         self._session.close()
