@@ -23,7 +23,7 @@ EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(s
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
 .PHONY: FORCE all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
-        bench-check bench-trace decode-compare clean
+        bench-check bench-trace bench-bpf decode-compare clean
 
 all: build
 
@@ -146,6 +146,10 @@ bench-perf-script: build $(BENCH_BIG_RECORDINGS)
 # Compiled unwind tables: generation and compile time, code size against .eh_frame.
 bench-eh-elf: build
 	$(PY) -m benchmarks.bench_eh_elf
+
+# record --bpf against perf record --call-graph dwarf and no profiler (root: docs/BENCHMARKS.md)
+bench-bpf: build
+	$(PY) -m benchmarks.bench_bpf
 
 clean:
 	rm -rf build $(STAMPS) src/fastunwind/_core*.so src/*.egg-info
