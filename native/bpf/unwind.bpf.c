@@ -305,7 +305,7 @@ static long step(__u32 index, void *context)
         return finish(w, FU_BPF_NO_PROCESS);
     const fu_bpf_mapping *m = find_mapping(p, pc);
     if (!m) {
-        note_missing(w->key.pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
+        note_missing(w->key.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
         return frame_pointer_step(w);
     }
     if (m->module == FU_BPF_NO_MODULE)
@@ -496,13 +496,15 @@ int sample(struct bpf_perf_event_data *ctx)
         } else {
             load_registers(w, &regs);
             __u32 *slot = bpf_map_lookup_elem(&pids, &tgid), space = tgid;
+            /* a child that has not exec'd since fork has its parent's mappings: it is walked with
+             * them (and not loaded: a forking server's children are many and short-lived) */
+            if (!slot && BPF_CORE_READ(task, self_exec_id) == BPF_CORE_READ(task, parent_exec_id)) {
+                space = BPF_CORE_READ(task, real_parent, tgid);
+                slot = bpf_map_lookup_elem(&pids, &space);
+            }
             if (!slot) {
+                space = tgid;
                 note_missing(tgid);
-                /* a child that has not exec'd since fork has its parent's mappings */
-                if (BPF_CORE_READ(task, self_exec_id) == BPF_CORE_READ(task, parent_exec_id)) {
-                    space = BPF_CORE_READ(task, real_parent, tgid);
-                    slot = bpf_map_lookup_elem(&pids, &space);
-                }
             }
             w->key.space_pid = space;
             if (!slot) {

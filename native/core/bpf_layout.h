@@ -18,8 +18,9 @@
  *   pids      HASH   tgid -> process slot
  *   scope     HASH   tgid -> 1: the processes sampled (unless the program's `all` is set); a process
  *                    whose parent is in scope joins it at its first sample
- *   missing   HASH   tgid -> samples: processes sampled with no process slot, or at a PC outside their
- *                    mappings (mapped since): user space (re)loads them
+ *   missing   HASH   tgid -> samples: processes sampled with no process slot (and not a fork child of
+ *                    a loaded one), or at a PC outside their mappings (mapped since): user space
+ *                    (re)loads them
  *   stacks    HASH   fu_bpf_stack -> samples: the aggregated stacks
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
  *   counters  PERCPU_ARRAY FU_BPF_COUNTER_* -> count

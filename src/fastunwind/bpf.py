@@ -27,6 +27,9 @@ from fastunwind._core import SymbolTable
 from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
 
 RESCAN_SECONDS = 0.5
+#: how often the kernel's reports of processes without (current) mappings are taken: one syscall
+#: when there is none, and the sooner a process is reloaded the fewer samples miss its tables
+MISSING_SECONDS = 0.02
 #: how often the kernel's counted stacks are taken (the stacks map holds 65536 distinct stacks)
 DRAIN_SECONDS = 0.1
 NO_MODULE = 0xFFFFFFFF
@@ -117,7 +120,7 @@ class BpfProfile:
         name = self._names.get(key)
         if name is None:
             found = self._kernel.lookup(address) if self._kernel.usable else None
-            name = self._names[key] = f"{found[0]}_[k]" if found else "[unknown kernel]_[k]"
+            name = self._names[key] = found[0] if found else "[unknown [kernel.kallsyms]]"
         return name
 
     def frames(self, stack: BpfStack) -> list[str]:
@@ -218,7 +221,11 @@ class BpfRecorder:
         if table is None or table.row_count == 0:
             self._without_table.add(key)
             return NO_MODULE, 0
-        self._modules[key] = self._session.load_module(table)
+        try:
+            self._modules[key] = self._session.load_module(table)
+        except ValueError:  # larger than the whole table map (--table-mib): as a module without CFI
+            self._without_table.add(key)
+            return NO_MODULE, 0
         self._rows_loaded += table.row_count
         return self._modules[key]
 
@@ -273,18 +280,22 @@ class BpfRecorder:
             self._stacks[BpfStack(pid, space_pid, _core.BPF_OUTCOMES[outcome], user, kernel)] += samples
 
     def run(self, until: Callable[[], bool]) -> BpfProfile:
-        """Samples until `until()` is true (checked every DRAIN_SECONDS) or Ctrl-C, then detaches
+        """Samples until `until()` is true (checked every MISSING_SECONDS) or Ctrl-C, then detaches
         (also on an exception) and returns the profile."""
         try:
             self._session.attach(self._frequency)
             last_scan = time.monotonic()
             try:
+                last_drain = time.monotonic()
                 while not until():
-                    time.sleep(DRAIN_SECONDS)
-                    self.drain()
+                    time.sleep(MISSING_SECONDS)
                     for pid in self._session.take_missing():
                         self._load(pid)
-                    if time.monotonic() - last_scan >= RESCAN_SECONDS:
+                    now = time.monotonic()
+                    if now - last_drain >= DRAIN_SECONDS:
+                        self.drain()
+                        last_drain = now
+                    if now - last_scan >= RESCAN_SECONDS:
                         self.refresh()
                         last_scan = time.monotonic()
             except KeyboardInterrupt:

@@ -226,3 +226,18 @@ def test_ctrl_c_detaches_and_writes_the_profile(tmp_path: Path) -> None:
 def test_record_needs_a_target() -> None:
     result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf"], capture_output=True, text=True)
     assert result.returncode == 2 and "-a, -p PID or -- CMD" in result.stderr
+
+
+def test_evicted_tables_end_stacks_as_no_table(settings: record_workloads.Settings) -> None:
+    # slots for about one libc: loading the program's modules evicts the oldest, again and again
+    recorder = BpfRecorder(frequency=FREQUENCY, slot_capacity=30_000)
+    child = subprocess.Popen(record_workloads.WORKLOADS["c"].command(settings), stdout=subprocess.DEVNULL)
+    recorder.add(child.pid)
+    try:
+        profile = recorder.run(lambda: child.poll() is not None)
+    finally:
+        child.wait()
+    assert profile.samples >= 50 and profile.slots_used <= 30_000
+    assert profile.outcomes.get("no_table", 0) > 0, profile.statistics()
+    # a stack is complete only where every frame had its table: from _start
+    assert all(profile.frames(s)[0] == "_start" for s in profile.stacks if s.outcome == "end")
