@@ -15,7 +15,7 @@ STAMPS := .build
 # bpftool build and load the in-kernel unwinder of `record --bpf` (native/bpf).
 SYSTEM_PACKAGES := binutils gcc g++ make llvm-14 clang-14 elfutils libdw-dev libunwind-dev \
                    zlib1g-dev libzstd-dev pkg-config xz-utils linux-perf rt-tests \
-                   lld mold golang-go libiberty-dev libzydis-dev chromium chromium-driver \
+                   lld mold golang-go libiberty-dev libzydis-dev chromium chromium-driver gdb time ffmpeg \
                    libbpf-dev bpftool
 
 NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch] native/bpf/*.[ch])
@@ -23,7 +23,7 @@ EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(s
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
 .PHONY: FORCE all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
-        bench-check bench-trace bench-bpf decode-compare clean
+        bench-check bench-synth bench-trace bench-bpf decode-compare synth-unwind clean
 
 all: build
 
@@ -116,6 +116,10 @@ bench: build
 bench-check: build
 	$(PY) -m benchmarks.bench_check
 
+# `fastunwind synth` of libc and libLLVM-14 against `readelf -wF` of the same files (docs/BENCHMARKS.md).
+bench-synth: build
+	$(PY) -m benchmarks.bench_synth
+
 # `fastunwind check --trace`: steps per second on real commands against a bare ptrace loop.
 bench-trace: build
 	$(PY) -m benchmarks.bench_trace
@@ -123,6 +127,13 @@ bench-trace: build
 # The walker against libunwind, libdw and a frame-pointer walk on the same perf samples.
 bench-unwind: build
 	$(PY) -m benchmarks.bench_unwind
+
+# Unwinding through synthesized rows: the seeded program and an x264 encode recorded, samples that
+# land in code without CFI or with wrong CFI counted by how far they unwind with --synth off,
+# missing and repair (docs/BENCHMARKS.md, "Unwinding through synthesized rows").
+SYNTH_UNWIND_SECONDS ?= 3
+synth-unwind: build
+	$(PY) -m scripts.synth_unwind --seconds $(SYNTH_UNWIND_SECONDS)
 
 # End to end on big recordings: fastunwind perf-script against perf script, time and peak RSS side
 # by side (docs/BENCHMARKS.md, "End to end on big recordings"). The recordings are made once: clang-14

@@ -7,7 +7,9 @@ time and peak RSS; with --report, `fastunwind report -i X` against `perf report 
 
 Each command runs under `/usr/bin/time -f %M`, whose peak RSS (KiB) of the process is reported (the
 median over the runs; /usr/bin/time forks a process of its own of ~2 MiB, so the figure is the
-command's, not this harness's); several recordings give one table row each.
+command's, not this harness's), and its CPU time (user + system of all its threads, from
+`getrusage(RUSAGE_CHILDREN)`: on a machine loaded by other work the wall times stretch, the CPU
+times much less); several recordings give one table row each.
 
 The two commands run interleaved (load from elsewhere on the machine hits both), after one untimed
 warm-up of each (page cache, perf's build-id cache, our compact-table cache); best of N and median
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import statistics
 import subprocess
@@ -37,16 +40,21 @@ PERF_SCRIPT_FIELDS = "comm,tid,time,ip,sym,symoff,dso"
 
 
 PEAK_RSS: dict[str, list[int]] = {}  #: KiB per command line, one per run of time_command
+CPU_SECONDS: dict[str, list[float]] = {}  #: user + system seconds per command line, one per run
 
 
 def time_command(command: list[str], env: dict[str, str]) -> float:
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
         wrapped = ["/usr/bin/time", "-f", "%M", "-o", rss.name, *command] if os.path.exists("/usr/bin/time") \
             else command
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         with open(os.devnull, "wb") as null:
             completed = subprocess.run(wrapped, stdout=null, stderr=subprocess.PIPE, env=env, check=False)
         elapsed = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        CPU_SECONDS.setdefault(shlex.join(command), []).append(
+            after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if completed.returncode != 0:
             raise SystemExit(f"{shlex.join(command)} failed ({completed.returncode}):\n"
                              f"{completed.stderr.decode(errors='replace')[-2000:]}")
@@ -76,6 +84,7 @@ def end_to_end(recording: str, runs: int, extra: list[str] | None = None, report
         ours_s.append(time_command(ours, env))
         theirs_s.append(time_command(theirs, env))
     ours_rss, theirs_rss = PEAK_RSS.get(shlex.join(ours), [])[-runs:], PEAK_RSS.get(shlex.join(theirs), [])[-runs:]
+    ours_cpu, theirs_cpu = CPU_SECONDS[shlex.join(ours)][-runs:], CPU_SECONDS[shlex.join(theirs)][-runs:]
     return {"recording": recording, "bytes": os.path.getsize(recording),
             "ours_peak_rss_kib": statistics.median(ours_rss) if ours_rss else None,
             "perf_peak_rss_kib": statistics.median(theirs_rss) if theirs_rss else None,
@@ -83,7 +92,9 @@ def end_to_end(recording: str, runs: int, extra: list[str] | None = None, report
             "perf_command": shlex.join(theirs) + " > /dev/null", "ours_seconds": ours_s, "perf_seconds": theirs_s,
             "ours_best": min(ours_s), "perf_best": min(theirs_s), "ours_median": statistics.median(ours_s),
             "perf_median": statistics.median(theirs_s), "ratio": min(theirs_s) / min(ours_s),
-            "median_ratio": statistics.median(theirs_s) / statistics.median(ours_s)}
+            "median_ratio": statistics.median(theirs_s) / statistics.median(ours_s),
+            "ours_cpu_seconds": ours_cpu, "perf_cpu_seconds": theirs_cpu, "ours_cpu_best": min(ours_cpu),
+            "perf_cpu_best": min(theirs_cpu), "cpu_ratio": min(theirs_cpu) / min(ours_cpu)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{1e3 * result['perf_best']:.1f} ms, {peer} ÷ ours = {result['ratio']:.2f}x")
         print(f"median:     ours {1e3 * result['ours_median']:.1f} ms, {peer} "
               f"{1e3 * result['perf_median']:.1f} ms, {peer} ÷ ours = {result['median_ratio']:.2f}x")
+        print(f"CPU (user + system, best): ours {1e3 * result['ours_cpu_best']:.1f} ms, {peer} "
+              f"{1e3 * result['perf_cpu_best']:.1f} ms, {peer} ÷ ours = {result['cpu_ratio']:.2f}x")
         if result["ours_peak_rss_kib"] is not None:
             print(f"peak RSS (median): ours {result['ours_peak_rss_kib'] / 1024:.0f} MiB, {peer} "
                   f"{result['perf_peak_rss_kib'] / 1024:.0f} MiB")
@@ -127,13 +140,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if len(results) > 1 or arguments.table:
         print(f"| recording | size | {peer} | fastunwind | perf ÷ ours (best of {arguments.runs}, median) "
-              "| peak RSS perf / ours |")
-        print("|---|---|---|---|---|---|")
+              "| CPU perf ÷ ours | peak RSS perf / ours |")
+        print("|---|---|---|---|---|---|---|")
         for r in results:
             rss = (f"{r['perf_peak_rss_kib'] / 1024:.0f} / {r['ours_peak_rss_kib'] / 1024:.0f} MiB"
                    if r["ours_peak_rss_kib"] is not None else "n/a")
             print(f"| {os.path.basename(r['recording'])} | {r['bytes'] / 1e6:.0f} MB | {r['perf_best']:.2f} s "
-                  f"| {r['ours_best']:.3f} s | **{r['ratio']:.1f}x** ({r['median_ratio']:.1f}x) | {rss} |")
+                  f"| {r['ours_best']:.3f} s | **{r['ratio']:.1f}x** ({r['median_ratio']:.1f}x) "
+                  f"| {r['cpu_ratio']:.1f}x ({1e3 * r['perf_cpu_best']:.0f} / {1e3 * r['ours_cpu_best']:.0f} ms) | {rss} |")
     return 0
 
 

@@ -33,6 +33,7 @@ typedef struct fu_module {
     const fu_cfi_table *debug_frame;     /* may be NULL */
     const fu_image_segment *segments; /* the file's read-only PT_LOAD bytes, by svma (for reads) */
     size_t segment_count;
+    uint64_t segments_low, segments_high; /* the svma span of the segments (fu_address_space_init sets it) */
     uint32_t id;                     /* the caller's identifier (for symbolization) */
     /* The process's first code, at the file's ELF entry point, where no CFI covers it (ld.so's
      * _start: RTLD_START is assembly without CFI): [entry_code_start, + entry_code_size) by svma,
@@ -103,8 +104,8 @@ typedef struct fu_address_space {
     uint32_t backend; /* fu_backend */
 } fu_address_space;
 
-/* Sorts `modules` by start and makes `space` of them (which keeps the pointer); FU_ERR_INVALID
- * ("modules 3 and 4 overlap at 0x7f0000001000") if two overlap. */
+/* Sorts `modules` by start, sets their segments' spans, and makes `space` of them (which keeps the
+ * pointer); FU_ERR_INVALID ("modules 3 and 4 overlap at 0x7f0000001000") if two overlap. */
 fu_status fu_address_space_init(fu_address_space *space, fu_module *modules, size_t count, uint32_t backend,
                                 fu_error *err);
 

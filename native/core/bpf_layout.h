@@ -92,7 +92,7 @@ typedef struct fu_bpf_rule {
     uint8_t cfa_kind;
     uint8_t cfa_register;
     int8_t ra_offset_by_8;
-    uint8_t reserved0;
+    uint8_t origin; /* where the row came from (compact_table.h): the walk does not look */
     int32_t cfa_offset;
     int8_t saved_offset_by_8[6]; /* rbx, rbp, r12, r13, r14, r15 */
     uint8_t reserved1[2];

@@ -242,6 +242,14 @@ bool fu_insn_decode(fu_cursor *c, const fu_cie_info *cie, const fu_section *sect
                     fu_error *err);
 const char *fu_cfa_name(uint8_t opcode);
 fu_status fu_cfi_table_evaluate(fu_cfi_table *table, fu_error *err);
+/* Ranges given to fu_cfi_table_evaluate_ranges: a module's slow rows, merged (libc 2.36: 7). */
+#define FU_CFI_MAX_SELECTED_RANGES 256
+/* Evaluate only the FDEs a lookup in the svma ranges [ranges[2i], ranges[2i + 1]) can return
+ * (range_count <= FU_CFI_MAX_SELECTED_RANGES; ranges NULL: all of them): lookups in the ranges
+ * answer as the whole table's, others may find nothing. For the walker's slow rows, where the
+ * compact table sends it to the DWARF tables (libc: 26M instructions -> a few). */
+fu_status fu_cfi_table_evaluate_ranges(fu_cfi_table *table, const uint64_t *ranges, size_t range_count,
+                                       fu_error *err);
 const fu_state *fu_cfi_table_state(const fu_cfi_table *table, uint32_t state_index);
 /* The rule of `column` in `state` (FU_RULE_UNSPECIFIED if none). */
 fu_rule fu_state_rule(const fu_cfi_table *table, const fu_state *state, unsigned column);
@@ -322,6 +330,8 @@ void fu_expr_print_llvm(fu_out *o, const uint8_t *expr, uint64_t len, unsigned a
 
 /* cfi_print.c */
 void fu_print_readelf_interp(fu_out *o, const fu_cfi_table *table);
+/* The same, the i-th FDE's header line followed by notes[i] (for i < note_count; NULL: nothing). */
+void fu_print_readelf_interp_noted(fu_out *o, const fu_cfi_table *table, const char *const *notes, size_t note_count);
 void fu_print_readelf_raw(fu_out *o, const fu_cfi_table *table);
 
 #endif

@@ -582,8 +582,47 @@ static void shrink_to_fit(fu_cfi_table *t)
     fu_intern_free(&t->state_index);
 }
 
-fu_status fu_cfi_table_evaluate(fu_cfi_table *t, fu_error *err)
+/* Whether FDE `e` covers part of [start, end). */
+static bool fde_overlaps(const fu_entry *e, uint64_t start, uint64_t end)
 {
+    return e->pc_range > 0 && e->pc_begin < end && (e->pc_begin >= start || start - e->pc_begin < e->pc_range);
+}
+
+/* Mark in `selected` the FDEs a lookup in the ranges can return: for each range, every FDE starting
+ * from the lowest start of those overlapping it up to its end. The lookup (lookup.c) takes the
+ * last FDE starting at or below the address: an FDE that starts between the one covering the
+ * address and the address would shadow it, so those are kept too, and the answer in the ranges
+ * is the whole table's. */
+static void select_fdes(const fu_cfi_table *t, const uint64_t *ranges, size_t range_count, bool *selected)
+{
+    for (size_t r = 0; r < range_count; r++) {
+        uint64_t start = ranges[2 * r], end = ranges[2 * r + 1], lowest = end;
+        for (uint32_t i = 0; i < t->entry_count; i++) {
+            const fu_entry *e = &t->entries[i];
+            if (e->kind == FU_ENTRY_FDE && fde_overlaps(e, start, end) && e->pc_begin < lowest)
+                lowest = e->pc_begin;
+        }
+        for (uint32_t i = 0; i < t->entry_count; i++) {
+            const fu_entry *e = &t->entries[i];
+            if (e->kind == FU_ENTRY_FDE && e->pc_begin >= lowest && e->pc_begin < end)
+                selected[i] = true;
+        }
+    }
+}
+
+fu_status fu_cfi_table_evaluate(fu_cfi_table *t, fu_error *err) { return fu_cfi_table_evaluate_ranges(t, NULL, 0, err); }
+
+fu_status fu_cfi_table_evaluate_ranges(fu_cfi_table *t, const uint64_t *ranges, size_t range_count, fu_error *err)
+{
+    if (ranges && range_count > FU_CFI_MAX_SELECTED_RANGES)
+        return fu_fail(err, FU_ERR_INVALID, "%zu address ranges to evaluate (at most %d)", range_count,
+                       FU_CFI_MAX_SELECTED_RANGES);
+    bool *selected = NULL;
+    if (ranges) {
+        if (!(selected = calloc(t->entry_count ? t->entry_count : 1, sizeof *selected)))
+            return fu_fail(err, FU_ERR_NOMEM, "out of memory evaluating CFI");
+        select_fdes(t, ranges, range_count, selected);
+    }
     evaluator ev;
     memset(&ev, 0, sizeof ev);
     ev.t = t;
@@ -598,6 +637,7 @@ fu_status fu_cfi_table_evaluate(fu_cfi_table *t, fu_error *err)
         free(cie_initial);
         free(cie_cfa_register);
         free(cie_cfa_offset);
+        free(selected);
         return fu_fail(err, FU_ERR_NOMEM, "out of memory evaluating CFI");
     }
     char message[300];
@@ -626,8 +666,8 @@ fu_status fu_cfi_table_evaluate(fu_cfi_table *t, fu_error *err)
     }
     for (uint32_t i = 0; i < t->entry_count; i++) {
         fu_entry *e = &t->entries[i];
-        if (e->kind != FU_ENTRY_FDE || e->has_error)
-            continue;
+        if (e->kind != FU_ENTRY_FDE || e->has_error || (selected && !selected[i]))
+            continue; /* an FDE left out has no rows: the index leaves it out */
         const fu_entry *ce = &t->entries[e->cie_entry];
         uint32_t initial = cie_initial[ce->cie_slot];
         if (initial == UINT32_MAX) {
@@ -654,6 +694,7 @@ fu_status fu_cfi_table_evaluate(fu_cfi_table *t, fu_error *err)
     free(cie_initial);
     free(cie_cfa_register);
     free(cie_cfa_offset);
+    free(selected);
     shrink_to_fit(t);
     return fu_cfi_table_build_index(t, err);
 }

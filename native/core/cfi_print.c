@@ -67,7 +67,7 @@ static void print_terminator(fu_out *o, const fu_entry *e)
     fu_out_printf(o, "\n%08llx ZERO terminator\n\n", (unsigned long long)e->offset);
 }
 
-static void print_fde_header(fu_out *o, const fu_cfi_table *t, const fu_entry *e)
+static void print_fde_header(fu_out *o, const fu_cfi_table *t, const fu_entry *e, const char *note)
 {
     unsigned address_size = entry_address_size(t, e);
     print_entry_header(o, t, e);
@@ -82,6 +82,8 @@ static void print_fde_header(fu_out *o, const fu_cfi_table *t, const fu_entry *e
     print_hex_ns(o, e->display_pc_begin, address_size);
     fu_out_write(o, "..", 2);
     print_hex_ns(o, e->display_pc_begin + e->pc_range, address_size);
+    if (note)
+        fu_out_printf(o, "%s", note);
     fu_out_write(o, "\n", 1);
 }
 
@@ -204,8 +206,11 @@ static void print_rows(fu_out *o, const fu_cfi_table *t, cell_cache *cache, cons
     }
 }
 
-void fu_print_readelf_interp(fu_out *o, const fu_cfi_table *t)
+void fu_print_readelf_interp(fu_out *o, const fu_cfi_table *t) { fu_print_readelf_interp_noted(o, t, NULL, 0); }
+
+void fu_print_readelf_interp_noted(fu_out *o, const fu_cfi_table *t, const char *const *notes, size_t note_count)
 {
+    size_t fde_ordinal = 0;
     cell_cache cache = {0};
     size_t states = t->state_count ? t->state_count : 1, pool = t->pool_count ? t->pool_count : 1;
     cache.cfa = malloc(states * sizeof *cache.cfa);
@@ -234,7 +239,8 @@ void fu_print_readelf_interp(fu_out *o, const fu_cfi_table *t)
                 print_rows(o, t, &cache, e, 0, 0);
             break;
         case FU_ENTRY_FDE:
-            print_fde_header(o, t, e);
+            print_fde_header(o, t, e, fde_ordinal < note_count ? notes[fde_ordinal] : NULL);
+            fde_ordinal++;
             if (!e->has_error)
                 print_rows(o, t, &cache, e, e->display_pc_begin, e->pc_begin);
             break;
@@ -390,7 +396,7 @@ void fu_print_readelf_raw(fu_out *o, const fu_cfi_table *t)
             break;
         }
         case FU_ENTRY_FDE:
-            print_fde_header(o, t, e);
+            print_fde_header(o, t, e, NULL);
             if (!e->header_ok)
                 break;
             if (e->aug_data_len)

@@ -297,18 +297,21 @@ static bool covered(const fu_check_image *image, fu_check_batch *batch, uint64_t
 }
 
 
-static void note_call_target(fde_check *c, const fu_x86_insn *insn)
+/* A code address the FDE's code names: a direct call's or jump's target, or an address a
+ * RIP-relative lea takes (a function pointer: assembly without CFI, as x264's and FFmpeg's, is often
+ * reached only through tables of them, which C code fills with lea). One outside every FDE is code
+ * without CFI. */
+static void note_code_address(fde_check *c, uint64_t target, bool call)
 {
-    if (!insn->has_target || insn->target == c->last_uncovered_check)
+    if (target == c->last_uncovered_check)
         return;
-    if (insn->target >= c->fde->pc_begin && insn->target - c->fde->pc_begin < c->fde->pc_range)
+    if (target >= c->fde->pc_begin && target - c->fde->pc_begin < c->fde->pc_range)
         return;
-    c->last_uncovered_check = insn->target;
-    if (insn->kind == FU_X86_CALL) /* not jumps: the hot part's jump to its .cold part */
-        note_non_entry_callee(c, insn->target);
-    if (fu_image_segment_holding(c->image->code, c->image->code_count, insn->target, 1) &&
-        !covered(c->image, c->batch, insn->target) &&
-        !fu_buffer_append(&c->batch->uncovered_calls, &insn->target, sizeof insn->target))
+    c->last_uncovered_check = target;
+    if (call) /* not jumps: the hot part's jump to its .cold part */
+        note_non_entry_callee(c, target);
+    if (fu_image_segment_holding(c->image->code, c->image->code_count, target, 1) &&
+        !covered(c->image, c->batch, target) && !fu_buffer_append(&c->batch->uncovered_calls, &target, sizeof target))
         c->out_of_memory = true;
 }
 
@@ -338,8 +341,11 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
     fde_check *c = context;
     const fu_cfi_table *t = c->table;
     pass_unreached(c, address);
-    if (insn->kind == FU_X86_CALL || (insn->kind == FU_X86_JMP && insn->has_target))
-        note_call_target(c, insn);
+    if ((insn->kind == FU_X86_CALL || insn->kind == FU_X86_JMP) && insn->has_target)
+        note_code_address(c, insn->target, insn->kind == FU_X86_CALL);
+    else if (insn->kind == FU_X86_LEA && insn->source.kind == FU_X86_OPERAND_MEMORY &&
+             insn->source.reg == FU_X86_REG_RIP && insn->source.index == FU_X86_REG_NONE && !insn->source.segment)
+        note_code_address(c, address + insn->length + (uint64_t)insn->source.value, false);
     while (c->row + 1 < c->row_end && t->row_address[c->row + 1] <= address)
         c->row++;
     if (unchanged && c->judged_agree && c->judged_row == c->row) {

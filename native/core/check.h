@@ -93,7 +93,8 @@ typedef struct fu_check_image {
     uint64_t *work_done;
 } fu_check_image;
 
-/* The results of a batch of FDEs, and the direct call targets in executable code that no FDE of
+/* The results of a batch of FDEs, and the code addresses (direct call and jump targets, addresses a
+ * RIP-relative lea takes) in executable code that no FDE of
  * either table covers (unsorted, possibly repeated). Zero-initialize; fu_check_batch_free. */
 /* Call targets whose coverage by an FDE was looked up, direct-mapped by address: the same callees
  * recur across a batch's FDEs. On libLLVM-14 the lookups took 3.7% of check's time, 2.2% with
@@ -109,7 +110,7 @@ typedef struct fu_check_batch {
     fu_check_fde_result *results;
     size_t count;
     fu_buffer findings;         /* fu_check_finding */
-    fu_buffer uncovered_calls;  /* uint64_t */
+    fu_buffer uncovered_calls;  /* uint64_t: call and jump targets and addresses lea takes (check.c) */
     /* uint64_t: direct call targets that start an FDE whose first row is not an entry row (the
      * caller may check those FDEs again with them among image->function_entries) */
     fu_buffer called_non_entry;

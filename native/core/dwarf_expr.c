@@ -43,7 +43,9 @@ static bool out_reserve(fu_out *o, size_t n)
     if (o->len + n <= o->cap)
         return true;
     if (o->fd >= 0 && o->len > 0) {
-        fu_out_flush(o);
+        fu_out_flush(o); /* a failed write keeps len: the text is not written, nor buffered past cap */
+        if (o->failed)
+            return false;
         if (n <= o->cap)
             return true;
     }

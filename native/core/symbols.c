@@ -73,6 +73,10 @@ void fu_symbol_table_free(fu_symbol_table *t)
             free(t->plain[i]);
     free(t->plain);
     free(t->plain_lengths);
+    if (t->borrowed) { /* the arrays are a cache file's (symbol_cache.h) */
+        memset(t, 0, sizeof *t);
+        return;
+    }
     free(t->starts);
     free(t->ends);
     free(t->name_offsets);
@@ -204,6 +208,24 @@ static size_t utf8_sequence(const uint8_t *s, size_t n, size_t *bad)
         return need;
     *bad = k;
     return 0;
+}
+
+bool fu_utf8_valid(const char *text, size_t size)
+{
+    const uint8_t *s = (const uint8_t *)text;
+    size_t i = 0;
+    while (i < size) {
+        uint64_t word;
+        if (size - i >= 8 && (memcpy(&word, s + i, 8), !(word & 0x8080808080808080ull))) {
+            i += 8; /* eight ASCII bytes: names are nearly all ASCII */
+            continue;
+        }
+        size_t bad = 0, n = utf8_sequence(s + i, size - i, &bad);
+        if (!n)
+            return false;
+        i += n;
+    }
+    return true;
 }
 
 /* Append `name` to `names` as Python's bytes.decode("utf-8", "replace") leaves it: one U+FFFD

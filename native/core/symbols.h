@@ -55,6 +55,7 @@ typedef struct fu_symbol_table {
     bool bounded;
     bool usable;              /* false: every lookup fails (kallsyms with hidden addresses) */
     bool demangle;            /* ELF tables: names are shown demangled (demangle.h) */
+    bool borrowed;            /* the arrays and names belong to a cache file (symbol_cache.h), not the table */
     char **plain;             /* demangled names, filled on first use (NULL: not yet) */
     uint32_t *plain_lengths;
 } fu_symbol_table;
@@ -88,5 +89,8 @@ fu_status fu_symbols_from_perf_map(const uint8_t *text, size_t size, fu_symbol_t
 fu_status fu_symbols_from_kallsyms(const uint8_t *text, size_t size, const uint64_t *queries, size_t query_count,
                                    fu_symbol_table *out, fu_error *err);
 void fu_symbol_table_free(fu_symbol_table *table);
+
+/* True if `text` is well-formed UTF-8 (Unicode §3.9, as Python's decoder accepts it). */
+bool fu_utf8_valid(const char *text, size_t size);
 
 #endif

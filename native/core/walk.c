@@ -72,6 +72,7 @@ const char *fu_walk_step_source_name(uint8_t source)
     case FU_WALK_CACHED_BODY: return "body";
     case FU_WALK_CACHED_NO_INFO: return "no_info";
     case FU_WALK_CACHED_ENTRY_CODE: return "entry_code";
+    case FU_WALK_CACHED_DERIVED_RULE: return "derived_rule";
     default: return "interpreter";
     }
 }
@@ -225,6 +226,9 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
         bool signal_frame = false;
         int caller_kind;
         switch ((fu_walk_cached)found->kind) {
+        case FU_WALK_CACHED_DERIVED_RULE:
+            *frame_flags = found->frame_flags;
+            __attribute__((fallthrough));
         case FU_WALK_CACHED_RULE:
             caller_kind = apply_compact(&w, &found->what.plan, regs, caller, frame_flags, &signal_frame);
             break;
@@ -278,6 +282,23 @@ done:
             *interrupted = interrupted_at;
         else if (interrupted->ip == frames.ip[0])
             interrupted->ip = 0;
+    }
+}
+
+void fu_walk_frame_registers(const fu_address_space *space, const fu_regs *first, const fu_reader *reader,
+                             const fu_frames *frames, size_t count, fu_regs *out)
+{
+    if (count == 0)
+        return;
+    out[0] = *first;
+    for (size_t i = 1; i < count; i++) { /* bounded by the walk's frame count */
+        uint8_t flags;
+        fu_walk_result step_result = {FU_WALK_END, 0, 0};
+        if (fu_walk_step(space, reader, &out[i - 1], fu_frame_ip_is_return_address(frames->kind[i - 1]), &out[i],
+                         &flags, &step_result) < 0)
+            out[i].valid = 0;
+        /* the walk's IP for the frame, whatever the step said (a frame-pointer run's) */
+        fu_regs_set(&out[i], FU_REG_RA, frames->ip[i]);
     }
 }
 

@@ -3,6 +3,7 @@
 #include "x86_64.h"
 
 #include <sys/ucontext.h>
+#include <sys/user.h>
 
 /* readelf's x86-64 table (binutils dwarf.c), System V AMD64 ABI figure 3.36 numbering. */
 static const char *const register_names[] = {
@@ -89,4 +90,18 @@ void fu_regs_from_gregs(const long long *gregs, fu_regs *regs)
     regs->valid = 0;
     for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
         fu_regs_set(regs, r, (uint64_t)gregs[from_greg[r]]);
+}
+
+void fu_regs_from_user_regs(const struct user_regs_struct *u, fu_regs *regs)
+{
+    const uint64_t by_column[FU_WALK_REGISTERS] = {
+        [FU_REG_RAX] = u->rax, [FU_REG_RDX] = u->rdx, [FU_REG_RCX] = u->rcx, [FU_REG_RBX] = u->rbx,
+        [FU_REG_RSI] = u->rsi, [FU_REG_RDI] = u->rdi, [FU_REG_RBP] = u->rbp, [FU_REG_RSP] = u->rsp,
+        [FU_REG_R8] = u->r8,   [FU_REG_R9] = u->r9,   [FU_REG_R10] = u->r10, [FU_REG_R11] = u->r11,
+        [FU_REG_R12] = u->r12, [FU_REG_R13] = u->r13, [FU_REG_R14] = u->r14, [FU_REG_R15] = u->r15,
+        [FU_REG_RA] = u->rip,
+    };
+    regs->valid = 0;
+    for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+        fu_regs_set(regs, r, by_column[r]);
 }

@@ -67,4 +67,9 @@ int fu_dwarf_of_perf_register(unsigned perf_reg);
  * (`uc_mcontext.gregs`, glibc's greg_t (long long) array, indexed by REG_RAX and the like). */
 void fu_regs_from_gregs(const long long *gregs, fu_regs *regs);
 
+/* The walker's registers (all FU_WALK_REGISTERS valid) from the kernel's user_regs_struct
+ * (<sys/user.h>): what PTRACE_GETREGSET's NT_PRSTATUS and a core file's NT_PRSTATUS hold. */
+struct user_regs_struct;
+void fu_regs_from_user_regs(const struct user_regs_struct *user, fu_regs *regs);
+
 #endif

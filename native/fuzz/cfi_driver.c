@@ -4,7 +4,9 @@
  * One blob is taken, in turn, as:
  *   - .eh_frame and .debug_frame, at a few section addresses and both address sizes: parse,
  *     evaluate, render with both readelf printers (into an fu_out with fd = -1, then discarded),
- *     look up edge and random PCs, and evaluate every expression rule the rows hold;
+ *     look up edge and random PCs, and evaluate every expression rule the rows hold; evaluated
+ *     again for the compact table's slow rows and for random ranges only, whose lookups must find
+ *     what the whole table finds;
  *   - .eh_frame_hdr (fu_hdr_parse, then searches);
  *   - a DWARF expression (fu_expr_evaluate with a bounded fake memory, and both printers).
  * After each parse the table's invariants are checked (entries contiguous, every error names its
@@ -299,18 +301,63 @@ static void exercise_state_expressions(const fu_cfi_table *t)
 
 /* The compact table built from a fuzzed table: it must serialize and validate, answer lookups,
  * and every mutant of its bytes must be rejected cleanly or still be a valid table. */
+/* What a lookup at pc finds, comparable across tables: the FDE, the row's address and the compact
+ * rule of its state (state ids differ between tables). */
+typedef struct found_row {
+    int64_t fde;
+    uint64_t address;
+    fu_compact_rule rule;
+} found_row;
+
+static found_row find(const fu_cfi_table *t, uint64_t pc)
+{
+    found_row f;
+    memset(&f, 0, sizeof f);
+    int64_t row = fu_cfi_table_find_row(t, pc, &f.fde);
+    if (row < 0) {
+        f.fde = -1;
+        return f;
+    }
+    f.address = t->row_address[row];
+    f.rule = fu_compact_rule_of_state(t, &t->entries[f.fde], fu_cfi_table_state(t, t->row_state[row]));
+    return f;
+}
+
+/* The table evaluated again for `ranges` only (fu_cfi_table_evaluate_ranges): in the ranges, every
+ * lookup finds what the whole table finds. */
+static void exercise_selected(const fu_cfi_table *whole, const uint64_t *ranges, size_t n, uint64_t *rng)
+{
+    fu_cfi_table table;
+    fu_error err = {0};
+    fu_status status = fu_cfi_table_parse(&table, &whole->section, &err);
+    if (status == FU_OK)
+        status = fu_cfi_table_evaluate_ranges(&table, ranges, n, &err);
+    CHECK(status == FU_OK, "evaluating selected ranges failed %d: %s", status, err.message);
+    CHECK(table.fde_count <= whole->fde_count, "selected ranges index %u FDEs of %u", table.fde_count,
+          whole->fde_count);
+    for (size_t r = 0; r < n; r++) {
+        uint64_t start = ranges[2 * r], end = ranges[2 * r + 1];
+        for (unsigned i = 0; i < 16 && end > start; i++) {
+            uint64_t pc = i == 0 ? start : i == 1 ? end - 1 : start + rng_below(rng, end - start);
+            found_row a = find(whole, pc), b = find(&table, pc);
+            CHECK(memcmp(&a, &b, sizeof a) == 0, "selected ranges: lookup at 0x%llx differs", (unsigned long long)pc);
+        }
+    }
+    fu_cfi_table_free(&table);
+}
+
 static void exercise_compact(const fu_cfi_table *table, uint64_t low, uint64_t high, uint64_t *rng)
 {
     fu_compact_build build;
     fu_error err = {0};
-    if (fu_compact_build_tables(&build, table, NULL, &err) != FU_OK) {
+    if (fu_compact_build_tables(&build, table, NULL, NULL, &err) != FU_OK) {
         CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_COMPACT, "compact build failed: %s", err.message);
         return;
     }
     uint8_t *bytes = NULL;
     size_t size = 0;
     static const uint8_t key[20] = {1, 2, 3};
-    if (fu_compact_serialize(&build, 1, key, sizeof key, &bytes, &size, &err) == FU_OK) {
+    if (fu_compact_serialize(&build, 1, key, sizeof key, FU_COMPACT_SYNTH_OFF, &bytes, &size, &err) == FU_OK) {
         fu_compact_table compact;
         CHECK(fu_compact_open(&compact, bytes, size, &err) == FU_OK, "a fresh compact table does not validate: %s",
               err.message);
@@ -318,6 +365,17 @@ static void exercise_compact(const fu_cfi_table *table, uint64_t low, uint64_t h
             uint32_t row;
             (void)fu_compact_find(&compact, low <= high ? low + rng_below(rng, high - low + 1) : rng_next(rng), &row);
         }
+        /* the walker's use: the slow rows' ranges; then ranges anywhere in the covered code */
+        uint64_t ranges[2 * 8];
+        size_t n = fu_compact_slow_ranges(&compact, ranges, 8);
+        if (n <= 8)
+            exercise_selected(table, ranges, n, rng);
+        for (size_t r = 0; r < 4 && low < high; r++) {
+            ranges[2 * r] = low + rng_below(rng, high - low);
+            ranges[2 * r + 1] = ranges[2 * r] + 1 + rng_below(rng, 64);
+        }
+        if (low < high)
+            exercise_selected(table, ranges, 4, rng);
         uint8_t *mutant = malloc(size ? size : 1);
         for (unsigned m = 0; mutant && m < FUZZ_COMPACT_MUTANTS && size > 0; m++) {
             memcpy(mutant, bytes, size);
@@ -337,6 +395,58 @@ static void exercise_compact(const fu_cfi_table *table, uint64_t low, uint64_t h
         free(bytes);
     }
     fu_compact_build_free(&build);
+}
+
+/* The fuzzed table as a synthesized view of a module without CFI (each FDE of a random origin) and
+ * as one of a module whose CFI it is (CORRECTED FDEs replace their own rows): the overlay is made
+ * or refused cleanly, and a table built with it validates, counts its rows by origin, and finds at
+ * each overlay row's start a rule of that row's origin. */
+static void exercise_overlay(const fu_cfi_table *table, uint64_t *rng)
+{
+    size_t fdes = table->entry_count;
+    uint8_t *origins = malloc(fdes ? fdes : 1);
+    if (!origins)
+        return;
+    for (size_t i = 0; i < fdes; i++)
+        origins[i] = (uint8_t)rng_below(rng, FU_COMPACT_ORIGIN_COUNT);
+    fu_compact_overlay_row *rows = NULL;
+    fu_compact_overlay overlay = {NULL, 0, FU_COMPACT_SYNTH_REPAIR | FU_COMPACT_SYNTH_VERSION << 8};
+    fu_error err = {0};
+    if (fu_compact_overlay_of_table(table, origins, fdes, &rows, &overlay.count, &err) != FU_OK) {
+        CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_INVALID, "overlay failed: %s", err.message);
+        free(origins);
+        return;
+    }
+    overlay.rows = rows;
+    for (unsigned declared = 0; declared < 2; declared++) {
+        fu_compact_build build;
+        if (fu_compact_build_tables(&build, declared ? table : NULL, NULL, &overlay, &err) != FU_OK) {
+            CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_COMPACT || err.status == FU_ERR_INVALID,
+                  "compact build with an overlay failed: %s", err.message);
+            continue;
+        }
+        uint8_t *bytes = NULL;
+        size_t size = 0;
+        static const uint8_t key[20] = {4, 5, 6};
+        if (fu_compact_serialize(&build, 1, key, sizeof key, overlay.synth, &bytes, &size, &err) == FU_OK) {
+            fu_compact_table compact;
+            CHECK(fu_compact_open(&compact, bytes, size, &err) == FU_OK,
+                  "a fresh compact table with an overlay does not validate: %s", err.message);
+            for (size_t i = 0; i < overlay.count && !declared; i++) {
+                /* no declared rows: a synthesized row is laid, a corrected one has nothing to replace */
+                const fu_compact_rule *found = fu_compact_find(&compact, rows[i].start, NULL);
+                bool synthesized = rows[i].rule.origin == FU_COMPACT_ORIGIN_SYNTHESIZED;
+                CHECK(synthesized ? found && memcmp(found, &rows[i].rule, sizeof *found) == 0
+                                  : !found || found->cfa_kind == FU_COMPACT_CFA_NO_INFO,
+                      "overlay row %zu (origin %u) at 0x%llx: found rule of kind %d", i, rows[i].rule.origin,
+                      (unsigned long long)rows[i].start, found ? found->cfa_kind : -1);
+            }
+            free(bytes);
+        }
+        fu_compact_build_free(&build);
+    }
+    free(rows);
+    free(origins);
 }
 
 /* The eh_elf generator's intervals over the table (as .eh_frame or as .debug_frame, by its kind):
@@ -416,6 +526,7 @@ static void exercise_table(const uint8_t *data, size_t size, fu_section_kind kin
         check_lookup(&table, low <= high ? low + rng_below(rng, high - low + 1) : rng_next(rng));
     exercise_state_expressions(&table);
     exercise_compact(&table, low, high, rng);
+    exercise_overlay(&table, rng);
     exercise_eh_elf_rows(&table, kind);
     fu_cfi_table_free(&table);
 }

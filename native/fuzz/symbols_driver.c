@@ -1,5 +1,7 @@
 /* symbols_driver: the symbol-table builders of core/symbols.c (ELF .symtab/.dynsym with PLT stubs,
- * kallsyms, perf maps) and the eh_elf file check of core/eh_elf.c under AddressSanitizer +
+ * kallsyms, perf maps), their cache files (core/symbol_cache.c: every table built is written, read
+ * back and compared, and a mutant of its file must be refused or read as a table that keeps the
+ * invariants) and the eh_elf file check of core/eh_elf.c under AddressSanitizer +
  * UndefinedBehaviorSanitizer.
  *
  * An input is a container: u8 mode, u8 blob count, a u32 length per blob, then the blobs (a length
@@ -37,6 +39,7 @@
 #include "fuzz_elf.h"
 
 #include "eh_elf.h"
+#include "symbol_cache.h"
 #include "symbols.h"
 
 #include <sys/mman.h> /* memfd_create */
@@ -145,7 +148,7 @@ static void check_table(const fu_symbol_table *t, uint64_t *rng)
     for (size_t i = 0; i < t->count; i++) {
         CHECK(i == 0 || t->starts[i] > t->starts[i - 1], "starts not increasing at %zu", i);
         CHECK(!t->bounded || t->ends[i] >= t->starts[i], "symbol %zu ends below its start", i);
-        CHECK(t->name_offsets[i] == offset, "name %zu at %u, expected %llu", i, t->name_offsets[i],
+        CHECK(t->borrowed || t->name_offsets[i] == offset, "name %zu at %u, expected %llu", i, t->name_offsets[i],
               (unsigned long long)offset);
         CHECK(valid_utf8((const uint8_t *)t->names + t->name_offsets[i], t->name_lengths[i]), "name %zu is not UTF-8",
               i);
@@ -172,6 +175,51 @@ static void check_table(const fu_symbol_table *t, uint64_t *rng)
         }
         lookups_done++;
     }
+}
+
+static size_t cache_files_written, cache_mutants_accepted;
+
+/* The table through its cache file: read back, the same answers; then a mutant of the file, which
+ * is refused or read as a table that keeps check_table's invariants. */
+static void check_cache_file(const fu_symbol_table *t, uint64_t *rng)
+{
+    static const uint8_t key[] = "fuzz\0key";
+    fu_buffer file = {0};
+    fu_error err = {0};
+    if (fu_symbol_cache_write(t, key, sizeof key, &file, &err) != FU_OK) {
+        CHECK(err.status == FU_ERR_NOMEM, "symbol cache write failed: %s", err.message);
+        return;
+    }
+    cache_files_written++;
+    uint8_t *copy = malloc(file.len); /* exactly its size: a read past it is a report */
+    memcpy(copy, file.data, file.len);
+    fu_symbol_table loaded;
+    CHECK(fu_symbol_cache_load(copy, file.len, key, sizeof key, &loaded, &err) == FU_OK, "own cache file refused: %s",
+          err.message);
+    CHECK(loaded.count == t->count && loaded.usable == t->usable, "cache file read back as another table");
+    for (size_t k = 0; k < 200 && t->count; k++) {
+        uint64_t address = t->starts[rng_below(rng, t->count)] + rng_below(rng, 33) - 16;
+        size_t a = 0, b = 0, la, lb;
+        bool found = fu_symbol_find(t, address, &a);
+        CHECK(found == fu_symbol_find(&loaded, address, &b) && (!found || a == b), "cached lookup differs");
+        if (found) {
+            const char *na = fu_symbol_name(t, a, &la), *nb = fu_symbol_name(&loaded, b, &lb);
+            CHECK(la == lb && (la == 0 || memcmp(na, nb, la) == 0), "cached name differs");
+        }
+    }
+    fu_symbol_table_free(&loaded);
+    for (uint64_t i = 0, n = 1 + rng_below(rng, 4); i < n; i++)
+        copy[rng_below(rng, file.len)] ^= (uint8_t)(1u << rng_below(rng, 8));
+    size_t size = rng_below(rng, 8) ? file.len : rng_below(rng, file.len + 1);
+    if (fu_symbol_cache_load(copy, size, key, sizeof key, &loaded, &err) == FU_OK) {
+        cache_mutants_accepted++;
+        check_table(&loaded, rng);
+        fu_symbol_table_free(&loaded);
+    } else {
+        CHECK(err.status == FU_ERR_INVALID, "a bad cache file failed with %d: %s", err.status, err.message);
+    }
+    free(copy);
+    free(file.data);
 }
 
 /* ---- one input ----------------------------------------------------------------------------------- */
@@ -215,6 +263,7 @@ static void run_input(const uint8_t *input, size_t size)
         }
         if (fu_symbols_from_elf(sources, n, with_plt ? &plt : NULL, &t, &err) == FU_OK) {
             check_table(&t, &rng);
+            check_cache_file(&t, &rng);
             fu_symbol_table_free(&t);
         } else {
             CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_INVALID, "from_elf failed with %d: %s",
@@ -238,6 +287,7 @@ static void run_input(const uint8_t *input, size_t size)
             }
             if (fu_symbols_from_kallsyms(b.data[0], b.size[0], queries, query_count, &t, &err) == FU_OK) {
                 check_table(&t, &rng);
+                check_cache_file(&t, &rng);
                 fu_symbol_table_free(&t);
             } else {
                 CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_INVALID, "from_kallsyms failed: %s",
@@ -249,6 +299,7 @@ static void run_input(const uint8_t *input, size_t size)
     case 3:
         if (b.count >= 1 && fu_symbols_from_perf_map(b.data[0], b.size[0], &t, &err) == FU_OK) {
             check_table(&t, &rng);
+            check_cache_file(&t, &rng);
             fu_symbol_table_free(&t);
         }
         break;
@@ -493,8 +544,9 @@ int main(int argc, char **argv)
     joined = blobs_join(3, 1, map, map_size, &joined_size);
     run_with_mutants("perf map", joined, joined_size, input_seed(seed, index++), mutations, timeout);
     free(joined);
-    printf(FUZZ_DRIVER ": %zu inputs clean (%zu tables, %zu lookups checked against a linear scan; %zu files "
-           "checked as eh_elfs, %zu accepted)\n", inputs_run, tables_built, lookups_done, eh_elf_files_checked,
+    printf(FUZZ_DRIVER ": %zu inputs clean (%zu tables, %zu lookups checked against a linear scan; %zu cache "
+           "files read back, %zu of their mutants accepted; %zu files checked as eh_elfs, %zu accepted)\n", inputs_run,
+           tables_built, lookups_done, cache_files_written, cache_mutants_accepted, eh_elf_files_checked,
            eh_elf_files_accepted);
     return 0;
 }

@@ -11,6 +11,8 @@
  *   - described by a CIE + FDE over the code (.eh_frame, absolute pointers), parsed, evaluated and
  *     checked by fu_check_fdes, whose results must be in range (verdicts, findings inside the
  *     buffer, instruction counts no larger than the code);
+ *   - collected into a synthesized table (synth_table.c) with the mismatching FDE corrected and the
+ *     code also taken as code without CFI, in both views, encoded as `.debug_frame` and parsed back;
  *   - each of that FDE's rows judged by the tracer's comparison (trace.c fu_trace_judge) against a
  *     frame and registers drawn from the code bytes, memory being the code itself: findings must
  *     stay within FU_TRACE_MAX_FINDINGS_PER_STEP and name a known subject.
@@ -39,6 +41,7 @@
 
 #include "check.h"
 #include "synth.h"
+#include "synth_table.h"
 #include "trace.h"
 
 #define FUZZ_DRIVER "synth_driver"
@@ -171,6 +174,75 @@ static void run_judge(const fu_cfi_table *table, const uint8_t *code, size_t siz
     }
 }
 
+/* The synthesized table of the checked FDEs (those judged mismatch corrected) and of the code seen
+ * as having no CFI (all of it, and its second half), in both views: its ranges sorted, inside what
+ * they describe, and its `.debug_frame` encoding parsed back with one FDE per range. */
+static void run_synth_table(const fu_check_image *image, const fu_check_batch *batch, uint64_t start, size_t size)
+{
+    uint32_t mismatch[4];
+    size_t mismatch_count = 0;
+    for (size_t i = 0; i < batch->count && mismatch_count < 4; i++)
+        if (batch->results[i].verdict == FU_CHECK_MISMATCH)
+            mismatch[mismatch_count++] = batch->results[i].entry;
+    uint64_t uncovered[4] = {start, start + size, start + size / 2, start + size};
+    for (int mode = FU_SYNTH_MISSING; mode <= FU_SYNTH_REPAIR; mode++) {
+        fu_synth_request request = {.image = image, .mode = (fu_synth_mode)mode, .mismatch = {mismatch, NULL},
+                                    .mismatch_count = {mismatch_count, 0}, .uncovered = uncovered,
+                                    .uncovered_count = 2};
+        fu_synth_table table;
+        memset(&table, 0, sizeof table);
+        fu_error err = {0};
+        fu_status status = fu_synth_table_build(&table, &request, &err);
+        CHECK(status == FU_OK, "synth table failed %d: %s", status, err.message);
+        size_t count = fu_synth_table_range_count(&table);
+        const fu_synth_range *ranges = (const fu_synth_range *)table.ranges.data;
+        const fu_synth_table_row *rows = (const fu_synth_table_row *)table.rows.data;
+        for (size_t i = 0; i < count; i++) {
+            const fu_synth_range *r = &ranges[i];
+            CHECK(r->start < r->end && r->origin <= FU_ORIGIN_SYNTHESIZED, "range %zu malformed", i);
+            CHECK(i == 0 || ranges[i - 1].start <= r->start, "ranges not sorted");
+            CHECK(r->origin != FU_ORIGIN_SYNTHESIZED || i + 1 == count || ranges[i + 1].start >= r->end,
+                  "a synthesized range overlaps the next one");
+            CHECK((uint64_t)r->first_row + r->row_count <= table.rows.len / sizeof *rows, "rows out of the buffer");
+            for (uint32_t k = 0; k < r->row_count; k++) {
+                const fu_synth_table_row *row = &rows[r->first_row + k];
+                /* declared rows as the CFI states them: past the end too, never back */
+                CHECK(row->address >= (k ? rows[r->first_row + k - 1].address : r->start) &&
+                          (row->table != FU_SYNTH_ROW_DERIVED || row->address < r->end),
+                      "row outside its range");
+                CHECK(row->table == FU_SYNTH_ROW_DERIVED ? row->state < table.derived.len / sizeof(fu_synth_row)
+                                                         : row->table < 2 && table.tables[row->table] &&
+                                                               row->state < table.tables[row->table]->state_count,
+                      "row state out of range");
+            }
+        }
+        fu_buffer encoded = {0};
+        status = fu_synth_table_encode(&table, &encoded, &err);
+        CHECK(status == FU_OK, "encoding failed %d: %s", status, err.message);
+        fu_section section = {.kind = FU_SECTION_DEBUG_FRAME, .data = encoded.data, .size = encoded.len,
+                              .address_size = 8};
+        fu_cfi_table parsed;
+        status = fu_cfi_table_parse(&parsed, &section, &err);
+        if (status == FU_OK)
+            status = fu_cfi_table_evaluate(&parsed, &err);
+        CHECK(status == FU_OK, "the encoding does not parse %d: %s", status, err.message);
+        size_t fdes = 0;
+        for (uint32_t e = 0; e < parsed.entry_count; e++) {
+            const fu_entry *entry = &parsed.entries[e];
+            CHECK(!entry->has_error, "encoded entry %u: %s", e, entry->error_message);
+            if (entry->kind != FU_ENTRY_FDE)
+                continue;
+            CHECK(fdes < count && entry->pc_begin == ranges[fdes].start &&
+                      entry->pc_range == ranges[fdes].end - ranges[fdes].start, "encoded FDE %zu is not its range", fdes);
+            fdes++;
+        }
+        CHECK(fdes == count, "%zu FDEs encoded for %zu ranges", fdes, count);
+        fu_cfi_table_free(&parsed);
+        free(encoded.data);
+        fu_synth_table_free(&table);
+    }
+}
+
 static void run_check(const uint8_t *code, size_t size, uint64_t start, const uint8_t *cfi, const fu_image_segment *segments,
                       size_t segment_count, const uint64_t *noreturn, size_t noreturn_count)
 {
@@ -213,6 +285,7 @@ static void run_check(const uint8_t *code, size_t size, uint64_t start, const ui
             CHECK(memchr(f[k].declared, 0, sizeof f[k].declared) && memchr(f[k].derived, 0, sizeof f[k].derived),
                   "finding text not terminated");
     }
+    run_synth_table(&image, &batch, start, size);
     fu_check_batch_free(&batch);
     run_judge(&table, code, size, start);
     fu_cfi_table_free(&table);

@@ -138,6 +138,11 @@ typedef struct template_module {
     uint8_t *compact_bytes;
     fu_compact_table compact;
     bool has_compact;
+    /* the same table with every row of its first DWARF table laid over as CORRECTED (a repair view
+     * that corrects nothing): walks through it must mark the frames and change nothing else */
+    uint8_t *corrected_bytes;
+    fu_compact_table corrected;
+    bool has_corrected;
     uint64_t candidates[CANDIDATES_PER_MODULE]; /* svmas inside FDEs, within the executable range */
     size_t candidate_count;
     bool real; /* an ELF file (its CFI is a compiler's): the generator lays its frames out */
@@ -211,20 +216,45 @@ static void build_compact(template_module *t)
 {
     fu_compact_build build;
     fu_error err = {0};
-    if (fu_compact_build_tables(&build, t->has_eh ? &t->eh_frame : NULL, t->has_debug ? &t->debug_frame : NULL,
+    if (fu_compact_build_tables(&build, t->has_eh ? &t->eh_frame : NULL, t->has_debug ? &t->debug_frame : NULL, NULL,
                                 &err) != FU_OK) {
         printf("walk_driver: %s: no compact table (%s)\n", t->name, err.message);
         return;
     }
     static const uint8_t key[20] = {0xfa, 0x57};
     size_t size = 0;
-    if (fu_compact_serialize(&build, FU_COMPACT_KEY_BUILD_ID, key, sizeof key, &t->compact_bytes, &size, &err) != FU_OK)
+    if (fu_compact_serialize(&build, FU_COMPACT_KEY_BUILD_ID, key, sizeof key, FU_COMPACT_SYNTH_OFF, &t->compact_bytes, &size, &err) != FU_OK)
         die("%s: compact table serialization: %s", t->name, err.message);
     fu_compact_build_free(&build);
     if (fu_compact_open(&t->compact, t->compact_bytes, size, &err) != FU_OK)
         die("%s: a fresh compact table does not validate: %s", t->name, err.message);
     t->has_compact = true;
     check_bpf_layout(t);
+
+    const fu_cfi_table *view = t->has_eh ? &t->eh_frame : &t->debug_frame;
+    uint8_t *origins = malloc(view->entry_count ? view->entry_count : 1);
+    if (!origins)
+        die("out of memory");
+    memset(origins, FU_COMPACT_ORIGIN_CORRECTED, view->entry_count);
+    fu_compact_overlay overlay = {NULL, 0, FU_COMPACT_SYNTH_REPAIR | FU_COMPACT_SYNTH_VERSION << 8};
+    fu_compact_overlay_row *rows = NULL;
+    if (fu_compact_overlay_of_table(view, origins, view->entry_count, &rows, &overlay.count, &err) != FU_OK)
+        die("%s: overlay of its own table: %s", t->name, err.message);
+    overlay.rows = rows;
+    if (fu_compact_build_tables(&build, t->has_eh ? &t->eh_frame : NULL, t->has_debug ? &t->debug_frame : NULL,
+                                &overlay, &err) == FU_OK) {
+        if (fu_compact_serialize(&build, FU_COMPACT_KEY_BUILD_ID, key, sizeof key, overlay.synth, &t->corrected_bytes,
+                                 &size, &err) != FU_OK)
+            die("%s: corrected compact table serialization: %s", t->name, err.message);
+        fu_compact_build_free(&build);
+        if (fu_compact_open(&t->corrected, t->corrected_bytes, size, &err) != FU_OK)
+            die("%s: a fresh corrected compact table does not validate: %s", t->name, err.message);
+        t->has_corrected = true;
+    } else {
+        printf("walk_driver: %s: no corrected compact table (%s)\n", t->name, err.message);
+    }
+    free(rows);
+    free(origins);
 }
 
 /* PCs to start walks at and to return to: random FDEs of either table, at row addresses and
@@ -663,6 +693,12 @@ typedef struct space_set {
     fu_address_space spaces[FU_BACKEND_COUNT]; /* the same modules in each backend */
     fu_walk_cache *caches[FU_BACKEND_COUNT];   /* bound once, shared by every input */
     bool has_compiled;
+    /* the modules with their corrected compact tables (template_module.corrected), backend auto;
+     * all_real: every module an ELF file's (compiler CFI: the overlay restates it row for row) */
+    fu_module corrected_modules[MAX_SPACE_MODULES];
+    fu_address_space corrected_space;
+    fu_walk_cache *corrected_cache;
+    bool all_real;
     uint64_t *candidates; /* avmas: the real modules' (the ELF files') first, then the others' */
     size_t candidate_count, real_count;
 } space_set;
@@ -763,8 +799,23 @@ static void make_space(space_set *s, uint64_t *rng, const size_t *fixed, size_t 
                 for (size_t k = 0; t->real == real && k < t->candidate_count; k++)
                     s->candidates[n++] = t->candidates[k] + s->modules[i].bias;
             }
+        s->all_real = true;
+        for (size_t i = 0; i < count; i++) {
+            const template_module *t = &templates[s->modules[i].id];
+            s->corrected_modules[i] = s->modules[i];
+            if (s->modules[i].compact && t->has_corrected)
+                s->corrected_modules[i].compact = &t->corrected;
+            s->all_real &= t->real;
+        }
+        s->corrected_space = (fu_address_space){s->corrected_modules, count, FU_BACKEND_AUTO};
+        s->corrected_cache = malloc(sizeof *s->corrected_cache);
+        if (!s->corrected_cache)
+            die("out of memory");
+        fu_walk_cache_bind(s->corrected_cache, &s->corrected_space);
         for (unsigned b = 0; b < FU_BACKEND_COUNT; b++) {
-            s->spaces[b] = (fu_address_space){s->modules, count, b};
+            fu_error err = {0};
+            if (fu_address_space_init(&s->spaces[b], s->modules, count, b, &err) != FU_OK)
+                die("address space: %s", err.message); /* overlaps were left out above */
             s->caches[b] = malloc(sizeof *s->caches[b]);
             if (!s->caches[b])
                 die("out of memory");
@@ -1058,9 +1109,9 @@ static void check_walk(const fu_address_space *space, const fu_regs *initial, si
 
 /* statistics: what the inputs reached */
 static unsigned long outcome_count[FU_WALK_OUTCOME_COUNT], kind_count[4], deep_walks, total_frames, walks_checked;
-static unsigned long signal_frames, backend_comparisons, shaped_walks;
+static unsigned long signal_frames, backend_comparisons, shaped_walks, corrected_walks, corrected_frames;
 
-static walk_out out_a, out_b;
+static walk_out out_a, out_b, out_c;
 static bool verbose;
 static fu_walk_cache fresh_cache;
 
@@ -1081,6 +1132,13 @@ static void walk_into(const fu_address_space *space, const walk_case *c, const f
     fu_walk(space, &registers, reader, cache, &(fu_frames){ips, modules, kinds, flags}, c->max_frames, &out->result);
     for (size_t i = 0; i < out->result.frame_count && i < FU_WALK_MAX_FRAMES; i++)
         out->frames[i] = (frame){ips[i], modules[i], kinds[i], flags[i]};
+    /* each frame's registers again (backtrace --registers): the same frames' IPs */
+    static fu_regs per_frame[FU_WALK_MAX_FRAMES];
+    fu_walk_frame_registers(space, &c->regs, reader, &(fu_frames){ips, modules, kinds, flags}, out->result.frame_count,
+                            per_frame);
+    for (size_t i = 0; i < out->result.frame_count; i++)
+        if (!(per_frame[i].valid >> FU_REG_RA & 1) || per_frame[i].value[FU_REG_RA] != ips[i])
+            abort();
 }
 
 /* The walk over the stack with one word changed (the one holding one of its return addresses, or
@@ -1142,6 +1200,34 @@ static void check_step_batch(const fu_address_space *space, const walk_case *c, 
     for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
         CHECK(!(caller.valid >> r & 1) || record.regs[r] == caller.value[r],
               "step batch: register %u 0x%" PRIx64 ", fu_walk_step: 0x%" PRIx64, r, record.regs[r], caller.value[r]);
+}
+
+/* The space with its corrected compact tables: walks without a cache, with the shared one (twice)
+ * and a fresh one (twice: its shape followed) are the same, flags included; where every module is a
+ * compiler's and no step is compiled, they are out_a's but for the CORRECTED marks. */
+static void check_corrected(const space_set *s, const walk_case *c)
+{
+    const fu_address_space *space = &s->corrected_space;
+    fu_dump_memory memory = {c->stack, c->stack_address, c->stack_size, space};
+    fu_reader reader = fu_dump_reader(&memory);
+    walk_into(space, c, &reader, NULL, &out_b);
+    walk_into(space, c, &reader, s->corrected_cache, &out_c);
+    check_same(&out_b, &out_c, "corrected without a cache", "corrected with the shared cache");
+    walk_into(space, c, &reader, s->corrected_cache, &out_c);
+    check_same(&out_b, &out_c, "corrected without a cache", "corrected with the shared cache, again");
+    fu_walk_cache_bind(&fresh_cache, space);
+    walk_into(space, c, &reader, &fresh_cache, &out_c);
+    check_same(&out_b, &out_c, "corrected without a cache", "corrected with a fresh cache");
+    walk_into(space, c, &reader, &fresh_cache, &out_c);
+    check_same(&out_b, &out_c, "corrected without a cache", "corrected with a fresh cache, again");
+    corrected_walks++;
+    for (size_t i = 0; i < out_b.result.frame_count; i++)
+        corrected_frames += (out_b.frames[i].flags & FU_FRAME_CORRECTED) != 0;
+    if (!s->all_real || s->has_compiled)
+        return;
+    for (size_t i = 0; i < out_b.result.frame_count; i++)
+        out_b.frames[i].flags &= (uint8_t)~FU_FRAME_CORRECTED;
+    check_same(&out_a, &out_b, "auto without a cache", "corrected without a cache, marks ignored");
 }
 
 static void check_input(const uint8_t *data, size_t size)
@@ -1216,6 +1302,8 @@ static void check_input(const uint8_t *data, size_t size)
         backend_comparisons++;
         check_same(&out_a, &out_b, what, other_backend == FU_BACKEND_AUTO ? "auto (with the cache)" : "dwarf (with the cache)");
     }
+    if (c.backend == FU_BACKEND_AUTO)
+        check_corrected(s, &c);
     free(c.stack);
 }
 
@@ -1739,6 +1827,8 @@ int main(int argc, char **argv)
            signal_frames);
     printf("walk_driver: %lu walks compared between the auto and dwarf backends; %lu walks had a shape "
            "written down (walk.h)\n", backend_comparisons, shaped_walks);
+    printf("walk_driver: %lu walks through corrected compact tables, %lu frames marked corrected\n", corrected_walks,
+           corrected_frames);
     printf("walk_driver: outcomes:");
     for (unsigned o = 0; o < FU_WALK_OUTCOME_COUNT; o++)
         printf(" %s %lu", fu_walk_outcome_name((fu_walk_outcome)o), outcome_count[o]);

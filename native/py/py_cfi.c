@@ -32,23 +32,36 @@ static void table_dealloc(CfiTableObject *self)
 static int table_init(CfiTableObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"data", "kind", "address", "address_size", "text_base", "data_base",
-                             "segments", NULL};
+                             "segments", "ranges", NULL};
     int kind = 0, address_size = 8;
     unsigned long long address = 0, text_base = 0, data_base = 0;
-    PyObject *segments = NULL;
+    PyObject *segments = NULL, *ranges_arg = NULL;
     if (self->parsed || self->data.obj) {
         PyErr_SetString(PyExc_RuntimeError, "CfiTable is already initialized");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*iK|iKKO", kwlist, &self->data, &kind, &address,
-                                     &address_size, &text_base, &data_base, &segments))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*iK|iKKOO", kwlist, &self->data, &kind, &address,
+                                     &address_size, &text_base, &data_base, &segments, &ranges_arg))
         return -1;
+    Py_buffer ranges = {0}; /* u64 pairs: only the FDEs lookups there can return (cfi.h) */
+    if (ranges_arg && ranges_arg != Py_None) {
+        if (PyObject_GetBuffer(ranges_arg, &ranges, PyBUF_SIMPLE) < 0)
+            return -1;
+        if (ranges.len % 16) {
+            PyBuffer_Release(&ranges);
+            PyErr_SetString(PyExc_ValueError, "ranges must be bytes of (start, end) u64 pairs");
+            return -1;
+        }
+    }
     if (kind != FU_SECTION_EH_FRAME && kind != FU_SECTION_DEBUG_FRAME) {
         PyErr_Format(PyExc_ValueError, "kind must be 0 (.eh_frame) or 1 (.debug_frame), not %d", kind);
         return -1;
     }
-    if (segments && segments != Py_None && !py_core_segments_from(segments, &self->segments))
+    if (segments && segments != Py_None && !py_core_segments_from(segments, &self->segments)) {
+        if (ranges.obj)
+            PyBuffer_Release(&ranges);
         return -1;
+    }
     fu_section section = {
         .kind = (fu_section_kind)kind,
         .data = self->data.buf,
@@ -65,8 +78,11 @@ static int table_init(CfiTableObject *self, PyObject *args, PyObject *kwargs)
     Py_BEGIN_ALLOW_THREADS
     status = fu_cfi_table_parse(&self->table, &section, &err);
     if (status == FU_OK)
-        status = fu_cfi_table_evaluate(&self->table, &err);
+        status = fu_cfi_table_evaluate_ranges(&self->table, ranges.obj ? ranges.buf : NULL, (size_t)ranges.len / 16,
+                                              &err);
     Py_END_ALLOW_THREADS
+    if (ranges.obj)
+        PyBuffer_Release(&ranges);
     self->parsed = true;
     if (status != FU_OK) {
         if (status != FU_ERR_NOMEM && status != FU_ERR_EXPR)
@@ -80,18 +96,46 @@ static int table_init(CfiTableObject *self, PyObject *args, PyObject *kwargs)
 
 static PyObject *table_render(CfiTableObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"raw", "fd", NULL};
+    static char *kwlist[] = {"raw", "fd", "notes", NULL};
     int raw = 0, fd = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|pi", kwlist, &raw, &fd))
+    PyObject *notes_object = NULL, *notes_list = NULL;
+    const char **notes = NULL;
+    Py_ssize_t note_count = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|piO", kwlist, &raw, &fd, &notes_object))
         return NULL;
+    if (notes_object && notes_object != Py_None) {
+        if (raw) {
+            PyErr_SetString(PyExc_ValueError, "notes are printed with the interpreted rows only");
+            return NULL;
+        }
+        notes_list = PySequence_Fast(notes_object, "notes must be a sequence of str");
+        if (!notes_list)
+            return NULL;
+        note_count = PySequence_Fast_GET_SIZE(notes_list);
+        notes = PyMem_Calloc(note_count ? (size_t)note_count : 1, sizeof *notes);
+        if (!notes) {
+            Py_DECREF(notes_list);
+            return PyErr_NoMemory();
+        }
+        for (Py_ssize_t i = 0; i < note_count; i++) {
+            PyObject *item = PySequence_Fast_GET_ITEM(notes_list, i);
+            if (item != Py_None && !(notes[i] = PyUnicode_AsUTF8(item))) {
+                PyMem_Free(notes);
+                Py_DECREF(notes_list);
+                return NULL;
+            }
+        }
+    }
     fu_out out = {.fd = fd};
     Py_BEGIN_ALLOW_THREADS
     if (raw)
         fu_print_readelf_raw(&out, &self->table);
     else
-        fu_print_readelf_interp(&out, &self->table);
+        fu_print_readelf_interp_noted(&out, &self->table, notes, (size_t)note_count);
     fu_out_flush(&out);
     Py_END_ALLOW_THREADS
+    PyMem_Free(notes);
+    Py_XDECREF(notes_list);
     if (out.failed) {
         free(out.buf);
         if (fd >= 0)
@@ -342,7 +386,8 @@ static PyGetSetDef table_getset[] = {
 
 static PyMethodDef table_methods[] = {
     {"render", (PyCFunction)(void (*)(void))table_render, METH_VARARGS | METH_KEYWORDS,
-     "render(raw=False, fd=-1): readelf -wF (or -wf with raw) text; written to fd if given, else returned as bytes"},
+     "render(raw=False, fd=-1, notes=None): readelf -wF (or -wf with raw) text; written to fd if given, else "
+     "returned as bytes; notes: a str (or None) per FDE, printed after its header line"},
     {"state", (PyCFunction)table_state, METH_O, "state(i) -> (cfa_rule, ((column, rule), ...))"},
     {"entry", (PyCFunction)table_entry, METH_O, "entry(i) -> dict of the entry's fields"},
     {"rows", (PyCFunction)table_rows, METH_NOARGS, "rows() -> (uint64 addresses, uint32 state ids) as bytes"},
@@ -429,6 +474,7 @@ int py_cfi_init(PyObject *module)
         return -1;
     if (PyModule_AddIntConstant(module, "MAX_COLUMNS", FU_MAX_COLUMNS) < 0 ||
         PyModule_AddIntConstant(module, "MAX_STATE_STACK", FU_MAX_STATE_STACK) < 0 ||
+        PyModule_AddIntConstant(module, "CFI_MAX_SELECTED_RANGES", FU_CFI_MAX_SELECTED_RANGES) < 0 ||
         PyModule_AddIntConstant(module, "STATE_SIZE", sizeof(fu_state)) < 0)
         return -1;
     return add_rule_kinds(module);

@@ -1,7 +1,9 @@
 /* The shared base of the binding (py_core.h). */
 #include "py_core.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 static py_core_state *state_of(PyObject *module) { return (py_core_state *)PyModule_GetState(module); }
 
@@ -103,6 +105,21 @@ PyObject *py_core_bytes(const void *data, size_t size)
     return PyBytes_FromStringAndSize(size ? (const char *)data : "", (Py_ssize_t)size);
 }
 
+PyObject *py_core_count_dict(const uint64_t *counts, size_t n)
+{
+    PyObject *dict = PyDict_New();
+    for (size_t i = 0; dict && i < n; i++) {
+        if (!counts[i])
+            continue;
+        PyObject *key = PyLong_FromSize_t(i), *value = PyLong_FromUnsignedLongLong(counts[i]);
+        if (!key || !value || PyDict_SetItem(dict, key, value) < 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+    }
+    return dict;
+}
+
 /* What a constant tuple's items are made of: a name or a number by index. */
 typedef struct tuple_items {
     const char *(*name)(int);
@@ -201,6 +218,30 @@ bool py_core_write_chunk(void *write, const uint8_t *data, size_t len)
     Py_XDECREF(chunk);
     Py_XDECREF(result);
     return result != NULL;
+}
+
+bool py_core_write_fd(void *fd, const uint8_t *data, size_t len)
+{
+    while (len > 0) { /* each pass writes at least one byte or fails */
+        ssize_t written;
+        Py_BEGIN_ALLOW_THREADS
+        written = write(*(const int *)fd, data, len);
+        Py_END_ALLOW_THREADS
+        if (written < 0 && errno == EINTR) {
+            if (PyErr_CheckSignals() < 0)
+                return false;
+            continue;
+        }
+        if (written <= 0) {
+            if (written == 0)
+                errno = EIO;
+            PyErr_SetFromErrno(PyExc_OSError);
+            return false;
+        }
+        data += written;
+        len -= (size_t)written;
+    }
+    return true;
 }
 
 PyObject *py_core_add_window(PyObject *consumer, py_type_id id, PyObject *samples,

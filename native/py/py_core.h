@@ -63,6 +63,9 @@ PyObject *py_core_add_window(PyObject *consumer, py_type_id id, PyObject *sample
                              fu_status (*add)(void *payload, const void *unwound, fu_error *err));
 /* A core sink (fu_sink_fn) calling the Python callable `write` with bytes; false with its exception set. */
 bool py_core_write_chunk(void *write, const uint8_t *data, size_t len);
+/* A core sink writing to the file descriptor *(int *)fd with write(2), the GIL released meanwhile
+ * (no bytes object, no copy); false with OSError set (BrokenPipeError for EPIPE). */
+bool py_core_write_fd(void *fd, const uint8_t *data, size_t len);
 /* The payload of `object`, which must be of type `id`: NULL with TypeError ("expected a CfiTable, not
  * int") or, for an object whose __init__ has not succeeded, RuntimeError ("CfiTable is not
  * initialized"). */
@@ -77,6 +80,9 @@ PyObject *py_core_raise_format(fu_status status, const char *format, ...);
 bool py_core_index_arg(PyObject *arg, size_t count, size_t *index);
 /* bytes holding a copy of [data, data + size), or NULL with an exception. */
 PyObject *py_core_bytes(const void *data, size_t size);
+/* {index: count} of the non-zero counts[0..n) (statistics by outcome code, by depth), or NULL with
+ * an exception. */
+PyObject *py_core_count_dict(const uint64_t *counts, size_t n);
 /* module.<attribute> = (name(0), ..., name(count - 1)); -1 with an exception. */
 int py_core_add_names(PyObject *module, const char *attribute, int count, const char *(*name)(int));
 /* module.<attribute> = (number(0), ..., number(count - 1)); -1 with an exception. */

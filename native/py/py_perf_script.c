@@ -13,10 +13,11 @@
  *   outcome_names: 256 names (str) by outcome code
  *
  * UnwoundSamples methods: render(write) and folded(write) call write(bytes) with chunks of the
- * text; statistics(); sample(i) and frame(j) for the Python API.
+ * text (render also takes a file descriptor, written with write(2)); statistics(); sample(i) and frame(j) for the Python API.
  */
 #include "py_core.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
 #include "intern.h"
@@ -300,10 +301,23 @@ done:
 /* ---- output through write() ------------------------------------------------------------------------ */
 
 /* render(write): perf script's text of every sample, in chunks of about 1 MiB */
+/* render(write): write a callable taking bytes, or a file descriptor (an int) written directly */
 static PyObject *unwound_render(UnwoundObject *self, PyObject *write)
 {
     fu_error err = {0};
-    if (fu_unwound_render(&self->u, py_core_write_chunk, write, &err) != FU_OK)
+    fu_status status;
+    if (PyLong_Check(write)) {
+        long value = PyLong_AsLong(write);
+        if (value == -1 && PyErr_Occurred())
+            return NULL;
+        if (value < 0 || value > INT_MAX)
+            return PyErr_Format(PyExc_ValueError, "render(): %ld is not a file descriptor", value);
+        int fd = (int)value;
+        status = fu_unwound_render(&self->u, py_core_write_fd, &fd, &err);
+    } else {
+        status = fu_unwound_render(&self->u, py_core_write_chunk, write, &err);
+    }
+    if (status != FU_OK)
         return raise_unless_set(&err);
     Py_RETURN_NONE;
 }
@@ -323,22 +337,6 @@ static PyObject *unwound_folded(UnwoundObject *self, PyObject *args)
 
 /* ---- statistics and the Python API ------------------------------------------------------------- */
 
-/* A dict {key: count} of the non-zero counts. */
-static PyObject *count_dict(const uint64_t *counts, size_t n)
-{
-    PyObject *dict = PyDict_New();
-    for (size_t i = 0; dict && i < n; i++) {
-        if (!counts[i])
-            continue;
-        PyObject *key = PyLong_FromSize_t(i), *value = PyLong_FromUnsignedLongLong(counts[i]);
-        if (!key || !value || PyDict_SetItem(dict, key, value) < 0)
-            Py_CLEAR(dict);
-        Py_XDECREF(key);
-        Py_XDECREF(value);
-    }
-    return dict;
-}
-
 /* statistics() -> (samples with user frames, user frames, {outcome code: samples},
  *                  {user frames per sample: samples}) */
 static PyObject *unwound_statistics(UnwoundObject *self, PyObject *unused)
@@ -347,8 +345,8 @@ static PyObject *unwound_statistics(UnwoundObject *self, PyObject *unused)
     uint32_t deepest;
     if (!fu_unwound_statistics(&self->u, &unwound, &frames, by_outcome, &by_depth, &deepest))
         return PyErr_NoMemory();
-    PyObject *outcomes = count_dict(by_outcome, FU_UNWOUND_OUTCOME_CODES);
-    PyObject *depths = outcomes ? count_dict(by_depth, (size_t)deepest + 1) : NULL;
+    PyObject *outcomes = py_core_count_dict(by_outcome, FU_UNWOUND_OUTCOME_CODES);
+    PyObject *depths = outcomes ? py_core_count_dict(by_depth, (size_t)deepest + 1) : NULL;
     free(by_depth);
     if (!depths) {
         Py_XDECREF(outcomes);

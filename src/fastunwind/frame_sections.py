@@ -76,10 +76,12 @@ class SectionBases:
         self.segments = [(s.vaddr, elf.segment_data(s)) for s in elf.segments if s.type == PT_LOAD and s.filesz]
 
 
-def section_table(elf: ElfFile, section: Section, kind: int, bases: SectionBases | None = None
-                  ) -> tuple[bytes | memoryview, _core.CfiTable]:
-    """(the section's relocated bytes, the C core's parsed and evaluated table of them)."""
+def section_table(elf: ElfFile, section: Section, kind: int, bases: SectionBases | None = None,
+                  ranges: bytes | None = None) -> tuple[bytes | memoryview, _core.CfiTable]:
+    """(the section's relocated bytes, the C core's parsed and evaluated table of them); with
+    `ranges` ((start, end) u64 svma pairs), only the FDEs lookups in them can return are evaluated
+    (cfi.h, fu_cfi_table_evaluate_ranges)."""
     bases = bases or SectionBases(elf)
     data = elf.relocated_section_data(section)
     return data, _core.CfiTable(data, kind, section.addr, bases.address_size, bases.text_base, bases.data_base,
-                                bases.segments)
+                                bases.segments, ranges)

@@ -28,6 +28,8 @@ from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame
 PAGE_SIZE = 4096  #: x86-64 Linux mappings are 4 KiB-granular
 
 _Image = TypeVar("_Image", bound="ModuleImage")
+#: the memo key of slow_row_tables
+_SLOW_ROW_TABLES = "cfi.slow_rows"
 
 
 class ModuleImage:
@@ -64,13 +66,29 @@ class ModuleImage:
         parse runs without the GIL)."""
         with self._tables_lock:
             if self._tables is None:
-                bases: dict[ElfFile, SectionBases] = {}
-                tables = {}
-                for kind, (file, section) in self._sources.items():
-                    file_bases = bases.get(file) or bases.setdefault(file, SectionBases(file))
-                    tables[kind] = section_table(file, section, kind, file_bases)[1]
-                self._tables = tables
+                self._tables = self._parse_tables(None)
             return self._tables
+
+    def _parse_tables(self, ranges: bytes | None) -> dict[int, _core.CfiTable]:
+        bases: dict[ElfFile, SectionBases] = {}
+        tables = {}
+        for kind, (file, section) in self._sources.items():
+            file_bases = bases.get(file) or bases.setdefault(file, SectionBases(file))
+            tables[kind] = section_table(file, section, kind, file_bases, ranges)[1]
+        return tables
+
+    def slow_row_tables(self, ranges: bytes) -> tuple[_core.CfiTable | None, _core.CfiTable | None]:
+        """(.eh_frame, .debug_frame) tables with only the FDEs the walker can ask in `ranges`, the
+        slow rows of the image's compact table (CompactTable.slow_ranges): what the walker needs
+        beside the compact table, for a fraction of the evaluation (libc: 7 slow rows in 28,491).
+        The whole tables when they are parsed already. Made once (memo)."""
+        if self._tables is not None:
+            return self.eh_frame, self.debug_frame
+        with self._tables_lock:
+            tables = self.memo.get(_SLOW_ROW_TABLES)
+            if tables is None:
+                tables = self.memo[_SLOW_ROW_TABLES] = self._parse_tables(ranges)
+        return tables.get(EH_FRAME), tables.get(DEBUG_FRAME)
 
     @property
     def cfi_parsed(self) -> bool:

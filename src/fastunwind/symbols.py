@@ -15,9 +15,11 @@ from __future__ import annotations
 import mmap
 import os
 import re
+from collections.abc import Callable
 
-from fastunwind import _core
-from fastunwind.elf import SHT_DYNSYM, SHT_NOBITS, SHT_RELA, SHT_SYMTAB, ElfFile, SectionBytes, find_debug_file
+from fastunwind import _core, cache
+from fastunwind.elf import (SHT_DYNSYM, SHT_NOBITS, SHT_RELA, SHT_SYMTAB, ElfFile, SectionBytes, find_debug_file,
+                            release_resident_pages)
 from fastunwind.errors import ElfError
 from fastunwind._core import SymbolTable
 from fastunwind.elf.build_id_cache import build_id_cache_file
@@ -69,9 +71,18 @@ def _plt_input(elf: ElfFile) -> tuple[SectionBytes, SectionBytes, list[SectionBy
 
 def symbol_table_for_file(elf: ElfFile) -> SymbolTable:
     """The symbols perf 6.1 shows for `elf`: of its separate debug file's .symtab, else its own
-    .symtab, else its .dynsym (the first that exists), with its PLT stubs named."""
-    source = None
+    .symtab, else its .dynsym (the first that exists), with its PLT stubs named. Cached per
+    build-id (cached_table), for the file and the debug file it was built from."""
     debug_path = find_debug_file(elf)
+    build_id = elf.build_id_hex
+    if build_id is None:
+        return _symbol_table_of(elf, debug_path)
+    key = "\0".join(["elf", build_id, *_identity(elf.path), debug_path or "", *_identity(debug_path)])
+    return cached_table(build_id, key, lambda: _symbol_table_of(elf, debug_path))
+
+
+def _symbol_table_of(elf: ElfFile, debug_path: str | None) -> SymbolTable:
+    source = None
     if debug_path:
         try:
             with ElfFile.open(debug_path) as debug:
@@ -113,6 +124,62 @@ def kallsyms_bytes(build_id: str | None = None) -> bytes | mmap.mmap:
         except OSError:
             continue
     return b""
+
+
+def cached_kernel_symbol_table(build_id: str | None) -> SymbolTable | None:
+    """The kernel's whole symbol table from the cache, when perf's build-id cache holds the kallsyms
+    of the kernel with `build_id` and it is cached (cached_table); None otherwise (/proc/kallsyms
+    changes with every boot and module load: it is not cached)."""
+    if build_id is None:
+        return None
+    path = build_id_cache_file("[kernel.kallsyms]", build_id, "kallsyms")
+    identity = _identity(path)
+    if not identity:
+        return None
+    return cached_table(f"kallsyms-{build_id}", "\0".join(["kallsyms", path, *identity]),
+                        lambda: SymbolTable.from_kallsyms(_read_mapped(path)))
+
+
+def _identity(path: str | None) -> list[str]:
+    """What tells one version of a file from another: device, inode, size, mtime (ns); empty if
+    there is no such file."""
+    try:
+        st = os.stat(path) if path else None
+    except OSError:
+        st = None
+    return [str(v) for v in (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)] if st else []
+
+
+#: cache entries of symbol tables (native/core/symbol_cache.h)
+SUFFIX = cache.KINDS["symbols"]
+
+
+def cached_table(name: str, key: str, build: Callable[[], SymbolTable]) -> SymbolTable:
+    """The table `build` makes, from the cache entry `name` when it holds one made for `key` (what
+    the table is built from: checked, with the whole file, in C), else built and written there.
+    A cache that cannot be written costs only the next run's build."""
+    path = os.path.join(cache.cache_dir("symbols"), name + SUFFIX)
+    key_bytes = os.fsencode(key)
+    try:
+        with open(path, "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # missing, or empty
+        mapped = None
+    if mapped is not None:
+        try:
+            table = SymbolTable.from_cache(mapped, key_bytes)
+        except ValueError:  # another version, another file's, or corrupt: rebuilt below
+            mapped.close()
+        else:
+            # checking read every page; lookups touch few of them (back from the page cache then)
+            release_resident_pages(mapped)
+            return table
+    table = build()
+    try:
+        cache.write_atomically(path, table.cache_file(key_bytes))
+    except (OSError, ValueError):
+        pass
+    return table
 
 
 def kernel_symbol_table(build_id: str | None = None, addresses: bytes | None = None) -> SymbolTable:

@@ -32,7 +32,8 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 def commands(data: str, cache_dir: str) -> list[list[str]]:
     """Every command, in a form whose output does not change from one run to the next."""
     return [["table", LIBC], ["table", "--json", LIBC], ["lookup", LIBC, "0x2728f"], ["lookup", "--json", LIBC, "0x2728f"],
-            ["check", "--json", "/usr/bin/true"], ["compile", "--json", "/usr/bin/true", "--cache-dir", cache_dir],
+            ["check", "--json", "/usr/bin/true"], ["synth", "/usr/bin/true"], ["synth", "--json", "/usr/bin/true"],
+            ["compile", "--json", "/usr/bin/true", "--cache-dir", cache_dir],
             ["cache"], ["cache", "--json"], ["report", "-i", data, "--json"], ["report", "-i", data],
             ["perf-script", "-i", data], ["perf-script", "-i", data, "--format", "gecko"]]
 
@@ -72,7 +73,7 @@ def test_json_of_cache_bench_and_perf_script_statistics(perf_recordings, tmp_pat
     cache = json.loads(run("cache", "--json", env={"XDG_CACHE_HOME": str(tmp_path)}).stdout)
     assert cache == {"root": f"{tmp_path}/fastunwind", "entries": 0, "bytes": 0,
                      "kinds": [{"kind": kind, "entries": 0, "bytes": 0, "directory": f"{tmp_path}/fastunwind/{kind}"}
-                               for kind in ("compact", "eh_elf")]}
+                               for kind in ("compact", "eh_elf", "symbols")]}
     bench = json.loads(run("bench", "-i", data, "--backend", "auto,dwarf", "--repeat", "2", "--json").stdout)
     assert [backend["backend"] for backend in bench["backends"]] == ["auto", "dwarf"]
     for backend in bench["backends"]:

@@ -4,6 +4,7 @@ same as the whole recording unwound at once through the API."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import subprocess
@@ -66,3 +67,24 @@ def test_walking_threads_give_the_single_threads_frames(perf_recordings, name):
     one = _core.unwind_samples(perf.native, space_ids, spaces, 127, threads=1)
     for threads in (2, 3, 8):
         assert _core.unwind_samples(perf.native, space_ids, spaces, 127, threads=threads)[:6] == one[:6]
+
+
+def test_a_file_descriptor_gets_the_bytes_a_callable_gets(perf_recordings, tmp_path):
+    """A stream's text goes to a file's descriptor, written by C (no bytes object per chunk), and
+    to anything else through its write method: the same bytes; a closed pipe is BrokenPipeError."""
+    from fastunwind.perf.script import stream_recording
+
+    path = str(perf_recordings.get("c").data_file)
+    through_python = io.BytesIO()
+    stream_recording(path, through_python, window_bytes=1)
+    with open(tmp_path / "out.txt", "wb") as f:
+        f.write(b"before\n")  # buffered by Python: flushed before C writes
+        stream_recording(path, f, window_bytes=1)
+    assert (tmp_path / "out.txt").read_bytes() == b"before\n" + through_python.getvalue()
+    with gzip.open(tmp_path / "out.txt.gz", "wb") as compressed:  # its fileno() is the .gz file's
+        stream_recording(path, compressed, window_bytes=1)
+    assert gzip.decompress((tmp_path / "out.txt.gz").read_bytes()) == through_python.getvalue()
+    reader, writer = os.pipe()
+    os.close(reader)
+    with open(writer, "wb") as closed, pytest.raises(BrokenPipeError):
+        stream_recording(path, closed)

@@ -36,6 +36,35 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
                             "several separated by commas")
 
 
+def add_synth_argument(parser: argparse.ArgumentParser) -> None:
+    """--synth: rows derived from the machine code (tables/compact.py, SYNTH_MODES)."""
+    from fastunwind._core import COMPACT_SYNTH_MODES, WALK_BACKENDS_WITH_COMPACT
+
+    parser.add_argument("--synth", choices=COMPACT_SYNTH_MODES, default=None,
+                        help="unwind rows derived from the machine code (`fastunwind check`'s interpreter): "
+                             "missing (default with the auto and table backends): where no CFI covers the code, "
+                             "instead of guessing with the frame pointer; repair: also in place of declared rows "
+                             "the check proves wrong; off: the CFI alone (the only choice with backends "
+                             f"other than {' and '.join(b for b in WALK_BACKENDS_WITH_COMPACT if '-' not in b)})")
+
+
+def synth_mode(args: argparse.Namespace) -> str:
+    """The --synth of the arguments: as given, else missing where the backend has compact tables
+    (default_backend() when none is given) and off where it has not; a mode the backend cannot
+    serve is one line on stderr and SystemExit(2)."""
+    from fastunwind.address_space import check_synth, default_backend
+    from fastunwind._core import WALK_BACKENDS_WITH_COMPACT
+
+    backend = getattr(args, "backend", None) or default_backend()
+    synth: str = args.synth or ("missing" if backend in WALK_BACKENDS_WITH_COMPACT else "off")
+    try:
+        check_synth(backend, synth)
+    except ValueError as error:
+        print(f"fastunwind: error: --synth {synth}: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return synth
+
+
 def sample_filter(args: argparse.Namespace) -> Any:
     """The SampleFilter of the arguments (perf/sample_filter.py), None without filters; a bad value
     is one line on stderr and SystemExit(2)."""

@@ -1,7 +1,7 @@
 """`fastunwind cache`: what fastunwind keeps under $XDG_CACHE_HOME/fastunwind (compact tables,
-compiled eh_elfs), and room made there: `--max-size` removes the least recently used entries until
-the caches fit, `--clear` removes them all. Removing is always safe: an entry is rebuilt when needed
-(compact tables on the fly, eh_elfs by `fastunwind compile`).
+compiled eh_elfs, symbol tables), and room made there: `--max-size` removes the least recently used
+entries until the caches fit, `--clear` removes them all. Removing is always safe: an entry is
+rebuilt when needed (compact and symbol tables on the fly, eh_elfs by `fastunwind compile`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def parse_size(text: str) -> int:
 
 def add_parser(subparsers: Any) -> None:
     parser = command_parser(subparsers, "cache",
-                            "list, prune or clear the caches of compact tables and compiled eh_elfs", __doc__, EXAMPLE)
+                            "list, prune or clear the caches of compact tables, compiled eh_elfs and symbol tables", __doc__, EXAMPLE)
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--max-size", metavar="SIZE", help="remove least recently used entries until the caches fit")
     action.add_argument("--clear", action="store_true", help="remove every entry")

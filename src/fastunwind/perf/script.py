@@ -35,10 +35,11 @@ from fastunwind.errors import PerfDataError
 from fastunwind.perf.data import PerfData, RecordingCut
 from fastunwind.perf.replay import Replayer, replay
 from fastunwind.perf.sample_filter import SampleFilter
-from fastunwind.perf.walk import (DEFAULT_MAX_FRAMES, SOURCE_CALLCHAIN, SOURCE_DWARF, SOURCE_IP, recording_source,
-                                  walk_samples)
+from fastunwind.perf.walk import (DEFAULT_MAX_FRAMES, SOURCE_CALLCHAIN, SOURCE_DWARF, SOURCE_IP, UnwindBatch,
+                                  recording_source, walk_samples)
 from fastunwind._core import SymbolTable
-from fastunwind.symbols import PERF_MAP_PATH, kallsyms_bytes, kernel_symbol_table, perf_map_table, symbol_table_for_file
+from fastunwind.symbols import (PERF_MAP_PATH, cached_kernel_symbol_table, kallsyms_bytes, kernel_symbol_table,
+                                perf_map_table, symbol_table_for_file)
 
 __all__ = ["DEFAULT_MAX_FRAMES", "OUTCOME_NAME_BY_CODE", "OUTCOME_NAMES", "PHASES", "RECORD_HINT", "SOURCE_CALLCHAIN",
            "SOURCE_DWARF", "SOURCE_IP", "Frame", "PerfDataError", "Statistics", "UnwoundRecording", "UnwoundSample",
@@ -93,11 +94,28 @@ class Statistics:
         self.source = source
         #: a recording cut short: what was found (perf.data.RecordingCut), else None
         self.cut = cut
+        #: the synthesized rows the walks had (tables.compact.SYNTH_MODES)
+        self.synth = "off"
+        #: frames whose step used a row derived from the code: {"corrected": n, "synthesized": n}
+        self.derived_frames: Counter[str] = Counter()
+        #: samples with such a frame, by outcome name
+        self.derived_samples: Counter[str] = Counter()
+
+    def add_batch(self, batch: UnwindBatch) -> None:
+        """Count a walked batch's frames that rest on derived rows (C counts: nothing per frame here)."""
+        if self.synth == "off":
+            return
+        self.derived_frames["corrected"] += batch.flags.count(_core.FRAME_CORRECTED)
+        self.derived_frames["synthesized"] += batch.flags.count(_core.FRAME_SYNTHESIZED)
+        flagged = _core.flagged_samples(batch.outcomes, batch.frame_starts, batch.flags,
+                                        _core.FRAME_CORRECTED | _core.FRAME_SYNTHESIZED)
+        for code, count in flagged.items():
+            self.derived_samples[OUTCOME_NAME_BY_CODE[code]] += count
 
     def tables(self) -> list[dict[str, Any]]:
         """Per module with a compact table: its size and slow-path share (compact.statistics; this
         parses the module's DWARF tables, for their row counts)."""
-        return [t for t in (image.compact_statistics() for image in self.images) if t]
+        return [t for t in (image.compact_statistics(self.synth) for image in self.images) if t]
 
     @property
     def notes(self) -> list[str]:
@@ -263,12 +281,12 @@ PHASES = ("decoding", "replaying", "unwinding", "symbolizing")
 
 
 def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images: ImageCache | None = None,
-                     backend: str | None = None, on_phase: Callable[[str], None] | None = None
+                     backend: str | None = None, synth: str = "off", on_phase: Callable[[str], None] | None = None
                      ) -> tuple[UnwoundRecording, Statistics]:
     """Unwind every sample of the recording at `path` ("-": standard input, as `perf script -i -`
-    reads a `perf record -o -` pipe). `backend`: see AddressSpace.to_core (default
-    FASTUNWIND_BACKEND, else "auto"). `on_phase(name)` is called as each of PHASES starts (for a
-    progress display; each phase is one call into C)."""
+    reads a `perf record -o -` pipe). `backend`, `synth`: see AddressSpace.to_core (default
+    FASTUNWIND_BACKEND, else "auto"; no synthesized rows). `on_phase(name)` is called as each of
+    PHASES starts (for a progress display; each phase is one call into C)."""
     phase = on_phase or (lambda name: None)
     started = time.perf_counter()
     phase("decoding")
@@ -280,8 +298,8 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     space_ids = replayed.space_ids.tobytes()
     phase("unwinding")
     # without user stacks nothing is unwound: the frames are each sample's callchain (or IP)
-    unwound = walk_samples(perf.native, space_ids, [space.to_core(backend) for space in session.spaces], max_frames,
-                           source=source)
+    unwound = walk_samples(perf.native, space_ids, [space.to_core(backend, synth) for space in session.spaces],
+                           max_frames, source=source)
     tables = _SymbolTables()
     mappings: list[MappingRow] = [(m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables))
                                   for m in session.mappings]
@@ -296,6 +314,8 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
                        missing_modules=session.statistics.missing_modules, source=source, cut=perf.cut)
     for code, count in outcomes.items():
         stats.outcomes[OUTCOME_NAME_BY_CODE[code]] += count
+    stats.synth = synth
+    stats.add_batch(unwound)
     stats.images = list({id(m.image): m.image for m in session.mappings if m.image is not None}.values())
     stats.total_seconds = time.perf_counter() - started
     return UnwoundRecording(native), stats
@@ -327,13 +347,16 @@ class _KernelSymbols:
         return next((b.hex() for _pid, b, name, _m, _o in self._perf.native.build_ids()
                      if name == b"[kernel.kallsyms]"), None)
 
+    def _kernel_build_id(self) -> str | None:
+        return self._ahead_build_id if self._ahead else self._build_id()
+
     def _kallsyms(self) -> bytes | mmap.mmap:
         if self._data is None:
-            self._data = kallsyms_bytes(self._ahead_build_id if self._ahead else self._build_id())
+            self._data = kallsyms_bytes(self._kernel_build_id())
         return self._data
 
     def _whole(self) -> SymbolTable:
-        table = SymbolTable.from_kallsyms(self._kallsyms())
+        table = cached_kernel_symbol_table(self._kernel_build_id()) or SymbolTable.from_kallsyms(self._kallsyms())
         self._data = b""  # the text (5 MB) is not read again
         return table
 
@@ -344,7 +367,7 @@ class _KernelSymbols:
 
 
 def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
-                     images: ImageCache | None = None, backend: str | None = None,
+                     images: ImageCache | None = None, backend: str | None = None, synth: str = "off",
                      window_bytes: int | None = None, on_phase: Callable[[str], None] | None = None,
                      on_window: Callable[[float | None], None] | None = None,
                      consumers: Sequence[_core.Report | _core.Profile] = (), sample_filter: SampleFilter | None = None
@@ -358,7 +381,8 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
     (from its header's first and last sample times; None without them, as in a pipe's).
     `consumers`: each window's symbolized samples are added to each (C: perf report's table,
     native/core/report.h; speedscope's file, native/core/profile.h).
-    `sample_filter`: only its samples are replayed, walked and written (perf/sample_filter.py)."""
+    `sample_filter`: only its samples are replayed, walked and written (perf/sample_filter.py).
+    `backend`, `synth`: see AddressSpace.to_core."""
     started = time.perf_counter()
     if window_bytes is None:
         window_bytes = int(os.environ.get(WINDOW_BYTES_VARIABLE) or 0)
@@ -369,10 +393,11 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
     tables = _SymbolTables()
     kernel_loader = _KernelSymbols(perf, tables)
     stats = Statistics(source=source)
+    stats.synth = synth
     core_spaces: list[_core.AddressSpace] = []
     mappings: list[MappingRow] = []
     folded: dict[bytes, int] = {}
-    write = _writer(out) if mode == "text" and out is not None else None
+    write = _text_sink(out) if mode == "text" and out is not None else None
     if sample_filter is not None and sample_filter.cpus:
         sampling = [attr for attr in perf.attrs if attr.is_sampling] or perf.attrs
         if not all(attr.sample_type & _core.PERF_SAMPLE_CPU for attr in sampling):
@@ -395,7 +420,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
         space_ids, comm_ids = replayer.feed(window)
         if sample_filter is not None:
             space_ids, comm_ids = sample_filter.select_comms(window, space_ids, comm_ids, replayer.comm_names)
-        core_spaces.extend(space.to_core(backend) for space in replayer.spaces[len(core_spaces):])
+        core_spaces.extend(space.to_core(backend, synth) for space in replayer.spaces[len(core_spaces):])
         new_mappings = len(mappings)
         mappings.extend((m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables))
                         for m in replayer.mappings[len(mappings):])
@@ -408,6 +433,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
                                          replayer.space_mappings, mappings, kernel_loader, OUTCOME_NAME_BY_CODE)
         stats.samples += window.sample_count
         stats.walk_ns += unwound.walk_ns
+        stats.add_batch(unwound)
         if write is not None:  # mode "text"
             native.render(write)
         elif mode == "folded":
@@ -480,6 +506,23 @@ def _count_folded(chunk: bytes, counts: dict[bytes, int]) -> None:
     for line in chunk.splitlines():
         stack, _, count = line.rpartition(b" ")
         counts[stack] = counts.get(stack, 0) + int(count)
+
+
+def _text_sink(out: TextIO | BinaryIO) -> Callable[[bytes], object] | int:
+    """Where a stream's text goes: the file descriptor of a plain file or pipe (its Python buffers
+    flushed; the text is written by C with write(2), without a bytes object per chunk: ~200 MB of
+    copying on the 1.9 GB recording), else _writer's callable (io.BytesIO, and wrappers such as
+    gzip.GzipFile whose fileno() is the compressed file's)."""
+    write = _writer(out)
+    binary = getattr(out, "buffer", out)
+    if not isinstance(binary, (io.BufferedWriter, io.BufferedRandom, io.FileIO)):
+        return write
+    try:
+        fd = binary.fileno()
+    except (OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return write
+    binary.flush()
+    return fd
 
 
 def _writer(out: TextIO | BinaryIO) -> Callable[[bytes], object]:

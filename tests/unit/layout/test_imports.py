@@ -23,9 +23,10 @@ PACKAGE = Path(fastunwind.__file__).parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.__main__",),
     ("fastunwind.cli",),
-    ("fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
+    ("fastunwind.commands.backtrace", "fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
      "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.record_bpf",
-     "fastunwind.commands.report", "fastunwind.commands.table"),
+     "fastunwind.commands.report",
+     "fastunwind.commands.synth", "fastunwind.commands.table"),
     ("fastunwind.commands",),
     # compatibility names the docs document: thin re-exports of the modules below
     ("fastunwind.bench", "fastunwind.eh_elf", "fastunwind.perf_script"),
@@ -36,17 +37,26 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.perf.replay",),
     ("fastunwind.perf.data",),
     ("fastunwind.perf",),
+    # the package's own names: the top-level API, imported lazily (fastunwind/__init__.py)
+    ("fastunwind",),
+    # the sources of thread stacks: a live process
+    ("fastunwind.live",),
+    # the symbolized stacks of a process's threads, shared by the live and core-file sources
+    ("fastunwind.stacks",),
     ("fastunwind.bpf", "fastunwind.trace", "fastunwind.walk"),
     ("fastunwind.address_space",),
-    ("fastunwind.check", "fastunwind.tables.compact", "fastunwind.tables.eh_elf"),
+    ("fastunwind.tables.compact", "fastunwind.tables.eh_elf"),
+    ("fastunwind.tables.synthesized",),
+    ("fastunwind.synth",),
+    ("fastunwind.check",),
     ("fastunwind.tables",),
     ("fastunwind.image",),
     ("fastunwind.cfi_print", "fastunwind.symbols"),
     ("fastunwind.cfi",),
     ("fastunwind.frame_sections",),
-    ("fastunwind.elf.build_id_cache", "fastunwind.elf.debug_files", "fastunwind.elf.dynamic"),
+    ("fastunwind.elf.build_id_cache", "fastunwind.elf.debug_files", "fastunwind.elf.debug_file_writer",
+     "fastunwind.elf.dynamic"),
     ("fastunwind.elf",),
-    ("fastunwind",),
     ("fastunwind.cache", "fastunwind.errors", "fastunwind._core"),
 )
 
