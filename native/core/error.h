@@ -20,6 +20,7 @@ typedef enum fu_status {
     FU_ERR_INVALID = 7,    /* an argument out of range or inconsistent: ValueError */
     FU_ERR_PERF_DATA = 16, /* malformed perf.data: PerfDataError */
     FU_ERR_TRACE = 17,     /* a command cannot be started or traced under ptrace: TraceError */
+    FU_ERR_BPF = 18,       /* the kernel refused the BPF unwinder (load, map, attach): BpfError */
 } fu_status;
 
 typedef struct fu_error {

@@ -9,7 +9,8 @@
  *     same_value / val_offset / register / expression, DRAP, PLT, looping and unreadable
  *     expressions, signal and RA-column-3 CIEs, huge and negative offsets, gaps without CFI), and
  *     hand-made sections of the CFI corpus (--raw); each parsed, evaluated and, where it can be,
- *     turned into a compact table (built, serialized and validated by fu_compact_open);
+ *     turned into a compact table (built, serialized and validated by fu_compact_open) and laid
+ *     out as the BPF unwinder's map slots (bpf_layout.c: rows, pages, rules, the evicting ring);
  *   - address spaces of 1-3 of those modules at random biases (overlaps rejected as
  *     fu_address_space_init does), with and without their compact tables, some with a fake compiled
  *     table (fake_compiled) that returns every fu_eh_elf_status and some garbage; each space
@@ -58,6 +59,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf_layout.h"
 #include "compact_table.h"
 #include "intern.h"
 #include "memory.h"
@@ -169,6 +171,46 @@ static void parse_table(template_module *t, fu_section_kind kind, const uint8_t 
         t->has_debug = true;
 }
 
+/* The table as the BPF unwinder's slots (bpf_layout.c): every row keeps its start and its rule
+ * through the shared dictionary, and the ring places it (evicting) in maps too small and just big enough. */
+static void check_bpf_layout(const template_module *t)
+{
+    uint32_t count = fu_bpf_module_slot_count(&t->compact);
+    if (count == 0)
+        return;
+    fu_bpf_slot *slots = malloc(sizeof *slots * count);
+    fu_bpf_rules rules = {0};
+    fu_bpf_module module;
+    fu_error err = {0};
+    if (!slots || fu_bpf_layout_module(&t->compact, &rules, slots, &module, &err) != FU_OK)
+        die("%s: BPF layout: %s", t->name, err.message);
+    uint32_t pages = module.page_count;
+    for (uint32_t i = 0; i < t->compact.row_count; i++) {
+        uint32_t rule = t->compact.rule_index16 ? t->compact.rule_index16[i] : t->compact.rule_index32[i];
+        if (slots[pages + i].start != t->compact.row_start[i] || slots[pages + i].rule >= rules.count ||
+            memcmp(&rules.rules[slots[pages + i].rule], &t->compact.rules[rule], sizeof(fu_bpf_rule)) != 0)
+            die("%s: BPF layout: row %u differs from the compact table", t->name, i);
+    }
+    for (uint32_t p = 0; p < pages; p++)
+        if (slots[p].start != t->compact.page_first_row[p])
+            die("%s: BPF layout: page %u differs from the compact table", t->name, p);
+    static uint32_t evicted[FU_BPF_MAX_MODULES + 1];
+    fu_bpf_ring ring = {.capacity = count + count / 2};
+    for (int round = 0; round < 4; round++) {
+        uint32_t first, id, n;
+        if (fu_bpf_ring_place(&ring, count, &first, &id, evicted, &n, &err) != FU_OK)
+            die("%s: BPF ring: %s", t->name, err.message);
+        if (first > ring.capacity - count || (round > 0 && n != 1))
+            die("%s: BPF ring: module %d placed at %u (capacity %u), %u evicted", t->name, round, first,
+                ring.capacity, n);
+        ring.modules[id] = module;
+        ring.modules[id].first_slot = first;
+    }
+    fu_bpf_ring_free(&ring);
+    fu_bpf_rules_free(&rules);
+    free(slots);
+}
+
 /* The compact table of a template, when its CFI allows one (it may not: an FDE up to 2^64). */
 static void build_compact(template_module *t)
 {
@@ -187,6 +229,7 @@ static void build_compact(template_module *t)
     if (fu_compact_open(&t->compact, t->compact_bytes, size, &err) != FU_OK)
         die("%s: a fresh compact table does not validate: %s", t->name, err.message);
     t->has_compact = true;
+    check_bpf_layout(t);
 
     const fu_cfi_table *view = t->has_eh ? &t->eh_frame : &t->debug_frame;
     uint8_t *origins = malloc(view->entry_count ? view->entry_count : 1);

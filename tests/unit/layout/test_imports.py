@@ -24,7 +24,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.__main__",),
     ("fastunwind.cli",),
     ("fastunwind.commands.backtrace", "fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
-     "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.report",
+     "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.record_bpf",
+     "fastunwind.commands.report",
      "fastunwind.commands.synth", "fastunwind.commands.table"),
     ("fastunwind.commands",),
     # compatibility names the docs document: thin re-exports of the modules below
@@ -42,7 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.live",),
     # the symbolized stacks of a process's threads, shared by the live and core-file sources
     ("fastunwind.stacks",),
-    ("fastunwind.trace", "fastunwind.walk"),
+    ("fastunwind.bpf", "fastunwind.trace", "fastunwind.walk"),
     ("fastunwind.address_space",),
     ("fastunwind.tables.compact", "fastunwind.tables.eh_elf"),
     ("fastunwind.tables.synthesized",),
