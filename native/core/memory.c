@@ -25,6 +25,53 @@ fu_read_status fu_read_dump(void *context, uint64_t address, unsigned size, uint
     return FU_READ_UNREADABLE;
 }
 
+/* The segment of `segments` (sorted by vaddr, not overlapping) holding [address, address + size), or NULL. */
+static const fu_image_segment *sorted_segment_holding(const fu_image_segment *segments, size_t count,
+                                                      uint64_t address, size_t size)
+{
+    size_t lo = 0, hi = count;
+    while (lo < hi) { /* bound: halves each time */
+        size_t mid = lo + (hi - lo) / 2;
+        if (segments[mid].vaddr <= address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    const fu_image_segment *seg = &segments[lo - 1];
+    uint64_t into = address - seg->vaddr;
+    return into < seg->size && size <= seg->size - into ? seg : NULL;
+}
+
+bool fu_read_core_bytes(const fu_core_memory *m, uint64_t address, void *dst, size_t size)
+{
+    const fu_image_segment *seg = sorted_segment_holding(m->dumped, m->dumped_count, address, size);
+    if (!seg)
+        seg = sorted_segment_holding(m->files, m->file_count, address, size);
+    if (!seg || size == 0)
+        return false;
+    memcpy(dst, seg->data + (address - seg->vaddr), size);
+    return true;
+}
+
+fu_read_status fu_read_core(void *core_memory, uint64_t address, unsigned size, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (size > 8 || !fu_read_core_bytes(core_memory, address, &v, size))
+        return FU_READ_UNREADABLE;
+    *out = v;
+    return FU_READ_OK;
+}
+
+fu_reader fu_core_reader(const fu_core_memory *m, uint64_t sp)
+{
+    const fu_image_segment *stack = sorted_segment_holding(m->dumped, m->dumped_count, sp, 1);
+    if (!stack)
+        return (fu_reader){NULL, 0, 0, fu_read_core, (void *)m};
+    return (fu_reader){stack->data, stack->vaddr, stack->size, fu_read_core, (void *)m};
+}
+
 fu_read_status fu_read_self(void *unused, uint64_t address, unsigned size, uint64_t *out)
 {
     (void)unused;

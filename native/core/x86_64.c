@@ -90,3 +90,30 @@ void fu_regs_from_gregs(const long long *gregs, fu_regs *regs)
     for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
         fu_regs_set(regs, r, (uint64_t)gregs[from_greg[r]]);
 }
+
+/* user_regs_struct's words, in order, and the DWARF register each holds (-1: one the walker does not
+ * track). */
+static const struct {
+    const char *name;
+    int dwarf;
+} user_registers[FU_USER_REGISTER_COUNT] = {
+    {"r15", FU_REG_R15}, {"r14", FU_REG_R14}, {"r13", FU_REG_R13}, {"r12", FU_REG_R12}, {"rbp", FU_REG_RBP},
+    {"rbx", FU_REG_RBX}, {"r11", FU_REG_R11}, {"r10", FU_REG_R10}, {"r9", FU_REG_R9},   {"r8", FU_REG_R8},
+    {"rax", FU_REG_RAX}, {"rcx", FU_REG_RCX}, {"rdx", FU_REG_RDX}, {"rsi", FU_REG_RSI}, {"rdi", FU_REG_RDI},
+    {"orig_rax", -1},    {"rip", FU_REG_RA},  {"cs", -1},          {"eflags", -1},      {"rsp", FU_REG_RSP},
+    {"ss", -1},          {"fs_base", -1},     {"gs_base", -1},     {"ds", -1},          {"es", -1},
+    {"fs", -1},          {"gs", -1},
+};
+
+const char *fu_user_register_name(int index)
+{
+    return index >= 0 && index < FU_USER_REGISTER_COUNT ? user_registers[index].name : NULL;
+}
+
+void fu_regs_from_user_regs(const uint64_t *user, fu_regs *regs)
+{
+    regs->valid = 0;
+    for (int i = 0; i < FU_USER_REGISTER_COUNT; i++)
+        if (user_registers[i].dwarf >= 0)
+            fu_regs_set(regs, (unsigned)user_registers[i].dwarf, user[i]);
+}

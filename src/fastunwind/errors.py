@@ -61,3 +61,9 @@ class TraceError(FastunwindError):
     """A command could not be traced (`fastunwind check --trace`): it does not exist or cannot be
     executed, ptrace is refused (another tracer, a seccomp or Yama policy), or the tracee vanished
     under the tracer. The message names the command and the system's reason."""
+
+
+class CoreFileError(FastunwindError):
+    """A core file cannot be read: not an x86-64 ELF core, a program header or note outside the file,
+    a note that overruns its segment, a count beyond its named limit (threads, files, segments),
+    overlapping PT_LOAD segments. The message names the structure and its file offset in hex."""
