@@ -281,6 +281,23 @@ done:
     }
 }
 
+void fu_walk_frame_registers(const fu_address_space *space, const fu_regs *first, const fu_reader *reader,
+                             const fu_frames *frames, size_t count, fu_regs *out)
+{
+    if (count == 0)
+        return;
+    out[0] = *first;
+    for (size_t i = 1; i < count; i++) { /* bounded by the walk's frame count */
+        uint8_t flags;
+        fu_walk_result step_result = {FU_WALK_END, 0, 0};
+        if (fu_walk_step(space, reader, &out[i - 1], fu_frame_ip_is_return_address(frames->kind[i - 1]), &out[i],
+                         &flags, &step_result) < 0)
+            out[i].valid = 0;
+        /* the walk's IP for the frame, whatever the step said (a frame-pointer run's) */
+        fu_regs_set(&out[i], FU_REG_RA, frames->ip[i]);
+    }
+}
+
 void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
              const fu_frames *frames, size_t max_frames, fu_walk_result *result)
 {

@@ -237,6 +237,15 @@ void fu_walk_cache_bind(fu_walk_cache *cache, const fu_address_space *space);
 void fu_walk(const fu_address_space *space, fu_regs *registers, const fu_reader *reader, fu_walk_cache *cache,
              const fu_frames *frames, size_t max_frames, fu_walk_result *result);
 
+/* The registers of each of a walk's `count` frames (fu_walk's frame_count), recovered again step by
+ * step from the first frame's (`first`, as fu_walk was given them): out[0] = *first, out[i + 1] =
+ * the caller of frame i as the unwind rules give it, unknown registers not valid. fu_walk keeps no
+ * registers (its fast loops never form them); a caller that shows them (backtrace --registers)
+ * asks for them here, after the walk chose the frames. A step that fails where the walk's did not
+ * (it cannot: the same rules over the same memory) leaves only the frame's IP valid. */
+void fu_walk_frame_registers(const fu_address_space *space, const fu_regs *first, const fu_reader *reader,
+                             const fu_frames *frames, size_t count, fu_regs *out);
+
 /* fu_walk in two halves, for a caller that can give the first frame's rip, rsp and rbp before its
  * other registers. A walk that follows its slot's shape (most of a profile's) reads nothing else of
  * them, and in a perf sample the other registers fill one or two more cache lines of the recording,

@@ -1038,6 +1038,13 @@ static void walk_into(const fu_address_space *space, const walk_case *c, const f
     fu_walk(space, &registers, reader, cache, &(fu_frames){ips, modules, kinds, flags}, c->max_frames, &out->result);
     for (size_t i = 0; i < out->result.frame_count && i < FU_WALK_MAX_FRAMES; i++)
         out->frames[i] = (frame){ips[i], modules[i], kinds[i], flags[i]};
+    /* each frame's registers again (backtrace --registers): the same frames' IPs */
+    static fu_regs per_frame[FU_WALK_MAX_FRAMES];
+    fu_walk_frame_registers(space, &c->regs, reader, &(fu_frames){ips, modules, kinds, flags}, out->result.frame_count,
+                            per_frame);
+    for (size_t i = 0; i < out->result.frame_count; i++)
+        if (!(per_frame[i].valid >> FU_REG_RA & 1) || per_frame[i].value[FU_REG_RA] != ips[i])
+            abort();
 }
 
 /* The walk over the stack with one word changed (the one holding one of its return addresses, or

@@ -44,20 +44,46 @@ static PyObject *walk_result(const fu_walk_result *r, const fu_frames *frames)
     return Py_BuildValue("(sKN)", fu_walk_outcome_name(r->outcome), (unsigned long long)r->fault_address, list);
 }
 
-/* unwind(space, registers: dict[int, int], stack: bytes, stack_address, max_frames=FU_WALK_MAX_FRAMES)
- *   -> (outcome, fault_address, [(ip, module_index | None, kind, flags)]) */
+/* Each frame's registers (fu_walk_frame_registers) as tuples of FU_WALK_REGISTERS values, None where
+ * unknown. */
+static PyObject *frame_registers_list(const fu_regs *regs, size_t count)
+{
+    PyObject *list = PyList_New((Py_ssize_t)count);
+    for (size_t i = 0; list && i < count; i++) {
+        PyObject *values = PyTuple_New(FU_WALK_REGISTERS);
+        for (unsigned r = 0; values && r < FU_WALK_REGISTERS; r++) {
+            PyObject *value = regs[i].valid >> r & 1 ? PyLong_FromUnsignedLongLong(regs[i].value[r]) : Py_NewRef(Py_None);
+            if (!value)
+                Py_CLEAR(values);
+            else
+                PyTuple_SET_ITEM(values, r, value);
+        }
+        if (!values)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, values);
+    }
+    return list;
+}
+
+/* unwind(space, registers: dict[int, int], stack: bytes, stack_address, max_frames=FU_WALK_MAX_FRAMES,
+ *        frame_registers=False)
+ *   -> (outcome, fault_address, [(ip, module_index | None, kind, flags)])
+ *   with frame_registers: (outcome, fault_address, frames, [each frame's registers by DWARF number]) */
 static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"space", "registers", "stack", "stack_address", "max_frames", NULL};
+    static char *kwlist[] = {"space", "registers", "stack", "stack_address", "max_frames", "frame_registers", NULL};
     PyObject *space_object, *registers;
     Py_buffer stack;
     unsigned long long stack_address;
     Py_ssize_t max_frames = FU_WALK_MAX_FRAMES;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!y*K|n", kwlist, &space_object, &PyDict_Type, &registers,
-                                     &stack, &stack_address, &max_frames))
+    int with_registers = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!y*K|np", kwlist, &space_object, &PyDict_Type, &registers,
+                                     &stack, &stack_address, &max_frames, &with_registers))
         return NULL;
     PyObject *result = NULL;
     fu_frames frames = {0};
+    fu_regs *per_frame = NULL;
     const fu_space_with_cache *held = py_core_payload(module, PY_ADDRESS_SPACE, space_object);
     const fu_address_space *space = held ? &held->space : NULL;
     if (!space)
@@ -80,14 +106,30 @@ static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
         max_frames = FU_WALK_MAX_FRAMES;
     if (!frames_alloc((size_t)max_frames, &frames))
         goto done;
+    if (with_registers && !(per_frame = PyMem_Malloc(sizeof(fu_regs) * (size_t)max_frames))) {
+        PyErr_NoMemory();
+        goto done;
+    }
     fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
     fu_reader reader = fu_dump_reader(&memory);
     fu_walk_result r;
+    const fu_regs first = regs; /* fu_walk works in regs */
     Py_BEGIN_ALLOW_THREADS
     fu_walk(space, &regs, &reader, NULL, &frames, (size_t)max_frames, &r);
+    if (per_frame)
+        fu_walk_frame_registers(space, &first, &reader, &frames, r.frame_count, per_frame);
     Py_END_ALLOW_THREADS
     result = walk_result(&r, &frames);
+    if (result && per_frame) {
+        PyObject *walked = result;
+        PyObject *by_frame = frame_registers_list(per_frame, r.frame_count);
+        result = by_frame ? Py_BuildValue("(OOON)", PyTuple_GET_ITEM(walked, 0), PyTuple_GET_ITEM(walked, 1),
+                                          PyTuple_GET_ITEM(walked, 2), by_frame)
+                          : NULL;
+        Py_DECREF(walked);
+    }
 done:
+    PyMem_Free(per_frame);
     PyMem_Free(frames.ip);
     PyBuffer_Release(&stack);
     return result;
@@ -179,7 +221,8 @@ static PyMethodDef walk_methods[] = {
     {"step_batch", step_batch, METH_VARARGS,
      "step_batch(space, states, stack, stack_address) -> bytes: one unwind step per state (tests)"},
     {"unwind", (PyCFunction)(void (*)(void))unwind, METH_VARARGS | METH_KEYWORDS,
-     "unwind(space, registers, stack, stack_address, max_frames) -> (outcome, fault_address, frames)"},
+     "unwind(space, registers, stack, stack_address, max_frames, frame_registers=False) -> (outcome, fault_address, "
+     "frames[, frame registers])"},
     {"unwind_self", unwind_self, METH_VARARGS,
      "unwind_self(space, max_frames=" Py_STRINGIFY(FU_WALK_SELF_MAX_FRAMES)
      ") -> ((outcome, fault_address, frames), glibc backtrace())"},

@@ -8,7 +8,7 @@ NamedTuples made once per batch (perf/walk.py UnwindBatch, perf/replay.py Replay
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, Final, final
+from typing import Any, Final, Literal, final, overload
 
 from _typeshed import ReadableBuffer as Buffer
 
@@ -198,8 +198,13 @@ class AddressSpace:
     def backend(self) -> str: ...
     def step_source(self, pc: int, /) -> str: ...
 
+@overload
 def unwind(space: AddressSpace, registers: dict[int, int], stack: Buffer, stack_address: int,
-           max_frames: int = ...) -> _WalkedTuple: ...
+           max_frames: int = ..., frame_registers: Literal[False] = ...) -> _WalkedTuple: ...
+@overload
+def unwind(space: AddressSpace, registers: dict[int, int], stack: Buffer, stack_address: int,
+           max_frames: int = ..., *, frame_registers: Literal[True]) -> tuple[str, int, list[tuple[int, int | None, int, int]],
+                                                                     list[tuple[int | None, ...]]]: ...
 def unwind_self(space: AddressSpace, max_frames: int = ..., /) -> tuple[_WalkedTuple, list[int]]: ...
 def step_batch(space: AddressSpace, states: Buffer, stack: Buffer, stack_address: int, /) -> bytes: ...
 

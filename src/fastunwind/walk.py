@@ -18,7 +18,7 @@ from collections.abc import Mapping as MappingType
 from dataclasses import dataclass
 
 from fastunwind import _core
-from fastunwind.address_space import AddressSpace, ImageCache, Mapping, current_process
+from fastunwind.address_space import AddressSpace, ImageCache, Mapping, current_process, parse_proc_maps
 
 #: how a frame was recovered, by code (walk.h, fu_frame_kind)
 FRAME_KINDS: tuple[str, ...] = _core.FRAME_KINDS
@@ -61,9 +61,30 @@ def unwind_stack(space: AddressSpace, registers: MappingType[int, int], stack: b
     return _walk(space, _core.unwind(space.to_core(backend), dict(registers), stack, stack_address, max_frames))
 
 
+#: what unwind_current_thread keeps across calls when not given images: the module images it
+#: opened, and the address space of the executable mappings /proc/self/maps last listed (with its
+#: tables for the C walker), used again while they stay the same (the heap's and anonymous
+#: mappings change under any Python code and do not matter)
+_OWN_IMAGES = ImageCache()
+_own_space: tuple[str, AddressSpace] | None = None
+
+
+def _own_address_space() -> AddressSpace:
+    global _own_space
+    with open("/proc/self/maps") as maps:
+        executable = "".join(line for line in maps if line.split(maxsplit=2)[1][2] == "x")
+    kept = _own_space
+    if kept is not None and kept[0] == executable:
+        return kept[1]
+    space = parse_proc_maps(executable, _OWN_IMAGES)
+    _own_space = (executable, space)
+    return space
+
+
 def unwind_current_thread(images: ImageCache | None = None, max_frames: int = _core.WALK_SELF_MAX_FRAMES) -> Walk:
     """Walk the calling thread's own stack, from inside the C extension up to the thread's start.
-    Memory is read with process_vm_readv: a corrupt stack gives an outcome, never a crash."""
-    space = current_process(images)
+    Memory is read with process_vm_readv: a corrupt stack gives an outcome, never a crash. Without
+    `images`, the modules' images and tables are kept across calls (a module-level cache)."""
+    space = current_process(images) if images is not None else _own_address_space()
     result, _oracle = _core.unwind_self(space.to_core(), max_frames)
     return _walk(space, result)

@@ -1,0 +1,192 @@
+"""Symbolized stacks of a process's threads, whatever gave their registers and memory: the model a
+live process (live.py) and a core file fill, the one unwind-and-name step they share, and the two
+renderings of `fastunwind backtrace` (gdb/eu-stack-like text and JSON).
+
+A thread is unwound by the C walker (native/core/walk.c, GIL released) from its registers over its
+copied stack and its address space's modules, each frame's registers recovered in C when asked
+(`fu_walk_frame_registers`), and named by its module's symbol table (symbols.py, searched in C).
+Python builds one frozen object per frame.
+
+    >>> from fastunwind.stacks import unwind_current_thread
+    >>> thread = unwind_current_thread()
+    >>> thread.complete, thread.frames[0].symbol
+    (True, 'unwind_self')
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from fastunwind import _core, walk
+from fastunwind.address_space import AddressSpace, ModuleImage
+from fastunwind.address_space import Mapping as AddressMapping
+from fastunwind.symbols import symbol_table_for_file
+
+#: the walker's registers by DWARF number (x86_64.h: 0 rax ... 15 r15, 16 the return address)
+REGISTER_NAMES: tuple[str, ...] = tuple(_core.register_name(column) or f"r{column}"
+                                        for column in range(_core.WALK_REGISTERS))
+#: how a frame was recovered, by code (walk.h, fu_frame_kind)
+FRAME_KINDS: tuple[str, ...] = _core.FRAME_KINDS
+#: the walk outcome of a stack walked to its outermost frame; every other outcome is incomplete
+COMPLETE = "end"
+#: frame kinds whose address is a return address (walk.h fu_frame_ip_is_return_address)
+RETURN_ADDRESS_KINDS = frozenset(("cfi", "frame_pointer"))
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One frame: frame 0's address is the interrupted PC, a caller's its return address (the
+    instruction after the call; a frame a signal interrupted: that frame's PC), as eu-stack and
+    gdb print them."""
+
+    address: int
+    symbol: str | None  #: the function at the lookup address (a caller's return address - 1)
+    offset: int  #: address - the symbol's start (0 without a symbol)
+    module: str | None  #: the mapped file's path as the process names it
+    recovered_by: str  #: how the walker's step reached the frame, one of FRAME_KINDS
+    #: the frame's registers by name (REGISTER_NAMES), None where the unwind rules do not recover
+    #: one; empty where the caller did not ask for them
+    registers: Mapping[str, int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """One thread's stack. `outcome` is the walk's (walk.h fu_walk_outcome: "end", "truncated",
+    "no_unwind_info", ...) or why the thread could not be walked (the source's: a live thread
+    that exited, one that could not be stopped); only "end" is a complete stack."""
+
+    tid: int
+    name: str
+    frames: tuple[Frame, ...]
+    outcome: str
+    fault_address: int = 0  #: where the walk failed (walk.h fu_walk_result), else 0
+    #: how long the thread was stopped to copy its registers and stack (live processes), else 0
+    stopped_ns: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.outcome == COMPLETE
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSnapshot:
+    """Every thread of one process, as one source saw them."""
+
+    pid: int
+    threads: tuple[Thread, ...]
+
+    @property
+    def complete(self) -> bool:
+        return all(thread.complete for thread in self.threads)
+
+
+def symbol_table(image: ModuleImage) -> _core.SymbolTable:
+    """The module's symbol table (symbols.py), built once per image and kept in it."""
+    table: _core.SymbolTable | None = image.memo.get("symbols")
+    if table is None:
+        table = image.memo["symbols"] = symbol_table_for_file(image.elf)
+    return table
+
+
+def unwind_thread(space: AddressSpace, registers: Mapping[int, int], stack: bytes, stack_address: int, *,
+                  with_registers: bool = False, max_frames: int = _core.WALK_MAX_FRAMES,
+                  backend: str | None = None) -> tuple[tuple[Frame, ...], str, int]:
+    """(frames, outcome, fault address) of one thread: `registers` by DWARF number (16 the PC,
+    7 the SP required), its stack bytes from `stack_address` up; `with_registers`: each frame's
+    registers recovered (else empty)."""
+    core = space.to_core(backend)
+    if with_registers:
+        outcome, fault, raw, by_frame = _core.unwind(core, dict(registers), stack, stack_address, max_frames,
+                                                     frame_registers=True)
+    else:
+        outcome, fault, raw = _core.unwind(core, dict(registers), stack, stack_address, max_frames)
+        by_frame = []
+    mappings = space.mappings
+    return (symbolize(((ip, mappings[module] if module is not None else None, FRAME_KINDS[kind])
+                       for ip, module, kind, _flags in raw), by_frame), outcome, fault)
+
+
+def symbolize(raw: Iterable[tuple[int, AddressMapping | None, str]],
+              by_frame: Sequence[Sequence[int | None]] = ()) -> tuple[Frame, ...]:
+    """Frames from the walker's (address, mapping, frame kind) and, optionally, each frame's
+    registers by DWARF number."""
+    frames = []
+    for index, (address, mapping, kind) in enumerate(raw):
+        symbol, offset = None, 0
+        if mapping is not None and mapping.image is not None:
+            # a caller's row and name are those of its call instruction (walk.h fu_lookup_address)
+            lookup = address - 1 if kind in RETURN_ADDRESS_KINDS else address
+            found = symbol_table(mapping.image).lookup(lookup - mapping.bias)
+            if found is not None:
+                symbol, offset = found[0], found[1] + address - lookup
+        registers = dict(zip(REGISTER_NAMES, by_frame[index])) if index < len(by_frame) else {}
+        frames.append(Frame(address, symbol, offset, mapping.path if mapping else None, kind, registers))
+    return tuple(frames)
+
+
+def unwind_current_thread(max_frames: int = _core.WALK_SELF_MAX_FRAMES) -> Thread:
+    """The calling thread's own stack, symbolized, from inside the C extension up to the thread's
+    start (walk.unwind_current_thread, whose images are kept across calls)."""
+    walked = walk.unwind_current_thread(max_frames=max_frames)
+    return Thread(threading.get_native_id(), threading.current_thread().name,
+                  symbolize((frame.ip, frame.mapping, frame.kind) for frame in walked.frames),
+                  walked.outcome, walked.fault_address)
+
+
+# ---- renderings ----------------------------------------------------------------------------------
+
+#: registers per line of the text rendering's --registers block
+REGISTERS_PER_LINE = 4
+
+
+def frame_line(number: int, frame: Frame) -> str:
+    """`#3  0x00007f12a4c2e1b9 in qsort_r+0x1b9 (/usr/lib/x86_64-linux-gnu/libc.so.6)`"""
+    name = f"{frame.symbol}+{frame.offset:#x}" if frame.symbol is not None else "??"
+    module = f" ({frame.module})" if frame.module else ""
+    return f"#{number:<2} 0x{frame.address:016x} in {name}{module}"
+
+
+def register_lines(frame: Frame) -> list[str]:
+    """The frame's registers, REGISTERS_PER_LINE a line, `<unknown>` where no rule recovers one."""
+    cells = [f"{name:>3} " + (f"0x{value:016x}" if value is not None else f"{'<unknown>':<18}")
+             for name, value in frame.registers.items()]
+    return ["    " + "  ".join(cells[i:i + REGISTERS_PER_LINE]).rstrip()
+            for i in range(0, len(cells), REGISTERS_PER_LINE)]
+
+
+def thread_lines(thread: Thread) -> list[str]:
+    lines = [f"TID {thread.tid} ({thread.name}):"]
+    for number, frame in enumerate(thread.frames):
+        lines.append(frame_line(number, frame))
+        lines.extend(register_lines(frame))
+    if not thread.complete:
+        where = f" at {thread.fault_address:#x}" if thread.fault_address else ""
+        lines.append(f"(stack incomplete: {thread.outcome}{where})")
+    return lines
+
+
+def render_text(snapshot: ProcessSnapshot, out: TextIO) -> None:
+    """gdb/eu-stack-like text: a `PID n` line, then per thread its `TID n (name):` header and frames."""
+    lines = [f"PID {snapshot.pid}"]
+    for thread in snapshot.threads:
+        lines.extend(thread_lines(thread))
+    out.write("\n".join(lines) + "\n")
+
+
+def to_json(snapshot: ProcessSnapshot) -> dict[str, Any]:
+    """{"pid", "threads": [{"tid", "name", "outcome", "frames": [{"address", "symbol", "offset",
+    "module", "registers": {name: value or null}}]}]}"""
+    return {"pid": snapshot.pid, "threads": [
+        {"tid": thread.tid, "name": thread.name, "outcome": thread.outcome, "frames": [
+            {"address": frame.address, "symbol": frame.symbol, "offset": frame.offset, "module": frame.module,
+             "registers": dict(frame.registers)} for frame in thread.frames]}
+        for thread in snapshot.threads]}
+
+
+def render_json(snapshot: ProcessSnapshot, out: TextIO) -> None:
+    json.dump(to_json(snapshot), out)
+    out.write("\n")

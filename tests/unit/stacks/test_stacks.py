@@ -1,0 +1,81 @@
+"""The shared stack model (fastunwind.stacks): unwinding with each frame's registers, symbolizing,
+and the text and JSON renderings."""
+
+import io
+import json
+import random
+
+from fastunwind import stacks, walk
+from fastunwind.address_space import current_process
+from fastunwind.stacks import Frame, ProcessSnapshot, Thread, render_json, render_text, unwind_thread
+
+REGISTERS = {"rax": 1, "rdx": None}
+
+
+def snapshot() -> ProcessSnapshot:
+    frames = (Frame(0x401136, "leaf", 0x6, "/bin/prog", "first", REGISTERS),
+              Frame(0x401200, "main", 0x20, "/bin/prog", "cfi", {"rax": None, "rdx": 2}),
+              Frame(0x7f0000001000, None, 0, None, "frame_pointer", {}))
+    return ProcessSnapshot(42, (Thread(42, "prog", frames, "end"),
+                                Thread(43, "worker", frames[:1], "truncated", 0x7ffd0000)))
+
+
+def test_text_names_every_frame_and_marks_incomplete_stacks():
+    out = io.StringIO()
+    render_text(snapshot(), out)
+    assert out.getvalue().splitlines() == [
+        "PID 42",
+        "TID 42 (prog):",
+        "#0  0x0000000000401136 in leaf+0x6 (/bin/prog)",
+        "    rax 0x0000000000000001  rdx <unknown>",
+        "#1  0x0000000000401200 in main+0x20 (/bin/prog)",
+        "    rax <unknown>           rdx 0x0000000000000002",
+        "#2  0x00007f0000001000 in ??",
+        "TID 43 (worker):",
+        "#0  0x0000000000401136 in leaf+0x6 (/bin/prog)",
+        "    rax 0x0000000000000001  rdx <unknown>",
+        "(stack incomplete: truncated at 0x7ffd0000)",
+    ]
+
+
+def test_json_has_the_issue_shape():
+    out = io.StringIO()
+    render_json(snapshot(), out)
+    data = json.loads(out.getvalue())
+    assert data["pid"] == 42
+    first = data["threads"][0]
+    assert (first["tid"], first["name"], first["outcome"]) == (42, "prog", "end")
+    assert first["frames"][0] == {"address": 0x401136, "symbol": "leaf", "offset": 6, "module": "/bin/prog",
+                                  "registers": {"rax": 1, "rdx": None}}
+    assert data["threads"][1]["outcome"] == "truncated"
+
+
+def test_frame_registers_follow_the_walk():
+    """Each frame's recovered registers: frame 0's are the given ones, every frame's rip its address,
+    and asking for them changes no frame."""
+    rng = random.Random(7)
+    space = current_process()
+    executable = [m for m in space.mappings if m.image is not None]
+    for _ in range(200):
+        mapping = rng.choice(executable)
+        sp = rng.randrange(1 << 47) & ~7
+        words = [rng.choice([rng.randrange(1 << 64), rng.randrange(mapping.start, mapping.end)]) for _ in range(64)]
+        stack = b"".join(w.to_bytes(8, "little") for w in words)
+        registers = {r: rng.randrange(1 << 64) for r in range(16)}
+        registers.update({7: sp, 16: rng.randrange(mapping.start, mapping.end)})
+        plain, outcome, fault = unwind_thread(space, registers, stack, sp, max_frames=32)
+        with_registers, outcome_again, fault_again = unwind_thread(space, registers, stack, sp, max_frames=32,
+                                                                   with_registers=True)
+        assert (outcome, fault) == (outcome_again, fault_again)
+        assert [f.address for f in plain] == [f.address for f in with_registers]
+        assert all(f.registers == {} for f in plain)
+        assert with_registers[0].registers == {stacks.REGISTER_NAMES[r]: v for r, v in registers.items()}
+        assert all(f.registers["rip"] == f.address for f in with_registers)
+
+
+def test_current_thread_is_symbolized_and_its_images_kept():
+    thread = stacks.unwind_current_thread()
+    assert thread.complete and thread.frames[0].symbol == "unwind_self"
+    assert "__libc_start_call_main" in [f.symbol for f in thread.frames]
+    first = walk._own_address_space()
+    assert walk._own_address_space() is first  # the maps did not change: the same space and tables
