@@ -66,7 +66,7 @@ static fu_status parse_prstatus(parser *p, fu_cursor *desc, uint64_t at)
     c.pos = base + PRSTATUS_PID;
     t.tid = (int32_t)fu_read_uint(&c, 4);
     c.pos = base + PRSTATUS_REG;
-    for (unsigned r = 0; r < FU_CORE_USER_REGISTERS; r++) /* bound: the struct's register count */
+    for (unsigned r = 0; r < FU_USER_REGISTER_COUNT; r++) /* bound: the struct's register count */
         t.user_regs[r] = fu_read_uint(&c, 8);
     if (!fu_buffer_append(&p->threads, &t, sizeof t))
         return fu_fail(p->err, FU_ERR_NOMEM, "out of memory for the threads of a core");

@@ -26,6 +26,7 @@
 
 #include "cfi.h"   /* fu_image_segment */
 #include "error.h"
+#include "x86_64.h" /* FU_USER_REGISTER_COUNT */
 
 /* Limits on what a core may state (each a count the file gives): program headers (the kernel writes
  * one per mapping plus the note segment, and a process has at most vm.max_map_count = 65530
@@ -39,15 +40,10 @@
 /* NT_AUXV entries: the kernel writes AT_VECTOR_SIZE_BASE + arch entries (about 25). */
 #define FU_CORE_MAX_AUXV 1024
 
-/* struct user_regs_struct (arch/x86/include/asm/user_64.h), the registers NT_PRSTATUS holds, in
- * that order: r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags rsp
- * ss fs_base gs_base ds es fs gs. */
-#define FU_CORE_USER_REGISTERS 27
-
 typedef struct fu_core_thread {
     int32_t tid;                                 /* pr_pid */
     int32_t signal;                              /* pr_cursig: the signal it was stopped by, or 0 */
-    uint64_t user_regs[FU_CORE_USER_REGISTERS];  /* user_regs_struct order */
+    uint64_t user_regs[FU_USER_REGISTER_COUNT];  /* struct user_regs_struct, in its order (x86_64.h) */
 } fu_core_thread;
 
 typedef struct fu_core_file {

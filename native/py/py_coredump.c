@@ -1,22 +1,21 @@
-/* The core file's Python binding: CoreFile over a core's bytes (native/core/coredump.h), its
- * memory (native/core/memory.h, fu_read_core) and the walk of one of its threads.
+/* The core file's Python binding: CoreFile over a core's bytes (native/core/coredump.h) and its
+ * memory (native/core/memory.h, fu_read_core).
  *
  * CoreFile(data) parses the core (CoreFileError on a malformed one) and keeps the buffer. pid, name,
  * arguments, auxv (sysinfo_ehdr, entry, phdr), truncated_bytes; threads() -> [(tid, signal,
- * user_regs)], files() -> [(start, end, offset, path: bytes)], segments() -> [(vaddr, memsz, filesz,
+ * user_regs, walker registers)], files() -> [(start, end, offset, path: bytes)], segments() -> [(vaddr, memsz, filesz,
  * present, flags)]; set_mapped_files([(avma, buffer)]) gives the bytes of the mapped files for what
- * the dump left out; read(address, size) -> bytes | None; unwind(space, thread, max_frames,
- * registers) walks thread `thread` (an index into threads()) without the GIL.
+ * the dump left out; read(address, size) -> bytes | None. Its payload is the core's memory
+ * (fu_core_memory), which the walker's binding walks over (py_walk.c, unwind_core).
  */
 #include "py_core.h" /* Python.h first */
 
 #include "coredump.h"
 #include "memory.h"
-#include "walk.h"
 #include "x86_64.h" /* fu_regs_from_user_regs */
 
 typedef struct CoreFileObject {
-    py_core_object base; /* payload: &core once initialized */
+    py_core_object base; /* payload: &memory once initialized (what the walker's unwind_core reads) */
     fu_core core;
     Py_buffer data;
     py_core_segments mapped;  /* set_mapped_files */
@@ -54,7 +53,7 @@ static int core_init(CoreFileObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     self->memory = (fu_core_memory){self->core.memory, self->core.memory_count, NULL, 0};
-    self->base.payload = &self->core;
+    self->base.payload = &self->memory;
     return 0;
 }
 
@@ -63,9 +62,28 @@ static fu_core *core_of(CoreFileObject *self)
 {
     if (!self->base.payload)
         PyErr_SetString(PyExc_RuntimeError, "CoreFile is not initialized");
-    return self->base.payload;
+    return self->base.payload ? &self->core : NULL;
 }
 
+/* {DWARF register: value} of the registers the walker tracks. */
+static PyObject *walker_registers(const uint64_t *user_regs)
+{
+    fu_regs regs;
+    fu_regs_from_user_regs(user_regs, &regs);
+    PyObject *dict = PyDict_New();
+    for (unsigned r = 0; dict && r < FU_WALK_REGISTERS; r++) {
+        if (!(regs.valid >> r & 1))
+            continue;
+        PyObject *key = PyLong_FromUnsignedLong(r), *value = PyLong_FromUnsignedLongLong(regs.value[r]);
+        if (!key || !value || PyDict_SetItem(dict, key, value) < 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+    }
+    return dict;
+}
+
+/* threads() -> [(tid, signal, user_regs: tuple of USER_REGISTER_NAMES' values, {DWARF register: value})] */
 static PyObject *core_threads(CoreFileObject *self, PyObject *unused)
 {
     (void)unused;
@@ -73,15 +91,18 @@ static PyObject *core_threads(CoreFileObject *self, PyObject *unused)
     PyObject *list = core ? PyList_New((Py_ssize_t)core->thread_count) : NULL;
     for (size_t i = 0; list && i < core->thread_count; i++) {
         const fu_core_thread *t = &core->threads[i];
-        PyObject *regs = PyTuple_New(FU_CORE_USER_REGISTERS);
-        for (int r = 0; regs && r < FU_CORE_USER_REGISTERS; r++) {
+        PyObject *user = PyTuple_New(FU_USER_REGISTER_COUNT);
+        for (int r = 0; user && r < FU_USER_REGISTER_COUNT; r++) {
             PyObject *v = PyLong_FromUnsignedLongLong(t->user_regs[r]);
             if (!v)
-                Py_CLEAR(regs);
+                Py_CLEAR(user);
             else
-                PyTuple_SET_ITEM(regs, r, v);
+                PyTuple_SET_ITEM(user, r, v);
         }
-        PyObject *item = regs ? Py_BuildValue("(iiN)", t->tid, t->signal, regs) : NULL;
+        PyObject *dwarf = user ? walker_registers(t->user_regs) : NULL;
+        if (!dwarf)
+            Py_XDECREF(user);
+        PyObject *item = dwarf ? Py_BuildValue("(iiNN)", t->tid, t->signal, user, dwarf) : NULL;
         if (!item)
             Py_CLEAR(list);
         else
@@ -166,97 +187,6 @@ static PyObject *core_read(CoreFileObject *self, PyObject *args)
     return out;
 }
 
-static PyObject *registers_dict(const fu_regs *regs)
-{
-    PyObject *dict = PyDict_New();
-    for (unsigned r = 0; dict && r < FU_WALK_REGISTERS; r++) {
-        if (!(regs->valid >> r & 1))
-            continue;
-        PyObject *key = PyLong_FromUnsignedLong(r), *value = PyLong_FromUnsignedLongLong(regs->value[r]);
-        if (!key || !value || PyDict_SetItem(dict, key, value) < 0)
-            Py_CLEAR(dict);
-        Py_XDECREF(key);
-        Py_XDECREF(value);
-    }
-    return dict;
-}
-
-/* unwind(space, thread, max_frames=WALK_MAX_FRAMES, registers=False) -> (outcome, fault_address,
- * [(ip, module_index | None, kind, flags)], [{dwarf register: value}] per frame | None) */
-static PyObject *core_unwind(CoreFileObject *self, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"space", "thread", "max_frames", "registers", NULL};
-    PyObject *space_object;
-    Py_ssize_t thread, max_frames = FU_WALK_MAX_FRAMES;
-    int want_registers = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "On|np", kwlist, &space_object, &thread, &max_frames,
-                                     &want_registers))
-        return NULL;
-    fu_core *core = core_of(self);
-    PyObject *module = PyType_GetModule(Py_TYPE(self));
-    fu_space_with_cache *held = core && module ? py_core_payload(module, PY_ADDRESS_SPACE, space_object) : NULL;
-    if (!held)
-        return NULL;
-    if (thread < 0 || (size_t)thread >= core->thread_count)
-        return PyErr_Format(PyExc_IndexError, "thread %zd of a core with %zu threads", thread, core->thread_count);
-    if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
-        max_frames = FU_WALK_MAX_FRAMES;
-    size_t n = (size_t)max_frames;
-    /* one block: the frame columns, then the first frame's and each frame's registers */
-    uint8_t *block = PyMem_Malloc(n * (8 + 4 + 1 + 1) + sizeof(fu_regs) * (want_registers ? n + 1 : 1) + 16);
-    if (!block)
-        return PyErr_NoMemory();
-    fu_frames frames = {(uint64_t *)(void *)block, (uint32_t *)(void *)(block + 8 * n), block + 12 * n, block + 13 * n};
-    fu_regs *first = (fu_regs *)(void *)(block + ((14 * n + 15) & ~(size_t)15));
-    fu_regs *per_frame = first + 1;
-    fu_regs regs;
-    fu_regs_from_user_regs(core->threads[thread].user_regs, &regs);
-    *first = regs; /* fu_walk works in regs */
-    fu_reader reader = fu_core_reader(&self->memory, regs.value[FU_REG_RSP]);
-    fu_walk_cache *cache = fu_walk_cache_borrow(&held->slot, &held->space);
-    fu_walk_result r;
-    Py_BEGIN_ALLOW_THREADS
-    fu_walk(&held->space, &regs, &reader, cache, &frames, n, &r);
-    if (want_registers)
-        fu_walk_frame_registers(&held->space, first, &reader, &frames, r.frame_count, per_frame);
-    Py_END_ALLOW_THREADS
-    if (cache)
-        fu_walk_cache_return(&held->slot, cache);
-    PyObject *list = PyList_New((Py_ssize_t)r.frame_count), *registers = NULL, *out = NULL;
-    for (size_t i = 0; list && i < r.frame_count; i++) {
-        uint32_t m = frames.module[i];
-        PyObject *index = m == UINT32_MAX ? Py_NewRef(Py_None) : PyLong_FromUnsignedLong(m);
-        PyObject *item = index ? Py_BuildValue("(KNii)", (unsigned long long)frames.ip[i], index, frames.kind[i],
-                                               frames.flags[i])
-                               : NULL;
-        if (!item)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, (Py_ssize_t)i, item);
-    }
-    if (list && want_registers) {
-        registers = PyList_New((Py_ssize_t)known);
-        for (size_t i = 0; registers && i < known; i++) {
-            PyObject *dict = registers_dict(&per_frame[i]);
-            if (!dict)
-                Py_CLEAR(registers);
-            else
-                PyList_SET_ITEM(registers, (Py_ssize_t)i, dict);
-        }
-    } else if (list) {
-        registers = Py_NewRef(Py_None);
-    }
-    if (list && registers)
-        out = Py_BuildValue("(sKNN)", fu_walk_outcome_name(r.outcome), (unsigned long long)r.fault_address, list,
-                            registers);
-    else {
-        Py_XDECREF(list);
-        Py_XDECREF(registers);
-    }
-    PyMem_Free(block);
-    return out;
-}
-
 static PyObject *core_pid(CoreFileObject *self, void *unused)
 {
     (void)unused;
@@ -304,15 +234,13 @@ static PyGetSetDef core_getset[] = {
 };
 
 static PyMethodDef core_methods[] = {
-    {"threads", (PyCFunction)core_threads, METH_NOARGS, "threads() -> [(tid, signal, user_regs)]"},
+    {"threads", (PyCFunction)core_threads, METH_NOARGS, "threads() -> [(tid, signal, user_regs, {DWARF register: value})]"},
     {"files", (PyCFunction)core_files, METH_NOARGS, "files() -> [(start, end, offset, path)] (NT_FILE)"},
     {"segments", (PyCFunction)core_segments, METH_NOARGS,
      "segments() -> [(vaddr, memsz, filesz, present, flags)] (PT_LOAD, sorted)"},
     {"set_mapped_files", (PyCFunction)core_set_mapped_files, METH_O,
      "set_mapped_files([(avma, buffer)]): the mapped files' bytes, sorted, for what the dump left out"},
     {"read", (PyCFunction)core_read, METH_VARARGS, "read(address, size) -> bytes | None"},
-    {"unwind", (PyCFunction)(void (*)(void))core_unwind, METH_VARARGS | METH_KEYWORDS,
-     "unwind(space, thread, max_frames, registers=False) -> (outcome, fault_address, frames, registers)"},
     {NULL},
 };
 

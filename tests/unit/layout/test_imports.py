@@ -36,6 +36,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.perf.replay",),
     ("fastunwind.perf.data",),
     ("fastunwind.perf",),
+    # the sources of thread stacks: core files
+    ("fastunwind.core",),
     # the symbolized stacks of a process's threads, shared by the live and core-file sources
     ("fastunwind.stacks",),
     ("fastunwind.trace", "fastunwind.walk"),
