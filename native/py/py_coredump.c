@@ -261,4 +261,7 @@ static PyType_Spec core_spec = {
     .slots = core_slots,
 };
 
-int py_coredump_init(PyObject *module) { return py_core_add_type(module, PY_CORE_FILE, &core_spec); }
+int py_coredump_init(PyObject *module)
+{
+    return py_core_add_type(module, PY_CORE_FILE, &core_spec);
+}

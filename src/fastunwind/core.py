@@ -118,9 +118,10 @@ class CoreFile:
     def __init__(self, path: str | os.PathLike[str], *, exe: str | None = None, sysroot: str | None = None,
                  images: ImageCache | None = None) -> None:
         self.path = os.fspath(path)
-        self._map = _map_file(self.path)
-        if self._map is None:
+        mapped = _map_file(self.path)
+        if mapped is None:
             raise CoreFileError(f"{self.path}: empty, or not a regular file")
+        self._map = mapped
         self._file_maps: list[mmap.mmap] = []
         try:
             self._core = _core.CoreFile(self._map)

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.__main__",),
     ("fastunwind.cli",),
     ("fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
+     "fastunwind.commands.core",
      "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.report",
      "fastunwind.commands.table"),
     ("fastunwind.commands",),
