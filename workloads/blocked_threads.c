@@ -116,9 +116,12 @@ static void *realigned_thread(void *arg)
     return (void *)(long)realigned((int)(long)arg);
 }
 
+/* through a volatile pointer: a literal null store is undefined behaviour gcc may drop */
+static int *volatile nowhere;
+
 __attribute__((noinline)) static void crash_by_null_pointer(void)
 {
-    *(volatile int *)0 = 1;
+    *nowhere = 1;
 }
 
 int main(int argc, char **argv)
