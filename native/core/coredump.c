@@ -149,6 +149,10 @@ static fu_status parse_files(parser *p, fu_cursor *desc, uint64_t at)
                            (unsigned long long)at, (unsigned long long)i, (unsigned long long)f->start,
                            (unsigned long long)f->end, (unsigned long long)pages);
         f->offset = pages * page_size;
+        if (i > 0 && f->start < core->files[i - 1].end) /* the kernel lists them by address, disjoint */
+            return fu_fail(p->err, FU_ERR_CORE, "NT_FILE at offset 0x%llx: entry %llu at 0x%llx is below the end of entry %llu (0x%llx)",
+                           (unsigned long long)at, (unsigned long long)i, (unsigned long long)f->start,
+                           (unsigned long long)(i - 1), (unsigned long long)core->files[i - 1].end);
     }
     for (uint64_t i = 0; i < count; i++) { /* bound: count */
         const uint8_t *nul = memchr(desc->pos, 0, fu_cursor_left(desc));

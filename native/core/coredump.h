@@ -75,7 +75,7 @@ typedef struct fu_core {
     size_t memory_count;
     fu_core_thread *threads;   /* in the notes' order */
     size_t thread_count;
-    fu_core_file *files;       /* in NT_FILE's order */
+    fu_core_file *files;       /* in NT_FILE's order: by address, disjoint */
     size_t file_count;
     fu_core_auxv auxv;
     bool has_prpsinfo, has_auxv, has_files;

@@ -44,22 +44,21 @@ static const fu_image_segment *sorted_segment_holding(const fu_image_segment *se
     return into < seg->size && size <= seg->size - into ? seg : NULL;
 }
 
-bool fu_read_core_bytes(const fu_core_memory *m, uint64_t address, void *dst, size_t size)
+const uint8_t *fu_core_memory_at(const fu_core_memory *m, uint64_t address, size_t size)
 {
     const fu_image_segment *seg = sorted_segment_holding(m->dumped, m->dumped_count, address, size);
     if (!seg)
         seg = sorted_segment_holding(m->files, m->file_count, address, size);
-    if (!seg || size == 0)
-        return false;
-    memcpy(dst, seg->data + (address - seg->vaddr), size);
-    return true;
+    return seg && size ? seg->data + (address - seg->vaddr) : NULL;
 }
 
 fu_read_status fu_read_core(void *core_memory, uint64_t address, unsigned size, uint64_t *out)
 {
     uint64_t v = 0;
-    if (size > 8 || !fu_read_core_bytes(core_memory, address, &v, size))
+    const uint8_t *at = size <= 8 ? fu_core_memory_at(core_memory, address, size) : NULL;
+    if (!at)
         return FU_READ_UNREADABLE;
+    memcpy(&v, at, size);
     *out = v;
     return FU_READ_OK;
 }

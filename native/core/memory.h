@@ -40,9 +40,8 @@ typedef struct fu_core_memory {
     size_t file_count;
 } fu_core_memory;
 fu_read_status fu_read_core(void *core_memory, uint64_t address, unsigned size, uint64_t *out);
-/* `size` bytes at `address` into dst, from one segment of either list; false if no one segment
- * holds them all. */
-bool fu_read_core_bytes(const fu_core_memory *m, uint64_t address, void *dst, size_t size);
+/* The `size` bytes at `address`, where one segment of either list holds them all, else NULL. */
+const uint8_t *fu_core_memory_at(const fu_core_memory *m, uint64_t address, size_t size);
 
 /* The reader of a core file: the dumped segment holding `sp` (the thread's stack) is its inline
  * window, fu_read_core the rest. `m` must outlive the reader. */

@@ -38,6 +38,10 @@ static void check_reads(const fu_core *core, const uint8_t *data, size_t size, u
     for (size_t i = 0; i < core->segment_count; i++) {
         const fu_core_segment *seg = &core->segments[i];
         CHECK(fu_core_segment_at(core, seg->vaddr) == seg, "segment %zu not found at its own vaddr", i);
+        CHECK(!seg->present || fu_core_memory_at(&memory, seg->vaddr, seg->present) == seg->data,
+              "segment %zu's present bytes not where the memory says", i);
+        CHECK(!fu_core_memory_at(&memory, seg->vaddr, seg->present + 1) || i + 1 < core->segment_count,
+              "segment %zu: a read past its present bytes succeeded", i);
         /* the edges of the segment and of its present bytes, and a few addresses inside */
         uint64_t probes[8] = {seg->vaddr, seg->vaddr + seg->present - 1, seg->vaddr + seg->present,
                               seg->vaddr + seg->memsz - 1, seg->vaddr - 1, seg->vaddr + seg->memsz,

@@ -179,12 +179,10 @@ static PyObject *core_read(CoreFileObject *self, PyObject *args)
         return NULL;
     if (size < 0)
         return PyErr_Format(PyExc_ValueError, "size %zd is negative", size);
-    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
-    if (out && !fu_read_core_bytes(&self->memory, address, PyBytes_AS_STRING(out), (size_t)size)) {
-        Py_DECREF(out);
+    const uint8_t *at = fu_core_memory_at(&self->memory, address, (size_t)size);
+    if (!at)
         Py_RETURN_NONE;
-    }
-    return out;
+    return PyBytes_FromStringAndSize((const char *)at, size);
 }
 
 static PyObject *core_pid(CoreFileObject *self, void *unused)

@@ -172,11 +172,15 @@ class CoreFile:
         for path, ranges in by_path.items():
             header = min((start for start, _end, offset in ranges if offset == 0), default=None)
             expected = build_id_in_memory(core, header) if header is not None else None
-            if expected is None and header is not None and core.read(header, 4) != b"\x7fELF":
+            magic = core.read(header, 4) if header is not None else None
+            if magic is not None and magic != b"\x7fELF":
                 continue  # the core holds the file's first page and it is not ELF: data, not a module
             candidate = exe if exe is not None and path == program else (
                 os.path.join(sysroot, path.lstrip("/")) if sysroot else path)
             image, problem = self._check(path, candidate, expected)
+            if image is None and magic is None and not any(
+                    segments.get(start, (0, 0))[1] & PF_X for start, _end, _offset in ranges):
+                continue  # nothing says it is code (locale files, fonts): not a module
             modules.append(CoreModule(path, min(start for start, _end, _offset in ranges),
                                       candidate if image else None, expected.hex() if expected else None, problem))
             file_map = self._map_file(candidate) if image else None
@@ -188,8 +192,13 @@ class CoreFile:
                     mapped_files.append((start, memoryview(file_map)[offset:offset + end - start]))
         vdso = self._vdso()
         if vdso is not None:
-            modules.append(vdso[0])
-            mappings.append(vdso[1])
+            module, mapping = vdso
+            if any(m.start < mapping.end and mapping.start < m.end for m in mappings):
+                module = CoreModule(VDSO, module.start, None, module.build_id,
+                                    f"{VDSO} at {module.start:#x}: inside a mapped file: not used")
+            else:
+                mappings.append(mapping)
+            modules.append(module)
         mapped_files.sort(key=lambda pair: pair[0])
         return tuple(modules), mappings, mapped_files
 
