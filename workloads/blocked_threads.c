@@ -4,6 +4,8 @@
  *   blocked_threads wait    every thread in place, then main blocks too (for gcore, eu-stack -p)
  *   blocked_threads segv    ... then main writes through a null pointer (a kernel core by SIGSEGV)
  *   blocked_threads abort   ... then main calls abort() (a kernel core by SIGABRT)
+ *   blocked_threads MODE N  with N more threads blocked in the recursion (at most MAX_EXTRA; the
+ *                           benchmark's 64 threads of ~45 frames: N = 58)
  *
  * It prints "ready PID" once every thread is in place. The threads (built with gcc -O2, so without
  * frame pointers):
@@ -24,6 +26,7 @@
 
 #define RECURSION_DEPTH 40
 #define THREADS 5
+#define MAX_EXTRA 1000
 
 static int never_written[2]; /* a pipe no one writes: read() on it blocks for good */
 static int in_place;
@@ -135,12 +138,15 @@ int main(int argc, char **argv)
     sigaction(SIGUSR1, &action, NULL);
     void *(*const bodies[THREADS])(void *) = {recursion_thread, signal_thread, qsort_thread, busy_thread,
                                              realigned_thread};
-    for (int i = 0; i < THREADS; i++) {
+    int extra = argc > 2 ? atoi(argv[2]) : 0;
+    if (extra < 0 || extra > MAX_EXTRA)
+        return 2;
+    for (int i = 0; i < THREADS + extra; i++) {
         pthread_t thread;
-        if (pthread_create(&thread, NULL, bodies[i], (void *)(long)(100 + argc)) != 0)
+        if (pthread_create(&thread, NULL, i < THREADS ? bodies[i] : recursion_thread, (void *)(long)(100 + argc)) != 0)
             return 2;
     }
-    while (__atomic_load_n(&in_place, __ATOMIC_SEQ_CST) < THREADS)
+    while (__atomic_load_n(&in_place, __ATOMIC_SEQ_CST) < THREADS + extra)
         usleep(1000);
     usleep(20000); /* each blocked thread from its arrival into read() */
     printf("ready %d\n", (int)getpid());
