@@ -13,14 +13,14 @@ STAMPS := .build
 # x86-64 machine code for `check` (native/core/synth_decode.c).
 SYSTEM_PACKAGES := binutils gcc g++ make llvm-14 clang-14 elfutils libdw-dev libunwind-dev \
                    zlib1g-dev libzstd-dev pkg-config xz-utils linux-perf rt-tests \
-                   lld mold golang-go libiberty-dev libzydis-dev
+                   lld mold golang-go libiberty-dev libzydis-dev gdb
 
 NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch])
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
 .PHONY: all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
-        bench-check bench-trace decode-compare clean
+        bench-check bench-core bench-trace decode-compare clean
 
 all: build
 
@@ -106,6 +106,10 @@ bench: build
 # `fastunwind check libLLVM-14.so.1` against `readelf -wF` of the same file (docs/BENCHMARKS.md).
 bench-check: build
 	$(PY) -m benchmarks.bench_check
+
+# `fastunwind core` against `eu-stack --core` and gdb on a gcore of a 64-thread process.
+bench-core: build
+	$(PY) -m benchmarks.bench_core
 
 # `fastunwind check --trace`: steps per second on real commands against a bare ptrace loop.
 bench-trace: build

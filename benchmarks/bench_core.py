@@ -12,7 +12,8 @@ apply all bt' EXE CORE`, stdout to /dev/null. Reported per command: best and med
 system of the process, from wait4's rusage, which load on the machine inflates less than wall time),
 best wall time and peak RSS; the ratios are the peers' best CPU time over ours. Also timed in
 process: `fastunwind.core.open(CORE).threads()` (parse, files checked by build-id, tables, walks
-and names; the interpreter's start-up excluded). Nothing here asserts a timing.
+and names; the interpreter's start-up excluded), and the walks alone (`_core.unwind_core` on every
+thread, warm). Nothing here asserts a timing.
 """
 
 from __future__ import annotations
@@ -60,18 +61,26 @@ def make_core(out: Path, threads: int) -> tuple[Path, Path]:
     return out / f"core.{pid}", exe
 
 
-def in_process(core: Path, exe: Path, repeat: int) -> tuple[float, int, int]:
-    """(best seconds, threads, frames) of open + threads() in this process."""
+def in_process(core: Path, exe: Path, repeat: int) -> tuple[float, float, int, int]:
+    """(best seconds of open + threads(), best seconds of the walks alone (warm, unnamed), threads,
+    frames) in this process."""
+    from fastunwind import _core
     from fastunwind import core as core_files
 
-    best, threads, frames = float("inf"), 0, 0
+    best, walks, threads, frames = float("inf"), float("inf"), 0, 0
     for _ in range(repeat):
         started = time.perf_counter()
         with core_files.open(core, exe=str(exe)) as opened:
             walked = opened.threads()
-        best = min(best, time.perf_counter() - started)
+            space = opened.space.to_core()
+            registers = [regs for *_ids, regs in opened._core.threads()]
+            walk_started = time.perf_counter()
+            for regs in registers:
+                _core.unwind_core(space, opened._core, regs)
+            walks = min(walks, time.perf_counter() - walk_started)
+        best = min(best, walk_started - started)
         threads, frames = len(walked), sum(len(thread.frames) for thread in walked)
-    return best, threads, frames
+    return best, walks, threads, frames
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeat):
             for name, command in commands.items():
                 runs[name].append(run_once(command))
-        seconds, threads, frames = in_process(core, exe, args.repeat)
+        seconds, walks, threads, frames = in_process(core, exe, args.repeat)
         size = core.stat().st_size
     ours = min(cpu for cpu, _wall, _rss in runs["fastunwind core"])
     load = os.getloadavg()[0]
@@ -111,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{min(wall for _cpu, wall, _rss in samples):.3f} | {max(rss for *_, rss in samples) / 1024:.1f} | "
               f"{min(cpus) / ours:.1f}x |")
     print(f"| `fastunwind.core.open(CORE).threads()` in process (best) | | | {seconds:.4f} | | |")
+    print(f"| of which the {threads} walks in C (`_core.unwind_core`, warm, best) | | | {walks:.4f} | | |")
     return 0
 
 
