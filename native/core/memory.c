@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* process_vm_readv */
 #include "memory.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -93,4 +94,51 @@ bool fu_read_pid_bytes(int pid, uint64_t address, void *dst, size_t size)
         return false;
     struct iovec local = {dst, size}, remote = {(void *)(uintptr_t)address, size};
     return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)size;
+}
+
+/* One piece of a range read: process_vm_readv, else pread on /proc/PID/mem; bytes read or -1. */
+static ssize_t read_pid_piece(int pid, int mem_fd, uint64_t address, uint8_t *dst, size_t size, bool *use_file)
+{
+    if (!*use_file) {
+        struct iovec local = {dst, size}, remote = {(void *)(uintptr_t)address, size};
+        ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (got >= 0 || (errno != ENOSYS && errno != EPERM) || mem_fd < 0)
+            return got;
+        *use_file = true;
+    }
+    if (address > (uint64_t)INT64_MAX)
+        return -1; /* beyond what an off_t can say: not user memory */
+    return pread(mem_fd, dst, size, (off_t)address);
+}
+
+size_t fu_read_pid_range(int pid, int mem_fd, uint64_t address, void *dst, size_t size)
+{
+    if (size > UINT64_MAX - address)
+        size = (size_t)(UINT64_MAX - address);
+    uint8_t *out = dst;
+    size_t done = 0;
+    bool use_file = false;
+    /* bounded by size / FU_PAGE_SIZE + size / FU_PID_READ_CHUNK calls */
+    while (done < size) {
+        size_t chunk = size - done < FU_PID_READ_CHUNK ? size - done : FU_PID_READ_CHUNK;
+        ssize_t got = read_pid_piece(pid, mem_fd, address + done, out + done, chunk, &use_file);
+        if (got == (ssize_t)chunk) {
+            done += chunk;
+            continue;
+        }
+        /* partly unreadable: page by page up to the first page that fails */
+        for (size_t end = done + chunk; done < end;) {
+            uint64_t at = address + done;
+            size_t page = FU_PAGE_SIZE - (size_t)(at % FU_PAGE_SIZE);
+            if (page > end - done)
+                page = end - done;
+            ssize_t piece = read_pid_piece(pid, mem_fd, at, out + done, page, &use_file);
+            if (piece <= 0)
+                return done;
+            done += (size_t)piece;
+            if ((size_t)piece < page)
+                return done;
+        }
+    }
+    return done;
 }

@@ -55,6 +55,16 @@ fu_read_status fu_read_pid(void *pid_memory, uint64_t address, unsigned size, ui
 /* `size` bytes at `address` of process `pid` into dst; false if any of them is unreadable. */
 bool fu_read_pid_bytes(int pid, uint64_t address, void *dst, size_t size);
 
+/* Up to `size` bytes of process `pid` from `address` into dst, for a copy of a live thread's stack
+ * (native/core/live.c): the bytes read up to the first unreadable page (the count is returned;
+ * 0 when `address` itself is unreadable). Through process_vm_readv, FU_PID_READ_CHUNK bytes a call
+ * and page by page where a chunk is partly unreadable; through `mem_fd` (an open /proc/PID/mem,
+ * or -1 for none) where process_vm_readv is refused (ENOSYS, EPERM under some seccomp and LSM
+ * policies) but the file may be read. */
+#define FU_PID_READ_CHUNK (256u * 1024u)
+#define FU_PAGE_SIZE 4096u
+size_t fu_read_pid_range(int pid, int mem_fd, uint64_t address, void *dst, size_t size);
+
 /* The reader of a captured stack: the dump is its inline window, fu_read_dump the rest. `m` must
  * outlive the reader. */
 static inline fu_reader fu_dump_reader(const fu_dump_memory *m)

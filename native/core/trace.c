@@ -20,10 +20,12 @@
 #include "clock.h"
 #include "memory.h"
 #include "synth_decode.h"
+#include "x86_64.h"
 
 const uint8_t FU_TRACE_SAVED_COLUMNS[FU_TRACE_SAVED_COUNT] = {3, 6, 12, 13, 14, 15};
 
 #define TRACE_REGISTER_COUNT 17 /* DWARF columns 0-15 and 16, the IP */
+_Static_assert(TRACE_REGISTER_COUNT == FU_WALK_REGISTERS, "the walker's registers");
 #define TRACE_IP 16
 #define TRACE_PAGE_SIZE 4096u
 /* Code pages kept decoded-ready: a program's hot loop and the library functions it calls fit. */
@@ -150,11 +152,9 @@ static size_t trace_code_at(trace_session *s, uint64_t ip, uint8_t scratch[FU_X8
 
 static void trace_registers(const struct user_regs_struct *u, uint64_t regs[TRACE_REGISTER_COUNT])
 {
-    const uint64_t by_column[TRACE_REGISTER_COUNT] = {
-        u->rax, u->rdx, u->rcx, u->rbx, u->rsi, u->rdi, u->rbp, u->rsp,
-        u->r8,  u->r9,  u->r10, u->r11, u->r12, u->r13, u->r14, u->r15, u->rip,
-    };
-    memcpy(regs, by_column, sizeof by_column);
+    fu_regs walker;
+    fu_regs_from_user_regs(u, &walker);
+    memcpy(regs, walker.value, TRACE_REGISTER_COUNT * sizeof regs[0]);
 }
 
 /* ---- the judgement of one step ---------------------------------------------------------------- */

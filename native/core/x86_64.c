@@ -3,6 +3,7 @@
 #include "x86_64.h"
 
 #include <sys/ucontext.h>
+#include <sys/user.h>
 
 /* readelf's x86-64 table (binutils dwarf.c), System V AMD64 ABI figure 3.36 numbering. */
 static const char *const register_names[] = {
@@ -91,29 +92,28 @@ void fu_regs_from_gregs(const long long *gregs, fu_regs *regs)
         fu_regs_set(regs, r, (uint64_t)gregs[from_greg[r]]);
 }
 
-/* user_regs_struct's words, in order, and the DWARF register each holds (-1: one the walker does not
- * track). */
-static const struct {
-    const char *name;
-    int dwarf;
-} user_registers[FU_USER_REGISTER_COUNT] = {
-    {"r15", FU_REG_R15}, {"r14", FU_REG_R14}, {"r13", FU_REG_R13}, {"r12", FU_REG_R12}, {"rbp", FU_REG_RBP},
-    {"rbx", FU_REG_RBX}, {"r11", FU_REG_R11}, {"r10", FU_REG_R10}, {"r9", FU_REG_R9},   {"r8", FU_REG_R8},
-    {"rax", FU_REG_RAX}, {"rcx", FU_REG_RCX}, {"rdx", FU_REG_RDX}, {"rsi", FU_REG_RSI}, {"rdi", FU_REG_RDI},
-    {"orig_rax", -1},    {"rip", FU_REG_RA},  {"cs", -1},          {"eflags", -1},      {"rsp", FU_REG_RSP},
-    {"ss", -1},          {"fs_base", -1},     {"gs_base", -1},     {"ds", -1},          {"es", -1},
-    {"fs", -1},          {"gs", -1},
+/* user_regs_struct's words, in order (the word order of a core's NT_PRSTATUS) */
+static const char *const user_register_names[FU_USER_REGISTER_COUNT] = {
+    "r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax", "rcx", "rdx", "rsi",
+    "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs",
 };
+_Static_assert(sizeof(struct user_regs_struct) == 8 * FU_USER_REGISTER_COUNT, "user_regs_struct is 27 words");
 
 const char *fu_user_register_name(int index)
 {
-    return index >= 0 && index < FU_USER_REGISTER_COUNT ? user_registers[index].name : NULL;
+    return index >= 0 && index < FU_USER_REGISTER_COUNT ? user_register_names[index] : NULL;
 }
 
-void fu_regs_from_user_regs(const uint64_t *user, fu_regs *regs)
+void fu_regs_from_user_regs(const struct user_regs_struct *u, fu_regs *regs)
 {
+    const uint64_t by_column[FU_WALK_REGISTERS] = {
+        [FU_REG_RAX] = u->rax, [FU_REG_RDX] = u->rdx, [FU_REG_RCX] = u->rcx, [FU_REG_RBX] = u->rbx,
+        [FU_REG_RSI] = u->rsi, [FU_REG_RDI] = u->rdi, [FU_REG_RBP] = u->rbp, [FU_REG_RSP] = u->rsp,
+        [FU_REG_R8] = u->r8,   [FU_REG_R9] = u->r9,   [FU_REG_R10] = u->r10, [FU_REG_R11] = u->r11,
+        [FU_REG_R12] = u->r12, [FU_REG_R13] = u->r13, [FU_REG_R14] = u->r14, [FU_REG_R15] = u->r15,
+        [FU_REG_RA] = u->rip,
+    };
     regs->valid = 0;
-    for (int i = 0; i < FU_USER_REGISTER_COUNT; i++)
-        if (user_registers[i].dwarf >= 0)
-            fu_regs_set(regs, (unsigned)user_registers[i].dwarf, user[i]);
+    for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+        fu_regs_set(regs, r, by_column[r]);
 }

@@ -68,12 +68,14 @@ int fu_dwarf_of_perf_register(unsigned perf_reg);
  * (`uc_mcontext.gregs`, glibc's greg_t (long long) array, indexed by REG_RAX and the like). */
 void fu_regs_from_gregs(const long long *gregs, fu_regs *regs);
 
-/* struct user_regs_struct (arch/x86/include/asm/user_64.h): 27 words in this order. */
+/* struct user_regs_struct (arch/x86/include/asm/user_64.h): 27 words. */
 #define FU_USER_REGISTER_COUNT 27
 /* The name of word `index` of user_regs_struct ("r15", ..., "rip", "cs", "eflags", "rsp", ...,
  * "gs"), or NULL. */
 const char *fu_user_register_name(int index);
-/* The walker's registers (all FU_WALK_REGISTERS valid) from a user_regs_struct's words. */
-void fu_regs_from_user_regs(const uint64_t *user, fu_regs *regs);
+/* The walker's registers (all FU_WALK_REGISTERS valid) from the kernel's user_regs_struct
+ * (<sys/user.h>): what PTRACE_GETREGSET's NT_PRSTATUS and a core file's NT_PRSTATUS hold. */
+struct user_regs_struct;
+void fu_regs_from_user_regs(const struct user_regs_struct *user, fu_regs *regs);
 
 #endif

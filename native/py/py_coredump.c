@@ -12,6 +12,8 @@
 
 #include "coredump.h"
 #include "memory.h"
+#include <sys/user.h> /* struct user_regs_struct */
+
 #include "x86_64.h" /* fu_regs_from_user_regs */
 
 typedef struct CoreFileObject {
@@ -68,8 +70,10 @@ static fu_core *core_of(CoreFileObject *self)
 /* {DWARF register: value} of the registers the walker tracks. */
 static PyObject *walker_registers(const uint64_t *user_regs)
 {
+    struct user_regs_struct user; /* the same 27 words (x86_64.c asserts it) */
+    memcpy(&user, user_regs, sizeof user);
     fu_regs regs;
-    fu_regs_from_user_regs(user_regs, &regs);
+    fu_regs_from_user_regs(&user, &regs);
     PyObject *dict = PyDict_New();
     for (unsigned r = 0; dict && r < FU_WALK_REGISTERS; r++) {
         if (!(regs.valid >> r & 1))

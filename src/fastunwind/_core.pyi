@@ -370,6 +370,12 @@ def trace(path: str, argv: Sequence[str], env: Sequence[str],
           ) -> tuple[str, int, int, dict[str, int], list[tuple[int, int, int, int, bool]],
                      list[tuple[int, int, int, int, int, int, int]], list[tuple[int, int, str, int, int, int]]]: ...
 
+# ---- live processes (py_live.c) ------------------------------------------------------------------
+LIVE_MAX_STACK: Final[int]
+LIVE_STOP_TIMEOUT_MS: Final[int]
+LIVE_OUTCOMES: Final[tuple[str, ...]]
+def live_capture(pid: int, tid: int, stack_ranges: Buffer, max_stack: int, mem_fd: int, /
+                 ) -> tuple[str, int, tuple[int, ...] | None, int, bytes, int]: ...
 
 @final
 class CoreFile:

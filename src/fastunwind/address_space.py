@@ -14,7 +14,7 @@ FASTUNWIND_BACKEND (one of BACKENDS: auto, dwarf, table, compiled, ...) sets the
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from fastunwind import _core, image
@@ -79,22 +79,28 @@ class Mapping(NamedTuple):
 
 
 class ImageCache:
-    """Module images by path, opened once. A path whose file cannot be read is remembered as such."""
+    """Module images by path (or by what `key` says identifies a path's file), opened once. A path
+    whose file cannot be read is remembered as such."""
 
     def __init__(self) -> None:
-        self._images: dict[str, ModuleImage | None] = {}
+        self._images: dict[object, ModuleImage | None] = {}
+
+    def key(self, path: str) -> object:
+        """What the cache knows a path's image by: the path itself."""
+        return path
 
     def has(self, path: str) -> bool:
         """Whether `path` was opened (or found unusable) already."""
-        return path in self._images
+        return self.key(path) in self._images
 
     def get(self, path: str) -> ModuleImage | None:
-        if path not in self._images:
+        key = self.key(path)
+        if key not in self._images:
             try:
-                self._images[path] = ModuleImage.load(path) if os.path.isfile(path) else None
+                self._images[key] = ModuleImage.load(path) if os.path.isfile(path) else None
             except (OSError, ElfError):
-                self._images[path] = None
-        return self._images[path]
+                self._images[key] = None
+        return self._images[key]
 
 
 class AddressSpace:
@@ -132,20 +138,61 @@ class AddressSpace:
         return core
 
 
-def parse_proc_maps(text: str, images: ImageCache) -> AddressSpace:
-    """An AddressSpace from /proc/PID/maps text: its executable file mappings."""
+#: the kernel's name of the vDSO mapping in /proc/PID/maps
+VDSO = "[vdso]"
+#: what /proc/PID/maps appends to the path of a mapped file that was deleted (or replaced)
+DELETED_SUFFIX = " (deleted)"
+
+#: where a process's mapped file can be opened, for /proc/PID/maps's (path, start, end, inode):
+#: the path itself, or one through /proc (live.py: the process's root, its map_files)
+Locate = Callable[[str, int, int, int], str]
+
+
+def parse_proc_maps(text: str, images: ImageCache, locate: Locate | None = None,
+                    vdso: ModuleImage | None = None) -> AddressSpace:
+    """An AddressSpace from /proc/PID/maps text: its executable file mappings (named by the path
+    the maps give, opened where `locate` says), and the vDSO's mapping with `vdso` as its image."""
     mappings = []
     for line in text.splitlines():
         fields = line.split(maxsplit=5)
-        if len(fields) < 6 or "x" not in fields[1] or not fields[5].startswith("/"):
+        if len(fields) < 6 or "x" not in fields[1] or not (fields[5].startswith("/") or fields[5] == VDSO):
             continue
         start_text, end_text = fields[0].split("-")
         start, end, pgoff = int(start_text, 16), int(end_text, 16), int(fields[2], 16)
         path = fields[5]
-        image = images.get(path)
+        if path == VDSO:
+            image = vdso
+        elif locate:
+            path = path.removesuffix(DELETED_SUFFIX)
+            image = images.get(locate(path, start, end, int(fields[4])))
+        else:  # a deleted file's path may name another file now
+            image = None if path.endswith(DELETED_SUFFIX) else images.get(path)
         bias = image.bias_for_mapping(start, end, pgoff) if image else None
         mappings.append(Mapping(start, end, pgoff, path, image if bias is not None else None, bias or 0))
     return AddressSpace(mappings)
+
+
+def vdso_image(maps: str, memory_path: str) -> ModuleImage | None:
+    """The vDSO's image from the memory of the process whose maps text is `maps` (its own copy:
+    the kernel's, which may be another kernel's in a container or after an update), copied into a
+    file for the ELF reader; None without a vDSO or if its memory cannot be read."""
+    ranges = [line.split()[0] for line in maps.splitlines() if line.rstrip().endswith(VDSO)]
+    if not ranges:
+        return None
+    start, end = (int(text, 16) for text in ranges[0].split("-"))
+    try:
+        with open(memory_path, "rb") as memory:
+            memory.seek(start)
+            data = memory.read(end - start)
+        # an in-memory file for the ELF reader (tempfile's import alone costs a CLI run ~7 ms)
+        copy = os.memfd_create("fastunwind-vdso")
+        try:
+            os.write(copy, data)
+            return ModuleImage.load(f"/proc/self/fd/{copy}")
+        finally:
+            os.close(copy)
+    except (OSError, ElfError):
+        return None
 
 
 def current_process(images: ImageCache | None = None) -> AddressSpace:

@@ -8,17 +8,20 @@ import sys
 from collections.abc import Sequence
 
 from fastunwind import __version__
-from fastunwind.commands import bench, cache, check, core, lookup, perf_script, report, table
+from fastunwind.commands import backtrace, bench, cache, check, core, lookup, perf_script, report, table
 from fastunwind.commands import compile as compile_command
 from fastunwind.errors import FastunwindError
 
-COMMANDS = (table, lookup, check, perf_script, report, bench, compile_command, cache, core)
+#: exit status after Ctrl-C (128 + SIGINT, as a shell reports an interrupted command)
+INTERRUPTED_STATUS = 130
+
+COMMANDS = (table, lookup, check, perf_script, report, bench, compile_command, cache, backtrace, core)
 
 
 #: the command name each module registers (its add_parser's first argument)
 COMMAND_NAMES = {
     "table": table, "lookup": lookup, "perf-script": perf_script, "report": report, "bench": bench, "compile": compile_command,
-    "cache": cache, "check": check, "core": core,
+    "cache": cache, "check": check, "backtrace": backtrace, "core": core,
 }
 
 
@@ -54,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FastunwindError as error:
         print(f"fastunwind: error: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C (backtrace turns SIGTERM into it too); nothing is left half done
+        print("fastunwind: interrupted", file=sys.stderr)
+        return INTERRUPTED_STATUS
     except BrokenPipeError:
         # `fastunwind table big.so | head`: stop quietly, like readelf; stdout goes to /dev/null so
         # that the interpreter's final flush does not fail again

@@ -63,6 +63,14 @@ class TraceError(FastunwindError):
     under the tracer. The message names the command and the system's reason."""
 
 
+class LiveError(FastunwindError):
+    """A live process could not be snapshot (`fastunwind backtrace -p PID`): it does not exist or
+    exited during the snapshot, a thread asked for is not one of its threads, or no thread could be
+    traced (permission, yama's kernel.yama.ptrace_scope, another tracer). The message names the pid
+    and the reason. A snapshot where only some threads failed is not an error: each such thread
+    carries its outcome."""
+
+
 class CoreFileError(FastunwindError):
     """A core file cannot be read: not an x86-64 ELF core, a program header or note outside the file,
     a note that overruns its segment, a count beyond its named limit (threads, files, segments),

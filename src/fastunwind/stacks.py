@@ -5,7 +5,9 @@ renderings of `fastunwind backtrace` (gdb/eu-stack-like text and JSON).
 A thread is unwound by the C walker (native/core/walk.c, GIL released) from its registers over its
 copied stack and its address space's modules, each frame's registers recovered in C when asked
 (`fu_walk_frame_registers`), and named by its module's symbol table (symbols.py, searched in C).
-Python builds one frozen object per frame.
+Python builds one immutable object per frame: typed NamedTuples, not dataclasses (a third of the
+cost per object, and the CLI's start-up without dataclasses' and inspect's ~6 ms of imports:
+tests/unit/layout/test_startup_imports.py).
 
     >>> from fastunwind.stacks import unwind_current_thread
     >>> thread = unwind_current_thread()
@@ -15,13 +17,10 @@ Python builds one frozen object per frame.
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
-from fastunwind import _core, walk
+from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ModuleImage
 from fastunwind.address_space import Mapping as AddressMapping
 from fastunwind.symbols import symbol_table_for_file
@@ -37,8 +36,7 @@ COMPLETE = "end"
 RETURN_ADDRESS_KINDS = frozenset(("cfi", "frame_pointer"))
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(NamedTuple):
     """One frame: frame 0's address is the interrupted PC, a caller's its return address (the
     instruction after the call; a frame a signal interrupted: that frame's PC), as eu-stack and
     gdb print them."""
@@ -53,8 +51,7 @@ class Frame:
     registers: Mapping[str, int | None]
 
 
-@dataclass(frozen=True, slots=True)
-class Thread:
+class Thread(NamedTuple):
     """One thread's stack. `outcome` is the walk's (walk.h fu_walk_outcome: "end", "truncated",
     "no_unwind_info", ...) or why the thread could not be walked (the source's: a live thread
     that exited, one that could not be stopped); only "end" is a complete stack."""
@@ -72,8 +69,7 @@ class Thread:
         return self.outcome == COMPLETE
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessSnapshot:
+class ProcessSnapshot(NamedTuple):
     """Every thread of one process, as one source saw them."""
 
     pid: int
@@ -115,22 +111,33 @@ def symbolize(raw: Iterable[tuple[int, AddressMapping | None, str]],
     """Frames from the walker's (address, mapping, frame kind) and, optionally, each frame's
     registers by DWARF number."""
     frames = []
+    named: dict[tuple[int, str], tuple[str | None, int]] = {}  # threads share most of their frames
     for index, (address, mapping, kind) in enumerate(raw):
         symbol, offset = None, 0
         if mapping is not None and mapping.image is not None:
-            # a caller's row and name are those of its call instruction (walk.h fu_lookup_address)
-            lookup = address - 1 if kind in RETURN_ADDRESS_KINDS else address
-            found = symbol_table(mapping.image).lookup(lookup - mapping.bias)
-            if found is not None:
-                symbol, offset = found[0], found[1] + address - lookup
+            symbol, offset = named.get((address, kind)) or named.setdefault((address, kind),
+                                                                               _name(address, mapping.image, mapping.bias, kind))
         registers = dict(zip(REGISTER_NAMES, by_frame[index])) if index < len(by_frame) else {}
         frames.append(Frame(address, symbol, offset, mapping.path if mapping else None, kind, registers))
     return tuple(frames)
 
 
+def _name(address: int, image: ModuleImage, bias: int, kind: str) -> tuple[str | None, int]:
+    """(symbol, offset of `address` into it) of a frame in `image` mapped at `bias`; (None, 0)
+    without one."""
+    # a caller's row and name are those of its call instruction (walk.h fu_lookup_address)
+    lookup = address - 1 if kind in RETURN_ADDRESS_KINDS else address
+    found = symbol_table(image).lookup(lookup - bias)
+    return (found[0], found[1] + address - lookup) if found is not None else (None, 0)
+
+
 def unwind_current_thread(max_frames: int = _core.WALK_SELF_MAX_FRAMES) -> Thread:
     """The calling thread's own stack, symbolized, from inside the C extension up to the thread's
     start (walk.unwind_current_thread, whose images are kept across calls)."""
+    import threading
+
+    from fastunwind import walk  # here: the backtrace path stays without dataclasses (walk's)
+
     walked = walk.unwind_current_thread(max_frames=max_frames)
     return Thread(threading.get_native_id(), threading.current_thread().name,
                   symbolize((frame.ip, frame.mapping, frame.kind) for frame in walked.frames),
@@ -188,5 +195,7 @@ def to_json(snapshot: ProcessSnapshot) -> dict[str, Any]:
 
 
 def render_json(snapshot: ProcessSnapshot, out: TextIO) -> None:
+    import json  # only here: the text path does without it
+
     json.dump(to_json(snapshot), out)
     out.write("\n")

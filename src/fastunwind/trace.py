@@ -15,19 +15,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fastunwind import _core
-from fastunwind.address_space import ImageCache, ModuleImage
+from fastunwind.address_space import VDSO, ImageCache, ModuleImage, vdso_image
 from fastunwind.cfi import register_name
 from fastunwind.errors import FastunwindError, TraceError
 from fastunwind.symbols import symbol_table_for_file
 
 #: what the core is told of a mapping: (bias, eh_frame, debug_frame, id, checked), or None (no CFI)
 ModuleAnswer = tuple[int, _core.CfiTable | None, _core.CfiTable | None, int, bool] | None
-VDSO = "[vdso]"
 SECTIONS = (".eh_frame", ".debug_frame")  #: by the core's table number
 
 
@@ -153,17 +151,7 @@ class _Modules:
 
 def _own_vdso() -> ModuleImage | None:
     with open("/proc/self/maps") as maps:
-        ranges = [line.split()[0] for line in maps if line.rstrip().endswith(VDSO)]
-    if not ranges:
-        return None
-    start, end = (int(text, 16) for text in ranges[0].split("-"))
-    with open("/proc/self/mem", "rb") as memory:
-        memory.seek(start)
-        data = memory.read(end - start)
-    with tempfile.NamedTemporaryFile(prefix="fastunwind-vdso-", suffix=".so") as copy:
-        copy.write(data)
-        copy.flush()
-        return ModuleImage.load(copy.name)
+        return vdso_image(maps.read(), "/proc/self/mem")
 
 
 def trace_command(argv: Sequence[str], *, max_steps: int = 0, timeout: float = 0.0,

@@ -23,7 +23,7 @@ PACKAGE = Path(fastunwind.__file__).parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.__main__",),
     ("fastunwind.cli",),
-    ("fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
+    ("fastunwind.commands.backtrace", "fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
      "fastunwind.commands.core",
      "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.report",
      "fastunwind.commands.table"),
@@ -37,8 +37,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.perf.replay",),
     ("fastunwind.perf.data",),
     ("fastunwind.perf",),
-    # the sources of thread stacks: core files
-    ("fastunwind.core",),
+    # the package's own names: the top-level API, imported lazily (fastunwind/__init__.py)
+    ("fastunwind",),
+    # the sources of thread stacks: a live process, a core file
+    ("fastunwind.live", "fastunwind.core"),
     # the symbolized stacks of a process's threads, shared by the live and core-file sources
     ("fastunwind.stacks",),
     ("fastunwind.trace", "fastunwind.walk"),
@@ -51,7 +53,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.frame_sections",),
     ("fastunwind.elf.build_id_cache", "fastunwind.elf.debug_files", "fastunwind.elf.dynamic"),
     ("fastunwind.elf",),
-    ("fastunwind",),
     ("fastunwind.cache", "fastunwind.errors", "fastunwind._core"),
 )
 

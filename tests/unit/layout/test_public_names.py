@@ -41,6 +41,18 @@ def test_walk_elf_errors_and_core_names() -> None:
         assert issubclass(getattr(errors, name), Exception)
 
 
+def test_the_top_level_stack_api() -> None:
+    import fastunwind
+    from fastunwind import live, stacks
+
+    assert fastunwind.backtrace is live.backtrace
+    thread = fastunwind.unwind_current_thread()
+    assert isinstance(thread, stacks.Thread) and thread.complete and thread.frames[0].symbol
+    assert issubclass(fastunwind.LiveError, fastunwind.FastunwindError)
+    with pytest.raises(AttributeError):
+        fastunwind.no_such_name  # noqa: B018
+
+
 @pytest.mark.parametrize("shim, home, documented", [
     ("fastunwind.perf_script", "fastunwind.perf.script", "unwind_recording"),
     ("fastunwind.eh_elf", "fastunwind.tables.eh_elf", "compile_images"),

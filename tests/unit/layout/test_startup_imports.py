@@ -17,3 +17,12 @@ def test_the_perf_script_path_imports_none_of_the_heavy_modules():
              f"print(' '.join(m for m in {KEPT_OUT!r} if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
     assert loaded == []
+
+
+def test_the_backtrace_path_imports_none_of_the_heavy_modules():
+    """`fastunwind backtrace -p PID` (text) imports what it needs to walk and name the threads only."""
+    probe = ("import sys, fastunwind.cli, fastunwind.commands.backtrace, fastunwind.live, fastunwind.stacks\n"
+             f"print(' '.join(m for m in {KEPT_OUT!r} if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
+    assert loaded == []
+

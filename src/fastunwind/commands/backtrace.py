@@ -1,0 +1,58 @@
+"""`fastunwind backtrace -p PID`: every thread's stack of a running process, as eu-stack and gdb's
+`thread apply all bt` show it: frame number, address (frame 0: the interrupted PC; callers: return
+addresses), function+offset and module; `--registers` adds each register every frame recovers
+(`<unknown>` where no unwind rule recovers one), `--json` the same as one JSON document. Each
+thread is stopped alone and only while its registers and stack are copied (live.py); every thread
+is released, also on an error, Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any, NoReturn
+
+from fastunwind.commands import command_parser
+
+EXAMPLE = """\
+examples:
+  fastunwind backtrace -p 1234
+  fastunwind backtrace -p 1234 --tid 1240 --registers
+  fastunwind backtrace -p 1234 --json -o stacks.json
+"""
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = command_parser(subparsers, "backtrace", "every thread's stack of a live process (like eu-stack -p)",
+                            __doc__, EXAMPLE)
+    parser.add_argument("-p", "--pid", type=int, required=True, help="the process")
+    parser.add_argument("--tid", type=int, action="append", metavar="TID",
+                        help="only this thread (repeat for several)")
+    parser.add_argument("--registers", action="store_true", help="every register each frame recovers")
+    parser.add_argument("--json", action="store_true",
+                        help='one JSON document: {"pid", "threads": [{"tid", "name", "outcome", "frames": '
+                             '[{"address", "symbol", "offset", "module", "registers"}]}]}')
+    parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    parser.set_defaults(run=run)
+
+
+def _interrupted(signum: int, _frame: Any) -> NoReturn:
+    raise KeyboardInterrupt(signum)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fastunwind import live, stacks
+
+    previous = signal.signal(signal.SIGTERM, _interrupted)  # cli.main reports the KeyboardInterrupt
+    try:
+        snapshot = live.backtrace(args.pid, args.tid, with_registers=args.registers or args.json)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    render = stacks.render_json if args.json else stacks.render_text
+    if args.output:
+        with open(args.output, "w") as out:
+            render(snapshot, out)
+    else:
+        render(snapshot, sys.stdout)
+    return 0
