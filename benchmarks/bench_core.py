@@ -3,10 +3,9 @@ on the same core file, side by side in one run.
 
     .venv/bin/python -m benchmarks.bench_core [--repeat N] [--threads N] [CORE --exe EXE]
 
-Without CORE, it builds workloads/blocked_threads.c (gcc -O2, no frame pointers), runs it with
-`--threads` threads (default 64: 58 in a 40-deep recursion, the others in a signal handler,
-qsort's comparator, a busy leaf, a stack-realigning function and main; about 45 frames each) and
-takes gdb's gcore of it. Each round runs the three whole processes interleaved (one untimed warm-up
+Without CORE, it builds workloads/live/many_threads.c (gcc -O2 -fomit-frame-pointer; the process
+benchmarks/bench_backtrace.py snapshots live), runs it with `--threads` threads (default 64) each
+`--depth` frames deep (default 40) in a recursion, blocked in pause(), and takes gdb's gcore of it. Each round runs the three whole processes interleaved (one untimed warm-up
 each): `python -m fastunwind core CORE`, `eu-stack --core=CORE -e EXE`, `gdb -batch -nx -ex 'thread
 apply all bt' EXE CORE`, stdout to /dev/null. Reported per command: best and median CPU time (user +
 system of the process, from wait4's rusage, which load on the machine inflates less than wall time),
@@ -28,9 +27,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCE = REPO / "workloads" / "blocked_threads.c"
-#: threads blocked_threads starts besides the extra recursions (main and its five kinds of frames)
-OWN_THREADS = 6
+SOURCE = REPO / "workloads" / "live" / "many_threads.c"
 
 
 def run_once(command: list[str]) -> tuple[float, float, int]:
@@ -47,13 +44,15 @@ def run_once(command: list[str]) -> tuple[float, float, int]:
     return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss
 
 
-def make_core(out: Path, threads: int) -> tuple[Path, Path]:
-    exe = out / "blocked_threads"
-    subprocess.run(["gcc", "-O2", "-g", "-pthread", "-o", str(exe), str(SOURCE)], check=True)
-    process = subprocess.Popen([str(exe), "wait", str(threads - OWN_THREADS)], stdout=subprocess.PIPE, text=True)
+def make_core(out: Path, threads: int, depth: int) -> tuple[Path, Path]:
+    exe = out / "many_threads"
+    subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-pthread", "-o", str(exe), str(SOURCE)], check=True)
+    process = subprocess.Popen([str(exe), str(threads), str(depth)], stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
-        pid = int(process.stdout.readline().split()[1])
+        if process.stdout.readline().strip() != "ready":
+            raise SystemExit(f"{exe} did not get ready")
+        pid = process.pid
         subprocess.run(["gcore", "-o", str(out / "core"), str(pid)], check=True, capture_output=True)
     finally:
         process.kill()
@@ -85,16 +84,17 @@ def in_process(core: Path, exe: Path, repeat: int) -> tuple[float, float, int, i
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("core", nargs="?", help="a core file (default: a gcore of blocked_threads made here)")
+    parser.add_argument("core", nargs="?", help="a core file (default: a gcore of many_threads made here)")
     parser.add_argument("--exe", help="the core's program (with CORE)")
     parser.add_argument("--threads", type=int, default=64)
+    parser.add_argument("--depth", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         if args.core:
             core, exe = Path(args.core), Path(args.exe)
         else:
-            core, exe = make_core(Path(scratch), args.threads)
+            core, exe = make_core(Path(scratch), args.threads, args.depth)
         commands = {
             "fastunwind core": [sys.executable, "-m", "fastunwind", "core", "--exe", str(exe), str(core)],
             "eu-stack --core": ["eu-stack", f"--core={core}", f"--executable={exe}"],

@@ -1,6 +1,6 @@
 """`fastunwind.core` against eu-stack --core and gdb on cores made here.
 
-The cores: gdb's gcore of workloads/blocked_threads.c (gcc -O2, no frame pointers: threads in a
+The cores: gdb's gcore of workloads/live/blocked_threads.c (gcc -O2, no frame pointers: threads in a
 deep recursion, a signal handler, qsort's comparator, a busy leaf and a stack-realigning
 function), the kernel's cores of the same program crashing by SIGSEGV and by abort(), and gcores
 of Debian's own `sleep` and `python3`. For every thread: every stack complete; its PCs identical to
@@ -101,9 +101,9 @@ def test_every_thread_as_eu_stack_and_gdb_see_it(kind: str, program: Path, made_
     assert_agrees(threads, core, program)
     names = {frame.symbol for thread in threads for frame in thread.frames}
     # every kind of frame the program stops in was walked through
-    assert {"recurse", "on_signal", "compare", "spin", "realigned_thread", "start_thread"} <= names, names
+    assert {"recurse", "on_usr1", "compare", "spin_leaf", "realign_thread", "start_thread"} <= names, names
     crashed = threads[0].frames[0].symbol
-    assert crashed == {"gcore": "read", "segv": "crash_by_null_pointer", "abort": "__pthread_kill_implementation"}[kind]
+    assert crashed == {"gcore": "__libc_pause", "segv": "crash_by_null_pointer", "abort": "__pthread_kill_implementation"}[kind]
 
 
 def test_the_signalled_thread_comes_first_with_its_registers(program: Path, made_cores: dict[str, Path | str]

@@ -1,8 +1,8 @@
 """Core files made at test time, and what the oracles read from them.
 
-* `blocked_threads`: workloads/blocked_threads.c built with gcc -O2 (no frame pointers), whose
-  threads stop in a deep recursion, a signal handler, qsort's comparator, a busy leaf and a
-  stack-realigning function;
+* `blocked_threads`: workloads/live/blocked_threads.c (shared with the live tests) built with gcc -O2
+  -fomit-frame-pointer, whose threads stop in a deep recursion, a signal handler, qsort's
+  comparator, a busy leaf and a stack-realigning function;
 * `gcore_of`: gdb's gcore of a running process; `kernel_core`: the kernel's core of a program that
   crashes (SIGSEGV, abort), under RLIMIT_CORE unlimited; where /proc/sys/kernel/core_pattern pipes
   cores to a handler, a plain pattern is set for the run and restored (root only);
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tests.support.paths import WORKLOADS_DIR
 
-BLOCKED_THREADS_SOURCE = WORKLOADS_DIR / "blocked_threads.c"
+BLOCKED_THREADS_SOURCE = WORKLOADS_DIR / "live" / "blocked_threads.c"
 CORE_PATTERN = Path("/proc/sys/kernel/core_pattern")
 #: seconds a program has to print "ready", and a tool to read a core
 TIMEOUT = 60
@@ -48,10 +48,11 @@ def require(tool: str) -> str:
 
 
 def blocked_threads(out_dir: Path) -> Path:
-    """workloads/blocked_threads.c built with gcc -O2 -g -pthread (-O2 omits frame pointers)."""
+    """workloads/live/blocked_threads.c built with gcc -O2 -fomit-frame-pointer -g -pthread."""
     require("gcc")
     exe = out_dir / "blocked_threads"
-    built = subprocess.run(["gcc", "-O2", "-g", "-pthread", "-o", str(exe), str(BLOCKED_THREADS_SOURCE)],
+    built = subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-g", "-pthread", "-o", str(exe),
+                            str(BLOCKED_THREADS_SOURCE)],
                            capture_output=True, text=True)
     if built.returncode != 0:
         raise CoreUnavailable(f"gcc could not build {BLOCKED_THREADS_SOURCE.name}: {built.stderr[-500:]}")
@@ -62,14 +63,13 @@ def _unlimited_cores() -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
 
-def wait_ready(process: subprocess.Popen[str]) -> int:
-    """The pid the program prints in its "ready PID" line."""
+def wait_ready(process: subprocess.Popen[str]) -> None:
+    """Until the program prints its "ready" line (every thread in place)."""
     assert process.stdout is not None
     line = process.stdout.readline()
-    if not line.startswith("ready "):
+    if line.strip() != "ready":
         process.kill()
         raise CoreUnavailable(f"{process.args} did not get ready: {line!r}")
-    return int(line.split()[1])
 
 
 #: seconds a program that says nothing is given to reach where it blocks (sleep's nanosleep)
@@ -79,14 +79,14 @@ SETTLE_SECONDS = 0.5
 @contextlib.contextmanager
 def running(command: list[str], cwd: Path, *, prints_ready: bool) -> Iterator[int]:
     """The pid of a program left running for the block (killed on leaving): one that prints
-    "ready PID" once in place, or else given SETTLE_SECONDS."""
+    "ready" once in place, or else given SETTLE_SECONDS."""
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
         if prints_ready:
-            yield wait_ready(process)
+            wait_ready(process)
         else:
             time.sleep(SETTLE_SECONDS)
-            yield process.pid
+        yield process.pid
     finally:
         process.kill()
         process.wait()
@@ -132,12 +132,12 @@ def kernel_core(exe: Path, mode: str, out_dir: Path) -> Path:
             raise CoreUnavailable(f"the core pattern {pattern!r} writes cores elsewhere than the process's directory")
         process = subprocess.Popen([str(exe), mode], cwd=work, stdout=subprocess.PIPE, text=True,
                                    preexec_fn=_unlimited_cores, stdin=subprocess.DEVNULL)
-        pid = wait_ready(process)
+        wait_ready(process)
         status = process.wait(timeout=TIMEOUT)
     cores = sorted(work.glob("core*"))
     if status >= 0 or not cores:
         raise CoreUnavailable(f"the kernel wrote no core of {exe.name} {mode} (status {status}, pattern "
-                              f"{pattern!r}, pid {pid}): is RLIMIT_CORE capped or the file system read-only?")
+                              f"{pattern!r}, pid {process.pid}): is RLIMIT_CORE capped or the file system read-only?")
     return cores[-1]
 
 
@@ -158,7 +158,8 @@ def eu_stack_pcs(core: Path, exe: Path | None = None) -> dict[int, list[int]]:
 
 
 #: gdb's Python, run on the core: every thread's frames with their PCs and the registers gdb knows
-#: at each (None where it says <not saved>), as JSON on one line
+#: at each (None where it says <not saved>), as JSON on one line; the frames gdb makes of inlined
+#: calls (from debug info: libc6-dbg's) are left out, as eu-stack and the walker have none
 _GDB_SCRIPT = """
 import gdb, json
 names = %r
@@ -175,7 +176,8 @@ for thread in gdb.selected_inferior().threads():
                 registers[name] = None if value.is_optimized_out else int(value) & (2**64 - 1)
             except (gdb.error, ValueError):
                 registers[name] = None
-        frames.append({"pc": frame.pc(), "registers": registers})
+        if frame.type() != gdb.INLINE_FRAME:  # an inlined call's frame shares its caller's pc and registers
+            frames.append({"pc": frame.pc(), "registers": registers})
         try:
             frame = frame.older()
         except gdb.error:
