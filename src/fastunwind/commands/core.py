@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any
 
-from fastunwind.commands import command_parser
+from fastunwind.commands import add_snapshot_output_arguments, command_parser, write_snapshot
 
 EXAMPLE = """\
 examples:
@@ -33,24 +33,16 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--exe", metavar="EXE", help="the program's file, where its path in the core is not it")
     parser.add_argument("--sysroot", metavar="DIR", help="look the core's files up under DIR (a core from another "
                                                           "machine)")
-    parser.add_argument("--registers", action="store_true",
-                        help="each frame's registers as the unwind rules recover them (<unknown> where none does)")
-    parser.add_argument("--json", action="store_true", help='{"pid", "threads": [{"tid", "name", "frames": [...]}]}')
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the stacks to FILE instead of stdout")
+    add_snapshot_output_arguments(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastunwind import core, stacks
+    from fastunwind import core
 
     with core.open(args.file, exe=args.exe, sysroot=args.sysroot) as opened:
         for problem in opened.problems:
             print(f"fastunwind: warning: {problem}", file=sys.stderr)
-        snapshot = opened.snapshot(with_registers=args.registers)
-    render = stacks.render_json if args.json else stacks.render_text
-    if args.output:
-        with open(args.output, "w") as out:
-            render(snapshot, out)
-    else:
-        render(snapshot, sys.stdout)
+        snapshot = opened.snapshot(with_registers=args.registers or args.json)
+    write_snapshot(snapshot, args)
     return 0 if snapshot.complete else INCOMPLETE_STATUS
