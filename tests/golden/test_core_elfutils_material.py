@@ -45,7 +45,7 @@ def test_the_frames_elfutils_expects(name: str, material: Path) -> None:
     assert any("main" in names for names in symbols.values())
     assert not any("gsignal" in names for names in symbols.values())
     try:
-        oracle = cores.eu_stack_pcs(core, exe)
+        oracle = cores.eu_stack_of_core(core, exe)
     except CoreUnavailable as error:
         pytest.skip(str(error))
     assert {thread.tid: [frame.address for frame in thread.frames] for thread in threads} == oracle

@@ -6,9 +6,9 @@
 * `gcore_of`: gdb's gcore of a running process; `kernel_core`: the kernel's core of a program that
   crashes (SIGSEGV, abort), under RLIMIT_CORE unlimited; where /proc/sys/kernel/core_pattern pipes
   cores to a handler, a plain pattern is set for the run and restored (root only);
-* the oracles: `eu_stack_pcs` (eu-stack --core: each thread's PCs, frame 0 the interrupted one,
-  callers' return addresses) and `gdb_frames` (gdb's Python API on the core: each frame's PC and
-  the registers gdb knows there).
+* the oracles: `eu_stack_pcs` (eu-stack -p or --core: each thread's PCs, frame 0 the interrupted one,
+  callers' return addresses) and `gdb_frames` (gdb_frames.py, gdb's Python API on the core: each
+  frame's PC and the registers gdb knows there).
 
 Every helper raises CoreUnavailable with a reason fit for `pytest.skip` when the machine cannot
 give what it needs.
@@ -31,9 +31,8 @@ BLOCKED_THREADS_SOURCE = WORKLOADS_DIR / "live" / "blocked_threads.c"
 CORE_PATTERN = Path("/proc/sys/kernel/core_pattern")
 #: seconds a program has to print "ready", and a tool to read a core
 TIMEOUT = 60
-#: the registers compared with gdb's at each frame (the walker's names, which are gdb's too)
-COMPARED_REGISTERS = ("rip", "rsp", "rbp", "rbx", "r12", "r13", "r14", "r15", "rax", "rdx", "rcx", "rsi", "rdi",
-                      "r8", "r9", "r10", "r11")
+#: gdb's Python script printing every thread's frames and registers (shared with the live tests)
+GDB_FRAMES = Path(__file__).parent / "gdb_frames.py"
 
 
 class CoreUnavailable(Exception):
@@ -141,10 +140,10 @@ def kernel_core(exe: Path, mode: str, out_dir: Path) -> Path:
     return cores[-1]
 
 
-def eu_stack_pcs(core: Path, exe: Path | None = None) -> dict[int, list[int]]:
-    """eu-stack --core's PCs by thread id (frame 0 the interrupted PC, callers' return addresses)."""
-    command = [require("eu-stack"), f"--core={core}"] + ([f"--executable={exe}"] if exe else [])
-    result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
+def eu_stack_pcs(arguments: list[str]) -> dict[int, list[int]]:
+    """eu-stack's PCs by thread id (frame 0 the interrupted PC, callers' return addresses) for its
+    `arguments`: `-p PID`, or `--core=CORE [--executable=EXE]`."""
+    result = subprocess.run([require("eu-stack"), *arguments], capture_output=True, text=True, timeout=TIMEOUT)
     threads: dict[int, list[int]] = {}
     current: list[int] | None = None
     for line in result.stdout.splitlines():
@@ -153,49 +152,24 @@ def eu_stack_pcs(core: Path, exe: Path | None = None) -> dict[int, list[int]]:
         elif line.startswith("#") and current is not None:
             current.append(int(line.split()[1], 16))
     if not threads:
-        raise CoreUnavailable(f"eu-stack read no thread of {core}: {result.stderr[-500:]}")
+        raise CoreUnavailable(f"eu-stack {' '.join(arguments)} read no thread: {result.stderr[-500:]}")
     return threads
 
 
-#: gdb's Python, run on the core: every thread's frames with their PCs and the registers gdb knows
-#: at each (None where it says <not saved>), as JSON on one line; the frames gdb makes of inlined
-#: calls (from debug info: libc6-dbg's) are left out, as eu-stack and the walker have none
-_GDB_SCRIPT = """
-import gdb, json
-names = %r
-out = {}
-for thread in gdb.selected_inferior().threads():
-    thread.switch()
-    frames = []
-    frame = gdb.newest_frame()
-    while frame is not None and len(frames) < 2048:
-        registers = {}
-        for name in names:
-            try:
-                value = frame.read_register(name)
-                registers[name] = None if value.is_optimized_out else int(value) & (2**64 - 1)
-            except (gdb.error, ValueError):
-                registers[name] = None
-        if frame.type() != gdb.INLINE_FRAME:  # an inlined call's frame shares its caller's pc and registers
-            frames.append({"pc": frame.pc(), "registers": registers})
-        try:
-            frame = frame.older()
-        except gdb.error:
-            break
-    out[thread.ptid[1]] = frames
-print("FRAMES " + json.dumps(out))
-"""
+def eu_stack_of_core(core: Path, exe: Path | None = None) -> dict[int, list[int]]:
+    return eu_stack_pcs([f"--core={core}", *([f"--executable={exe}"] if exe else [])])
 
 
 def gdb_frames(core: Path, exe: Path | None) -> dict[int, list[dict[str, object]]]:
-    """gdb's frames of every thread of the core: [{"pc", "registers": {name: value | None}}]."""
-    script = core.parent / f"{core.name}.gdb.py"
-    script.write_text(_GDB_SCRIPT % (COMPARED_REGISTERS,))
-    command = [require("gdb"), "-batch", "-nx", "-ex", f"source {script}"]
-    command += [str(exe), str(core)] if exe else ["-c", str(core)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT * 5)
+    """gdb's frames of every thread of the core (tests/support/gdb_frames.py, the live tests' script:
+    real frames only, inlined calls' left out), by thread id: [{"pc", "registers": {name: value}}],
+    the registers gdb prints as <not saved> left out."""
+    command = [require("gdb"), "-batch", "-nx"] + ([str(exe), str(core)] if exe else ["-c", str(core)])
+    result = subprocess.run([*command, "-x", str(GDB_FRAMES)], capture_output=True, text=True, timeout=TIMEOUT * 5)
     line = next((line for line in result.stdout.splitlines() if line.startswith("FRAMES ")), None)
     if line is None:
         raise CoreUnavailable(f"gdb read no frames of {core}: {result.stderr[-500:]}")
-    return {int(tid): frames for tid, frames in json.loads(line[len("FRAMES "):]).items()}
-
+    threads: dict[int, list[dict[str, object]]] = {}
+    for frame in json.loads(line[len("FRAMES "):]):
+        threads.setdefault(int(frame["tid"]), []).append(frame)
+    return threads
