@@ -190,6 +190,9 @@ class CoreFile:
                     mappings.append(Mapping(start, end, offset, path, image if bias is not None else None, bias or 0))
                 if file_map is not None and offset < len(file_map):
                     mapped_files.append((start, memoryview(file_map)[offset:offset + end - start]))
+        if exe is not None and program is None:
+            modules.append(CoreModule(exe, 0, None, None, f"--exe {exe}: no mapping of the core holds the program's "
+                                      f"headers (AT_PHDR {phdr:#x}): not used"))
         vdso = self._vdso()
         if vdso is not None:
             module, mapping = vdso

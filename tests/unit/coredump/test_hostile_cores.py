@@ -175,3 +175,11 @@ def test_cut_and_mutated_real_cores_never_crash(real_core: Path, tmp_path: Path)
         outcomes[result] = outcomes.get(result, 0) + 1
     print(f"seed {seed}: {outcomes}")
     assert outcomes.get("CoreFileError", 0) > 0 and sum(outcomes.values()) == MUTANTS
+
+
+def test_an_exe_for_a_core_without_the_program_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "core"
+    path.write_bytes(build(note(NT_PRSTATUS, prstatus(7, 0x401000, STACK)), [(STACK, 0x1000, b"\0" * 0x1000)]))
+    with core_files.open(path, exe="/bin/true") as opened:
+        assert opened.problems == ["--exe /bin/true: no mapping of the core holds the program's headers "
+                                   "(AT_PHDR 0x0): not used"]
