@@ -45,13 +45,13 @@ static uint64_t stack_end(const fu_live_stacks *stacks, uint64_t sp)
 }
 
 /* Wait for `tid`'s stop after PTRACE_INTERRUPT, polling (no blocking wait that could hang) up to
- * FU_LIVE_STOP_TIMEOUT_MS. Returns the outcome so far: CAPTURED (stopped: *signal is a signal to
- * deliver on detach, or 0), EXITED, NOT_STOPPED or FAILED. */
-static fu_live_outcome wait_for_stop(int tid, int *signal, int *error)
+ * `timeout_ms`. Returns the outcome so far: CAPTURED (stopped: *signal is a signal to deliver on
+ * detach, or 0), EXITED (its exit collected), NOT_STOPPED or FAILED. */
+static fu_live_outcome wait_for_stop(int tid, unsigned timeout_ms, int *signal, int *error)
 {
     *signal = 0;
     uint64_t started = fu_monotonic_ns();
-    uint64_t deadline = started + (uint64_t)FU_LIVE_STOP_TIMEOUT_MS * 1000000u;
+    uint64_t deadline = started + (uint64_t)timeout_ms * 1000000u;
     long pause_ns = FU_LIVE_POLL_FIRST_NS;
     for (;;) { /* bounded by the deadline */
         int status;
@@ -85,6 +85,19 @@ static fu_live_outcome wait_for_stop(int tid, int *signal, int *error)
     }
 }
 
+/* Detach `tid` whatever its state: stopped, at once (handing back `signal`); else (exiting, or not
+ * yet at its stop) once it stops, or collect its exit, waiting up to FU_LIVE_RELEASE_TIMEOUT_MS.
+ * A traced thread's exit is its tracer's to collect, and until it is, the thread group's leader
+ * cannot be reaped by its parent: a thread left uncollected would keep the process a zombie. */
+static void release(int tid, int signal)
+{
+    if (ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)signal) == 0)
+        return;
+    int error = 0;
+    if (wait_for_stop(tid, FU_LIVE_RELEASE_TIMEOUT_MS, &signal, &error) == FU_LIVE_CAPTURED)
+        ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)signal);
+}
+
 bool fu_live_capture_thread(int pid, int tid, int mem_fd, const fu_live_stacks *stacks, fu_buffer *stacks_out,
                             fu_live_thread *out)
 {
@@ -104,15 +117,15 @@ bool fu_live_capture_thread(int pid, int tid, int mem_fd, const fu_live_stacks *
     if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) == -1) {
         out->error = errno;
         out->outcome = errno == ESRCH ? FU_LIVE_EXITED : FU_LIVE_FAILED;
-        ptrace(PTRACE_DETACH, tid, NULL, NULL); /* fails harmlessly if it is not stopped */
+        release(tid, 0);
         return true;
     }
     int signal = 0;
-    fu_live_outcome stopped = wait_for_stop(tid, &signal, &out->error);
+    fu_live_outcome stopped = wait_for_stop(tid, FU_LIVE_STOP_TIMEOUT_MS, &signal, &out->error);
     if (stopped != FU_LIVE_CAPTURED) {
         out->outcome = stopped;
         if (stopped != FU_LIVE_EXITED)
-            ptrace(PTRACE_DETACH, tid, NULL, NULL);
+            release(tid, 0);
         return true;
     }
     struct user_regs_struct user;
@@ -131,7 +144,7 @@ bool fu_live_capture_thread(int pid, int tid, int mem_fd, const fu_live_stacks *
         out->stack_size = got;
         out->outcome = FU_LIVE_CAPTURED;
     }
-    ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)signal);
+    release(tid, signal);
     out->stopped_ns = fu_monotonic_ns() - stopped_at;
     return true;
 }

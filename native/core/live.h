@@ -8,11 +8,14 @@
  * `max_stack` bytes, and it is released (PTRACE_DETACH, with the signal it was stopped for if a
  * signal beat the interrupt). The walk runs afterwards, on the copy, with no thread stopped.
  *
- * Every thread that was seized is detached before fu_live_capture_thread returns, whatever failed
- * (a thread that exits while stopped needs no detach). A thread that does not stop within
- * FU_LIVE_STOP_TIMEOUT_MS (uninterruptible sleep) is reported NOT_STOPPED; it stays seized until
- * it stops or the tracer exits, when the kernel detaches it. Signals to the tracer (Ctrl-C) do not
- * interrupt a capture: the caller sees them after it returned, every thread released.
+ * Every thread that was seized is detached before fu_live_capture_thread returns, whatever failed,
+ * or its exit collected (a traced thread's exit is its tracer's to collect; uncollected, it would
+ * keep its process a zombie). A thread that does not stop within FU_LIVE_STOP_TIMEOUT_MS
+ * (uninterruptible sleep) is reported NOT_STOPPED and waited for FU_LIVE_RELEASE_TIMEOUT_MS more,
+ * to be detached when it stops or collected when it exits; one still in uninterruptible sleep then
+ * stays seized until it stops or the tracer exits (the kernel detaches a dead tracer's tracees).
+ * Signals to the tracer (Ctrl-C) do not interrupt a capture: the caller sees them after it
+ * returned, every thread released.
  */
 #ifndef FASTUNWIND_LIVE_H
 #define FASTUNWIND_LIVE_H
@@ -27,6 +30,9 @@
  * thread stops within microseconds (the interrupt is delivered at its next return to user mode);
  * only one in uninterruptible sleep (disk, NFS, a frozen cgroup) takes longer. */
 #define FU_LIVE_STOP_TIMEOUT_MS 1000
+/* How long a thread that could not be detached (not stopped: exiting, or slow to take the
+ * interrupt) is waited for, to be detached or its exit collected. */
+#define FU_LIVE_RELEASE_TIMEOUT_MS 10000
 /* How much of a stack a capture copies at most: the default stack limit (ulimit -s, 8 MiB). */
 #define FU_LIVE_MAX_STACK (8u * 1024u * 1024u)
 /* How a thread's stop is awaited: polled with sched_yield for its first FU_LIVE_SPIN_NS (a

@@ -7,7 +7,9 @@
  * register valid, the copy inside [rsp, rsp + max_stack), the bytes equal to a second read, and
  * the thread running again afterwards (its /proc state not 't'). Then tids that are not threads
  * (0, -1, a dead child's), addresses the reader must refuse (0, the top of the address space,
- * a range that wraps), and a child that exits between captures. Exits non-zero on a violation.
+ * a range that wraps), a child that exits between captures, and children that exit while their
+ * threads are being captured (each must still be reaped by its parent: no traced thread's exit
+ * left uncollected). Exits non-zero on a violation.
  *
  *   live_driver_asan [--seed S] [--rounds N]
  */
@@ -160,6 +162,37 @@ int main(int argc, char **argv)
     fu_live_capture_thread(pid, tids[0], -1, &bounds, &stacks, &t);
     if (t.outcome != FU_LIVE_EXITED)
         fail("a dead thread not reported as exited", tids[0]);
+    /* children that exit while their threads are captured: every capture ends classified, and each
+     * child can be reaped (a traced thread's exit left uncollected would keep it a zombie) */
+    for (unsigned exiting = 0; exiting < 8; exiting++) {
+        pid_t dying = fork();
+        if (dying == 0) {
+            pthread_t t;
+            for (int i = 0; i < THREADS; i++)
+                pthread_create(&t, NULL, spinner, NULL);
+            struct timespec life = {0, (long)(exiting * 2 + 1) * 1000000L};
+            nanosleep(&life, NULL);
+            _exit(0);
+        }
+        int dying_tids[MAX_TASKS];
+        for (int attempt = 0; attempt < 50; attempt++) {
+            size_t n = list_tasks(dying, dying_tids);
+            for (size_t i = 0; i < n; i++) {
+                fu_live_thread t;
+                fu_live_stacks bounds = {NULL, 0, 4096};
+                stacks.len = 0;
+                fu_live_capture_thread(dying, dying_tids[i], -1, &bounds, &stacks, &t);
+                if (t.outcome != FU_LIVE_CAPTURED && t.outcome != FU_LIVE_EXITED && t.outcome != FU_LIVE_NOT_PERMITTED)
+                    fail(fu_live_outcome_name(t.outcome), dying_tids[i]);
+            }
+            if (n == 0)
+                break;
+        }
+        alarm(30); /* a child left a zombie by an uncollected thread would hang here */
+        if (waitpid(dying, NULL, 0) != dying)
+            fail("an exiting child could not be reaped", dying);
+        alarm(0);
+    }
     free(stacks.data);
     printf("live_driver: %u rounds of %zu threads captured and released\n", rounds, count);
     return 0;

@@ -92,13 +92,22 @@ def _thread_name(pid: int, tid: int) -> str:
         return ""
 
 
+#: /proc's states of a task that has exited: a zombie, dead (X also stands for a task that is gone)
+EXITED_STATES = ("Z", "X")
+
+
+def _state(stat_path: str) -> str:
+    """The state letter of /proc/.../stat, "X" if the task is gone."""
+    try:
+        return _read(stat_path).rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return "X"
+
+
 def _exited(pid: int) -> LiveError | None:
     """The error for a process that has exited (a zombie, or gone), else None."""
-    try:
-        state = _read(f"/proc/{pid}/stat").rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        state = "X"
-    return LiveError(f"process {pid} has exited (state {state}: nothing left to trace)") if state in ("Z", "X") else None
+    state = _state(f"/proc/{pid}/stat")
+    return LiveError(f"process {pid} has exited (state {state}: nothing left to trace)") if state in EXITED_STATES else None
 
 
 def _not_permitted(pid: int) -> LiveError:
@@ -175,10 +184,14 @@ def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bo
         # one thread at a time: stopped, copied and released in C, then walked here while every
         # thread runs (one stack copy held at a time)
         for tid in wanted:
-            outcome, _errno, registers, stack_address, stack, stopped_ns = _core.live_capture(
+            outcome, error, registers, stack_address, stack, stopped_ns = _core.live_capture(
                 pid, tid, ranges, max_stack, mem_fd)
             if registers is None:
-                threads.append(Thread(tid, _thread_name(pid, tid), (), outcome, 0, stopped_ns))
+                # ptrace refuses a thread that is exiting as it refuses a forbidden one (EPERM)
+                if outcome == "not_permitted" and _state(f"/proc/{pid}/task/{tid}/stat") in EXITED_STATES:
+                    outcome = "exited"
+                threads.append(Thread(tid, _thread_name(pid, tid), (), outcome, 0, stopped_ns,
+                                      os.strerror(error) if error else ""))
                 continue
             frames, walk_outcome, fault = unwind_thread(space, dict(enumerate(registers)), stack, stack_address,
                                                         with_registers=with_registers, max_frames=max_frames)

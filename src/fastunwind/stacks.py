@@ -63,6 +63,8 @@ class Thread(NamedTuple):
     fault_address: int = 0  #: where the walk failed (walk.h fu_walk_result), else 0
     #: how long the thread was stopped to copy its registers and stack (live processes), else 0
     stopped_ns: int = 0
+    #: why a thread that could not be walked was not (the system's message), else ""
+    reason: str = ""
 
     @property
     def complete(self) -> bool:
@@ -172,7 +174,8 @@ def thread_lines(thread: Thread) -> list[str]:
         lines.extend(register_lines(frame))
     if not thread.complete:
         where = f" at {thread.fault_address:#x}" if thread.fault_address else ""
-        lines.append(f"(stack incomplete: {thread.outcome}{where})")
+        reason = f": {thread.reason}" if thread.reason else ""
+        lines.append(f"(stack incomplete: {thread.outcome}{where}{reason})")
     return lines
 
 

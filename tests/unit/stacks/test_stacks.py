@@ -17,7 +17,8 @@ def snapshot() -> ProcessSnapshot:
               Frame(0x401200, "main", 0x20, "/bin/prog", "cfi", {"rax": None, "rdx": 2}),
               Frame(0x7f0000001000, None, 0, None, "frame_pointer", {}))
     return ProcessSnapshot(42, (Thread(42, "prog", frames, "end"),
-                                Thread(43, "worker", frames[:1], "truncated", 0x7ffd0000)))
+                                Thread(43, "worker", frames[:1], "truncated", 0x7ffd0000),
+                                Thread(44, "gone", (), "exited", 0, 0, "No such process")))
 
 
 def test_text_names_every_frame_and_marks_incomplete_stacks():
@@ -35,6 +36,8 @@ def test_text_names_every_frame_and_marks_incomplete_stacks():
         "#0  0x0000000000401136 in leaf+0x6 (/bin/prog)",
         "    rax 0x0000000000000001  rdx <unknown>",
         "(stack incomplete: truncated at 0x7ffd0000)",
+        "TID 44 (gone):",
+        "(stack incomplete: exited: No such process)",
     ]
 
 
