@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fastunwind import core as core_files
+from fastunwind.elf import ElfFile
 from fastunwind.stacks import Thread
 from tests.support import cores
 from tests.support.cores import CoreUnavailable
@@ -102,6 +103,10 @@ def test_every_thread_as_eu_stack_and_gdb_see_it(kind: str, program: Path, made_
     with core_files.open(core) as opened:
         assert opened.problems == []
         threads = opened.threads(with_registers=True)
+        modules = {module.path: module for module in opened.modules}
+    # the vDSO's image is the core's own copy, its build-id read from it
+    assert modules[core_files.VDSO].file == core_files.VDSO and modules[core_files.VDSO].build_id
+    assert modules[str(program)].build_id == ElfFile.open(program).build_id_hex
     assert len(threads) == 6
     assert assert_agrees(threads, core, program) > 500
     names = {frame.symbol for thread in threads for frame in thread.frames}
