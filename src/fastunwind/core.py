@@ -24,8 +24,8 @@ import os
 import stat
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 from types import TracebackType
+from typing import NamedTuple
 
 from fastunwind import _core, stacks
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, ModuleImage
@@ -46,8 +46,7 @@ _PHDR_SIZE = 56
 MAX_PROGRAM_HEADERS = 64
 
 
-@dataclass(frozen=True, slots=True)
-class CoreModule:
+class CoreModule(NamedTuple):
     """A file the process had mapped, as the core describes it and as it was found here."""
 
     path: str  #: as the core names it (NT_FILE), or VDSO
