@@ -146,6 +146,11 @@ class CoreFile:
         """Memory bytes the core's headers promise beyond the end of the file (a truncated core)."""
         return self._core.truncated_bytes
 
+    def read(self, address: int, size: int) -> bytes | None:
+        """The process's memory as the walker reads it: the dump, else the mapped files (for what
+        the dump left out); None where neither holds all `size` bytes."""
+        return self._core.read(address, size)
+
     @property
     def problems(self) -> list[str]:
         """One line per module not used, and one for a truncated core."""

@@ -144,3 +144,19 @@ def test_a_debian_programs_gcore(name: str, tmp_path: Path) -> None:
     # the outermost frame is the program's own entry code (stripped: no symbol to name it)
     program_file = os.path.realpath(command[0])
     assert threads[0].frames[-1].module == program_file
+
+
+def test_memory_the_dump_left_out_comes_from_the_mapped_file(program: Path, made_cores: dict[str, Path | str]
+                                                            ) -> None:
+    """The kernel does not dump file-backed text (coredump_filter): the reader serves it from the
+    file NT_FILE names, at the mapping's file offset, as eu-stack does."""
+    core = core_of(made_cores, "segv")
+    with core_files.open(core) as opened:
+        libc = next(m for m in opened.space.mappings if m.path.endswith("/libc.so.6"))
+        segments = {vaddr: filesz for vaddr, _memsz, filesz, _present, _flags in opened._core.segments()}
+        assert segments.get(libc.start, 0) == 0  # its text is not in the dump
+        with open(libc.path, "rb") as file:
+            file.seek(libc.pgoff + 0x100)
+            expected = file.read(64)
+        assert opened.read(libc.start + 0x100, 64) == expected
+        assert opened.read(libc.end - 8, 16) is None  # runs past the mapping
