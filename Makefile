@@ -23,7 +23,7 @@ EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(s
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
 .PHONY: FORCE all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
-        bench-check bench-synth bench-trace bench-bpf decode-compare synth-unwind clean
+        bench-check bench-synth bench-core bench-trace bench-bpf decode-compare synth-unwind clean
 
 all: build
 
@@ -119,6 +119,9 @@ bench-check: build
 # `fastunwind synth` of libc and libLLVM-14 against `readelf -wF` of the same files (docs/BENCHMARKS.md).
 bench-synth: build
 	$(PY) -m benchmarks.bench_synth
+# `fastunwind core` against `eu-stack --core` and gdb on a gcore of a 64-thread process.
+bench-core: build
+	$(PY) -m benchmarks.bench_core
 
 # `fastunwind check --trace`: steps per second on real commands against a bare ptrace loop.
 bench-trace: build

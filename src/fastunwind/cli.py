@@ -22,7 +22,7 @@ INTERRUPTED_STATUS = 130
 COMMAND_MODULES = {
     "table": "table", "lookup": "lookup", "check": "check", "synth": "synth", "perf-script": "perf_script",
     "report": "report", "record": "record_bpf", "bench": "bench", "compile": "compile", "cache": "cache",
-    "backtrace": "backtrace",
+    "backtrace": "backtrace", "core": "core",
 }
 
 

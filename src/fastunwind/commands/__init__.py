@@ -21,6 +21,25 @@ def command_parser(subparsers: Any, name: str, summary: str, description: str | 
     return parser
 
 
+def add_snapshot_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the commands that print thread stacks (stacks.py): --registers, --json, -o."""
+    parser.add_argument("--registers", action="store_true",
+                        help="every register each frame recovers (<unknown> where no unwind rule recovers one)")
+    parser.add_argument("--json", action="store_true",
+                        help='one JSON document: {"pid", "threads": [{"tid", "name", "outcome", "frames": '
+                             '[{"address", "symbol", "offset", "module", "registers"}]}]}')
+    add_output_argument(parser)
+
+
+def write_snapshot(snapshot: Any, args: argparse.Namespace) -> None:
+    """A snapshot of thread stacks (stacks.ProcessSnapshot) as text, or JSON with --json, to
+    standard output (the -o file: cli.main redirects it)."""
+    from fastunwind import stacks
+
+    render = stacks.render_json if args.json else stacks.render_text
+    render(snapshot, sys.stdout)
+
+
 def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
     """perf script's and perf report's sample filters, with perf's names and syntax."""
     group = parser.add_argument_group("sample filters (perf's syntax)")

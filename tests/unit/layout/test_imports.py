@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.__main__",),
     ("fastunwind.cli",),
     ("fastunwind.commands.backtrace", "fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
+     "fastunwind.commands.core",
      "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.record_bpf",
      "fastunwind.commands.report",
      "fastunwind.commands.synth", "fastunwind.commands.table"),
@@ -39,8 +40,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.perf",),
     # the package's own names: the top-level API, imported lazily (fastunwind/__init__.py)
     ("fastunwind",),
-    # the sources of thread stacks: a live process
-    ("fastunwind.live",),
+    # the sources of thread stacks: a live process, a core file
+    ("fastunwind.live", "fastunwind.core"),
     # the symbolized stacks of a process's threads, shared by the live and core-file sources
     ("fastunwind.stacks",),
     ("fastunwind.bpf", "fastunwind.trace", "fastunwind.walk"),
