@@ -33,8 +33,9 @@ setup(
             extra_link_args=link_args,
             # perf_data.c: PERF_RECORD_COMPRESSED (perf record -z); demangle.c: libiberty's demangler
             # (libiberty-dev ships only a static, PIC libiberty.a); synth_decode.c: Zydis 4, the x86
-            # decoder (libzydis-dev)
-            libraries=["zstd", "iberty", "Zydis"],
+            # decoder (libzydis-dev); srcline.c: elfutils' libdw, DWARF line tables and inline DIEs
+            # (libdw-dev)
+            libraries=["zstd", "iberty", "Zydis", "dw", "elf"],
         )
     ]
 )

@@ -32,6 +32,7 @@ typedef enum py_type_id {
     PY_UNWOUND_SAMPLES, /* (py_perf_script.c) */
     PY_REPORT,          /* fu_report (py_report.c) */
     PY_PROFILE,         /* fu_profile (py_profile.c) */
+    PY_SOURCE_LINES,    /* fu_srcline_module (py_srcline.c) */
     PY_TYPE_COUNT
 } py_type_id;
 

@@ -24,12 +24,13 @@ int py_trace_init(PyObject *module);         /* trace */
 int py_report_init(PyObject *module);        /* Report */
 int py_profile_init(PyObject *module);       /* Profile */
 int py_sample_filter_init(PyObject *module); /* filter_samples, keep_comms */
+int py_srcline_init(PyObject *module);       /* SourceLines */
 
 static const py_init_fn INITS[] = {
     py_x86_64_init,        py_cfi_init,       py_dwarf_expr_init,  py_compact_table_init, py_eh_elf_init,
     py_eh_elf_rows_init,   py_address_space_init, py_walk_init,    py_perf_data_init,     py_perf_replay_init,
     py_perf_walk_init,     py_symbols_init,   py_perf_script_init, py_synth_init,         py_trace_init,
-    py_report_init,        py_sample_filter_init, py_profile_init,
+    py_report_init,        py_sample_filter_init, py_profile_init, py_srcline_init,
 };
 
 static int module_exec(PyObject *module)

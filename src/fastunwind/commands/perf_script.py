@@ -6,6 +6,9 @@ The default output is the format of `perf script --no-inline -F comm,tid,time,ev
 `--format folded` (or `--folded`) prints collapsed stacks with counts (FlameGraph's format),
 `--format speedscope` speedscope's file (one sampled profile per thread, every sample); `-o FILE`
 writes to a file; `--stats` prints the outcome of every unwind, frames per sample and the time spent.
+`--inline` adds the functions inlined at each frame's address and `-F +srcline` each frame's source
+line, as perf script prints them (from the modules' DWARF, their separate debug files, or a
+debuginfod server when DEBUGINFOD_URLS is set).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ examples:
   fastunwind perf-script -i perf.data --stats
   fastunwind perf-script -i perf.data --format speedscope -o profile.speedscope.json
   fastunwind perf-script -i perf.data --comm python3 --time 12883.9,12884.5
+  fastunwind perf-script -i perf.data --inline -F +srcline
   perf record -o - --call-graph dwarf -- ./app | fastunwind perf-script -i -
 """
 
@@ -52,8 +56,31 @@ def add_parser(subparsers: Any) -> None:
                              "the DWARF interpreter, each with the interpreter for what it leaves; auto (default): "
                              "the compact table, and a module's eh_elf, if compiled, for the rows the table "
                              "leaves to the interpreter")
+    inline = parser.add_mutually_exclusive_group()
+    inline.add_argument("--inline", action="store_true",
+                        help="a line for each function inlined at a frame's address, before the frame (perf script "
+                             "--inline)")
+    inline.add_argument("--no-inline", action="store_false", dest="inline", help="no inlined functions (the default)")
+    parser.add_argument("-F", "--fields", default="", metavar="+srcline",
+                        help="+srcline: each frame's source file:line after it (perf script -F +srcline)")
     add_filter_arguments(parser)
     parser.set_defaults(run=run)
+
+
+#: the fields -F may add to perf script's text
+FIELDS = {"srcline": _core.UNWOUND_SRCLINE}
+
+
+def srcline_fields(inline: bool, fields: str) -> int:
+    """The _core.UNWOUND_* flags of --inline and -F (perf's "+field,+field" syntax); ValueError
+    naming a field this text does not have."""
+    flags = _core.UNWOUND_INLINE if inline else 0
+    for field in filter(None, fields.split(",")):
+        name = field.lstrip("+")
+        if name not in FIELDS:
+            raise ValueError(f"-F {fields}: only {', '.join('+' + f for f in FIELDS)} can be added")
+        flags |= FIELDS[name]
+    return flags
 
 
 #: the outputs of --format
@@ -67,6 +94,11 @@ def run(args: argparse.Namespace) -> int:
     # The run makes few Python objects (none per sample) and no cycles worth collecting; importing
     # and creating the library's classes would trigger ~10 collections (1.7 ms on hackbench).
     gc.disable()
+    try:
+        fields = srcline_fields(args.inline, args.fields)
+    except ValueError as error:
+        print(f"fastunwind: error: {error}", file=sys.stderr)
+        return 2
     selected = sample_filter(args)
     from fastunwind.perf.script import stream_recording, write_speedscope
 
@@ -83,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     with _progress(args.input, 2) as on_phase, out if args.output else contextlib.nullcontext():
         on_phase({"text": "unwinding and writing", "folded": "unwinding", "stats": "counting"}[mode])
         stats = stream_recording(args.input, out, mode=mode, max_frames=args.max_frames, backend=args.backend,
-                                 on_phase=on_phase, sample_filter=selected, consumers=[profile] if profile else ())
+                                 on_phase=on_phase, sample_filter=selected, consumers=[profile] if profile else (),
+                                 srcline_fields=fields)
         if profile is not None and stats.samples:
             write_speedscope(profile, out, os.path.basename(args.input))
     for note in stats.notes:  # one line each on stderr, as perf's warnings
