@@ -382,9 +382,20 @@ static bool format_frame(const fu_unwound *u, const fu_unwound_frame *f, fu_buff
     fu_put(out, "\t", 1);
     fu_put_hex(out, f->address, f->negative, 16);
     put_symbol_and_dso(out, f, dso, dso_len);
-    /* perf prints an unknown line ("??:0") only with --inline (map__fprintf_srcline leaves it out) */
-    if (srcline && (own || (u->srcline_fields & FU_UNWOUND_INLINE)))
+    if (!srcline || f->mapping == FU_UNWOUND_MAPPING_NONE)
+        return true;
+    if (f->mapping == FU_UNWOUND_MAPPING_KERNEL) { /* perf has no source of the kernel's: "dso[address]" */
+        if (!fu_buffer_reserve(out, 2 + dso_len + 2 + FU_PUT_HEX_MAX + 1))
+            return false;
+        fu_put(out, "  ", 2);
+        fu_put(out, dso, dso_len);
+        fu_put(out, "[", 1);
+        fu_put_hex(out, f->address, false, 0);
+        fu_put(out, "]\n", 2);
+    } else if (own || (u->srcline_fields & FU_UNWOUND_INLINE)) {
+        /* perf prints an unknown line ("??:0") only with --inline (map__fprintf_srcline leaves it out) */
         put_srcline(out, m, own, false);
+    }
     return true;
 }
 

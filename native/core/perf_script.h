@@ -17,7 +17,8 @@
  * symbol and a chain of n > 1 locations is preceded by n - 1 lines, innermost first, each
  * "\t%16x function+0xoff (inlined)" (the frame's address and symbol offset, no dso); with srcline,
  * each frame line is followed by "  file:line" (the file's basename; when not known "??:0" with
- * --inline, nothing without), the
+ * --inline, nothing without; a kernel frame's "  [kernel.kallsyms][address]", a frame in no
+ * mapping's nothing), the
  * inlined ones' "  file:line (inlined)" instead of the " (inlined)" suffix. A frame's line is
  * its chain's outermost location with --inline (the call site in the function of its symbol), the
  * innermost without (the line table's); callers are looked up where their frames point (the return
