@@ -316,11 +316,9 @@ static size_t srcline_bytes(const fu_srcline_location *at)
     return 2 + (at ? at->file_len : 0) + 4 + 24 + 10 + 1;
 }
 
-/* perf's srcline line: "  basename(file):line" ("??:0" when not known: at NULL), " (inlined)" for an
- * inlined function's, and the line's end (the room reserved: srcline_bytes). */
-static void put_srcline(fu_buffer *out, const fu_srcline_module *m, const fu_srcline_location *at, bool inlined)
+/* "basename(file):line" ("??:0" when not known: at NULL), into room the caller reserved. */
+static void put_file_and_line(fu_buffer *out, const fu_srcline_module *m, const fu_srcline_location *at)
 {
-    fu_put(out, "  ", 2);
     if (at && at->file_len) {
         const char *file = fu_srcline_text(m, at->file);
         size_t base = at->file_len;
@@ -332,6 +330,14 @@ static void put_srcline(fu_buffer *out, const fu_srcline_module *m, const fu_src
     }
     fu_put(out, ":", 1);
     fu_put_udec(out, at ? at->line : 0, 0, ' ');
+}
+
+/* perf's srcline line: "  file:line", " (inlined)" for an inlined function's, and the line's end
+ * (the room reserved: srcline_bytes). */
+static void put_srcline(fu_buffer *out, const fu_srcline_module *m, const fu_srcline_location *at, bool inlined)
+{
+    fu_put(out, "  ", 2);
+    put_file_and_line(out, m, at);
     if (inlined)
         fu_put(out, " (inlined)", 10);
     fu_put(out, "\n", 1);
@@ -344,6 +350,16 @@ static const fu_srcline_module *frame_srclines(const fu_unwound *u, const fu_unw
     if (f->mapping == FU_UNWOUND_MAPPING_KERNEL || f->mapping == FU_UNWOUND_MAPPING_NONE)
         return NULL;
     return u->maps[f->mapping].srclines;
+}
+
+bool fu_unwound_frame_srcline(const fu_unwound *u, const fu_unwound_frame *f, fu_buffer *out)
+{
+    const fu_srcline_module *m = frame_srclines(u, f);
+    const fu_srcline_location *at = m && f->chain.count ? fu_srcline_location_at(m, f->chain.first) : NULL;
+    if (!fu_buffer_reserve(out, srcline_bytes(at)))
+        return false;
+    put_file_and_line(out, m, at);
+    return true;
 }
 
 /* A frame's lines as perf_script.h says: the inlined functions' with --inline, then "\t%16x

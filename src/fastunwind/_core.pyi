@@ -331,6 +331,7 @@ REPORT_SORT_SYM: int
 REPORT_SORT_DSO: int
 REPORT_SORT_COMM: int
 REPORT_SORT_TID: int
+REPORT_SORT_SRCLINE: int
 
 class Report:
     def __init__(self, sort: int) -> None: ...
@@ -338,7 +339,7 @@ class Report:
     def samples(self) -> int: ...
     def add(self, samples: UnwoundSamples, /) -> None: ...
     def rows(self, by_total: bool, limit: int = -1, /
-             ) -> list[tuple[str | None, str | None, str | None, int, int, int, int]]: ...
+             ) -> list[tuple[str | None, str | None, str | None, int, int, int, int, str | None]]: ...
 
 # synth / check (native/py/py_synth.c): the declared rows of FDEs against the code's derived rows
 CHECK_RESULT_FIELD_NAMES: tuple[str, ...]
