@@ -8,17 +8,17 @@ import sys
 from collections.abc import Sequence
 
 from fastunwind import __version__
-from fastunwind.commands import bench, cache, check, lookup, perf_script, report, table
+from fastunwind.commands import bench, cache, check, lookup, perf_script, record, report, table
 from fastunwind.commands import compile as compile_command
 from fastunwind.errors import FastunwindError
 
-COMMANDS = (table, lookup, check, perf_script, report, bench, compile_command, cache)
+COMMANDS = (table, lookup, check, perf_script, report, record, bench, compile_command, cache)
 
 
 #: the command name each module registers (its add_parser's first argument)
 COMMAND_NAMES = {
     "table": table, "lookup": lookup, "perf-script": perf_script, "report": report, "bench": bench, "compile": compile_command,
-    "cache": cache, "check": check,
+    "cache": cache, "check": check, "record": record,
 }
 
 

@@ -23,6 +23,8 @@ PACKAGE = Path(fastunwind.__file__).parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.__main__",),
     ("fastunwind.cli",),
+    # record drives perf and hands the pipe to perf-script's output
+    ("fastunwind.commands.record",),
     ("fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
      "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.report",
      "fastunwind.commands.table"),
@@ -34,7 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.perf.script",),
     ("fastunwind.perf.walk", "fastunwind.perf.sample_filter"),
     ("fastunwind.perf.replay",),
-    ("fastunwind.perf.data",),
+    ("fastunwind.perf.data", "fastunwind.perf.record"),
     ("fastunwind.perf",),
     ("fastunwind.trace", "fastunwind.walk"),
     ("fastunwind.address_space",),
