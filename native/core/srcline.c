@@ -36,6 +36,9 @@ struct fu_srcline_module {
     fu_buffer locations;              /* fu_srcline_location */
     fu_buffer addresses;              /* resolved */
     fu_intern_set address_index;
+    fu_buffer units;                  /* unit_index: the units whose functions are indexed */
+    fu_intern_set unit_index;
+    fu_buffer functions;              /* function_range, each unit's sorted by low */
 };
 
 fu_status fu_srcline_open(const char *path, fu_srcline_module **out, fu_error *err)
@@ -85,8 +88,11 @@ void fu_srcline_close(fu_srcline_module *m)
     free(m->texts.data);
     free(m->locations.data);
     free(m->addresses.data);
+    free(m->units.data);
+    free(m->functions.data);
     fu_intern_free(&m->text_index);
     fu_intern_free(&m->address_index);
+    fu_intern_free(&m->unit_index);
     free(m);
 }
 
@@ -158,6 +164,159 @@ static bool unit_die(Dwarf *dwarf, uint64_t svma, Dwarf_Die *cu)
         offset = next;
     }
     return false;
+}
+
+/* ---- a unit's functions, indexed by address ------------------------------------------------------
+ *
+ * dwarf_getscopes searches a unit's whole DIE tree for every address: 3 ms an address in a C++ unit
+ * that includes <algorithm> (138 addresses of a std::sort program took 414 ms). The subprograms
+ * with code of each unit are indexed once instead (their ranges, sorted), and an address's scopes
+ * are then found inside its subprogram only. */
+
+typedef struct function_range {
+    uint64_t low, high; /* [low, high) */
+    Dwarf_Off die;
+} function_range;
+
+typedef struct unit_index {
+    Dwarf_Off unit;
+    uint32_t first, count; /* into functions */
+} unit_index;
+
+/* Nesting of namespaces and types searched for function definitions (C++ nests a few levels). */
+#define FU_SRCLINE_MAX_NAMESPACE_DEPTH 64
+
+static bool index_functions(fu_srcline_module *m, Dwarf_Die *parent, int depth)
+{
+    Dwarf_Die child;
+    if (depth > FU_SRCLINE_MAX_NAMESPACE_DEPTH || dwarf_child(parent, &child) != 0)
+        return true;
+    do { /* each sibling once: bounded by the unit's DIEs */
+        int tag = dwarf_tag(&child);
+        if (tag == DW_TAG_subprogram) {
+            Dwarf_Addr base, start, end;
+            ptrdiff_t offset = 0;
+            while ((offset = dwarf_ranges(&child, offset, &base, &start, &end)) > 0) {
+                function_range range = {start, end, dwarf_dieoffset(&child)};
+                if (start < end && !fu_buffer_append(&m->functions, &range, sizeof range))
+                    return false;
+            }
+        } else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+                   tag == DW_TAG_union_type || tag == DW_TAG_module) {
+            if (!index_functions(m, &child, depth + 1))
+                return false;
+        }
+    } while (dwarf_siblingof(&child, &child) == 0);
+    return true;
+}
+
+static int by_low(const void *a, const void *b)
+{
+    const function_range *x = a, *y = b;
+    return x->low < y->low ? -1 : x->low > y->low;
+}
+
+static bool unit_equal(const void *context, uint32_t i, const void *key)
+{
+    const fu_srcline_module *m = context;
+    return ((const unit_index *)(const void *)m->units.data)[i].unit == *(const Dwarf_Off *)key;
+}
+
+/* The subprogram with code at svma in unit `cu`, from the unit's index (built on first use); false
+ * if none (or out of memory): the caller then searches the whole unit (searched_scopes). */
+static bool function_die(fu_srcline_module *m, Dwarf_Die *cu, uint64_t svma, Dwarf_Die *out)
+{
+    Dwarf_Off unit = dwarf_dieoffset(cu);
+    uint64_t hash = fu_hash_u64(unit ^ 0x5ca1ab1e);
+    uint32_t found = fu_intern_find(&m->unit_index, hash, unit_equal, m, &unit);
+    if (found == FU_INTERN_NONE) {
+        size_t first = m->functions.len / sizeof(function_range);
+        size_t count_units = m->units.len / sizeof(unit_index);
+        if (!index_functions(m, cu, 0) || m->functions.len / sizeof(function_range) >= UINT32_MAX ||
+            count_units >= FU_INTERN_NONE - 1) {
+            m->functions.len = first * sizeof(function_range);
+            return false;
+        }
+        size_t count = m->functions.len / sizeof(function_range) - first;
+        qsort((function_range *)(void *)m->functions.data + first, count, sizeof(function_range), by_low);
+        unit_index entry = {unit, (uint32_t)first, (uint32_t)count};
+        if (!fu_buffer_append(&m->units, &entry, sizeof entry) ||
+            !fu_intern_insert(&m->unit_index, hash, (uint32_t)count_units))
+            return false;
+        found = (uint32_t)count_units;
+    }
+    const unit_index *entry = &((const unit_index *)(const void *)m->units.data)[found];
+    const function_range *ranges = (const function_range *)(const void *)m->functions.data + entry->first;
+    size_t low = 0, high = entry->count; /* the first range starting above svma */
+    while (low < high) {
+        size_t mid = low + (high - low) / 2;
+        if (ranges[mid].low <= svma)
+            low = mid + 1;
+        else
+            high = mid;
+    }
+    /* ranges do not nest, but a function's later range may start before another's ends: look back a few */
+    for (size_t i = low, looked = 0; i > 0 && looked < 8; i--, looked++)
+        if (svma < ranges[i - 1].high)
+            return dwarf_offdie(dwarf_cu_getdwarf(cu->cu), ranges[i - 1].die, out) != NULL;
+    return false;
+}
+
+/* The scopes around svma inside `function` that name a function (the subprogram, then each inlined
+ * subroutine inward), outermost first, at most FU_SRCLINE_MAX_DEPTH; their count. Lexical blocks
+ * are passed through. */
+static int function_scopes(Dwarf_Die *function, uint64_t svma, Dwarf_Die *scopes)
+{
+    int count = 0;
+    scopes[count++] = *function;
+    Dwarf_Die current = *function;
+    /* each level goes one DIE deeper: bounded by the tree's depth and the scope limit */
+    for (int level = 0; level < 4 * FU_SRCLINE_MAX_DEPTH && count < FU_SRCLINE_MAX_DEPTH; level++) {
+        Dwarf_Die child;
+        bool deeper = false;
+        if (dwarf_child(&current, &child) != 0)
+            break;
+        do {
+            int tag = dwarf_tag(&child);
+            if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block) && dwarf_haspc(&child, svma) == 1) {
+                if (tag == DW_TAG_inlined_subroutine)
+                    scopes[count++] = child;
+                current = child;
+                deeper = true;
+                break;
+            }
+        } while (dwarf_siblingof(&child, &child) == 0);
+        if (!deeper)
+            break;
+    }
+    return count;
+}
+
+/* function_scopes' answer from a search of the whole unit, for code the index does not place:
+ * dwarf_getscopes follows an inlined subroutine into its abstract origin's parents, so its
+ * innermost scope's own parents (dwarf_getscopes_die) are the concrete nesting, as eu-addr2line
+ * walks it. */
+static int searched_scopes(Dwarf_Die *cu, uint64_t svma, Dwarf_Die *scopes)
+{
+    Dwarf_Die *found = NULL;
+    int found_count = dwarf_getscopes(cu, svma, &found);
+    if (found_count > 0) {
+        Dwarf_Die innermost = found[0];
+        free(found);
+        found = NULL;
+        found_count = dwarf_getscopes_die(&innermost, &found);
+    }
+    int count = 0, outermost = -1;
+    for (int i = 0; i < found_count && outermost < 0; i++)
+        if (dwarf_tag(&found[i]) == DW_TAG_subprogram)
+            outermost = i;
+    for (int i = outermost; i >= 0 && count < FU_SRCLINE_MAX_DEPTH; i--) {
+        int tag = dwarf_tag(&found[i]);
+        if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
+            scopes[count++] = found[i];
+    }
+    free(found);
+    return count;
 }
 
 /* A function's name as addr2line -f gives it, demangled as perf demangles (NULL: none). The result
@@ -237,35 +396,25 @@ static bool resolve(fu_srcline_module *m, uint64_t svma, fu_srcline_chain *chain
     if (row && dwarf_lineno(row, &row_line) != 0)
         row_line = 0;
     uint32_t line = row_line > 0 ? (uint32_t)row_line : 0;
-    /* dwarf_getscopes follows an inlined subroutine into its abstract origin's parents; its
-     * innermost scope's own parents (dwarf_getscopes_die) are the concrete nesting, as eu-addr2line
-     * walks it */
-    Dwarf_Die *scopes = NULL, innermost;
-    int scope_count = dwarf_getscopes(&cu, svma, &scopes);
-    if (scope_count > 0) {
-        innermost = scopes[0];
-        free(scopes);
-        scopes = NULL;
-        scope_count = dwarf_getscopes_die(&innermost, &scopes);
-    }
+    Dwarf_Die function, *found = malloc(FU_SRCLINE_MAX_DEPTH * sizeof *found);
+    if (!found)
+        return false;
+    int found_count = function_die(m, &cu, svma, &function) ? function_scopes(&function, svma, found)
+                                                              : searched_scopes(&cu, svma, found);
     bool ok = true;
     uint32_t depth = 0;
     /* innermost first: each inlined subroutine is a location in its origin, called from the next */
-    for (int i = 0; ok && i < scope_count && depth < FU_SRCLINE_MAX_DEPTH; i++) {
-        int tag = dwarf_tag(&scopes[i]);
-        if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
-            continue;
+    for (int i = found_count - 1; ok && i >= 0; i--) {
         size_t name_len = 0;
         char *owned;
-        const char *name = function_name(&scopes[i], &name_len, &owned);
+        const char *name = function_name(&found[i], &name_len, &owned);
         ok = add_location(m, name, name_len, file, line);
         free(owned);
         depth++;
-        if (tag == DW_TAG_subprogram)
-            break;
-        file = call_site(&cu, &scopes[i], &line);
+        if (i > 0)
+            file = call_site(&cu, &found[i], &line);
     }
-    free(scopes);
+    free(found);
     if (ok && depth == 0) { /* code in no function of the unit (assembly): its line alone */
         ok = add_location(m, NULL, 0, file, line);
         depth = 1;
