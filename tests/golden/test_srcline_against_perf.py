@@ -20,6 +20,7 @@ differences, each checked against elfutils' eu-addr2line as the second oracle:
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -101,8 +102,10 @@ def _group_dso(entries: list[tuple[str, str]], index: int) -> tuple[str, int]:
     return "", int(address, 16)
 
 
+@functools.lru_cache(maxsize=None)
 def _eu_chain(dso: str, address: int) -> list[str]:
-    """eu-addr2line -i's locations at `address` as perf prints them (basename:line)."""
+    """eu-addr2line -i's locations at `address` as perf prints them (basename:line); once per
+    address (each run reads the module's debug file)."""
     out = subprocess.run(["eu-addr2line", "-i", "-e", dso, hex(address)], capture_output=True, text=True).stdout
     chain = []
     for line in out.splitlines():
