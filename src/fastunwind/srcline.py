@@ -13,8 +13,6 @@ libc's debug file against 0.01 s for its copy.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from typing import NamedTuple
 
 from fastunwind import _core
@@ -52,6 +50,9 @@ def _decompressed(path: str, build_id: str | None) -> str:
             key = build_id or elf.build_id_hex
     except (OSError, FastunwindError):
         return path
+    import shutil  # only for a compressed debug file: subprocess costs ~3 ms of every start
+    import subprocess
+
     if not compressed or key is None or shutil.which("objcopy") is None:
         return path
     copy = os.path.join(cache_dir("debug"), f"{key}.debug")
