@@ -238,7 +238,8 @@ static bool function_die(fu_srcline_module *m, Dwarf_Die *cu, uint64_t svma, Dwa
             return false;
         }
         size_t count = m->functions.len / sizeof(function_range) - first;
-        qsort((function_range *)(void *)m->functions.data + first, count, sizeof(function_range), by_low);
+        if (count) /* functions.data is NULL before the first range */
+            qsort((function_range *)(void *)m->functions.data + first, count, sizeof(function_range), by_low);
         unit_index entry = {unit, (uint32_t)first, (uint32_t)count};
         if (!fu_buffer_append(&m->units, &entry, sizeof entry) ||
             !fu_intern_insert(&m->unit_index, hash, (uint32_t)count_units))
