@@ -118,16 +118,21 @@ def run(args: argparse.Namespace) -> int:
                                  on_phase=on_phase, sample_filter=selected, consumers=[profile] if profile else (),
                                  srcline_fields=fields)
         if profile is not None and stats.samples:
-            write_speedscope(profile, out, os.path.basename(args.input))
+            write_speedscope(profile, out, os.path.basename(_label(args)))
     for note in stats.notes:  # one line each on stderr, as perf's warnings
-        print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
+        print(f"fastunwind: note: {_label(args)}: {note}", file=sys.stderr)
     if not stats.samples:
-        print(no_samples_message(args.input, selected is not None), file=sys.stderr)
+        print(no_samples_message(_label(args), selected is not None), file=sys.stderr)
         return 1
     _warn_unusable_modules(stats)
     if args.stats:
         _print_stats(stats)
     return 0
+
+
+def _label(args: argparse.Namespace) -> str:
+    """What messages call the recording: its path, or what `record` names the pipe it reads."""
+    return str(getattr(args, "label", None) or args.input)
 
 
 def _warn_unusable_modules(stats: Any) -> None:

@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"fastunwind: error: {error}", file=sys.stderr)
         return 1
     script_args = argparse.Namespace(
-        input=recording.path, folded=False, stats=False, format=args.format, output=args.output,
+        input=recording.path, label=f"perf record of {' '.join(command) if command else f'pid {args.pid}'}",
+        folded=False, stats=False, format=args.format, output=args.output,
         max_frames=_core.PERF_MAX_FRAMES, backend=None, inline=args.inline, fields=args.fields,
         comm=None, pid=None, tid=None, cpu=None, time=None)
     failure: FastunwindError | None = None
