@@ -354,6 +354,21 @@ static const fu_srcline_module *frame_srclines(const fu_unwound *u, const fu_unw
 
 bool fu_unwound_frame_srcline(const fu_unwound *u, const fu_unwound_frame *f, fu_buffer *out)
 {
+    if (f->mapping == FU_UNWOUND_MAPPING_KERNEL) { /* no source of the kernel's: perf's "sym+offset" */
+        if (!fu_buffer_reserve(out, (f->has_symbol ? f->name_len : 0) + 20 + 20 + FU_PUT_HEX_MAX))
+            return false;
+        if (f->has_symbol) {
+            fu_put(out, f->name, f->name_len);
+            fu_put(out, "+", 1);
+            fu_put_udec(out, f->offset, 0, ' ');
+        } else {
+            fu_put(out, KERNEL_DSO, sizeof KERNEL_DSO - 1);
+            fu_put(out, "[", 1);
+            fu_put_hex(out, f->address, false, 0);
+            fu_put(out, "]", 1);
+        }
+        return true;
+    }
     const fu_srcline_module *m = frame_srclines(u, f);
     const fu_srcline_location *at = m && f->chain.count ? fu_srcline_location_at(m, f->chain.first) : NULL;
     if (!fu_buffer_reserve(out, srcline_bytes(at)))

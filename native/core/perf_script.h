@@ -163,7 +163,9 @@ bool fu_unwound_statistics(const fu_unwound *u, uint64_t *unwound, uint64_t *fra
 /* The dso a frame prints: [kernel.kallsyms], [unknown] or its mapping's path. */
 void fu_unwound_frame_dso(const fu_unwound *u, const fu_unwound_frame *f, const char **dso, size_t *len);
 /* Appends the frame's source line as perf report's srcline key shows it: "file:line" of the line
- * table's row (the file's basename), "??:0" when not known. False if out of memory. */
+ * table's row (the file's basename), "??:0" when not known; a kernel frame's "symbol+offset" (the
+ * offset in decimal, as perf's get_srcline falls back), "[kernel.kallsyms][address]" without a
+ * symbol. False if out of memory. */
 bool fu_unwound_frame_srcline(const fu_unwound *u, const fu_unwound_frame *f, fu_buffer *out);
 /* Sample s's comm ("" for none). */
 void fu_unwound_comm(const fu_unwound *u, size_t s, const char **comm, size_t *len);
