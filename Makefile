@@ -16,7 +16,7 @@ STAMPS := .build
 SYSTEM_PACKAGES := binutils gcc g++ make llvm-14 clang-14 elfutils libdw-dev libunwind-dev \
                    zlib1g-dev libzstd-dev pkg-config xz-utils linux-perf rt-tests \
                    lld mold golang-go libiberty-dev libzydis-dev chromium chromium-driver gdb time ffmpeg \
-                   libbpf-dev bpftool
+                   libbpf-dev bpftool debuginfod libc6-dbg
 
 NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch] native/bpf/*.[ch])
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")

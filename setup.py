@@ -60,8 +60,9 @@ setup(
             extra_link_args=link_args,
             # perf_data.c: PERF_RECORD_COMPRESSED (perf record -z); demangle.c: libiberty's demangler
             # (libiberty-dev ships only a static, PIC libiberty.a); synth_decode.c: Zydis 4, the x86
-            # decoder (libzydis-dev); bpf_session.c: libbpf (libbpf-dev) loads the in-kernel unwinder
-            libraries=["zstd", "iberty", "Zydis", "bpf"],
+            # decoder (libzydis-dev); bpf_session.c: libbpf (libbpf-dev) loads the in-kernel unwinder;
+            # srcline.c: elfutils' libdw, DWARF line tables and inline DIEs (libdw-dev)
+            libraries=["zstd", "iberty", "Zydis", "bpf", "dw", "elf"],
         )
     ]
 )

@@ -326,11 +326,27 @@ class UnwoundSamples:
     def sample(self, i: int, /) -> tuple[bytes, int, int, int | None, int, tuple[int, ...], tuple[int, ...]]: ...
     def frame(self, j: int, /) -> tuple[int, str | None, int, str]: ...
 
+UNWOUND_INLINE: int
+UNWOUND_SRCLINE: int
 def symbolize_samples(perf_data: PerfData, space_ids: Buffer, comm_ids: Buffer, comm_names: list[bytes],
                       unwound: tuple[Any, ...], spaces: list[bytes],
-                      mappings: list[tuple[int, int, int, str, Callable[[], SymbolTable | None] | None]],
-                      kernel_symbols: Callable[[bytes], SymbolTable | None], outcome_names: tuple[str, ...], /
-                      ) -> UnwoundSamples: ...
+                      mappings: Sequence[tuple[int, int, int, str, Callable[[], SymbolTable | None] | None]
+                                         | tuple[int, int, int, str, Callable[[], SymbolTable | None] | None,
+                                                 Callable[[], SourceLines | None] | None]],
+                      kernel_symbols: Callable[[bytes], SymbolTable | None], outcome_names: tuple[str, ...],
+                      srcline_fields: int = 0, /) -> UnwoundSamples: ...
+
+# source lines (srcline.c): DWARF line tables and inline chains through libdw
+SRCLINE_MAX_DEPTH: int
+
+@final
+class SourceLines:
+    @classmethod
+    def open(cls, path: str, /) -> SourceLines: ...
+    def lookup(self, svma: int, /) -> list[tuple[str | None, str | None, int]]: ...
+    def __len__(self) -> int: ...
+    @property
+    def dwarf_error(self) -> str | None: ...
 
 # sample filters (native/py/py_sample_filter.c): a window's samples kept in place
 FILTER_MAX_VALUES: int
@@ -353,6 +369,7 @@ REPORT_SORT_SYM: int
 REPORT_SORT_DSO: int
 REPORT_SORT_COMM: int
 REPORT_SORT_TID: int
+REPORT_SORT_SRCLINE: int
 
 class Report:
     def __init__(self, sort: int) -> None: ...
@@ -360,7 +377,7 @@ class Report:
     def samples(self) -> int: ...
     def add(self, samples: UnwoundSamples, /) -> None: ...
     def rows(self, by_total: bool, limit: int = -1, /
-             ) -> list[tuple[str | None, str | None, str | None, int, int, int, int]]: ...
+             ) -> list[tuple[str | None, str | None, str | None, int, int, int, int, str | None]]: ...
 
 # synth / check (native/py/py_synth.c): the declared rows of FDEs against the code's derived rows
 CHECK_RESULT_FIELD_NAMES: tuple[str, ...]

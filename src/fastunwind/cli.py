@@ -21,7 +21,7 @@ INTERRUPTED_STATUS = 130
 #: argument), in the order of the command list; a command runs importing its module alone
 COMMAND_MODULES = {
     "table": "table", "lookup": "lookup", "check": "check", "synth": "synth", "perf-script": "perf_script",
-    "report": "report", "record": "record_bpf", "bench": "bench", "compile": "compile", "cache": "cache",
+    "report": "report", "record": "record", "bench": "bench", "compile": "compile", "cache": "cache",
     "backtrace": "backtrace", "core": "core",
 }
 

@@ -11,6 +11,9 @@ a marker per stack that did not reach its end), `--format html` a self-contained
 the outcome of every unwind, frames per sample and the time spent, and with `--synth` the frames
 unwound through rows derived from the machine code (`--json`: the same as one JSON object). On a
 terminal a long recording shows a progress bar on stderr.
+`--inline` adds the functions inlined at each frame's address and `-F +srcline` each frame's source
+line, as perf script prints them (from the modules' DWARF, their separate debug files, or a
+debuginfod server when DEBUGINFOD_URLS is set).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ examples:
   fastunwind perf-script -i perf.data --format gecko -o profile.json   # open in profiler.firefox.com
   fastunwind perf-script -i perf.data --format html -o flame.html
   fastunwind perf-script -i perf.data --comm python3 --time 12883.9,12884.5
+  fastunwind perf-script -i perf.data --inline -F +srcline
   perf record -o - --call-graph dwarf -- ./app | fastunwind perf-script -i -
 """
 
@@ -64,8 +68,31 @@ def add_parser(subparsers: Any) -> None:
                              "the compact table, and a module's eh_elf, if compiled, for the rows the table "
                              "leaves to the interpreter")
     add_synth_argument(parser)
+    inline = parser.add_mutually_exclusive_group()
+    inline.add_argument("--inline", action="store_true",
+                        help="a line for each function inlined at a frame's address, before the frame (perf script "
+                             "--inline)")
+    inline.add_argument("--no-inline", action="store_false", dest="inline", help="no inlined functions (the default)")
+    parser.add_argument("-F", "--fields", default="", metavar="+srcline",
+                        help="+srcline: each frame's source file:line after it (perf script -F +srcline)")
     add_filter_arguments(parser)
     parser.set_defaults(run=run)
+
+
+#: the fields -F may add to perf script's text
+FIELDS = {"srcline": _core.UNWOUND_SRCLINE}
+
+
+def srcline_fields(inline: bool, fields: str) -> int:
+    """The _core.UNWOUND_* flags of --inline and -F (perf's "+field,+field" syntax); ValueError
+    naming a field this text does not have."""
+    flags = _core.UNWOUND_INLINE if inline else 0
+    for field in filter(None, fields.split(",")):
+        name = field.lstrip("+")
+        if name not in FIELDS:
+            raise ValueError(f"-F {fields}: only {', '.join('+' + f for f in FIELDS)} can be added")
+        flags |= FIELDS[name]
+    return flags
 
 
 #: the outputs of --format
@@ -79,6 +106,11 @@ def run(args: argparse.Namespace) -> int:
     # The run makes few Python objects (none per sample) and no cycles worth collecting; importing
     # and creating the library's classes would trigger ~10 collections (1.7 ms on hackbench).
     gc.disable()
+    try:
+        fields = srcline_fields(args.inline, args.fields)
+    except ValueError as error:
+        print(f"fastunwind: error: {error}", file=sys.stderr)
+        return 2
     selected = sample_filter(args)
     synth = synth_mode(args)
     from fastunwind.perf.script import stream_recording, write_flame_graph, write_gecko, write_speedscope
@@ -94,16 +126,17 @@ def run(args: argparse.Namespace) -> int:
         progress.phase({"text": "unwinding and writing", "folded": "unwinding", "stats": "counting"}[mode])
         stats = stream_recording(args.input, sys.stdout, mode=mode, max_frames=args.max_frames, backend=args.backend,
                                  synth=synth, on_phase=progress.phase, on_window=progress.window,
-                                 sample_filter=selected, consumers=[profile] if profile else ())
+                                 sample_filter=selected, consumers=[profile] if profile else (),
+                                 srcline_fields=fields)
         if profile is not None and stats.samples:
             progress.phase(f"writing the {output_format} file")
             writers: dict[str, Callable[[_core.Profile, Any, str], None]] = {
                 "speedscope": write_speedscope, "gecko": write_gecko, "html": write_flame_graph}
-            writers[output_format](profile, sys.stdout, os.path.basename(args.input))
+            writers[output_format](profile, sys.stdout, os.path.basename(_label(args)))
     for note in stats.notes:  # one line each on stderr, as perf's warnings
-        print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
+        print(f"fastunwind: note: {_label(args)}: {note}", file=sys.stderr)
     if not stats.samples:
-        print(no_samples_message(args.input, selected is not None), file=sys.stderr)
+        print(no_samples_message(_label(args), selected is not None), file=sys.stderr)
         return 1
     _warn_unusable_modules(stats)
     if args.json:
@@ -114,6 +147,11 @@ def run(args: argparse.Namespace) -> int:
     elif args.stats:
         _print_stats(stats)
     return 0
+
+
+def _label(args: argparse.Namespace) -> str:
+    """What messages call the recording: its path, or what `record` names the pipe it reads."""
+    return str(getattr(args, "label", None) or args.input)
 
 
 def _warn_unusable_modules(stats: Any) -> None:

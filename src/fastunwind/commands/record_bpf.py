@@ -1,4 +1,5 @@
-"""`fastunwind record --bpf`: a profile unwound in the kernel, with no stack copied to disk.
+"""`fastunwind record --bpf` (the options: commands/record.py): a profile unwound in the kernel, with
+no stack copied to disk.
 
 A BPF program attached to a cpu-clock event on every CPU (-F HZ) walks each sample's user stack from
 the compact tables fastunwind loads into BPF maps (native/bpf), and counts whole stacks with their
@@ -20,36 +21,8 @@ import sys
 import time
 from typing import Any
 
-from fastunwind.commands import add_output_argument, command_parser
-
-EXAMPLE = """\
-examples:
-  sudo fastunwind record --bpf -F 999 -o out.folded -- ./my-program --its-options
-  sudo fastunwind record --bpf -p 1234 --duration 10 --format speedscope -o profile.json
-  sudo fastunwind record --bpf -a --duration 5 --json
-"""
-
+#: the formats of the in-kernel profile
 FORMATS = ("folded", "speedscope")
-
-
-def add_parser(subparsers: Any) -> None:
-    parser = command_parser(subparsers, "record", "profile with stacks unwound in the kernel (eBPF)", __doc__,
-                            EXAMPLE)
-    parser.add_argument("--bpf", action="store_true", required=True,
-                        help="unwind in the kernel with the BPF unwinder (required: the only recorder)")
-    parser.add_argument("-F", "--frequency", type=int, default=99, metavar="HZ",
-                        help="samples per second per CPU (default: 99)")
-    scope = parser.add_mutually_exclusive_group()
-    scope.add_argument("-a", "--all-cpus", action="store_true", help="every process")
-    scope.add_argument("-p", "--pid", help="running processes, comma-separated")
-    parser.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
-    parser.add_argument("--format", choices=FORMATS, default="folded", help="the profile's format (default: folded)")
-    parser.add_argument("--json", action="store_true", help="the summary as JSON instead of the profile")
-    parser.add_argument("--table-mib", type=int, default=32, metavar="MIB",
-                        help="BPF map memory for unwind tables; the oldest modules are evicted beyond it (default: 32)")
-    add_output_argument(parser)
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]: the command to profile")
-    parser.set_defaults(run=run)
 
 
 def _summary(stats: dict[str, Any]) -> str:

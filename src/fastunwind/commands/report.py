@@ -4,7 +4,7 @@ by samples, as `perf report --stdio` counts them.
 Self samples are those whose first frame is in the function (`perf report --no-children`); total
 samples those with the function anywhere on the stack, counted once per sample however often
 recursion repeats it (`--children`). The table is sorted by self samples, or by total with
-`--children`; `--sort` takes perf's keys (sym, dso, comm, tid) and combinations; `--per-thread`
+`--children`; `--sort` takes perf's keys (sym, dso, comm, tid, srcline) and combinations; `--per-thread`
 adds a section for every thread. On a terminal the columns fit its width; piped or written with
 `-o`, names are printed in full. `--json` gives {"samples", "functions": [{"name", "module", "self",
 "total"}]} (with "comm", "pid", "tid" in each function when the sort has those keys, and "threads"
@@ -50,7 +50,7 @@ def add_parser(subparsers: Any) -> None:
     children.add_argument("--no-children", action="store_false", dest="children",
                           help="sort by self samples (the default), as perf report --no-children")
     parser.add_argument("-s", "--sort", default="sym",
-                        help="keys of an entry, comma-separated: sym, dso, comm, tid (default: sym)")
+                        help="keys of an entry, comma-separated: sym, dso, comm, tid, srcline (default: sym)")
     parser.add_argument("--per-thread", action="store_true", help="a section of the table for every thread")
     parser.add_argument("--top", type=int, default=-1, metavar="N",
                         help="at most N rows (per thread with --per-thread; default: all)")
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         sort = parse_sort(args.sort)
     except ValueError as error:
-        print(f"fastunwind: error: --sort {args.sort}: {error} (known: sym, dso, comm, tid)", file=sys.stderr)
+        print(f"fastunwind: error: --sort {args.sort}: {error} (known: sym, dso, comm, tid, srcline)", file=sys.stderr)
         return 2
     selected = sample_filter(args)
     synth = synth_mode(args)
@@ -105,6 +105,8 @@ def _json_row(row: Any, sort: tuple[str, ...]) -> dict[str, Any]:
         item["comm"] = row.comm or ""
     if "tid" in sort:
         item["pid"], item["tid"] = row.pid, row.tid
+    if "srcline" in sort:
+        item["srcline"] = row.srcline or ""
     return item
 
 
@@ -128,17 +130,20 @@ def _label(row: Any, sort: tuple[str, ...]) -> str:
         return str(row.name)
     if row.module is not None:
         return os.path.basename(row.module) or str(row.module)
+    if row.srcline is not None:
+        return str(row.srcline)
     return str(row.comm or "")
 
 
 def _columns(row: Any, sort: tuple[str, ...]) -> list[str]:
     """The key columns of a row, in the sort's order (perf's short DSO name: the base name)."""
     cells = {"comm": row.comm or "", "tid": f"{row.pid}/{row.tid}",
-             "dso": os.path.basename(row.module or "") or (row.module or ""), "sym": row.name or ""}
+             "dso": os.path.basename(row.module or "") or (row.module or ""), "sym": row.name or "",
+             "srcline": row.srcline or ""}
     return [cells[key] for key in sort]
 
 
-HEADINGS = {"comm": "Command", "tid": "Pid/Tid", "dso": "Shared Object", "sym": "Symbol"}
+HEADINGS = {"comm": "Command", "tid": "Pid/Tid", "dso": "Shared Object", "sym": "Symbol", "srcline": "Source:Line"}
 
 
 def _print_table(out: TextIO, table: Any, sort: tuple[str, ...], by_total: bool, width: int | None, title: str,

@@ -20,7 +20,7 @@ __all__ = ["SORT_KEYS", "ReportRow", "ReportTable", "parse_sort", "report_record
 
 #: perf report's --sort keys this table knows, and their flags in the C table
 SORT_KEYS = {"sym": _core.REPORT_SORT_SYM, "dso": _core.REPORT_SORT_DSO, "comm": _core.REPORT_SORT_COMM,
-             "tid": _core.REPORT_SORT_TID}
+             "tid": _core.REPORT_SORT_TID, "srcline": _core.REPORT_SORT_SRCLINE}
 
 
 class ReportRow(NamedTuple):
@@ -33,6 +33,7 @@ class ReportRow(NamedTuple):
     tid: int
     self: int           #: samples whose first frame is here
     total: int          #: samples with this entry anywhere on the stack (counted once each)
+    srcline: str | None = None  #: "file:line" (the file's basename), "??:0" when not known
 
 
 class ReportTable(NamedTuple):
@@ -70,7 +71,8 @@ def report_recording(path: str, sort: Sequence[str] = ("sym",), *, by_total: boo
     if per_thread:
         reports.append(_core.Report(_flags(sort) | _core.REPORT_SORT_TID | _core.REPORT_SORT_COMM))
     stats = stream_recording(path, None, mode="stats", max_frames=max_frames, backend=backend, synth=synth,
-                             consumers=reports, sample_filter=sample_filter, on_window=on_window)
+                             consumers=reports, sample_filter=sample_filter, on_window=on_window,
+                             srcline_fields=_core.UNWOUND_SRCLINE if "srcline" in sort else 0)
     tables = [ReportTable(report.samples, [ReportRow(*row) for row in report.rows(by_total, limit if i == 0 else -1)])
               for i, report in enumerate(reports)]
     return tables[0], tables[1] if per_thread else None, stats

@@ -23,6 +23,8 @@ PACKAGE = Path(fastunwind.__file__).parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.__main__",),
     ("fastunwind.cli",),
+    # record drives perf (or, with --bpf, the in-kernel unwinder) and hands the pipe to perf-script's output
+    ("fastunwind.commands.record",),
     ("fastunwind.commands.backtrace", "fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
      "fastunwind.commands.core",
      "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.record_bpf",
@@ -36,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.perf.script",),
     ("fastunwind.perf.walk", "fastunwind.perf.sample_filter"),
     ("fastunwind.perf.replay",),
-    ("fastunwind.perf.data",),
+    ("fastunwind.perf.data", "fastunwind.perf.record"),
     ("fastunwind.perf",),
     # the package's own names: the top-level API, imported lazily (fastunwind/__init__.py)
     ("fastunwind",),
@@ -52,10 +54,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.check",),
     ("fastunwind.tables",),
     ("fastunwind.image",),
-    ("fastunwind.cfi_print", "fastunwind.symbols"),
+    ("fastunwind.cfi_print", "fastunwind.srcline", "fastunwind.symbols"),
     ("fastunwind.cfi",),
     ("fastunwind.frame_sections",),
-    ("fastunwind.elf.build_id_cache", "fastunwind.elf.debug_files", "fastunwind.elf.debug_file_writer",
+    ("fastunwind.elf.build_id_cache", "fastunwind.elf.debug_files", "fastunwind.elf.debug_file_writer", "fastunwind.elf.debuginfod",
      "fastunwind.elf.dynamic"),
     ("fastunwind.elf",),
     ("fastunwind.cache", "fastunwind.errors", "fastunwind._core"),
