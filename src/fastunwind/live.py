@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, parse_proc_maps, vdso_image
 from fastunwind.errors import LiveError
-from fastunwind.stacks import ProcessSnapshot, Thread, unwind_thread
+from fastunwind.stacks import KnownFrames, ProcessSnapshot, Thread, unwind_thread
 
 #: how a thread's capture ended (live.h fu_live_outcome); "captured" threads are walked
 LIVE_OUTCOMES: tuple[str, ...] = _core.LIVE_OUTCOMES
@@ -180,6 +180,7 @@ def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bo
         mem_fd = -1
     ranges = _stack_ranges(maps)
     threads = []
+    known: KnownFrames = {}  # the threads share most of their frames
     try:
         # one thread at a time: stopped, copied and released in C, then walked here while every
         # thread runs (one stack copy held at a time)
@@ -194,7 +195,8 @@ def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bo
                                       os.strerror(error) if error else ""))
                 continue
             frames, walk_outcome, fault = unwind_thread(space, dict(enumerate(registers)), stack, stack_address,
-                                                        with_registers=with_registers, max_frames=max_frames)
+                                                        with_registers=with_registers, max_frames=max_frames,
+                                                        known=known)
             threads.append(Thread(tid, _thread_name(pid, tid), frames, walk_outcome, fault, stopped_ns))
     finally:
         if mem_fd >= 0:
