@@ -2,15 +2,18 @@
 run (a 100 MB recording takes perf script 0.2 s), so modules that only other commands or only
 compiling need stay out of its import path. Checked by module names, not by timing: dataclasses
 (with inspect, ~6 ms, plus ~0.5 ms a class), the CFI inspection API, logging, subprocess, hashlib
-(OpenSSL), rich; and shutil, which argparse imports for the terminal's width whenever a parser
-adds an argument unless the formatter finds it (commands.HelpFormatter)."""
+(OpenSSL), rich, shlex (compiling's), threading on the backtrace path (a lock is _thread's); and
+shutil, which argparse imports for the terminal's width whenever a parser adds an argument unless
+the formatter finds it (commands.HelpFormatter)."""
 from __future__ import annotations
 
 import subprocess
 import sys
 
 KEPT_OUT = ("dataclasses", "inspect", "fastunwind.cfi", "concurrent.futures", "logging", "subprocess", "hashlib",
-            "rich", "tempfile", "json")
+            "rich", "tempfile", "json", "shlex")
+#: kept out of `fastunwind backtrace -p` too (perf-script's threads need it): threading
+KEPT_OUT_OF_BACKTRACE = (*KEPT_OUT, "threading")
 
 
 def test_the_perf_script_path_imports_none_of_the_heavy_modules():
@@ -23,7 +26,7 @@ def test_the_perf_script_path_imports_none_of_the_heavy_modules():
 def test_the_backtrace_path_imports_none_of_the_heavy_modules():
     """`fastunwind backtrace -p PID` (text) imports what it needs to walk and name the threads only."""
     probe = ("import sys, fastunwind.cli, fastunwind.commands.backtrace, fastunwind.live, fastunwind.stacks\n"
-             f"print(' '.join(m for m in {KEPT_OUT!r} if m in sys.modules))")
+             f"print(' '.join(m for m in {KEPT_OUT_OF_BACKTRACE!r} if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
     assert loaded == []
 
