@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if usage.code == 2 and usage_status is not None:
             return int(usage_status)
         raise
-    gc.enable()  # off during start-up (__main__); perf-script and report turn it off again
+    gc.enable()  # off during start-up (__main__); perf-script, report and backtrace turn it off again
     try:
         with output_to(getattr(args, "output", None)):
             return int(args.run(args))
