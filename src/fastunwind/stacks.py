@@ -5,7 +5,8 @@ renderings of `fastunwind backtrace` (gdb/eu-stack-like text and JSON).
 A thread is unwound by the C walker (native/core/walk.c, GIL released) from its registers over its
 copied stack and its address space's modules, each frame's registers recovered in C when asked
 (`fu_walk_frame_registers`), and named by its module's symbol table (symbols.py, searched in C).
-Python builds one immutable object per frame: typed NamedTuples, not dataclasses (a third of the
+Python builds one immutable object per distinct frame (the threads of a snapshot share them, and
+the text rendering shares each one's line): typed NamedTuples, not dataclasses (a third of the
 cost per object, and the CLI's start-up without dataclasses' and inspect's ~6 ms of imports:
 tests/unit/layout/test_startup_imports.py).
 
