@@ -49,8 +49,10 @@ _IMAGES = FileImages()
 
 
 def _read(path: str) -> str:
-    with open(path) as f:
-        return f.read()
+    """A /proc file's text, decoded as the file system's names are (os.fsdecode): the paths of
+    /proc/PID/maps and the thread name in /proc/PID/stat may be any bytes."""
+    with open(path, "rb") as f:
+        return os.fsdecode(f.read())
 
 
 class _Locator:
@@ -86,8 +88,11 @@ def _stack_ranges(maps: str) -> bytes:
 
 
 def _thread_name(pid: int, tid: int) -> str:
+    """The thread's name (/proc comm: any bytes a program set), bytes that are not UTF-8 shown as
+    `\\xNN` escapes; "" for a thread that is gone."""
     try:
-        return _read(f"/proc/{pid}/task/{tid}/comm").rstrip("\n")
+        with open(f"/proc/{pid}/task/{tid}/comm", "rb") as comm:
+            return comm.read().decode(errors="backslashreplace").rstrip("\n")
     except OSError:
         return ""
 
