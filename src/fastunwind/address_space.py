@@ -215,5 +215,7 @@ def vdso_image(maps: str, memory_path: str) -> ModuleImage | None:
 
 
 def current_process(images: ImageCache | None = None) -> AddressSpace:
-    with open("/proc/self/maps") as maps:
+    """This process's address space. Its maps' paths are any bytes: decoded as os.fsdecode does
+    (surrogateescape), as every reader of a maps file here."""
+    with open("/proc/self/maps", errors="surrogateescape") as maps:
         return parse_proc_maps(maps.read(), images or ImageCache())

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from fastunwind import __version__
-from fastunwind.commands import output_to
+from fastunwind.commands import HelpFormatter, output_to
 from fastunwind.errors import FastunwindError
 
 #: exit status after Ctrl-C (128 + SIGINT, as a shell reports an interrupted command)
@@ -47,6 +47,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="fastunwind",
         description="Fast, trustworthy DWARF call frame information for Linux x86-64.",
         epilog="Run 'fastunwind COMMAND --help' for a command's options and an example.",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"fastunwind {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -67,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if usage.code == 2 and usage_status is not None:
             return int(usage_status)
         raise
-    gc.enable()  # off during start-up (__main__); perf-script and report turn it off again
+    gc.enable()  # off during start-up (__main__); perf-script, report and backtrace turn it off again
     try:
         with output_to(getattr(args, "output", None)):
             return int(args.run(args))

@@ -17,7 +17,7 @@ mapping, the executable segment among those whose pages hold pgoff (`bias_for_ma
 from __future__ import annotations
 
 import os
-import threading
+import _thread  # its lock alone: threading's import costs a CLI run ~4M instructions
 from typing import Any, TypeVar
 
 from fastunwind import _core
@@ -42,7 +42,7 @@ class ModuleImage:
         #: the first .eh_frame and the first .debug_frame (of the file, else of its debug file)
         self._sources = {kind: (file, section) for file, section, kind in reversed(frame_sources(elf))}
         self._tables: dict[int, _core.CfiTable] | None = None
-        self._tables_lock = threading.Lock()
+        self._tables_lock = _thread.allocate_lock()
         #: read-only PT_LOAD bytes by svma: constants an expression may read
         self.segments = [
             (segment.vaddr, elf.segment_data(segment))

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, parse_proc_maps, vdso_image
 from fastunwind.errors import LiveError
-from fastunwind.stacks import ProcessSnapshot, Thread, unwind_thread
+from fastunwind.stacks import KnownFrames, ProcessSnapshot, Thread, unwind_thread
 
 #: how a thread's capture ended (live.h fu_live_outcome); "captured" threads are walked
 LIVE_OUTCOMES: tuple[str, ...] = _core.LIVE_OUTCOMES
@@ -49,8 +49,10 @@ _IMAGES = FileImages()
 
 
 def _read(path: str) -> str:
-    with open(path) as f:
-        return f.read()
+    """A /proc file's text, decoded as the file system's names are (os.fsdecode): the paths of
+    /proc/PID/maps and the thread name in /proc/PID/stat may be any bytes."""
+    with open(path, "rb") as f:
+        return os.fsdecode(f.read())
 
 
 class _Locator:
@@ -86,8 +88,11 @@ def _stack_ranges(maps: str) -> bytes:
 
 
 def _thread_name(pid: int, tid: int) -> str:
+    """The thread's name (/proc comm: any bytes a program set), bytes that are not UTF-8 shown as
+    `\\xNN` escapes; "" for a thread that is gone."""
     try:
-        return _read(f"/proc/{pid}/task/{tid}/comm").rstrip("\n")
+        with open(f"/proc/{pid}/task/{tid}/comm", "rb") as comm:
+            return comm.read().decode(errors="backslashreplace").rstrip("\n")
     except OSError:
         return ""
 
@@ -180,6 +185,7 @@ def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bo
         mem_fd = -1
     ranges = _stack_ranges(maps)
     threads = []
+    known: KnownFrames = {}  # the threads share most of their frames
     try:
         # one thread at a time: stopped, copied and released in C, then walked here while every
         # thread runs (one stack copy held at a time)
@@ -194,7 +200,8 @@ def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bo
                                       os.strerror(error) if error else ""))
                 continue
             frames, walk_outcome, fault = unwind_thread(space, dict(enumerate(registers)), stack, stack_address,
-                                                        with_registers=with_registers, max_frames=max_frames)
+                                                        with_registers=with_registers, max_frames=max_frames,
+                                                        known=known)
             threads.append(Thread(tid, _thread_name(pid, tid), frames, walk_outcome, fault, stopped_ns))
     finally:
         if mem_fd >= 0:

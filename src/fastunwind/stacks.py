@@ -5,7 +5,8 @@ renderings of `fastunwind backtrace` (gdb/eu-stack-like text and JSON).
 A thread is unwound by the C walker (native/core/walk.c, GIL released) from its registers over its
 copied stack and its address space's modules, each frame's registers recovered in C when asked
 (`fu_walk_frame_registers`), and named by its module's symbol table (symbols.py, searched in C).
-Python builds one immutable object per frame: typed NamedTuples, not dataclasses (a third of the
+Python builds one immutable object per distinct frame (the threads of a snapshot share them, and
+the text rendering shares each one's line): typed NamedTuples, not dataclasses (a third of the
 cost per object, and the CLI's start-up without dataclasses' and inspect's ~6 ms of imports:
 tests/unit/layout/test_startup_imports.py).
 
@@ -17,7 +18,8 @@ tests/unit/layout/test_startup_imports.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, NamedTuple, TextIO
 
 from fastunwind import _core
@@ -92,10 +94,11 @@ def symbol_table(image: ModuleImage) -> _core.SymbolTable:
 
 def unwind_thread(space: AddressSpace, registers: Mapping[int, int], stack: bytes, stack_address: int, *,
                   with_registers: bool = False, max_frames: int = _core.WALK_MAX_FRAMES,
-                  backend: str | None = None) -> tuple[tuple[Frame, ...], str, int]:
+                  backend: str | None = None, known: KnownFrames | None = None) -> tuple[tuple[Frame, ...], str, int]:
     """(frames, outcome, fault address) of one thread: `registers` by DWARF number (16 the PC,
     7 the SP required), its stack bytes from `stack_address` up; `with_registers`: each frame's
-    registers recovered (else empty)."""
+    registers recovered (else empty). `known`: the frames named already in `space` (the threads of
+    one snapshot share one: they share most of their frames)."""
     core = space.to_core(backend)
     if with_registers:
         outcome, fault, raw, by_frame = _core.unwind(core, dict(registers), stack, stack_address, max_frames,
@@ -104,24 +107,43 @@ def unwind_thread(space: AddressSpace, registers: Mapping[int, int], stack: byte
         outcome, fault, raw = _core.unwind(core, dict(registers), stack, stack_address, max_frames)
         by_frame = []
     mappings = space.mappings
-    return (symbolize(((ip, mappings[module] if module is not None else None, FRAME_KINDS[kind])
-                       for ip, module, kind, _flags in raw), by_frame), outcome, fault)
+    return (symbolize(((ip, module, kind) for ip, module, kind, _flags in raw),
+                      lambda module: mappings[module] if module is not None else None,
+                      lambda kind: FRAME_KINDS[kind], by_frame, known), outcome, fault)
 
 
-def symbolize(raw: Iterable[tuple[int, AddressMapping | None, str]],
-              by_frame: Sequence[Sequence[int | None]] = ()) -> tuple[Frame, ...]:
-    """Frames from the walker's (address, mapping, frame kind) and, optionally, each frame's
-    registers by DWARF number."""
+#: the frames a source named already, by (address, the walker's module, frame kind) as the source
+#: gives them: within one address space, those three name a frame
+KnownFrames = dict[tuple[int, Any, Any], Frame]
+#: the registers of a frame whose registers were not asked for
+NO_REGISTERS: Mapping[str, int | None] = MappingProxyType({})
+
+
+def symbolize(raw: Iterable[tuple[int, Any, Any]], mapping_of: Callable[[Any], AddressMapping | None],
+              kind_of: Callable[[Any], str], by_frame: Sequence[Sequence[int | None]] = (),
+              known: KnownFrames | None = None) -> tuple[Frame, ...]:
+    """Frames from the walker's (address, module, frame kind), its modules' mappings by
+    `mapping_of` and its kinds' names by `kind_of` (asked once per frame not `known`), and,
+    optionally, each frame's registers by DWARF number."""
+    known = {} if known is None else known
     frames = []
-    named: dict[tuple[int, str], tuple[str | None, int]] = {}  # threads share most of their frames
-    for index, (address, mapping, kind) in enumerate(raw):
-        symbol, offset = None, 0
-        if mapping is not None and mapping.image is not None:
-            symbol, offset = named.get((address, kind)) or named.setdefault((address, kind),
-                                                                               _name(address, mapping.image, mapping.bias, kind))
-        registers = dict(zip(REGISTER_NAMES, by_frame[index])) if index < len(by_frame) else {}
-        frames.append(Frame(address, symbol, offset, mapping.path if mapping else None, kind, registers))
+    for index, key in enumerate(raw):
+        frame = known.get(key)
+        if frame is None:
+            address, module, kind = key
+            frame = known[key] = _frame(address, mapping_of(module), kind_of(kind))
+        if index < len(by_frame):
+            frame = frame._replace(registers=dict(zip(REGISTER_NAMES, by_frame[index])))
+        frames.append(frame)
     return tuple(frames)
+
+
+def _frame(address: int, mapping: AddressMapping | None, kind: str) -> Frame:
+    """The frame at `address` in `mapping` (None: outside any module), without its registers."""
+    symbol, offset = None, 0
+    if mapping is not None and mapping.image is not None:
+        symbol, offset = _name(address, mapping.image, mapping.bias, kind)
+    return Frame(address, symbol, offset, mapping.path if mapping else None, kind, NO_REGISTERS)
 
 
 def _name(address: int, image: ModuleImage, bias: int, kind: str) -> tuple[str | None, int]:
@@ -142,7 +164,8 @@ def unwind_current_thread(max_frames: int = _core.WALK_SELF_MAX_FRAMES) -> Threa
 
     walked = walk.unwind_current_thread(max_frames=max_frames)
     return Thread(threading.get_native_id(), threading.current_thread().name,
-                  symbolize((frame.ip, frame.mapping, frame.kind) for frame in walked.frames),
+                  symbolize(((frame.ip, frame.mapping, frame.kind) for frame in walked.frames),
+                            lambda mapping: mapping, lambda kind: kind),
                   walked.outcome, walked.fault_address)
 
 
@@ -152,11 +175,12 @@ def unwind_current_thread(max_frames: int = _core.WALK_SELF_MAX_FRAMES) -> Threa
 REGISTERS_PER_LINE = 4
 
 
-def frame_line(number: int, frame: Frame) -> str:
-    """`#3  0x00007f12a4c2e1b9 in qsort_r+0x1b9 (/usr/lib/x86_64-linux-gnu/libc.so.6)`"""
+def frame_text(frame: Frame) -> str:
+    """A frame's line after its number: `0x00007f12a4c2e1b9 in qsort_r+0x1b9
+    (/usr/lib/x86_64-linux-gnu/libc.so.6)`"""
     name = f"{frame.symbol}+{frame.offset:#x}" if frame.symbol is not None else "??"
     module = f" ({frame.module})" if frame.module else ""
-    return f"#{number:<2} 0x{frame.address:016x} in {name}{module}"
+    return f"0x{frame.address:016x} in {name}{module}"
 
 
 def register_lines(frame: Frame) -> list[str]:
@@ -167,11 +191,21 @@ def register_lines(frame: Frame) -> list[str]:
             for i in range(0, len(cells), REGISTERS_PER_LINE)]
 
 
-def thread_lines(thread: Thread) -> list[str]:
+#: a frame's text after its number, by (address, symbol, offset, module): threads share most frames
+FrameTexts = dict[tuple[Any, ...], str]
+
+
+def thread_lines(thread: Thread, texts: FrameTexts | None = None) -> list[str]:
+    texts = {} if texts is None else texts
     lines = [f"TID {thread.tid} ({thread.name}):"]
     for number, frame in enumerate(thread.frames):
-        lines.append(frame_line(number, frame))
-        lines.extend(register_lines(frame))
+        key = frame[:4]
+        text = texts.get(key)
+        if text is None:
+            text = texts[key] = frame_text(frame)
+        lines.append(f"#{number:<2} {text}")
+        if frame.registers:
+            lines.extend(register_lines(frame))
     if not thread.complete:
         where = f" at {thread.fault_address:#x}" if thread.fault_address else ""
         reason = f": {thread.reason}" if thread.reason else ""
@@ -182,8 +216,9 @@ def thread_lines(thread: Thread) -> list[str]:
 def render_text(snapshot: ProcessSnapshot, out: TextIO) -> None:
     """gdb/eu-stack-like text: a `PID n` line, then per thread its `TID n (name):` header and frames."""
     lines = [f"PID {snapshot.pid}"]
+    texts: FrameTexts = {}
     for thread in snapshot.threads:
-        lines.extend(thread_lines(thread))
+        lines.extend(thread_lines(thread, texts))
     out.write("\n".join(lines) + "\n")
 
 

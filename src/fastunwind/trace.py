@@ -150,7 +150,7 @@ class _Modules:
 
 
 def _own_vdso() -> ModuleImage | None:
-    with open("/proc/self/maps") as maps:
+    with open("/proc/self/maps", errors="surrogateescape") as maps:
         return vdso_image(maps.read(), "/proc/self/mem")
 
 

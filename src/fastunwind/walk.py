@@ -71,7 +71,7 @@ _own_space: tuple[str, AddressSpace] | None = None
 
 def _own_address_space() -> AddressSpace:
     global _own_space
-    with open("/proc/self/maps") as maps:
+    with open("/proc/self/maps", errors="surrogateescape") as maps:
         executable = "".join(line for line in maps if line.split(maxsplit=2)[1][2] == "x")
     kept = _own_space
     if kept is not None and kept[0] == executable:

@@ -53,8 +53,8 @@ def thread_states(pid: int) -> dict[int, str]:
     states = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as stat:
-                states[int(tid)] = stat.read().rpartition(")")[2].split()[0]
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as stat:  # the name in it: any bytes
+                states[int(tid)] = stat.read().rpartition(b")")[2].split()[0].decode()
         except (FileNotFoundError, ProcessLookupError):  # the thread exited since the listing
             continue
     return states
@@ -237,6 +237,41 @@ def test_a_running_target_keeps_running(running: subprocess.Popen[str]) -> None:
     assert len(snapshot.threads) == 5 and all(thread.complete for thread in snapshot.threads)
     assert all(0 < thread.stopped_ns < 10**9 for thread in snapshot.threads)
     assert_left_running(running.pid)
+
+
+def test_a_thread_name_that_is_not_utf8_is_shown_escaped() -> None:
+    """A thread's name is any bytes the program set (/proc comm): shown with `\\xNN` escapes, in
+    the text and the JSON, never an error."""
+    process = start(["python3", "-c", "import time\n"
+                     "with open('/proc/self/comm', 'wb') as comm:\n    comm.write(bytes([0xff, 0x62, 0xfe]))\n"
+                     "print('ready', flush=True)\ntime.sleep(1000)"], ready="ready")
+    try:
+        text = cli("backtrace", "-p", str(process.pid))
+        assert text.returncode == 0, text.stderr
+        assert f"TID {process.pid} (\\xffb\\xfe):" in text.stdout.splitlines()
+        as_json = cli("backtrace", "-p", str(process.pid), "--json")
+        assert as_json.returncode == 0, as_json.stderr
+        assert json.loads(as_json.stdout)["threads"][0]["name"] == "\\xffb\\xfe"
+        assert_left_running(process.pid)
+    finally:
+        stop(process)
+
+
+def test_a_program_path_that_is_not_utf8_is_read(tmp_path: Path) -> None:
+    """A mapped file's path is any bytes (/proc/PID/maps): decoded as the file system's names are
+    (os.fsdecode), so that the file is opened through it and the frames name it. (Through the CLI:
+    in this process the file's image would stay mapped.)"""
+    program = os.fsencode(tmp_path) + b"/sleep-\xff"
+    shutil.copy("/bin/sleep", program)
+    process = start([os.fsdecode(program), "1000"])
+    try:
+        as_json = cli("backtrace", "-p", str(process.pid), "--json")
+        assert as_json.returncode == 0, as_json.stderr
+        frames = json.loads(as_json.stdout)["threads"][0]["frames"]
+        assert os.fsdecode(program) in {frame["module"] for frame in frames}
+        assert_left_running(process.pid)
+    finally:
+        stop(process)
 
 
 def test_bad_input_is_one_line_and_the_target_runs_on(running: subprocess.Popen[str]) -> None:

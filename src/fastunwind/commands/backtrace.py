@@ -9,6 +9,7 @@ is released, also on an error, Ctrl-C or SIGTERM.
 from __future__ import annotations
 
 import argparse
+import gc
 import signal
 from typing import Any, NoReturn
 
@@ -37,6 +38,11 @@ def _interrupted(signum: int, _frame: Any) -> NoReturn:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The snapshot's objects (a frame per distinct frame, a tuple per walker frame) hold no cycles:
+    # no collections during the run, and the interpreter's collections at exit skip what start-up
+    # made (frozen); they were a tenth of a run's instructions.
+    gc.disable()
+    gc.freeze()
     from fastunwind import live
 
     previous = signal.signal(signal.SIGTERM, _interrupted)  # cli.main reports the KeyboardInterrupt

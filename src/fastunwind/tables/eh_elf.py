@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shlex
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
@@ -43,7 +42,7 @@ from fastunwind.image import ModuleImage
 from fastunwind.errors import EhElfError, FastunwindError
 
 # What only compiling needs (concurrent.futures and the logging it brings, subprocess, tempfile,
-# shutil) is imported where compiling starts: `fastunwind perf-script` loads cached eh_elfs
+# shutil, shlex) is imported where compiling starts: `fastunwind perf-script` loads cached eh_elfs
 # through this module and would otherwise pay ~10 ms of imports for nothing.
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -662,11 +661,14 @@ __attribute__((visibility("default"))) int fu_eh_elf_step(uint64_t pc, const fu_
 
 def compiler() -> list[str]:
     """The C compiler command: $CC (split like a shell would: "ccache gcc" works), else cc."""
+    import shlex
+
     return shlex.split(os.environ.get("CC") or DEFAULT_CC) or [DEFAULT_CC]
 
 
 def _run(command: list[str], what: str, cwd: str) -> float:
     """Run the compiler; its wall time in seconds. EhElfError naming `what` if it fails or is missing."""
+    import shlex
     import subprocess
 
     started = time.perf_counter()

@@ -7,6 +7,7 @@ input is bad (STYLE.md habit 4 and 9).
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -48,6 +49,21 @@ def test_command_help_has_an_example(command):
     assert result.returncode == 0
     assert "examples:" in result.stdout
     assert f"fastunwind {command} " in result.stdout.split("examples:", 1)[1]
+
+
+@pytest.mark.parametrize("columns", [None, "50", "200", "0", "wide"])
+def test_help_is_as_wide_as_argparse_makes_it(monkeypatch, columns):
+    """The CLI's formatters find the width without shutil; shutil's answer is the oracle."""
+    import shutil
+
+    from fastunwind.commands import HelpFormatter, terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
+    assert HelpFormatter("fastunwind")._width == argparse.HelpFormatter("fastunwind")._width
 
 
 def test_version():

@@ -2,14 +2,18 @@
 run (a 100 MB recording takes perf script 0.2 s), so modules that only other commands or only
 compiling need stay out of its import path. Checked by module names, not by timing: dataclasses
 (with inspect, ~6 ms, plus ~0.5 ms a class), the CFI inspection API, logging, subprocess, hashlib
-(OpenSSL), rich."""
+(OpenSSL), rich, shlex (compiling's), threading on the backtrace path (a lock is _thread's); and
+shutil, which argparse imports for the terminal's width whenever a parser adds an argument unless
+the formatter finds it (commands.HelpFormatter)."""
 from __future__ import annotations
 
 import subprocess
 import sys
 
 KEPT_OUT = ("dataclasses", "inspect", "fastunwind.cfi", "concurrent.futures", "logging", "subprocess", "hashlib",
-            "rich", "tempfile", "json")
+            "rich", "tempfile", "json", "shlex")
+#: kept out of `fastunwind backtrace -p` too (perf-script's threads need it): threading
+KEPT_OUT_OF_BACKTRACE = (*KEPT_OUT, "threading")
 
 
 def test_the_perf_script_path_imports_none_of_the_heavy_modules():
@@ -22,7 +26,7 @@ def test_the_perf_script_path_imports_none_of_the_heavy_modules():
 def test_the_backtrace_path_imports_none_of_the_heavy_modules():
     """`fastunwind backtrace -p PID` (text) imports what it needs to walk and name the threads only."""
     probe = ("import sys, fastunwind.cli, fastunwind.commands.backtrace, fastunwind.live, fastunwind.stacks\n"
-             f"print(' '.join(m for m in {KEPT_OUT!r} if m in sys.modules))")
+             f"print(' '.join(m for m in {KEPT_OUT_OF_BACKTRACE!r} if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
     assert loaded == []
 
@@ -34,3 +38,12 @@ def test_the_core_path_imports_none_of_the_heavy_modules():
              f"print(' '.join(m for m in {KEPT_OUT!r} if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
     assert loaded == []
+def test_building_a_commands_parser_imports_no_shutil():
+    """argparse's own formatter imports shutil (bz2, lzma, fnmatch: ~7M instructions) to lay out help
+    nobody asked for; the CLI's formatters find the width without it."""
+    probe = ("import sys, fastunwind.cli\n"
+             "fastunwind.cli.build_parser('perf-script')\n"
+             "fastunwind.cli.build_parser().parse_args(['backtrace', '-p', '1'])\n"
+             "print('shutil' in sys.modules)")
+    loaded = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
+    assert loaded == ["False"]
