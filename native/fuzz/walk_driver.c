@@ -807,7 +807,10 @@ static void make_space(space_set *s, uint64_t *rng, const size_t *fixed, size_t 
                 s->corrected_modules[i].compact = &t->corrected;
             s->all_real &= t->real;
         }
-        s->corrected_space = (fu_address_space){s->corrected_modules, count, FU_BACKEND_AUTO};
+        fu_error corrected_err = {0};
+        if (fu_address_space_init(&s->corrected_space, s->corrected_modules, count, FU_BACKEND_AUTO,
+                                  &corrected_err) != FU_OK) /* its image reads need the segments' span */
+            die("corrected address space: %s", corrected_err.message);
         s->corrected_cache = malloc(sizeof *s->corrected_cache);
         if (!s->corrected_cache)
             die("out of memory");
