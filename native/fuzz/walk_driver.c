@@ -693,12 +693,10 @@ typedef struct space_set {
     fu_address_space spaces[FU_BACKEND_COUNT]; /* the same modules in each backend */
     fu_walk_cache *caches[FU_BACKEND_COUNT];   /* bound once, shared by every input */
     bool has_compiled;
-    /* the modules with their corrected compact tables (template_module.corrected), backend auto;
-     * all_real: every module an ELF file's (compiler CFI: the overlay restates it row for row) */
+    /* the modules with their corrected compact tables (template_module.corrected), backend auto */
     fu_module corrected_modules[MAX_SPACE_MODULES];
     fu_address_space corrected_space;
     fu_walk_cache *corrected_cache;
-    bool all_real;
     uint64_t *candidates; /* avmas: the real modules' (the ELF files') first, then the others' */
     size_t candidate_count, real_count;
 } space_set;
@@ -799,15 +797,16 @@ static void make_space(space_set *s, uint64_t *rng, const size_t *fixed, size_t 
                 for (size_t k = 0; t->real == real && k < t->candidate_count; k++)
                     s->candidates[n++] = t->candidates[k] + s->modules[i].bias;
             }
-        s->all_real = true;
         for (size_t i = 0; i < count; i++) {
             const template_module *t = &templates[s->modules[i].id];
             s->corrected_modules[i] = s->modules[i];
             if (s->modules[i].compact && t->has_corrected)
                 s->corrected_modules[i].compact = &t->corrected;
-            s->all_real &= t->real;
         }
-        s->corrected_space = (fu_address_space){s->corrected_modules, count, FU_BACKEND_AUTO};
+        fu_error corrected_err = {0};
+        if (fu_address_space_init(&s->corrected_space, s->corrected_modules, count, FU_BACKEND_AUTO,
+                                  &corrected_err) != FU_OK) /* its image reads need the segments' span */
+            die("corrected address space: %s", corrected_err.message);
         s->corrected_cache = malloc(sizeof *s->corrected_cache);
         if (!s->corrected_cache)
             die("out of memory");
@@ -1202,9 +1201,19 @@ static void check_step_batch(const fu_address_space *space, const walk_case *c, 
               "step batch: register %u 0x%" PRIx64 ", fu_walk_step: 0x%" PRIx64, r, record.regs[r], caller.value[r]);
 }
 
+/* Whether no frame of `w` lies in a module other than an ELF file's (compiler CFI, which the
+ * overlay of a corrected table restates row for row): every step it took, a real table's. */
+static bool frames_in_real_modules(const space_set *s, const walk_out *w)
+{
+    for (size_t i = 0; i < w->result.frame_count; i++)
+        if (w->frames[i].module != UINT32_MAX && !templates[s->template_of[w->frames[i].module]].real)
+            return false;
+    return true;
+}
+
 /* The space with its corrected compact tables: walks without a cache, with the shared one (twice)
- * and a fresh one (twice: its shape followed) are the same, flags included; where every module is a
- * compiler's and no step is compiled, they are out_a's but for the CORRECTED marks. */
+ * and a fresh one (twice: its shape followed) are the same, flags included; where every frame is in
+ * a compiler's module or none and no step is compiled, they are out_a's but for the CORRECTED marks. */
 static void check_corrected(const space_set *s, const walk_case *c)
 {
     const fu_address_space *space = &s->corrected_space;
@@ -1223,7 +1232,7 @@ static void check_corrected(const space_set *s, const walk_case *c)
     corrected_walks++;
     for (size_t i = 0; i < out_b.result.frame_count; i++)
         corrected_frames += (out_b.frames[i].flags & FU_FRAME_CORRECTED) != 0;
-    if (!s->all_real || s->has_compiled)
+    if (s->has_compiled || !frames_in_real_modules(s, &out_a) || !frames_in_real_modules(s, &out_b))
         return;
     for (size_t i = 0; i < out_b.result.frame_count; i++)
         out_b.frames[i].flags &= (uint8_t)~FU_FRAME_CORRECTED;
@@ -1639,6 +1648,9 @@ static size_t hand_cases(hand_case *out)
     const uint32_t all = (1u << FU_WALK_REGISTERS) - 1;
     const uint64_t stack = 0x7ffd12340000ull, top = 0 - 0x1000ull;
     const uint64_t libc_pc = real_candidate(&spaces[0], 7);
+    /* the middle of libc's code, an image the reader reads as memory */
+    const fu_module *libc = &spaces[0].modules[spaces[0].template_of[0] == hostile_template ? 1 : 0];
+    const uint64_t in_libc_image = (libc->start + (libc->end - libc->start) / 2) & ~(uint64_t)15;
     const uint64_t gap = hostile_bias() + HOSTILE_BASE + HOSTILE_COUNT * HOSTILE_FDE_SPAN + 0x40;
     size_t n = 0;
     for (unsigned backend = 0; backend < FU_BACKEND_COUNT; backend++) {
@@ -1651,6 +1663,10 @@ static size_t hand_cases(hand_case *out)
                                0 - 0x20ull, {0}, backend};
         /* sp below the dump */
         out[n++] = (hand_case){"sp below the dump", stack, 0x800, all, libc_pc, stack - 0x1000, stack, {0}, backend};
+        /* every save slot (rsp- or rbp-based) in libc's image, none in the dump: read from the image
+         * alike through the plain and the corrected compact tables */
+        out[n++] = (hand_case){"save slots in an image", stack, 0x800, all, libc_pc, in_libc_image, in_libc_image,
+                               {0}, backend};
         /* rsp unknown; RA unknown */
         out[n++] = (hand_case){"rsp unknown", stack, 0x800, all & ~(1u << FU_REG_RSP), hostile_pc(7), stack + 0x100,
                                stack + 0x200, {0}, backend};
@@ -1786,7 +1802,7 @@ int main(int argc, char **argv)
     unsigned long inputs = 0;
     char label[256], name[128];
     if (only < 0) {
-        static hand_case cases[FU_BACKEND_COUNT * (12 + HOSTILE_COUNT)];
+        static hand_case cases[FU_BACKEND_COUNT * (13 + HOSTILE_COUNT)];
         size_t n = hand_cases(cases);
         for (size_t k = 0; k < n; k++) {
             encode_hand_case(&cases[k], &in);
