@@ -260,6 +260,7 @@ class CoreFile:
     def _iter_threads(self, with_registers: bool, max_frames: int) -> Iterator[stacks.Thread]:
         space = self.space.to_core()
         mappings = self.space.mappings
+        known: stacks.KnownFrames = {}  # the threads share most of their frames: each named once
         for tid, _signal, _user_registers, registers in self._core.threads():
             by_frame: list[tuple[int | None, ...]] = []
             if with_registers:
@@ -267,8 +268,9 @@ class CoreFile:
                                                                   frame_registers=True)
             else:
                 outcome, fault, raw = _core.unwind_core(space, self._core, registers, max_frames)
-            frames = stacks.symbolize(((ip, mappings[module] if module is not None else None,
-                                        stacks.FRAME_KINDS[kind]) for ip, module, kind, _flags in raw), by_frame)
+            frames = stacks.symbolize(((ip, module, kind) for ip, module, kind, _flags in raw),
+                                      lambda module: mappings[module] if module is not None else None,
+                                      lambda kind: stacks.FRAME_KINDS[kind], by_frame, known)
             yield stacks.Thread(tid, self.name, frames, outcome, fault)
 
     def snapshot(self, *, with_registers: bool = False) -> stacks.ProcessSnapshot:
