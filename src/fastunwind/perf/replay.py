@@ -15,8 +15,6 @@ provides the recorded file; without a copy there the mapping is reported as repl
 and gets no unwind tables.
 """
 
-from __future__ import annotations
-
 import array
 import os
 from collections.abc import Sequence
@@ -81,12 +79,12 @@ class Samples(Sequence["Sample"]):
         return self._perf.sample_count
 
     @overload
-    def __getitem__(self, index: int) -> Sample: ...
+    def __getitem__(self, index: int) -> "Sample": ...
 
     @overload
-    def __getitem__(self, index: slice) -> list[Sample]: ...
+    def __getitem__(self, index: slice) -> "list[Sample]": ...
 
-    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
+    def __getitem__(self, index: int | slice) -> "Sample | list[Sample]":
         if isinstance(index, slice):
             return [self._perf.sample(i) for i in range(*index.indices(len(self)))]
         if not -len(self) <= index < len(self):
@@ -100,8 +98,8 @@ class Replay(NamedTuple):
     `comm_names` (`comm_ids`, both u32 arrays)."""
 
     session: PerfSession
-    space_ids: array.array[int]
-    comm_ids: array.array[int]
+    space_ids: "array.array[int]"
+    comm_ids: "array.array[int]"
     comm_names: list[bytes]
     samples: Samples
 
