@@ -29,6 +29,10 @@ from fastunwind.symbols import PERF_MAP_PATH
 if TYPE_CHECKING:
     from fastunwind.perf.data import Sample
 
+    _U32Array = array.array[int]
+else:
+    _U32Array = array.array  # array.array[int] is not subscriptable at run time (a NamedTuple field's type)
+
 NO_SPACE = _core.REPLAY_NONE  #: a sample without an address space (unwind_samples skips it)
 NO_COMM = _core.REPLAY_NONE  #: a sample without a thread name (the event index does not list it)
 
@@ -98,8 +102,8 @@ class Replay(NamedTuple):
     `comm_names` (`comm_ids`, both u32 arrays)."""
 
     session: PerfSession
-    space_ids: "array.array[int]"
-    comm_ids: "array.array[int]"
+    space_ids: _U32Array
+    comm_ids: _U32Array
     comm_names: list[bytes]
     samples: Samples
 
