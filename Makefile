@@ -11,17 +11,19 @@ STAMPS := .build
 # the real-binary corpus: the other linkers (lld, mold; gold is in binutils) and Go (golang-go);
 # libiberty (libiberty-dev) demangles C++ and Rust names in the C core; Zydis (libzydis-dev) decodes
 # x86-64 machine code for `check` (native/core/synth_decode.c); chromium and its driver open the HTML
-# flame graph in the tests (tests/integration/test_flame_graph_browser.py).
+# flame graph in the tests (tests/integration/test_flame_graph_browser.py); libbpf (libbpf-dev) and
+# bpftool build and load the in-kernel unwinder of `record --bpf` (native/bpf).
 SYSTEM_PACKAGES := binutils gcc g++ make llvm-14 clang-14 elfutils libdw-dev libunwind-dev \
                    zlib1g-dev libzstd-dev pkg-config xz-utils linux-perf rt-tests \
-                   lld mold golang-go libiberty-dev libzydis-dev chromium chromium-driver gdb time
+                   lld mold golang-go libiberty-dev libzydis-dev chromium chromium-driver gdb time ffmpeg \
+                   libbpf-dev bpftool debuginfod libc6-dbg
 
-NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch])
+NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch] native/bpf/*.[ch])
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
 .PHONY: FORCE all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
-        bench-check bench-synth bench-trace decode-compare clean
+        bench-check bench-synth bench-core bench-trace bench-bpf decode-compare synth-unwind clean
 
 all: build
 
@@ -117,6 +119,9 @@ bench-check: build
 # `fastunwind synth` of libc and libLLVM-14 against `readelf -wF` of the same files (docs/BENCHMARKS.md).
 bench-synth: build
 	$(PY) -m benchmarks.bench_synth
+# `fastunwind core` against `eu-stack --core` and gdb on a gcore of a 64-thread process.
+bench-core: build
+	$(PY) -m benchmarks.bench_core
 
 # `fastunwind check --trace`: steps per second on real commands against a bare ptrace loop.
 bench-trace: build
@@ -125,6 +130,13 @@ bench-trace: build
 # The walker against libunwind, libdw and a frame-pointer walk on the same perf samples.
 bench-unwind: build
 	$(PY) -m benchmarks.bench_unwind
+
+# Unwinding through synthesized rows: the seeded program and an x264 encode recorded, samples that
+# land in code without CFI or with wrong CFI counted by how far they unwind with --synth off,
+# missing and repair (docs/BENCHMARKS.md, "Unwinding through synthesized rows").
+SYNTH_UNWIND_SECONDS ?= 3
+synth-unwind: build
+	$(PY) -m scripts.synth_unwind --seconds $(SYNTH_UNWIND_SECONDS)
 
 # End to end on big recordings: fastunwind perf-script against perf script, time and peak RSS side
 # by side (docs/BENCHMARKS.md, "End to end on big recordings"). The recordings are made once: clang-14
@@ -148,6 +160,10 @@ bench-perf-script: build $(BENCH_BIG_RECORDINGS)
 # Compiled unwind tables: generation and compile time, code size against .eh_frame.
 bench-eh-elf: build
 	$(PY) -m benchmarks.bench_eh_elf
+
+# record --bpf against perf record --call-graph dwarf and no profiler (root: docs/BENCHMARKS.md)
+bench-bpf: build
+	$(PY) -m benchmarks.bench_bpf
 
 clean:
 	rm -rf build $(STAMPS) src/fastunwind/_core*.so src/*.egg-info

@@ -4,6 +4,7 @@ FASTUNWIND_SANITIZE=1 builds the extension with ASAN+UBSAN (see `make asan`);
 FASTUNWIND_DEBUG=1 builds it with -O0 -g.
 """
 import os
+import subprocess
 from glob import glob
 
 from setuptools import Extension, setup
@@ -20,21 +21,48 @@ elif os.environ.get("FASTUNWIND_DEBUG"):
 else:
     compile_args += ["-O2"]
 
+# The in-kernel unwinder (native/bpf): the BPF program is compiled by clang-14 -target bpf against
+# this kernel's types (vmlinux.h from its BTF: CO-RE relocates the fields it reads on other kernels)
+# and embedded in the extension as the skeleton bpftool generates (unwind.skel.h).
+BPF_BUILD = ".build/bpf"
+
+
+def build_bpf_skeleton() -> None:
+    os.makedirs(BPF_BUILD, exist_ok=True)
+    vmlinux = os.path.join(BPF_BUILD, "vmlinux.h")
+    if not os.path.exists(vmlinux):
+        with open(vmlinux + ".tmp", "wb") as out:
+            subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format", "c"],
+                           stdout=out, check=True)
+        os.replace(vmlinux + ".tmp", vmlinux)
+    obj = os.path.join(BPF_BUILD, "unwind.bpf.o")
+    subprocess.run(["clang-14", "-g", "-O2", "-Wall", "-Werror", "-target", "bpf", "-D__TARGET_ARCH_x86",
+                    "-I", BPF_BUILD, "-I", "native/core", "-c", "native/bpf/unwind.bpf.c", "-o", obj], check=True)
+    skeleton = subprocess.run(["bpftool", "gen", "skeleton", obj, "name", "fu_unwind"], check=True,
+                              stdout=subprocess.PIPE).stdout
+    with open(os.path.join(BPF_BUILD, "unwind.skel.h"), "wb") as out:
+        out.write(skeleton)
+
+
+build_bpf_skeleton()
+
 setup(
     ext_modules=[
         Extension(
             "fastunwind._core",
             # native/core: the C core (pure C11, no Python API); native/py: the bindings (py_*.c)
-            sources=sorted(glob("native/core/*.c")) + sorted(glob("native/py/*.c")),
+            sources=sorted(glob("native/core/*.c")) + sorted(glob("native/py/*.c")) + ["native/bpf/bpf_session.c"],
             # a header change rebuilds every file (*.inc: parts of one translation unit)
-            depends=sorted(glob("native/core/*.[ch]") + glob("native/core/*.inc") + glob("native/py/*.h")),
-            include_dirs=["native/core", "native/py", "src/fastunwind/include"],
+            depends=sorted(glob("native/core/*.[ch]") + glob("native/core/*.inc") + glob("native/py/*.h")
+                           + glob("native/bpf/*.[ch]")),
+            include_dirs=["native/core", "native/py", "native/bpf", BPF_BUILD, "src/fastunwind/include"],
             extra_compile_args=compile_args,
             extra_link_args=link_args,
             # perf_data.c: PERF_RECORD_COMPRESSED (perf record -z); demangle.c: libiberty's demangler
             # (libiberty-dev ships only a static, PIC libiberty.a); synth_decode.c: Zydis 4, the x86
-            # decoder (libzydis-dev)
-            libraries=["zstd", "iberty", "Zydis"],
+            # decoder (libzydis-dev); bpf_session.c: libbpf (libbpf-dev) loads the in-kernel unwinder;
+            # srcline.c: elfutils' libdw, DWARF line tables and inline DIEs (libdw-dev)
+            libraries=["zstd", "iberty", "Zydis", "bpf", "dw", "elf"],
         )
     ]
 )

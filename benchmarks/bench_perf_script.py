@@ -1,8 +1,10 @@
 """End to end: `fastunwind perf-script -i X > /dev/null` against
 `perf script --no-inline -F comm,tid,time,ip,sym,symoff,dso -i X > /dev/null`, whole processes:
-time and peak RSS; with --report, `fastunwind report -i X` against `perf report --stdio -i X`.
+time and peak RSS; with --report, `fastunwind report -i X` against `perf report --stdio -i X`; with
+--srcline, both with inline frames and source lines (`--inline -F +srcline` against perf script's
+`--inline -F ...,srcline`).
 
-    .venv/bin/python -m benchmarks.bench_perf_script [RECORDING.data ...] [--runs N] [--folded | --report] [--json]
+    .venv/bin/python -m benchmarks.bench_perf_script [RECORDING.data ...] [--runs N] [--folded | --report | --srcline] [--json]
     make bench-perf-script   # records the 50 MB, 400 MB and 2 GB recordings first, then this
 
 Each command runs under `/usr/bin/time -f %M`, whose peak RSS (KiB) of the process is reported (the
@@ -73,9 +75,11 @@ def ours_command(recording: str, extra: list[str] | None = None, verb: str = "pe
     return [sys.executable, "-m", "fastunwind", verb, "-i", recording, *(extra or [])], env
 
 
-def end_to_end(recording: str, runs: int, extra: list[str] | None = None, report: bool = False) -> dict[str, Any]:
+def end_to_end(recording: str, runs: int, extra: list[str] | None = None, report: bool = False,
+               srcline: bool = False) -> dict[str, Any]:
     ours, env = ours_command(recording, extra, "report" if report else "perf-script")
     theirs = (["perf", "report", "--stdio", "-i", recording] if report
+              else ["perf", "script", "--inline", "-F", PERF_SCRIPT_FIELDS + ",srcline", "-i", recording] if srcline
               else ["perf", "script", "--no-inline", "-F", PERF_SCRIPT_FIELDS, "-i", recording])
     time_command(ours, env)
     time_command(theirs, env)  # warm-up: page cache, perf's build-id cache lookups
@@ -105,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--folded", action="store_true", help="time ours with --folded (perf's command unchanged)")
     mode.add_argument("--report", action="store_true", help="fastunwind report against perf report --stdio")
+    mode.add_argument("--srcline", action="store_true",
+                      help="inline frames and source lines: --inline -F +srcline against perf script's")
     parser.add_argument("--json", action="store_true", help="print every figure as JSON")
     parser.add_argument("--table", action="store_true", help="end with a Markdown table (always for several)")
     arguments = parser.parse_args(argv)
@@ -114,11 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         if not os.path.isfile(recording):
             parser.error(f"{recording}: no such recording (make bench-unwind records the default one, "
                          "make bench-perf-script the big ones)")
-    extra = ["--folded"] if arguments.folded else None
+    extra = ["--folded"] if arguments.folded else ["--inline", "-F", "+srcline"] if arguments.srcline else None
     peer = "perf report" if arguments.report else "perf script"
     results = []
     for recording in arguments.recording:
-        result = end_to_end(os.path.abspath(recording), arguments.runs, extra, arguments.report)
+        result = end_to_end(os.path.abspath(recording), arguments.runs, extra, arguments.report, arguments.srcline)
         result["load_average"] = os.getloadavg()
         results.append(result)
         if arguments.json:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from collections import Counter
@@ -27,14 +26,14 @@ from scripts import oracle_files
 
 
 def check_one(path: str) -> dict[str, Any]:
-    from fastunwind.check import check_file
+    from fastunwind.check import check_file, reason_class
 
     try:
         result = check_file(path)
     except Exception as error:  # a file the checker cannot read is counted, not fatal
         return {"path": path, "error": f"{type(error).__name__}: {error}"}
     counts = result.counts()
-    reasons = Counter(re.sub(r"0x[0-9a-f]+", "ADDRESS", v.reason) for v in result.verdicts() if v.verdict == "undecided")
+    reasons = Counter(reason_class(v.reason) for v in result.verdicts() if v.verdict == "undecided")
     return {"path": path, "fdes": counts.fdes, "instructions_agree": counts.instructions_agree,
             "instructions_mismatch": counts.instructions_mismatch, "instructions_unknown": counts.instructions_unknown,
             "uncovered": counts.uncovered, "reasons": dict(reasons)}

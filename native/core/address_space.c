@@ -99,10 +99,11 @@ void fu_module_set_entry(fu_module *m, uint64_t entry)
     if (entry == 0)
         return;
     uint64_t next;
-    /* the compact table, built from the whole DWARF tables, gives their answer: the module may have
-     * been given only the DWARF tables' FDEs around its slow rows (fu_cfi_table_evaluate_ranges) */
+    /* the compact table, built from the whole DWARF tables, gives their answer (its derived rows do
+     * not count): the module may have been given only the DWARF tables' FDEs around its slow rows
+     * (fu_cfi_table_evaluate_ranges) */
     if (m->compact) {
-        if (fu_compact_covers(m->compact, entry, &next))
+        if (fu_compact_covers(m->compact, entry, FU_ENTRY_CODE_MAX_BYTES, &next))
             return;
     } else {
         const fu_cfi_table *const tables[2] = {m->eh_frame, m->debug_frame};

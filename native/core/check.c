@@ -14,6 +14,11 @@ void fu_check_batch_free(fu_check_batch *batch)
     free(batch->findings.data);
     free(batch->uncovered_calls.data);
     free(batch->called_non_entry.data);
+    free(batch->foreign_entries.data);
+    free(batch->call_sites.data);
+    free(batch->args_sizes.data);
+    free(batch->entry_states.data);
+    free(batch->entries.data);
     free(batch->overlap_partner);
     free(batch->position_of);
     fu_synth_scratch_free(&batch->scratch);
@@ -232,6 +237,7 @@ typedef struct fde_check {
      * over are unreached */
     uint64_t start;
     uint32_t next_insn, insn_count;
+    uint64_t first_unreached;
 } fde_check;
 
 static bool add_finding(fde_check *c, uint64_t address, unsigned what, const char *declared, const char *derived)
@@ -297,18 +303,26 @@ static bool covered(const fu_check_image *image, fu_check_batch *batch, uint64_t
 }
 
 
-static void note_call_target(fde_check *c, const fu_x86_insn *insn)
+/* A code address the FDE's code names: a direct call's or jump's target, or an address a
+ * RIP-relative lea takes (a function pointer: assembly without CFI, as x264's and FFmpeg's, is often
+ * reached only through tables of them, which C code fills with lea); `kind` says which (FU_X86_CALL,
+ * _JMP, _JCC or _LEA). A jump's target in another FDE is an entry of that FDE; a call's, a jump's
+ * or a lea's outside every FDE is code without CFI. */
+static void note_code_address(fde_check *c, uint64_t target, fu_x86_kind kind)
 {
-    if (!insn->has_target || insn->target == c->last_uncovered_check)
+    if (target == c->last_uncovered_check)
         return;
-    if (insn->target >= c->fde->pc_begin && insn->target - c->fde->pc_begin < c->fde->pc_range)
+    if (target >= c->fde->pc_begin && target - c->fde->pc_begin < c->fde->pc_range)
         return;
-    c->last_uncovered_check = insn->target;
-    if (insn->kind == FU_X86_CALL) /* not jumps: the hot part's jump to its .cold part */
-        note_non_entry_callee(c, insn->target);
-    if (fu_image_segment_holding(c->image->code, c->image->code_count, insn->target, 1) &&
-        !covered(c->image, c->batch, insn->target) &&
-        !fu_buffer_append(&c->batch->uncovered_calls, &insn->target, sizeof insn->target))
+    c->last_uncovered_check = target;
+    if (kind == FU_X86_CALL) /* not jumps: the hot part's jump to its .cold part */
+        note_non_entry_callee(c, target);
+    else if (kind != FU_X86_LEA && !fu_buffer_append(&c->batch->foreign_entries, &target, sizeof target))
+        c->out_of_memory = true; /* a jump into another FDE enters it there */
+    if (kind == FU_X86_JCC) /* code without CFI is looked for at calls, jumps and lea */
+        return;
+    if (fu_image_segment_holding(c->image->code, c->image->code_count, target, 1) &&
+        !covered(c->image, c->batch, target) && !fu_buffer_append(&c->batch->uncovered_calls, &target, sizeof target))
         c->out_of_memory = true;
 }
 
@@ -325,8 +339,8 @@ static void pass_unreached(fde_check *c, uint64_t address)
 {
     const fu_synth_scratch *sc = &c->batch->scratch;
     for (; c->next_insn < c->insn_count && c->start + sc->insn_offsets[c->next_insn] < address; c->next_insn++) {
-        if (!is_padding(&sc->insns[c->next_insn]))
-            c->result->unreached++;
+        if (!is_padding(&sc->insns[c->next_insn]) && c->result->unreached++ == 0)
+            c->first_unreached = c->start + sc->insn_offsets[c->next_insn];
     }
     if (c->next_insn < c->insn_count && c->start + sc->insn_offsets[c->next_insn] == address)
         c->next_insn++;
@@ -338,8 +352,11 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
     fde_check *c = context;
     const fu_cfi_table *t = c->table;
     pass_unreached(c, address);
-    if (insn->kind == FU_X86_CALL || (insn->kind == FU_X86_JMP && insn->has_target))
-        note_call_target(c, insn);
+    if ((insn->kind == FU_X86_CALL || insn->kind == FU_X86_JMP || insn->kind == FU_X86_JCC) && insn->has_target)
+        note_code_address(c, insn->target, insn->kind);
+    else if (insn->kind == FU_X86_LEA && insn->source.kind == FU_X86_OPERAND_MEMORY &&
+             insn->source.reg == FU_X86_REG_RIP && insn->source.index == FU_X86_REG_NONE && !insn->source.segment)
+        note_code_address(c, address + insn->length + (uint64_t)insn->source.value, FU_X86_LEA);
     while (c->row + 1 < c->row_end && t->row_address[c->row + 1] <= address)
         c->row++;
     if (unchanged && c->judged_agree && c->judged_row == c->row) {
@@ -495,6 +512,124 @@ static bool declared_entry_state(const fu_cfi_table *table, const fu_state *row,
     return true;
 }
 
+static int compare_call_sites(const void *a, const void *b)
+{
+    uint64_t x = ((const fu_synth_call_site *)a)->start, y = ((const fu_synth_call_site *)b)->start;
+    return x < y ? -1 : x > y;
+}
+
+/* The call-site records with a landing pad of the FDE's LSDA (`.gcc_except_table`, Itanium C++ ABI
+ * §7.5 as gcc and clang lay it out: LPStart, the type table's offset, the call-site encoding and
+ * table), sorted by start, into batch->call_sites; landing pads outside the FDE into
+ * batch->foreign_entries. An LSDA that does not read gives none. False when out of memory. */
+static bool read_call_sites(const fu_check_image *image, const fu_entry *fde, fu_check_batch *batch)
+{
+    batch->call_sites.len = 0;
+    const fu_image_segment *seg =
+        fde->has_lsda ? fu_image_segment_holding(image->segments, image->segment_count, fde->lsda, 1) : NULL;
+    if (!seg)
+        return true;
+    fu_section section = {.data = seg->data, .size = seg->size, .address = seg->vaddr, .address_size = 8,
+                          .segments = image->segments, .segment_count = image->segment_count};
+    fu_cursor c = fu_cursor_make(seg->data, seg->data + (fde->lsda - seg->vaddr), seg->data + seg->size);
+    uint64_t region = fde->pc_begin, lp_start = region;
+    bool unresolved;
+    uint8_t encoding = fu_read_u8(&c);
+    if (encoding != FU_PE_omit && !fu_read_encoded(&c, encoding, &section, region, &lp_start, &unresolved))
+        return true;
+    if (fu_read_u8(&c) != FU_PE_omit) /* the type table: the personality's, not the unwinder's */
+        fu_read_uleb(&c);
+    uint8_t call_site_encoding = fu_read_u8(&c) & 0x0f; /* offsets: the value format alone */
+    fu_cursor table = fu_cursor_sub(&c, fu_read_uleb(&c));
+    if (c.failed)
+        return true;
+    uint64_t end = fde->pc_begin + fde->pc_range;
+    for (unsigned k = 0; k < FU_CHECK_MAX_CALL_SITES && fu_cursor_left(&table); k++) {
+        uint64_t start, length, pad;
+        if (!fu_read_encoded(&table, call_site_encoding, &section, 0, &start, &unresolved) ||
+            !fu_read_encoded(&table, call_site_encoding, &section, 0, &length, &unresolved) ||
+            !fu_read_encoded(&table, call_site_encoding, &section, 0, &pad, &unresolved))
+            break;
+        fu_read_uleb(&table); /* the action */
+        if (table.failed)
+            break;
+        if (!pad)
+            continue;
+        fu_synth_call_site site = {.start = region + start, .end = region + start + length, .landing_pad = lp_start + pad};
+        if (site.landing_pad < fde->pc_begin || site.landing_pad >= end) {
+            if (!fu_buffer_append(&batch->foreign_entries, &site.landing_pad, sizeof site.landing_pad))
+                return false;
+        } else if (!fu_buffer_append(&batch->call_sites, &site, sizeof site)) {
+            return false;
+        }
+    }
+    if (batch->call_sites.len)
+        qsort(batch->call_sites.data, batch->call_sites.len / sizeof(fu_synth_call_site), sizeof(fu_synth_call_site),
+              compare_call_sites);
+    return true;
+}
+
+/* The DW_CFA_GNU_args_size changes of the FDE's instructions into batch->args_sizes (those of the
+ * CIE's initial instructions aside: compilers emit none there); instructions that do not decode end
+ * them. The loop is bounded by the FDE's length (each instruction takes a byte at least). False when
+ * out of memory. */
+static bool read_args_sizes(const fu_cfi_table *table, const fu_entry *fde, fu_check_batch *batch)
+{
+    batch->args_sizes.len = 0;
+    const uint8_t *base = table->section.data;
+    fu_cursor c = fu_cursor_make(base, base + fde->insns_offset, base + fde->end);
+    uint64_t loc = fde->pc_begin;
+    fu_error err = {0};
+    fu_insn insn;
+    while (fu_cursor_left(&c) > 0 && fu_insn_decode(&c, fde->cie, &table->section, &insn, &err)) {
+        if (insn.op == FU_INSN_ADVANCE) {
+            loc += (uint64_t)insn.value;
+        } else if (insn.op == FU_INSN_SET_LOC) {
+            loc = insn.uoperand;
+        } else if (insn.op == FU_INSN_ARGS_SIZE) {
+            fu_synth_args_size change = {.address = loc, .bytes = insn.uoperand};
+            if (!fu_buffer_append(&batch->args_sizes, &change, sizeof change))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* The image's foreign entries inside (start, end), each with the state the declared row at it
+ * describes, into batch->entries; entries whose row cannot be a state are left out. False when out
+ * of memory. */
+static bool foreign_entries_in(const fu_check_image *image, const fu_cfi_table *table, const fu_entry *fde,
+                               uint64_t start, uint64_t end, fu_check_batch *batch)
+{
+    batch->entries.len = batch->entry_states.len = 0;
+    size_t lo = 0, hi = image->foreign_entry_count;
+    while (lo < hi) { /* the first entry after start */
+        size_t mid = lo + (hi - lo) / 2;
+        if (image->foreign_entries[mid] <= start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t row = fde->first_row, row_end = fde->first_row + fde->row_count;
+    for (unsigned n = 0; lo < image->foreign_entry_count && image->foreign_entries[lo] < end &&
+                         n < FU_CHECK_MAX_FOREIGN_ENTRIES_PER_FDE; lo++, n++) {
+        uint64_t address = image->foreign_entries[lo];
+        while (row + 1 < row_end && table->row_address[row + 1] <= address)
+            row++;
+        fu_synth_state state;
+        if (!declared_entry_state(table, fu_cfi_table_state(table, table->row_state[row]), &state))
+            continue;
+        fu_synth_entry e = {.address = address, .state = NULL};
+        if (!fu_buffer_append(&batch->entry_states, &state, sizeof state) ||
+            !fu_buffer_append(&batch->entries, &e, sizeof e))
+            return false;
+    }
+    fu_synth_entry *entries = (fu_synth_entry *)batch->entries.data;
+    for (size_t k = 0; k < batch->entries.len / sizeof *entries; k++)
+        entries[k].state = (const fu_synth_state *)batch->entry_states.data + k;
+    return true;
+}
+
 static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, uint32_t entry, fu_check_batch *batch,
                       fu_check_fde_result *result)
 {
@@ -592,6 +727,17 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         .segments = image->segments, .segment_count = image->segment_count,
         .code_segments = image->code, .code_segment_count = image->code_count,
         .entry = result->from_declared_entry ? &declared_entry : NULL};
+    if (!read_call_sites(image, fde, batch) || !foreign_entries_in(image, table, fde, start, end, batch) ||
+        (batch->call_sites.len && !read_args_sizes(table, fde, batch)))
+        return false;
+    function.call_sites = (const fu_synth_call_site *)batch->call_sites.data;
+    function.call_site_count = batch->call_sites.len / sizeof(fu_synth_call_site);
+    if (function.call_site_count) {
+        function.args_sizes = (const fu_synth_args_size *)batch->args_sizes.data;
+        function.args_size_count = batch->args_sizes.len / sizeof(fu_synth_args_size);
+    }
+    function.entries = (const fu_synth_entry *)batch->entries.data;
+    function.entry_count = batch->entries.len / sizeof(fu_synth_entry);
     fu_synth_counts counts;
     char reason[FU_SYNTH_REASON_MAX];
     c.start = start;
@@ -621,6 +767,11 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         result->reason[0] = '\0';
     } else if (result->unknown) {
         result->verdict = FU_CHECK_UNDECIDED;
+    } else if (result->unreached) {
+        result->verdict = FU_CHECK_UNDECIDED;
+        snprintf(result->reason, sizeof result->reason,
+                 "%u instructions no path reaches were not checked (the first at 0x%llx)", result->unreached,
+                 (unsigned long long)c.first_unreached);
     } else {
         result->verdict = FU_CHECK_AGREE;
     }

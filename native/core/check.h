@@ -36,6 +36,10 @@
 #define FU_CHECK_MAX_FILE_INSTRUCTIONS (128u << 20)
 /* FDEs with the same start compared to find an identical earlier one whose result is shared. */
 #define FU_CHECK_MAX_SAME_START_COMPARED 64
+/* Call-site records read from one FDE's LSDA. */
+#define FU_CHECK_MAX_CALL_SITES (1u << 16)
+/* Entries from other FDEs (jumps, landing pads) taken into one FDE; each holds a state. */
+#define FU_CHECK_MAX_FOREIGN_ENTRIES_PER_FDE 256
 /* Room for a rule as text ("rsp+16", "c-24", "[rbp-8]", "never written"). */
 #define FU_CHECK_TEXT_MAX 48
 
@@ -63,8 +67,8 @@ typedef struct fu_check_fde_result {
     uint32_t mismatch;     /* instructions with a rule known to be wrong */
     uint32_t unknown;      /* instructions with a rule whose value is unknown, none wrong */
     uint32_t unreached;    /* decoded instructions no path reaches, padding (nop, int3, ud2) aside:
-                            * code left unchecked (landing pads, .cold blocks entered from the hot
-                            * part, unresolved jump tables, dead code); reported, not yet a verdict */
+                            * code left unchecked (unresolved jump tables, dead code, code entered
+                            * from elsewhere in ways not followed); an FDE with any is undecided */
     uint32_t skipped;      /* reached instructions not compared: the outermost frame's rows (the
                             * return address undefined: _start, a thread's entry) */
     bool from_declared_entry; /* starts inside a function (not at a known function entry) with a
@@ -88,12 +92,18 @@ typedef struct fu_check_image {
     const uint64_t *function_entries;
     size_t function_entry_count;
     const fu_cfi_table *tables[2];    /* .eh_frame, .debug_frame (either NULL): call-target coverage */
+    /* sorted addresses that other FDEs enter (direct jumps, landing pads of their LSDAs: collected
+     * in fu_check_batch.foreign_entries by an earlier pass): inside an FDE, further entries, with
+     * the state its declared row there describes (taken as given, like a `.cold` part's first row) */
+    const uint64_t *foreign_entries;
+    size_t foreign_entry_count;
     /* decoded instructions interpreted so far for this file, shared by the batches that may run on
      * several threads (updated atomically; FU_CHECK_MAX_FILE_INSTRUCTIONS); NULL: the batch's own */
     uint64_t *work_done;
 } fu_check_image;
 
-/* The results of a batch of FDEs, and the direct call targets in executable code that no FDE of
+/* The results of a batch of FDEs, and the code addresses (direct call and jump targets, addresses a
+ * RIP-relative lea takes) in executable code that no FDE of
  * either table covers (unsorted, possibly repeated). Zero-initialize; fu_check_batch_free. */
 /* Call targets whose coverage by an FDE was looked up, direct-mapped by address: the same callees
  * recur across a batch's FDEs. On libLLVM-14 the lookups took 3.7% of check's time, 2.2% with
@@ -109,10 +119,18 @@ typedef struct fu_check_batch {
     fu_check_fde_result *results;
     size_t count;
     fu_buffer findings;         /* fu_check_finding */
-    fu_buffer uncovered_calls;  /* uint64_t */
+    fu_buffer uncovered_calls;  /* uint64_t: call and jump targets and addresses lea takes (check.c) */
     /* uint64_t: direct call targets that start an FDE whose first row is not an entry row (the
      * caller may check those FDEs again with them among image->function_entries) */
     fu_buffer called_non_entry;
+    /* uint64_t: direct jump targets outside the FDE holding the jump, and landing pads outside the
+     * FDE whose LSDA names them (the caller may check the FDEs holding them again with them among
+     * image->foreign_entries) */
+    fu_buffer foreign_entries;
+    fu_buffer call_sites;     /* scratch: fu_synth_call_site of the FDE being checked */
+    fu_buffer args_sizes;     /* scratch: its fu_synth_args_size */
+    fu_buffer entry_states;   /* scratch: fu_synth_state of its foreign entries */
+    fu_buffer entries;        /* scratch: fu_synth_entry over entry_states */
     uint32_t *overlap_partner;  /* per entry of the table: another FDE its range meets, or UINT32_MAX */
     uint32_t *position_of;      /* per entry of the table: its position in this batch, or UINT32_MAX */
     uint64_t work_done;         /* image->work_done when that is NULL */

@@ -37,6 +37,32 @@ static bool offset_by_8(int64_t offset, int8_t *out)
     return true;
 }
 
+/* Put `column`'s `rule` (one a row lists) into `r`: false when the compact format cannot state it
+ * exactly. */
+static bool column_rule(unsigned column, const fu_rule *rule, fu_compact_rule *r)
+{
+    int slot = saved_slot(column);
+    if (column == FU_REG_RA) {
+        if (rule->kind == FU_RULE_UNDEFINED)
+            r->ra_offset_by_8 = FU_COMPACT_UNDEFINED;
+        else if (rule->kind != FU_RULE_OFFSET || !offset_by_8(rule->value, &r->ra_offset_by_8))
+            return false; /* same_value, val_offset, register, expressions, far offsets */
+    } else if (slot >= 0) {
+        if (rule->kind == FU_RULE_UNDEFINED)
+            r->saved_offset_by_8[slot] = FU_COMPACT_UNDEFINED;
+        else if (rule->kind == FU_RULE_SAME_VALUE)
+            r->saved_offset_by_8[slot] = FU_COMPACT_KEEP;
+        else if (rule->kind != FU_RULE_OFFSET || !offset_by_8(rule->value, &r->saved_offset_by_8[slot]))
+            return false;
+    } else if (column < FU_WALK_REGISTERS && (column == FU_REG_RSP || rule->kind != FU_RULE_UNDEFINED)) {
+        /* A rule for rsp, or one that gives a caller-saved register a value the next frame's CFI
+         * might use. DW_CFA_undefined on a caller-saved register changes nothing: the walker does
+         * not carry them across a call anyway. Vector registers and the like: ignored. */
+        return false;
+    }
+    return true;
+}
+
 /* The CFA expression `DW_OP_bregN k; DW_OP_deref` (GCC's DRAP epilogue-safe CFA), N < 17. */
 static bool drap_expression(const uint8_t *expr, uint64_t len, uint8_t *reg, int32_t *offset)
 {
@@ -121,31 +147,9 @@ fu_compact_rule fu_compact_rule_of_state(const fu_cfi_table *t, const fu_entry *
     } else {
         return slow; /* no CFA rule: the DWARF path reports it */
     }
-    for (uint16_t k = 0; k < state->count; k++) {
-        unsigned column = t->column_pool[state->first + k];
-        const fu_rule *rule = &t->rule_pool[state->first + k];
-        int slot = saved_slot(column);
-        if (column == FU_REG_RA) {
-            if (rule->kind == FU_RULE_UNDEFINED)
-                r.ra_offset_by_8 = FU_COMPACT_UNDEFINED;
-            else if (rule->kind != FU_RULE_OFFSET || !offset_by_8(rule->value, &r.ra_offset_by_8))
-                return slow; /* same_value, val_offset, register, expressions, far offsets */
-        } else if (slot >= 0) {
-            if (rule->kind == FU_RULE_UNDEFINED)
-                r.saved_offset_by_8[slot] = FU_COMPACT_UNDEFINED;
-            else if (rule->kind == FU_RULE_SAME_VALUE)
-                r.saved_offset_by_8[slot] = FU_COMPACT_KEEP;
-            else if (rule->kind != FU_RULE_OFFSET || !offset_by_8(rule->value, &r.saved_offset_by_8[slot]))
-                return slow;
-        } else if (column >= FU_WALK_REGISTERS) {
-            continue; /* vector registers and the like: the walker ignores them */
-        } else if (column == FU_REG_RSP || rule->kind != FU_RULE_UNDEFINED) {
-            /* A rule for rsp, or one that gives a caller-saved register a value the next frame's
-             * CFI might use. DW_CFA_undefined on a caller-saved register changes nothing: the
-             * walker does not carry them across a call anyway. */
+    for (uint16_t k = 0; k < state->count; k++)
+        if (!column_rule(t->column_pool[state->first + k], &t->rule_pool[state->first + k], &r))
             return slow;
-        }
-    }
     return r;
 }
 
@@ -214,8 +218,148 @@ void fu_compact_build_free(fu_compact_build *b)
     memset(b, 0, sizeof *b);
 }
 
+/* Whether `overlay` is as fu_compact_overlay states (sorted, disjoint, non-empty rows of CFA kind
+ * RSP, RBP or REGISTER, each with a return address, of an origin the mode admits). */
+static fu_status check_overlay(const fu_compact_overlay *overlay, fu_error *err)
+{
+    unsigned mode = overlay->synth & 0xff;
+    if (mode != FU_COMPACT_SYNTH_MISSING && mode != FU_COMPACT_SYNTH_REPAIR)
+        return fu_fail(err, FU_ERR_INVALID, "compact overlay: synth mode %u (expected %d or %d)", mode,
+                       FU_COMPACT_SYNTH_MISSING, FU_COMPACT_SYNTH_REPAIR);
+    for (size_t i = 0; i < overlay->count; i++) {
+        const fu_compact_overlay_row *row = &overlay->rows[i];
+        const fu_compact_rule *r = &row->rule;
+        const char *problem = NULL;
+        if (row->start >= row->end)
+            problem = "empty";
+        else if (i > 0 && row->start < overlay->rows[i - 1].end)
+            problem = "not sorted, or overlapping the row before";
+        else if (r->origin != FU_COMPACT_ORIGIN_SYNTHESIZED &&
+                 (r->origin != FU_COMPACT_ORIGIN_CORRECTED || mode != FU_COMPACT_SYNTH_REPAIR))
+            problem = "of an origin this mode does not lay over the declared rows";
+        else if (!((r->cfa_kind == FU_COMPACT_CFA_RSP && r->cfa_register == FU_REG_RSP) ||
+                   (r->cfa_kind == FU_COMPACT_CFA_RBP && r->cfa_register == FU_REG_RBP) ||
+                   (r->cfa_kind == FU_COMPACT_CFA_REGISTER && r->cfa_register < FU_WALK_REGISTERS)))
+            problem = "not a register + offset CFA";
+        else if (r->ra_offset_by_8 == FU_COMPACT_KEEP || r->ra_offset_by_8 == FU_COMPACT_UNDEFINED)
+            problem = "without a return address (only declared CFI may end a stack)";
+        else if (r->reserved1[0] || r->reserved1[1])
+            problem = "with reserved bytes set";
+        if (problem)
+            return fu_fail(err, FU_ERR_INVALID, "compact overlay: row %zu (0x%llx..0x%llx) is %s", i,
+                           (unsigned long long)row->start, (unsigned long long)row->end, problem);
+    }
+    return FU_OK;
+}
+
+static int compare_overlay_rows(const void *a, const void *b)
+{
+    const fu_compact_overlay_row *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start ? 1 : (x->end > y->end) - (x->end < y->end);
+}
+
+fu_status fu_compact_overlay_of_table(const fu_cfi_table *view, const uint8_t *origins, size_t origin_count,
+                                      fu_compact_overlay_row **out, size_t *count, fu_error *err)
+{
+    *out = NULL;
+    *count = 0;
+    size_t n = 0, cap = 0, fde = 0;
+    fu_compact_overlay_row *rows = NULL;
+    for (uint32_t e = 0; e < view->entry_count; e++) { /* bounded by the entries, each by its rows */
+        const fu_entry *entry = &view->entries[e];
+        if (entry->kind != FU_ENTRY_FDE)
+            continue;
+        if (fde >= origin_count) {
+            free(rows);
+            return fu_fail(err, FU_ERR_INVALID, "compact overlay: FDE %zu of the view has no origin (%zu given)", fde,
+                           origin_count);
+        }
+        uint8_t origin = origins[fde++];
+        if (origin >= FU_COMPACT_ORIGIN_COUNT) {
+            free(rows);
+            return fu_fail(err, FU_ERR_INVALID, "compact overlay: FDE %zu has origin %u", fde - 1, origin);
+        }
+        if (origin == FU_COMPACT_ORIGIN_DECLARED || entry->has_error || entry->discarded)
+            continue;
+        uint64_t fde_end = entry->pc_begin + entry->pc_range;
+        for (uint32_t r = entry->first_row; r < entry->first_row + entry->row_count; r++) {
+            uint64_t start = view->row_address[r];
+            uint64_t end = r + 1 < entry->first_row + entry->row_count ? view->row_address[r + 1] : fde_end;
+            end = end < fde_end ? end : fde_end;
+            fu_compact_rule rule = fu_compact_rule_of_state(view, entry, fu_cfi_table_state(view, view->row_state[r]));
+            rule.origin = origin;
+            /* what the overlay admits (check_overlay); another row stays as the module has it */
+            if (start >= end ||
+                (rule.cfa_kind != FU_COMPACT_CFA_RSP && rule.cfa_kind != FU_COMPACT_CFA_RBP &&
+                 rule.cfa_kind != FU_COMPACT_CFA_REGISTER) ||
+                rule.ra_offset_by_8 == FU_COMPACT_KEEP || rule.ra_offset_by_8 == FU_COMPACT_UNDEFINED)
+                continue;
+            if (n == cap) {
+                size_t grown = cap ? 2 * cap : 256;
+                fu_compact_overlay_row *bigger = realloc(rows, grown * sizeof *rows);
+                if (!bigger) {
+                    free(rows);
+                    return fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu overlay rows", grown);
+                }
+                rows = bigger;
+                cap = grown;
+            }
+            rows[n++] = (fu_compact_overlay_row){start, end, rule};
+        }
+    }
+    /* in address order (a view's FDEs need not be), a row overlapping the one before dropped
+     * (overlapping FDEs: the first by address wins), equal neighbours merged */
+    if (n > 1)
+        qsort(rows, n, sizeof *rows, compare_overlay_rows);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (kept > 0 && rows[i].start < rows[kept - 1].end)
+            continue;
+        if (kept > 0 && rows[kept - 1].end == rows[i].start &&
+            memcmp(&rows[kept - 1].rule, &rows[i].rule, sizeof rows[i].rule) == 0) {
+            rows[kept - 1].end = rows[i].end;
+            continue;
+        }
+        rows[kept++] = rows[i];
+    }
+    *out = rows;
+    *count = kept;
+    return FU_OK;
+}
+
+/* The sorted, unique union of `a` (n sorted unique values, freed) and the overlay's row bounds,
+ * malloc'd into *out. */
+static fu_status merge_overlay_bounds(uint64_t *a, size_t n, const fu_compact_overlay *overlay, uint64_t **out,
+                                      size_t *count, fu_error *err)
+{
+    size_t m = 2 * overlay->count;
+    uint64_t *merged = malloc((n + m ? n + m : 1) * sizeof *merged);
+    if (!merged) {
+        free(a);
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory for %zu compact bounds", n + m);
+    }
+    size_t i = 0, j = 0, k = 0; /* bounded: each iteration takes one value of a or of the overlay */
+    while (i < n || j < m) {
+        const fu_compact_overlay_row *row = j < m ? &overlay->rows[j / 2] : NULL;
+        uint64_t b = row ? (j % 2 ? row->end : row->start) : 0;
+        uint64_t v;
+        if (j >= m || (i < n && a[i] <= b)) {
+            v = a[i++];
+        } else {
+            v = b;
+            j++;
+        }
+        if (k == 0 || merged[k - 1] != v)
+            merged[k++] = v;
+    }
+    free(a);
+    *out = merged;
+    *count = k;
+    return FU_OK;
+}
+
 fu_status fu_compact_build_tables(fu_compact_build *b, const fu_cfi_table *eh_frame, const fu_cfi_table *debug_frame,
-                                  fu_error *err)
+                                  const fu_compact_overlay *overlay, fu_error *err)
 {
     memset(b, 0, sizeof *b);
     b->eh_frame_size = eh_frame ? eh_frame->section.size : FU_COMPACT_NO_SECTION;
@@ -229,8 +373,14 @@ fu_status fu_compact_build_tables(fu_compact_build *b, const fu_cfi_table *eh_fr
 
     /* every value the lookup compares a PC with: FDE starts and ends, row addresses */
     size_t n;
+    if (overlay && (status = check_overlay(overlay, err)) != FU_OK)
+        goto cleanup;
     if ((status = fu_cfi_tables_boundaries(tables, &bounds, &n, err)) != FU_OK)
         goto cleanup;
+    if (overlay && (status = merge_overlay_bounds(bounds, n, overlay, &bounds, &n, err)) != FU_OK) {
+        bounds = NULL; /* freed by the merge */
+        goto cleanup;
+    }
 
     /* one lookup per interval [bounds[i], bounds[i + 1]); equal neighbours merged */
     starts = malloc((n ? n : 1) * sizeof *starts);
@@ -245,9 +395,18 @@ fu_status fu_compact_build_tables(fu_compact_build *b, const fu_cfi_table *eh_fr
         status = fu_fail(err, FU_ERR_NOMEM, "out of memory for the compact rule dictionary");
         goto cleanup;
     }
-    size_t rows = 0;
+    size_t rows = 0, next_overlay = 0;
     for (size_t i = 0; i < n; i++) {
         fu_compact_rule rule = rule_at(tables, bounds[i]);
+        /* the overlay row covering bounds[i], if any, where its origin says it applies */
+        while (overlay && next_overlay < overlay->count && overlay->rows[next_overlay].end <= bounds[i])
+            next_overlay++;
+        if (overlay && next_overlay < overlay->count && overlay->rows[next_overlay].start <= bounds[i]) {
+            const fu_compact_rule *laid = &overlay->rows[next_overlay].rule;
+            bool declared = rule.cfa_kind != FU_COMPACT_CFA_NO_INFO;
+            if (declared == (laid->origin == FU_COMPACT_ORIGIN_CORRECTED))
+                rule = *laid;
+        }
         if (i + 1 == n && rule.cfa_kind != FU_COMPACT_CFA_NO_INFO) {
             status = fu_fail(err, FU_ERR_COMPACT,
                              "compact table: an FDE covers 0x%llx up to the end of the address space",
@@ -296,6 +455,9 @@ fu_status fu_compact_build_tables(fu_compact_build *b, const fu_cfi_table *eh_fr
         b->slow_bytes += kind == FU_COMPACT_CFA_SLOW ? size : 0;
         b->no_info_row_count += kind == FU_COMPACT_CFA_NO_INFO;
         b->covered_bytes += kind == FU_COMPACT_CFA_NO_INFO ? 0 : size;
+        uint8_t origin = set.rules[rule_of_row[i]].origin;
+        b->origin_row_count[origin]++;
+        b->origin_bytes[origin] += kind == FU_COMPACT_CFA_NO_INFO ? 0 : size;
     }
     b->row_rule = rule_of_row;
     rule_of_row = NULL;
@@ -319,7 +481,7 @@ cleanup:
 static uint64_t align_up(uint64_t v, uint64_t alignment) { return (v + alignment - 1) / alignment * alignment; }
 
 fu_status fu_compact_serialize(const fu_compact_build *b, uint32_t key_kind, const uint8_t *key, size_t key_size,
-                               uint8_t **out, size_t *size, fu_error *err)
+                               uint32_t synth, uint8_t **out, size_t *size, fu_error *err)
 {
     if (key_size > FU_COMPACT_MAX_KEY)
         return fu_fail(err, FU_ERR_COMPACT, "compact table: a key of %zu bytes (at most %d)", key_size,
@@ -352,6 +514,9 @@ fu_status fu_compact_serialize(const fu_compact_build *b, uint32_t key_kind, con
     h.no_info_row_count = b->no_info_row_count;
     h.slow_bytes = b->slow_bytes;
     h.covered_bytes = b->covered_bytes;
+    h.synth = synth;
+    memcpy(h.origin_row_count, b->origin_row_count, sizeof h.origin_row_count);
+    memcpy(h.origin_bytes, b->origin_bytes, sizeof h.origin_bytes);
     uint8_t *buf = calloc(1, (size_t)h.file_size);
     if (!buf)
         return fu_fail(err, FU_ERR_NOMEM, "out of memory for a compact table of %llu bytes",
@@ -461,13 +626,20 @@ fu_status fu_compact_open(fu_compact_table *t, const uint8_t *data, size_t size,
         (h->row_count == 0) != (h->end_svma == h->base_svma))
         return fu_fail(err, FU_ERR_COMPACT, "compact table: bad range 0x%llx..0x%llx for %u rows",
                        (unsigned long long)h->base_svma, (unsigned long long)h->end_svma, h->row_count);
+    uint64_t by_origin = 0;
+    for (unsigned o = 0; o < FU_COMPACT_ORIGIN_COUNT; o++)
+        by_origin += h->origin_row_count[o];
+    if (by_origin != h->row_count || h->reserved != 0 ||
+        (h->synth == FU_COMPACT_SYNTH_OFF && by_origin != h->origin_row_count[FU_COMPACT_ORIGIN_DECLARED]))
+        return fu_fail(err, FU_ERR_COMPACT, "compact table: rows by origin %u + %u + %u for %u rows (synth 0x%x)",
+                       h->origin_row_count[0], h->origin_row_count[1], h->origin_row_count[2], h->row_count, h->synth);
     if ((uint64_t)h->slow_row_count + h->no_info_row_count > h->row_count)
         return fu_fail(err, FU_ERR_COMPACT, "compact table: %u slow and %u no-info rows of %u", h->slow_row_count,
                        h->no_info_row_count, h->row_count);
     const fu_compact_rule *rules = (const fu_compact_rule *)(data + h->rules_offset);
     for (uint32_t i = 0; i < h->rule_count; i++) {
         const fu_compact_rule *r = &rules[i];
-        bool ok = r->cfa_kind < FU_COMPACT_CFA_KIND_COUNT && r->reserved0 == 0 && r->reserved1[0] == 0 &&
+        bool ok = r->cfa_kind < FU_COMPACT_CFA_KIND_COUNT && r->origin < FU_COMPACT_ORIGIN_COUNT && r->reserved1[0] == 0 &&
                   r->reserved1[1] == 0 && r->cfa_register < FU_WALK_REGISTERS;
         if (ok && r->cfa_kind == FU_COMPACT_CFA_RSP)
             ok = r->cfa_register == FU_REG_RSP;
@@ -558,6 +730,12 @@ const char *fu_compact_cfa_kind_name(unsigned kind)
     static const char *const names[FU_COMPACT_CFA_KIND_COUNT] = {"no_info", "slow", "rsp", "rbp", "register",
                                                                   "plt", "deref", "signal_context"};
     return kind < FU_COMPACT_CFA_KIND_COUNT ? names[kind] : "?";
+}
+
+const char *fu_compact_synth_mode_name(unsigned mode)
+{
+    static const char *const names[FU_COMPACT_SYNTH_MODES] = {"off", "missing", "repair"};
+    return mode < FU_COMPACT_SYNTH_MODES ? names[mode] : "?";
 }
 
 uint64_t fu_compact_benchmark_lookups(const fu_compact_table *t, const uint64_t *pcs, size_t n, size_t passes,

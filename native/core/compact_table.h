@@ -44,7 +44,7 @@
 #define FU_COMPACT_MAGIC_SIZE 8
 /* Bump whenever the layout or the builder's semantics change: a cached file of another version is
  * rebuilt, never used. */
-#define FU_COMPACT_VERSION 4
+#define FU_COMPACT_VERSION 5
 
 /* The key a table was built for: a GNU build-id (20 bytes for SHA-1, the linker's default; 16 for
  * md5/uuid) or, for a file without one, a SHA-256 of its path, size and mtime. 64 bytes hold
@@ -111,6 +111,30 @@ static const uint8_t fu_compact_signal_context[17] = {144, 136, 152, 128, 112, 1
 #define FU_COMPACT_PLT_EXPRESSION {0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22}
 #define FU_COMPACT_PLT_EXPRESSION_SIZE 11
 
+/* Where a rule came from. A table built with synthesized rows (fu_compact_build_tables' overlay,
+ * `--synth missing|repair`) holds rows derived from the machine code (native/core/synth.h): where
+ * no CFI covers the code (SYNTHESIZED), or in place of declared rows the check proved wrong
+ * (CORRECTED). The walker marks every frame whose step used such a rule (walk.h,
+ * FU_FRAME_SYNTHESIZED, FU_FRAME_CORRECTED), so that what rests on them is counted and shown. */
+typedef enum fu_compact_origin {
+    FU_COMPACT_ORIGIN_DECLARED = 0, /* the module's own CFI */
+    FU_COMPACT_ORIGIN_CORRECTED,    /* derived from the code, replacing a declared row proven wrong */
+    FU_COMPACT_ORIGIN_SYNTHESIZED,  /* derived from the code where no CFI covers it */
+    FU_COMPACT_ORIGIN_COUNT
+} fu_compact_origin;
+
+/* fu_compact_header.synth: which synthesized rows a table holds, FU_COMPACT_SYNTH_OFF for none, else
+ * the mode | FU_COMPACT_SYNTH_VERSION << 8, so that a table cached by another version of the
+ * synthesis is rebuilt. Bump the version whenever the rows a file gets could change (synth.c's
+ * interpretation, the collector's choice of functions, the conversion below). */
+#define FU_COMPACT_SYNTH_OFF 0
+#define FU_COMPACT_SYNTH_MISSING 1 /* synthesized rows where no CFI covers the code */
+#define FU_COMPACT_SYNTH_REPAIR 2  /* those, and corrected rows in place of declared ones proven wrong */
+#define FU_COMPACT_SYNTH_VERSION 1
+#define FU_COMPACT_SYNTH_MODES 3
+/* "off", "missing", "repair" (the --synth names) for FU_COMPACT_SYNTH_*; "?" past them. */
+const char *fu_compact_synth_mode_name(unsigned mode);
+
 /* One dictionary entry: 16 bytes. Offsets carry their unit in their name. */
 typedef struct fu_compact_rule {
     uint8_t cfa_kind;       /* fu_compact_cfa_kind */
@@ -118,7 +142,7 @@ typedef struct fu_compact_rule {
     /* The return address is at CFA + 8 * ra_offset_by_8; FU_COMPACT_KEEP (0) or
      * FU_COMPACT_UNDEFINED: no return address, the stack ends here (_start, clone, thread start). */
     int8_t ra_offset_by_8;
-    uint8_t reserved0;      /* 0 */
+    uint8_t origin;         /* fu_compact_origin: where the row came from */
     int32_t cfa_offset;     /* bytes */
     /* per fu_compact_saved_register[i]: saved at CFA + 8 * n, or FU_COMPACT_KEEP / _UNDEFINED */
     int8_t saved_offset_by_8[FU_COMPACT_SAVED_REGISTERS];
@@ -137,7 +161,7 @@ typedef struct fu_compact_header {
     uint32_t rule_index_size;          /* 2 (u16) or 4 (u32) */
     uint32_t key_kind;                 /* FU_COMPACT_KEY_* */
     uint32_t key_size;                 /* bytes of key[] in use */
-    uint32_t reserved;                 /* 0 */
+    uint32_t synth;                    /* FU_COMPACT_SYNTH_OFF, or a mode | FU_COMPACT_SYNTH_VERSION << 8 */
     uint8_t key[FU_COMPACT_MAX_KEY];   /* the build-id (or file hash) the table was built for */
     uint64_t row_start_offset;         /* u32[row_count], 4-aligned */
     uint64_t rule_index_offset;        /* u16 or u32 [row_count], aligned to its size */
@@ -155,6 +179,9 @@ typedef struct fu_compact_header {
     uint32_t no_info_row_count;        /* rows whose rule is FU_COMPACT_CFA_NO_INFO */
     uint64_t slow_bytes;               /* bytes of code covered by slow rows */
     uint64_t covered_bytes;            /* bytes of code covered by rows that are not no-info */
+    uint32_t origin_row_count[FU_COMPACT_ORIGIN_COUNT]; /* rows by their rule's origin (no-info rows: declared) */
+    uint32_t reserved;                 /* 0 */
+    uint64_t origin_bytes[FU_COMPACT_ORIGIN_COUNT];     /* bytes of code covered, by origin (no-info rows left out) */
 } fu_compact_header;
 
 /* A validated table: pointers into the (mapped) buffer, which the caller keeps alive. */
@@ -192,10 +219,10 @@ static inline const fu_compact_rule *fu_compact_find(const fu_compact_table *t, 
     return &t->rules[rule];
 }
 
-/* Whether a row with unwind information covers `pc`; if not, *next is the start of the first such
- * row above `pc` (an FDE's start: a gap row always ends where the next FDE begins), UINT64_MAX if
- * none. */
-static inline bool fu_compact_covers(const fu_compact_table *t, uint64_t pc, uint64_t *next)
+/* Whether a row of the module's own CFI (a declared rule, not no-info) covers `pc`; if not, *next is
+ * the start of the first such row above `pc` if it lies within `limit` bytes of it, else pc + limit. Synthesized rows do not count: they describe
+ * code without CFI (the process's entry code among it, address_space.h). */
+static inline bool fu_compact_covers(const fu_compact_table *t, uint64_t pc, uint64_t limit, uint64_t *next)
 {
     *next = UINT64_MAX;
     if (t->row_count == 0 || pc >= t->end_svma)
@@ -206,10 +233,18 @@ static inline bool fu_compact_covers(const fu_compact_table *t, uint64_t pc, uin
     }
     uint32_t row;
     const fu_compact_rule *rule = fu_compact_find(t, pc, &row);
-    if (rule->cfa_kind != FU_COMPACT_CFA_NO_INFO)
+    if (rule->cfa_kind != FU_COMPACT_CFA_NO_INFO && rule->origin == FU_COMPACT_ORIGIN_DECLARED)
         return true;
-    if (row + 1 < t->row_count)
-        *next = t->base_svma + t->row_start[row + 1];
+    /* bounded by `limit`: each row starts above the last */
+    for (row++; row < t->row_count && t->base_svma + t->row_start[row] - pc < limit; row++) {
+        uint32_t index = t->rule_index16 ? t->rule_index16[row] : t->rule_index32[row];
+        const fu_compact_rule *r = &t->rules[index];
+        if (r->cfa_kind != FU_COMPACT_CFA_NO_INFO && r->origin == FU_COMPACT_ORIGIN_DECLARED) {
+            *next = t->base_svma + t->row_start[row];
+            return false;
+        }
+    }
+    *next = limit < UINT64_MAX - pc ? pc + limit : UINT64_MAX;
     return false;
 }
 
@@ -224,16 +259,49 @@ typedef struct fu_compact_build {
     uint32_t slow_row_count, no_info_row_count;
     uint64_t slow_bytes, covered_bytes;
     uint64_t eh_frame_size, debug_frame_size;
+    uint32_t origin_row_count[FU_COMPACT_ORIGIN_COUNT];
+    uint64_t origin_bytes[FU_COMPACT_ORIGIN_COUNT];
 } fu_compact_build;
 
+/* A row derived from the machine code, for fu_compact_build_tables' overlay: [start, end) by svma
+ * and its rule, whose origin says where it applies (SYNTHESIZED: only where no declared row covers
+ * the code; CORRECTED: only where one does, replacing it). */
+typedef struct fu_compact_overlay_row {
+    uint64_t start, end;
+    fu_compact_rule rule;
+} fu_compact_overlay_row;
+
+/* Synthesized rows to lay over a module's declared ones: sorted by start, not overlapping, each
+ * non-empty, their rules fast-path rules of kind RSP, RBP or REGISTER with origin SYNTHESIZED or
+ * CORRECTED (fu_compact_build_tables rejects anything else with FU_ERR_INVALID). `synth` is the
+ * header's value (FU_COMPACT_SYNTH_MISSING or _REPAIR | version << 8); a MISSING overlay may hold
+ * no CORRECTED row. */
+typedef struct fu_compact_overlay {
+    const fu_compact_overlay_row *rows;
+    size_t count;
+    uint32_t synth;
+} fu_compact_overlay;
+
+/* The overlay rows of a view of the module's CFI (a table whose FDE k has origin origins[k], as the
+ * synthesized table gives them, native/core/synth_table.h): the rows of its CORRECTED and
+ * SYNTHESIZED FDEs that the overlay admits (a register + offset CFA and a return address; any other
+ * row stays as the module's own tables have it), sorted (of overlapping rows the first by address),
+ * equal neighbours merged, malloc'd into *out.
+ * FU_ERR_INVALID when an FDE has no origin or an unknown one. */
+fu_status fu_compact_overlay_of_table(const fu_cfi_table *view, const uint8_t *origins, size_t origin_count,
+                                      fu_compact_overlay_row **out, size_t *count, fu_error *err);
+
 /* Build from a module's evaluated tables (either may be NULL). Rows are resolved exactly as the
- * walker's DWARF lookup does: .eh_frame first, then .debug_frame. */
+ * walker's DWARF lookup does: .eh_frame first, then .debug_frame; then, with an `overlay` (NULL:
+ * none), its SYNTHESIZED rows fill what no declared row covers and its CORRECTED rows replace the
+ * declared ones they cover. */
 fu_status fu_compact_build_tables(fu_compact_build *b, const fu_cfi_table *eh_frame, const fu_cfi_table *debug_frame,
-                                  fu_error *err);
+                                  const fu_compact_overlay *overlay, fu_error *err);
 void fu_compact_build_free(fu_compact_build *b);
-/* Serialize to a malloc'd buffer (8-aligned) of *size bytes. */
+/* Serialize to a malloc'd buffer (8-aligned) of *size bytes; `synth` goes to the header (the
+ * overlay's, FU_COMPACT_SYNTH_OFF without one). */
 fu_status fu_compact_serialize(const fu_compact_build *b, uint32_t key_kind, const uint8_t *key, size_t key_size,
-                               uint8_t **out, size_t *size, fu_error *err);
+                               uint32_t synth, uint8_t **out, size_t *size, fu_error *err);
 /* Validate `size` bytes at `data` (8-aligned: mmap'd or malloc'd) and fill `table`. A corrupt or
  * truncated buffer is rejected with FU_ERR_CFI and a message naming the first problem. */
 fu_status fu_compact_open(fu_compact_table *table, const uint8_t *data, size_t size, fu_error *err);

@@ -25,6 +25,8 @@ const char *fu_status_exception(fu_status status)
     case FU_ERR_EH_ELF: return "EhElfError";
     case FU_ERR_PERF_DATA: return "PerfDataError";
     case FU_ERR_TRACE: return "TraceError";
+    case FU_ERR_BPF: return "BpfError";
+    case FU_ERR_CORE: return "CoreFileError";
     case FU_OK:
     case FU_ERR_INVALID:
     default: return "ValueError";

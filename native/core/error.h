@@ -20,6 +20,8 @@ typedef enum fu_status {
     FU_ERR_INVALID = 7,    /* an argument out of range or inconsistent: ValueError */
     FU_ERR_PERF_DATA = 16, /* malformed perf.data: PerfDataError */
     FU_ERR_TRACE = 17,     /* a command cannot be started or traced under ptrace: TraceError */
+    FU_ERR_BPF = 18,       /* the kernel refused the BPF unwinder (load, map, attach): BpfError */
+    FU_ERR_CORE = 19,      /* a malformed or unsupported core file: CoreFileError */
 } fu_status;
 
 typedef struct fu_error {
@@ -31,7 +33,8 @@ typedef struct fu_error {
 fu_status fu_fail(fu_error *err, fu_status status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* The name of the Python exception `status` is raised as: a class of fastunwind.errors ("CfiError",
- * "ExprError", "NoUnwindInfo", "CompactTableError", "EhElfError", "PerfDataError", "TraceError") or a builtin
+ * "ExprError", "NoUnwindInfo", "CompactTableError", "EhElfError", "PerfDataError", "TraceError",
+ * "CoreFileError") or a builtin
  * ("MemoryError", "ValueError"; "ValueError" for a status not in the table). */
 const char *fu_status_exception(fu_status status);
 

@@ -26,6 +26,52 @@ fu_read_status fu_read_dump(void *context, uint64_t address, unsigned size, uint
     return FU_READ_UNREADABLE;
 }
 
+/* The segment of `segments` (sorted by vaddr, not overlapping) holding [address, address + size), or NULL. */
+static const fu_image_segment *sorted_segment_holding(const fu_image_segment *segments, size_t count,
+                                                      uint64_t address, size_t size)
+{
+    size_t lo = 0, hi = count;
+    while (lo < hi) { /* bound: halves each time */
+        size_t mid = lo + (hi - lo) / 2;
+        if (segments[mid].vaddr <= address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    const fu_image_segment *seg = &segments[lo - 1];
+    uint64_t into = address - seg->vaddr;
+    return into < seg->size && size <= seg->size - into ? seg : NULL;
+}
+
+const uint8_t *fu_core_memory_at(const fu_core_memory *m, uint64_t address, size_t size)
+{
+    const fu_image_segment *seg = sorted_segment_holding(m->dumped, m->dumped_count, address, size);
+    if (!seg)
+        seg = sorted_segment_holding(m->files, m->file_count, address, size);
+    return seg && size ? seg->data + (address - seg->vaddr) : NULL;
+}
+
+fu_read_status fu_read_core(void *core_memory, uint64_t address, unsigned size, uint64_t *out)
+{
+    uint64_t v = 0;
+    const uint8_t *at = size <= 8 ? fu_core_memory_at(core_memory, address, size) : NULL;
+    if (!at)
+        return FU_READ_UNREADABLE;
+    memcpy(&v, at, size);
+    *out = v;
+    return FU_READ_OK;
+}
+
+fu_reader fu_core_reader(const fu_core_memory *m, uint64_t sp)
+{
+    const fu_image_segment *stack = sorted_segment_holding(m->dumped, m->dumped_count, sp, 1);
+    if (!stack)
+        return (fu_reader){NULL, 0, 0, fu_read_core, (void *)m};
+    return (fu_reader){stack->data, stack->vaddr, stack->size, fu_read_core, (void *)m};
+}
+
 fu_read_status fu_read_self(void *unused, uint64_t address, unsigned size, uint64_t *out)
 {
     (void)unused;

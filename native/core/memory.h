@@ -3,6 +3,9 @@
  * - a captured stack (perf sample, core file thread): [stack_address, +size) from the dump, then
  *   the read-only segments of the mapped modules; addresses just above the dump are "past the
  *   dump" (the stack was truncated), anything else unreadable;
+ * - a core file: the bytes of its PT_LOAD segments (coredump.h), then, for mappings the dump left
+ *   out (p_filesz < p_memsz: the kernel's coredump_filter skips file-backed text), the bytes of the
+ *   mapped files at their avmas, as eu-stack reads them;
  * - the current process, or another one (a traced process, native/core/trace.c): its memory through
  *   process_vm_readv, so a bad pointer is an error, never a fault. Pages that are executable but not
  *   readable fail there (the kernel checks read permission); ptrace's PEEKDATA would force them.
@@ -27,6 +30,22 @@ typedef struct fu_dump_memory {
 
 fu_read_status fu_read_dump(void *dump_memory, uint64_t address, unsigned size, uint64_t *out);
 fu_read_status fu_read_self(void *unused, uint64_t address, unsigned size, uint64_t *out);
+
+/* A core file's memory: the context of fu_read_core. Both lists are sorted by vaddr and do not
+ * overlap within themselves; `dumped` wins where both hold an address (a written private mapping). */
+typedef struct fu_core_memory {
+    const fu_image_segment *dumped; /* the present bytes of the PT_LOAD segments */
+    size_t dumped_count;
+    const fu_image_segment *files;  /* mapped files' bytes, by avma */
+    size_t file_count;
+} fu_core_memory;
+fu_read_status fu_read_core(void *core_memory, uint64_t address, unsigned size, uint64_t *out);
+/* The `size` bytes at `address`, where one segment of either list holds them all, else NULL. */
+const uint8_t *fu_core_memory_at(const fu_core_memory *m, uint64_t address, size_t size);
+
+/* The reader of a core file: the dumped segment holding `sp` (the thread's stack) is its inline
+ * window, fu_read_core the rest. `m` must outlive the reader. */
+fu_reader fu_core_reader(const fu_core_memory *m, uint64_t sp);
 
 /* Another process's memory: the context of fu_read_pid. */
 typedef struct fu_pid_memory {

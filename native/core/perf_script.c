@@ -96,8 +96,20 @@ static uint32_t frame_id(resolver *r, uint32_t mapping, uint64_t address)
             }
         }
         __int128 svma = (__int128)address - (__int128)m->bias;
-        if (m->symbols && svma >= 0 && svma <= (__int128)UINT64_MAX)
+        bool in_range = svma >= 0 && svma <= (__int128)UINT64_MAX;
+        if (m->symbols && in_range)
             set_symbol(&f, m->symbols, (uint64_t)svma);
+        if (u->srcline_fields && m->has_srclines && !m->srclines_loaded) {
+            m->srclines_loaded = true;
+            m->srclines = u->srcline_load(r->context, mapping, r->failed);
+            if (*r->failed) {
+                fu_fail(r->err, FU_ERR_INVALID, "the source lines of mapping %u could not be loaded", mapping);
+                return FU_INTERN_NONE;
+            }
+        }
+        if (u->srcline_fields && m->srclines && in_range &&
+            fu_srcline_lookup(m->srclines, (uint64_t)svma, &f.chain, r->err) != FU_OK)
+            return FU_INTERN_NONE;
     }
     uint32_t id = (uint32_t)u->frame_count;
     if (!fu_intern_insert(&r->index, hash, id)) {
@@ -320,7 +332,127 @@ static void put_symbol_and_dso(fu_buffer *out, const fu_unwound_frame *f, const 
     fu_put(out, ")\n", 2);
 }
 
-/* Each frame's line, formatted once: "\t%16x sym+0xoff (dso)\n" or "\t%16x [unknown] (dso)\n". */
+/* The most bytes put_srcline writes for `at`. */
+static size_t srcline_bytes(const fu_srcline_location *at)
+{
+    return 2 + (at ? at->file_len : 0) + 4 + 24 + 10 + 1;
+}
+
+/* "basename(file):line" ("??:0" when not known: at NULL), into room the caller reserved. */
+static void put_file_and_line(fu_buffer *out, const fu_srcline_module *m, const fu_srcline_location *at)
+{
+    if (at && at->file_len) {
+        const char *file = fu_srcline_text(m, at->file);
+        size_t base = at->file_len;
+        while (base > 0 && file[base - 1] != '/')
+            base--;
+        fu_put(out, file + base, at->file_len - base);
+    } else {
+        fu_put(out, "??", 2);
+    }
+    fu_put(out, ":", 1);
+    fu_put_udec(out, at ? at->line : 0, 0, ' ');
+}
+
+/* perf's srcline line: "  file:line", " (inlined)" for an inlined function's, and the line's end
+ * (the room reserved: srcline_bytes). */
+static void put_srcline(fu_buffer *out, const fu_srcline_module *m, const fu_srcline_location *at, bool inlined)
+{
+    fu_put(out, "  ", 2);
+    put_file_and_line(out, m, at);
+    if (inlined)
+        fu_put(out, " (inlined)", 10);
+    fu_put(out, "\n", 1);
+}
+
+/* The source lines of a frame: its mapping's module (NULL: none printed, the frame is not in one
+ * that has a loader). */
+static const fu_srcline_module *frame_srclines(const fu_unwound *u, const fu_unwound_frame *f)
+{
+    if (f->mapping == FU_UNWOUND_MAPPING_KERNEL || f->mapping == FU_UNWOUND_MAPPING_NONE)
+        return NULL;
+    return u->maps[f->mapping].srclines;
+}
+
+bool fu_unwound_frame_srcline(const fu_unwound *u, const fu_unwound_frame *f, fu_buffer *out)
+{
+    if (f->mapping == FU_UNWOUND_MAPPING_KERNEL) { /* no source of the kernel's: perf's "sym+offset" */
+        if (!fu_buffer_reserve(out, (f->has_symbol ? f->name_len : 0) + 20 + 20 + FU_PUT_HEX_MAX))
+            return false;
+        if (f->has_symbol) {
+            fu_put(out, f->name, f->name_len);
+            fu_put(out, "+", 1);
+            fu_put_udec(out, f->offset, 0, ' ');
+        } else {
+            fu_put(out, KERNEL_DSO, sizeof KERNEL_DSO - 1);
+            fu_put(out, "[", 1);
+            fu_put_hex(out, f->address, false, 0);
+            fu_put(out, "]", 1);
+        }
+        return true;
+    }
+    const fu_srcline_module *m = frame_srclines(u, f);
+    const fu_srcline_location *at = m && f->chain.count ? fu_srcline_location_at(m, f->chain.first) : NULL;
+    if (!fu_buffer_reserve(out, srcline_bytes(at)))
+        return false;
+    put_file_and_line(out, m, at);
+    return true;
+}
+
+/* A frame's lines as perf_script.h says: the inlined functions' with --inline, then "\t%16x
+ * sym+0xoff (dso)\n" (or "[unknown]"), with srcline each followed by its source line. False if
+ * out of memory. */
+static bool format_frame(const fu_unwound *u, const fu_unwound_frame *f, fu_buffer *out)
+{
+    const char *dso;
+    size_t dso_len;
+    fu_unwound_frame_dso(u, f, &dso, &dso_len);
+    const fu_srcline_module *m = frame_srclines(u, f);
+    bool srcline = u->srcline_fields & FU_UNWOUND_SRCLINE;
+    uint32_t count = m ? f->chain.count : 0;
+    uint32_t inlined = (u->srcline_fields & FU_UNWOUND_INLINE) && f->has_symbol && count > 1 ? count - 1 : 0;
+    for (uint32_t k = 0; k < inlined; k++) {
+        const fu_srcline_location *at = fu_srcline_location_at(m, f->chain.first + k);
+        size_t name_len = at->name_len ? at->name_len : 9;
+        if (!fu_buffer_reserve(out, 1 + FU_PUT_HEX_MAX + 1 + name_len + 3 + 16 + 11 + srcline_bytes(at)))
+            return false;
+        fu_put(out, "\t", 1);
+        fu_put_hex(out, f->address, f->negative, 16);
+        fu_put(out, " ", 1);
+        fu_put(out, at->name_len ? fu_srcline_text(m, at->name) : "[unknown]", name_len);
+        fu_put(out, "+0x", 3);
+        fu_put_hex(out, f->offset, false, 0);
+        if (srcline) {
+            fu_put(out, "\n", 1);
+            put_srcline(out, m, at, true);
+        } else {
+            fu_put(out, " (inlined)\n", 11);
+        }
+    }
+    const fu_srcline_location *own = count ? fu_srcline_location_at(m, f->chain.first + inlined) : NULL;
+    if (!fu_buffer_reserve(out, 1 + FU_PUT_HEX_MAX + symbol_and_dso_bytes(f, dso_len) + srcline_bytes(own)))
+        return false;
+    fu_put(out, "\t", 1);
+    fu_put_hex(out, f->address, f->negative, 16);
+    put_symbol_and_dso(out, f, dso, dso_len);
+    if (!srcline || f->mapping == FU_UNWOUND_MAPPING_NONE)
+        return true;
+    if (f->mapping == FU_UNWOUND_MAPPING_KERNEL) { /* perf has no source of the kernel's: "dso[address]" */
+        if (!fu_buffer_reserve(out, 2 + dso_len + 2 + FU_PUT_HEX_MAX + 1))
+            return false;
+        fu_put(out, "  ", 2);
+        fu_put(out, dso, dso_len);
+        fu_put(out, "[", 1);
+        fu_put_hex(out, f->address, false, 0);
+        fu_put(out, "]\n", 2);
+    } else if (own || (u->srcline_fields & FU_UNWOUND_INLINE)) {
+        /* perf prints an unknown line ("??:0") only with --inline (map__fprintf_srcline leaves it out) */
+        put_srcline(out, m, own, false);
+    }
+    return true;
+}
+
+/* Each frame's lines, formatted once (format_frame). */
 static bool format_lines(fu_unwound *u)
 {
     if (u->lines_ready)
@@ -328,19 +460,11 @@ static bool format_lines(fu_unwound *u)
     u->lines.len = 0;
     for (size_t i = 0; i < u->frame_count; i++) {
         fu_unwound_frame *f = &u->frames[i];
-        const char *dso;
-        size_t dso_len;
-        fu_unwound_frame_dso(u, f, &dso, &dso_len);
-        size_t need = 1 + FU_PUT_HEX_MAX + symbol_and_dso_bytes(f, dso_len);
-        if (!fu_buffer_reserve(&u->lines, need) || u->lines.len + need > UINT32_MAX)
+        size_t begin = u->lines.len;
+        if (!format_frame(u, f, &u->lines) || u->lines.len > UINT32_MAX)
             return false;
-        fu_buffer *out = &u->lines;
-        size_t begin = out->len;
-        fu_put(out, "\t", 1);
-        fu_put_hex(out, f->address, f->negative, 16);
-        put_symbol_and_dso(out, f, dso, dso_len);
         f->line_offset = (uint32_t)begin;
-        f->line_len = (uint32_t)(out->len - begin);
+        f->line_len = (uint32_t)(u->lines.len - begin);
     }
     u->lines_ready = true;
     return true;

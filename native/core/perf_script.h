@@ -11,7 +11,21 @@
  * return address - 1 except the frame a signal interrupted; its symbol is looked up at svma = avma
  * - bias. Every distinct (mapping, address) is resolved and formatted once. Symbol names are the
  * tables' (fu_symbol_name: demangled in C, kept with the table).
- */
+ *
+ * Source lines (srcline.h), as perf 6.1 prints them with `-F +srcline` and `--inline`: a user frame
+ * whose mapping has a srcline loader gets its chain at the svma. With --inline, a frame with a
+ * symbol and a chain of n > 1 locations is preceded by n - 1 lines, innermost first, each
+ * "\t%16x function+0xoff (inlined)" (the frame's address and symbol offset, no dso); with srcline,
+ * each frame line is followed by "  file:line" (the file's basename; when not known "??:0" with
+ * --inline, nothing without; a kernel frame's "  [kernel.kallsyms][address]", a frame in no
+ * mapping's nothing), the
+ * inlined ones' "  file:line (inlined)" instead of the " (inlined)" suffix. A frame's line is
+ * its chain's outermost location with --inline (the call site in the function of its symbol), the
+ * innermost without (the line table's); callers are looked up where their frames point (the return
+ * address - 1), as perf does. Where perf names a function that is not inlined by its DWARF name,
+ * marked "(inlined)" without its dso, because that name differs from its symbol's
+ * (`__libc_start_main_impl (inlined)` for `__libc_start_main@@GLIBC_2.34`, one location in
+ * `addr2line -i`), the frame is printed as any other. */
 #ifndef FASTUNWIND_PERF_SCRIPT_H
 #define FASTUNWIND_PERF_SCRIPT_H
 
@@ -22,6 +36,7 @@
 #include "error.h"
 #include "buffer.h"
 #include "perf_data.h"
+#include "srcline.h"
 #include "symbols.h"
 
 #define FU_UNWOUND_NO_MODULE UINT32_MAX          /* fu_frames.module of an IP in no mapping */
@@ -45,7 +60,18 @@ typedef struct fu_unwound_map {
     bool has_symbols; /* a loader may give its symbols */
     bool loaded;
     const fu_symbol_table *symbols;
+    bool has_srclines; /* a srcline loader may give its source lines (fu_unwound.srcline_fields) */
+    bool srclines_loaded;
+    fu_srcline_module *srclines;
 } fu_unwound_map;
+
+/* The source lines of maps[mapping], asked once when a frame first needs them (fu_unwound_load_fn's
+ * contract; the context is fu_unwound_build's). */
+typedef fu_srcline_module *(*fu_unwound_srcline_fn)(void *context, uint32_t mapping, bool *failed);
+
+/* What perf script prints of a frame's source (fu_unwound.srcline_fields). */
+#define FU_UNWOUND_INLINE 1u  /* --inline: a line per inlined function around the address, before its frame */
+#define FU_UNWOUND_SRCLINE 2u /* -F +srcline: "  file:line" after each frame line */
 
 typedef struct fu_unwound_frame {
     uint64_t key;        /* avma (user) or ip (kernel) */
@@ -56,6 +82,7 @@ typedef struct fu_unwound_frame {
     const char *name;    /* UTF-8, into a symbol table (its name or demangled name); valid while has_symbol */
     uint32_t name_len;
     uint64_t offset;
+    fu_srcline_chain chain; /* in its mapping's srclines (count 0: none) */
     uint32_t line_offset, line_len; /* the formatted line in `lines`, once rendered */
 } fu_unwound_frame;
 
@@ -76,6 +103,10 @@ typedef struct fu_unwound {
     fu_unwound_frame *frames;
     size_t frame_count, frame_cap;
     const fu_symbol_table *kernel_symbols;
+    /* set by the caller before fu_unwound_build: FU_UNWOUND_INLINE | FU_UNWOUND_SRCLINE (0: neither),
+     * and the loader of a mapping's source lines (fu_unwound_srcline_load_fn) */
+    unsigned srcline_fields;
+    fu_unwound_srcline_fn srcline_load;
     fu_buffer lines;
     bool lines_ready;
 } fu_unwound;
@@ -131,6 +162,11 @@ bool fu_unwound_statistics(const fu_unwound *u, uint64_t *unwound, uint64_t *fra
 
 /* The dso a frame prints: [kernel.kallsyms], [unknown] or its mapping's path. */
 void fu_unwound_frame_dso(const fu_unwound *u, const fu_unwound_frame *f, const char **dso, size_t *len);
+/* Appends the frame's source line as perf report's srcline key shows it: "file:line" of the line
+ * table's row (the file's basename), "??:0" when not known; a kernel frame's "symbol+offset" (the
+ * offset in decimal, as perf's get_srcline falls back), "[kernel.kallsyms][address]" without a
+ * symbol. False if out of memory. */
+bool fu_unwound_frame_srcline(const fu_unwound *u, const fu_unwound_frame *f, fu_buffer *out);
 /* Sample s's comm ("" for none). */
 void fu_unwound_comm(const fu_unwound *u, size_t s, const char **comm, size_t *len);
 /* Frees what fu_unwound_build allocated (not the caller's maps and names). */

@@ -330,3 +330,22 @@ bool fu_sample_outcome_complete(unsigned code)
 {
     return code == FU_WALK_END || code == FU_SAMPLE_CALLCHAIN || code == FU_SAMPLE_IP_ONLY;
 }
+
+bool fu_perf_flagged_samples(const uint8_t *outcomes, const uint8_t *starts, size_t count, const uint8_t *flags,
+                             size_t flag_count, uint8_t mask, uint64_t by_outcome[256])
+{
+    memset(by_outcome, 0, 256 * sizeof *by_outcome);
+    uint32_t from, to;
+    memcpy(&from, starts, 4);
+    for (size_t s = 0; s < count; s++, from = to) {
+        memcpy(&to, starts + 4 * (s + 1), 4);
+        if (to < from || to > flag_count)
+            return false;
+        for (uint32_t f = from; f < to; f++)
+            if (flags[f] & mask) {
+                by_outcome[outcomes[s]]++;
+                break;
+            }
+    }
+    return true;
+}

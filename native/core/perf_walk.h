@@ -102,4 +102,11 @@ bool fu_perf_walk_samples(const fu_perf_walk_request *request, fu_perf_walk_buff
 fu_status fu_perf_callchain_samples(const fu_perf_walk_request *request, size_t space_count, fu_perf_walk_buffers *out,
                                     fu_error *err);
 
+/* Per sample outcome code (u8, by_outcome[256]), the samples of which at least one frame has a flag of
+ * `mask` (FU_FRAME_*): what rests on rows derived from the code (FU_FRAME_DERIVED), by how those
+ * walks ended. `starts` has count + 1 entries (unwind_samples' columns, may be unaligned), each at
+ * most `flag_count`; false if they are not. */
+bool fu_perf_flagged_samples(const uint8_t *outcomes, const uint8_t *starts, size_t count, const uint8_t *flags,
+                             size_t flag_count, uint8_t mask, uint64_t by_outcome[256]);
+
 #endif

@@ -14,7 +14,7 @@ void fu_report_init(fu_report *r, unsigned sort)
 void fu_report_free(fu_report *r)
 {
     fu_buffer *buffers[] = {&r->pool, &r->strings, &r->functions, &r->entries,
-                            &r->frame_functions, &r->frame_entries, &r->comm_strings};
+                            &r->frame_functions, &r->frame_entries, &r->comm_strings, &r->frame_srclines, &r->text};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]->data);
     fu_intern_free(&r->string_index);
@@ -85,13 +85,14 @@ static bool entry_equal(const void *context, uint32_t i, const void *key)
 {
     const fu_report_entry *e = fu_report_entry_at(context, i), *k = key;
     return e->function == k->function && e->dso == k->dso && e->comm == k->comm && e->pid == k->pid &&
-           e->tid == k->tid;
+           e->tid == k->tid && e->srcline == k->srcline;
 }
 
 static uint32_t entry_id(fu_report *r, const fu_report_entry *key, fu_error *err)
 {
     uint64_t hash = fu_hash_u64(((uint64_t)key->function << 32 | key->dso) ^
-                                fu_hash_u64((uint64_t)key->comm << 32 ^ (uint32_t)key->tid ^ (uint64_t)(uint32_t)key->pid << 20));
+                                fu_hash_u64((uint64_t)key->comm << 32 ^ (uint32_t)key->tid ^ (uint64_t)(uint32_t)key->pid << 20 ^
+                                            (uint64_t)key->srcline << 7));
     uint32_t found = fu_intern_find(&r->entry_index, hash, entry_equal, r, key);
     if (found != FU_INTERN_NONE)
         return found;
@@ -163,10 +164,15 @@ static bool scratch(fu_buffer *b, size_t count)
     return true;
 }
 
-/* The entry of `function` in a sample's context (comm string, pid, tid). */
-static uint32_t sample_entry(fu_report *r, uint32_t function, uint32_t comm, const fu_perf_sample *s, fu_error *err)
+/* The entry of `function` (at source line `srcline`, a string id) in a sample's context (comm string,
+ * pid, tid). */
+static uint32_t sample_entry(fu_report *r, uint32_t function, uint32_t srcline, uint32_t comm, const fu_perf_sample *s,
+                             fu_error *err)
 {
-    fu_report_entry key = {.function = FU_INTERN_NONE, .dso = FU_INTERN_NONE, .comm = FU_INTERN_NONE};
+    fu_report_entry key = {.function = FU_INTERN_NONE, .dso = FU_INTERN_NONE, .comm = FU_INTERN_NONE,
+                           .srcline = FU_INTERN_NONE};
+    if (r->sort & FU_REPORT_SORT_SRCLINE)
+        key.srcline = srcline;
     if (r->sort & FU_REPORT_SORT_SYM)
         key.function = function;
     if (r->sort & (FU_REPORT_SORT_DSO | FU_REPORT_SORT_SYM))
@@ -183,16 +189,26 @@ static uint32_t sample_entry(fu_report *r, uint32_t function, uint32_t comm, con
 fu_status fu_report_add(fu_report *r, const fu_unwound *u, fu_error *err)
 {
     if (!scratch(&r->frame_functions, u->frame_count) || !scratch(&r->frame_entries, u->frame_count) ||
-        !scratch(&r->comm_strings, u->comm_count))
+        !scratch(&r->comm_strings, u->comm_count) || !scratch(&r->frame_srclines, u->frame_count))
         return fu_fail(err, FU_ERR_NOMEM, "out of memory for a window of %zu frames", u->frame_count);
     uint32_t *functions = (uint32_t *)(void *)r->frame_functions.data;
     uint32_t *frame_entries = (uint32_t *)(void *)r->frame_entries.data;
     uint32_t *comms = (uint32_t *)(void *)r->comm_strings.data;
+    uint32_t *srclines = (uint32_t *)(void *)r->frame_srclines.data;
     /* without comm and tid keys an entry is a function of the frame alone: found once per window */
     bool per_frame = !(r->sort & (FU_REPORT_SORT_COMM | FU_REPORT_SORT_TID));
-    for (size_t i = 0; i < u->frame_count; i++)
+    for (size_t i = 0; i < u->frame_count; i++) {
         if ((functions[i] = fu_report_frame_function(r, u, &u->frames[i], err)) == FU_INTERN_NONE)
             return err->status;
+        if (!(r->sort & FU_REPORT_SORT_SRCLINE))
+            continue;
+        r->text.len = 0;
+        if (!fu_unwound_frame_srcline(u, &u->frames[i], &r->text))
+            return fu_fail(err, FU_ERR_NOMEM, "out of memory for a source line");
+        if ((srclines[i] = fu_report_string_id(r, (fu_text){(const char *)r->text.data, r->text.len}, err)) ==
+            FU_INTERN_NONE)
+            return err->status;
+    }
     /* one sample per iteration, each over its own frames: bounded by the window */
     for (size_t s = 0; s < u->sample_count; s++) {
         const fu_perf_sample *sample = &u->samples[s];
@@ -210,11 +226,13 @@ fu_status fu_report_add(fu_report *r, const fu_unwound *u, fu_error *err)
             /* nothing resolved (a sample skipped by the walk): its IP, in no DSO, as perf shows it */
             char buf[24];
             fu_report_function key = {.address = sample->ip};
-            uint32_t function;
+            uint32_t function, unknown_line = FU_INTERN_NONE;
             if ((key.dso = fu_report_string_id(r, (fu_text){"[unknown]", 9}, err)) == FU_INTERN_NONE ||
-                (function = function_id(r, &key, address_name(buf, sizeof buf, sample->ip), err)) == FU_INTERN_NONE)
+                (function = function_id(r, &key, address_name(buf, sizeof buf, sample->ip), err)) == FU_INTERN_NONE ||
+                ((r->sort & FU_REPORT_SORT_SRCLINE) &&
+                 (unknown_line = fu_report_string_id(r, (fu_text){"??:0", 4}, err)) == FU_INTERN_NONE))
                 return err->status;
-            uint32_t id = sample_entry(r, function, comm, sample, err);
+            uint32_t id = sample_entry(r, function, unknown_line, comm, sample, err);
             if (id == FU_INTERN_NONE)
                 return err->status;
             fu_report_entry *e = &((fu_report_entry *)(void *)r->entries.data)[id];
@@ -228,7 +246,7 @@ fu_status fu_report_add(fu_report *r, const fu_unwound *u, fu_error *err)
             uint32_t frame = u->frame_ids[k];
             uint32_t id = per_frame ? frame_entries[frame] : FU_INTERN_NONE;
             if (id == FU_INTERN_NONE) {
-                if ((id = sample_entry(r, functions[frame], comm, sample, err)) == FU_INTERN_NONE)
+                if ((id = sample_entry(r, functions[frame], srclines[frame], comm, sample, err)) == FU_INTERN_NONE)
                     return err->status;
                 if (per_frame)
                     frame_entries[frame] = id;

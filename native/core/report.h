@@ -11,7 +11,8 @@
  *    first); a frame without a symbol is an entry of its own per DSO-relative address, printed
  *    `0x%016x` as perf prints it. The frames are perf script's (callers at return address - 1), so the
  *    names are the ones `fastunwind perf-script` prints.
- *  - dso, comm and tid are further keys (`--sort comm,dso,sym`): an entry is one combination.
+ *  - dso, comm, tid and srcline are further keys (`--sort comm,dso,sym`, `--sort sym,srcline`): an
+ *    entry is one combination; srcline is the frame's "file:line" (perf's sort__srcline).
  *
  * Memory grows with the distinct entries (functions x the other keys), never with the samples.
  */
@@ -32,7 +33,9 @@
 #define FU_REPORT_SORT_DSO 2u
 #define FU_REPORT_SORT_COMM 4u
 #define FU_REPORT_SORT_TID 8u /* pid and tid */
-#define FU_REPORT_SORT_ALL 15u
+#define FU_REPORT_SORT_SRCLINE 16u /* the frame's source line (fu_unwound_frame_srcline; the window's
+                                    * srcline_fields must ask for source lines) */
+#define FU_REPORT_SORT_ALL 31u
 
 /* Entries (and functions, and strings) a report holds at most: ids are u32, and 16M distinct
  * functions is beyond any recording's symbols (libLLVM-14 has 95k FDEs); a report that would hold
@@ -55,6 +58,7 @@ typedef struct fu_report_entry {
     uint32_t function;   /* FU_INTERN_NONE unless sorted by sym */
     uint32_t dso;        /* string id; FU_INTERN_NONE unless sorted by dso (or sym: the function's) */
     uint32_t comm;       /* string id; FU_INTERN_NONE unless sorted by comm */
+    uint32_t srcline;    /* string id; FU_INTERN_NONE unless sorted by srcline */
     int32_t pid, tid;    /* 0 unless sorted by tid */
     uint64_t self, total;
     uint64_t last_sample; /* the serial of the last sample that counted in total (0: none) */
@@ -65,7 +69,8 @@ typedef struct fu_report {
     uint64_t samples;
     fu_buffer pool, strings, functions, entries; /* bytes, fu_report_string, _function, _entry */
     fu_intern_set string_index, function_index, entry_index;
-    fu_buffer frame_functions, frame_entries, comm_strings; /* per window: scratch by the window's ids */
+    fu_buffer frame_functions, frame_entries, comm_strings, frame_srclines; /* per window: scratch by the window's ids */
+    fu_buffer text;      /* scratch: a srcline's text */
 } fu_report;
 
 /* The id of `text` in the report's names, added if new; FU_INTERN_NONE with err set. */

@@ -33,6 +33,7 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->walked);
     free(scratch->insn_at_offset);
     free(scratch->block_states);
+    free(scratch->block_entry_sp);
     free(scratch->block_flags);
     free(scratch->block_insn);
     free(scratch->worklist);
@@ -72,11 +73,11 @@ static bool reserve_offsets(fu_synth_scratch *s, uint64_t size)
 
 static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
 {
-    void **arrays[] = {(void **)&s->block_states, (void **)&s->block_flags, (void **)&s->block_insn,
-                       (void **)&s->worklist};
-    const size_t sizes[] = {sizeof *s->block_states, sizeof *s->block_flags, sizeof *s->block_insn,
-                            sizeof *s->worklist};
-    return grow_together(arrays, sizes, 4, &s->block_cap, need);
+    void **arrays[] = {(void **)&s->block_states, (void **)&s->block_entry_sp, (void **)&s->block_flags,
+                       (void **)&s->block_insn, (void **)&s->worklist};
+    const size_t sizes[] = {sizeof *s->block_states, sizeof *s->block_entry_sp, sizeof *s->block_flags,
+                            sizeof *s->block_insn, sizeof *s->worklist};
+    return grow_together(arrays, sizes, 5, &s->block_cap, need);
 }
 
 /* ---- values and slots ------------------------------------------------------------------------- */
@@ -85,11 +86,6 @@ static fu_synth_value make_value(uint8_t kind, uint8_t reg, int64_t offset)
 {
     fu_synth_value v = {kind, reg, 0, offset};
     return v;
-}
-
-bool fu_synth_value_equal(fu_synth_value a, fu_synth_value b)
-{
-    return a.kind == b.kind && a.reg == b.reg && a.offset == b.offset && a.base_delta == b.base_delta;
 }
 
 fu_synth_value fu_synth_value_add(fu_synth_value value, int64_t delta)
@@ -149,7 +145,7 @@ fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, i
             return state->slots[i].value;
     }
     /* the caller's frame (at and above the CFA) is not ours to know */
-    if (state->slots_lost || (space == FU_SLOT_ENTRY_STACK && offset >= 8))
+    if (state->slots_lost || state->unknown_stores || (space == FU_SLOT_ENTRY_STACK && offset >= 8))
         return unknown_value;
     return make_value(FU_VALUE_NEVER_WRITTEN, 0, 0);
 }
@@ -210,6 +206,52 @@ static void slot_store(fu_synth_state *s, fu_synth_value address, unsigned width
 void fu_synth_store(fu_synth_state *state, fu_synth_value address, fu_synth_value value)
 {
     slot_store(state, address, 8, value, true);
+}
+
+/* Bytes a `rep` store with a known count is followed for; more is an unknown extent. */
+#define REPEATED_STORE_MAX_BYTES (1 << 20)
+/* The least an xsave-family area takes (the legacy region and the header, Intel SDM vol. 1 §13.4);
+ * its size beyond depends on the features the machine enables. */
+#define MACHINE_SIZED_AREA_MIN_BYTES 576
+
+/* The slots of `space` that meet [low, high) become unknown. */
+static void slot_clobber_range(fu_synth_state *s, uint8_t space, int64_t low, int64_t high)
+{
+    for (unsigned i = 0; i < s->slot_count; i++) {
+        fu_synth_slot *slot = &s->slots[i];
+        if (slot->space == space && (int64_t)slot->offset + 8 > low && slot->offset < high)
+            slot->value = unknown_value;
+    }
+}
+
+/* A store of `value`, `width` bytes at `address` (0: an xsave area, of a size the machine decides;
+ * `repeats`: rcx times). Memory the store may reach without the state knowing where (an unknown
+ * address, an unknown count, the machine's part of an area) is memory the program addresses: it may
+ * be any unrecorded slot of this frame (fu_synth_state.unknown_stores). */
+static void store_to(fu_synth_state *s, fu_synth_value address, unsigned width, bool repeats, fu_synth_value value,
+                     bool record)
+{
+    uint8_t space;
+    int32_t offset;
+    if (!slot_key(address, &space, &offset)) {
+        if (address.kind == FU_VALUE_UNKNOWN)
+            s->unknown_stores = true;
+        return;
+    }
+    if (!repeats && width) {
+        slot_store(s, address, width, value, record);
+        return;
+    }
+    fu_synth_value count = s->regs[FU_REG_RCX];
+    if (repeats && count.kind == FU_VALUE_CONSTANT && count.offset >= 0 &&
+        count.offset <= REPEATED_STORE_MAX_BYTES / (int64_t)width) {
+        /* the direction flag is not tracked: the count's bytes either way from the first element */
+        int64_t bytes = count.offset * (int64_t)width;
+        slot_clobber_range(s, space, offset - bytes + (int64_t)width, offset + bytes);
+        return;
+    }
+    slot_clobber_range(s, space, offset, (int64_t)offset + (repeats ? width : MACHINE_SIZED_AREA_MIN_BYTES));
+    s->unknown_stores = true;
 }
 
 /* A call: the callee may write anything below the stack pointer (its return address first), and the
@@ -279,7 +321,7 @@ typedef struct synth_run {
 
 static fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *m, uint64_t next_address)
 {
-    if (m->kind != FU_X86_OPERAND_MEMORY || m->segment || m->index != FU_X86_REG_NONE)
+    if (m->kind != FU_X86_OPERAND_MEMORY || m->segment || m->index != FU_X86_REG_NONE || m->untracked_address)
         return unknown_value;
     if (m->reg == FU_X86_REG_RIP)
         return make_value(FU_VALUE_CONSTANT, 0, (int64_t)(next_address + (uint64_t)m->value));
@@ -326,11 +368,11 @@ static fu_synth_value table_target(fu_synth_value a, fu_synth_value b)
 
 static void clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_address)
 {
+    /* the address and count from the registers before the instruction writes them (`stos`: rdi, rcx) */
+    if (insn->stores)
+        store_to(s, address_of(s, &insn->dest, next_address), insn->dest.width, insn->repeats, unknown_value, false);
     for (unsigned m = insn->writes; m; m &= m - 1)
         s->regs[__builtin_ctz(m)] = unknown_value;
-    if (insn->stores)
-        slot_store(s, address_of(s, &insn->dest, next_address), insn->dest.width ? insn->dest.width : 8,
-                   unknown_value, false);
 }
 
 static bool is_callee_saved(unsigned reg)
@@ -359,8 +401,8 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
         *rsp = fu_synth_value_add(*rsp, width);
         if (dest->kind == FU_X86_OPERAND_REGISTER)
             s->regs[dest->reg] = width == 8 ? v : unknown_value;
-        else
-            clobber(s, insn, next);
+        else if (dest->kind == FU_X86_OPERAND_MEMORY) /* its address computed with rsp already raised (SDM) */
+            store_to(s, address_of(s, dest, next), width, false, v, false);
         return;
     }
     case FU_X86_LEAVE:
@@ -388,7 +430,12 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
             unsigned width = dest->width ? dest->width : 8;
             fu_synth_value v = source_value(s, source, width, next);
             bool record = width == 8 && source->kind == FU_X86_OPERAND_REGISTER && is_callee_saved(source->reg);
-            slot_store(s, address_of(s, dest, next), width, v, record);
+            store_to(s, address_of(s, dest, next), width, false, v, record);
+            return;
+        }
+        /* a 32-bit immediate zero-extends: a count for `rep` stores (`mov $N,%ecx; rep stos`) */
+        if (dest->kind == FU_X86_OPERAND_REGISTER && dest->width == 4 && source->kind == FU_X86_OPERAND_IMMEDIATE) {
+            s->regs[dest->reg] = make_value(FU_VALUE_CONSTANT, 0, (int64_t)(uint32_t)source->value);
             return;
         }
         break;
@@ -445,6 +492,11 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
         }
         break;
     case FU_X86_CALL:
+        if (fu_x86_is_get_pc(insn, address)) {
+            *rsp = fu_synth_value_add(*rsp, -8);
+            slot_store(s, *rsp, 8, make_value(FU_VALUE_CONSTANT, 0, (int64_t)next), false);
+            return;
+        }
         clobber_for_call(s);
         return;
     case FU_X86_CMP: /* only the flags */
@@ -468,8 +520,9 @@ static int64_t insn_index_at(const synth_run *run, uint64_t address)
     const uint32_t *insn_at_offset = run->scratch->insn_at_offset;
     if (insn_at_offset[offset])
         return insn_at_offset[offset] - 1;
-    /* A jump over a prefix (glibc's `je 0f; lock; 0: cmpxchg`) lands inside the instruction with the
-     * prefix: the same instruction without it, which is the same to the interpreter. */
+    /* A jump over `lock` prefixes (glibc's `je 0f; lock; 0: cmpxchg`) lands inside the instruction
+     * with them: the same instruction without them, which is the same to the interpreter. Any other
+     * prefix skipped (REX.W, 0x66, 0x67) changes what the instruction does. */
     uint32_t before = 1;
     while (before < FU_X86_MAX_INSN_LENGTH && before <= offset && !insn_at_offset[offset - before])
         before++;
@@ -478,6 +531,9 @@ static int64_t insn_index_at(const synth_run *run, uint64_t address)
         uint32_t end = offset - before + run->scratch->insns[containing].length;
         if (end <= offset)
             return -2;
+        for (uint32_t k = offset - before; k < offset; k++)
+            if (f->code[k] != 0xf0)
+                return -2;
         fu_x86_insn alone;
         fu_x86_decode(&run->scratch->decoder, f->code + offset, end - offset, address, &alone);
         if (alone.kind != FU_X86_INVALID && offset + alone.length == end &&
@@ -523,6 +579,7 @@ static int64_t block_at(synth_run *run, uint32_t index)
     uint32_t b = run->counts->blocks++;
     sc->block_of[index] = (int32_t)b;
     sc->block_flags[b] = 0;
+    sc->block_entry_sp[b] = unknown_value;
     sc->block_insn[b] = index;
     if (sc->walked[index])
         run->restart = true;
@@ -533,8 +590,9 @@ typedef enum edge_kind { EDGE_BRANCH, EDGE_CALL_FALLTHROUGH } edge_kind;
 
 static void describe_sp(char *out, size_t size, fu_synth_value v)
 {
-    if (v.kind == FU_VALUE_ENTRY_STACK)
-        snprintf(out, size, "CFA%+lld", (long long)(v.offset - 8));
+    long long from_cfa;
+    if (v.kind == FU_VALUE_ENTRY_STACK && !__builtin_sub_overflow(v.offset, 8, &from_cfa))
+        snprintf(out, size, "CFA%+lld", from_cfa);
     else if (v.kind == FU_VALUE_ALIGNED_STACK)
         snprintf(out, size, "aligned%+lld", (long long)v.offset);
     else
@@ -548,6 +606,12 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
     fu_synth_state *s = &sc->block_states[b];
     uint8_t *flags = &sc->block_flags[b];
     bool changed = false;
+    fu_synth_value known_sp = sc->block_entry_sp[b];
+    if (edge == EDGE_CALL_FALLTHROUGH && known_sp.kind != FU_VALUE_UNKNOWN &&
+        in->regs[FU_REG_RSP].kind != FU_VALUE_UNKNOWN && !fu_synth_value_equal(in->regs[FU_REG_RSP], known_sp)) {
+        run->counts->assumed_noreturn++; /* found on an earlier run: the call does not return */
+        return true;
+    }
     if (!(*flags & BLOCK_HAS_STATE)) {
         state_copy(s, in);
         *flags |= BLOCK_HAS_STATE | (edge == EDGE_CALL_FALLTHROUGH ? BLOCK_ONLY_CALL_FALLTHROUGH : 0);
@@ -557,13 +621,18 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
         if (!fu_synth_value_equal(old_sp, new_sp) && old_sp.kind != FU_VALUE_UNKNOWN &&
             new_sp.kind != FU_VALUE_UNKNOWN) {
             /* A call the list of noreturn functions missed falls into code laid out after it for
-             * another path: the path that is not a call's fall-through wins. */
+             * another path: the path that is not a call's fall-through wins. When the fall-through
+             * came first, what it joined into the blocks after this one is wrong: the fixpoint runs
+             * again, dropping those edges from the start (so the result does not depend on the
+             * order of the walk). */
             if (edge == EDGE_CALL_FALLTHROUGH) {
                 run->counts->assumed_noreturn++;
                 return true;
             }
             if (*flags & BLOCK_ONLY_CALL_FALLTHROUGH) {
                 run->counts->assumed_noreturn++;
+                sc->block_entry_sp[b] = new_sp;
+                run->restart = true;
                 state_copy(s, in);
                 *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
                 changed = true;
@@ -591,10 +660,24 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
             }
         /* slots (both sorted): kept where both agree, unknown where they differ or only one path
          * wrote them */
+        if (in->unknown_stores && !s->unknown_stores) {
+            s->unknown_stores = true;
+            changed = true;
+        }
+        bool lost = s->slots_lost || in->slots_lost;
+        /* the same slots on both paths (the usual case): joined in place */
+        bool same_slots = s->slot_count == in->slot_count;
+        for (unsigned k = 0; k < s->slot_count && same_slots; k++)
+            same_slots = s->slots[k].offset == in->slots[k].offset && s->slots[k].space == in->slots[k].space;
+        for (unsigned k = 0; k < s->slot_count && same_slots; k++)
+            if (!fu_synth_value_equal(s->slots[k].value, in->slots[k].value) &&
+                s->slots[k].value.kind != FU_VALUE_UNKNOWN) {
+                s->slots[k].value = unknown_value;
+                changed = true;
+            }
         fu_synth_slot joined[FU_SYNTH_MAX_SLOTS];
         unsigned n = 0, i = 0, j = 0;
-        bool lost = s->slots_lost || in->slots_lost;
-        while (i < s->slot_count || j < in->slot_count) {
+        while (!same_slots && (i < s->slot_count || j < in->slot_count)) {
             int c = i < s->slot_count && j < in->slot_count
                         ? slot_compare(s->slots[i].space, s->slots[i].offset, in->slots[j].space, in->slots[j].offset)
                         : (i < s->slot_count ? -1 : 1);
@@ -621,8 +704,10 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
             }
             joined[n++] = slot;
         }
-        memcpy(s->slots, joined, n * sizeof joined[0]);
-        s->slot_count = (uint8_t)n;
+        if (!same_slots) {
+            memcpy(s->slots, joined, n * sizeof joined[0]);
+            s->slot_count = (uint8_t)n;
+        }
         if (lost != s->slots_lost) {
             s->slots_lost = lost;
             changed = true;
@@ -695,6 +780,12 @@ static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *ins
             found++;
             continue;
         }
+        if (index == -2 && bound) {
+            snprintf(run->reason, FU_SYNTH_REASON_MAX,
+                     "entry %u of the jump table at 0x%llx goes into the middle of an instruction (0x%llx)", i,
+                     (unsigned long long)table, (unsigned long long)target);
+            return -1;
+        }
         if (index < 0)
             break;
         int64_t b = block_at(run, (uint32_t)index);
@@ -714,6 +805,131 @@ static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *ins
     return found;
 }
 
+/* The landing pad inside the function of the call site holding `address`, or -1. */
+static int64_t landing_pad_insn(const synth_run *run, uint64_t address)
+{
+    const fu_synth_function *f = run->function;
+    size_t lo = 0, hi = f->call_site_count;
+    while (lo < hi) { /* the first call site starting after `address` */
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->call_sites[mid].start <= address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || address >= f->call_sites[lo - 1].end || !f->call_sites[lo - 1].landing_pad)
+        return -1;
+    return insn_index_at(run, f->call_sites[lo - 1].landing_pad);
+}
+
+/* The outgoing arguments (DW_CFA_GNU_args_size) in effect at the call ending at `call_end`: the row
+ * of its last byte, as the unwinder finds it from the return address. */
+static uint64_t args_size_at(const fu_synth_function *f, uint64_t call_end)
+{
+    size_t lo = 0, hi = f->args_size_count;
+    while (lo < hi) { /* the first change at or after call_end */
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->args_sizes[mid].address < call_end)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? f->args_sizes[lo - 1].bytes : 0;
+}
+
+/* A call that throws goes on at its call site's landing pad: the state after the call joins there,
+ * with the call's outgoing arguments popped. */
+static bool merge_landing_pad(synth_run *run, uint64_t address, uint64_t call_end, const fu_synth_state *after_call,
+                              uint32_t *queue_len)
+{
+    int64_t pad = landing_pad_insn(run, address);
+    if (pad < 0)
+        return true;
+    int64_t b = block_at(run, (uint32_t)pad);
+    if (b < 0)
+        return false;
+    uint64_t popped = args_size_at(run->function, call_end);
+    if (!popped)
+        return merge(run, (uint32_t)b, after_call, EDGE_BRANCH, queue_len);
+    fu_synth_state at_pad;
+    state_copy(&at_pad, after_call);
+    at_pad.regs[FU_REG_RSP] = fu_synth_value_add(at_pad.regs[FU_REG_RSP], (int64_t)popped);
+    return merge(run, (uint32_t)b, &at_pad, EDGE_BRANCH, queue_len);
+}
+
+/* What bounds a jump table's index on one walk: `cmp X, imm` then `ja`/`jae` to the default case bound
+ * X (a register, or a memory operand until its base or index register or memory is written); copies
+ * (`mov`, `movzx`) of a bounded register or of that memory into a register are bounded; a table entry
+ * loaded with a bounded index (`movslq (T,%idx,4)`) has `entry_bound`. */
+typedef struct index_bound {
+    fu_x86_operand compared; /* the cmp's operand, until the jcc (kind none: no cmp pending) */
+    uint64_t compared_value;
+    uint64_t bound;          /* entries, for the registers of `registers` and `memory` */
+    uint16_t registers;
+    fu_x86_operand memory;   /* kind none: no bounded memory */
+    uint64_t entry_bound;    /* 0: unknown */
+} index_bound;
+
+static bool same_memory(const fu_x86_operand *a, const fu_x86_operand *b)
+{
+    return a->kind == FU_X86_OPERAND_MEMORY && b->kind == FU_X86_OPERAND_MEMORY && a->reg == b->reg &&
+           a->index == b->index && a->scale == b->scale && a->value == b->value && a->segment == b->segment &&
+           a->untracked_address == b->untracked_address && a->reg != FU_X86_REG_RIP;
+}
+
+static bool operand_reads_register(const fu_x86_operand *o, uint16_t registers)
+{
+    return (o->reg < FU_X86_GPR_COUNT && (registers >> o->reg & 1)) ||
+           (o->index < FU_X86_GPR_COUNT && (registers >> o->index & 1));
+}
+
+static void track_bound(const fu_x86_insn *insn, index_bound *b)
+{
+    const fu_x86_operand *dest = &insn->dest, *source = &insn->source;
+    bool copies_bounded = insn->kind == FU_X86_MOV && dest->kind == FU_X86_OPERAND_REGISTER && dest->width >= 4 &&
+                          ((source->kind == FU_X86_OPERAND_REGISTER && (b->registers >> source->reg & 1)) ||
+                           same_memory(source, &b->memory));
+    /* what the instruction writes ends what was known of it */
+    if (b->compared.kind && (operand_reads_register(&b->compared, insn->writes) || insn->stores))
+        b->compared.kind = FU_X86_OPERAND_NONE;
+    if (b->memory.kind && (operand_reads_register(&b->memory, insn->writes) || insn->stores ||
+                           insn->kind == FU_X86_CALL || (insn->kind == FU_X86_MOV && dest->kind == FU_X86_OPERAND_MEMORY)))
+        b->memory.kind = FU_X86_OPERAND_NONE;
+    switch (insn->kind) {
+    case FU_X86_CMP:
+        b->compared.kind = FU_X86_OPERAND_NONE;
+        if ((dest->kind == FU_X86_OPERAND_REGISTER || dest->kind == FU_X86_OPERAND_MEMORY) &&
+            source->kind == FU_X86_OPERAND_IMMEDIATE && source->value >= 0) {
+            b->compared = *dest;
+            b->compared_value = (uint64_t)source->value;
+        }
+        return;
+    case FU_X86_JCC:
+        if (b->compared.kind && insn->condition) {
+            b->bound = insn->condition == FU_X86_JUMP_IF_ABOVE ? b->compared_value + 1 : b->compared_value;
+            b->registers = b->compared.kind == FU_X86_OPERAND_REGISTER ? (uint16_t)(1u << b->compared.reg) : 0;
+            b->memory = b->compared;
+            if (b->compared.kind != FU_X86_OPERAND_MEMORY)
+                b->memory.kind = FU_X86_OPERAND_NONE;
+            b->compared.kind = FU_X86_OPERAND_NONE;
+        }
+        return;
+    case FU_X86_MOV:
+        if (dest->kind != FU_X86_OPERAND_REGISTER)
+            break;
+        if (source->kind == FU_X86_OPERAND_MEMORY && source->sign_extends && source->index < FU_X86_GPR_COUNT)
+            b->entry_bound = b->registers >> source->index & 1 ? b->bound : 0;
+        if (copies_bounded) {
+            b->registers |= (uint16_t)(1u << dest->reg);
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    b->registers &= (uint16_t)~insn->writes;
+}
+
 /* Walk block b from its state until the path ends or reaches another block; false (reason set)
  * when the function is undecided. */
 static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
@@ -725,9 +941,8 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
     uint32_t i = sc->block_insn[b];
     /* a call's fall-through, through the nops that pad it to the next block */
     edge_kind fallthrough_edge = EDGE_BRANCH;
-    /* a jump table's entry count, from `cmp idx, imm` then `ja`/`jae` to the default case on this walk */
-    uint64_t compared = 0, bound = 0;
-    bool has_compared = false;
+    /* a jump table's entry count, from the `cmp; ja` of this walk that bounds its index */
+    index_bound bound = {.compared = {.kind = FU_X86_OPERAND_NONE}, .memory = {.kind = FU_X86_OPERAND_NONE}};
     for (;;) {
         const fu_x86_insn *insn = &sc->insns[i];
         uint64_t address = insn_address(run, i);
@@ -738,13 +953,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
             return false;
         }
         step(run, &s, insn, address);
-        if (insn->kind == FU_X86_CMP && insn->source.kind == FU_X86_OPERAND_IMMEDIATE && insn->source.value >= 0) {
-            compared = (uint64_t)insn->source.value;
-            has_compared = true;
-        } else if (insn->kind == FU_X86_JCC && has_compared && insn->condition) {
-            bound = insn->condition == FU_X86_JUMP_IF_ABOVE ? compared + 1 : compared;
-            has_compared = false;
-        }
+        track_bound(insn, &bound);
         bool falls_through = true;
         if (!insn->is_nop)
             fallthrough_edge = EDGE_BRANCH;
@@ -765,7 +974,11 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
                         return false;
                 } /* else a (conditional) tail call */
             } else {
-                int64_t found = jump_table(run, i, insn, &s, bound, queue_len);
+                const fu_x86_operand *o = &insn->source;
+                uint64_t table_bound = o->kind == FU_X86_OPERAND_MEMORY
+                                           ? (o->index < FU_X86_GPR_COUNT && (bound.registers >> o->index & 1) ? bound.bound : 0)
+                                           : bound.entry_bound;
+                int64_t found = jump_table(run, i, insn, &s, table_bound, queue_len);
                 if (found < 0)
                     return false;
                 fu_synth_value sp = s.regs[FU_REG_RSP];
@@ -780,6 +993,10 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
             falls_through = insn->kind == FU_X86_JCC;
             break;
         case FU_X86_CALL:
+            if (fu_x86_is_get_pc(insn, address))
+                break;
+            if (!merge_landing_pad(run, address, address + insn->length, &s, queue_len))
+                return false;
             if (insn->has_target && is_noreturn(f, insn->target))
                 falls_through = false;
             fallthrough_edge = EDGE_CALL_FALLTHROUGH;
@@ -822,7 +1039,7 @@ static bool decode_all(synth_run *run)
         return false;
     }
     for (uint64_t offset = 0; offset < size;) {
-        if (!reserve_insns(sc, (uint64_t)n + 1)) {
+        if (n >= sc->insn_cap && !reserve_insns(sc, (uint64_t)n + 1)) {
             run->insn_count = n;
             run->out_of_memory = true;
             return false;
@@ -847,6 +1064,7 @@ static bool fixpoint(synth_run *run, bool first)
     fu_synth_scratch *sc = run->scratch;
     run->has_alignment = false;
     run->restart = false;
+    run->counts->assumed_noreturn = 0;
     for (uint32_t i = 0; i < run->insn_count; i++)
         sc->walked[i] = 0;
     for (uint32_t b = 0; b < run->counts->blocks; b++)
@@ -862,17 +1080,37 @@ static bool fixpoint(synth_run *run, bool first)
             }
         }
     }
+    const fu_synth_function *f = run->function;
+    if (first) {
+        /* landing pads start blocks too */
+        for (size_t k = 0; k < f->call_site_count; k++) {
+            int64_t t = f->call_sites[k].landing_pad ? insn_index_at(run, f->call_sites[k].landing_pad) : -1;
+            if (t >= 0 && block_at(run, (uint32_t)t) < 0)
+                return false;
+        }
+    }
     int64_t entry = block_at(run, 0);
     if (entry < 0)
         return false;
     fu_synth_state start;
-    if (run->function->entry)
-        state_copy(&start, run->function->entry);
+    if (f->entry)
+        state_copy(&start, f->entry);
     else
         fu_synth_entry_state(&start);
     uint32_t queue_len = 0;
     if (!merge(run, (uint32_t)entry, &start, EDGE_BRANCH, &queue_len))
         return false;
+    for (size_t k = 0; k < f->entry_count; k++) {
+        int64_t t = insn_index_at(run, f->entries[k].address);
+        if (t == -2) {
+            snprintf(run->reason, FU_SYNTH_REASON_MAX, "the entry at 0x%llx is in the middle of an instruction",
+                     (unsigned long long)f->entries[k].address);
+            return false;
+        }
+        int64_t b = t >= 0 ? block_at(run, (uint32_t)t) : 0;
+        if (b < 0 || (t >= 0 && !merge(run, (uint32_t)b, f->entries[k].state, EDGE_BRANCH, &queue_len)))
+            return false;
+    }
     uint64_t walks = 0;
     while (queue_len) {
         uint32_t b = sc->worklist[--queue_len];
@@ -908,7 +1146,8 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
     /* a jump table met late adds blocks inside walked code: walk again with them known */
     for (unsigned attempt = 0;; attempt++) {
         if (attempt > FU_SYNTH_MAX_RESTARTS) {
-            snprintf(reason, FU_SYNTH_REASON_MAX, "jump tables still reveal blocks after %u restarts",
+            snprintf(reason, FU_SYNTH_REASON_MAX,
+                     "jump tables or calls that do not return still change the blocks after %u restarts",
                      FU_SYNTH_MAX_RESTARTS);
             return FU_SYNTH_UNDECIDED;
         }
@@ -994,12 +1233,6 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
 
 
 /* ---- derived rows ----------------------------------------------------------------------------- */
-
-fu_synth_value fu_synth_column_value(unsigned column)
-{
-    return column == FU_RETURN_ADDRESS_COLUMN ? make_value(FU_VALUE_RETURN_ADDRESS, 0, 0)
-                                              : make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)column, 0);
-}
 
 void fu_synth_derive_row(const fu_synth_state *state, unsigned preferred_cfa_register, fu_synth_row *row)
 {

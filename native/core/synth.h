@@ -49,7 +49,8 @@
 #define FU_SYNTH_MAX_JUMP_TABLE_ENTRIES 4096
 /* Jump tables remembered per function (a jump resolved once keeps its table on later walks). */
 #define FU_SYNTH_MAX_JUMP_TABLES 256
-/* Restarts of the fixpoint after a jump table revealed a target inside an already walked block. */
+/* Restarts of the fixpoint after a jump table revealed a target inside an already walked block, or
+ * a call was found not to return after its fall-through had been joined. */
 #define FU_SYNTH_MAX_RESTARTS 16
 /* The reason an undecided function gives. */
 #define FU_SYNTH_REASON_MAX 160
@@ -87,8 +88,37 @@ typedef struct fu_synth_state {
     fu_synth_value regs[FU_X86_GPR_COUNT];
     uint8_t slot_count;
     bool slots_lost; /* a slot was not recorded (FU_SYNTH_MAX_SLOTS): absent ones are unknown */
+    /* memory was written through an address the state does not know (a pointer from an argument, a
+     * load or untracked arithmetic): it may be any slot of this frame the program can address, so
+     * slots never written by a tracked store read as unknown, not as never written. The slots
+     * recorded (the saves of callee-saved registers and of stack addresses, the return address)
+     * are written only through rsp or the frame pointer and taken as out of such a pointer's
+     * reach: no object of the program lies there. */
+    bool unknown_stores;
     fu_synth_slot slots[FU_SYNTH_MAX_SLOTS]; /* sorted by (space, offset) */
 } fu_synth_state;
+
+/* A call-site record of the function's LSDA (`.gcc_except_table`, Itanium C++ ABI §7.5): a call
+ * in [start, end) that throws continues at `landing_pad` with the registers the unwinder restores,
+ * the state right after the call. */
+typedef struct fu_synth_call_site {
+    uint64_t start, end, landing_pad;
+} fu_synth_call_site;
+
+/* DW_CFA_GNU_args_size in the function's CFI: from `address` on, a call has `bytes` of outgoing
+ * arguments on the stack, which the unwinder pops before it lands at a landing pad (libgcc's
+ * uw_install_context). */
+typedef struct fu_synth_args_size {
+    uint64_t address;
+    uint64_t bytes;
+} fu_synth_args_size;
+
+/* A further entry into the range (code another FDE jumps to, a landing pad another FDE's LSDA
+ * names), with the state there. */
+typedef struct fu_synth_entry {
+    uint64_t address;
+    const fu_synth_state *state;
+} fu_synth_entry;
 
 /* One function to interpret. */
 typedef struct fu_synth_function {
@@ -104,6 +134,13 @@ typedef struct fu_synth_function {
      * inside a function (gcc's `.cold` parts, reached by a jump from the hot part) gives the state
      * its first declared row describes (check.c). */
     const fu_synth_state *entry;
+    /* sorted by start, not overlapping (NULL, 0: none); pads outside [start, end) are ignored */
+    const fu_synth_call_site *call_sites;
+    size_t call_site_count;
+    const fu_synth_args_size *args_sizes; /* sorted by address (NULL, 0: none, all 0) */
+    size_t args_size_count;
+    const fu_synth_entry *entries; /* further entries (NULL, 0: none); outside the range ignored */
+    size_t entry_count;
 } fu_synth_function;
 
 /* Reused between functions; zero-initialize, release with fu_synth_scratch_free. */
@@ -120,6 +157,9 @@ typedef struct fu_synth_scratch {
     uint32_t *insn_at_offset;
     uint32_t offset_cap;
     fu_synth_state *block_states;
+    /* per block: the stack pointer of the path that showed the calls falling into it with another
+     * one not to return (their fall-through edges are dropped from the restart on); unknown: none */
+    fu_synth_value *block_entry_sp;
     uint8_t *block_flags;
     uint32_t *block_insn;
     uint32_t *worklist;
@@ -165,7 +205,10 @@ fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, i
 
 /* `value` + `delta` where that is an address or a constant; unknown otherwise. */
 fu_synth_value fu_synth_value_add(fu_synth_value value, int64_t delta);
-bool fu_synth_value_equal(fu_synth_value a, fu_synth_value b);
+static inline bool fu_synth_value_equal(fu_synth_value a, fu_synth_value b)
+{
+    return a.kind == b.kind && a.reg == b.reg && a.offset == b.offset && a.base_delta == b.base_delta;
+}
 
 /* The columns a derived row has: the CFA, the callee-saved registers and the return address. */
 #define FU_SYNTH_COLUMN_COUNT 7
@@ -173,7 +216,12 @@ extern const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT]; /* 3 rbx, 6 rbp, 1
 
 /* The value `column` (a register column of fu_synth_columns, or the return address column) must
  * recover for the caller: the caller's value of the register, or the return address. */
-fu_synth_value fu_synth_column_value(unsigned column);
+static inline fu_synth_value fu_synth_column_value(unsigned column)
+{
+    fu_synth_value v = {column == FU_RETURN_ADDRESS_COLUMN ? FU_VALUE_RETURN_ADDRESS : FU_VALUE_ENTRY_REGISTER,
+                        column == FU_RETURN_ADDRESS_COLUMN ? 0 : (uint8_t)column, 0, 0};
+    return v;
+}
 
 /* A derived row in cfi.h's representation: the CFA as register + offset (FU_CFA_REG_OFFSET) or
  * FU_RULE_UNSPECIFIED when no register holds a known offset from it; per column of

@@ -30,11 +30,11 @@ static uint8_t decode_gpr(ZydisRegister reg)
     return fu_x86_dwarf_of_encoding[wide - ZYDIS_REGISTER_RAX];
 }
 
-static void decode_operand(const ZydisDecodedOperand *operand, fu_x86_operand *out)
+static void decode_operand(const ZydisDecodedInstruction *zi, const ZydisDecodedOperand *operand, fu_x86_operand *out)
 {
     memset(out, 0, sizeof *out);
     out->reg = out->index = FU_X86_REG_NONE;
-    out->width = (uint8_t)(operand->size / 8);
+    out->width = (uint16_t)(operand->size / 8);
     switch (operand->type) {
     case ZYDIS_OPERAND_TYPE_REGISTER:
         out->reg = decode_gpr(operand->reg.value);
@@ -47,6 +47,8 @@ static void decode_operand(const ZydisDecodedOperand *operand, fu_x86_operand *o
         out->scale = operand->mem.scale;
         out->value = operand->mem.disp.value;
         out->segment = operand->mem.segment == ZYDIS_REGISTER_FS || operand->mem.segment == ZYDIS_REGISTER_GS;
+        out->untracked_address = zi->address_width != 64 ||
+                                 (operand->mem.index != ZYDIS_REGISTER_NONE && out->index == FU_X86_REG_NONE);
         break;
     case ZYDIS_OPERAND_TYPE_IMMEDIATE:
         out->kind = FU_X86_OPERAND_IMMEDIATE;
@@ -69,6 +71,18 @@ void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t si
         fu_x86_decode_zydis(decoder, code, size, address, insn);
 }
 
+/* The xsave family: the area's size depends on the features enabled (XCR0), not on the encoding. */
+static bool writes_machine_sized_area(ZydisMnemonic mnemonic)
+{
+    switch (mnemonic) {
+    case ZYDIS_MNEMONIC_XSAVE: case ZYDIS_MNEMONIC_XSAVE64: case ZYDIS_MNEMONIC_XSAVEC: case ZYDIS_MNEMONIC_XSAVEC64:
+    case ZYDIS_MNEMONIC_XSAVEOPT: case ZYDIS_MNEMONIC_XSAVEOPT64: case ZYDIS_MNEMONIC_XSAVES: case ZYDIS_MNEMONIC_XSAVES64:
+        return true;
+    default:
+        return false;
+    }
+}
+
 void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, size_t size, uint64_t address,
                          fu_x86_insn *insn)
 {
@@ -87,10 +101,17 @@ void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, siz
             if (reg < FU_X86_GPR_COUNT)
                 insn->writes |= (uint16_t)(1u << reg);
         }
+        /* memory written, explicitly or not (`stos`, `movs`: [rdi]); the stack writes of push, call,
+         * enter and pushf are their kinds' (or make rsp unknown) */
         if (op->type == ZYDIS_OPERAND_TYPE_MEMORY && op->mem.type == ZYDIS_MEMOP_TYPE_MEM &&
-            (op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) && op->visibility == ZYDIS_OPERAND_VISIBILITY_EXPLICIT) {
+            (op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+            (op->visibility == ZYDIS_OPERAND_VISIBILITY_EXPLICIT || decode_gpr(op->mem.base) != FU_REG_RSP)) {
             insn->stores = true;
-            decode_operand(op, &insn->dest);
+            decode_operand(&zi, op, &insn->dest);
+            insn->repeats = op->visibility != ZYDIS_OPERAND_VISIBILITY_EXPLICIT &&
+                            (zi.attributes & ZYDIS_ATTRIB_HAS_REP);
+            if (writes_machine_sized_area(zi.mnemonic))
+                insn->dest.width = 0;
         }
     }
     unsigned visible = zi.operand_count_visible;
@@ -107,7 +128,7 @@ void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, siz
                 insn->target = target;
             }
         } else if (visible >= 1) {
-            decode_operand(&operands[0], &insn->source);
+            decode_operand(&zi, &operands[0], &insn->source);
         }
         if (insn->kind == FU_X86_JCC && !insn->has_target)
             insn->kind = FU_X86_INVALID; /* far or malformed: nothing the compilers emit */
@@ -129,13 +150,13 @@ void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, siz
         return;
     case ZYDIS_MNEMONIC_PUSH:
         insn->kind = FU_X86_PUSH;
-        decode_operand(&operands[0], &insn->source);
+        decode_operand(&zi, &operands[0], &insn->source);
         insn->source.width = (uint8_t)(zi.operand_width / 8);
         insn->stores = false;
         return;
     case ZYDIS_MNEMONIC_POP:
         insn->kind = FU_X86_POP;
-        decode_operand(&operands[0], &insn->dest);
+        decode_operand(&zi, &operands[0], &insn->dest);
         insn->dest.width = (uint8_t)(zi.operand_width / 8);
         insn->stores = false;
         return;
@@ -144,10 +165,11 @@ void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, siz
         return;
     case ZYDIS_MNEMONIC_ENTER:
         insn->kind = FU_X86_ENTER;
-        decode_operand(&operands[0], &insn->source);
-        decode_operand(&operands[1], &insn->dest); /* the nesting level, an immediate */
+        decode_operand(&zi, &operands[0], &insn->source);
+        decode_operand(&zi, &operands[1], &insn->dest); /* the nesting level, an immediate */
         return;
-    case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_MOVSXD: case ZYDIS_MNEMONIC_LEA: case ZYDIS_MNEMONIC_ADD:
+    case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_MOVSXD: case ZYDIS_MNEMONIC_MOVZX: case ZYDIS_MNEMONIC_LEA:
+    case ZYDIS_MNEMONIC_ADD:
     case ZYDIS_MNEMONIC_SUB: case ZYDIS_MNEMONIC_AND: case ZYDIS_MNEMONIC_XCHG: case ZYDIS_MNEMONIC_CMP:
         if (visible != 2)
             break;
@@ -157,8 +179,8 @@ void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, siz
                      : zi.mnemonic == ZYDIS_MNEMONIC_AND ? FU_X86_AND
                      : zi.mnemonic == ZYDIS_MNEMONIC_XCHG ? FU_X86_XCHG
                      : zi.mnemonic == ZYDIS_MNEMONIC_CMP ? FU_X86_CMP : FU_X86_MOV;
-        decode_operand(&operands[0], &insn->dest);
-        decode_operand(&operands[1], &insn->source);
+        decode_operand(&zi, &operands[0], &insn->dest);
+        decode_operand(&zi, &operands[1], &insn->source);
         insn->source.sign_extends = zi.mnemonic == ZYDIS_MNEMONIC_MOVSXD;
         return;
     default:
@@ -178,7 +200,8 @@ static bool describe_operand_difference(const char *name, const fu_x86_operand *
     } fields[] = {
         {"kind", a->kind, b->kind},   {"reg", a->reg, b->reg},       {"index", a->index, b->index},
         {"scale", a->scale, b->scale}, {"width", a->width, b->width}, {"sign_extends", a->sign_extends, b->sign_extends},
-        {"segment", a->segment, b->segment}, {"value", a->value, b->value},
+        {"segment", a->segment, b->segment}, {"untracked_address", a->untracked_address, b->untracked_address},
+        {"value", a->value, b->value},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (fields[i].a != fields[i].b) {
@@ -198,7 +221,8 @@ static bool describe_difference(const fu_x86_insn *a, const fu_x86_insn *b, char
         {"kind", a->kind, b->kind},         {"length", a->length, b->length},
         {"has_target", a->has_target, b->has_target}, {"target", a->target, b->target},
         {"stores", a->stores, b->stores},   {"is_nop", a->is_nop, b->is_nop},
-        {"condition", a->condition, b->condition}, {"writes", a->writes, b->writes},
+        {"condition", a->condition, b->condition}, {"repeats", a->repeats, b->repeats},
+        {"writes", a->writes, b->writes},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (fields[i].a != fields[i].b) {

@@ -30,7 +30,7 @@ typedef enum fu_x86_kind {
     FU_X86_OTHER = 0, /* no control flow; writes the registers of `writes`, and memory if store */
     FU_X86_PUSH,      /* rsp -= width; [rsp] = source */
     FU_X86_POP,       /* dest = [rsp]; rsp += width */
-    FU_X86_MOV,       /* dest = source (a load, a store or a register copy); movsxd included */
+    FU_X86_MOV,       /* dest = source (a load, a store or a register copy); movsxd and movzx included */
     FU_X86_LEA,       /* dest (register) = source's address */
     FU_X86_ADD,       /* dest += source */
     FU_X86_SUB,       /* dest -= source */
@@ -60,9 +60,12 @@ typedef struct fu_x86_operand {
     uint8_t reg;    /* register operand, or the memory operand's base; FU_X86_REG_NONE if none */
     uint8_t index;  /* memory operand's index register, FU_X86_REG_NONE if none */
     uint8_t scale;
-    uint8_t width;  /* bytes */
+    uint16_t width; /* bytes; a memory operand: 0 when its size is the machine's (xsave's area) */
     bool sign_extends; /* movsxd: the 4-byte source is sign-extended */
     bool segment;   /* memory through fs/gs (thread-local, never the stack) */
+    bool untracked_address; /* memory not at base + index * scale + displacement of 64-bit
+                             * general-purpose registers: the 0x67 prefix truncates that to 32
+                             * bits; a vector index (scatter, gather) makes many addresses */
     int64_t value;  /* displacement, or immediate */
 } fu_x86_operand;
 
@@ -70,9 +73,12 @@ typedef struct fu_x86_insn {
     uint8_t kind;    /* fu_x86_kind */
     uint8_t length;
     bool has_target;
-    bool stores;     /* FU_X86_OTHER: writes the memory of `dest` */
+    bool stores;     /* FU_X86_OTHER: writes the memory of `dest`, explicit or hidden (`stos`, `movs`:
+                      * [rdi]) */
     bool is_nop;     /* a nop (padding, alignment) */
     uint8_t condition; /* FU_X86_JCC: FU_X86_JUMP_IF_ABOVE, FU_X86_JUMP_IF_ABOVE_OR_EQUAL, or 0 */
+    bool repeats;    /* a `rep` string store: `dest` (dest.width bytes) is written rcx times, upwards
+                      * (the direction flag is clear, psABI §3.2.1) */
     uint16_t writes; /* every general-purpose register written, explicit or not, bit per DWARF number */
     uint64_t target; /* direct branch or call target (svma) */
     fu_x86_operand dest, source;
@@ -120,6 +126,13 @@ typedef struct fu_x86_decoder_comparison {
 
 void fu_x86_compare_decoders(const fu_x86_decoder *decoder, const uint8_t *code, size_t size, uint64_t address,
                              fu_x86_decoder_comparison *comparison);
+
+/* A call to the instruction right after it (`call 1f; 1: pop %reg`, how position-independent 32-bit
+ * code reads its address): it pushes that address and has no callee. */
+static inline bool fu_x86_is_get_pc(const fu_x86_insn *insn, uint64_t address)
+{
+    return insn->kind == FU_X86_CALL && insn->has_target && insn->target == address + insn->length;
+}
 
 /* An instruction summary with nothing in it (no operands: registers FU_X86_REG_NONE). */
 extern const fu_x86_insn fu_x86_insn_empty;

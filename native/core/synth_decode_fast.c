@@ -67,7 +67,7 @@ static void set_register(fu_x86_operand *o, unsigned encoding, unsigned width, u
     o->kind = FU_X86_OPERAND_REGISTER;
     o->reg = fu_x86_dwarf_of_encoding[encoding];
     o->index = FU_X86_REG_NONE;
-    o->width = (uint8_t)width;
+    o->width = (uint16_t)width;
 }
 
 /* An immediate of `width` bytes as encoded (Zydis's operand size for it). */
@@ -75,7 +75,7 @@ static void set_immediate(fu_x86_operand *o, int64_t value, unsigned width)
 {
     o->kind = FU_X86_OPERAND_IMMEDIATE;
     o->reg = o->index = FU_X86_REG_NONE;
-    o->width = (uint8_t)width;
+    o->width = (uint16_t)width;
     o->value = value;
 }
 
@@ -93,7 +93,7 @@ static bool read_modrm(fast_decoding *d, fu_x86_operand *rm, unsigned width)
         return true;
     }
     rm->kind = FU_X86_OPERAND_MEMORY;
-    rm->width = (uint8_t)width;
+    rm->width = (uint16_t)width;
     rm->segment = (d->prefixes & PREFIX_FS_GS) != 0;
     rm->reg = rm->index = FU_X86_REG_NONE;
     rm->scale = 0;
@@ -282,8 +282,16 @@ static bool decode_two_byte(fast_decoding *d, fu_x86_insn *insn, uint64_t addres
         return width != 2; /* bswap of a 16-bit register is undefined (SDM) */
     }
     switch (opcode) {
-    case 0xb6: case 0xbe: /* movzx, movsx r, r/m8 */
-    case 0xb7: case 0xbf: /* r, r/m16 */
+    case 0xb6: case 0xb7: /* movzx r, r/m8 / r/m16: a copy (a jump table's index follows it) */
+        if (!read_modrm(d, &rm, opcode == 0xb6 ? 1 : 2))
+            return false;
+        set_register(&reg, d->reg_field, width, d->rex);
+        written(insn, &reg);
+        insn->kind = FU_X86_MOV;
+        insn->dest = reg;
+        insn->source = rm;
+        return true;
+    case 0xbe: case 0xbf: /* movsx r, r/m8 / r/m16 */
     case 0xaf:            /* imul r, r/m */
     case 0xbc: case 0xbd: /* bsf, bsr */
         if (!read_modrm(d, &rm, opcode == 0xb6 || opcode == 0xbe ? 1 : opcode == 0xb7 || opcode == 0xbf ? 2 : width))

@@ -124,6 +124,10 @@ typedef struct collector {
     unsigned cfa_register;  /* the last derived row's CFA register: kept while it serves */
     uint32_t pieces;
     bool failed;            /* out of memory or a limit */
+    /* synthesized: [start, end) interpreted, and where the code it leaves for code without CFI is
+     * noted (uint64 addresses; NULL: not noted) */
+    uint64_t start, end;
+    fu_buffer *targets;
 } collector;
 
 /* A derived row the way the table keeps it: callee-saved registers holding the caller's values
@@ -181,10 +185,47 @@ static void without_derived(collector *c, uint64_t from, uint64_t to)
     c->last_derived = false;
 }
 
+/* Whether `state` is a function's entry state as its row shows it: CFA = rsp+8, the return address
+ * at CFA-8, every callee-saved register holding the caller's value. */
+static bool entry_row(const fu_synth_state *state)
+{
+    fu_synth_row row;
+    fu_synth_derive_row(state, FU_X86_REG_NONE, &row);
+    if (row.cfa.kind != FU_CFA_REG_OFFSET || row.cfa.reg != FU_REG_RSP || row.cfa.value != 8 ||
+        row.columns[RETURN_ADDRESS_INDEX].kind != FU_RULE_OFFSET || row.columns[RETURN_ADDRESS_INDEX].value != -8)
+        return false;
+    for (unsigned k = 0; k < RETURN_ADDRESS_INDEX; k++)
+        if (row.columns[k].kind != FU_RULE_SAME_VALUE)
+            return false;
+    return true;
+}
+
+/* Code without CFI that synthesized code leads to, outside its range: a direct call's target, an
+ * address a RIP-relative lea takes, or a jump's target where the jump leaves with the entry state
+ * (a tail call: x264's stubs jump into a shared loop no symbol, call or lea names). The caller
+ * interprets the targets not yet covered as functions of their own (fu_synth_table_build). */
+static void note_target(collector *c, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state)
+{
+    uint64_t target;
+    if (insn->kind == FU_X86_CALL && insn->has_target)
+        target = insn->target;
+    else if ((insn->kind == FU_X86_JMP || insn->kind == FU_X86_JCC) && insn->has_target && entry_row(state))
+        target = insn->target;
+    else if (insn->kind == FU_X86_LEA && insn->source.kind == FU_X86_OPERAND_MEMORY &&
+             insn->source.reg == FU_X86_REG_RIP && insn->source.index == FU_X86_REG_NONE && !insn->source.segment)
+        target = address + insn->length + (uint64_t)insn->source.value;
+    else
+        return;
+    if ((target < c->start || target >= c->end) && !fu_buffer_append(c->targets, &target, sizeof target))
+        c->failed = true;
+}
+
 static bool collect_visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
                           bool unchanged)
 {
     collector *c = context;
+    if (c->targets)
+        note_target(c, address, insn, state);
     if (address > c->next)
         without_derived(c, c->next, address); /* no path reaches [next, address) */
     c->next = address + insn->length;
@@ -287,7 +328,7 @@ static bool add_corrected(fu_synth_table *t, const fu_check_image *image, unsign
 }
 
 static bool add_synthesized(fu_synth_table *t, const fu_check_image *image, uint64_t start, uint64_t end,
-                            fu_synth_uncovered_result *result)
+                            fu_buffer *targets, fu_synth_uncovered_result *result)
 {
     memset(result, 0, sizeof *result);
     result->start = start;
@@ -305,8 +346,9 @@ static bool add_synthesized(fu_synth_table *t, const fu_check_image *image, uint
         return true;
     }
     size_t rows_before = t->rows.len, derived_before = t->derived.len, ranges_before = t->ranges.len;
-    collector c = {.t = t, .fde = NULL, .which = FU_SYNTH_ROW_DERIVED};
+    collector c = {.t = t, .fde = NULL, .which = FU_SYNTH_ROW_DERIVED, .start = start, .end = end, .targets = targets};
     c.range = (fu_synth_range){.origin = FU_ORIGIN_SYNTHESIZED, .table = FU_SYNTH_ROW_DERIVED, .entry = UINT32_MAX};
+    size_t targets_before = targets->len;
     fu_synth_outcome outcome = interpret(t, image, start, end, seg->data + (start - seg->vaddr), &c, result->reason);
     if (outcome == FU_SYNTH_NO_MEMORY || c.failed)
         return false;
@@ -314,6 +356,7 @@ static bool add_synthesized(fu_synth_table *t, const fu_check_image *image, uint
         t->rows.len = rows_before;
         t->derived.len = derived_before;
         t->ranges.len = ranges_before;
+        targets->len = targets_before;
         result->outcome = FU_SYNTH_UNDECIDED;
         return true;
     }
@@ -333,6 +376,117 @@ static int compare_ranges(const void *a, const void *b)
     if (x->end != y->end)
         return x->end < y->end ? -1 : 1;
     return x->table != y->table ? (x->table < y->table ? -1 : 1) : (x->entry < y->entry ? -1 : x->entry > y->entry);
+}
+
+/* Sorts and dedupes the uint64 addresses of `b`. */
+static void sort_unique(fu_buffer *b)
+{
+    uint64_t *a = (uint64_t *)b->data;
+    size_t n = b->len / sizeof *a, k = 0;
+    if (n > 1)
+        qsort(a, n, sizeof *a, compare_addresses);
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || a[k - 1] != a[i])
+            a[k++] = a[i];
+    b->len = k * sizeof *a;
+}
+
+/* How many of the request's uncovered ranges (sorted by start) start at or below `address`. */
+static size_t requested_below(const fu_synth_request *request, uint64_t address)
+{
+    size_t lo = 0, hi = request->uncovered_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (request->uncovered[2 * mid] <= address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The synthesized ranges' (start, end) pairs, sorted by start, into `out` (emptied first). */
+static bool synthesized_pieces(const fu_synth_table *t, fu_buffer *out)
+{
+    out->len = 0;
+    const fu_synth_range *r = (const fu_synth_range *)t->ranges.data;
+    for (size_t i = 0; i < fu_synth_table_range_count(t); i++)
+        if (r[i].origin == FU_ORIGIN_SYNTHESIZED &&
+            (!fu_buffer_append(out, &r[i].start, sizeof r[i].start) || !fu_buffer_append(out, &r[i].end, sizeof r[i].end)))
+            return false;
+    if (out->len > 2 * sizeof(uint64_t))
+        qsort(out->data, out->len / (2 * sizeof(uint64_t)), 2 * sizeof(uint64_t), compare_addresses);
+    return true;
+}
+
+/* Whether `address` lies in one of the sorted (start, end) pairs of `pieces` (disjoint). */
+static bool in_pieces(const fu_buffer *pieces, uint64_t address)
+{
+    const uint64_t *p = (const uint64_t *)pieces->data;
+    size_t lo = 0, hi = pieces->len / (2 * sizeof *p);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p[2 * mid] <= address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && address < p[2 * (lo - 1) + 1];
+}
+
+/* The targets synthesized code led to (note_target), in rounds: each one in executable code that
+ * no FDE and no synthesized range covers (one inside an uncovered range that its interpretation
+ * did not reach included: x264's shared loops follow the stub whose range holds them) is a
+ * function of its own, up to the next such start, requested start, FDE or the end of its segment,
+ * and what it leads to is the next round's. Bounded: FU_SYNTH_TABLE_MAX_UNCOVERED starts in all,
+ * and the file's work budget. */
+static bool synthesize_targets(fu_synth_table *t, const fu_check_image *image, const fu_synth_request *request,
+                               fu_buffer *targets)
+{
+    fu_buffer pieces = {0}, round = {0}, tried = {0};
+    size_t count = request->uncovered_count;
+    bool ok = true;
+    while (ok && targets->len && count < FU_SYNTH_TABLE_MAX_UNCOVERED) {
+        sort_unique(targets);
+        round.len = 0;
+        ok = synthesized_pieces(t, &pieces);
+        const uint64_t *a = (const uint64_t *)targets->data;
+        for (size_t i = 0; ok && i < targets->len / sizeof *a; i++) {
+            uint64_t target = a[i];
+            int64_t row, fde;
+            if (!fu_image_segment_holding(image->code, image->code_count, target, 1) || in_pieces(&pieces, target) ||
+                fu_cfi_tables_find_row(t->tables, target, &row, &fde) >= 0 ||
+                (tried.len && bsearch(&target, tried.data, tried.len / sizeof target, sizeof target, compare_addresses)))
+                continue; /* not code, reached already, declared CFI's, or undecided before */
+            ok = fu_buffer_append(&round, &target, sizeof target);
+        }
+        targets->len = 0;
+        if (!ok || !round.len)
+            break;
+        size_t n = round.len / sizeof(uint64_t);
+        if (n > FU_SYNTH_TABLE_MAX_UNCOVERED - count)
+            n = FU_SYNTH_TABLE_MAX_UNCOVERED - count;
+        const uint64_t *starts = (const uint64_t *)round.data;
+        for (size_t i = 0; ok && i < n; i++) {
+            const fu_image_segment *seg = fu_image_segment_holding(image->code, image->code_count, starts[i], 1);
+            uint64_t end = seg->vaddr + seg->size;
+            if (i + 1 < n && starts[i + 1] < end)
+                end = starts[i + 1];
+            size_t next = requested_below(request, starts[i]); /* the next requested start */
+            if (next < request->uncovered_count && request->uncovered[2 * next] < end)
+                end = request->uncovered[2 * next];
+            fu_synth_uncovered_result result;
+            ok = add_synthesized(t, image, starts[i], end, targets, &result) &&
+                 fu_buffer_append(&t->uncovered, &result, sizeof result) &&
+                 fu_buffer_append(&tried, &starts[i], sizeof starts[i]);
+        }
+        count += n;
+        sort_unique(&tried);
+    }
+    free(pieces.data);
+    free(round.data);
+    free(tried.data);
+    return ok;
 }
 
 /* A synthesized range ends where the next range starts: code without CFI found from two starts (a
@@ -363,6 +517,7 @@ static void clip_synthesized(fu_synth_table *t)
 fu_status fu_synth_table_build(fu_synth_table *t, const fu_synth_request *request, fu_error *err)
 {
     const fu_check_image *image = request->image;
+    fu_buffer targets = {0}; /* code without CFI synthesized code leads to (note_target) */
     t->tables[0] = image->tables[0];
     t->tables[1] = image->tables[1];
     if (request->uncovered_count > FU_SYNTH_TABLE_MAX_UNCOVERED)
@@ -398,15 +553,20 @@ fu_status fu_synth_table_build(fu_synth_table *t, const fu_synth_request *reques
         goto failed;
     for (size_t i = 0; i < request->uncovered_count; i++) {
         fu_synth_uncovered_result result;
-        if (!add_synthesized(t, image, request->uncovered[2 * i], request->uncovered[2 * i + 1], &result) ||
+        if (!add_synthesized(t, image, request->uncovered[2 * i], request->uncovered[2 * i + 1], &targets, &result) ||
             !fu_buffer_append(&t->uncovered, &result, sizeof result))
             goto failed;
     }
+    if (!synthesize_targets(t, image, request, &targets))
+        goto failed;
+    free(targets.data);
+    targets.data = NULL;
     if (fu_synth_table_range_count(t) > 1)
         qsort(t->ranges.data, fu_synth_table_range_count(t), sizeof(fu_synth_range), compare_ranges);
     clip_synthesized(t);
     return FU_OK;
 failed:
+    free(targets.data);
     if (fu_synth_table_range_count(t) >= FU_SYNTH_TABLE_MAX_RANGES || row_count(t) >= FU_SYNTH_TABLE_MAX_ROWS)
         return fu_fail(err, FU_ERR_INVALID, "the synthesized table passes FU_SYNTH_TABLE_MAX_RANGES (%u) ranges or "
                        "FU_SYNTH_TABLE_MAX_ROWS (%u) rows", FU_SYNTH_TABLE_MAX_RANGES, FU_SYNTH_TABLE_MAX_ROWS);

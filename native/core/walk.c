@@ -72,6 +72,7 @@ const char *fu_walk_step_source_name(uint8_t source)
     case FU_WALK_CACHED_BODY: return "body";
     case FU_WALK_CACHED_NO_INFO: return "no_info";
     case FU_WALK_CACHED_ENTRY_CODE: return "entry_code";
+    case FU_WALK_CACHED_DERIVED_RULE: return "derived_rule";
     default: return "interpreter";
     }
 }
@@ -225,6 +226,9 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
         bool signal_frame = false;
         int caller_kind;
         switch ((fu_walk_cached)found->kind) {
+        case FU_WALK_CACHED_DERIVED_RULE:
+            *frame_flags = found->frame_flags;
+            __attribute__((fallthrough));
         case FU_WALK_CACHED_RULE:
             caller_kind = apply_compact(&w, &found->what.plan, regs, caller, frame_flags, &signal_frame);
             break;

@@ -61,6 +61,12 @@ const char *fu_frame_kind_name(int kind);
 
 /* fu_frames.flags bits */
 #define FU_FRAME_SIGNAL_TRAMPOLINE 1u /* this frame's own CFI is a signal frame ('S'): __restore_rt */
+/* This frame's step (to its caller) used a row derived from the machine code: one that replaced a
+ * declared row proven wrong (CORRECTED), or one where the module has no CFI (SYNTHESIZED); see
+ * compact_table.h, fu_compact_origin. A rule of origin o marks its frame with 1 << o. */
+#define FU_FRAME_CORRECTED 2u
+#define FU_FRAME_SYNTHESIZED 4u
+#define FU_FRAME_DERIVED (FU_FRAME_CORRECTED | FU_FRAME_SYNTHESIZED)
 
 /* Where a walk writes its frames: four columns, each with room for max_frames, frame i being
  * (ip[i], module[i], kind[i], flags[i]). Columns, not an array of frame records, because that is
@@ -118,6 +124,11 @@ typedef enum fu_walk_cached {
      * stack frame by setting the frame pointer to zero"; the kernel starts a process with rbp 0);
      * else as NO_INFO */
     FU_WALK_CACHED_ENTRY_CODE,
+    /* a compact fast-path rule derived from the machine code (compact_table.h, fu_compact_origin):
+     * taken by the general step, which marks the frame (frame_flags); the lean loop and walk
+     * shapes stay those of the module's own CFI, which pay nothing for the marks (callgrind:
+     * marking in follow_rules cost 1.3-2.1% more instructions on the c and hackbench recordings) */
+    FU_WALK_CACHED_DERIVED_RULE,
 } fu_walk_cached;
 /* A compact fast-path rule prepared for the walker (walk.c compact_plan): what the cache keeps of
  * it, so that a cached step reads no rule, and its save slots laid out for a restore without a
@@ -135,11 +146,12 @@ typedef struct fu_compact_plan {
 typedef struct fu_walk_cache_entry {
     uint64_t lookup;                 /* the lookup address (ip or ip - 1) */
     union {
-        fu_compact_plan plan;        /* RULE (compact SLOW rows are not cached) */
+        fu_compact_plan plan;        /* RULE, DERIVED_RULE (compact SLOW rows are not cached) */
         fu_eh_elf_body_fn body;      /* BODY */
     } what;
     uint32_t module;                 /* UINT32_MAX: outside every module */
     uint8_t kind;                    /* fu_walk_cached */
+    uint8_t frame_flags;             /* DERIVED_RULE: FU_FRAME_CORRECTED or FU_FRAME_SYNTHESIZED */
 } fu_walk_cache_entry;
 
 /* A walk's shape: what a whole walk through cached compact rules (walk.c follow_rules) read and
@@ -262,10 +274,11 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
                     fu_walk_shape *shape_to_write);
 
 /* What settles a step at `lookup` (an avma) in `space` before the DWARF tables, by its backend
- * (fu_walk_cached): a compact RULE, a compiled BODY, NO_INFO (no CFI covers it, or no module
+ * (fu_walk_cached): a compact RULE (DERIVED_RULE: one derived from the machine code), a compiled BODY, NO_INFO (no CFI covers it, or no module
  * maps it: the frame pointer), NONE (the DWARF tables decide). For tests and diagnostics. */
 uint8_t fu_walk_step_source(const fu_address_space *space, uint64_t lookup);
-/* "rule", "body", "no_info", "entry_code", or "interpreter" (NONE) for a fu_walk_step_source result. */
+/* "rule", "body", "no_info", "entry_code", "derived_rule", or "interpreter" (NONE) for a
+ * fu_walk_step_source result. */
 const char *fu_walk_step_source_name(uint8_t source);
 
 /* The walker's outcome for a compiled step's failure status (REGISTER_UNKNOWN, EXPRESSION_ERROR,

@@ -92,6 +92,18 @@ void fu_regs_from_gregs(const long long *gregs, fu_regs *regs)
         fu_regs_set(regs, r, (uint64_t)gregs[from_greg[r]]);
 }
 
+/* user_regs_struct's words, in order (the word order of a core's NT_PRSTATUS) */
+static const char *const user_register_names[FU_USER_REGISTER_COUNT] = {
+    "r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax", "rcx", "rdx", "rsi",
+    "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs",
+};
+_Static_assert(sizeof(struct user_regs_struct) == 8 * FU_USER_REGISTER_COUNT, "user_regs_struct is 27 words");
+
+const char *fu_user_register_name(int index)
+{
+    return index >= 0 && index < FU_USER_REGISTER_COUNT ? user_register_names[index] : NULL;
+}
+
 void fu_regs_from_user_regs(const struct user_regs_struct *u, fu_regs *regs)
 {
     const uint64_t by_column[FU_WALK_REGISTERS] = {

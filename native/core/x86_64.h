@@ -8,7 +8,8 @@
  * - the psABI's callee-saved registers (§3.2.1);
  * - perf's user register numbering (arch/x86/include/uapi/asm/perf_regs.h) and what `perf record
  *   --call-graph dwarf` samples;
- * - the registers of a ucontext_t (glibc's gregs), for walking the current thread.
+ * - the registers of a ucontext_t (glibc's gregs), for walking the current thread;
+ * - the kernel's struct user_regs_struct (a core's NT_PRSTATUS, ptrace's NT_PRSTATUS regset).
  */
 #ifndef FASTUNWIND_X86_64_H
 #define FASTUNWIND_X86_64_H
@@ -67,6 +68,11 @@ int fu_dwarf_of_perf_register(unsigned perf_reg);
  * (`uc_mcontext.gregs`, glibc's greg_t (long long) array, indexed by REG_RAX and the like). */
 void fu_regs_from_gregs(const long long *gregs, fu_regs *regs);
 
+/* struct user_regs_struct (arch/x86/include/asm/user_64.h): 27 words. */
+#define FU_USER_REGISTER_COUNT 27
+/* The name of word `index` of user_regs_struct ("r15", ..., "rip", "cs", "eflags", "rsp", ...,
+ * "gs"), or NULL. */
+const char *fu_user_register_name(int index);
 /* The walker's registers (all FU_WALK_REGISTERS valid) from the kernel's user_regs_struct
  * (<sys/user.h>): what PTRACE_GETREGSET's NT_PRSTATUS and a core file's NT_PRSTATUS hold. */
 struct user_regs_struct;

@@ -350,14 +350,14 @@ static void exercise_compact(const fu_cfi_table *table, uint64_t low, uint64_t h
 {
     fu_compact_build build;
     fu_error err = {0};
-    if (fu_compact_build_tables(&build, table, NULL, &err) != FU_OK) {
+    if (fu_compact_build_tables(&build, table, NULL, NULL, &err) != FU_OK) {
         CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_COMPACT, "compact build failed: %s", err.message);
         return;
     }
     uint8_t *bytes = NULL;
     size_t size = 0;
     static const uint8_t key[20] = {1, 2, 3};
-    if (fu_compact_serialize(&build, 1, key, sizeof key, &bytes, &size, &err) == FU_OK) {
+    if (fu_compact_serialize(&build, 1, key, sizeof key, FU_COMPACT_SYNTH_OFF, &bytes, &size, &err) == FU_OK) {
         fu_compact_table compact;
         CHECK(fu_compact_open(&compact, bytes, size, &err) == FU_OK, "a fresh compact table does not validate: %s",
               err.message);
@@ -395,6 +395,58 @@ static void exercise_compact(const fu_cfi_table *table, uint64_t low, uint64_t h
         free(bytes);
     }
     fu_compact_build_free(&build);
+}
+
+/* The fuzzed table as a synthesized view of a module without CFI (each FDE of a random origin) and
+ * as one of a module whose CFI it is (CORRECTED FDEs replace their own rows): the overlay is made
+ * or refused cleanly, and a table built with it validates, counts its rows by origin, and finds at
+ * each overlay row's start a rule of that row's origin. */
+static void exercise_overlay(const fu_cfi_table *table, uint64_t *rng)
+{
+    size_t fdes = table->entry_count;
+    uint8_t *origins = malloc(fdes ? fdes : 1);
+    if (!origins)
+        return;
+    for (size_t i = 0; i < fdes; i++)
+        origins[i] = (uint8_t)rng_below(rng, FU_COMPACT_ORIGIN_COUNT);
+    fu_compact_overlay_row *rows = NULL;
+    fu_compact_overlay overlay = {NULL, 0, FU_COMPACT_SYNTH_REPAIR | FU_COMPACT_SYNTH_VERSION << 8};
+    fu_error err = {0};
+    if (fu_compact_overlay_of_table(table, origins, fdes, &rows, &overlay.count, &err) != FU_OK) {
+        CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_INVALID, "overlay failed: %s", err.message);
+        free(origins);
+        return;
+    }
+    overlay.rows = rows;
+    for (unsigned declared = 0; declared < 2; declared++) {
+        fu_compact_build build;
+        if (fu_compact_build_tables(&build, declared ? table : NULL, NULL, &overlay, &err) != FU_OK) {
+            CHECK(err.status == FU_ERR_NOMEM || err.status == FU_ERR_COMPACT || err.status == FU_ERR_INVALID,
+                  "compact build with an overlay failed: %s", err.message);
+            continue;
+        }
+        uint8_t *bytes = NULL;
+        size_t size = 0;
+        static const uint8_t key[20] = {4, 5, 6};
+        if (fu_compact_serialize(&build, 1, key, sizeof key, overlay.synth, &bytes, &size, &err) == FU_OK) {
+            fu_compact_table compact;
+            CHECK(fu_compact_open(&compact, bytes, size, &err) == FU_OK,
+                  "a fresh compact table with an overlay does not validate: %s", err.message);
+            for (size_t i = 0; i < overlay.count && !declared; i++) {
+                /* no declared rows: a synthesized row is laid, a corrected one has nothing to replace */
+                const fu_compact_rule *found = fu_compact_find(&compact, rows[i].start, NULL);
+                bool synthesized = rows[i].rule.origin == FU_COMPACT_ORIGIN_SYNTHESIZED;
+                CHECK(synthesized ? found && memcmp(found, &rows[i].rule, sizeof *found) == 0
+                                  : !found || found->cfa_kind == FU_COMPACT_CFA_NO_INFO,
+                      "overlay row %zu (origin %u) at 0x%llx: found rule of kind %d", i, rows[i].rule.origin,
+                      (unsigned long long)rows[i].start, found ? found->cfa_kind : -1);
+            }
+            free(bytes);
+        }
+        fu_compact_build_free(&build);
+    }
+    free(rows);
+    free(origins);
 }
 
 /* The eh_elf generator's intervals over the table (as .eh_frame or as .debug_frame, by its kind):
@@ -474,6 +526,7 @@ static void exercise_table(const uint8_t *data, size_t size, fu_section_kind kin
         check_lookup(&table, low <= high ? low + rng_below(rng, high - low + 1) : rng_next(rng));
     exercise_state_expressions(&table);
     exercise_compact(&table, low, high, rng);
+    exercise_overlay(&table, rng);
     exercise_eh_elf_rows(&table, kind);
     fu_cfi_table_free(&table);
 }

@@ -347,6 +347,24 @@ static const char *check_columns(const fu_perf_walk_buffers *b, size_t count, co
                 return "walk: a frame's module is outside its space";
         }
     }
+    /* samples with a frame of each flag: at most the samples with frames; none for a flag no
+     * frame has (these spaces have no unwind tables: no derived rows, hence no such marks) */
+    uint64_t by_outcome[256], flagged = 0, with_frames = 0;
+    if (!fu_perf_flagged_samples(b->outcomes.data, b->starts.data, count, b->frames.column[3].data, frames, 0xff,
+                                 by_outcome))
+        return "walk: fu_perf_flagged_samples refused the walk's own columns";
+    for (unsigned code = 0; code < 256; code++)
+        flagged += by_outcome[code];
+    for (size_t i = 0; i < count; i++)
+        with_frames += starts[i + 1] > starts[i];
+    if (flagged > with_frames)
+        return "walk: more flagged samples than samples with frames";
+    if (!fu_perf_flagged_samples(b->outcomes.data, b->starts.data, count, b->frames.column[3].data, frames,
+                                 FU_FRAME_DERIVED, by_outcome))
+        return "walk: fu_perf_flagged_samples refused the walk's own columns";
+    for (unsigned code = 0; code < 256; code++)
+        if (by_outcome[code])
+            return "walk: a frame marked as derived in a space without tables";
     return NULL;
 }
 

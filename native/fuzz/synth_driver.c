@@ -88,9 +88,17 @@ static void run_synth(const uint8_t *code, size_t size, uint64_t start, const fu
                       size_t segment_count, const uint64_t *noreturn, size_t noreturn_count,
                       const fu_synth_state *entry, fu_synth_scratch *scratch)
 {
+    /* with a further entry state: a call site over the first half landing a third of the way in, and
+     * that third entered from elsewhere (both anywhere: inside an instruction, past the end) */
+    fu_synth_call_site site = {.start = start, .end = start + size / 2, .landing_pad = start + size / 3};
+    fu_synth_entry further = {.address = start + size / 3 + 1, .state = entry};
+    fu_synth_args_size popped = {.address = start + size / 4, .bytes = 16}; /* pushed arguments from there */
     fu_synth_function function = {.start = start, .end = start + size, .code = code, .noreturn = noreturn,
                                   .noreturn_count = noreturn_count, .segments = segments,
-                                  .segment_count = segment_count, .entry = entry};
+                                  .segment_count = segment_count, .entry = entry,
+                                  .call_sites = entry ? &site : NULL, .call_site_count = entry ? 1 : 0,
+                                  .args_sizes = entry ? &popped : NULL, .args_size_count = entry ? 1 : 0,
+                                  .entries = entry ? &further : NULL, .entry_count = entry ? 1 : 0};
     walk_check w = {.start = start, .end = start + size};
     fu_synth_counts counts;
     char reason[FU_SYNTH_REASON_MAX];
@@ -106,13 +114,18 @@ static void run_synth(const uint8_t *code, size_t size, uint64_t start, const fu
 
 /* .eh_frame with one CIE (no augmentation: absolute 8-byte pointers; CFA = rsp+8, ra at CFA-8) and
  * one FDE over [start, start + size) whose instructions are `cfi`. Returns the section's length. */
-static size_t build_eh_frame(uint8_t *out, uint64_t start, uint64_t size, const uint8_t *cfi, size_t cfi_size)
+/* `lsda`: the FDE names an LSDA at that address (a CIE with the "zL" augmentation), 0: none. */
+static size_t build_eh_frame(uint8_t *out, uint64_t start, uint64_t size, const uint8_t *cfi, size_t cfi_size,
+                             uint64_t lsda)
 {
     static const uint8_t cie[] = {0x10, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x78, 16, 0x0c, 7, 8, 0x90, 1, 0, 0};
-    size_t n = 0;
-    memcpy(out, cie, sizeof cie);
-    n += sizeof cie;
-    uint32_t fde_length = (uint32_t)(4 + 16 + cfi_size);
+    /* "zL": augmentation data of one byte, the LSDA encoding (absptr) */
+    static const uint8_t cie_lsda[] = {0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'L', 0, 1, 0x78, 16, 1, 0,
+                                       0x0c, 7, 8, 0x90, 1, 0, 0};
+    size_t n = lsda ? sizeof cie_lsda : sizeof cie;
+    memcpy(out, lsda ? cie_lsda : cie, n);
+    size_t augmentation = lsda ? 1 + 8 : 0;
+    uint32_t fde_length = (uint32_t)(4 + 16 + augmentation + cfi_size);
     fde_length = (fde_length + 7) & ~7u;
     size_t fde = n;
     memcpy(out + n, &fde_length, 4);
@@ -120,8 +133,12 @@ static size_t build_eh_frame(uint8_t *out, uint64_t start, uint64_t size, const 
     memcpy(out + n + 4, &cie_pointer, 4);
     memcpy(out + n + 8, &start, 8);
     memcpy(out + n + 16, &size, 8);
-    memcpy(out + n + 24, cfi, cfi_size);
-    memset(out + n + 24 + cfi_size, 0, fde_length - 20 - cfi_size); /* DW_CFA_nop padding */
+    if (lsda) {
+        out[n + 24] = 8;
+        memcpy(out + n + 25, &lsda, 8);
+    }
+    memcpy(out + n + 24 + augmentation, cfi, cfi_size);
+    memset(out + n + 24 + augmentation + cfi_size, 0, fde_length - 20 - augmentation - cfi_size); /* DW_CFA_nop padding */
     n = fde + 4 + fde_length;
     memset(out + n, 0, 4); /* terminator */
     return n + 4;
@@ -244,10 +261,10 @@ static void run_synth_table(const fu_check_image *image, const fu_check_batch *b
 }
 
 static void run_check(const uint8_t *code, size_t size, uint64_t start, const uint8_t *cfi, const fu_image_segment *segments,
-                      size_t segment_count, const uint64_t *noreturn, size_t noreturn_count)
+                      size_t segment_count, const uint64_t *noreturn, size_t noreturn_count, uint64_t lsda)
 {
     uint8_t section_bytes[128];
-    size_t section_size = build_eh_frame(section_bytes, start, size, cfi, CFI_BYTES);
+    size_t section_size = build_eh_frame(section_bytes, start, size, cfi, CFI_BYTES, lsda);
     CHECK(section_size <= sizeof section_bytes, "eh_frame builder overflow");
     fu_section section = {.kind = FU_SECTION_EH_FRAME, .data = section_bytes, .size = section_size,
                           .address = 0x100000, .address_size = 8};
@@ -265,9 +282,13 @@ static void run_check(const uint8_t *code, size_t size, uint64_t start, const ui
         if (table.entries[e].kind == FU_ENTRY_FDE)
             entries[count++] = e;
     fu_image_segment code_segment = {.vaddr = start, .data = code, .size = size};
+    /* entered from elsewhere at two places (sorted; anywhere: inside an instruction, past the end) */
+    uint64_t foreign[2] = {start + 1, start + size / 3};
+    if (foreign[1] < foreign[0])
+        foreign[1] = foreign[0];
     fu_check_image image = {.code = &code_segment, .code_count = 1, .segments = segments,
                             .segment_count = segment_count, .noreturn = noreturn, .noreturn_count = noreturn_count,
-                            .tables = {&table, NULL}};
+                            .tables = {&table, NULL}, .foreign_entries = foreign, .foreign_entry_count = 2};
     fu_check_batch batch;
     memset(&batch, 0, sizeof batch);
     status = fu_check_fdes(&image, &table, entries, count, &batch, &err);
@@ -332,7 +353,8 @@ static void run_input(const uint8_t *data, size_t size)
     entry.regs[FU_REG_RSP].offset = -(int64_t)(flags & 0xf8);
     fu_synth_store(&entry, entry.regs[FU_REG_RSP], (fu_synth_value){FU_VALUE_ENTRY_REGISTER, 3, 0, 0});
     run_synth(code, code_size, start, segments, segment_count, noreturn, 2, &entry, &scratch);
-    run_check(code, code_size, start, cfi, segments, segment_count, noreturn, 2);
+    /* the input's own bytes as the LSDA (readable when the input is a segment) */
+    run_check(code, code_size, start, cfi, segments, segment_count, noreturn, 2, flags & 4 ? 0x600000 + HEADER_BYTES : 0);
     compare_decoders(code, code_size, start);
 }
 

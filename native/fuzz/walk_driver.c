@@ -9,7 +9,8 @@
  *     same_value / val_offset / register / expression, DRAP, PLT, looping and unreadable
  *     expressions, signal and RA-column-3 CIEs, huge and negative offsets, gaps without CFI), and
  *     hand-made sections of the CFI corpus (--raw); each parsed, evaluated and, where it can be,
- *     turned into a compact table (built, serialized and validated by fu_compact_open);
+ *     turned into a compact table (built, serialized and validated by fu_compact_open) and laid
+ *     out as the BPF unwinder's map slots (bpf_layout.c: rows, pages, rules, the evicting ring);
  *   - address spaces of 1-3 of those modules at random biases (overlaps rejected as
  *     fu_address_space_init does), with and without their compact tables, some with a fake compiled
  *     table (fake_compiled) that returns every fu_eh_elf_status and some garbage; each space
@@ -58,6 +59,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf_layout.h"
 #include "compact_table.h"
 #include "intern.h"
 #include "memory.h"
@@ -136,6 +138,11 @@ typedef struct template_module {
     uint8_t *compact_bytes;
     fu_compact_table compact;
     bool has_compact;
+    /* the same table with every row of its first DWARF table laid over as CORRECTED (a repair view
+     * that corrects nothing): walks through it must mark the frames and change nothing else */
+    uint8_t *corrected_bytes;
+    fu_compact_table corrected;
+    bool has_corrected;
     uint64_t candidates[CANDIDATES_PER_MODULE]; /* svmas inside FDEs, within the executable range */
     size_t candidate_count;
     bool real; /* an ELF file (its CFI is a compiler's): the generator lays its frames out */
@@ -164,24 +171,90 @@ static void parse_table(template_module *t, fu_section_kind kind, const uint8_t 
         t->has_debug = true;
 }
 
+/* The table as the BPF unwinder's slots (bpf_layout.c): every row keeps its start and its rule
+ * through the shared dictionary, and the ring places it (evicting) in maps too small and just big enough. */
+static void check_bpf_layout(const template_module *t)
+{
+    uint32_t count = fu_bpf_module_slot_count(&t->compact);
+    if (count == 0)
+        return;
+    fu_bpf_slot *slots = malloc(sizeof *slots * count);
+    fu_bpf_rules rules = {0};
+    fu_bpf_module module;
+    fu_error err = {0};
+    if (!slots || fu_bpf_layout_module(&t->compact, &rules, slots, &module, &err) != FU_OK)
+        die("%s: BPF layout: %s", t->name, err.message);
+    uint32_t pages = module.page_count;
+    for (uint32_t i = 0; i < t->compact.row_count; i++) {
+        uint32_t rule = t->compact.rule_index16 ? t->compact.rule_index16[i] : t->compact.rule_index32[i];
+        if (slots[pages + i].start != t->compact.row_start[i] || slots[pages + i].rule >= rules.count ||
+            memcmp(&rules.rules[slots[pages + i].rule], &t->compact.rules[rule], sizeof(fu_bpf_rule)) != 0)
+            die("%s: BPF layout: row %u differs from the compact table", t->name, i);
+    }
+    for (uint32_t p = 0; p < pages; p++)
+        if (slots[p].start != t->compact.page_first_row[p])
+            die("%s: BPF layout: page %u differs from the compact table", t->name, p);
+    static uint32_t evicted[FU_BPF_MAX_MODULES + 1];
+    fu_bpf_ring ring = {.capacity = count + count / 2};
+    for (int round = 0; round < 4; round++) {
+        uint32_t first, id, n;
+        if (fu_bpf_ring_place(&ring, count, &first, &id, evicted, &n, &err) != FU_OK)
+            die("%s: BPF ring: %s", t->name, err.message);
+        if (first > ring.capacity - count || (round > 0 && n != 1))
+            die("%s: BPF ring: module %d placed at %u (capacity %u), %u evicted", t->name, round, first,
+                ring.capacity, n);
+        ring.modules[id] = module;
+        ring.modules[id].first_slot = first;
+    }
+    fu_bpf_ring_free(&ring);
+    fu_bpf_rules_free(&rules);
+    free(slots);
+}
+
 /* The compact table of a template, when its CFI allows one (it may not: an FDE up to 2^64). */
 static void build_compact(template_module *t)
 {
     fu_compact_build build;
     fu_error err = {0};
-    if (fu_compact_build_tables(&build, t->has_eh ? &t->eh_frame : NULL, t->has_debug ? &t->debug_frame : NULL,
+    if (fu_compact_build_tables(&build, t->has_eh ? &t->eh_frame : NULL, t->has_debug ? &t->debug_frame : NULL, NULL,
                                 &err) != FU_OK) {
         printf("walk_driver: %s: no compact table (%s)\n", t->name, err.message);
         return;
     }
     static const uint8_t key[20] = {0xfa, 0x57};
     size_t size = 0;
-    if (fu_compact_serialize(&build, FU_COMPACT_KEY_BUILD_ID, key, sizeof key, &t->compact_bytes, &size, &err) != FU_OK)
+    if (fu_compact_serialize(&build, FU_COMPACT_KEY_BUILD_ID, key, sizeof key, FU_COMPACT_SYNTH_OFF, &t->compact_bytes, &size, &err) != FU_OK)
         die("%s: compact table serialization: %s", t->name, err.message);
     fu_compact_build_free(&build);
     if (fu_compact_open(&t->compact, t->compact_bytes, size, &err) != FU_OK)
         die("%s: a fresh compact table does not validate: %s", t->name, err.message);
     t->has_compact = true;
+    check_bpf_layout(t);
+
+    const fu_cfi_table *view = t->has_eh ? &t->eh_frame : &t->debug_frame;
+    uint8_t *origins = malloc(view->entry_count ? view->entry_count : 1);
+    if (!origins)
+        die("out of memory");
+    memset(origins, FU_COMPACT_ORIGIN_CORRECTED, view->entry_count);
+    fu_compact_overlay overlay = {NULL, 0, FU_COMPACT_SYNTH_REPAIR | FU_COMPACT_SYNTH_VERSION << 8};
+    fu_compact_overlay_row *rows = NULL;
+    if (fu_compact_overlay_of_table(view, origins, view->entry_count, &rows, &overlay.count, &err) != FU_OK)
+        die("%s: overlay of its own table: %s", t->name, err.message);
+    overlay.rows = rows;
+    if (fu_compact_build_tables(&build, t->has_eh ? &t->eh_frame : NULL, t->has_debug ? &t->debug_frame : NULL,
+                                &overlay, &err) == FU_OK) {
+        if (fu_compact_serialize(&build, FU_COMPACT_KEY_BUILD_ID, key, sizeof key, overlay.synth, &t->corrected_bytes,
+                                 &size, &err) != FU_OK)
+            die("%s: corrected compact table serialization: %s", t->name, err.message);
+        fu_compact_build_free(&build);
+        if (fu_compact_open(&t->corrected, t->corrected_bytes, size, &err) != FU_OK)
+            die("%s: a fresh corrected compact table does not validate: %s", t->name, err.message);
+        t->has_corrected = true;
+    } else {
+        printf("walk_driver: %s: no corrected compact table (%s)\n", t->name, err.message);
+    }
+    free(rows);
+    free(origins);
 }
 
 /* PCs to start walks at and to return to: random FDEs of either table, at row addresses and
@@ -620,6 +693,12 @@ typedef struct space_set {
     fu_address_space spaces[FU_BACKEND_COUNT]; /* the same modules in each backend */
     fu_walk_cache *caches[FU_BACKEND_COUNT];   /* bound once, shared by every input */
     bool has_compiled;
+    /* the modules with their corrected compact tables (template_module.corrected), backend auto;
+     * all_real: every module an ELF file's (compiler CFI: the overlay restates it row for row) */
+    fu_module corrected_modules[MAX_SPACE_MODULES];
+    fu_address_space corrected_space;
+    fu_walk_cache *corrected_cache;
+    bool all_real;
     uint64_t *candidates; /* avmas: the real modules' (the ELF files') first, then the others' */
     size_t candidate_count, real_count;
 } space_set;
@@ -720,6 +799,19 @@ static void make_space(space_set *s, uint64_t *rng, const size_t *fixed, size_t 
                 for (size_t k = 0; t->real == real && k < t->candidate_count; k++)
                     s->candidates[n++] = t->candidates[k] + s->modules[i].bias;
             }
+        s->all_real = true;
+        for (size_t i = 0; i < count; i++) {
+            const template_module *t = &templates[s->modules[i].id];
+            s->corrected_modules[i] = s->modules[i];
+            if (s->modules[i].compact && t->has_corrected)
+                s->corrected_modules[i].compact = &t->corrected;
+            s->all_real &= t->real;
+        }
+        s->corrected_space = (fu_address_space){s->corrected_modules, count, FU_BACKEND_AUTO};
+        s->corrected_cache = malloc(sizeof *s->corrected_cache);
+        if (!s->corrected_cache)
+            die("out of memory");
+        fu_walk_cache_bind(s->corrected_cache, &s->corrected_space);
         for (unsigned b = 0; b < FU_BACKEND_COUNT; b++) {
             fu_error err = {0};
             if (fu_address_space_init(&s->spaces[b], s->modules, count, b, &err) != FU_OK)
@@ -1017,9 +1109,9 @@ static void check_walk(const fu_address_space *space, const fu_regs *initial, si
 
 /* statistics: what the inputs reached */
 static unsigned long outcome_count[FU_WALK_OUTCOME_COUNT], kind_count[4], deep_walks, total_frames, walks_checked;
-static unsigned long signal_frames, backend_comparisons, shaped_walks;
+static unsigned long signal_frames, backend_comparisons, shaped_walks, corrected_walks, corrected_frames;
 
-static walk_out out_a, out_b;
+static walk_out out_a, out_b, out_c;
 static bool verbose;
 static fu_walk_cache fresh_cache;
 
@@ -1110,6 +1202,34 @@ static void check_step_batch(const fu_address_space *space, const walk_case *c, 
               "step batch: register %u 0x%" PRIx64 ", fu_walk_step: 0x%" PRIx64, r, record.regs[r], caller.value[r]);
 }
 
+/* The space with its corrected compact tables: walks without a cache, with the shared one (twice)
+ * and a fresh one (twice: its shape followed) are the same, flags included; where every module is a
+ * compiler's and no step is compiled, they are out_a's but for the CORRECTED marks. */
+static void check_corrected(const space_set *s, const walk_case *c)
+{
+    const fu_address_space *space = &s->corrected_space;
+    fu_dump_memory memory = {c->stack, c->stack_address, c->stack_size, space};
+    fu_reader reader = fu_dump_reader(&memory);
+    walk_into(space, c, &reader, NULL, &out_b);
+    walk_into(space, c, &reader, s->corrected_cache, &out_c);
+    check_same(&out_b, &out_c, "corrected without a cache", "corrected with the shared cache");
+    walk_into(space, c, &reader, s->corrected_cache, &out_c);
+    check_same(&out_b, &out_c, "corrected without a cache", "corrected with the shared cache, again");
+    fu_walk_cache_bind(&fresh_cache, space);
+    walk_into(space, c, &reader, &fresh_cache, &out_c);
+    check_same(&out_b, &out_c, "corrected without a cache", "corrected with a fresh cache");
+    walk_into(space, c, &reader, &fresh_cache, &out_c);
+    check_same(&out_b, &out_c, "corrected without a cache", "corrected with a fresh cache, again");
+    corrected_walks++;
+    for (size_t i = 0; i < out_b.result.frame_count; i++)
+        corrected_frames += (out_b.frames[i].flags & FU_FRAME_CORRECTED) != 0;
+    if (!s->all_real || s->has_compiled)
+        return;
+    for (size_t i = 0; i < out_b.result.frame_count; i++)
+        out_b.frames[i].flags &= (uint8_t)~FU_FRAME_CORRECTED;
+    check_same(&out_a, &out_b, "auto without a cache", "corrected without a cache, marks ignored");
+}
+
 static void check_input(const uint8_t *data, size_t size)
 {
     walk_case c;
@@ -1182,6 +1302,8 @@ static void check_input(const uint8_t *data, size_t size)
         backend_comparisons++;
         check_same(&out_a, &out_b, what, other_backend == FU_BACKEND_AUTO ? "auto (with the cache)" : "dwarf (with the cache)");
     }
+    if (c.backend == FU_BACKEND_AUTO)
+        check_corrected(s, &c);
     free(c.stack);
 }
 
@@ -1705,6 +1827,8 @@ int main(int argc, char **argv)
            signal_frames);
     printf("walk_driver: %lu walks compared between the auto and dwarf backends; %lu walks had a shape "
            "written down (walk.h)\n", backend_comparisons, shaped_walks);
+    printf("walk_driver: %lu walks through corrected compact tables, %lu frames marked corrected\n", corrected_walks,
+           corrected_frames);
     printf("walk_driver: outcomes:");
     for (unsigned o = 0; o < FU_WALK_OUTCOME_COUNT; o++)
         printf(" %s %lu", fu_walk_outcome_name((fu_walk_outcome)o), outcome_count[o]);

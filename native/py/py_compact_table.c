@@ -1,7 +1,10 @@
 /* The compact table's Python binding.
  *
- * build_compact_table(eh_frame, debug_frame, key_kind, key) -> bytes
- *   builds from a module's CfiTable objects (either may be None) and serializes, GIL released.
+ * build_compact_table(eh_frame, debug_frame, key_kind, key, view=None, origins=b"", synth=0) -> bytes
+ *   builds from a module's CfiTable objects (either may be None) and serializes, GIL released; with
+ *   a view (a CfiTable of the module's rows with the code's word where its CFI is missing or wrong,
+ *   its FDE k of origin origins[k]: fu_compact_overlay_of_table) and its synth mode | version,
+ *   the view's corrected and synthesized rows laid over the module's own.
  * CompactTable(buffer)
  *   validates a serialized table (bytes, or an mmap of a cached file) and keeps the buffer alive
  *   while an AddressSpace uses it. A corrupt, truncated or foreign buffer raises
@@ -18,34 +21,49 @@ typedef struct CompactTableObject {
     bool opened;
 } CompactTableObject;
 
-static PyObject *build_compact_table(PyObject *module, PyObject *args)
+static PyObject *build_compact_table(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    PyObject *eh, *debug;
-    unsigned int key_kind;
-    Py_buffer key;
-    if (!PyArg_ParseTuple(args, "OOIy*", &eh, &debug, &key_kind, &key))
+    static char *kwlist[] = {"eh_frame", "debug_frame", "key_kind", "key", "view", "origins", "synth", NULL};
+    PyObject *eh, *debug, *view = Py_None;
+    unsigned int key_kind, synth = FU_COMPACT_SYNTH_OFF;
+    Py_buffer key = {0}, origins = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOIy*|Oy*I", kwlist, &eh, &debug, &key_kind, &key, &view, &origins,
+                                     &synth))
         return NULL;
     PyObject *result = NULL;
-    const fu_cfi_table *eh_table = NULL, *debug_table = NULL;
+    const fu_cfi_table *eh_table = NULL, *debug_table = NULL, *view_table = NULL;
     if ((eh != Py_None && !(eh_table = py_core_payload(module, PY_CFI_TABLE, eh))) ||
-        (debug != Py_None && !(debug_table = py_core_payload(module, PY_CFI_TABLE, debug))))
+        (debug != Py_None && !(debug_table = py_core_payload(module, PY_CFI_TABLE, debug))) ||
+        (view != Py_None && !(view_table = py_core_payload(module, PY_CFI_TABLE, view))))
         goto done;
     if (key_kind != FU_COMPACT_KEY_BUILD_ID && key_kind != FU_COMPACT_KEY_FILE_HASH) {
         PyErr_Format(PyExc_ValueError, "key_kind must be %d (build-id) or %d (file hash), not %u",
                      FU_COMPACT_KEY_BUILD_ID, FU_COMPACT_KEY_FILE_HASH, key_kind);
         goto done;
     }
+    if ((synth == FU_COMPACT_SYNTH_OFF) != !view_table) {
+        PyErr_SetString(PyExc_ValueError, "a view is given with a synth mode, and only then");
+        goto done;
+    }
+    fu_compact_overlay overlay = {NULL, 0, synth};
+    fu_compact_overlay_row *overlay_rows = NULL;
     fu_compact_build build;
     fu_error err = {0};
     uint8_t *buf = NULL;
     size_t size = 0;
-    fu_status status;
+    fu_status status = FU_OK;
     Py_BEGIN_ALLOW_THREADS
-    status = fu_compact_build_tables(&build, eh_table, debug_table, &err);
+    if (view_table)
+        status = fu_compact_overlay_of_table(view_table, origins.buf, (size_t)origins.len, &overlay_rows,
+                                             &overlay.count, &err);
+    overlay.rows = overlay_rows;
+    if (status == FU_OK)
+        status = fu_compact_build_tables(&build, eh_table, debug_table, view_table ? &overlay : NULL, &err);
     if (status == FU_OK) {
-        status = fu_compact_serialize(&build, key_kind, key.buf, (size_t)key.len, &buf, &size, &err);
+        status = fu_compact_serialize(&build, key_kind, key.buf, (size_t)key.len, synth, &buf, &size, &err);
         fu_compact_build_free(&build);
     }
+    free(overlay_rows);
     Py_END_ALLOW_THREADS
     if (status != FU_OK) {
         py_core_raise(&err);
@@ -55,6 +73,8 @@ static PyObject *build_compact_table(PyObject *module, PyObject *args)
     free(buf);
 done:
     PyBuffer_Release(&key);
+    if (origins.obj)
+        PyBuffer_Release(&origins);
     return result;
 }
 
@@ -117,11 +137,12 @@ static PyObject *rule_dict(const fu_compact_rule *r)
     PyObject *ra = r->ra_offset_by_8 == FU_COMPACT_KEEP || r->ra_offset_by_8 == FU_COMPACT_UNDEFINED
                        ? Py_NewRef(Py_None)
                        : PyLong_FromLong(r->ra_offset_by_8 * 8);
-    return Py_BuildValue("{s:s,s:i,s:i,s:N,s:N}", "cfa", fu_compact_cfa_kind_name(r->cfa_kind), "register", r->cfa_register,
-                         "offset", r->cfa_offset, "ra_offset", ra, "saved", saved);
+    return Py_BuildValue("{s:s,s:i,s:i,s:N,s:N,s:i}", "cfa", fu_compact_cfa_kind_name(r->cfa_kind), "register",
+                         r->cfa_register, "offset", r->cfa_offset, "ra_offset", ra, "saved", saved, "origin", r->origin);
 }
 
-/* rule(i) -> {"cfa": kind, "register", "offset", "ra_offset": bytes or None, "saved": {reg: offset}} */
+/* rule(i) -> {"cfa": kind, "register", "offset", "ra_offset": bytes or None, "saved": {reg: offset},
+ *             "origin": fu_compact_origin} */
 static PyObject *compact_rule(CompactTableObject *self, PyObject *arg)
 {
     if (!check_opened(self))
@@ -231,6 +252,12 @@ static PyObject *compact_get(CompactTableObject *self, void *which)
     case 12: return PyLong_FromUnsignedLongLong(h->covered_bytes);
     case 13: return PyLong_FromUnsignedLong(h->rule_index_size);
     case 14: return PyLong_FromUnsignedLong(h->page_count);
+    case 15: return PyLong_FromUnsignedLong(h->synth);
+    case 16:
+        return Py_BuildValue("(III)", h->origin_row_count[0], h->origin_row_count[1], h->origin_row_count[2]);
+    case 17:
+        return Py_BuildValue("(KKK)", (unsigned long long)h->origin_bytes[0], (unsigned long long)h->origin_bytes[1],
+                             (unsigned long long)h->origin_bytes[2]);
     default: Py_RETURN_NONE;
     }
 }
@@ -252,6 +279,9 @@ static PyGetSetDef compact_getset[] = {
     {"covered_bytes", (getter)compact_get, NULL, "bytes of code covered by CFI", (void *)12},
     {"rule_index_size", (getter)compact_get, NULL, "2 (u16) or 4 (u32)", (void *)13},
     {"page_count", (getter)compact_get, NULL, "entries of the page index", (void *)14},
+    {"synth", (getter)compact_get, NULL, "COMPACT_SYNTH_OFF, or a mode | COMPACT_SYNTH_VERSION << 8", (void *)15},
+    {"origin_rows", (getter)compact_get, NULL, "rows by origin (declared, corrected, synthesized)", (void *)16},
+    {"origin_bytes", (getter)compact_get, NULL, "bytes of code covered, by origin", (void *)17},
     {NULL},
 };
 
@@ -283,10 +313,14 @@ static PyType_Spec compact_spec = {
 };
 
 static PyMethodDef compact_functions[] = {
-    {"build_compact_table", build_compact_table, METH_VARARGS,
-     "build_compact_table(eh_frame, debug_frame, key_kind, key) -> bytes (a serialized compact table)"},
+    {"build_compact_table", (PyCFunction)(void (*)(void))build_compact_table, METH_VARARGS | METH_KEYWORDS,
+     "build_compact_table(eh_frame, debug_frame, key_kind, key, view=None, origins=b'', synth=0) -> bytes (a "
+     "serialized compact table)"},
+
     {NULL},
 };
+
+static const char *synth_mode_name(int mode) { return fu_compact_synth_mode_name((unsigned)mode); }
 
 int py_compact_table_init(PyObject *module)
 {
@@ -298,7 +332,12 @@ int py_compact_table_init(PyObject *module)
         PyModule_AddIntConstant(module, "COMPACT_KEY_BUILD_ID", FU_COMPACT_KEY_BUILD_ID) < 0 ||
         PyModule_AddIntConstant(module, "COMPACT_KEY_FILE_HASH", FU_COMPACT_KEY_FILE_HASH) < 0 ||
         PyModule_AddIntConstant(module, "COMPACT_HEADER_SIZE", sizeof(fu_compact_header)) < 0 ||
-        PyModule_AddIntConstant(module, "COMPACT_RULE_SIZE", sizeof(fu_compact_rule)) < 0)
+        PyModule_AddIntConstant(module, "COMPACT_RULE_SIZE", sizeof(fu_compact_rule)) < 0 ||
+        py_core_add_names(module, "COMPACT_SYNTH_MODES", FU_COMPACT_SYNTH_MODES, synth_mode_name) < 0 ||
+        PyModule_AddIntConstant(module, "COMPACT_SYNTH_VERSION", FU_COMPACT_SYNTH_VERSION) < 0 ||
+        PyModule_AddIntConstant(module, "COMPACT_ORIGIN_DECLARED", FU_COMPACT_ORIGIN_DECLARED) < 0 ||
+        PyModule_AddIntConstant(module, "COMPACT_ORIGIN_CORRECTED", FU_COMPACT_ORIGIN_CORRECTED) < 0 ||
+        PyModule_AddIntConstant(module, "COMPACT_ORIGIN_SYNTHESIZED", FU_COMPACT_ORIGIN_SYNTHESIZED) < 0)
         return -1;
     static const uint8_t plt_expression[FU_COMPACT_PLT_EXPRESSION_SIZE] = FU_COMPACT_PLT_EXPRESSION;
     PyObject *plt = PyBytes_FromStringAndSize((const char *)plt_expression, sizeof plt_expression);

@@ -105,6 +105,21 @@ PyObject *py_core_bytes(const void *data, size_t size)
     return PyBytes_FromStringAndSize(size ? (const char *)data : "", (Py_ssize_t)size);
 }
 
+PyObject *py_core_count_dict(const uint64_t *counts, size_t n)
+{
+    PyObject *dict = PyDict_New();
+    for (size_t i = 0; dict && i < n; i++) {
+        if (!counts[i])
+            continue;
+        PyObject *key = PyLong_FromSize_t(i), *value = PyLong_FromUnsignedLongLong(counts[i]);
+        if (!key || !value || PyDict_SetItem(dict, key, value) < 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+    }
+    return dict;
+}
+
 /* What a constant tuple's items are made of: a name or a number by index. */
 typedef struct tuple_items {
     const char *(*name)(int);

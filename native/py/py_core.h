@@ -32,6 +32,9 @@ typedef enum py_type_id {
     PY_UNWOUND_SAMPLES, /* (py_perf_script.c) */
     PY_REPORT,          /* fu_report (py_report.c) */
     PY_PROFILE,         /* fu_profile (py_profile.c) */
+    PY_BPF_SESSION,     /* fu_bpf_session (py_bpf.c) */
+    PY_CORE_FILE,       /* fu_core_memory of a core file (py_coredump.c) */
+    PY_SOURCE_LINES,    /* fu_srcline_module (py_srcline.c) */
     PY_TYPE_COUNT
 } py_type_id;
 
@@ -79,6 +82,9 @@ PyObject *py_core_raise_format(fu_status status, const char *format, ...);
 bool py_core_index_arg(PyObject *arg, size_t count, size_t *index);
 /* bytes holding a copy of [data, data + size), or NULL with an exception. */
 PyObject *py_core_bytes(const void *data, size_t size);
+/* {index: count} of the non-zero counts[0..n) (statistics by outcome code, by depth), or NULL with
+ * an exception. */
+PyObject *py_core_count_dict(const uint64_t *counts, size_t n);
 /* module.<attribute> = (name(0), ..., name(count - 1)); -1 with an exception. */
 int py_core_add_names(PyObject *module, const char *attribute, int count, const char *(*name)(int));
 /* module.<attribute> = (number(0), ..., number(count - 1)); -1 with an exception. */

@@ -1,16 +1,18 @@
 /* The Python side of core/perf_script.c (which documents perf script's rules that it follows).
  *
  * symbolize_samples(perf_data, space_ids, comm_ids, comm_names, unwound, spaces, mappings,
- *                   kernel_symbols, outcome_names) -> UnwoundSamples
+ *                   kernel_symbols, outcome_names, srcline_fields=0) -> UnwoundSamples
  *   space_ids, comm_ids: bytes u32 per sample (replay_recording's); comm_names: [bytes]
  *   unwound: unwind_samples' result (outcomes, frame_starts, ips, modules, kinds, flags, walk_ns)
  *   spaces: [bytes u32]: per address space, the index in `mappings` of each of its mappings, in the
  *       order the walker's address space numbers them
- *   mappings: [(start, pgoff, bias, path: str, symbols)]: symbols is None (no readable module) or a
- *       callable returning the module's SymbolTable or None, called once, when a frame needs it
+ *   mappings: [(start, pgoff, bias, path: str, symbols[, srclines])]: symbols is None (no readable
+ *       module) or a callable returning the module's SymbolTable or None, called once, when a frame
+ *       needs it; srclines (with srcline_fields) the same for its SourceLines
  *   kernel_symbols: callable taking the distinct kernel addresses (bytes of u64) and returning the
  *       kernel's SymbolTable (for those addresses) or None; called once, if there are kernel frames
  *   outcome_names: 256 names (str) by outcome code
+ *   srcline_fields: FU_UNWOUND_INLINE | FU_UNWOUND_SRCLINE (_core.UNWOUND_INLINE, UNWOUND_SRCLINE)
  *
  * UnwoundSamples methods: render(write) and folded(write) call write(bytes) with chunks of the
  * text (render also takes a file descriptor, written with write(2)); statistics(); sample(i) and frame(j) for the Python API.
@@ -37,6 +39,8 @@ typedef struct UnwoundObject {
     PyObject **map_paths;      /* bytes, fs-encoded: maps[i].path points into them */
     PyObject **map_loaders;    /* callable or NULL (no module: no symbols) */
     PyObject **map_symbols;    /* the loaded SymbolTable, or NULL */
+    PyObject **map_srcline_loaders; /* callable or NULL */
+    PyObject **map_srclines;   /* the loaded SourceLines, or NULL */
     size_t map_count;
     PyObject *kernel_symbols;
 } UnwoundObject;
@@ -48,12 +52,16 @@ static void unwound_dealloc(UnwoundObject *self)
         Py_XDECREF(self->map_paths[i]);
         Py_XDECREF(self->map_loaders[i]);
         Py_XDECREF(self->map_symbols[i]);
+        Py_XDECREF(self->map_srcline_loaders[i]);
+        Py_XDECREF(self->map_srclines[i]);
     }
     fu_unwound_free(&self->u);
     free(self->maps);
     free(self->map_paths);
     free(self->map_loaders);
     free(self->map_symbols);
+    free(self->map_srcline_loaders);
+    free(self->map_srclines);
     free(self->comm_texts);
     Py_XDECREF(self->kernel_symbols);
     Py_XDECREF(self->perf_data);
@@ -92,6 +100,28 @@ static const fu_symbol_table *load_mapping(void *context, uint32_t mapping, bool
     return load_symbols(self, self->map_loaders[mapping], NULL, &self->map_symbols[mapping], failed);
 }
 
+/* fu_unwound_srcline_fn: a mapping's source lines, from its srcline loader (NULL: none). */
+static fu_srcline_module *load_mapping_srclines(void *context, uint32_t mapping, bool *failed)
+{
+    UnwoundObject *self = context;
+    PyObject *loader = self->map_srcline_loaders[mapping];
+    PyObject *module = PyType_GetModule(Py_TYPE(self));
+    PyObject *lines = !module || !loader ? NULL : PyObject_CallNoArgs(loader);
+    *failed = module == NULL || (loader && lines == NULL);
+    if (!lines || lines == Py_None) {
+        Py_XDECREF(lines);
+        return NULL;
+    }
+    fu_srcline_module *payload = py_core_payload(module, PY_SOURCE_LINES, lines);
+    if (!payload) {
+        Py_DECREF(lines);
+        *failed = true;
+        return NULL;
+    }
+    self->map_srclines[mapping] = lines;
+    return payload;
+}
+
 /* The kernel frames' symbols: the loader gets their addresses (bytes of u64) and is called only if
  * there are any. False with an exception set. */
 static bool kernel_symbols(UnwoundObject *self, PyObject *loader)
@@ -120,20 +150,24 @@ static bool read_maps(UnwoundObject *self, PyObject *mappings)
     bool ok = n < (Py_ssize_t)FU_UNWOUND_MAPPING_KERNEL && (self->maps = calloc((size_t)n + 1, sizeof *self->maps)) &&
               (self->map_paths = calloc((size_t)n + 1, sizeof *self->map_paths)) &&
               (self->map_loaders = calloc((size_t)n + 1, sizeof *self->map_loaders)) &&
-              (self->map_symbols = calloc((size_t)n + 1, sizeof *self->map_symbols));
+              (self->map_symbols = calloc((size_t)n + 1, sizeof *self->map_symbols)) &&
+              (self->map_srcline_loaders = calloc((size_t)n + 1, sizeof *self->map_srcline_loaders)) &&
+              (self->map_srclines = calloc((size_t)n + 1, sizeof *self->map_srclines));
     if (!ok)
         PyErr_NoMemory();
     for (Py_ssize_t i = 0; ok && i < n; i++) {
         fu_unwound_map *m = &self->maps[i];
         unsigned long long start, pgoff;
         long long bias;
-        PyObject *path, *loader;
-        ok = PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "KKLOO", &start, &pgoff, &bias, &path, &loader) &&
+        PyObject *path, *loader, *srcline_loader = Py_None;
+        ok = PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "KKLOO|O", &start, &pgoff, &bias, &path, &loader,
+                              &srcline_loader) &&
              (self->map_paths[i] = PyUnicode_EncodeFSDefault(path)) != NULL;
         if (ok)
             self->map_count = (size_t)i + 1; /* dealloc releases what it holds */
-        if (ok && loader != Py_None && !PyCallable_Check(loader)) {
-            PyErr_SetString(PyExc_TypeError, "a mapping's symbols must be None or a callable");
+        if (ok && ((loader != Py_None && !PyCallable_Check(loader)) ||
+                   (srcline_loader != Py_None && !PyCallable_Check(srcline_loader)))) {
+            PyErr_SetString(PyExc_TypeError, "a mapping's symbols and source lines must be None or a callable");
             ok = false;
         }
         if (ok) {
@@ -143,6 +177,8 @@ static bool read_maps(UnwoundObject *self, PyObject *mappings)
             m->path = (fu_text){PyBytes_AS_STRING(self->map_paths[i]), (size_t)PyBytes_GET_SIZE(self->map_paths[i])};
             m->has_symbols = loader != Py_None;
             self->map_loaders[i] = loader == Py_None ? NULL : Py_NewRef(loader);
+            m->has_srclines = srcline_loader != Py_None;
+            self->map_srcline_loaders[i] = srcline_loader == Py_None ? NULL : Py_NewRef(srcline_loader);
         }
     }
     Py_DECREF(seq);
@@ -194,9 +230,10 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
 {
     PyObject *perf_data, *comm_names, *unwound, *spaces, *mappings, *kernel_loader, *outcome_names;
     Py_buffer space_ids, comm_ids;
-    if (!PyArg_ParseTuple(args, "Oy*y*O!O!O!O!OO!", &perf_data, &space_ids, &comm_ids, &PyList_Type, &comm_names,
+    unsigned int srcline_fields = 0;
+    if (!PyArg_ParseTuple(args, "Oy*y*O!O!O!O!OO!|I", &perf_data, &space_ids, &comm_ids, &PyList_Type, &comm_names,
                           &PyTuple_Type, &unwound, &PyList_Type, &spaces, &PyList_Type, &mappings, &kernel_loader,
-                          &PyTuple_Type, &outcome_names))
+                          &PyTuple_Type, &outcome_names, &srcline_fields))
         return NULL;
     PyTypeObject *type = py_core_type(module, PY_UNWOUND_SAMPLES);
     UnwoundObject *self = (UnwoundObject *)type->tp_alloc(type, 0);
@@ -218,6 +255,8 @@ static PyObject *symbolize_samples(PyObject *module, PyObject *args)
     self->u.sample_count = pd->sample_count;
     self->u.attrs = pd->attrs;
     self->u.attr_count = pd->attr_count;
+    self->u.srcline_fields = srcline_fields & (FU_UNWOUND_INLINE | FU_UNWOUND_SRCLINE);
+    self->u.srcline_load = load_mapping_srclines;
     size_t n = self->u.sample_count;
     if (!PyCallable_Check(kernel_loader) || PyTuple_GET_SIZE(outcome_names) != FU_UNWOUND_OUTCOME_CODES) {
         PyErr_SetString(PyExc_TypeError, "kernel_symbols must be callable and outcome_names 256 names");
@@ -337,22 +376,6 @@ static PyObject *unwound_folded(UnwoundObject *self, PyObject *args)
 
 /* ---- statistics and the Python API ------------------------------------------------------------- */
 
-/* A dict {key: count} of the non-zero counts. */
-static PyObject *count_dict(const uint64_t *counts, size_t n)
-{
-    PyObject *dict = PyDict_New();
-    for (size_t i = 0; dict && i < n; i++) {
-        if (!counts[i])
-            continue;
-        PyObject *key = PyLong_FromSize_t(i), *value = PyLong_FromUnsignedLongLong(counts[i]);
-        if (!key || !value || PyDict_SetItem(dict, key, value) < 0)
-            Py_CLEAR(dict);
-        Py_XDECREF(key);
-        Py_XDECREF(value);
-    }
-    return dict;
-}
-
 /* statistics() -> (samples with user frames, user frames, {outcome code: samples},
  *                  {user frames per sample: samples}) */
 static PyObject *unwound_statistics(UnwoundObject *self, PyObject *unused)
@@ -361,8 +384,8 @@ static PyObject *unwound_statistics(UnwoundObject *self, PyObject *unused)
     uint32_t deepest;
     if (!fu_unwound_statistics(&self->u, &unwound, &frames, by_outcome, &by_depth, &deepest))
         return PyErr_NoMemory();
-    PyObject *outcomes = count_dict(by_outcome, FU_UNWOUND_OUTCOME_CODES);
-    PyObject *depths = outcomes ? count_dict(by_depth, (size_t)deepest + 1) : NULL;
+    PyObject *outcomes = py_core_count_dict(by_outcome, FU_UNWOUND_OUTCOME_CODES);
+    PyObject *depths = outcomes ? py_core_count_dict(by_depth, (size_t)deepest + 1) : NULL;
     free(by_depth);
     if (!depths) {
         Py_XDECREF(outcomes);
@@ -492,7 +515,9 @@ int py_perf_script_init(PyObject *module)
 {
     if (py_core_add_type(module, PY_UNWOUND_SAMPLES, &unwound_spec) < 0)
         return -1;
-    if (PyModule_AddFunctions(module, perf_script_methods) < 0)
+    if (PyModule_AddFunctions(module, perf_script_methods) < 0 ||
+        PyModule_AddIntConstant(module, "UNWOUND_INLINE", FU_UNWOUND_INLINE) < 0 ||
+        PyModule_AddIntConstant(module, "UNWOUND_SRCLINE", FU_UNWOUND_SRCLINE) < 0)
         return -1;
     return 0;
 }

@@ -15,6 +15,9 @@
  *   user frames are the user entries of its kernel callchain (outcome FU_SAMPLE_CALLCHAIN), or,
  *   without a callchain, its sampled IP alone (FU_SAMPLE_IP_ONLY); nothing is walked. Frames are of
  *   kind FU_FRAME_FIRST: perf prints callchain entries as they are, not at return address - 1.
+ *
+ * flagged_samples(outcomes, frame_starts, flags, mask) -> {outcome code: samples}
+ *   of a batch's columns, the samples with a frame whose flags meet `mask` (fu_perf_flagged_samples).
  */
 #include "py_core.h"
 
@@ -248,7 +251,32 @@ static PyObject *sample_walk_registers(PyObject *module, PyObject *args)
     return values;
 }
 
+/* flagged_samples(outcomes, starts, flags, mask) -> {outcome code: samples with a frame flagged `mask`} */
+static PyObject *flagged_samples(PyObject *module, PyObject *args)
+{
+    Py_buffer outcomes, starts, flags;
+    unsigned char mask;
+    if (!PyArg_ParseTuple(args, "y*y*y*b", &outcomes, &starts, &flags, &mask))
+        return NULL;
+    PyObject *result = NULL;
+    uint64_t by_outcome[256];
+    if (starts.len != 4 * (outcomes.len + 1) ||
+        !fu_perf_flagged_samples(outcomes.buf, starts.buf, (size_t)outcomes.len, flags.buf, (size_t)flags.len, mask,
+                                 by_outcome)) {
+        PyErr_SetString(PyExc_ValueError, "flagged_samples: the columns do not fit together");
+        goto done;
+    }
+    result = py_core_count_dict(by_outcome, 256);
+done:
+    PyBuffer_Release(&outcomes);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&flags);
+    return result;
+}
+
 static PyMethodDef perf_walk_methods[] = {
+    {"flagged_samples", flagged_samples, METH_VARARGS,
+     "flagged_samples(outcomes, starts, flags, mask) -> {outcome code: samples with a frame whose flags meet mask}"},
     {"sample_walk_registers", sample_walk_registers, METH_VARARGS,
      "sample_walk_registers(perf_data, index) -> the DWARF registers 0..16 a walk of the sample starts from"},
     {"unwind_samples", (PyCFunction)(void (*)(void))unwind_samples, METH_VARARGS | METH_KEYWORDS,

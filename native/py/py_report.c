@@ -1,9 +1,10 @@
 /* The Python side of core/report.c (perf report's table, accumulated window by window).
  *
- * Report(sort) with sort a combination of REPORT_SORT_SYM, _DSO, _COMM, _TID
+ * Report(sort) with sort a combination of REPORT_SORT_SYM, _DSO, _COMM, _TID, _SRCLINE
  *   add(samples): counts a window's UnwoundSamples (symbolize_samples' result)
- *   rows(by_total, limit=-1) -> [(name | None, module | None, comm | None, pid, tid, self, total)], most
- *       samples first; name, module and comm are None where the sort has no such key
+ *   rows(by_total, limit=-1) -> [(name | None, module | None, comm | None, pid, tid, self, total,
+ *       srcline | None)], most samples first; name, module, comm and srcline are None where the sort
+ *       has no such key
  *   samples: the samples counted
  */
 #include "py_core.h"
@@ -79,9 +80,10 @@ static PyObject *report_rows(ReportObject *self, PyObject *args)
     for (size_t i = 0; rows && i < n; i++) {
         const fu_report_entry *e = fu_report_entry_at(r, order[i]);
         uint32_t name = e->function == FU_INTERN_NONE ? FU_INTERN_NONE : fu_report_function_at(r, e->function)->name;
-        PyObject *row = Py_BuildValue("(NNNiiKK)", text_or_none(r, name, true), text_or_none(r, e->dso, false),
+        PyObject *row = Py_BuildValue("(NNNiiKKN)", text_or_none(r, name, true), text_or_none(r, e->dso, false),
                                       text_or_none(r, e->comm, false), (int)e->pid, (int)e->tid,
-                                      (unsigned long long)e->self, (unsigned long long)e->total);
+                                      (unsigned long long)e->self, (unsigned long long)e->total,
+                                      text_or_none(r, e->srcline, false));
         if (!row)
             Py_CLEAR(rows);
         else
@@ -99,7 +101,7 @@ static PyObject *report_samples(ReportObject *self, void *unused)
 static PyMethodDef report_methods[] = {
     {"add", (PyCFunction)report_add, METH_O, "add(samples): count a window's UnwoundSamples"},
     {"rows", (PyCFunction)report_rows, METH_VARARGS,
-     "rows(by_total, limit=-1) -> [(name, module, comm, pid, tid, self, total)], most samples first"},
+     "rows(by_total, limit=-1) -> [(name, module, comm, pid, tid, self, total, srcline)], most samples first"},
     {NULL},
 };
 
@@ -131,7 +133,8 @@ int py_report_init(PyObject *module)
     if (PyModule_AddIntConstant(module, "REPORT_SORT_SYM", FU_REPORT_SORT_SYM) < 0 ||
         PyModule_AddIntConstant(module, "REPORT_SORT_DSO", FU_REPORT_SORT_DSO) < 0 ||
         PyModule_AddIntConstant(module, "REPORT_SORT_COMM", FU_REPORT_SORT_COMM) < 0 ||
-        PyModule_AddIntConstant(module, "REPORT_SORT_TID", FU_REPORT_SORT_TID) < 0)
+        PyModule_AddIntConstant(module, "REPORT_SORT_TID", FU_REPORT_SORT_TID) < 0 ||
+        PyModule_AddIntConstant(module, "REPORT_SORT_SRCLINE", FU_REPORT_SORT_SRCLINE) < 0)
         return -1;
     return 0;
 }

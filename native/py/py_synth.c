@@ -1,6 +1,7 @@
 /* The synth stage's binding: check_fdes (native/core/check.h over synth.h), with the GIL released.
  *
- * check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame, work)
+ * check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame, work,
+ *            foreign_entries=b"")
  *   table: the CfiTable whose FDEs are checked; entries: their indices (uint32 buffer);
  *   code / segments: executable / all PT_LOAD segments as (vaddr, bytes); noreturn: sorted uint64
  *   buffer of addresses whose callees never return; function_entries: sorted uint64 buffer of known
@@ -8,10 +9,12 @@
  *   (or None) for call-target coverage; work: a writable 8-byte buffer counting the decoded
  *   instructions interpreted for the file, shared by the calls checking its chunks (native endian
  *   uint64, check.h FU_CHECK_MAX_FILE_INSTRUCTIONS).
+ *   foreign_entries: sorted uint64 buffer of addresses other FDEs enter (check.h fu_check_image).
  *   -> (results: bytes of len(CHECK_RESULT_FIELD_NAMES) uint32 per FDE, named in order by
  *       CHECK_RESULT_FIELD_NAMES (RESULT_FIELD_NAMES below); details: [(position, reason, ((address, what, declared, derived), ...))]
  *       for every FDE whose verdict is not agree; uncovered: bytes of uint64 call targets no FDE covers;
- *       called_non_entry: bytes of uint64 call targets starting an FDE whose first row is not an entry row)
+ *       called_non_entry: bytes of uint64 call targets starting an FDE whose first row is not an entry row,
+ *       foreign: bytes of uint64 jump targets and landing pads outside the FDE that names them)
  *
  * synth_function(code, start, noreturn=b"", segments=())
  *   interprets the function whose bytes are `code` at svma `start` from its entry state.
@@ -83,13 +86,13 @@ fail:
 static PyObject *check_fdes(PyObject *module, PyObject *args)
 {
     PyObject *table_object, *code_object, *segments_object, *eh_frame_object, *debug_frame_object;
-    Py_buffer entries = {0}, noreturn = {0}, function_entries = {0}, work = {0};
+    Py_buffer entries = {0}, noreturn = {0}, function_entries = {0}, work = {0}, foreign_entries = {0};
     py_core_segments code = {0}, segments = {0};
     fu_check_batch batch;
     memset(&batch, 0, sizeof batch);
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "Oy*OOy*y*OOw*", &table_object, &entries, &code_object, &segments_object, &noreturn,
-                          &function_entries, &eh_frame_object, &debug_frame_object, &work))
+    if (!PyArg_ParseTuple(args, "Oy*OOy*y*OOw*|y*", &table_object, &entries, &code_object, &segments_object, &noreturn,
+                          &function_entries, &eh_frame_object, &debug_frame_object, &work, &foreign_entries))
         return NULL;
     bool ok_eh, ok_debug;
     const fu_cfi_table *table = py_core_payload(module, PY_CFI_TABLE, table_object);
@@ -98,10 +101,10 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     if (!table || !ok_eh || !ok_debug || !py_core_segments_from(code_object, &code) ||
         !py_core_segments_from(segments_object, &segments))
         goto cleanup;
-    if (entries.len % 4 || noreturn.len % 8 || function_entries.len % 8 || work.len != 8 ||
+    if (entries.len % 4 || noreturn.len % 8 || function_entries.len % 8 || foreign_entries.len % 8 || work.len != 8 ||
         (uintptr_t)work.buf % 8) {
-        PyErr_SetString(PyExc_ValueError, "entries must hold uint32 values, noreturn and function_entries uint64 "
-                                          "values, work one aligned uint64");
+        PyErr_SetString(PyExc_ValueError, "entries must hold uint32 values, noreturn, function_entries and "
+                                          "foreign_entries uint64 values, work one aligned uint64");
         goto cleanup;
     }
     fu_check_image image = {
@@ -110,6 +113,7 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
         .noreturn = noreturn.buf, .noreturn_count = (size_t)noreturn.len / 8,
         .function_entries = function_entries.buf, .function_entry_count = (size_t)function_entries.len / 8,
         .tables = {eh_frame, debug_frame},
+        .foreign_entries = foreign_entries.buf, .foreign_entry_count = (size_t)foreign_entries.len / 8,
         .work_done = work.buf,
     };
     fu_error err = {0};
@@ -135,13 +139,15 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     PyObject *details = details_of(&batch);
     PyObject *uncovered = details ? py_core_bytes(batch.uncovered_calls.data, batch.uncovered_calls.len) : NULL;
     PyObject *called = uncovered ? py_core_bytes(batch.called_non_entry.data, batch.called_non_entry.len) : NULL;
-    if (!details || !uncovered || !called) {
+    PyObject *foreign = called ? py_core_bytes(batch.foreign_entries.data, batch.foreign_entries.len) : NULL;
+    if (!details || !uncovered || !called || !foreign) {
         Py_DECREF(results);
         Py_XDECREF(details);
         Py_XDECREF(uncovered);
+        Py_XDECREF(called);
         goto cleanup;
     }
-    result = Py_BuildValue("(NNNN)", results, details, uncovered, called);
+    result = Py_BuildValue("(NNNNN)", results, details, uncovered, called, foreign);
 cleanup:
     fu_check_batch_free(&batch);
     py_core_segments_release(&code);
@@ -150,6 +156,7 @@ cleanup:
     PyBuffer_Release(&noreturn);
     PyBuffer_Release(&function_entries);
     PyBuffer_Release(&work);
+    PyBuffer_Release(&foreign_entries);
     return result;
 }
 
@@ -277,7 +284,8 @@ static PyMethodDef synth_functions[] = {
     {"compare_decoders", compare_decoders, METH_VARARGS,
      "compare_decoders(code, address) -> {instructions, fast, mismatches, first_mismatch, first_difference}"},
     {"check_fdes", check_fdes, METH_VARARGS,
-     "check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame, work)"
+     "check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame, work, "
+     "foreign_entries=b'')"
      " -> (results, details, uncovered, called_non_entry)"},
     {NULL},
 };

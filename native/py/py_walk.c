@@ -1,4 +1,5 @@
-/* The walker's Python binding: unwind() over a captured stack, unwind_self(), step_batch(), over an
+/* The walker's Python binding: unwind() over a captured stack, unwind_core() over a core file's memory
+ * (a CoreFile, py_coredump.c), unwind_self(), step_batch(), over an
  * AddressSpace (py_address_space.c) and the walk's names by code (outcomes, frame kinds).
  */
 #include "py_core.h" /* Python.h first */
@@ -66,6 +67,68 @@ static PyObject *frame_registers_list(const fu_regs *regs, size_t count)
     return list;
 }
 
+/* The walker's registers from a dict {DWARF register: value}; false with an exception set. */
+static bool registers_from_dict(PyObject *registers, fu_regs *regs)
+{
+    *regs = (fu_regs){{0}, 0};
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(registers, &pos, &key, &value)) {
+        long reg = PyLong_AsLong(key);
+        unsigned long long v = PyLong_AsUnsignedLongLongMask(value);
+        if (PyErr_Occurred())
+            return false;
+        if (reg < 0 || reg >= FU_WALK_REGISTERS) {
+            PyErr_Format(PyExc_ValueError, "register %ld: the walker tracks DWARF registers 0-16", reg);
+            return false;
+        }
+        fu_regs_set(regs, (unsigned)reg, v);
+    }
+    return true;
+}
+
+/* Walk from `regs` through `reader` without the GIL -> (outcome, fault_address, frames[, each frame's
+ * registers]); `cached`: with a walk cache the space keeps (the threads of one core meet the same
+ * PCs). */
+static PyObject *walk_through(fu_space_with_cache *held, fu_regs regs, const fu_reader *reader, Py_ssize_t max_frames,
+                              bool with_registers, bool cached)
+{
+    PyObject *result = NULL;
+    fu_frames frames = {0};
+    fu_regs *per_frame = NULL;
+    if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
+        max_frames = FU_WALK_MAX_FRAMES;
+    if (!frames_alloc((size_t)max_frames, &frames))
+        goto done;
+    if (with_registers && !(per_frame = PyMem_Malloc(sizeof(fu_regs) * (size_t)max_frames))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    fu_walk_result r;
+    const fu_regs first = regs; /* fu_walk works in regs */
+    fu_walk_cache *cache = cached ? fu_walk_cache_borrow(&held->slot, &held->space) : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    fu_walk(&held->space, &regs, reader, cache, &frames, (size_t)max_frames, &r);
+    if (per_frame)
+        fu_walk_frame_registers(&held->space, &first, reader, &frames, r.frame_count, per_frame);
+    Py_END_ALLOW_THREADS
+    if (cache)
+        fu_walk_cache_return(&held->slot, cache);
+    result = walk_result(&r, &frames);
+    if (result && per_frame) {
+        PyObject *walked = result;
+        PyObject *by_frame = frame_registers_list(per_frame, r.frame_count);
+        result = by_frame ? Py_BuildValue("(OOON)", PyTuple_GET_ITEM(walked, 0), PyTuple_GET_ITEM(walked, 1),
+                                          PyTuple_GET_ITEM(walked, 2), by_frame)
+                          : NULL;
+        Py_DECREF(walked);
+    }
+done:
+    PyMem_Free(per_frame);
+    PyMem_Free(frames.ip);
+    return result;
+}
+
 /* unwind(space, registers: dict[int, int], stack: bytes, stack_address, max_frames=FU_WALK_MAX_FRAMES,
  *        frame_registers=False)
  *   -> (outcome, fault_address, [(ip, module_index | None, kind, flags)])
@@ -82,57 +145,38 @@ static PyObject *unwind(PyObject *module, PyObject *args, PyObject *kwargs)
                                      &stack, &stack_address, &max_frames, &with_registers))
         return NULL;
     PyObject *result = NULL;
-    fu_frames frames = {0};
-    fu_regs *per_frame = NULL;
-    const fu_space_with_cache *held = py_core_payload(module, PY_ADDRESS_SPACE, space_object);
-    const fu_address_space *space = held ? &held->space : NULL;
-    if (!space)
-        goto done;
-    fu_regs regs = {{0}, 0};
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(registers, &pos, &key, &value)) {
-        long reg = PyLong_AsLong(key);
-        unsigned long long v = PyLong_AsUnsignedLongLongMask(value);
-        if (PyErr_Occurred())
-            goto done;
-        if (reg < 0 || reg >= FU_WALK_REGISTERS) {
-            PyErr_Format(PyExc_ValueError, "register %ld: the walker tracks DWARF registers 0-16", reg);
-            goto done;
-        }
-        fu_regs_set(&regs, (unsigned)reg, v);
+    fu_space_with_cache *held = py_core_payload(module, PY_ADDRESS_SPACE, space_object);
+    fu_regs regs;
+    if (held && registers_from_dict(registers, &regs)) {
+        fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, &held->space};
+        fu_reader reader = fu_dump_reader(&memory);
+        result = walk_through(held, regs, &reader, max_frames, with_registers, false);
     }
-    if (max_frames < 1 || max_frames > FU_WALK_MAX_FRAMES)
-        max_frames = FU_WALK_MAX_FRAMES;
-    if (!frames_alloc((size_t)max_frames, &frames))
-        goto done;
-    if (with_registers && !(per_frame = PyMem_Malloc(sizeof(fu_regs) * (size_t)max_frames))) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    fu_dump_memory memory = {stack.buf, stack_address, (uint64_t)stack.len, space};
-    fu_reader reader = fu_dump_reader(&memory);
-    fu_walk_result r;
-    const fu_regs first = regs; /* fu_walk works in regs */
-    Py_BEGIN_ALLOW_THREADS
-    fu_walk(space, &regs, &reader, NULL, &frames, (size_t)max_frames, &r);
-    if (per_frame)
-        fu_walk_frame_registers(space, &first, &reader, &frames, r.frame_count, per_frame);
-    Py_END_ALLOW_THREADS
-    result = walk_result(&r, &frames);
-    if (result && per_frame) {
-        PyObject *walked = result;
-        PyObject *by_frame = frame_registers_list(per_frame, r.frame_count);
-        result = by_frame ? Py_BuildValue("(OOON)", PyTuple_GET_ITEM(walked, 0), PyTuple_GET_ITEM(walked, 1),
-                                          PyTuple_GET_ITEM(walked, 2), by_frame)
-                          : NULL;
-        Py_DECREF(walked);
-    }
-done:
-    PyMem_Free(per_frame);
-    PyMem_Free(frames.ip);
     PyBuffer_Release(&stack);
     return result;
+}
+
+/* unwind_core(space, core: CoreFile, registers: dict[int, int], max_frames=FU_WALK_MAX_FRAMES,
+ *             frame_registers=False) -> as unwind(), the memory a core file's (memory.h fu_read_core:
+ *             its dump, then the files it mapped), the stack's segment read inline */
+static PyObject *unwind_core(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"space", "core", "registers", "max_frames", "frame_registers", NULL};
+    PyObject *space_object, *core_object, *registers;
+    Py_ssize_t max_frames = FU_WALK_MAX_FRAMES;
+    int with_registers = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!|np", kwlist, &space_object, &core_object, &PyDict_Type,
+                                     &registers, &max_frames, &with_registers))
+        return NULL;
+    fu_space_with_cache *held = py_core_payload(module, PY_ADDRESS_SPACE, space_object);
+    const fu_core_memory *memory = held ? py_core_payload(module, PY_CORE_FILE, core_object) : NULL;
+    fu_regs regs;
+    if (!memory || !registers_from_dict(registers, &regs))
+        return NULL;
+    uint64_t sp = 0;
+    fu_regs_get(&regs, FU_REG_RSP, &sp);
+    fu_reader reader = fu_core_reader(memory, sp);
+    return walk_through(held, regs, &reader, max_frames, with_registers, true);
 }
 
 /* unwind_self(space, max_frames) -> (outcome, fault_address, frames, backtrace)
@@ -223,6 +267,8 @@ static PyMethodDef walk_methods[] = {
     {"unwind", (PyCFunction)(void (*)(void))unwind, METH_VARARGS | METH_KEYWORDS,
      "unwind(space, registers, stack, stack_address, max_frames, frame_registers=False) -> (outcome, fault_address, "
      "frames[, frame registers])"},
+    {"unwind_core", (PyCFunction)(void (*)(void))unwind_core, METH_VARARGS | METH_KEYWORDS,
+     "unwind_core(space, core, registers, max_frames, frame_registers=False) -> as unwind(), over a CoreFile's memory"},
     {"unwind_self", unwind_self, METH_VARARGS,
      "unwind_self(space, max_frames=" Py_STRINGIFY(FU_WALK_SELF_MAX_FRAMES)
      ") -> ((outcome, fault_address, frames), glibc backtrace())"},
@@ -243,7 +289,9 @@ int py_walk_init(PyObject *module)
     /* outcome and frame kind names by code, so that Python never mirrors the enums */
     if (py_core_add_names(module, "WALK_OUTCOMES", FU_WALK_OUTCOME_COUNT, outcome_name) < 0 ||
         py_core_add_names(module, "FRAME_KINDS", FU_FRAME_KIND_COUNT, frame_kind_name) < 0 ||
-        PyModule_AddIntConstant(module, "FRAME_SIGNAL_TRAMPOLINE", FU_FRAME_SIGNAL_TRAMPOLINE) < 0)
+        PyModule_AddIntConstant(module, "FRAME_SIGNAL_TRAMPOLINE", FU_FRAME_SIGNAL_TRAMPOLINE) < 0 ||
+        PyModule_AddIntConstant(module, "FRAME_CORRECTED", FU_FRAME_CORRECTED) < 0 ||
+        PyModule_AddIntConstant(module, "FRAME_SYNTHESIZED", FU_FRAME_SYNTHESIZED) < 0)
         return -1;
     return 0;
 }

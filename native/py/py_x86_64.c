@@ -29,6 +29,8 @@ static const char *perf_register_name(int perf_reg) { return fu_perf_register_na
 
 static int dwarf_of_perf_register(int perf_reg) { return fu_dwarf_of_perf_register((unsigned)perf_reg); }
 
+static const char *user_register_name(int index) { return fu_user_register_name(index); }
+
 int py_x86_64_init(PyObject *module)
 {
     if (PyModule_AddFunctions(module, x86_64_functions) < 0)
@@ -39,7 +41,8 @@ int py_x86_64_init(PyObject *module)
         PyModule_AddIntConstant(module, "CALLEE_SAVED_MASK", FU_CALLEE_SAVED_MASK) < 0)
         return -1;
     if (py_core_add_names(module, "PERF_REGISTER_NAMES", FU_PERF_REGISTER_COUNT, perf_register_name) < 0 ||
-        py_core_add_numbers(module, "PERF_REGISTER_DWARF", FU_PERF_REGISTER_COUNT, dwarf_of_perf_register) < 0)
+        py_core_add_numbers(module, "PERF_REGISTER_DWARF", FU_PERF_REGISTER_COUNT, dwarf_of_perf_register) < 0 ||
+        py_core_add_names(module, "USER_REGISTER_NAMES", FU_USER_REGISTER_COUNT, user_register_name) < 0)
         return -1;
     return 0;
 }

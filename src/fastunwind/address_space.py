@@ -27,6 +27,16 @@ def default_backend() -> str:
     return backend if backend in BACKENDS else _core.WALK_DEFAULT_BACKEND
 
 
+def check_synth(backend: str, synth: str) -> None:
+    """ValueError unless `synth` is a mode and `backend` one that can serve its rows: synthesized
+    rows live in compact tables, which the dwarf and compiled backends do not ask."""
+    if synth not in compact.SYNTH_MODES:
+        raise ValueError(f"synth must be one of {', '.join(compact.SYNTH_MODES)}, not {synth!r}")
+    if synth != "off" and backend not in _core.WALK_BACKENDS_WITH_COMPACT:
+        raise ValueError(f"synthesized rows are served by compact tables: backend {backend} has none "
+                         "(use --synth off, or the auto or table backend)")
+
+
 class ModuleImage(image.ModuleImage):
     """An ELF file's unwinding data (image.ModuleImage) with its unwind tables: the functions of
     tables/compact.py and tables/eh_elf.py, as the properties and methods the walker's callers use."""
@@ -54,8 +64,8 @@ class ModuleImage(image.ModuleImage):
         """tables.compact.load: from the cache, else built (and cached); None if unbuildable."""
         return compact.load(self, cache_dir, use_cache=use_cache)
 
-    def compact_statistics(self) -> dict[str, Any] | None:
-        return compact.statistics(self)
+    def compact_statistics(self, synth: str = "off") -> dict[str, Any] | None:
+        return compact.statistics(self, synth)
 
     @property
     def compiled(self) -> _core.EhElf | None:
@@ -108,14 +118,18 @@ class AddressSpace:
         self.mappings = sorted(mappings, key=lambda m: m.start)
         self._cores: dict[str, _core.AddressSpace] = {}
 
-    def to_core(self, backend: str | None = None) -> _core.AddressSpace:
+    def to_core(self, backend: str | None = None, synth: str = "off") -> _core.AddressSpace:
         """The C walker's view. `backend` (address_space.h, fu_backend): "auto" (per row the compact table's
         rule, else the module's eh_elf if one is cached, then the DWARF tables), "dwarf" (DWARF tables only),
         "table" (compact tables, then DWARF), "compiled" (eh_elfs, then DWARF), "table-only" /
         "compiled-only" (that fast path alone, for tests and benchmarks); default
-        FASTUNWIND_BACKEND, else "auto"."""
+        FASTUNWIND_BACKEND, else "auto". `synth` (tables.compact.SYNTH_MODES): the compact tables with
+        rows derived from the machine code, "missing" where no CFI covers it, "repair" also in place
+        of declared rows proven wrong; only backends that use compact tables have them
+        (check_synth says which)."""
         backend = backend or default_backend()
-        core = self._cores.get(backend)
+        check_synth(backend, synth)
+        core = self._cores.get(backend + synth)
         if core is None:
             use_compact = backend in _core.WALK_BACKENDS_WITH_COMPACT
             use_compiled = backend in _core.WALK_BACKENDS_WITH_EH_ELF
@@ -125,7 +139,7 @@ class AddressSpace:
                 if image is None:
                     modules.append((m.start, m.end, m.bias, None, None, [], index, None, None, 0))
                     continue
-                table = compact.for_image(image) if use_compact else None
+                table = compact.for_image(image, synth) if use_compact else None
                 # step() asks the DWARF tables for the compact table's slow rows only: none, not
                 # parsed; a few, only the FDEs around them evaluated
                 eh_frame, debug_frame = None, None
@@ -137,7 +151,7 @@ class AddressSpace:
                                              else image.slow_row_tables(ranges))
                 modules.append((m.start, m.end, m.bias, eh_frame, debug_frame, image.segments, index, table,
                                 eh_elf.for_image(image) if use_compiled else None, image.elf.entry))
-            core = self._cores[backend] = _core.AddressSpace(modules, backend=backend)
+            core = self._cores[backend + synth] = _core.AddressSpace(modules, backend=backend)
         return core
 
 

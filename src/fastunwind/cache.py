@@ -6,6 +6,8 @@ path, size and mtime):
     eh_elf/<key>.so     compiled unwind tables (tables/eh_elf.py, built by `fastunwind compile`)
     symbols/<build-id>.fus, symbols/kallsyms-<build-id>.fus
                         symbol tables of ELF files and of the kernel (symbols.py builds them on demand)
+    debug/<key>.debug   debug files with their DWARF decompressed (srcline.py: libdw decompresses
+                        every section of a compressed one at each open, 0.13 s for libc's)
 
 Entries are written atomically (a temporary file renamed into place) and checked when read, so any
 of them may be deleted at any time: a missing one is rebuilt when needed. `fastunwind cache` lists,
@@ -17,7 +19,7 @@ import time
 from typing import NamedTuple
 
 #: kind -> the suffix of its entries
-KINDS = {"compact": ".fut", "eh_elf": ".so", "symbols": ".fus"}
+KINDS = {"compact": ".fut", "eh_elf": ".so", "symbols": ".fus", "debug": ".debug"}
 #: a temporary file this old was left by a writer that died (a live one renames within seconds)
 STALE_TEMPORARY_SECONDS = 3600
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from fastunwind import _core
 from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, ENTRY_FDE, RETURN_ADDRESS_COLUMN, register_name
-from fastunwind.elf import ET_REL, PF_X, PT_LOAD, STT_FUNC, ElfFile, find_debug_file
+from fastunwind.elf import (ET_REL, PF_X, PT_LOAD, SHF_EXECINSTR, SHT_PROGBITS, SHT_RELA, STT_FUNC, ElfFile,
+                            find_debug_file)
 from fastunwind.errors import ElfError
 from fastunwind.image import ModuleImage
 from fastunwind.symbols import EM_X86_64, PLT_SECTIONS, symbol_table_for_file
@@ -48,13 +49,18 @@ NORETURN_PATTERN = re.compile(r"_ZSt\d+__throw_|_ZN4llvm18report_fatal_error")
 VERDICT_NAMES = {_core.CHECK_AGREE: "agree", _core.CHECK_MISMATCH: "mismatch", _core.CHECK_UNDECIDED: "undecided"}
 #: FDEs per chunk handed to one C call (the unit of parallelism and of progress)
 CHUNK_FDES = 2048
-_Outcome = tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes]
+_Outcome = tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes, bytes]
 #: the uint32 fields of one FDE's result, in the order of _core.CHECK_RESULT_FIELD_NAMES
 FIELDS = len(_core.CHECK_RESULT_FIELD_NAMES)
 _FIELD = {name: index for index, name in enumerate(_core.CHECK_RESULT_FIELD_NAMES)}
 ENTRY, VERDICT, AGREE, MISMATCH = _FIELD["entry"], _FIELD["verdict"], _FIELD["agree"], _FIELD["mismatch"]
 UNKNOWN, UNREACHED, FROM_DECLARED_ENTRY = _FIELD["unknown"], _FIELD["unreached"], _FIELD["from_declared_entry"]
 FINDING_TOTAL, SKIPPED = _FIELD["finding_total"], _FIELD["skipped"]
+
+
+def reason_class(reason: str) -> str:
+    """An undecided FDE's reason without its addresses and counts, to count undecided FDEs by cause."""
+    return re.sub(r"^\d+ instructions", "N instructions", re.sub(r"0x[0-9a-f]+", "ADDRESS", reason))
 
 
 def what_name(what: int) -> str:
@@ -148,7 +154,8 @@ class Counts:
     instructions_agree: int = 0
     instructions_mismatch: int = 0
     instructions_unknown: int = 0
-    #: instructions of decided FDEs that no path reached (padding aside): left unchecked
+    #: instructions of decided FDEs that no path reached (padding aside): left unchecked (in mismatching
+    #: FDEs only: an FDE with code no path reaches is otherwise undecided)
     instructions_unreached: int = 0
     #: reached instructions not compared: rows whose return address is undefined (the outermost frame)
     instructions_skipped: int = 0
@@ -332,14 +339,16 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
     done = 0
     uncovered_calls: set[int] = set()
     called_non_entry: set[int] = set()
+    foreign: set[int] = set()
 
     #: decoded instructions interpreted for this file by every chunk (_core.CHECK_MAX_FILE_INSTRUCTIONS)
     work_done = array.array("Q", [0])
 
-    def run(item: tuple[SectionCheck, _core.CfiTable, bytes], function_entries: bytes) -> _Outcome:
+    def run(item: tuple[SectionCheck, _core.CfiTable, bytes], function_entries: bytes,
+            foreign_entries: bytes = b"") -> _Outcome:
         _section, table, chunk = item
         return _core.check_fdes(table, chunk, code, segments, noreturn_bytes, function_entries, image.eh_frame,
-                                image.debug_frame, work_done)
+                                image.debug_frame, work_done, foreign_entries)
 
     entries_bytes = array.array("Q", sorted(entries_known)).tobytes()
 
@@ -349,13 +358,14 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
         # every chunk is submitted here; the C core runs without the GIL
         outcomes = pool.map(run, work, [entries_bytes] * len(work))
         uncovered_functions = _uncovered_functions(tables, names, code)  # meanwhile
-        for (section, _table, chunk), (results, details, uncovered, called) in zip(work, outcomes):
+        for (section, _table, chunk), (results, details, uncovered, called, entered) in zip(work, outcomes):
             offset = len(section.results) // FIELDS
             section.results.frombytes(results)
             for position, reason, findings in details:
                 section.details[offset + position] = (reason, findings)
             uncovered_calls.update(array.array("Q", uncovered))
             called_non_entry.update(array.array("Q", called))
+            foreign.update(array.array("Q", entered))
             done += len(chunk) // 4
             if progress:
                 progress(done, total)
@@ -365,24 +375,75 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
         # after all: again, from the ABI's entry state
         entries_bytes = array.array("Q", sorted(entries_known | called_non_entry)).tobytes()
         for section, table in zip(sections, tables_checked):
-            _recheck(section, table, called_non_entry, lambda item: run(item, entries_bytes))
-    starts = uncovered_functions + [target for target in uncovered_calls
-                                    if target not in names and not _covered(tables, target)]
-    return FileCheck(path, sections, _uncovered(sections, names, starts), image,
+            r = section.results
+            _recheck(section, table, [p for p in range(len(r) // FIELDS) if r[p * FIELDS + FROM_DECLARED_ENTRY]
+                                      and section.pc_begin[r[p * FIELDS + ENTRY]] in called_non_entry],
+                     lambda item: run(item, entries_bytes))
+    if foreign:
+        # code left unreached inside an FDE that other FDEs jump to (a .cold part entered at several
+        # places, a tail call into a function's middle) or name as a landing pad: again, with those
+        # entries (the entries this second pass reveals are not followed further)
+        entered_sorted = sorted(foreign)
+        foreign_bytes = array.array("Q", entered_sorted).tobytes()
+        for section, table in zip(sections, tables_checked):
+            r = section.results
+            _recheck(section, table, [p for p in range(len(r) // FIELDS) if r[p * FIELDS + UNREACHED] and _enters(
+                         entered_sorted, section.pc_begin[r[p * FIELDS + ENTRY]], section.pc_range[r[p * FIELDS + ENTRY]])],
+                     lambda item: run(item, entries_bytes, foreign_bytes))
+    instructions = _instruction_ranges(elf, code)
+    starts = uncovered_functions + [target for target in uncovered_calls | _relocated_code(elf, instructions)
+                                    if target not in names and _inside(instructions, target)
+                                    and not _covered(tables, target)]
+    return FileCheck(path, sections, _uncovered(sections, names, starts, code), image,
                      CodeInputs(code, segments, noreturn_bytes, entries_bytes))
 
 
-def _recheck(section: SectionCheck, table: _core.CfiTable, starts: set[int],
+#: x86-64 psABI relocation types whose value is the base address plus the addend
+R_X86_64_RELATIVE = 8
+
+
+def _instruction_ranges(elf: ElfFile, code: list[tuple[int, memoryview]]) -> list[tuple[int, int]]:
+    """Where the file's instructions are, sorted: its executable sections (SHF_EXECINSTR), else,
+    without section headers, its executable segments. An executable segment may also hold
+    read-only data (a linker that does not separate code: libLLVM-14's), which addresses taken by
+    lea and stored in relocations point into as much as into code."""
+    ranges = sorted((s.addr, s.addr + s.size) for s in elf.sections
+                    if s.flags & SHF_EXECINSTR and s.type == SHT_PROGBITS and s.size)
+    return ranges or sorted((vaddr, vaddr + len(data)) for vaddr, data in code)
+
+
+def _inside(ranges: list[tuple[int, int]], address: int) -> bool:
+    i = bisect.bisect_right(ranges, (address, 2**64)) - 1
+    return i >= 0 and ranges[i][0] <= address < ranges[i][1]
+
+
+def _relocated_code(elf: ElfFile, instructions: list[tuple[int, int]]) -> set[int]:
+    """Addresses of instructions that dynamic relocations store (R_X86_64_RELATIVE addends):
+    function pointers in initialized data, as x264's tables of pointers to its assembly."""
+    found: set[int] = set()
+    for section in elf.sections:
+        if section.type != SHT_RELA or section.info != 0 or section.entsize != 24:
+            continue  # dynamic relocations only (sh_info 0: not against one section)
+        words = array.array("Q", bytes(elf.section_data(section)))
+        found.update(addend for info, addend in zip(words[1::3], words[2::3])
+                     if info & 0xffffffff == R_X86_64_RELATIVE and _inside(instructions, addend))
+    return found
+
+
+def _enters(sorted_addresses: list[int], begin: int, size: int) -> bool:
+    """Whether an address of `sorted_addresses` lies inside [begin, begin + size) after its start."""
+    i = bisect.bisect_right(sorted_addresses, begin)
+    return i < len(sorted_addresses) and sorted_addresses[i] < begin + size
+
+
+def _recheck(section: SectionCheck, table: _core.CfiTable, positions: list[int],
              run: Callable[[tuple[SectionCheck, _core.CfiTable, bytes]], _Outcome]) -> None:
-    """Check again the FDEs of `section` that start at `starts` and were checked from their first
-    declared row, replacing their results."""
+    """Check again the FDEs of `section` at `positions` (of its results), replacing their results."""
     r = section.results
-    positions = [p for p in range(len(r) // FIELDS)
-                 if r[p * FIELDS + FROM_DECLARED_ENTRY] and section.pc_begin[r[p * FIELDS + ENTRY]] in starts]
     if not positions:
         return
     chunk = array.array("I", (r[p * FIELDS + ENTRY] for p in positions)).tobytes()
-    results, details, _uncovered, _called = run((section, table, chunk))
+    results, details, _uncovered, _called, _entered = run((section, table, chunk))
     fresh = array.array("I", results)
     by_position = {position: (reason, findings) for position, reason, findings in details}
     for k, p in enumerate(positions):
@@ -418,14 +479,16 @@ def _uncovered_functions(tables: list[_core.CfiTable], names: dict[int, tuple[in
             if any(vaddr <= value < vaddr + len(data) for vaddr, data in code) and not _covered(tables, value)]
 
 
-def _uncovered(sections: list[SectionCheck], names: dict[int, tuple[int, str]], starts: list[int]) -> list[Uncovered]:
-    """Code without CFI starting at `starts` (function symbols and call targets), with the range up to
-    the symbol's end (or, without a size, the next FDE or symbol) and the symbol's name where one
-    starts there."""
+def _uncovered(sections: list[SectionCheck], names: dict[int, tuple[int, str]], starts: list[int],
+               code: list[tuple[int, memoryview]]) -> list[Uncovered]:
+    """Code without CFI starting at `starts` (function symbols, call targets and addresses lea takes),
+    with the range up to the symbol's end (or, without a size, the next FDE, symbol or start, or the
+    end of the executable segment) and the symbol's name where one starts there. Stripped assembly
+    (x264's, after the last FDE of the file) is a run of functions each known only by its start."""
     if not starts:
         return []
     boundaries = sorted({section.pc_begin[e] for section in sections for e in section.results[ENTRY::FIELDS]}
-                        | names.keys())
+                        | names.keys() | set(starts) | {vaddr + len(data) for vaddr, data in code})
 
     def end_of(address: int) -> int:
         size = names.get(address, (0, ""))[0]

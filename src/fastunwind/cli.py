@@ -21,7 +21,8 @@ INTERRUPTED_STATUS = 130
 #: argument), in the order of the command list; a command runs importing its module alone
 COMMAND_MODULES = {
     "table": "table", "lookup": "lookup", "check": "check", "synth": "synth", "perf-script": "perf_script",
-    "report": "report", "bench": "bench", "compile": "compile", "cache": "cache", "backtrace": "backtrace",
+    "report": "report", "record": "record", "bench": "bench", "compile": "compile", "cache": "cache",
+    "backtrace": "backtrace", "core": "core",
 }
 
 

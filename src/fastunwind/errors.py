@@ -69,3 +69,13 @@ class LiveError(FastunwindError):
     traced (permission, yama's kernel.yama.ptrace_scope, another tracer). The message names the pid
     and the reason. A snapshot where only some threads failed is not an error: each such thread
     carries its outcome."""
+
+
+class BpfError(FastunwindError):
+    """The kernel refused the in-kernel unwinder (`fastunwind record --bpf`): loading the BPF program
+    (no CONFIG_BPF_SYSCALL, no BTF, not root, the verifier), creating or filling a map, or attaching to
+    a perf event. The message names the step and the system's reason."""
+class CoreFileError(FastunwindError):
+    """A core file cannot be read: not an x86-64 ELF core, a program header or note outside the file,
+    a note that overruns its segment, a count beyond its named limit (threads, files, segments),
+    overlapping PT_LOAD segments. The message names the structure and its file offset in hex."""

@@ -20,6 +20,7 @@ import pytest
 
 import fastunwind
 from fastunwind.errors import LiveError
+from tests.support.cores import eu_stack_pcs
 from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.skipif(not (shutil.which("eu-stack") and shutil.which("gdb") and shutil.which("gcc")),
@@ -79,16 +80,7 @@ def blocked_threads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 
 def eu_stack(pid: int) -> dict[int, list[int]]:
-    text = subprocess.run(["eu-stack", "-p", str(pid)], capture_output=True, text=True, timeout=60).stdout
-    stacks: dict[int, list[int]] = {}
-    tid = 0
-    for line in text.splitlines():
-        if match := re.match(r"TID (\d+):", line):
-            tid = int(match.group(1))
-            stacks[tid] = []
-        elif match := re.match(r"#\d+\s+0x([0-9a-f]+)", line):
-            stacks[tid].append(int(match.group(1), 16))
-    return stacks
+    return eu_stack_pcs(["-p", str(pid)])
 
 
 def gdb_frames(pid: int) -> list[dict[str, object]]:

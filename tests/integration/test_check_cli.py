@@ -187,7 +187,7 @@ def test_unreached_code_and_outermost_rows_are_reported(tmp_path: Path) -> None:
     source = """
         .globl dead_tail, outermost
         .type dead_tail, @function
-dead_tail:                        # agrees where reached; three instructions after the ret nothing reaches
+dead_tail:                        # three instructions after the ret nothing reaches: undecided
         .cfi_startproc
         ret
         push %rbx
@@ -211,4 +211,6 @@ outermost:                        # the return address undefined, as _start's
     assert (by_start[dead]["unreached"], by_start[dead]["skipped"]) == (3, 0)
     assert (by_start[outermost]["unreached"], by_start[outermost]["skipped"]) == (0, 2)
     verbose = check("--verbose", library).stdout
-    assert "left unchecked: 3 no path reached" in verbose and "2 in outermost-frame rows" in verbose
+    assert "3 instructions no path reaches were not checked (the first at" in verbose, "an undecided FDE"
+    assert by_start[dead]["verdict"] == "undecided" and by_start[outermost]["verdict"] == "agree"
+    assert "left unchecked: 0 no path reached" in verbose and "2 in outermost-frame rows" in verbose

@@ -34,7 +34,11 @@ def test_json_is_exactly_the_documented_document_and_counts_every_sample(perf_re
     result = run("-i", data, "--json")
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
-    assert set(document) == {"samples", "functions"} and isinstance(document["samples"], int)
+    assert set(document) == {"samples", "functions", "synth"} and isinstance(document["samples"], int)
+    synth = document["synth"]  # --synth missing, the default
+    assert set(synth) == {"mode", "synthesized_frames", "corrected_frames", "samples", "complete_samples"}
+    assert synth["mode"] == "missing" and synth["corrected_frames"] == 0
+    assert synth["complete_samples"] <= synth["samples"] <= synth["synthesized_frames"]
     for function in document["functions"]:
         assert set(function) == {"name", "module", "self", "total"}
         assert isinstance(function["name"], str) and isinstance(function["module"], str)

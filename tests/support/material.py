@@ -11,6 +11,12 @@ Two sources, both through their package registries (shared/ORACLES.md):
   counted, not hidden), and the linked tests `ld-elf/eh*.d` and the `ld-x86-64` PLT tests that dump
   `-wf`, built per their `#source:`/`#as:`/`#ld:` lines.
 
+* elfutils' backtrace test cores (Debian source package `elfutils`, the .orig tarball of the installed
+  version from the Debian mirror's pool): `tests/backtrace.<arch>.core.bz2` with the executables
+  they were dumped from, `tests/backtrace.<arch>.exec.bz2`, decompressed into the cache; the frames
+  elfutils' own tests expect of them are in tests/backtrace.c (callback_verify) and
+  tests/backtrace-subr.sh (check_core).
+
 Downloads happen once; the builds are redone on every call into the cache (about a second), so a
 changed toolchain never leaves stale objects behind. Every failure raises MaterialUnavailable with a
 message fit for `pytest.skip`.
@@ -270,7 +276,66 @@ def binutils_files() -> Built:
     return built
 
 
+#: where Debian keeps the elfutils source tarballs (its mirror's pool)
+ELFUTILS_POOL = "https://deb.debian.org/debian/pool/main/e/elfutils"
+#: the backtrace cores of elfutils' tests kept (name without .core/.exec): the x86-64 ones, with and
+#: without frame pointers, and the x32 one (an x86-64 machine's 32-bit ABI: not supported)
+ELFUTILS_CORES = ("backtrace.x86_64", "backtrace.x86_64.fp", "backtrace.x32")
+
+
+def installed_elfutils_version() -> str:
+    """The upstream version of the installed elfutils ("0.188" of Debian's "0.188-2.1")."""
+    result = _run(["dpkg-query", "-W", "-f=${Version}", "elfutils"], what="elfutils is not installed")
+    return result.stdout.strip().split(":")[-1].split("-")[0]
+
+
+def elfutils_backtrace_cores() -> Path:
+    """A directory of elfutils' backtrace cores and executables (ELFUTILS_CORES, decompressed),
+    from the Debian .orig tarball of the installed elfutils version (downloaded on first use)."""
+    version = installed_elfutils_version()
+    root = CACHE / f"elfutils-{version}"
+    done = root / ".complete"
+    if done.exists():
+        return root
+    downloads = CACHE / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    tarball = downloads / f"elfutils_{version}.orig.tar.bz2"
+    if not tarball.exists():
+        import urllib.request
+
+        partial = tarball.with_suffix(".part")
+        try:
+            with urllib.request.urlopen(f"{ELFUTILS_POOL}/{tarball.name}", timeout=COMMAND_TIMEOUT) as response:
+                partial.write_bytes(response.read())
+        except OSError as error:
+            raise MaterialUnavailable(f"could not download {ELFUTILS_POOL}/{tarball.name}: {error}") from error
+        partial.rename(tarball)
+    wanted = {f"tests/{name}.{kind}.bz2" for name in ELFUTILS_CORES for kind in ("core", "exec")}
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    import bz2
+
+    try:
+        with tarfile.open(tarball) as tar:
+            for member in tar:
+                relative = member.name.split("/", 1)[1] if "/" in member.name else ""
+                if relative in wanted:
+                    extracted = tar.extractfile(member)
+                    if extracted is not None:
+                        (root / Path(relative).stem).write_bytes(bz2.decompress(extracted.read()))
+    except (OSError, tarfile.TarError, ValueError) as error:
+        raise MaterialUnavailable(f"could not unpack {tarball}: {error}") from error
+    if len(list(root.iterdir())) != len(wanted):
+        raise MaterialUnavailable(f"{tarball.name} lacks some of {sorted(wanted)}")
+    done.touch()
+    return root
+
+
 if __name__ == "__main__":
+    try:
+        print(f"elfutils backtrace cores: {elfutils_backtrace_cores()}")
+    except MaterialUnavailable as error:
+        print(f"elfutils backtrace cores: unavailable: {error}")
     for label, getter in (("pyelftools", pyelftools_files), ("binutils", binutils_files)):
         try:
             got = getter()

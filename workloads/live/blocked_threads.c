@@ -8,7 +8,9 @@
  *   leaf       spinning in a leaf function without a frame of its own
  *   realign    blocked in a callee of a function that realigns its stack (VLA + _Alignas(64): DRAP)
  *
- * Prints "ready" once every thread is in place; then runs until killed.
+ * Prints "ready" once every thread is in place; then runs until killed, or, for the core-file
+ * tests (tests/golden/test_core_against_eu_stack.py), with an argument "segv" writes through a null
+ * pointer and with "abort" calls abort(): a kernel core of every thread where it is held.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -108,7 +110,15 @@ static void *realign_thread(void *unused)
     return NULL;
 }
 
-int main(void)
+/* through a volatile pointer: a literal null store is undefined behaviour gcc may drop */
+static int *volatile nowhere;
+
+static __attribute__((noinline)) void crash_by_null_pointer(void)
+{
+    *nowhere = 1;
+}
+
+int main(int argc, char **argv)
 {
     signal(SIGUSR1, on_usr1);
     void *(*bodies[THREADS])(void *) = {recursion_thread, signal_thread, qsort_thread, leaf_thread, realign_thread};
@@ -119,6 +129,10 @@ int main(void)
         usleep(1000);
     printf("ready\n");
     fflush(stdout);
+    if (argc > 1 && strcmp(argv[1], "segv") == 0)
+        crash_by_null_pointer();
+    else if (argc > 1 && strcmp(argv[1], "abort") == 0)
+        abort();
     for (;;)
         pause();
 }

@@ -21,6 +21,25 @@ def command_parser(subparsers: Any, name: str, summary: str, description: str | 
     return parser
 
 
+def add_snapshot_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the commands that print thread stacks (stacks.py): --registers, --json, -o."""
+    parser.add_argument("--registers", action="store_true",
+                        help="every register each frame recovers (<unknown> where no unwind rule recovers one)")
+    parser.add_argument("--json", action="store_true",
+                        help='one JSON document: {"pid", "threads": [{"tid", "name", "outcome", "frames": '
+                             '[{"address", "symbol", "offset", "module", "registers"}]}]}')
+    add_output_argument(parser)
+
+
+def write_snapshot(snapshot: Any, args: argparse.Namespace) -> None:
+    """A snapshot of thread stacks (stacks.ProcessSnapshot) as text, or JSON with --json, to
+    standard output (the -o file: cli.main redirects it)."""
+    from fastunwind import stacks
+
+    render = stacks.render_json if args.json else stacks.render_text
+    render(snapshot, sys.stdout)
+
+
 def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
     """perf script's and perf report's sample filters, with perf's names and syntax."""
     group = parser.add_argument_group("sample filters (perf's syntax)")
@@ -34,6 +53,35 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
                             "(either side may be empty; several ranges separated by spaces), or in "
                             "percentages of the recording: 10%%/2 (the second 10%% slice), 0%%-10%%, 50%%, "
                             "several separated by commas")
+
+
+def add_synth_argument(parser: argparse.ArgumentParser) -> None:
+    """--synth: rows derived from the machine code (tables/compact.py, SYNTH_MODES)."""
+    from fastunwind._core import COMPACT_SYNTH_MODES, WALK_BACKENDS_WITH_COMPACT
+
+    parser.add_argument("--synth", choices=COMPACT_SYNTH_MODES, default=None,
+                        help="unwind rows derived from the machine code (`fastunwind check`'s interpreter): "
+                             "missing (default with the auto and table backends): where no CFI covers the code, "
+                             "instead of guessing with the frame pointer; repair: also in place of declared rows "
+                             "the check proves wrong; off: the CFI alone (the only choice with backends "
+                             f"other than {' and '.join(b for b in WALK_BACKENDS_WITH_COMPACT if '-' not in b)})")
+
+
+def synth_mode(args: argparse.Namespace) -> str:
+    """The --synth of the arguments: as given, else missing where the backend has compact tables
+    (default_backend() when none is given) and off where it has not; a mode the backend cannot
+    serve is one line on stderr and SystemExit(2)."""
+    from fastunwind.address_space import check_synth, default_backend
+    from fastunwind._core import WALK_BACKENDS_WITH_COMPACT
+
+    backend = getattr(args, "backend", None) or default_backend()
+    synth: str = args.synth or ("missing" if backend in WALK_BACKENDS_WITH_COMPACT else "off")
+    try:
+        check_synth(backend, synth)
+    except ValueError as error:
+        print(f"fastunwind: error: --synth {synth}: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return synth
 
 
 def sample_filter(args: argparse.Namespace) -> Any:

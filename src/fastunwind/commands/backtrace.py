@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 from typing import Any, NoReturn
 
-from fastunwind.commands import add_output_argument, command_parser
+from fastunwind.commands import add_snapshot_output_arguments, command_parser, write_snapshot
 
 EXAMPLE = """\
 examples:
@@ -29,11 +28,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("-p", "--pid", type=int, required=True, help="the process")
     parser.add_argument("--tid", type=int, action="append", metavar="TID",
                         help="only this thread (repeat for several)")
-    parser.add_argument("--registers", action="store_true", help="every register each frame recovers")
-    parser.add_argument("--json", action="store_true",
-                        help='one JSON document: {"pid", "threads": [{"tid", "name", "outcome", "frames": '
-                             '[{"address", "symbol", "offset", "module", "registers"}]}]}')
-    add_output_argument(parser)
+    add_snapshot_output_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -42,13 +37,12 @@ def _interrupted(signum: int, _frame: Any) -> NoReturn:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastunwind import live, stacks
+    from fastunwind import live
 
     previous = signal.signal(signal.SIGTERM, _interrupted)  # cli.main reports the KeyboardInterrupt
     try:
         snapshot = live.backtrace(args.pid, args.tid, with_registers=args.registers or args.json)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    render = stacks.render_json if args.json else stacks.render_text
-    render(snapshot, sys.stdout)
+    write_snapshot(snapshot, args)
     return 0

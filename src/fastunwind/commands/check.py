@@ -126,7 +126,7 @@ def _print_json(document: dict[str, Any]) -> None:
 
 
 def _check_one(path: str, args: argparse.Namespace) -> int:
-    from fastunwind.check import check_file
+    from fastunwind.check import check_file, reason_class
 
     started = time.perf_counter()
     with _progress(path) as progress:
@@ -145,7 +145,7 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
           f"{counts.uncovered} uncovered ranges; {seconds:.2f} s")
     if args.verbose and (counts.instructions_unreached or counts.instructions_skipped):
         print(f"  instructions of decided FDEs left unchecked: {counts.instructions_unreached} no path reached "
-              "(landing pads, .cold blocks entered from the hot part, unresolved jump tables; per FDE in --json), "
+              "(in mismatching FDEs: elsewhere code no path reaches makes an FDE undecided; per FDE in --json), "
               f"{counts.instructions_skipped} in outermost-frame rows (return address undefined)")
     if args.verbose and counts.from_declared_entry:
         print(f"  {counts.from_declared_entry} FDEs start inside a function (.cold parts): checked from their "
@@ -165,7 +165,7 @@ def _check_one(path: str, args: argparse.Namespace) -> int:
             print(f"  uncovered {uncovered.start:#x}..{uncovered.end:#x} {uncovered.symbol}")
     else:
         not_agreeing = list(result.not_agreeing())
-        reasons = Counter(_reason_class(v.reason) for v in not_agreeing if v.verdict == "undecided")
+        reasons = Counter(reason_class(v.reason) for v in not_agreeing if v.verdict == "undecided")
         for reason, n in reasons.most_common(5):
             print(f"  undecided {n:>6}  {reason}")
         mismatches = [v for v in not_agreeing if v.verdict == "mismatch"]
@@ -221,11 +221,6 @@ def _trace(args: argparse.Namespace) -> int:
     return status
 
 
-def _reason_class(reason: str) -> str:
-    """A reason without its addresses, to count undecided FDEs by cause."""
-    import re
-
-    return re.sub(r"0x[0-9a-f]+", "ADDRESS", reason)
 
 
 class _progress:

@@ -4,11 +4,13 @@ by samples, as `perf report --stdio` counts them.
 Self samples are those whose first frame is in the function (`perf report --no-children`); total
 samples those with the function anywhere on the stack, counted once per sample however often
 recursion repeats it (`--children`). The table is sorted by self samples, or by total with
-`--children`; `--sort` takes perf's keys (sym, dso, comm, tid) and combinations; `--per-thread`
+`--children`; `--sort` takes perf's keys (sym, dso, comm, tid, srcline) and combinations; `--per-thread`
 adds a section for every thread. On a terminal the columns fit its width; piped or written with
 `-o`, names are printed in full. `--json` gives {"samples", "functions": [{"name", "module", "self",
 "total"}]} (with "comm", "pid", "tid" in each function when the sort has those keys, and "threads"
-with --per-thread).
+with --per-thread), and with synthesized rows (`--synth`, default missing) "synth": {"mode",
+"synthesized_frames", "corrected_frames", "samples", "complete_samples"}: the frames whose step used
+a row derived from the machine code, and the samples that have one.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ import sys
 from typing import Any, TextIO
 
 from fastunwind import _core
-from fastunwind.commands import (add_filter_arguments, add_output_argument, command_parser, no_samples_message,
-                                 recording_progress, sample_filter)
+from fastunwind.commands import (add_filter_arguments, add_output_argument, add_synth_argument, command_parser,
+                                 no_samples_message, recording_progress, sample_filter, synth_mode)
 
 EXAMPLE = """\
 examples:
@@ -31,6 +33,7 @@ examples:
   fastunwind report -i perf.data --per-thread --top 5
   fastunwind report -i perf.data --tid 1234,1235 --cpu 0-1
   fastunwind report -i perf.data --json -o report.json
+  fastunwind report -i perf.data --synth repair --top 10
 """
 
 
@@ -47,13 +50,14 @@ def add_parser(subparsers: Any) -> None:
     children.add_argument("--no-children", action="store_false", dest="children",
                           help="sort by self samples (the default), as perf report --no-children")
     parser.add_argument("-s", "--sort", default="sym",
-                        help="keys of an entry, comma-separated: sym, dso, comm, tid (default: sym)")
+                        help="keys of an entry, comma-separated: sym, dso, comm, tid, srcline (default: sym)")
     parser.add_argument("--per-thread", action="store_true", help="a section of the table for every thread")
     parser.add_argument("--top", type=int, default=-1, metavar="N",
                         help="at most N rows (per thread with --per-thread; default: all)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--max-frames", type=int, default=_core.PERF_MAX_FRAMES,
                         help=f"frames per stack (default: {_core.PERF_MAX_FRAMES}, as perf)")
+    add_synth_argument(parser)
     add_filter_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -68,22 +72,23 @@ def run(args: argparse.Namespace) -> int:
     try:
         sort = parse_sort(args.sort)
     except ValueError as error:
-        print(f"fastunwind: error: --sort {args.sort}: {error} (known: sym, dso, comm, tid)", file=sys.stderr)
+        print(f"fastunwind: error: --sort {args.sort}: {error} (known: sym, dso, comm, tid, srcline)", file=sys.stderr)
         return 2
     selected = sample_filter(args)
+    synth = synth_mode(args)
     out = sys.stdout  # -o: redirected by cli.main
     with recording_progress(args.input) as progress:
         progress.phase("counting")
         table, threads, stats = report_recording(args.input, sort, by_total=args.children, per_thread=args.per_thread,
-                                                 limit=args.top, max_frames=args.max_frames, sample_filter=selected,
-                                                 on_window=progress.window)
+                                                 limit=args.top, max_frames=args.max_frames, synth=synth,
+                                                 sample_filter=selected, on_window=progress.window)
     for note in stats.notes:
         print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
     if not table.samples:
         print(no_samples_message(args.input, selected is not None), file=sys.stderr)
         return 1
     if args.json:
-        json.dump(_json(table, threads, sort, args.top), out)
+        json.dump(_json(table, threads, sort, args.top, stats), out)
         out.write("\n")
     else:
         width = shutil.get_terminal_size().columns if out.isatty() else None
@@ -100,11 +105,18 @@ def _json_row(row: Any, sort: tuple[str, ...]) -> dict[str, Any]:
         item["comm"] = row.comm or ""
     if "tid" in sort:
         item["pid"], item["tid"] = row.pid, row.tid
+    if "srcline" in sort:
+        item["srcline"] = row.srcline or ""
     return item
 
 
-def _json(table: Any, threads: Any, sort: tuple[str, ...], limit: int) -> dict[str, Any]:
+def _json(table: Any, threads: Any, sort: tuple[str, ...], limit: int, stats: Any) -> dict[str, Any]:
     document: dict[str, Any] = {"samples": table.samples, "functions": [_json_row(row, sort) for row in table.rows]}
+    if stats.synth != "off":
+        document["synth"] = {"mode": stats.synth, "synthesized_frames": stats.derived_frames["synthesized"],
+                             "corrected_frames": stats.derived_frames["corrected"],
+                             "samples": sum(stats.derived_samples.values()),
+                             "complete_samples": stats.derived_samples.get("end", 0)}
     if threads is not None:
         document["threads"] = [{"comm": comm, "pid": pid, "tid": tid, "samples": samples,
                                 "functions": [_json_row(row, sort) for row in rows]}
@@ -118,17 +130,20 @@ def _label(row: Any, sort: tuple[str, ...]) -> str:
         return str(row.name)
     if row.module is not None:
         return os.path.basename(row.module) or str(row.module)
+    if row.srcline is not None:
+        return str(row.srcline)
     return str(row.comm or "")
 
 
 def _columns(row: Any, sort: tuple[str, ...]) -> list[str]:
     """The key columns of a row, in the sort's order (perf's short DSO name: the base name)."""
     cells = {"comm": row.comm or "", "tid": f"{row.pid}/{row.tid}",
-             "dso": os.path.basename(row.module or "") or (row.module or ""), "sym": row.name or ""}
+             "dso": os.path.basename(row.module or "") or (row.module or ""), "sym": row.name or "",
+             "srcline": row.srcline or ""}
     return [cells[key] for key in sort]
 
 
-HEADINGS = {"comm": "Command", "tid": "Pid/Tid", "dso": "Shared Object", "sym": "Symbol"}
+HEADINGS = {"comm": "Command", "tid": "Pid/Tid", "dso": "Shared Object", "sym": "Symbol", "srcline": "Source:Line"}
 
 
 def _print_table(out: TextIO, table: Any, sort: tuple[str, ...], by_total: bool, width: int | None, title: str,

@@ -900,15 +900,7 @@ class ElfFile:
     def _find_build_id(
         self, region: SectionBytes, alignment: int, file_offset: int, where: str
     ) -> bytes | None:
-        for name, note_type, descriptor in _iter_notes(region, alignment, file_offset, where):
-            if note_type == NT_GNU_BUILD_ID and name == GNU_NOTE_OWNER:
-                if not 1 <= len(descriptor) <= MAX_BUILD_ID_SIZE:
-                    raise ElfError(
-                        f"{where}: NT_GNU_BUILD_ID note has a build-id of 0x{len(descriptor):x} bytes "
-                        f"(expected 1 to 0x{MAX_BUILD_ID_SIZE:x})"
-                    )
-                return bytes(descriptor)
-        return None
+        return build_id_in_notes(region, alignment, file_offset, where)
 
     @functools.cached_property
     def debuglink(self) -> tuple[str, int] | None:
@@ -1001,6 +993,20 @@ def _string_at(table: bytes, offset: int, where: str) -> str:
             f"(or longer than 0x{MAX_NAME_LENGTH:x} bytes)"
         )
     return table[offset:end].decode("utf-8", "backslashreplace")
+
+
+def build_id_in_notes(region: SectionBytes, alignment: int, file_offset: int, where: str) -> bytes | None:
+    """The NT_GNU_BUILD_ID of a region of notes (a section, a PT_NOTE segment, or the notes of a
+    mapped file read from a core's memory), or None. ElfError if the region is malformed."""
+    for name, note_type, descriptor in _iter_notes(region, alignment, file_offset, where):
+        if note_type == NT_GNU_BUILD_ID and name == GNU_NOTE_OWNER:
+            if not 1 <= len(descriptor) <= MAX_BUILD_ID_SIZE:
+                raise ElfError(
+                    f"{where}: NT_GNU_BUILD_ID note has a build-id of 0x{len(descriptor):x} bytes "
+                    f"(expected 1 to 0x{MAX_BUILD_ID_SIZE:x})"
+                )
+            return bytes(descriptor)
+    return None
 
 
 def _iter_notes(

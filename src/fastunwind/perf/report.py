@@ -20,7 +20,7 @@ __all__ = ["SORT_KEYS", "ReportRow", "ReportTable", "parse_sort", "report_record
 
 #: perf report's --sort keys this table knows, and their flags in the C table
 SORT_KEYS = {"sym": _core.REPORT_SORT_SYM, "dso": _core.REPORT_SORT_DSO, "comm": _core.REPORT_SORT_COMM,
-             "tid": _core.REPORT_SORT_TID}
+             "tid": _core.REPORT_SORT_TID, "srcline": _core.REPORT_SORT_SRCLINE}
 
 
 class ReportRow(NamedTuple):
@@ -33,6 +33,7 @@ class ReportRow(NamedTuple):
     tid: int
     self: int           #: samples whose first frame is here
     total: int          #: samples with this entry anywhere on the stack (counted once each)
+    srcline: str | None = None  #: "file:line" (the file's basename), "??:0" when not known
 
 
 class ReportTable(NamedTuple):
@@ -59,18 +60,19 @@ def _flags(keys: Sequence[str]) -> int:
 
 def report_recording(path: str, sort: Sequence[str] = ("sym",), *, by_total: bool = False, per_thread: bool = False,
                      limit: int = -1, max_frames: int = DEFAULT_MAX_FRAMES, backend: str | None = None,
-                     sample_filter: SampleFilter | None = None,
+                     synth: str = "off", sample_filter: SampleFilter | None = None,
                      on_window: Callable[[float | None], None] | None = None
                      ) -> tuple[ReportTable, ReportTable | None, Statistics]:
     """The table of the recording at `path` ("-": standard input) sorted by `sort` (keys of
     SORT_KEYS), at most `limit` rows (-1: all); with `per_thread`, also the whole table by thread
-    (sort + tid and comm). `sample_filter`: only its samples are counted. `on_window`: see
-    stream_recording."""
+    (sort + tid and comm). `sample_filter`: only its samples are counted. `backend`, `synth`: see
+    AddressSpace.to_core; `on_window`: see stream_recording."""
     reports = [_core.Report(_flags(sort))]
     if per_thread:
         reports.append(_core.Report(_flags(sort) | _core.REPORT_SORT_TID | _core.REPORT_SORT_COMM))
-    stats = stream_recording(path, None, mode="stats", max_frames=max_frames, backend=backend, consumers=reports,
-                             sample_filter=sample_filter, on_window=on_window)
+    stats = stream_recording(path, None, mode="stats", max_frames=max_frames, backend=backend, synth=synth,
+                             consumers=reports, sample_filter=sample_filter, on_window=on_window,
+                             srcline_fields=_core.UNWOUND_SRCLINE if "srcline" in sort else 0)
     tables = [ReportTable(report.samples, [ReportRow(*row) for row in report.rows(by_total, limit if i == 0 else -1)])
               for i, report in enumerate(reports)]
     return tables[0], tables[1] if per_thread else None, stats

@@ -31,9 +31,11 @@ from fastunwind.errors import PerfDataError
 from fastunwind.perf.data import PerfData, RecordingCut
 from fastunwind.perf.replay import Replayer, replay
 from fastunwind.perf.sample_filter import SampleFilter
-from fastunwind.perf.walk import (DEFAULT_MAX_FRAMES, SOURCE_CALLCHAIN, SOURCE_DWARF, SOURCE_IP, recording_source,
-                                  walk_samples)
-from fastunwind._core import SymbolTable
+from fastunwind.perf.walk import (DEFAULT_MAX_FRAMES, SOURCE_CALLCHAIN, SOURCE_DWARF, SOURCE_IP, UnwindBatch,
+                                  recording_source, walk_samples)
+from fastunwind._core import SourceLines, SymbolTable
+from fastunwind.elf.debuginfod import DebuginfodClient
+from fastunwind.srcline import open_source_lines
 from fastunwind.symbols import (PERF_MAP_PATH, cached_kernel_symbol_table, kallsyms_bytes, kernel_symbol_table,
                                 perf_map_table, symbol_table_for_file)
 
@@ -90,16 +92,35 @@ class Statistics:
         self.source = source
         #: a recording cut short: what was found (perf.data.RecordingCut), else None
         self.cut = cut
+        #: lines about source lines not to be had (a debuginfod server given up on)
+        self.source_notes: list[str] = []
+        #: the synthesized rows the walks had (tables.compact.SYNTH_MODES)
+        self.synth = "off"
+        #: frames whose step used a row derived from the code: {"corrected": n, "synthesized": n}
+        self.derived_frames: Counter[str] = Counter()
+        #: samples with such a frame, by outcome name
+        self.derived_samples: Counter[str] = Counter()
+
+    def add_batch(self, batch: UnwindBatch) -> None:
+        """Count a walked batch's frames that rest on derived rows (C counts: nothing per frame here)."""
+        if self.synth == "off":
+            return
+        self.derived_frames["corrected"] += batch.flags.count(_core.FRAME_CORRECTED)
+        self.derived_frames["synthesized"] += batch.flags.count(_core.FRAME_SYNTHESIZED)
+        flagged = _core.flagged_samples(batch.outcomes, batch.frame_starts, batch.flags,
+                                        _core.FRAME_CORRECTED | _core.FRAME_SYNTHESIZED)
+        for code, count in flagged.items():
+            self.derived_samples[OUTCOME_NAME_BY_CODE[code]] += count
 
     def tables(self) -> list[dict[str, Any]]:
         """Per module with a compact table: its size and slow-path share (compact.statistics; this
         parses the module's DWARF tables, for their row counts)."""
-        return [t for t in (image.compact_statistics() for image in self.images) if t]
+        return [t for t in (image.compact_statistics(self.synth) for image in self.images) if t]
 
     @property
     def notes(self) -> list[str]:
         """One line each about how the recording was read (a cut, frames not unwound), for stderr."""
-        notes = []
+        notes = list(self.source_notes)
         if self.cut is not None:
             notes.append(f"{self.cut.note}; {self.samples} complete samples read")
         if self.source == SOURCE_CALLCHAIN:
@@ -243,8 +264,38 @@ class _PerfMapLoader:
         return self._tables.get(self._path, lambda: perf_map_table(self._path))
 
 
-#: what symbolize_samples is told of a mapping: (start, pgoff, bias, path, its symbol table's loader)
-MappingRow = tuple[int, int, int, str, "Callable[[], SymbolTable | None] | None"]
+class _SourceLinesStore:
+    """Each module's source lines (SourceLines), opened when a frame first needs them and kept for
+    the run, by path; debug files missing here are fetched from $DEBUGINFOD_URLS' servers."""
+
+    def __init__(self) -> None:
+        self._opened: dict[str, SourceLines | None] = {}
+        self.debuginfod = DebuginfodClient()
+
+    def loader(self, mapping: Mapping) -> Callable[[], SourceLines | None] | None:
+        image = mapping.image
+        if image is None:
+            return None
+        return lambda: self._open(image)
+
+    def _open(self, image: ModuleImage) -> SourceLines | None:
+        if image.path not in self._opened:
+            self._opened[image.path] = open_source_lines(image.elf, self.debuginfod)
+        return self._opened[image.path]
+
+
+#: what symbolize_samples is told of a mapping: (start, pgoff, bias, path, its symbol table's loader
+#: [, its source lines' loader])
+MappingRow = (tuple[int, int, int, str, "Callable[[], SymbolTable | None] | None"]
+              | tuple[int, int, int, str, "Callable[[], SymbolTable | None] | None",
+                      "Callable[[], SourceLines | None] | None"])
+
+
+def _mapping_row(mapping: Mapping, tables: _SymbolTables, sources: _SourceLinesStore | None) -> MappingRow:
+    symbols = _symbol_loader(mapping, tables)
+    if sources is None:
+        return (mapping.start, mapping.pgoff, mapping.bias, mapping.path, symbols)
+    return (mapping.start, mapping.pgoff, mapping.bias, mapping.path, symbols, sources.loader(mapping))
 
 
 def _symbol_loader(mapping: Mapping, tables: _SymbolTables) -> Callable[[], SymbolTable | None] | None:
@@ -260,12 +311,14 @@ PHASES = ("decoding", "replaying", "unwinding", "symbolizing")
 
 
 def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images: ImageCache | None = None,
-                     backend: str | None = None, on_phase: Callable[[str], None] | None = None
-                     ) -> tuple[UnwoundRecording, Statistics]:
+                     backend: str | None = None, synth: str = "off", on_phase: Callable[[str], None] | None = None,
+                     srcline_fields: int = 0) -> tuple[UnwoundRecording, Statistics]:
     """Unwind every sample of the recording at `path` ("-": standard input, as `perf script -i -`
-    reads a `perf record -o -` pipe). `backend`: see AddressSpace.to_core (default
-    FASTUNWIND_BACKEND, else "auto"). `on_phase(name)` is called as each of PHASES starts (for a
-    progress display; each phase is one call into C)."""
+    reads a `perf record -o -` pipe). `backend`, `synth`: see AddressSpace.to_core (default
+    FASTUNWIND_BACKEND, else "auto"; no synthesized rows). `on_phase(name)` is called as each of
+    PHASES starts (for a progress display; each phase is one call into C). `srcline_fields`:
+    _core.UNWOUND_INLINE and/or UNWOUND_SRCLINE, what the text shows of the frames' source (perf
+    script's --inline, -F +srcline)."""
     phase = on_phase or (lambda name: None)
     started = time.perf_counter()
     phase("decoding")
@@ -277,22 +330,27 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     space_ids = replayed.space_ids.tobytes()
     phase("unwinding")
     # without user stacks nothing is unwound: the frames are each sample's callchain (or IP)
-    unwound = walk_samples(perf.native, space_ids, [space.to_core(backend) for space in session.spaces], max_frames,
-                           source=source)
+    unwound = walk_samples(perf.native, space_ids, [space.to_core(backend, synth) for space in session.spaces],
+                           max_frames, source=source)
     tables = _SymbolTables()
-    mappings: list[MappingRow] = [(m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables))
-                                  for m in session.mappings]
+    sources = _SourceLinesStore() if srcline_fields else None
+    mappings: list[MappingRow] = [_mapping_row(m, tables, sources) for m in session.mappings]
     kernel_build_id = next((b.build_id for b in perf.build_ids if b.filename == "[kernel.kallsyms]"), None)
     phase("symbolizing")
     native = _core.symbolize_samples(
         perf.native, space_ids, replayed.comm_ids.tobytes(), replayed.comm_names, unwound, session.space_mappings,
-        mappings, lambda addresses: kernel_symbol_table(kernel_build_id, addresses), OUTCOME_NAME_BY_CODE)
+        mappings, lambda addresses: kernel_symbol_table(kernel_build_id, addresses), OUTCOME_NAME_BY_CODE,
+        srcline_fields)
     unwound_samples, frames, outcomes, depths = native.statistics()
     stats = Statistics(samples=perf.sample_count, unwound_samples=unwound_samples, frames=frames, walk_ns=unwound.walk_ns,
                        frames_per_sample=Counter(depths), replaced_modules=session.statistics.replaced_modules,
                        missing_modules=session.statistics.missing_modules, source=source, cut=perf.cut)
+    if sources is not None:
+        stats.source_notes = sources.debuginfod.failures
     for code, count in outcomes.items():
         stats.outcomes[OUTCOME_NAME_BY_CODE[code]] += count
+    stats.synth = synth
+    stats.add_batch(unwound)
     stats.images = list({id(m.image): m.image for m in session.mappings if m.image is not None}.values())
     stats.total_seconds = time.perf_counter() - started
     return UnwoundRecording(native), stats
@@ -344,11 +402,11 @@ class _KernelSymbols:
 
 
 def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "text", max_frames: int = DEFAULT_MAX_FRAMES,
-                     images: ImageCache | None = None, backend: str | None = None,
+                     images: ImageCache | None = None, backend: str | None = None, synth: str = "off",
                      window_bytes: int | None = None, on_phase: Callable[[str], None] | None = None,
                      on_window: Callable[[float | None], None] | None = None,
-                     consumers: Sequence[_core.Report | _core.Profile] = (), sample_filter: SampleFilter | None = None
-                     ) -> Statistics:
+                     consumers: Sequence[_core.Report | _core.Profile] = (), sample_filter: SampleFilter | None = None,
+                     srcline_fields: int = 0) -> Statistics:
     """Unwind the recording at `path` ("-": standard input) window by window and write each window's
     perf script text (`mode` "text"), or the folded stacks of the whole recording ("folded"), or
     nothing ("stats": the statistics only), in memory that does not grow with the recording
@@ -358,7 +416,9 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
     (from its header's first and last sample times; None without them, as in a pipe's).
     `consumers`: each window's symbolized samples are added to each (C: perf report's table,
     native/core/report.h; speedscope's file, native/core/profile.h).
-    `sample_filter`: only its samples are replayed, walked and written (perf/sample_filter.py)."""
+    `sample_filter`: only its samples are replayed, walked and written (perf/sample_filter.py).
+    `backend`, `synth`: see AddressSpace.to_core. `srcline_fields`: as unwind_recording's (each
+    frame's source line, for a report sorted by it)."""
     started = time.perf_counter()
     if window_bytes is None:
         window_bytes = int(os.environ.get(WINDOW_BYTES_VARIABLE) or 0)
@@ -367,8 +427,12 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
     source = recording_source(perf)
     replayer = Replayer(perf, images)
     tables = _SymbolTables()
+    sources = _SourceLinesStore() if srcline_fields else None
     kernel_loader = _KernelSymbols(perf, tables)
     stats = Statistics(source=source)
+    stats.synth = synth
+    if sources is not None:
+        stats.source_notes = sources.debuginfod.failures
     core_spaces: list[_core.AddressSpace] = []
     mappings: list[MappingRow] = []
     folded: dict[bytes, int] = {}
@@ -395,19 +459,20 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
         space_ids, comm_ids = replayer.feed(window)
         if sample_filter is not None:
             space_ids, comm_ids = sample_filter.select_comms(window, space_ids, comm_ids, replayer.comm_names)
-        core_spaces.extend(space.to_core(backend) for space in replayer.spaces[len(core_spaces):])
+        core_spaces.extend(space.to_core(backend, synth) for space in replayer.spaces[len(core_spaces):])
         new_mappings = len(mappings)
-        mappings.extend((m.start, m.pgoff, m.bias, m.path, _symbol_loader(m, tables))
-                        for m in replayer.mappings[len(mappings):])
+        mappings.extend(_mapping_row(m, tables, sources) for m in replayer.mappings[len(mappings):])
         for row in mappings[new_mappings:]:
             if isinstance(row[4], _SymbolLoader):
                 tables.prefetch(row[3], row[4].make)
         # without user stacks nothing is unwound: the frames are each sample's callchain (or IP)
         unwound = walk_samples(window, space_ids, core_spaces, max_frames, source=source)
         native = _core.symbolize_samples(window, space_ids, comm_ids, replayer.comm_names, unwound,
-                                         replayer.space_mappings, mappings, kernel_loader, OUTCOME_NAME_BY_CODE)
+                                         replayer.space_mappings, mappings, kernel_loader, OUTCOME_NAME_BY_CODE,
+                                         srcline_fields)
         stats.samples += window.sample_count
         stats.walk_ns += unwound.walk_ns
+        stats.add_batch(unwound)
         if write is not None:  # mode "text"
             native.render(write)
         elif mode == "folded":

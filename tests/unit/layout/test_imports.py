@@ -23,8 +23,12 @@ PACKAGE = Path(fastunwind.__file__).parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.__main__",),
     ("fastunwind.cli",),
+    # record drives perf (or, with --bpf, the in-kernel unwinder) and hands the pipe to perf-script's output
+    ("fastunwind.commands.record",),
     ("fastunwind.commands.backtrace", "fastunwind.commands.bench", "fastunwind.commands.cache", "fastunwind.commands.check", "fastunwind.commands.compile",
-     "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.report",
+     "fastunwind.commands.core",
+     "fastunwind.commands.lookup", "fastunwind.commands.perf_script", "fastunwind.commands.record_bpf",
+     "fastunwind.commands.report",
      "fastunwind.commands.synth", "fastunwind.commands.table"),
     ("fastunwind.commands",),
     # compatibility names the docs document: thin re-exports of the modules below
@@ -34,24 +38,26 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.perf.script",),
     ("fastunwind.perf.walk", "fastunwind.perf.sample_filter"),
     ("fastunwind.perf.replay",),
-    ("fastunwind.perf.data",),
+    ("fastunwind.perf.data", "fastunwind.perf.record"),
     ("fastunwind.perf",),
     # the package's own names: the top-level API, imported lazily (fastunwind/__init__.py)
     ("fastunwind",),
-    # the sources of thread stacks: a live process
-    ("fastunwind.live",),
+    # the sources of thread stacks: a live process, a core file
+    ("fastunwind.live", "fastunwind.core"),
     # the symbolized stacks of a process's threads, shared by the live and core-file sources
     ("fastunwind.stacks",),
-    ("fastunwind.trace", "fastunwind.walk"),
+    ("fastunwind.bpf", "fastunwind.trace", "fastunwind.walk"),
     ("fastunwind.address_space",),
+    ("fastunwind.tables.compact", "fastunwind.tables.eh_elf"),
+    ("fastunwind.tables.synthesized",),
     ("fastunwind.synth",),
-    ("fastunwind.check", "fastunwind.tables.compact", "fastunwind.tables.eh_elf"),
+    ("fastunwind.check",),
     ("fastunwind.tables",),
     ("fastunwind.image",),
-    ("fastunwind.cfi_print", "fastunwind.symbols"),
+    ("fastunwind.cfi_print", "fastunwind.srcline", "fastunwind.symbols"),
     ("fastunwind.cfi",),
     ("fastunwind.frame_sections",),
-    ("fastunwind.elf.build_id_cache", "fastunwind.elf.debug_files", "fastunwind.elf.debug_file_writer",
+    ("fastunwind.elf.build_id_cache", "fastunwind.elf.debug_files", "fastunwind.elf.debug_file_writer", "fastunwind.elf.debuginfod",
      "fastunwind.elf.dynamic"),
     ("fastunwind.elf",),
     ("fastunwind.cache", "fastunwind.errors", "fastunwind._core"),

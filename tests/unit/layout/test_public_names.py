@@ -1,5 +1,5 @@
 """The names README.md ("Python API") and docs/BENCHMARKS.md document keep importing and working,
-whatever module they moved to: `fastunwind.cfi`, `.walk`, `.elf`, `.errors`, `._core`, and the
+whatever module they moved to: `fastunwind.cfi`, `.walk`, `.elf`, `.errors`, `._core`, `.core`, and the
 compatibility names `fastunwind.perf_script`, `fastunwind.eh_elf`, `fastunwind.bench`, which
 re-export the modules that hold the code now."""
 
@@ -51,6 +51,17 @@ def test_the_top_level_stack_api() -> None:
     assert issubclass(fastunwind.LiveError, fastunwind.FastunwindError)
     with pytest.raises(AttributeError):
         fastunwind.no_such_name  # noqa: B018
+
+
+def test_the_core_file_api() -> None:
+    import fastunwind.core
+    from fastunwind import stacks
+    from fastunwind.errors import CoreFileError, FastunwindError
+
+    assert callable(fastunwind.core.open) and issubclass(CoreFileError, FastunwindError)
+    for name in ("threads", "snapshot", "problems", "close"):
+        assert hasattr(fastunwind.core.CoreFile, name)
+    assert "Thread" in vars(stacks) and "ProcessSnapshot" in vars(stacks)
 
 
 @pytest.mark.parametrize("shim, home, documented", [

@@ -31,6 +31,14 @@ def test_the_backtrace_path_imports_none_of_the_heavy_modules():
 
 
 
+def test_the_core_path_imports_none_of_the_heavy_modules():
+    """`fastunwind core FILE` (text) imports what it needs to read the core, walk and name its threads."""
+    probe = ("import sys, fastunwind.cli, fastunwind.commands.core, fastunwind.core, fastunwind.stacks\n"
+             f"print(' '.join(m for m in {KEPT_OUT!r} if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
+    assert loaded == []
+
+
 def test_the_perf_script_path_compiles_no_annotations():
     probe = ("import typing\n"
              "made = []\n"

@@ -9,24 +9,24 @@ import array
 
 from fastunwind import _core
 from tests.support.cfi_builder import (EH_FRAME, PE_absptr, FrameSection, advance_loc, def_cfa, def_cfa_offset, offset,
-                                      undefined)
+                                      gnu_args_size, restore, undefined)
 
 CODE_START = 0x1000
 # push rbx; pop rbx; ret (4 bytes: 0x1000..0x1003), then push rbp; sub rsp,8; ud2 (a .cold-like part)
 CODE = bytes.fromhex("53 5b c3 90 55 4883ec08 0f0b")
 
 
-def check(fdes: list[tuple[int, int, list[bytes]]], function_entries: tuple[int, ...] = (), code: bytes = CODE
-          ) -> dict[int, tuple[int, str, tuple[tuple[int, int, str, str], ...]]]:
-    return {begin: (verdict, reason, findings)
-            for begin, (verdict, reason, findings, _fields) in check_with_fields(fdes, function_entries, code).items()}
+def check(fdes: list[tuple[int, int, list[bytes]]], function_entries: tuple[int, ...] = (), code: bytes = CODE,
+          foreign_entries: tuple[int, ...] = ()) -> dict[int, tuple[int, str, tuple[tuple[int, int, str, str], ...]]]:
+    return {begin: (verdict, reason, findings) for begin, (verdict, reason, findings, _fields)
+            in check_with_fields(fdes, function_entries, code, foreign_entries=foreign_entries).items()}
 
 
 def check_with_fields(fdes: list[tuple[int, int, list[bytes]]], function_entries: tuple[int, ...] = (),
-                      code: bytes = CODE, work: array.array[int] | None = None
+                      code: bytes = CODE, work: array.array[int] | None = None, foreign_entries: tuple[int, ...] = ()
                       ) -> dict[int, tuple[int, str, tuple[tuple[int, int, str, str], ...], dict[str, int]]]:
     """Per FDE start: verdict, reason, findings and the result's fields by name; `work` counts the
-    decoded instructions interpreted."""
+    decoded instructions interpreted; `foreign_entries`: addresses other FDEs enter."""
     work = array.array("Q", [0]) if work is None else work
     section = FrameSection(EH_FRAME, address=0x8000)
     cie = section.cie(augmentation="zR", fde_encoding=PE_absptr, instructions=[def_cfa(7, 8), offset(16, 1)])
@@ -34,9 +34,10 @@ def check_with_fields(fdes: list[tuple[int, int, list[bytes]]], function_entries
         section.fde(cie, pc_begin=begin, pc_range=size, instructions=instructions)
     table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
     entries = [i for i in range(table.entry_count) if table.entry(i)["kind"] == 1]
-    results, details, _uncovered, _called = _core.check_fdes(
+    results, details, _uncovered, _called, _foreign = _core.check_fdes(
         table, array.array("I", entries).tobytes(), [(CODE_START, code)], [(CODE_START, code)], b"",
-        array.array("Q", function_entries).tobytes(), table, None, work)
+        array.array("Q", function_entries).tobytes(), table, None, work,
+        array.array("Q", sorted(foreign_entries)).tobytes())
     fields = array.array("I", results)
     by_begin = {}
     for position, entry in enumerate(entries):
@@ -145,3 +146,40 @@ def test_work_limit_makes_the_remaining_fdes_undecided() -> None:
     work = array.array("Q", [_core.CHECK_MAX_FILE_INSTRUCTIONS])
     verdict, reason, _findings, _fields = check_with_fields([(0x1000, 3, rows)], work=work)[0x1000]
     assert verdict == _core.CHECK_UNDECIDED and reason.startswith("work limit: ")
+
+
+def test_unreached_code_is_undecided_until_something_enters_it() -> None:
+    # jmp 1f; push rbx; pop rbx; 1: ret -- the push and pop are reached only by a jump from elsewhere
+    code = bytes.fromhex("eb02 53 5b c3")
+    cfi = [advance_loc(3), def_cfa_offset(16), offset(3, 2), advance_loc(1), def_cfa_offset(8), restore(3)]
+    verdict, reason, _findings = check([(0x1000, 5, cfi)], code=code)[0x1000]
+    assert verdict == _core.CHECK_UNDECIDED
+    assert reason == "2 instructions no path reaches were not checked (the first at 0x1002)"
+    verdict, reason, findings = check([(0x1000, 5, cfi)], code=code, foreign_entries=(0x1002,))[0x1000]
+    assert verdict == _core.CHECK_AGREE, (reason, findings)
+    wrong = [advance_loc(3), def_cfa_offset(24), offset(3, 2), advance_loc(1), def_cfa_offset(8), restore(3)]
+    verdict, _reason, findings = check([(0x1000, 5, wrong)], code=code, foreign_entries=(0x1002,))[0x1000]
+    assert verdict == _core.CHECK_MISMATCH and findings[0][0] == 0x1003, "checked from the entry's declared row"
+
+
+def test_landing_pad_entered_with_the_pushed_arguments_popped() -> None:
+    # push rbx; push rax; push rax (two arguments); call; add rsp,16; pop rbx; ret; pad: pop rbx; ret
+    # and the LSDA (at 0x1020, in the same segment): the call's range [3, 8) lands at the pad, 0x100e
+    code = bytes.fromhex("53 50 50 e8f80f0000 4883c410 5b c3 5b c3").ljust(0x20, b"\xcc") + bytes.fromhex(
+        "ff ff 01 04 03 05 0e 00")
+    section = FrameSection(EH_FRAME, address=0x8000)
+    cie = section.cie(augmentation="zLR", fde_encoding=PE_absptr, lsda_encoding=PE_absptr,
+                      instructions=[def_cfa(7, 8), offset(16, 1)])
+    rows = [advance_loc(1), def_cfa_offset(16), offset(3, 2), advance_loc(1), def_cfa_offset(24), advance_loc(1),
+            def_cfa_offset(32), gnu_args_size(16), advance_loc(9), def_cfa_offset(16), gnu_args_size(0),
+            advance_loc(1), def_cfa_offset(8), restore(3), advance_loc(1), def_cfa_offset(16), offset(3, 2),
+            advance_loc(1), def_cfa_offset(8), restore(3)]
+    section.fde(cie, pc_begin=0x1000, pc_range=0x10, lsda=0x1020, instructions=rows)
+    table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
+    entry = next(i for i in range(table.entry_count) if table.entry(i)["kind"] == 1)
+    results, details, _uncovered, _called, _foreign = _core.check_fdes(
+        table, array.array("I", [entry]).tobytes(), [(CODE_START, code)], [(CODE_START, code)], b"", b"", table,
+        None, array.array("Q", [0]))
+    fields = dict(zip(_core.CHECK_RESULT_FIELD_NAMES, array.array("I", results)))
+    assert fields["verdict"] == _core.CHECK_AGREE, details
+    assert fields["unreached"] == 0 and fields["agree"] == 9, "the pad's two instructions are checked too"

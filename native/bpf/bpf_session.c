@@ -1,0 +1,363 @@
+/* bpf_session: load, attach, fill and drain the in-kernel unwinder (bpf_session.h). */
+#define _GNU_SOURCE
+#include "bpf_session.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "unwind.skel.h" /* generated: bpftool gen skeleton (setup.py) */
+
+typedef struct process_slot {
+    uint32_t pid;
+    bool used;
+} process_slot;
+
+struct fu_bpf_session {
+    struct fu_unwind *skel;
+    struct bpf_link **links;
+    int *events;
+    int event_count;
+    /* the table maps, mmap'd */
+    fu_bpf_rule *rules;
+    fu_bpf_slot *slots;
+    fu_bpf_module *modules;
+    size_t rules_size, slots_size, modules_size;
+    uint32_t rules_loaded; /* dictionary entries already in the map */
+    fu_bpf_rules dictionary;
+    fu_bpf_ring ring;
+    uint32_t generation[FU_BPF_MAX_MODULES];
+    process_slot processes[FU_BPF_MAX_PROCESSES];
+    /* freed process slots are reused last-freed-last (a walk may still read a slot just replaced) */
+    uint32_t free_slots[FU_BPF_MAX_PROCESSES];
+    uint32_t free_head, free_count;
+    fu_bpf_process scratch;
+    uint64_t kernel[FU_BPF_KERNEL_MAX_FRAMES];
+};
+
+static fu_status bpf_failed(fu_error *err, const char *what, int error)
+{
+    if (error < 0)
+        error = -error;
+    return fu_fail(err, FU_ERR_BPF, "%s: %s", what, strerror(error ? error : EINVAL));
+}
+
+static void *map_memory(struct bpf_map *map, size_t *size, fu_error *err)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t bytes = (size_t)bpf_map__value_size(map) * bpf_map__max_entries(map);
+    bytes = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+    if (p == MAP_FAILED) {
+        bpf_failed(err, "mapping a BPF map into memory", errno);
+        return NULL;
+    }
+    *size = bytes;
+    return p;
+}
+
+fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool sample_all, fu_error *err)
+{
+    *out = NULL;
+    if (slot_capacity == 0)
+        return fu_fail(err, FU_ERR_INVALID, "the BPF tables need at least one slot");
+    fu_bpf_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+    s->ring.capacity = slot_capacity;
+    for (uint32_t i = 0; i < FU_BPF_MAX_PROCESSES; i++)
+        s->free_slots[i] = i;
+    s->free_count = FU_BPF_MAX_PROCESSES;
+    libbpf_set_print(NULL); /* the errors are returned, not printed */
+    s->skel = fu_unwind__open();
+    if (!s->skel) {
+        fu_status st = bpf_failed(err, "opening the BPF unwinder", errno);
+        free(s);
+        return st;
+    }
+    s->skel->rodata->sample_all = sample_all;
+    int e = bpf_map__set_max_entries(s->skel->maps.slots, slot_capacity);
+    if (e) {
+        fu_bpf_session_close(s);
+        return bpf_failed(err, "sizing the BPF table map", e);
+    }
+    e = fu_unwind__load(s->skel);
+    if (e) {
+        fu_bpf_session_close(s);
+        return bpf_failed(err, "loading the BPF unwinder (the verifier or the kernel refused it)", e);
+    }
+    if (!(s->rules = map_memory(s->skel->maps.rules, &s->rules_size, err)) ||
+        !(s->slots = map_memory(s->skel->maps.slots, &s->slots_size, err)) ||
+        !(s->modules = map_memory(s->skel->maps.modules, &s->modules_size, err))) {
+        fu_bpf_session_close(s);
+        return FU_ERR_BPF;
+    }
+    *out = s;
+    return FU_OK;
+}
+
+fu_status fu_bpf_session_scope(fu_bpf_session *s, uint32_t pid, fu_error *err)
+{
+    uint32_t one = 1;
+    int e = bpf_map_update_elem(bpf_map__fd(s->skel->maps.scope), &pid, &one, BPF_ANY);
+    return e ? bpf_failed(err, "adding a process to the BPF scope", e) : FU_OK;
+}
+
+fu_status fu_bpf_session_attach(fu_bpf_session *s, uint64_t frequency, fu_error *err)
+{
+    if (frequency == 0)
+        return fu_fail(err, FU_ERR_INVALID, "the sampling frequency must be above 0");
+    if (s->links)
+        return fu_fail(err, FU_ERR_INVALID, "the BPF unwinder is attached already");
+    int cpus = libbpf_num_possible_cpus();
+    if (cpus <= 0)
+        return bpf_failed(err, "counting the CPUs", cpus);
+    s->links = calloc((size_t)cpus, sizeof *s->links);
+    s->events = calloc((size_t)cpus, sizeof *s->events);
+    if (!s->links || !s->events)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+    struct perf_event_attr attr = {
+        .type = PERF_TYPE_SOFTWARE,
+        .size = sizeof attr,
+        .config = PERF_COUNT_SW_CPU_CLOCK,
+        .sample_freq = frequency,
+        .freq = 1,
+    };
+    for (int cpu = 0; cpu < cpus; cpu++) {
+        int fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ENODEV) /* a possible CPU that is offline */
+                continue;
+            return bpf_failed(err, "perf_event_open (cpu-clock, one per CPU)", errno);
+        }
+        s->events[s->event_count] = fd;
+        struct bpf_link *link = bpf_program__attach_perf_event(s->skel->progs.sample, fd);
+        if (!link) {
+            int e = errno;
+            close(fd);
+            return bpf_failed(err, "attaching the BPF unwinder to a perf event", e);
+        }
+        s->links[s->event_count++] = link;
+    }
+    return FU_OK;
+}
+
+static void set_generation(fu_bpf_session *s, uint32_t id, uint32_t generation)
+{
+    __atomic_store_n(&s->modules[id].generation, generation, __ATOMIC_RELEASE);
+    s->generation[id] = generation;
+}
+
+fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *t, uint32_t *id, uint32_t *generation,
+                                     fu_error *err)
+{
+    uint32_t count = fu_bpf_module_slot_count(t);
+    if (count == 0)
+        return fu_fail(err, FU_ERR_INVALID, "an empty compact table has nothing to load");
+    if (count > s->ring.capacity)
+        return fu_fail(err, FU_ERR_INVALID, "a table of %u slots does not fit the %u of the BPF map", count,
+                       s->ring.capacity);
+    fu_bpf_slot *staged = malloc(sizeof *staged * count);
+    if (!staged)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+    fu_bpf_module module;
+    fu_status st = fu_bpf_layout_module(t, &s->dictionary, staged, &module, err);
+    uint32_t evicted[FU_BPF_MAX_MODULES + 1], evicted_count = 0, first = 0, new_id = 0;
+    if (st == FU_OK)
+        st = fu_bpf_ring_place(&s->ring, count, &first, &new_id, evicted, &evicted_count, err);
+    if (st != FU_OK) {
+        free(staged);
+        return st;
+    }
+    /* new rules first: rows never name a rule the map lacks */
+    for (; s->rules_loaded < s->dictionary.count; s->rules_loaded++)
+        s->rules[s->rules_loaded] = s->dictionary.rules[s->rules_loaded];
+    /* the evicted modules and the reused id turn odd (being written) before their slots change */
+    for (uint32_t i = 0; i < evicted_count; i++)
+        if (!(s->generation[evicted[i]] & 1))
+            set_generation(s, evicted[i], s->generation[evicted[i]] + 1);
+    if (!(s->generation[new_id] & 1))
+        set_generation(s, new_id, s->generation[new_id] + 1);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    memcpy(&s->slots[first], staged, sizeof *staged * count);
+    free(staged);
+    module.first_slot = first;
+    module.generation = s->generation[new_id];
+    s->modules[new_id] = module;
+    s->ring.modules[new_id] = module;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    set_generation(s, new_id, s->generation[new_id] + 1);
+    *id = new_id;
+    *generation = s->generation[new_id];
+    return FU_OK;
+}
+
+bool fu_bpf_session_module_loaded(const fu_bpf_session *s, uint32_t id, uint32_t generation)
+{
+    return id < FU_BPF_MAX_MODULES && s->generation[id] == generation && !(generation & 1);
+}
+
+static int find_process(const fu_bpf_session *s, uint32_t pid)
+{
+    for (int i = 0; i < FU_BPF_MAX_PROCESSES; i++)
+        if (s->processes[i].used && s->processes[i].pid == pid)
+            return i;
+    return -1;
+}
+
+static void release_slot(fu_bpf_session *s, uint32_t slot)
+{
+    s->processes[slot].used = false;
+    s->free_slots[(s->free_head + s->free_count++) % FU_BPF_MAX_PROCESSES] = slot;
+}
+
+fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_bpf_mapping *mappings, uint32_t count,
+                                     fu_error *err)
+{
+    if (count > FU_BPF_MAX_MAPPINGS)
+        return fu_fail(err, FU_ERR_INVALID, "%u mappings: the BPF unwinder holds at most %u per process", count,
+                       FU_BPF_MAX_MAPPINGS);
+    for (uint32_t i = 1; i < count; i++)
+        if (mappings[i].start < mappings[i - 1].end)
+            return fu_fail(err, FU_ERR_INVALID, "mappings must be sorted and disjoint");
+    if (s->free_count == 0)
+        return fu_fail(err, FU_ERR_INVALID, "the BPF unwinder holds at most %u processes", FU_BPF_MAX_PROCESSES);
+    /* the new mappings go to a fresh slot, then the pid points at it: a walk sees the old or the new */
+    uint32_t slot = s->free_slots[s->free_head];
+    memset(&s->scratch, 0, sizeof s->scratch);
+    s->scratch.count = count;
+    memcpy(s->scratch.mappings, mappings, sizeof *mappings * count);
+    int e = bpf_map_update_elem(bpf_map__fd(s->skel->maps.processes), &slot, &s->scratch, BPF_ANY);
+    if (!e)
+        e = bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &pid, &slot, BPF_ANY);
+    if (e)
+        return bpf_failed(err, "writing a process's mappings", e);
+    s->free_head = (s->free_head + 1) % FU_BPF_MAX_PROCESSES;
+    s->free_count--;
+    int old = find_process(s, pid);
+    if (old >= 0)
+        release_slot(s, (uint32_t)old);
+    s->processes[slot] = (process_slot){.pid = pid, .used = true};
+    return FU_OK;
+}
+
+void fu_bpf_session_forget_process(fu_bpf_session *s, uint32_t pid)
+{
+    bpf_map_delete_elem(bpf_map__fd(s->skel->maps.pids), &pid);
+    int slot = find_process(s, pid);
+    if (slot >= 0)
+        release_slot(s, (uint32_t)slot);
+}
+
+size_t fu_bpf_session_take_missing(fu_bpf_session *s, uint32_t *pids, size_t cap)
+{
+    int fd = bpf_map__fd(s->skel->maps.missing);
+    size_t n = 0;
+    uint32_t key;
+    /* take the first key each time: the keys taken are deleted */
+    for (size_t bound = 0; n < cap && bound < FU_BPF_MAX_PROCESSES; bound++) {
+        if (bpf_map_get_next_key(fd, NULL, &key))
+            break;
+        bpf_map_delete_elem(fd, &key);
+        pids[n++] = key;
+    }
+    return n;
+}
+
+fu_status fu_bpf_session_drain(fu_bpf_session *s, fu_bpf_stack_fn fn, void *context, fu_error *err)
+{
+    int stacks = bpf_map__fd(s->skel->maps.stacks), kstacks = bpf_map__fd(s->skel->maps.kstacks);
+    fu_bpf_stack key;
+    for (uint32_t bound = 0; bound <= FU_BPF_MAX_STACKS; bound++) {
+        if (bpf_map_get_next_key(stacks, NULL, &key))
+            return FU_OK;
+        uint64_t samples = 0;
+        if (bpf_map_lookup_and_delete_elem(stacks, &key, &samples))
+            continue; /* taken meanwhile */
+        uint32_t kernel_count = 0;
+        if (key.kernel_stack >= 0) {
+            uint32_t id = (uint32_t)key.kernel_stack;
+            memset(s->kernel, 0, sizeof s->kernel);
+            if (bpf_map_lookup_elem(kstacks, &id, s->kernel) == 0)
+                while (kernel_count < FU_BPF_KERNEL_MAX_FRAMES && s->kernel[kernel_count])
+                    kernel_count++;
+        }
+        if (!fn(context, &key, samples, s->kernel, kernel_count))
+            return fu_fail(err, FU_ERR_INVALID, "draining the stacks stopped");
+    }
+    return FU_OK;
+}
+
+fu_status fu_bpf_session_counters(fu_bpf_session *s, uint64_t *out, fu_error *err)
+{
+    int cpus = libbpf_num_possible_cpus();
+    if (cpus <= 0)
+        return bpf_failed(err, "counting the CPUs", cpus);
+    uint64_t *per_cpu = calloc((size_t)cpus, sizeof *per_cpu);
+    if (!per_cpu)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+    int fd = bpf_map__fd(s->skel->maps.counters);
+    for (uint32_t i = 0; i < FU_BPF_COUNTER_COUNT; i++) {
+        out[i] = 0;
+        if (bpf_map_lookup_elem(fd, &i, per_cpu) == 0)
+            for (int c = 0; c < cpus; c++)
+                out[i] += per_cpu[c];
+    }
+    free(per_cpu);
+    return FU_OK;
+}
+
+fu_status fu_bpf_session_run_time(fu_bpf_session *s, uint64_t *run_ns, uint64_t *runs, fu_error *err)
+{
+    struct bpf_prog_info info;
+    uint32_t size = sizeof info;
+    memset(&info, 0, sizeof info);
+    int e = bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sample), &info, &size);
+    if (e)
+        return bpf_failed(err, "reading the BPF program's statistics", e);
+    *run_ns = info.run_time_ns;
+    *runs = info.run_cnt;
+    return FU_OK;
+}
+
+uint64_t fu_bpf_session_table_bytes(const fu_bpf_session *s)
+{
+    return s->rules_size + s->slots_size + s->modules_size;
+}
+
+uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s)
+{
+    uint64_t used = 0;
+    for (uint32_t i = 0; i < s->ring.module_count; i++)
+        used += s->ring.modules[i].page_count + s->ring.modules[i].row_count;
+    return (uint32_t)used;
+}
+
+void fu_bpf_session_close(fu_bpf_session *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->event_count; i++) {
+        bpf_link__destroy(s->links[i]);
+        close(s->events[i]);
+    }
+    free(s->links);
+    free(s->events);
+    if (s->rules)
+        munmap(s->rules, s->rules_size);
+    if (s->slots)
+        munmap(s->slots, s->slots_size);
+    if (s->modules)
+        munmap(s->modules, s->modules_size);
+    fu_unwind__destroy(s->skel);
+    fu_bpf_rules_free(&s->dictionary);
+    fu_bpf_ring_free(&s->ring);
+    free(s);
+}

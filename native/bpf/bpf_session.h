@@ -1,0 +1,49 @@
+/* bpf_session: the user-space side of the in-kernel unwinder (unwind.bpf.c): loads the program
+ * (libbpf, the skeleton bpftool generates), attaches it to a cpu-clock perf event on every CPU,
+ * fills its maps (bpf_layout.h) with compact tables and process mappings, and drains the stacks it
+ * counted. Closing detaches everything; so does the process's exit (every object is an fd). */
+#ifndef FASTUNWIND_BPF_SESSION_H
+#define FASTUNWIND_BPF_SESSION_H
+
+#include "bpf_layout.h"
+#include "error.h"
+
+#define FU_BPF_KERNEL_MAX_FRAMES 127 /* a kstacks entry (PERF_MAX_STACK_DEPTH) */
+
+typedef struct fu_bpf_session fu_bpf_session;
+
+/* Loads the program and its maps (the slots map of `slot_capacity` 8-byte slots: the bound on the
+ * tables' map memory). FU_ERR_BPF: the kernel refused (its errno in the message). */
+fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool sample_all, fu_error *err);
+/* Adds a process (and, from its first sample, its children) to those sampled. */
+fu_status fu_bpf_session_scope(fu_bpf_session *s, uint32_t pid, fu_error *err);
+/* Attaches to a cpu-clock event at `frequency` Hz on every online CPU. */
+fu_status fu_bpf_session_attach(fu_bpf_session *s, uint64_t frequency, fu_error *err);
+/* Loads a compact table, evicting the oldest modules if the slots are short; *id and *generation
+ * name it in a mapping. */
+fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *t, uint32_t *id, uint32_t *generation,
+                                     fu_error *err);
+/* Whether module `id` of `generation` is still loaded (not evicted). */
+bool fu_bpf_session_module_loaded(const fu_bpf_session *s, uint32_t id, uint32_t generation);
+/* Sets a process's executable mappings (sorted by start, at most FU_BPF_MAX_MAPPINGS). */
+fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_bpf_mapping *mappings, uint32_t count,
+                                     fu_error *err);
+void fu_bpf_session_forget_process(fu_bpf_session *s, uint32_t pid);
+/* Takes (and clears) up to `cap` pids sampled without mappings; returns how many. */
+size_t fu_bpf_session_take_missing(fu_bpf_session *s, uint32_t *pids, size_t cap);
+
+/* One drained stack, with its kernel frames (the leaf first). */
+typedef bool (*fu_bpf_stack_fn)(void *context, const fu_bpf_stack *stack, uint64_t samples, const uint64_t *kernel,
+                                uint32_t kernel_count);
+/* Hands every counted stack to `fn` and removes it from the map (false from fn stops: FU_ERR_INVALID). */
+fu_status fu_bpf_session_drain(fu_bpf_session *s, fu_bpf_stack_fn fn, void *context, fu_error *err);
+/* The counters summed over the CPUs (FU_BPF_COUNTER_COUNT of them). */
+fu_status fu_bpf_session_counters(fu_bpf_session *s, uint64_t *out, fu_error *err);
+/* The program's run time and runs (kernel.bpf_stats_enabled must be 1 for them to count). */
+fu_status fu_bpf_session_run_time(fu_bpf_session *s, uint64_t *run_ns, uint64_t *runs, fu_error *err);
+/* Bytes of the maps holding tables (rules, slots, modules). */
+uint64_t fu_bpf_session_table_bytes(const fu_bpf_session *s);
+uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s);
+void fu_bpf_session_close(fu_bpf_session *s);
+
+#endif

@@ -1,0 +1,539 @@
+/* The in-kernel unwinder: at each sample of a perf event (cpu-clock, one per CPU) walks the user
+ * stack of the interrupted process from the compact tables user space loaded into the maps of
+ * bpf_layout.h, reading the stack only with bpf_probe_read_user, and counts the stack (its user
+ * frames, kernel stack id and outcome) in the `stacks` map. Nothing of the stack's contents leaves
+ * the kernel but return addresses.
+ *
+ * One frame is one bpf_loop iteration (step): find the mapping (binary search over the process's
+ * sorted mappings), the module's row (the page index, then a binary search over that page's rows),
+ * apply the rule (CFA from rsp, rbp or another known register, the PLT expression, the DRAP deref,
+ * the signal context), read the return address and rbp. Where no row covers the PC the frame
+ * pointer is followed; a row the compact table leaves to the DWARF interpreter ends the walk as
+ * FU_BPF_SLOW_ROW. Every loop has a constant bound. */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+typedef __u8 uint8_t;
+typedef __s8 int8_t;
+typedef __u32 uint32_t;
+typedef __s32 int32_t;
+typedef __u64 uint64_t;
+#include "bpf_layout.h"
+
+/* bpf_probe_read_user is offered to GPL-compatible programs only */
+char LICENSE[] SEC("license") = "GPL";
+
+/* set by user space before loading: sample every process (else those of `scope`) */
+const volatile bool sample_all = false;
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, FU_BPF_MAX_RULES);
+    __type(key, __u32);
+    __type(value, fu_bpf_rule);
+    __uint(map_flags, BPF_F_MMAPABLE);
+} rules SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, FU_BPF_DEFAULT_SLOTS); /* user space sets the bound before loading */
+    __type(key, __u32);
+    __type(value, fu_bpf_slot);
+    __uint(map_flags, BPF_F_MMAPABLE);
+} slots SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, FU_BPF_MAX_MODULES);
+    __type(key, __u32);
+    __type(value, fu_bpf_module);
+    __uint(map_flags, BPF_F_MMAPABLE);
+} modules SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, FU_BPF_MAX_PROCESSES);
+    __type(key, __u32);
+    __type(value, fu_bpf_process);
+} processes SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, FU_BPF_MAX_PROCESSES);
+    __type(key, __u32);
+    __type(value, __u32);
+} pids SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, FU_BPF_MAX_PROCESSES);
+    __type(key, __u32);
+    __type(value, __u32);
+} scope SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, FU_BPF_MAX_PROCESSES);
+    __type(key, __u32);
+    __type(value, __u64);
+} missing SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, FU_BPF_MAX_STACKS);
+    __type(key, fu_bpf_stack);
+    __type(value, __u64);
+} stacks SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_STACK_TRACE);
+    __uint(max_entries, FU_BPF_KERNEL_STACKS);
+    __uint(key_size, sizeof(__u32));
+    __uint(value_size, 127 * sizeof(__u64));
+} kstacks SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, FU_BPF_COUNTER_COUNT);
+    __type(key, __u32);
+    __type(value, __u64);
+} counters SEC(".maps");
+
+/* DWARF register numbers the walk uses */
+#define REG_RBX 3
+#define REG_RBP 6
+#define REG_RSP 7
+#define REG_RA 16
+#define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
+#define REGISTERS 32 /* the array's size: a register number masked with 31 stays inside */
+#define CALLEE_SAVED ((1u << 3) | (1u << 6) | (1u << 12) | (1u << 13) | (1u << 14) | (1u << 15))
+
+/* The signal frame's save slots (compact_table.h fu_compact_signal_context), relative to the lowest
+ * one (FU_COMPACT_SIGNAL_CONTEXT_LOW = 40), read as one block of 136 bytes. */
+#define SIGNAL_LOW 40
+#define SIGNAL_WORDS 17
+
+/* Stack reads go through a window of the stack copied with one bpf_probe_read_user: each call costs
+ * ~70 ns here whatever its size up to a few KiB, and a window serves the next frames too (the walk
+ * moves up the stack). */
+#define WINDOW 1024
+#define WINDOW_BELOW 64
+#define PAGE 4096
+
+struct walk {
+    __u64 window_base;      /* the window holds [window_base, window_base + WINDOW) when window_ok */
+    __u64 window_end;       /* or, near the top of the stack, only up to here */
+    __u8 window[WINDOW + 8];
+    __u64 regs[REGISTERS]; /* DWARF numbering; REG_RA holds the IP */
+    __u32 known;           /* bit r: regs[r] is the caller's true value */
+    __u32 process;
+    __u8 outcome;
+    __u8 ip_is_return; /* look the IP up at IP - 1 (a return address) */
+    __u8 done;
+    __u64 signal[SIGNAL_WORDS];
+    fu_bpf_stack key;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct walk);
+} scratch SEC(".maps");
+
+/* Per CPU, direct-mapped: the rule found for (module, generation, svma). */
+#define RULE_CACHE 2048
+struct cached_rule {
+    __u64 svma;
+    __u32 module;
+    __u32 generation;
+    fu_bpf_rule rule;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, RULE_CACHE);
+    __type(key, __u32);
+    __type(value, struct cached_rule);
+} rule_cache SEC(".maps");
+
+static __always_inline void count_n(__u32 counter, __u64 n)
+{
+    __u64 *c = bpf_map_lookup_elem(&counters, &counter);
+    if (c)
+        *c += n;
+}
+
+static __always_inline void count(__u32 counter)
+{
+    count_n(counter, 1);
+}
+
+/* Reads the user word at addr into *out, from the window or by refilling it there; 0 or a
+ * bpf_probe_read_user error. */
+static __always_inline long read_user(struct walk *w, __u64 addr, __u64 *out)
+{
+    __u64 off = addr - w->window_base;
+    if (addr >= w->window_base && addr + 8 <= w->window_end && off <= WINDOW - 8) {
+        *out = *(__u64 *)(w->window + (off & (WINDOW - 1)));
+        return 0;
+    }
+    /* the whole window from a little below addr (a frame's rbp slot is read after its return
+     * address, 8 bytes lower) */
+    if (addr >= WINDOW_BELOW && bpf_probe_read_user(w->window, WINDOW, (void *)(addr - WINDOW_BELOW)) == 0) {
+        w->window_base = addr - WINDOW_BELOW;
+        w->window_end = w->window_base + WINDOW;
+        *out = *(__u64 *)(w->window + WINDOW_BELOW);
+        return 0;
+    }
+    /* else from addr to the end of its page (the top of the stack is a page end) */
+    __u64 size = PAGE - (addr & (PAGE - 1));
+    if (size > WINDOW)
+        size = WINDOW;
+    w->window_end = 0;
+    if (size < 8 || size > WINDOW)
+        return -1;
+    long e = bpf_probe_read_user(w->window, size, (void *)addr);
+    if (e)
+        return e;
+    w->window_base = addr;
+    w->window_end = addr + size;
+    *out = *(__u64 *)w->window;
+    return 0;
+}
+
+static __always_inline long finish(struct walk *w, __u8 outcome)
+{
+    w->outcome = outcome;
+    w->done = 1;
+    return 1;
+}
+
+/* Asks user space to (re)load the process's mappings. */
+static __always_inline void note_missing(__u32 tgid)
+{
+    __u64 one = 1, *seen = bpf_map_lookup_elem(&missing, &tgid);
+    if (seen)
+        __sync_fetch_and_add(seen, 1);
+    else
+        bpf_map_update_elem(&missing, &tgid, &one, BPF_NOEXIST);
+}
+
+/* The mapping covering pc, or NULL. */
+static __always_inline const fu_bpf_mapping *find_mapping(const fu_bpf_process *p, __u64 pc)
+{
+    __u32 n = p->count, lo = 0;
+    if (n == 0 || n > FU_BPF_MAX_MAPPINGS)
+        return NULL;
+    for (int i = 0; i < FU_BPF_MAPPING_SEARCH_STEPS && n > 1; i++) {
+        __u32 half = n / 2, mid = (lo + half) & (FU_BPF_MAX_MAPPINGS - 1);
+        if (p->mappings[mid].start <= pc)
+            lo = mid;
+        n -= half;
+    }
+    const fu_bpf_mapping *m = &p->mappings[lo & (FU_BPF_MAX_MAPPINGS - 1)];
+    return m->start <= pc && pc < m->end ? m : NULL;
+}
+
+/* Follows the frame pointer: CFA = rbp + 16, the return address at rbp + 8, the caller's rbp at rbp. */
+static __always_inline long frame_pointer_step(struct walk *w)
+{
+    __u64 bp = w->regs[REG_RBP], sp = w->regs[REG_RSP];
+    if (!(w->known & (1u << REG_RBP)) || bp < sp || (bp & 7) || bp == 0)
+        return finish(w, FU_BPF_NO_UNWIND_INFO);
+    __u64 saved[2];
+    if (read_user(w, bp, &saved[0]) || read_user(w, bp + 8, &saved[1]))
+        return finish(w, FU_BPF_UNREADABLE);
+    count(FU_BPF_COUNTER_FP_FRAMES);
+    w->regs[REG_RSP] = bp + 16;
+    w->regs[REG_RBP] = saved[0];
+    w->regs[REG_RA] = saved[1];
+    w->known &= CALLEE_SAVED | (1u << REG_RSP) | (1u << REG_RA);
+    w->ip_is_return = 1;
+    if (saved[1] == 0)
+        return finish(w, FU_BPF_NO_UNWIND_INFO); /* a frame-pointer chain does not prove an outermost frame */
+    return 0;
+}
+
+static __always_inline long signal_step(struct walk *w)
+{
+    __u64 sp = w->regs[REG_RSP];
+    if (bpf_probe_read_user(w->signal, sizeof w->signal, (void *)(sp + SIGNAL_LOW)))
+        return finish(w, FU_BPF_UNREADABLE);
+    /* (offset - 40) / 8 of fu_compact_signal_context, DWARF 0..16 */
+    w->regs[0] = w->signal[13];
+    w->regs[1] = w->signal[12];
+    w->regs[2] = w->signal[14];
+    w->regs[3] = w->signal[11];
+    w->regs[4] = w->signal[9];
+    w->regs[5] = w->signal[8];
+    w->regs[6] = w->signal[10];
+    w->regs[7] = w->signal[15];
+    w->regs[8] = w->signal[0];
+    w->regs[9] = w->signal[1];
+    w->regs[10] = w->signal[2];
+    w->regs[11] = w->signal[3];
+    w->regs[12] = w->signal[4];
+    w->regs[13] = w->signal[5];
+    w->regs[14] = w->signal[6];
+    w->regs[15] = w->signal[7];
+    w->regs[16] = w->signal[16];
+    w->known = (1u << 17) - 1;
+    w->ip_is_return = 0; /* the interrupted instruction itself */
+    return w->regs[REG_RA] == 0 ? finish(w, FU_BPF_END) : 0;
+}
+
+static long step(__u32 index, void *context)
+{
+    __u32 zero = 0;
+    struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+    if (!w)
+        return 1;
+    __u32 n = w->key.user_count;
+    if (n >= FU_BPF_MAX_FRAMES)
+        return finish(w, FU_BPF_FRAME_LIMIT);
+    __u64 ip = w->regs[REG_RA];
+    w->key.user[n] = ip;
+    w->key.user_count = n + 1;
+    __u64 pc = ip - (w->ip_is_return ? 1 : 0);
+
+    const fu_bpf_process *p = bpf_map_lookup_elem(&processes, &w->process);
+    if (!p)
+        return finish(w, FU_BPF_NO_PROCESS);
+    const fu_bpf_mapping *m = find_mapping(p, pc);
+    if (!m) {
+        note_missing(w->key.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
+        return frame_pointer_step(w);
+    }
+    if (m->module == FU_BPF_NO_MODULE)
+        return frame_pointer_step(w);
+    __u32 module_id = m->module, generation = m->generation;
+    __u64 svma = pc - m->bias;
+    const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
+    if (!mod)
+        return finish(w, FU_BPF_NO_TABLE);
+    if (READ_ONCE(mod->generation) != generation || (generation & 1))
+        return finish(w, FU_BPF_NO_TABLE);
+    if (svma < mod->base_svma || svma >= mod->end_svma)
+        return frame_pointer_step(w);
+    /* the rule of a PC walked recently on this CPU (the outer frames repeat from sample to sample)
+     * costs one cache line instead of the page index, the row search and the dictionary */
+    __u32 cache_index = (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (RULE_CACHE - 1));
+    struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
+    fu_bpf_rule rule;
+    if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
+        rule = cached->rule;
+    } else {
+        __u64 offset64 = svma - mod->base_svma;
+        __u32 offset = (__u32)offset64, page = (__u32)(offset64 >> FU_BPF_PAGE_SHIFT);
+        __u32 first = mod->first_slot, pages = mod->page_count, rows_at = first + pages;
+        if (page + 1 >= pages)
+            return finish(w, FU_BPF_NO_TABLE);
+        __u32 index0 = first + page, index1 = first + page + 1;
+        fu_bpf_slot *s0 = bpf_map_lookup_elem(&slots, &index0), *s1 = bpf_map_lookup_elem(&slots, &index1);
+        if (!s0 || !s1 || s1->start < s0->start || s1->start >= mod->row_count)
+            return finish(w, FU_BPF_NO_TABLE);
+        /* the last row whose start <= offset, in [s0->start, s1->start] (compact_table.h fu_compact_find) */
+        __u32 lo = s0->start, count_left = s1->start - s0->start + 1;
+        for (int i = 0; i < FU_BPF_ROW_SEARCH_STEPS && count_left > 1; i++) {
+            __u32 half = count_left / 2, at = rows_at + lo + half;
+            fu_bpf_slot *row = bpf_map_lookup_elem(&slots, &at);
+            if (!row)
+                return finish(w, FU_BPF_NO_TABLE);
+            if (row->start <= offset)
+                lo += half;
+            count_left -= half;
+        }
+        if (count_left > 1)
+            return finish(w, FU_BPF_NO_TABLE);
+        __u32 at = rows_at + lo;
+        fu_bpf_slot *row = bpf_map_lookup_elem(&slots, &at);
+        if (!row)
+            return finish(w, FU_BPF_NO_TABLE);
+        __u32 rule_id = row->rule;
+        fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
+        if (!found)
+            return finish(w, FU_BPF_NO_TABLE);
+        rule = *found;
+        if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
+            return finish(w, FU_BPF_NO_TABLE);
+        if (cached) {
+            cached->svma = svma;
+            cached->module = module_id;
+            cached->generation = generation;
+            cached->rule = rule;
+        }
+    }
+
+    __u64 sp = w->regs[REG_RSP], cfa;
+    __u32 reg = rule.cfa_register & (REGISTERS - 1);
+    switch (rule.cfa_kind) {
+    case FU_BPF_CFA_NO_INFO:
+        return frame_pointer_step(w);
+    case FU_BPF_CFA_SLOW:
+        return finish(w, FU_BPF_SLOW_ROW);
+    case FU_BPF_CFA_RSP:
+        cfa = sp + (__s64)rule.cfa_offset;
+        break;
+    case FU_BPF_CFA_RBP:
+        if (!(w->known & (1u << REG_RBP)))
+            return finish(w, FU_BPF_REGISTER_UNKNOWN);
+        cfa = w->regs[REG_RBP] + (__s64)rule.cfa_offset;
+        break;
+    case FU_BPF_CFA_REGISTER:
+        if (!(w->known & (1u << reg)))
+            return finish(w, FU_BPF_REGISTER_UNKNOWN);
+        cfa = w->regs[reg] + (__s64)rule.cfa_offset;
+        break;
+    case FU_BPF_CFA_PLT:
+        cfa = sp + 8 + ((ip & 15) >= 11 ? 8 : 0);
+        break;
+    case FU_BPF_CFA_DEREF:
+        if (!(w->known & (1u << reg)))
+            return finish(w, FU_BPF_REGISTER_UNKNOWN);
+        if (read_user(w, w->regs[reg] + (__s64)rule.cfa_offset, &cfa))
+            return finish(w, FU_BPF_UNREADABLE);
+        break;
+    case FU_BPF_CFA_SIGNAL_CONTEXT:
+        return signal_step(w);
+    default:
+        return finish(w, FU_BPF_NO_TABLE);
+    }
+    if (rule.ra_offset_by_8 == FU_BPF_KEEP || rule.ra_offset_by_8 == FU_BPF_UNDEFINED)
+        return finish(w, FU_BPF_END);
+    if (cfa <= sp)
+        return finish(w, FU_BPF_SP_BACKWARDS);
+    __u64 ra;
+    if (read_user(w, cfa + 8 * (__s64)rule.ra_offset_by_8, &ra))
+        return finish(w, FU_BPF_UNREADABLE);
+    /* rbp is read where saved; the other callee-saved registers become unknown where saved (a later
+     * rule that needs one ends the walk as FU_BPF_REGISTER_UNKNOWN rather than read it every frame) */
+    __u32 known = w->known & (CALLEE_SAVED | (1u << REG_RBP));
+    __s8 bp_slot = rule.saved_offset_by_8[1];
+    if (bp_slot == FU_BPF_UNDEFINED) {
+        known &= ~(1u << REG_RBP);
+    } else if (bp_slot != FU_BPF_KEEP) {
+        __u64 bp;
+        if (read_user(w, cfa + 8 * (__s64)bp_slot, &bp))
+            return finish(w, FU_BPF_UNREADABLE);
+        w->regs[REG_RBP] = bp;
+        known |= 1u << REG_RBP;
+    }
+    if (rule.saved_offset_by_8[0] != FU_BPF_KEEP)
+        known &= ~(1u << REG_RBX);
+    for (int i = 2; i < 6; i++)
+        if (rule.saved_offset_by_8[i] != FU_BPF_KEEP)
+            known &= ~(1u << (10 + i)); /* r12..r15 */
+    w->regs[REG_RSP] = cfa;
+    w->regs[REG_RA] = ra;
+    w->known = known | (1u << REG_RSP) | (1u << REG_RA);
+    w->ip_is_return = 1;
+    return ra == 0 ? finish(w, FU_BPF_END) : 0;
+}
+
+static __always_inline void load_registers(struct walk *w, const struct pt_regs *r)
+{
+    w->regs[0] = r->ax;
+    w->regs[1] = r->dx;
+    w->regs[2] = r->cx;
+    w->regs[3] = r->bx;
+    w->regs[4] = r->si;
+    w->regs[5] = r->di;
+    w->regs[6] = r->bp;
+    w->regs[7] = r->sp;
+    w->regs[8] = r->r8;
+    w->regs[9] = r->r9;
+    w->regs[10] = r->r10;
+    w->regs[11] = r->r11;
+    w->regs[12] = r->r12;
+    w->regs[13] = r->r13;
+    w->regs[14] = r->r14;
+    w->regs[15] = r->r15;
+    w->regs[16] = r->ip;
+    w->known = (1u << 17) - 1;
+}
+
+static __always_inline bool in_scope(__u32 tgid, struct task_struct *task)
+{
+    if (sample_all || bpf_map_lookup_elem(&scope, &tgid))
+        return true;
+    __u32 parent = BPF_CORE_READ(task, real_parent, tgid), one = 1;
+    if (parent == 0 || !bpf_map_lookup_elem(&scope, &parent))
+        return false;
+    bpf_map_update_elem(&scope, &tgid, &one, BPF_ANY); /* a child of a process in scope joins it */
+    return true;
+}
+
+SEC("perf_event")
+int sample(struct bpf_perf_event_data *ctx)
+{
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
+    struct task_struct *task = bpf_get_current_task_btf();
+    if (tgid == 0 || !in_scope(tgid, task))
+        return 0;
+    struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+    if (!w)
+        return 0;
+    count(FU_BPF_COUNTER_SAMPLES);
+    __builtin_memset(&w->key, 0, sizeof w->key);
+    w->key.pid = tgid;
+    /* the context is read in 8-byte words only (cs is a u16 in this kernel's pt_regs) */
+    __u64 cs = *(volatile __u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+    w->key.kernel_stack = (cs & 3) != 3 ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
+    w->done = 0;
+    w->window_end = 0;
+    w->outcome = FU_BPF_END;
+    w->ip_is_return = 0;
+    if (!BPF_CORE_READ(task, mm)) {
+        w->outcome = FU_BPF_KERNEL_ONLY;
+    } else {
+        struct pt_regs regs;
+        if (bpf_probe_read_kernel(&regs, sizeof regs, (void *)bpf_task_pt_regs(task)) || (regs.cs & 3) != 3) {
+            w->outcome = FU_BPF_KERNEL_ONLY;
+        } else {
+            load_registers(w, &regs);
+            __u32 *slot = bpf_map_lookup_elem(&pids, &tgid), space = tgid;
+            /* a child that has not exec'd since fork has its parent's mappings: it is walked with
+             * them (and not loaded: a forking server's children are many and short-lived) */
+            if (!slot && BPF_CORE_READ(task, self_exec_id) == BPF_CORE_READ(task, parent_exec_id)) {
+                space = BPF_CORE_READ(task, real_parent, tgid);
+                slot = bpf_map_lookup_elem(&pids, &space);
+            }
+            if (!slot) {
+                space = tgid;
+                note_missing(tgid);
+            }
+            w->key.space_pid = space;
+            if (!slot) {
+                w->key.user[0] = regs.ip;
+                w->key.user_count = 1;
+                w->outcome = FU_BPF_NO_PROCESS;
+            } else {
+                w->process = *slot;
+                __u64 start = bpf_ktime_get_ns();
+                bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
+                count_n(FU_BPF_COUNTER_WALK_NS, bpf_ktime_get_ns() - start);
+                count(FU_BPF_COUNTER_WALKED_SAMPLES);
+                count_n(FU_BPF_COUNTER_FRAMES, w->key.user_count);
+                if (!w->done)
+                    w->outcome = FU_BPF_FRAME_LIMIT;
+            }
+        }
+    }
+    w->key.outcome = w->outcome;
+    count(FU_BPF_COUNTER_OUTCOME + (w->outcome < FU_BPF_OUTCOME_COUNT ? w->outcome : 0));
+    __u64 one = 1, *c = bpf_map_lookup_elem(&stacks, &w->key);
+    if (c) {
+        __sync_fetch_and_add(c, 1);
+    } else if (bpf_map_update_elem(&stacks, &w->key, &one, BPF_NOEXIST)) {
+        c = bpf_map_lookup_elem(&stacks, &w->key);
+        if (c)
+            __sync_fetch_and_add(c, 1);
+        else
+            count(FU_BPF_COUNTER_STACKS_DROPPED);
+    }
+    return 0;
+}

@@ -1,0 +1,319 @@
+"""Profiles unwound in the kernel: the BPF unwinder (native/bpf) walks each sample's user stack from
+the compact tables loaded into its maps and counts whole stacks; this module keeps those maps in step
+with the processes sampled and names the frames.
+
+A process is loaded (its executable mappings, and the compact table of each module not loaded yet,
+by cache key) when it enters the scope, when the kernel reports it sampled without mappings, and
+again whenever its /proc/PID/maps changes (exec, dlopen), checked every RESCAN_SECONDS; an exited
+process is forgotten. The tables share one map of `slot_capacity` slots: when it is short, the
+oldest modules are evicted (their processes are reloaded at the next rescan).
+
+Stacks arrive counted (one entry per distinct stack and outcome), so the Python work here is per
+distinct stack and per distinct address, never per sample.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import IO, NamedTuple
+
+from fastunwind import _core
+from fastunwind.address_space import ImageCache, Mapping, ModuleImage, parse_proc_maps
+from fastunwind._core import SymbolTable
+from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
+
+RESCAN_SECONDS = 0.5
+#: how often the kernel's reports of processes without (current) mappings are taken: one syscall
+#: when there is none, and the sooner a process is reloaded the fewer samples miss its tables
+MISSING_SECONDS = 0.02
+#: how often the kernel's counted stacks are taken (the stacks map holds 65536 distinct stacks)
+DRAIN_SECONDS = 0.1
+NO_MODULE = 0xFFFFFFFF
+END = _core.BPF_OUTCOMES.index("end")
+
+
+class BpfStack(NamedTuple):
+    pid: int
+    space_pid: int  #: the process whose mappings the walk used (a fork child's parent until it is loaded)
+    outcome: str
+    user: tuple[int, ...]  #: the leaf's IP, then return addresses
+    kernel: tuple[int, ...]  #: the leaf first
+
+
+class _Process:
+    def __init__(self, pid: int, maps_text: str, mappings: list[Mapping], comm: str) -> None:
+        self.pid = pid
+        self.maps_text = maps_text
+        self.mappings = mappings
+        self.earlier: list[list[Mapping]] = []  #: mappings replaced since (an exec, a dlclose), newest first
+        self.comm = comm
+        self.module_keys: list[tuple[int, int]] = []
+
+
+class BpfProfile:
+    """What a recording counted: its stacks, the kernel's counters and the processes' mappings."""
+
+    def __init__(self, stacks: Counter[BpfStack], counters: dict[str, int], outcomes: dict[str, int],
+                 processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int, slots_used: int,
+                 rows_loaded: int, modules_loaded: int, modules_without_table: int) -> None:
+        self.stacks = stacks
+        self.counters = counters
+        self.outcomes = outcomes
+        self._processes = processes
+        self.run_ns = run_ns
+        self.runs = runs
+        self.table_bytes = table_bytes
+        self.slots_used = slots_used
+        self.rows_loaded = rows_loaded
+        self.modules_loaded = modules_loaded
+        self.modules_without_table = modules_without_table
+        self._symbols: dict[str, SymbolTable | None] = {}
+        self._kernel: SymbolTable | None = None
+        self._names: dict[tuple[int, int, bool], str] = {}
+
+    @property
+    def samples(self) -> int:
+        return sum(self.stacks.values())
+
+    def user_samples(self) -> tuple[int, int]:
+        """(samples with a user stack, of which complete)."""
+        user = sum(n for s, n in self.stacks.items() if s.outcome != "kernel_only")
+        return user, sum(n for s, n in self.stacks.items() if s.outcome == "end")
+
+    def comm(self, pid: int, space_pid: int | None = None) -> str:
+        """The process's command name; a process never loaded has its parent's (`space_pid`), as it forked."""
+        process = self._processes.get(pid) or self._processes.get(space_pid if space_pid is not None else pid)
+        return process.comm if process else str(pid)
+
+    def _symbol_table(self, image: ModuleImage) -> SymbolTable | None:
+        if image.path not in self._symbols:
+            self._symbols[image.path] = symbol_table_for_file(image.elf)
+        return self._symbols[image.path]
+
+    def user_name(self, pid: int, address: int, is_return: bool) -> str:
+        """The function at `address` of process `pid` (a return address is looked up at address - 1),
+        or "[unknown MODULE]"."""
+        key = (pid, address, is_return)
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = self._name_user(pid, address - 1 if is_return else address)
+        return name
+
+    def _name_user(self, pid: int, address: int) -> str:
+        process = self._processes.get(pid)
+        spaces = [process.mappings, *process.earlier] if process else []
+        mapping = next((m for space in spaces for m in space if m.start <= address < m.end), None)
+        if mapping is None:
+            return "[unknown]"
+        table = self._symbol_table(mapping.image) if mapping.image else None
+        found = table.lookup(address - mapping.bias) if table else None
+        return found[0] if found else f"[unknown {os.path.basename(mapping.path)}]"
+
+    def kernel_name(self, address: int) -> str:
+        if self._kernel is None:
+            self._kernel = kernel_symbol_table()
+        key = (0, address, False)
+        name = self._names.get(key)
+        if name is None:
+            found = self._kernel.lookup(address) if self._kernel.usable else None
+            name = self._names[key] = found[0] if found else "[unknown [kernel.kallsyms]]"
+        return name
+
+    def frames(self, stack: BpfStack) -> list[str]:
+        """The stack's names from the outermost frame to the leaf, kernel frames last; an incomplete
+        user stack starts with "[OUTCOME]"."""
+        names = [self.user_name(stack.space_pid, a, i > 0) for i, a in enumerate(stack.user)][::-1]
+        if stack.user and stack.outcome != "end":
+            names.insert(0, f"[{stack.outcome}]")
+        return names + [self.kernel_name(a) for a in reversed(stack.kernel)]
+
+    def folded(self) -> Counter[str]:
+        """Folded stacks ("comm;outer;...;leaf" -> samples), as `perf-script --format folded` writes them."""
+        out: Counter[str] = Counter()
+        for stack, samples in self.stacks.items():
+            out[";".join([self.comm(stack.pid, stack.space_pid), *self.frames(stack)])] += samples
+        return out
+
+    def write_folded(self, out: IO[str]) -> None:
+        for line, samples in sorted(self.folded().items(), key=lambda item: (-item[1], item[0])):
+            out.write(f"{line} {samples}\n")
+
+    def write_speedscope(self, out: IO[str], name: str) -> None:
+        """speedscope's file: one sampled profile per process, each distinct stack weighted by its samples."""
+        frame_index: dict[str, int] = {}
+        profiles = []
+        by_pid: dict[int, list[tuple[BpfStack, int]]] = {}
+        for stack, samples in self.stacks.items():
+            by_pid.setdefault(stack.pid, []).append((stack, samples))
+        for pid, stacks in sorted(by_pid.items()):
+            samples_out, weights = [], []
+            for stack, samples in stacks:
+                samples_out.append([frame_index.setdefault(f, len(frame_index)) for f in self.frames(stack)])
+                weights.append(samples)
+            profiles.append({"type": "sampled", "name": f"{self.comm(pid, stacks[0][0].space_pid)} ({pid})", "unit": "none",
+                             "startValue": 0, "endValue": sum(weights), "samples": samples_out, "weights": weights})
+        json.dump({"$schema": "https://www.speedscope.app/file-format-schema.json", "name": name,
+                   "exporter": "fastunwind record --bpf", "activeProfileIndex": 0,
+                   "shared": {"frames": [{"name": f} for f in frame_index]}, "profiles": profiles}, out)
+
+    def statistics(self) -> dict[str, object]:
+        user, complete = self.user_samples()
+        frames = self.counters.get("frames", 0)
+        return {
+            "samples": self.counters.get("samples", 0),
+            "user_samples": user,
+            "complete_user_samples": complete,
+            "outcomes": self.outcomes,
+            "frames": frames,
+            "frame_pointer_frames": self.counters.get("frame_pointer_frames", 0),
+            "stacks_dropped": self.counters.get("stacks_dropped", 0),
+            "walked_samples": self.counters.get("walked_samples", 0),
+            "walk_ns": self.counters.get("walk_ns", 0),
+            "distinct_stacks": len(self.stacks),
+            "bpf_run_ns": self.run_ns,
+            "bpf_runs": self.runs,
+            "table_map_bytes": self.table_bytes,
+            "table_slots_used": self.slots_used,
+            "table_rows_loaded": self.rows_loaded,
+            "modules_loaded": self.modules_loaded,
+            "modules_without_table": self.modules_without_table,
+        }
+
+
+class BpfRecorder:
+    """One recording: the loaded BPF unwinder, the processes and modules in its maps."""
+
+    def __init__(self, *, frequency: int, pids: Iterable[int] = (), sample_all: bool = False,
+                 slot_capacity: int = _core.BPF_DEFAULT_SLOTS, images: ImageCache | None = None) -> None:
+        self._session = _core.BpfSession(slot_capacity, sample_all)
+        self._frequency = frequency
+        self._images = images or ImageCache()
+        self._processes: dict[int, _Process] = {}
+        self._gone: dict[int, _Process] = {}
+        self._modules: dict[str, tuple[int, int]] = {}  # cache key -> (id, generation)
+        self._without_table: set[str] = set()
+        self._stacks: Counter[BpfStack] = Counter()
+        self._rows_loaded = 0  # table rows loaded into the maps (evicted ones included)
+        for pid in pids:
+            self.add(pid)
+
+    def add(self, pid: int) -> None:
+        """Samples `pid` (and the children it starts) from now on."""
+        self._session.scope(pid)
+        self._load(pid)
+
+    def add_running(self) -> None:
+        """Loads every running process (for sample_all: their first samples then find their mappings)."""
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) != os.getpid():
+                self._load(int(name))
+
+    def _module(self, image: ModuleImage) -> tuple[int, int]:
+        key = image.cache_name()
+        loaded = self._modules.get(key)
+        if loaded is not None and self._session.module_loaded(*loaded):
+            return loaded
+        table = image.compact
+        if table is None or table.row_count == 0:
+            self._without_table.add(key)
+            return NO_MODULE, 0
+        try:
+            self._modules[key] = self._session.load_module(table)
+        except ValueError:  # larger than the whole table map (--table-mib): as a module without CFI
+            self._without_table.add(key)
+            return NO_MODULE, 0
+        self._rows_loaded += table.row_count
+        return self._modules[key]
+
+    def _load(self, pid: int) -> None:
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                text = f.read()
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().rstrip("\n")
+        except OSError:
+            text = ""
+        if not text:  # exited (a zombie's maps are empty): its last mappings name its frames
+            self._forget(pid)
+            return
+        process = self._processes.get(pid)
+        if process is not None and process.maps_text == text and all(
+                key == (NO_MODULE, 0) or self._session.module_loaded(*key) for key in process.module_keys):
+            return
+        mappings = sorted(parse_proc_maps(text, self._images).mappings, key=lambda m: m.start)
+        mappings = mappings[:_core.BPF_MAX_MAPPINGS]
+        keys = [self._module(m.image) if m.image else (NO_MODULE, 0) for m in mappings]
+        # a module loaded late may have evicted one loaded earlier for this same process
+        keys = [self._module(m.image) if m.image and k != (NO_MODULE, 0) and not self._session.module_loaded(*k)
+                else k for m, k in zip(mappings, keys)]
+        self._session.set_process(pid, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
+                                        for m, k in zip(mappings, keys)])
+        earlier = [process.mappings, *process.earlier] if process is not None else []
+        process = _Process(pid, text, mappings, comm)
+        process.module_keys = keys
+        process.earlier = earlier
+        self._processes[pid] = process
+
+    def _forget(self, pid: int) -> None:
+        process = self._processes.pop(pid, None)
+        if process is not None:
+            self._gone[pid] = process
+            self._session.forget_process(pid)
+
+    def refresh(self) -> None:
+        """Loads the processes sampled without mappings and reloads those whose mappings changed."""
+        for pid in self._session.take_missing():
+            self._load(pid)
+        for pid in list(self._processes):
+            self._load(pid)
+
+    def any_alive(self) -> bool:
+        """Whether a process of the recording is still loaded (alive at the last rescan)."""
+        return bool(self._processes)
+
+    def drain(self) -> None:
+        for pid, space_pid, outcome, samples, user, kernel in self._session.drain():
+            self._stacks[BpfStack(pid, space_pid, _core.BPF_OUTCOMES[outcome], user, kernel)] += samples
+
+    def run(self, until: Callable[[], bool]) -> BpfProfile:
+        """Samples until `until()` is true (checked every MISSING_SECONDS) or Ctrl-C, then detaches
+        (also on an exception) and returns the profile."""
+        try:
+            self._session.attach(self._frequency)
+            last_scan = time.monotonic()
+            try:
+                last_drain = time.monotonic()
+                while not until():
+                    time.sleep(MISSING_SECONDS)
+                    for pid in self._session.take_missing():
+                        self._load(pid)
+                    now = time.monotonic()
+                    if now - last_drain >= DRAIN_SECONDS:
+                        self.drain()
+                        last_drain = now
+                    if now - last_scan >= RESCAN_SECONDS:
+                        self.refresh()
+                        last_scan = time.monotonic()
+            except KeyboardInterrupt:
+                pass  # Ctrl-C ends the recording; the profile is still written
+            self.drain()
+            return self._profile()
+        finally:
+            self.close()
+
+    def _profile(self) -> BpfProfile:
+        values = self._session.counters()
+        names = _core.BPF_COUNTERS
+        counters = dict(zip(names, values))
+        outcomes = {name: n for name, n in zip(_core.BPF_OUTCOMES, values[len(names):]) if n}
+        run_ns, runs = self._session.run_time()
+        return BpfProfile(self._stacks, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
+                          self._session.table_bytes, self._session.slots_used, self._rows_loaded,
+                          len(self._modules), len(self._without_table))
+
+    def close(self) -> None:
+        self._session.close()

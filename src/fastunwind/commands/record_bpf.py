@@ -1,0 +1,98 @@
+"""`fastunwind record --bpf` (the options: commands/record.py): a profile unwound in the kernel, with
+no stack copied to disk.
+
+A BPF program attached to a cpu-clock event on every CPU (-F HZ) walks each sample's user stack from
+the compact tables fastunwind loads into BPF maps (native/bpf), and counts whole stacks with their
+kernel part; the profile is written at the end (folded stacks or speedscope's file). What is sampled:
+a command (`-- CMD ...`, with the processes it starts), running processes (`-p PID[,PID]`) or every
+process (`-a`); it stops when they have exited, after --duration seconds, or on Ctrl-C. A stack that
+did not reach the outermost frame starts with its outcome ("[frame_limit]", "[slow_row]",
+"[no_unwind_info]", "[unreadable]", ...); the summary on standard error counts the samples by
+outcome. `--json` writes that summary as JSON instead of the profile.
+
+Needs root (or CAP_BPF and CAP_PERFMON), a kernel with CONFIG_BPF_SYSCALL and BTF
+(/sys/kernel/btf/vmlinux): otherwise it fails with the kernel's reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+#: the formats of the in-kernel profile
+FORMATS = ("folded", "speedscope")
+
+
+def _summary(stats: dict[str, Any]) -> str:
+    user, complete = int(stats["user_samples"]), int(stats["complete_user_samples"])
+    share = f"{100 * complete / user:.1f}%" if user else "-"
+    outcomes = ", ".join(f"{name} {n}" for name, n in sorted(stats["outcomes"].items(), key=lambda i: -i[1]))
+    runs, run_ns = int(stats["bpf_runs"]), int(stats["bpf_run_ns"])
+    cost = f"; BPF {run_ns / runs:.0f} ns per sample" if runs else ""
+    return (f"fastunwind record: {stats['samples']} samples, {complete} of {user} user stacks complete ({share}); "
+            f"outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer; "
+            f"{stats['modules_loaded']} modules loaded ({stats['modules_without_table']} without CFI), "
+            f"{stats['table_slots_used'] * 8 // 1024} KiB of table slots{cost}")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import subprocess
+
+    from fastunwind import _core
+    from fastunwind.bpf import BpfRecorder
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if bool(command) + args.all_cpus + bool(args.pid) != 1:
+        print("fastunwind: error: record --bpf needs one of -a, -p PID or -- CMD", file=sys.stderr)
+        return 2
+    if args.frequency <= 0 or args.table_mib <= 0:
+        print("fastunwind: error: -F and --table-mib must be above 0", file=sys.stderr)
+        return 2
+    try:
+        pids = [int(p) for p in args.pid.split(",")] if args.pid else []
+    except ValueError:
+        print(f"fastunwind: error: -p {args.pid}: not a list of process ids", file=sys.stderr)
+        return 2
+    slots = args.table_mib * 1024 * 1024 // _core.BPF_SLOT_BYTES
+    recorder = BpfRecorder(frequency=args.frequency, sample_all=args.all_cpus, slot_capacity=slots)
+    child = None
+    try:
+        if command:
+            child = subprocess.Popen(command)
+            pids = [child.pid]
+        for pid in pids:
+            recorder.add(pid)
+        if args.all_cpus:
+            recorder.add_running()
+    except BaseException:
+        recorder.close()
+        raise
+    deadline = time.monotonic() + args.duration if args.duration is not None else None
+
+    def finished() -> bool:
+        if deadline is not None and time.monotonic() >= deadline:
+            return True
+        if child is not None:
+            return child.poll() is not None
+        return bool(pids) and not recorder.any_alive()
+
+    try:
+        profile = recorder.run(finished)
+    finally:
+        if child is not None and child.poll() is None and deadline is not None:
+            child.terminate()
+        if child is not None:
+            child.wait()
+    stats = profile.statistics()
+    print(_summary(stats), file=sys.stderr)
+    if args.json:
+        json.dump(stats, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    elif args.format == "speedscope":
+        profile.write_speedscope(sys.stdout, " ".join(command) or "fastunwind record --bpf")
+    else:
+        profile.write_folded(sys.stdout)
+    return 0

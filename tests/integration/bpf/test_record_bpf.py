@@ -1,0 +1,243 @@
+"""`fastunwind record --bpf`: stacks unwound in the kernel, against perf's DWARF recording of the same
+program unwound offline, on the project's workloads (scripts/record_workloads.py), and on hostile
+stacks. Skipped, with the kernel's reason, where the BPF unwinder cannot be loaded (not root, no
+CONFIG_BPF_SYSCALL or BTF).
+
+The statistic for "the same profile": the two hottest complete stacks of each run are among the
+three hottest of the other, and every leaf function holding at least 5% of either run's samples has
+shares p1, p2 that a two-proportion z-test does not separate at 4 sigma:
+|p1 - p2| <= 4 * sqrt(p (1 - p) (1/n1 + 1/n2)), p the pooled share (a 4-sigma bound leaves one false
+alarm in ~16,000 comparisons of equal distributions).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from fastunwind import _core
+from fastunwind.bpf import BpfProfile, BpfRecorder
+from fastunwind.errors import BpfError
+from scripts import record_workloads
+from tests.support.paths import REPO_ROOT
+
+FREQUENCY = 499
+
+
+def _bpf_problem() -> str | None:
+    if os.geteuid() != 0:
+        return "the BPF unwinder needs root (CAP_BPF and CAP_PERFMON)"
+    if not Path("/sys/kernel/btf/vmlinux").exists():
+        return "the kernel has no BTF (/sys/kernel/btf/vmlinux): CO-RE cannot relocate the program"
+    try:
+        _core.BpfSession(1024, False).close()
+    except BpfError as error:
+        return f"the kernel refused the BPF unwinder: {error}"
+    return None
+
+
+PROBLEM = _bpf_problem()
+pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory: pytest.TempPathFactory) -> record_workloads.Settings:
+    s = record_workloads.Settings(seconds=1.5, frequency=FREQUENCY,
+                                  build_dir=tmp_path_factory.mktemp("bpf-workloads"))
+    record_workloads.build(s)
+    return s
+
+
+def record_command(command: list[str]) -> BpfProfile:
+    recorder = BpfRecorder(frequency=FREQUENCY)
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    recorder.add(child.pid)
+    try:
+        return recorder.run(lambda: child.poll() is not None)
+    finally:
+        child.wait()
+
+
+def user_folded(profile: BpfProfile) -> Counter[str]:
+    """Folded user stacks (kernel frames left out: perf's DWARF samples of cpu-clock carry none here)."""
+    out: Counter[str] = Counter()
+    for stack, samples in profile.stacks.items():
+        if stack.outcome != "kernel_only":
+            kernel_free = stack._replace(kernel=())
+            out[";".join([profile.comm(stack.pid, stack.space_pid), *profile.frames(kernel_free)])] += samples
+    return out
+
+
+def perf_folded(command: list[str], tmp_path: Path) -> Counter[str]:
+    data = tmp_path / "perf.data"
+    subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(FREQUENCY), "--call-graph", "dwarf",
+                    "-o", str(data), "--", *command], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    text = subprocess.run([sys.executable, "-m", "fastunwind", "perf-script", "-i", str(data), "--format", "folded"],
+                          check=True, capture_output=True, text=True).stdout
+    out: Counter[str] = Counter()
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        out[stack] += int(count)
+    return out
+
+
+OUTCOME_MARK = re.compile(r"\[[a-z_]+\]")
+
+
+def complete(folded: Counter[str]) -> Counter[str]:
+    """The stacks without an outcome after the command name ("comm;[truncated];..." is not complete)."""
+    return Counter({s: n for s, n in folded.items()
+                    if not (OUTCOME_MARK.fullmatch(s.split(";")[1]) and s.split(";")[1] != "[unknown]")})
+
+
+def leaves(folded: Counter[str]) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for stack, n in folded.items():
+        out[stack.rsplit(";", 1)[-1]] += n
+    return out
+
+
+def assert_same_profile(bpf: Counter[str], perf: Counter[str]) -> None:
+    top_bpf = [s for s, _ in complete(bpf).most_common(3)]
+    top_perf = [s for s, _ in complete(perf).most_common(3)]
+    assert set(top_bpf[:2]) <= set(top_perf) and set(top_perf[:2]) <= set(top_bpf), (top_bpf, top_perf)
+    bpf_leaves, perf_leaves = leaves(bpf), leaves(perf)
+    n1, n2 = sum(bpf_leaves.values()), sum(perf_leaves.values())
+    for leaf in set(bpf_leaves) | set(perf_leaves):
+        p1, p2 = bpf_leaves[leaf] / n1, perf_leaves[leaf] / n2
+        if max(p1, p2) < 0.05:
+            continue
+        pooled = (bpf_leaves[leaf] + perf_leaves[leaf]) / (n1 + n2)
+        bound = 4 * math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+        assert abs(p1 - p2) <= bound, f"{leaf}: {p1:.3f} of {n1} BPF samples, {p2:.3f} of {n2} perf samples"
+
+
+def test_the_c_workload_matches_perf_dwarf_unwound_offline(settings: record_workloads.Settings,
+                                                           tmp_path: Path) -> None:
+    command = record_workloads.WORKLOADS["c"].command(settings)
+    profile = record_command(command)
+    assert_same_profile(user_folded(profile), perf_folded(command, tmp_path))
+    # its phases that the BPF walk cannot finish end with an outcome, never as complete stacks
+    folded = user_folded(profile)
+    assert all(not s.startswith("cworkload;recurse_deep_nontail") for s in folded)
+    assert profile.outcomes.get("frame_limit", 0) > 0  # 200 frames deep: past BPF_MAX_FRAMES
+    assert profile.outcomes.get("slow_row", 0) > 0  # the DRAP expression rows the compact table leaves out
+    drap = [s for s in folded if "drap_realigned_vla" in s]
+    assert drap and all(s.startswith("cworkload;[slow_row]") or ";main;phase_drap_realign;" in s for s in drap)
+
+
+@pytest.mark.parametrize("name", ["compiler", "hackbench-processes"])
+def test_user_stacks_are_complete(settings: record_workloads.Settings, name: str) -> None:
+    workload = record_workloads.WORKLOADS[name]
+    if record_workloads.missing_tools(workload):
+        pytest.skip(f"{name} needs {record_workloads.missing_tools(workload)}")
+    # the first recording builds the modules' compact tables (the test session's cache starts empty:
+    # seconds for libLLVM-14, while its frames have no table); the second finds them cached, as
+    # every recording after a module's first does
+    record_command(workload.command(settings))
+    profile = record_command(workload.command(settings))
+    user, complete_user = profile.user_samples()
+    # the first samples of a process may still come before its mappings are loaded (no_process):
+    # they count against the target
+    assert user >= 50, profile.statistics()
+    assert complete_user >= 0.95 * user, profile.statistics()
+
+
+HOSTILE = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+/* Points rsp and rbp into random bytes and spins in code without CFI: every walk starts on a garbage stack. */
+int main(int argc, char **argv) {
+    static uint64_t junk[1 << 14];
+    srand((unsigned)time(NULL));
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++)
+        junk[i] = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 10) ^ (uint64_t)rand();
+    long rounds = atol(argv[1]);
+    for (long r = 0; r < rounds; r++) {
+        uint64_t *stack = &junk[(r * 977) % ((1 << 14) - 64)];
+        __asm__ volatile(
+            "mov %%rsp, %%r12\n\tmov %%rbp, %%r13\n\t"
+            "mov %0, %%rsp\n\tmov 8(%0), %%rbp\n\t"
+            "mov $200000, %%ecx\n1:\n\tdec %%ecx\n\tjnz 1b\n\t"
+            "mov %%r12, %%rsp\n\tmov %%r13, %%rbp\n\t"
+            : : "r"(stack) : "rcx", "r12", "r13", "memory");
+    }
+    return 0;
+}
+"""
+
+
+def test_hostile_stacks_end_with_an_outcome(tmp_path: Path) -> None:
+    source = tmp_path / "hostile.c"
+    source.write_text(HOSTILE)
+    program = tmp_path / "hostile"
+    subprocess.run(["gcc", "-O1", "-fno-asynchronous-unwind-tables", "-o", str(program), str(source)], check=True)
+    profile = record_command([str(program), "20000"])
+    mine = {s: n for s, n in profile.stacks.items() if profile.comm(s.pid, s.space_pid) == "hostile"}
+    assert sum(mine.values()) >= 20, profile.statistics()
+    # the walks started on random bytes end with an outcome; the only complete stacks are those
+    # sampled outside the spin (filling the junk), which reach _start
+    assert sum(n for s, n in mine.items() if s.outcome in ("no_unwind_info", "unreadable")) >= 10, mine
+    assert all(profile.frames(s)[0] == "_start" for s in mine if s.outcome == "end"), mine
+
+
+def bpf_fds() -> int:
+    """This process's BPF objects (programs, maps, links, BTF) and perf events."""
+    links = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+             if os.path.exists(f"/proc/self/fd/{fd}")]
+    return sum(link.startswith(("anon_inode:bpf", "anon_inode:[perf_event]", "anon_inode:btf")) for link in links)
+
+
+def test_the_session_releases_its_programs_maps_and_events() -> None:
+    before = bpf_fds()
+    recorder = BpfRecorder(frequency=FREQUENCY)
+    recorder.add(os.getpid())
+    assert bpf_fds() > before
+    deadline = time.monotonic() + 0.5
+    recorder.run(lambda: time.monotonic() > deadline)
+    assert bpf_fds() == before
+
+
+def test_ctrl_c_detaches_and_writes_the_profile(tmp_path: Path) -> None:
+    out = tmp_path / "out.folded"
+    spinner = [sys.executable, "-c", "import time\nend = time.time() + 30\nwhile time.time() < end: pass"]
+    recorder = subprocess.Popen([sys.executable, "-m", "fastunwind", "record", "--bpf", "-F", str(FREQUENCY),
+                                 "-o", str(out), "--", *spinner], cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+    time.sleep(4)
+    os.killpg(recorder.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the recorder and its command
+    _, stderr = recorder.communicate(timeout=60)
+    assert recorder.returncode == 0, stderr
+    assert "samples" in stderr and out.read_text().strip()
+    shown = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True).stdout
+    assert f"({recorder.pid})" not in shown
+
+
+def test_record_needs_a_target() -> None:
+    result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf"], capture_output=True, text=True)
+    assert result.returncode == 2 and "-a, -p PID or -- CMD" in result.stderr
+
+
+def test_evicted_tables_end_stacks_as_no_table(settings: record_workloads.Settings) -> None:
+    # slots for about one libc: loading the program's modules evicts the oldest, again and again
+    recorder = BpfRecorder(frequency=FREQUENCY, slot_capacity=30_000)
+    child = subprocess.Popen(record_workloads.WORKLOADS["c"].command(settings), stdout=subprocess.DEVNULL)
+    recorder.add(child.pid)
+    try:
+        profile = recorder.run(lambda: child.poll() is not None)
+    finally:
+        child.wait()
+    assert profile.samples >= 50 and profile.slots_used <= 30_000
+    assert profile.outcomes.get("no_table", 0) > 0, profile.statistics()
+    # a stack is complete only where every frame had its table: from _start
+    assert all(profile.frames(s)[0] == "_start" for s in profile.stacks if s.outcome == "end")

@@ -1,0 +1,175 @@
+"""Core files made at test time, and what the oracles read from them.
+
+* `blocked_threads`: workloads/live/blocked_threads.c (shared with the live tests) built with gcc -O2
+  -fomit-frame-pointer, whose threads stop in a deep recursion, a signal handler, qsort's
+  comparator, a busy leaf and a stack-realigning function;
+* `gcore_of`: gdb's gcore of a running process; `kernel_core`: the kernel's core of a program that
+  crashes (SIGSEGV, abort), under RLIMIT_CORE unlimited; where /proc/sys/kernel/core_pattern pipes
+  cores to a handler, a plain pattern is set for the run and restored (root only);
+* the oracles: `eu_stack_pcs` (eu-stack -p or --core: each thread's PCs, frame 0 the interrupted one,
+  callers' return addresses) and `gdb_frames` (gdb_frames.py, gdb's Python API on the core: each
+  frame's PC and the registers gdb knows there).
+
+Every helper raises CoreUnavailable with a reason fit for `pytest.skip` when the machine cannot
+give what it needs.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.support.paths import WORKLOADS_DIR
+
+BLOCKED_THREADS_SOURCE = WORKLOADS_DIR / "live" / "blocked_threads.c"
+CORE_PATTERN = Path("/proc/sys/kernel/core_pattern")
+#: seconds a program has to print "ready", and a tool to read a core
+TIMEOUT = 60
+#: gdb's Python script printing every thread's frames and registers (shared with the live tests)
+GDB_FRAMES = Path(__file__).parent / "gdb_frames.py"
+
+
+class CoreUnavailable(Exception):
+    """A core or an oracle's reading of it cannot be had here; the message says why."""
+
+
+def require(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise CoreUnavailable(f"{tool} is not installed")
+    return path
+
+
+def blocked_threads(out_dir: Path) -> Path:
+    """workloads/live/blocked_threads.c built with gcc -O2 -fomit-frame-pointer -g -pthread."""
+    require("gcc")
+    exe = out_dir / "blocked_threads"
+    built = subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-g", "-pthread", "-o", str(exe),
+                            str(BLOCKED_THREADS_SOURCE)],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        raise CoreUnavailable(f"gcc could not build {BLOCKED_THREADS_SOURCE.name}: {built.stderr[-500:]}")
+    return exe
+
+
+def _unlimited_cores() -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+
+def wait_ready(process: subprocess.Popen[str]) -> None:
+    """Until the program prints its "ready" line (every thread in place)."""
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if line.strip() != "ready":
+        process.kill()
+        raise CoreUnavailable(f"{process.args} did not get ready: {line!r}")
+
+
+#: seconds a program that says nothing is given to reach where it blocks (sleep's nanosleep)
+SETTLE_SECONDS = 0.5
+
+
+@contextlib.contextmanager
+def running(command: list[str], cwd: Path, *, prints_ready: bool) -> Iterator[int]:
+    """The pid of a program left running for the block (killed on leaving): one that prints
+    "ready" once in place, or else given SETTLE_SECONDS."""
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        if prints_ready:
+            wait_ready(process)
+        else:
+            time.sleep(SETTLE_SECONDS)
+        yield process.pid
+    finally:
+        process.kill()
+        process.wait()
+
+
+def gcore_of(pid: int, prefix: Path) -> Path:
+    """gdb's gcore of process `pid`, written as PREFIX.PID."""
+    require("gcore")
+    result = subprocess.run(["gcore", "-o", str(prefix), str(pid)], capture_output=True, text=True, timeout=TIMEOUT)
+    core = Path(f"{prefix}.{pid}")
+    if result.returncode != 0 or not core.exists():
+        raise CoreUnavailable(f"gcore could not dump {pid}: {(result.stderr or result.stdout)[-500:]}")
+    return core
+
+
+@contextlib.contextmanager
+def plain_core_pattern() -> Iterator[None]:
+    """The kernel's core pattern as "core" (a file in the crashing process's directory) for the
+    block: set only where it pipes cores to a handler (systemd-coredump, apport), and restored."""
+    try:
+        pattern = CORE_PATTERN.read_text()
+    except OSError as error:
+        raise CoreUnavailable(f"cannot read {CORE_PATTERN}: {error}") from error
+    if not pattern.startswith("|"):
+        yield
+        return
+    if os.geteuid() != 0:
+        raise CoreUnavailable(f"cores go to a handler ({pattern.strip()}) and only root may change that")
+    CORE_PATTERN.write_text("core")
+    try:
+        yield
+    finally:
+        CORE_PATTERN.write_text(pattern)
+
+
+def kernel_core(exe: Path, mode: str, out_dir: Path) -> Path:
+    """The kernel's core of `exe mode` (blocked_threads' segv or abort), dumped into `out_dir`."""
+    work = out_dir / f"kernel-{mode}"
+    work.mkdir(exist_ok=True)
+    with plain_core_pattern():
+        pattern = CORE_PATTERN.read_text().strip()
+        if "/" in pattern:
+            raise CoreUnavailable(f"the core pattern {pattern!r} writes cores elsewhere than the process's directory")
+        process = subprocess.Popen([str(exe), mode], cwd=work, stdout=subprocess.PIPE, text=True,
+                                   preexec_fn=_unlimited_cores, stdin=subprocess.DEVNULL)
+        wait_ready(process)
+        status = process.wait(timeout=TIMEOUT)
+    cores = sorted(work.glob("core*"))
+    if status >= 0 or not cores:
+        raise CoreUnavailable(f"the kernel wrote no core of {exe.name} {mode} (status {status}, pattern "
+                              f"{pattern!r}, pid {process.pid}): is RLIMIT_CORE capped or the file system read-only?")
+    return cores[-1]
+
+
+def eu_stack_pcs(arguments: list[str]) -> dict[int, list[int]]:
+    """eu-stack's PCs by thread id (frame 0 the interrupted PC, callers' return addresses) for its
+    `arguments`: `-p PID`, or `--core=CORE [--executable=EXE]`."""
+    result = subprocess.run([require("eu-stack"), *arguments], capture_output=True, text=True, timeout=TIMEOUT)
+    threads: dict[int, list[int]] = {}
+    current: list[int] | None = None
+    for line in result.stdout.splitlines():
+        if line.startswith("TID "):
+            current = threads.setdefault(int(line[4:].rstrip(":")), [])
+        elif line.startswith("#") and current is not None:
+            current.append(int(line.split()[1], 16))
+    if not threads:
+        raise CoreUnavailable(f"eu-stack {' '.join(arguments)} read no thread: {result.stderr[-500:]}")
+    return threads
+
+
+def eu_stack_of_core(core: Path, exe: Path | None = None) -> dict[int, list[int]]:
+    return eu_stack_pcs([f"--core={core}", *([f"--executable={exe}"] if exe else [])])
+
+
+def gdb_frames(core: Path, exe: Path | None) -> dict[int, list[dict[str, object]]]:
+    """gdb's frames of every thread of the core (tests/support/gdb_frames.py, the live tests' script:
+    real frames only, inlined calls' left out), by thread id: [{"pc", "registers": {name: value}}],
+    the registers gdb prints as <not saved> left out."""
+    command = [require("gdb"), "-batch", "-nx"] + ([str(exe), str(core)] if exe else ["-c", str(core)])
+    result = subprocess.run([*command, "-x", str(GDB_FRAMES)], capture_output=True, text=True, timeout=TIMEOUT * 5)
+    line = next((line for line in result.stdout.splitlines() if line.startswith("FRAMES ")), None)
+    if line is None:
+        raise CoreUnavailable(f"gdb read no frames of {core}: {result.stderr[-500:]}")
+    threads: dict[int, list[dict[str, object]]] = {}
+    for frame in json.loads(line[len("FRAMES "):]):
+        threads.setdefault(int(frame["tid"]), []).append(frame)
+    return threads
