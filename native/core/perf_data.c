@@ -5,9 +5,11 @@
  * perf_evsel__parse_id_sample: the sample_id trailer, __evsel__calc_id_pos/_is_pos: where the id
  * sits), tools/perf/util/session.c (framing of the user records, PERF_RECORD_COMPRESSED).
  *
- * Every byte goes through a fu_cursor cut to the record (or section) being decoded, so a bad length
- * cannot read into the next record. Loops are bounded by the bytes they consume: a record is at least
- * 8 bytes, a count is checked against the bytes left before anything is read.
+ * Every byte goes through a fu_cursor cut to the record (or section) being decoded, or is loaded
+ * plainly where the span of fixed-size fields was checked against the record first (the sample_id
+ * trailer), so a bad length cannot read into the next record. Loops are bounded by the bytes they
+ * consume: a record is at least 8 bytes, a count is checked against the bytes left before anything
+ * is read.
  *
  * Passes:
  *   1. framing: walk the data section record by record, checking every size; feed the payload of each
@@ -578,48 +580,71 @@ static uint64_t sample_id_size(const fu_perf_attr *attr)
                           !!(st & FU_PERF_SAMPLE_IDENTIFIER));
 }
 
-/* Find the record's attr, decode its sample_id trailer (struct sample_id, at the end of the record's
- * u64 words as perf_evsel__parse_id_sample reads it) and return the size of the body before it. */
-static fu_status side_band(parser *p, const origin *at, uint32_t type, const uint8_t *rec, uint64_t size,
-                           uint64_t fixed, fu_perf_sample_id *sid, uint64_t *body_end)
+/* Find the record's attr and check that its `fixed` bytes of fields and its sample_id trailer (struct
+ * sample_id, at the end of the record's u64 words as perf_evsel__parse_id_sample reads it) fit in
+ * its `size`: the body ends at *body_end, where the trailer starts. */
+static fu_status sample_id_span(parser *p, const origin *at, uint32_t type, const uint8_t *rec, uint64_t size,
+                                uint64_t fixed, uint32_t *attr_index, uint64_t *body_end)
 {
-    memset(sid, 0, sizeof *sid);
-    sid->pid = sid->tid = sid->cpu = UINT32_MAX;
-    uint32_t attr_index = 0;
-    fu_status s = record_attr(p, at, type, rec + 8, size - 8, &attr_index);
+    *attr_index = 0;
+    fu_status s = record_attr(p, at, type, rec + 8, size - 8, attr_index);
     if (s != FU_OK)
         return s;
-    const fu_perf_attr *attr = &p->pd->attrs[attr_index];
-    sid->attr_index = attr_index;
     uint64_t words_end = 8 + ((size - 8) / 8) * 8;
-    uint64_t trailer = sample_id_size(attr);
+    uint64_t trailer = sample_id_size(&p->pd->attrs[*attr_index]);
     if (fixed > size || trailer > words_end || words_end - trailer < fixed)
         return perf_fail(p, at, "%s record of 0x%llx bytes is too short for its 0x%llx bytes of fields "
                          "and 0x%llx bytes of sample_id", fu_perf_record_name(type), (unsigned long long)size,
                          (unsigned long long)fixed - 8, (unsigned long long)trailer);
     *body_end = words_end - trailer;
-    if (trailer) {
-        uint64_t st = attr->sample_type;
-        fu_cursor c = fu_cursor_make(rec, rec + *body_end, rec + words_end);
-        sid->present = st & (FU_PERF_SAMPLE_TID | FU_PERF_SAMPLE_TIME | FU_PERF_SAMPLE_ID |
-                             FU_PERF_SAMPLE_STREAM_ID | FU_PERF_SAMPLE_CPU | FU_PERF_SAMPLE_IDENTIFIER);
-        if (st & FU_PERF_SAMPLE_TID) {
-            sid->pid = (uint32_t)fu_read_uint(&c, 4);
-            sid->tid = (uint32_t)fu_read_uint(&c, 4);
-        }
-        if (st & FU_PERF_SAMPLE_TIME)
-            sid->time = fu_read_uint(&c, 8);
-        if (st & FU_PERF_SAMPLE_ID)
-            sid->id = fu_read_uint(&c, 8);
-        if (st & FU_PERF_SAMPLE_STREAM_ID)
-            sid->stream_id = fu_read_uint(&c, 8);
-        if (st & FU_PERF_SAMPLE_CPU) {
-            sid->cpu = (uint32_t)fu_read_uint(&c, 4);
-            fu_read_uint(&c, 4);
-        }
-        if (st & FU_PERF_SAMPLE_IDENTIFIER)
-            sid->id = fu_read_uint(&c, 8);
+    return FU_OK;
+}
+
+/* Decode the sample_id trailer at `w`, whose span sample_id_span checked: plain loads (perf.data is
+ * little-endian as the host; big-endian files are refused), one u64 per flag sample_id_size counts. */
+static void read_sample_id(const fu_perf_attr *attr, uint32_t attr_index, const uint8_t *w, fu_perf_sample_id *sid)
+{
+    *sid = (fu_perf_sample_id){.pid = UINT32_MAX, .tid = UINT32_MAX, .cpu = UINT32_MAX, .attr_index = attr_index};
+    if (!attr->sample_id_all)
+        return;
+    uint64_t st = attr->sample_type;
+    sid->present = st & (FU_PERF_SAMPLE_TID | FU_PERF_SAMPLE_TIME | FU_PERF_SAMPLE_ID | FU_PERF_SAMPLE_STREAM_ID |
+                         FU_PERF_SAMPLE_CPU | FU_PERF_SAMPLE_IDENTIFIER);
+    if (st & FU_PERF_SAMPLE_TID) {
+        uint64_t pid_tid = load_u64(w);
+        sid->pid = (uint32_t)pid_tid;
+        sid->tid = (uint32_t)(pid_tid >> 32);
+        w += 8;
     }
+    if (st & FU_PERF_SAMPLE_TIME) {
+        sid->time = load_u64(w);
+        w += 8;
+    }
+    if (st & FU_PERF_SAMPLE_ID) {
+        sid->id = load_u64(w);
+        w += 8;
+    }
+    if (st & FU_PERF_SAMPLE_STREAM_ID) {
+        sid->stream_id = load_u64(w);
+        w += 8;
+    }
+    if (st & FU_PERF_SAMPLE_CPU) {
+        sid->cpu = (uint32_t)load_u64(w); /* cpu, then a u32 of padding */
+        w += 8;
+    }
+    if (st & FU_PERF_SAMPLE_IDENTIFIER)
+        sid->id = load_u64(w);
+}
+
+/* Find the record's attr, decode its sample_id trailer and return the size of the body before it. */
+static fu_status side_band(parser *p, const origin *at, uint32_t type, const uint8_t *rec, uint64_t size,
+                           uint64_t fixed, fu_perf_sample_id *sid, uint64_t *body_end)
+{
+    uint32_t attr_index;
+    fu_status s = sample_id_span(p, at, type, rec, size, fixed, &attr_index, body_end);
+    if (s != FU_OK)
+        return s;
+    read_sample_id(&p->pd->attrs[attr_index], attr_index, rec + *body_end, sid);
     return FU_OK;
 }
 
@@ -644,24 +669,28 @@ static fu_status parse_mmap(parser *p, const origin *at, uint32_t type, uint16_t
     fu_perf_data *pd = p->pd;
     bool is_mmap2 = type == FU_PERF_RECORD_MMAP2;
     uint64_t fixed = is_mmap2 ? 72 : 40;
-    fu_perf_sample_id sid;
+    uint32_t attr_index;
     uint64_t body_end;
-    fu_status s = side_band(p, at, type, rec, size, fixed, &sid, &body_end);
+    fu_status s = sample_id_span(p, at, type, rec, size, fixed, &attr_index, &body_end);
     if (s != FU_OK)
         return s;
+    const fu_perf_attr *attr = &pd->attrs[attr_index];
     if (p->executable_mmaps_only && is_mmap2) {
         /* prot at +64 (after pid, tid, start, len, pgoff and the 24 bytes of maj/min/ino or
          * build-id): a mapping without PROT_EXEC is nothing the replay keeps, and a python
-         * recording has ~400k of them (its allocator's arenas); its time still orders what follows */
+         * recording has ~400k of them (its allocator's arenas); its time still orders what follows,
+         * so only that is read of its sample_id */
         uint32_t prot;
         memcpy(&prot, rec + 64, 4);
         if (!(prot & 4 /* PROT_EXEC */)) {
-            if (sid.present & FU_PERF_SAMPLE_TIME)
-                p->last_time = sid.time;
+            if (attr->sample_id_all && (attr->sample_type & FU_PERF_SAMPLE_TIME))
+                p->last_time = load_u64(rec + body_end + 8 * !!(attr->sample_type & FU_PERF_SAMPLE_TID));
             pd->stats.skipped_records++;
             return FU_OK;
         }
     }
+    fu_perf_sample_id sid;
+    read_sample_id(attr, attr_index, rec + body_end, &sid);
     if (pd->mmap_count >= UINT32_MAX)
         return perf_fail(p, at, "more than 2^32 MMAP records");
     if (!grow((void **)&pd->mmaps, &pd->mmap_cap, pd->mmap_count + 1, sizeof *pd->mmaps))

@@ -11,8 +11,6 @@ FASTUNWIND_BACKEND (one of BACKENDS: auto, dwarf, table, compiled, ...) sets the
 `AddressSpace.to_core()`; FASTUNWIND_COMPACT=0 and FASTUNWIND_COMPILED=0 disable the tables.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple

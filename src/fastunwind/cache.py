@@ -14,8 +14,6 @@ of them may be deleted at any time: a missing one is rebuilt when needed. `fastu
 prunes (least recently used first) and clears them.
 """
 
-from __future__ import annotations
-
 import os
 import time
 from typing import NamedTuple

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import _thread  # its lock alone: threading's import costs a CLI run ~4M instructions
-from typing import Any, TypeVar
+from typing import Any, Self
 
 from fastunwind import _core
 from fastunwind.elf import PF_W, PF_X, PT_LOAD, ElfFile
@@ -27,7 +27,6 @@ from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame
 
 PAGE_SIZE = 4096  #: x86-64 Linux mappings are 4 KiB-granular
 
-_Image = TypeVar("_Image", bound="ModuleImage")
 #: the memo key of slow_row_tables
 _SLOW_ROW_TABLES = "cfi.slow_rows"
 
@@ -53,7 +52,7 @@ class ModuleImage:
         self.memo: dict[str, Any] = {}
 
     @classmethod
-    def load(cls: type[_Image], path: str) -> _Image:
+    def load(cls, path: str) -> Self:
         elf = ElfFile.open(path)
         try:
             return cls(path, elf)

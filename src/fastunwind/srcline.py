@@ -10,8 +10,6 @@ through a decompressed copy kept in the cache (`debug/<build-id>.debug`, made on
 libc's debug file against 0.01 s for its copy.
 """
 
-from __future__ import annotations
-
 import os
 from typing import NamedTuple
 

@@ -23,8 +23,6 @@ System V AMD64 ABI §4.4 (x86-64 relocation types); GDB manual §18.3 "Debugging
 Files" (build-id and debuglink lookup); binutils 2.40 `readelf.c` `apply_relocations` (relocations).
 """
 
-from __future__ import annotations
-
 import collections
 import functools
 import mmap
@@ -44,7 +42,7 @@ from fastunwind.errors import ElfError
 
 
 
-def _logger() -> logging.Logger:  # logging is imported on first use: it costs 5 ms of every CLI start
+def _logger() -> "logging.Logger":  # logging is imported on first use: it costs 5 ms of every CLI start
     import logging
 
     return logging.getLogger(__name__)
@@ -319,7 +317,7 @@ class ElfFile:
     # --- construction and lifetime ---
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> ElfFile:
+    def open(cls, path: str | os.PathLike[str]) -> "ElfFile":
         """Map the file at `path` read-only and parse its ELF, program and section headers.
 
         Raises OSError if the file cannot be opened, ElfError if it is not a supported ELF file."""
@@ -352,7 +350,7 @@ class ElfFile:
             raise
 
     @classmethod
-    def from_bytes(cls, data: bytes | bytearray | memoryview, path: str = "<memory>") -> ElfFile:
+    def from_bytes(cls, data: bytes | bytearray | memoryview, path: str = "<memory>") -> "ElfFile":
         """Parse an ELF image held in memory (`path` only names it in error messages)."""
         view = memoryview(data).cast("B")
         return cls(view, path)
@@ -380,7 +378,7 @@ class ElfFile:
         if self._mapping is not None:
             release_resident_pages(self._mapping)
 
-    def __enter__(self) -> ElfFile:
+    def __enter__(self) -> "ElfFile":
         return self
 
     def __exit__(

@@ -27,8 +27,6 @@ last record dropped, feature sections outside the file absent; `PerfData.cut` sa
 (None for a whole recording). A file cut before its first complete sample is an error.
 """
 
-from __future__ import annotations
-
 import mmap
 import os
 import stat
@@ -400,7 +398,7 @@ class PerfData:
     # ---- construction -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, max_decompressed: int = 0) -> PerfData:
+    def open(cls, path: str | os.PathLike[str], *, max_decompressed: int = 0) -> "PerfData":
         """Parse the recording at `path` (read into huge pages up to HUGE_PAGE_READ_MAX_BYTES, mapped
         beyond). max_decompressed bounds the bytes that PERF_RECORD_COMPRESSED data may expand to
         (0: the default, 4 GiB)."""
@@ -419,7 +417,7 @@ class PerfData:
     @classmethod
     def open_stream(cls, source: str | os.PathLike[str] | BinaryIO, *, window_bytes: int = 0,
                     max_decompressed: int = 0, decode_ahead: bool = False,
-                    executable_mmaps_only: bool = False) -> PerfData:
+                    executable_mmaps_only: bool = False) -> "PerfData":
         """A recording read window by window, in memory that does not grow with it: a regular file is
         mapped and its pages dropped behind the decoder, a pipe (a path or a binary file such as
         sys.stdin.buffer) is read as it goes. Only the header is decoded here; `native.next_window()`
@@ -446,7 +444,7 @@ class PerfData:
         return perf
 
     @classmethod
-    def read(cls, source: bytes | bytearray | memoryview | BinaryIO, *, max_decompressed: int = 0) -> PerfData:
+    def read(cls, source: bytes | bytearray | memoryview | BinaryIO, *, max_decompressed: int = 0) -> "PerfData":
         """Parse a recording from bytes or from a binary file object read to its end (pipe mode:
         `perf record -o - ...` on stdin), which is read into huge pages as PerfData.open reads a file."""
         data: bytes | bytearray | memoryview | mmap.mmap

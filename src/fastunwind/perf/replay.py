@@ -15,8 +15,6 @@ provides the recorded file; without a copy there the mapping is reported as repl
 and gets no unwind tables.
 """
 
-from __future__ import annotations
-
 import array
 import os
 from collections.abc import Sequence
@@ -30,6 +28,10 @@ from fastunwind.symbols import PERF_MAP_PATH
 
 if TYPE_CHECKING:
     from fastunwind.perf.data import Sample
+
+    _U32Array = array.array[int]
+else:
+    _U32Array = array.array  # array.array[int] is not subscriptable at run time (a NamedTuple field's type)
 
 NO_SPACE = _core.REPLAY_NONE  #: a sample without an address space (unwind_samples skips it)
 NO_COMM = _core.REPLAY_NONE  #: a sample without a thread name (the event index does not list it)
@@ -81,12 +83,12 @@ class Samples(Sequence["Sample"]):
         return self._perf.sample_count
 
     @overload
-    def __getitem__(self, index: int) -> Sample: ...
+    def __getitem__(self, index: int) -> "Sample": ...
 
     @overload
-    def __getitem__(self, index: slice) -> list[Sample]: ...
+    def __getitem__(self, index: slice) -> "list[Sample]": ...
 
-    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
+    def __getitem__(self, index: int | slice) -> "Sample | list[Sample]":
         if isinstance(index, slice):
             return [self._perf.sample(i) for i in range(*index.indices(len(self)))]
         if not -len(self) <= index < len(self):
@@ -100,8 +102,8 @@ class Replay(NamedTuple):
     `comm_names` (`comm_ids`, both u32 arrays)."""
 
     session: PerfSession
-    space_ids: array.array[int]
-    comm_ids: array.array[int]
+    space_ids: _U32Array
+    comm_ids: _U32Array
     comm_names: list[bytes]
     samples: Samples
 

@@ -5,8 +5,6 @@ needs the thread's name at the sample's time, which the replay knows: it is appl
 replay, before the walk.
 """
 
-from __future__ import annotations
-
 import array
 import math
 from typing import NamedTuple
@@ -35,7 +33,7 @@ class SampleFilter(NamedTuple):
     def active(self) -> bool:
         return any(self)
 
-    def with_span(self, first: int, last: int) -> SampleFilter:
+    def with_span(self, first: int, last: int) -> "SampleFilter":
         """The filter with its percentages as time ranges of the span from `first` to `last` (ns,
         perf record's HEADER_SAMPLE_TIME), as perf's set_percent_time (util/time-utils.c) makes
         them: start and end rounded to the nearest ns, the end one ns short of the next slice's

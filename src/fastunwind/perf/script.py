@@ -15,9 +15,6 @@ the frame a signal interrupted (its IP is the interrupted instruction, not a ret
 The samples are also a Python sequence of `UnwoundSample`s, made on access (for the API and tests).
 """
 
-from __future__ import annotations
-
-import html
 import io
 import mmap
 import os
@@ -26,7 +23,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple, TextIO, cast, overload
 
 from fastunwind import _core
@@ -535,7 +531,10 @@ def write_flame_graph(profile: _core.Profile, out: TextIO | BinaryIO, title: str
                       max_nodes: int = FLAME_GRAPH_MAX_NODES) -> None:
     """A self-contained HTML flame graph of the samples added to `profile` (perf/flamegraph.html
     with the profile's data written into it), to a text or binary file."""
-    template = (Path(__file__).parent / "flamegraph.html").read_text(encoding="utf-8")
+    import html  # only here, as pathlib is not used: both cost start-up of every perf-script run
+
+    with open(os.path.join(os.path.dirname(__file__), "flamegraph.html"), encoding="utf-8") as template_file:
+        template = template_file.read()
     head, tail = template.split("{{DATA}}")
     head = head.replace("{{TITLE}}", html.escape(title))  # after the split: a title may hold anything
     write = _writer(out)

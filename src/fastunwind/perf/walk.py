@@ -8,8 +8,6 @@ unwinds. Without them the frames are each sample's callchain as the kernel recor
 (`perf record -g`, `--call-graph fp` or `lbr`), or its sampled IP alone (`recording_source`).
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import NamedTuple
 

@@ -29,8 +29,6 @@ The generated code (contract: src/fastunwind/include/fu_unwind_abi.h):
 Generating twice gives the same bytes: bodies are numbered by first use in address order.
 """
 
-from __future__ import annotations
-
 import functools
 import os
 import time
@@ -780,7 +778,7 @@ def compile_images(images: Iterable[ModuleImage], *, jobs: int | None = None, di
     return results
 
 
-def _start(image: ModuleImage, directory: str, force: bool, pool: ThreadPoolExecutor, lookup: str,
+def _start(image: ModuleImage, directory: str, force: bool, pool: "ThreadPoolExecutor", lookup: str,
            on_unit: Callable[[str, str, bool], None] | None = None) -> Build | CompileResult | EhElfError:
     target = cache_path(image, directory)
     if not force:
