@@ -113,3 +113,24 @@ def test_entry_code_is_bounded_in_a_program_without_cfi(tmp_path: Path) -> None:
         assert core.step_source(entry) == "entry_code"
         assert core.step_source(entry + ENTRY_CODE_MAX_BYTES - 1) == "entry_code"
         assert core.step_source(entry + ENTRY_CODE_MAX_BYTES) != "entry_code"
+
+
+def test_a_shared_librarys_entry_point_is_not_entry_code(tmp_path: Path) -> None:
+    """A shared library's e_entry is no process's first code (linkers often leave it at .text's
+    start, crtstuff's deregister_tm_clones, without CFI): a frame there with rbp 0 does not end the
+    stack. The same code in a file a process starts (no library needed) is entry code."""
+    if not shutil.which("gcc"):
+        pytest.skip("gcc not found")
+    source = tmp_path / "first.s"
+    source.write_text(".text\n.globl first\nfirst:\n" + " nop\n" * 32 + " ret\n")
+    library, alone = tmp_path / "libfirst.so", tmp_path / "alone.so"
+    subprocess.run(["gcc", "-shared", "-Wl,-e,first", str(source), "-o", str(library), "-Wl,--no-as-needed", "-lc"],
+                   check=True)
+    subprocess.run(["gcc", "-shared", "-nostdlib", "-Wl,-e,first", str(source), "-o", str(alone)], check=True)
+    for path, is_entry_code in ((library, False), (alone, True)):
+        space, entry = map_code(path)
+        assert entry != BASE, path  # the premise: e_entry set
+        for backend in BACKENDS:
+            assert (space.to_core(backend).step_source(entry) == "entry_code") == is_entry_code, (path, backend)
+            walk = _walk(space, backend, entry + 4, 0, bytes(64))
+            assert (walk.outcome == "end") == is_entry_code, (path, backend, walk)
