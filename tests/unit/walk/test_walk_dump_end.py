@@ -9,7 +9,9 @@ A zero return address read from the dump ends a stack, as in libgcc's and libunw
 (walk.h FU_WALK_END): it is a value the stack holds, not a read past the dump."""
 from __future__ import annotations
 
+import shutil
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from fastunwind.cfi import UnwindInfo
 from fastunwind.tables import eh_elf
 from fastunwind.walk import unwind_stack
 
+from tests.support.llvm_text import symbol_addresses
 from tests.support.mapped_image import BASE, map_code
 
 LD_SO = Path("/lib64/ld-linux-x86-64.so.2")
@@ -136,3 +139,51 @@ def test_a_cut_dump_never_completes_a_different_stack(ld_so, backend: str, data)
         assert whole_ips[:len(part_ips)] == part_ips and part.fault_address + 8 > STACK + cut, (values, cut)
     else:
         assert (part.outcome, part_ips) == (whole.outcome, whole_ips), (values, cut)
+
+
+RETURN_IN_A_REGISTER = """
+.text
+.globl saves_rbx
+saves_rbx:
+ .cfi_startproc
+ .cfi_def_cfa rsp, 16
+ .cfi_offset rip, -16
+ .cfi_offset rbx, -8
+ nop
+ nop
+ ret
+ .cfi_endproc
+.globl returns_through_rbx
+returns_through_rbx:
+ .cfi_startproc
+ .cfi_register rip, rbx
+ nop
+ nop
+ ret
+ .cfi_endproc
+"""
+
+
+def test_a_return_address_in_a_register_saved_past_the_dump_is_not_the_end(tmp_path: Path) -> None:
+    """A caller whose return address is in rbx (DW_CFA_register), rbx saved by its callee past the
+    dump: the return address is unknown, not undefined, and the walk fails (register_unknown)
+    instead of ending. With the whole dump the same stack goes on, to a zero return address."""
+    if not shutil.which("gcc"):
+        pytest.skip("gcc not found")
+    source, library = tmp_path / "ra.s", tmp_path / "libra.so"
+    source.write_text(RETURN_IN_A_REGISTER)
+    subprocess.run(["gcc", "-shared", "-nostdlib", str(source), "-o", str(library)], check=True)
+    results = eh_elf.compile_images([ImageCache().get(str(library))])
+    assert not [r for r in results if isinstance(r, Exception)], results
+    space, _entry = map_code(library)
+    symbols = symbol_addresses(library)
+    callee, caller = BASE + symbols["saves_rbx"] + 1, BASE + symbols["returns_through_rbx"] + 1
+    stack = words(caller, 0)  # the return address, then rbx's slot: 0, the caller's return address
+    for backend in BACKENDS:
+        if backend == "table-only":
+            continue  # the compact table leaves register rules to the interpreter: alone, it has no CFI here
+        registers = {RA: callee, RSP: STACK, 3: 5}
+        whole = unwind_stack(space, registers, stack, STACK, backend=backend)
+        assert (whole.outcome, [f.ip for f in whole.frames]) == ("end", [callee, caller]), (backend, whole)
+        cut = unwind_stack(space, registers, stack[:8], STACK, backend=backend)
+        assert (cut.outcome, [f.ip for f in cut.frames]) == ("register_unknown", [callee, caller]), (backend, cut)
