@@ -37,7 +37,8 @@ typedef struct fu_module {
     uint32_t id;                     /* the caller's identifier (for symbolization) */
     /* The process's first code, at the file's ELF entry point, where no CFI covers it (ld.so's
      * _start: RTLD_START is assembly without CFI): [entry_code_start, + entry_code_size) by svma,
-     * size 0 if none. fu_module_set_entry sets it. */
+     * size 0 if none. fu_module_set_entry sets it; the caller gives the entry point only of a file
+     * a process starts in (image.process_entry), not a shared library's. */
     uint64_t entry_code_start, entry_code_size;
 } fu_module;
 

@@ -32,7 +32,8 @@
  *   - the walk without a cache, with the shared cache (twice: cold and warm), with a freshly bound
  *     cache and with a cache bound to another space (which fu_walk must ignore);
  *   - fu_walk_step applied frame by frame with fu_walk's checks restated (reference_walk);
- *   - backends auto and dwarf, in spaces without a compiled step (compact tables are exact).
+ *   - backends auto and dwarf, in spaces without a compiled step (compact tables are exact);
+ * and a walk of the dump cut short that ends ("end") is the whole dump's (check_cut_dump).
  *
  * Two builds share check_input(): libFuzzer (-DFU_LIBFUZZER) and the standalone gcc ASAN+UBSAN
  * driver, whose main() runs the hand-written hostile cases, then --iterations seeded inputs, half
@@ -1173,6 +1174,39 @@ static void check_one_word_changed(const fu_address_space *space, const walk_cas
     free(changed.stack);
 }
 
+/* The walk over the dump cut short (just after one of its return addresses' slots, so that the
+ * slot is the cut dump's last 8 bytes, or anywhere), without a cache: a walk the cut dump ends
+ * ("end") is the whole dump's walk, which ends too. A stack is never complete because its dump ran
+ * out. */
+static void check_cut_dump(const fu_address_space *space, const walk_case *c, const uint8_t *data, size_t size)
+{
+    if (c->stack_size == 0)
+        return;
+    uint64_t h = fu_hash_bytes(data, size, 1); /* of the input: a replay cuts at the same byte */
+    uint64_t cut = (h >> 8) % c->stack_size;
+    if (out_a.result.frame_count > 1 && h & 1) {
+        uint64_t ra = out_a.frames[1 + (h >> 1) % (out_a.result.frame_count - 1)].ip;
+        for (uint64_t i = 0; i + 8 <= c->stack_size; i++)
+            if (get_le(c->stack + i, 8) == ra) {
+                cut = i + 8;
+                break;
+            }
+    }
+    /* where a module's image holds bytes of the part cut off (a space mapped over the stack: no
+     * process has one), the cut dump reads other memory there: no claim */
+    for (uint64_t at = cut; at < c->stack_size; at++) {
+        uint64_t byte;
+        if (fu_address_space_read_image(space, c->stack_address + at, 1, &byte))
+            return;
+    }
+    fu_dump_memory memory = {c->stack, c->stack_address, cut, space};
+    fu_reader reader = fu_dump_reader(&memory);
+    static walk_out cut_short;
+    walk_into(space, c, &reader, NULL, &cut_short);
+    if (cut_short.result.outcome == FU_WALK_END)
+        check_same(&out_a, &cut_short, "the whole dump", "the dump cut short, ended");
+}
+
 /* fu_step_batch over the walker's step (what the property tests call through _core.step_batch): the
  * first step of the case, as fu_walk_step takes it. */
 static void check_step_batch(const fu_address_space *space, const walk_case *c, const fu_reader *reader)
@@ -1285,6 +1319,7 @@ static void check_input(const uint8_t *data, size_t size)
     walk_into(space, &c, &reader, &fresh_cache, &out_b);
     check_same(&out_a, &out_b, what, "a freshly bound cache, again");
     check_one_word_changed(space, &c, &fresh_cache, data, size);
+    check_cut_dump(space, &c, data, size);
     if (c.other_cache) {
         /* bound to another space (other modules, or the same in another backend): ignored */
         const space_set *other = &spaces[(c.space + 1) % space_count];

@@ -4,7 +4,8 @@
  * segments, id[, compact[, compiled[, entry]]]) tuples: an executable mapping [start, end) of a
  * module, avma = svma + bias, its CfiTable objects (or None), its read-only PT_LOAD bytes as (vaddr,
  * buffer) pairs, the caller's id, its CompactTable (or None), its EhElf (a loaded compiled table, or
- * None) and its file's ELF entry point (svma; 0 for none: fu_module_set_entry).
+ * None) and its file's ELF entry point where a process starts there (svma; 0 for none, as for a
+ * shared library: fu_module_set_entry).
  * `backend` is one of WALK_BACKENDS (fu_backend_name: which tables walks use, see fu_backend in
  * address_space.h); WALK_BACKENDS_WITH_COMPACT and WALK_BACKENDS_WITH_EH_ELF name those that use a
  * module's compact table, its eh_elf. The object keeps every table and buffer alive while walks use

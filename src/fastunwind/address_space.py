@@ -150,7 +150,7 @@ class AddressSpace:
                     eh_frame, debug_frame = ((image.eh_frame, image.debug_frame) if ranges is None
                                              else image.slow_row_tables(ranges))
                 modules.append((m.start, m.end, m.bias, eh_frame, debug_frame, image.segments, index, table,
-                                eh_elf.for_image(image) if use_compiled else None, image.elf.entry))
+                                eh_elf.for_image(image) if use_compiled else None, image.process_entry))
             core = self._cores[backend + synth] = _core.AddressSpace(modules, backend=backend)
         return core
 

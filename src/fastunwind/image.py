@@ -22,6 +22,7 @@ from typing import Any, Self
 
 from fastunwind import _core
 from fastunwind.elf import PF_W, PF_X, PT_LOAD, ElfFile
+from fastunwind.elf.dynamic import process_entry
 from fastunwind.errors import FastunwindError
 from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame_sources, section_table
 
@@ -50,6 +51,7 @@ class ModuleImage:
         ]
         #: what the tables modules derived from this image (by their own keys: "compact", ...)
         self.memo: dict[str, Any] = {}
+        self._process_entry: int | None = None
 
     @classmethod
     def load(cls, path: str) -> Self:
@@ -88,6 +90,14 @@ class ModuleImage:
             if tables is None:
                 tables = self.memo[_SLOW_ROW_TABLES] = self._parse_tables(ranges)
         return tables.get(EH_FRAME), tables.get(DEBUG_FRAME)
+
+    @property
+    def process_entry(self) -> int:
+        """Where a process starts running this file (elf.dynamic.process_entry; 0: nowhere): the
+        walker's entry-code rule applies there only."""
+        if self._process_entry is None:
+            self._process_entry = process_entry(self.elf)
+        return self._process_entry
 
     @property
     def cfi_parsed(self) -> bool:

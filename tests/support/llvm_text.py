@@ -4,6 +4,7 @@ session-built `.debug_frame` program (with its stripped twin and separate debug 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -68,6 +69,7 @@ class LlvmRow:
 
 @dataclass
 class LlvmFde:
+    end: int  #: the end of the FDE's pc range (its begin is its key in llvm_fdes)
     rows: list[LlvmRow]
     #: the instruction listing ("DW_CFA_def_cfa_offset: +16", ...). Note that llvm-dwarfdump-14 does
     #: not restore the CFA rule on DW_CFA_restore_state (only the register rules; readelf and libgcc
@@ -96,7 +98,7 @@ def llvm_fdes(path: str, section: str = ".eh_frame") -> dict[int, LlvmFde]:
             continue
         header = _FDE_HEADER.match(line)
         if header:
-            current = out.setdefault(int(header.group(1), 16), LlvmFde([], []))
+            current = out.setdefault(int(header.group(1), 16), LlvmFde(int(header.group(2), 16), [], []))
             continue
         if line and not line.startswith(" "):
             current = None
@@ -144,6 +146,48 @@ def assert_rows_match_llvm(section, fde, llvm: list[LlvmRow]) -> None:
             if rule.kind in (RuleKind.EXPRESSION, RuleKind.VAL_EXPRESSION):
                 assert f"[{rule.to_json()['text']}]" == text or rule.to_json()["text"] == text
 
+
+
+# ---- where a stack begins, by the LLVM oracles --------------------------------------------------------
+def entry_point(path: str | Path) -> int:
+    """The file's ELF entry point (llvm-readelf-14 -h)."""
+    match = re.search(r"^\s*Entry point address:\s*(0x[0-9a-fA-F]+)$", run([LLVM_READELF, "-h", path]), re.M)
+    assert match, f"no entry point in llvm-readelf's header of {path}"
+    return int(match.group(1), 16)
+
+
+@functools.lru_cache(maxsize=None)
+def _eh_frame(path: str) -> tuple[tuple[int, LlvmFde], ...]:
+    return tuple(sorted(llvm_fdes(path).items()))
+
+
+def file_offset_to_svma(path: str | Path, offset: int) -> int | None:
+    """The svma of the byte at file `offset` in a PT_LOAD segment (llvm-readelf-14 -l), or None.
+    perf script prints a DSO-relative address as that offset (map_ip: ip - map start + pgoff)."""
+    for line in run([LLVM_READELF, "-lW", path]).splitlines():
+        fields = line.split()
+        if fields[:1] == ["LOAD"]:
+            start, vaddr, size = int(fields[1], 16), int(fields[2], 16), int(fields[4], 16)
+            if start <= offset < start + size:
+                return offset - start + vaddr
+    return None
+
+
+def begins_a_stack(path: str | Path, offset: int) -> bool:
+    """Whether the code at file `offset` of `path` is a stack's outermost frame by the LLVM oracles:
+    llvm-dwarfdump-14's row there leaves the return address undefined (the psABI's end of the call
+    chain: glibc's _start, clone3), or no FDE covers it and it lies between the file's entry point
+    and the next FDE (ld.so's _start, assembly without CFI: the first code a process runs)."""
+    address = file_offset_to_svma(path, offset)
+    if address is None:
+        return False
+    fdes = _eh_frame(str(path))
+    covering = [fde for begin, fde in fdes if begin <= address < fde.end]
+    if covering:
+        rows = [row for row in covering[0].rows if row.address <= address]
+        return bool(rows) and rows[-1].registers.get("RIP") == "undefined"
+    entry = entry_point(path)
+    return entry <= address and not any(entry <= begin <= address for begin, _fde in fdes)
 
 # ---- nm -------------------------------------------------------------------------------------------------
 def symbol_addresses(path: str | Path) -> dict[str, int]:

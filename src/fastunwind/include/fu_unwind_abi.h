@@ -78,7 +78,8 @@ typedef enum fu_eh_elf_status {
     FU_EH_ELF_SIGNAL,             /* the row's CIE has the 'S' augmentation: a signal trampoline */
     FU_EH_ELF_NO_INFO,            /* no FDE covers pc (the walker tries the frame pointer) */
     FU_EH_ELF_INTERPRET,          /* the row uses something not compiled: ask the DWARF interpreter */
-    FU_EH_ELF_REGISTER_UNKNOWN,   /* the CFA's register has no known value */
+    FU_EH_ELF_REGISTER_UNKNOWN,   /* the CFA's register, or the return address's source register,
+                                   * has no known value */
     FU_EH_ELF_EXPRESSION_ERROR,   /* a compiled expression needs a register that is unknown */
     FU_EH_ELF_UNREADABLE,         /* a required read failed: *fault_address, FU_READ_UNREADABLE */
     FU_EH_ELF_PAST_DUMP,          /* a required read failed: *fault_address, FU_READ_PAST_DUMP */

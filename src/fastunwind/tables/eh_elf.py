@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 #: Bump whenever the generated code's meaning or layout changes: cached objects of another version
 #: are rebuilt. Stamped into fu_eh_elf_info and checked by _core.EhElf.
-GENERATOR_VERSION = 7
+GENERATOR_VERSION = 8
 
 #: Ranges per rows_K.c unit. 65,536 (u16 low + u16 body each: 256 KiB of data) compile in about
 #: 0.3 s with gcc 12 -O2; libLLVM-14 (950k ranges) becomes 15 units, spread over the cores.
@@ -224,10 +224,14 @@ def _rule_statements(tracked: list[TrackedRule], signal: bool, expressions_in_wi
         if rule_kind == _core.RULE_UNDEFINED:
             out.append(f"caller->valid &= ~{_bit(slot)};")
         elif rule_kind in (_core.RULE_SAME_VALUE, _core.RULE_REGISTER):
+            # an unknown source makes the register unknown, and fails the step for the return
+            # address (walk_step.inc copy_unknown)
             source = column if rule_kind == _core.RULE_SAME_VALUE else rule_register
             if source >= REGISTERS:
-                out.append(f"caller->valid &= ~{_bit(slot)};")
+                out.append("return FU_EH_ELF_REGISTER_UNKNOWN;" if slot == RA else f"caller->valid &= ~{_bit(slot)};")
             else:
+                if slot == RA:
+                    out.append(f"if (!(regs->valid & {_bit(source)})) return FU_EH_ELF_REGISTER_UNKNOWN;")
                 out.append(f"fu_copy(regs, {source}, caller, {slot});")
         elif rule_kind == _core.RULE_OFFSET:
             if grouped:

@@ -13,27 +13,18 @@ from pathlib import Path
 import pytest
 
 from fastunwind import _core
-from fastunwind.address_space import AddressSpace, ImageCache, Mapping
-from fastunwind.elf import PF_X, PT_LOAD
+from fastunwind.address_space import AddressSpace
 from fastunwind.cfi import UnwindInfo
 from fastunwind.errors import NoUnwindInfo
 from fastunwind.walk import unwind_stack
 
+from tests.support.mapped_image import BASE, map_code
+
 LD_SO = Path("/lib64/ld-linux-x86-64.so.2")
-BASE = 0x7F0000000000
 STACK = 0x7FFF00000000
 RBP, RSP, RA = 6, 7, 16
 BACKENDS = ("auto", "dwarf", "table", "compiled")
 ENTRY_CODE_MAX_BYTES = 64  # walk.h FU_ENTRY_CODE_MAX_BYTES
-
-
-def _space(path: Path) -> tuple[AddressSpace, int]:
-    """`path` mapped at BASE (its executable segment), and its entry point's avma."""
-    image = ImageCache().get(str(path))
-    assert image is not None
-    code = next(s for s in image.elf.segments if s.type == PT_LOAD and s.flags & PF_X)
-    mapping = Mapping(BASE + code.vaddr, BASE + code.vaddr + code.memsz, code.offset, str(path), image, BASE)
-    return AddressSpace([mapping]), BASE + image.elf.entry
 
 
 def _walk(space: AddressSpace, backend: str, ip: int, rbp: int, stack: bytes):
@@ -44,7 +35,7 @@ def _walk(space: AddressSpace, backend: str, ip: int, rbp: int, stack: bytes):
 def ld_so() -> tuple[AddressSpace, int]:
     if not LD_SO.exists():
         pytest.skip(f"{LD_SO} not found")
-    space, entry = _space(LD_SO)
+    space, entry = map_code(LD_SO)
     with pytest.raises(NoUnwindInfo):
         UnwindInfo.open(str(LD_SO)).lookup(entry - BASE)  # the premise: no FDE covers _start
     return space, entry
@@ -100,7 +91,7 @@ def test_the_compact_table_alone_gives_the_same_entry_code(ld_so) -> None:
 def test_an_entry_point_with_cfi_is_left_to_it() -> None:
     """glibc's crt1 _start has an FDE (rip undefined): its CFI ends the stack, not this rule."""
     program = Path(shutil.which("true") or "/bin/true")
-    space, entry = _space(program)
+    space, entry = map_code(program)
     info = UnwindInfo.open(str(program))
     info.lookup(entry - BASE)
     assert space.to_core("dwarf").step_source(entry) != "entry_code"
@@ -116,9 +107,30 @@ def test_entry_code_is_bounded_in_a_program_without_cfi(tmp_path: Path) -> None:
                       + "work:\n" + " nop\n" * 200 + " ret\n")
     program = tmp_path / "start"
     subprocess.run(["gcc", "-nostdlib", "-static", "-no-pie", str(source), "-o", str(program)], check=True)
-    space, entry = _space(program)
+    space, entry = map_code(program)
     for backend in BACKENDS:
         core = space.to_core(backend)
         assert core.step_source(entry) == "entry_code"
         assert core.step_source(entry + ENTRY_CODE_MAX_BYTES - 1) == "entry_code"
         assert core.step_source(entry + ENTRY_CODE_MAX_BYTES) != "entry_code"
+
+
+def test_a_shared_librarys_entry_point_is_not_entry_code(tmp_path: Path) -> None:
+    """A shared library's e_entry is no process's first code (linkers often leave it at .text's
+    start, crtstuff's deregister_tm_clones, without CFI): a frame there with rbp 0 does not end the
+    stack. The same code in a file a process starts (no library needed) is entry code."""
+    if not shutil.which("gcc"):
+        pytest.skip("gcc not found")
+    source = tmp_path / "first.s"
+    source.write_text(".text\n.globl first\nfirst:\n" + " nop\n" * 32 + " ret\n")
+    library, alone = tmp_path / "libfirst.so", tmp_path / "alone.so"
+    subprocess.run(["gcc", "-shared", "-Wl,-e,first", str(source), "-o", str(library), "-Wl,--no-as-needed", "-lc"],
+                   check=True)
+    subprocess.run(["gcc", "-shared", "-nostdlib", "-Wl,-e,first", str(source), "-o", str(alone)], check=True)
+    for path, is_entry_code in ((library, False), (alone, True)):
+        space, entry = map_code(path)
+        assert entry != BASE, path  # the premise: e_entry set
+        for backend in BACKENDS:
+            assert (space.to_core(backend).step_source(entry) == "entry_code") == is_entry_code, (path, backend)
+            walk = _walk(space, backend, entry + 4, 0, bytes(64))
+            assert (walk.outcome == "end") == is_entry_code, (path, backend, walk)
