@@ -3,7 +3,8 @@
 (clang-14 -O2 -c on the compiler workload's generated C file, scripts/record_workloads.py), run
 
 - alone (no profiler);
-- under `perf record -e cpu-clock -F HZ --call-graph dwarf -o perf.data`, then `perf script` to text;
+- under `perf record -e cpu-clock -F HZ --call-graph dwarf -o perf.data`, then `perf script --no-inline`
+  to text (fastunwind record writes no inline frames either; perf's addr2line for them takes minutes);
 - under `fastunwind record -F HZ --format folded -o out.folded` (perf through a pipe, unwound as
   samples arrive);
 - under `fastunwind record --bpf -F HZ -o out.folded` (unwound in the kernel; root only);
@@ -70,7 +71,7 @@ def modes(command: list[str], frequencies: list[int], bpf: bool) -> list[tuple[s
         cpu_file, data, text = work / "cpu", work / "perf.data", work / "perf.txt"
         return measure([(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "--call-graph", "dwarf",
                           "-o", str(data), "--", *wrapped(command, cpu_file)], None),
-                        (["perf", "script", "-i", str(data)], text)], [data, text], cpu_file)
+                        (["perf", "script", "--no-inline", "-i", str(data)], text)], [data, text], cpu_file)
 
     def fastunwind(hz: int, extra: list[str], work: Path) -> dict[str, Any]:
         cpu_file, out = work / "cpu", work / "out.folded"
