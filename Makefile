@@ -168,7 +168,7 @@ bench-bpf: build
 # record's overhead on the profiled program: fastunwind record (and --bpf as root) against perf record +
 # perf script and no profiler, at 99 and 999 Hz (docs/BENCHMARKS.md)
 bench-record: build
-	$(PY) -m benchmarks.bench_record
+	$(PY) -m benchmarks.bench_record --repeat 5 --seconds 4
 
 clean:
 	rm -rf build $(STAMPS) src/fastunwind/_core*.so src/*.egg-info
