@@ -23,7 +23,7 @@ EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(s
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
 .PHONY: FORCE all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
-        bench-check bench-synth bench-core bench-trace bench-bpf decode-compare synth-unwind clean
+        bench-check bench-synth bench-core bench-trace bench-bpf bench-record decode-compare synth-unwind clean
 
 all: build
 
@@ -164,6 +164,11 @@ bench-eh-elf: build
 # record --bpf against perf record --call-graph dwarf and no profiler (root: docs/BENCHMARKS.md)
 bench-bpf: build
 	$(PY) -m benchmarks.bench_bpf
+
+# record's overhead on the profiled program: fastunwind record (and --bpf as root) against perf record +
+# perf script and no profiler, at 99 and 999 Hz (docs/BENCHMARKS.md)
+bench-record: build
+	$(PY) -m benchmarks.bench_record --repeat 5 --seconds 4
 
 clean:
 	rm -rf build $(STAMPS) src/fastunwind/_core*.so src/*.egg-info

@@ -37,13 +37,16 @@ from typing import Any
 from fastunwind.bpf import BpfRecorder
 from scripts import record_workloads
 
-WRAPPER = ("import resource, subprocess, sys\n"
+#: runs the program and writes its own CPU and wall seconds ("CPU WALL") to the file argv[1]
+WRAPPER = ("import resource, subprocess, sys, time\n"
+           "start = time.monotonic()\n"
            "subprocess.run(sys.argv[2:], check=True, stdout=subprocess.DEVNULL)\n"
+           "wall = time.monotonic() - start\n"
            "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-           "open(sys.argv[1], 'w').write(str(r.ru_utime + r.ru_stime))\n")
+           "open(sys.argv[1], 'w').write(f'{r.ru_utime + r.ru_stime} {wall}')\n")
 
 
-def _children_cpu() -> float:
+def children_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
 
@@ -53,24 +56,30 @@ def _self_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _wrapped(command: list[str], cpu_file: Path) -> list[str]:
+def wrapped(command: list[str], cpu_file: Path) -> list[str]:
     return [sys.executable, "-c", WRAPPER, str(cpu_file), *command]
+
+
+def target_times(cpu_file: Path) -> tuple[float, float]:
+    """The profiled program's own (CPU, wall) seconds, as the wrapper wrote them."""
+    cpu, wall = cpu_file.read_text().split()
+    return float(cpu), float(wall)
 
 
 def run_plain(command: list[str], work: Path) -> dict[str, Any]:
     cpu_file = work / "cpu"
-    subprocess.run(_wrapped(command, cpu_file), check=True)
-    return {"target_cpu": float(cpu_file.read_text())}
+    subprocess.run(wrapped(command, cpu_file), check=True)
+    return {"target_cpu": target_times(cpu_file)[0]}
 
 
 def run_perf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
     cpu_file, data = work / "cpu", work / "perf.data"
-    before = _children_cpu()
+    before = children_cpu()
     subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "--call-graph", "dwarf", "-o", str(data),
-                    "--", *_wrapped(command, cpu_file)], check=True, stdout=subprocess.DEVNULL,
+                    "--", *wrapped(command, cpu_file)], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    total = _children_cpu() - before
-    target = float(cpu_file.read_text())
+    total = children_cpu() - before
+    target = target_times(cpu_file)[0]
     samples = _perf_samples(data)
     size = data.stat().st_size
     return {"target_cpu": target, "profiler_cpu": total - target, "samples": samples,
@@ -86,7 +95,7 @@ def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
     cpu_file, out = work / "cpu", work / "out.folded"
     start = _self_cpu()
     recorder = BpfRecorder(frequency=hz)
-    child = subprocess.Popen(_wrapped(command, cpu_file))
+    child = subprocess.Popen(wrapped(command, cpu_file))
     # the wrapper's children (the program) join the scope at their first sample
     recorder.add(child.pid)
     profile = recorder.run(lambda: child.poll() is not None)
@@ -96,7 +105,7 @@ def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
     stats = profile.statistics()
     samples = int(stats["samples"])
     frames = int(stats["frames"])
-    return {"target_cpu": float(cpu_file.read_text()), "profiler_cpu": profiler, "samples": samples,
+    return {"target_cpu": target_times(cpu_file)[0], "profiler_cpu": profiler, "samples": samples,
             "disk_bytes_per_sample": out.stat().st_size / samples if samples else None,
             "bpf_ns_per_sample": stats["bpf_run_ns"] / stats["bpf_runs"] if stats["bpf_runs"] else None,
             "bpf_ns_per_frame": stats["bpf_run_ns"] / frames if frames else None,
@@ -115,6 +124,15 @@ def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
         values = [r[k] for r in runs if r.get(k) is not None]
         out[k] = (max(values) if k in higher_is_better else min(values)) if values else None
     return out
+
+
+def write_json(destination: str, report: dict[str, Any]) -> None:
+    """`--json [FILE]`: the report to standard output ("-") or to FILE."""
+    text = json.dumps(report, indent=1)
+    if destination == "-":
+        print(text)
+    else:
+        Path(destination).write_text(text + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,11 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in report.items():
         r["target_slowdown"] = r["target_cpu"] / base
     if args.json:
-        text = json.dumps({"command": command, "repeat": args.repeat, "results": report}, indent=1)
-        if args.json == "-":
-            print(text)
-        else:
-            Path(args.json).write_text(text + "\n")
+        write_json(args.json, {"command": command, "repeat": args.repeat, "results": report})
         return 0
     print(f"command: {' '.join(command)}; best of {args.repeat} (a shared machine: other jobs ran meanwhile)")
     print(f"{'configuration':<18} {'target CPU s':>12} {'slowdown':>9} {'profiler CPU s':>14} {'samples':>8} "
