@@ -27,7 +27,10 @@ def test_compiled_backend_prints_what_the_table_backend_prints(workload, perf_re
     assert compiled.returncode == 0, compiled.stderr
     outputs = {}
     for backend in ("compiled", "table", "dwarf"):
-        result = fastunwind("perf-script", "-i", data, "--backend", backend)
+        # the declared CFI alone: the table backend would add synthesized rows (--synth missing) where
+        # a module has code without CFI, which the other two do not serve
+        result = fastunwind("perf-script", "-i", data, "--backend", backend,
+                            *(("--synth", "off") if backend == "table" else ()))
         assert result.returncode == 0, result.stderr
         outputs[backend] = result.stdout
     assert outputs["compiled"] == outputs["table"] == outputs["dwarf"]
