@@ -262,8 +262,9 @@ def test_a_thread_name_that_is_not_utf8_is_shown_escaped() -> None:
 
 def test_a_program_path_that_is_not_utf8_is_read(tmp_path: Path) -> None:
     """A mapped file's path is any bytes (/proc/PID/maps): decoded as the file system's names are
-    (os.fsdecode), so that the file is opened through it and the frames name it. (Through the CLI:
-    in this process the file's image would stay mapped.)"""
+    (os.fsdecode), so that the file is opened through it and the frames name it; the text output
+    writes it back as its bytes, also under a strict encoding. (Through the CLI: in this process
+    the file's image would stay mapped.)"""
     program = os.fsencode(tmp_path) + b"/sleep-\xff"
     shutil.copy("/bin/sleep", program)
     process = start([os.fsdecode(program), "1000"])
@@ -272,6 +273,11 @@ def test_a_program_path_that_is_not_utf8_is_read(tmp_path: Path) -> None:
         assert as_json.returncode == 0, as_json.stderr
         frames = json.loads(as_json.stdout)["threads"][0]["frames"]
         assert os.fsdecode(program) in {frame["module"] for frame in frames}
+        strict = subprocess.run([sys.executable, "-m", "fastunwind", "backtrace", "-p", str(process.pid)],
+                                capture_output=True, timeout=60,
+                                env={**os.environ, "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8:strict"})
+        assert strict.returncode == 0 and strict.stderr == b"", strict.stderr
+        assert b"(" + program + b")" in strict.stdout
         assert_left_running(process.pid)
     finally:
         stop(process)
