@@ -100,6 +100,14 @@ static inline uint64_t fu_caller_lookup_address(uint64_t ra) { return fu_lookup_
  * (nor callchain entries, FU_FRAME_FIRST too), nor a frame a signal interrupted (FU_FRAME_SIGNAL). */
 static inline bool fu_frame_ip_is_return_address(uint8_t kind) { return kind == FU_FRAME_CFI || kind == FU_FRAME_FP; }
 
+/* The address frame (ip, kind, flags) is named (symbolized) at: its lookup address, except a signal
+ * trampoline's (FU_FRAME_SIGNAL_TRAMPOLINE), whose IP, though a return address (the handler returns
+ * to it), is the trampoline's first instruction: ip - 1 lies before it (eu-stack and gdb name it at ip). */
+static inline uint64_t fu_frame_name_address(uint64_t ip, uint8_t kind, uint8_t flags)
+{
+    return flags & FU_FRAME_SIGNAL_TRAMPOLINE ? ip : fu_lookup_address(ip, fu_frame_ip_is_return_address(kind));
+}
+
 /* One step from the frame whose registers are `regs` (its IP in regs->value[FU_REG_RA]) to its
  * caller: `caller` gets the caller's registers as the unwind rules give them, before fu_walk's
  * checks (end of stack, progress, SP direction). Returns the caller's frame kind (FU_FRAME_CFI,

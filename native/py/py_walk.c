@@ -261,6 +261,16 @@ done:
     return out;
 }
 
+static PyObject *frame_name_address(PyObject *module, PyObject *args)
+{
+    (void)module;
+    unsigned long long ip;
+    unsigned char kind, flags;
+    if (!PyArg_ParseTuple(args, "Kbb:frame_name_address", &ip, &kind, &flags))
+        return NULL;
+    return PyLong_FromUnsignedLongLong(fu_frame_name_address(ip, kind, flags));
+}
+
 static PyMethodDef walk_methods[] = {
     {"step_batch", step_batch, METH_VARARGS,
      "step_batch(space, states, stack, stack_address) -> bytes: one unwind step per state (tests)"},
@@ -269,6 +279,8 @@ static PyMethodDef walk_methods[] = {
      "frames[, frame registers])"},
     {"unwind_core", (PyCFunction)(void (*)(void))unwind_core, METH_VARARGS | METH_KEYWORDS,
      "unwind_core(space, core, registers, max_frames, frame_registers=False) -> as unwind(), over a CoreFile's memory"},
+    {"frame_name_address", frame_name_address, METH_VARARGS,
+     "frame_name_address(ip, kind, flags) -> int: the address a walked frame is named at (walk.h)"},
     {"unwind_self", unwind_self, METH_VARARGS,
      "unwind_self(space, max_frames=" Py_STRINGIFY(FU_WALK_SELF_MAX_FRAMES)
      ") -> ((outcome, fault_address, frames), glibc backtrace())"},

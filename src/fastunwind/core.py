@@ -268,9 +268,8 @@ class CoreFile:
                                                                   frame_registers=True)
             else:
                 outcome, fault, raw = _core.unwind_core(space, self._core, registers, max_frames)
-            frames = stacks.symbolize(((ip, module, kind) for ip, module, kind, _flags in raw),
-                                      lambda module: mappings[module] if module is not None else None,
-                                      lambda kind: stacks.FRAME_KINDS[kind], by_frame, known)
+            frames = stacks.symbolize(raw, lambda module: mappings[module] if module is not None else None,
+                                      by_frame, known)
             yield stacks.Thread(tid, self.name, frames, outcome, fault)
 
     def snapshot(self, *, with_registers: bool = False) -> stacks.ProcessSnapshot:

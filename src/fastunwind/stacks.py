@@ -34,8 +34,6 @@ REGISTER_NAMES: tuple[str, ...] = tuple(_core.register_name(column) or f"r{colum
 FRAME_KINDS: tuple[str, ...] = _core.FRAME_KINDS
 #: the walk outcome of a stack walked to its outermost frame; every other outcome is incomplete
 COMPLETE = "end"
-#: frame kinds whose address is a return address (walk.h fu_frame_ip_is_return_address)
-RETURN_ADDRESS_KINDS = frozenset(("cfi", "frame_pointer"))
 
 
 class Frame(NamedTuple):
@@ -44,7 +42,9 @@ class Frame(NamedTuple):
     gdb print them."""
 
     address: int
-    symbol: str | None  #: the function at the lookup address (a caller's return address - 1)
+    #: the function at the address the walker names the frame at (walk.h fu_frame_name_address: a
+    #: caller's return address - 1, a signal trampoline's and an interrupted frame's own address)
+    symbol: str | None
     offset: int  #: address - the symbol's start (0 without a symbol)
     module: str | None  #: the mapped file's path as the process names it
     recovered_by: str  #: how the walker's step reached the frame, one of FRAME_KINDS
@@ -107,50 +107,48 @@ def unwind_thread(space: AddressSpace, registers: Mapping[int, int], stack: byte
         outcome, fault, raw = _core.unwind(core, dict(registers), stack, stack_address, max_frames)
         by_frame = []
     mappings = space.mappings
-    return (symbolize(((ip, module, kind) for ip, module, kind, _flags in raw),
-                      lambda module: mappings[module] if module is not None else None,
-                      lambda kind: FRAME_KINDS[kind], by_frame, known), outcome, fault)
+    return (symbolize(raw, lambda module: mappings[module] if module is not None else None, by_frame, known),
+            outcome, fault)
 
 
-#: the frames a source named already, by (address, the walker's module, frame kind) as the source
-#: gives them: within one address space, those three name a frame
-KnownFrames = dict[tuple[int, Any, Any], Frame]
+#: the frames a source named already, by the walker's (address, module, frame kind, flags) as the
+#: source gives them: within one address space, those name a frame
+KnownFrames = dict[tuple[int, Any, int, int], Frame]
 #: the registers of a frame whose registers were not asked for
 NO_REGISTERS: Mapping[str, int | None] = MappingProxyType({})
 
 
-def symbolize(raw: Iterable[tuple[int, Any, Any]], mapping_of: Callable[[Any], AddressMapping | None],
-              kind_of: Callable[[Any], str], by_frame: Sequence[Sequence[int | None]] = (),
-              known: KnownFrames | None = None) -> tuple[Frame, ...]:
-    """Frames from the walker's (address, module, frame kind), its modules' mappings by
-    `mapping_of` and its kinds' names by `kind_of` (asked once per frame not `known`), and,
-    optionally, each frame's registers by DWARF number."""
+def symbolize(raw: Iterable[tuple[int, Any, int, int]], mapping_of: Callable[[Any], AddressMapping | None],
+              by_frame: Sequence[Sequence[int | None]] = (), known: KnownFrames | None = None
+              ) -> tuple[Frame, ...]:
+    """Frames from the walker's (address, module, frame kind code, FRAME_* flags), its modules'
+    mappings by `mapping_of` (asked once per frame not `known`), and, optionally, each frame's
+    registers by DWARF number."""
     known = {} if known is None else known
     frames = []
     for index, key in enumerate(raw):
         frame = known.get(key)
         if frame is None:
-            address, module, kind = key
-            frame = known[key] = _frame(address, mapping_of(module), kind_of(kind))
+            address, module, kind, flags = key
+            frame = known[key] = _frame(address, mapping_of(module), kind, flags)
         if index < len(by_frame):
             frame = frame._replace(registers=dict(zip(REGISTER_NAMES, by_frame[index])))
         frames.append(frame)
     return tuple(frames)
 
 
-def _frame(address: int, mapping: AddressMapping | None, kind: str) -> Frame:
-    """The frame at `address` in `mapping` (None: outside any module), without its registers."""
+def _frame(address: int, mapping: AddressMapping | None, kind: int, flags: int) -> Frame:
+    """The walker's frame (`kind` its code, `flags` FRAME_*) at `address` in `mapping` (None:
+    outside any module), without its registers."""
     symbol, offset = None, 0
     if mapping is not None and mapping.image is not None:
-        symbol, offset = _name(address, mapping.image, mapping.bias, kind)
-    return Frame(address, symbol, offset, mapping.path if mapping else None, kind, NO_REGISTERS)
+        symbol, offset = _name(address, _core.frame_name_address(address, kind, flags), mapping.image, mapping.bias)
+    return Frame(address, symbol, offset, mapping.path if mapping else None, FRAME_KINDS[kind], NO_REGISTERS)
 
 
-def _name(address: int, image: ModuleImage, bias: int, kind: str) -> tuple[str | None, int]:
-    """(symbol, offset of `address` into it) of a frame in `image` mapped at `bias`; (None, 0)
-    without one."""
-    # a caller's row and name are those of its call instruction (walk.h fu_lookup_address)
-    lookup = address - 1 if kind in RETURN_ADDRESS_KINDS else address
+def _name(address: int, lookup: int, image: ModuleImage, bias: int) -> tuple[str | None, int]:
+    """(symbol at `lookup`, offset of `address` into it) of a frame in `image` mapped at `bias`;
+    (None, 0) without one."""
     found = symbol_table(image).lookup(lookup - bias)
     return (found[0], found[1] + address - lookup) if found is not None else (None, 0)
 
@@ -164,8 +162,9 @@ def unwind_current_thread(max_frames: int = _core.WALK_SELF_MAX_FRAMES) -> Threa
 
     walked = walk.unwind_current_thread(max_frames=max_frames)
     return Thread(threading.get_native_id(), threading.current_thread().name,
-                  symbolize(((frame.ip, frame.mapping, frame.kind) for frame in walked.frames),
-                            lambda mapping: mapping, lambda kind: kind),
+                  symbolize(((frame.ip, frame.mapping, FRAME_KINDS.index(frame.kind),
+                              _core.FRAME_SIGNAL_TRAMPOLINE if frame.signal_trampoline else 0)
+                             for frame in walked.frames), lambda mapping: mapping),
                   walked.outcome, walked.fault_address)
 
 

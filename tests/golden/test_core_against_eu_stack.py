@@ -63,15 +63,19 @@ def core_of(made: dict[str, Path | str], kind: str) -> Path:
 
 
 def assert_agrees(threads: tuple[Thread, ...], core: Path, exe: Path | None) -> int:
-    """Asserts the threads are eu-stack's and their registers gdb's; returns how many registers were
-    compared with gdb's."""
+    """Asserts the threads are eu-stack's (their PCs, and the signal frames' names) and their
+    registers gdb's; returns how many registers were compared with gdb's."""
     try:
-        oracle = cores.eu_stack_of_core(core, exe)
+        named = cores.eu_stack_frames(cores.eu_stack_core_arguments(core, exe))
         gdb = cores.gdb_frames(core, exe)
     except CoreUnavailable as error:
         pytest.skip(str(error))
+    oracle = {tid: [pc for pc, _symbol in frames] for tid, frames in named.items()}
     ours = {thread.tid: thread for thread in threads}
     assert sorted(ours) == sorted(oracle)
+    # signal trampolines and the frames they interrupted, named as eu-stack does
+    for tid, frames in named.items():
+        cores.assert_signal_frames_named_as(ours[tid].frames, frames)
     compared = 0  # registers compared with gdb's
     for tid, thread in ours.items():
         assert thread.complete, f"thread {tid}: {thread.outcome} at {thread.fault_address:#x}"
@@ -111,7 +115,7 @@ def test_every_thread_as_eu_stack_and_gdb_see_it(kind: str, program: Path, made_
     assert assert_agrees(threads, core, program) > 500
     names = {frame.symbol for thread in threads for frame in thread.frames}
     # every kind of frame the program stops in was walked through
-    assert {"recurse", "on_usr1", "compare", "spin_leaf", "realign_thread", "start_thread"} <= names, names
+    assert {"recurse", "on_usr1", "__restore_rt", "compare", "spin_leaf", "realign_thread", "start_thread"} <= names, names
     crashed = threads[0].frames[0].symbol
     assert crashed == {"gcore": "__libc_pause", "segv": "crash_by_null_pointer", "abort": "__pthread_kill_implementation"}[kind]
 

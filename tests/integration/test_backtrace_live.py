@@ -20,7 +20,7 @@ import pytest
 
 import fastunwind
 from fastunwind.errors import LiveError
-from tests.support.cores import eu_stack_pcs
+from tests.support.cores import assert_signal_frames_named_as, eu_stack_frames
 from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.skipif(not (shutil.which("eu-stack") and shutil.which("gdb") and shutil.which("gcc")),
@@ -79,8 +79,8 @@ def blocked_threads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     stop(process)
 
 
-def eu_stack(pid: int) -> dict[int, list[int]]:
-    return eu_stack_pcs(["-p", str(pid)])
+def eu_stack(pid: int) -> dict[int, list[tuple[int, str | None]]]:
+    return eu_stack_frames(["-p", str(pid)])
 
 
 def gdb_frames(pid: int) -> list[dict[str, object]]:
@@ -93,12 +93,15 @@ def gdb_frames(pid: int) -> list[dict[str, object]]:
 
 def assert_same_pcs_as_eu_stack(pid: int) -> fastunwind.stacks.ProcessSnapshot:  # type: ignore[name-defined]
     snapshot = fastunwind.backtrace(pid)
-    oracle = eu_stack(pid)
+    named = eu_stack(pid)
     ours = {thread.tid: [frame.address for frame in thread.frames] for thread in snapshot.threads}
-    assert set(ours) == set(oracle)
+    assert set(ours) == set(named)
     outcomes = {thread.tid: thread.outcome for thread in snapshot.threads}
-    for tid, pcs in oracle.items():
-        assert ours[tid] == pcs, f"thread {tid}, outcome {outcomes[tid]}"
+    for tid, frames in named.items():
+        assert ours[tid] == [pc for pc, _symbol in frames], f"thread {tid}, outcome {outcomes[tid]}"
+    # signal trampolines and the frames they interrupted, named as eu-stack does
+    for thread in snapshot.threads:
+        assert_signal_frames_named_as(thread.frames, named[thread.tid])
     return snapshot
 
 
@@ -108,7 +111,7 @@ def test_blocked_threads_pcs_are_eu_stacks(blocked_threads: int) -> None:
     assert all(thread.complete for thread in snapshot.threads)
     names = {thread.name: [frame.symbol for frame in thread.frames] for thread in snapshot.threads}
     assert names["recursion"].count("recurse") == 51
-    assert "on_usr1" in names["signal"] and "signal_thread" in names["signal"]
+    assert {"on_usr1", "__restore_rt", "signal_thread"} <= set(names["signal"])
     assert names["qsort"][2] == "compare" and "qsort_thread" in names["qsort"]
     assert names["leaf"][0] == "spin_leaf"
     assert any(name and name.startswith("realigned") for name in names["realign"])
@@ -259,8 +262,9 @@ def test_a_thread_name_that_is_not_utf8_is_shown_escaped() -> None:
 
 def test_a_program_path_that_is_not_utf8_is_read(tmp_path: Path) -> None:
     """A mapped file's path is any bytes (/proc/PID/maps): decoded as the file system's names are
-    (os.fsdecode), so that the file is opened through it and the frames name it. (Through the CLI:
-    in this process the file's image would stay mapped.)"""
+    (os.fsdecode), so that the file is opened through it and the frames name it; the text output
+    writes it back as its bytes, also under a strict encoding. (Through the CLI: in this process
+    the file's image would stay mapped.)"""
     program = os.fsencode(tmp_path) + b"/sleep-\xff"
     shutil.copy("/bin/sleep", program)
     process = start([os.fsdecode(program), "1000"])
@@ -269,6 +273,11 @@ def test_a_program_path_that_is_not_utf8_is_read(tmp_path: Path) -> None:
         assert as_json.returncode == 0, as_json.stderr
         frames = json.loads(as_json.stdout)["threads"][0]["frames"]
         assert os.fsdecode(program) in {frame["module"] for frame in frames}
+        strict = subprocess.run([sys.executable, "-m", "fastunwind", "backtrace", "-p", str(process.pid)],
+                                capture_output=True, timeout=60,
+                                env={**os.environ, "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8:strict"})
+        assert strict.returncode == 0 and strict.stderr == b"", strict.stderr
+        assert b"(" + program + b")" in strict.stdout
         assert_left_running(process.pid)
     finally:
         stop(process)

@@ -22,7 +22,8 @@ import resource
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 from pathlib import Path
 
 from tests.support.paths import WORKLOADS_DIR
@@ -31,6 +32,8 @@ BLOCKED_THREADS_SOURCE = WORKLOADS_DIR / "live" / "blocked_threads.c"
 CORE_PATTERN = Path("/proc/sys/kernel/core_pattern")
 #: seconds a program has to print "ready", and a tool to read a core
 TIMEOUT = 60
+#: the signal trampoline's symbol as eu-stack and glibc name it
+SIGNAL_TRAMPOLINE = "__restore_rt"
 #: gdb's Python script printing every thread's frames and registers (shared with the live tests)
 GDB_FRAMES = Path(__file__).parent / "gdb_frames.py"
 
@@ -140,24 +143,49 @@ def kernel_core(exe: Path, mode: str, out_dir: Path) -> Path:
     return cores[-1]
 
 
-def eu_stack_pcs(arguments: list[str]) -> dict[int, list[int]]:
-    """eu-stack's PCs by thread id (frame 0 the interrupted PC, callers' return addresses) for its
-    `arguments`: `-p PID`, or `--core=CORE [--executable=EXE]`."""
+def eu_stack_frames(arguments: list[str]) -> dict[int, list[tuple[int, str | None]]]:
+    """eu-stack's frames by thread id, each (PC, symbol or None): frame 0's PC the interrupted one,
+    callers' their return addresses; for its `arguments`: `-p PID`, or `--core=CORE [--executable=EXE]`."""
     result = subprocess.run([require("eu-stack"), *arguments], capture_output=True, text=True, timeout=TIMEOUT)
-    threads: dict[int, list[int]] = {}
-    current: list[int] | None = None
+    threads: dict[int, list[tuple[int, str | None]]] = {}
+    current: list[tuple[int, str | None]] | None = None
     for line in result.stdout.splitlines():
         if line.startswith("TID "):
             current = threads.setdefault(int(line[4:].rstrip(":")), [])
         elif line.startswith("#") and current is not None:
-            current.append(int(line.split()[1], 16))
+            # "#N  0xPC[ - 1][ symbol]": " - 1" where eu-stack looks a return address up at PC - 1
+            fields = line.split()[1:]
+            rest = fields[3:] if fields[1:3] == ["-", "1"] else fields[1:]
+            current.append((int(fields[0], 16), rest[0] if rest else None))
     if not threads:
         raise CoreUnavailable(f"eu-stack {' '.join(arguments)} read no thread: {result.stderr[-500:]}")
     return threads
 
 
+def eu_stack_pcs(arguments: list[str]) -> dict[int, list[int]]:
+    """eu-stack's PCs by thread id (eu_stack_frames without the symbols)."""
+    return {tid: [pc for pc, _symbol in frames] for tid, frames in eu_stack_frames(arguments).items()}
+
+
+def eu_stack_core_arguments(core: Path, exe: Path | None = None) -> list[str]:
+    return [f"--core={core}", *([f"--executable={exe}"] if exe else [])]
+
+
 def eu_stack_of_core(core: Path, exe: Path | None = None) -> dict[int, list[int]]:
-    return eu_stack_pcs([f"--core={core}", *([f"--executable={exe}"] if exe else [])])
+    return eu_stack_pcs(eu_stack_core_arguments(core, exe))
+
+
+def assert_signal_frames_named_as(frames: Sequence[Any], theirs: Sequence[tuple[int, str | None]]) -> int:
+    """Asserts that the signal trampolines among eu-stack's frames `theirs` (__restore_rt) and the
+    frames they return into (a signal's interrupted PC) are named in our `frames` (stacks.Frame)
+    as eu-stack names them; returns how many such frames were compared."""
+    compared = 0
+    for number, (_pc, symbol) in enumerate(theirs[:len(frames)]):
+        if symbol == SIGNAL_TRAMPOLINE:
+            for pair in range(number, min(number + 2, len(theirs), len(frames))):
+                assert frames[pair].symbol == theirs[pair][1], (pair, frames[pair], theirs[pair])
+                compared += 1
+    return compared
 
 
 def gdb_frames(core: Path, exe: Path | None) -> dict[int, list[dict[str, object]]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import sys
 from collections.abc import Iterator
@@ -150,16 +151,24 @@ def add_output_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE", help="write the output to this file (default: standard output)")
 
 
+#: how output writes a character its encoding cannot: a name's undecodable byte (os.fsdecode's
+#: surrogate) as that byte
+OUTPUT_ERRORS = "surrogateescape"
+
+
 @contextlib.contextmanager
 def output_to(path: str | None) -> Iterator[None]:
-    """Standard output as it is, or redirected to the file `path` for everything the command prints
-    (print, rich, bytes through sys.stdout.buffer), opened before any work: a path that cannot be
-    written is a FastunwindError (one line)."""
+    """Standard output, or the file `path` for everything the command prints (print, rich, bytes
+    through sys.stdout.buffer), opened before any work: a path that cannot be written is a
+    FastunwindError (one line). Either writes the names read from the system (paths decoded with
+    os.fsdecode: surrogateescape) back as their bytes, whatever the locale's error handler."""
     if path is None:
+        if isinstance(sys.stdout, io.TextIOWrapper):
+            sys.stdout.reconfigure(errors=OUTPUT_ERRORS)
         yield
         return
     try:
-        out = open(path, "w", encoding="utf-8", errors="surrogateescape")
+        out = open(path, "w", encoding="utf-8", errors=OUTPUT_ERRORS)
     except OSError as error:
         raise FastunwindError(f"cannot write {path}: {error.strerror or error}") from None
     with out, contextlib.redirect_stdout(out):
