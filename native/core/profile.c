@@ -102,10 +102,10 @@ static uint32_t outcome_function(fu_profile *p, fu_text outcome, fu_error *err)
     return root;
 }
 
-/* The thread of a sample, added (with its comm) if new; NULL with err set. */
-static fu_profile_thread *sample_thread(fu_profile *p, const fu_unwound *u, size_t s, fu_error *err)
+/* The thread (pid, tid), added (with `comm`, if not empty) if new; NULL with err set. */
+static fu_profile_thread *profile_thread(fu_profile *p, int32_t pid, int32_t tid, fu_text comm, fu_error *err)
 {
-    int32_t key[2] = {(int32_t)u->samples[s].pid, (int32_t)u->samples[s].tid};
+    int32_t key[2] = {pid, tid};
     uint64_t hash = fu_hash_u64((uint64_t)(uint32_t)key[0] << 32 | (uint32_t)key[1]);
     uint32_t found = fu_intern_find(&p->thread_index, hash, thread_equal, &p->threads, key);
     if (found != FU_INTERN_NONE)
@@ -116,16 +116,68 @@ static fu_profile_thread *sample_thread(fu_profile *p, const fu_unwound *u, size
         return NULL;
     }
     fu_profile_thread t = {.pid = key[0], .tid = key[1], .comm = FU_INTERN_NONE};
-    const char *comm;
-    size_t comm_len;
-    fu_unwound_comm(u, s, &comm, &comm_len);
-    if (comm_len && (t.comm = fu_report_string_id(&p->names, (fu_text){comm, comm_len}, err)) == FU_INTERN_NONE)
+    if (comm.len && (t.comm = fu_report_string_id(&p->names, comm, err)) == FU_INTERN_NONE)
         return NULL;
     if (!fu_buffer_append(&p->threads, &t, sizeof t) || !fu_intern_insert(&p->thread_index, hash, (uint32_t)count)) {
         fu_fail(err, FU_ERR_NOMEM, "out of memory for the profile's threads");
         return NULL;
     }
     return &((fu_profile_thread *)(void *)p->threads.data)[count];
+}
+
+/* The thread of a window's sample s. */
+static fu_profile_thread *sample_thread(fu_profile *p, const fu_unwound *u, size_t s, fu_error *err)
+{
+    const char *comm;
+    size_t comm_len;
+    fu_unwound_comm(u, s, &comm, &comm_len);
+    return profile_thread(p, (int32_t)u->samples[s].pid, (int32_t)u->samples[s].tid, (fu_text){comm, comm_len}, err);
+}
+
+/* The stack of a sample with no frame resolved: one frame saying so. */
+static uint32_t no_frames_stack(fu_profile *p, fu_error *err)
+{
+    uint32_t none = fu_report_named_function(&p->names, (fu_text){"[no frames]", 11}, err);
+    return none == FU_INTERN_NONE ? none : stack_id(p, none, FU_INTERN_NONE, err);
+}
+
+/* Appends `count` samples of `stack` at `time` to a thread. */
+static fu_status add_samples(fu_profile *p, fu_profile_thread *thread, uint32_t stack, uint64_t time, uint64_t count,
+                             fu_error *err)
+{
+    if (!fu_buffer_reserve(&thread->stacks, 4 * count) || !fu_buffer_reserve(&thread->times, 8 * count))
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory for the samples of thread %d", thread->tid);
+    for (uint64_t i = 0; i < count; i++) /* bounded by count <= FU_PROFILE_MAX_STACK_SAMPLES */
+        fu_buffer_append(&thread->stacks, &stack, 4), fu_buffer_append(&thread->times, &time, 8);
+    p->samples += count;
+    return FU_OK;
+}
+
+fu_status fu_profile_add_stack(fu_profile *p, const fu_profile_stack *s, fu_error *err)
+{
+    if (s->count > FU_PROFILE_MAX_STACK_SAMPLES || s->frame_count > FU_PROFILE_MAX_STACK_FRAMES)
+        return fu_fail(err, FU_ERR_INVALID, "a stack of %zu frames counted %" PRIu64 " times is past the bounds "
+                       "(%u frames, %u samples)", s->frame_count, s->count, FU_PROFILE_MAX_STACK_FRAMES,
+                       FU_PROFILE_MAX_STACK_SAMPLES);
+    fu_profile_thread *thread = profile_thread(p, s->pid, s->tid, s->comm, err);
+    if (!thread)
+        return err->status;
+    uint32_t stack = FU_INTERN_NONE;
+    if (s->outcome.len) {
+        uint32_t root = outcome_function(p, s->outcome, err);
+        if (root == FU_INTERN_NONE || (stack = stack_id(p, root, FU_INTERN_NONE, err)) == FU_INTERN_NONE)
+            return err->status;
+    }
+    for (size_t i = 0; i < s->frame_count; i++) { /* root first */
+        uint32_t function = fu_report_named_function(&p->names, s->frames[i], err);
+        if (function == FU_INTERN_NONE || (stack = stack_id(p, function, stack, err)) == FU_INTERN_NONE)
+            return err->status;
+    }
+    if (stack == FU_INTERN_NONE && (stack = no_frames_stack(p, err)) == FU_INTERN_NONE)
+        return err->status;
+    if (!p->samples && s->count)
+        p->interval_ms = s->interval_ms > 0 ? s->interval_ms : 1;
+    return add_samples(p, thread, stack, s->time, s->count, err);
 }
 
 fu_status fu_profile_add(fu_profile *p, const fu_unwound *u, fu_error *err)
@@ -152,16 +204,12 @@ fu_status fu_profile_add(fu_profile *p, const fu_unwound *u, fu_error *err)
         for (uint32_t k = end; k > first; k--) /* frames are leaf first: the stack grows from the root */
             if ((stack = stack_id(p, functions[u->frame_ids[k - 1]], stack, err)) == FU_INTERN_NONE)
                 return err->status;
-        if (stack == FU_INTERN_NONE) { /* nothing resolved: one frame saying so */
-            uint32_t none = fu_report_named_function(&p->names, (fu_text){"[no frames]", 11}, err);
-            if (none == FU_INTERN_NONE || (stack = stack_id(p, none, FU_INTERN_NONE, err)) == FU_INTERN_NONE)
-                return err->status;
-        }
-        uint64_t time = u->samples[s].time;
-        if (!fu_buffer_append(&thread->stacks, &stack, 4) || !fu_buffer_append(&thread->times, &time, 8))
-            return fu_fail(err, FU_ERR_NOMEM, "out of memory for the samples of thread %d", thread->tid);
-        if (!p->samples++)
+        if (stack == FU_INTERN_NONE && (stack = no_frames_stack(p, err)) == FU_INTERN_NONE) /* nothing resolved */
+            return err->status;
+        if (!p->samples)
             p->interval_ms = sample_interval_ms(u, s);
+        if (add_samples(p, thread, stack, u->samples[s].time, 1, err) != FU_OK)
+            return err->status;
     }
     return FU_OK;
 }

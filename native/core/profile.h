@@ -59,6 +59,22 @@ typedef struct fu_profile {
 void fu_profile_init(fu_profile *p);
 /* Adds every sample of a symbolized window. FU_ERR_NOMEM, or FU_ERR_INVALID past a bound. */
 fu_status fu_profile_add(fu_profile *p, const fu_unwound *u, fu_error *err);
+
+/* A stack sampled `count` times, named already (a profile counted by stack, as the BPF unwinder's):
+ * its frames are function names from the root to the leaf; `outcome` (empty for a complete stack)
+ * roots it as "[outcome]"; every sample has the time `time`. */
+#define FU_PROFILE_MAX_STACK_FRAMES (1u << 16)
+#define FU_PROFILE_MAX_STACK_SAMPLES (1u << 30)
+typedef struct fu_profile_stack {
+    int32_t pid, tid;
+    fu_text comm, outcome;
+    const fu_text *frames;
+    size_t frame_count;
+    uint64_t count, time;
+    double interval_ms; /* the sampling interval, taken from the profile's first samples (<= 0: 1 ms) */
+} fu_profile_stack;
+/* Adds the stack's samples: FU_ERR_NOMEM, or FU_ERR_INVALID past a bound. */
+fu_status fu_profile_add_stack(fu_profile *p, const fu_profile_stack *s, fu_error *err);
 /* Writes the speedscope file, named `name` (UTF-8), in chunks to `sink`: FU_ERR_NOMEM, or
  * FU_ERR_INVALID when the sink failed. */
 fu_status fu_profile_speedscope(const fu_profile *p, fu_text name, fu_sink_fn sink, void *context, fu_error *err);

@@ -277,6 +277,20 @@ static const char *script_problem(const fu_perf_data *pd, const fu_perf_walk_buf
     for (int pass = 0; pass < 2 && !problem; pass++)
         if (fu_profile_add(&profile, &u, &err) != FU_OK && err.status != FU_ERR_NOMEM)
             problem = "profile: adding a window failed";
+    /* and stacks named already, as the BPF unwinder's: the input's comms as frames, counted 0-2 times */
+    uint64_t named_samples = 0;
+    for (size_t s = 0; s < u.sample_count && !problem; s++) {
+        fu_text frames[3];
+        fu_unwound_comm(&u, s, &frames[0].data, &frames[0].len);
+        frames[1] = frames[2] = frames[0];
+        fu_profile_stack stack = {.pid = (int32_t)u.samples[s].pid, .tid = (int32_t)u.samples[s].tid,
+                                  .comm = frames[0], .outcome = u.outcome_names[u.outcomes[s]], .frames = frames,
+                                  .frame_count = s % 4, .count = s % 3, .time = u.samples[s].time, .interval_ms = 1};
+        if (fu_profile_add_stack(&profile, &stack, &err) == FU_OK)
+            named_samples += stack.count;
+        else if (err.status != FU_ERR_NOMEM)
+            problem = "profile: adding a named stack failed";
+    }
     size_t profile_bytes = 0;
     if (!problem && fu_profile_speedscope(&profile, (fu_text){"x\"\x01\xff", 4}, count_chunk, &profile_bytes, &err) != FU_OK &&
         err.status != FU_ERR_NOMEM)
@@ -287,7 +301,7 @@ static const char *script_problem(const fu_perf_data *pd, const fu_perf_walk_buf
     for (uint32_t max_nodes = 1; !problem && max_nodes <= 1u << 16; max_nodes <<= 8) /* merged nodes, then all */
         if (fu_profile_flame(&profile, max_nodes, count_chunk, &profile_bytes, &err) != FU_OK && err.status != FU_ERR_NOMEM)
             problem = "profile: writing the flame graph failed";
-    if (!problem && profile.samples && profile.samples != 2 * u.sample_count)
+    if (!problem && profile.samples && profile.samples != 2 * u.sample_count + named_samples)
         problem = "profile: samples lost";
     fu_profile_free(&profile);
     /* the report under every sort, counted twice: self adds up to the samples, self <= total */

@@ -3,6 +3,8 @@
  *
  * Profile()
  *   add(samples): adds a window's UnwoundSamples (symbolize_samples' result)
+ *   add_stack(pid, tid, comm, outcome, frames, count, time, interval_ms): adds a stack named already
+ *     (frames: function names, root first; outcome "" when complete) sampled `count` times
  *   speedscope(write, name): calls write(bytes) with speedscope's file in chunks
  *   gecko(write, name): the same with the Firefox profiler's processed profile
  *   flame(write, max_nodes): the same with the HTML flame graph's data (JSON)
@@ -44,6 +46,55 @@ static fu_status add_window(void *profile, const void *unwound, fu_error *err)
 static PyObject *profile_add(ProfileObject *self, PyObject *samples)
 {
     return py_core_add_window((PyObject *)self, PY_PROFILE, samples, add_window);
+}
+
+static PyObject *profile_add_stack(ProfileObject *self, PyObject *args)
+{
+    int pid, tid;
+    const char *comm, *outcome;
+    Py_ssize_t comm_len, outcome_len;
+    PyObject *frames;
+    unsigned long long count, time;
+    double interval_ms;
+    if (!PyArg_ParseTuple(args, "iis#s#OKKd", &pid, &tid, &comm, &comm_len, &outcome, &outcome_len, &frames, &count,
+                          &time, &interval_ms))
+        return NULL;
+    PyObject *module = PyType_GetModule(Py_TYPE(self));
+    fu_profile *profile = module ? py_core_payload(module, PY_PROFILE, (PyObject *)self) : NULL;
+    PyObject *sequence = profile ? PySequence_Fast(frames, "frames must be a sequence of str") : NULL;
+    if (!sequence)
+        return NULL;
+    Py_ssize_t frame_count = PySequence_Fast_GET_SIZE(sequence);
+    if (frame_count > FU_PROFILE_MAX_STACK_FRAMES) {
+        Py_DECREF(sequence);
+        return PyErr_Format(PyExc_ValueError, "a stack of more than %u frames", FU_PROFILE_MAX_STACK_FRAMES);
+    }
+    fu_text *texts = PyMem_Calloc((size_t)frame_count + 1, sizeof *texts);
+    if (!texts) {
+        Py_DECREF(sequence);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < frame_count; i++) { /* bounded by FU_PROFILE_MAX_STACK_FRAMES */
+        Py_ssize_t len;
+        const char *name = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(sequence, i), &len);
+        if (!name) {
+            PyMem_Free(texts);
+            Py_DECREF(sequence);
+            return NULL;
+        }
+        texts[i] = (fu_text){name, (size_t)len};
+    }
+    fu_profile_stack stack = {.pid = pid, .tid = tid, .comm = {comm, (size_t)comm_len},
+                              .outcome = {outcome, (size_t)outcome_len}, .frames = texts,
+                              .frame_count = (size_t)frame_count, .count = count, .time = time,
+                              .interval_ms = interval_ms};
+    fu_error err = {0};
+    fu_status status = fu_profile_add_stack(profile, &stack, &err);
+    PyMem_Free(texts);
+    Py_DECREF(sequence);
+    if (status != FU_OK)
+        return py_core_raise(&err);
+    Py_RETURN_NONE;
 }
 
 typedef fu_status (*profile_writer)(const fu_profile *p, fu_text name, fu_sink_fn sink, void *context, fu_error *err);
@@ -101,6 +152,9 @@ static PyObject *profile_samples(ProfileObject *self, void *unused)
 
 static PyMethodDef profile_methods[] = {
     {"add", (PyCFunction)profile_add, METH_O, "add(samples): add a window's UnwoundSamples"},
+    {"add_stack", (PyCFunction)profile_add_stack, METH_VARARGS,
+     "add_stack(pid, tid, comm, outcome, frames, count, time, interval_ms): add a stack named already, "
+     "sampled count times"},
     {"speedscope", (PyCFunction)profile_speedscope, METH_VARARGS,
      "speedscope(write, name): speedscope's file, in bytes chunks"},
     {"gecko", (PyCFunction)profile_gecko, METH_VARARGS,

@@ -9,12 +9,13 @@ process is forgotten. The tables share one map of `slot_capacity` slots: when it
 oldest modules are evicted (their processes are reloaded at the next rescan).
 
 Stacks arrive counted (one entry per distinct stack and outcome), so the Python work here is per
-distinct stack and per distinct address, never per sample.
+distinct stack and per distinct address, never per sample. The kernel keeps no time per sample: the
+time a stack's samples are given (BpfProfile.core_profile) is when its count was taken, every
+DRAIN_SECONDS (CLOCK_MONOTONIC, perf's clock), so a timeline is right to within DRAIN_SECONDS.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections import Counter
@@ -57,10 +58,14 @@ class _Process:
 class BpfProfile:
     """What a recording counted: its stacks, the kernel's counters and the processes' mappings."""
 
-    def __init__(self, stacks: Counter[BpfStack], counters: dict[str, int], outcomes: dict[str, int],
+    def __init__(self, drains: list[tuple[int, BpfStack, int]], counters: dict[str, int], outcomes: dict[str, int],
                  processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int, slots_used: int,
-                 rows_loaded: int, modules_loaded: int, modules_without_table: int) -> None:
-        self.stacks = stacks
+                 rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int) -> None:
+        self.drains = drains  #: (when taken in ns, stack, samples) per stack counted by a drain
+        self.stacks: Counter[BpfStack] = Counter()
+        for _, stack, samples in drains:
+            self.stacks[stack] += samples
+        self.frequency = frequency
         self.counters = counters
         self.outcomes = outcomes
         self._processes = processes
@@ -123,13 +128,21 @@ class BpfProfile:
             name = self._names[key] = found[0] if found else "[unknown [kernel.kallsyms]]"
         return name
 
+    @staticmethod
+    def incomplete(stack: BpfStack) -> str:
+        """The outcome of a user stack that did not reach the outermost frame, "" otherwise."""
+        return stack.outcome if stack.user and stack.outcome != "end" else ""
+
+    def _functions(self, stack: BpfStack) -> list[str]:
+        """The stack's function names from the outermost frame to the leaf, kernel frames last."""
+        names = [self.user_name(stack.space_pid, a, i > 0) for i, a in enumerate(stack.user)][::-1]
+        return names + [self.kernel_name(a) for a in reversed(stack.kernel)]
+
     def frames(self, stack: BpfStack) -> list[str]:
         """The stack's names from the outermost frame to the leaf, kernel frames last; an incomplete
         user stack starts with "[OUTCOME]"."""
-        names = [self.user_name(stack.space_pid, a, i > 0) for i, a in enumerate(stack.user)][::-1]
-        if stack.user and stack.outcome != "end":
-            names.insert(0, f"[{stack.outcome}]")
-        return names + [self.kernel_name(a) for a in reversed(stack.kernel)]
+        outcome = self.incomplete(stack)
+        return [f"[{outcome}]", *self._functions(stack)] if outcome else self._functions(stack)
 
     def folded(self) -> Counter[str]:
         """Folded stacks ("comm;outer;...;leaf" -> samples), as `perf-script --format folded` writes them."""
@@ -142,23 +155,15 @@ class BpfProfile:
         for line, samples in sorted(self.folded().items(), key=lambda item: (-item[1], item[0])):
             out.write(f"{line} {samples}\n")
 
-    def write_speedscope(self, out: IO[str], name: str) -> None:
-        """speedscope's file: one sampled profile per process, each distinct stack weighted by its samples."""
-        frame_index: dict[str, int] = {}
-        profiles = []
-        by_pid: dict[int, list[tuple[BpfStack, int]]] = {}
-        for stack, samples in self.stacks.items():
-            by_pid.setdefault(stack.pid, []).append((stack, samples))
-        for pid, stacks in sorted(by_pid.items()):
-            samples_out, weights = [], []
-            for stack, samples in stacks:
-                samples_out.append([frame_index.setdefault(f, len(frame_index)) for f in self.frames(stack)])
-                weights.append(samples)
-            profiles.append({"type": "sampled", "name": f"{self.comm(pid, stacks[0][0].space_pid)} ({pid})", "unit": "none",
-                             "startValue": 0, "endValue": sum(weights), "samples": samples_out, "weights": weights})
-        json.dump({"$schema": "https://www.speedscope.app/file-format-schema.json", "name": name,
-                   "exporter": "fastunwind record --bpf", "activeProfileIndex": 0,
-                   "shared": {"frames": [{"name": f} for f in frame_index]}, "profiles": profiles}, out)
+    def core_profile(self) -> _core.Profile:
+        """The samples as a profile for the writers of native/core/profile.h (speedscope, gecko, the
+        flame graph): a thread per process (the kernel counts stacks by process), each stack's samples
+        at the time its count was taken."""
+        profile = _core.Profile()
+        for taken_ns, stack, samples in self.drains:
+            profile.add_stack(stack.pid, stack.pid, self.comm(stack.pid, stack.space_pid), self.incomplete(stack),
+                              self._functions(stack), samples, taken_ns, 1000 / self.frequency)
+        return profile
 
     def statistics(self) -> dict[str, object]:
         user, complete = self.user_samples()
@@ -196,7 +201,7 @@ class BpfRecorder:
         self._gone: dict[int, _Process] = {}
         self._modules: dict[str, tuple[int, int]] = {}  # cache key -> (id, generation)
         self._without_table: set[str] = set()
-        self._stacks: Counter[BpfStack] = Counter()
+        self._drains: list[tuple[int, BpfStack, int]] = []
         self._rows_loaded = 0  # table rows loaded into the maps (evicted ones included)
         for pid in pids:
             self.add(pid)
@@ -276,8 +281,9 @@ class BpfRecorder:
         return bool(self._processes)
 
     def drain(self) -> None:
+        taken_ns = time.monotonic_ns()
         for pid, space_pid, outcome, samples, user, kernel in self._session.drain():
-            self._stacks[BpfStack(pid, space_pid, _core.BPF_OUTCOMES[outcome], user, kernel)] += samples
+            self._drains.append((taken_ns, BpfStack(pid, space_pid, _core.BPF_OUTCOMES[outcome], user, kernel), samples))
 
     def run(self, until: Callable[[], bool]) -> BpfProfile:
         """Samples until `until()` is true (checked every MISSING_SECONDS) or Ctrl-C, then detaches
@@ -311,9 +317,9 @@ class BpfRecorder:
         counters = dict(zip(names, values))
         outcomes = {name: n for name, n in zip(_core.BPF_OUTCOMES, values[len(names):]) if n}
         run_ns, runs = self._session.run_time()
-        return BpfProfile(self._stacks, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
+        return BpfProfile(self._drains, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
                           self._session.table_bytes, self._session.slots_used, self._rows_loaded,
-                          len(self._modules), len(self._without_table))
+                          len(self._modules), len(self._without_table), self._frequency)
 
     def close(self) -> None:
         self._session.close()

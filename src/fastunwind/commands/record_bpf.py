@@ -3,7 +3,11 @@ no stack copied to disk.
 
 A BPF program attached to a cpu-clock event on every CPU (-F HZ) walks each sample's user stack from
 the compact tables fastunwind loads into BPF maps (native/bpf), and counts whole stacks with their
-kernel part; the profile is written at the end (folded stacks or speedscope's file). What is sampled:
+kernel part; the profile is written at the end: folded stacks, or speedscope's file, the Firefox
+profiler's or the HTML flame graph, by perf-script's writers (native/core/profile.h; a thread per
+process, each sample at the time its stack's count was taken, every bpf.DRAIN_SECONDS). perf
+script's text is not available: the kernel counts stacks by process, without the thread, time,
+CPU or event of each sample it needs. What is sampled:
 a command (`-- CMD ...`, with the processes it starts), running processes (`-p PID[,PID]`) or every
 process (`-a`); it stops when they have exited, after --duration seconds, or on Ctrl-C. A stack that
 did not reach the outermost frame starts with its outcome ("[frame_limit]", "[slow_row]",
@@ -19,10 +23,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from fastunwind.bpf import BpfProfile
 
 #: the formats of the in-kernel profile
-FORMATS = ("folded", "speedscope")
+FORMATS = ("folded", "speedscope", "gecko", "html")
 
 
 def _summary(stats: dict[str, Any]) -> str:
@@ -91,8 +99,20 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         json.dump(stats, sys.stdout, indent=1)
         sys.stdout.write("\n")
-    elif args.format == "speedscope":
-        profile.write_speedscope(sys.stdout, " ".join(command) or "fastunwind record --bpf")
     else:
-        profile.write_folded(sys.stdout)
+        write_profile(profile, args.format, sys.stdout, " ".join(command) or "fastunwind record --bpf")
     return 0
+
+
+def write_profile(profile: BpfProfile, output_format: str, out: TextIO, name: str) -> None:
+    """The profile in one of FORMATS, named `name` (speedscope's and the Firefox profiler's files,
+    the flame graph's title)."""
+    if output_format == "folded":
+        profile.write_folded(out)
+        return
+    from fastunwind import _core
+    from fastunwind.perf.script import write_flame_graph, write_gecko, write_speedscope
+
+    writers: dict[str, Callable[[_core.Profile, TextIO, str], None]] = {
+        "speedscope": write_speedscope, "gecko": write_gecko, "html": write_flame_graph}
+    writers[output_format](profile.core_profile(), out, name)

@@ -12,6 +12,7 @@ alarm in ~16,000 comparisons of equal distributions).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -20,14 +21,18 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from decimal import Decimal
+from io import StringIO
 from pathlib import Path
 
 import pytest
 
 from fastunwind import _core
 from fastunwind.bpf import BpfProfile, BpfRecorder
+from fastunwind.commands.record_bpf import FORMATS, write_profile
 from fastunwind.errors import BpfError
 from scripts import record_workloads
+from tests.integration.test_perf_script_formats import _root_is_outcome, check_gecko, check_speedscope
 from tests.support.paths import REPO_ROOT
 
 FREQUENCY = 499
@@ -121,10 +126,15 @@ def assert_same_profile(bpf: Counter[str], perf: Counter[str]) -> None:
         assert abs(p1 - p2) <= bound, f"{leaf}: {p1:.3f} of {n1} BPF samples, {p2:.3f} of {n2} perf samples"
 
 
-def test_the_c_workload_matches_perf_dwarf_unwound_offline(settings: record_workloads.Settings,
+@pytest.fixture(scope="module")
+def c_profile(settings: record_workloads.Settings) -> BpfProfile:
+    return record_command(record_workloads.WORKLOADS["c"].command(settings))
+
+
+def test_the_c_workload_matches_perf_dwarf_unwound_offline(settings: record_workloads.Settings, c_profile: BpfProfile,
                                                            tmp_path: Path) -> None:
     command = record_workloads.WORKLOADS["c"].command(settings)
-    profile = record_command(command)
+    profile = c_profile
     assert_same_profile(user_folded(profile), perf_folded(command, tmp_path))
     # its phases that the BPF walk cannot finish end with an outcome, never as complete stacks
     folded = user_folded(profile)
@@ -241,3 +251,115 @@ def test_evicted_tables_end_stacks_as_no_table(settings: record_workloads.Settin
     assert profile.outcomes.get("no_table", 0) > 0, profile.statistics()
     # a stack is complete only where every frame had its table: from _start
     assert all(profile.frames(s)[0] == "_start" for s in profile.stacks if s.outcome == "end")
+
+
+def expected_stacks(profile: BpfProfile) -> dict[int, Counter[tuple[str, ...]]]:
+    """Per process, its samples' stacks as the profile files hold them: names from the root, an
+    incomplete stack rooted at "[OUTCOME]", kernel frames last."""
+    out: dict[int, Counter[tuple[str, ...]]] = {}
+    for stack, samples in profile.stacks.items():
+        out.setdefault(stack.pid, Counter())[tuple(profile.frames(stack) or ["[no frames]"])] += samples
+    return out
+
+
+def written(profile: BpfProfile, output_format: str) -> str:
+    out = StringIO()
+    write_profile(profile, output_format, out, "cworkload <&>")
+    return out.getvalue()
+
+
+def check_folded_file(profile: BpfProfile, text: str) -> None:
+    lines = Counter({line.rpartition(" ")[0]: int(line.rpartition(" ")[2]) for line in text.splitlines()})
+    assert lines == profile.folded() and sum(lines.values()) == profile.samples
+
+
+def check_speedscope_file(profile: BpfProfile, text: str) -> None:
+    document = json.loads(text)
+    check_speedscope(document)
+    names = [frame["name"] for frame in document["shared"]["frames"]]
+    found: dict[int, Counter[tuple[str, ...]]] = {}
+    for sampled in document["profiles"]:  # "comm pid/tid": a thread per process
+        pid, tid = sampled["name"].rsplit(" ", 1)[1].split("/")
+        assert pid == tid and sampled["weights"] == [1] * len(sampled["samples"])
+        found[int(pid)] = Counter(tuple(names[i] for i in stack) for stack in sampled["samples"])
+    assert found == expected_stacks(profile)
+
+
+def check_gecko_file(profile: BpfProfile, text: str) -> None:
+    document = json.loads(text, parse_float=Decimal)
+    check_gecko(document)
+    assert abs(float(document["meta"]["interval"]) - 1000 / FREQUENCY) < 1e-6  # written to the ns
+    # each sample at the time its stack's count was taken (CLOCK_MONOTONIC ms, as perf's)
+    expected: dict[int, Counter[tuple[int, tuple[str, ...]]]] = {}
+    for taken_ns, stack, samples in profile.drains:
+        expected.setdefault(stack.pid, Counter())[(taken_ns // 1000, tuple(profile.frames(stack) or ["[no frames]"]))] \
+            += samples
+    found: dict[int, Counter[tuple[int, tuple[str, ...]]]] = {}
+    markers = incomplete = 0
+    for thread in document["threads"]:
+        assert thread["pid"] == thread["tid"]
+        strings, stacks = thread["stringArray"], thread["stackTable"]
+        name = [strings[n] for n in thread["funcTable"]["name"]]
+        samples = found.setdefault(int(thread["tid"]), Counter())
+        for stack, time in zip(thread["samples"]["stack"], thread["samples"]["time"]):
+            incomplete += _root_is_outcome(thread, stack)
+            frames = []
+            while stack is not None:
+                frames.append(name[stacks["frame"][stack]])
+                stack = stacks["prefix"][stack]
+            samples[(int(time * 1000), tuple(reversed(frames)))] += 1
+        markers += thread["markers"]["length"]
+    assert found == expected
+    # a marker per sample whose user stack did not reach its end
+    assert markers == incomplete == sum(n for s, n in profile.stacks.items() if profile.incomplete(s))
+
+
+def check_html_file(profile: BpfProfile, text: str) -> None:
+    head, _, rest = text.partition('<script type="application/json" id="profile-data">')
+    data = json.loads(rest.partition("</script>")[0])
+    assert "<title>cworkload &lt;&amp;&gt;" in head and data["samples"] == profile.samples
+    names, parents, functions = data["names"], data["parent"], data["function"]
+    assert len(parents) == len(functions) and all(-1 <= p < i for i, p in enumerate(parents))
+    found: dict[int, Counter[tuple[str, ...]]] = {}
+    for thread in data["threads"]:
+        pid, tid = thread["name"].rsplit(" ", 1)[1].split("/")
+        assert pid == tid
+        samples = found.setdefault(int(pid), Counter())
+        pairs = thread["self"]
+        for node, count in zip(pairs[::2], pairs[1::2]):  # every node kept: none merged
+            stack = []
+            while node != -1:
+                stack.append(names[functions[node]])
+                node = parents[node]
+            samples[tuple(reversed(stack))] += count
+        assert sum(samples.values()) == thread["samples"]
+    assert found == expected_stacks(profile)
+
+
+CHECKS = {"folded": check_folded_file, "speedscope": check_speedscope_file, "gecko": check_gecko_file,
+          "html": check_html_file}
+
+
+@pytest.mark.parametrize("output_format", FORMATS)
+def test_each_format_holds_every_sample(c_profile: BpfProfile, output_format: str) -> None:
+    assert c_profile.samples >= 50 and c_profile.outcomes.get("frame_limit", 0) > 0, c_profile.statistics()
+    CHECKS[output_format](c_profile, written(c_profile, output_format))
+
+
+def test_record_writes_the_format_to_the_file(settings: record_workloads.Settings, tmp_path: Path) -> None:
+    out = tmp_path / "profile.json"
+    result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "-F", str(FREQUENCY), "--format",
+                             "gecko", "-o", str(out), "--", *record_workloads.WORKLOADS["c"].command(settings)],
+                            cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout == "", result.stderr
+    document = json.loads(out.read_text(), parse_float=Decimal)
+    check_gecko(document)
+    reported = int(re.search(r"fastunwind record: (\d+) samples", result.stderr)[1])  # type: ignore[index]
+    assert 50 <= sum(thread["samples"]["length"] for thread in document["threads"]) <= reported
+
+
+def test_perf_scripts_text_is_refused_with_the_reason() -> None:
+    result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "--format", "perf", "-a"],
+                            cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 2 and result.stdout == ""
+    assert "--format perf" in result.stderr and "without the thread, time and event" in result.stderr
