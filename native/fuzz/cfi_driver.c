@@ -43,6 +43,7 @@
 #define FUZZ_DRIVER "cfi_driver"
 #define FUZZ_REPLAY "cfi_driver"
 #include "fuzz_common.h"
+#include "fuzz_files.h"
 
 /* ---- limits of the driver's own work -------------------------------------------------------- */
 
@@ -968,20 +969,15 @@ static void run_input(const uint8_t *data, size_t size, const char *label, const
 
 static bool read_file(const char *path, blob *b)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return false;
-    b->size = 0;
-    uint8_t chunk[65536];
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        blob_reserve(b, b->size + n);
-        memcpy(b->data + b->size, chunk, n);
-        b->size += n;
-    }
-    bool ok = !ferror(f);
-    fclose(f);
-    return ok;
+    uint8_t *data = fuzz_read_file(path, SIZE_MAX, &n);
+    if (!data)
+        return false;
+    blob_reserve(b, n);
+    memcpy(b->data, data, n);
+    b->size = n;
+    free(data);
+    return true;
 }
 
 static const char *base_name(const char *path)

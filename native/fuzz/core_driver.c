@@ -23,6 +23,7 @@
 
 #include "coredump.h"
 #include "memory.h"
+#include "fuzz_files.h"
 
 /* ---- the checks on one input ---------------------------------------------------------------- */
 
@@ -281,24 +282,6 @@ static bool notes_region(const uint8_t *data, size_t size, size_t *start, size_t
     return false;
 }
 
-static uint8_t *read_file(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *data = malloc(n > 0 ? (size_t)n : 1);
-    if (data && n > 0 && fread(data, 1, (size_t)n, f) != (size_t)n) {
-        free(data);
-        data = NULL;
-    }
-    fclose(f);
-    *size = n > 0 ? (size_t)n : 0;
-    return data;
-}
-
 int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL), built = 2000, mutations = 200;
@@ -331,7 +314,7 @@ int main(int argc, char **argv)
     uint64_t rng = seed;
     if (replay) {
         size_t size;
-        uint8_t *data = read_file(replay, &size);
+        uint8_t *data = fuzz_read_file(replay, SIZE_MAX, &size);
         if (!data)
             return 2;
         alarm(timeout);
@@ -358,7 +341,7 @@ int main(int argc, char **argv)
     }
     for (int f = first_file; f < argc; f++) {
         size_t size;
-        uint8_t *original = read_file(argv[f], &size);
+        uint8_t *original = fuzz_read_file(argv[f], SIZE_MAX, &size);
         if (!original) {
             fprintf(stderr, "core_driver: cannot read %s\n", argv[f]);
             return 2;

@@ -44,6 +44,7 @@
 #include "sample_filter.h"
 
 #include <sys/mman.h>
+#include "fuzz_files.h"
 
 /* Mutants decompress to at most this much: enough for real -z recordings of a few MB, small enough
  * that a crafted zstd bomb costs well under a second. */
@@ -205,8 +206,8 @@ static const char *script_problem(const fu_perf_data *pd, const fu_perf_walk_buf
     for (uint32_t i = 0; i < map_count; i++) {
         const fu_replay_mapping *m = &FU_REPLAY_RECORDS(r, mappings, fu_replay_mapping)[numbered[i]];
         const fu_replay_file *f = &FU_REPLAY_RECORDS(r, files, fu_replay_file)[m->file];
-        maps[i] = (fu_unwound_map){m->start, m->pgoff, (int64_t)(i % 3) - 1, {f->name.data, f->name.len}, i % 2, false,
-                                   NULL};
+        maps[i] = (fu_unwound_map){.start = m->start, .pgoff = m->pgoff, .bias = (int64_t)(i % 3) - 1,
+                                   .path = {f->name.data, f->name.len}, .has_symbols = i % 2};
     }
     const uint32_t *ids = (const uint32_t *)(const void *)r->space_pool.data;
     for (size_t k = 0; k < r->space_pool.len / 4; k++)
@@ -791,32 +792,6 @@ static size_t mutate(uint8_t *buf, size_t size, size_t cap, const size_t *record
     return size;
 }
 
-static uint8_t *read_file(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        uint8_t *q = realloc(buf, cap * 2);
-        if (!q) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = q;
-        cap *= 2;
-    }
-    fclose(f);
-    *size = n;
-    return buf;
-}
-
 static void save(const char *dir, const char *input, unsigned long n, const uint8_t *data, size_t size)
 {
     if (!dir)
@@ -863,7 +838,7 @@ int main(int argc, char **argv)
     int failures = 0;
     for (int i = first; i < argc; i++) {
         size_t size;
-        uint8_t *data = read_file(argv[i], &size);
+        uint8_t *data = fuzz_read_file(argv[i], SIZE_MAX, &size);
         if (!data) {
             fprintf(stderr, "cannot read %s\n", argv[i]);
             return 2;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "srcline.h"
+#include "fuzz_files.h"
 
 static uint64_t state; /* xorshift64, from the printed seed */
 static uint64_t next_random(void)
@@ -24,24 +25,6 @@ static uint64_t next_random(void)
     state ^= state >> 7;
     state ^= state << 17;
     return state;
-}
-
-static unsigned char *read_file(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long end = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *data = end > 0 ? malloc((size_t)end) : NULL;
-    if (data && fread(data, 1, (size_t)end, f) != (size_t)end) {
-        free(data);
-        data = NULL;
-    }
-    fclose(f);
-    *size = data ? (size_t)end : 0;
-    return data;
 }
 
 /* Lookups over [0, span): random addresses, then neighbours of those with a chain. */
@@ -87,7 +70,7 @@ int main(int argc, char **argv)
     state = seed | 1;
     for (int a = first; a < argc; a++) {
         size_t size;
-        unsigned char *data = read_file(argv[a], &size);
+        unsigned char *data = fuzz_read_file(argv[a], SIZE_MAX, &size);
         if (!data) {
             fprintf(stderr, "%s: unreadable\n", argv[a]);
             return 1;

@@ -43,6 +43,7 @@
 #include "symbols.h"
 
 #include <sys/mman.h> /* memfd_create */
+#include "fuzz_files.h"
 
 #define LOOKUPS 2000
 #define MAX_BLOBS 16
@@ -346,23 +347,6 @@ static void mutate(uint8_t *data, size_t size, uint64_t *rng)
     }
 }
 
-static uint8_t *read_file(const char *path, size_t max, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *data = malloc(cap);
-    for (size_t got; n < max && (got = fread(data + n, 1, (cap - n < max - n ? cap - n : max - n), f)) > 0;) {
-        n += got;
-        if (n == cap && cap < max)
-            data = realloc(data, cap *= 2);
-    }
-    fclose(f);
-    *size = n;
-    return data;
-}
-
 /* The mode-0 container of an ELF64 file: .symtab/.strtab, .dynsym/.dynstr, padding for source 3, and
  * the PLT input (.dynsym, .dynstr, .rela.plt, .plt.sec or .plt with its address). NULL if none. */
 static uint8_t *elf_seed(const uint8_t *file, size_t size, size_t *out)
@@ -478,7 +462,7 @@ int main(int argc, char **argv)
         snprintf(save_path, sizeof save_path, "%s/symbols-%llu.bin", save_dir, (unsigned long long)seed);
     if (replay) {
         size_t size;
-        uint8_t *input = read_file(replay, (size_t)1 << 30, &size);
+        uint8_t *input = fuzz_read_file(replay, (size_t)1 << 30, &size);
         if (!input) {
             fprintf(stderr, FUZZ_DRIVER ": cannot read %s\n", replay);
             return 2;
@@ -495,7 +479,7 @@ int main(int argc, char **argv)
     size_t index = 0;
     for (int a = first; a < argc; a++) {
         size_t size, joined_size;
-        uint8_t *file = read_file(argv[a], (size_t)256 << 20, &size);
+        uint8_t *file = fuzz_read_file(argv[a], (size_t)256 << 20, &size);
         uint8_t *joined = file ? elf_seed(file, size, &joined_size) : NULL;
         free(file);
         if (!joined)
@@ -504,7 +488,7 @@ int main(int argc, char **argv)
         free(joined);
     }
     size_t kallsyms_size = 0;
-    uint8_t *kallsyms = read_file("/proc/kallsyms", KALLSYMS_SEED_MAX, &kallsyms_size);
+    uint8_t *kallsyms = fuzz_read_file("/proc/kallsyms", KALLSYMS_SEED_MAX, &kallsyms_size);
     if (!kallsyms || !kallsyms_size) {
         free(kallsyms);
         kallsyms = (uint8_t *)strdup(synthetic_kallsyms);
@@ -527,7 +511,7 @@ int main(int argc, char **argv)
     /* the shared objects named, as files an eh_elf loader would be given */
     for (int a = first; a < argc; a++) {
         size_t size, file_size;
-        uint8_t *file = read_file(argv[a], (size_t)4 << 20, &file_size);
+        uint8_t *file = fuzz_read_file(argv[a], (size_t)4 << 20, &file_size);
         if (!file)
             continue;
         const uint8_t *piece[1] = {file};

@@ -48,6 +48,7 @@
 #define FUZZ_REPLAY "build/synth_driver_asan --replay"
 #include "fuzz_common.h"
 #include "fuzz_elf.h"
+#include "fuzz_files.h"
 
 #define CFI_BYTES 24
 #define HEADER_BYTES (1 + CFI_BYTES)
@@ -360,18 +361,6 @@ static void run_input(const uint8_t *data, size_t size)
 
 /* ---- standalone: hostile functions, slices of real code and their mutants --------------------------- */
 
-static uint8_t *read_file(const char *path, size_t limit, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    uint8_t *buffer = malloc(limit);
-    size_t n = buffer ? fread(buffer, 1, limit, f) : 0;
-    fclose(f);
-    *size = n;
-    return buffer;
-}
-
 static void run_one(const char *label, const uint8_t *input, size_t size, unsigned timeout)
 {
     fuzz_begin_input(input, size, label);
@@ -539,7 +528,7 @@ int main(int argc, char **argv)
     signal(SIGALRM, on_alarm);
     if (replay) {
         size_t size;
-        uint8_t *input = read_file(replay, (size_t)1 << 24, &size);
+        uint8_t *input = fuzz_read_file(replay, (size_t)1 << 24, &size);
         if (!input) {
             fprintf(stderr, FUZZ_DRIVER ": cannot read %s\n", replay);
             return 2;
@@ -561,7 +550,7 @@ int main(int argc, char **argv)
     uint8_t *input = malloc(HEADER_BYTES + SLICE_MAX);
     for (int a = first; a < argc; a++) {
         size_t size, text_size = 0;
-        uint8_t *file = read_file(argv[a], (size_t)256 << 20, &size);
+        uint8_t *file = fuzz_read_file(argv[a], (size_t)256 << 20, &size);
         const uint8_t *text = file ? text_of(file, size, &text_size) : NULL;
         if (!text || text_size < 64) {
             fprintf(stderr, FUZZ_DRIVER ": %s: no .text, skipped\n", argv[a]);
