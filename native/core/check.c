@@ -461,6 +461,12 @@ static bool find_overlaps(const fu_cfi_table *table, fu_check_batch *batch)
 
 /* Whether the declared row is a function's entry row: CFA = rsp+8, the return address at CFA-8 (or
  * undefined), the callee-saved registers unsaved. */
+bool fu_check_starts_at_entry(const fu_check_image *image, const fu_cfi_table *table, uint64_t start,
+                              const fu_state *first)
+{
+    return is_entry_row(table, first) || contains_address(image->function_entries, image->function_entry_count, start);
+}
+
 static bool is_entry_row(const fu_cfi_table *table, const fu_state *row)
 {
     if (row->cfa.kind != FU_CFA_REG_OFFSET || row->cfa.reg != FU_REG_RSP || row->cfa.value != 8)
@@ -710,8 +716,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
      * finding like any other. */
     fu_synth_state declared_entry;
     const fu_state *first = fu_cfi_table_state(table, table->row_state[c.row]);
-    if (!is_entry_row(table, first) &&
-        !contains_address(image->function_entries, image->function_entry_count, fde->pc_begin)) {
+    if (!fu_check_starts_at_entry(image, table, fde->pc_begin, first)) {
         if (!declared_entry_state(table, first, &declared_entry)) {
             result->verdict = FU_CHECK_UNDECIDED;
             snprintf(result->reason, sizeof result->reason,

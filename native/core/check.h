@@ -140,6 +140,14 @@ typedef struct fu_check_batch {
 
 void fu_check_batch_free(fu_check_batch *batch);
 
+/* Whether an FDE starting at `start` with `first` its first row starts at a function's entry: that
+ * row is the ABI's entry row (CFA = rsp+8, the return address at CFA-8 or undefined, callee-saved
+ * registers in place), or `start` is a known function entry (a symbol, a call target). Its code is
+ * then judged from the ABI's entry state; any other FDE (a `.cold` part) from the state its first
+ * row declares. */
+bool fu_check_starts_at_entry(const fu_check_image *image, const fu_cfi_table *table, uint64_t start,
+                              const fu_state *first);
+
 /* Check the FDEs `entries[0..count)` of `table` (one of image->tables). Runs without touching
  * anything but its arguments, so batches may run on several threads. */
 fu_status fu_check_fdes(const fu_check_image *image, const fu_cfi_table *table, const uint32_t *entries,

@@ -281,21 +281,6 @@ static int compare_addresses(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Whether an FDE starts at a function's entry, as check.c judges it: at a known function entry
- * (a symbol, a call target), or with an entry row (CFA = rsp+8, the return address at CFA-8).
- * Corrected rows are derived from the ABI's entry state, which only such an FDE has. */
-static bool starts_at_entry(const fu_check_image *image, const fu_cfi_table *table, const fu_entry *fde)
-{
-    if (image->function_entry_count &&
-        bsearch(&fde->pc_begin, image->function_entries, image->function_entry_count, sizeof(uint64_t),
-                compare_addresses))
-        return true;
-    const fu_state *first = fu_cfi_table_state(table, table->row_state[fde->first_row]);
-    fu_rule ra = fu_state_rule(table, first, FU_RETURN_ADDRESS_COLUMN);
-    return first->cfa.kind == FU_CFA_REG_OFFSET && first->cfa.reg == FU_REG_RSP && first->cfa.value == 8 &&
-           ra.kind == FU_RULE_OFFSET && ra.value == -8;
-}
-
 /* A mismatching FDE's corrected range; false with *kept when it stays declared. */
 static bool add_corrected(fu_synth_table *t, const fu_check_image *image, unsigned which, uint32_t entry, bool *kept)
 {
@@ -303,7 +288,8 @@ static bool add_corrected(fu_synth_table *t, const fu_check_image *image, unsign
     const fu_entry *fde = &table->entries[entry];
     *kept = true;
     const fu_image_segment *seg = fu_image_segment_holding(image->code, image->code_count, fde->pc_begin, fde->pc_range);
-    if (!seg || !starts_at_entry(image, table, fde))
+    if (!seg || !fu_check_starts_at_entry(image, table, fde->pc_begin,
+                                            fu_cfi_table_state(table, table->row_state[fde->first_row])))
         return true;
     size_t rows_before = t->rows.len, derived_before = t->derived.len;
     collector c = {.t = t, .fde = fde, .which = which};
