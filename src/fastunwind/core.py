@@ -44,6 +44,11 @@ _PHDR = struct.Struct("<IIQQQQ")
 _PHDR_SIZE = 56
 #: program headers read from a mapped file's first page, at most (a file's are a dozen)
 MAX_PROGRAM_HEADERS = 64
+#: a note segment read from a mapped file's copy in the core, at most (the build-id's is 36 bytes;
+#: the kernel dumps the first page of each ELF mapping)
+MAX_NOTE_SEGMENT_BYTES = 1 << 16
+#: addresses end here (the core's reader takes 64-bit addresses)
+_ADDRESS_END = 1 << 64
 
 
 class CoreModule(NamedTuple):
@@ -79,12 +84,16 @@ def build_id_in_memory(core: _core.CoreFile, start: int) -> bytes | None:
     phentsize, phnum = _PHNUM.unpack_from(header, 54)
     if phentsize != _PHDR_SIZE or not 0 < phnum <= MAX_PROGRAM_HEADERS:
         return None
+    if start + phoff >= _ADDRESS_END:
+        return None
     phdrs = core.read(start + phoff, phnum * _PHDR_SIZE)
     if phdrs is None:
         return None
     for index in range(phnum):
         p_type, _flags, offset, _vaddr, _paddr, filesz = _PHDR.unpack_from(phdrs, index * _PHDR_SIZE)
-        notes = core.read(start + offset, filesz) if p_type == PT_NOTE else None
+        if p_type != PT_NOTE or filesz > MAX_NOTE_SEGMENT_BYTES or start + offset >= _ADDRESS_END:
+            continue  # a hostile or foreign header: no note the core's reader could hold
+        notes = core.read(start + offset, filesz)
         if notes is None:
             continue
         try:

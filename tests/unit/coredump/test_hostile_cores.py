@@ -183,3 +183,35 @@ def test_an_exe_for_a_core_without_the_program_is_reported(tmp_path: Path) -> No
     with core_files.open(path, exe="/bin/true") as opened:
         assert opened.problems == ["--exe /bin/true: no mapping of the core holds the program's headers "
                                    "(AT_PHDR 0x0): not used"]
+
+
+class _MemoryOf:
+    """A core's memory as build_id_in_memory reads it: one ELF header page at `base`."""
+
+    def __init__(self, base: int, page: bytes) -> None:
+        self.base, self.page = base, page
+
+    def read(self, address: int, size: int) -> bytes | None:
+        assert 0 <= address < 2**64, address  # what the C reader's argument parsing requires
+        offset = address - self.base
+        return self.page[offset:offset + size] if 0 <= offset and offset + size <= len(self.page) else None
+
+
+def _elf_page(phoff: int, notes_offset: int, notes_size: int) -> bytes:
+    header = bytearray(4096)
+    header[:5] = b"\x7fELF\x02"
+    struct.pack_into("<Q", header, 32, phoff)
+    struct.pack_into("<HH", header, 54, 56, 1)
+    if phoff + 56 <= len(header):
+        struct.pack_into("<IIQQQQ", header, phoff, 4, 0, notes_offset, 0, 0, notes_size)  # PT_NOTE
+    return bytes(header)
+
+
+@pytest.mark.parametrize("phoff, notes_offset, notes_size", [
+    (2**64 - 8, 0, 0),            # program headers past the end of the address space
+    (64, 2**64 - 16, 36),         # a note segment past it
+    (64, 256, 2**63),             # a note segment of 8 EiB
+])
+def test_a_hostile_elf_header_in_the_core_gives_no_build_id(phoff, notes_offset, notes_size) -> None:
+    base = 2**64 - 2 * 4096
+    assert core_files.build_id_in_memory(_MemoryOf(base, _elf_page(phoff, notes_offset, notes_size)), base) is None
