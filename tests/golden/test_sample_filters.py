@@ -39,13 +39,21 @@ def hackbench(perf_recordings) -> str:
     return str(perf_recordings.get("hackbench-threads").data_file)
 
 
+def recorded_pids(data: str) -> list[int]:
+    """The process ids of the recording's samples, as perf script prints them."""
+    text = subprocess.run(["perf", "script", "-F", "pid", "-i", data], capture_output=True, text=True,
+                          check=True).stdout
+    return sorted({int(pid) for pid in text.split()})
+
+
 def test_every_filter_keeps_perfs_samples(hackbench):
     everything = perfs(hackbench)
     tids = sorted({tid for tid, _time in everything})
+    pid = recorded_pids(hackbench)[0]  # not the lowest tid: pids wrap (pid_max), a thread's may be lower
     times = sorted(time for _tid, time in everything)
     middle = f"{times[len(times) // 3]},{times[2 * len(times) // 3]}"
     in_the_middle = next(tid for tid, time in everything if time == times[len(times) // 2])
-    for args in (["--tid", f"{tids[0]},{tids[-1]}"], ["--pid", str(tids[0])], ["--time", middle], ["--time", f",{times[len(times) // 2]}"], ["--comms", "hackbench"],
+    for args in (["--tid", f"{tids[0]},{tids[-1]}"], ["--pid", str(pid)], ["--time", middle], ["--time", f",{times[len(times) // 2]}"], ["--comms", "hackbench"],
                  ["--tid", str(in_the_middle), "--time", middle]):
         result = ours("perf-script", "-i", hackbench, *args)
         expected = perfs(hackbench, *args)
