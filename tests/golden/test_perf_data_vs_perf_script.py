@@ -90,8 +90,11 @@ def test_dwarf_samples_carry_user_stacks(recordings, name):
     for s in user:
         # the dump starts at the user sp, and the sampled ip is the user ip
         assert s.reg("ip") == s.ip and s.reg("sp") is not None
-        assert 0 < len(s.stack) <= 8192 and len(s.stack) == s.stack_size
+        assert len(s.stack) <= 8192 and len(s.stack) == s.stack_size
         assert set(s.regs) >= {"ip", "sp", "bp", "r15"}
+    # The kernel copies the dump in NMI context and stops at the first page that is not resident:
+    # a sample now and then carries an empty dump (dyn_size 0), most carry bytes.
+    assert sum(1 for s in user if s.stack) >= 0.9 * len(user)
 
 
 def test_fp_recording_has_no_user_stacks(recordings):

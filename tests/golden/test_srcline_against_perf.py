@@ -224,7 +224,7 @@ def _perf_report_srclines(data: Path) -> dict[str, float]:
 def test_report_sort_srcline_matches_perf_report(recorded: dict[str, tuple[Path, Path]],
                                                  tmp_path_factory: pytest.TempPathFactory, name: str) -> None:
     """`report --sort srcline` self shares against `perf report --no-children --sort srcline`: the
-    same hottest line, and the lines' shares the same for >= 95% of the samples (binutils and libdw
+    lines' shares the same for >= 95% of the samples, and the same hottest line up to that margin (binutils and libdw
     pick different rows of a line table at a few addresses: the kept differences above)."""
     _, data = _record(recorded, tmp_path_factory, name)
     result = run_fastunwind(["report", "-i", data, "--sort", "srcline", "--json"], check=True)
@@ -233,6 +233,11 @@ def test_report_sort_srcline_matches_perf_report(recorded: dict[str, tuple[Path,
     document = json.loads(result.stdout)
     ours = {row["srcline"]: 100.0 * row["self"] / document["samples"] for row in document["functions"] if row["self"]}
     theirs = _perf_report_srclines(data)
-    assert max(ours, key=ours.__getitem__) == max(theirs, key=theirs.__getitem__)
     shared = sum(min(share, theirs.get(srcline, 0.0)) for srcline, share in ours.items())
     assert shared >= 95.0, (ours, theirs)
+    # The hottest line is the same unless two lines are closer than the attribution that differs:
+    # moving (100 - shared) points between lines can swap only lines that close.
+    differing = 100.0 - shared
+    our_top, their_top = max(ours, key=ours.__getitem__), max(theirs, key=theirs.__getitem__)
+    assert theirs.get(our_top, 0.0) >= theirs[their_top] - differing, (our_top, their_top, ours, theirs)
+    assert ours.get(their_top, 0.0) >= ours[our_top] - differing, (our_top, their_top, ours, theirs)
