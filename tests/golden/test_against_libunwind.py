@@ -6,8 +6,8 @@ tests/golden/test_core_against_eu_stack.py).
 The material: workloads/live/blocked_threads.c (gcc -O2 -fomit-frame-pointer: threads in a deep
 recursion, a signal handler, qsort's comparator, a busy leaf and a stack-realigning function)
 stopped by SIGSTOP and walked live, then gdb's gcore of that same stopped process, and the kernel's
-cores of it crashing by SIGSEGV and by abort(); and a Rust program (workloads/live/sleeping_threads.rs)
-walked live. For every thread: its PCs identical to libunwind's, or ours longer where libunwind
+cores of it crashing by SIGSEGV and by abort(); a Rust program (workloads/live/sleeping_threads.rs)
+and a thread held after its epilogue's pops (workloads/live/popped_registers.c), walked live. For every thread: its PCs identical to libunwind's, or ours longer where libunwind
 stops early (where it finds no CFI, it goes on by guesses: its frames are compared up to there),
 and then eu-stack (the second oracle) has every one of ours; each frame's rip, rsp,
 rbp, rbx and r12-r15 identical to libunwind's for as long as every step of libunwind's walk so far
@@ -168,3 +168,21 @@ def test_libunwind_stops_early_in_rusts_layout_and_eu_stack_has_ours(tmp_path: P
         # the reason: no CFI found for any of its frames there
         assert in_executable and not any(in_executable), tid
     assert agreement.registers_compared > 40
+
+
+def test_registers_popped_into_the_red_zone_are_libunwinds_live(tmp_path: Path) -> None:
+    """A thread held after its epilogue's pops, where the CFI (as clang writes it) still names the
+    saved registers' slots, below rsp: the live snapshot copies the red zone too, so the caller's
+    rbx and r12 are read there as libunwind reads them from the process, not left unknown."""
+    binary = tmp_path / "popped_registers"
+    subprocess.run(["gcc", "-O2", "-pthread", "-o", str(binary), str(WORKLOADS_DIR / "live" / "popped_registers.c")],
+                   check=True)
+    with cores.running([str(binary)], tmp_path, prints_ready=True) as pid:
+        cores.sigstop(pid)
+        our_threads = ours(["backtrace", "-p", str(pid)])
+        agreement = compare(our_threads, libunwind(["-p", str(pid)]), lambda: cores.eu_stack_pcs(["-p", str(pid)]))
+    assert len(agreement.identical) == 2
+    popped = next(thread for thread in our_threads.values() if thread["name"] == "popped")
+    assert popped["frames"][0]["symbol"] == "popped_spin"
+    caller = popped["frames"][1]["registers"]
+    assert caller["rbx"] is not None and caller["r12"] is not None
