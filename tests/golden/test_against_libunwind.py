@@ -7,7 +7,8 @@ The material: workloads/live/blocked_threads.c (gcc -O2 -fomit-frame-pointer: th
 recursion, a signal handler, qsort's comparator, a busy leaf and a stack-realigning function)
 stopped by SIGSTOP and walked live, then gdb's gcore of that same stopped process, and the kernel's
 cores of it crashing by SIGSEGV and by abort(); a Rust program (workloads/live/sleeping_threads.rs)
-and a thread held after its epilogue's pops (workloads/live/popped_registers.c), walked live. For every thread: its PCs identical to libunwind's, or ours longer where libunwind
+and a thread held after its epilogue's pops (workloads/live/popped_registers.c), walked live; and
+Debian's python3, live and from its gcore. For every thread: its PCs identical to libunwind's, or ours longer where libunwind
 stops early (where it finds no CFI, it goes on by guesses: its frames are compared up to there),
 and then eu-stack (the second oracle) has every one of ours; each frame's rip, rsp,
 rbp, rbx and r12-r15 identical to libunwind's for as long as every step of libunwind's walk so far
@@ -148,6 +149,27 @@ def test_core_threads_are_libunwinds(kind: str, program: Path, stopped: int,
                         lambda: cores.eu_stack_of_core(core, program))
     # a crash's core has the crashing main thread's frames besides the five blocked ones
     assert_blocked_threads_agree(agreement, 6)
+
+
+def test_debian_python3_live_and_its_gcore_are_libunwinds(tmp_path: Path) -> None:
+    """Debian's own python3 (its threads in select and the GIL's condition wait), live and from
+    gdb's gcore of the same stopped process."""
+    command = ["/usr/bin/python3", "-c", "import threading, time\n"
+               "[threading.Thread(target=time.sleep, args=(1000,), daemon=True).start() for _ in range(3)]\n"
+               "print('ready', flush=True)\ntime.sleep(1000)"]
+    with cores.running(command, tmp_path, prints_ready=True) as pid:
+        cores.sigstop(pid)
+        live = compare(ours(["backtrace", "-p", str(pid)]), libunwind(["-p", str(pid)]),
+                       lambda: cores.eu_stack_pcs(["-p", str(pid)]))
+        try:
+            core = cores.gcore_of(pid, tmp_path / "python3")
+        except CoreUnavailable as error:
+            pytest.skip(str(error))
+    from_core = compare(ours(["core", str(core)]), libunwind(["--core", str(core)]),
+                        lambda: cores.eu_stack_of_core(core))
+    for agreement in (live, from_core):
+        assert len(agreement.identical) == 4 and agreement.libunwind_stopped_early == {}
+        assert agreement.registers_compared > 200
 
 
 def test_libunwind_stops_early_in_rusts_layout_and_eu_stack_has_ours(tmp_path: Path) -> None:
