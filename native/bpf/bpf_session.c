@@ -336,7 +336,7 @@ uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s)
 {
     uint64_t used = 0;
     for (uint32_t i = 0; i < s->ring.module_count; i++)
-        used += s->ring.modules[i].page_count + s->ring.modules[i].row_count;
+        used += s->ring.modules[i].index_slots + s->ring.modules[i].row_count;
     return (uint32_t)used;
 }
 

@@ -8,9 +8,11 @@
  *
  *   rules     ARRAY  rule id -> fu_bpf_rule: the dictionary shared by every module (compact_table.h's
  *                    fu_compact_rule, byte for byte; equal rules of different modules share an id)
- *   slots     ARRAY  slot -> fu_bpf_slot: each loaded module holds page_count + row_count consecutive
- *                    slots: its page index (slot.start = the module-relative first row of the page)
- *                    then its rows (slot.start = start offset from base_svma, slot.rule = rule id)
+ *   slots     ARRAY  slot -> fu_bpf_slot: each loaded module holds index_slots + row_count consecutive
+ *                    slots: its block index (the row in force at the start of each
+ *                    1 << FU_BPF_INDEX_SHIFT bytes of the covered range, module-relative; two u32
+ *                    entries a slot: entry 2k in slot k's start, 2k + 1 in its rule), then its rows
+ *                    (slot.start = start offset from base_svma, slot.rule = rule id)
  *   modules   ARRAY  module id -> fu_bpf_module: where a module's slots are, and its generation
  *                    (odd while user space rewrites the slots: a walk that sees it, or sees it change
  *                    while it reads a row, ends as FU_BPF_NO_TABLE rather than trust the row)
@@ -39,8 +41,13 @@
 /* Executable mappings of one process the walker can see; more are left out (counted by user space). */
 #define FU_BPF_MAX_MAPPINGS 256
 #define FU_BPF_MAPPING_SEARCH_STEPS 9 /* ceil(log2(FU_BPF_MAX_MAPPINGS)) + 1 */
-/* A compact table page (4 KiB of code) holds at most 4097 row starts: 13 halvings find one. */
-#define FU_BPF_ROW_SEARCH_STEPS 14
+/* The block index's granularity: 256 bytes of code, a few rows (one or two cache lines of slots)
+ * between two entries, against the compact table's 4 KiB pages (dozens of rows in libLLVM: a
+ * binary search over several lines the profiled program evicts between samples), for 4 bytes of
+ * map per 256 bytes of code. */
+#define FU_BPF_INDEX_SHIFT 8
+/* A block holds at most 257 row starts: 9 halvings find one. */
+#define FU_BPF_ROW_SEARCH_STEPS (FU_BPF_INDEX_SHIFT + 2)
 #define FU_BPF_MAX_MODULES 4096
 #define FU_BPF_MAX_PROCESSES 1024
 #define FU_BPF_MAX_RULES 65536
@@ -48,7 +55,6 @@
 #define FU_BPF_DEFAULT_SLOTS (1u << 22)
 #define FU_BPF_MAX_STACKS 65536
 #define FU_BPF_KERNEL_STACKS 16384
-#define FU_BPF_PAGE_SHIFT 12 /* FU_COMPACT_PAGE_SHIFT, checked in bpf_layout.c */
 
 /* compact_table.h's fu_compact_cfa_kind values (checked in bpf_layout.c). */
 #define FU_BPF_CFA_NO_INFO 0
@@ -84,6 +90,8 @@ enum fu_bpf_counter {
     FU_BPF_COUNTER_STACKS_DROPPED,  /* the stacks map was full */
     FU_BPF_COUNTER_WALK_NS,         /* ns spent in the user-stack walks (bpf_ktime_get_ns around them) */
     FU_BPF_COUNTER_WALKED_SAMPLES,  /* samples whose user stack was walked */
+    FU_BPF_COUNTER_STACK_READS,     /* bpf_probe_read_user calls of the walks (window refills) */
+    FU_BPF_COUNTER_ROW_LOOKUPS,     /* frames whose rule was not in the per-CPU rule cache */
     FU_BPF_COUNTER_OUTCOME,         /* + outcome: samples by outcome */
     FU_BPF_COUNTER_COUNT = FU_BPF_COUNTER_OUTCOME + FU_BPF_OUTCOME_COUNT
 };
@@ -105,8 +113,8 @@ typedef struct fu_bpf_slot {
 
 typedef struct fu_bpf_module {
     uint64_t base_svma, end_svma;
-    uint32_t first_slot; /* the page index; the rows follow it */
-    uint32_t page_count;
+    uint32_t first_slot;  /* the block index; the rows follow it */
+    uint32_t index_slots; /* the block index's slots: ((end_svma - base_svma - 1) >> FU_BPF_INDEX_SHIFT) + 2 entries */
     uint32_t row_count;
     uint32_t generation; /* odd: being written */
 } fu_bpf_module;
@@ -152,8 +160,12 @@ typedef struct fu_bpf_rules {
 fu_status fu_bpf_rule_id(fu_bpf_rules *d, const fu_compact_rule *rule, uint32_t *id, fu_error *err);
 void fu_bpf_rules_free(fu_bpf_rules *d);
 
-/* The slots of one module: page_count + row_count of them (FU_ERR_INVALID if the table is empty). */
+/* The slots of one module: index_slots + row_count of them (0 if the table is empty). */
 uint32_t fu_bpf_module_slot_count(const fu_compact_table *t);
+/* The row in force at module-relative `offset` (< end_svma - base_svma) of a module laid out in
+ * `slots` (its first_slot at slots[0]): the lookup unwind.bpf.c makes, for the fuzz driver to
+ * compare with fu_compact_find. */
+uint32_t fu_bpf_find_row(const fu_bpf_slot *slots, const fu_bpf_module *module, uint32_t offset);
 /* Fills out[0 .. fu_bpf_module_slot_count) and *module (first_slot, generation left to the caller),
  * adding the table's rules to `d`. */
 fu_status fu_bpf_layout_module(const fu_compact_table *t, fu_bpf_rules *d, fu_bpf_slot *out, fu_bpf_module *module,

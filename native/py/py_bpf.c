@@ -321,6 +321,8 @@ static const char *counter_name(int counter)
         [FU_BPF_COUNTER_STACKS_DROPPED] = "stacks_dropped",
         [FU_BPF_COUNTER_WALK_NS] = "walk_ns",
         [FU_BPF_COUNTER_WALKED_SAMPLES] = "walked_samples",
+        [FU_BPF_COUNTER_STACK_READS] = "stack_reads",
+        [FU_BPF_COUNTER_ROW_LOOKUPS] = "row_lookups",
     };
     return names[counter];
 }

@@ -178,6 +178,8 @@ class BpfProfile:
             "stacks_dropped": self.counters.get("stacks_dropped", 0),
             "walked_samples": self.counters.get("walked_samples", 0),
             "walk_ns": self.counters.get("walk_ns", 0),
+            "stack_reads": self.counters.get("stack_reads", 0),
+            "row_lookups": self.counters.get("row_lookups", 0),
             "distinct_stacks": len(self.stacks),
             "bpf_run_ns": self.run_ns,
             "bpf_runs": self.runs,
