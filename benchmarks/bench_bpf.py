@@ -174,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"command: {' '.join(command)}; best of {args.repeat} (a shared machine: other jobs ran meanwhile)")
     print(f"{'configuration':<18} {'target CPU s':>12} {'slowdown':>9} {'profiler CPU s':>14} {'samples':>8} "
-          f"{'disk B/sample':>13} {'BPF ns/sample':>13} {'BPF ns/frame':>12} {'walk ns/frame':>13} {'complete':>8} "
-          f"{'map B/row':>9}")
+          f"{'disk B/sample':>13} {'BPF ns/sample':>13} {'BPF ns/frame':>12} {'walk ns/frame':>13} "
+          f"{'reads/frame':>11} {'lookups/frame':>13} {'complete':>8} {'map B/row':>9}")
     for name, r in report.items():
         def cell(key: str, fmt: str, width: int) -> str:
             v = r.get(key)

@@ -421,8 +421,12 @@ static long step(__u32 index, void *context)
     default:
         return finish(w, FU_BPF_NO_TABLE);
     }
+    /* a rule derived from the code always has a return address (compact_table.c): only declared
+     * CFI ends a stack */
     if (rule.ra_offset_by_8 == FU_BPF_KEEP || rule.ra_offset_by_8 == FU_BPF_UNDEFINED)
-        return finish(w, FU_BPF_END);
+        return finish(w, rule.origin == FU_BPF_ORIGIN_DECLARED ? FU_BPF_END : FU_BPF_NO_UNWIND_INFO);
+    if (rule.origin != FU_BPF_ORIGIN_DECLARED)
+        count(FU_BPF_COUNTER_DERIVED_FRAMES);
     if (cfa <= sp)
         return finish(w, FU_BPF_SP_BACKWARDS);
     __u64 ra;

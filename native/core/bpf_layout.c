@@ -13,6 +13,7 @@ _Static_assert(FU_BPF_CFA_NO_INFO == FU_COMPACT_CFA_NO_INFO && FU_BPF_CFA_SLOW =
                    FU_BPF_CFA_DEREF == FU_COMPACT_CFA_DEREF &&
                    FU_BPF_CFA_SIGNAL_CONTEXT == FU_COMPACT_CFA_SIGNAL_CONTEXT,
                "the CFA kinds of compact_table.h");
+_Static_assert(FU_BPF_ORIGIN_DECLARED == FU_COMPACT_ORIGIN_DECLARED, "rule origins");
 _Static_assert(FU_BPF_KEEP == FU_COMPACT_KEEP && FU_BPF_UNDEFINED == FU_COMPACT_UNDEFINED, "save slot markers");
 _Static_assert(sizeof(fu_bpf_stack) <= 512, "a hash map key is at most 512 bytes");
 

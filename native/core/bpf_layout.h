@@ -66,6 +66,7 @@
 #define FU_BPF_CFA_DEREF 6
 #define FU_BPF_CFA_SIGNAL_CONTEXT 7
 #define FU_BPF_KEEP 0
+#define FU_BPF_ORIGIN_DECLARED 0 /* FU_COMPACT_ORIGIN_DECLARED: the module's own CFI */
 #define FU_BPF_UNDEFINED (-128)
 
 /* How a walk in the kernel ended. Only FU_BPF_END is a complete stack. */
@@ -92,6 +93,7 @@ enum fu_bpf_counter {
     FU_BPF_COUNTER_WALKED_SAMPLES,  /* samples whose user stack was walked */
     FU_BPF_COUNTER_STACK_READS,     /* bpf_probe_read_user calls of the walks (window refills) */
     FU_BPF_COUNTER_ROW_LOOKUPS,     /* frames whose rule was not in the per-CPU rule cache */
+    FU_BPF_COUNTER_DERIVED_FRAMES,  /* frames stepped through a rule derived from the code (--synth) */
     FU_BPF_COUNTER_OUTCOME,         /* + outcome: samples by outcome */
     FU_BPF_COUNTER_COUNT = FU_BPF_COUNTER_OUTCOME + FU_BPF_OUTCOME_COUNT
 };

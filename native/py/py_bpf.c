@@ -323,6 +323,7 @@ static const char *counter_name(int counter)
         [FU_BPF_COUNTER_WALKED_SAMPLES] = "walked_samples",
         [FU_BPF_COUNTER_STACK_READS] = "stack_reads",
         [FU_BPF_COUNTER_ROW_LOOKUPS] = "row_lookups",
+        [FU_BPF_COUNTER_DERIVED_FRAMES] = "derived_frames",
     };
     return names[counter];
 }

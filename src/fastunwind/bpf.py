@@ -6,7 +6,9 @@ A process is loaded (its executable mappings, and the compact table of each modu
 by cache key) when it enters the scope, when the kernel reports it sampled without mappings, and
 again whenever its /proc/PID/maps changes (exec, dlopen), checked every RESCAN_SECONDS; an exited
 process is forgotten. The tables share one map of `slot_capacity` slots: when it is short, the
-oldest modules are evicted (their processes are reloaded at the next rescan).
+oldest modules are evicted (their processes are reloaded at the next rescan). With `synth` other than
+"off" the tables are those with rows derived from the machine code (tables/compact.py), as the
+offline walk's: the kernel walks code without CFI through them and counts the frames it did.
 
 Stacks arrive counted (one entry per distinct stack and outcome), so the Python work here is per
 distinct stack and per distinct address, never per sample. The kernel keeps no time per sample: the
@@ -26,6 +28,7 @@ from fastunwind import _core
 from fastunwind.address_space import ImageCache, Mapping, ModuleImage, parse_proc_maps
 from fastunwind._core import SymbolTable
 from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
+from fastunwind.tables import compact
 
 RESCAN_SECONDS = 0.5
 #: how often the kernel's reports of processes without (current) mappings are taken: one syscall
@@ -60,12 +63,14 @@ class BpfProfile:
 
     def __init__(self, drains: list[tuple[int, BpfStack, int]], counters: dict[str, int], outcomes: dict[str, int],
                  processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int, slots_used: int,
-                 rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int) -> None:
+                 rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int,
+                 synth: str = "off") -> None:
         self.drains = drains  #: (when taken in ns, stack, samples) per stack counted by a drain
         self.stacks: Counter[BpfStack] = Counter()
         for _, stack, samples in drains:
             self.stacks[stack] += samples
         self.frequency = frequency
+        self.synth = synth  #: the rows derived from the code the tables held (tables/compact.py SYNTH_MODES)
         self.counters = counters
         self.outcomes = outcomes
         self._processes = processes
@@ -180,6 +185,8 @@ class BpfProfile:
             "walk_ns": self.counters.get("walk_ns", 0),
             "stack_reads": self.counters.get("stack_reads", 0),
             "row_lookups": self.counters.get("row_lookups", 0),
+            "synth": self.synth,
+            "derived_frames": self.counters.get("derived_frames", 0),
             "distinct_stacks": len(self.stacks),
             "bpf_run_ns": self.run_ns,
             "bpf_runs": self.runs,
@@ -195,9 +202,11 @@ class BpfRecorder:
     """One recording: the loaded BPF unwinder, the processes and modules in its maps."""
 
     def __init__(self, *, frequency: int, pids: Iterable[int] = (), sample_all: bool = False,
-                 slot_capacity: int = _core.BPF_DEFAULT_SLOTS, images: ImageCache | None = None) -> None:
+                 slot_capacity: int = _core.BPF_DEFAULT_SLOTS, images: ImageCache | None = None,
+                 synth: str = "off") -> None:
         self._session = _core.BpfSession(slot_capacity, sample_all)
         self._frequency = frequency
+        self._synth = synth
         self._images = images or ImageCache()
         self._processes: dict[int, _Process] = {}
         self._gone: dict[int, _Process] = {}
@@ -224,7 +233,7 @@ class BpfRecorder:
         loaded = self._modules.get(key)
         if loaded is not None and self._session.module_loaded(*loaded):
             return loaded
-        table = image.compact
+        table = compact.for_image(image, self._synth)
         if table is None or table.row_count == 0:
             self._without_table.add(key)
             return NO_MODULE, 0
@@ -321,7 +330,7 @@ class BpfRecorder:
         run_ns, runs = self._session.run_time()
         return BpfProfile(self._drains, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
                           self._session.table_bytes, self._session.slots_used, self._rows_loaded,
-                          len(self._modules), len(self._without_table), self._frequency)
+                          len(self._modules), len(self._without_table), self._frequency, self._synth)
 
     def close(self) -> None:
         self._session.close()

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 def _record_in_kernel(args: argparse.Namespace) -> int:
     from fastunwind.commands import record_bpf
 
-    for option, given in (("--inline", args.inline), ("--fields", bool(args.fields)), ("--synth", bool(args.synth))):
+    for option, given in (("--inline", args.inline), ("--fields", bool(args.fields))):
         if given:
             print(f"fastunwind: error: {option} is not available with --bpf", file=sys.stderr)
             return 2

@@ -12,7 +12,9 @@ a command (`-- CMD ...`, with the processes it starts), running processes (`-p P
 process (`-a`); it stops when they have exited, after --duration seconds, or on Ctrl-C. A stack that
 did not reach the outermost frame starts with its outcome ("[frame_limit]", "[slow_row]",
 "[no_unwind_info]", "[unreadable]", ...); the summary on standard error counts the samples by
-outcome. `--json` writes that summary as JSON instead of the profile.
+outcome. `--json` writes that summary as JSON instead of the profile. `--synth` as perf-script's:
+the tables loaded into the kernel hold rows derived from the machine code where no CFI covers it
+(missing, the default) and, with repair, in place of declared rows proven wrong; off: the CFI alone.
 
 Needs root (or CAP_BPF and CAP_PERFMON), a kernel with CONFIG_BPF_SYSCALL and BTF
 (/sys/kernel/btf/vmlinux): otherwise it fails with the kernel's reason.
@@ -40,7 +42,8 @@ def _summary(stats: dict[str, Any]) -> str:
     runs, run_ns = int(stats["bpf_runs"]), int(stats["bpf_run_ns"])
     cost = f"; BPF {run_ns / runs:.0f} ns per sample" if runs else ""
     return (f"fastunwind record: {stats['samples']} samples, {complete} of {user} user stacks complete ({share}); "
-            f"outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer; "
+            f"outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer, "
+            f"{stats['derived_frames']} through derived rows (--synth {stats['synth']}); "
             f"{stats['modules_loaded']} modules loaded ({stats['modules_without_table']} without CFI), "
             f"{stats['table_slots_used'] * 8 // 1024} KiB of table slots{cost}")
 
@@ -65,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"fastunwind: error: -p {args.pid}: not a list of process ids", file=sys.stderr)
         return 2
     slots = args.table_mib * 1024 * 1024 // _core.BPF_SLOT_BYTES
-    recorder = BpfRecorder(frequency=args.frequency, sample_all=args.all_cpus, slot_capacity=slots)
+    recorder = BpfRecorder(frequency=args.frequency, sample_all=args.all_cpus, slot_capacity=slots,
+                           synth=args.synth or "missing")
     child = None
     try:
         if command:

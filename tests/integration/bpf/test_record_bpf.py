@@ -28,10 +28,10 @@ from pathlib import Path
 import pytest
 
 from fastunwind import _core
-from fastunwind.bpf import BpfProfile, BpfRecorder
+from fastunwind.bpf import BpfProfile, BpfRecorder, BpfStack
 from fastunwind.commands.record_bpf import FORMATS, write_profile
 from fastunwind.errors import BpfError
-from scripts import record_workloads
+from scripts import record_workloads, synth_unwind
 from tests.integration.test_perf_script_formats import _root_is_outcome, check_gecko, check_speedscope
 from tests.support.paths import REPO_ROOT
 
@@ -250,6 +250,43 @@ def test_a_cfa_from_a_register_a_callee_saved_unwinds_like_perf(tmp_path: Path) 
     hottest = complete(user_folded(profile)).most_common(1)[0][0]
     assert hottest == complete(perf_folded(command, tmp_path)).most_common(1)[0][0]
     assert hottest.endswith(";main;through_r12;spin_saving_r12")
+
+
+def record_synth(command: list[str], synth: str) -> tuple[BpfProfile, dict[BpfStack, int]]:
+    recorder = BpfRecorder(frequency=FREQUENCY, synth=synth)
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    recorder.add(child.pid)
+    try:
+        profile = recorder.run(lambda: child.poll() is not None)
+    finally:
+        child.wait()
+    name = Path(command[0]).name[:15]
+    return profile, {s: n for s, n in profile.stacks.items() if profile.comm(s.pid, s.space_pid) == name and s.user}
+
+
+def test_rows_derived_from_the_code_unwind_code_without_cfi_in_the_kernel(tmp_path: Path) -> None:
+    """The seeded program of `make synth-unwind`: its loops in code without CFI (spin_no_cfi,
+    spin_c) end without unwind information with the CFI alone and reach _start through synthesized
+    rows with --synth missing; with repair (corrected rows for its wrong CFI too) every loop does.
+    A short recording in each mode first builds and caches its tables (until a module's table is
+    built, its code is walked by frame pointer)."""
+    program = synth_unwind.build_seeded(tmp_path)
+    command = synth_unwind.seeded_command(program, 1.5)
+    without_cfi = {"spin_no_cfi", "spin_c"}
+    for synth in ("off", "missing", "repair"):
+        record_synth(synth_unwind.seeded_command(program, 0.1), synth)
+        profile, mine = record_synth(command, synth)
+        walked = {s: n for s, n in mine.items() if s.outcome != "no_process"}  # before the exec was seen
+        there = {s: n for s, n in walked.items() if profile.frames(s._replace(kernel=()))[-1] in without_cfi}
+        assert sum(walked.values()) >= 100 and sum(there.values()) >= 20, profile.statistics()
+        complete_there = sum(n for s, n in there.items() if s.outcome == "end") / sum(there.values())
+        complete_all = sum(n for s, n in walked.items() if s.outcome == "end") / sum(walked.values())
+        expected = {"off": complete_there == 0, "missing": complete_there >= 0.9, "repair": complete_all >= 0.95}
+        assert expected[synth], (synth, complete_there, complete_all, profile.outcomes)
+        # a stack is complete only from _start, whatever rows it went through
+        assert all(profile.frames(s)[0] == "_start" for s in mine if s.outcome == "end"), synth
+        derived = profile.statistics()["derived_frames"]
+        assert (derived == 0) if synth == "off" else (derived > 0), (synth, derived)
 
 
 def bpf_fds() -> int:
