@@ -1,13 +1,14 @@
 /* The in-kernel unwinder: at each sample of a perf event (cpu-clock, one per CPU) walks the user
  * stack of the interrupted process from the compact tables user space loaded into the maps of
- * bpf_layout.h, reading the stack only with bpf_probe_read_user, and counts the stack (its user
- * frames, kernel stack id and outcome) in the `stacks` map. Nothing of the stack's contents leaves
- * the kernel but return addresses.
+ * bpf_layout.h, reading the stack only with bpf_probe_read_user, and sends the sample (its time,
+ * thread, CPU, command name, user frames, kernel stack id and outcome) through the `samples` ring
+ * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
  *
- * One frame is one bpf_loop iteration (step): find the mapping (binary search over the process's
- * sorted mappings), the module's row (the page index, then a binary search over that page's rows),
- * apply the rule (CFA from rsp, rbp or another known register, the PLT expression, the DRAP deref,
- * the signal context), read the return address and rbp. Where no row covers the PC the frame
+ * One frame is one bpf_loop iteration (step): find the mapping (the previous frame's, else a binary
+ * search over the process's sorted mappings), the module's row (the per-CPU rule cache, else the
+ * block index, then a binary search over that block's rows), apply the rule (CFA from rsp, rbp or
+ * another known register, the PLT expression, the DRAP deref, the signal context), read the return
+ * address and the callee-saved registers the rule restores. Where no row covers the PC the frame
  * pointer is followed; a row the compact table leaves to the DWARF interpreter ends the walk as
  * FU_BPF_SLOW_ROW. Every loop has a constant bound. */
 #include "vmlinux.h"
@@ -82,11 +83,9 @@ struct {
 } missing SEC(".maps");
 
 struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, FU_BPF_MAX_STACKS);
-    __type(key, fu_bpf_stack);
-    __type(value, __u64);
-} stacks SEC(".maps");
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, FU_BPF_SAMPLE_RING_BYTES);
+} samples SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -142,7 +141,7 @@ struct walk {
     __u8 ip_is_return; /* look the IP up at IP - 1 (a return address) */
     __u8 done;
     __u64 signal[SIGNAL_WORDS];
-    fu_bpf_stack key;
+    fu_bpf_sample sample; /* sent whole up to its last user frame */
 };
 
 struct {
@@ -301,12 +300,14 @@ static long step(__u32 index, void *context)
     struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
     if (!w)
         return 1;
-    __u32 n = w->key.user_count;
+    __u32 n = w->sample.stack.user_count;
     if (n >= FU_BPF_MAX_FRAMES)
         return finish(w, FU_BPF_FRAME_LIMIT);
     __u64 ip = w->regs[REG_RA];
-    w->key.user[n] = ip;
-    w->key.user_count = n + 1;
+    w->sample.stack.user[n] = ip;
+    w->sample.stack.user_count = n + 1;
+    if (n > 0 && !w->ip_is_return)
+        w->sample.stack.interrupted |= 1ull << n;
     __u64 pc = ip - (w->ip_is_return ? 1 : 0);
 
     /* consecutive frames mostly stay in one mapping: the previous frame's is searched for first */
@@ -317,7 +318,7 @@ static long step(__u32 index, void *context)
         const fu_bpf_mapping *m = find_mapping(p, pc);
         if (!m) {
             w->mapping.end = 0;
-            note_missing(w->key.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
+            note_missing(w->sample.stack.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
             return frame_pointer_step(w);
         }
         w->mapping = *m;
@@ -489,7 +490,8 @@ static __always_inline bool in_scope(__u32 tgid, struct task_struct *task)
 SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
-    __u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    __u32 tgid = pid_tgid >> 32, zero = 0;
     struct task_struct *task = bpf_get_current_task_btf();
     if (tgid == 0 || !in_scope(tgid, task))
         return 0;
@@ -497,11 +499,14 @@ int sample(struct bpf_perf_event_data *ctx)
     if (!w)
         return 0;
     count(FU_BPF_COUNTER_SAMPLES);
-    __builtin_memset(&w->key, 0, sizeof w->key);
-    w->key.pid = tgid;
+    __builtin_memset(&w->sample, 0, FU_BPF_SAMPLE_HEADER);
+    w->sample.tid = (__u32)pid_tgid;
+    w->sample.cpu = bpf_get_smp_processor_id();
+    bpf_get_current_comm(w->sample.comm, sizeof w->sample.comm);
+    w->sample.stack.pid = tgid;
     /* the context is read in 8-byte words only (cs is a u16 in this kernel's pt_regs) */
     __u64 cs = *(volatile __u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
-    w->key.kernel_stack = (cs & 3) != 3 ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
+    w->sample.stack.kernel_stack = (cs & 3) != 3 ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
     w->done = 0;
     w->window_end = 0;
     w->mapping.end = 0;
@@ -526,10 +531,10 @@ int sample(struct bpf_perf_event_data *ctx)
                 space = tgid;
                 note_missing(tgid);
             }
-            w->key.space_pid = space;
+            w->sample.stack.space_pid = space;
             if (!slot) {
-                w->key.user[0] = regs.ip;
-                w->key.user_count = 1;
+                w->sample.stack.user[0] = regs.ip;
+                w->sample.stack.user_count = 1;
                 w->outcome = FU_BPF_NO_PROCESS;
             } else {
                 w->process = *slot;
@@ -537,23 +542,20 @@ int sample(struct bpf_perf_event_data *ctx)
                 bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
                 count_n(FU_BPF_COUNTER_WALK_NS, bpf_ktime_get_ns() - start);
                 count(FU_BPF_COUNTER_WALKED_SAMPLES);
-                count_n(FU_BPF_COUNTER_FRAMES, w->key.user_count);
+                count_n(FU_BPF_COUNTER_FRAMES, w->sample.stack.user_count);
                 if (!w->done)
                     w->outcome = FU_BPF_FRAME_LIMIT;
             }
         }
     }
-    w->key.outcome = w->outcome;
+    w->sample.stack.outcome = w->outcome;
     count(FU_BPF_COUNTER_OUTCOME + (w->outcome < FU_BPF_OUTCOME_COUNT ? w->outcome : 0));
-    __u64 one = 1, *c = bpf_map_lookup_elem(&stacks, &w->key);
-    if (c) {
-        __sync_fetch_and_add(c, 1);
-    } else if (bpf_map_update_elem(&stacks, &w->key, &one, BPF_NOEXIST)) {
-        c = bpf_map_lookup_elem(&stacks, &w->key);
-        if (c)
-            __sync_fetch_and_add(c, 1);
-        else
-            count(FU_BPF_COUNTER_STACKS_DROPPED);
-    }
+    w->sample.time = bpf_ktime_get_ns();
+    __u32 frames = w->sample.stack.user_count;
+    if (frames > FU_BPF_MAX_FRAMES)
+        frames = FU_BPF_MAX_FRAMES;
+    /* no wakeup: user space takes the samples every 20 ms */
+    if (bpf_ringbuf_output(&samples, &w->sample, FU_BPF_SAMPLE_HEADER + 8 * frames, BPF_RB_NO_WAKEUP))
+        count(FU_BPF_COUNTER_SAMPLES_DROPPED);
     return 0;
 }

@@ -23,7 +23,7 @@
  *   missing   HASH   tgid -> samples: processes sampled with no process slot (and not a fork child of
  *                    a loaded one), or at a PC outside their mappings (mapped since): user space
  *                    (re)loads them
- *   stacks    HASH   fu_bpf_stack -> samples: the aggregated stacks
+ *   samples   RINGBUF fu_bpf_sample per sample (its stack cut to its user frames)
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
  *   counters  PERCPU_ARRAY FU_BPF_COUNTER_* -> count
  */
@@ -36,7 +36,7 @@
 #include <stdint.h>
 #endif
 
-/* User frames kept per stack: the stack key must stay within a hash map's 512-byte key bound. */
+/* User frames kept per stack. */
 #define FU_BPF_MAX_FRAMES 60
 /* Executable mappings of one process the walker can see; more are left out (counted by user space). */
 #define FU_BPF_MAX_MAPPINGS 256
@@ -53,7 +53,6 @@
 #define FU_BPF_MAX_RULES 65536
 /* Slots (8 bytes each) in the slots map by default: 32 MiB, user space chooses at load time. */
 #define FU_BPF_DEFAULT_SLOTS (1u << 22)
-#define FU_BPF_MAX_STACKS 65536
 #define FU_BPF_KERNEL_STACKS 16384
 
 /* compact_table.h's fu_compact_cfa_kind values (checked in bpf_layout.c). */
@@ -88,7 +87,7 @@ enum fu_bpf_counter {
     FU_BPF_COUNTER_SAMPLES = 0,
     FU_BPF_COUNTER_FRAMES,          /* user frames walked */
     FU_BPF_COUNTER_FP_FRAMES,       /* of which by the frame pointer (no row covered the PC) */
-    FU_BPF_COUNTER_STACKS_DROPPED,  /* the stacks map was full */
+    FU_BPF_COUNTER_SAMPLES_DROPPED, /* the samples ring buffer was full */
     FU_BPF_COUNTER_WALK_NS,         /* ns spent in the user-stack walks (bpf_ktime_get_ns around them) */
     FU_BPF_COUNTER_WALKED_SAMPLES,  /* samples whose user stack was walked */
     FU_BPF_COUNTER_STACK_READS,     /* bpf_probe_read_user calls of the walks (window refills) */
@@ -144,8 +143,23 @@ typedef struct fu_bpf_stack {
     uint16_t reserved;
     uint32_t space_pid;   /* the process whose mappings the walk used: pid, or the parent a child forked
                            * from (and has not exec'd since) before its own were loaded */
+    uint64_t interrupted; /* bit i: user[i] (i > 0) is the PC a signal interrupted, not a return address */
     uint64_t user[FU_BPF_MAX_FRAMES]; /* the leaf's IP, then return addresses */
 } fu_bpf_stack;
+
+/* One sample as the program sends it through the `samples` ring buffer: FU_BPF_SAMPLE_HEADER bytes,
+ * then stack.user_count user frames, where the record ends (bpf_log.h keeps them). */
+typedef struct fu_bpf_sample {
+    uint64_t time; /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
+    uint32_t tid;
+    uint32_t cpu;
+    char comm[16]; /* the thread's command name, NUL-padded */
+    fu_bpf_stack stack;
+} fu_bpf_sample;
+
+#define FU_BPF_SAMPLE_HEADER __builtin_offsetof(fu_bpf_sample, stack.user)
+/* The ring buffer's bytes: at most 256 bytes a sample on clang, drained every 20 ms. */
+#define FU_BPF_SAMPLE_RING_BYTES (8u << 20)
 
 #ifndef __bpf__
 #include "compact_table.h"

@@ -2,12 +2,12 @@
 no stack copied to disk.
 
 A BPF program attached to a cpu-clock event on every CPU (-F HZ) walks each sample's user stack from
-the compact tables fastunwind loads into BPF maps (native/bpf), and counts whole stacks with their
-kernel part; the profile is written at the end: folded stacks, or speedscope's file, the Firefox
-profiler's or the HTML flame graph, by perf-script's writers (native/core/profile.h; a thread per
-process, each sample at the time its stack's count was taken, every bpf.DRAIN_SECONDS). perf
-script's text is not available: the kernel counts stacks by process, without the thread, time,
-CPU or event of each sample it needs. What is sampled:
+the compact tables fastunwind loads into BPF maps (native/bpf) and sends each sample (its thread,
+time, CPU and stack with its kernel part) through a ring buffer; the profile is written at the end:
+folded stacks, perf script's text (`--format perf`: a sample per record, with its thread, command
+name and time), or speedscope's file, the Firefox profiler's or the HTML flame graph, by
+perf-script's writers (native/core/profile.h; each sample in its thread at its time). What is
+sampled:
 a command (`-- CMD ...`, with the processes it starts), running processes (`-p PID[,PID]`) or every
 process (`-a`); it stops when they have exited, after --duration seconds, or on Ctrl-C. A stack that
 did not reach the outermost frame starts with its outcome ("[frame_limit]", "[slow_row]",
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from fastunwind.bpf import BpfProfile
 
 #: the formats of the in-kernel profile
-FORMATS = ("folded", "speedscope", "gecko", "html")
+FORMATS = ("folded", "perf", "speedscope", "gecko", "html")
 
 
 def _summary(stats: dict[str, Any]) -> str:
@@ -113,6 +113,9 @@ def write_profile(profile: BpfProfile, output_format: str, out: TextIO, name: st
     the flame graph's title)."""
     if output_format == "folded":
         profile.write_folded(out)
+        return
+    if output_format == "perf":
+        profile.write_perf_script(out)
         return
     from fastunwind import _core
     from fastunwind.perf.script import write_flame_graph, write_gecko, write_speedscope
