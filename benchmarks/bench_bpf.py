@@ -18,7 +18,7 @@ runs (default 3), the best of each figure:
   program's bpf_ktime_get_ns around its user-stack walks, over the frames they walked), and per
   frame the stack reads (bpf_probe_read_user calls: window refills) and row lookups (rules not in
   the per-CPU rule cache);
-- map memory per table row: the slots the loaded modules occupy (8 bytes each: rows and page index)
+- map memory per table row: the slots the loaded modules occupy (8 bytes each: rows and block index)
   over the rows loaded.
 
 The machine may be shared: every figure is a best of N, and the report says so.

@@ -1,6 +1,6 @@
 /* bpf_layout: the maps the in-kernel unwinder (native/bpf/unwind.bpf.c) reads, one definition for
  * the BPF program and the user-space side that fills them (native/bpf/bpf_session.c), and the
- * pure layout work of that side (bpf_layout.c: a compact table's rows and page index as map slots,
+ * pure layout work of that side (bpf_layout.c: a compact table's rows and block index as map slots,
  * the shared rule dictionary, the ring of slots that evicts the oldest modules first).
  *
  * This header is compiled by clang -target bpf as well: it uses only fixed-width types, which the

@@ -1,6 +1,6 @@
 """Profiles unwound in the kernel: the BPF unwinder (native/bpf) walks each sample's user stack from
-the compact tables loaded into its maps and counts whole stacks; this module keeps those maps in step
-with the processes sampled and names the frames.
+the compact tables loaded into its maps and sends each sample through a ring buffer; this module keeps
+those maps in step with the processes sampled and names the frames.
 
 A process is loaded (its executable mappings, and the compact table of each module not loaded yet,
 by cache key) when it enters the scope, when the kernel reports it sampled without mappings, and
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import IO, NamedTuple
 
 from fastunwind import _core
-from fastunwind.address_space import ImageCache, Mapping, ModuleImage, parse_proc_maps
+from fastunwind.address_space import VDSO, ImageCache, Mapping, ModuleImage, parse_proc_maps, vdso_image
 from fastunwind._core import SymbolTable
 from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
 from fastunwind.tables import compact
@@ -62,7 +62,8 @@ class _Process:
 
 
 class BpfProfile:
-    """What a recording counted: its stacks, the kernel's counters and the processes' mappings."""
+    """What a recording took: its samples (the detached session's log), their distinct stacks, the
+    kernel's counters and the processes' mappings."""
 
     def __init__(self, session: _core.BpfSession, stacks: list[BpfStack], counters: dict[str, int],
                  outcomes: dict[str, int], processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int,
@@ -257,6 +258,7 @@ class BpfRecorder:
         self._modules: dict[str, tuple[int, int]] = {}  # cache key -> (id, generation)
         self._without_table: set[str] = set()
         self._stacks: list[BpfStack] = []  #: by the log's stack id
+        self._vdso: ModuleImage | None = None  #: the kernel's vDSO (every process sampled runs on this kernel)
         self._rows_loaded = 0  # table rows loaded into the maps (evicted ones included)
         for pid in pids:
             self.add(pid)
@@ -277,7 +279,8 @@ class BpfRecorder:
         loaded = self._modules.get(key)
         if loaded is not None and self._session.module_loaded(*loaded):
             return loaded
-        table = compact.for_image(image, self._synth)
+        # the vDSO's image is a copy in memory, not a file the synthesis could reopen: its CFI alone
+        table = compact.for_image(image, "off" if image is self._vdso else self._synth)
         if table is None or table.row_count == 0:
             self._without_table.add(key)
             return NO_MODULE, 0
@@ -304,7 +307,9 @@ class BpfRecorder:
         if process is not None and process.maps_text == text and all(
                 key == (NO_MODULE, 0) or self._session.module_loaded(*key) for key in process.module_keys):
             return
-        mappings = sorted(parse_proc_maps(text, self._images).mappings, key=lambda m: m.start)
+        if self._vdso is None and VDSO in text:
+            self._vdso = vdso_image(text, f"/proc/{pid}/mem")
+        mappings = sorted(parse_proc_maps(text, self._images, vdso=self._vdso).mappings, key=lambda m: m.start)
         mappings = mappings[:_core.BPF_MAX_MAPPINGS]
         keys = [self._module(m.image) if m.image else (NO_MODULE, 0) for m in mappings]
         # a module loaded late may have evicted one loaded earlier for this same process

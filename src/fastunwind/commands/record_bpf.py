@@ -45,7 +45,15 @@ def _summary(stats: dict[str, Any]) -> str:
             f"outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer, "
             f"{stats['derived_frames']} through derived rows (--synth {stats['synth']}); "
             f"{stats['modules_loaded']} modules loaded ({stats['modules_without_table']} without CFI), "
-            f"{stats['table_slots_used'] * 8 // 1024} KiB of table slots{cost}")
+            f"{stats['table_slots_used'] * 8 // 1024} KiB of table slots{cost}{_lost(stats)}")
+
+
+def _lost(stats: dict[str, Any]) -> str:
+    """What the profile lacks, when it lacks something: samples the ring buffer had no room for,
+    samples past the log's bound (in the folded counts, not in per-sample formats)."""
+    dropped, unlogged = int(stats["samples_dropped"]), int(stats["samples_unlogged"])
+    return ((f"; {dropped} samples dropped (the ring buffer was full)" if dropped else "") +
+            (f"; {unlogged} samples past the log's bound (counted in folded stacks only)" if unlogged else ""))
 
 
 def run(args: argparse.Namespace) -> int:
