@@ -1,0 +1,21 @@
+/* launcher: serving a parsed command line (arguments.h) in C.
+ *
+ * The rule: a command is served natively only where its output (standard output, standard error,
+ * exit status) is the Python CLI's byte for byte; wherever that cannot be promised before anything
+ * is written or any thread stopped (a table missing from the caches, a file it cannot open the way
+ * the Python path does, an error whose wording is the Python path's), fu_cli_serve returns
+ * FU_CLI_NOT_SERVED and the Python CLI serves the command line (which fills the caches, so that
+ * the next run is native).
+ */
+#ifndef FASTUNWIND_CLI_LAUNCHER_H
+#define FASTUNWIND_CLI_LAUNCHER_H
+
+#include "arguments.h"
+
+/* fu_cli_serve's answer when the Python CLI must serve the command line (not an exit status). */
+#define FU_CLI_NOT_SERVED (-1)
+
+/* The command's exit status, or FU_CLI_NOT_SERVED (nothing written, no thread stopped). */
+int fu_cli_serve(const fu_cli_request *request);
+
+#endif
