@@ -53,7 +53,9 @@ build_bpf_skeleton()
 # interpreter building it (FASTUNWIND_PYTHON overrides). The core's sources it needs are linked
 # into it statically; `make build` installs it as the venv's `fastunwind` (docs/DESIGN.md).
 LAUNCHER = "launcher"  #: its file name, beside the extension
-LAUNCHER_CORE_SOURCES: list[str] = []
+LAUNCHER_CORE_SOURCES = ["address_space.c", "cfi_eval.c", "cfi_eh_frame_hdr.c", "cfi_parse.c", "compact_table.c",
+                         "demangle.c", "dwarf_expr.c", "error.c", "live.c", "lookup.c", "memory.c", "plt.c",
+                         "snapshot.c", "symbol_cache.c", "symbols.c", "walk.c", "x86_64.c"]
 
 
 class BuildWithLauncher(build_ext):
@@ -71,6 +73,7 @@ class BuildWithLauncher(build_ext):
         directory = os.path.dirname(self.get_ext_fullpath("fastunwind._core"))
         self.compiler.link_executable(
             objects, LAUNCHER, output_dir=directory,
+            libraries=["iberty"],  # demangle.c: libiberty's demangler (a static library)
             extra_postargs=["-Wl,--gc-sections", "-Wl,--as-needed"]
             + [a for a in link_args if a.startswith("-fsanitize")],
             target_lang="c")

@@ -1,4 +1,5 @@
 /* The launcher's command lines: see arguments.h. */
+#define _GNU_SOURCE
 #include "arguments.h"
 
 #include <string.h>

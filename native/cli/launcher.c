@@ -1,8 +1,33 @@
 /* Serving a command line natively: see launcher.h. */
+#define _GNU_SOURCE
 #include "launcher.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "backtrace.h"
+#include "core.h"
+#include "stacks.h"
 
 int fu_cli_serve(const fu_cli_request *request)
 {
-    (void)request;
-    return FU_CLI_NOT_SERVED;
+    fu_buffer out = {0};
+    int status = request->verb == FU_CLI_BACKTRACE ? fu_cli_backtrace(request, &out) : fu_cli_core(request, &out);
+    if (status == FU_CLI_NOT_SERVED || status == 130) {
+        free(out.data);
+        return status;
+    }
+    /* -o: the Python CLI's open(path, "w"); one it cannot open is its error to word */
+    int fd = request->output ? open(request->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : STDOUT_FILENO;
+    if (fd < 0) {
+        free(out.data);
+        return FU_CLI_NOT_SERVED;
+    }
+    bool written = fu_cli_write_all(fd, out.data, out.len);
+    if (request->output)
+        written = close(fd) == 0 && written;
+    free(out.data);
+    /* a reader that went away (`| head`): the Python CLI stops quietly with 0 as well */
+    return written || !request->output ? status : 1;
 }

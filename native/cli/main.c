@@ -9,6 +9,7 @@
  * FU_CLI_PYTHON), so that behaviour is the Python CLI's to the byte. FASTUNWIND_NATIVE=0 sends
  * every command line there.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
