@@ -411,11 +411,14 @@ static bool open_address_space(int pid, snapshot *s)
 int fu_cli_backtrace(const fu_cli_request *request, fu_buffer *out)
 {
     int pid = request->pid;
-    if (pid == getpid())
+    if (pid == getpid()) {
+        fu_cli_unserved("the launcher's own pid", NULL);
         return FU_CLI_NOT_SERVED;
+    }
     snapshot s = {0};
     int status = FU_CLI_NOT_SERVED;
     if (!(s.tids = threads(request, &s.tid_count)) || !open_address_space(pid, &s)) {
+        fu_cli_unserved(s.tids ? "the process's modules or maps" : "the process's threads", NULL);
         snapshot_free(&s);
         return FU_CLI_NOT_SERVED;
     }
@@ -475,6 +478,8 @@ int fu_cli_backtrace(const fu_cli_request *request, fu_buffer *out)
     } else if (ok && not_permitted < s.tid_count && exited < s.tid_count && fu_snapshot_tail(json, out)) {
         status = 0;
     }
+    if (status == FU_CLI_NOT_SERVED)
+        fu_cli_unserved("every thread refused or gone", NULL);
     /* every thread refused, or gone: the Python path words why (nothing was written) */
     snapshot_free(&s);
     return status;

@@ -15,7 +15,14 @@
 /* fu_cli_serve's answer when the Python CLI must serve the command line (not an exit status). */
 #define FU_CLI_NOT_SERVED (-1)
 
-/* The command's exit status, or FU_CLI_NOT_SERVED (nothing written, no thread stopped). */
+/* The command's exit status, or FU_CLI_NOT_SERVED (nothing written). */
 int fu_cli_serve(const fu_cli_request *request);
+
+/* Note why the command is not served natively (the first reason is kept): with
+ * FASTUNWIND_NATIVE=require the launcher prints it and exits FU_CLI_REQUIRE_STATUS instead of
+ * running the Python CLI (the tests' proof that a command line was served in C). */
+void fu_cli_unserved(const char *why, const char *detail);
+const char *fu_cli_unserved_reason(void);
+#define FU_CLI_REQUIRE_STATUS 125
 
 #endif

@@ -7,10 +7,11 @@
  * Everything else, and whatever it cannot serve with the Python CLI's very bytes, is the Python
  * CLI's: this process becomes `python -m fastunwind ARGS` (the interpreter recorded at build time,
  * FU_CLI_PYTHON), so that behaviour is the Python CLI's to the byte. FASTUNWIND_NATIVE=0 sends
- * every command line there.
+ * every command line there; FASTUNWIND_NATIVE=require never does (it says why it would have).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +47,20 @@ static int run_python_cli(int argc, char **argv)
 int main(int argc, char **argv)
 {
     const char *native = getenv("FASTUNWIND_NATIVE");
+    bool required = native && strcmp(native, "require") == 0;
     fu_cli_request request;
-    if ((native && strcmp(native, "0") == 0) || !fu_cli_parse(argc, argv, &request))
-        return run_python_cli(argc, argv);
-    int status = fu_cli_serve(&request);
-    return status == FU_CLI_NOT_SERVED ? run_python_cli(argc, argv) : status;
+    int status = FU_CLI_NOT_SERVED;
+    if (native && strcmp(native, "0") == 0)
+        fu_cli_unserved("FASTUNWIND_NATIVE=0", NULL);
+    else if (!fu_cli_parse(argc, argv, &request))
+        fu_cli_unserved("a command line the launcher does not read", NULL);
+    else
+        status = fu_cli_serve(&request);
+    if (status != FU_CLI_NOT_SERVED)
+        return status;
+    if (required) {
+        fprintf(stderr, "fastunwind: not served natively: %s\n", fu_cli_unserved_reason());
+        return FU_CLI_REQUIRE_STATUS;
+    }
+    return run_python_cli(argc, argv);
 }

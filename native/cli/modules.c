@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "launcher.h"
 #include "symbol_cache.h"
 
 /* Notes one region may hold before the reader stops (elf/__init__.py MAX_NOTE_COUNT). */
@@ -90,11 +91,15 @@ static bool section_bytes(const fu_cli_elf *elf, const Elf64_Shdr *s, const uint
     return true;
 }
 
-/* The NT_GNU_BUILD_ID of a note region: 1 found, 0 none, -1 malformed (the Python reader raises). */
+/* The NT_GNU_BUILD_ID of a note region: 1 found, 0 none, -1 malformed (the Python reader raises;
+ * elf/__init__.py _iter_notes: name and descriptor padded to 4, or 8 in a region aligned to 8,
+ * counted from the note's start). */
 static int build_id_in_notes(const uint8_t *data, size_t size, uint64_t alignment, fu_cli_elf *elf)
 {
     size_t padding = alignment == 8 ? 8 : 4, position = 0;
-    for (unsigned n = 0; n < MAX_NOTES && position < size; n++) {
+    for (unsigned n = 0; n < MAX_NOTES; n++) {
+        if (position >= size)
+            return 0;
         if (size - position < 12)
             return -1;
         uint32_t header[3];
@@ -102,19 +107,22 @@ static int build_id_in_notes(const uint8_t *data, size_t size, uint64_t alignmen
         size_t name_start = position + 12;
         if (header[0] > size - name_start)
             return -1;
-        size_t descriptor_start = name_start + ((header[0] + padding - 1) / padding) * padding;
+        size_t descriptor_start = position + ((12 + (size_t)header[0] + padding - 1) & ~(padding - 1));
         if (descriptor_start > size || header[1] > size - descriptor_start)
             return -1;
-        if (header[2] == NT_GNU_BUILD_ID && header[0] == 4 && memcmp(data + name_start, "GNU", 4) == 0) {
+        const uint8_t *name = data + name_start;
+        const uint8_t *nul = memchr(name, '\0', header[0]);
+        size_t name_len = nul ? (size_t)(nul - name) : header[0];
+        if (header[2] == NT_GNU_BUILD_ID && name_len == 3 && memcmp(name, "GNU", 3) == 0) {
             if (header[1] < 1 || header[1] > FU_CLI_MAX_BUILD_ID)
                 return -1;
             memcpy(elf->build_id, data + descriptor_start, header[1]);
             elf->build_id_size = header[1];
             return 1;
         }
-        position = descriptor_start + ((header[1] + padding - 1) / padding) * padding;
+        position = descriptor_start + ((header[1] + padding - 1) & ~(padding - 1));
     }
-    return 0;
+    return -1; /* more notes than the reader reads */
 }
 
 static fu_cli_module_status find_build_id(fu_cli_elf *elf)
@@ -398,6 +406,27 @@ static fu_cli_module_status open_compact_table(fu_cli_image *image, const Elf64_
     return FU_CLI_MODULE_OK;
 }
 
+/* The cached eh_elf, where one is valid (tables/eh_elf.py for_image: FASTUNWIND_COMPILED=0 disables
+ * them); false where the cache cannot be named. */
+static bool open_compiled(fu_cli_image *image, const Elf64_Shdr *eh_frame, const Elf64_Shdr *debug_frame)
+{
+    const char *enabled = getenv("FASTUNWIND_COMPILED");
+    if (enabled && strcmp(enabled, "0") == 0)
+        return true;
+    char path[4096], why[512];
+    if (!cache_entry(path, sizeof path, "eh_elf", image->elf.build_id, image->elf.build_id_size, ".so"))
+        return false;
+    if (access(path, F_OK) != 0)
+        return true;
+    if (fu_eh_elf_load(path, FU_COMPACT_KEY_BUILD_ID, image->elf.build_id, image->elf.build_id_size,
+                       FU_EH_ELF_GENERATOR_VERSION, true, eh_frame ? eh_frame->sh_size : FU_EH_ELF_NO_SECTION,
+                       debug_frame ? debug_frame->sh_size : FU_EH_ELF_NO_SECTION, &image->compiled, why,
+                       sizeof why) == NULL)
+        image->compiled_table = (fu_eh_elf_table){image->compiled.step, image->compiled.find, image->compiled.bodies,
+                                                  image->compiled.info.body_count};
+    return true;
+}
+
 /* symbols.py _identity: "dev\0ino\0size\0mtime_ns" of the file at `path`, appended after a NUL. */
 static bool append_identity(fu_buffer *key, const char *path)
 {
@@ -476,7 +505,17 @@ static fu_cli_module_status build_vdso_symbols(fu_cli_image *image)
 
 /* ---- the image -------------------------------------------------------------------------------- */
 
+static fu_cli_module_status image_open(fu_cli_image *image, const char *path, fu_cli_bytes bytes, bool vdso);
+
 fu_cli_module_status fu_cli_image_open(fu_cli_image *image, const char *path, fu_cli_bytes bytes, bool vdso)
+{
+    fu_cli_module_status status = image_open(image, path, bytes, vdso);
+    if (status == FU_CLI_MODULE_UNSERVED)
+        fu_cli_unserved("a module whose tables are not all in the caches, or not read here", vdso ? "[vdso]" : path);
+    return status;
+}
+
+static fu_cli_module_status image_open(fu_cli_image *image, const char *path, fu_cli_bytes bytes, bool vdso)
 {
     fu_cli_module_status status = fu_cli_elf_open(&image->elf, bytes);
     if (status != FU_CLI_MODULE_OK)
@@ -484,11 +523,6 @@ fu_cli_module_status fu_cli_image_open(fu_cli_image *image, const char *path, fu
     fu_cli_elf *elf = &image->elf;
     if (!elf->build_id_size)
         return FU_CLI_MODULE_UNSERVED; /* tables cached under a hash of path, size and mtime */
-    /* the auto backend asks a cached eh_elf first where one is (tables/eh_elf.py) */
-    char compiled[4096];
-    if (!cache_entry(compiled, sizeof compiled, "eh_elf", elf->build_id, elf->build_id_size, ".so") ||
-        access(compiled, F_OK) == 0)
-        return FU_CLI_MODULE_UNSERVED;
     if (open_debug_file(image) != FU_CLI_MODULE_OK)
         return FU_CLI_MODULE_UNSERVED;
     bool compressed = false;
@@ -501,7 +535,8 @@ fu_cli_module_status fu_cli_image_open(fu_cli_image *image, const char *path, fu
     }
     if (compressed || load_segments(elf, true, &image->segments, &image->segment_count) != FU_CLI_MODULE_OK ||
         process_entry(elf, &image->process_entry) != FU_CLI_MODULE_OK ||
-        open_compact_table(image, eh_frame, debug_owner, debug_frame) != FU_CLI_MODULE_OK)
+        open_compact_table(image, eh_frame, debug_owner, debug_frame) != FU_CLI_MODULE_OK ||
+        !open_compiled(image, eh_frame, debug_frame))
         return FU_CLI_MODULE_UNSERVED;
     if (vdso)
         return image->debug.bytes.data ? FU_CLI_MODULE_UNSERVED : build_vdso_symbols(image);
@@ -512,6 +547,7 @@ void fu_cli_image_free(fu_cli_image *image)
 {
     if (image->has_symbols)
         fu_symbol_table_free(&image->symbols);
+    fu_eh_elf_unload(&image->compiled);
     for (int i = 0; i < 2; i++)
         free(image->cfi_segments[i]);
     fu_cfi_table *tables[2] = {image->eh_frame, image->debug_frame};
@@ -565,6 +601,7 @@ void fu_cli_image_module(const fu_cli_image *image, uint64_t start, uint64_t end
         .end = end,
         .bias = bias,
         .compact = &image->compact,
+        .compiled = image->compiled.handle ? &image->compiled_table : NULL,
         .eh_frame = image->eh_frame,
         .debug_frame = image->debug_frame,
         .segments = image->segments,

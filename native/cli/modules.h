@@ -6,8 +6,8 @@
  * be the same: an ELF64 x86-64 file whose headers lie within it, with a build-id, its compact
  * table in the cache for that build-id and the sizes of the CFI sections it has now, its symbol
  * table in the cache for the key symbols.py computes; no compressed CFI section, no .gnu_debuglink
- * candidate (its CRC is the Python path's to check), no cached eh_elf (the auto backend's second
- * table). Anything else is FU_CLI_MODULE_UNSERVED: the launcher hands the command to the Python
+ * candidate (its CRC is the Python path's to check). A cached eh_elf (the auto backend's second
+ * table) is loaded and checked as tables/eh_elf.py does (core/eh_elf.c fu_eh_elf_load). Anything else is FU_CLI_MODULE_UNSERVED: the launcher hands the command to the Python
  * CLI, which builds and caches what was missing.
  */
 #ifndef FASTUNWIND_CLI_MODULES_H
@@ -21,6 +21,7 @@
 #include "address_space.h"
 #include "cfi.h"
 #include "compact_table.h"
+#include "eh_elf.h"
 #include "symbols.h"
 
 /* Most distinct module files one snapshot opens (a process maps a few hundred at most). */
@@ -61,6 +62,8 @@ typedef struct fu_cli_image {
     fu_compact_table compact;
     fu_cfi_table *eh_frame, *debug_frame; /* the compact table's slow rows' FDEs, or NULL */
     fu_image_segment *cfi_segments[2];    /* the bases' segments of each parsed table */
+    fu_eh_elf_loaded compiled;   /* handle NULL: none */
+    fu_eh_elf_table compiled_table;
     fu_cli_bytes symbol_file;
     fu_symbol_table symbols;
     bool has_symbols;
