@@ -47,11 +47,13 @@ static size_t utf8_decode(const uint8_t *s, size_t len, uint32_t *cp)
 
 static bool put(fu_buffer *out, const char *text) { return fu_buffer_append(out, text, strlen(text)); }
 
+/* `format` (at most FORMAT_ROOM bytes of text around one number) with `value`. */
+#define FORMAT_ROOM 64
 static bool putf(fu_buffer *out, const char *format, unsigned long long value)
 {
-    char text[40];
+    char text[FORMAT_ROOM + 24];
     int n = snprintf(text, sizeof text, format, value);
-    return fu_buffer_append(out, text, (size_t)n);
+    return n >= 0 && (size_t)n < sizeof text && fu_buffer_append(out, text, (size_t)n);
 }
 
 bool fu_snapshot_escape_name(const uint8_t *name, size_t len, fu_buffer *out)

@@ -1,19 +1,37 @@
-/* launcher_driver: the launcher's entry points (native/cli) under ASAN+UBSAN.
+/* launcher_driver: the launcher's entry points (native/cli) and the snapshot rendering
+ * (core/snapshot.c) under ASAN+UBSAN.
  *
- * fu_cli_parse over LAUNCHER_ROUNDS seeded command lines: tokens of the verbs' options, their
- * values (numbers, paths, abbreviations, "=" forms, bytes that are neither) in any order and count.
- * Every accepted line must be one the launcher can serve: its verb's required argument present,
- * pids and tids positive, tids distinct and within FU_CLI_MAX_TIDS.
+ * 1. fu_cli_parse over LAUNCHER_ROUNDS seeded command lines: tokens of the verbs' options, their
+ *    values (numbers, paths, abbreviations, "=" forms, bytes that are neither) in any order and
+ *    count. Every accepted line must be one the launcher can serve: its verb's required argument
+ *    present, pids and tids positive, tids distinct and within FU_CLI_MAX_TIDS.
+ * 2. The module reader (modules.c: ELF headers, notes, sections, the debug file, process entry,
+ *    bias, the vDSO's symbol table) over each ELF file given and seeded mutants of it, with the
+ *    caches in an empty directory; a served image must have its build-id.
+ * 3. The renderings (snapshot.c) of threads with random bytes as names, paths and symbols, random
+ *    registers and outcomes: the JSON must be ASCII, the text must hold every name's bytes.
+ * 4. fu_cli_backtrace of a child of its own (a command line for it, random tids): whatever it
+ *    serves, the child keeps running, untraced.
  *
- *   launcher_driver_asan --seed S --rounds N
+ *   launcher_driver_asan --seed S --rounds N [ELF files...]
  */
+#define _GNU_SOURCE
 #define FUZZ_DRIVER "launcher_driver"
 #define FUZZ_REPLAY "launcher_driver_asan --seed"
 #include "fuzz_common.h"
 
 #include <time.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include "arguments.h"
+#include "backtrace.h"
+#include "core.h"
+#include "fuzz_files.h"
+#include "launcher.h"
+#include "modules.h"
+#include "snapshot.h"
 
 static const char *const TOKENS[] = {
     "backtrace", "core", "-p", "--pid", "--pid=", "-p7", "--tid", "--tid=3", "--json", "--registers", "--reg",
@@ -40,15 +58,169 @@ static void check_request(const fu_cli_request *r)
     }
 }
 
+/* Mutants of one ELF file through the module reader. */
+#define ELF_MUTANTS 300
+#define MAX_ELF_BYTES (4u << 20)
+
+static void read_modules(const char *path, uint64_t *state)
+{
+    size_t size;
+    uint8_t *original = fuzz_read_file(path, MAX_ELF_BYTES, &size);
+    CHECK(original != NULL, "cannot read %s", path);
+    for (int m = 0; m <= ELF_MUTANTS; m++) {
+        uint8_t *copy = malloc(size ? size : 1);
+        CHECK(copy != NULL, "out of memory");
+        memcpy(copy, original, size);
+        size_t len = size;
+        if (m > 0 && size) {
+            unsigned flips = 1 + (unsigned)rng_below(state, 16);
+            for (unsigned f = 0; f < flips; f++) {
+                /* headers and notes most of the time: where the reader decides */
+                size_t at = rng_below(state, 4) ? rng_below(state, size < 4096 ? size : 4096) : rng_below(state, size);
+                copy[at] = (uint8_t)rng_next(state);
+            }
+            if (rng_below(state, 8) == 0)
+                len = rng_below(state, size);
+        }
+        char label[256];
+        snprintf(label, sizeof label, "%s mutant %d", path, m);
+        fuzz_begin_input(copy, len, label);
+        fu_cli_image image;
+        memset(&image, 0, sizeof image);
+        bool vdso = rng_below(state, 2);
+        fu_cli_module_status status = fu_cli_image_open(&image, path, (fu_cli_bytes){copy, len, true}, vdso);
+        if (status == FU_CLI_MODULE_OK) {
+            CHECK(image.elf.build_id_size > 0, "a served image without a build-id");
+            uint64_t bias;
+            for (int q = 0; q < 8; q++) {
+                uint64_t start = rng_next(state) & ~0xfffull;
+                if (fu_cli_image_bias(&image, start, start + 0x10000, rng_below(state, 0x100000) & ~0xfffull, &bias)) {
+                    const char *name;
+                    size_t name_len;
+                    uint64_t offset, address = start + rng_below(state, 0x10000);
+                    if (fu_cli_image_symbol(&image, bias, address, address - 1, &name, &name_len, &offset))
+                        CHECK(name != NULL, "a symbol without a name");
+                }
+            }
+        }
+        fu_cli_image_free(&image);
+    }
+    free(original);
+}
+
+static void random_text(uint64_t *state, char *buffer, size_t max, fu_snapshot_text *out)
+{
+    if (rng_below(state, 6) == 0) {
+        *out = (fu_snapshot_text){NULL, 0};
+        return;
+    }
+    size_t len = rng_below(state, max);
+    for (size_t i = 0; i < len; i++)
+        buffer[i] = rng_below(state, 3) ? (char)(' ' + rng_below(state, 95)) : (char)rng_next(state);
+    *out = (fu_snapshot_text){buffer, len};
+}
+
+static void render_snapshots(uint64_t *state, uint64_t rounds)
+{
+    static const char *const OUTCOMES[] = {"end", "truncated", "unreadable", "exited", "not_permitted"};
+    for (uint64_t round = 0; round < rounds; round++) {
+        char names[4][64];
+        fu_snapshot_frame frames[8];
+        fu_regs regs[8];
+        size_t count = rng_below(state, 8);
+        for (size_t i = 0; i < count; i++) {
+            regs[i].valid = (uint32_t)rng_next(state);
+            for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
+                regs[i].value[r] = rng_next(state);
+            frames[i] = (fu_snapshot_frame){.address = rng_next(state), .offset = rng_next(state),
+                                            .registers = rng_below(state, 2) ? &regs[i] : NULL};
+            random_text(state, names[0], sizeof names[0], &frames[i].symbol);
+            random_text(state, names[1], sizeof names[1], &frames[i].module);
+        }
+        fu_buffer escaped = {0}, out = {0};
+        fu_snapshot_text raw_name;
+        random_text(state, names[2], sizeof names[2], &raw_name);
+        CHECK(fu_snapshot_escape_name((const uint8_t *)(raw_name.data ? raw_name.data : ""), raw_name.len, &escaped),
+              "escape_name failed");
+        fu_snapshot_text reason;
+        random_text(state, names[3], sizeof names[3], &reason);
+        fu_snapshot_thread thread = {
+            .tid = (int64_t)rng_below(state, 1u << 22), .name = {(const char *)escaped.data, escaped.len},
+            .outcome = OUTCOMES[rng_below(state, 5)], .fault_address = rng_below(state, 2) ? rng_next(state) : 0,
+            .reason = reason.data ? reason : (fu_snapshot_text){"", 0}, .frames = frames, .frame_count = count};
+        bool json = rng_below(state, 2);
+        CHECK(fu_snapshot_head(7, json, &out) && (json ? fu_snapshot_thread_json(&thread, &out)
+                                                       : fu_snapshot_thread_text(&thread, &out)) &&
+                  fu_snapshot_tail(json, &out),
+              "rendering failed");
+        for (size_t i = 0; json && i < out.len; i++)
+            CHECK((out.data[i] >= 0x20 && out.data[i] < 0x7f) || out.data[i] == 0x0a, "JSON byte 0x%02x", out.data[i]);
+        free(escaped.data);
+        free(out.data);
+    }
+}
+
+/* A child that sleeps in two threads' worth of frames: the shell's sleep. */
+static void backtrace_child(uint64_t *state)
+{
+    pid_t child = fork();
+    CHECK(child >= 0, "fork");
+    if (child == 0) {
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    usleep(100000);
+    for (int round = 0; round < 20; round++) {
+        fu_cli_request request;
+        memset(&request, 0, sizeof request);
+        request.verb = FU_CLI_BACKTRACE;
+        request.pid = child;
+        request.json = rng_below(state, 2);
+        request.registers = rng_below(state, 2);
+        if (rng_below(state, 2)) {
+            request.tids[request.tid_count++] = rng_below(state, 2) ? child : (int)rng_below(state, 1u << 22) + 1;
+        }
+        fu_buffer out = {0};
+        int status = fu_cli_backtrace(&request, &out);
+        CHECK(status == FU_CLI_NOT_SERVED || status == 0, "backtrace status %d", status);
+        free(out.data);
+        char path[64], text[512] = "";
+        snprintf(path, sizeof path, "/proc/%d/status", (int)child);
+        FILE *f = fopen(path, "r");
+        CHECK(f != NULL, "the child is gone");
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[n] = 0;
+        CHECK(strstr(text, "TracerPid:\t0\n") != NULL, "the child is left traced");
+        CHECK(strstr(text, "State:\tS") != NULL || strstr(text, "State:\tR") != NULL, "the child is left stopped");
+    }
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL), rounds = 200000;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--seed") == 0)
+    int first_file = argc;
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 < argc && strcmp(argv[i], "--seed") == 0)
             seed = strtoull(argv[i + 1], NULL, 10);
-        else if (strcmp(argv[i], "--rounds") == 0)
+        else if (i + 1 < argc && strcmp(argv[i], "--rounds") == 0)
             rounds = strtoull(argv[i + 1], NULL, 10);
+        else {
+            first_file = i;
+            break;
+        }
     }
+    signal(SIGABRT, on_abort);
+    signal(SIGALRM, on_alarm);
+#ifdef FUZZ_HAVE_SANITIZER_CALLBACK
+    __sanitizer_set_death_callback(on_sanitizer_death);
+#endif
+    /* the caches: an empty directory (every table a miss: the readers run, nothing is served) */
+    char cache[] = "/tmp/launcher_driver.XXXXXX";
+    CHECK(mkdtemp(cache) != NULL, "mkdtemp");
+    setenv("XDG_CACHE_HOME", cache, 1);
     printf("launcher_driver: seed %llu, %llu command lines\n", (unsigned long long)seed, (unsigned long long)rounds);
     uint64_t state = seed;
     char mutated[MAX_ARGS][16];
@@ -80,5 +252,14 @@ int main(int argc, char **argv)
         }
     }
     printf("launcher_driver: %zu accepted, every one servable\n", accepted);
+    for (int i = first_file; i < argc; i++) {
+        read_modules(argv[i], &state);
+        printf("launcher_driver: %s and %d mutants read\n", argv[i], ELF_MUTANTS);
+    }
+    render_snapshots(&state, rounds / 10);
+    printf("launcher_driver: %llu snapshots rendered\n", (unsigned long long)(rounds / 10));
+    backtrace_child(&state);
+    printf("launcher_driver: a child backtraced, left running\n");
+    rmdir(cache);
     return 0;
 }
