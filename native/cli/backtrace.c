@@ -475,7 +475,8 @@ int fu_cli_backtrace(const fu_cli_request *request, fu_buffer *out)
     if (interrupted) {
         fputs("fastunwind: interrupted\n", stderr);
         status = 130;
-    } else if (ok && not_permitted < s.tid_count && exited < s.tid_count && fu_snapshot_tail(json, out)) {
+    } else if (ok && not_permitted < s.tid_count && exited < s.tid_count && fu_snapshot_tail(json, out) &&
+               !fu_cli_space_unserved(&s.space)) {
         status = 0;
     }
     if (status == FU_CLI_NOT_SERVED)

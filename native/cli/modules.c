@@ -222,9 +222,55 @@ static const Elf64_Shdr *frame_section(const fu_cli_elf *elf, frame_kind kind, b
     return NULL;
 }
 
+/* Whether no file of the .gnu_debuglink search exists (elf/__init__.py find_debug_file, its second
+ * rule: the link's name in the file's directory, as given and with symlinks resolved, in .debug/
+ * there, and under DEBUG_ROOT): then it finds nothing. One that exists is the Python path's to
+ * check (its CRC-32); a link it would warn about or could not read, too. */
+static bool debuglink_candidates_absent(const fu_cli_image *image, const char *path)
+{
+    const fu_cli_elf *elf = &image->elf;
+    const Elf64_Shdr *link = section_named(elf, ".gnu_debuglink");
+    const uint8_t *data;
+    size_t size;
+    if (!link)
+        return true;
+    if (!section_bytes(elf, link, &data, &size))
+        return false;
+    const uint8_t *nul = memchr(data, '\0', size);
+    if (!nul || nul == data || size < (((size_t)(nul - data) + 1 + 3) & ~(size_t)3) + 4)
+        return false;
+    const char *name = (const char *)data;
+    if (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return false;
+    char resolved[4096], directories[2][4096];
+    if (path[0] != '/' || !realpath(path, resolved))
+        return false;
+    snprintf(directories[0], sizeof directories[0], "%s", path);
+    snprintf(directories[1], sizeof directories[1], "%s", resolved);
+    for (int d = 0; d < 2; d++) {
+        char *slash = strrchr(directories[d], '/');
+        slash[slash == directories[d] ? 1 : 0] = '\0';
+    }
+    for (int d = 0; d < 2; d++) {
+        const char *directory = directories[d];
+        const char *base = strcmp(directory, "/") ? directory : "";
+        char candidate[16384];
+        for (int c = 0; c < 3; c++) {
+            int n = c == 0   ? snprintf(candidate, sizeof candidate, "%s/%s", base, name)
+                    : c == 1 ? snprintf(candidate, sizeof candidate, "%s/.debug/%s", base, name)
+                             : snprintf(candidate, sizeof candidate, DEBUG_ROOT "/%s%s%s", directory + 1,
+                                        directory[1] ? "/" : "", name);
+            struct stat st;
+            if (n < 0 || (size_t)n >= sizeof candidate || (stat(candidate, &st) == 0 && S_ISREG(st.st_mode)))
+                return false;
+        }
+    }
+    return true;
+}
+
 /* The separate debug file by build-id (elf/__init__.py find_debug_file, its first rule); UNSERVED
  * where the second rule (.gnu_debuglink, CRC-checked) could find one. */
-static fu_cli_module_status open_debug_file(fu_cli_image *image)
+static fu_cli_module_status open_debug_file(fu_cli_image *image, const char *path)
 {
     const fu_cli_elf *elf = &image->elf;
     if (elf->build_id_size > 1) {
@@ -249,7 +295,7 @@ static fu_cli_module_status open_debug_file(fu_cli_image *image)
             fu_cli_elf_free(&image->debug);
         }
     }
-    return section_named(elf, ".gnu_debuglink") ? FU_CLI_MODULE_UNSERVED : FU_CLI_MODULE_OK;
+    return debuglink_candidates_absent(image, path) ? FU_CLI_MODULE_OK : FU_CLI_MODULE_UNSERVED;
 }
 
 /* The debug file's path (as open_debug_file built it), into `path`. */
@@ -523,7 +569,7 @@ static fu_cli_module_status image_open(fu_cli_image *image, const char *path, fu
     fu_cli_elf *elf = &image->elf;
     if (!elf->build_id_size)
         return FU_CLI_MODULE_UNSERVED; /* tables cached under a hash of path, size and mtime */
-    if (open_debug_file(image) != FU_CLI_MODULE_OK)
+    if (open_debug_file(image, path) != FU_CLI_MODULE_OK)
         return FU_CLI_MODULE_UNSERVED;
     bool compressed = false;
     const Elf64_Shdr *eh_frame = frame_section(elf, EH_FRAME, &compressed);
@@ -540,7 +586,7 @@ static fu_cli_module_status image_open(fu_cli_image *image, const char *path, fu
         return FU_CLI_MODULE_UNSERVED;
     if (vdso)
         return image->debug.bytes.data ? FU_CLI_MODULE_UNSERVED : build_vdso_symbols(image);
-    return open_symbol_table(image, path);
+    return (image->path = strdup(path)) ? FU_CLI_MODULE_OK : FU_CLI_MODULE_UNSERVED;
 }
 
 void fu_cli_image_free(fu_cli_image *image)
@@ -548,6 +594,7 @@ void fu_cli_image_free(fu_cli_image *image)
     if (image->has_symbols)
         fu_symbol_table_free(&image->symbols);
     fu_eh_elf_unload(&image->compiled);
+    free(image->path);
     for (int i = 0; i < 2; i++)
         free(image->cfi_segments[i]);
     fu_cfi_table *tables[2] = {image->eh_frame, image->debug_frame};
@@ -611,9 +658,14 @@ void fu_cli_image_module(const fu_cli_image *image, uint64_t start, uint64_t end
     fu_module_set_entry(out, image->process_entry);
 }
 
-bool fu_cli_image_symbol(const fu_cli_image *image, uint64_t bias, uint64_t address, uint64_t lookup,
+bool fu_cli_image_symbol(fu_cli_image *image, uint64_t bias, uint64_t address, uint64_t lookup,
                          const char **name, size_t *name_len, uint64_t *offset)
 {
+    if (!image->has_symbols && !image->symbols_missing && image->path &&
+        open_symbol_table(image, image->path) != FU_CLI_MODULE_OK) {
+        image->symbols_missing = true;
+        fu_cli_unserved("a module's symbol table is not in the cache", image->path);
+    }
     /* Python's lookup - bias, with the bias signed: below 0 or past 2^64, no symbol */
     __int128 svma = (__int128)lookup - (__int128)(int64_t)bias;
     size_t index;

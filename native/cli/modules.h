@@ -64,9 +64,11 @@ typedef struct fu_cli_image {
     fu_image_segment *cfi_segments[2];    /* the bases' segments of each parsed table */
     fu_eh_elf_loaded compiled;   /* handle NULL: none */
     fu_eh_elf_table compiled_table;
+    char *path;                  /* what the Python path names the image by (the symbol key's path) */
     fu_cli_bytes symbol_file;
     fu_symbol_table symbols;
     bool has_symbols;
+    bool symbols_missing;        /* asked for, not in the cache: the snapshot is the Python path's */
 } fu_cli_image;
 
 typedef enum fu_cli_module_status {
@@ -83,7 +85,7 @@ bool fu_cli_read_file(const char *path, fu_cli_bytes *out);
 void fu_cli_bytes_free(fu_cli_bytes *bytes);
 
 /* Open the image of the ELF file in `bytes` (taken) found at `path` (what the Python path names
- * the image by: the symbol key's path), with its tables from the caches. `vdso`: the bytes are
+ * the image by: the symbol key's path), with its unwind tables from the caches. `vdso`: the bytes are
  * the vDSO's copy from memory, whose symbol table is built here (the Python path's key for it
  * names a descriptor that no longer exists, so its cache entry is never the same file's). */
 fu_cli_module_status fu_cli_image_open(fu_cli_image *image, const char *path, fu_cli_bytes bytes, bool vdso);
@@ -99,8 +101,9 @@ void fu_cli_image_module(const fu_cli_image *image, uint64_t start, uint64_t end
                          fu_module *out);
 
 /* The symbol at `lookup` (an avma) of `image` mapped at `bias`: its name and the offset of
- * `address` into it; false without one (stacks.py _name). */
-bool fu_cli_image_symbol(const fu_cli_image *image, uint64_t bias, uint64_t address, uint64_t lookup,
+ * `address` into it; false without one (stacks.py _name). The symbol table is opened on first use,
+ * as the Python path builds it on first use: one not in the cache sets image->symbols_missing. */
+bool fu_cli_image_symbol(fu_cli_image *image, uint64_t bias, uint64_t address, uint64_t lookup,
                          const char **name, size_t *name_len, uint64_t *offset);
 
 #endif

@@ -74,6 +74,8 @@ bool fu_cli_render_walk(fu_cli_space *space, const fu_regs *regs, const fu_reade
         uint64_t lookup = fu_frame_name_address(address, space->frames.kind[i], space->frames.flags[i]);
         if (m->image && fu_cli_image_symbol(m->image, m->bias, address, lookup, &symbol, &len, &f->offset))
             f->symbol = (fu_snapshot_text){symbol, len};
+        if (m->image && m->image->symbols_missing)
+            return false;
     }
     fu_snapshot_thread thread = {
         .tid = tid,
@@ -84,6 +86,14 @@ bool fu_cli_render_walk(fu_cli_space *space, const fu_regs *regs, const fu_reade
         .frame_count = r.frame_count,
     };
     return json ? fu_snapshot_thread_json(&thread, out) : fu_snapshot_thread_text(&thread, out);
+}
+
+bool fu_cli_space_unserved(const fu_cli_space *space)
+{
+    for (size_t i = 0; i < space->count; i++)
+        if (space->mappings[i].image && space->mappings[i].image->symbols_missing)
+            return true;
+    return false;
 }
 
 bool fu_cli_write_all(int fd, const void *data, size_t size)
