@@ -181,13 +181,6 @@ static void parse_line(char *line, maps_line *out)
 
 #define DELETED_SUFFIX " (deleted)"
 
-/* The opened images of one snapshot, by the file they were read from (live.py FileImages). */
-typedef struct image_set {
-    fu_cli_image *images;
-    struct stat *keys;
-    size_t count;
-} image_set;
-
 /* live.py _Locator: where the process's file `path` is opened. */
 static void locate(int pid, const char *path, uint64_t start, uint64_t end, uint64_t inode, char *out, size_t size)
 {
@@ -203,39 +196,6 @@ static void locate(int pid, const char *path, uint64_t start, uint64_t end, uint
             return;
         }
     snprintf(out, size, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)start, (unsigned long long)end);
-}
-
-/* The image of the file at `path` (address_space.py ImageCache.get): NULL where the Python path
- * has none; *unserved where it would have one this reader cannot promise to be the same. */
-static fu_cli_image *image_at(image_set *set, const char *path, bool *unserved)
-{
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-        return NULL; /* no file there: no image (os.path.isfile) */
-    for (size_t i = 0; i < set->count; i++) {
-        const struct stat *k = &set->keys[i];
-        if (k->st_dev == st.st_dev && k->st_ino == st.st_ino && k->st_size == st.st_size &&
-            k->st_mtim.tv_sec == st.st_mtim.tv_sec && k->st_mtim.tv_nsec == st.st_mtim.tv_nsec)
-            return &set->images[i];
-    }
-    if (set->count == FU_CLI_MAX_IMAGES) {
-        *unserved = true;
-        return NULL;
-    }
-    fu_cli_bytes bytes;
-    if (!fu_cli_read_file(path, &bytes)) {
-        *unserved = true; /* readable by stat, not by us: the Python reader's to say */
-        return NULL;
-    }
-    fu_cli_image *image = &set->images[set->count];
-    fu_cli_module_status status = fu_cli_image_open(image, path, bytes, false);
-    if (status == FU_CLI_MODULE_OK) {
-        set->keys[set->count++] = st;
-        return image;
-    }
-    fu_cli_image_free(image);
-    *unserved = true;
-    return NULL;
 }
 
 /* The vDSO's image from the process's memory (address_space.py vdso_image); NULL: none. */
@@ -318,7 +278,7 @@ typedef struct snapshot {
     size_t mapping_count;
     uint64_t *ranges;
     size_t range_count;
-    image_set images;
+    fu_cli_images images;
     fu_cli_image vdso;
     fu_cli_space space;
     int *tids;
@@ -327,12 +287,9 @@ typedef struct snapshot {
 
 static void snapshot_free(snapshot *s)
 {
-    for (size_t i = 0; i < s->images.count; i++)
-        fu_cli_image_free(&s->images.images[i]);
+    fu_cli_images_free(&s->images);
     fu_cli_image_free(&s->vdso);
     fu_cli_space_free(&s->space);
-    free(s->images.images);
-    free(s->images.keys);
     free(s->mappings);
     free(s->ranges);
     free(s->maps);
@@ -353,9 +310,7 @@ static bool open_address_space(int pid, snapshot *s)
         lines += s->maps[i] == '\n';
     s->mappings = calloc(lines, sizeof *s->mappings);
     s->ranges = calloc(2 * lines, sizeof *s->ranges);
-    s->images.images = calloc(FU_CLI_MAX_IMAGES, sizeof *s->images.images);
-    s->images.keys = calloc(FU_CLI_MAX_IMAGES, sizeof *s->images.keys);
-    if (!s->mappings || !s->ranges || !s->images.images || !s->images.keys || lines > FU_CLI_MAX_MAPPINGS)
+    if (!s->mappings || !s->ranges || !fu_cli_images_init(&s->images) || lines > FU_CLI_MAX_MAPPINGS)
         return false;
     bool unserved = false;
     fu_cli_image *vdso = vdso_image(pid, s->maps, &s->vdso, &unserved);
@@ -385,7 +340,7 @@ static bool open_address_space(int pid, snapshot *s)
                 m.path[plen - slen] = '\0';
             char located[4200];
             locate(pid, m.path, m.start, m.end, m.inode, located, sizeof located);
-            image = image_at(&s->images, located, &unserved);
+            image = fu_cli_images_get(&s->images, located, &unserved);
         }
         mapping->path_len = strlen(mapping->path);
         uint64_t bias;
@@ -464,7 +419,8 @@ int fu_cli_backtrace(const fu_cli_request *request, fu_buffer *out)
         fu_dump_memory memory = {stack.data + thread.stack_offset, thread.stack_address, thread.stack_size,
                                  &s.space.space};
         fu_reader reader = fu_dump_reader(&memory);
-        ok = fu_cli_render_walk(&s.space, &thread.regs, &reader, tid, name_text, json, with_registers, out);
+        bool complete;
+        ok = fu_cli_render_walk(&s.space, &thread.regs, &reader, tid, name_text, json, with_registers, out, &complete);
     }
     sigaction(SIGINT, &previous[0], NULL);
     sigaction(SIGTERM, &previous[1], NULL);

@@ -557,36 +557,52 @@ fu_cli_module_status fu_cli_image_open(fu_cli_image *image, const char *path, fu
 {
     fu_cli_module_status status = image_open(image, path, bytes, vdso);
     if (status == FU_CLI_MODULE_UNSERVED)
-        fu_cli_unserved("a module whose tables are not all in the caches, or not read here", vdso ? "[vdso]" : path);
+        fu_cli_unserved("a module not read here as the Python reader reads it", vdso ? "[vdso]" : path);
     return status;
 }
 
+/* What image.py's ModuleImage reads when it opens a file: headers, build-id, the debug file, the
+ * CFI sections' sizes, the read-only segments. */
 static fu_cli_module_status image_open(fu_cli_image *image, const char *path, fu_cli_bytes bytes, bool vdso)
 {
     fu_cli_module_status status = fu_cli_elf_open(&image->elf, bytes);
     if (status != FU_CLI_MODULE_OK)
         return status;
     fu_cli_elf *elf = &image->elf;
+    image->vdso = vdso;
     if (!elf->build_id_size)
         return FU_CLI_MODULE_UNSERVED; /* tables cached under a hash of path, size and mtime */
     if (open_debug_file(image, path) != FU_CLI_MODULE_OK)
         return FU_CLI_MODULE_UNSERVED;
     bool compressed = false;
-    const Elf64_Shdr *eh_frame = frame_section(elf, EH_FRAME, &compressed);
-    const fu_cli_elf *debug_owner = elf;
-    const Elf64_Shdr *debug_frame = frame_section(elf, DEBUG_FRAME, &compressed);
-    if (!debug_frame && image->debug.bytes.data) {
-        debug_owner = &image->debug;
-        debug_frame = frame_section(&image->debug, DEBUG_FRAME, &compressed);
+    image->eh_frame_section = frame_section(elf, EH_FRAME, &compressed);
+    image->debug_frame_owner = elf;
+    image->debug_frame_section = frame_section(elf, DEBUG_FRAME, &compressed);
+    if (!image->debug_frame_section && image->debug.bytes.data) {
+        image->debug_frame_owner = &image->debug;
+        image->debug_frame_section = frame_section(&image->debug, DEBUG_FRAME, &compressed);
     }
     if (compressed || load_segments(elf, true, &image->segments, &image->segment_count) != FU_CLI_MODULE_OK ||
-        process_entry(elf, &image->process_entry) != FU_CLI_MODULE_OK ||
-        open_compact_table(image, eh_frame, debug_owner, debug_frame) != FU_CLI_MODULE_OK ||
-        !open_compiled(image, eh_frame, debug_frame))
+        process_entry(elf, &image->process_entry) != FU_CLI_MODULE_OK)
         return FU_CLI_MODULE_UNSERVED;
     if (vdso)
-        return image->debug.bytes.data ? FU_CLI_MODULE_UNSERVED : build_vdso_symbols(image);
+        return image->debug.bytes.data ? FU_CLI_MODULE_UNSERVED : FU_CLI_MODULE_OK;
     return (image->path = strdup(path)) ? FU_CLI_MODULE_OK : FU_CLI_MODULE_UNSERVED;
+}
+
+bool fu_cli_image_tables(fu_cli_image *image)
+{
+    if (image->tables_loaded)
+        return true;
+    if (open_compact_table(image, image->eh_frame_section, image->debug_frame_owner, image->debug_frame_section) !=
+            FU_CLI_MODULE_OK ||
+        !open_compiled(image, image->eh_frame_section, image->debug_frame_section) ||
+        (image->vdso && build_vdso_symbols(image) != FU_CLI_MODULE_OK)) {
+        fu_cli_unserved("a module whose unwind tables are not in the cache", image->vdso ? "[vdso]" : image->path);
+        return false;
+    }
+    image->tables_loaded = true;
+    return true;
 }
 
 void fu_cli_image_free(fu_cli_image *image)
@@ -676,3 +692,56 @@ bool fu_cli_image_symbol(fu_cli_image *image, uint64_t bias, uint64_t address, u
     *offset = (uint64_t)svma - image->symbols.starts[index] + (address - lookup);
     return true;
 }
+
+/* ---- the images of one snapshot ------------------------------------------------------------------ */
+
+bool fu_cli_images_init(fu_cli_images *set)
+{
+    set->count = 0;
+    set->images = calloc(FU_CLI_MAX_IMAGES, sizeof *set->images);
+    set->keys = calloc(FU_CLI_MAX_IMAGES, sizeof *set->keys);
+    return set->images && set->keys;
+}
+
+void fu_cli_images_free(fu_cli_images *set)
+{
+    for (size_t i = 0; i < set->count; i++)
+        fu_cli_image_free(&set->images[i]);
+    free(set->images);
+    free(set->keys);
+    memset(set, 0, sizeof *set);
+}
+
+/* The image of the file at `path` (address_space.py ImageCache.get): NULL where the Python path
+ * has none; *unserved where it would have one this reader cannot promise to be the same. */
+fu_cli_image *fu_cli_images_get(fu_cli_images *set, const char *path, bool *unserved)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return NULL; /* no file there: no image (os.path.isfile) */
+    for (size_t i = 0; i < set->count; i++) {
+        const struct stat *k = &set->keys[i];
+        if (k->st_dev == st.st_dev && k->st_ino == st.st_ino && k->st_size == st.st_size &&
+            k->st_mtim.tv_sec == st.st_mtim.tv_sec && k->st_mtim.tv_nsec == st.st_mtim.tv_nsec)
+            return &set->images[i];
+    }
+    if (set->count == FU_CLI_MAX_IMAGES) {
+        *unserved = true;
+        return NULL;
+    }
+    fu_cli_bytes bytes;
+    if (!fu_cli_read_file(path, &bytes)) {
+        *unserved = true; /* readable by stat, not by us: the Python reader's to say */
+        return NULL;
+    }
+    fu_cli_image *image = &set->images[set->count];
+    fu_cli_module_status status = fu_cli_image_open(image, path, bytes, false);
+    if (status == FU_CLI_MODULE_OK) {
+        set->keys[set->count++] = st;
+        return image;
+    }
+    fu_cli_image_free(image);
+    *unserved = status == FU_CLI_MODULE_UNSERVED; /* UNREADABLE: not ELF, no image for either path */
+    return NULL;
+}
+

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "address_space.h"
@@ -65,6 +66,10 @@ typedef struct fu_cli_image {
     fu_eh_elf_loaded compiled;   /* handle NULL: none */
     fu_eh_elf_table compiled_table;
     char *path;                  /* what the Python path names the image by (the symbol key's path) */
+    bool vdso;                   /* the vDSO's copy: its symbol table built here, not cached */
+    bool tables_loaded;          /* fu_cli_image_tables done */
+    const void *eh_frame_section, *debug_frame_section; /* Elf64_Shdr of the CFI it has, or NULL */
+    const fu_cli_elf *debug_frame_owner;                /* the file of debug_frame_section */
     fu_cli_bytes symbol_file;
     fu_symbol_table symbols;
     bool has_symbols;
@@ -85,11 +90,14 @@ bool fu_cli_read_file(const char *path, fu_cli_bytes *out);
 void fu_cli_bytes_free(fu_cli_bytes *bytes);
 
 /* Open the image of the ELF file in `bytes` (taken) found at `path` (what the Python path names
- * the image by: the symbol key's path), with its unwind tables from the caches. `vdso`: the bytes are
- * the vDSO's copy from memory, whose symbol table is built here (the Python path's key for it
- * names a descriptor that no longer exists, so its cache entry is never the same file's). */
+ * the image by: the symbol key's path): what image.py reads when it opens one. `vdso`: the bytes
+ * are the vDSO's copy from memory, whose symbol table is built here (the Python path's key for it
+ * names a descriptor that may be another file's by then, so its cache entry is not this one's). */
 fu_cli_module_status fu_cli_image_open(fu_cli_image *image, const char *path, fu_cli_bytes bytes, bool vdso);
 void fu_cli_image_free(fu_cli_image *image);
+/* Its unwind tables from the caches (and a vDSO's symbols), once: for an image a mapping uses, as
+ * the Python path builds them only for those. False (the reason noted): the Python path's. */
+bool fu_cli_image_tables(fu_cli_image *image);
 
 /* avma - svma of an executable mapping [start, end) of file offset pgoff (image.py
  * bias_for_mapping); false if no PT_LOAD holds pgoff. */
@@ -105,5 +113,20 @@ void fu_cli_image_module(const fu_cli_image *image, uint64_t start, uint64_t end
  * as the Python path builds it on first use: one not in the cache sets image->symbols_missing. */
 bool fu_cli_image_symbol(fu_cli_image *image, uint64_t bias, uint64_t address, uint64_t lookup,
                          const char **name, size_t *name_len, uint64_t *offset);
+
+/* The images of one snapshot, by the file they were read from (device, inode, size, mtime: live.py
+ * FileImages), each opened once. */
+typedef struct fu_cli_images {
+    fu_cli_image *images;
+    struct stat *keys;
+    size_t count;
+} fu_cli_images;
+
+bool fu_cli_images_init(fu_cli_images *set);
+void fu_cli_images_free(fu_cli_images *set);
+/* The image of the file at `path` (address_space.py ImageCache.get): NULL where the Python path has
+ * none (no regular file there, not ELF); *unserved where it would have one this reader cannot
+ * promise to be the same. */
+fu_cli_image *fu_cli_images_get(fu_cli_images *set, const char *path, bool *unserved);
 
 #endif

@@ -33,6 +33,8 @@ bool fu_cli_space_init(fu_cli_space *space, fu_cli_mapping *mappings, size_t cou
                                 block + 13 * max};
     for (size_t i = 0; i < count; i++) {
         const fu_cli_mapping *m = &mappings[i];
+        if (m->image && !fu_cli_image_tables(m->image))
+            return false;
         if (m->image)
             fu_cli_image_module(m->image, m->start, m->end, m->bias, (uint32_t)i, &space->modules[i]);
         else
@@ -52,7 +54,7 @@ void fu_cli_space_free(fu_cli_space *space)
 }
 
 bool fu_cli_render_walk(fu_cli_space *space, const fu_regs *regs, const fu_reader *reader, int64_t tid,
-                        fu_snapshot_text name, bool json, bool with_registers, fu_buffer *out)
+                        fu_snapshot_text name, bool json, bool with_registers, fu_buffer *out, bool *complete)
 {
     fu_regs walked = *regs;
     fu_walk_result r;
@@ -77,6 +79,7 @@ bool fu_cli_render_walk(fu_cli_space *space, const fu_regs *regs, const fu_reade
         if (m->image && m->image->symbols_missing)
             return false;
     }
+    *complete = r.outcome == FU_WALK_END;
     fu_snapshot_thread thread = {
         .tid = tid,
         .name = name,

@@ -38,15 +38,17 @@ typedef struct fu_cli_space {
     fu_snapshot_frame *named;
 } fu_cli_space;
 
-/* Sort the mappings (taken) and make the walker's address space of them (the auto backend). */
+/* Sort the mappings (taken), load the tables of the images they use (fu_cli_image_tables) and make
+ * the walker's address space of them (the auto backend); false: out of memory, or a table is the
+ * Python path's. */
 bool fu_cli_space_init(fu_cli_space *space, fu_cli_mapping *mappings, size_t count);
 void fu_cli_space_free(fu_cli_space *space);
 
 /* Walk a thread from `regs` through `reader`, name its frames and append its rendering (text, or
- * JSON with each frame's registers) to `out`. False when out of memory or a module's symbol table
+ * JSON with each frame's registers) to `out`; *complete: the walk reached the outermost frame. False when out of memory or a module's symbol table
  * is missing from the cache (fu_cli_space_unserved then). */
 bool fu_cli_render_walk(fu_cli_space *space, const fu_regs *regs, const fu_reader *reader, int64_t tid,
-                        fu_snapshot_text name, bool json, bool with_registers, fu_buffer *out);
+                        fu_snapshot_text name, bool json, bool with_registers, fu_buffer *out, bool *complete);
 
 /* Whether a module's symbols were asked for and are not in the cache. */
 bool fu_cli_space_unserved(const fu_cli_space *space);

@@ -12,8 +12,10 @@
  *    registers and outcomes: the JSON must be ASCII, the text must hold every name's bytes.
  * 4. fu_cli_backtrace of a child of its own (a command line for it, random tids): whatever it
  *    serves, the child keeps running, untraced.
+ * 5. fu_cli_core (core.c: the core's modules found, their build-ids read from the core's memory,
+ *    the vDSO) over a core given with --core and CORE_MUTANTS seeded mutants of it.
  *
- *   launcher_driver_asan --seed S --rounds N [ELF files...]
+ *   launcher_driver_asan --seed S --rounds N [--core CORE] [ELF files...]
  */
 #define _GNU_SOURCE
 #define FUZZ_DRIVER "launcher_driver"
@@ -58,6 +60,21 @@ static void check_request(const fu_cli_request *r)
     }
 }
 
+/* A mutant of `size` bytes in `copy`: 1 to max_flips bytes changed, within the first `head` bytes
+ * three times in four (headers and notes: where the readers decide), and cut one time in eight;
+ * its length. */
+static size_t mutate(uint8_t *copy, size_t size, size_t head, unsigned max_flips, uint64_t *state)
+{
+    if (!size)
+        return 0;
+    unsigned flips = 1 + (unsigned)rng_below(state, max_flips);
+    for (unsigned f = 0; f < flips; f++) {
+        size_t at = rng_below(state, 4) ? rng_below(state, size < head ? size : head) : rng_below(state, size);
+        copy[at] = (uint8_t)rng_next(state);
+    }
+    return rng_below(state, 8) == 0 ? rng_below(state, size) : size;
+}
+
 /* Mutants of one ELF file through the module reader. */
 #define ELF_MUTANTS 300
 #define MAX_ELF_BYTES (4u << 20)
@@ -71,17 +88,7 @@ static void read_modules(const char *path, uint64_t *state)
         uint8_t *copy = malloc(size ? size : 1);
         CHECK(copy != NULL, "out of memory");
         memcpy(copy, original, size);
-        size_t len = size;
-        if (m > 0 && size) {
-            unsigned flips = 1 + (unsigned)rng_below(state, 16);
-            for (unsigned f = 0; f < flips; f++) {
-                /* headers and notes most of the time: where the reader decides */
-                size_t at = rng_below(state, 4) ? rng_below(state, size < 4096 ? size : 4096) : rng_below(state, size);
-                copy[at] = (uint8_t)rng_next(state);
-            }
-            if (rng_below(state, 8) == 0)
-                len = rng_below(state, size);
-        }
+        size_t len = m > 0 ? mutate(copy, size, 4096, 16, state) : size;
         char label[256];
         snprintf(label, sizeof label, "%s mutant %d", path, m);
         fuzz_begin_input(copy, len, label);
@@ -91,6 +98,7 @@ static void read_modules(const char *path, uint64_t *state)
         fu_cli_module_status status = fu_cli_image_open(&image, path, (fu_cli_bytes){copy, len, true}, vdso);
         if (status == FU_CLI_MODULE_OK) {
             CHECK(image.elf.build_id_size > 0, "a served image without a build-id");
+            CHECK(!fu_cli_image_tables(&image), "tables found in an empty cache");
             uint64_t bias;
             for (int q = 0; q < 8; q++) {
                 uint64_t start = rng_next(state) & ~0xfffull;
@@ -105,6 +113,44 @@ static void read_modules(const char *path, uint64_t *state)
         }
         fu_cli_image_free(&image);
     }
+    free(original);
+}
+
+#define CORE_MUTANTS 200
+
+static void read_cores(const char *path, uint64_t *state)
+{
+    size_t size;
+    uint8_t *original = fuzz_read_file(path, 64u << 20, &size);
+    CHECK(original != NULL, "cannot read %s", path);
+    char mutant[] = "/tmp/launcher_driver_core.XXXXXX";
+    int fd = mkstemp(mutant);
+    CHECK(fd >= 0, "mkstemp");
+    for (int m = 0; m <= CORE_MUTANTS; m++) {
+        uint8_t *copy = malloc(size ? size : 1);
+        CHECK(copy != NULL, "out of memory");
+        memcpy(copy, original, size);
+        size_t len = m > 0 ? mutate(copy, size, 65536, 32, state) : size;
+        CHECK(ftruncate(fd, 0) == 0 && pwrite(fd, copy, len, 0) == (ssize_t)len, "writing the mutant");
+        char label[128];
+        snprintf(label, sizeof label, "core mutant %d", m);
+        fuzz_begin_input(copy, len, label);
+        fu_cli_request request;
+        memset(&request, 0, sizeof request);
+        request.verb = FU_CLI_CORE;
+        request.core_file = mutant;
+        request.json = rng_below(state, 2);
+        request.registers = rng_below(state, 2);
+        if (rng_below(state, 4) == 0)
+            request.sysroot = "/nonexistent";
+        fu_buffer out = {0};
+        int status = fu_cli_core(&request, &out);
+        CHECK(status == FU_CLI_NOT_SERVED || status == 0 || status == 2, "core status %d", status);
+        free(out.data);
+        free(copy);
+    }
+    close(fd);
+    unlink(mutant);
     free(original);
 }
 
@@ -202,9 +248,12 @@ int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL), rounds = 200000;
     int first_file = argc;
+    const char *core = NULL;
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 < argc && strcmp(argv[i], "--seed") == 0)
             seed = strtoull(argv[i + 1], NULL, 10);
+        else if (i + 1 < argc && strcmp(argv[i], "--core") == 0)
+            core = argv[i + 1];
         else if (i + 1 < argc && strcmp(argv[i], "--rounds") == 0)
             rounds = strtoull(argv[i + 1], NULL, 10);
         else {
@@ -258,6 +307,10 @@ int main(int argc, char **argv)
     }
     render_snapshots(&state, rounds / 10);
     printf("launcher_driver: %llu snapshots rendered\n", (unsigned long long)(rounds / 10));
+    if (core) {
+        read_cores(core, &state);
+        printf("launcher_driver: %s and %d mutants read\n", core, CORE_MUTANTS);
+    }
     backtrace_child(&state);
     printf("launcher_driver: a child backtraced, left running\n");
     rmdir(cache);

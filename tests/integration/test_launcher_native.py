@@ -4,7 +4,9 @@ extension modules, a deleted program read through map_files, a program path and 
 that are not UTF-8), in text, --registers, --json, --tid and -o; FASTUNWIND_NATIVE=require proves
 the launcher served each one itself. Every bad input (no such process, a zombie, a kernel thread,
 a thread of another process, permission denied, already traced) gives the Python CLI's one line and
-status, and the target runs on. The caches are a directory of the test's: the Python path's first
+status, and the target runs on. `core` likewise, on a gcore of the same program: text, --registers,
+--json, -o, a replaced program (its warning), --exe, --sysroot, a truncated core, unreadable ones.
+The caches are a directory of the test's: the Python path's first
 run fills them, as a user's first run does."""
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.test_backtrace_live import PROGRAM, assert_left_running, sigstop, start, stop, thread_states
+from fastunwind import core as core_files
+# the programs and their fixtures are those of the tests of each path
+from tests.integration.test_backtrace_live import (PROGRAM, assert_left_running, blocked_threads, running, sigstop,
+                                                   start, stop, thread_states)
+from tests.integration.test_core_cli import gcore, replaced_program
 from tests.support.paths import LAUNCHER
 
 pytestmark = pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc (make test installs it)")
@@ -47,16 +52,6 @@ def assert_native_is_python(args: list[str], cache: Path) -> bytes:
     assert native.stderr == python.stderr, native.stderr
     assert (native.returncode, native.stdout) == (python.returncode, python.stdout)
     return native.stdout
-
-
-@pytest.fixture(scope="module")
-def blocked_threads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    binary = tmp_path_factory.mktemp("native") / "blocked_threads"
-    subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-pthread", "-o", str(binary), str(PROGRAM)], check=True)
-    process = start([str(binary)], ready="ready")
-    sigstop(process.pid)  # every run sees the same state (the leaf thread spins)
-    yield process.pid
-    stop(process)
 
 
 @pytest.mark.parametrize("options", [[], ["--registers"], ["--json"], ["--json", "--registers"]],
@@ -120,15 +115,6 @@ def test_names_that_are_not_utf8(tmp_path: Path, cache: Path) -> None:
         stop(named)
 
 
-@pytest.fixture()
-def running() -> Iterator[subprocess.Popen[str]]:
-    process = start(["python3", "-c", "import threading, time\n"
-                     "[threading.Thread(target=time.sleep, args=(1000,), daemon=True).start() for _ in range(4)]\n"
-                     "print('ready', flush=True)\ntime.sleep(1000)"], ready="ready")
-    yield process
-    stop(process)
-
-
 def assert_same_failure(args: list[str], cache: Path, **kwargs: object) -> None:
     launched, python = launch(args, cache, **kwargs), launch(args, cache, native="0", **kwargs)
     assert python.returncode == 1 and python.stderr.count(b"\n") == 1, python.stderr
@@ -180,3 +166,91 @@ def test_already_traced_is_the_python_clis(running: subprocess.Popen[str], cache
         tracer.wait(timeout=60)
     time.sleep(0.2)
     assert_left_running(running.pid)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to drop to nobody")
+def test_permission_denied_is_left_to_the_python_cli(running: subprocess.Popen[str], tmp_path: Path) -> None:
+    """Whoever may not trace the target: the launcher writes nothing of its own and leaves the
+    words to the Python CLI (required native, it says it did not serve), the target running."""
+    result = subprocess.run([*AS_NOBODY, str(LAUNCHER), "backtrace", "-p", str(running.pid)], capture_output=True,
+                            timeout=60, cwd="/", env={**os.environ, "FASTUNWIND_NATIVE": "require",
+                                                      "XDG_CACHE_HOME": str(tmp_path)})
+    assert (result.returncode, result.stdout) == (125, b"")
+    assert result.stderr.startswith(b"fastunwind: not served natively: ")
+    assert_left_running(running.pid)
+
+
+# ---- core files --------------------------------------------------------------------------------
+
+def assert_core_native_is_python(args: list[str], cache: Path, status: tuple[int, ...] = (0,)) -> bytes:
+    """As assert_native_is_python, for `core`: the Python path's status one of `status` (2: a stack
+    incomplete); the warnings (stderr) compared too. The warnings."""
+    python = launch(args, cache, native="0")
+    assert python.returncode in status, python.stderr
+    native = launch(args, cache, native="require")
+    assert (native.returncode, native.stdout, native.stderr) == (python.returncode, python.stdout, python.stderr), \
+        native.stderr
+    return native.stderr
+
+
+@pytest.mark.parametrize("options", [[], ["--registers"], ["--json"]], ids=["text", "registers", "json"])
+def test_core(gcore: tuple[Path, Path], options: list[str], cache: Path) -> None:
+    _program, core = gcore
+    assert_core_native_is_python(["core", *options, str(core)], cache)
+
+
+def test_core_output_file(gcore: tuple[Path, Path], cache: Path, tmp_path: Path) -> None:
+    _program, core = gcore
+    assert_core_native_is_python(["core", str(core)], cache)
+    for native, name in (("0", "python.json"), ("require", "native.json")):
+        result = launch(["core", "--json", "-o", str(tmp_path / name), str(core)], cache, native=native)
+        assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    assert (tmp_path / "native.json").read_bytes() == (tmp_path / "python.json").read_bytes()
+
+
+def test_core_replaced_program_exe_and_sysroot(gcore: tuple[Path, Path], cache: Path, tmp_path: Path) -> None:
+    program, core = gcore
+    sysroot = tmp_path / "root"
+    with core_files.open(core) as opened:
+        files = [module.path for module in opened.modules if module.path != core_files.VDSO]
+    for path in files:
+        target = sysroot / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    original = replaced_program(program, tmp_path)
+    try:
+        warnings = assert_core_native_is_python(["core", str(core)], cache, status=(0, 2))
+        assert b"build-id" in warnings and b"not used" in warnings
+        assert_core_native_is_python(["core", "--exe", str(original), str(core)], cache)
+        assert_core_native_is_python(["core", "--sysroot", str(sysroot), str(core)], cache)
+        (sysroot / str(program).lstrip("/")).unlink()
+        warnings = assert_core_native_is_python(["core", "--sysroot", f"{sysroot}/", str(core)], cache, status=(0, 2))
+        assert b"not found: not used" in warnings
+    finally:
+        shutil.copy2(original, program)
+
+
+def test_a_truncated_core(gcore: tuple[Path, Path], cache: Path, tmp_path: Path) -> None:
+    _program, core = gcore
+    data = core.read_bytes()
+    truncated = tmp_path / "truncated"
+    for cut in (len(data) - 5 * 4096, len(data) * 3 // 4):
+        truncated.write_bytes(data[:cut])
+        python = launch(["core", str(truncated)], cache, native="0")
+        if python.returncode == 1:  # an error (the notes cut): the Python CLI's
+            assert_same_failure(["core", str(truncated)], cache)
+        else:  # a warning, and the stacks the memory left allows
+            assert b"truncated" in python.stderr
+            assert_core_native_is_python(["core", str(truncated)], cache, status=(0, 2))
+
+
+def test_unreadable_cores_are_the_python_clis(tmp_path: Path, cache: Path) -> None:
+    not_core = tmp_path / "not-a-core"
+    not_core.write_bytes(b"\x7fELF\x02\x01\x01" + b"\0" * 100)
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    for path in (not_core, tmp_path / "nothing", empty, tmp_path):
+        assert_same_failure(["core", str(path)], cache)
+
+
+__all__ = ["blocked_threads", "gcore", "running"]  # fixtures of the other modules, used here by name
