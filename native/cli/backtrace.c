@@ -370,6 +370,12 @@ int fu_cli_backtrace(const fu_cli_request *request, fu_buffer *out)
         fu_cli_unserved("the launcher's own pid", NULL);
         return FU_CLI_NOT_SERVED;
     }
+    /* Ctrl-C and SIGTERM (the Python path turns both into KeyboardInterrupt): noted, and acted on
+     * between threads, every thread released (live.h); an exec of the Python CLI resets them */
+    struct sigaction action = {.sa_handler = on_signal};
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGTERM, &action, NULL);
     snapshot s = {0};
     int status = FU_CLI_NOT_SERVED;
     if (!(s.tids = threads(request, &s.tid_count)) || !open_address_space(pid, &s)) {
@@ -384,11 +390,6 @@ int fu_cli_backtrace(const fu_cli_request *request, fu_buffer *out)
     fu_buffer stack = {0}, name = {0};
     bool json = request->json, with_registers = request->registers || request->json;
     size_t not_permitted = 0, exited = 0;
-    /* Ctrl-C and SIGTERM: noted, and acted on between threads, every thread released (live.h) */
-    struct sigaction action = {.sa_handler = on_signal}, previous[2];
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &previous[0]);
-    sigaction(SIGTERM, &action, &previous[1]);
     bool ok = fu_snapshot_head(pid, json, out);
     for (size_t i = 0; ok && i < s.tid_count && !interrupted; i++) {
         int tid = s.tids[i];
@@ -422,15 +423,13 @@ int fu_cli_backtrace(const fu_cli_request *request, fu_buffer *out)
         bool complete;
         ok = fu_cli_render_walk(&s.space, &thread.regs, &reader, tid, name_text, json, with_registers, out, &complete);
     }
-    sigaction(SIGINT, &previous[0], NULL);
-    sigaction(SIGTERM, &previous[1], NULL);
     if (mem_fd >= 0)
         close(mem_fd);
     free(stack.data);
     free(name.data);
     if (interrupted) {
         fputs("fastunwind: interrupted\n", stderr);
-        status = 130;
+        status = FU_CLI_INTERRUPTED;
     } else if (ok && not_permitted < s.tid_count && exited < s.tid_count && fu_snapshot_tail(json, out) &&
                !fu_cli_space_unserved(&s.space)) {
         status = 0;

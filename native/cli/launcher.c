@@ -26,7 +26,7 @@ int fu_cli_serve(const fu_cli_request *request)
 {
     fu_buffer out = {0};
     int status = request->verb == FU_CLI_BACKTRACE ? fu_cli_backtrace(request, &out) : fu_cli_core(request, &out);
-    if (status == FU_CLI_NOT_SERVED || status == 130) {
+    if (status == FU_CLI_NOT_SERVED || status == FU_CLI_INTERRUPTED) {
         free(out.data);
         return status;
     }

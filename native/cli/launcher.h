@@ -14,6 +14,8 @@
 
 /* fu_cli_serve's answer when the Python CLI must serve the command line (not an exit status). */
 #define FU_CLI_NOT_SERVED (-1)
+/* The exit status after Ctrl-C or SIGTERM (128 + SIGINT, as the Python CLI's). */
+#define FU_CLI_INTERRUPTED 130
 
 /* The command's exit status, or FU_CLI_NOT_SERVED (nothing written). */
 int fu_cli_serve(const fu_cli_request *request);

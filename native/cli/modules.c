@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache_paths.h"
 #include "launcher.h"
 #include "symbol_cache.h"
 
@@ -398,31 +399,11 @@ static fu_cli_module_status parse_frame_table(const fu_cli_elf *elf, const Elf64
 
 /* ---- the caches ------------------------------------------------------------------------------- */
 
-/* cache.py cache_dir(kind) + the entry of a build-id: $XDG_CACHE_HOME/fastunwind/KIND/HEX SUFFIX
- * (~/.cache where XDG_CACHE_HOME is unset or empty); false where the home is unknown or the path
- * too long. */
-static bool cache_entry(char *path, size_t size, const char *kind, const uint8_t *build_id, size_t build_id_size,
-                        const char *suffix)
-{
-    const char *base = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    int n;
-    if (base && base[0])
-        n = snprintf(path, size, "%s/fastunwind/%s/", base, kind);
-    else if (home && home[0])
-        n = snprintf(path, size, "%s/.cache/fastunwind/%s/", strcmp(home, "/") == 0 ? "" : home, kind);
-    else
-        return false;
-    size_t at = (size_t)n;
-    for (size_t i = 0; i < build_id_size && at + 3 < size; i++)
-        at += (size_t)snprintf(path + at, size - at, "%02x", build_id[i]);
-    return n > 0 && at + strlen(suffix) + 1 < size && snprintf(path + at, size - at, "%s", suffix) > 0;
-}
-
 static fu_cli_module_status open_compact_table(fu_cli_image *image, const Elf64_Shdr *eh_frame,
                                                const fu_cli_elf *debug_owner, const Elf64_Shdr *debug_frame)
 {
     char path[4096];
-    if (!cache_entry(path, sizeof path, "compact", image->elf.build_id, image->elf.build_id_size, ".fut"))
+    if (!fu_cache_entry_path("compact", image->elf.build_id, image->elf.build_id_size, ".fut", path, sizeof path))
         return FU_CLI_MODULE_UNSERVED;
     fu_error err = {0};
     if (!fu_cli_read_file(path, &image->compact_file) ||
@@ -460,7 +441,7 @@ static bool open_compiled(fu_cli_image *image, const Elf64_Shdr *eh_frame, const
     if (enabled && strcmp(enabled, "0") == 0)
         return true;
     char path[4096], why[512];
-    if (!cache_entry(path, sizeof path, "eh_elf", image->elf.build_id, image->elf.build_id_size, ".so"))
+    if (!fu_cache_entry_path("eh_elf", image->elf.build_id, image->elf.build_id_size, ".so", path, sizeof path))
         return false;
     if (access(path, F_OK) != 0)
         return true;
@@ -473,37 +454,20 @@ static bool open_compiled(fu_cli_image *image, const Elf64_Shdr *eh_frame, const
     return true;
 }
 
-/* symbols.py _identity: "dev\0ino\0size\0mtime_ns" of the file at `path`, appended after a NUL. */
-static bool append_identity(fu_buffer *key, const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return true;
-    char text[128];
-    int n = snprintf(text, sizeof text, "%ju%c%ju%c%jd%c%jd", (uintmax_t)st.st_dev, 0, (uintmax_t)st.st_ino, 0,
-                     (intmax_t)st.st_size, 0, (intmax_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
-    return fu_buffer_append(key, "\0", 1) && fu_buffer_append(key, text, (size_t)n);
-}
-
 static fu_cli_module_status open_symbol_table(fu_cli_image *image, const char *path)
 {
-    /* symbols.py symbol_table_for_file: "elf", build-id, the file's identity, the debug file's
-     * path and identity, NUL-separated */
     fu_buffer key = {0};
     char hex[2 * FU_CLI_MAX_BUILD_ID + 1], debug_path[256] = "";
     for (size_t i = 0; i < image->elf.build_id_size; i++)
         snprintf(hex + 2 * i, 3, "%02x", image->elf.build_id[i]);
     if (image->debug.bytes.data)
         debug_file_path(&image->elf, debug_path, sizeof debug_path);
-    bool built = fu_buffer_append(&key, "elf\0", 4) && fu_buffer_append(&key, hex, strlen(hex)) &&
-                 append_identity(&key, path) && fu_buffer_append(&key, "\0", 1) &&
-                 fu_buffer_append(&key, debug_path, strlen(debug_path)) &&
-                 (!debug_path[0] || append_identity(&key, debug_path));
+    bool built = fu_symbol_key_elf(hex, path, debug_path, &key);
     char file[4096];
     fu_error err = {0};
     fu_cli_module_status status = FU_CLI_MODULE_UNSERVED;
-    if (built && cache_entry(file, sizeof file, "symbols", image->elf.build_id, image->elf.build_id_size,
-                                    ".fus") &&
+    if (built && fu_cache_entry_path("symbols", image->elf.build_id, image->elf.build_id_size, ".fus", file,
+                                             sizeof file) &&
         fu_cli_read_file(file, &image->symbol_file) &&
         fu_symbol_cache_load(image->symbol_file.data, image->symbol_file.size, key.data, key.len, &image->symbols,
                              &err) == FU_OK) {

@@ -12,7 +12,9 @@
  *    registers and outcomes: the JSON must be ASCII, the text must hold every name's bytes.
  * 4. fu_cli_backtrace of a child of its own (a command line for it, random tids): whatever it
  *    serves, the child keeps running, untraced.
- * 5. fu_cli_core (core.c: the core's modules found, their build-ids read from the core's memory,
+ * 5. The caches' paths and keys (core/cache_paths.c) under odd environments: a root always ends
+ *    in "fastunwind", a key is NUL-separated and starts with its kind.
+ * 6. fu_cli_core (core.c: the core's modules found, their build-ids read from the core's memory,
  *    the vDSO) over a core given with --core and CORE_MUTANTS seeded mutants of it.
  *
  *   launcher_driver_asan --seed S --rounds N [--core CORE] [ELF files...]
@@ -29,6 +31,7 @@
 
 #include "arguments.h"
 #include "backtrace.h"
+#include "cache_paths.h"
 #include "core.h"
 #include "fuzz_files.h"
 #include "launcher.h"
@@ -152,6 +155,47 @@ static void read_cores(const char *path, uint64_t *state)
     close(fd);
     unlink(mutant);
     free(original);
+}
+
+static void cache_paths(uint64_t *state)
+{
+    static const char *const HOMES[] = {"/root", "/", "", "//x//", "/home/a b", NULL};
+    static const char *const FILES[] = {"/proc/kallsyms", "/nonexistent", "", "/", "/etc/passwd"};
+    char *saved_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    char *saved_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    for (int round = 0; round < 200; round++) {
+        const char *home = HOMES[rng_below(state, 6)], *xdg = rng_below(state, 2) ? HOMES[rng_below(state, 6)] : NULL;
+        if (home)
+            setenv("HOME", home, 1);
+        else
+            unsetenv("HOME");
+        if (xdg)
+            setenv("XDG_CACHE_HOME", xdg, 1);
+        else
+            unsetenv("XDG_CACHE_HOME");
+        char root[4096], entry[64];
+        if (fu_cache_root(root, sizeof root))
+            CHECK(strlen(root) >= 10 && strcmp(root + strlen(root) - 10, "fastunwind") == 0, "cache root %s", root);
+        uint8_t build_id[40];
+        for (size_t i = 0; i < sizeof build_id; i++)
+            build_id[i] = (uint8_t)rng_next(state);
+        (void)fu_cache_entry_path("symbols", build_id, rng_below(state, sizeof build_id), ".fus", entry, sizeof entry);
+        fu_buffer key = {0};
+        const char *file = FILES[rng_below(state, 5)];
+        if (fu_symbol_key_kallsyms(file, &key))
+            CHECK(key.len > 9 && memcmp(key.data, "kallsyms", 9) == 0, "kallsyms key");
+        key.len = 0;
+        CHECK(fu_symbol_key_elf("00ff", file, rng_below(state, 2) ? FILES[rng_below(state, 5)] : NULL, &key) &&
+                  memcmp(key.data, "elf\0" "00ff", 8) == 0,
+              "elf key");
+        free(key.data);
+    }
+    if (saved_home)
+        setenv("HOME", saved_home, 1);
+    if (saved_xdg)
+        setenv("XDG_CACHE_HOME", saved_xdg, 1);
+    free(saved_home);
+    free(saved_xdg);
 }
 
 static void random_text(uint64_t *state, char *buffer, size_t max, fu_snapshot_text *out)
@@ -307,6 +351,8 @@ int main(int argc, char **argv)
     }
     render_snapshots(&state, rounds / 10);
     printf("launcher_driver: %llu snapshots rendered\n", (unsigned long long)(rounds / 10));
+    cache_paths(&state);
+    printf("launcher_driver: cache paths and keys under odd environments\n");
     if (core) {
         read_cores(core, &state);
         printf("launcher_driver: %s and %d mutants read\n", core, CORE_MUTANTS);

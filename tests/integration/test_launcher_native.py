@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 from fastunwind import core as core_files
 # the programs and their fixtures are those of the tests of each path
 from tests.integration.test_backtrace_live import (PROGRAM, assert_left_running, blocked_threads, running, sigstop,
-                                                   start, stop, thread_states)
+                                                   start, stop, thread_states, traced_by)
 from tests.integration.test_core_cli import gcore, replaced_program
 from tests.support.paths import LAUNCHER
 
@@ -178,6 +179,36 @@ def test_permission_denied_is_left_to_the_python_cli(running: subprocess.Popen[s
     assert (result.returncode, result.stdout) == (125, b"")
     assert result.stderr.startswith(b"fastunwind: not served natively: ")
     assert_left_running(running.pid)
+
+
+def test_signals_mid_snapshot_leave_no_thread_stopped(tmp_path: Path, cache: Path) -> None:
+    """SIGINT, SIGTERM and SIGKILL to the launcher's native snapshot of 200 threads at random
+    points: its handlers note the signal and stop between threads (each released before the next),
+    with the Python CLI's line and status (130); the target's threads all run on."""
+    target = start(["python3", "-c", "import threading, time\n"
+                    "[threading.Thread(target=time.sleep, args=(1000,), daemon=True).start() for _ in range(200)]\n"
+                    "print('ready', flush=True)\ntime.sleep(1000)"], ready="ready")
+    try:
+        assert_native_is_python(["backtrace", "-p", str(target.pid), "--tid", str(target.pid)], cache)
+        env = {**os.environ, "XDG_CACHE_HOME": str(cache), "FASTUNWIND_NATIVE": "require"}
+        outcomes = set()
+        for number, signal_number in enumerate([signal.SIGINT, signal.SIGTERM, signal.SIGKILL] * 3):
+            tracer = subprocess.Popen([str(LAUNCHER), "backtrace", "-p", str(target.pid), "-o", str(tmp_path / "out")],
+                                      stderr=subprocess.PIPE, env=env)
+            deadline = time.monotonic() + 30
+            while tracer.poll() is None and time.monotonic() < deadline and not traced_by(target.pid, tracer.pid):
+                time.sleep(0.0002 * number)
+            tracer.send_signal(signal_number)
+            _, stderr = tracer.communicate(timeout=60)
+            assert tracer.returncode in (0, 130, -signal.SIGKILL), stderr
+            if tracer.returncode == 130:
+                assert stderr == b"fastunwind: interrupted\n"
+            outcomes.add(tracer.returncode)
+            time.sleep(0.1)
+            assert_left_running(target.pid)
+        assert outcomes - {0}, "no signal arrived during a snapshot"
+    finally:
+        stop(target)
 
 
 # ---- core files --------------------------------------------------------------------------------
