@@ -20,11 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from fastunwind import core as core_files
 # the programs and their fixtures are those of the tests of each path
-from tests.integration.test_backtrace_live import (PROGRAM, assert_left_running, blocked_threads, running, sigstop,
-                                                   start, stop, thread_states, traced_by)
-from tests.integration.test_core_cli import gcore, replaced_program
+from tests.integration.test_backtrace_live import (MANY_THREADS, PROGRAM, assert_left_running, blocked_threads, running,
+                                                   sigstop, signal_mid_snapshot, start, stop, thread_states)
+from tests.integration.test_core_cli import gcore, replaced_program, sysroot_of
 from tests.support.paths import LAUNCHER
 
 pytestmark = pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc (make test installs it)")
@@ -185,27 +184,17 @@ def test_signals_mid_snapshot_leave_no_thread_stopped(tmp_path: Path, cache: Pat
     """SIGINT, SIGTERM and SIGKILL to the launcher's native snapshot of 200 threads at random
     points: its handlers note the signal and stop between threads (each released before the next),
     with the Python CLI's line and status (130); the target's threads all run on."""
-    target = start(["python3", "-c", "import threading, time\n"
-                    "[threading.Thread(target=time.sleep, args=(1000,), daemon=True).start() for _ in range(200)]\n"
-                    "print('ready', flush=True)\ntime.sleep(1000)"], ready="ready")
+    target = start(MANY_THREADS, ready="ready")
     try:
         assert_native_is_python(["backtrace", "-p", str(target.pid), "--tid", str(target.pid)], cache)
         env = {**os.environ, "XDG_CACHE_HOME": str(cache), "FASTUNWIND_NATIVE": "require"}
         outcomes = set()
         for number, signal_number in enumerate([signal.SIGINT, signal.SIGTERM, signal.SIGKILL] * 3):
-            tracer = subprocess.Popen([str(LAUNCHER), "backtrace", "-p", str(target.pid), "-o", str(tmp_path / "out")],
-                                      stderr=subprocess.PIPE, env=env)
-            deadline = time.monotonic() + 30
-            while tracer.poll() is None and time.monotonic() < deadline and not traced_by(target.pid, tracer.pid):
-                time.sleep(0.0002 * number)
-            tracer.send_signal(signal_number)
-            _, stderr = tracer.communicate(timeout=60)
-            assert tracer.returncode in (0, 130, -signal.SIGKILL), stderr
-            if tracer.returncode == 130:
-                assert stderr == b"fastunwind: interrupted\n"
-            outcomes.add(tracer.returncode)
-            time.sleep(0.1)
-            assert_left_running(target.pid)
+            command = [str(LAUNCHER), "backtrace", "-p", str(target.pid), "-o", str(tmp_path / "out")]
+            returncode, stderr = signal_mid_snapshot(command, target.pid, signal_number, 0.0002 * number, env)
+            if returncode == 130:
+                assert stderr == "fastunwind: interrupted\n"
+            outcomes.add(returncode)
         assert outcomes - {0}, "no signal arrived during a snapshot"
     finally:
         stop(target)
@@ -241,13 +230,7 @@ def test_core_output_file(gcore: tuple[Path, Path], cache: Path, tmp_path: Path)
 
 def test_core_replaced_program_exe_and_sysroot(gcore: tuple[Path, Path], cache: Path, tmp_path: Path) -> None:
     program, core = gcore
-    sysroot = tmp_path / "root"
-    with core_files.open(core) as opened:
-        files = [module.path for module in opened.modules if module.path != core_files.VDSO]
-    for path in files:
-        target = sysroot / path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, target)
+    sysroot = sysroot_of(core, tmp_path / "root")
     original = replaced_program(program, tmp_path)
     try:
         warnings = assert_core_native_is_python(["core", str(core)], cache, status=(0, 2))
