@@ -24,6 +24,7 @@ import pytest
 from tests.integration.test_backtrace_live import (MANY_THREADS, PROGRAM, assert_left_running, blocked_threads, running,
                                                    sigstop, signal_mid_snapshot, start, stop, thread_states)
 from tests.integration.test_core_cli import gcore, replaced_program, sysroot_of
+from tests.support import cores
 from tests.support.paths import LAUNCHER
 
 pytestmark = pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc (make test installs it)")
@@ -268,3 +269,16 @@ def test_unreadable_cores_are_the_python_clis(tmp_path: Path, cache: Path) -> No
 
 
 __all__ = ["blocked_threads", "gcore", "running"]  # fixtures of the other modules, used here by name
+
+
+@pytest.mark.parametrize("mode", ["segv", "abort"])
+def test_kernel_cores(gcore: tuple[Path, Path], mode: str, cache: Path, tmp_path: Path) -> None:
+    """The kernel's core of the program crashing (a null pointer, abort()), its other threads in
+    their hard frames: the launcher's output is the Python path's."""
+    program, _core = gcore
+    try:
+        core = cores.kernel_core(program, mode, tmp_path)
+    except cores.CoreUnavailable as error:
+        pytest.skip(str(error))
+    for options in ([], ["--json"]):
+        assert_core_native_is_python(["core", *options, str(core)], cache, status=(0, 2))
