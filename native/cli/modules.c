@@ -21,8 +21,6 @@
 /* The separate debug files' root (elf/__init__.py DEFAULT_DEBUG_ROOTS). */
 #define DEBUG_ROOT "/usr/lib/debug"
 #define PAGE_SIZE 4096u
-/* The largest file read (not mapped): a vDSO is two pages; /proc files are small. */
-#define MAX_READ_FILE (64u << 20)
 
 void fu_cli_bytes_free(fu_cli_bytes *bytes)
 {
@@ -38,7 +36,7 @@ void fu_cli_bytes_free(fu_cli_bytes *bytes)
 bool fu_cli_read_file(const char *path, fu_cli_bytes *out)
 {
     *out = (fu_cli_bytes){0};
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO in its place does not block */
     if (fd < 0)
         return false;
     struct stat st;

@@ -85,7 +85,7 @@ typedef enum fu_cli_module_status {
 /* Open the ELF file of `bytes` (taken: freed by fu_cli_elf_free whatever the outcome). */
 fu_cli_module_status fu_cli_elf_open(fu_cli_elf *elf, fu_cli_bytes bytes);
 void fu_cli_elf_free(fu_cli_elf *elf);
-/* The file at `path` read or mapped (regular files mapped, others read: /proc/PID/mem is not). */
+/* The regular file at `path`, not empty, mapped read-only; false for anything else. */
 bool fu_cli_read_file(const char *path, fu_cli_bytes *out);
 void fu_cli_bytes_free(fu_cli_bytes *bytes);
 
