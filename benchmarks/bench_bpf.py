@@ -15,8 +15,10 @@ runs (default 3), the best of each figure:
 - BPF run time per sample and per user frame walked, from the kernel's own accounting
   (kernel.bpf_stats_enabled is set to 1 for the run and restored; every run of the program counts,
   those that leave at once for a process out of scope too), and the walk alone per frame (the
-  program's bpf_ktime_get_ns around its user-stack walks, over the frames they walked);
-- map memory per table row: the slots the loaded modules occupy (8 bytes each: rows and page index)
+  program's bpf_ktime_get_ns around its user-stack walks, over the frames they walked), and per
+  frame the stack reads (bpf_probe_read_user calls: window refills) and row lookups (rules not in
+  the per-CPU rule cache);
+- map memory per table row: the slots the loaded modules occupy (8 bytes each: rows and block index)
   over the rows loaded.
 
 The machine may be shared: every figure is a best of N, and the report says so.
@@ -110,6 +112,8 @@ def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
             "bpf_ns_per_sample": stats["bpf_run_ns"] / stats["bpf_runs"] if stats["bpf_runs"] else None,
             "bpf_ns_per_frame": stats["bpf_run_ns"] / frames if frames else None,
             "walk_ns_per_frame": stats["walk_ns"] / frames if frames else None,
+            "stack_reads_per_frame": stats["stack_reads"] / frames if frames else None,
+            "row_lookups_per_frame": stats["row_lookups"] / frames if frames else None,
             "complete_user_share": stats["complete_user_samples"] / stats["user_samples"]
             if stats["user_samples"] else None,
             "map_bytes_per_row": 8 * stats["table_slots_used"] / stats["table_rows_loaded"]
@@ -170,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"command: {' '.join(command)}; best of {args.repeat} (a shared machine: other jobs ran meanwhile)")
     print(f"{'configuration':<18} {'target CPU s':>12} {'slowdown':>9} {'profiler CPU s':>14} {'samples':>8} "
-          f"{'disk B/sample':>13} {'BPF ns/sample':>13} {'BPF ns/frame':>12} {'walk ns/frame':>13} {'complete':>8} "
-          f"{'map B/row':>9}")
+          f"{'disk B/sample':>13} {'BPF ns/sample':>13} {'BPF ns/frame':>12} {'walk ns/frame':>13} "
+          f"{'reads/frame':>11} {'lookups/frame':>13} {'complete':>8} {'map B/row':>9}")
     for name, r in report.items():
         def cell(key: str, fmt: str, width: int) -> str:
             v = r.get(key)
@@ -179,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<18} {cell('target_cpu', '.2f', 12)} {cell('target_slowdown', '.3f', 9)} "
               f"{cell('profiler_cpu', '.2f', 14)} {cell('samples', 'd', 8)} {cell('disk_bytes_per_sample', '.0f', 13)} "
               f"{cell('bpf_ns_per_sample', '.0f', 13)} {cell('bpf_ns_per_frame', '.1f', 12)} "
-              f"{cell('walk_ns_per_frame', '.1f', 13)} "
+              f"{cell('walk_ns_per_frame', '.1f', 13)} {cell('stack_reads_per_frame', '.3f', 11)} "
+              f"{cell('row_lookups_per_frame', '.3f', 13)} "
               f"{cell('complete_user_share', '.3f', 8)} {cell('map_bytes_per_row', '.2f', 9)}")
     return 0
 

@@ -40,6 +40,10 @@ struct fu_bpf_session {
     uint32_t free_head, free_count;
     fu_bpf_process scratch;
     uint64_t kernel[FU_BPF_KERNEL_MAX_FRAMES];
+    struct ring_buffer *samples; /* the program's ring buffer, taken into `log` */
+    fu_bpf_log log;
+    uint32_t stacks_reported; /* stacks of the log handed to a drain's fn */
+    fu_error ring_err;        /* the first record the log refused */
 };
 
 static fu_status bpf_failed(fu_error *err, const char *what, int error)
@@ -61,6 +65,14 @@ static void *map_memory(struct bpf_map *map, size_t *size, fu_error *err)
     }
     *size = bytes;
     return p;
+}
+
+/* ring_buffer__consume's callback: one record into the log (a refused one stops the consumption;
+ * its reason is kept for the drain to return). */
+static int take_sample(void *context, void *data, size_t size)
+{
+    fu_bpf_session *s = context;
+    return fu_bpf_log_add(&s->log, data, size, &s->ring_err) == FU_OK ? 0 : -1;
 }
 
 fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool sample_all, fu_error *err)
@@ -92,6 +104,12 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
     if (e) {
         fu_bpf_session_close(s);
         return bpf_failed(err, "loading the BPF unwinder (the verifier or the kernel refused it)", e);
+    }
+    s->samples = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), take_sample, s, NULL);
+    if (!s->samples) {
+        fu_status st = bpf_failed(err, "opening the BPF samples ring buffer", errno);
+        fu_bpf_session_close(s);
+        return st;
     }
     if (!(s->rules = map_memory(s->skel->maps.rules, &s->rules_size, err)) ||
         !(s->slots = map_memory(s->skel->maps.slots, &s->slots_size, err)) ||
@@ -273,26 +291,35 @@ size_t fu_bpf_session_take_missing(fu_bpf_session *s, uint32_t *pids, size_t cap
 
 fu_status fu_bpf_session_drain(fu_bpf_session *s, fu_bpf_stack_fn fn, void *context, fu_error *err)
 {
-    int stacks = bpf_map__fd(s->skel->maps.stacks), kstacks = bpf_map__fd(s->skel->maps.kstacks);
-    fu_bpf_stack key;
-    for (uint32_t bound = 0; bound <= FU_BPF_MAX_STACKS; bound++) {
-        if (bpf_map_get_next_key(stacks, NULL, &key))
-            return FU_OK;
-        uint64_t samples = 0;
-        if (bpf_map_lookup_and_delete_elem(stacks, &key, &samples))
-            continue; /* taken meanwhile */
+    if (s->samples) {
+        int taken = ring_buffer__consume(s->samples);
+        if (taken < 0 && s->ring_err.status != FU_OK) {
+            *err = s->ring_err;
+            return err->status;
+        }
+        if (taken < 0)
+            return bpf_failed(err, "taking the BPF samples", taken);
+    }
+    int kstacks = s->skel ? bpf_map__fd(s->skel->maps.kstacks) : -1;
+    for (uint32_t count = fu_bpf_log_stack_count(&s->log); s->stacks_reported < count; s->stacks_reported++) {
+        const fu_bpf_stack *stack = fu_bpf_log_stack(&s->log, s->stacks_reported);
         uint32_t kernel_count = 0;
-        if (key.kernel_stack >= 0) {
-            uint32_t id = (uint32_t)key.kernel_stack;
+        if (stack->kernel_stack >= 0 && kstacks >= 0) {
+            uint32_t id = (uint32_t)stack->kernel_stack;
             memset(s->kernel, 0, sizeof s->kernel);
             if (bpf_map_lookup_elem(kstacks, &id, s->kernel) == 0)
                 while (kernel_count < FU_BPF_KERNEL_MAX_FRAMES && s->kernel[kernel_count])
                     kernel_count++;
         }
-        if (!fn(context, &key, samples, s->kernel, kernel_count))
+        if (!fn(context, stack, s->kernel, kernel_count))
             return fu_fail(err, FU_ERR_INVALID, "draining the stacks stopped");
     }
     return FU_OK;
+}
+
+const fu_bpf_log *fu_bpf_session_log(const fu_bpf_session *s)
+{
+    return &s->log;
 }
 
 fu_status fu_bpf_session_counters(fu_bpf_session *s, uint64_t *out, fu_error *err)
@@ -336,28 +363,43 @@ uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s)
 {
     uint64_t used = 0;
     for (uint32_t i = 0; i < s->ring.module_count; i++)
-        used += s->ring.modules[i].page_count + s->ring.modules[i].row_count;
+        used += s->ring.modules[i].index_slots + s->ring.modules[i].row_count;
     return (uint32_t)used;
 }
 
-void fu_bpf_session_close(fu_bpf_session *s)
+void fu_bpf_session_detach(fu_bpf_session *s)
 {
-    if (!s)
-        return;
     for (int i = 0; i < s->event_count; i++) {
         bpf_link__destroy(s->links[i]);
         close(s->events[i]);
     }
+    s->event_count = 0;
     free(s->links);
     free(s->events);
+    s->links = NULL;
+    s->events = NULL;
+    ring_buffer__free(s->samples);
+    s->samples = NULL;
     if (s->rules)
         munmap(s->rules, s->rules_size);
     if (s->slots)
         munmap(s->slots, s->slots_size);
     if (s->modules)
         munmap(s->modules, s->modules_size);
+    s->rules = NULL;
+    s->slots = NULL;
+    s->modules = NULL;
     fu_unwind__destroy(s->skel);
+    s->skel = NULL;
+}
+
+void fu_bpf_session_close(fu_bpf_session *s)
+{
+    if (!s)
+        return;
+    fu_bpf_session_detach(s);
     fu_bpf_rules_free(&s->dictionary);
     fu_bpf_ring_free(&s->ring);
+    fu_bpf_log_free(&s->log);
     free(s);
 }

@@ -6,6 +6,7 @@
 #define FASTUNWIND_BPF_SESSION_H
 
 #include "bpf_layout.h"
+#include "bpf_log.h"
 #include "error.h"
 
 #define FU_BPF_KERNEL_MAX_FRAMES 127 /* a kstacks entry (PERF_MAX_STACK_DEPTH) */
@@ -32,11 +33,15 @@ void fu_bpf_session_forget_process(fu_bpf_session *s, uint32_t pid);
 /* Takes (and clears) up to `cap` pids sampled without mappings; returns how many. */
 size_t fu_bpf_session_take_missing(fu_bpf_session *s, uint32_t *pids, size_t cap);
 
-/* One drained stack, with its kernel frames (the leaf first). */
-typedef bool (*fu_bpf_stack_fn)(void *context, const fu_bpf_stack *stack, uint64_t samples, const uint64_t *kernel,
+/* A stack seen for the first time, with its kernel frames (the leaf first). */
+typedef bool (*fu_bpf_stack_fn)(void *context, const fu_bpf_stack *stack, const uint64_t *kernel,
                                 uint32_t kernel_count);
-/* Hands every counted stack to `fn` and removes it from the map (false from fn stops: FU_ERR_INVALID). */
+/* Takes the samples the program sent into the log, then hands each stack the log had not handed
+ * yet to `fn`, in id order (false from fn stops: FU_ERR_INVALID; a record the log refuses:
+ * its error). */
 fu_status fu_bpf_session_drain(fu_bpf_session *s, fu_bpf_stack_fn fn, void *context, fu_error *err);
+/* The samples taken so far (bpf_log.h). */
+const fu_bpf_log *fu_bpf_session_log(const fu_bpf_session *s);
 /* The counters summed over the CPUs (FU_BPF_COUNTER_COUNT of them). */
 fu_status fu_bpf_session_counters(fu_bpf_session *s, uint64_t *out, fu_error *err);
 /* The program's run time and runs (kernel.bpf_stats_enabled must be 1 for them to count). */
@@ -44,6 +49,8 @@ fu_status fu_bpf_session_run_time(fu_bpf_session *s, uint64_t *run_ns, uint64_t 
 /* Bytes of the maps holding tables (rules, slots, modules). */
 uint64_t fu_bpf_session_table_bytes(const fu_bpf_session *s);
 uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s);
+/* Detaches and releases the program, its maps and events; the log stays (drain hands nothing new). */
+void fu_bpf_session_detach(fu_bpf_session *s);
 void fu_bpf_session_close(fu_bpf_session *s);
 
 #endif

@@ -1,13 +1,14 @@
 /* The in-kernel unwinder: at each sample of a perf event (cpu-clock, one per CPU) walks the user
  * stack of the interrupted process from the compact tables user space loaded into the maps of
- * bpf_layout.h, reading the stack only with bpf_probe_read_user, and counts the stack (its user
- * frames, kernel stack id and outcome) in the `stacks` map. Nothing of the stack's contents leaves
- * the kernel but return addresses.
+ * bpf_layout.h, reading the stack only with bpf_probe_read_user, and sends the sample (its time,
+ * thread, CPU, command name, user frames, kernel stack id and outcome) through the `samples` ring
+ * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
  *
- * One frame is one bpf_loop iteration (step): find the mapping (binary search over the process's
- * sorted mappings), the module's row (the page index, then a binary search over that page's rows),
- * apply the rule (CFA from rsp, rbp or another known register, the PLT expression, the DRAP deref,
- * the signal context), read the return address and rbp. Where no row covers the PC the frame
+ * One frame is one bpf_loop iteration (step): find the mapping (the previous frame's, else a binary
+ * search over the process's sorted mappings), the module's row (the per-CPU rule cache, else the
+ * block index, then a binary search over that block's rows), apply the rule (CFA from rsp, rbp or
+ * another known register, the PLT expression, the DRAP deref, the signal context), read the return
+ * address and the callee-saved registers the rule restores. Where no row covers the PC the frame
  * pointer is followed; a row the compact table leaves to the DWARF interpreter ends the walk as
  * FU_BPF_SLOW_ROW. Every loop has a constant bound. */
 #include "vmlinux.h"
@@ -82,11 +83,9 @@ struct {
 } missing SEC(".maps");
 
 struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, FU_BPF_MAX_STACKS);
-    __type(key, fu_bpf_stack);
-    __type(value, __u64);
-} stacks SEC(".maps");
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, FU_BPF_SAMPLE_RING_BYTES);
+} samples SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -111,6 +110,13 @@ struct {
 #define REGISTERS 32 /* the array's size: a register number masked with 31 stays inside */
 #define CALLEE_SAVED ((1u << 3) | (1u << 6) | (1u << 12) | (1u << 13) | (1u << 14) | (1u << 15))
 
+/* The DWARF number of fu_bpf_rule.saved_offset_by_8[i] (compact_table.h fu_compact_saved_register):
+ * rbx, rbp, r12..r15. */
+static __always_inline __u32 saved_register(int i)
+{
+    return i == 0 ? REG_RBX : i == 1 ? REG_RBP : 10 + i;
+}
+
 /* The signal frame's save slots (compact_table.h fu_compact_signal_context), relative to the lowest
  * one (FU_COMPACT_SIGNAL_CONTEXT_LOW = 40), read as one block of 136 bytes. */
 #define SIGNAL_LOW 40
@@ -124,6 +130,7 @@ struct {
 #define PAGE 4096
 
 struct walk {
+    fu_bpf_mapping mapping; /* the mapping of the previous frame (end 0: none) */
     __u64 window_base;      /* the window holds [window_base, window_base + WINDOW) when window_ok */
     __u64 window_end;       /* or, near the top of the stack, only up to here */
     __u8 window[WINDOW + 8];
@@ -134,7 +141,7 @@ struct walk {
     __u8 ip_is_return; /* look the IP up at IP - 1 (a return address) */
     __u8 done;
     __u64 signal[SIGNAL_WORDS];
-    fu_bpf_stack key;
+    fu_bpf_sample sample; /* sent whole up to its last user frame */
 };
 
 struct {
@@ -183,6 +190,7 @@ static __always_inline long read_user(struct walk *w, __u64 addr, __u64 *out)
     }
     /* the whole window from a little below addr (a frame's rbp slot is read after its return
      * address, 8 bytes lower) */
+    count(FU_BPF_COUNTER_STACK_READS);
     if (addr >= WINDOW_BELOW && bpf_probe_read_user(w->window, WINDOW, (void *)(addr - WINDOW_BELOW)) == 0) {
         w->window_base = addr - WINDOW_BELOW;
         w->window_end = w->window_base + WINDOW;
@@ -292,26 +300,33 @@ static long step(__u32 index, void *context)
     struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
     if (!w)
         return 1;
-    __u32 n = w->key.user_count;
+    __u32 n = w->sample.stack.user_count;
     if (n >= FU_BPF_MAX_FRAMES)
         return finish(w, FU_BPF_FRAME_LIMIT);
     __u64 ip = w->regs[REG_RA];
-    w->key.user[n] = ip;
-    w->key.user_count = n + 1;
+    w->sample.stack.user[n] = ip;
+    w->sample.stack.user_count = n + 1;
+    if (n > 0 && !w->ip_is_return)
+        w->sample.stack.interrupted |= 1ull << n;
     __u64 pc = ip - (w->ip_is_return ? 1 : 0);
 
-    const fu_bpf_process *p = bpf_map_lookup_elem(&processes, &w->process);
-    if (!p)
-        return finish(w, FU_BPF_NO_PROCESS);
-    const fu_bpf_mapping *m = find_mapping(p, pc);
-    if (!m) {
-        note_missing(w->key.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
-        return frame_pointer_step(w);
+    /* consecutive frames mostly stay in one mapping: the previous frame's is searched for first */
+    if (pc < w->mapping.start || pc >= w->mapping.end) {
+        const fu_bpf_process *p = bpf_map_lookup_elem(&processes, &w->process);
+        if (!p)
+            return finish(w, FU_BPF_NO_PROCESS);
+        const fu_bpf_mapping *m = find_mapping(p, pc);
+        if (!m) {
+            w->mapping.end = 0;
+            note_missing(w->sample.stack.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
+            return frame_pointer_step(w);
+        }
+        w->mapping = *m;
     }
-    if (m->module == FU_BPF_NO_MODULE)
+    if (w->mapping.module == FU_BPF_NO_MODULE)
         return frame_pointer_step(w);
-    __u32 module_id = m->module, generation = m->generation;
-    __u64 svma = pc - m->bias;
+    __u32 module_id = w->mapping.module, generation = w->mapping.generation;
+    __u64 svma = pc - w->mapping.bias;
     const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
     if (!mod)
         return finish(w, FU_BPF_NO_TABLE);
@@ -320,24 +335,29 @@ static long step(__u32 index, void *context)
     if (svma < mod->base_svma || svma >= mod->end_svma)
         return frame_pointer_step(w);
     /* the rule of a PC walked recently on this CPU (the outer frames repeat from sample to sample)
-     * costs one cache line instead of the page index, the row search and the dictionary */
+     * costs one cache line instead of the block index, the row search and the dictionary */
     __u32 cache_index = (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (RULE_CACHE - 1));
     struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
     fu_bpf_rule rule;
     if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
         rule = cached->rule;
     } else {
-        __u64 offset64 = svma - mod->base_svma;
-        __u32 offset = (__u32)offset64, page = (__u32)(offset64 >> FU_BPF_PAGE_SHIFT);
-        __u32 first = mod->first_slot, pages = mod->page_count, rows_at = first + pages;
-        if (page + 1 >= pages)
+        count(FU_BPF_COUNTER_ROW_LOOKUPS);
+        /* the block index bounds the row search to the rows of offset's 256 bytes
+         * (bpf_layout.c fu_bpf_find_row) */
+        __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_INDEX_SHIFT;
+        __u32 first = mod->first_slot, rows_at = first + mod->index_slots;
+        if ((block + 1) / 2 >= mod->index_slots)
             return finish(w, FU_BPF_NO_TABLE);
-        __u32 index0 = first + page, index1 = first + page + 1;
+        __u32 index0 = first + block / 2, index1 = first + (block + 1) / 2;
         fu_bpf_slot *s0 = bpf_map_lookup_elem(&slots, &index0), *s1 = bpf_map_lookup_elem(&slots, &index1);
-        if (!s0 || !s1 || s1->start < s0->start || s1->start >= mod->row_count)
+        if (!s0 || !s1)
             return finish(w, FU_BPF_NO_TABLE);
-        /* the last row whose start <= offset, in [s0->start, s1->start] (compact_table.h fu_compact_find) */
-        __u32 lo = s0->start, count_left = s1->start - s0->start + 1;
+        __u32 lo = block & 1 ? s0->rule : s0->start, hi = block & 1 ? s1->start : s1->rule;
+        if (hi < lo || hi >= mod->row_count)
+            return finish(w, FU_BPF_NO_TABLE);
+        /* the last row whose start <= offset, in [lo, hi] */
+        __u32 count_left = hi - lo + 1;
         for (int i = 0; i < FU_BPF_ROW_SEARCH_STEPS && count_left > 1; i++) {
             __u32 half = count_left / 2, at = rows_at + lo + half;
             fu_bpf_slot *row = bpf_map_lookup_elem(&slots, &at);
@@ -402,31 +422,31 @@ static long step(__u32 index, void *context)
     default:
         return finish(w, FU_BPF_NO_TABLE);
     }
+    /* a rule derived from the code always has a return address (compact_table.c): only declared
+     * CFI ends a stack */
     if (rule.ra_offset_by_8 == FU_BPF_KEEP || rule.ra_offset_by_8 == FU_BPF_UNDEFINED)
-        return finish(w, FU_BPF_END);
+        return finish(w, rule.origin == FU_BPF_ORIGIN_DECLARED ? FU_BPF_END : FU_BPF_NO_UNWIND_INFO);
+    if (rule.origin != FU_BPF_ORIGIN_DECLARED)
+        count(FU_BPF_COUNTER_DERIVED_FRAMES);
     if (cfa <= sp)
         return finish(w, FU_BPF_SP_BACKWARDS);
     __u64 ra;
     if (read_user(w, cfa + 8 * (__s64)rule.ra_offset_by_8, &ra))
         return finish(w, FU_BPF_UNREADABLE);
-    /* rbp is read where saved; the other callee-saved registers become unknown where saved (a later
-     * rule that needs one ends the walk as FU_BPF_REGISTER_UNKNOWN rather than read it every frame) */
-    __u32 known = w->known & (CALLEE_SAVED | (1u << REG_RBP));
-    __s8 bp_slot = rule.saved_offset_by_8[1];
-    if (bp_slot == FU_BPF_UNDEFINED) {
-        known &= ~(1u << REG_RBP);
-    } else if (bp_slot != FU_BPF_KEEP) {
-        __u64 bp;
-        if (read_user(w, cfa + 8 * (__s64)bp_slot, &bp))
-            return finish(w, FU_BPF_UNREADABLE);
-        w->regs[REG_RBP] = bp;
-        known |= 1u << REG_RBP;
+    /* the callee-saved registers the rule restores are read from their slots (in the window, with
+     * the return address); one it leaves undefined becomes unknown, the others keep their value */
+    __u32 known = w->known & CALLEE_SAVED;
+    for (int i = 0; i < 6; i++) {
+        __s8 slot = rule.saved_offset_by_8[i];
+        __u32 r = saved_register(i);
+        if (slot == FU_BPF_UNDEFINED) {
+            known &= ~(1u << r);
+        } else if (slot != FU_BPF_KEEP) {
+            if (read_user(w, cfa + 8 * (__s64)slot, &w->regs[r & (REGISTERS - 1)]))
+                return finish(w, FU_BPF_UNREADABLE);
+            known |= 1u << r;
+        }
     }
-    if (rule.saved_offset_by_8[0] != FU_BPF_KEEP)
-        known &= ~(1u << REG_RBX);
-    for (int i = 2; i < 6; i++)
-        if (rule.saved_offset_by_8[i] != FU_BPF_KEEP)
-            known &= ~(1u << (10 + i)); /* r12..r15 */
     w->regs[REG_RSP] = cfa;
     w->regs[REG_RA] = ra;
     w->known = known | (1u << REG_RSP) | (1u << REG_RA);
@@ -470,7 +490,8 @@ static __always_inline bool in_scope(__u32 tgid, struct task_struct *task)
 SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
-    __u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    __u32 tgid = pid_tgid >> 32, zero = 0;
     struct task_struct *task = bpf_get_current_task_btf();
     if (tgid == 0 || !in_scope(tgid, task))
         return 0;
@@ -478,13 +499,17 @@ int sample(struct bpf_perf_event_data *ctx)
     if (!w)
         return 0;
     count(FU_BPF_COUNTER_SAMPLES);
-    __builtin_memset(&w->key, 0, sizeof w->key);
-    w->key.pid = tgid;
+    __builtin_memset(&w->sample, 0, FU_BPF_SAMPLE_HEADER);
+    w->sample.tid = (__u32)pid_tgid;
+    w->sample.cpu = bpf_get_smp_processor_id();
+    bpf_get_current_comm(w->sample.comm, sizeof w->sample.comm);
+    w->sample.stack.pid = tgid;
     /* the context is read in 8-byte words only (cs is a u16 in this kernel's pt_regs) */
     __u64 cs = *(volatile __u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
-    w->key.kernel_stack = (cs & 3) != 3 ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
+    w->sample.stack.kernel_stack = (cs & 3) != 3 ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
     w->done = 0;
     w->window_end = 0;
+    w->mapping.end = 0;
     w->outcome = FU_BPF_END;
     w->ip_is_return = 0;
     if (!BPF_CORE_READ(task, mm)) {
@@ -506,10 +531,10 @@ int sample(struct bpf_perf_event_data *ctx)
                 space = tgid;
                 note_missing(tgid);
             }
-            w->key.space_pid = space;
+            w->sample.stack.space_pid = space;
             if (!slot) {
-                w->key.user[0] = regs.ip;
-                w->key.user_count = 1;
+                w->sample.stack.user[0] = regs.ip;
+                w->sample.stack.user_count = 1;
                 w->outcome = FU_BPF_NO_PROCESS;
             } else {
                 w->process = *slot;
@@ -517,23 +542,20 @@ int sample(struct bpf_perf_event_data *ctx)
                 bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
                 count_n(FU_BPF_COUNTER_WALK_NS, bpf_ktime_get_ns() - start);
                 count(FU_BPF_COUNTER_WALKED_SAMPLES);
-                count_n(FU_BPF_COUNTER_FRAMES, w->key.user_count);
+                count_n(FU_BPF_COUNTER_FRAMES, w->sample.stack.user_count);
                 if (!w->done)
                     w->outcome = FU_BPF_FRAME_LIMIT;
             }
         }
     }
-    w->key.outcome = w->outcome;
+    w->sample.stack.outcome = w->outcome;
     count(FU_BPF_COUNTER_OUTCOME + (w->outcome < FU_BPF_OUTCOME_COUNT ? w->outcome : 0));
-    __u64 one = 1, *c = bpf_map_lookup_elem(&stacks, &w->key);
-    if (c) {
-        __sync_fetch_and_add(c, 1);
-    } else if (bpf_map_update_elem(&stacks, &w->key, &one, BPF_NOEXIST)) {
-        c = bpf_map_lookup_elem(&stacks, &w->key);
-        if (c)
-            __sync_fetch_and_add(c, 1);
-        else
-            count(FU_BPF_COUNTER_STACKS_DROPPED);
-    }
+    w->sample.time = bpf_ktime_get_ns();
+    __u32 frames = w->sample.stack.user_count;
+    if (frames > FU_BPF_MAX_FRAMES)
+        frames = FU_BPF_MAX_FRAMES;
+    /* no wakeup: user space takes the samples every 20 ms */
+    if (bpf_ringbuf_output(&samples, &w->sample, FU_BPF_SAMPLE_HEADER + 8 * frames, BPF_RB_NO_WAKEUP))
+        count(FU_BPF_COUNTER_SAMPLES_DROPPED);
     return 0;
 }

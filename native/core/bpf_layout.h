@@ -1,6 +1,6 @@
 /* bpf_layout: the maps the in-kernel unwinder (native/bpf/unwind.bpf.c) reads, one definition for
  * the BPF program and the user-space side that fills them (native/bpf/bpf_session.c), and the
- * pure layout work of that side (bpf_layout.c: a compact table's rows and page index as map slots,
+ * pure layout work of that side (bpf_layout.c: a compact table's rows and block index as map slots,
  * the shared rule dictionary, the ring of slots that evicts the oldest modules first).
  *
  * This header is compiled by clang -target bpf as well: it uses only fixed-width types, which the
@@ -8,9 +8,11 @@
  *
  *   rules     ARRAY  rule id -> fu_bpf_rule: the dictionary shared by every module (compact_table.h's
  *                    fu_compact_rule, byte for byte; equal rules of different modules share an id)
- *   slots     ARRAY  slot -> fu_bpf_slot: each loaded module holds page_count + row_count consecutive
- *                    slots: its page index (slot.start = the module-relative first row of the page)
- *                    then its rows (slot.start = start offset from base_svma, slot.rule = rule id)
+ *   slots     ARRAY  slot -> fu_bpf_slot: each loaded module holds index_slots + row_count consecutive
+ *                    slots: its block index (the row in force at the start of each
+ *                    1 << FU_BPF_INDEX_SHIFT bytes of the covered range, module-relative; two u32
+ *                    entries a slot: entry 2k in slot k's start, 2k + 1 in its rule), then its rows
+ *                    (slot.start = start offset from base_svma, slot.rule = rule id)
  *   modules   ARRAY  module id -> fu_bpf_module: where a module's slots are, and its generation
  *                    (odd while user space rewrites the slots: a walk that sees it, or sees it change
  *                    while it reads a row, ends as FU_BPF_NO_TABLE rather than trust the row)
@@ -21,7 +23,7 @@
  *   missing   HASH   tgid -> samples: processes sampled with no process slot (and not a fork child of
  *                    a loaded one), or at a PC outside their mappings (mapped since): user space
  *                    (re)loads them
- *   stacks    HASH   fu_bpf_stack -> samples: the aggregated stacks
+ *   samples   RINGBUF fu_bpf_sample per sample (its stack cut to its user frames)
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
  *   counters  PERCPU_ARRAY FU_BPF_COUNTER_* -> count
  */
@@ -34,21 +36,24 @@
 #include <stdint.h>
 #endif
 
-/* User frames kept per stack: the stack key must stay within a hash map's 512-byte key bound. */
+/* User frames kept per stack. */
 #define FU_BPF_MAX_FRAMES 60
 /* Executable mappings of one process the walker can see; more are left out (counted by user space). */
 #define FU_BPF_MAX_MAPPINGS 256
 #define FU_BPF_MAPPING_SEARCH_STEPS 9 /* ceil(log2(FU_BPF_MAX_MAPPINGS)) + 1 */
-/* A compact table page (4 KiB of code) holds at most 4097 row starts: 13 halvings find one. */
-#define FU_BPF_ROW_SEARCH_STEPS 14
+/* The block index's granularity: 256 bytes of code, a few rows (one or two cache lines of slots)
+ * between two entries, against the compact table's 4 KiB pages (dozens of rows in libLLVM: a
+ * binary search over several lines the profiled program evicts between samples), for 4 bytes of
+ * map per 256 bytes of code. */
+#define FU_BPF_INDEX_SHIFT 8
+/* A block holds at most 257 row starts: 9 halvings find one. */
+#define FU_BPF_ROW_SEARCH_STEPS (FU_BPF_INDEX_SHIFT + 2)
 #define FU_BPF_MAX_MODULES 4096
 #define FU_BPF_MAX_PROCESSES 1024
 #define FU_BPF_MAX_RULES 65536
 /* Slots (8 bytes each) in the slots map by default: 32 MiB, user space chooses at load time. */
 #define FU_BPF_DEFAULT_SLOTS (1u << 22)
-#define FU_BPF_MAX_STACKS 65536
 #define FU_BPF_KERNEL_STACKS 16384
-#define FU_BPF_PAGE_SHIFT 12 /* FU_COMPACT_PAGE_SHIFT, checked in bpf_layout.c */
 
 /* compact_table.h's fu_compact_cfa_kind values (checked in bpf_layout.c). */
 #define FU_BPF_CFA_NO_INFO 0
@@ -60,6 +65,7 @@
 #define FU_BPF_CFA_DEREF 6
 #define FU_BPF_CFA_SIGNAL_CONTEXT 7
 #define FU_BPF_KEEP 0
+#define FU_BPF_ORIGIN_DECLARED 0 /* FU_COMPACT_ORIGIN_DECLARED: the module's own CFI */
 #define FU_BPF_UNDEFINED (-128)
 
 /* How a walk in the kernel ended. Only FU_BPF_END is a complete stack. */
@@ -81,9 +87,12 @@ enum fu_bpf_counter {
     FU_BPF_COUNTER_SAMPLES = 0,
     FU_BPF_COUNTER_FRAMES,          /* user frames walked */
     FU_BPF_COUNTER_FP_FRAMES,       /* of which by the frame pointer (no row covered the PC) */
-    FU_BPF_COUNTER_STACKS_DROPPED,  /* the stacks map was full */
+    FU_BPF_COUNTER_SAMPLES_DROPPED, /* the samples ring buffer was full */
     FU_BPF_COUNTER_WALK_NS,         /* ns spent in the user-stack walks (bpf_ktime_get_ns around them) */
     FU_BPF_COUNTER_WALKED_SAMPLES,  /* samples whose user stack was walked */
+    FU_BPF_COUNTER_STACK_READS,     /* bpf_probe_read_user calls of the walks (window refills) */
+    FU_BPF_COUNTER_ROW_LOOKUPS,     /* frames whose rule was not in the per-CPU rule cache */
+    FU_BPF_COUNTER_DERIVED_FRAMES,  /* frames stepped through a rule derived from the code (--synth) */
     FU_BPF_COUNTER_OUTCOME,         /* + outcome: samples by outcome */
     FU_BPF_COUNTER_COUNT = FU_BPF_COUNTER_OUTCOME + FU_BPF_OUTCOME_COUNT
 };
@@ -105,8 +114,8 @@ typedef struct fu_bpf_slot {
 
 typedef struct fu_bpf_module {
     uint64_t base_svma, end_svma;
-    uint32_t first_slot; /* the page index; the rows follow it */
-    uint32_t page_count;
+    uint32_t first_slot;  /* the block index; the rows follow it */
+    uint32_t index_slots; /* the block index's slots: ((end_svma - base_svma - 1) >> FU_BPF_INDEX_SHIFT) + 2 entries */
     uint32_t row_count;
     uint32_t generation; /* odd: being written */
 } fu_bpf_module;
@@ -134,8 +143,23 @@ typedef struct fu_bpf_stack {
     uint16_t reserved;
     uint32_t space_pid;   /* the process whose mappings the walk used: pid, or the parent a child forked
                            * from (and has not exec'd since) before its own were loaded */
+    uint64_t interrupted; /* bit i: user[i] (i > 0) is the PC a signal interrupted, not a return address */
     uint64_t user[FU_BPF_MAX_FRAMES]; /* the leaf's IP, then return addresses */
 } fu_bpf_stack;
+
+/* One sample as the program sends it through the `samples` ring buffer: FU_BPF_SAMPLE_HEADER bytes,
+ * then stack.user_count user frames, where the record ends (bpf_log.h keeps them). */
+typedef struct fu_bpf_sample {
+    uint64_t time; /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
+    uint32_t tid;
+    uint32_t cpu;
+    char comm[16]; /* the thread's command name, NUL-padded */
+    fu_bpf_stack stack;
+} fu_bpf_sample;
+
+#define FU_BPF_SAMPLE_HEADER __builtin_offsetof(fu_bpf_sample, stack.user)
+/* The ring buffer's bytes: at most 256 bytes a sample on clang, drained every 20 ms. */
+#define FU_BPF_SAMPLE_RING_BYTES (8u << 20)
 
 #ifndef __bpf__
 #include "compact_table.h"
@@ -152,8 +176,12 @@ typedef struct fu_bpf_rules {
 fu_status fu_bpf_rule_id(fu_bpf_rules *d, const fu_compact_rule *rule, uint32_t *id, fu_error *err);
 void fu_bpf_rules_free(fu_bpf_rules *d);
 
-/* The slots of one module: page_count + row_count of them (FU_ERR_INVALID if the table is empty). */
+/* The slots of one module: index_slots + row_count of them (0 if the table is empty). */
 uint32_t fu_bpf_module_slot_count(const fu_compact_table *t);
+/* The row in force at module-relative `offset` (< end_svma - base_svma) of a module laid out in
+ * `slots` (its first_slot at slots[0]): the lookup unwind.bpf.c makes, for the fuzz driver to
+ * compare with fu_compact_find. */
+uint32_t fu_bpf_find_row(const fu_bpf_slot *slots, const fu_bpf_module *module, uint32_t offset);
 /* Fills out[0 .. fu_bpf_module_slot_count) and *module (first_slot, generation left to the caller),
  * adding the table's rules to `d`. */
 fu_status fu_bpf_layout_module(const fu_compact_table *t, fu_bpf_rules *d, fu_bpf_slot *out, fu_bpf_module *module,

@@ -27,10 +27,10 @@ const char *fu_live_outcome_name(int outcome)
     return outcome >= 0 && outcome < FU_LIVE_OUTCOME_COUNT ? names[outcome] : "?";
 }
 
-/* The end of the stack copy for a thread whose rsp is `sp` (live.h fu_live_stacks). */
-static uint64_t stack_end(const fu_live_stacks *stacks, uint64_t sp)
+/* The writable mapping, a [start, end) pair of `stacks` (live.h fu_live_stacks), rsp `sp` is in;
+ * NULL if none is (a mapping made after the caller read the maps). */
+static const uint64_t *stack_mapping(const fu_live_stacks *stacks, uint64_t sp)
 {
-    uint64_t limit = sp + (stacks->max_stack < UINT64_MAX - sp ? stacks->max_stack : UINT64_MAX - sp);
     size_t low = 0, high = stacks->count; /* binary search: the last range starting at or below sp */
     while (low < high) {
         size_t mid = low + (high - low) / 2;
@@ -39,9 +39,22 @@ static uint64_t stack_end(const fu_live_stacks *stacks, uint64_t sp)
         else
             high = mid;
     }
-    if (low > 0 && sp < stacks->ranges[2 * (low - 1) + 1] && stacks->ranges[2 * (low - 1) + 1] < limit)
-        return stacks->ranges[2 * (low - 1) + 1];
-    return limit;
+    return low > 0 && sp < stacks->ranges[2 * (low - 1) + 1] ? &stacks->ranges[2 * (low - 1)] : NULL;
+}
+
+/* The end of the stack copy for a thread whose rsp is `sp`, in `mapping` (or NULL). */
+static uint64_t stack_end(const fu_live_stacks *stacks, const uint64_t *mapping, uint64_t sp)
+{
+    uint64_t limit = sp + (stacks->max_stack < UINT64_MAX - sp ? stacks->max_stack : UINT64_MAX - sp);
+    return mapping != NULL && mapping[1] < limit ? mapping[1] : limit;
+}
+
+/* The start of the copy: the red zone below rsp, as much of it as its mapping holds. */
+static uint64_t stack_start(const uint64_t *mapping, uint64_t sp)
+{
+    if (mapping == NULL)
+        return sp;
+    return sp - mapping[0] < FU_LIVE_RED_ZONE ? mapping[0] : sp - FU_LIVE_RED_ZONE;
 }
 
 /* Wait for `tid`'s stop after PTRACE_INTERRUPT, polling (no blocking wait that could hang) up to
@@ -104,7 +117,7 @@ bool fu_live_capture_thread(int pid, int tid, int mem_fd, const fu_live_stacks *
     *out = (fu_live_thread){.tid = tid, .outcome = FU_LIVE_FAILED, .stack_offset = stacks_out->len};
     size_t max_stack = stacks->max_stack < FU_LIVE_MAX_STACK ? stacks->max_stack : FU_LIVE_MAX_STACK;
     /* room for the largest copy before the thread stops: no allocation while it is stopped */
-    if (!fu_buffer_reserve(stacks_out, max_stack)) {
+    if (!fu_buffer_reserve(stacks_out, max_stack + FU_LIVE_RED_ZONE)) {
         out->error = ENOMEM;
         return false;
     }
@@ -137,10 +150,11 @@ bool fu_live_capture_thread(int pid, int tid, int mem_fd, const fu_live_stacks *
         fu_regs_from_user_regs(&user, &out->regs);
         uint64_t sp = out->regs.value[FU_REG_RSP];
         fu_live_stacks bounded = {stacks->ranges, stacks->count, max_stack};
-        uint64_t end = stack_end(&bounded, sp);
-        size_t got = fu_read_pid_range(pid, mem_fd, sp, stacks_out->data + stacks_out->len, (size_t)(end - sp));
+        const uint64_t *mapping = stack_mapping(&bounded, sp);
+        uint64_t start = stack_start(mapping, sp), end = stack_end(&bounded, mapping, sp);
+        size_t got = fu_read_pid_range(pid, mem_fd, start, stacks_out->data + stacks_out->len, (size_t)(end - start));
         stacks_out->len += got;
-        out->stack_address = sp;
+        out->stack_address = start;
         out->stack_size = got;
         out->outcome = FU_LIVE_CAPTURED;
     }

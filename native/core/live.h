@@ -5,7 +5,7 @@
  * interrupted (PTRACE_INTERRUPT: this thread only, not the whole group as SIGSTOP would); once it
  * reports the stop, its registers are read (PTRACE_GETREGSET, NT_PRSTATUS), its stack copied from
  * rsp to the end of the mapping rsp is in (the used part of the stack: it grows down), at most
- * `max_stack` bytes, and it is released (PTRACE_DETACH, with the signal it was stopped for if a
+ * `max_stack` bytes, with the red zone below rsp (FU_LIVE_RED_ZONE), and it is released (PTRACE_DETACH, with the signal it was stopped for if a
  * signal beat the interrupt). The walk runs afterwards, on the copy, with no thread stopped.
  *
  * Every thread that was seized is detached before fu_live_capture_thread returns, whatever failed,
@@ -33,8 +33,13 @@
 /* How long a thread that could not be detached (not stopped: exiting, or slow to take the
  * interrupt) is waited for, to be detached or its exit collected. */
 #define FU_LIVE_RELEASE_TIMEOUT_MS 10000
-/* How much of a stack a capture copies at most: the default stack limit (ulimit -s, 8 MiB). */
+/* How much of a stack a capture copies at most above rsp: the default stack limit (ulimit -s, 8 MiB). */
 #define FU_LIVE_MAX_STACK (8u * 1024u * 1024u)
+/* The red zone below rsp, copied too (System V AMD64 ABI 3.2.2: 128 bytes that signal and
+ * interrupt handling leave alone). A caller's saved registers may be read there: clang's
+ * epilogues emit no .cfi_restore after their pops, so until the return the CFI still names the
+ * popped slots, now below rsp (seen in libLLVM-14's, tests/golden/test_against_libunwind.py). */
+#define FU_LIVE_RED_ZONE 128u
 /* How a thread's stop is awaited: polled with sched_yield for its first FU_LIVE_SPIN_NS (a
  * sleeping or running thread reports its stop within ~10-50 µs, and a nanosleep, however short,
  * lasts the timer slack, 50 µs by default: polling with nanosleep from 2 µs up made the 64-thread
@@ -61,15 +66,16 @@ typedef struct fu_live_thread {
     fu_live_outcome outcome;
     int error;               /* errno of the call that failed, else 0 */
     fu_regs regs;            /* CAPTURED: every walker register valid */
-    uint64_t stack_address;  /* the copy is of [stack_address, +stack_size): from rsp up */
+    uint64_t stack_address;  /* the copy is of [stack_address, +stack_size): from the red zone below rsp up */
     size_t stack_offset;     /* where the copy starts in the capture's buffer */
     size_t stack_size;
     uint64_t stopped_ns;     /* from PTRACE_INTERRUPT to PTRACE_DETACH */
 } fu_live_thread;
 
-/* Where a thread's stack ends: `stacks` holds `count` sorted, non-overlapping [start, end) pairs
- * (the process's writable mappings); the copy ends at the end of the one rsp is in, else (a
- * mapping made after the caller read the maps) at rsp + max_stack, and at most there. */
+/* Where a thread's stack copy lies: `stacks` holds `count` sorted, non-overlapping [start, end)
+ * pairs (the process's writable mappings); the copy ends at the end of the one rsp is in, else (a
+ * mapping made after the caller read the maps) at rsp + max_stack, and at most there; it starts
+ * FU_LIVE_RED_ZONE below rsp, or at the start of that mapping if nearer, or at rsp in none. */
 typedef struct fu_live_stacks {
     const uint64_t *ranges; /* start0, end0, start1, end1, ... */
     size_t count;

@@ -492,8 +492,7 @@ static fu_text event_name(const fu_unwound *u, const fu_perf_sample *sample)
     return name ? (fu_text){name, strlen(name)} : (fu_text){"", 0};
 }
 
-/* Hand the buffer to the sink when it holds a chunk (or at the end: force). */
-static bool flush(fu_buffer *out, fu_sink_fn sink, void *context, bool force)
+bool fu_sink_flush(fu_buffer *out, fu_sink_fn sink, void *context, bool force)
 {
     if (!out->len || (!force && out->len < FU_UNWOUND_CHUNK))
         return true;
@@ -559,7 +558,7 @@ fu_status fu_unwound_render(fu_unwound *u, fu_sink_fn sink, void *context, fu_er
         }
         if (ip_only) {
             nomem = !render_ip_line(u, s, &out);
-            sunk = nomem || flush(&out, sink, context, false);
+            sunk = nomem || fu_sink_flush(&out, sink, context, false);
             continue;
         }
         fu_put(&out, ": \n", 3);
@@ -574,11 +573,11 @@ fu_status fu_unwound_render(fu_unwound *u, fu_sink_fn sink, void *context, fu_er
             nomem = true;
         if (!nomem) {
             fu_put(&out, "\n", 1);
-            sunk = flush(&out, sink, context, false);
+            sunk = fu_sink_flush(&out, sink, context, false);
         }
     }
     if (!nomem && sunk)
-        sunk = flush(&out, sink, context, true);
+        sunk = fu_sink_flush(&out, sink, context, true);
     free(out.data);
     if (nomem)
         return fu_fail(err, FU_ERR_NOMEM, "out of memory rendering %zu samples", u->sample_count);
@@ -678,11 +677,11 @@ fu_status fu_unwound_folded(const fu_unwound *u, bool by_count, fu_sink_fn sink,
             fu_put(&out, " ", 1);
             fu_put_udec(&out, rec->count, 0, ' ');
             fu_put(&out, "\n", 1);
-            sunk = flush(&out, sink, context, false);
+            sunk = fu_sink_flush(&out, sink, context, false);
         }
     }
     if (ok && sunk)
-        sunk = flush(&out, sink, context, true);
+        sunk = fu_sink_flush(&out, sink, context, true);
     free(pool.data);
     free(line.data);
     free(stacks.data);

@@ -145,6 +145,9 @@ void fu_unwound_set_kernel_symbols(fu_unwound *u, const fu_symbol_table *table);
 
 /* Where the outputs go: false stops the output (the sink's error is its own). */
 typedef bool (*fu_sink_fn)(void *context, const uint8_t *data, size_t len);
+/* Hands `out` to the sink when it holds FU_UNWOUND_CHUNK bytes (or any, with force: at the end),
+ * emptying it; the sink's answer. */
+bool fu_sink_flush(fu_buffer *out, fu_sink_fn sink, void *context, bool force);
 
 /* perf script's text of every sample, in chunks of about FU_UNWOUND_CHUNK. FU_ERR_NOMEM, or
  * FU_ERR_INVALID when the sink failed. */

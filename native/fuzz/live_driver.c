@@ -123,6 +123,9 @@ int main(int argc, char **argv)
             if (round % 3 == 1) { /* a range around nothing / one far away */
                 ranges[0] = 4096, ranges[1] = 8192, ranges[2] = UINT64_MAX - 8192, ranges[3] = UINT64_MAX;
                 bounds.count = 2;
+            } else if (round % 3 == 2) { /* one range holding every rsp: the red zone below it copied too */
+                ranges[0] = 0, ranges[1] = UINT64_MAX;
+                bounds.count = 1;
             } else {
                 bounds.count = 0;
             }
@@ -132,8 +135,9 @@ int main(int argc, char **argv)
                 fail(fu_live_outcome_name(t.outcome), tids[i]);
             if (t.regs.valid != (1u << FU_WALK_REGISTERS) - 1)
                 fail("registers missing", tids[i]);
-            if (t.stack_address != t.regs.value[FU_REG_RSP] || t.stack_size > bounds.max_stack ||
-                t.stack_offset + t.stack_size > stacks.len)
+            uint64_t sp = t.regs.value[FU_REG_RSP];
+            if (t.stack_address > sp || sp - t.stack_address > FU_LIVE_RED_ZONE ||
+                t.stack_size > bounds.max_stack + (sp - t.stack_address) || t.stack_offset + t.stack_size > stacks.len)
                 fail("stack copy outside its bounds", tids[i]);
             char state = task_state(pid, tids[i]);
             if (state == 't' || state == 'T')

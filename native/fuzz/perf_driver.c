@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf_log.h"
 #include "perf_data.h"
 #include "perf_replay.h"
 #include "perf_script.h"
@@ -602,6 +603,60 @@ static const char *filter_problem(fu_perf_data *pd)
     return listed == kept ? NULL : "filter: the events do not list every kept sample";
 }
 
+/* The input cut into BPF ring-buffer records (bpf_log.c): each record's size is the next byte
+ * times 8; a record kept must come back as a stack with at most FU_BPF_MAX_FRAMES frames, and the
+ * log's perf text and profile take every sample. */
+static const char *bpf_log_problem(const uint8_t *data, size_t size)
+{
+    fu_bpf_log log = {0};
+    fu_error err = {0};
+    const char *problem = NULL;
+    for (size_t at = 0; !problem && at < size;) {
+        size_t len = (size_t)data[at++] * 8;
+        if (len > size - at)
+            len = size - at;
+        uint8_t *record = malloc(len ? len : 1); /* sized exactly: ASAN sees a read past it */
+        if (!record)
+            break;
+        memcpy(record, data + at, len);
+        fu_status st = fu_bpf_log_add(&log, record, len, &err);
+        free(record);
+        at += len;
+        if (st == FU_OK && fu_bpf_log_stack(&log, fu_bpf_log_stack_count(&log) - 1)->user_count > FU_BPF_MAX_FRAMES)
+            problem = "bpf log: a stack kept with too many frames";
+        else if (st != FU_OK && st != FU_ERR_INVALID && st != FU_ERR_NOMEM)
+            problem = "bpf log: an unexpected status";
+    }
+    uint32_t stacks = fu_bpf_log_stack_count(&log);
+    fu_text *blocks = calloc(stacks + 1, sizeof *blocks);
+    fu_bpf_named_stack *named = calloc(stacks + 1, sizeof *named);
+    size_t bytes = 0;
+    fu_text frame = {"f", 1};
+    for (uint32_t i = 0; blocks && named && i < stacks; i++) {
+        blocks[i] = (fu_text){"\t1 f+0x0 (x)\n", sizeof "\t1 f+0x0 (x)\n" - 1};
+        named[i] = (fu_bpf_named_stack){.frames = &frame, .frame_count = 1, .outcome = {"", 0}};
+    }
+    fu_profile profile;
+    fu_profile_init(&profile);
+    if (!problem && blocks && named) {
+        if (fu_bpf_log_perf_script(&log, blocks, stacks, (fu_text){"cpu-clock", 9}, count_chunk, &bytes, &err) != FU_OK &&
+            err.status != FU_ERR_NOMEM)
+            problem = "bpf log: perf text failed";
+        else if (stacks && fu_bpf_log_perf_script(&log, blocks, stacks - 1, (fu_text){"", 0}, count_chunk, &bytes, &err) ==
+                     FU_OK && fu_bpf_log_sample_count(&log) && fu_bpf_log_samples(&log)[0].stack == stacks - 1)
+            problem = "bpf log: a sample without its stack's lines was rendered";
+        else if (fu_bpf_log_profile(&log, named, stacks, 1.0, &profile, &err) != FU_OK && err.status != FU_ERR_NOMEM)
+            problem = "bpf log: the profile refused its samples";
+        else if (profile.samples != fu_bpf_log_sample_count(&log) && err.status != FU_ERR_NOMEM)
+            problem = "bpf log: the profile lost samples";
+    }
+    fu_profile_free(&profile);
+    free(blocks);
+    free(named);
+    fu_bpf_log_free(&log);
+    return problem;
+}
+
 static int run_one(const uint8_t *data, size_t size, unsigned timeout, fu_status *status_out)
 {
     /* A private copy sized exactly, so ASAN catches a read one past the end. */
@@ -646,6 +701,11 @@ static int run_one(const uint8_t *data, size_t size, unsigned timeout, fu_status
     }
     fu_perf_data_free(&pd);
     free(copy);
+    const char *bpf_problem = bad ? NULL : bpf_log_problem(data, size);
+    if (bpf_problem) {
+        fprintf(stderr, "%s: invariant violated: %s\n", current_input, bpf_problem);
+        bad = 1;
+    }
     if (!bad)
         bad = run_stream(data, size, timeout, status == FU_OK ? &pd_samples_seen : NULL);
     if (status_out)

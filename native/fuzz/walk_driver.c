@@ -185,16 +185,26 @@ static void check_bpf_layout(const template_module *t)
     fu_error err = {0};
     if (!slots || fu_bpf_layout_module(&t->compact, &rules, slots, &module, &err) != FU_OK)
         die("%s: BPF layout: %s", t->name, err.message);
-    uint32_t pages = module.page_count;
+    uint32_t index_slots = module.index_slots;
     for (uint32_t i = 0; i < t->compact.row_count; i++) {
         uint32_t rule = t->compact.rule_index16 ? t->compact.rule_index16[i] : t->compact.rule_index32[i];
-        if (slots[pages + i].start != t->compact.row_start[i] || slots[pages + i].rule >= rules.count ||
-            memcmp(&rules.rules[slots[pages + i].rule], &t->compact.rules[rule], sizeof(fu_bpf_rule)) != 0)
+        if (slots[index_slots + i].start != t->compact.row_start[i] || slots[index_slots + i].rule >= rules.count ||
+            memcmp(&rules.rules[slots[index_slots + i].rule], &t->compact.rules[rule], sizeof(fu_bpf_rule)) != 0)
             die("%s: BPF layout: row %u differs from the compact table", t->name, i);
     }
-    for (uint32_t p = 0; p < pages; p++)
-        if (slots[p].start != t->compact.page_first_row[p])
-            die("%s: BPF layout: page %u differs from the compact table", t->name, p);
+    /* the block index finds the row fu_compact_find finds, at each row's first and last byte */
+    uint32_t size = (uint32_t)(t->compact.end_svma - t->compact.base_svma);
+    for (uint32_t i = 0; i < t->compact.row_count; i++) {
+        uint32_t end = i + 1 < t->compact.row_count ? t->compact.row_start[i + 1] : size;
+        uint32_t probes[2] = {t->compact.row_start[i], end - 1};
+        for (int k = 0; k < 2; k++) {
+            uint32_t expected;
+            if (probes[k] >= size || !fu_compact_find(&t->compact, t->compact.base_svma + probes[k], &expected))
+                continue;
+            if (fu_bpf_find_row(slots, &module, probes[k]) != expected)
+                die("%s: BPF layout: offset 0x%x finds another row than the compact table's", t->name, probes[k]);
+        }
+    }
     static uint32_t evicted[FU_BPF_MAX_MODULES + 1];
     fu_bpf_ring ring = {.capacity = count + count / 2};
     for (int round = 0; round < 4; round++) {

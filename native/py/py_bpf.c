@@ -8,7 +8,16 @@
  *   set_process(pid, mappings)            [(start, end, bias, module id, generation)], sorted
  *   forget_process(pid)
  *   take_missing() -> [pid]               processes sampled before their mappings were set
- *   drain() -> [(pid, space pid, outcome, samples, user addresses, kernel addresses)], emptying the map
+ *   drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted)]: the samples sent since
+ *                                         into the log; the stacks seen for the first time, in id order
+ *   stack_samples() -> tuple              samples by stack id
+ *   logged, unlogged                      samples in the log, and past its bound (counted by stack only)
+ *   perf_script(write, blocks, event)     perf script's text of the logged samples, blocks[stack id]
+ *                                         their stack's frame lines (bytes), in bytes chunks
+ *   add_to_profile(profile, stacks, interval_ms)  each logged sample into a Profile, stacks[stack id]
+ *                                         = (frames root first, outcome or "")
+ *   samples() -> [(time, tid, cpu, comm, stack id)]  the log
+ *   detach()                              releases the program, maps and events; the log stays
  *   counters() -> tuple                   summed over the CPUs: BPF_COUNTERS' values, then samples by
  *                                         outcome (BPF_OUTCOMES)
  *   run_time() -> (ns, runs)              the program's (kernel.bpf_stats_enabled)
@@ -21,6 +30,7 @@
 typedef struct BpfSessionObject {
     py_core_object base; /* payload: the session */
     fu_bpf_session *session;
+    bool detached; /* the kernel objects released: only the log is left */
 } BpfSessionObject;
 
 static fu_bpf_session *session_of(BpfSessionObject *self)
@@ -28,6 +38,17 @@ static fu_bpf_session *session_of(BpfSessionObject *self)
     if (!self->session)
         PyErr_SetString(PyExc_ValueError, "the BPF session is closed");
     return self->session;
+}
+
+/* A session still holding its kernel objects (not detached). */
+static fu_bpf_session *attached_session(BpfSessionObject *self)
+{
+    fu_bpf_session *s = session_of(self);
+    if (s && self->detached) {
+        PyErr_SetString(PyExc_ValueError, "the BPF session is detached");
+        return NULL;
+    }
+    return s;
 }
 
 static int session_init(BpfSessionObject *self, PyObject *args, PyObject *kwargs)
@@ -40,6 +61,7 @@ static int session_init(BpfSessionObject *self, PyObject *args, PyObject *kwargs
     fu_bpf_session_close(self->session);
     self->session = NULL;
     self->base.payload = NULL;
+    self->detached = false;
     fu_error err = {0};
     fu_status st;
     Py_BEGIN_ALLOW_THREADS
@@ -68,7 +90,7 @@ static PyObject *done(fu_status st, const fu_error *err)
 
 static PyObject *session_scope(BpfSessionObject *self, PyObject *arg)
 {
-    fu_bpf_session *s = session_of(self);
+    fu_bpf_session *s = attached_session(self);
     unsigned long pid = s ? PyLong_AsUnsignedLong(arg) : 0;
     if (!s || PyErr_Occurred())
         return NULL;
@@ -78,7 +100,7 @@ static PyObject *session_scope(BpfSessionObject *self, PyObject *arg)
 
 static PyObject *session_attach(BpfSessionObject *self, PyObject *arg)
 {
-    fu_bpf_session *s = session_of(self);
+    fu_bpf_session *s = attached_session(self);
     unsigned long long frequency = s ? PyLong_AsUnsignedLongLong(arg) : 0;
     if (!s || PyErr_Occurred())
         return NULL;
@@ -88,7 +110,7 @@ static PyObject *session_attach(BpfSessionObject *self, PyObject *arg)
 
 static PyObject *session_load_module(BpfSessionObject *self, PyObject *table)
 {
-    fu_bpf_session *s = session_of(self);
+    fu_bpf_session *s = attached_session(self);
     PyObject *module = PyType_GetModule(Py_TYPE(self));
     const fu_compact_table *t = s && module ? py_core_payload(module, PY_COMPACT_TABLE, table) : NULL;
     if (!t)
@@ -104,7 +126,7 @@ static PyObject *session_load_module(BpfSessionObject *self, PyObject *table)
 
 static PyObject *session_module_loaded(BpfSessionObject *self, PyObject *args)
 {
-    fu_bpf_session *s = session_of(self);
+    fu_bpf_session *s = attached_session(self);
     unsigned int id, generation;
     if (!s || !PyArg_ParseTuple(args, "II", &id, &generation))
         return NULL;
@@ -113,7 +135,7 @@ static PyObject *session_module_loaded(BpfSessionObject *self, PyObject *args)
 
 static PyObject *session_set_process(BpfSessionObject *self, PyObject *args)
 {
-    fu_bpf_session *s = session_of(self);
+    fu_bpf_session *s = attached_session(self);
     unsigned int pid;
     PyObject *list;
     if (!s || !PyArg_ParseTuple(args, "IO!", &pid, &PyList_Type, &list))
@@ -136,7 +158,7 @@ static PyObject *session_set_process(BpfSessionObject *self, PyObject *args)
 
 static PyObject *session_forget_process(BpfSessionObject *self, PyObject *arg)
 {
-    fu_bpf_session *s = session_of(self);
+    fu_bpf_session *s = attached_session(self);
     unsigned long pid = s ? PyLong_AsUnsignedLong(arg) : 0;
     if (!s || PyErr_Occurred())
         return NULL;
@@ -146,7 +168,7 @@ static PyObject *session_forget_process(BpfSessionObject *self, PyObject *arg)
 
 static PyObject *session_take_missing(BpfSessionObject *self, PyObject *unused)
 {
-    fu_bpf_session *s = session_of(self);
+    fu_bpf_session *s = attached_session(self);
     if (!s)
         return NULL;
     uint32_t pids[FU_BPF_MAX_PROCESSES];
@@ -177,13 +199,12 @@ static PyObject *addresses(const uint64_t *values, uint32_t count)
     return tuple;
 }
 
-static bool add_stack(void *context, const fu_bpf_stack *stack, uint64_t samples, const uint64_t *kernel,
-                      uint32_t kernel_count)
+static bool add_stack(void *context, const fu_bpf_stack *stack, const uint64_t *kernel, uint32_t kernel_count)
 {
     uint32_t user_count = stack->user_count < FU_BPF_MAX_FRAMES ? stack->user_count : FU_BPF_MAX_FRAMES;
     PyObject *user = addresses(stack->user, user_count), *kernel_tuple = user ? addresses(kernel, kernel_count) : NULL;
-    PyObject *item = kernel_tuple ? Py_BuildValue("(IIBKNN)", stack->pid, stack->space_pid, stack->outcome, samples, user,
-                                                  kernel_tuple)
+    PyObject *item = kernel_tuple ? Py_BuildValue("(IIBNNK)", stack->pid, stack->space_pid, stack->outcome, user,
+                                                  kernel_tuple, stack->interrupted)
                                   : NULL;
     if (!item) {
         Py_XDECREF(user);
@@ -211,7 +232,7 @@ static PyObject *session_drain(BpfSessionObject *self, PyObject *unused)
 
 static PyObject *session_counters(BpfSessionObject *self, PyObject *unused)
 {
-    fu_bpf_session *s = session_of(self);
+    fu_bpf_session *s = attached_session(self);
     if (!s)
         return NULL;
     uint64_t values[FU_BPF_COUNTER_COUNT];
@@ -223,7 +244,7 @@ static PyObject *session_counters(BpfSessionObject *self, PyObject *unused)
 
 static PyObject *session_run_time(BpfSessionObject *self, PyObject *unused)
 {
-    fu_bpf_session *s = session_of(self);
+    fu_bpf_session *s = attached_session(self);
     if (!s)
         return NULL;
     uint64_t ns = 0, runs = 0;
@@ -231,6 +252,181 @@ static PyObject *session_run_time(BpfSessionObject *self, PyObject *unused)
     if (fu_bpf_session_run_time(s, &ns, &runs, &err) != FU_OK)
         return py_core_raise(&err);
     return Py_BuildValue("(KK)", ns, runs);
+}
+
+static PyObject *session_stack_samples(BpfSessionObject *self, PyObject *unused)
+{
+    fu_bpf_session *s = session_of(self);
+    if (!s)
+        return NULL;
+    const fu_bpf_log *log = fu_bpf_session_log(s);
+    uint32_t n = fu_bpf_log_stack_count(log);
+    PyObject *tuple = PyTuple_New(n);
+    for (uint32_t i = 0; tuple && i < n; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(fu_bpf_log_stack_samples(log, i));
+        if (!v) {
+            Py_CLEAR(tuple);
+            break;
+        }
+        PyTuple_SET_ITEM(tuple, i, v);
+    }
+    return tuple;
+}
+
+/* One fu_text per stack id from a sequence of bytes (blocks) or of str; NULL with an exception. The
+ * texts point into the sequence's items: keep `*held` (a new reference) while they are used. */
+static fu_text *texts_of(PyObject *items, uint32_t expected, const char *what, PyObject **held)
+{
+    PyObject *seq = PySequence_Fast(items, what);
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if ((uint64_t)n != expected) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "%s: %zd items for %u stacks", what, n, expected);
+        return NULL;
+    }
+    fu_text *texts = PyMem_Calloc((size_t)n + 1, sizeof *texts);
+    for (Py_ssize_t i = 0; texts && i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        Py_ssize_t len;
+        const char *data = PyBytes_Check(item) ? PyBytes_AS_STRING(item) : PyUnicode_AsUTF8AndSize(item, &len);
+        if (PyBytes_Check(item))
+            len = PyBytes_GET_SIZE(item);
+        if (!data) {
+            PyMem_Free(texts);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        texts[i] = (fu_text){data, (size_t)len};
+    }
+    if (!texts) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *held = seq;
+    return texts;
+}
+
+static PyObject *session_perf_script(BpfSessionObject *self, PyObject *args)
+{
+    PyObject *write, *blocks_arg, *held = NULL;
+    const char *event;
+    Py_ssize_t event_len;
+    fu_bpf_session *s = session_of(self);
+    if (!s || !PyArg_ParseTuple(args, "OOs#", &write, &blocks_arg, &event, &event_len))
+        return NULL;
+    const fu_bpf_log *log = fu_bpf_session_log(s);
+    uint32_t stacks = fu_bpf_log_stack_count(log);
+    fu_text *blocks = texts_of(blocks_arg, stacks, "blocks must be a sequence of bytes, one per stack", &held);
+    if (!blocks)
+        return NULL;
+    fu_error err = {0};
+    fu_status st = fu_bpf_log_perf_script(log, blocks, stacks, (fu_text){event, (size_t)event_len},
+                                          py_core_write_chunk, write, &err);
+    PyMem_Free(blocks);
+    Py_DECREF(held);
+    if (st != FU_OK)
+        return PyErr_Occurred() ? NULL : py_core_raise(&err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *session_add_to_profile(BpfSessionObject *self, PyObject *args)
+{
+    PyObject *profile_arg, *stacks_arg;
+    double interval_ms;
+    fu_bpf_session *s = session_of(self);
+    PyObject *module = PyType_GetModule(Py_TYPE(self));
+    if (!s || !module || !PyArg_ParseTuple(args, "OOd", &profile_arg, &stacks_arg, &interval_ms))
+        return NULL;
+    fu_profile *profile = py_core_payload(module, PY_PROFILE, profile_arg);
+    PyObject *seq = profile ? PySequence_Fast(stacks_arg, "stacks must be a sequence of (frames, outcome)") : NULL;
+    if (!seq)
+        return NULL;
+    const fu_bpf_log *log = fu_bpf_session_log(s);
+    uint32_t count = fu_bpf_log_stack_count(log);
+    if ((uint64_t)PySequence_Fast_GET_SIZE(seq) != count) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "%zd named stacks for %u stacks", PySequence_Fast_GET_SIZE(seq), count);
+    }
+    fu_bpf_named_stack *named = PyMem_Calloc((size_t)count + 1, sizeof *named);
+    PyObject **held = PyMem_Calloc((size_t)count + 1, sizeof *held);
+    bool ok = named && held;
+    if (!ok)
+        PyErr_NoMemory();
+    for (uint32_t i = 0; ok && i < count; i++) {
+        PyObject *frames, *outcome;
+        Py_ssize_t outcome_len;
+        ok = PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OU", &frames, &outcome);
+        const char *outcome_text = ok ? PyUnicode_AsUTF8AndSize(outcome, &outcome_len) : NULL;
+        ok = outcome_text != NULL;
+        if (ok) {
+            Py_ssize_t n = PySequence_Size(frames);
+            fu_text *texts = n >= 0 ? texts_of(frames, (uint32_t)n, "frames must be a sequence of str", &held[i]) : NULL;
+            ok = texts != NULL;
+            if (ok)
+                named[i] = (fu_bpf_named_stack){texts, (size_t)n, {outcome_text, (size_t)outcome_len}};
+        }
+    }
+    fu_error err = {0};
+    fu_status st = ok ? fu_bpf_log_profile(log, named, count, interval_ms, profile, &err) : FU_OK;
+    for (uint32_t i = 0; named && held && i < count; i++) {
+        PyMem_Free((void *)named[i].frames);
+        Py_XDECREF(held[i]);
+    }
+    PyMem_Free(named);
+    PyMem_Free(held);
+    Py_DECREF(seq);
+    if (!ok)
+        return NULL;
+    return st == FU_OK ? Py_NewRef(Py_None) : py_core_raise(&err);
+}
+
+static PyObject *session_samples(BpfSessionObject *self, PyObject *unused)
+{
+    fu_bpf_session *s = session_of(self);
+    if (!s)
+        return NULL;
+    const fu_bpf_log *log = fu_bpf_session_log(s);
+    size_t n = fu_bpf_log_sample_count(log);
+    const fu_bpf_logged *samples = fu_bpf_log_samples(log);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        fu_text comm = fu_bpf_log_comm(log, samples[i].comm);
+        PyObject *item = Py_BuildValue("(KIIs#I)", samples[i].time, samples[i].tid, samples[i].cpu, comm.data,
+                                       (Py_ssize_t)comm.len, samples[i].stack);
+        if (!item) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *session_detach(BpfSessionObject *self, PyObject *unused)
+{
+    fu_bpf_session *s = session_of(self);
+    if (!s)
+        return NULL;
+    self->detached = true;
+    Py_BEGIN_ALLOW_THREADS
+    fu_bpf_session_detach(s);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *session_logged(BpfSessionObject *self, void *closure)
+{
+    fu_bpf_session *s = session_of(self);
+    return s ? PyLong_FromSize_t(fu_bpf_log_sample_count(fu_bpf_session_log(s))) : NULL;
+}
+
+static PyObject *session_unlogged(BpfSessionObject *self, void *closure)
+{
+    fu_bpf_session *s = session_of(self);
+    return s ? PyLong_FromUnsignedLongLong(fu_bpf_session_log(s)->unlogged) : NULL;
 }
 
 static PyObject *session_close(BpfSessionObject *self, PyObject *unused)
@@ -266,7 +462,15 @@ static PyMethodDef session_methods[] = {
     {"forget_process", (PyCFunction)session_forget_process, METH_O, "forget_process(pid)"},
     {"take_missing", (PyCFunction)session_take_missing, METH_NOARGS, "take_missing() -> [pid]"},
     {"drain", (PyCFunction)session_drain, METH_NOARGS,
-     "drain() -> [(pid, space pid, outcome, samples, user addresses, kernel addresses)]"},
+     "drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted)] of the stacks first seen"},
+    {"stack_samples", (PyCFunction)session_stack_samples, METH_NOARGS, "stack_samples() -> samples by stack id"},
+    {"perf_script", (PyCFunction)session_perf_script, METH_VARARGS,
+     "perf_script(write, blocks, event): perf script's text of the logged samples"},
+    {"add_to_profile", (PyCFunction)session_add_to_profile, METH_VARARGS,
+     "add_to_profile(profile, stacks, interval_ms): every logged sample into the Profile"},
+    {"samples", (PyCFunction)session_samples, METH_NOARGS,
+     "samples() -> [(time ns, tid, cpu, command name, stack id)] of the log"},
+    {"detach", (PyCFunction)session_detach, METH_NOARGS, "detach(): release the kernel objects, keep the log"},
     {"counters", (PyCFunction)session_counters, METH_NOARGS, "counters() -> BPF_COUNTERS' values"},
     {"run_time", (PyCFunction)session_run_time, METH_NOARGS, "run_time() -> (ns, runs)"},
     {"close", (PyCFunction)session_close, METH_NOARGS, "close(): detach and free everything"},
@@ -276,6 +480,8 @@ static PyMethodDef session_methods[] = {
 static PyGetSetDef session_getset[] = {
     {"table_bytes", (getter)session_table_bytes, NULL, "bytes of the table maps", NULL},
     {"slots_used", (getter)session_slots_used, NULL, "table slots holding loaded modules", NULL},
+    {"logged", (getter)session_logged, NULL, "samples in the log", NULL},
+    {"unlogged", (getter)session_unlogged, NULL, "samples past the log's bound (counted by stack only)", NULL},
     {NULL},
 };
 
@@ -318,9 +524,12 @@ static const char *counter_name(int counter)
         [FU_BPF_COUNTER_SAMPLES] = "samples",
         [FU_BPF_COUNTER_FRAMES] = "frames",
         [FU_BPF_COUNTER_FP_FRAMES] = "frame_pointer_frames",
-        [FU_BPF_COUNTER_STACKS_DROPPED] = "stacks_dropped",
+        [FU_BPF_COUNTER_SAMPLES_DROPPED] = "samples_dropped",
         [FU_BPF_COUNTER_WALK_NS] = "walk_ns",
         [FU_BPF_COUNTER_WALKED_SAMPLES] = "walked_samples",
+        [FU_BPF_COUNTER_STACK_READS] = "stack_reads",
+        [FU_BPF_COUNTER_ROW_LOOKUPS] = "row_lookups",
+        [FU_BPF_COUNTER_DERIVED_FRAMES] = "derived_frames",
     };
     return names[counter];
 }

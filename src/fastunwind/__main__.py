@@ -8,6 +8,6 @@ import sys
 # recording); cli.main turns it back on before a command runs.
 gc.disable()
 
-from fastunwind.cli import main  # noqa: E402 (after gc.disable, on purpose)
+from fastunwind.cli import exit_now, main  # noqa: E402 (after gc.disable, on purpose)
 
-sys.exit(main())
+exit_now(main())

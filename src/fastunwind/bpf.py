@@ -1,17 +1,19 @@
 """Profiles unwound in the kernel: the BPF unwinder (native/bpf) walks each sample's user stack from
-the compact tables loaded into its maps and counts whole stacks; this module keeps those maps in step
-with the processes sampled and names the frames.
+the compact tables loaded into its maps and sends each sample through a ring buffer; this module keeps
+those maps in step with the processes sampled and names the frames.
 
 A process is loaded (its executable mappings, and the compact table of each module not loaded yet,
 by cache key) when it enters the scope, when the kernel reports it sampled without mappings, and
 again whenever its /proc/PID/maps changes (exec, dlopen), checked every RESCAN_SECONDS; an exited
 process is forgotten. The tables share one map of `slot_capacity` slots: when it is short, the
-oldest modules are evicted (their processes are reloaded at the next rescan).
+oldest modules are evicted (their processes are reloaded at the next rescan). With `synth` other than
+"off" the tables are those with rows derived from the machine code (tables/compact.py), as the
+offline walk's: the kernel walks code without CFI through them and counts the frames it did.
 
-Stacks arrive counted (one entry per distinct stack and outcome), so the Python work here is per
-distinct stack and per distinct address, never per sample. The kernel keeps no time per sample: the
-time a stack's samples are given (BpfProfile.core_profile) is when its count was taken, every
-DRAIN_SECONDS (CLOCK_MONOTONIC, perf's clock), so a timeline is right to within DRAIN_SECONDS.
+Each sample arrives through the program's ring buffer (its time, thread, CPU, thread's command name
+and stack), taken every MISSING_SECONDS into the C session's log, which keeps each distinct stack
+once: the Python work here is per distinct stack and per distinct address, never per sample (perf
+script's text and the profile files are written from the log in C, bpf_log.h).
 """
 
 from __future__ import annotations
@@ -23,16 +25,15 @@ from collections.abc import Callable, Iterable
 from typing import IO, NamedTuple
 
 from fastunwind import _core
-from fastunwind.address_space import ImageCache, Mapping, ModuleImage, parse_proc_maps
+from fastunwind.address_space import VDSO, ImageCache, Mapping, ModuleImage, parse_proc_maps, vdso_image
 from fastunwind._core import SymbolTable
 from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
+from fastunwind.tables import compact
 
 RESCAN_SECONDS = 0.5
 #: how often the kernel's reports of processes without (current) mappings are taken: one syscall
 #: when there is none, and the sooner a process is reloaded the fewer samples miss its tables
 MISSING_SECONDS = 0.02
-#: how often the kernel's counted stacks are taken (the stacks map holds 65536 distinct stacks)
-DRAIN_SECONDS = 0.1
 NO_MODULE = 0xFFFFFFFF
 END = _core.BPF_OUTCOMES.index("end")
 
@@ -43,6 +44,11 @@ class BpfStack(NamedTuple):
     outcome: str
     user: tuple[int, ...]  #: the leaf's IP, then return addresses
     kernel: tuple[int, ...]  #: the leaf first
+    interrupted: int = 0  #: bit i: user[i] (i > 0) is the PC a signal interrupted, not a return address
+
+    def is_return(self, i: int) -> bool:
+        """Whether user[i] is a return address (a caller's frame, looked up at the address - 1)."""
+        return i > 0 and not self.interrupted >> i & 1
 
 
 class _Process:
@@ -56,16 +62,20 @@ class _Process:
 
 
 class BpfProfile:
-    """What a recording counted: its stacks, the kernel's counters and the processes' mappings."""
+    """What a recording took: its samples (the detached session's log), their distinct stacks, the
+    kernel's counters and the processes' mappings."""
 
-    def __init__(self, drains: list[tuple[int, BpfStack, int]], counters: dict[str, int], outcomes: dict[str, int],
-                 processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int, slots_used: int,
-                 rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int) -> None:
-        self.drains = drains  #: (when taken in ns, stack, samples) per stack counted by a drain
+    def __init__(self, session: _core.BpfSession, stacks: list[BpfStack], counters: dict[str, int],
+                 outcomes: dict[str, int], processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int,
+                 slots_used: int, rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int,
+                 synth: str = "off") -> None:
+        self._session = session  #: detached: its log of the samples
+        self._stack_list = stacks  #: by the log's stack id
         self.stacks: Counter[BpfStack] = Counter()
-        for _, stack, samples in drains:
+        for stack, samples in zip(stacks, session.stack_samples()):
             self.stacks[stack] += samples
         self.frequency = frequency
+        self.synth = synth  #: the rows derived from the code the tables held (tables/compact.py SYNTH_MODES)
         self.counters = counters
         self.outcomes = outcomes
         self._processes = processes
@@ -108,23 +118,64 @@ class BpfProfile:
             name = self._names[key] = self._name_user(pid, address - 1 if is_return else address)
         return name
 
-    def _name_user(self, pid: int, address: int) -> str:
+    def _mapping(self, pid: int, address: int) -> Mapping | None:
         process = self._processes.get(pid)
         spaces = [process.mappings, *process.earlier] if process else []
-        mapping = next((m for space in spaces for m in space if m.start <= address < m.end), None)
+        return next((m for space in spaces for m in space if m.start <= address < m.end), None)
+
+    def _symbol(self, mapping: Mapping, address: int) -> tuple[str, int] | None:
+        table = self._symbol_table(mapping.image) if mapping.image else None
+        return table.lookup(address - mapping.bias) if table else None
+
+    def _name_user(self, pid: int, address: int) -> str:
+        mapping = self._mapping(pid, address)
         if mapping is None:
             return "[unknown]"
-        table = self._symbol_table(mapping.image) if mapping.image else None
-        found = table.lookup(address - mapping.bias) if table else None
+        found = self._symbol(mapping, address)
         return found[0] if found else f"[unknown {os.path.basename(mapping.path)}]"
 
-    def kernel_name(self, address: int) -> str:
+    def _user_line(self, pid: int, address: int) -> str:
+        """perf script's line of a user frame at `address` (a caller's return address - 1): its
+        DSO-relative address, symbol+offset, DSO (perf_script.h)."""
+        mapping = self._mapping(pid, address)
+        if mapping is None:
+            return f"\t{address:16x} [unknown] ([unknown])\n"
+        found = self._symbol(mapping, address)
+        symbol = f"{found[0]}+0x{found[1]:x}" if found else "[unknown]"
+        return f"\t{address - mapping.start + mapping.pgoff:16x} {symbol} ({mapping.path})\n"
+
+    def _kernel_line(self, address: int) -> str:
+        found = self._kernel_symbols().lookup(address) if self._kernel_symbols().usable else None
+        symbol = f"{found[0]}+0x{found[1]:x}" if found else "[unknown]"
+        return f"\t{address:16x} {symbol} ([kernel.kallsyms])\n"
+
+    def _kernel_symbols(self) -> SymbolTable:
         if self._kernel is None:
             self._kernel = kernel_symbol_table()
+        return self._kernel
+
+    def perf_block(self, stack: BpfStack) -> str:
+        """The stack's lines in perf script's text, the leaf first: kernel frames, then user frames
+        (callers at their return address - 1, a frame a signal interrupted at its PC)."""
+        user = [self._user_line(stack.space_pid, a - 1 if stack.is_return(i) else a) for i, a in enumerate(stack.user)]
+        return "".join([*(self._kernel_line(a) for a in stack.kernel), *user])
+
+    def sample_log(self) -> list[tuple[int, int, int, str, BpfStack]]:
+        """Every logged sample: (time ns, tid, CPU, the thread's command name, stack)."""
+        return [(t, tid, cpu, comm, self._stack_list[i]) for t, tid, cpu, comm, i in self._session.samples()]
+
+    def write_perf_script(self, out: IO[str]) -> None:
+        """perf script's text (`perf script -F comm,tid,time,event,ip,sym,symoff,dso`), a sample per
+        record as the kernel sent them, with its thread, command name and time."""
+        blocks = [self.perf_block(stack).encode() for stack in self._stack_list]
+        self._session.perf_script(lambda chunk: out.write(chunk.decode("utf-8", "surrogateescape")), blocks,
+                                  "cpu-clock")
+
+    def kernel_name(self, address: int) -> str:
         key = (0, address, False)
         name = self._names.get(key)
         if name is None:
-            found = self._kernel.lookup(address) if self._kernel.usable else None
+            found = self._kernel_symbols().lookup(address) if self._kernel_symbols().usable else None
             name = self._names[key] = found[0] if found else "[unknown [kernel.kallsyms]]"
         return name
 
@@ -135,7 +186,7 @@ class BpfProfile:
 
     def _functions(self, stack: BpfStack) -> list[str]:
         """The stack's function names from the outermost frame to the leaf, kernel frames last."""
-        names = [self.user_name(stack.space_pid, a, i > 0) for i, a in enumerate(stack.user)][::-1]
+        names = [self.user_name(stack.space_pid, a, stack.is_return(i)) for i, a in enumerate(stack.user)][::-1]
         return names + [self.kernel_name(a) for a in reversed(stack.kernel)]
 
     def frames(self, stack: BpfStack) -> list[str]:
@@ -157,12 +208,10 @@ class BpfProfile:
 
     def core_profile(self) -> _core.Profile:
         """The samples as a profile for the writers of native/core/profile.h (speedscope, gecko, the
-        flame graph): a thread per process (the kernel counts stacks by process), each stack's samples
-        at the time its count was taken."""
+        flame graph): each sample in its thread (named as the kernel saw it) at its own time."""
         profile = _core.Profile()
-        for taken_ns, stack, samples in self.drains:
-            profile.add_stack(stack.pid, stack.pid, self.comm(stack.pid, stack.space_pid), self.incomplete(stack),
-                              self._functions(stack), samples, taken_ns, 1000 / self.frequency)
+        self._session.add_to_profile(profile, [(self._functions(s), self.incomplete(s)) for s in self._stack_list],
+                                     1000 / self.frequency)
         return profile
 
     def statistics(self) -> dict[str, object]:
@@ -175,9 +224,14 @@ class BpfProfile:
             "outcomes": self.outcomes,
             "frames": frames,
             "frame_pointer_frames": self.counters.get("frame_pointer_frames", 0),
-            "stacks_dropped": self.counters.get("stacks_dropped", 0),
+            "samples_dropped": self.counters.get("samples_dropped", 0),
+            "samples_unlogged": self._session.unlogged,
             "walked_samples": self.counters.get("walked_samples", 0),
             "walk_ns": self.counters.get("walk_ns", 0),
+            "stack_reads": self.counters.get("stack_reads", 0),
+            "row_lookups": self.counters.get("row_lookups", 0),
+            "synth": self.synth,
+            "derived_frames": self.counters.get("derived_frames", 0),
             "distinct_stacks": len(self.stacks),
             "bpf_run_ns": self.run_ns,
             "bpf_runs": self.runs,
@@ -193,15 +247,18 @@ class BpfRecorder:
     """One recording: the loaded BPF unwinder, the processes and modules in its maps."""
 
     def __init__(self, *, frequency: int, pids: Iterable[int] = (), sample_all: bool = False,
-                 slot_capacity: int = _core.BPF_DEFAULT_SLOTS, images: ImageCache | None = None) -> None:
+                 slot_capacity: int = _core.BPF_DEFAULT_SLOTS, images: ImageCache | None = None,
+                 synth: str = "off") -> None:
         self._session = _core.BpfSession(slot_capacity, sample_all)
         self._frequency = frequency
+        self._synth = synth
         self._images = images or ImageCache()
         self._processes: dict[int, _Process] = {}
         self._gone: dict[int, _Process] = {}
         self._modules: dict[str, tuple[int, int]] = {}  # cache key -> (id, generation)
         self._without_table: set[str] = set()
-        self._drains: list[tuple[int, BpfStack, int]] = []
+        self._stacks: list[BpfStack] = []  #: by the log's stack id
+        self._vdso: ModuleImage | None = None  #: the kernel's vDSO (every process sampled runs on this kernel)
         self._rows_loaded = 0  # table rows loaded into the maps (evicted ones included)
         for pid in pids:
             self.add(pid)
@@ -222,7 +279,8 @@ class BpfRecorder:
         loaded = self._modules.get(key)
         if loaded is not None and self._session.module_loaded(*loaded):
             return loaded
-        table = image.compact
+        # the vDSO's image is a copy in memory, not a file the synthesis could reopen: its CFI alone
+        table = compact.for_image(image, "off" if image is self._vdso else self._synth)
         if table is None or table.row_count == 0:
             self._without_table.add(key)
             return NO_MODULE, 0
@@ -249,7 +307,9 @@ class BpfRecorder:
         if process is not None and process.maps_text == text and all(
                 key == (NO_MODULE, 0) or self._session.module_loaded(*key) for key in process.module_keys):
             return
-        mappings = sorted(parse_proc_maps(text, self._images).mappings, key=lambda m: m.start)
+        if self._vdso is None and VDSO in text:
+            self._vdso = vdso_image(text, f"/proc/{pid}/mem")
+        mappings = sorted(parse_proc_maps(text, self._images, vdso=self._vdso).mappings, key=lambda m: m.start)
         mappings = mappings[:_core.BPF_MAX_MAPPINGS]
         keys = [self._module(m.image) if m.image else (NO_MODULE, 0) for m in mappings]
         # a module loaded late may have evicted one loaded earlier for this same process
@@ -281,9 +341,9 @@ class BpfRecorder:
         return bool(self._processes)
 
     def drain(self) -> None:
-        taken_ns = time.monotonic_ns()
-        for pid, space_pid, outcome, samples, user, kernel in self._session.drain():
-            self._drains.append((taken_ns, BpfStack(pid, space_pid, _core.BPF_OUTCOMES[outcome], user, kernel), samples))
+        """Takes the samples sent since into the session's log; names the stacks seen first."""
+        for pid, space_pid, outcome, user, kernel, interrupted in self._session.drain():
+            self._stacks.append(BpfStack(pid, space_pid, _core.BPF_OUTCOMES[outcome], user, kernel, interrupted))
 
     def run(self, until: Callable[[], bool]) -> BpfProfile:
         """Samples until `until()` is true (checked every MISSING_SECONDS) or Ctrl-C, then detaches
@@ -292,15 +352,12 @@ class BpfRecorder:
             self._session.attach(self._frequency)
             last_scan = time.monotonic()
             try:
-                last_drain = time.monotonic()
                 while not until():
                     time.sleep(MISSING_SECONDS)
                     for pid in self._session.take_missing():
                         self._load(pid)
+                    self.drain()
                     now = time.monotonic()
-                    if now - last_drain >= DRAIN_SECONDS:
-                        self.drain()
-                        last_drain = now
                     if now - last_scan >= RESCAN_SECONDS:
                         self.refresh()
                         last_scan = time.monotonic()
@@ -317,9 +374,11 @@ class BpfRecorder:
         counters = dict(zip(names, values))
         outcomes = {name: n for name, n in zip(_core.BPF_OUTCOMES, values[len(names):]) if n}
         run_ns, runs = self._session.run_time()
-        return BpfProfile(self._drains, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
+        return BpfProfile(self._session, self._stacks, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
                           self._session.table_bytes, self._session.slots_used, self._rows_loaded,
-                          len(self._modules), len(self._without_table), self._frequency)
+                          len(self._modules), len(self._without_table), self._frequency, self._synth)
 
     def close(self) -> None:
-        self._session.close()
+        """Detaches the program and releases its maps and events (the samples' log stays, for the
+        profile)."""
+        self._session.detach()

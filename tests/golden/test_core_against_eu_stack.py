@@ -21,7 +21,7 @@ from fastunwind.stacks import Thread
 from tests.support import cores
 from tests.support.cores import CoreUnavailable
 
-KINDS = ("gcore", "segv", "abort")
+KINDS = ("gcore", *cores.KERNEL_CORE_MODES)
 #: Debian's own programs, gcore'd while they block (sleep in nanosleep, python3 in select)
 REAL_PROGRAMS = {
     "sleep": ["/usr/bin/sleep", "60"],
@@ -47,12 +47,7 @@ def made_cores(program: Path) -> dict[str, Path | str]:
             made["gcore"] = cores.gcore_of(pid, out / "gcore")
     except CoreUnavailable as error:
         made["gcore"] = str(error)
-    for mode in ("segv", "abort"):
-        try:
-            made[mode] = cores.kernel_core(program, mode, out)
-        except CoreUnavailable as error:
-            made[mode] = str(error)
-    return made
+    return made | cores.kernel_cores(program, out)
 
 
 def core_of(made: dict[str, Path | str], kind: str) -> Path:

@@ -20,7 +20,7 @@ import pytest
 
 import fastunwind
 from fastunwind.errors import LiveError
-from tests.support.cores import assert_signal_frames_named_as, eu_stack_frames
+from tests.support.cores import assert_signal_frames_named_as, eu_stack_frames, sigstop, thread_states
 from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.skipif(not (shutil.which("eu-stack") and shutil.which("gdb") and shutil.which("gcc")),
@@ -47,26 +47,6 @@ def start(argv: list[str], ready: str | None = None) -> subprocess.Popen[str]:
 def stop(process: subprocess.Popen[str]) -> None:
     process.kill()
     process.wait()
-
-
-def thread_states(pid: int) -> dict[int, str]:
-    states = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as stat:  # the name in it: any bytes
-                states[int(tid)] = stat.read().rpartition(b")")[2].split()[0].decode()
-        except (FileNotFoundError, ProcessLookupError):  # the thread exited since the listing
-            continue
-    return states
-
-
-def sigstop(pid: int) -> None:
-    """Stop the whole process and wait until every thread is stopped (a signal is asynchronous: a
-    thread still running would show the oracles another PC than ours)."""
-    os.kill(pid, signal.SIGSTOP)
-    deadline = time.monotonic() + 30
-    while set(thread_states(pid).values()) != {"T"} and time.monotonic() < deadline:
-        time.sleep(0.01)
 
 
 @pytest.fixture(scope="module")

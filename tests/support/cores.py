@@ -6,9 +6,11 @@
 * `gcore_of`: gdb's gcore of a running process; `kernel_core`: the kernel's core of a program that
   crashes (SIGSEGV, abort), under RLIMIT_CORE unlimited; where /proc/sys/kernel/core_pattern pipes
   cores to a handler, a plain pattern is set for the run and restored (root only);
+* `sigstop`: a live process stopped whole, so that every tool sees the same state;
 * the oracles: `eu_stack_pcs` (eu-stack -p or --core: each thread's PCs, frame 0 the interrupted one,
-  callers' return addresses) and `gdb_frames` (gdb_frames.py, gdb's Python API on the core: each
-  frame's PC and the registers gdb knows there).
+  callers' return addresses), `gdb_frames` (gdb_frames.py, gdb's Python API on the core: each
+  frame's PC and the registers gdb knows there) and `libunwind_stacks` (libunwind's ptrace and
+  coredump walkers: benchmarks/peers/libunwind_stacks.c, built once into .build/peers).
 
 Every helper raises CoreUnavailable with a reason fit for `pytest.skip` when the machine cannot
 give what it needs.
@@ -20,13 +22,14 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 from pathlib import Path
 
-from tests.support.paths import WORKLOADS_DIR
+from tests.support.paths import REPO_ROOT, WORKLOADS_DIR
 
 BLOCKED_THREADS_SOURCE = WORKLOADS_DIR / "live" / "blocked_threads.c"
 CORE_PATTERN = Path("/proc/sys/kernel/core_pattern")
@@ -36,6 +39,12 @@ TIMEOUT = 60
 SIGNAL_TRAMPOLINE = "__restore_rt"
 #: gdb's Python script printing every thread's frames and registers (shared with the live tests)
 GDB_FRAMES = Path(__file__).parent / "gdb_frames.py"
+#: the peers' harnesses (benchmarks/peers/Makefile) and where the tests build them: once, kept
+#: between sessions (make rebuilds one only when its source changes)
+PEERS_SOURCE = REPO_ROOT / "benchmarks" / "peers"
+PEERS_BUILD = REPO_ROOT / ".build" / "peers"
+#: the ways workloads/live/blocked_threads.c crashes for a kernel core
+KERNEL_CORE_MODES = ("segv", "abort")
 
 
 class CoreUnavailable(Exception):
@@ -141,6 +150,56 @@ def kernel_core(exe: Path, mode: str, out_dir: Path) -> Path:
         raise CoreUnavailable(f"the kernel wrote no core of {exe.name} {mode} (status {status}, pattern "
                               f"{pattern!r}, pid {process.pid}): is RLIMIT_CORE capped or the file system read-only?")
     return cores[-1]
+
+
+def kernel_cores(exe: Path, out_dir: Path) -> dict[str, Path | str]:
+    """The kernel's core of blocked_threads crashing each way of KERNEL_CORE_MODES, by mode, or why
+    it could not be made."""
+    made: dict[str, Path | str] = {}
+    for mode in KERNEL_CORE_MODES:
+        try:
+            made[mode] = kernel_core(exe, mode, out_dir)
+        except CoreUnavailable as error:
+            made[mode] = str(error)
+    return made
+
+
+def thread_states(pid: int) -> dict[int, str]:
+    """Each thread's state letter (/proc/PID/task/TID/stat), by thread id."""
+    states = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as stat:  # the name in it: any bytes
+                states[int(tid)] = stat.read().rpartition(b")")[2].split()[0].decode()
+        except (FileNotFoundError, ProcessLookupError):  # the thread exited since the listing
+            continue
+    return states
+
+
+def sigstop(pid: int) -> None:
+    """Stop the whole process and wait until every thread is stopped (a signal is asynchronous: a
+    thread still running would show the oracles another PC than ours)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 30
+    while set(thread_states(pid).values()) != {"T"} and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def libunwind_stacks(arguments: list[str]) -> dict[int, dict[str, Any]]:
+    """libunwind's walk of every thread by thread id, for `arguments`: `-p PID` (its ptrace walker)
+    or `--core CORE` (its coredump library): {"frames": [{"pc", "unwind_info", "registers"}], "end"}
+    as benchmarks/peers/libunwind_stacks.c prints them."""
+    require("make")
+    if subprocess.run([require("pkg-config"), "--exists", "libunwind-ptrace", "libunwind-coredump"]).returncode != 0:
+        raise CoreUnavailable("libunwind-dev is not installed (make test installs it)")
+    harness = PEERS_BUILD / "libunwind_stacks"
+    PEERS_BUILD.mkdir(parents=True, exist_ok=True)
+    built = subprocess.run(["make", "-s", "-C", str(PEERS_SOURCE), f"OUT={PEERS_BUILD}", str(harness)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, f"the libunwind harness did not build: {built.stderr[-2000:]}"
+    result = subprocess.run([str(harness), *arguments], capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode == 0, f"libunwind_stacks {' '.join(arguments)} failed: {result.stderr[-2000:]}"
+    return {thread["tid"]: thread for thread in json.loads(result.stdout)["threads"]}
 
 
 def eu_stack_frames(arguments: list[str]) -> dict[int, list[tuple[int, str | None]]]:

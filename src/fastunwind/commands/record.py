@@ -39,7 +39,7 @@ def add_parser(subparsers: Any) -> None:
                             "record a program with perf (or in the kernel with --bpf) and write its unwound profile",
                             __doc__, EXAMPLE)
     parser.add_argument("--bpf", action="store_true",
-                        help="unwind in the kernel with the BPF unwinder (root; formats folded, speedscope, gecko and html)")
+                        help="unwind in the kernel with the BPF unwinder (root)")
     parser.add_argument("-F", "--frequency", type=int, metavar="HZ",
                         help=f"samples per second (default: {DEFAULT_FREQUENCY['perf']}, "
                              f"with --bpf {DEFAULT_FREQUENCY['bpf']} per CPU)")
@@ -113,15 +113,10 @@ def run(args: argparse.Namespace) -> int:
 def _record_in_kernel(args: argparse.Namespace) -> int:
     from fastunwind.commands import record_bpf
 
-    for option, given in (("--inline", args.inline), ("--fields", bool(args.fields)), ("--synth", bool(args.synth))):
+    for option, given in (("--inline", args.inline), ("--fields", bool(args.fields))):
         if given:
             print(f"fastunwind: error: {option} is not available with --bpf", file=sys.stderr)
             return 2
-    if args.format not in (None, *record_bpf.FORMATS):
-        print(f"fastunwind: error: --format {args.format}: with --bpf, one of {', '.join(record_bpf.FORMATS)} (the "
-              "kernel counts stacks by process, without the thread, time and event of each sample perf script's text "
-              "needs)", file=sys.stderr)
-        return 2
     args.format = args.format or record_bpf.FORMATS[0]
     if args.frequency is None:
         args.frequency = DEFAULT_FREQUENCY["bpf"]

@@ -2,17 +2,19 @@
 no stack copied to disk.
 
 A BPF program attached to a cpu-clock event on every CPU (-F HZ) walks each sample's user stack from
-the compact tables fastunwind loads into BPF maps (native/bpf), and counts whole stacks with their
-kernel part; the profile is written at the end: folded stacks, or speedscope's file, the Firefox
-profiler's or the HTML flame graph, by perf-script's writers (native/core/profile.h; a thread per
-process, each sample at the time its stack's count was taken, every bpf.DRAIN_SECONDS). perf
-script's text is not available: the kernel counts stacks by process, without the thread, time,
-CPU or event of each sample it needs. What is sampled:
+the compact tables fastunwind loads into BPF maps (native/bpf) and sends each sample (its thread,
+time, CPU and stack with its kernel part) through a ring buffer; the profile is written at the end:
+folded stacks, perf script's text (`--format perf`: a sample per record, with its thread, command
+name and time), or speedscope's file, the Firefox profiler's or the HTML flame graph, by
+perf-script's writers (native/core/profile.h; each sample in its thread at its time). What is
+sampled:
 a command (`-- CMD ...`, with the processes it starts), running processes (`-p PID[,PID]`) or every
 process (`-a`); it stops when they have exited, after --duration seconds, or on Ctrl-C. A stack that
 did not reach the outermost frame starts with its outcome ("[frame_limit]", "[slow_row]",
 "[no_unwind_info]", "[unreadable]", ...); the summary on standard error counts the samples by
-outcome. `--json` writes that summary as JSON instead of the profile.
+outcome. `--json` writes that summary as JSON instead of the profile. `--synth` as perf-script's:
+the tables loaded into the kernel hold rows derived from the machine code where no CFI covers it
+(missing, the default) and, with repair, in place of declared rows proven wrong; off: the CFI alone.
 
 Needs root (or CAP_BPF and CAP_PERFMON), a kernel with CONFIG_BPF_SYSCALL and BTF
 (/sys/kernel/btf/vmlinux): otherwise it fails with the kernel's reason.
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from fastunwind.bpf import BpfProfile
 
 #: the formats of the in-kernel profile
-FORMATS = ("folded", "speedscope", "gecko", "html")
+FORMATS = ("folded", "perf", "speedscope", "gecko", "html")
 
 
 def _summary(stats: dict[str, Any]) -> str:
@@ -40,9 +42,18 @@ def _summary(stats: dict[str, Any]) -> str:
     runs, run_ns = int(stats["bpf_runs"]), int(stats["bpf_run_ns"])
     cost = f"; BPF {run_ns / runs:.0f} ns per sample" if runs else ""
     return (f"fastunwind record: {stats['samples']} samples, {complete} of {user} user stacks complete ({share}); "
-            f"outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer; "
+            f"outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer, "
+            f"{stats['derived_frames']} through derived rows (--synth {stats['synth']}); "
             f"{stats['modules_loaded']} modules loaded ({stats['modules_without_table']} without CFI), "
-            f"{stats['table_slots_used'] * 8 // 1024} KiB of table slots{cost}")
+            f"{stats['table_slots_used'] * 8 // 1024} KiB of table slots{cost}{_lost(stats)}")
+
+
+def _lost(stats: dict[str, Any]) -> str:
+    """What the profile lacks, when it lacks something: samples the ring buffer had no room for,
+    samples past the log's bound (in the folded counts, not in per-sample formats)."""
+    dropped, unlogged = int(stats["samples_dropped"]), int(stats["samples_unlogged"])
+    return ((f"; {dropped} samples dropped (the ring buffer was full)" if dropped else "") +
+            (f"; {unlogged} samples past the log's bound (counted in folded stacks only)" if unlogged else ""))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"fastunwind: error: -p {args.pid}: not a list of process ids", file=sys.stderr)
         return 2
     slots = args.table_mib * 1024 * 1024 // _core.BPF_SLOT_BYTES
-    recorder = BpfRecorder(frequency=args.frequency, sample_all=args.all_cpus, slot_capacity=slots)
+    recorder = BpfRecorder(frequency=args.frequency, sample_all=args.all_cpus, slot_capacity=slots,
+                           synth=args.synth or "missing")
     child = None
     try:
         if command:
@@ -109,6 +121,9 @@ def write_profile(profile: BpfProfile, output_format: str, out: TextIO, name: st
     the flame graph's title)."""
     if output_format == "folded":
         profile.write_folded(out)
+        return
+    if output_format == "perf":
+        profile.write_perf_script(out)
         return
     from fastunwind import _core
     from fastunwind.perf.script import write_flame_graph, write_gecko, write_speedscope
