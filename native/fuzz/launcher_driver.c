@@ -121,6 +121,17 @@ static void read_modules(const char *path, uint64_t *state)
 
 #define CORE_MUTANTS 200
 
+/* A request of `verb` with random output options. */
+static fu_cli_request random_request(fu_cli_verb verb, uint64_t *state)
+{
+    fu_cli_request request;
+    memset(&request, 0, sizeof request);
+    request.verb = verb;
+    request.json = rng_below(state, 2);
+    request.registers = rng_below(state, 2);
+    return request;
+}
+
 static void read_cores(const char *path, uint64_t *state)
 {
     size_t size;
@@ -138,12 +149,8 @@ static void read_cores(const char *path, uint64_t *state)
         char label[128];
         snprintf(label, sizeof label, "core mutant %d", m);
         fuzz_begin_input(copy, len, label);
-        fu_cli_request request;
-        memset(&request, 0, sizeof request);
-        request.verb = FU_CLI_CORE;
+        fu_cli_request request = random_request(FU_CLI_CORE, state);
         request.core_file = mutant;
-        request.json = rng_below(state, 2);
-        request.registers = rng_below(state, 2);
         if (rng_below(state, 4) == 0)
             request.sysroot = "/nonexistent";
         fu_buffer out = {0};
@@ -261,12 +268,8 @@ static void backtrace_child(uint64_t *state)
     }
     usleep(100000);
     for (int round = 0; round < 20; round++) {
-        fu_cli_request request;
-        memset(&request, 0, sizeof request);
-        request.verb = FU_CLI_BACKTRACE;
+        fu_cli_request request = random_request(FU_CLI_BACKTRACE, state);
         request.pid = child;
-        request.json = rng_below(state, 2);
-        request.registers = rng_below(state, 2);
         if (rng_below(state, 2)) {
             request.tids[request.tid_count++] = rng_below(state, 2) ? child : (int)rng_below(state, 1u << 22) + 1;
         }
