@@ -18,8 +18,9 @@ SYSTEM_PACKAGES := binutils gcc g++ make llvm-14 clang-14 elfutils libdw-dev lib
                    lld mold golang-go libiberty-dev libzydis-dev chromium chromium-driver gdb time ffmpeg \
                    libbpf-dev bpftool debuginfod libc6-dbg
 
-NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch] native/bpf/*.[ch])
+NATIVE := $(wildcard native/core/*.[ch] native/core/*.inc native/py/*.[ch] native/bpf/*.[ch] native/cli/*.[ch])
 EXTENSION := src/fastunwind/_core$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+LAUNCHER := src/fastunwind/launcher
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
 .PHONY: FORCE all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
@@ -50,7 +51,11 @@ $(EXTENSION): $(NATIVE) setup.py $(STAMPS)/venv.stamp
 	$(PY) setup.py -q build_ext --inplace --force
 
 setup: $(STAMPS)/venv.stamp
+# The `fastunwind` command is the launcher setup.py builds beside the extension (native/cli): it
+# takes the place of the console script pip writes (which runs the Python CLI, as the launcher
+# does for the command lines it does not serve itself).
 build: $(EXTENSION)
+	@cmp -s $(LAUNCHER) $(VENV)/bin/fastunwind || install -m 755 $(LAUNCHER) $(VENV)/bin/fastunwind
 
 demo: build
 	@echo "== fastunwind table --summary $(DEMO_FILE)"

@@ -5,9 +5,11 @@ FASTUNWIND_DEBUG=1 builds it with -O0 -g.
 """
 import os
 import subprocess
+import sys
 from glob import glob
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 compile_args = ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fvisibility=hidden"]
 # libiberty's symbols stay inside the extension (not exported to other modules)
@@ -46,7 +48,39 @@ def build_bpf_skeleton() -> None:
 
 build_bpf_skeleton()
 
+# The launcher (native/cli): the `fastunwind` command, a C program that serves `backtrace -p` and
+# `core` without starting Python and hands every other command line to the Python CLI, run by the
+# interpreter building it (FASTUNWIND_PYTHON overrides). The core's sources it needs are linked
+# into it statically; `make build` installs it as the venv's `fastunwind` (docs/DESIGN.md).
+LAUNCHER = "launcher"  #: its file name, beside the extension
+LAUNCHER_CORE_SOURCES = ["address_space.c", "cache_paths.c", "cfi_eval.c", "cfi_eh_frame_hdr.c", "cfi_parse.c", "compact_table.c", "coredump.c",
+                         "demangle.c", "dwarf_expr.c", "eh_elf.c", "error.c", "live.c", "lookup.c", "memory.c", "plt.c",
+                         "snapshot.c", "symbol_cache.c", "symbols.c", "walk.c", "x86_64.c"]
+
+
+class BuildWithLauncher(build_ext):
+    def run(self) -> None:
+        super().run()
+        python = os.environ.get("FASTUNWIND_PYTHON", sys.executable)
+        sources = sorted(glob("native/cli/*.c")) + [f"native/core/{name}" for name in LAUNCHER_CORE_SOURCES]
+        objects = self.compiler.compile(
+            sources, output_dir=os.path.join(self.build_temp, "launcher"),
+            include_dirs=["native/cli", "native/core", "src/fastunwind/include"],
+            macros=[("FU_CLI_PYTHON", '"' + python.replace("\\", "\\\\").replace('"', '\\"') + '"')],
+            extra_postargs=[a for a in compile_args if a != "-fvisibility=hidden"] + ["-ffunction-sections",
+                                                                                      "-fdata-sections"],
+            depends=sorted(glob("native/cli/*.h") + glob("native/core/*.[ch]") + glob("native/core/*.inc")))
+        directory = os.path.dirname(self.get_ext_fullpath("fastunwind._core"))
+        self.compiler.link_executable(
+            objects, LAUNCHER, output_dir=directory,
+            libraries=["iberty"],  # demangle.c: libiberty's demangler (a static library)
+            extra_postargs=["-Wl,--gc-sections", "-Wl,--as-needed"]
+            + [a for a in link_args if a.startswith("-fsanitize")],
+            target_lang="c")
+
+
 setup(
+    cmdclass={"build_ext": BuildWithLauncher},
     ext_modules=[
         Extension(
             "fastunwind._core",

@@ -8,7 +8,10 @@ and how long each thread is stopped by ours.
 Whole processes, interleaved, after one untimed warm-up of each (page cache, our compact-table
 cache); the figure is the best of N of user + system CPU time of the command and its children
 (getrusage(RUSAGE_CHILDREN)), with wall time beside it, the ratio peer ÷ ours (above 1: we are
-faster) and the median peak RSS (`/usr/bin/time -f %M`). Ours runs from this checkout's `src` with its bytecode cached. The stop time comes from
+faster) and the median peak RSS (`/usr/bin/time -f %M`). Ours is the venv's `fastunwind` command, as
+a user runs it (the launcher, native/cli: served in C once the warm-up's Python path has cached the
+modules' tables), and beside it the same command's Python path (FASTUNWIND_NATIVE=0, through
+/usr/bin/env), its bytecode cached. The stop time comes from
 `fastunwind.backtrace` in this process (live.h: PTRACE_INTERRUPT to PTRACE_DETACH, per thread).
 """
 
@@ -59,8 +62,11 @@ def main(argv: list[str] | None = None) -> int:
             pid = str(target.pid)
             env = dict(os.environ, PYTHONPATH=str(REPO / "src"), PYTHONPYCACHEPREFIX=str(Path(scratch) / "pycache"))
             env.pop("PYTHONDONTWRITEBYTECODE", None)
+            command = str(Path(sys.executable).parent / "fastunwind")  # the venv's: the launcher
             commands = {
-                "fastunwind backtrace -p": [sys.executable, "-m", "fastunwind", "backtrace", "-p", pid],
+                "fastunwind backtrace -p": [command, "backtrace", "-p", pid],
+                "fastunwind backtrace -p (its Python path, FASTUNWIND_NATIVE=0)": [
+                    "/usr/bin/env", "FASTUNWIND_NATIVE=0", command, "backtrace", "-p", pid],
                 "eu-stack -p": ["eu-stack", "-p", pid],
                 "gdb -batch 'thread apply all bt'": ["gdb", "-batch", "-nx", "-ex", "thread apply all bt", "-p", pid],
             }

@@ -6,8 +6,10 @@ on the same core file, side by side in one run.
 Without CORE, it builds workloads/live/many_threads.c (gcc -O2 -fomit-frame-pointer; the process
 benchmarks/bench_backtrace.py snapshots live), runs it with `--threads` threads (default 64) each
 `--depth` frames deep (default 40) in a recursion, blocked in pause(), and takes gdb's gcore of it. Each round runs the three whole processes interleaved (one untimed warm-up
-each): `python -m fastunwind core CORE`, `eu-stack --core=CORE -e EXE`, `gdb -batch -nx -ex 'thread
-apply all bt' EXE CORE`, stdout to /dev/null. Reported per command: best and median CPU time (user +
+each): `fastunwind core CORE`, `eu-stack --core=CORE -e EXE`, `gdb -batch -nx -ex 'thread
+apply all bt' EXE CORE`, stdout to /dev/null. Ours is the venv's `fastunwind` command, as a user runs
+it (the launcher: native/cli, served in C once the warm-up's Python path has cached the modules'
+tables), and beside it the same command's Python path (FASTUNWIND_NATIVE=0). Reported per command: best and median CPU time (user +
 system of the process, from wait4's rusage, which load on the machine inflates less than wall time),
 best wall time and peak RSS; the ratios are the peers' best CPU time over ours. Also timed in
 process: `fastunwind.core.open(CORE).threads()` (parse, files checked by build-id, tables, walks
@@ -30,9 +32,18 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "workloads" / "live" / "many_threads.c"
 
 
+#: the `fastunwind` command a user runs: the venv's (the launcher `make build` installs there)
+COMMAND = str(Path(sys.executable).parent / "fastunwind")
+
+
 def run_once(command: list[str]) -> tuple[float, float, int]:
-    """(CPU seconds, wall seconds, peak RSS in KiB) of one run, stdout and stderr discarded."""
+    """(CPU seconds, wall seconds, peak RSS in KiB) of one run, stdout and stderr discarded; a leading
+    NAME=VALUE word is set in its environment."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "LC_ALL": "C"}
+    while command and "=" in command[0] and not command[0].startswith("/"):
+        name, _, value = command[0].partition("=")
+        env[name] = value
+        command = command[1:]
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -96,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             core, exe = make_core(Path(scratch), args.threads, args.depth)
         commands = {
-            "fastunwind core": [sys.executable, "-m", "fastunwind", "core", "--exe", str(exe), str(core)],
+            "fastunwind core": [COMMAND, "core", "--exe", str(exe), str(core)],
+            "fastunwind core (its Python path, FASTUNWIND_NATIVE=0)": ["FASTUNWIND_NATIVE=0", COMMAND, "core", "--exe",
+                                                                      str(exe), str(core)],
             "eu-stack --core": ["eu-stack", f"--core={core}", f"--executable={exe}"],
             "gdb thread apply all bt": ["gdb", "-batch", "-nx", "-ex", "thread apply all bt", str(exe), str(core)],
         }

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L /* pread */
 #include "eh_elf.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -93,4 +94,78 @@ const char *fu_eh_elf_status_name(int status)
     static const char *const names[FU_EH_ELF_STATUS_COUNT] = {
         "cfi", "signal", "no_info", "interpret", "register_unknown", "expression_error", "unreadable", "past_dump"};
     return status >= 0 && status < FU_EH_ELF_STATUS_COUNT ? names[status] : "?";
+}
+
+void fu_eh_elf_unload(fu_eh_elf_loaded *loaded)
+{
+    if (loaded->handle)
+        dlclose(loaded->handle);
+    memset(loaded, 0, sizeof *loaded);
+}
+
+const char *fu_eh_elf_load(const char *path, uint32_t key_kind, const uint8_t *key, size_t key_size,
+                           uint32_t generator_version, bool check_sizes, uint64_t eh_frame_size, uint64_t debug_frame_size, fu_eh_elf_loaded *out,
+                           char *why, size_t why_size)
+{
+    memset(out, 0, sizeof *out);
+    if (key_size > FU_EH_ELF_MAX_KEY) {
+        snprintf(why, why_size, "a key of %zu bytes (at most %d)", key_size, FU_EH_ELF_MAX_KEY);
+        return why;
+    }
+    const char *problem = fu_eh_elf_check_file(path, why, why_size);
+    if (problem)
+        return problem;
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char *message = dlerror();
+        snprintf(why, why_size, "dlopen failed: %s", message ? message : "?");
+        return why;
+    }
+    const fu_eh_elf_info *info = dlsym(handle, "fu_eh_elf_info");
+    fu_eh_elf_loaded loaded = {.handle = handle};
+    if (!info) {
+        snprintf(why, why_size, "no fu_eh_elf_info symbol: not a compiled unwind table");
+        goto fail;
+    }
+    /* the version first: an older object's info is shorter, and its other symbols may be missing */
+    if (info->abi_version != FU_UNWIND_ABI_VERSION) {
+        snprintf(why, why_size, "ABI version %u, this fastunwind uses %d", info->abi_version, FU_UNWIND_ABI_VERSION);
+        goto fail;
+    }
+    loaded.step = (fu_eh_elf_step_fn)dlsym(handle, "fu_eh_elf_step");
+    loaded.find = (fu_eh_elf_find_fn)dlsym(handle, "fu_eh_elf_find");
+    loaded.bodies = (const fu_eh_elf_body_fn *)dlsym(handle, "fu_eh_elf_bodies");
+    if (!loaded.step || !loaded.find || !loaded.bodies) {
+        snprintf(why, why_size, "no %s symbol: not a compiled unwind table",
+                 !loaded.step ? "fu_eh_elf_step" : !loaded.find ? "fu_eh_elf_find" : "fu_eh_elf_bodies");
+        goto fail;
+    }
+    for (uint32_t b = 1; b <= info->body_count; b++)
+        if (!loaded.bodies[b]) {
+            snprintf(why, why_size, "body %u of %u is missing", b, info->body_count);
+            goto fail;
+        }
+    if (info->generator_version != generator_version) {
+        snprintf(why, why_size, "generator version %u, expected %u", info->generator_version, generator_version);
+        goto fail;
+    }
+    if (info->key_kind != key_kind || info->key_size != (uint32_t)key_size || info->key_size > FU_EH_ELF_MAX_KEY ||
+        memcmp(info->key, key, key_size) != 0) {
+        char have[2 * FU_EH_ELF_MAX_KEY + 1], want[2 * FU_EH_ELF_MAX_KEY + 1];
+        fu_hex(have, sizeof have, info->key, info->key_size <= FU_EH_ELF_MAX_KEY ? info->key_size : 0);
+        fu_hex(want, sizeof want, key, key_size);
+        snprintf(why, why_size, "built for key %u:%s, expected %u:%s (another build of the file)", info->key_kind, have,
+                 key_kind, want);
+        goto fail;
+    }
+    if (check_sizes && (info->eh_frame_size != eh_frame_size || info->debug_frame_size != debug_frame_size)) {
+        snprintf(why, why_size, "built from other CFI sections than the file has now (a debug file added or removed?)");
+        goto fail;
+    }
+    loaded.info = *info;
+    *out = loaded;
+    return NULL;
+fail:
+    dlclose(handle);
+    return why;
 }

@@ -62,7 +62,6 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
                                      &key_kind, &key, &generator_version, &frame_sizes))
         return -1;
     int status = -1;
-    void *handle = NULL;
     const char *path = PyUnicode_AsUTF8(path_object);
     char why[512];
     if (!path)
@@ -75,85 +74,32 @@ static int eh_elf_init(EhElfObject *self, PyObject *args, PyObject *kwargs)
         PyErr_Format(PyExc_ValueError, "a key of %zd bytes (at most %d)", key.len, FU_EH_ELF_MAX_KEY);
         goto done;
     }
-    const char *problem = fu_eh_elf_check_file(path, why, sizeof why);
+    bool check_sizes = frame_sizes != Py_None;
+    unsigned long long sizes[2] = {FU_EH_ELF_NO_SECTION, FU_EH_ELF_NO_SECTION};
+    if (check_sizes) {
+        PyObject *given[2];
+        if (!PyArg_ParseTuple(frame_sizes, "OO;frame_sizes is (eh_frame bytes or None, debug_frame bytes or None)",
+                              &given[0], &given[1]))
+            goto done;
+        for (int i = 0; i < 2; i++)
+            if (given[i] != Py_None && (sizes[i] = PyLong_AsUnsignedLongLong(given[i])) == (unsigned long long)-1 &&
+                PyErr_Occurred())
+                goto done;
+    }
+    fu_eh_elf_loaded loaded;
+    const char *problem = fu_eh_elf_load(path, key_kind, key.buf, (size_t)key.len, generator_version, check_sizes,
+                                         sizes[0], sizes[1], &loaded, why, sizeof why);
     if (problem) {
         py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: %s", path, problem);
         goto done;
     }
-    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        const char *message = dlerror();
-        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: dlopen failed: %s", path, message ? message : "?");
-        goto done;
-    }
-    const fu_eh_elf_info *info = dlsym(handle, "fu_eh_elf_info");
-    if (!info) {
-        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: no fu_eh_elf_info symbol: not a compiled unwind table", path);
-        goto done;
-    }
-    /* the version first: an older object's info is shorter, and its other symbols may be missing */
-    if (info->abi_version != FU_UNWIND_ABI_VERSION) {
-        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: ABI version %u, this fastunwind uses %d", path, info->abi_version,
-                     FU_UNWIND_ABI_VERSION);
-        goto done;
-    }
-    fu_eh_elf_table table = {
-        (fu_eh_elf_step_fn)dlsym(handle, "fu_eh_elf_step"),
-        (fu_eh_elf_find_fn)dlsym(handle, "fu_eh_elf_find"),
-        (const fu_eh_elf_body_fn *)dlsym(handle, "fu_eh_elf_bodies"),
-        info->body_count,
-    };
-    if (!table.step || !table.find || !table.bodies) {
-        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: no %s symbol: not a compiled unwind table", path,
-                     !table.step ? "fu_eh_elf_step" : !table.find ? "fu_eh_elf_find" : "fu_eh_elf_bodies");
-        goto done;
-    }
-    for (uint32_t b = 1; b <= table.body_count; b++)
-        if (!table.bodies[b]) {
-            py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: body %u of %u is missing", path, b, table.body_count);
-            goto done;
-        }
-    if (info->generator_version != generator_version) {
-        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: generator version %u, expected %u", path, info->generator_version,
-                     generator_version);
-        goto done;
-    }
-    if (info->key_kind != key_kind || info->key_size != (uint32_t)key.len ||
-        info->key_size > FU_EH_ELF_MAX_KEY || memcmp(info->key, key.buf, (size_t)key.len) != 0) {
-        char have[2 * FU_EH_ELF_MAX_KEY + 1], want[2 * FU_EH_ELF_MAX_KEY + 1];
-        fu_hex(have, sizeof have, info->key, info->key_size <= FU_EH_ELF_MAX_KEY ? info->key_size : 0);
-        fu_hex(want, sizeof want, key.buf, (size_t)key.len);
-        py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: built for key %u:%s, expected %u:%s (another build of the file)", path,
-                     info->key_kind, have, key_kind, want);
-        goto done;
-    }
-    if (frame_sizes != Py_None) {
-        PyObject *eh_size, *debug_size;
-        if (!PyArg_ParseTuple(frame_sizes, "OO;frame_sizes is (eh_frame bytes or None, debug_frame bytes or None)",
-                              &eh_size, &debug_size))
-            goto done;
-        unsigned long long want[2] = {FU_EH_ELF_NO_SECTION, FU_EH_ELF_NO_SECTION};
-        PyObject *given[2] = {eh_size, debug_size};
-        for (int i = 0; i < 2; i++)
-            if (given[i] != Py_None && (want[i] = PyLong_AsUnsignedLongLong(given[i])) == (unsigned long long)-1 &&
-                PyErr_Occurred())
-                goto done;
-        if (info->eh_frame_size != want[0] || info->debug_frame_size != want[1]) {
-            py_core_raise_format(FU_ERR_EH_ELF, "eh_elf %s: built from other CFI sections than the file has now "
-                                 "(a debug file added or removed?)", path);
-            goto done;
-        }
-    }
-    self->info = *info;
-    self->table = table;
-    self->handle = handle;
+    self->info = loaded.info;
+    self->table = (fu_eh_elf_table){loaded.step, loaded.find, loaded.bodies, loaded.info.body_count};
+    self->handle = loaded.handle;
     self->base.payload = &self->table;
-    handle = NULL;
     self->path = Py_NewRef(path_object);
     status = 0;
 done:
-    if (handle)
-        dlclose(handle);
     Py_DECREF(path_object);
     PyBuffer_Release(&key);
     return status;
@@ -297,7 +243,8 @@ int py_eh_elf_init(PyObject *module)
     if (py_core_add_names(module, "EH_ELF_STATUSES", FU_EH_ELF_STATUS_COUNT, fu_eh_elf_status_name) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "UNWIND_ABI_VERSION", FU_UNWIND_ABI_VERSION) < 0 ||
-        PyModule_AddIntConstant(module, "EH_ELF_MAX_KEY", FU_EH_ELF_MAX_KEY) < 0)
+        PyModule_AddIntConstant(module, "EH_ELF_MAX_KEY", FU_EH_ELF_MAX_KEY) < 0 ||
+        PyModule_AddIntConstant(module, "EH_ELF_GENERATOR_VERSION", FU_EH_ELF_GENERATOR_VERSION) < 0)
         return -1;
     return 0;
 }

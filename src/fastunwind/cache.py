@@ -18,6 +18,8 @@ import os
 import time
 from typing import NamedTuple
 
+from fastunwind import _core
+
 #: kind -> the suffix of its entries
 KINDS = {"compact": ".fut", "eh_elf": ".so", "symbols": ".fus", "debug": ".debug"}
 #: a temporary file this old was left by a writer that died (a live one renames within seconds)
@@ -25,8 +27,8 @@ STALE_TEMPORARY_SECONDS = 3600
 
 
 def cache_root() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "fastunwind")
+    """$XDG_CACHE_HOME/fastunwind, else ~/.cache/fastunwind (core/cache_paths.c: the launcher's too)."""
+    return _core.cache_root()
 
 
 def cache_dir(kind: str) -> str:

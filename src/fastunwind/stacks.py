@@ -169,70 +169,24 @@ def unwind_current_thread(max_frames: int = _core.WALK_SELF_MAX_FRAMES) -> Threa
 
 
 # ---- renderings ----------------------------------------------------------------------------------
-
-#: registers per line of the text rendering's --registers block
-REGISTERS_PER_LINE = 4
-
-
-def frame_text(frame: Frame) -> str:
-    """A frame's line after its number: `0x00007f12a4c2e1b9 in qsort_r+0x1b9
-    (/usr/lib/x86_64-linux-gnu/libc.so.6)`"""
-    name = f"{frame.symbol}+{frame.offset:#x}" if frame.symbol is not None else "??"
-    module = f" ({frame.module})" if frame.module else ""
-    return f"0x{frame.address:016x} in {name}{module}"
+# One rendering for both paths: core/snapshot.c writes the text and the JSON, for the launcher
+# (native/cli) and, through _core.render_snapshot, for this one.
 
 
-def register_lines(frame: Frame) -> list[str]:
-    """The frame's registers, REGISTERS_PER_LINE a line, `<unknown>` where no rule recovers one."""
-    cells = [f"{name:>3} " + (f"0x{value:016x}" if value is not None else f"{'<unknown>':<18}")
-             for name, value in frame.registers.items()]
-    return ["    " + "  ".join(cells[i:i + REGISTERS_PER_LINE]).rstrip()
-            for i in range(0, len(cells), REGISTERS_PER_LINE)]
-
-
-#: a frame's text after its number, by (address, symbol, offset, module): threads share most frames
-FrameTexts = dict[tuple[Any, ...], str]
-
-
-def thread_lines(thread: Thread, texts: FrameTexts | None = None) -> list[str]:
-    texts = {} if texts is None else texts
-    lines = [f"TID {thread.tid} ({thread.name}):"]
-    for number, frame in enumerate(thread.frames):
-        key = frame[:4]
-        text = texts.get(key)
-        if text is None:
-            text = texts[key] = frame_text(frame)
-        lines.append(f"#{number:<2} {text}")
-        if frame.registers:
-            lines.extend(register_lines(frame))
-    if not thread.complete:
-        where = f" at {thread.fault_address:#x}" if thread.fault_address else ""
-        reason = f": {thread.reason}" if thread.reason else ""
-        lines.append(f"(stack incomplete: {thread.outcome}{where}{reason})")
-    return lines
+def render(snapshot: ProcessSnapshot, out: TextIO, *, json: bool = False) -> None:
+    """gdb/eu-stack-like text (a `PID n` line, then per thread its `TID n (name):` header, a line a
+    frame `#0  0x00007f12a4c2e1b9 in qsort_r+0x1b9 (/usr/lib/x86_64-linux-gnu/libc.so.6)`, each
+    frame's registers four a line where asked, and `(stack incomplete: OUTCOME[ at ADDRESS][:
+    reason])` after a stack that did not reach its outermost frame); with `json`, one document
+    {"pid", "threads": [{"tid", "name", "outcome", "frames": [{"address", "symbol", "offset",
+    "module", "registers": {name: value or null}}]}]} as json.dump writes it."""
+    data = _core.render_snapshot(snapshot.pid, snapshot.threads, json)
+    out.write(data.decode("utf-8", "surrogateescape"))  # paths' undecodable bytes: their own again
 
 
 def render_text(snapshot: ProcessSnapshot, out: TextIO) -> None:
-    """gdb/eu-stack-like text: a `PID n` line, then per thread its `TID n (name):` header and frames."""
-    lines = [f"PID {snapshot.pid}"]
-    texts: FrameTexts = {}
-    for thread in snapshot.threads:
-        lines.extend(thread_lines(thread, texts))
-    out.write("\n".join(lines) + "\n")
-
-
-def to_json(snapshot: ProcessSnapshot) -> dict[str, Any]:
-    """{"pid", "threads": [{"tid", "name", "outcome", "frames": [{"address", "symbol", "offset",
-    "module", "registers": {name: value or null}}]}]}"""
-    return {"pid": snapshot.pid, "threads": [
-        {"tid": thread.tid, "name": thread.name, "outcome": thread.outcome, "frames": [
-            {"address": frame.address, "symbol": frame.symbol, "offset": frame.offset, "module": frame.module,
-             "registers": dict(frame.registers)} for frame in thread.frames]}
-        for thread in snapshot.threads]}
+    render(snapshot, out)
 
 
 def render_json(snapshot: ProcessSnapshot, out: TextIO) -> None:
-    import json  # only here: the text path does without it
-
-    json.dump(to_json(snapshot), out)
-    out.write("\n")
+    render(snapshot, out, json=True)

@@ -77,7 +77,7 @@ def symbol_table_for_file(elf: ElfFile) -> SymbolTable:
     build_id = elf.build_id_hex
     if build_id is None:
         return _symbol_table_of(elf, debug_path)
-    key = "\0".join(["elf", build_id, *_identity(elf.path), debug_path or "", *_identity(debug_path)])
+    key = _core.symbol_key_elf(build_id, elf.path, debug_path or "")
     return cached_table(build_id, key, lambda: _symbol_table_of(elf, debug_path))
 
 
@@ -133,33 +133,21 @@ def cached_kernel_symbol_table(build_id: str | None) -> SymbolTable | None:
     if build_id is None:
         return None
     path = build_id_cache_file("[kernel.kallsyms]", build_id, "kallsyms")
-    identity = _identity(path)
-    if not identity:
+    key = _core.symbol_key_kallsyms(path)
+    if key is None:
         return None
-    return cached_table(f"kallsyms-{build_id}", "\0".join(["kallsyms", path, *identity]),
-                        lambda: SymbolTable.from_kallsyms(_read_mapped(path)))
-
-
-def _identity(path: str | None) -> list[str]:
-    """What tells one version of a file from another: device, inode, size, mtime (ns); empty if
-    there is no such file."""
-    try:
-        st = os.stat(path) if path else None
-    except OSError:
-        st = None
-    return [str(v) for v in (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)] if st else []
+    return cached_table(f"kallsyms-{build_id}", key, lambda: SymbolTable.from_kallsyms(_read_mapped(path)))
 
 
 #: cache entries of symbol tables (native/core/symbol_cache.h)
 SUFFIX = cache.KINDS["symbols"]
 
 
-def cached_table(name: str, key: str, build: Callable[[], SymbolTable]) -> SymbolTable:
-    """The table `build` makes, from the cache entry `name` when it holds one made for `key` (what
-    the table is built from: checked, with the whole file, in C), else built and written there.
-    A cache that cannot be written costs only the next run's build."""
+def cached_table(name: str, key_bytes: bytes, build: Callable[[], SymbolTable]) -> SymbolTable:
+    """The table `build` makes, from the cache entry `name` when it holds one made for `key_bytes`
+    (what the table is built from, core/cache_paths.h: checked, with the whole file, in C), else
+    built and written there. A cache that cannot be written costs only the next run's build."""
     path = os.path.join(cache.cache_dir("symbols"), name + SUFFIX)
-    key_bytes = os.fsencode(key)
     try:
         with open(path, "rb") as f:
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)

@@ -355,29 +355,43 @@ def test_a_process_exiting_mid_snapshot_is_an_error_or_a_partial_snapshot() -> N
     assert seen
 
 
+#: a process of 200 sleeping threads that prints "ready"
+MANY_THREADS = ["python3", "-c", "import threading, time\n"
+                "[threading.Thread(target=time.sleep, args=(1000,), daemon=True).start() for _ in range(200)]\n"
+                "print('ready', flush=True)\ntime.sleep(1000)"]
+
+
+def signal_mid_snapshot(command: list[str], target: int, signal_number: int, pause: float,
+                        env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run the snapshot `command` of process `target` and send it `signal_number` once the snapshot
+    is under way (a thread traced by it; polled every `pause` s), or once it is done: (its status,
+    its stderr), after checking the status is done (0), interrupted (130) or killed, and that every
+    thread of the target runs on."""
+    tracer = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 30
+    while tracer.poll() is None and time.monotonic() < deadline and not traced_by(target, tracer.pid):
+        time.sleep(pause)
+    tracer.send_signal(signal_number)
+    _, stderr = tracer.communicate(timeout=60)
+    assert tracer.returncode in (0, 130, -signal.SIGKILL), stderr
+    time.sleep(0.1)
+    assert_left_running(target)
+    return tracer.returncode, stderr
+
+
 def test_killed_mid_snapshot_leaves_no_thread_stopped(tmp_path: Path) -> None:
     """SIGINT, SIGTERM and SIGKILL to `fastunwind backtrace` at random points of a snapshot of 200
     threads: the target's threads all run on (the capture releases each before the next; the
     kernel releases a dead tracer's tracees)."""
-    target = start(["python3", "-c", "import threading, time\n"
-                    "[threading.Thread(target=time.sleep, args=(1000,), daemon=True).start() for _ in range(200)]\n"
-                    "print('ready', flush=True)\ntime.sleep(1000)"], ready="ready")
+    target = start(MANY_THREADS, ready="ready")
     try:
         for number, signal_number in enumerate([signal.SIGINT, signal.SIGTERM, signal.SIGKILL] * 2):
-            tracer = subprocess.Popen([sys.executable, "-m", "fastunwind", "backtrace", "-p", str(target.pid),
-                                       "-o", str(tmp_path / "out.txt")], stderr=subprocess.PIPE, text=True)
-            # the signal once the snapshot is under way (a thread traced by the tracer), or once
-            # it is done; not during the interpreter's start-up, whose failures are Python's own
-            deadline = time.monotonic() + 30
-            while tracer.poll() is None and time.monotonic() < deadline and not traced_by(target.pid, tracer.pid):
-                time.sleep(0.001 * number)
-            tracer.send_signal(signal_number)
-            _, stderr = tracer.communicate(timeout=60)
-            # done before the signal came, interrupted (130), or killed (SIGKILL)
-            assert tracer.returncode in (0, 130, -signal.SIGKILL), stderr
-            if tracer.returncode == 130:
+            # the signal once the snapshot is under way, or once it is done; not during the
+            # interpreter's start-up, whose failures are Python's own
+            returncode, stderr = signal_mid_snapshot(
+                [sys.executable, "-m", "fastunwind", "backtrace", "-p", str(target.pid), "-o", str(tmp_path / "out.txt")],
+                target.pid, signal_number, 0.001 * number)
+            if returncode == 130:
                 assert stderr.count("\n") == 1 and "interrupted" in stderr
-            time.sleep(0.1)
-            assert_left_running(target.pid)
     finally:
         stop(target)

@@ -84,15 +84,20 @@ def test_a_replaced_program_is_named_and_not_used_and_exe_finds_it(gcore: tuple[
         shutil.copy2(original, program)
 
 
-def test_sysroot(gcore: tuple[Path, Path], tmp_path: Path) -> None:
-    program, core = gcore
-    sysroot = tmp_path / "root"
+def sysroot_of(core: Path, sysroot: Path) -> Path:
+    """`sysroot` holding a copy of every file the core maps, at its path under it."""
     with core_files.open(core) as opened:
         files = [module.path for module in opened.modules if module.path != core_files.VDSO]
     for path in files:
         target = sysroot / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)
+    return sysroot
+
+
+def test_sysroot(gcore: tuple[Path, Path], tmp_path: Path) -> None:
+    program, core = gcore
+    sysroot = sysroot_of(core, tmp_path / "root")
     original = replaced_program(program, tmp_path)  # the program at its own path is now the wrong one
     try:
         result = run_fastunwind(["core", "--sysroot", sysroot, core])

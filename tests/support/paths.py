@@ -19,3 +19,5 @@ WORKLOADS_DIR = REPO_ROOT / "workloads"
 CORPUS_SOURCES = WORKLOADS_DIR / "corpus"
 SYMBOL_PROGRAMS = WORKLOADS_DIR / "symbols"
 FUZZ_DIR = REPO_ROOT / "native" / "fuzz"
+#: the `fastunwind` command (native/cli), which setup.py builds beside the extension
+LAUNCHER = SRC / "fastunwind" / "launcher"

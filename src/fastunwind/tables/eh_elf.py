@@ -45,9 +45,10 @@ from fastunwind.errors import EhElfError, FastunwindError
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
-#: Bump whenever the generated code's meaning or layout changes: cached objects of another version
-#: are rebuilt. Stamped into fu_eh_elf_info and checked by _core.EhElf.
-GENERATOR_VERSION = 8
+#: Bump (core/eh_elf.h FU_EH_ELF_GENERATOR_VERSION) whenever the generated code's meaning or layout
+#: changes: cached objects of another version are rebuilt. Stamped into fu_eh_elf_info and checked by
+#: _core.EhElf and the launcher.
+GENERATOR_VERSION: int = _core.EH_ELF_GENERATOR_VERSION
 
 #: Ranges per rows_K.c unit. 65,536 (u16 low + u16 body each: 256 KiB of data) compile in about
 #: 0.3 s with gcc 12 -O2; libLLVM-14 (950k ranges) becomes 15 units, spread over the cores.

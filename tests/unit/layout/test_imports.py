@@ -60,7 +60,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.elf.build_id_cache", "fastunwind.elf.debug_files", "fastunwind.elf.debug_file_writer", "fastunwind.elf.debuginfod",
      "fastunwind.elf.dynamic"),
     ("fastunwind.elf",),
-    ("fastunwind.cache", "fastunwind.errors", "fastunwind._core"),
+    ("fastunwind.cache",),
+    ("fastunwind.errors", "fastunwind._core"),
 )
 
 RANK = {module: len(LAYERS) - depth for depth, layer in enumerate(LAYERS) for module in layer}

@@ -7,7 +7,9 @@
 - core headers include only core headers (and the shipped fu_unwind_abi.h), without cycles, and the
   memory readers sit below the walker (memory.h does not reach walk.h);
 - every core source is built into a fuzz driver (native/fuzz/Makefile), so that its entry points run
-  under ASAN and UBSAN.
+  under ASAN and UBSAN;
+- native/cli/ (the launcher) is C without the Python API, including only its own headers and the
+  core's, and its sources are built into a fuzz driver too.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from tests.support.paths import FUZZ_DIR, REPO_ROOT
 
 CORE = REPO_ROOT / "native" / "core"
 BINDINGS = REPO_ROOT / "native" / "py"
+LAUNCHER_SOURCES = REPO_ROOT / "native" / "cli"
 ABI_HEADER = "fu_unwind_abi.h"
 
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
@@ -79,4 +82,22 @@ def test_core_headers_include_only_core_headers_without_cycles() -> None:
 def test_every_core_source_is_built_into_a_fuzz_driver() -> None:
     makefile = (FUZZ_DIR / "Makefile").read_text()
     sources = sorted(p.name for p in CORE.glob("*.c"))
+    assert [s for s in sources if not re.search(rf"\b{re.escape(s)}\b", makefile)] == []
+
+
+def test_the_launcher_is_c_over_the_core() -> None:
+    files = sorted(LAUNCHER_SOURCES.glob("*.[ch]"))
+    assert files
+    own = {p.name for p in files}
+    for path in files:
+        assert PYTHON_API.findall(path.read_text()) == [], path.name
+        foreign = [h for h in includes(path) if h not in own and not (CORE / h).exists() and h != ABI_HEADER]
+        assert foreign == [], f"{path.name} includes {foreign}"
+    assert not [h for p in CORE.glob("*.[ch]") for h in includes(p) if h in own], "the core includes the launcher"
+
+
+def test_every_launcher_source_is_built_into_a_fuzz_driver() -> None:
+    makefile = (FUZZ_DIR / "Makefile").read_text()
+    # main.c (argv, the exec of the Python CLI) and launcher.c (which verb runs) read no input
+    sources = sorted(p.name for p in LAUNCHER_SOURCES.glob("*.c") if p.name not in ("main.c", "launcher.c"))
     assert [s for s in sources if not re.search(rf"\b{re.escape(s)}\b", makefile)] == []

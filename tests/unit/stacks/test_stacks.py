@@ -9,12 +9,30 @@ from fastunwind import stacks, walk
 from fastunwind.address_space import current_process
 from fastunwind.stacks import Frame, ProcessSnapshot, Thread, render_json, render_text, unwind_thread
 
-REGISTERS = {"rax": 1, "rdx": None}
+def registers(**known: int) -> dict[str, int | None]:
+    """A frame's registers as the walk gives them: every walker register, None where unknown."""
+    return {name: known.get(name) for name in stacks.REGISTER_NAMES}
+
+
+REGISTERS = registers(rax=1, rip=0x401136)
+#: the register lines of a frame with only rdx and rip known (rip 0x401200)
+MAIN_REGISTER_LINES = [
+    "    rax <unknown>           rdx 0x0000000000000002  rcx <unknown>           rbx <unknown>",
+    "    rsi <unknown>           rdi <unknown>           rbp <unknown>           rsp <unknown>",
+    "     r8 <unknown>            r9 <unknown>           r10 <unknown>           r11 <unknown>",
+    "    r12 <unknown>           r13 <unknown>           r14 <unknown>           r15 <unknown>",
+    "    rip 0x0000000000401200",
+]
+LEAF_REGISTER_LINES = [
+    "    rax 0x0000000000000001  rdx <unknown>           rcx <unknown>           rbx <unknown>",
+    *MAIN_REGISTER_LINES[1:4],
+    "    rip 0x0000000000401136",
+]
 
 
 def snapshot() -> ProcessSnapshot:
     frames = (Frame(0x401136, "leaf", 0x6, "/bin/prog", "first", REGISTERS),
-              Frame(0x401200, "main", 0x20, "/bin/prog", "cfi", {"rax": None, "rdx": 2}),
+              Frame(0x401200, "main", 0x20, "/bin/prog", "cfi", registers(rdx=2, rip=0x401200)),
               Frame(0x7f0000001000, None, 0, None, "frame_pointer", {}))
     return ProcessSnapshot(42, (Thread(42, "prog", frames, "end"),
                                 Thread(43, "worker", frames[:1], "truncated", 0x7ffd0000),
@@ -28,13 +46,13 @@ def test_text_names_every_frame_and_marks_incomplete_stacks():
         "PID 42",
         "TID 42 (prog):",
         "#0  0x0000000000401136 in leaf+0x6 (/bin/prog)",
-        "    rax 0x0000000000000001  rdx <unknown>",
+        *LEAF_REGISTER_LINES,
         "#1  0x0000000000401200 in main+0x20 (/bin/prog)",
-        "    rax <unknown>           rdx 0x0000000000000002",
+        *MAIN_REGISTER_LINES,
         "#2  0x00007f0000001000 in ??",
         "TID 43 (worker):",
         "#0  0x0000000000401136 in leaf+0x6 (/bin/prog)",
-        "    rax 0x0000000000000001  rdx <unknown>",
+        *LEAF_REGISTER_LINES,
         "(stack incomplete: truncated at 0x7ffd0000)",
         "TID 44 (gone):",
         "(stack incomplete: exited: No such process)",
@@ -49,8 +67,29 @@ def test_json_has_the_issue_shape():
     first = data["threads"][0]
     assert (first["tid"], first["name"], first["outcome"]) == (42, "prog", "end")
     assert first["frames"][0] == {"address": 0x401136, "symbol": "leaf", "offset": 6, "module": "/bin/prog",
-                                  "registers": {"rax": 1, "rdx": None}}
+                                  "registers": REGISTERS}
     assert data["threads"][1]["outcome"] == "truncated"
+
+
+def test_json_is_json_dumps_of_the_snapshot():
+    """core/snapshot.c's JSON is what json.dump writes of the same snapshot, whatever its strings:
+    quotes, backslashes, control characters, non-ASCII names and paths' undecodable bytes
+    (surrogateescape), characters outside the BMP."""
+    odd = ["plain", 'q"uo\\te', "tab\tnew\nline\x01\x7f", "é€😀", "/tmp/\udcff\udcfe-x", ""]
+    rng = random.Random(3)
+    frames = tuple(Frame(rng.randrange(1 << 64), rng.choice([*odd, None]), rng.randrange(1 << 64),
+                         rng.choice([*odd, None]), "cfi", registers(rax=rng.randrange(1 << 64), rip=5))
+                   for _ in range(40))
+    threads = tuple(Thread(tid, name, frames[tid:tid + 7], rng.choice(["end", "truncated"]), 0, 0, "")
+                    for tid, name in enumerate(odd))
+    snap = ProcessSnapshot(7, threads)
+    out = io.StringIO()
+    render_json(snap, out)
+    expected = {"pid": 7, "threads": [
+        {"tid": t.tid, "name": t.name, "outcome": t.outcome, "frames": [
+            {"address": f.address, "symbol": f.symbol, "offset": f.offset, "module": f.module,
+             "registers": dict(f.registers)} for f in t.frames]} for t in threads]}
+    assert out.getvalue() == json.dumps(expected) + "\n"
 
 
 def test_frame_registers_follow_the_walk():

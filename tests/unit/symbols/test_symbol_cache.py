@@ -125,20 +125,20 @@ def test_cached_table_is_written_then_used_and_rebuilt_when_bad(tmp_path, monkey
         builds.append(1)
         return _core.SymbolTable.from_kallsyms(_kallsyms_text())
 
-    first = symbols.cached_table("kallsyms-test", "key one", build)
+    first = symbols.cached_table("kallsyms-test", b"key one", build)
     path = os.path.join(cache.cache_dir("symbols"), "kallsyms-test" + symbols.SUFFIX)
     assert os.path.isfile(path) and len(builds) == 1
-    again = symbols.cached_table("kallsyms-test", "key one", build)
+    again = symbols.cached_table("kallsyms-test", b"key one", build)
     assert len(builds) == 1 and len(again) == len(first)
     assert again.lookup(0xffffffff81000041) == first.lookup(0xffffffff81000041)
-    symbols.cached_table("kallsyms-test", "key two", build)  # another source: rebuilt, rewritten
+    symbols.cached_table("kallsyms-test", b"key two", build)  # another source: rebuilt, rewritten
     assert len(builds) == 2
     with open(path, "r+b") as f:  # corrupt: rebuilt
         with mmap.mmap(f.fileno(), 0) as m:
             m[HEADER_SIZE + 16] ^= 0xFF
-    symbols.cached_table("kallsyms-test", "key two", build)
+    symbols.cached_table("kallsyms-test", b"key two", build)
     assert len(builds) == 3
-    assert symbols.cached_table("kallsyms-test", "key two", build) is not None and len(builds) == 3
+    assert symbols.cached_table("kallsyms-test", b"key two", build) is not None and len(builds) == 3
     assert [e.kind for e in cache.entries()] == ["symbols"]
 
 

@@ -1,0 +1,407 @@
+/* `fastunwind core FILE` in C: core.py's CoreFile (the core parsed by core/coredump.c, its mapped
+ * files looked up and checked by build-id, the vDSO from the core, the files' bytes for what the
+ * dump left out), walked and rendered as stacks.py renders it, its problems as the Python CLI's
+ * warnings. What the Python path words as an error (an unreadable core, a module whose reading
+ * fails in a way this reader does not word) is left to it.
+ */
+#define _GNU_SOURCE
+#include "core.h"
+
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/user.h>
+#include <unistd.h>
+
+#include "coredump.h"
+#include "launcher.h"
+#include "stacks.h"
+
+/* core.py MAX_PROGRAM_HEADERS, MAX_NOTE_SEGMENT_BYTES */
+#define MAX_PROGRAM_HEADERS 64
+#define MAX_NOTE_SEGMENT_BYTES (1u << 16)
+/* The longest problem line (paths of a few KiB). */
+#define MAX_PROBLEM 16384
+
+/* The Python path's NT_GNU_BUILD_ID of a note region read with 4-byte padding (elf/__init__.py
+ * build_id_in_notes; malformed: none). */
+static bool note_build_id(const uint8_t *data, size_t size, uint8_t *out, size_t *out_size)
+{
+    size_t position = 0;
+    for (unsigned n = 0; n < 4096 && position < size; n++) {
+        if (size - position < 12)
+            return false;
+        uint32_t h[3];
+        memcpy(h, data + position, sizeof h);
+        size_t name_start = position + 12;
+        if (h[0] > size - name_start)
+            return false;
+        size_t descriptor = position + ((12 + (size_t)h[0] + 3) & ~(size_t)3);
+        if (descriptor > size || h[1] > size - descriptor)
+            return false;
+        const uint8_t *nul = memchr(data + name_start, 0, h[0]);
+        size_t name_len = nul ? (size_t)(nul - (data + name_start)) : h[0];
+        if (h[2] == NT_GNU_BUILD_ID && name_len == 3 && memcmp(data + name_start, "GNU", 3) == 0) {
+            if (h[1] < 1 || h[1] > FU_CLI_MAX_BUILD_ID)
+                return false;
+            memcpy(out, data + descriptor, h[1]);
+            *out_size = h[1];
+            return true;
+        }
+        position = descriptor + ((h[1] + 3) & ~(size_t)3);
+    }
+    return false;
+}
+
+/* core.py build_id_in_memory: the build-id of the ELF file whose first page the core holds at
+ * `start`; false if none. */
+static bool build_id_in_memory(const fu_core_memory *memory, uint64_t start, uint8_t *out, size_t *out_size)
+{
+    const uint8_t *header = fu_core_memory_at(memory, start, 64);
+    if (!header || memcmp(header, ELFMAG, 4) != 0 || header[4] != ELFCLASS64)
+        return false;
+    uint64_t phoff;
+    uint16_t phentsize, phnum;
+    memcpy(&phoff, header + 32, 8);
+    memcpy(&phentsize, header + 54, 2);
+    memcpy(&phnum, header + 56, 2);
+    if (phentsize != sizeof(Elf64_Phdr) || phnum == 0 || phnum > MAX_PROGRAM_HEADERS || start + phoff < start)
+        return false;
+    const uint8_t *phdrs = fu_core_memory_at(memory, start + phoff, (size_t)phnum * sizeof(Elf64_Phdr));
+    if (!phdrs)
+        return false;
+    for (size_t i = 0; i < phnum; i++) {
+        Elf64_Phdr p;
+        memcpy(&p, phdrs + i * sizeof p, sizeof p);
+        if (p.p_type != PT_NOTE || p.p_filesz > MAX_NOTE_SEGMENT_BYTES || start + p.p_offset < start)
+            continue;
+        const uint8_t *notes = fu_core_memory_at(memory, start + p.p_offset, p.p_filesz);
+        if (notes && note_build_id(notes, p.p_filesz, out, out_size))
+            return true;
+    }
+    return false;
+}
+
+static void hex(char *out, const uint8_t *bytes, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", bytes[i]);
+    out[2 * n] = '\0';
+}
+
+/* Whether the text is plain enough to be printed as the Python CLI prints it (valid UTF-8: a path
+ * that is not is written back by Python with escapes this launcher does not reproduce). */
+static bool printable(const char *text) { return fu_utf8_valid(text, strlen(text)); }
+
+typedef struct core_run {
+    fu_cli_bytes file;
+    fu_core core;
+    fu_cli_images images;
+    fu_cli_image vdso;
+    fu_cli_bytes *file_maps;
+    size_t file_map_count;
+    fu_cli_mapping *mappings;
+    size_t mapping_count;
+    fu_image_segment *mapped_files;
+    size_t mapped_file_count;
+    fu_buffer problems; /* the warning lines, in order */
+    fu_cli_space space;
+    char **candidates; /* the paths looked up, kept for the mappings' lifetime */
+    size_t candidate_count;
+} core_run;
+
+static void run_free(core_run *r)
+{
+    fu_cli_space_free(&r->space);
+    fu_cli_images_free(&r->images);
+    fu_cli_image_free(&r->vdso);
+    for (size_t i = 0; i < r->file_map_count; i++)
+        fu_cli_bytes_free(&r->file_maps[i]);
+    for (size_t i = 0; i < r->candidate_count; i++)
+        free(r->candidates[i]);
+    free(r->candidates);
+    free(r->file_maps);
+    free(r->mappings);
+    free(r->mapped_files);
+    free(r->problems.data);
+    fu_core_free(&r->core);
+    fu_cli_bytes_free(&r->file);
+}
+
+static bool problem(core_run *r, const char *line)
+{
+    return fu_buffer_append(&r->problems, "fastunwind: warning: ", 21) &&
+           fu_buffer_append(&r->problems, line, strlen(line)) && fu_buffer_append(&r->problems, "\n", 1);
+}
+
+static int by_avma(const void *a, const void *b)
+{
+    uint64_t x = ((const fu_image_segment *)a)->vaddr, y = ((const fu_image_segment *)b)->vaddr;
+    return x < y ? -1 : x > y;
+}
+
+/* The PT_LOAD of the core starting at `vaddr`, or NULL. */
+static const fu_core_segment *segment_at_start(const fu_core *core, uint64_t vaddr)
+{
+    for (size_t i = 0; i < core->segment_count; i++)
+        if (core->segments[i].vaddr == vaddr)
+            return &core->segments[i];
+    return NULL;
+}
+
+/* core.py _executable. */
+static bool executable(const fu_core_segment *segment, const fu_cli_image *image, uint64_t offset)
+{
+    if (segment)
+        return segment->flags & PF_X;
+    if (!image)
+        return true;
+    const Elf64_Phdr *phdrs = (const Elf64_Phdr *)image->elf.phdrs;
+    for (size_t i = 0; i < image->elf.phnum; i++) {
+        const Elf64_Phdr *p = &phdrs[i];
+        if (p->p_type == PT_LOAD && p->p_offset - p->p_offset % 4096 <= offset && offset < p->p_offset + p->p_filesz &&
+            p->p_flags & PF_X)
+            return true;
+    }
+    return false;
+}
+
+/* The modules of the core's mapped files (core.py _find_modules); false: the Python path's. */
+static bool find_modules(core_run *r, const fu_cli_request *request)
+{
+    fu_core *core = &r->core;
+    fu_core_memory dumped = {core->memory, core->memory_count, NULL, 0};
+    size_t n = core->file_count;
+    r->mappings = calloc(n + 1, sizeof *r->mappings);
+    r->mapped_files = calloc(n + 1, sizeof *r->mapped_files);
+    r->file_maps = calloc(n + 1, sizeof *r->file_maps);
+    r->candidates = calloc(n + 1, sizeof *r->candidates);
+    bool *done = calloc(n + 1, sizeof *done);
+    if (!r->mappings || !r->mapped_files || !r->file_maps || !r->candidates || !done || !fu_cli_images_init(&r->images)) {
+        free(done);
+        return false;
+    }
+    const char *program = NULL;
+    for (size_t i = 0; i < n && !program; i++)
+        if (core->files[i].start <= core->auxv.phdr && core->auxv.phdr < core->files[i].end)
+            program = core->files[i].path;
+    bool ok = true;
+    char line[MAX_PROBLEM];
+    for (size_t i = 0; ok && i < n; i++) {
+        if (done[i])
+            continue;
+        const char *path = core->files[i].path;
+        if (!printable(path) || (request->exe && !printable(request->exe)) ||
+            (request->sysroot && !printable(request->sysroot))) {
+            ok = false;
+            break;
+        }
+        /* the ranges of this path, in the core's order */
+        uint64_t header = UINT64_MAX;
+        bool any_x = false;
+        for (size_t j = i; j < n; j++)
+            if (strcmp(core->files[j].path, path) == 0) {
+                if (core->files[j].offset == 0 && core->files[j].start < header)
+                    header = core->files[j].start;
+                const fu_core_segment *segment = segment_at_start(core, core->files[j].start);
+                any_x = any_x || (segment && segment->flags & PF_X);
+            }
+        uint8_t expected[FU_CLI_MAX_BUILD_ID];
+        size_t expected_size = 0;
+        bool has_expected = header != UINT64_MAX && build_id_in_memory(&dumped, header, expected, &expected_size);
+        const uint8_t *magic = header != UINT64_MAX ? fu_core_memory_at(&dumped, header, 4) : NULL;
+        if (magic && memcmp(magic, ELFMAG, 4) != 0) {
+            for (size_t j = i; j < n; j++)
+                done[j] = done[j] || strcmp(core->files[j].path, path) == 0;
+            continue; /* data, not a module */
+        }
+        char candidate[8192];
+        if (request->exe && program && strcmp(path, program) == 0)
+            snprintf(candidate, sizeof candidate, "%s", request->exe);
+        else if (request->sysroot) {
+            const char *relative = path;
+            while (*relative == '/')
+                relative++;
+            size_t len = strlen(request->sysroot);
+            snprintf(candidate, sizeof candidate, "%s%s%s", request->sysroot,
+                     len && request->sysroot[len - 1] == '/' ? "" : "/", relative);
+        } else
+            snprintf(candidate, sizeof candidate, "%s", path);
+        bool unserved = false;
+        fu_cli_image *image = fu_cli_images_get(&r->images, candidate, &unserved);
+        if (unserved) {
+            ok = false;
+            break;
+        }
+        const char *why = NULL;
+        if (!image) {
+            struct stat st;
+            char where[8300] = "";
+            if (strcmp(candidate, path) != 0)
+                snprintf(where, sizeof where, " (looked up as %s)", candidate);
+            snprintf(line, sizeof line, "%s%s: %s: not used", path, where,
+                     stat(candidate, &st) == 0 ? "not a readable ELF file" : "not found");
+            why = line;
+        } else if (has_expected && (image->elf.build_id_size != expected_size ||
+                                    memcmp(image->elf.build_id, expected, expected_size) != 0)) {
+            char want[2 * FU_CLI_MAX_BUILD_ID + 1], found[2 * FU_CLI_MAX_BUILD_ID + 1];
+            hex(want, expected, expected_size);
+            hex(found, image->elf.build_id, image->elf.build_id_size);
+            snprintf(line, sizeof line, "%s: build-id %s in the core, %s in %s: not used", path, want,
+                     image->elf.build_id_size ? found : "none", candidate);
+            why = line;
+            image = NULL;
+        }
+        if (!image && !magic && !any_x) {
+            for (size_t j = i; j < n; j++)
+                done[j] = done[j] || strcmp(core->files[j].path, path) == 0;
+            continue; /* nothing says it is code */
+        }
+        if (why && !problem(r, why)) {
+            ok = false;
+            break;
+        }
+        fu_cli_bytes *file_map = NULL;
+        if (image) {
+            file_map = &r->file_maps[r->file_map_count];
+            if (fu_cli_read_file(candidate, file_map))
+                r->file_map_count++;
+            else
+                file_map = NULL;
+        }
+        char *kept = strdup(path);
+        if (!kept) {
+            ok = false;
+            break;
+        }
+        r->candidates[r->candidate_count++] = kept;
+        /* this path's ranges, sorted (start, end, offset) */
+        for (;;) {
+            const fu_core_file *next = NULL;
+            size_t next_index = 0;
+            for (size_t j = i; j < n; j++)
+                if (!done[j] && strcmp(core->files[j].path, path) == 0 &&
+                    (!next || core->files[j].start < next->start ||
+                     (core->files[j].start == next->start &&
+                      (core->files[j].end < next->end ||
+                       (core->files[j].end == next->end && core->files[j].offset < next->offset))))) {
+                    next = &core->files[j];
+                    next_index = j;
+                }
+            if (!next)
+                break;
+            done[next_index] = true;
+            if (executable(segment_at_start(core, next->start), image, next->offset)) {
+                fu_cli_mapping *m = &r->mappings[r->mapping_count++];
+                *m = (fu_cli_mapping){.start = next->start, .end = next->end, .pgoff = next->offset, .path = kept,
+                                      .path_len = strlen(kept)};
+                uint64_t bias;
+                if (image && fu_cli_image_bias(image, next->start, next->end, next->offset, &bias)) {
+                    m->image = image;
+                    m->bias = bias;
+                }
+            }
+            if (file_map && next->offset < file_map->size) {
+                uint64_t size = file_map->size - next->offset;
+                if (size > next->end - next->start)
+                    size = next->end - next->start;
+                r->mapped_files[r->mapped_file_count++] =
+                    (fu_image_segment){next->start, file_map->data + next->offset, size};
+            }
+        }
+    }
+    free(done);
+    if (!ok)
+        return false;
+    if (request->exe && !program) {
+        snprintf(line, sizeof line, "--exe %s: no mapping of the core holds the program's headers (AT_PHDR 0x%llx): "
+                 "not used", request->exe, (unsigned long long)core->auxv.phdr);
+        if (!problem(r, line))
+            return false;
+    }
+    /* the vDSO from the core (core.py _vdso) */
+    uint64_t start = core->auxv.sysinfo_ehdr;
+    const fu_core_segment *segment = start ? segment_at_start(core, start) : NULL;
+    if (segment) {
+        const uint8_t *data = segment->present ? fu_core_memory_at(&dumped, segment->vaddr, segment->present) : NULL;
+        fu_cli_mapping vdso = {.start = segment->vaddr, .end = segment->vaddr + segment->memsz, .path = "[vdso]",
+                               .path_len = 6};
+        if (!data) {
+            snprintf(line, sizeof line, "[vdso] at 0x%llx: not in the core: not used", (unsigned long long)start);
+            if (!problem(r, line))
+                return false;
+        } else {
+            uint8_t *copy = malloc(segment->present);
+            if (!copy)
+                return false;
+            memcpy(copy, data, segment->present);
+            if (fu_cli_image_open(&r->vdso, "", (fu_cli_bytes){copy, segment->present, true}, true) != FU_CLI_MODULE_OK)
+                return false; /* its ElfError's words are the Python path's */
+            uint64_t bias;
+            if (fu_cli_image_bias(&r->vdso, vdso.start, vdso.end, 0, &bias)) {
+                vdso.image = &r->vdso;
+                vdso.bias = bias;
+            }
+        }
+        bool inside = false;
+        for (size_t i = 0; i < r->mapping_count; i++)
+            inside = inside || (r->mappings[i].start < vdso.end && vdso.start < r->mappings[i].end);
+        if (inside) {
+            snprintf(line, sizeof line, "[vdso] at 0x%llx: inside a mapped file: not used", (unsigned long long)start);
+            if (data && !problem(r, line))
+                return false;
+        } else {
+            r->mappings[r->mapping_count++] = vdso;
+        }
+    }
+    qsort(r->mapped_files, r->mapped_file_count, sizeof *r->mapped_files, by_avma);
+    return true;
+}
+
+int fu_cli_core(const fu_cli_request *request, fu_buffer *out)
+{
+    core_run r;
+    memset(&r, 0, sizeof r);
+    fu_error err = {0};
+    struct stat st;
+    int status = FU_CLI_NOT_SERVED;
+    if (stat(request->core_file, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0 ||
+        !fu_cli_read_file(request->core_file, &r.file) || fu_core_parse(&r.core, r.file.data, r.file.size, &err) != FU_OK ||
+        !find_modules(&r, request) || !fu_cli_space_init(&r.space, r.mappings, r.mapping_count)) {
+        fu_cli_unserved("the core or one of its modules", request->core_file);
+        run_free(&r);
+        return FU_CLI_NOT_SERVED;
+    }
+    fu_core_memory memory = {r.core.memory, r.core.memory_count, r.mapped_files, r.mapped_file_count};
+    bool json = request->json, with_registers = request->registers || request->json, complete = true;
+    bool ok = fu_snapshot_head(r.core.pid, json, out);
+    fu_snapshot_text name = {r.core.name, strlen(r.core.name)};
+    for (size_t i = 0; ok && i < r.core.thread_count; i++) {
+        const fu_core_thread *t = &r.core.threads[i];
+        struct user_regs_struct user;
+        memcpy(&user, t->user_regs, sizeof user);
+        fu_regs regs;
+        fu_regs_from_user_regs(&user, &regs);
+        uint64_t sp = 0;
+        fu_regs_get(&regs, FU_REG_RSP, &sp);
+        fu_reader reader = fu_core_reader(&memory, sp);
+        bool walked_to_end;
+        ok = (!json || i == 0 || fu_snapshot_json_separator(out)) &&
+             fu_cli_render_walk(&r.space, &regs, &reader, t->tid, name, json, with_registers, out, &walked_to_end);
+        complete = complete && walked_to_end;
+    }
+    if (ok && r.core.truncated_bytes) {
+        char line[MAX_PROBLEM];
+        snprintf(line, sizeof line, "%s: truncated: 0x%llx bytes of memory the headers list are missing",
+                 request->core_file, (unsigned long long)r.core.truncated_bytes);
+        ok = printable(request->core_file) && problem(&r, line);
+    }
+    if (ok && fu_snapshot_tail(json, out) && !fu_cli_space_unserved(&r.space)) {
+        fu_cli_write_all(STDERR_FILENO, r.problems.data, r.problems.len);
+        status = complete ? 0 : 2;
+    }
+    run_free(&r);
+    return status;
+}

@@ -1,0 +1,30 @@
+/* launcher: serving a parsed command line (arguments.h) in C.
+ *
+ * The rule: a command is served natively only where its output (standard output, standard error,
+ * exit status) is the Python CLI's byte for byte; wherever that cannot be promised before anything
+ * is written or any thread stopped (a table missing from the caches, a file it cannot open the way
+ * the Python path does, an error whose wording is the Python path's), fu_cli_serve returns
+ * FU_CLI_NOT_SERVED and the Python CLI serves the command line (which fills the caches, so that
+ * the next run is native).
+ */
+#ifndef FASTUNWIND_CLI_LAUNCHER_H
+#define FASTUNWIND_CLI_LAUNCHER_H
+
+#include "arguments.h"
+
+/* fu_cli_serve's answer when the Python CLI must serve the command line (not an exit status). */
+#define FU_CLI_NOT_SERVED (-1)
+/* The exit status after Ctrl-C or SIGTERM (128 + SIGINT, as the Python CLI's). */
+#define FU_CLI_INTERRUPTED 130
+
+/* The command's exit status, or FU_CLI_NOT_SERVED (nothing written). */
+int fu_cli_serve(const fu_cli_request *request);
+
+/* Note why the command is not served natively (the first reason is kept): with
+ * FASTUNWIND_NATIVE=require the launcher prints it and exits FU_CLI_REQUIRE_STATUS instead of
+ * running the Python CLI (the tests' proof that a command line was served in C). */
+void fu_cli_unserved(const char *why, const char *detail);
+const char *fu_cli_unserved_reason(void);
+#define FU_CLI_REQUIRE_STATUS 125
+
+#endif
