@@ -200,10 +200,12 @@ static bool entry_row(const fu_synth_state *state)
     return true;
 }
 
-/* Code without CFI that synthesized code leads to, outside its range: a direct call's target, an
- * address a RIP-relative lea takes, or a jump's target where the jump leaves with the entry state
- * (a tail call: x264's stubs jump into a shared loop no symbol, call or lea names). The caller
- * interprets the targets not yet covered as functions of their own (fu_synth_table_build). */
+/* Code without CFI that synthesized code leads to: a direct call's target (inside the range too: the
+ * interpretation takes a call as returning without walking the callee, so x264's helpers that follow
+ * the function calling them stay unreached), and, outside the range, an address a RIP-relative lea
+ * takes, or a jump's target where the jump leaves with the entry state (a tail call: x264's stubs
+ * jump into a shared loop no symbol, call or lea names). The caller interprets the targets not yet
+ * covered as functions of their own (fu_synth_table_build). */
 static void note_target(collector *c, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state)
 {
     uint64_t target;
@@ -216,7 +218,8 @@ static void note_target(collector *c, uint64_t address, const fu_x86_insn *insn,
         target = address + insn->length + (uint64_t)insn->source.value;
     else
         return;
-    if ((target < c->start || target >= c->end) && !fu_buffer_append(c->targets, &target, sizeof target))
+    bool outside = target < c->start || target >= c->end;
+    if ((outside || insn->kind == FU_X86_CALL) && !fu_buffer_append(c->targets, &target, sizeof target))
         c->failed = true;
 }
 
