@@ -410,8 +410,9 @@ static long step(__u32 index, void *context)
     if (read_user(w, cfa + 8 * (__s64)rule.ra_offset_by_8, &ra))
         return finish(w, FU_BPF_UNREADABLE);
     /* rbp is read where saved; the other callee-saved registers become unknown where saved (a later
-     * rule that needs one ends the walk as FU_BPF_REGISTER_UNKNOWN rather than read it every frame) */
-    __u32 known = w->known & (CALLEE_SAVED | (1u << REG_RBP));
+     * rule that needs one ends the walk as FU_BPF_REGISTER_UNKNOWN rather than read it every frame);
+     * caller-saved registers stay known where the rule keeps them */
+    __u32 known = w->known & (CALLEE_SAVED | (1u << REG_RBP) | rule.kept_caller_saved);
     __s8 bp_slot = rule.saved_offset_by_8[1];
     if (bp_slot == FU_BPF_UNDEFINED) {
         known &= ~(1u << REG_RBP);

@@ -269,7 +269,8 @@ static fu_synth_outcome interpret(fu_synth_table *t, const fu_check_image *image
         .start = start, .end = end, .code = code,
         .noreturn = image->noreturn, .noreturn_count = image->noreturn_count,
         .segments = image->segments, .segment_count = image->segment_count,
-        .code_segments = image->code, .code_segment_count = image->code_count, .entry = NULL};
+        .code_segments = image->code, .code_segment_count = image->code_count, .entry = NULL,
+        .caller_saved_values = true};
     fu_synth_counts counts;
     c->next = start;
     c->cfa_register = FU_X86_REG_NONE;
@@ -672,6 +673,8 @@ static void load_rules(const fu_synth_table *t, const fu_synth_table_row *row, r
         r->cfa = d->cfa;
         for (unsigned c = 0; c < FU_SYNTH_COLUMN_COUNT; c++)
             set_rule(r, fu_synth_columns[c], d->columns[c]);
+        for (uint16_t kept = d->kept_caller_saved; kept; kept &= (uint16_t)(kept - 1))
+            set_rule(r, (unsigned)__builtin_ctz(kept), (fu_rule){.kind = FU_RULE_SAME_VALUE});
         return;
     }
     const fu_cfi_table *table = t->tables[row->table];

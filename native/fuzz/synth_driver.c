@@ -79,6 +79,8 @@ static bool check_visit(void *context, uint64_t address, const fu_x86_insn *insn
     fu_synth_derive_row(state, FU_X86_REG_NONE, &row);
     CHECK(row.cfa.kind == FU_RULE_UNSPECIFIED || (row.cfa.kind == FU_CFA_REG_OFFSET && row.cfa.reg < FU_X86_GPR_COUNT),
           "derived CFA rule %u", row.cfa.kind);
+    CHECK(!(row.kept_caller_saved & (FU_CALLEE_SAVED_MASK | 1u << FU_REG_RSP)), "kept caller-saved 0x%x",
+          row.kept_caller_saved);
     w->last = address;
     w->any = true;
     w->visits++;
@@ -94,9 +96,12 @@ static void run_synth(const uint8_t *code, size_t size, uint64_t start, const fu
     fu_synth_call_site site = {.start = start, .end = start + size / 2, .landing_pad = start + size / 3};
     fu_synth_entry further = {.address = start + size / 3 + 1, .state = entry};
     fu_synth_args_size popped = {.address = start + size / 4, .bytes = 16}; /* pushed arguments from there */
+    /* the image's segments are its code too: the callees of direct calls are read (synth.c scan_callee) */
     fu_synth_function function = {.start = start, .end = start + size, .code = code, .noreturn = noreturn,
                                   .noreturn_count = noreturn_count, .segments = segments,
-                                  .segment_count = segment_count, .entry = entry,
+                                  .segment_count = segment_count, .code_segments = segments,
+                                  .code_segment_count = segment_count, .entry = entry,
+                                  .caller_saved_values = entry == NULL,
                                   .call_sites = entry ? &site : NULL, .call_site_count = entry ? 1 : 0,
                                   .args_sizes = entry ? &popped : NULL, .args_size_count = entry ? 1 : 0,
                                   .entries = entry ? &further : NULL, .entry_count = entry ? 1 : 0};
@@ -350,7 +355,7 @@ static void run_input(const uint8_t *data, size_t size)
     run_synth(code, code_size, start, segments, segment_count, NULL, 0, NULL, &scratch);
     run_synth(code, code_size, start, segments, segment_count, noreturn, 2, NULL, &scratch);
     fu_synth_state entry;
-    fu_synth_entry_state(&entry);
+    fu_synth_entry_state(&entry, flags & 1);
     entry.regs[FU_REG_RSP].offset = -(int64_t)(flags & 0xf8);
     fu_synth_store(&entry, entry.regs[FU_REG_RSP], (fu_synth_value){FU_VALUE_ENTRY_REGISTER, 3, 0, 0});
     run_synth(code, code_size, start, segments, segment_count, noreturn, 2, &entry, &scratch);
