@@ -133,7 +133,7 @@ typedef enum fu_compact_origin {
 #define FU_COMPACT_SYNTH_OFF 0
 #define FU_COMPACT_SYNTH_MISSING 1 /* synthesized rows where no CFI covers the code */
 #define FU_COMPACT_SYNTH_REPAIR 2  /* those, and corrected rows in place of declared ones proven wrong */
-#define FU_COMPACT_SYNTH_VERSION 4
+#define FU_COMPACT_SYNTH_VERSION 5
 #define FU_COMPACT_SYNTH_MODES 3
 /* "off", "missing", "repair" (the --synth names) for FU_COMPACT_SYNTH_*; "?" past them. */
 const char *fu_compact_synth_mode_name(unsigned mode);

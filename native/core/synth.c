@@ -456,17 +456,22 @@ static uint16_t callee_writes(synth_run *run, uint64_t target)
     return writes;
 }
 
-/* The caller-saved registers a call leaves as they are: those holding a stack address (x264's
- * functions that realign the stack keep the entry rsp in rcx or rax across calls to their helpers)
- * that the callee's code never writes. Other values are dropped as the psABI allows, so that only
- * a frame's address is worth the scan. */
+/* The caller-saved registers a call leaves as they are: those holding the frame's address where
+ * nothing else the call keeps does (rsp realigned, no callee-saved register holding an entry-stack
+ * address: x264's functions that realign the stack keep the entry rsp in rcx or rax across calls to
+ * their helpers), if the callee's code never writes them. Other values are dropped as the psABI
+ * allows: only the CFA is worth the scan, and compilers' code (a local's address passed in rdi,
+ * frames kept in rbp) never asks for it. */
 static uint16_t kept_across_call(synth_run *run, const fu_synth_state *s, const fu_x86_insn *insn)
 {
     uint16_t addresses = 0;
-    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-        if ((CALLER_SAVED_MASK & (1u << r)) &&
-            (s->regs[r].kind == FU_VALUE_ENTRY_STACK || s->regs[r].kind == FU_VALUE_ALIGNED_STACK))
-            addresses |= (uint16_t)(1u << r);
+    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++) {
+        if (s->regs[r].kind != FU_VALUE_ENTRY_STACK)
+            continue;
+        if (!(CALLER_SAVED_MASK & (1u << r)))
+            return 0; /* rsp or a callee-saved register gives the CFA after the call */
+        addresses |= (uint16_t)(1u << r);
+    }
     if (!addresses || !insn->has_target)
         return 0;
     return addresses & (uint16_t)~callee_writes(run, insn->target);
@@ -1236,7 +1241,7 @@ static bool insn_may_store(const fu_x86_insn *insn)
 /* The caller-saved registers some reached instruction may write: those that keep the caller's value
  * at every instruction are the others (a function-wide set, so that rows do not change at each first
  * write of one). A call may write all of them (kept_across_call keeps only those the function
- * wrote a stack address to). */
+ * wrote its frame's address to). */
 static uint16_t written_caller_saved(const synth_run *run)
 {
     const fu_synth_scratch *sc = run->scratch;

@@ -19,9 +19,10 @@
  * rows in cfi.h's representation (for synthesized tables).
  *
  * A call is taken to return with the stack as it was and the caller-saved registers changed, but
- * for those holding a stack address that the code the call reaches never writes (x264 keeps its
- * realigned functions' entry rsp in rcx across calls to its own helpers): that code is read, within
- * FU_SYNTH_MAX_CALLEE_* bounds, for the registers it writes.
+ * for those holding the only entry-stack address (rsp realigned, no callee-saved register holding
+ * one) that the code the call reaches never writes (x264 keeps its realigned functions' entry rsp
+ * in rcx across calls to its own helpers): that code is read, within FU_SYNTH_MAX_CALLEE_* bounds,
+ * for the registers it writes.
  *
  * Everything input-driven is bounded by the FU_SYNTH_MAX_* limits below; hitting one makes the
  * function undecided with a reason naming it.

@@ -396,7 +396,7 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
                                     | set(init_and_fini(elf))
                                     if target not in names and _inside(instructions, target)
                                     and not _covered(tables, target)]
-    return FileCheck(path, sections, _uncovered(sections, names, starts, code), image,
+    return FileCheck(path, sections, _uncovered(sections, names, starts, code, instructions), image,
                      CodeInputs(code, segments, noreturn_bytes, entries_bytes))
 
 
@@ -482,15 +482,17 @@ def _uncovered_functions(tables: list[_core.CfiTable], names: dict[int, tuple[in
 
 
 def _uncovered(sections: list[SectionCheck], names: dict[int, tuple[int, str]], starts: list[int],
-               code: list[tuple[int, memoryview]]) -> list[Uncovered]:
+               code: list[tuple[int, memoryview]], instructions: list[tuple[int, int]]) -> list[Uncovered]:
     """Code without CFI starting at `starts` (function symbols, call targets and addresses lea takes),
     with the range up to the symbol's end (or, without a size, the next FDE, symbol or start, or the
-    end of the executable segment) and the symbol's name where one starts there. Stripped assembly
-    (x264's, after the last FDE of the file) is a run of functions each known only by its start."""
+    end of the executable section or segment) and the symbol's name where one starts there. Stripped
+    assembly (x264's, after the last FDE of the file) is a run of functions each known only by its
+    start; `_fini` ends with `.fini`, before the read-only data some linkers put in the same segment."""
     if not starts:
         return []
     boundaries = sorted({section.pc_begin[e] for section in sections for e in section.results[ENTRY::FIELDS]}
-                        | names.keys() | set(starts) | {vaddr + len(data) for vaddr, data in code})
+                        | names.keys() | set(starts) | {vaddr + len(data) for vaddr, data in code}
+                        | {end for _start, end in instructions})
 
     def end_of(address: int) -> int:
         size = names.get(address, (0, ""))[0]
