@@ -440,6 +440,24 @@ static void run_hostile(unsigned timeout)
     static const uint8_t frames[] = {0xc8, 0x10, 0x00, 0x05, 0x48, 0x83, 0xe4, 0xf0, 0x48, 0x83, 0xe4, 0xe0,
                                      0xc9, 0xc9, 0x5c, 0xc3};
     run_code("enter, and, leave", 3, standard_cfi, frames, sizeof frames, timeout);
+    /* the entry rsp kept in rcx across a call to a helper (synth.c scan_callee): a helper that calls
+     * itself and branches back to its start, one that jumps through a register, and one with more
+     * branch targets than FU_SYNTH_MAX_CALLEE_PATHS */
+    static const uint8_t kept_in_rcx[] = {0x48, 0x89, 0xe1, 0x48, 0x83, 0xe4, 0xe0, 0xe8, 0x04, 0x00, 0x00, 0x00,
+                                          0x48, 0x89, 0xcc, 0xc3, 0xe8, 0xfb, 0xff, 0xff, 0xff, 0x74, 0xf9, 0xc3};
+    memcpy(code, kept_in_rcx, sizeof kept_in_rcx);
+    run_code("rsp kept in rcx, recursive helper", 3, standard_cfi, code, sizeof kept_in_rcx, timeout);
+    code[sizeof kept_in_rcx - 1] = 0xff;
+    code[sizeof kept_in_rcx] = 0xe0;
+    run_code("rsp kept in rcx, helper jumping through a register", 3, standard_cfi, code, sizeof kept_in_rcx + 1,
+             timeout);
+    size_t branches = 16;
+    for (unsigned i = 0; i < FU_SYNTH_MAX_CALLEE_PATHS + 8; i++, branches += 2) {
+        code[branches] = 0x74; /* je to the next instruction */
+        code[branches + 1] = 0x00;
+    }
+    code[branches] = 0xc3;
+    run_code("rsp kept in rcx, helper with too many paths", 3, standard_cfi, code, branches + 1, timeout);
     /* CFI offsets at the ends of int64: the CFA at rsp + (2^63 - 1), rbx saved at CFA + (2^63 - 8)
      * and its value at CFA - 2^63 (DW_CFA_def_cfa, DW_CFA_offset_extended_sf, DW_CFA_val_offset_sf,
      * the factored offsets times the CIE's -8), then the CFA at rsp - 2^63 (DW_CFA_def_cfa_sf) */
