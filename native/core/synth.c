@@ -1293,7 +1293,9 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
             continue;
         uint64_t address = insn_address(run, i);
         counts->reached++;
-        for (uint16_t m = written; m; m &= (uint16_t)(m - 1)) { /* (a value that meant nothing else) */
+        /* a register written somewhere keeps the caller's value in no row (the set is function-wide);
+         * that value serves nothing else: nothing is derived from a caller-saved register's */
+        for (uint16_t m = written; m; m &= (uint16_t)(m - 1)) {
             unsigned r = (unsigned)__builtin_ctz(m);
             if (fu_synth_value_equal(s.regs[r], make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)r, 0)))
                 s.regs[r] = unknown_value;
