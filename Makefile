@@ -136,9 +136,10 @@ bench-trace: build
 bench-unwind: build
 	$(PY) -m benchmarks.bench_unwind
 
-# Unwinding through synthesized rows: the seeded program and an x264 encode recorded, samples that
-# land in code without CFI or with wrong CFI counted by how far they unwind with --synth off,
-# missing and repair (docs/BENCHMARKS.md, "Unwinding through synthesized rows").
+# Unwinding through synthesized rows: the seeded program and an x264 encode (as it runs, and with its
+# stack's pages present) recorded, samples that land in code without CFI or with wrong CFI counted by
+# how far they unwind with --synth off, missing and repair (docs/BENCHMARKS.md, "Unwinding through
+# synthesized rows").
 SYNTH_UNWIND_SECONDS ?= 3
 synth-unwind: build
 	$(PY) -m scripts.synth_unwind --seconds $(SYNTH_UNWIND_SECONDS)

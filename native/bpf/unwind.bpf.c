@@ -434,8 +434,9 @@ static long step(__u32 index, void *context)
     if (read_user(w, cfa + 8 * (__s64)rule.ra_offset_by_8, &ra))
         return finish(w, FU_BPF_UNREADABLE);
     /* the callee-saved registers the rule restores are read from their slots (in the window, with
-     * the return address); one it leaves undefined becomes unknown, the others keep their value */
-    __u32 known = w->known & CALLEE_SAVED;
+     * the return address); one it leaves undefined becomes unknown, the others keep their value;
+     * caller-saved registers stay known where the rule keeps them */
+    __u32 known = w->known & (CALLEE_SAVED | rule.kept_caller_saved);
     for (int i = 0; i < 6; i++) {
         __s8 slot = rule.saved_offset_by_8[i];
         __u32 r = saved_register(i);

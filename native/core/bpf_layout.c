@@ -7,6 +7,7 @@
 _Static_assert(sizeof(fu_bpf_rule) == sizeof(fu_compact_rule), "a BPF rule is a compact rule");
 _Static_assert(offsetof(fu_bpf_rule, cfa_offset) == offsetof(fu_compact_rule, cfa_offset), "rule layout");
 _Static_assert(offsetof(fu_bpf_rule, saved_offset_by_8) == offsetof(fu_compact_rule, saved_offset_by_8), "rule layout");
+_Static_assert(offsetof(fu_bpf_rule, kept_caller_saved) == offsetof(fu_compact_rule, kept_caller_saved), "rule layout");
 _Static_assert(FU_BPF_CFA_NO_INFO == FU_COMPACT_CFA_NO_INFO && FU_BPF_CFA_SLOW == FU_COMPACT_CFA_SLOW &&
                    FU_BPF_CFA_RSP == FU_COMPACT_CFA_RSP && FU_BPF_CFA_RBP == FU_COMPACT_CFA_RBP &&
                    FU_BPF_CFA_REGISTER == FU_COMPACT_CFA_REGISTER && FU_BPF_CFA_PLT == FU_COMPACT_CFA_PLT &&

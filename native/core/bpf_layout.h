@@ -104,7 +104,7 @@ typedef struct fu_bpf_rule {
     uint8_t origin; /* where the row came from (compact_table.h): the walk does not look */
     int32_t cfa_offset;
     int8_t saved_offset_by_8[6]; /* rbx, rbp, r12, r13, r14, r15 */
-    uint8_t reserved1[2];
+    uint16_t kept_caller_saved;  /* caller-saved registers whose value the caller keeps (bit per register) */
 } fu_bpf_rule;
 
 typedef struct fu_bpf_slot {

@@ -487,7 +487,7 @@ static bool is_entry_row(const fu_cfi_table *table, const fu_state *row)
  * False when the row has a shape this cannot express (a CFA expression). */
 static bool declared_entry_state(const fu_cfi_table *table, const fu_state *row, fu_synth_state *out)
 {
-    fu_synth_entry_state(out);
+    fu_synth_entry_state(out, false);
     if (row->cfa.kind != FU_CFA_REG_OFFSET || row->cfa.reg >= FU_X86_GPR_COUNT)
         return false;
     unsigned cfa_register = row->cfa.reg;

@@ -54,10 +54,12 @@ static bool column_rule(unsigned column, const fu_rule *rule, fu_compact_rule *r
             r->saved_offset_by_8[slot] = FU_COMPACT_KEEP;
         else if (rule->kind != FU_RULE_OFFSET || !offset_by_8(rule->value, &r->saved_offset_by_8[slot]))
             return false;
+    } else if (column < 16 && (FU_COMPACT_CALLER_SAVED_MASK >> column & 1) && rule->kind == FU_RULE_SAME_VALUE) {
+        r->kept_caller_saved |= (uint16_t)(1u << column);
     } else if (column < FU_WALK_REGISTERS && (column == FU_REG_RSP || rule->kind != FU_RULE_UNDEFINED)) {
-        /* A rule for rsp, or one that gives a caller-saved register a value the next frame's CFI
-         * might use. DW_CFA_undefined on a caller-saved register changes nothing: the walker does
-         * not carry them across a call anyway. Vector registers and the like: ignored. */
+        /* A rule for rsp, or one that gives a caller-saved register another value the next frame's
+         * CFI might use. DW_CFA_undefined on a caller-saved register changes nothing: the walker
+         * carries only those a rule keeps. Vector registers and the like: ignored. */
         return false;
     }
     return true;
@@ -243,8 +245,8 @@ static fu_status check_overlay(const fu_compact_overlay *overlay, fu_error *err)
             problem = "not a register + offset CFA";
         else if (r->ra_offset_by_8 == FU_COMPACT_KEEP || r->ra_offset_by_8 == FU_COMPACT_UNDEFINED)
             problem = "without a return address (only declared CFI may end a stack)";
-        else if (r->reserved1[0] || r->reserved1[1])
-            problem = "with reserved bytes set";
+        else if (r->kept_caller_saved & ~FU_COMPACT_CALLER_SAVED_MASK)
+            problem = "keeping a register that is not caller-saved";
         if (problem)
             return fu_fail(err, FU_ERR_INVALID, "compact overlay: row %zu (0x%llx..0x%llx) is %s", i,
                            (unsigned long long)row->start, (unsigned long long)row->end, problem);
@@ -639,8 +641,8 @@ fu_status fu_compact_open(fu_compact_table *t, const uint8_t *data, size_t size,
     const fu_compact_rule *rules = (const fu_compact_rule *)(data + h->rules_offset);
     for (uint32_t i = 0; i < h->rule_count; i++) {
         const fu_compact_rule *r = &rules[i];
-        bool ok = r->cfa_kind < FU_COMPACT_CFA_KIND_COUNT && r->origin < FU_COMPACT_ORIGIN_COUNT && r->reserved1[0] == 0 &&
-                  r->reserved1[1] == 0 && r->cfa_register < FU_WALK_REGISTERS;
+        bool ok = r->cfa_kind < FU_COMPACT_CFA_KIND_COUNT && r->origin < FU_COMPACT_ORIGIN_COUNT &&
+                  !(r->kept_caller_saved & ~FU_COMPACT_CALLER_SAVED_MASK) && r->cfa_register < FU_WALK_REGISTERS;
         if (ok && r->cfa_kind == FU_COMPACT_CFA_RSP)
             ok = r->cfa_register == FU_REG_RSP;
         if (ok && r->cfa_kind == FU_COMPACT_CFA_RBP)

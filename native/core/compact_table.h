@@ -44,7 +44,7 @@
 #define FU_COMPACT_MAGIC_SIZE 8
 /* Bump whenever the layout or the builder's semantics change: a cached file of another version is
  * rebuilt, never used. */
-#define FU_COMPACT_VERSION 5
+#define FU_COMPACT_VERSION 6
 
 /* The key a table was built for: a GNU build-id (20 bytes for SHA-1, the linker's default; 16 for
  * md5/uuid) or, for a file without one, a SHA-256 of its path, size and mtime. 64 bytes hold
@@ -68,6 +68,9 @@
 #define FU_COMPACT_SAVED_REGISTERS 6
 static const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS] = {FU_REG_RBX, FU_REG_RBP, FU_REG_R12,
                                                                               FU_REG_R13, FU_REG_R14, FU_REG_R15};
+
+/* The registers below 16 that are neither callee-saved nor rsp: rax, rdx, rcx, rsi, rdi, r8-r11. */
+#define FU_COMPACT_CALLER_SAVED_MASK ((uint16_t)(0xffffu & ~FU_CALLEE_SAVED_MASK & ~(1u << FU_REG_RSP)))
 
 /* saved_offset_by_8[] and ra_offset_by_8 values that are not offsets: CFA + 0 is never a save slot
  * (the CFA is the caller's SP: the bytes there are the caller's), so 0 can mean "no rule". */
@@ -130,7 +133,7 @@ typedef enum fu_compact_origin {
 #define FU_COMPACT_SYNTH_OFF 0
 #define FU_COMPACT_SYNTH_MISSING 1 /* synthesized rows where no CFI covers the code */
 #define FU_COMPACT_SYNTH_REPAIR 2  /* those, and corrected rows in place of declared ones proven wrong */
-#define FU_COMPACT_SYNTH_VERSION 2
+#define FU_COMPACT_SYNTH_VERSION 5
 #define FU_COMPACT_SYNTH_MODES 3
 /* "off", "missing", "repair" (the --synth names) for FU_COMPACT_SYNTH_*; "?" past them. */
 const char *fu_compact_synth_mode_name(unsigned mode);
@@ -146,7 +149,10 @@ typedef struct fu_compact_rule {
     int32_t cfa_offset;     /* bytes */
     /* per fu_compact_saved_register[i]: saved at CFA + 8 * n, or FU_COMPACT_KEEP / _UNDEFINED */
     int8_t saved_offset_by_8[FU_COMPACT_SAVED_REGISTERS];
-    uint8_t reserved1[2];   /* 0 */
+    /* caller-saved registers (bit per DWARF number, FU_COMPACT_CALLER_SAVED_MASK) whose rule is
+     * DW_CFA_same_value: the caller's value is the callee's (the walker carries them, as apply_row
+     * does); synthesized rows state them where the code has not written them (synth.h) */
+    uint16_t kept_caller_saved;
 } fu_compact_rule;
 
 typedef struct fu_compact_header {

@@ -164,8 +164,8 @@ static fu_synth_value slot_load(const fu_synth_state *s, fu_synth_value address,
  * the return address, frame addresses). */
 static bool value_is_tracked(fu_synth_value v)
 {
-    return v.kind == FU_VALUE_ENTRY_STACK || v.kind == FU_VALUE_ALIGNED_STACK ||
-           v.kind == FU_VALUE_ENTRY_REGISTER || v.kind == FU_VALUE_RETURN_ADDRESS;
+    return v.kind == FU_VALUE_ENTRY_STACK || v.kind == FU_VALUE_ALIGNED_STACK || v.kind == FU_VALUE_RETURN_ADDRESS ||
+           (v.kind == FU_VALUE_ENTRY_REGISTER && !(CALLER_SAVED_MASK & (1u << v.reg)));
 }
 
 /* Store `width` bytes of `value` at `address`. Overlapped slots become unknown (or take the value
@@ -255,8 +255,8 @@ static void store_to(fu_synth_state *s, fu_synth_value address, unsigned width, 
 }
 
 /* A call: the callee may write anything below the stack pointer (its return address first), and the
- * caller-saved registers. */
-static void clobber_for_call(fu_synth_state *s)
+ * caller-saved registers but those of `kept_registers` (shown untouched by the callee's code). */
+static void clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
 {
     fu_synth_value sp = s->regs[FU_REG_RSP];
     unsigned kept = 0;
@@ -272,19 +272,18 @@ static void clobber_for_call(fu_synth_state *s)
     }
     s->slot_count = (uint8_t)kept;
     for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-        if (CALLER_SAVED_MASK & (1u << r))
+        if (CALLER_SAVED_MASK & ~kept_registers & (1u << r))
             s->regs[r] = unknown_value;
 }
 
-void fu_synth_entry_state(fu_synth_state *s)
+void fu_synth_entry_state(fu_synth_state *s, bool caller_saved_values)
 {
     memset(s, 0, sizeof *s);
+    /* The caller-saved ones only on request: a caller may keep its CFA in one across a call to code
+     * that leaves it alone (fu_synth_row.kept_caller_saved). */
     for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-        s->regs[r] = make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)r, 0);
-    /* The caller's other registers are not ours to restore: only the callee-saved ones keep meaning. */
-    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-        if (CALLER_SAVED_MASK & (1u << r))
-            s->regs[r] = unknown_value;
+        if (caller_saved_values || !(CALLER_SAVED_MASK & (1u << r)))
+            s->regs[r] = make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)r, 0);
     s->regs[FU_REG_RSP] = make_value(FU_VALUE_ENTRY_STACK, 0, 0);
     s->slot_count = 1;
     s->slots[0].space = FU_SLOT_ENTRY_STACK;
@@ -315,6 +314,12 @@ typedef struct synth_run {
     fu_synth_counts *counts;
     bool restart;
     bool out_of_memory;
+    /* the registers direct calls' callees may write (callee_writes), by callee */
+    uint32_t callee_count;
+    struct {
+        uint64_t target;
+        uint16_t writes;
+    } callees[FU_SYNTH_MAX_CALLEES];
     uint32_t jump_table_count;
     synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
 } synth_run;
@@ -373,6 +378,103 @@ static void clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_ad
         store_to(s, address_of(s, &insn->dest, next_address), insn->dest.width, insn->repeats, unknown_value, false);
     for (unsigned m = insn->writes; m; m &= m - 1)
         s->regs[__builtin_ctz(m)] = unknown_value;
+}
+
+static bool is_noreturn(const fu_synth_function *f, uint64_t target);
+
+/* Where the code from `address` on is to be read: the executable segment holding it, or NULL. */
+static const uint8_t *code_at(const fu_synth_function *f, uint64_t address, uint64_t *available)
+{
+    const fu_image_segment *seg = fu_image_segment_holding(f->code_segments, f->code_segment_count, address, 1);
+    if (!seg)
+        return NULL;
+    *available = seg->vaddr + seg->size - address;
+    return seg->data + (address - seg->vaddr);
+}
+
+/* The registers the code a direct call reaches may write before it returns: every instruction
+ * from `target` on, following both ways of each branch and the targets of its own direct calls,
+ * up to each path's ret, trap or call to a known noreturn function. Every general-purpose register
+ * (as the psABI allows a callee) when the code is not all there to read: an indirect branch, bytes
+ * that do not decode, code outside the executable segments, or more than the limits. */
+static uint16_t scan_callee(synth_run *run, uint64_t target)
+{
+    const fu_synth_function *f = run->function;
+    const uint16_t every = (uint16_t)((1u << FU_X86_GPR_COUNT) - 1);
+    uint64_t starts[FU_SYNTH_MAX_CALLEE_PATHS];
+    unsigned start_count = 0;
+    uint32_t decoded = 0;
+    uint16_t writes = 0;
+    starts[start_count++] = target;
+    for (unsigned next = 0; next < start_count; next++) {
+        for (uint64_t address = starts[next];;) {
+            uint64_t available;
+            const uint8_t *code = code_at(f, address, &available);
+            if (!code || ++decoded > FU_SYNTH_MAX_CALLEE_INSTRUCTIONS)
+                return every;
+            fu_x86_insn insn;
+            fu_x86_decode(&run->scratch->decoder, code, (size_t)available, address, &insn);
+            if (insn.kind == FU_X86_INVALID)
+                return every;
+            writes |= insn.writes;
+            bool path_ends = insn.kind == FU_X86_RET || insn.kind == FU_X86_TRAP || insn.kind == FU_X86_JMP;
+            if ((insn.kind == FU_X86_JMP || insn.kind == FU_X86_JCC || insn.kind == FU_X86_CALL) &&
+                !fu_x86_is_get_pc(&insn, address)) {
+                if (!insn.has_target)
+                    return every;
+                if (insn.kind == FU_X86_CALL && is_noreturn(f, insn.target))
+                    path_ends = true;
+                bool known = false;
+                for (unsigned k = 0; k < start_count && !known; k++)
+                    known = starts[k] == insn.target;
+                if (!known) {
+                    if (start_count == FU_SYNTH_MAX_CALLEE_PATHS)
+                        return every;
+                    starts[start_count++] = insn.target;
+                }
+            }
+            if (path_ends)
+                break;
+            address += insn.length;
+        }
+    }
+    return writes;
+}
+
+/* scan_callee's answer for `target`, remembered for the function's other calls to it and the
+ * fixpoint's later walks. */
+static uint16_t callee_writes(synth_run *run, uint64_t target)
+{
+    for (uint32_t k = 0; k < run->callee_count; k++)
+        if (run->callees[k].target == target)
+            return run->callees[k].writes;
+    uint16_t writes = scan_callee(run, target);
+    if (run->callee_count < FU_SYNTH_MAX_CALLEES) {
+        run->callees[run->callee_count].target = target;
+        run->callees[run->callee_count++].writes = writes;
+    }
+    return writes;
+}
+
+/* The caller-saved registers a call leaves as they are: those holding the frame's address where
+ * nothing else the call keeps does (rsp realigned, no callee-saved register holding an entry-stack
+ * address: x264's functions that realign the stack keep the entry rsp in rcx or rax across calls to
+ * their helpers), if the callee's code never writes them. Other values are dropped as the psABI
+ * allows: only the CFA is worth the scan, and compilers' code (a local's address passed in rdi,
+ * frames kept in rbp) never asks for it. */
+static uint16_t kept_across_call(synth_run *run, const fu_synth_state *s, const fu_x86_insn *insn)
+{
+    uint16_t addresses = 0;
+    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++) {
+        if (s->regs[r].kind != FU_VALUE_ENTRY_STACK)
+            continue;
+        if (!(CALLER_SAVED_MASK & (1u << r)))
+            return 0; /* rsp or a callee-saved register gives the CFA after the call */
+        addresses |= (uint16_t)(1u << r);
+    }
+    if (!addresses || !insn->has_target)
+        return 0;
+    return addresses & (uint16_t)~callee_writes(run, insn->target);
 }
 
 static bool is_callee_saved(unsigned reg)
@@ -497,7 +599,7 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
             slot_store(s, *rsp, 8, make_value(FU_VALUE_CONSTANT, 0, (int64_t)next), false);
             return;
         }
-        clobber_for_call(s);
+        clobber_for_call(s, kept_across_call(run, s, insn));
         return;
     case FU_X86_CMP: /* only the flags */
         return;
@@ -1096,7 +1198,7 @@ static bool fixpoint(synth_run *run, bool first)
     if (f->entry)
         state_copy(&start, f->entry);
     else
-        fu_synth_entry_state(&start);
+        fu_synth_entry_state(&start, f->caller_saved_values);
     uint32_t queue_len = 0;
     if (!merge(run, (uint32_t)entry, &start, EDGE_BRANCH, &queue_len))
         return false;
@@ -1136,6 +1238,23 @@ static bool insn_may_store(const fu_x86_insn *insn)
     }
 }
 
+/* The caller-saved registers some reached instruction may write: those that keep the caller's value
+ * at every instruction are the others (a function-wide set, so that rows do not change at each first
+ * write of one). A call may write all of them (kept_across_call keeps only those the function
+ * wrote its frame's address to). */
+static uint16_t written_caller_saved(const synth_run *run)
+{
+    const fu_synth_scratch *sc = run->scratch;
+    uint16_t written = 0;
+    for (uint32_t i = 0; i < run->insn_count; i++) {
+        const fu_x86_insn *insn = &sc->insns[i];
+        if (sc->walked[i])
+            written |= insn->kind == FU_X86_CALL && !fu_x86_is_get_pc(insn, insn_address(run, i)) ? CALLER_SAVED_MASK
+                                                                                                  : insn->writes;
+    }
+    return written & CALLER_SAVED_MASK;
+}
+
 /* The fixpoint, then the visit: instructions in address order, each with the state before it. */
 static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *context)
 {
@@ -1157,6 +1276,7 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
             break;
     }
     /* the visit */
+    uint16_t written = function->caller_saved_values ? written_caller_saved(run) : 0;
     fu_synth_state s;
     bool live = false, unchanged = false;
     for (uint32_t i = 0; i < run->insn_count; i++) {
@@ -1173,6 +1293,13 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
             continue;
         uint64_t address = insn_address(run, i);
         counts->reached++;
+        /* a register written somewhere keeps the caller's value in no row (the set is function-wide);
+         * that value serves nothing else: nothing is derived from a caller-saved register's */
+        for (uint16_t m = written; m; m &= (uint16_t)(m - 1)) {
+            unsigned r = (unsigned)__builtin_ctz(m);
+            if (fu_synth_value_equal(s.regs[r], make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)r, 0)))
+                s.regs[r] = unknown_value;
+        }
         if (visit && !visit(context, address, insn, &s, unchanged))
             return FU_SYNTH_STOPPED;
         /* whether the next visit sees the same state: no slot written, no register changed (an
@@ -1255,6 +1382,10 @@ void fu_synth_derive_row(const fu_synth_state *state, unsigned preferred_cfa_reg
             break;
         }
     }
+    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+        if ((CALLER_SAVED_MASK & (1u << r)) &&
+            fu_synth_value_equal(state->regs[r], make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)r, 0)))
+            row->kept_caller_saved |= (uint16_t)(1u << r);
     for (unsigned c = 0; c < FU_SYNTH_COLUMN_COUNT; c++) {
         unsigned column = fu_synth_columns[c];
         fu_synth_value wanted = fu_synth_column_value(column);

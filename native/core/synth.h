@@ -3,7 +3,7 @@
  * BAP).
  *
  * From the entry state (rsp = entry_rsp, so CFA = rsp+8; the return address at CFA-8; rbx, rbp,
- * r12-r15 holding the caller's values), the instructions of [start, end) are followed over the
+ * r12-r15 holding the caller's values, and the others too for synthesized tables), the instructions of [start, end) are followed over the
  * control-flow graph: direct jumps, conditional branches, fall-through, calls that return, calls
  * to known noreturn functions and traps that end a path, jump tables read from the image where
  * their pattern is recognised. Every general-purpose register and the 8-byte stack slots the
@@ -17,6 +17,12 @@
  * The result is not a table but a walk: `visit` sees the state before every reached instruction, in
  * address order. check.c compares it with the declared rows; fu_synth_derive_row turns a state into
  * rows in cfi.h's representation (for synthesized tables).
+ *
+ * A call is taken to return with the stack as it was and the caller-saved registers changed, but
+ * for those holding the only entry-stack address (rsp realigned, no callee-saved register holding
+ * one) that the code the call reaches never writes (x264 keeps its realigned functions' entry rsp
+ * in rcx across calls to its own helpers): that code is read, within FU_SYNTH_MAX_CALLEE_* bounds,
+ * for the registers it writes.
  *
  * Everything input-driven is bounded by the FU_SYNTH_MAX_* limits below; hitting one makes the
  * function undecided with a reason naming it.
@@ -52,6 +58,13 @@
 /* Restarts of the fixpoint after a jump table revealed a target inside an already walked block, or
  * a call was found not to return after its fall-through had been joined. */
 #define FU_SYNTH_MAX_RESTARTS 16
+/* Callees of one function whose register writes are remembered (synth.c callee_writes); the
+ * others are scanned again at each call. */
+#define FU_SYNTH_MAX_CALLEES 16
+/* Instructions, and paths (branch and call targets), of the code one direct call reaches that are
+ * read to find the registers it writes; beyond, it may write any. */
+#define FU_SYNTH_MAX_CALLEE_INSTRUCTIONS 4096
+#define FU_SYNTH_MAX_CALLEE_PATHS 256
 /* The reason an undecided function gives. */
 #define FU_SYNTH_REASON_MAX 160
 
@@ -134,6 +147,10 @@ typedef struct fu_synth_function {
      * inside a function (gcc's `.cold` parts, reached by a jump from the hot part) gives the state
      * its first declared row describes (check.c). */
     const fu_synth_state *entry;
+    /* The entry state gives the caller-saved registers the caller's values, so that derived rows
+     * say which still hold them (fu_synth_row.kept_caller_saved: synthesized tables); check.c
+     * compares only the callee-saved ones and leaves them unknown. */
+    bool caller_saved_values;
     /* sorted by start, not overlapping (NULL, 0: none); pads outside [start, end) are ignored */
     const fu_synth_call_site *call_sites;
     size_t call_site_count;
@@ -193,8 +210,9 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
                               void *context, fu_synth_counts *counts, char reason[FU_SYNTH_REASON_MAX]);
 
 /* The state at a function's entry: rsp = entry rsp, the return address at [rsp], the callee-saved
- * registers holding the caller's values, the others unknown. */
-void fu_synth_entry_state(fu_synth_state *state);
+ * registers holding the caller's values, and the others too with `caller_saved_values`, else
+ * unknown. */
+void fu_synth_entry_state(fu_synth_state *state, bool caller_saved_values);
 /* Record `value` in the 8-byte slot at `address` (a stack address of `state`). */
 void fu_synth_store(fu_synth_state *state, fu_synth_value address, fu_synth_value value);
 
@@ -230,6 +248,10 @@ static inline fu_synth_value fu_synth_column_value(unsigned column)
 typedef struct fu_synth_row {
     fu_rule cfa;
     fu_rule columns[FU_SYNTH_COLUMN_COUNT];
+    /* caller-saved registers (bit per DWARF number) holding the caller's values (with
+     * caller_saved_values: those the function never writes, nor a call it makes): a caller that
+     * keeps its CFA in one across the call finds it there (DW_CFA_same_value) */
+    uint16_t kept_caller_saved;
 } fu_synth_row;
 
 /* `preferred_cfa_register` (or FU_X86_REG_NONE): the register to express the CFA with when it

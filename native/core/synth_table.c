@@ -200,10 +200,12 @@ static bool entry_row(const fu_synth_state *state)
     return true;
 }
 
-/* Code without CFI that synthesized code leads to, outside its range: a direct call's target, an
- * address a RIP-relative lea takes, or a jump's target where the jump leaves with the entry state
- * (a tail call: x264's stubs jump into a shared loop no symbol, call or lea names). The caller
- * interprets the targets not yet covered as functions of their own (fu_synth_table_build). */
+/* Code without CFI that synthesized code leads to: a direct call's target (inside the range too: the
+ * interpretation takes a call as returning without walking the callee, so x264's helpers that follow
+ * the function calling them stay unreached), and, outside the range, an address a RIP-relative lea
+ * takes, or a jump's target where the jump leaves with the entry state (a tail call: x264's stubs
+ * jump into a shared loop no symbol, call or lea names). The caller interprets the targets not yet
+ * covered as functions of their own (fu_synth_table_build). */
 static void note_target(collector *c, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state)
 {
     uint64_t target;
@@ -216,7 +218,8 @@ static void note_target(collector *c, uint64_t address, const fu_x86_insn *insn,
         target = address + insn->length + (uint64_t)insn->source.value;
     else
         return;
-    if ((target < c->start || target >= c->end) && !fu_buffer_append(c->targets, &target, sizeof target))
+    bool outside = target < c->start || target >= c->end;
+    if ((outside || insn->kind == FU_X86_CALL) && !fu_buffer_append(c->targets, &target, sizeof target))
         c->failed = true;
 }
 
@@ -266,7 +269,8 @@ static fu_synth_outcome interpret(fu_synth_table *t, const fu_check_image *image
         .start = start, .end = end, .code = code,
         .noreturn = image->noreturn, .noreturn_count = image->noreturn_count,
         .segments = image->segments, .segment_count = image->segment_count,
-        .code_segments = image->code, .code_segment_count = image->code_count, .entry = NULL};
+        .code_segments = image->code, .code_segment_count = image->code_count, .entry = NULL,
+        .caller_saved_values = true};
     fu_synth_counts counts;
     c->next = start;
     c->cfa_register = FU_X86_REG_NONE;
@@ -669,6 +673,8 @@ static void load_rules(const fu_synth_table *t, const fu_synth_table_row *row, r
         r->cfa = d->cfa;
         for (unsigned c = 0; c < FU_SYNTH_COLUMN_COUNT; c++)
             set_rule(r, fu_synth_columns[c], d->columns[c]);
+        for (uint16_t kept = d->kept_caller_saved; kept; kept &= (uint16_t)(kept - 1))
+            set_rule(r, (unsigned)__builtin_ctz(kept), (fu_rule){.kind = FU_RULE_SAME_VALUE});
         return;
     }
     const fu_cfi_table *table = t->tables[row->table];

@@ -228,9 +228,11 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
         switch ((fu_walk_cached)found->kind) {
         case FU_WALK_CACHED_DERIVED_RULE:
             *frame_flags = found->frame_flags;
-            __attribute__((fallthrough));
+            caller_kind = apply_compact(&w, &found->what.plan, found->kept_caller_saved, regs, caller, frame_flags,
+                                        &signal_frame);
+            break;
         case FU_WALK_CACHED_RULE:
-            caller_kind = apply_compact(&w, &found->what.plan, regs, caller, frame_flags, &signal_frame);
+            caller_kind = apply_compact(&w, &found->what.plan, 0, regs, caller, frame_flags, &signal_frame);
             break;
         case FU_WALK_CACHED_BODY:
             caller_kind = apply_body(&w, found->what.body, regs, caller, frame_flags, &signal_frame);

@@ -132,10 +132,12 @@ typedef enum fu_walk_cached {
      * stack frame by setting the frame pointer to zero"; the kernel starts a process with rbp 0);
      * else as NO_INFO */
     FU_WALK_CACHED_ENTRY_CODE,
-    /* a compact fast-path rule derived from the machine code (compact_table.h, fu_compact_origin):
-     * taken by the general step, which marks the frame (frame_flags); the lean loop and walk
-     * shapes stay those of the module's own CFI, which pay nothing for the marks (callgrind:
-     * marking in follow_rules cost 1.3-2.1% more instructions on the c and hackbench recordings) */
+    /* a compact fast-path rule derived from the machine code (compact_table.h, fu_compact_origin),
+     * or one that keeps caller-saved registers (kept_caller_saved: synthesized rows state them,
+     * declared CFI hardly ever): taken by the general step, which marks the frame (frame_flags) and
+     * carries those registers; the lean loop and walk shapes stay those of the module's own CFI,
+     * which pay nothing for either (callgrind: marking in follow_rules cost 1.3-2.1% more
+     * instructions on the c and hackbench recordings) */
     FU_WALK_CACHED_DERIVED_RULE,
 } fu_walk_cached;
 /* A compact fast-path rule prepared for the walker (walk.c compact_plan): what the cache keeps of
@@ -160,6 +162,7 @@ typedef struct fu_walk_cache_entry {
     uint32_t module;                 /* UINT32_MAX: outside every module */
     uint8_t kind;                    /* fu_walk_cached */
     uint8_t frame_flags;             /* DERIVED_RULE: FU_FRAME_CORRECTED or FU_FRAME_SYNTHESIZED */
+    uint16_t kept_caller_saved;      /* DERIVED_RULE: the rule's (compact_table.h) */
 } fu_walk_cache_entry;
 
 /* A walk's shape: what a whole walk through cached compact rules (walk.c follow_rules) read and

@@ -79,6 +79,8 @@ static bool check_visit(void *context, uint64_t address, const fu_x86_insn *insn
     fu_synth_derive_row(state, FU_X86_REG_NONE, &row);
     CHECK(row.cfa.kind == FU_RULE_UNSPECIFIED || (row.cfa.kind == FU_CFA_REG_OFFSET && row.cfa.reg < FU_X86_GPR_COUNT),
           "derived CFA rule %u", row.cfa.kind);
+    CHECK(!(row.kept_caller_saved & (FU_CALLEE_SAVED_MASK | 1u << FU_REG_RSP)), "kept caller-saved 0x%x",
+          row.kept_caller_saved);
     w->last = address;
     w->any = true;
     w->visits++;
@@ -94,9 +96,12 @@ static void run_synth(const uint8_t *code, size_t size, uint64_t start, const fu
     fu_synth_call_site site = {.start = start, .end = start + size / 2, .landing_pad = start + size / 3};
     fu_synth_entry further = {.address = start + size / 3 + 1, .state = entry};
     fu_synth_args_size popped = {.address = start + size / 4, .bytes = 16}; /* pushed arguments from there */
+    /* the image's segments are its code too: the callees of direct calls are read (synth.c scan_callee) */
     fu_synth_function function = {.start = start, .end = start + size, .code = code, .noreturn = noreturn,
                                   .noreturn_count = noreturn_count, .segments = segments,
-                                  .segment_count = segment_count, .entry = entry,
+                                  .segment_count = segment_count, .code_segments = segments,
+                                  .code_segment_count = segment_count, .entry = entry,
+                                  .caller_saved_values = entry == NULL,
                                   .call_sites = entry ? &site : NULL, .call_site_count = entry ? 1 : 0,
                                   .args_sizes = entry ? &popped : NULL, .args_size_count = entry ? 1 : 0,
                                   .entries = entry ? &further : NULL, .entry_count = entry ? 1 : 0};
@@ -350,7 +355,7 @@ static void run_input(const uint8_t *data, size_t size)
     run_synth(code, code_size, start, segments, segment_count, NULL, 0, NULL, &scratch);
     run_synth(code, code_size, start, segments, segment_count, noreturn, 2, NULL, &scratch);
     fu_synth_state entry;
-    fu_synth_entry_state(&entry);
+    fu_synth_entry_state(&entry, flags & 1);
     entry.regs[FU_REG_RSP].offset = -(int64_t)(flags & 0xf8);
     fu_synth_store(&entry, entry.regs[FU_REG_RSP], (fu_synth_value){FU_VALUE_ENTRY_REGISTER, 3, 0, 0});
     run_synth(code, code_size, start, segments, segment_count, noreturn, 2, &entry, &scratch);
@@ -435,6 +440,24 @@ static void run_hostile(unsigned timeout)
     static const uint8_t frames[] = {0xc8, 0x10, 0x00, 0x05, 0x48, 0x83, 0xe4, 0xf0, 0x48, 0x83, 0xe4, 0xe0,
                                      0xc9, 0xc9, 0x5c, 0xc3};
     run_code("enter, and, leave", 3, standard_cfi, frames, sizeof frames, timeout);
+    /* the entry rsp kept in rcx across a call to a helper (synth.c scan_callee): a helper that calls
+     * itself and branches back to its start, one that jumps through a register, and one with more
+     * branch targets than FU_SYNTH_MAX_CALLEE_PATHS */
+    static const uint8_t kept_in_rcx[] = {0x48, 0x89, 0xe1, 0x48, 0x83, 0xe4, 0xe0, 0xe8, 0x04, 0x00, 0x00, 0x00,
+                                          0x48, 0x89, 0xcc, 0xc3, 0xe8, 0xfb, 0xff, 0xff, 0xff, 0x74, 0xf9, 0xc3};
+    memcpy(code, kept_in_rcx, sizeof kept_in_rcx);
+    run_code("rsp kept in rcx, recursive helper", 3, standard_cfi, code, sizeof kept_in_rcx, timeout);
+    code[sizeof kept_in_rcx - 1] = 0xff;
+    code[sizeof kept_in_rcx] = 0xe0;
+    run_code("rsp kept in rcx, helper jumping through a register", 3, standard_cfi, code, sizeof kept_in_rcx + 1,
+             timeout);
+    size_t branches = 16;
+    for (unsigned i = 0; i < FU_SYNTH_MAX_CALLEE_PATHS + 8; i++, branches += 2) {
+        code[branches] = 0x74; /* je to the next instruction */
+        code[branches + 1] = 0x00;
+    }
+    code[branches] = 0xc3;
+    run_code("rsp kept in rcx, helper with too many paths", 3, standard_cfi, code, branches + 1, timeout);
     /* CFI offsets at the ends of int64: the CFA at rsp + (2^63 - 1), rbx saved at CFA + (2^63 - 8)
      * and its value at CFA - 2^63 (DW_CFA_def_cfa, DW_CFA_offset_extended_sf, DW_CFA_val_offset_sf,
      * the factored offsets times the CIE's -8), then the CFA at rsp - 2^63 (DW_CFA_def_cfa_sf) */

@@ -137,12 +137,13 @@ static PyObject *rule_dict(const fu_compact_rule *r)
     PyObject *ra = r->ra_offset_by_8 == FU_COMPACT_KEEP || r->ra_offset_by_8 == FU_COMPACT_UNDEFINED
                        ? Py_NewRef(Py_None)
                        : PyLong_FromLong(r->ra_offset_by_8 * 8);
-    return Py_BuildValue("{s:s,s:i,s:i,s:N,s:N,s:i}", "cfa", fu_compact_cfa_kind_name(r->cfa_kind), "register",
-                         r->cfa_register, "offset", r->cfa_offset, "ra_offset", ra, "saved", saved, "origin", r->origin);
+    return Py_BuildValue("{s:s,s:i,s:i,s:N,s:N,s:i,s:i}", "cfa", fu_compact_cfa_kind_name(r->cfa_kind), "register",
+                         r->cfa_register, "offset", r->cfa_offset, "ra_offset", ra, "saved", saved, "origin", r->origin,
+                         "kept_caller_saved", r->kept_caller_saved);
 }
 
 /* rule(i) -> {"cfa": kind, "register", "offset", "ra_offset": bytes or None, "saved": {reg: offset},
- *             "origin": fu_compact_origin} */
+ *             "origin": fu_compact_origin, "kept_caller_saved": bit per register} */
 static PyObject *compact_rule(CompactTableObject *self, PyObject *arg)
 {
     if (!check_opened(self))

@@ -7,8 +7,8 @@ rows against derived ones at every instruction, with the GIL released) and judge
 `undecided` (why). Python only gathers the inputs (segments, noreturn functions) and splits the FDEs
 into chunks, which `jobs` threads check in parallel.
 
-Code without CFI is reported as `uncovered`: function symbols in executable segments and direct call
-targets that no FDE covers.
+Code without CFI is reported as `uncovered`: function symbols in executable segments, direct call
+targets, addresses relocations store and the loader's DT_INIT and DT_FINI that no FDE covers.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from fastunwind import _core
 from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, ENTRY_FDE, RETURN_ADDRESS_COLUMN, register_name
 from fastunwind.elf import (ET_REL, PF_X, PT_LOAD, SHF_EXECINSTR, SHT_PROGBITS, SHT_RELA, STT_FUNC, ElfFile,
                             find_debug_file)
+from fastunwind.elf.dynamic import init_and_fini
 from fastunwind.errors import ElfError
 from fastunwind.image import ModuleImage
 from fastunwind.symbols import EM_X86_64, PLT_SECTIONS, symbol_table_for_file
@@ -392,9 +393,10 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
                      lambda item: run(item, entries_bytes, foreign_bytes))
     instructions = _instruction_ranges(elf, code)
     starts = uncovered_functions + [target for target in uncovered_calls | _relocated_code(elf, instructions)
+                                    | set(init_and_fini(elf))
                                     if target not in names and _inside(instructions, target)
                                     and not _covered(tables, target)]
-    return FileCheck(path, sections, _uncovered(sections, names, starts, code), image,
+    return FileCheck(path, sections, _uncovered(sections, names, starts, code, instructions), image,
                      CodeInputs(code, segments, noreturn_bytes, entries_bytes))
 
 
@@ -480,15 +482,17 @@ def _uncovered_functions(tables: list[_core.CfiTable], names: dict[int, tuple[in
 
 
 def _uncovered(sections: list[SectionCheck], names: dict[int, tuple[int, str]], starts: list[int],
-               code: list[tuple[int, memoryview]]) -> list[Uncovered]:
+               code: list[tuple[int, memoryview]], instructions: list[tuple[int, int]]) -> list[Uncovered]:
     """Code without CFI starting at `starts` (function symbols, call targets and addresses lea takes),
     with the range up to the symbol's end (or, without a size, the next FDE, symbol or start, or the
-    end of the executable segment) and the symbol's name where one starts there. Stripped assembly
-    (x264's, after the last FDE of the file) is a run of functions each known only by its start."""
+    end of the executable section or segment) and the symbol's name where one starts there. Stripped
+    assembly (x264's, after the last FDE of the file) is a run of functions each known only by its
+    start; `_fini` ends with `.fini`, before the read-only data some linkers put in the same segment."""
     if not starts:
         return []
     boundaries = sorted({section.pc_begin[e] for section in sections for e in section.results[ENTRY::FIELDS]}
-                        | names.keys() | set(starts) | {vaddr + len(data) for vaddr, data in code})
+                        | names.keys() | set(starts) | {vaddr + len(data) for vaddr, data in code}
+                        | {end for _start, end in instructions})
 
     def end_of(address: int) -> int:
         size = names.get(address, (0, ""))[0]

@@ -90,7 +90,7 @@ def test_text_and_folded_output_are_the_api_renderings(perf_recordings):
     from fastunwind.perf_script import render_folded, render_perf_script, unwind_recording
 
     path = str(perf_recordings.get("c").data_file)
-    unwound, _stats = unwind_recording(path)
+    unwound, _stats = unwind_recording(path, synth="missing")  # the CLI's default mode
     for option, render in ((None, render_perf_script), ("--folded", render_folded)):
         expected = io.StringIO()
         render(unwound, expected)

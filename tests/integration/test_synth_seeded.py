@@ -60,6 +60,35 @@ missing_sub_adjust:               # sub rsp without .cfi_adjust_cfa_offset
         ret
         .cfi_endproc
         .size missing_sub_adjust, .-missing_sub_adjust
+
+        .globl keeps_rsp_in_rcx, loses_rsp_in_rcx
+        .type keeps_rsp_in_rcx, @function
+keeps_rsp_in_rcx:                 # no CFI: the stack realigned, the entry rsp kept in rcx across calls
+        mov %rsp, %rcx            # to a helper that leaves rcx alone (x264's x86inc.asm functions)
+        and $-32, %rsp
+        sub $64, %rsp
+        call .Lleaves_rcx
+        call .Lleaves_rcx
+        mov %rcx, %rsp
+        ret
+        .size keeps_rsp_in_rcx, .-keeps_rsp_in_rcx
+.Lleaves_rcx:                     # no symbol: found as a call target
+        mov %rdi, %rax
+        add %rsi, %rax
+        ret
+
+        .type loses_rsp_in_rcx, @function
+loses_rsp_in_rcx:                 # the same with a helper that writes rcx: nothing known after the call
+        mov %rsp, %rcx
+        and $-32, %rsp
+        sub $64, %rsp
+        call .Lwrites_rcx
+        mov %rcx, %rsp
+        ret
+        .size loses_rsp_in_rcx, .-loses_rsp_in_rcx
+.Lwrites_rcx:
+        mov %rdi, %rcx
+        ret
         .section .note.GNU-stack,"",@progbits
 """
 
@@ -68,12 +97,15 @@ MAIN = r"""
 #include <stdlib.h>
 long no_cfi_frame(long (*)(long), long);
 long missing_sub_adjust(long (*)(long), long);
+long keeps_rsp_in_rcx(long, long), loses_rsp_in_rcx(long);
 #include <signal.h>
 /* with an argument, the program stops itself here (for eu-stack) */
 __attribute__((noinline)) long leaf(long x) { if (x > 1) raise(SIGSTOP); __asm__ volatile("" ::: "memory"); return x + 1; }
 int main(int argc, char **argv) {
     (void)argv;
     printf("%ld\n", no_cfi_frame(leaf, argc) + missing_sub_adjust(leaf, argc));
+    if (argc > 5) /* linked, not run */
+        printf("%ld\n", keeps_rsp_in_rcx(argc, argc) + loses_rsp_in_rcx(argc));
     return 0;
 }
 """
@@ -129,6 +161,35 @@ def rows_of(document: dict[str, object], start: int) -> tuple[str, list[tuple[in
 def test_code_without_cfi_gets_the_rows_its_code_implies(program: Path, mode: str) -> None:
     document = as_json(synth.synthesize(str(program), mode))
     assert rows_of(document, symbol(program, "no_cfi_frame")) == ("synthesized", NO_CFI_FRAME_ROWS)
+
+
+def call_target(path: Path, call: int) -> int:
+    """Where the `call rel32` at `call` goes."""
+    with ElfFile.open(str(path)) as elf:
+        text = next(s for s in elf.sections if s.name == ".text")
+        rel32 = int.from_bytes(bytes(elf.section_data(text))[call - text.addr + 1:call - text.addr + 5], "little", signed=True)
+    return call + 5 + rel32
+
+
+def test_a_frame_kept_in_a_caller_saved_register_across_calls(program: Path) -> None:
+    """A function that realigns the stack and keeps its entry rsp in rcx (x86inc.asm's) gets rows
+    with CFA = rcx+8 past its calls when the callee's code leaves rcx alone, and the callee's rows
+    say rcx keeps the caller's value (so the walker carries it there); when the callee writes rcx,
+    the rows stop at the call."""
+    document = as_json(synth.synthesize(str(program), "missing"))
+    keeps, loses = symbol(program, "keeps_rsp_in_rcx"), symbol(program, "loses_rsp_in_rcx")
+    origin, rows = rows_of(document, keeps)
+    assert origin == "synthesized" and [(offset, cfa) for offset, cfa, _ in rows] == [(0x0, "rsp+8"), (0x7, "rcx+8")]
+    fde = next(f for f in document["fdes"] if f["pc_begin"] == keeps)
+    assert fde["pc_end"] == keeps + 0x19  # to its ret, past both calls
+    origin, helper_rows = rows_of(document, call_target(program, keeps + 0xb))
+    assert origin == "synthesized" and helper_rows and all(saved.get("rcx") == "same value" for _, _, saved in helper_rows)
+    assert all("rcx" not in saved and "rax" not in saved for _, _, saved in rows)  # written here
+    origin, rows = rows_of(document, loses)
+    assert [(offset, cfa) for offset, cfa, _ in rows] == [(0x0, "rsp+8"), (0x7, "rcx+8")]
+    assert next(f for f in document["fdes"] if f["pc_begin"] == loses)["pc_end"] == loses + 0x10  # the call's end
+    origin, helper_rows = rows_of(document, call_target(program, loses + 0xb))
+    assert all("rcx" not in saved for _, _, saved in helper_rows)
 
 
 def test_wrong_cfi_is_corrected_in_the_repair_view_only(program: Path) -> None:

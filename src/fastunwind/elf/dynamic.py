@@ -1,17 +1,17 @@
 """An ELF file's dynamic section: the libraries it needs, found as the dynamic loader finds them
-(ld.so(8)), for `fastunwind compile --deps` (like ldd).
+(ld.so(8)), for `fastunwind compile --deps` (like ldd); the code the loader runs at load and exit.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from fastunwind.elf import ET_EXEC, PT_INTERP, ElfFile
 from fastunwind.errors import FastunwindError
 
 #: d_tag values (gABI "Dynamic Section")
-DT_NULL, DT_NEEDED, DT_RPATH, DT_RUNPATH = 0, 1, 15, 29
+DT_NULL, DT_NEEDED, DT_INIT, DT_FINI, DT_RPATH, DT_RUNPATH = 0, 1, 12, 13, 15, 29
 #: the x86-64 multiarch directories the dynamic loader searches last (ld.so(8), Debian's multiarch)
 DEFAULT_LIBRARY_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib",
                         "/usr/lib")
@@ -35,6 +35,27 @@ def process_entry(elf: ElfFile) -> int:
     return elf.entry if elf.elf_type_number == ET_EXEC or interpreter is not None or not needed else 0
 
 
+def _entries(elf: ElfFile) -> Iterator[tuple[int, int]]:
+    """(d_tag, d_val) of each entry of the .dynamic section, up to DT_NULL."""
+    dynamic = elf.section(".dynamic")
+    if dynamic is None:
+        return
+    data = bytes(elf.section_data(dynamic))
+    entry = 16 if elf.elf_class == 64 else 8
+    half = entry // 2
+    for at in range(0, len(data) - entry + 1, entry):  # bounded by the section's size
+        tag = int.from_bytes(data[at:at + half], "little")
+        if tag == DT_NULL:
+            return
+        yield tag, int.from_bytes(data[at + half:at + entry], "little")
+
+
+def init_and_fini(elf: ElfFile) -> list[int]:
+    """The addresses of DT_INIT and DT_FINI (`_init`, `_fini`: code crti.o brings, without CFI, that
+    the dynamic loader calls through no symbol a stripped file keeps)."""
+    return [value for tag, value in _entries(elf) if tag in (DT_INIT, DT_FINI)]
+
+
 def _dynamic_of(elf: ElfFile, path: str) -> tuple[list[str], list[str], str | None]:
     """_dynamic of the open file `elf` (at `path`, which $ORIGIN names)."""
     interpreter = None
@@ -45,9 +66,6 @@ def _dynamic_of(elf: ElfFile, path: str) -> tuple[list[str], list[str], str | No
     if dynamic is None or not 0 < dynamic.link < len(elf.sections):
         return [], [], interpreter
     strings = bytes(elf.section_data(elf.sections[dynamic.link]))
-    data = bytes(elf.section_data(dynamic))
-    entry = 16 if elf.elf_class == 64 else 8
-    half = entry // 2
 
     def text(offset: int) -> str:
         end = strings.find(b"\0", offset)
@@ -56,11 +74,7 @@ def _dynamic_of(elf: ElfFile, path: str) -> tuple[list[str], list[str], str | No
     needed: list[str] = []
     rpath: list[str] = []
     runpath: list[str] = []
-    for at in range(0, len(data) - entry + 1, entry):  # bounded by the section's size
-        tag = int.from_bytes(data[at:at + half], "little")
-        value = int.from_bytes(data[at + half:at + entry], "little")
-        if tag == DT_NULL:
-            break
+    for tag, value in _entries(elf):
         if value >= len(strings):
             continue
         if tag == DT_NEEDED:
