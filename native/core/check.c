@@ -275,33 +275,44 @@ static bool contains_address(const uint64_t *sorted, size_t count, uint64_t addr
     return lo < count && sorted[lo] == address;
 }
 
-/* A direct call to the start of an FDE of this table whose first row is not an entry row: that FDE
- * is a function's entry after all (its caller re-checks it from the ABI's entry state). */
-static void note_non_entry_callee(fde_check *c, uint64_t target)
+/* Whether FDE `index` of `t` (-1: none) starts at `address` with a first row that is not an entry
+ * row: a function's entry after all, when a call names it (its caller re-checks it from the ABI's
+ * entry state). */
+static bool starts_without_entry_row(const fu_cfi_table *t, int64_t index, uint64_t address)
 {
-    const fu_cfi_table *t = c->table;
-    int64_t index = fu_cfi_table_find_fde(t, target);
-    if (index < 0 || t->entries[index].pc_begin != target || t->entries[index].row_count == 0)
-        return;
-    const fu_entry *callee = &t->entries[index];
-    if (!is_entry_row(t, fu_cfi_table_state(t, t->row_state[callee->first_row])) &&
-        !fu_buffer_append(&c->batch->called_non_entry, &target, sizeof target))
-        c->out_of_memory = true;
+    if (index < 0)
+        return false;
+    const fu_entry *e = &t->entries[index];
+    return e->pc_begin == address && e->row_count && !is_entry_row(t, fu_cfi_table_state(t, t->row_state[e->first_row]));
 }
 
-static bool covered(const fu_check_image *image, fu_check_batch *batch, uint64_t address)
+/* What the FDEs say of a code address the checked code names (check.h, fu_check_code_target),
+ * looked up once per batch. */
+static const fu_check_code_target *code_target(const fde_check *c, uint64_t address)
 {
     /* the low bits above the usual 16-byte function alignment */
-    fu_check_covered_target *cached = &batch->covered_cache[(address >> 4) % FU_CHECK_COVERED_CACHE_SIZE];
+    fu_check_code_target *cached = &c->batch->target_cache[(address >> 4) % FU_CHECK_TARGET_CACHE_SIZE];
     if (cached->known && cached->address == address)
-        return cached->covered;
-    bool found = false;
-    for (unsigned t = 0; t < 2 && !found; t++)
-        found = image->tables[t] && fu_cfi_table_find_fde(image->tables[t], address) >= 0;
-    *cached = (fu_check_covered_target){.address = address, .known = true, .covered = found};
-    return found;
+        return cached;
+    *cached = (fu_check_code_target){.address = address, .known = true};
+    int64_t in_checked_table = -1;
+    bool searched = false;
+    for (unsigned k = 0; k < 2; k++) {
+        const fu_cfi_table *t = c->image->tables[k];
+        if (!t)
+            continue;
+        int64_t index = fu_cfi_table_find_fde(t, address);
+        cached->covered |= index >= 0;
+        if (t == c->table) {
+            in_checked_table = index;
+            searched = true;
+        }
+    }
+    if (!searched)
+        in_checked_table = fu_cfi_table_find_fde(c->table, address);
+    cached->non_entry_start = starts_without_entry_row(c->table, in_checked_table, address);
+    return cached;
 }
-
 
 /* A code address the FDE's code names: a direct call's or jump's target, or an address a
  * RIP-relative lea takes (a function pointer: assembly without CFI, as x264's and FFmpeg's, is often
@@ -315,14 +326,17 @@ static void note_code_address(fde_check *c, uint64_t target, fu_x86_kind kind)
     if (target >= c->fde->pc_begin && target - c->fde->pc_begin < c->fde->pc_range)
         return;
     c->last_uncovered_check = target;
-    if (kind == FU_X86_CALL) /* not jumps: the hot part's jump to its .cold part */
-        note_non_entry_callee(c, target);
-    else if (kind != FU_X86_LEA && !fu_buffer_append(&c->batch->foreign_entries, &target, sizeof target))
+    if (kind == FU_X86_CALL) { /* not jumps: the hot part's jump to its .cold part */
+        if (code_target(c, target)->non_entry_start &&
+            !fu_buffer_append(&c->batch->called_non_entry, &target, sizeof target))
+            c->out_of_memory = true;
+    } else if (kind != FU_X86_LEA && !fu_buffer_append(&c->batch->foreign_entries, &target, sizeof target)) {
         c->out_of_memory = true; /* a jump into another FDE enters it there */
+    }
     if (kind == FU_X86_JCC) /* code without CFI is looked for at calls, jumps and lea */
         return;
     if (fu_image_segment_holding(c->image->code, c->image->code_count, target, 1) &&
-        !covered(c->image, c->batch, target) && !fu_buffer_append(&c->batch->uncovered_calls, &target, sizeof target))
+        !code_target(c, target)->covered && !fu_buffer_append(&c->batch->uncovered_calls, &target, sizeof target))
         c->out_of_memory = true;
 }
 
@@ -832,7 +846,7 @@ static bool share_result(fu_check_batch *batch, uint32_t position, uint32_t entr
 fu_status fu_check_fdes(const fu_check_image *image, const fu_cfi_table *table, const uint32_t *entries,
                         size_t count, fu_check_batch *batch, fu_error *err)
 {
-    memset(batch->covered_cache, 0, sizeof batch->covered_cache);
+    memset(batch->target_cache, 0, sizeof batch->target_cache);
     free(batch->results);
     batch->results = calloc(count ? count : 1, sizeof *batch->results);
     batch->count = 0;
