@@ -225,10 +225,12 @@ typedef struct fde_check {
     fu_check_fde_result *result;
     uint32_t row;          /* the declared row in force (cursor: visits come in address order) */
     uint32_t row_end;
-    /* the rules of the row in force, fetched once per row */
+    /* the rules of the row in force, fetched once per row, and what judging them reads of the state
+     * (fu_synth_visit's `changed` bits) */
     uint32_t rules_row;
     fu_rule rules[FU_SYNTH_COLUMN_COUNT];
-    /* the previous visit's outcome, reused for an unchanged state under the same row */
+    uint32_t rules_read;
+    /* the previous judgment, reused under the same row while nothing it read changed */
     uint32_t judged_row;
     bool judged_agree;
     bool out_of_memory;
@@ -360,8 +362,39 @@ static void pass_unreached(fde_check *c, uint64_t address)
         c->next_insn++;
 }
 
+/* What judging the declared CFA (compare_cfa) reads of the state, as fu_synth_visit's `changed` bits. */
+static uint32_t cfa_reads(fu_rule rule)
+{
+    switch (rule.kind) {
+    case FU_CFA_REG_OFFSET:
+        return rule.reg < FU_X86_GPR_COUNT ? 1u << rule.reg : 0;
+    case FU_CFA_EXPRESSION:
+        return FU_SYNTH_CHANGED_ALL;
+    default:
+        return 0;
+    }
+}
+
+/* What judging the rule of `column` (compare_column) reads of the state. */
+static uint32_t column_reads(fu_rule rule, unsigned column)
+{
+    switch (rule.kind) {
+    case FU_RULE_UNSPECIFIED:
+    case FU_RULE_SAME_VALUE:
+        return column < FU_X86_GPR_COUNT ? 1u << column : 0;
+    case FU_RULE_OFFSET:
+        return FU_SYNTH_CHANGED_SLOTS;
+    case FU_RULE_REGISTER:
+        return rule.reg < FU_X86_GPR_COUNT ? 1u << rule.reg : 0;
+    case FU_RULE_EXPRESSION:
+        return FU_SYNTH_CHANGED_ALL;
+    default: /* val_offset: a constant; the rules not compared */
+        return 0;
+    }
+}
+
 static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
-                  bool unchanged)
+                  uint32_t changed)
 {
     fde_check *c = context;
     const fu_cfi_table *t = c->table;
@@ -373,15 +406,18 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
         note_code_address(c, address + insn->length + (uint64_t)insn->source.value, FU_X86_LEA);
     while (c->row + 1 < c->row_end && t->row_address[c->row + 1] <= address)
         c->row++;
-    if (unchanged && c->judged_agree && c->judged_row == c->row) {
+    if (c->judged_agree && c->judged_row == c->row && !(changed & c->rules_read)) {
         c->result->agree++;
         return true;
     }
     const fu_state *declared = fu_cfi_table_state(t, t->row_state[c->row]);
     if (c->rules_row != c->row) {
         c->rules_row = c->row;
-        for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++)
+        c->rules_read = cfa_reads(declared->cfa);
+        for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
             c->rules[k] = fu_state_rule(t, declared, fu_synth_columns[k]);
+            c->rules_read |= column_reads(c->rules[k], fu_synth_columns[k]);
+        }
     }
     /* The outermost frame (the return address undefined: _start, a thread's entry) has no caller
      * whose registers the CFA would recover: nothing to compare (glibc's _start pops under CFA =

@@ -1158,14 +1158,15 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
     }
     /* the visit */
     fu_synth_state s;
-    bool live = false, unchanged = false;
+    bool live = false;
+    uint32_t changed = FU_SYNTH_CHANGED_ALL;
     for (uint32_t i = 0; i < run->insn_count; i++) {
         const fu_x86_insn *insn = &scratch->insns[i];
         int32_t b = scratch->block_of[i];
         if (b >= 0 && (scratch->block_flags[b] & BLOCK_HAS_STATE)) {
             state_copy(&s, &scratch->block_states[b]);
             live = true;
-            unchanged = false;
+            changed = FU_SYNTH_CHANGED_ALL;
         } else if (b >= 0) {
             live = false;
         }
@@ -1173,18 +1174,21 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
             continue;
         uint64_t address = insn_address(run, i);
         counts->reached++;
-        if (visit && !visit(context, address, insn, &s, unchanged))
+        if (visit && !visit(context, address, insn, &s, changed))
             return FU_SYNTH_STOPPED;
-        /* whether the next visit sees the same state: no slot written, no register changed (an
-         * instruction changes only the registers it writes, and a call its caller-saved ones) */
+        /* what the next visit sees changed: an instruction changes only the registers it writes
+         * (hidden operands included: rsp for push, pop and call, rbp for leave and enter) and a call
+         * its caller-saved ones, and the slots only when it may store */
         fu_synth_value before[FU_X86_GPR_COUNT];
         uint16_t written = insn->writes;
         for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
             before[__builtin_ctz(m)] = s.regs[__builtin_ctz(m)];
         step(run, &s, insn, address);
-        unchanged = !insn_may_store(insn);
-        for (uint16_t m = written; m && unchanged; m &= (uint16_t)(m - 1))
-            unchanged = fu_synth_value_equal(before[__builtin_ctz(m)], s.regs[__builtin_ctz(m)]);
+        changed = (insn_may_store(insn) ? FU_SYNTH_CHANGED_SLOTS : 0) |
+                  (insn->kind == FU_X86_CALL ? CALLER_SAVED_MASK : 0);
+        for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
+            if (!fu_synth_value_equal(before[__builtin_ctz(m)], s.regs[__builtin_ctz(m)]))
+                changed |= 1u << __builtin_ctz(m);
         switch (insn->kind) {
         case FU_X86_JMP: case FU_X86_RET: case FU_X86_TRAP:
             live = false;

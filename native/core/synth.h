@@ -168,11 +168,19 @@ typedef struct fu_synth_scratch {
 
 void fu_synth_scratch_free(fu_synth_scratch *scratch);
 
-/* Called before each reached instruction, in address order, with the state before it; `unchanged`:
- * the state is the one of the previous visit (which the visitor may have judged already). Returning
- * false stops the walk (fu_synth_run then returns FU_SYNTH_STOPPED). */
+/* What differs between the state of a visit and the previous visit's (which the visitor may have
+ * judged already): a bit per general-purpose register (1 << DWARF number) whose value differs, and
+ * FU_SYNTH_CHANGED_SLOTS when the slots or what is known of the others may differ (the instruction
+ * between them stores, pushes, pops or calls). 0: the same state; FU_SYNTH_CHANGED_ALL: a block's
+ * state, not derived from the previous visit's. */
+#define FU_SYNTH_CHANGED_SLOTS (1u << FU_X86_GPR_COUNT)
+#define FU_SYNTH_CHANGED_ALL (FU_SYNTH_CHANGED_SLOTS | ((1u << FU_X86_GPR_COUNT) - 1))
+
+/* Called before each reached instruction, in address order, with the state before it and what
+ * `changed` since the previous visit. Returning false stops the walk (fu_synth_run then returns
+ * FU_SYNTH_STOPPED). */
 typedef bool (*fu_synth_visit)(void *context, uint64_t address, const fu_x86_insn *insn,
-                               const fu_synth_state *state, bool unchanged);
+                               const fu_synth_state *state, uint32_t changed);
 
 typedef enum fu_synth_outcome {
     FU_SYNTH_DECIDED = 0,  /* every reached instruction was visited */
