@@ -1183,9 +1183,19 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         uint16_t written = insn->writes;
         for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
             before[__builtin_ctz(m)] = s.regs[__builtin_ctz(m)];
+        /* most stores reach no recorded slot (a pointer's target, a spill of an unknown value) */
+        bool may_store = insn_may_store(insn);
+        uint8_t slots_before = s.slot_count;
+        bool lost_before = s.slots_lost, unknown_stores_before = s.unknown_stores;
+        fu_synth_slot slots[FU_SYNTH_MAX_SLOTS];
+        if (may_store)
+            memcpy(slots, s.slots, s.slot_count * sizeof s.slots[0]);
         step(run, &s, insn, address);
-        changed = (insn_may_store(insn) ? FU_SYNTH_CHANGED_SLOTS : 0) |
-                  (insn->kind == FU_X86_CALL ? CALLER_SAVED_MASK : 0);
+        changed = insn->kind == FU_X86_CALL ? CALLER_SAVED_MASK : 0;
+        if (may_store && (s.slot_count != slots_before || s.slots_lost != lost_before ||
+                          s.unknown_stores != unknown_stores_before ||
+                          memcmp(slots, s.slots, s.slot_count * sizeof s.slots[0]) != 0))
+            changed |= FU_SYNTH_CHANGED_SLOTS;
         for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
             if (!fu_synth_value_equal(before[__builtin_ctz(m)], s.regs[__builtin_ctz(m)]))
                 changed |= 1u << __builtin_ctz(m);
