@@ -653,11 +653,13 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
         }
         if (edge != EDGE_CALL_FALLTHROUGH && (*flags & BLOCK_ONLY_CALL_FALLTHROUGH))
             *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
-        for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-            if (!fu_synth_value_equal(s->regs[r], in->regs[r]) && s->regs[r].kind != FU_VALUE_UNKNOWN) {
-                s->regs[r] = unknown_value;
-                changed = true;
-            }
+        /* equal bytes are equal values (unequal ones may differ in padding only): most joins */
+        if (memcmp(s->regs, in->regs, sizeof s->regs) != 0)
+            for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+                if (!fu_synth_value_equal(s->regs[r], in->regs[r]) && s->regs[r].kind != FU_VALUE_UNKNOWN) {
+                    s->regs[r] = unknown_value;
+                    changed = true;
+                }
         /* slots (both sorted): kept where both agree, unknown where they differ or only one path
          * wrote them */
         if (in->unknown_stores && !s->unknown_stores) {
@@ -665,11 +667,13 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
             changed = true;
         }
         bool lost = s->slots_lost || in->slots_lost;
-        /* the same slots on both paths (the usual case): joined in place */
+        /* the same slots on both paths (the usual case): joined in place, unless their bytes are
+         * equal too */
         bool same_slots = s->slot_count == in->slot_count;
-        for (unsigned k = 0; k < s->slot_count && same_slots; k++)
+        bool identical = same_slots && memcmp(s->slots, in->slots, s->slot_count * sizeof s->slots[0]) == 0;
+        for (unsigned k = 0; k < s->slot_count && same_slots && !identical; k++)
             same_slots = s->slots[k].offset == in->slots[k].offset && s->slots[k].space == in->slots[k].space;
-        for (unsigned k = 0; k < s->slot_count && same_slots; k++)
+        for (unsigned k = 0; k < s->slot_count && same_slots && !identical; k++)
             if (!fu_synth_value_equal(s->slots[k].value, in->slots[k].value) &&
                 s->slots[k].value.kind != FU_VALUE_UNKNOWN) {
                 s->slots[k].value = unknown_value;
