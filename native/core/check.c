@@ -696,14 +696,16 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     fde_check c = {.image = image, .table = table, .fde = fde, .batch = batch, .result = result,
                    .row = fde->first_row, .row_end = fde->first_row + fde->row_count, .last_uncovered_check = 0,
                    .rules_row = UINT32_MAX, .judged_row = UINT32_MAX};
-    char range[FU_CHECK_TEXT_MAX];
-    snprintf(range, sizeof range, "%llx..%llx", (unsigned long long)fde->pc_begin,
-             (unsigned long long)(fde->pc_begin + fde->pc_range));
+    char range[FU_CHECK_TEXT_MAX]; /* for range findings */
+    const fu_image_segment *seg = fu_image_segment_holding(image->code, image->code_count, fde->pc_begin, fde->pc_range);
+    uint32_t other = batch->overlap_partner[entry];
+    if (fde->pc_range == 0 || other != UINT32_MAX || !seg)
+        snprintf(range, sizeof range, "%llx..%llx", (unsigned long long)fde->pc_begin,
+                 (unsigned long long)(fde->pc_begin + fde->pc_range));
     if (fde->pc_range == 0) {
         result->verdict = FU_CHECK_MISMATCH;
         return add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, "empty range");
     }
-    uint32_t other = batch->overlap_partner[entry];
     if (other != UINT32_MAX) {
         char with[FU_CHECK_TEXT_MAX];
         const fu_entry *o = &table->entries[other];
@@ -712,7 +714,6 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         if (!add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, with))
             return false;
     }
-    const fu_image_segment *seg = fu_image_segment_holding(image->code, image->code_count, fde->pc_begin, fde->pc_range);
     if (!seg) {
         result->verdict = FU_CHECK_MISMATCH;
         return add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, "outside executable code");

@@ -278,7 +278,7 @@ static void clobber_for_call(fu_synth_state *s)
 
 void fu_synth_entry_state(fu_synth_state *s)
 {
-    memset(s, 0, sizeof *s);
+    memset(s, 0, offsetof(fu_synth_state, slots) + sizeof s->slots[0]); /* the slots in use */
     for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
         s->regs[r] = make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)r, 0);
     /* The caller's other registers are not ours to restore: only the callee-saved ones keep meaning. */
