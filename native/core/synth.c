@@ -271,9 +271,8 @@ static void clobber_for_call(fu_synth_state *s)
             s->slots[kept++] = *slot;
     }
     s->slot_count = (uint8_t)kept;
-    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-        if (CALLER_SAVED_MASK & (1u << r))
-            s->regs[r] = unknown_value;
+    for (unsigned m = CALLER_SAVED_MASK; m; m &= m - 1)
+        s->regs[__builtin_ctz(m)] = unknown_value;
 }
 
 void fu_synth_entry_state(fu_synth_state *s)
@@ -315,6 +314,7 @@ typedef struct synth_run {
     fu_synth_counts *counts;
     bool restart;
     bool out_of_memory;
+    bool has_indirect_jump; /* jump tables are looked for (and their bounds tracked) only then */
     uint32_t jump_table_count;
     synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
 } synth_run;
@@ -957,7 +957,8 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
             return false;
         }
         step(run, &s, insn, address);
-        track_bound(insn, &bound);
+        if (run->has_indirect_jump)
+            track_bound(insn, &bound);
         bool falls_through = true;
         if (!insn->is_nop)
             fallthrough_edge = EDGE_BRANCH;
@@ -1055,6 +1056,7 @@ static bool decode_all(synth_run *run)
         sc->block_of[n] = -1;
         sc->walked[n] = 0;
         n++;
+        run->has_indirect_jump |= insn->kind == FU_X86_JMP && !insn->has_target;
         offset += insn->kind == FU_X86_INVALID ? 1 : insn->length; /* resynchronize byte by byte */
     }
     run->insn_count = n;
