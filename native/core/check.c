@@ -238,7 +238,7 @@ typedef struct fde_check {
     /* the first decoded instruction (scratch->insns) not yet seen by a visit: those a visit skips
      * over are unreached */
     uint64_t start;
-    uint32_t next_insn, insn_count;
+    uint32_t next_insn;
     uint64_t first_unreached;
 } fde_check;
 
@@ -349,17 +349,15 @@ static bool is_padding(const fu_x86_insn *insn)
     return insn->is_nop || insn->kind == FU_X86_TRAP;
 }
 
-/* Count the decoded instructions before `address` that no visit saw, padding aside; the one at
- * `address` is seen. */
-static void pass_unreached(fde_check *c, uint64_t address)
+/* Count the decoded instructions before `index` (of scratch->insns) that no visit saw, padding
+ * aside. */
+static void pass_unreached(fde_check *c, uint32_t index)
 {
     const fu_synth_scratch *sc = &c->batch->scratch;
-    for (; c->next_insn < c->insn_count && c->start + sc->insn_offsets[c->next_insn] < address; c->next_insn++) {
+    for (; c->next_insn < index; c->next_insn++) {
         if (!is_padding(&sc->insns[c->next_insn]) && c->result->unreached++ == 0)
             c->first_unreached = c->start + sc->insn_offsets[c->next_insn];
     }
-    if (c->next_insn < c->insn_count && c->start + sc->insn_offsets[c->next_insn] == address)
-        c->next_insn++;
 }
 
 /* What judging the declared CFA (compare_cfa) reads of the state, as fu_synth_visit's `changed` bits. */
@@ -398,7 +396,10 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
 {
     fde_check *c = context;
     const fu_cfi_table *t = c->table;
-    pass_unreached(c, address);
+    /* visits come in address order, each with its instruction of the scratch's decoded ones */
+    uint32_t index = (uint32_t)(insn - c->batch->scratch.insns);
+    pass_unreached(c, index);
+    c->next_insn = index + 1;
     if ((insn->kind == FU_X86_CALL || insn->kind == FU_X86_JMP || insn->kind == FU_X86_JCC) && insn->has_target)
         note_code_address(c, insn->target, insn->kind);
     else if (insn->kind == FU_X86_LEA && insn->source.kind == FU_X86_OPERAND_MEMORY &&
@@ -797,7 +798,6 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     fu_synth_counts counts;
     char reason[FU_SYNTH_REASON_MAX];
     c.start = start;
-    c.insn_count = UINT32_MAX; /* while visiting: every visited address is a decoded instruction's */
     uint64_t *work_done = image->work_done ? image->work_done : &batch->work_done;
     if (__atomic_load_n(work_done, __ATOMIC_RELAXED) >= FU_CHECK_MAX_FILE_INSTRUCTIONS) {
         result->verdict = FU_CHECK_UNDECIDED;
@@ -816,8 +816,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         memcpy(result->reason, reason, sizeof result->reason);
         return true;
     }
-    c.insn_count = counts.instructions;
-    pass_unreached(&c, end);
+    pass_unreached(&c, counts.instructions);
     if (result->mismatch) {
         result->verdict = FU_CHECK_MISMATCH;
         result->reason[0] = '\0';

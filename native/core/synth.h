@@ -176,9 +176,9 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch);
 #define FU_SYNTH_CHANGED_SLOTS (1u << FU_X86_GPR_COUNT)
 #define FU_SYNTH_CHANGED_ALL (FU_SYNTH_CHANGED_SLOTS | ((1u << FU_X86_GPR_COUNT) - 1))
 
-/* Called before each reached instruction, in address order, with the state before it and what
- * `changed` since the previous visit. Returning false stops the walk (fu_synth_run then returns
- * FU_SYNTH_STOPPED). */
+/* Called before each reached instruction (`insn`: its element of scratch->insns), in address order,
+ * with the state before it and what `changed` since the previous visit. Returning false stops the
+ * walk (fu_synth_run then returns FU_SYNTH_STOPPED). */
 typedef bool (*fu_synth_visit)(void *context, uint64_t address, const fu_x86_insn *insn,
                                const fu_synth_state *state, uint32_t changed);
 
