@@ -30,6 +30,7 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->insns);
     free(scratch->insn_offsets);
     free(scratch->block_of);
+    free(scratch->branch_block);
     free(scratch->walked);
     free(scratch->insn_at_offset);
     free(scratch->block_states);
@@ -56,9 +57,11 @@ static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned c
 
 static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
 {
-    void **arrays[] = {(void **)&s->insns, (void **)&s->insn_offsets, (void **)&s->block_of, (void **)&s->walked};
-    const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->walked};
-    return grow_together(arrays, sizes, 4, &s->insn_cap, need);
+    void **arrays[] = {(void **)&s->insns, (void **)&s->insn_offsets, (void **)&s->block_of, (void **)&s->branch_block,
+                       (void **)&s->walked};
+    const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->branch_block,
+                            sizeof *s->walked};
+    return grow_together(arrays, sizes, 5, &s->insn_cap, need);
 }
 
 /* The offset map for a function of `size` bytes, its new part zeroed. */
@@ -966,18 +969,16 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         case FU_X86_JCC:
         case FU_X86_JMP:
             if (insn->has_target) {
-                int64_t t = insn_index_at(run, insn->target);
-                if (t == -2) {
+                int32_t tb = sc->branch_block[i];
+                if (tb == -2) {
                     snprintf(run->reason, FU_SYNTH_REASON_MAX,
                              "the branch at 0x%llx goes into the middle of the instruction at 0x%llx",
                              (unsigned long long)address, (unsigned long long)insn->target);
                     return false;
                 }
-                if (t >= 0) {
-                    int64_t tb = block_at(run, (uint32_t)t);
-                    if (tb < 0 || !merge(run, (uint32_t)tb, &s, EDGE_BRANCH, queue_len))
-                        return false;
-                } /* else a (conditional) tail call */
+                if (tb >= 0 && !merge(run, (uint32_t)tb, &s, EDGE_BRANCH, queue_len))
+                    return false;
+                /* else a (conditional) tail call */
             } else {
                 const fu_x86_operand *o = &insn->source;
                 uint64_t table_bound = o->kind == FU_X86_OPERAND_MEMORY
@@ -1081,8 +1082,10 @@ static bool fixpoint(synth_run *run, bool first)
             const fu_x86_insn *insn = &sc->insns[i];
             if ((insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) && insn->has_target) {
                 int64_t t = insn_index_at(run, insn->target);
-                if (t >= 0 && block_at(run, (uint32_t)t) < 0)
+                int64_t b = t >= 0 ? block_at(run, (uint32_t)t) : t;
+                if (t >= 0 && b < 0)
                     return false;
+                sc->branch_block[i] = (int32_t)b;
             }
         }
     }

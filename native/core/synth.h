@@ -150,6 +150,9 @@ typedef struct fu_synth_scratch {
     fu_x86_insn *insns;
     uint32_t *insn_offsets;   /* offset of each instruction from start */
     int32_t *block_of;        /* per instruction: its block index if it starts one, else -1 */
+    /* per direct jump or conditional branch: its target's block, -1 outside the range (a tail
+     * call), -2 inside an instruction (found once, before the first walk) */
+    int32_t *branch_block;
     uint8_t *walked;          /* per instruction: passed by a walk (jump tables need a restart) */
     uint32_t insn_cap;
     /* per byte of the function: 1 + the index of the instruction starting there, else 0 (branch
