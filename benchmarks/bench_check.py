@@ -6,12 +6,15 @@
 FILE defaults to libLLVM-14 (95k FDEs). Each round runs, interleaved so that drift in the machine
 hits every side: `python -m fastunwind check FILE` (one thread: decoding, interpretation and the
 comparison of every instruction of every FDE, plus start-up and the ELF/CFI load), the same with
-`-j 2`, and `readelf --debug-dump=frames-interp FILE > /dev/null` (which only evaluates and prints
-the rows). Commands get one untimed warm-up run (page cache). Reported: best and median wall time,
-FDEs per second of `check` (per core for -j 1), and check's time over readelf's against issue 23's
-target (at most 2x, i.e. >= 100k FDEs/s per core on libLLVM-14). Also timed: Zydis alone decoding
-the file's .text linearly (benchmarks/peers/zydis_decode.c, with and without operands), and check's
-own decoder (its fast path, Zydis behind it) over the same bytes: the floor under check's decoding. Nothing here asserts a timing.
+`-j 2`, and `readelf --debug-dump=frames-interp FILE` (which only evaluates and prints the rows, to
+/dev/null). Commands get one untimed warm-up run (page cache). Reported per command: best and median
+CPU time (user + system of the child alone, from wait4: what load on a shared machine inflates
+least) and best wall time; FDEs per CPU-second of `check` on one thread (per core); check's CPU time
+over readelf's against issue 23's target (at most 2x, i.e. >= 100k FDEs/s per core on libLLVM-14),
+and `-j 2`'s wall time over readelf's. Also timed: Zydis alone decoding the file's .text linearly
+(benchmarks/peers/zydis_decode.c, with and without operands), and check's own decoder (its fast
+path, Zydis behind it) over the same bytes: the floor under check's decoding. Nothing here asserts
+a timing.
 """
 
 from __future__ import annotations
@@ -33,11 +36,18 @@ TARGET_RATIO = 2.0  #: check's time / readelf -wF's
 TARGET_FDES_PER_SECOND = 100_000  #: per core
 
 
-def timed(command: list[str]) -> tuple[float, str]:
+def timed(command: list[str], capture: bool) -> tuple[float, float, str]:
+    """(CPU seconds of the child alone, wall seconds, its stdout if `capture`) of one run."""
     started = time.perf_counter()
-    ran = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                         env={**os.environ, "PYTHONPATH": os.path.join(REPO, "src"), "LC_ALL": "C"})
-    return time.perf_counter() - started, ran.stdout
+    child = subprocess.Popen(command, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, text=True,
+                             env={**os.environ, "PYTHONPATH": os.path.join(REPO, "src"), "LC_ALL": "C"})
+    output = child.stdout.read() if child.stdout else ""
+    _pid, _status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    if child.stdout:
+        child.stdout.close()
+    return usage.ru_utime + usage.ru_stime, wall, output
 
 
 def zydis_alone(path: str) -> list[tuple[int, float]] | None:
@@ -70,34 +80,40 @@ def main(argv: list[str] | None = None) -> int:
     commands = {
         "fastunwind check": check,
         "fastunwind check -j 2": [*check[:4], "-j", "2", args.file],
-        "readelf -wF": ["sh", "-c", f"readelf --debug-dump=frames-interp {args.file} > /dev/null"],
+        "readelf -wF": ["readelf", "--debug-dump=frames-interp", args.file],
     }
-    samples: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    wall: dict[str, list[float]] = {name: [] for name in commands}
     summary = ""
     for name, command in commands.items():  # warm-up
-        _, output = timed(command)
+        _cpu, _wall, output = timed(command, name.startswith("fastunwind"))
         summary = summary or output
     for _ in range(args.repeat):
         for name, command in commands.items():
-            seconds, _ = timed(command)
-            samples[name].append(seconds)
-    fdes = int(re.search(r": (\d+) FDEs:", summary).group(1)) if re.search(r": (\d+) FDEs:", summary) else 0
-    print(f"{args.file}: {fdes} FDEs; best / median of {args.repeat} interleaved runs")
+            seconds, elapsed, _ = timed(command, False)
+            cpu[name].append(seconds)
+            wall[name].append(elapsed)
+    found = re.search(r": (\d+) FDEs:", summary)
+    fdes = int(found.group(1)) if found else 0
+    readelf_cpu, readelf_wall = min(cpu["readelf -wF"]), min(wall["readelf -wF"])
+    print(f"{args.file}: {fdes} FDEs; {args.repeat} interleaved runs, load average {os.getloadavg()[0]:.1f}")
     print(summary.splitlines()[0] if summary else "(no check summary)")
-    for name, values in samples.items():
-        rate = f"  {fdes / min(values):>9,.0f} FDEs/s" if name.startswith("fastunwind") and fdes else ""
-        print(f"  {name:<22} {min(values):6.3f} s  {statistics.median(values):6.3f} s{rate}")
+    print(f"  {'':<22} {'best CPU':>9} {'median CPU':>11} {'best wall':>10} {'CPU / readelf':>14}")
+    for name in commands:
+        rate = f"  {fdes / min(cpu[name]):>9,.0f} FDEs per CPU-second" if name == "fastunwind check" and fdes else ""
+        print(f"  {name:<22} {min(cpu[name]):8.3f}s {statistics.median(cpu[name]):10.3f}s {min(wall[name]):9.3f}s"
+              f" {min(cpu[name]) / readelf_cpu:13.2f}x{rate}")
     decode = zydis_alone(args.file)
     if decode:
         (count, full), (_, instruction_only), (_, fast_path) = decode
-        readelf = min(samples['readelf -wF'])
         print(f"  Zydis alone over .text ({count:,} instructions): {full:.3f} s with operands "
-              f"({full / readelf:.2f}x readelf), {instruction_only:.3f} s without")
-        print(f"  check's decoder alone (fast path, Zydis behind it): {fast_path:.3f} s ({fast_path / readelf:.2f}x readelf)")
-    ratio = min(samples["fastunwind check"]) / min(samples["readelf -wF"])
+              f"({full / readelf_wall:.2f}x readelf's wall time), {instruction_only:.3f} s without")
+        print(f"  check's decoder alone (fast path, Zydis behind it): {fast_path:.3f} s "
+              f"({fast_path / readelf_wall:.2f}x readelf's wall time)")
+    ratio = min(cpu["fastunwind check"]) / readelf_cpu
     met = "met" if ratio <= TARGET_RATIO else "not met"
-    print(f"check / readelf -wF: {ratio:.2f}x (target <= {TARGET_RATIO:.0f}x: {met}); "
-          f"-j 2 / readelf: {min(samples['fastunwind check -j 2']) / min(samples['readelf -wF']):.2f}x")
+    print(f"check / readelf -wF, CPU time on one thread: {ratio:.2f}x (target <= {TARGET_RATIO:.0f}x: {met}); "
+          f"check -j 2 / readelf, wall time: {min(wall['fastunwind check -j 2']) / readelf_wall:.2f}x")
     return 0
 
 

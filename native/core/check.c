@@ -225,10 +225,12 @@ typedef struct fde_check {
     fu_check_fde_result *result;
     uint32_t row;          /* the declared row in force (cursor: visits come in address order) */
     uint32_t row_end;
-    /* the rules of the row in force, fetched once per row */
+    /* the rules of the row in force, fetched once per row, and what judging them reads of the state
+     * (fu_synth_visit's `changed` bits) */
     uint32_t rules_row;
     fu_rule rules[FU_SYNTH_COLUMN_COUNT];
-    /* the previous visit's outcome, reused for an unchanged state under the same row */
+    uint32_t rules_read;
+    /* the previous judgment, reused under the same row while nothing it read changed */
     uint32_t judged_row;
     bool judged_agree;
     bool out_of_memory;
@@ -236,7 +238,7 @@ typedef struct fde_check {
     /* the first decoded instruction (scratch->insns) not yet seen by a visit: those a visit skips
      * over are unreached */
     uint64_t start;
-    uint32_t next_insn, insn_count;
+    uint32_t next_insn;
     uint64_t first_unreached;
 } fde_check;
 
@@ -275,33 +277,44 @@ static bool contains_address(const uint64_t *sorted, size_t count, uint64_t addr
     return lo < count && sorted[lo] == address;
 }
 
-/* A direct call to the start of an FDE of this table whose first row is not an entry row: that FDE
- * is a function's entry after all (its caller re-checks it from the ABI's entry state). */
-static void note_non_entry_callee(fde_check *c, uint64_t target)
+/* Whether FDE `index` of `t` (-1: none) starts at `address` with a first row that is not an entry
+ * row: a function's entry after all, when a call names it (its caller re-checks it from the ABI's
+ * entry state). */
+static bool starts_without_entry_row(const fu_cfi_table *t, int64_t index, uint64_t address)
 {
-    const fu_cfi_table *t = c->table;
-    int64_t index = fu_cfi_table_find_fde(t, target);
-    if (index < 0 || t->entries[index].pc_begin != target || t->entries[index].row_count == 0)
-        return;
-    const fu_entry *callee = &t->entries[index];
-    if (!is_entry_row(t, fu_cfi_table_state(t, t->row_state[callee->first_row])) &&
-        !fu_buffer_append(&c->batch->called_non_entry, &target, sizeof target))
-        c->out_of_memory = true;
+    if (index < 0)
+        return false;
+    const fu_entry *e = &t->entries[index];
+    return e->pc_begin == address && e->row_count && !is_entry_row(t, fu_cfi_table_state(t, t->row_state[e->first_row]));
 }
 
-static bool covered(const fu_check_image *image, fu_check_batch *batch, uint64_t address)
+/* What the FDEs say of a code address the checked code names (check.h, fu_check_code_target),
+ * looked up once per batch. */
+static const fu_check_code_target *code_target(const fde_check *c, uint64_t address)
 {
     /* the low bits above the usual 16-byte function alignment */
-    fu_check_covered_target *cached = &batch->covered_cache[(address >> 4) % FU_CHECK_COVERED_CACHE_SIZE];
+    fu_check_code_target *cached = &c->batch->target_cache[(address >> 4) % FU_CHECK_TARGET_CACHE_SIZE];
     if (cached->known && cached->address == address)
-        return cached->covered;
-    bool found = false;
-    for (unsigned t = 0; t < 2 && !found; t++)
-        found = image->tables[t] && fu_cfi_table_find_fde(image->tables[t], address) >= 0;
-    *cached = (fu_check_covered_target){.address = address, .known = true, .covered = found};
-    return found;
+        return cached;
+    *cached = (fu_check_code_target){.address = address, .known = true};
+    int64_t in_checked_table = -1;
+    bool searched = false;
+    for (unsigned k = 0; k < 2; k++) {
+        const fu_cfi_table *t = c->image->tables[k];
+        if (!t)
+            continue;
+        int64_t index = fu_cfi_table_find_fde(t, address);
+        cached->covered |= index >= 0;
+        if (t == c->table) {
+            in_checked_table = index;
+            searched = true;
+        }
+    }
+    if (!searched)
+        in_checked_table = fu_cfi_table_find_fde(c->table, address);
+    cached->non_entry_start = starts_without_entry_row(c->table, in_checked_table, address);
+    return cached;
 }
-
 
 /* A code address the FDE's code names: a direct call's or jump's target, or an address a
  * RIP-relative lea takes (a function pointer: assembly without CFI, as x264's and FFmpeg's, is often
@@ -315,14 +328,17 @@ static void note_code_address(fde_check *c, uint64_t target, fu_x86_kind kind)
     if (target >= c->fde->pc_begin && target - c->fde->pc_begin < c->fde->pc_range)
         return;
     c->last_uncovered_check = target;
-    if (kind == FU_X86_CALL) /* not jumps: the hot part's jump to its .cold part */
-        note_non_entry_callee(c, target);
-    else if (kind != FU_X86_LEA && !fu_buffer_append(&c->batch->foreign_entries, &target, sizeof target))
+    if (kind == FU_X86_CALL) { /* not jumps: the hot part's jump to its .cold part */
+        if (code_target(c, target)->non_entry_start &&
+            !fu_buffer_append(&c->batch->called_non_entry, &target, sizeof target))
+            c->out_of_memory = true;
+    } else if (kind != FU_X86_LEA && !fu_buffer_append(&c->batch->foreign_entries, &target, sizeof target)) {
         c->out_of_memory = true; /* a jump into another FDE enters it there */
+    }
     if (kind == FU_X86_JCC) /* code without CFI is looked for at calls, jumps and lea */
         return;
     if (fu_image_segment_holding(c->image->code, c->image->code_count, target, 1) &&
-        !covered(c->image, c->batch, target) && !fu_buffer_append(&c->batch->uncovered_calls, &target, sizeof target))
+        !code_target(c, target)->covered && !fu_buffer_append(&c->batch->uncovered_calls, &target, sizeof target))
         c->out_of_memory = true;
 }
 
@@ -333,25 +349,57 @@ static bool is_padding(const fu_x86_insn *insn)
     return insn->is_nop || insn->kind == FU_X86_TRAP;
 }
 
-/* Count the decoded instructions before `address` that no visit saw, padding aside; the one at
- * `address` is seen. */
-static void pass_unreached(fde_check *c, uint64_t address)
+/* Count the decoded instructions before `index` (of scratch->insns) that no visit saw, padding
+ * aside. */
+static void pass_unreached(fde_check *c, uint32_t index)
 {
     const fu_synth_scratch *sc = &c->batch->scratch;
-    for (; c->next_insn < c->insn_count && c->start + sc->insn_offsets[c->next_insn] < address; c->next_insn++) {
+    for (; c->next_insn < index; c->next_insn++) {
         if (!is_padding(&sc->insns[c->next_insn]) && c->result->unreached++ == 0)
             c->first_unreached = c->start + sc->insn_offsets[c->next_insn];
     }
-    if (c->next_insn < c->insn_count && c->start + sc->insn_offsets[c->next_insn] == address)
-        c->next_insn++;
+}
+
+/* What judging the declared CFA (compare_cfa) reads of the state, as fu_synth_visit's `changed` bits. */
+static uint32_t cfa_reads(fu_rule rule)
+{
+    switch (rule.kind) {
+    case FU_CFA_REG_OFFSET:
+        return rule.reg < FU_X86_GPR_COUNT ? 1u << rule.reg : 0;
+    case FU_CFA_EXPRESSION:
+        return FU_SYNTH_CHANGED_ALL;
+    default:
+        return 0;
+    }
+}
+
+/* What judging the rule of `column` (compare_column) reads of the state. */
+static uint32_t column_reads(fu_rule rule, unsigned column)
+{
+    switch (rule.kind) {
+    case FU_RULE_UNSPECIFIED:
+    case FU_RULE_SAME_VALUE:
+        return column < FU_X86_GPR_COUNT ? 1u << column : 0;
+    case FU_RULE_OFFSET:
+        return FU_SYNTH_CHANGED_SLOTS;
+    case FU_RULE_REGISTER:
+        return rule.reg < FU_X86_GPR_COUNT ? 1u << rule.reg : 0;
+    case FU_RULE_EXPRESSION:
+        return FU_SYNTH_CHANGED_ALL;
+    default: /* val_offset: a constant; the rules not compared */
+        return 0;
+    }
 }
 
 static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
-                  bool unchanged)
+                  uint32_t changed)
 {
     fde_check *c = context;
     const fu_cfi_table *t = c->table;
-    pass_unreached(c, address);
+    /* visits come in address order, each with its instruction of the scratch's decoded ones */
+    uint32_t index = (uint32_t)(insn - c->batch->scratch.insns);
+    pass_unreached(c, index);
+    c->next_insn = index + 1;
     if ((insn->kind == FU_X86_CALL || insn->kind == FU_X86_JMP || insn->kind == FU_X86_JCC) && insn->has_target)
         note_code_address(c, insn->target, insn->kind);
     else if (insn->kind == FU_X86_LEA && insn->source.kind == FU_X86_OPERAND_MEMORY &&
@@ -359,15 +407,18 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
         note_code_address(c, address + insn->length + (uint64_t)insn->source.value, FU_X86_LEA);
     while (c->row + 1 < c->row_end && t->row_address[c->row + 1] <= address)
         c->row++;
-    if (unchanged && c->judged_agree && c->judged_row == c->row) {
+    if (c->judged_agree && c->judged_row == c->row && !(changed & c->rules_read)) {
         c->result->agree++;
         return true;
     }
     const fu_state *declared = fu_cfi_table_state(t, t->row_state[c->row]);
     if (c->rules_row != c->row) {
         c->rules_row = c->row;
-        for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++)
+        c->rules_read = cfa_reads(declared->cfa);
+        for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
             c->rules[k] = fu_state_rule(t, declared, fu_synth_columns[k]);
+            c->rules_read |= column_reads(c->rules[k], fu_synth_columns[k]);
+        }
     }
     /* The outermost frame (the return address undefined: _start, a thread's entry) has no caller
      * whose registers the CFA would recover: nothing to compare (glibc's _start pops under CFA =
@@ -646,14 +697,16 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     fde_check c = {.image = image, .table = table, .fde = fde, .batch = batch, .result = result,
                    .row = fde->first_row, .row_end = fde->first_row + fde->row_count, .last_uncovered_check = 0,
                    .rules_row = UINT32_MAX, .judged_row = UINT32_MAX};
-    char range[FU_CHECK_TEXT_MAX];
-    snprintf(range, sizeof range, "%llx..%llx", (unsigned long long)fde->pc_begin,
-             (unsigned long long)(fde->pc_begin + fde->pc_range));
+    char range[FU_CHECK_TEXT_MAX]; /* for range findings */
+    const fu_image_segment *seg = fu_image_segment_holding(image->code, image->code_count, fde->pc_begin, fde->pc_range);
+    uint32_t other = batch->overlap_partner[entry];
+    if (fde->pc_range == 0 || other != UINT32_MAX || !seg)
+        snprintf(range, sizeof range, "%llx..%llx", (unsigned long long)fde->pc_begin,
+                 (unsigned long long)(fde->pc_begin + fde->pc_range));
     if (fde->pc_range == 0) {
         result->verdict = FU_CHECK_MISMATCH;
         return add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, "empty range");
     }
-    uint32_t other = batch->overlap_partner[entry];
     if (other != UINT32_MAX) {
         char with[FU_CHECK_TEXT_MAX];
         const fu_entry *o = &table->entries[other];
@@ -662,7 +715,6 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         if (!add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, with))
             return false;
     }
-    const fu_image_segment *seg = fu_image_segment_holding(image->code, image->code_count, fde->pc_begin, fde->pc_range);
     if (!seg) {
         result->verdict = FU_CHECK_MISMATCH;
         return add_finding(&c, fde->pc_begin, FU_CHECK_WHAT_RANGE, range, "outside executable code");
@@ -746,7 +798,6 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     fu_synth_counts counts;
     char reason[FU_SYNTH_REASON_MAX];
     c.start = start;
-    c.insn_count = UINT32_MAX; /* while visiting: every visited address is a decoded instruction's */
     uint64_t *work_done = image->work_done ? image->work_done : &batch->work_done;
     if (__atomic_load_n(work_done, __ATOMIC_RELAXED) >= FU_CHECK_MAX_FILE_INSTRUCTIONS) {
         result->verdict = FU_CHECK_UNDECIDED;
@@ -765,8 +816,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         memcpy(result->reason, reason, sizeof result->reason);
         return true;
     }
-    c.insn_count = counts.instructions;
-    pass_unreached(&c, end);
+    pass_unreached(&c, counts.instructions);
     if (result->mismatch) {
         result->verdict = FU_CHECK_MISMATCH;
         result->reason[0] = '\0';
@@ -832,7 +882,7 @@ static bool share_result(fu_check_batch *batch, uint32_t position, uint32_t entr
 fu_status fu_check_fdes(const fu_check_image *image, const fu_cfi_table *table, const uint32_t *entries,
                         size_t count, fu_check_batch *batch, fu_error *err)
 {
-    memset(batch->covered_cache, 0, sizeof batch->covered_cache);
+    memset(batch->target_cache, 0, sizeof batch->target_cache);
     free(batch->results);
     batch->results = calloc(count ? count : 1, sizeof *batch->results);
     batch->count = 0;

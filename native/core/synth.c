@@ -30,6 +30,7 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->insns);
     free(scratch->insn_offsets);
     free(scratch->block_of);
+    free(scratch->branch_block);
     free(scratch->walked);
     free(scratch->insn_at_offset);
     free(scratch->block_states);
@@ -56,9 +57,11 @@ static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned c
 
 static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
 {
-    void **arrays[] = {(void **)&s->insns, (void **)&s->insn_offsets, (void **)&s->block_of, (void **)&s->walked};
-    const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->walked};
-    return grow_together(arrays, sizes, 4, &s->insn_cap, need);
+    void **arrays[] = {(void **)&s->insns, (void **)&s->insn_offsets, (void **)&s->block_of, (void **)&s->branch_block,
+                       (void **)&s->walked};
+    const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->branch_block,
+                            sizeof *s->walked};
+    return grow_together(arrays, sizes, 5, &s->insn_cap, need);
 }
 
 /* The offset map for a function of `size` bytes, its new part zeroed. */
@@ -271,14 +274,13 @@ static void clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
             s->slots[kept++] = *slot;
     }
     s->slot_count = (uint8_t)kept;
-    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-        if (CALLER_SAVED_MASK & ~kept_registers & (1u << r))
-            s->regs[r] = unknown_value;
+    for (unsigned m = CALLER_SAVED_MASK & ~(unsigned)kept_registers; m; m &= m - 1)
+        s->regs[__builtin_ctz(m)] = unknown_value;
 }
 
 void fu_synth_entry_state(fu_synth_state *s, bool caller_saved_values)
 {
-    memset(s, 0, sizeof *s);
+    memset(s, 0, offsetof(fu_synth_state, slots) + sizeof s->slots[0]); /* the slots in use */
     /* The caller-saved ones only on request: a caller may keep its CFA in one across a call to code
      * that leaves it alone (fu_synth_row.kept_caller_saved). */
     for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
@@ -320,6 +322,7 @@ typedef struct synth_run {
         uint64_t target;
         uint16_t writes;
     } callees[FU_SYNTH_MAX_CALLEES];
+    bool has_indirect_jump; /* jump tables are looked for (and their bounds tracked) only then */
     uint32_t jump_table_count;
     synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
 } synth_run;
@@ -755,11 +758,13 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
         }
         if (edge != EDGE_CALL_FALLTHROUGH && (*flags & BLOCK_ONLY_CALL_FALLTHROUGH))
             *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
-        for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-            if (!fu_synth_value_equal(s->regs[r], in->regs[r]) && s->regs[r].kind != FU_VALUE_UNKNOWN) {
-                s->regs[r] = unknown_value;
-                changed = true;
-            }
+        /* equal bytes are equal values (unequal ones may differ in padding only): most joins */
+        if (memcmp(s->regs, in->regs, sizeof s->regs) != 0)
+            for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+                if (!fu_synth_value_equal(s->regs[r], in->regs[r]) && s->regs[r].kind != FU_VALUE_UNKNOWN) {
+                    s->regs[r] = unknown_value;
+                    changed = true;
+                }
         /* slots (both sorted): kept where both agree, unknown where they differ or only one path
          * wrote them */
         if (in->unknown_stores && !s->unknown_stores) {
@@ -767,11 +772,13 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
             changed = true;
         }
         bool lost = s->slots_lost || in->slots_lost;
-        /* the same slots on both paths (the usual case): joined in place */
+        /* the same slots on both paths (the usual case): joined in place, unless their bytes are
+         * equal too */
         bool same_slots = s->slot_count == in->slot_count;
-        for (unsigned k = 0; k < s->slot_count && same_slots; k++)
+        bool identical = same_slots && memcmp(s->slots, in->slots, s->slot_count * sizeof s->slots[0]) == 0;
+        for (unsigned k = 0; k < s->slot_count && same_slots && !identical; k++)
             same_slots = s->slots[k].offset == in->slots[k].offset && s->slots[k].space == in->slots[k].space;
-        for (unsigned k = 0; k < s->slot_count && same_slots; k++)
+        for (unsigned k = 0; k < s->slot_count && same_slots && !identical; k++)
             if (!fu_synth_value_equal(s->slots[k].value, in->slots[k].value) &&
                 s->slots[k].value.kind != FU_VALUE_UNKNOWN) {
                 s->slots[k].value = unknown_value;
@@ -1055,7 +1062,8 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
             return false;
         }
         step(run, &s, insn, address);
-        track_bound(insn, &bound);
+        if (run->has_indirect_jump)
+            track_bound(insn, &bound);
         bool falls_through = true;
         if (!insn->is_nop)
             fallthrough_edge = EDGE_BRANCH;
@@ -1063,18 +1071,16 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         case FU_X86_JCC:
         case FU_X86_JMP:
             if (insn->has_target) {
-                int64_t t = insn_index_at(run, insn->target);
-                if (t == -2) {
+                int32_t tb = sc->branch_block[i];
+                if (tb == -2) {
                     snprintf(run->reason, FU_SYNTH_REASON_MAX,
                              "the branch at 0x%llx goes into the middle of the instruction at 0x%llx",
                              (unsigned long long)address, (unsigned long long)insn->target);
                     return false;
                 }
-                if (t >= 0) {
-                    int64_t tb = block_at(run, (uint32_t)t);
-                    if (tb < 0 || !merge(run, (uint32_t)tb, &s, EDGE_BRANCH, queue_len))
-                        return false;
-                } /* else a (conditional) tail call */
+                if (tb >= 0 && !merge(run, (uint32_t)tb, &s, EDGE_BRANCH, queue_len))
+                    return false;
+                /* else a (conditional) tail call */
             } else {
                 const fu_x86_operand *o = &insn->source;
                 uint64_t table_bound = o->kind == FU_X86_OPERAND_MEMORY
@@ -1153,6 +1159,7 @@ static bool decode_all(synth_run *run)
         sc->block_of[n] = -1;
         sc->walked[n] = 0;
         n++;
+        run->has_indirect_jump |= insn->kind == FU_X86_JMP && !insn->has_target;
         offset += insn->kind == FU_X86_INVALID ? 1 : insn->length; /* resynchronize byte by byte */
     }
     run->insn_count = n;
@@ -1177,8 +1184,10 @@ static bool fixpoint(synth_run *run, bool first)
             const fu_x86_insn *insn = &sc->insns[i];
             if ((insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) && insn->has_target) {
                 int64_t t = insn_index_at(run, insn->target);
-                if (t >= 0 && block_at(run, (uint32_t)t) < 0)
+                int64_t b = t >= 0 ? block_at(run, (uint32_t)t) : t;
+                if (t >= 0 && b < 0)
                     return false;
+                sc->branch_block[i] = (int32_t)b;
             }
         }
     }
@@ -1276,16 +1285,17 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
             break;
     }
     /* the visit */
-    uint16_t written = function->caller_saved_values ? written_caller_saved(run) : 0;
+    uint16_t written_in_function = function->caller_saved_values ? written_caller_saved(run) : 0;
     fu_synth_state s;
-    bool live = false, unchanged = false;
+    bool live = false;
+    uint32_t changed = FU_SYNTH_CHANGED_ALL;
     for (uint32_t i = 0; i < run->insn_count; i++) {
         const fu_x86_insn *insn = &scratch->insns[i];
         int32_t b = scratch->block_of[i];
         if (b >= 0 && (scratch->block_flags[b] & BLOCK_HAS_STATE)) {
             state_copy(&s, &scratch->block_states[b]);
             live = true;
-            unchanged = false;
+            changed = FU_SYNTH_CHANGED_ALL;
         } else if (b >= 0) {
             live = false;
         }
@@ -1295,23 +1305,38 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         counts->reached++;
         /* a register written somewhere keeps the caller's value in no row (the set is function-wide);
          * that value serves nothing else: nothing is derived from a caller-saved register's */
-        for (uint16_t m = written; m; m &= (uint16_t)(m - 1)) {
+        for (uint16_t m = written_in_function; m; m &= (uint16_t)(m - 1)) {
             unsigned r = (unsigned)__builtin_ctz(m);
-            if (fu_synth_value_equal(s.regs[r], make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)r, 0)))
+            if (fu_synth_value_equal(s.regs[r], make_value(FU_VALUE_ENTRY_REGISTER, (uint8_t)r, 0))) {
                 s.regs[r] = unknown_value;
+                changed |= 1u << r;
+            }
         }
-        if (visit && !visit(context, address, insn, &s, unchanged))
+        if (visit && !visit(context, address, insn, &s, changed))
             return FU_SYNTH_STOPPED;
-        /* whether the next visit sees the same state: no slot written, no register changed (an
-         * instruction changes only the registers it writes, and a call its caller-saved ones) */
+        /* what the next visit sees changed: an instruction changes only the registers it writes
+         * (hidden operands included: rsp for push, pop and call, rbp for leave and enter) and a call
+         * its caller-saved ones, and the slots only when it may store */
         fu_synth_value before[FU_X86_GPR_COUNT];
         uint16_t written = insn->writes;
         for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
             before[__builtin_ctz(m)] = s.regs[__builtin_ctz(m)];
+        /* most stores reach no recorded slot (a pointer's target, a spill of an unknown value) */
+        bool may_store = insn_may_store(insn);
+        uint8_t slots_before = s.slot_count;
+        bool lost_before = s.slots_lost, unknown_stores_before = s.unknown_stores;
+        fu_synth_slot slots[FU_SYNTH_MAX_SLOTS];
+        if (may_store)
+            memcpy(slots, s.slots, s.slot_count * sizeof s.slots[0]);
         step(run, &s, insn, address);
-        unchanged = !insn_may_store(insn);
-        for (uint16_t m = written; m && unchanged; m &= (uint16_t)(m - 1))
-            unchanged = fu_synth_value_equal(before[__builtin_ctz(m)], s.regs[__builtin_ctz(m)]);
+        changed = insn->kind == FU_X86_CALL ? CALLER_SAVED_MASK : 0;
+        if (may_store && (s.slot_count != slots_before || s.slots_lost != lost_before ||
+                          s.unknown_stores != unknown_stores_before ||
+                          memcmp(slots, s.slots, s.slot_count * sizeof s.slots[0]) != 0))
+            changed |= FU_SYNTH_CHANGED_SLOTS;
+        for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
+            if (!fu_synth_value_equal(before[__builtin_ctz(m)], s.regs[__builtin_ctz(m)]))
+                changed |= 1u << __builtin_ctz(m);
         switch (insn->kind) {
         case FU_X86_JMP: case FU_X86_RET: case FU_X86_TRAP:
             live = false;

@@ -167,6 +167,9 @@ typedef struct fu_synth_scratch {
     fu_x86_insn *insns;
     uint32_t *insn_offsets;   /* offset of each instruction from start */
     int32_t *block_of;        /* per instruction: its block index if it starts one, else -1 */
+    /* per direct jump or conditional branch: its target's block, -1 outside the range (a tail
+     * call), -2 inside an instruction (found once, before the first walk) */
+    int32_t *branch_block;
     uint8_t *walked;          /* per instruction: passed by a walk (jump tables need a restart) */
     uint32_t insn_cap;
     /* per byte of the function: 1 + the index of the instruction starting there, else 0 (branch
@@ -185,11 +188,19 @@ typedef struct fu_synth_scratch {
 
 void fu_synth_scratch_free(fu_synth_scratch *scratch);
 
-/* Called before each reached instruction, in address order, with the state before it; `unchanged`:
- * the state is the one of the previous visit (which the visitor may have judged already). Returning
- * false stops the walk (fu_synth_run then returns FU_SYNTH_STOPPED). */
+/* What differs between the state of a visit and the previous visit's (which the visitor may have
+ * judged already): a bit per general-purpose register (1 << DWARF number) whose value differs (every
+ * caller-saved one after a call), and FU_SYNTH_CHANGED_SLOTS when the slots or what is known of the
+ * others (slots_lost, unknown_stores) differ. 0: the same state; FU_SYNTH_CHANGED_ALL: a block's
+ * state, not derived from the previous visit's. */
+#define FU_SYNTH_CHANGED_SLOTS (1u << FU_X86_GPR_COUNT)
+#define FU_SYNTH_CHANGED_ALL (FU_SYNTH_CHANGED_SLOTS | ((1u << FU_X86_GPR_COUNT) - 1))
+
+/* Called before each reached instruction (`insn`: its element of scratch->insns), in address order,
+ * with the state before it and what `changed` since the previous visit. Returning false stops the
+ * walk (fu_synth_run then returns FU_SYNTH_STOPPED). */
 typedef bool (*fu_synth_visit)(void *context, uint64_t address, const fu_x86_insn *insn,
-                               const fu_synth_state *state, bool unchanged);
+                               const fu_synth_state *state, uint32_t changed);
 
 typedef enum fu_synth_outcome {
     FU_SYNTH_DECIDED = 0,  /* every reached instruction was visited */

@@ -224,7 +224,7 @@ static void note_target(collector *c, uint64_t address, const fu_x86_insn *insn,
 }
 
 static bool collect_visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
-                          bool unchanged)
+                          uint32_t changed)
 {
     collector *c = context;
     if (c->targets)
@@ -232,7 +232,7 @@ static bool collect_visit(void *context, uint64_t address, const fu_x86_insn *in
     if (address > c->next)
         without_derived(c, c->next, address); /* no path reaches [next, address) */
     c->next = address + insn->length;
-    if (unchanged && c->last_derived)
+    if (!changed && c->last_derived)
         return true;
     fu_synth_row row;
     if (!usable_row(state, c->cfa_register, &row)) {

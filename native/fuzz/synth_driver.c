@@ -62,7 +62,7 @@ typedef struct walk_check {
 } walk_check;
 
 static bool check_visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
-                        bool unchanged)
+                        uint32_t changed)
 {
     walk_check *w = context;
     CHECK(address >= w->start && address < w->end, "visit at 0x%" PRIx64 " outside [0x%" PRIx64 ", 0x%" PRIx64 ")",

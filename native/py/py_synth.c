@@ -171,7 +171,7 @@ static PyObject *rule_tuple(const fu_rule *r)
 }
 
 static bool collect_row(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
-                        bool unchanged)
+                        uint32_t changed)
 {
     row_sink *sink = context;
     fu_synth_row row;
