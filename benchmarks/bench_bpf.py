@@ -24,7 +24,8 @@ runs (default 3), the best of each figure:
   program keeps), for the whole program run of the sample (its own clock from entry to after the
   ring buffer output: registers, scope and pid lookups, kernel stack, walk, output) and for the
   walk alone; the slope is the frame loop's cost per frame, the intercept what a sample costs
-  whatever its depth;
+  whatever its depth; and, exactly, the program's time outside the walk per walked sample (its
+  own clock's total less the walks');
 - map memory per table row: the slots the loaded modules occupy (8 bytes each: rows and block index)
   over the rows loaded.
 
@@ -118,6 +119,8 @@ def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
             "bpf_runs_per_sample": stats["bpf_runs"] / samples if samples else None,
             "bpf_ns_per_frame": stats["bpf_run_ns"] / frames if frames else None,
             "walk_ns_per_frame": stats["walk_ns"] / frames if frames else None,
+            "outside_walk_ns_per_sample": (stats["sample_ns"] - stats["walk_ns"]) / stats["walked_samples"]
+            if stats["walked_samples"] else None,
             "fit_sample_fixed_ns": stats["fit_sample_fixed_ns"],
             "fit_sample_ns_per_frame": stats["fit_sample_ns_per_frame"],
             "fit_walk_fixed_ns": stats["fit_walk_fixed_ns"],
@@ -186,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'configuration':<18} {'target CPU s':>12} {'slowdown':>9} {'profiler CPU s':>14} {'samples':>8} "
           f"{'disk B/sample':>13} {'runs/sample':>11} {'BPF ns/sample':>13} {'BPF ns/frame':>12} {'walk ns/frame':>13} "
           f"{'reads/frame':>11} {'lookups/frame':>13} {'complete':>8} {'map B/row':>9} "
-          f"{'fit: sample ns + ns/frame':>25} {'fit: walk ns + ns/frame':>23}")
+          f"{'outside walk ns/sample':>22} {'fit: sample ns + ns/frame':>25} {'fit: walk ns + ns/frame':>23}")
     for name, r in report.items():
         def cell(key: str, fmt: str, width: int) -> str:
             v = r.get(key)
@@ -197,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{cell('walk_ns_per_frame', '.1f', 13)} {cell('stack_reads_per_frame', '.3f', 11)} "
               f"{cell('row_lookups_per_frame', '.3f', 13)} "
               f"{cell('complete_user_share', '.3f', 8)} {cell('map_bytes_per_row', '.2f', 9)} "
-              f"{cell('fit_sample_fixed_ns', '.0f', 12)} +{cell('fit_sample_ns_per_frame', '.1f', 12)} "
+              f"{cell('outside_walk_ns_per_sample', '.0f', 22)} {cell('fit_sample_fixed_ns', '.0f', 12)} +{cell('fit_sample_ns_per_frame', '.1f', 12)} "
               f"{cell('fit_walk_fixed_ns', '.0f', 11)} +{cell('fit_walk_ns_per_frame', '.1f', 11)}")
     return 0
 
