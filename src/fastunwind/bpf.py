@@ -295,12 +295,42 @@ class BpfRecorder:
             self.add(pid)
 
     def add(self, pid: int) -> None:
-        """Samples `pid` (its threads, and the threads and processes they start) from now on: a perf
-        event per thread, inherited by its children (with sample_all, the events of every CPU sample
-        it already)."""
-        if not self._sample_all:
-            self._follow_threads(pid)
-        self._load(pid)
+        """Samples `pid` and its running descendants (their threads, and the threads and processes
+        they start) from now on: a perf event per thread, inherited by its children (with
+        sample_all, the events of every CPU sample them already)."""
+        pending = [pid]
+        while pending:
+            process = pending.pop()
+            if not self._sample_all:
+                pending += self._follow_threads(process)
+            self._load(process)
+
+    def _follow_threads(self, pid: int) -> list[int]:
+        """An event on each thread of `pid`, listed again until a listing shows no thread started
+        meanwhile (by a thread not yet followed) or THREAD_LISTINGS were made; returns the
+        children its threads had started before (which no event of theirs reaches)."""
+        children: list[int] = []
+        for _ in range(THREAD_LISTINGS):
+            try:
+                tids = {int(t) for t in os.listdir(f"/proc/{pid}/task")} - self._threads
+            except FileNotFoundError:  # exited
+                break
+            if not tids:
+                break
+            for tid in sorted(tids):
+                try:
+                    self._session.attach_thread(self._frequency, tid)
+                except BpfError:
+                    if os.path.exists(f"/proc/{pid}/task/{tid}"):
+                        raise
+                    continue  # the thread exited since the listing
+                self._threads.add(tid)
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/children") as f:
+                        children += [int(c) for c in f.read().split()]
+                except FileNotFoundError:
+                    pass
+        return children
 
     def launch(self, command: list[str], **popen: Any) -> subprocess.Popen[bytes]:
         """Starts `command` (subprocess.Popen's keyword arguments) and samples it from its first
@@ -324,25 +354,6 @@ class BpfRecorder:
             os.write(write_end, b"\n")
             os.close(write_end)
         return child
-
-    def _follow_threads(self, pid: int) -> None:
-        """An event on each thread of `pid`, listed again until a listing shows no thread started
-        meanwhile (by a thread not yet followed) or THREAD_LISTINGS were made."""
-        for _ in range(THREAD_LISTINGS):
-            try:
-                tids = {int(t) for t in os.listdir(f"/proc/{pid}/task")} - self._threads
-            except FileNotFoundError:  # exited
-                return
-            if not tids:
-                return
-            for tid in sorted(tids):
-                try:
-                    self._session.attach_thread(self._frequency, tid)
-                except BpfError:
-                    if os.path.exists(f"/proc/{pid}/task/{tid}"):
-                        raise
-                    continue  # the thread exited since the listing
-                self._threads.add(tid)
 
     def add_running(self) -> None:
         """Loads every running process (for sample_all: their first samples then find their mappings)."""

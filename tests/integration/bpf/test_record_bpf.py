@@ -336,11 +336,18 @@ if child:
 """
 
 
-def test_a_command_is_sampled_with_its_threads_and_children_and_nothing_else() -> None:
+@pytest.mark.parametrize("target", ["command", "running"])
+def test_a_target_is_sampled_with_its_threads_and_children_and_nothing_else(target: str) -> None:
     outside = subprocess.Popen([sys.executable, "-c", SPIN_NAMED, "outscope", "30"])
     try:
         recorder = BpfRecorder(frequency=FREQUENCY)
-        child = recorder.launch([sys.executable, "-c", SPIN_NAMED, "inscope", "2"])
+        spinner = [sys.executable, "-c", SPIN_NAMED, "inscope", "2.5"]
+        if target == "command":  # -- CMD: followed from its first instruction
+            child = recorder.launch(spinner)
+        else:  # -p PID: its thread and child running already
+            child = subprocess.Popen(spinner)
+            time.sleep(0.5)
+            recorder.add(child.pid)
         try:
             profile = recorder.run(lambda: child.poll() is not None)
         finally:
