@@ -12,12 +12,20 @@ runs (default 3), the best of each figure:
 - profiler CPU: the profiler's own CPU seconds (perf record's process; for BPF this process's CPU
   during the recording: loading tables, draining, naming the frames);
 - bytes on disk per sample: perf.data's size, or the folded profile's size, over the samples;
-- BPF run time per sample and per user frame walked, from the kernel's own accounting
+- the program's runs per sample taken (above 1: runs for processes out of scope) and its run time
+  per run and per user frame walked, from the kernel's own accounting
   (kernel.bpf_stats_enabled is set to 1 for the run and restored; every run of the program counts,
   those that leave at once for a process out of scope too), and the walk alone per frame (the
   program's bpf_ktime_get_ns around its user-stack walks, over the frames they walked), and per
   frame the stack reads (bpf_probe_read_user calls: window refills) and row lookups (rules not in
   the per-CPU rule cache);
+- the cost split into a fixed part per sample and a part per frame: over the walked samples, the
+  least-squares line of each sample's cost on its user frames (BpfProfile.cost_fit, from sums the
+  program keeps), for the whole program run of the sample (its own clock from entry to after the
+  ring buffer output: registers, scope and pid lookups, kernel stack, walk, output) and for the
+  walk alone; the slope is the frame loop's cost per frame, the intercept what a sample costs
+  whatever its depth; and, exactly, the program's time outside the walk per walked sample (its
+  own clock's total less the walks');
 - map memory per table row: the slots the loaded modules occupy (8 bytes each: rows and block index)
   over the rows loaded.
 
@@ -97,9 +105,7 @@ def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
     cpu_file, out = work / "cpu", work / "out.folded"
     start = _self_cpu()
     recorder = BpfRecorder(frequency=hz)
-    child = subprocess.Popen(wrapped(command, cpu_file))
-    # the wrapper's children (the program) join the scope at their first sample
-    recorder.add(child.pid)
+    child = recorder.launch(wrapped(command, cpu_file))  # the wrapper's children (the program) inherit its event
     profile = recorder.run(lambda: child.poll() is not None)
     with out.open("w") as f:
         profile.write_folded(f)
@@ -110,8 +116,15 @@ def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
     return {"target_cpu": target_times(cpu_file)[0], "profiler_cpu": profiler, "samples": samples,
             "disk_bytes_per_sample": out.stat().st_size / samples if samples else None,
             "bpf_ns_per_sample": stats["bpf_run_ns"] / stats["bpf_runs"] if stats["bpf_runs"] else None,
+            "bpf_runs_per_sample": stats["bpf_runs"] / samples if samples else None,
             "bpf_ns_per_frame": stats["bpf_run_ns"] / frames if frames else None,
             "walk_ns_per_frame": stats["walk_ns"] / frames if frames else None,
+            "outside_walk_ns_per_sample": (stats["sample_ns"] - stats["walk_ns"]) / stats["walked_samples"]
+            if stats["walked_samples"] else None,
+            "fit_sample_fixed_ns": stats["fit_sample_fixed_ns"],
+            "fit_sample_ns_per_frame": stats["fit_sample_ns_per_frame"],
+            "fit_walk_fixed_ns": stats["fit_walk_fixed_ns"],
+            "fit_walk_ns_per_frame": stats["fit_walk_ns_per_frame"],
             "stack_reads_per_frame": stats["stack_reads"] / frames if frames else None,
             "row_lookups_per_frame": stats["row_lookups"] / frames if frames else None,
             "complete_user_share": stats["complete_user_samples"] / stats["user_samples"]
@@ -174,18 +187,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"command: {' '.join(command)}; best of {args.repeat} (a shared machine: other jobs ran meanwhile)")
     print(f"{'configuration':<18} {'target CPU s':>12} {'slowdown':>9} {'profiler CPU s':>14} {'samples':>8} "
-          f"{'disk B/sample':>13} {'BPF ns/sample':>13} {'BPF ns/frame':>12} {'walk ns/frame':>13} "
-          f"{'reads/frame':>11} {'lookups/frame':>13} {'complete':>8} {'map B/row':>9}")
+          f"{'disk B/sample':>13} {'runs/sample':>11} {'BPF ns/sample':>13} {'BPF ns/frame':>12} {'walk ns/frame':>13} "
+          f"{'reads/frame':>11} {'lookups/frame':>13} {'complete':>8} {'map B/row':>9} "
+          f"{'outside walk ns/sample':>22} {'fit: sample ns + ns/frame':>25} {'fit: walk ns + ns/frame':>23}")
     for name, r in report.items():
         def cell(key: str, fmt: str, width: int) -> str:
             v = r.get(key)
             return f"{v:{width}{fmt}}" if v is not None else f"{'-':>{width}}"
         print(f"{name:<18} {cell('target_cpu', '.2f', 12)} {cell('target_slowdown', '.3f', 9)} "
               f"{cell('profiler_cpu', '.2f', 14)} {cell('samples', 'd', 8)} {cell('disk_bytes_per_sample', '.0f', 13)} "
-              f"{cell('bpf_ns_per_sample', '.0f', 13)} {cell('bpf_ns_per_frame', '.1f', 12)} "
+              f"{cell('bpf_runs_per_sample', '.2f', 11)} {cell('bpf_ns_per_sample', '.0f', 13)} {cell('bpf_ns_per_frame', '.1f', 12)} "
               f"{cell('walk_ns_per_frame', '.1f', 13)} {cell('stack_reads_per_frame', '.3f', 11)} "
               f"{cell('row_lookups_per_frame', '.3f', 13)} "
-              f"{cell('complete_user_share', '.3f', 8)} {cell('map_bytes_per_row', '.2f', 9)}")
+              f"{cell('complete_user_share', '.3f', 8)} {cell('map_bytes_per_row', '.2f', 9)} "
+              f"{cell('outside_walk_ns_per_sample', '.0f', 22)} {cell('fit_sample_fixed_ns', '.0f', 12)} +{cell('fit_sample_ns_per_frame', '.1f', 12)} "
+              f"{cell('fit_walk_fixed_ns', '.0f', 11)} +{cell('fit_walk_ns_per_frame', '.1f', 11)}")
     return 0
 
 

@@ -24,7 +24,7 @@ struct fu_bpf_session {
     struct fu_unwind *skel;
     struct bpf_link **links;
     int *events;
-    int event_count;
+    int event_count, event_capacity;
     /* the table maps, mmap'd */
     fu_bpf_rule *rules;
     fu_bpf_slot *slots;
@@ -75,7 +75,7 @@ static int take_sample(void *context, void *data, size_t size)
     return fu_bpf_log_add(&s->log, data, size, &s->ring_err) == FU_OK ? 0 : -1;
 }
 
-fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool sample_all, fu_error *err)
+fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, fu_error *err)
 {
     *out = NULL;
     if (slot_capacity == 0)
@@ -94,7 +94,6 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
         free(s);
         return st;
     }
-    s->skel->rodata->sample_all = sample_all;
     int e = bpf_map__set_max_entries(s->skel->maps.slots, slot_capacity);
     if (e) {
         fu_bpf_session_close(s);
@@ -121,50 +120,68 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
     return FU_OK;
 }
 
-fu_status fu_bpf_session_scope(fu_bpf_session *s, uint32_t pid, fu_error *err)
-{
-    uint32_t one = 1;
-    int e = bpf_map_update_elem(bpf_map__fd(s->skel->maps.scope), &pid, &one, BPF_ANY);
-    return e ? bpf_failed(err, "adding a process to the BPF scope", e) : FU_OK;
-}
-
-fu_status fu_bpf_session_attach(fu_bpf_session *s, uint64_t frequency, fu_error *err)
+/* Opens a cpu-clock event at `frequency` Hz (perf_event_open's pid and cpu; inherited by the
+ * threads and children the task starts when `inherit`) and attaches the program to it. ENODEV (an
+ * offline CPU) leaves nothing open and is not an error. */
+static fu_status attach_event(fu_bpf_session *s, uint64_t frequency, int pid, int cpu, bool inherit, fu_error *err)
 {
     if (frequency == 0)
         return fu_fail(err, FU_ERR_INVALID, "the sampling frequency must be above 0");
-    if (s->links)
-        return fu_fail(err, FU_ERR_INVALID, "the BPF unwinder is attached already");
-    int cpus = libbpf_num_possible_cpus();
-    if (cpus <= 0)
-        return bpf_failed(err, "counting the CPUs", cpus);
-    s->links = calloc((size_t)cpus, sizeof *s->links);
-    s->events = calloc((size_t)cpus, sizeof *s->events);
-    if (!s->links || !s->events)
-        return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+    if (s->event_count == s->event_capacity) {
+        int capacity = s->event_capacity ? 2 * s->event_capacity : 8;
+        struct bpf_link **links = realloc(s->links, (size_t)capacity * sizeof *links);
+        if (links)
+            s->links = links;
+        int *events = links ? realloc(s->events, (size_t)capacity * sizeof *events) : NULL;
+        if (!events)
+            return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+        s->events = events;
+        s->event_capacity = capacity;
+    }
     struct perf_event_attr attr = {
         .type = PERF_TYPE_SOFTWARE,
         .size = sizeof attr,
         .config = PERF_COUNT_SW_CPU_CLOCK,
         .sample_freq = frequency,
         .freq = 1,
+        .inherit = inherit,
     };
+    int fd = (int)syscall(SYS_perf_event_open, &attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENODEV && cpu >= 0)
+            return FU_OK;
+        return bpf_failed(err, cpu >= 0 ? "perf_event_open (cpu-clock, one per CPU)"
+                                        : "perf_event_open (cpu-clock, inherited by the thread's children)", errno);
+    }
+    struct bpf_link *link = bpf_program__attach_perf_event(s->skel->progs.sample, fd);
+    if (!link) {
+        int e = errno;
+        close(fd);
+        return bpf_failed(err, "attaching the BPF unwinder to a perf event", e);
+    }
+    s->events[s->event_count] = fd;
+    s->links[s->event_count++] = link;
+    return FU_OK;
+}
+
+fu_status fu_bpf_session_attach_cpus(fu_bpf_session *s, uint64_t frequency, fu_error *err)
+{
+    int cpus = libbpf_num_possible_cpus();
+    if (cpus <= 0)
+        return bpf_failed(err, "counting the CPUs", cpus);
     for (int cpu = 0; cpu < cpus; cpu++) {
-        int fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-        if (fd < 0) {
-            if (errno == ENODEV) /* a possible CPU that is offline */
-                continue;
-            return bpf_failed(err, "perf_event_open (cpu-clock, one per CPU)", errno);
-        }
-        s->events[s->event_count] = fd;
-        struct bpf_link *link = bpf_program__attach_perf_event(s->skel->progs.sample, fd);
-        if (!link) {
-            int e = errno;
-            close(fd);
-            return bpf_failed(err, "attaching the BPF unwinder to a perf event", e);
-        }
-        s->links[s->event_count++] = link;
+        fu_status st = attach_event(s, frequency, -1, cpu, false, err);
+        if (st != FU_OK)
+            return st;
     }
     return FU_OK;
+}
+
+fu_status fu_bpf_session_attach_thread(fu_bpf_session *s, uint64_t frequency, uint32_t tid, fu_error *err)
+{
+    if (tid == 0 || tid > INT32_MAX)
+        return fu_fail(err, FU_ERR_INVALID, "%u is not a thread id", tid);
+    return attach_event(s, frequency, (int)tid, -1, true, err);
 }
 
 static void set_generation(fu_bpf_session *s, uint32_t id, uint32_t generation)
@@ -373,7 +390,7 @@ void fu_bpf_session_detach(fu_bpf_session *s)
         bpf_link__destroy(s->links[i]);
         close(s->events[i]);
     }
-    s->event_count = 0;
+    s->event_count = s->event_capacity = 0;
     free(s->links);
     free(s->events);
     s->links = NULL;

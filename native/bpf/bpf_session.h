@@ -1,5 +1,6 @@
 /* bpf_session: the user-space side of the in-kernel unwinder (unwind.bpf.c): loads the program
- * (libbpf, the skeleton bpftool generates), attaches it to a cpu-clock perf event on every CPU,
+ * (libbpf, the skeleton bpftool generates), attaches it to cpu-clock perf events (one per CPU, or
+ * one per thread in scope inherited by its children: the events are the scope),
  * fills its maps (bpf_layout.h) with compact tables and process mappings, and drains the stacks it
  * counted. Closing detaches everything; so does the process's exit (every object is an fd). */
 #ifndef FASTUNWIND_BPF_SESSION_H
@@ -15,11 +16,12 @@ typedef struct fu_bpf_session fu_bpf_session;
 
 /* Loads the program and its maps (the slots map of `slot_capacity` 8-byte slots: the bound on the
  * tables' map memory). FU_ERR_BPF: the kernel refused (its errno in the message). */
-fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool sample_all, fu_error *err);
-/* Adds a process (and, from its first sample, its children) to those sampled. */
-fu_status fu_bpf_session_scope(fu_bpf_session *s, uint32_t pid, fu_error *err);
-/* Attaches to a cpu-clock event at `frequency` Hz on every online CPU. */
-fu_status fu_bpf_session_attach(fu_bpf_session *s, uint64_t frequency, fu_error *err);
+fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, fu_error *err);
+/* Samples every process: a cpu-clock event at `frequency` Hz on every online CPU. */
+fu_status fu_bpf_session_attach_cpus(fu_bpf_session *s, uint64_t frequency, fu_error *err);
+/* Samples thread `tid` and the threads and processes it starts from now on: a cpu-clock event at
+ * `frequency` Hz that follows it on every CPU, inherited by its children. */
+fu_status fu_bpf_session_attach_thread(fu_bpf_session *s, uint64_t frequency, uint32_t tid, fu_error *err);
 /* Loads a compact table, evicting the oldest modules if the slots are short; *id and *generation
  * name it in a mapping. */
 fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *t, uint32_t *id, uint32_t *generation,

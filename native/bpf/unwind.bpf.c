@@ -1,4 +1,5 @@
-/* The in-kernel unwinder: at each sample of a perf event (cpu-clock, one per CPU) walks the user
+/* The in-kernel unwinder: at each sample of a perf event (cpu-clock, one per CPU for every process,
+ * or one per thread in scope inherited by its children: the events choose what is sampled) walks the user
  * stack of the interrupted process from the compact tables user space loaded into the maps of
  * bpf_layout.h, reading the stack only with bpf_probe_read_user, and sends the sample (its time,
  * thread, CPU, command name, user frames, kernel stack id and outcome) through the `samples` ring
@@ -26,9 +27,6 @@ typedef __u64 uint64_t;
 
 /* bpf_probe_read_user is offered to GPL-compatible programs only */
 char LICENSE[] SEC("license") = "GPL";
-
-/* set by user space before loading: sample every process (else those of `scope`) */
-const volatile bool sample_all = false;
 
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -67,13 +65,6 @@ struct {
     __type(key, __u32);
     __type(value, __u32);
 } pids SEC(".maps");
-
-struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, FU_BPF_MAX_PROCESSES);
-    __type(key, __u32);
-    __type(value, __u32);
-} scope SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
@@ -477,25 +468,15 @@ static __always_inline void load_registers(struct walk *w, const struct pt_regs 
     w->known = (1u << 17) - 1;
 }
 
-static __always_inline bool in_scope(__u32 tgid, struct task_struct *task)
-{
-    if (sample_all || bpf_map_lookup_elem(&scope, &tgid))
-        return true;
-    __u32 parent = BPF_CORE_READ(task, real_parent, tgid), one = 1;
-    if (parent == 0 || !bpf_map_lookup_elem(&scope, &parent))
-        return false;
-    bpf_map_update_elem(&scope, &tgid, &one, BPF_ANY); /* a child of a process in scope joins it */
-    return true;
-}
-
 SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
     __u64 pid_tgid = bpf_get_current_pid_tgid();
     __u32 tgid = pid_tgid >> 32, zero = 0;
     struct task_struct *task = bpf_get_current_task_btf();
-    if (tgid == 0 || !in_scope(tgid, task))
+    if (tgid == 0)
         return 0;
+    __u64 entered = bpf_ktime_get_ns();
     struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
     if (!w)
         return 0;
@@ -513,6 +494,7 @@ int sample(struct bpf_perf_event_data *ctx)
     w->mapping.end = 0;
     w->outcome = FU_BPF_END;
     w->ip_is_return = 0;
+    bool walked = false;
     if (!BPF_CORE_READ(task, mm)) {
         w->outcome = FU_BPF_KERNEL_ONLY;
     } else {
@@ -541,9 +523,13 @@ int sample(struct bpf_perf_event_data *ctx)
                 w->process = *slot;
                 __u64 start = bpf_ktime_get_ns();
                 bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
-                count_n(FU_BPF_COUNTER_WALK_NS, bpf_ktime_get_ns() - start);
+                __u64 walk_ns = bpf_ktime_get_ns() - start, n = w->sample.stack.user_count;
+                count_n(FU_BPF_COUNTER_WALK_NS, walk_ns);
+                count_n(FU_BPF_COUNTER_WALK_NS_BY_FRAMES, n * walk_ns);
                 count(FU_BPF_COUNTER_WALKED_SAMPLES);
-                count_n(FU_BPF_COUNTER_FRAMES, w->sample.stack.user_count);
+                count_n(FU_BPF_COUNTER_FRAMES, n);
+                count_n(FU_BPF_COUNTER_FRAMES_SQUARED, n * n);
+                walked = true;
                 if (!w->done)
                     w->outcome = FU_BPF_FRAME_LIMIT;
             }
@@ -558,5 +544,10 @@ int sample(struct bpf_perf_event_data *ctx)
     /* no wakeup: user space takes the samples every 20 ms */
     if (bpf_ringbuf_output(&samples, &w->sample, FU_BPF_SAMPLE_HEADER + 8 * frames, BPF_RB_NO_WAKEUP))
         count(FU_BPF_COUNTER_SAMPLES_DROPPED);
+    if (walked) {
+        __u64 sample_ns = bpf_ktime_get_ns() - entered;
+        count_n(FU_BPF_COUNTER_SAMPLE_NS, sample_ns);
+        count_n(FU_BPF_COUNTER_SAMPLE_NS_BY_FRAMES, frames * sample_ns);
+    }
     return 0;
 }

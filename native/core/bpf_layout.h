@@ -18,8 +18,6 @@
  *                    while it reads a row, ends as FU_BPF_NO_TABLE rather than trust the row)
  *   processes ARRAY  process slot -> fu_bpf_process: a process's executable mappings, sorted by start
  *   pids      HASH   tgid -> process slot
- *   scope     HASH   tgid -> 1: the processes sampled (unless the program's `all` is set); a process
- *                    whose parent is in scope joins it at its first sample
  *   missing   HASH   tgid -> samples: processes sampled with no process slot (and not a fork child of
  *                    a loaded one), or at a PC outside their mappings (mapped since): user space
  *                    (re)loads them
@@ -93,6 +91,13 @@ enum fu_bpf_counter {
     FU_BPF_COUNTER_STACK_READS,     /* bpf_probe_read_user calls of the walks (window refills) */
     FU_BPF_COUNTER_ROW_LOOKUPS,     /* frames whose rule was not in the per-CPU rule cache */
     FU_BPF_COUNTER_DERIVED_FRAMES,  /* frames stepped through a rule derived from the code (--synth) */
+    /* over the walked samples, for the least-squares fit of their cost on their frames (n: the
+     * sample's user frames; t: its walk's ns; T: the program's ns from entry to after the ring
+     * buffer output): sum n^2, sum n*t, sum T, sum n*T (sum n and sum t are FRAMES and WALK_NS) */
+    FU_BPF_COUNTER_FRAMES_SQUARED,
+    FU_BPF_COUNTER_WALK_NS_BY_FRAMES,
+    FU_BPF_COUNTER_SAMPLE_NS,
+    FU_BPF_COUNTER_SAMPLE_NS_BY_FRAMES,
     FU_BPF_COUNTER_OUTCOME,         /* + outcome: samples by outcome */
     FU_BPF_COUNTER_COUNT = FU_BPF_COUNTER_OUTCOME + FU_BPF_OUTCOME_COUNT
 };

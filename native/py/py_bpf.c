@@ -1,8 +1,9 @@
 /* The Python side of the in-kernel unwinder (native/bpf/bpf_session.h).
  *
- * BpfSession(slot_capacity, sample_all)   loads the BPF program and its maps (BpfError if refused)
- *   scope(pid)                            samples the process (and its children)
- *   attach(frequency)                     cpu-clock at `frequency` Hz on every CPU
+ * BpfSession(slot_capacity)              loads the BPF program and its maps (BpfError if refused)
+ *   attach_cpus(frequency)                cpu-clock at `frequency` Hz on every CPU: every process
+ *   attach_thread(frequency, tid)         cpu-clock at `frequency` Hz following the thread, inherited by
+ *                                         the threads and processes it starts
  *   load_module(table) -> (id, generation) a CompactTable into the maps (the oldest evicted if short)
  *   module_loaded(id, generation) -> bool
  *   set_process(pid, mappings)            [(start, end, bias, module id, generation)], sorted
@@ -53,10 +54,9 @@ static fu_bpf_session *attached_session(BpfSessionObject *self)
 
 static int session_init(BpfSessionObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"slot_capacity", "sample_all", NULL};
+    static char *kwlist[] = {"slot_capacity", NULL};
     unsigned int capacity;
-    int all;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Ip", kwlist, &capacity, &all))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "I", kwlist, &capacity))
         return -1;
     fu_bpf_session_close(self->session);
     self->session = NULL;
@@ -65,7 +65,7 @@ static int session_init(BpfSessionObject *self, PyObject *args, PyObject *kwargs
     fu_error err = {0};
     fu_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = fu_bpf_session_open(&self->session, capacity, all, &err);
+    st = fu_bpf_session_open(&self->session, capacity, &err);
     Py_END_ALLOW_THREADS
     if (st != FU_OK) {
         py_core_raise(&err);
@@ -88,24 +88,25 @@ static PyObject *done(fu_status st, const fu_error *err)
     return st == FU_OK ? Py_NewRef(Py_None) : py_core_raise(err);
 }
 
-static PyObject *session_scope(BpfSessionObject *self, PyObject *arg)
-{
-    fu_bpf_session *s = attached_session(self);
-    unsigned long pid = s ? PyLong_AsUnsignedLong(arg) : 0;
-    if (!s || PyErr_Occurred())
-        return NULL;
-    fu_error err = {0};
-    return done(fu_bpf_session_scope(s, (uint32_t)pid, &err), &err);
-}
-
-static PyObject *session_attach(BpfSessionObject *self, PyObject *arg)
+static PyObject *session_attach_cpus(BpfSessionObject *self, PyObject *arg)
 {
     fu_bpf_session *s = attached_session(self);
     unsigned long long frequency = s ? PyLong_AsUnsignedLongLong(arg) : 0;
     if (!s || PyErr_Occurred())
         return NULL;
     fu_error err = {0};
-    return done(fu_bpf_session_attach(s, frequency, &err), &err);
+    return done(fu_bpf_session_attach_cpus(s, frequency, &err), &err);
+}
+
+static PyObject *session_attach_thread(BpfSessionObject *self, PyObject *args)
+{
+    fu_bpf_session *s = attached_session(self);
+    unsigned long long frequency;
+    unsigned int tid;
+    if (!s || !PyArg_ParseTuple(args, "KI", &frequency, &tid))
+        return NULL;
+    fu_error err = {0};
+    return done(fu_bpf_session_attach_thread(s, frequency, tid, &err), &err);
 }
 
 static PyObject *session_load_module(BpfSessionObject *self, PyObject *table)
@@ -453,8 +454,9 @@ static PyObject *session_slots_used(BpfSessionObject *self, void *closure)
 }
 
 static PyMethodDef session_methods[] = {
-    {"scope", (PyCFunction)session_scope, METH_O, "scope(pid): sample the process and its children"},
-    {"attach", (PyCFunction)session_attach, METH_O, "attach(frequency): cpu-clock on every CPU"},
+    {"attach_cpus", (PyCFunction)session_attach_cpus, METH_O, "attach_cpus(frequency): cpu-clock on every CPU"},
+    {"attach_thread", (PyCFunction)session_attach_thread, METH_VARARGS,
+     "attach_thread(frequency, tid): cpu-clock following the thread, inherited by its children"},
     {"load_module", (PyCFunction)session_load_module, METH_O, "load_module(table) -> (id, generation)"},
     {"module_loaded", (PyCFunction)session_module_loaded, METH_VARARGS, "module_loaded(id, generation) -> bool"},
     {"set_process", (PyCFunction)session_set_process, METH_VARARGS,
@@ -530,6 +532,10 @@ static const char *counter_name(int counter)
         [FU_BPF_COUNTER_STACK_READS] = "stack_reads",
         [FU_BPF_COUNTER_ROW_LOOKUPS] = "row_lookups",
         [FU_BPF_COUNTER_DERIVED_FRAMES] = "derived_frames",
+        [FU_BPF_COUNTER_FRAMES_SQUARED] = "frames_squared",
+        [FU_BPF_COUNTER_WALK_NS_BY_FRAMES] = "walk_ns_by_frames",
+        [FU_BPF_COUNTER_SAMPLE_NS] = "sample_ns",
+        [FU_BPF_COUNTER_SAMPLE_NS_BY_FRAMES] = "sample_ns_by_frames",
     };
     return names[counter];
 }

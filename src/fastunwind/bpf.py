@@ -19,14 +19,18 @@ script's text and the profile files are written from the log in C, bpf_log.h).
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from fastunwind import _core
 from fastunwind.address_space import VDSO, ImageCache, Mapping, ModuleImage, parse_proc_maps, vdso_image
 from fastunwind._core import SymbolTable
+from fastunwind.errors import BpfError
 from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
 from fastunwind.tables import compact
 
@@ -35,6 +39,11 @@ RESCAN_SECONDS = 0.5
 #: when there is none, and the sooner a process is reloaded the fewer samples miss its tables
 MISSING_SECONDS = 0.02
 NO_MODULE = 0xFFFFFFFF
+#: the bound on listings of a process's threads when following them (each listing after the first
+#: finds only threads started while the previous ones were being attached)
+THREAD_LISTINGS = 16
+#: launch's gate: waits for a byte on the pipe of argv[1], then becomes the command of argv[2:]
+GATE = "import os, sys\nos.read(int(sys.argv[1]), 1)\nos.close(int(sys.argv[1]))\nos.execvp(sys.argv[2], sys.argv[2:])\n"
 END = _core.BPF_OUTCOMES.index("end")
 
 
@@ -214,9 +223,24 @@ class BpfProfile:
                                      1000 / self.frequency)
         return profile
 
+    def cost_fit(self, total: str, total_by_frames: str) -> tuple[float, float] | None:
+        """The least-squares line through the walked samples' (user frames, ns) of the counter
+        `total` (whose products with the frames are `total_by_frames`): (ns per sample whatever its
+        depth, ns per frame), or None with fewer than two depths to tell apart."""
+        c = self.counters
+        n, x, xx = c.get("walked_samples", 0), c.get("frames", 0), c.get("frames_squared", 0)
+        y, xy = c.get(total, 0), c.get(total_by_frames, 0)
+        spread = n * xx - x * x
+        if n < 2 or spread <= 0:
+            return None
+        per_frame = (n * xy - x * y) / spread
+        return (y - per_frame * x) / n, per_frame
+
     def statistics(self) -> dict[str, object]:
         user, complete = self.user_samples()
         frames = self.counters.get("frames", 0)
+        sample_fit = self.cost_fit("sample_ns", "sample_ns_by_frames")
+        walk_fit = self.cost_fit("walk_ns", "walk_ns_by_frames")
         return {
             "samples": self.counters.get("samples", 0),
             "user_samples": user,
@@ -228,6 +252,11 @@ class BpfProfile:
             "samples_unlogged": self._session.unlogged,
             "walked_samples": self.counters.get("walked_samples", 0),
             "walk_ns": self.counters.get("walk_ns", 0),
+            "sample_ns": self.counters.get("sample_ns", 0),
+            "fit_sample_fixed_ns": sample_fit[0] if sample_fit else None,
+            "fit_sample_ns_per_frame": sample_fit[1] if sample_fit else None,
+            "fit_walk_fixed_ns": walk_fit[0] if walk_fit else None,
+            "fit_walk_ns_per_frame": walk_fit[1] if walk_fit else None,
             "stack_reads": self.counters.get("stack_reads", 0),
             "row_lookups": self.counters.get("row_lookups", 0),
             "synth": self.synth,
@@ -249,8 +278,10 @@ class BpfRecorder:
     def __init__(self, *, frequency: int, pids: Iterable[int] = (), sample_all: bool = False,
                  slot_capacity: int = _core.BPF_DEFAULT_SLOTS, images: ImageCache | None = None,
                  synth: str = "off") -> None:
-        self._session = _core.BpfSession(slot_capacity, sample_all)
+        self._session = _core.BpfSession(slot_capacity)
         self._frequency = frequency
+        self._sample_all = sample_all
+        self._threads: set[int] = set()  #: the threads followed by an event of their own (not sample_all)
         self._synth = synth
         self._images = images or ImageCache()
         self._processes: dict[int, _Process] = {}
@@ -264,9 +295,65 @@ class BpfRecorder:
             self.add(pid)
 
     def add(self, pid: int) -> None:
-        """Samples `pid` (and the children it starts) from now on."""
-        self._session.scope(pid)
-        self._load(pid)
+        """Samples `pid` and its running descendants (their threads, and the threads and processes
+        they start) from now on: a perf event per thread, inherited by its children (with
+        sample_all, the events of every CPU sample them already)."""
+        pending = [pid]
+        while pending:
+            process = pending.pop()
+            if not self._sample_all:
+                pending += self._follow_threads(process)
+            self._load(process)
+
+    def _follow_threads(self, pid: int) -> list[int]:
+        """An event on each thread of `pid`, listed again until a listing shows no thread started
+        meanwhile (by a thread not yet followed) or THREAD_LISTINGS were made; returns the
+        children its threads had started before (which no event of theirs reaches)."""
+        children: list[int] = []
+        for _ in range(THREAD_LISTINGS):
+            try:
+                tids = {int(t) for t in os.listdir(f"/proc/{pid}/task")} - self._threads
+            except FileNotFoundError:  # exited
+                break
+            if not tids:
+                break
+            for tid in sorted(tids):
+                try:
+                    self._session.attach_thread(self._frequency, tid)
+                except BpfError:
+                    if os.path.exists(f"/proc/{pid}/task/{tid}"):
+                        raise
+                    continue  # the thread exited since the listing
+                self._threads.add(tid)
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/children") as f:
+                        children += [int(c) for c in f.read().split()]
+                except FileNotFoundError:
+                    pass
+        return children
+
+    def launch(self, command: list[str], **popen: Any) -> subprocess.Popen[bytes]:
+        """Starts `command` (subprocess.Popen's keyword arguments) and samples it from its first
+        instruction: it waits at a gate (a Python that reads a pipe, then execs the command) until
+        its event is open, so the threads and processes it starts inherit it."""
+        if shutil.which(command[0]) is None:
+            raise FileNotFoundError(f"{command[0]}: no such program")
+        read_end, write_end = os.pipe()
+        try:
+            child = subprocess.Popen([sys.executable, "-I", "-S", "-c", GATE, str(read_end), *command],
+                                     pass_fds=(read_end,), **popen)
+        finally:
+            os.close(read_end)
+        try:
+            self.add(child.pid)
+        except BaseException:
+            child.kill()
+            child.wait()
+            raise
+        finally:
+            os.write(write_end, b"\n")
+            os.close(write_end)
+        return child
 
     def add_running(self) -> None:
         """Loads every running process (for sample_all: their first samples then find their mappings)."""
@@ -349,7 +436,8 @@ class BpfRecorder:
         """Samples until `until()` is true (checked every MISSING_SECONDS) or Ctrl-C, then detaches
         (also on an exception) and returns the profile."""
         try:
-            self._session.attach(self._frequency)
+            if self._sample_all:
+                self._session.attach_cpus(self._frequency)
             last_scan = time.monotonic()
             try:
                 while not until():

@@ -58,7 +58,6 @@ def _lost(stats: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    import subprocess
 
     from fastunwind import _core
     from fastunwind.bpf import BpfRecorder
@@ -81,8 +80,7 @@ def run(args: argparse.Namespace) -> int:
     child = None
     try:
         if command:
-            child = subprocess.Popen(command)
-            pids = [child.pid]
+            child = recorder.launch(command)
         for pid in pids:
             recorder.add(pid)
         if args.all_cpus:

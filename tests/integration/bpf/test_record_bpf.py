@@ -44,7 +44,7 @@ def _bpf_problem() -> str | None:
     if not Path("/sys/kernel/btf/vmlinux").exists():
         return "the kernel has no BTF (/sys/kernel/btf/vmlinux): CO-RE cannot relocate the program"
     try:
-        _core.BpfSession(1024, False).close()
+        _core.BpfSession(1024).close()
     except BpfError as error:
         return f"the kernel refused the BPF unwinder: {error}"
     return None
@@ -64,8 +64,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> record_workloads.Setti
 
 def record_command(command: list[str]) -> BpfProfile:
     recorder = BpfRecorder(frequency=FREQUENCY)
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    recorder.add(child.pid)
+    child = recorder.launch(command, stdout=subprocess.DEVNULL)
     try:
         return recorder.run(lambda: child.poll() is not None)
     finally:
@@ -255,8 +254,7 @@ def test_a_cfa_from_a_register_a_callee_saved_unwinds_like_perf(tmp_path: Path) 
 
 def record_synth(command: list[str], synth: str) -> tuple[BpfProfile, dict[BpfStack, int]]:
     recorder = BpfRecorder(frequency=FREQUENCY, synth=synth)
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    recorder.add(child.pid)
+    child = recorder.launch(command, stdout=subprocess.DEVNULL)
     try:
         profile = recorder.run(lambda: child.poll() is not None)
     finally:
@@ -322,6 +320,49 @@ def test_ctrl_c_detaches_and_writes_the_profile(tmp_path: Path) -> None:
     assert f"({recorder.pid})" not in shown
 
 
+#: Names itself (its comm) argv[1], then spins for argv[2] seconds in a thread it starts, in a child
+#: it forks and in itself.
+SPIN_NAMED = """import os, sys, threading, time
+open("/proc/self/comm", "w").write(sys.argv[1])
+end = time.time() + float(sys.argv[2])
+def spin():
+    while time.time() < end:
+        pass
+threading.Thread(target=spin).start()
+child = os.fork()
+spin()
+if child:
+    os.waitpid(child, 0)
+"""
+
+
+@pytest.mark.parametrize("target", ["command", "running"])
+def test_a_target_is_sampled_with_its_threads_and_children_and_nothing_else(target: str) -> None:
+    outside = subprocess.Popen([sys.executable, "-c", SPIN_NAMED, "outscope", "30"])
+    try:
+        recorder = BpfRecorder(frequency=FREQUENCY)
+        spinner = [sys.executable, "-c", SPIN_NAMED, "inscope", "2.5"]
+        if target == "command":  # -- CMD: followed from its first instruction
+            child = recorder.launch(spinner)
+        else:  # -p PID: its thread and child running already
+            child = subprocess.Popen(spinner)
+            time.sleep(0.5)
+            recorder.add(child.pid)
+        try:
+            profile = recorder.run(lambda: child.poll() is not None)
+        finally:
+            child.wait()
+    finally:
+        outside.kill()
+        outside.wait()
+    sampled = {(comm, stack.pid, tid) for _, tid, _, comm, stack in profile.sample_log()}
+    inside = {(pid, tid) for comm, pid, tid in sampled if comm == "inscope"}
+    # the command's two threads and its forked child, which the events reach by inheritance alone;
+    # the spinner outside the command, on the same CPUs, never
+    assert len({pid for pid, _ in inside}) >= 2 and len({tid for _, tid in inside}) >= 3, sampled
+    assert not any(comm == "outscope" for comm, _, _ in sampled), sampled
+
+
 def test_record_needs_a_target() -> None:
     result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf"], capture_output=True, text=True)
     assert result.returncode == 2 and "-a, -p PID or -- CMD" in result.stderr
@@ -330,8 +371,7 @@ def test_record_needs_a_target() -> None:
 def test_evicted_tables_end_stacks_as_no_table(settings: record_workloads.Settings) -> None:
     # slots for about one libc: loading the program's modules evicts the oldest, again and again
     recorder = BpfRecorder(frequency=FREQUENCY, slot_capacity=36_000)
-    child = subprocess.Popen(record_workloads.WORKLOADS["c"].command(settings), stdout=subprocess.DEVNULL)
-    recorder.add(child.pid)
+    child = recorder.launch(record_workloads.WORKLOADS["c"].command(settings), stdout=subprocess.DEVNULL)
     try:
         profile = recorder.run(lambda: child.poll() is not None)
     finally:
