@@ -6,7 +6,7 @@
  * table taken from the caches the Python path writes: compact tables with the rows `--synth
  * missing` derives (perf-script's default with the auto backend), eh_elfs, symbol tables, the
  * kernel's symbols from its kallsyms copy's cache entry. What the Python path would word on
- * stderr (a module replaced or missing, a recording cut short, no samples, no user stacks) or
+ * stderr (a module replaced or missing, no samples, no user stacks) or
  * build (a table not in the cache), and JIT code's perf maps, are left to it.
  */
 #define _GNU_SOURCE
@@ -592,8 +592,12 @@ int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
     free(space_ids);
     free(comm_ids);
     fu_perf_stream_wait(stream);
-    /* what the Python path says on stderr: a cut recording's note, no samples */
-    ok = ok && !header.cut.note[0] && samples > 0;
+    /* what the Python path says on stderr: no samples is its message; a recording cut short its
+     * note (perf/script.py Statistics.notes), said here too */
+    ok = ok && samples > 0 && (!header.cut.note[0] || fu_utf8_valid(request->input, strlen(request->input)));
+    if (ok && header.cut.note[0])
+        fprintf(stderr, "fastunwind: note: %s: %s; %zu complete samples read\n", request->input, header.cut.note,
+                samples);
     fu_perf_data_free(&header); /* before the stream, into whose bytes it points */
     fu_perf_stream_free(stream);
     close(fd);

@@ -8,7 +8,7 @@
 
 /* Output held in memory before the run is known to be served (everything it needs found in the
  * caches): past it the text is written as each window is rendered, as the Python path writes it. */
-#define FU_CLI_HELD_OUTPUT_BYTES ((size_t)64 << 20)
+#define FU_CLI_HELD_OUTPUT_BYTES ((size_t)8 << 20)
 
 /* The run's exit status (its text in `out`, the rest of it written there by fu_cli_output_flush
  * as it goes past FU_CLI_HELD_OUTPUT_BYTES), or FU_CLI_NOT_SERVED with nothing written. */
