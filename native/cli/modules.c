@@ -405,12 +405,10 @@ static fu_cli_module_status open_compact_table(fu_cli_image *image, const Elf64_
                                                const fu_cli_elf *debug_owner, const Elf64_Shdr *debug_frame,
                                                unsigned synth)
 {
-    char path[4096], suffix[64] = ".fut";
-    if (synth != FU_COMPACT_SYNTH_OFF)
-        snprintf(suffix, sizeof suffix, ".synth-%s-v%d.fut", fu_compact_synth_mode_name(synth),
-                 FU_COMPACT_SYNTH_VERSION);
+    char path[4096], suffix[64];
     uint32_t synth_value = synth == FU_COMPACT_SYNTH_OFF ? 0 : synth | FU_COMPACT_SYNTH_VERSION << 8;
-    if (!fu_cache_entry_path("compact", image->elf.build_id, image->elf.build_id_size, suffix, path, sizeof path))
+    if (!fu_compact_cache_suffix(synth, suffix, sizeof suffix) ||
+        !fu_cache_entry_path("compact", image->elf.build_id, image->elf.build_id_size, suffix, path, sizeof path))
         return FU_CLI_MODULE_UNSERVED;
     fu_error err = {0};
     if (!fu_cli_read_file(path, &image->compact_file) ||

@@ -30,12 +30,11 @@
 #include "stacks.h"
 #include "symbol_cache.h"
 
-/* perf/replay.py: the vDSO's name, a deleted file's suffix, executable mappings without a file */
+/* perf's pseudo files: the vDSO, the kernel */
 #define VDSO "[vdso]"
-#define DELETED_SUFFIX " (deleted)"
 #define KERNEL "[kernel.kallsyms]"
 /* The longest path built here (a build-id cache path of a long file name). */
-#define MAX_PATH_BYTES 8192
+#define MAX_PATH_BYTES FU_BUILD_ID_CACHE_PATH_MAX
 
 /* A file of the replay: what its mappings are named by and the image they use (NULL: none). */
 typedef struct run_file {
@@ -71,7 +70,6 @@ typedef struct run {
     fu_text *comms;
     size_t comm_count, comm_cap;
     fu_text outcomes[FU_UNWOUND_OUTCOME_CODES];
-    char root[MAX_PATH_BYTES]; /* perf's build-id cache */
     const fu_perf_data *header;
     bool kernel_loaded, has_kernel;
     fu_cli_bytes kernel_file;
@@ -118,41 +116,6 @@ static bool grow(void **items, size_t *cap, size_t count, size_t size)
     return true;
 }
 
-/* os.path.join(a, b) where b is relative: a separator unless `a` ends with one. */
-static bool join(char *out, size_t size, const char *a, const char *b)
-{
-    size_t len = strlen(a);
-    int n = snprintf(out, size, "%s%s%s", a, len && a[len - 1] == '/' ? "" : "/", b);
-    return n >= 0 && (size_t)n < size;
-}
-
-/* elf/build_id_cache.py build_id_cache_root: $PERF_BUILDID_DIR, else ~/.debug. */
-static bool build_id_cache_root(char *out, size_t size)
-{
-    const char *dir = getenv("PERF_BUILDID_DIR"), *home = getenv("HOME");
-    if (dir && dir[0])
-        return snprintf(out, size, "%s", dir) < (int)size;
-    return home && home[0] && join(out, size, home, ".debug");
-}
-
-/* elf/build_id_cache.py build_id_cache_file: root/name (without its leading slashes)/hex/file. */
-static bool build_id_cache_file(const run *r, const char *name, const char *hex, const char *file, char *out,
-                                size_t size)
-{
-    while (*name == '/')
-        name++;
-    char relative[MAX_PATH_BYTES];
-    int n = snprintf(relative, sizeof relative, "%s/%s/%s", name, hex, file);
-    return n >= 0 && (size_t)n < sizeof relative && join(out, size, r->root, relative);
-}
-
-static void hex_of(const uint8_t *bytes, size_t n, char *out)
-{
-    for (size_t i = 0; i < n; i++)
-        snprintf(out + 2 * i, 3, "%02x", bytes[i]);
-    out[2 * n] = '\0';
-}
-
 /* perf/replay.py _same_build_id: the recorded build-id (padded with zeros to 20 bytes) is the file's. */
 static bool same_build_id(const uint8_t *expected, size_t expected_size, const fu_cli_image *image)
 {
@@ -160,48 +123,23 @@ static bool same_build_id(const uint8_t *expected, size_t expected_size, const f
            memcmp(expected, image->elf.build_id, image->elf.build_id_size) == 0;
 }
 
-/* perf/replay.py _cached_copy: perf's copy of `name` with build-id `expected` (by path, then by
- * build-id), or NULL; *unserved where a candidate is a file this reader cannot promise to read as
- * the Python reader does. */
+/* perf/replay.py _cached_copy: perf's copy of `name` with build-id `expected` (the first of
+ * fu_build_id_cache_candidates with that build-id), or NULL; *unserved where a candidate is a file
+ * this reader cannot promise to read as the Python reader does, or the paths cannot be made. */
 static fu_cli_image *cached_copy(run *r, const char *name, const uint8_t *expected, size_t expected_size,
                                  const char *file, bool *unserved)
 {
-    size_t trimmed = expected_size;
-    while (trimmed && expected[trimmed - 1] == 0)
-        trimmed--;
-    char hex[2][2 * 32 + 1];
-    hex_of(expected, trimmed, hex[0]);
-    hex_of(expected, expected_size, hex[1]);
-    size_t hex_count = strcmp(hex[0], hex[1]) == 0 ? 1 : 2;
-    char names[2][MAX_PATH_BYTES];
-    snprintf(names[0], sizeof names[0], "%s", name);
-    snprintf(names[1], sizeof names[1], "%s", name);
-    size_t len = strlen(names[1]), suffix = strlen(DELETED_SUFFIX);
-    if (len >= suffix && strcmp(names[1] + len - suffix, DELETED_SUFFIX) == 0)
-        names[1][len - suffix] = '\0';
-    size_t name_count = strcmp(names[0], names[1]) == 0 ? 1 : 2;
-    char path[MAX_PATH_BYTES];
-    for (size_t k = 0; k < name_count + 1; k++)
-        for (size_t h = 0; h < hex_count; h++) {
-            bool built;
-            if (k < name_count) {
-                built = build_id_cache_file(r, names[k], hex[h], file, path, sizeof path);
-            } else {
-                char relative[MAX_PATH_BYTES];
-                snprintf(relative, sizeof relative, ".build-id/%.2s/%s/%s", hex[h], hex[h] + 2, file);
-                built = join(path, sizeof path, r->root, relative);
-            }
-            if (!built) {
-                *unserved = true;
-                return NULL;
-            }
-            fu_cli_image *image = fu_cli_images_get(&r->images, path, unserved);
-            if (*unserved)
-                return NULL;
-            if (image && same_build_id(expected, expected_size, image))
-                return image;
-        }
-    return NULL;
+    fu_buffer paths = {0};
+    fu_cli_image *found = NULL;
+    if (!fu_build_id_cache_candidates(name, expected, expected_size, file, &paths))
+        *unserved = true;
+    for (size_t at = 0; !found && !*unserved && at < paths.len; at += strlen((const char *)paths.data + at) + 1) {
+        fu_cli_image *image = fu_cli_images_get(&r->images, (const char *)paths.data + at, unserved);
+        if (image && !*unserved && same_build_id(expected, expected_size, image))
+            found = image;
+    }
+    free(paths.data);
+    return found;
 }
 
 /* perf/replay.py _is_anonymous: no file to read (perf's pseudo names, anonymous memory). */
@@ -396,18 +334,21 @@ static const fu_symbol_table *kernel_symbols(run *r)
     r->kernel_loaded = true;
     const uint8_t *build_id;
     size_t size;
-    char hex[2 * 32 + 1], path[MAX_PATH_BYTES], name[128], entry[MAX_PATH_BYTES], root[4096];
+    char hex[2 * FU_BUILD_ID_CACHE_MAX_ID + 1], name[128], entry[MAX_PATH_BYTES], root[4096];
     fu_buffer key = {0};
     fu_error err = {0};
-    if (recorded_build_id(r->header, KERNEL, &build_id, &size)) {
-        hex_of(build_id, size, hex);
+    if (recorded_build_id(r->header, KERNEL, &build_id, &size) && size <= FU_BUILD_ID_CACHE_MAX_ID) {
+        fu_hex(hex, sizeof hex, build_id, size);
         snprintf(name, sizeof name, "symbols/kallsyms-%s.fus", hex);
-        if (build_id_cache_file(r, KERNEL, hex, "kallsyms", path, sizeof path) &&
-            fu_symbol_key_kallsyms(path, &key) && fu_cache_root(root, sizeof root) &&
-            join(entry, sizeof entry, root, name) && fu_cli_read_file(entry, &r->kernel_file) &&
+        fu_buffer path = {0};
+        if (fu_build_id_cache_file(KERNEL, hex, "kallsyms", &path) &&
+            fu_symbol_key_kallsyms((const char *)path.data, &key) && fu_cache_root(root, sizeof root) &&
+            snprintf(entry, sizeof entry, "%s/%s", root, name) < (int)sizeof entry &&
+            fu_cli_read_file(entry, &r->kernel_file) &&
             fu_symbol_cache_load(r->kernel_file.data, r->kernel_file.size, key.data, key.len, &r->kernel, &err) ==
                 FU_OK)
             r->has_kernel = true;
+        free(path.data);
     }
     free(key.data);
     if (!r->has_kernel)
@@ -561,8 +502,7 @@ int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
         const char *name = fu_sample_outcome_name(code);
         r.outcomes[code] = name ? (fu_text){name, strlen(name)} : (fu_text){"?", 1};
     }
-    bool ok = !header.pipe_mode && user_stacks(&header) && build_id_cache_root(r.root, sizeof r.root) &&
-              fu_cli_images_init(&r.images);
+    bool ok = !header.pipe_mode && user_stacks(&header) && fu_cli_images_init(&r.images);
     size_t samples = 0;
     fu_error err = {0};
     uint32_t *space_ids = NULL, *comm_ids = NULL;
