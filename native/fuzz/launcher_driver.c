@@ -13,7 +13,8 @@
  * 4. fu_cli_backtrace of a child of its own (a command line for it, random tids): whatever it
  *    serves, the child keeps running, untraced.
  * 5. The caches' paths and keys (core/cache_paths.c) under odd environments: a root always ends
- *    in "fastunwind", a key is NUL-separated and starts with its kind.
+ *    in "fastunwind", a key is NUL-separated and starts with its kind; perf's build-id cache's
+ *    candidates all under its root; a compact entry's suffix ends in ".fut".
  * 6. fu_cli_core (core.c: the core's modules found, their build-ids read from the core's memory,
  *    the vDSO) over a core given with --core and CORE_MUTANTS seeded mutants of it.
  * 7. fu_cli_perf_script (recording.c: the stream, the replay, the recorded files found by build-id
@@ -222,7 +223,33 @@ static void cache_paths(uint64_t *state)
                   memcmp(key.data, "elf\0" "00ff", 8) == 0,
               "elf key");
         free(key.data);
+        /* perf's build-id cache: every candidate under the root, 2 to 6 of them, NUL-separated */
+        static const char *const NAMES[] = {"/usr/lib/libc.so.6", "[vdso]", "/a (deleted)", "", "/", "x"};
+        if (rng_below(state, 2))
+            setenv("PERF_BUILDID_DIR", HOMES[rng_below(state, 5)], 1);
+        else
+            unsetenv("PERF_BUILDID_DIR");
+        char id_root[FU_BUILD_ID_CACHE_PATH_MAX];
+        fu_buffer paths = {0};
+        size_t id_size = rng_below(state, FU_BUILD_ID_CACHE_MAX_ID + 1);
+        if (rng_below(state, 2))
+            memset(build_id + id_size / 2, 0, id_size - id_size / 2);
+        if (fu_build_id_cache_candidates(NAMES[rng_below(state, 6)], build_id, id_size, "elf", &paths)) {
+            CHECK(fu_build_id_cache_root(id_root, sizeof id_root), "candidates without a root");
+            size_t count = 0;
+            for (size_t at = 0; at < paths.len; at += strlen((const char *)paths.data + at) + 1, count++)
+                CHECK(strncmp((const char *)paths.data + at, id_root, strlen(id_root)) == 0, "a candidate outside %s",
+                      id_root);
+            CHECK(paths.len && ((const char *)paths.data)[paths.len - 1] == '\0' && count >= 2 && count <= 6,
+                  "%zu candidates", count);
+        }
+        free(paths.data);
+        char suffix[64];
+        unsigned synth = (unsigned)rng_below(state, FU_COMPACT_SYNTH_MODES + 1);
+        if (fu_compact_cache_suffix(synth, suffix, sizeof suffix))
+            CHECK(strlen(suffix) >= 4 && strcmp(suffix + strlen(suffix) - 4, ".fut") == 0, "compact suffix %s", suffix);
     }
+    unsetenv("PERF_BUILDID_DIR");
     if (saved_home)
         setenv("HOME", saved_home, 1);
     if (saved_xdg)
