@@ -23,6 +23,7 @@ static const fu_cli_option CORE_OPTIONS[] = {
 
 static const fu_cli_option PERF_SCRIPT_OPTIONS[] = {
     {"-i", "--input", FU_CLI_PATH},
+    {NULL, "--folded", FU_CLI_FLAG},
     {"-o", "--output", FU_CLI_PATH},
 };
 
@@ -77,6 +78,8 @@ static bool store(fu_cli_request *out, const fu_cli_option *option, const char *
     if (option->value == FU_CLI_FLAG) {
         if (strcmp(name, "--json") == 0)
             out->json = true;
+        else if (strcmp(name, "--folded") == 0)
+            out->folded = true;
         else
             out->registers = true;
         return true;

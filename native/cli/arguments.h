@@ -29,6 +29,7 @@ typedef struct fu_cli_request {
     const char *input;            /* perf-script: -i (default perf.data) */
     const char *output;           /* -o, or NULL: standard output */
     bool json, registers;
+    bool folded;                  /* perf-script: --folded */
 } fu_cli_request;
 
 /* What an option takes (the Python parser's action). */

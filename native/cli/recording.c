@@ -1,4 +1,5 @@
-/* `fastunwind perf-script -i FILE [-o FILE]` in C: perf/script.py stream_recording's text mode,
+/* `fastunwind perf-script -i FILE [--folded] [-o FILE]` in C: perf/script.py stream_recording's
+ * text and folded modes,
  * over the same core functions (the stream of core/perf_data.c with decode-ahead and executable
  * mmaps only, core/perf_replay.c, core/perf_walk.c on the walker threads, core/perf_script.c's
  * symbols and text), with the recording's files opened as perf/replay.py opens them (the file
@@ -397,9 +398,10 @@ static bool append_sink(void *context, const uint8_t *data, size_t len)
     return fu_buffer_append(&((fu_cli_output *)context)->held, data, len);
 }
 
-/* Symbolize and render a walked window (py_perf_script.c symbolize_samples, render). */
+/* Symbolize and render a walked window (py_perf_script.c symbolize_samples, render), or add its
+ * stacks to `folded` (--folded: written once every window is read). */
 static bool render(run *r, const fu_perf_data *window, const uint32_t *space_ids, const uint32_t *comm_ids,
-                   fu_cli_output *out)
+                   fu_cli_output *out, fu_folded *folded)
 {
     fu_unwound_map *maps = calloc(r->mapping_count + 1, sizeof *maps);
     fu_unwound_space *views = calloc(r->space_count + 1, sizeof *views);
@@ -437,7 +439,10 @@ static bool render(run *r, const fu_perf_data *window, const uint32_t *space_ids
         if (ok)
             fu_unwound_set_kernel_symbols(&u, kernel);
     }
-    ok = ok && fu_unwound_render(&u, append_sink, out, &err) == FU_OK;
+    if (folded)
+        ok = ok && fu_folded_add(folded, &u, &err) == FU_OK;
+    else
+        ok = ok && fu_unwound_render(&u, append_sink, out, &err) == FU_OK;
     fu_unwound_free(&u);
     free(maps);
     free(views);
@@ -506,6 +511,7 @@ int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
     size_t samples = 0;
     fu_error err = {0};
     uint32_t *space_ids = NULL, *comm_ids = NULL;
+    fu_folded folded = {0};
     while (ok) {
         fu_perf_data window;
         memset(&window, 0, sizeof window);
@@ -522,7 +528,8 @@ int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
         comm_ids = malloc((n + 1) * sizeof *comm_ids);
         ok = space_ids && comm_ids && n < FU_REPLAY_NONE &&
              fu_replay_run(&r.replay, &window, space_ids, comm_ids, &err) == FU_OK && take_replay(&r) &&
-             walk(&r, &window, space_ids) && render(&r, &window, space_ids, comm_ids, out);
+             walk(&r, &window, space_ids) &&
+             render(&r, &window, space_ids, comm_ids, out, request->folded ? &folded : NULL);
         samples += n;
         fu_perf_data_free(&window);
         /* past the held bytes the text goes out as it comes, as the Python path writes each window's */
@@ -532,6 +539,12 @@ int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
     free(space_ids);
     free(comm_ids);
     fu_perf_stream_wait(stream);
+    /* --folded: the stacks counted over every window, most frequent first (perf/script.py merges
+     * the windows' lines, split at line breaks: a stack with one in a name is its to write) */
+    if (ok && request->folded)
+        ok = !memchr(folded.pool.data, '\n', folded.pool.len) && !memchr(folded.pool.data, '\r', folded.pool.len) &&
+             fu_folded_write(&folded, true, append_sink, out, &err) == FU_OK;
+    fu_folded_free(&folded);
     /* what the Python path says on stderr: no samples is its message; a recording cut short its
      * note (perf/script.py Statistics.notes), said here too */
     ok = ok && samples > 0 && (!header.cut.note[0] || fu_utf8_valid(request->input, strlen(request->input)));

@@ -182,6 +182,7 @@ static void serve_recording(const char *file, uint64_t *state)
     memset(&request, 0, sizeof request);
     request.verb = FU_CLI_PERF_SCRIPT;
     request.input = file;
+    request.folded = rng_below(state, 2);
     fu_cli_output out = {.path = "/dev/null", .fd = -1};
     int status = fu_cli_perf_script(&request, &out);
     CHECK(status == FU_CLI_NOT_SERVED || status == 0 || status == 1, "perf-script status %d", status);

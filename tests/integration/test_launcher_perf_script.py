@@ -1,6 +1,7 @@
 """The launcher's native `perf-script -i FILE` (native/cli/recording.c) against the Python path,
 byte for byte (stdout, stderr, status), on the project's real recordings (a C program, Debian's
-python3, the hackbench processes, clang compiling): text, -o, a recording cut short (its note);
+python3, the hackbench processes, clang compiling): text, --folded, -o, a recording cut short (its
+note);
 FASTUNWIND_NATIVE=require proves the launcher served each one itself. What it leaves to the
 Python CLI (another format, a filter, a recording read from a pipe, a table not in the caches)
 is the Python CLI's. The caches are a directory of the test's: the Python path's first run fills
@@ -40,10 +41,14 @@ def assert_native_is_python(args: list[str], cache: Path) -> subprocess.Complete
 
 
 @pytest.mark.parametrize("name", RECORDINGS)
-def test_text_is_the_python_paths(perf_recordings: PerfRecordings, name: str, tmp_path: Path) -> None:
+def test_text_and_folded_stacks_are_the_python_paths(perf_recordings: PerfRecordings, name: str,
+                                                     tmp_path: Path) -> None:
     recording = perf_recordings.get(name)
     result = assert_native_is_python(["-i", str(recording.data_file)], tmp_path / "cache")
     assert result.returncode == 0 and result.stdout.count(b"\n\n") > 10
+    # the bigger recordings are several windows (8 MiB each): their stacks counted across them
+    folded = assert_native_is_python(["-i", str(recording.data_file), "--folded"], tmp_path / "cache")
+    assert folded.returncode == 0 and folded.stdout.count(b"\n") > 1
 
 
 def test_output_file(perf_recordings: PerfRecordings, tmp_path: Path) -> None:
@@ -70,8 +75,8 @@ def test_a_recording_cut_short_has_the_python_paths_note(tmp_path: Path) -> None
     assert result.stderr.startswith(b"fastunwind: note: ") and result.stdout
 
 
-@pytest.mark.parametrize("options", [["--folded"], ["--stats"], ["--comm", "x"], ["--synth", "off"], ["-i", "-"]],
-                         ids=["folded", "stats", "filter", "synth", "pipe"])
+@pytest.mark.parametrize("options", [["--format", "folded"], ["--stats"], ["--comm", "x"], ["--synth", "off"], ["-i", "-"]],
+                         ids=["format", "stats", "filter", "synth", "pipe"])
 def test_what_it_leaves_to_python(perf_recordings: PerfRecordings, options: list[str], tmp_path: Path) -> None:
     data = str(perf_recordings.get("c").data_file)
     cache = tmp_path / "cache"

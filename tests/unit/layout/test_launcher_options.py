@@ -72,7 +72,7 @@ def test_core_has_one_positional_file_and_the_others_none() -> None:
 LEFT_TO_PYTHON = {
     "backtrace": {"--help"},
     "core": {"--help"},
-    "perf-script": {"--help", "--folded", "--stats", "--json", "--format", "--max-frames", "--backend", "--synth",
+    "perf-script": {"--help", "--stats", "--json", "--format", "--max-frames", "--backend", "--synth",
                     "--inline", "--no-inline", "--fields", "--comm", "--comms", "--pid", "--tid", "--cpu", "--time"},
 }
 
