@@ -539,11 +539,10 @@ int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
     free(space_ids);
     free(comm_ids);
     fu_perf_stream_wait(stream);
-    /* --folded: the stacks counted over every window, most frequent first (perf/script.py merges
-     * the windows' lines, split at line breaks: a stack with one in a name is its to write) */
+    /* --folded: the stacks counted over every window, most frequent first (the Python path's
+     * _core.FoldedStacks) */
     if (ok && request->folded)
-        ok = !memchr(folded.pool.data, '\n', folded.pool.len) && !memchr(folded.pool.data, '\r', folded.pool.len) &&
-             fu_folded_write(&folded, true, append_sink, out, &err) == FU_OK;
+        ok = fu_folded_write(&folded, true, append_sink, out, &err) == FU_OK;
     fu_folded_free(&folded);
     /* what the Python path says on stderr: no samples is its message; a recording cut short its
      * note (perf/script.py Statistics.notes), said here too */

@@ -330,6 +330,10 @@ class UnwoundSamples:
 
 UNWOUND_INLINE: int
 UNWOUND_SRCLINE: int
+class FoldedStacks:
+    def add(self, unwound: UnwoundSamples, /) -> None: ...
+    def write(self, write: Callable[[bytes], object], /) -> None: ...
+
 def symbolize_samples(perf_data: PerfData, space_ids: Buffer, comm_ids: Buffer, comm_names: list[bytes],
                       unwound: tuple[Any, ...], spaces: list[bytes],
                       mappings: Sequence[tuple[int, int, int, str, Callable[[], SymbolTable | None] | None]
