@@ -3,6 +3,7 @@
 #include "launcher.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,9 @@ static bool default_tables(void)
 
 int fu_cli_serve(const fu_cli_request *request)
 {
+    /* a reader that goes away is a failed write, as for the Python CLI (which ignores SIGPIPE too,
+     * so the exec of it inherits nothing it would not set itself) */
+    signal(SIGPIPE, SIG_IGN);
     fu_cli_output out = {.path = request->output, .fd = -1};
     int status = FU_CLI_NOT_SERVED;
     if (default_tables()) {

@@ -535,6 +535,8 @@ int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
         /* past the held bytes the text goes out as it comes, as the Python path writes each window's */
         if (ok && out->held.len >= FU_CLI_HELD_OUTPUT_BYTES && !fu_cli_output_flush(out))
             ok = false;
+        if (out->failed)
+            break; /* a reader that went away (`| head`): the Python CLI stops there, quietly, with 0 */
     }
     free(space_ids);
     free(comm_ids);
@@ -546,8 +548,9 @@ int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
     fu_folded_free(&folded);
     /* what the Python path says on stderr: no samples is its message; a recording cut short its
      * note (perf/script.py Statistics.notes), said here too */
-    ok = ok && samples > 0 && (!header.cut.note[0] || fu_utf8_valid(request->input, strlen(request->input)));
-    if (ok && header.cut.note[0])
+    ok = ok && (out->failed || (samples > 0 && (!header.cut.note[0] ||
+                                                fu_utf8_valid(request->input, strlen(request->input)))));
+    if (ok && !out->failed && header.cut.note[0])
         fprintf(stderr, "fastunwind: note: %s: %s; %zu complete samples read\n", request->input, header.cut.note,
                 samples);
     fu_perf_data_free(&header); /* before the stream, into whose bytes it points */

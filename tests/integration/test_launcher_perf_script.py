@@ -91,3 +91,20 @@ def test_a_table_missing_from_the_caches_is_the_python_paths(perf_recordings: Pe
     assert result.returncode == 125 and b"not in the cache" in result.stderr
     # the Python CLI serves it (and fills the caches): the next run is native
     assert_native_is_python(["-i", data], tmp_path / "empty-cache")
+
+
+def test_a_reader_that_goes_away(perf_recordings: PerfRecordings, tmp_path: Path) -> None:
+    """`| head`: the Python CLI stops quietly with 0 (SIGPIPE ignored, the broken pipe caught), so
+    does the launcher."""
+    data = str(perf_recordings.get("hackbench-processes").data_file)
+    cache = tmp_path / "cache"
+    assert launch(["-i", data], cache, native="0").returncode == 0
+    for native in ("0", "require"):
+        env = {k: v for k, v in os.environ.items() if k != "FASTUNWIND_NATIVE"}
+        env.update(XDG_CACHE_HOME=str(cache), FASTUNWIND_NATIVE=native)
+        writer = subprocess.Popen([str(LAUNCHER), "perf-script", "-i", data], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=env)
+        assert writer.stdout is not None and writer.stdout.read(100)
+        writer.stdout.close()
+        _, stderr = writer.communicate(timeout=600)
+        assert (writer.returncode, stderr) == (0, b""), native
