@@ -54,7 +54,8 @@ build_bpf_skeleton()
 # into it statically; `make build` installs it as the venv's `fastunwind` (docs/DESIGN.md).
 LAUNCHER = "launcher"  #: its file name, beside the extension
 LAUNCHER_CORE_SOURCES = ["address_space.c", "cache_paths.c", "cfi_eval.c", "cfi_eh_frame_hdr.c", "cfi_parse.c", "compact_table.c", "coredump.c",
-                         "demangle.c", "dwarf_expr.c", "eh_elf.c", "error.c", "live.c", "lookup.c", "memory.c", "plt.c",
+                         "demangle.c", "dwarf_expr.c", "eh_elf.c", "error.c", "live.c", "lookup.c", "memory.c", "perf_data.c", "perf_regs.c",
+                         "perf_replay.c", "perf_script.c", "perf_walk.c", "plt.c", "srcline.c",
                          "snapshot.c", "symbol_cache.c", "symbols.c", "walk.c", "x86_64.c"]
 
 
@@ -73,7 +74,10 @@ class BuildWithLauncher(build_ext):
         directory = os.path.dirname(self.get_ext_fullpath("fastunwind._core"))
         self.compiler.link_executable(
             objects, LAUNCHER, output_dir=directory,
-            libraries=["iberty"],  # demangle.c: libiberty's demangler (a static library)
+            # demangle.c: libiberty's demangler (a static library); perf_data.c: zstd; srcline.c
+            # (perf_script.c's source lines): libdw, libelf and their decompressors, all static, so
+            # that the launcher loads no library but libc
+            libraries=["iberty", ":libdw.a", ":libelf.a", ":libzstd.a", ":libz.a", ":liblzma.a", ":libbz2.a"],
             extra_postargs=["-Wl,--gc-sections", "-Wl,--as-needed"]
             + [a for a in link_args if a.startswith("-fsanitize")],
             target_lang="c")

@@ -15,10 +15,12 @@ times much less); several recordings give one table row each.
 
 The two commands run interleaved (load from elsewhere on the machine hits both), after one untimed
 warm-up of each (page cache, perf's build-id cache, our compact-table cache); best of N and median
-are printed with the ratio perf script ÷ ours (above 1: we are faster). Ours runs from this
-checkout's `src` with its bytecode cached under a temporary PYTHONPYCACHEPREFIX, as an installed
-package runs (the development environment may set PYTHONDONTWRITEBYTECODE=1, which makes every start
-compile the package). The default recording is .build/bench-unwind/recordings/hackbench-threads.data
+are printed with the ratio perf script ÷ ours (above 1: we are faster). Ours is the venv's
+`fastunwind` command, as a user runs it (the launcher, native/cli: `perf-script -i X` served in C
+once the warm-up's Python path has cached the tables; other command lines are its Python CLI's),
+the Python CLI from this checkout's `src` with its bytecode cached under a temporary
+PYTHONPYCACHEPREFIX, as an installed package runs (the development environment may set
+PYTHONDONTWRITEBYTECODE=1, which makes every start compile the package). The default recording is .build/bench-unwind/recordings/hackbench-threads.data
 (`make bench-unwind` records it). bench_unwind.py reuses `end_to_end` for its report.
 """
 
@@ -68,11 +70,13 @@ def time_command(command: list[str], env: dict[str, str]) -> float:
 
 def ours_command(recording: str, extra: list[str] | None = None, verb: str = "perf-script"
                  ) -> tuple[list[str], dict[str, str]]:
-    """Our CLI from this checkout, and its environment (bytecode cached in a temporary directory)."""
+    """Our command (the venv's launcher, whose Python CLI is this checkout's), and its environment
+    (bytecode cached in a temporary directory)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="bench-perf-script-pycache-")
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "src"), *filter(None, [env.get("PYTHONPATH")])])
-    return [sys.executable, "-m", "fastunwind", verb, "-i", recording, *(extra or [])], env
+    command = os.path.join(os.path.dirname(sys.executable), "fastunwind")
+    return [command, verb, "-i", recording, *(extra or [])], env
 
 
 def end_to_end(recording: str, runs: int, extra: list[str] | None = None, report: bool = False,

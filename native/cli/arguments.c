@@ -21,6 +21,12 @@ static const fu_cli_option CORE_OPTIONS[] = {
     {"-o", "--output", FU_CLI_PATH},
 };
 
+static const fu_cli_option PERF_SCRIPT_OPTIONS[] = {
+    {"-i", "--input", FU_CLI_PATH},
+    {NULL, "--folded", FU_CLI_FLAG},
+    {"-o", "--output", FU_CLI_PATH},
+};
+
 /* A positive int written as argparse's int() reads it and nothing else can: 1 to 9 decimal digits. */
 static bool parse_positive_int(const char *text, int *out)
 {
@@ -72,6 +78,8 @@ static bool store(fu_cli_request *out, const fu_cli_option *option, const char *
     if (option->value == FU_CLI_FLAG) {
         if (strcmp(name, "--json") == 0)
             out->json = true;
+        else if (strcmp(name, "--folded") == 0)
+            out->folded = true;
         else
             out->registers = true;
         return true;
@@ -82,6 +90,8 @@ static bool store(fu_cli_request *out, const fu_cli_option *option, const char *
     if (option->value == FU_CLI_PATH) {
         if (strcmp(name, "--output") == 0)
             out->output = value;
+        else if (strcmp(name, "--input") == 0)
+            out->input = value;
         else if (strcmp(name, "--exe") == 0)
             out->exe = value;
         else
@@ -119,6 +129,11 @@ bool fu_cli_parse(int argc, char **argv, fu_cli_request *out)
         out->verb = FU_CLI_CORE;
         options = CORE_OPTIONS;
         count = sizeof CORE_OPTIONS / sizeof *CORE_OPTIONS;
+    } else if (strcmp(argv[1], "perf-script") == 0) {
+        out->verb = FU_CLI_PERF_SCRIPT;
+        out->input = "perf.data"; /* the Python parser's default */
+        options = PERF_SCRIPT_OPTIONS;
+        count = sizeof PERF_SCRIPT_OPTIONS / sizeof *PERF_SCRIPT_OPTIONS;
     } else {
         return false;
     }
@@ -143,5 +158,10 @@ bool fu_cli_parse(int argc, char **argv, fu_cli_request *out)
         if (!store(out, option, value))
             return false;
     }
-    return out->verb == FU_CLI_BACKTRACE ? out->pid > 0 : out->core_file != NULL;
+    switch (out->verb) {
+    case FU_CLI_BACKTRACE: return out->pid > 0;
+    case FU_CLI_CORE: return out->core_file != NULL;
+    case FU_CLI_PERF_SCRIPT: return true;
+    }
+    return false;
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "coredump.h"
+#include "eh_elf.h"
 #include "launcher.h"
 #include "stacks.h"
 
@@ -82,13 +83,6 @@ static bool build_id_in_memory(const fu_core_memory *memory, uint64_t start, uin
             return true;
     }
     return false;
-}
-
-static void hex(char *out, const uint8_t *bytes, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        snprintf(out + 2 * i, 3, "%02x", bytes[i]);
-    out[2 * n] = '\0';
 }
 
 /* Whether the text is plain enough to be printed as the Python CLI prints it (valid UTF-8: a path
@@ -247,8 +241,8 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
         } else if (has_expected && (image->elf.build_id_size != expected_size ||
                                     memcmp(image->elf.build_id, expected, expected_size) != 0)) {
             char want[2 * FU_CLI_MAX_BUILD_ID + 1], found[2 * FU_CLI_MAX_BUILD_ID + 1];
-            hex(want, expected, expected_size);
-            hex(found, image->elf.build_id, image->elf.build_id_size);
+            fu_hex(want, sizeof want, expected, expected_size);
+            fu_hex(found, sizeof found, image->elf.build_id, image->elf.build_id_size);
             snprintf(line, sizeof line, "%s: build-id %s in the core, %s in %s: not used", path, want,
                      image->elf.build_id_size ? found : "none", candidate);
             why = line;

@@ -3,12 +3,15 @@
 #include "launcher.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "backtrace.h"
 #include "core.h"
+#include "recording.h"
 #include "stacks.h"
 
 static char unserved_reason[512];
@@ -22,25 +25,59 @@ void fu_cli_unserved(const char *why, const char *detail)
 
 const char *fu_cli_unserved_reason(void) { return unserved_reason[0] ? unserved_reason : "(no reason noted)"; }
 
+bool fu_cli_output_flush(fu_cli_output *out)
+{
+    /* -o: the Python CLI's open(path, "w") */
+    if (out->fd < 0)
+        out->fd = out->path ? open(out->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : STDOUT_FILENO;
+    if (out->fd < 0)
+        return false;
+    if (!out->failed && !fu_cli_write_all(out->fd, out->held.data, out->held.len))
+        out->failed = true;
+    out->held.len = 0;
+    return true;
+}
+
+/* The tables the Python path would walk with are the ones read here: the auto backend's (compact
+ * tables, then eh_elfs, then the DWARF tables: address_space.py default_backend), compact tables
+ * not disabled (tables/compact.py enabled). */
+static bool default_tables(void)
+{
+    const char *backend = getenv("FASTUNWIND_BACKEND"), *compact = getenv("FASTUNWIND_COMPACT");
+    if ((backend && backend[0] && strcmp(backend, "auto") != 0) || (compact && strcmp(compact, "0") == 0)) {
+        fu_cli_unserved("FASTUNWIND_BACKEND or FASTUNWIND_COMPACT chooses other tables", NULL);
+        return false;
+    }
+    return true;
+}
+
 int fu_cli_serve(const fu_cli_request *request)
 {
-    fu_buffer out = {0};
-    int status = request->verb == FU_CLI_BACKTRACE ? fu_cli_backtrace(request, &out) : fu_cli_core(request, &out);
-    if (status == FU_CLI_NOT_SERVED || status == FU_CLI_INTERRUPTED) {
-        free(out.data);
+    /* a reader that goes away is a failed write, as for the Python CLI (which ignores SIGPIPE too,
+     * so the exec of it inherits nothing it would not set itself) */
+    signal(SIGPIPE, SIG_IGN);
+    fu_cli_output out = {.path = request->output, .fd = -1};
+    int status = FU_CLI_NOT_SERVED;
+    if (default_tables()) {
+        switch (request->verb) {
+        case FU_CLI_BACKTRACE: status = fu_cli_backtrace(request, &out.held); break;
+        case FU_CLI_CORE: status = fu_cli_core(request, &out.held); break;
+        case FU_CLI_PERF_SCRIPT: status = fu_cli_perf_script(request, &out); break;
+        }
+    }
+    if ((status == FU_CLI_NOT_SERVED || status == FU_CLI_INTERRUPTED) && out.fd < 0) {
+        free(out.held.data);
         return status;
     }
-    /* -o: the Python CLI's open(path, "w"); one it cannot open is its error to word */
-    int fd = request->output ? open(request->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : STDOUT_FILENO;
-    if (fd < 0) {
+    if (!fu_cli_output_flush(&out)) {
         fu_cli_unserved("the output file cannot be opened", request->output);
-        free(out.data);
+        free(out.held.data);
         return FU_CLI_NOT_SERVED;
     }
-    bool written = fu_cli_write_all(fd, out.data, out.len);
+    bool written = !out.failed;
     if (request->output)
-        written = close(fd) == 0 && written;
-    free(out.data);
+        written = close(out.fd) == 0 && written;
+    free(out.held.data);
     /* a reader that went away (`| head`): the Python CLI stops quietly with 0 as well */
     return written || !request->output ? status : 1;
 }

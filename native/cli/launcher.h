@@ -17,6 +17,23 @@
 /* The exit status after Ctrl-C or SIGTERM (128 + SIGINT, as the Python CLI's). */
 #define FU_CLI_INTERRUPTED 130
 
+#include <stdbool.h>
+
+#include "buffer.h"
+
+/* A command's output: held in `held` until written to -o's file or standard output (the file
+ * opened on the first write, as the Python CLI's open(path, "w") before the command runs). */
+typedef struct fu_cli_output {
+    const char *path; /* -o, or NULL: standard output */
+    fu_buffer held;
+    int fd;           /* -1 until opened */
+    bool failed;      /* a write failed (a reader that went away) */
+} fu_cli_output;
+
+/* Write what is held and empty it; false only if -o's file cannot be opened (nothing written then:
+ * its error is the Python CLI's to word). */
+bool fu_cli_output_flush(fu_cli_output *out);
+
 /* The command's exit status, or FU_CLI_NOT_SERVED (nothing written). */
 int fu_cli_serve(const fu_cli_request *request);
 

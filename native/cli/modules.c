@@ -397,11 +397,16 @@ static fu_cli_module_status parse_frame_table(const fu_cli_elf *elf, const Elf64
 
 /* ---- the caches ------------------------------------------------------------------------------- */
 
+/* The table with `synth`'s rows (FU_COMPACT_SYNTH_*): tables/compact.py cache_path names it
+ * `<build-id>.fut`, or `<build-id>.synth-<mode>-v<version>.fut` with rows derived from the code. */
 static fu_cli_module_status open_compact_table(fu_cli_image *image, const Elf64_Shdr *eh_frame,
-                                               const fu_cli_elf *debug_owner, const Elf64_Shdr *debug_frame)
+                                               const fu_cli_elf *debug_owner, const Elf64_Shdr *debug_frame,
+                                               unsigned synth)
 {
-    char path[4096];
-    if (!fu_cache_entry_path("compact", image->elf.build_id, image->elf.build_id_size, ".fut", path, sizeof path))
+    char path[4096], suffix[64];
+    uint32_t synth_value = synth == FU_COMPACT_SYNTH_OFF ? 0 : synth | FU_COMPACT_SYNTH_VERSION << 8;
+    if (!fu_compact_cache_suffix(synth, suffix, sizeof suffix) ||
+        !fu_cache_entry_path("compact", image->elf.build_id, image->elf.build_id_size, suffix, path, sizeof path))
         return FU_CLI_MODULE_UNSERVED;
     fu_error err = {0};
     if (!fu_cli_read_file(path, &image->compact_file) ||
@@ -412,7 +417,7 @@ static fu_cli_module_status open_compact_table(fu_cli_image *image, const Elf64_
     uint64_t eh_size = eh_frame ? eh_frame->sh_size : FU_COMPACT_NO_SECTION;
     uint64_t debug_size = debug_frame ? debug_frame->sh_size : FU_COMPACT_NO_SECTION;
     if (h->key_kind != FU_COMPACT_KEY_BUILD_ID || h->key_size != image->elf.build_id_size ||
-        memcmp(h->key, image->elf.build_id, image->elf.build_id_size) != 0 || h->synth != FU_COMPACT_SYNTH_OFF ||
+        memcmp(h->key, image->elf.build_id, image->elf.build_id_size) != 0 || h->synth != synth_value ||
         h->eh_frame_size != eh_size || h->debug_frame_size != debug_size)
         return FU_CLI_MODULE_UNSERVED;
     if (h->slow_row_count == 0)
@@ -552,11 +557,13 @@ static fu_cli_module_status image_open(fu_cli_image *image, const char *path, fu
     return (image->path = strdup(path)) ? FU_CLI_MODULE_OK : FU_CLI_MODULE_UNSERVED;
 }
 
-bool fu_cli_image_tables(fu_cli_image *image)
+bool fu_cli_image_tables(fu_cli_image *image, unsigned synth)
 {
     if (image->tables_loaded)
-        return true;
-    if (open_compact_table(image, image->eh_frame_section, image->debug_frame_owner, image->debug_frame_section) !=
+        return image->synth == synth;
+    image->synth = synth;
+    if (open_compact_table(image, image->eh_frame_section, image->debug_frame_owner, image->debug_frame_section,
+                           synth) !=
             FU_CLI_MODULE_OK ||
         !open_compiled(image, image->eh_frame_section, image->debug_frame_section) ||
         (image->vdso && build_vdso_symbols(image) != FU_CLI_MODULE_OK)) {
@@ -636,14 +643,20 @@ void fu_cli_image_module(const fu_cli_image *image, uint64_t start, uint64_t end
     fu_module_set_entry(out, image->process_entry);
 }
 
-bool fu_cli_image_symbol(fu_cli_image *image, uint64_t bias, uint64_t address, uint64_t lookup,
-                         const char **name, size_t *name_len, uint64_t *offset)
+const fu_symbol_table *fu_cli_image_symbols(fu_cli_image *image)
 {
     if (!image->has_symbols && !image->symbols_missing && image->path &&
         open_symbol_table(image, image->path) != FU_CLI_MODULE_OK) {
         image->symbols_missing = true;
         fu_cli_unserved("a module's symbol table is not in the cache", image->path);
     }
+    return image->has_symbols ? &image->symbols : NULL;
+}
+
+bool fu_cli_image_symbol(fu_cli_image *image, uint64_t bias, uint64_t address, uint64_t lookup,
+                         const char **name, size_t *name_len, uint64_t *offset)
+{
+    fu_cli_image_symbols(image);
     /* Python's lookup - bias, with the bias signed: below 0 or past 2^64, no symbol */
     __int128 svma = (__int128)lookup - (__int128)(int64_t)bias;
     size_t index;

@@ -68,6 +68,7 @@ typedef struct fu_cli_image {
     char *path;                  /* what the Python path names the image by (the symbol key's path) */
     bool vdso;                   /* the vDSO's copy: its symbol table built here, not cached */
     bool tables_loaded;          /* fu_cli_image_tables done */
+    unsigned synth;              /* the synthesized rows of its compact table (FU_COMPACT_SYNTH_*) */
     const void *eh_frame_section, *debug_frame_section; /* Elf64_Shdr of the CFI it has, or NULL */
     const fu_cli_elf *debug_frame_owner;                /* the file of debug_frame_section */
     fu_cli_bytes symbol_file;
@@ -96,8 +97,9 @@ void fu_cli_bytes_free(fu_cli_bytes *bytes);
 fu_cli_module_status fu_cli_image_open(fu_cli_image *image, const char *path, fu_cli_bytes bytes, bool vdso);
 void fu_cli_image_free(fu_cli_image *image);
 /* Its unwind tables from the caches (and a vDSO's symbols), once: for an image a mapping uses, as
- * the Python path builds them only for those. False (the reason noted): the Python path's. */
-bool fu_cli_image_tables(fu_cli_image *image);
+ * the Python path builds them only for those; its compact table the one with `synth`'s rows
+ * (FU_COMPACT_SYNTH_*: tables/compact.py for_image). False (the reason noted): the Python path's. */
+bool fu_cli_image_tables(fu_cli_image *image, unsigned synth);
 
 /* avma - svma of an executable mapping [start, end) of file offset pgoff (image.py
  * bias_for_mapping); false if no PT_LOAD holds pgoff. */
@@ -113,6 +115,10 @@ void fu_cli_image_module(const fu_cli_image *image, uint64_t start, uint64_t end
  * as the Python path builds it on first use: one not in the cache sets image->symbols_missing. */
 bool fu_cli_image_symbol(fu_cli_image *image, uint64_t bias, uint64_t address, uint64_t lookup,
                          const char **name, size_t *name_len, uint64_t *offset);
+
+/* Its symbol table (symbols.py symbol_table_for_file), opened from the cache on first use; NULL
+ * when it is not there (image->symbols_missing set, the reason noted: the Python path's run). */
+const fu_symbol_table *fu_cli_image_symbols(fu_cli_image *image);
 
 /* The images of one snapshot, by the file they were read from (device, inode, size, mtime: live.py
  * FileImages), each opened once. */

@@ -33,7 +33,7 @@ bool fu_cli_space_init(fu_cli_space *space, fu_cli_mapping *mappings, size_t cou
                                 block + 13 * max};
     for (size_t i = 0; i < count; i++) {
         const fu_cli_mapping *m = &mappings[i];
-        if (m->image && !fu_cli_image_tables(m->image))
+        if (m->image && !fu_cli_image_tables(m->image, FU_COMPACT_SYNTH_OFF))
             return false;
         if (m->image)
             fu_cli_image_module(m->image, m->start, m->end, m->bias, (uint32_t)i, &space->modules[i]);

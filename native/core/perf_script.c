@@ -633,47 +633,55 @@ static bool append_folded_name(const fu_unwound *u, const fu_unwound_frame *f, f
            fu_buffer_append(out, "]", 1);
 }
 
-fu_status fu_unwound_folded(const fu_unwound *u, bool by_count, fu_sink_fn sink, void *context, fu_error *err)
+fu_status fu_folded_add(fu_folded *f, const fu_unwound *u, fu_error *err)
 {
-    fu_buffer pool = {0}, line = {0}, stacks = {0}, out = {0};
-    fu_intern_set index = {0};
-    bool ok = true, sunk = true;
+    bool ok = true;
     for (size_t s = 0; ok && s < u->sample_count; s++) {
         const char *comm;
         size_t comm_len;
         fu_unwound_comm(u, s, &comm, &comm_len);
-        line.len = 0;
-        ok = fu_buffer_append(&line, comm, comm_len);
+        f->line.len = 0;
+        ok = fu_buffer_append(&f->line, comm, comm_len);
         uint32_t kernel = u->bounds[2 * s], user = u->bounds[2 * s + 1], end = u->bounds[2 * s + 2];
         if (ok && end > user) {
             fu_text outcome = u->outcome_names[u->outcomes[s]];
             if (!fu_sample_outcome_complete(u->outcomes[s]))
-                ok = fu_buffer_append(&line, ";[", 2) && fu_buffer_append(&line, outcome.data, outcome.len) &&
-                     fu_buffer_append(&line, "]", 1);
+                ok = fu_buffer_append(&f->line, ";[", 2) && fu_buffer_append(&f->line, outcome.data, outcome.len) &&
+                     fu_buffer_append(&f->line, "]", 1);
         }
         for (uint32_t k = end; ok && k > kernel; k--)
-            ok = fu_buffer_append(&line, ";", 1) && append_folded_name(u, &u->frames[u->frame_ids[k - 1]], &line);
+            ok = fu_buffer_append(&f->line, ";", 1) && append_folded_name(u, &u->frames[u->frame_ids[k - 1]], &f->line);
         if (!ok)
             break;
-        stack_ctx ctx = {&pool, (const stack_rec *)(const void *)stacks.data};
-        uint64_t hash = fu_hash_bytes(line.data, line.len, 6);
-        uint32_t found = fu_intern_find(&index, hash, stack_equal, &ctx, &line);
+        stack_ctx ctx = {&f->pool, (const stack_rec *)(const void *)f->stacks.data};
+        uint64_t hash = fu_hash_bytes(f->line.data, f->line.len, 6);
+        uint32_t found = fu_intern_find(&f->index, hash, stack_equal, &ctx, &f->line);
         if (found != FU_INTERN_NONE) {
-            ((stack_rec *)(void *)stacks.data)[found].count++;
+            ((stack_rec *)(void *)f->stacks.data)[found].count++;
             continue;
         }
-        stack_rec rec = {pool.len, line.len, 1, (uint32_t)(stacks.len / sizeof rec)};
-        ok = stacks.len / sizeof rec < FU_INTERN_NONE - 1 && fu_buffer_append(&pool, line.data, line.len) &&
-             fu_buffer_append(&stacks, &rec, sizeof rec) && fu_intern_insert(&index, hash, rec.order);
+        stack_rec rec = {f->pool.len, f->line.len, 1, (uint32_t)(f->stacks.len / sizeof rec)};
+        ok = f->stacks.len / sizeof rec < FU_INTERN_NONE - 1 && fu_buffer_append(&f->pool, f->line.data, f->line.len) &&
+             fu_buffer_append(&f->stacks, &rec, sizeof rec) && fu_intern_insert(&f->index, hash, rec.order);
     }
-    size_t count = stacks.len / sizeof(stack_rec);
-    if (ok && count && by_count)
-        qsort(stacks.data, count, sizeof(stack_rec), by_count_then_order);
+    return ok ? FU_OK : fu_fail(err, FU_ERR_NOMEM, "out of memory folding %zu samples", u->sample_count);
+}
+
+fu_status fu_folded_write(fu_folded *f, bool by_count, fu_sink_fn sink, void *context, fu_error *err)
+{
+    fu_buffer out = {0};
+    bool ok = true, sunk = true;
+    size_t count = f->stacks.len / sizeof(stack_rec);
+    if (count && by_count) {
+        qsort(f->stacks.data, count, sizeof(stack_rec), by_count_then_order);
+        fu_intern_free(&f->index); /* its indices named the records before the sort */
+        f->index = (fu_intern_set){0};
+    }
     for (size_t i = 0; ok && sunk && i < count; i++) {
-        const stack_rec *rec = &((const stack_rec *)(const void *)stacks.data)[i];
+        const stack_rec *rec = &((const stack_rec *)(const void *)f->stacks.data)[i];
         ok = fu_buffer_reserve(&out, rec->len + 24);
         if (ok) {
-            fu_put(&out, pool.data + rec->offset, rec->len);
+            fu_put(&out, f->pool.data + rec->offset, rec->len);
             fu_put(&out, " ", 1);
             fu_put_udec(&out, rec->count, 0, ' ');
             fu_put(&out, "\n", 1);
@@ -682,16 +690,31 @@ fu_status fu_unwound_folded(const fu_unwound *u, bool by_count, fu_sink_fn sink,
     }
     if (ok && sunk)
         sunk = fu_sink_flush(&out, sink, context, true);
-    free(pool.data);
-    free(line.data);
-    free(stacks.data);
     free(out.data);
-    fu_intern_free(&index);
     if (!ok)
-        return fu_fail(err, FU_ERR_NOMEM, "out of memory folding %zu samples", u->sample_count);
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory writing %zu folded stacks", count);
     if (!sunk)
         return fu_fail(err, FU_ERR_INVALID, "the output sink failed");
     return FU_OK;
+}
+
+void fu_folded_free(fu_folded *f)
+{
+    free(f->pool.data);
+    free(f->line.data);
+    free(f->stacks.data);
+    fu_intern_free(&f->index);
+    memset(f, 0, sizeof *f);
+}
+
+fu_status fu_unwound_folded(const fu_unwound *u, bool by_count, fu_sink_fn sink, void *context, fu_error *err)
+{
+    fu_folded f = {0};
+    fu_status status = fu_folded_add(&f, u, err);
+    if (status == FU_OK)
+        status = fu_folded_write(&f, by_count, sink, context, err);
+    fu_folded_free(&f);
+    return status;
 }
 
 /* ---- statistics ---------------------------------------------------------------------------------- */

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "intern.h"
 #include "buffer.h"
 #include "perf_data.h"
 #include "srcline.h"
@@ -157,6 +158,17 @@ fu_status fu_unwound_render(fu_unwound *u, fu_sink_fn sink, void *context, fu_er
  * is rooted at "[outcome]" so that it is never drawn as a complete one; a sample without user frames
  * has no such root. Errors as fu_unwound_render. */
 fu_status fu_unwound_folded(const fu_unwound *u, bool by_count, fu_sink_fn sink, void *context, fu_error *err);
+
+/* The folded stacks of several batches (a stream's windows) counted together: fu_folded_add each
+ * batch's samples (zeroed before the first), then fu_folded_write them once, as fu_unwound_folded
+ * writes one batch's (the order of first appearance is across the batches). */
+typedef struct fu_folded {
+    fu_buffer pool, line, stacks; /* the stacks' text, the one being made, their records */
+    fu_intern_set index;
+} fu_folded;
+fu_status fu_folded_add(fu_folded *f, const fu_unwound *u, fu_error *err);
+fu_status fu_folded_write(fu_folded *f, bool by_count, fu_sink_fn sink, void *context, fu_error *err);
+void fu_folded_free(fu_folded *f);
 
 /* Samples with user frames, user frames, samples per outcome code and per user depth (by_depth:
  * *deepest + 1 counts, malloc'd). False if out of memory. */

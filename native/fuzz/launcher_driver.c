@@ -13,11 +13,15 @@
  * 4. fu_cli_backtrace of a child of its own (a command line for it, random tids): whatever it
  *    serves, the child keeps running, untraced.
  * 5. The caches' paths and keys (core/cache_paths.c) under odd environments: a root always ends
- *    in "fastunwind", a key is NUL-separated and starts with its kind.
+ *    in "fastunwind", a key is NUL-separated and starts with its kind; perf's build-id cache's
+ *    candidates all under its root; a compact entry's suffix ends in ".fut".
  * 6. fu_cli_core (core.c: the core's modules found, their build-ids read from the core's memory,
  *    the vDSO) over a core given with --core and CORE_MUTANTS seeded mutants of it.
+ * 7. fu_cli_perf_script (recording.c: the stream, the replay, the recorded files found by build-id
+ *    in the file system and perf's build-id cache, the walks and the text) over a recording given
+ *    with --perf and RECORDING_MUTANTS seeded mutants of it: served or not, never a crash.
  *
- *   launcher_driver_asan --seed S --rounds N [--core CORE] [ELF files...]
+ *   launcher_driver_asan --seed S --rounds N [--core CORE] [--perf perf.data] [ELF files...]
  */
 #define _GNU_SOURCE
 #define FUZZ_DRIVER "launcher_driver"
@@ -36,21 +40,27 @@
 #include "fuzz_files.h"
 #include "launcher.h"
 #include "modules.h"
+#include "recording.h"
 #include "snapshot.h"
 
 static const char *const TOKENS[] = {
     "backtrace", "core", "-p", "--pid", "--pid=", "-p7", "--tid", "--tid=3", "--json", "--registers", "--reg",
     "-o", "--output", "--output=out", "-oout", "--exe", "--exe=./a", "--sysroot", "--sysroot=/", "--help", "--",
     "-", "", "0", "1", "42", "2147483647", "99999999999", "-5", "+5", " 5", "1_0", "core.1", "/tmp/x", "=",
-    "--json=1", "-p=3", "--pidx", "table",
+    "--json=1", "-p=3", "--pidx", "table", "perf-script", "-i", "--input", "--input=x.data", "-ix.data",
+    "--folded",
 };
 #define TOKEN_COUNT (sizeof TOKENS / sizeof *TOKENS)
 #define MAX_ARGS 24
 
 static void check_request(const fu_cli_request *r)
 {
-    CHECK(r->verb == FU_CLI_BACKTRACE || r->verb == FU_CLI_CORE, "verb %d", (int)r->verb);
-    if (r->verb == FU_CLI_BACKTRACE)
+    CHECK(r->verb == FU_CLI_BACKTRACE || r->verb == FU_CLI_CORE || r->verb == FU_CLI_PERF_SCRIPT, "verb %d",
+          (int)r->verb);
+    if (r->verb == FU_CLI_PERF_SCRIPT)
+        CHECK(r->input && r->input[0] && r->input[0] != '-' && r->pid == 0 && !r->core_file,
+              "perf-script without its input, or with another verb's");
+    else if (r->verb == FU_CLI_BACKTRACE)
         CHECK(r->pid > 0 && !r->core_file && !r->exe && !r->sysroot, "backtrace without a pid, or with core's");
     else
         CHECK(r->core_file && r->core_file[0] && r->core_file[0] != '-' && r->pid == 0 && r->tid_count == 0,
@@ -101,7 +111,7 @@ static void read_modules(const char *path, uint64_t *state)
         fu_cli_module_status status = fu_cli_image_open(&image, path, (fu_cli_bytes){copy, len, true}, vdso);
         if (status == FU_CLI_MODULE_OK) {
             CHECK(image.elf.build_id_size > 0, "a served image without a build-id");
-            CHECK(!fu_cli_image_tables(&image), "tables found in an empty cache");
+            CHECK(!fu_cli_image_tables(&image, (unsigned)rng_below(state, FU_COMPACT_SYNTH_MODES)), "tables found in an empty cache");
             uint64_t bias;
             for (int q = 0; q < 8; q++) {
                 uint64_t start = rng_next(state) & ~0xfffull;
@@ -120,6 +130,7 @@ static void read_modules(const char *path, uint64_t *state)
 }
 
 #define CORE_MUTANTS 200
+#define RECORDING_MUTANTS 200
 
 /* A request of `verb` with random output options. */
 static fu_cli_request random_request(fu_cli_verb verb, uint64_t *state)
@@ -132,36 +143,60 @@ static fu_cli_request random_request(fu_cli_verb verb, uint64_t *state)
     return request;
 }
 
-static void read_cores(const char *path, uint64_t *state)
+/* `serve` over the file at `path` and `mutants` seeded mutants of it (bytes changed within its
+ * first `head` bytes mostly), each written to a file of its own first. */
+static void each_mutant(const char *path, const char *what, int mutants, size_t head, uint64_t *state,
+                        void (*serve)(const char *file, uint64_t *state))
 {
     size_t size;
     uint8_t *original = fuzz_read_file(path, 64u << 20, &size);
     CHECK(original != NULL, "cannot read %s", path);
-    char mutant[] = "/tmp/launcher_driver_core.XXXXXX";
+    char mutant[] = "/tmp/launcher_driver_input.XXXXXX";
     int fd = mkstemp(mutant);
     CHECK(fd >= 0, "mkstemp");
-    for (int m = 0; m <= CORE_MUTANTS; m++) {
+    for (int m = 0; m <= mutants; m++) {
         uint8_t *copy = malloc(size ? size : 1);
         CHECK(copy != NULL, "out of memory");
         memcpy(copy, original, size);
-        size_t len = m > 0 ? mutate(copy, size, 65536, 32, state) : size;
+        size_t len = m > 0 ? mutate(copy, size, head, 32, state) : size;
         CHECK(ftruncate(fd, 0) == 0 && pwrite(fd, copy, len, 0) == (ssize_t)len, "writing the mutant");
         char label[128];
-        snprintf(label, sizeof label, "core mutant %d", m);
+        snprintf(label, sizeof label, "%s mutant %d", what, m);
         fuzz_begin_input(copy, len, label);
-        fu_cli_request request = random_request(FU_CLI_CORE, state);
-        request.core_file = mutant;
-        if (rng_below(state, 4) == 0)
-            request.sysroot = "/nonexistent";
-        fu_buffer out = {0};
-        int status = fu_cli_core(&request, &out);
-        CHECK(status == FU_CLI_NOT_SERVED || status == 0 || status == 2, "core status %d", status);
-        free(out.data);
+        serve(mutant, state);
         free(copy);
     }
     close(fd);
     unlink(mutant);
     free(original);
+}
+
+static void serve_core(const char *file, uint64_t *state)
+{
+    fu_cli_request request = random_request(FU_CLI_CORE, state);
+    request.core_file = file;
+    if (rng_below(state, 4) == 0)
+        request.sysroot = "/nonexistent";
+    fu_buffer out = {0};
+    int status = fu_cli_core(&request, &out);
+    CHECK(status == FU_CLI_NOT_SERVED || status == 0 || status == 2, "core status %d", status);
+    free(out.data);
+}
+
+static void serve_recording(const char *file, uint64_t *state)
+{
+    fu_cli_request request;
+    memset(&request, 0, sizeof request);
+    request.verb = FU_CLI_PERF_SCRIPT;
+    request.input = file;
+    request.folded = rng_below(state, 2);
+    fu_cli_output out = {.path = "/dev/null", .fd = -1};
+    int status = fu_cli_perf_script(&request, &out);
+    CHECK(status == FU_CLI_NOT_SERVED || status == 0 || status == 1, "perf-script status %d", status);
+    CHECK(status != FU_CLI_NOT_SERVED || out.fd < 0, "not served after writing");
+    if (out.fd >= 0)
+        close(out.fd);
+    free(out.held.data);
 }
 
 static void cache_paths(uint64_t *state)
@@ -196,7 +231,33 @@ static void cache_paths(uint64_t *state)
                   memcmp(key.data, "elf\0" "00ff", 8) == 0,
               "elf key");
         free(key.data);
+        /* perf's build-id cache: every candidate under the root, 2 to 6 of them, NUL-separated */
+        static const char *const NAMES[] = {"/usr/lib/libc.so.6", "[vdso]", "/a (deleted)", "", "/", "x"};
+        if (rng_below(state, 2))
+            setenv("PERF_BUILDID_DIR", HOMES[rng_below(state, 5)], 1);
+        else
+            unsetenv("PERF_BUILDID_DIR");
+        char id_root[FU_BUILD_ID_CACHE_PATH_MAX];
+        fu_buffer paths = {0};
+        size_t id_size = rng_below(state, FU_BUILD_ID_CACHE_MAX_ID + 1);
+        if (rng_below(state, 2))
+            memset(build_id + id_size / 2, 0, id_size - id_size / 2);
+        if (fu_build_id_cache_candidates(NAMES[rng_below(state, 6)], build_id, id_size, "elf", &paths)) {
+            CHECK(fu_build_id_cache_root(id_root, sizeof id_root), "candidates without a root");
+            size_t count = 0;
+            for (size_t at = 0; at < paths.len; at += strlen((const char *)paths.data + at) + 1, count++)
+                CHECK(strncmp((const char *)paths.data + at, id_root, strlen(id_root)) == 0, "a candidate outside %s",
+                      id_root);
+            CHECK(paths.len && ((const char *)paths.data)[paths.len - 1] == '\0' && count >= 2 && count <= 6,
+                  "%zu candidates", count);
+        }
+        free(paths.data);
+        char suffix[64];
+        unsigned synth = (unsigned)rng_below(state, FU_COMPACT_SYNTH_MODES + 1);
+        if (fu_compact_cache_suffix(synth, suffix, sizeof suffix))
+            CHECK(strlen(suffix) >= 4 && strcmp(suffix + strlen(suffix) - 4, ".fut") == 0, "compact suffix %s", suffix);
     }
+    unsetenv("PERF_BUILDID_DIR");
     if (saved_home)
         setenv("HOME", saved_home, 1);
     if (saved_xdg)
@@ -295,12 +356,14 @@ int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL), rounds = 200000;
     int first_file = argc;
-    const char *core = NULL;
+    const char *core = NULL, *recording = NULL;
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 < argc && strcmp(argv[i], "--seed") == 0)
             seed = strtoull(argv[i + 1], NULL, 10);
         else if (i + 1 < argc && strcmp(argv[i], "--core") == 0)
             core = argv[i + 1];
+        else if (i + 1 < argc && strcmp(argv[i], "--perf") == 0)
+            recording = argv[i + 1];
         else if (i + 1 < argc && strcmp(argv[i], "--rounds") == 0)
             rounds = strtoull(argv[i + 1], NULL, 10);
         else {
@@ -357,8 +420,12 @@ int main(int argc, char **argv)
     cache_paths(&state);
     printf("launcher_driver: cache paths and keys under odd environments\n");
     if (core) {
-        read_cores(core, &state);
+        each_mutant(core, "core", CORE_MUTANTS, 65536, &state, serve_core);
         printf("launcher_driver: %s and %d mutants read\n", core, CORE_MUTANTS);
+    }
+    if (recording) {
+        each_mutant(recording, "recording", RECORDING_MUTANTS, 4096, &state, serve_recording);
+        printf("launcher_driver: %s and %d mutants read\n", recording, RECORDING_MUTANTS);
     }
     backtrace_child(&state);
     printf("launcher_driver: a child backtraced, left running\n");

@@ -504,6 +504,65 @@ static PyType_Spec unwound_spec = {
     .slots = unwound_slots,
 };
 
+/* ---- FoldedStacks: the folded stacks of a stream's windows, counted together (fu_folded) -------- */
+
+typedef struct FoldedObject {
+    PyObject_HEAD
+    fu_folded f;
+} FoldedObject;
+
+static void folded_dealloc(FoldedObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    fu_folded_free(&self->f);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+/* add(unwound): count an UnwoundSamples' stacks */
+static PyObject *folded_add(FoldedObject *self, PyObject *unwound)
+{
+    PyObject *module = PyType_GetModule(Py_TYPE(self));
+    const fu_unwound *u = module ? py_core_payload(module, PY_UNWOUND_SAMPLES, unwound) : NULL;
+    if (!u)
+        return NULL;
+    fu_error err = {0};
+    if (fu_folded_add(&self->f, u, &err) != FU_OK)
+        return py_core_raise(&err);
+    Py_RETURN_NONE;
+}
+
+/* write(write): every stack counted so far, most frequent first, as bytes chunks */
+static PyObject *folded_write(FoldedObject *self, PyObject *write)
+{
+    fu_error err = {0};
+    if (fu_folded_write(&self->f, true, py_core_write_chunk, write, &err) != FU_OK)
+        return raise_unless_set(&err);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef folded_methods[] = {
+    {"add", (PyCFunction)folded_add, METH_O, "add(unwound): count the stacks of an UnwoundSamples"},
+    {"write", (PyCFunction)folded_write, METH_O,
+     "write(write): the stacks counted so far, most frequent first (ties in order of first appearance)"},
+    {NULL},
+};
+
+static PyType_Slot folded_slots[] = {
+    {Py_tp_dealloc, folded_dealloc},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_methods, folded_methods},
+    {Py_tp_doc, "FoldedStacks(): the folded stacks of several UnwoundSamples counted together (core/perf_script.h)."},
+    {0, NULL},
+};
+
+static PyType_Spec folded_spec = {
+    .name = "fastunwind._core.FoldedStacks",
+    .basicsize = sizeof(FoldedObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = folded_slots,
+};
+
 static PyMethodDef perf_script_methods[] = {
     {"symbolize_samples", symbolize_samples, METH_VARARGS,
      "symbolize_samples(perf_data, space_ids, comm_ids, comm_names, unwound, spaces, mappings, kernel_symbols, "
@@ -515,6 +574,11 @@ int py_perf_script_init(PyObject *module)
 {
     if (py_core_add_type(module, PY_UNWOUND_SAMPLES, &unwound_spec) < 0)
         return -1;
+    PyObject *folded = PyType_FromModuleAndSpec(module, &folded_spec, NULL);
+    if (!folded || PyModule_AddObject(module, "FoldedStacks", folded) < 0) {
+        Py_XDECREF(folded);
+        return -1;
+    }
     if (PyModule_AddFunctions(module, perf_script_methods) < 0 ||
         PyModule_AddIntConstant(module, "UNWOUND_INLINE", FU_UNWOUND_INLINE) < 0 ||
         PyModule_AddIntConstant(module, "UNWOUND_SRCLINE", FU_UNWOUND_SRCLINE) < 0)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, ModuleImage
-from fastunwind.elf.build_id_cache import build_id_cache_file, build_id_cache_root
+from fastunwind.elf.build_id_cache import build_id_cache_candidates
 from fastunwind.perf.data import PerfData
 from fastunwind.symbols import PERF_MAP_PATH
 
@@ -115,7 +115,6 @@ class Replay(NamedTuple):
 
 
 VDSO = "[vdso]"
-DELETED_SUFFIX = " (deleted)"  #: /proc/PID/maps' mark of a file unlinked while mapped, kept in MMAP2 names
 #: executable mappings without a file: perf's anonymous and "no DSO" names (util/map.c)
 ANONYMOUS_NAMES = ("//anon", "/dev/zero", "/anon_hugepage")
 ANONYMOUS_PREFIXES = ("/SYSV", "/memfd:")
@@ -135,14 +134,8 @@ def _same_build_id(expected: bytes, image: ModuleImage) -> bool:
 
 def _cached_copy(images: ImageCache, filename: str, expected: bytes, file: str = "elf") -> ModuleImage | None:
     """The copy of `filename` with build-id `expected` that `perf record` kept in its build-id cache
-    (by path, then by build-id), or None. perf names the directory by the build-id as long as the
-    file's note (lld writes 8 bytes, GNU ld 20); the recording pads it with zeros to 20."""
-    build_id = expected.rstrip(b"\0")
-    hex_ids = dict.fromkeys((build_id.hex(), expected.hex()))
-    names = dict.fromkeys((filename, filename.removesuffix(DELETED_SUFFIX)))
-    candidates = [build_id_cache_file(name, hex_id, file) for name in names for hex_id in hex_ids]
-    candidates += [os.path.join(build_id_cache_root(), ".build-id", hex_id[:2], hex_id[2:], file) for hex_id in hex_ids]
-    for path in candidates:
+    (build_id_cache_candidates, in their order), or None."""
+    for path in build_id_cache_candidates(filename, expected, file):
         image = images.get(path)
         if image is not None and _same_build_id(expected, image):
             return image

@@ -435,7 +435,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
         stats.source_notes = sources.debuginfod.failures
     core_spaces: list[_core.AddressSpace] = []
     mappings: list[MappingRow] = []
-    folded: dict[bytes, int] = {}
+    folded = _core.FoldedStacks() if mode == "folded" else None
     write = _text_sink(out) if mode == "text" and out is not None else None
     if sample_filter is not None and sample_filter.cpus:
         sampling = [attr for attr in perf.attrs if attr.is_sampling] or perf.attrs
@@ -475,8 +475,8 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
         stats.add_batch(unwound)
         if write is not None:  # mode "text"
             native.render(write)
-        elif mode == "folded":
-            native.folded(lambda chunk: _count_folded(chunk, folded), False)
+        elif folded is not None:
+            folded.add(native)
         for consumer in consumers:
             consumer.add(native)
         unwound_samples, frames, outcomes, depths = native.statistics()
@@ -486,13 +486,10 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
         for code, count in outcomes.items():
             stats.outcomes[OUTCOME_NAME_BY_CODE[code]] += count
         del native, unwound, window
-    if mode == "folded":
+    if folded is not None:
         if on_phase:
             on_phase("writing folded stacks")
-        write = _writer(out if out is not None else sys.stdout)
-        lines = sorted(folded.items(), key=lambda item: -item[1])  # stable: ties in order of first appearance
-        for start in range(0, len(lines), 4096):
-            write(b"".join(b"%s %d\n" % line for line in lines[start:start + 4096]))
+        folded.write(_writer(out if out is not None else sys.stdout))
     stats.cut = perf.cut  # known at the end: a pipe or a file may end inside a record
     session = replayer.session()
     stats.replaced_modules = session.statistics.replaced_modules
@@ -541,13 +538,6 @@ def write_flame_graph(profile: _core.Profile, out: TextIO | BinaryIO, title: str
     write(head.encode())
     profile.flame(write, max_nodes)
     write(tail.encode())
-
-
-def _count_folded(chunk: bytes, counts: dict[bytes, int]) -> None:
-    """Add a window's folded lines (`stack count`, in order of first appearance) to the counts."""
-    for line in chunk.splitlines():
-        stack, _, count = line.rpartition(b" ")
-        counts[stack] = counts.get(stack, 0) + int(count)
 
 
 def _text_sink(out: TextIO | BinaryIO) -> Callable[[bytes], object] | int:

@@ -23,7 +23,6 @@ from fastunwind.elf import release_resident_pages
 from fastunwind.errors import CompactTableError
 from fastunwind.image import ModuleImage
 
-SUFFIX = cache.KINDS["compact"]
 #: the image.memo keys of this module (per synth mode: _TABLE + mode, ...)
 _TABLE, _SOURCE, _ERROR = "compact", "compact.source", "compact.error"
 #: --synth: no synthesized rows; rows derived from the code where no CFI covers it; those and
@@ -47,8 +46,7 @@ def enabled() -> bool:
 
 
 def cache_path(image: ModuleImage, directory: str | None = None, synth: str = "off") -> str:
-    mode = "" if synth == "off" else f".synth-{synth}-v{_core.COMPACT_SYNTH_VERSION}"
-    return os.path.join(directory or cache_dir(), image.cache_name() + mode + SUFFIX)
+    return os.path.join(directory or cache_dir(), image.cache_name() + _core.compact_cache_suffix(SYNTH_MODES.index(synth)))
 
 
 def _matches(image: ModuleImage, table: _core.CompactTable, kind: int, key: bytes, synth: str) -> bool:

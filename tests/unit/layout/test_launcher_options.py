@@ -13,6 +13,8 @@ from fastunwind import cli
 from tests.support.paths import REPO_ROOT
 
 ARGUMENTS = REPO_ROOT / "native" / "cli" / "arguments.c"
+#: the verbs the launcher serves
+VERBS = ["backtrace", "core", "perf-script"]
 #: a table: `static const fu_cli_option BACKTRACE_OPTIONS[] = { ... };`
 TABLE = re.compile(r"static const fu_cli_option (\w+)_OPTIONS\[\] = \{(.*?)\n\};", re.DOTALL)
 ROW = re.compile(r'\{(NULL|"(-\w)"), "(--[\w-]+)", (FU_CLI_\w+)\}')
@@ -21,7 +23,7 @@ ROW = re.compile(r'\{(NULL|"(-\w)"), "(--[\w-]+)", (FU_CLI_\w+)\}')
 def launcher_tables() -> dict[str, list[tuple[str | None, str, str]]]:
     tables = {}
     for verb, body in TABLE.findall(ARGUMENTS.read_text()):
-        tables[verb.lower()] = [(short or None, long, kind) for _, short, long, kind in ROW.findall(body)]
+        tables[verb.lower().replace("_", "-")] = [(short or None, long, kind) for _, short, long, kind in ROW.findall(body)]
     return tables
 
 
@@ -46,11 +48,11 @@ def kind_of(action: argparse.Action) -> str:
 
 
 def test_the_tables_are_read() -> None:
-    assert sorted(launcher_tables()) == ["backtrace", "core"]
+    assert sorted(launcher_tables()) == ["backtrace", "core", "perf-script"]
     assert all(rows for rows in launcher_tables().values())
 
 
-@pytest.mark.parametrize("verb", ["backtrace", "core"])
+@pytest.mark.parametrize("verb", VERBS)
 def test_every_launcher_option_is_the_python_parsers(verb: str) -> None:
     actions = {name: action for action in subparser(verb)._actions for name in action.option_strings}
     for short, long, kind in launcher_tables()[verb]:
@@ -60,17 +62,26 @@ def test_every_launcher_option_is_the_python_parsers(verb: str) -> None:
         assert [s for s in action.option_strings if not s.startswith("--")] == ([short] if short else [])
 
 
-def test_core_has_one_positional_file_and_backtrace_none() -> None:
-    positionals = {verb: [a.dest for a in subparser(verb)._actions if not a.option_strings]
-                   for verb in ("backtrace", "core")}
-    assert positionals == {"backtrace": [], "core": ["file"]}
+def test_core_has_one_positional_file_and_the_others_none() -> None:
+    positionals = {verb: [a.dest for a in subparser(verb)._actions if not a.option_strings] for verb in VERBS}
+    assert positionals == {"backtrace": [], "core": ["file"], "perf-script": []}
 
 
-@pytest.mark.parametrize("verb", ["backtrace", "core"])
+#: the options of each verb the launcher leaves to the Python CLI (the run's other outputs, the
+#: tables and source lines it does not read from the caches, the filters)
+LEFT_TO_PYTHON = {
+    "backtrace": {"--help"},
+    "core": {"--help"},
+    "perf-script": {"--help", "--stats", "--json", "--format", "--max-frames", "--backend", "--synth",
+                    "--inline", "--no-inline", "--fields", "--comm", "--comms", "--pid", "--tid", "--cpu", "--time"},
+}
+
+
+@pytest.mark.parametrize("verb", VERBS)
 def test_every_python_option_of_the_verb_is_served_or_left_to_python(verb: str) -> None:
     """An option the launcher does not know makes it hand the command line to Python: listed here,
     so that a new option of the verb is a decision (serve it in C, or leave it to Python)."""
     served = {long for _, long, _ in launcher_tables()[verb]}
     python = {name for action in subparser(verb)._actions for name in action.option_strings
               if name.startswith("--")}
-    assert python - served == {"--help"}
+    assert python - served == LEFT_TO_PYTHON[verb]

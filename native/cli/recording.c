@@ -1,0 +1,568 @@
+/* `fastunwind perf-script -i FILE [--folded] [-o FILE]` in C: perf/script.py stream_recording's
+ * text and folded modes,
+ * over the same core functions (the stream of core/perf_data.c with decode-ahead and executable
+ * mmaps only, core/perf_replay.c, core/perf_walk.c on the walker threads, core/perf_script.c's
+ * symbols and text), with the recording's files opened as perf/replay.py opens them (the file
+ * itself when its build-id is the recorded one, else perf's copy in its build-id cache) and every
+ * table taken from the caches the Python path writes: compact tables with the rows `--synth
+ * missing` derives (perf-script's default with the auto backend), eh_elfs, symbol tables, the
+ * kernel's symbols from its kallsyms copy's cache entry. What the Python path would word on
+ * stderr (a module replaced or missing, no samples, no user stacks) or
+ * build (a table not in the cache), and JIT code's perf maps, are left to it.
+ */
+#define _GNU_SOURCE
+#include "recording.h"
+
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_paths.h"
+#include "compact_table.h"
+#include "modules.h"
+#include "perf_data.h"
+#include "perf_replay.h"
+#include "perf_script.h"
+#include "perf_walk.h"
+#include "stacks.h"
+#include "symbol_cache.h"
+
+/* perf's pseudo files: the vDSO, the kernel */
+#define VDSO "[vdso]"
+#define KERNEL "[kernel.kallsyms]"
+/* The longest path built here (a build-id cache path of a long file name). */
+#define MAX_PATH_BYTES FU_BUILD_ID_CACHE_PATH_MAX
+
+/* A file of the replay: what its mappings are named by and the image they use (NULL: none). */
+typedef struct run_file {
+    char *name;
+    bool perf_map; /* JIT code: its symbols are the perf map's */
+    fu_cli_image *image;
+} run_file;
+
+/* An executable mapping of the replay, in the results' numbering. */
+typedef struct run_mapping {
+    uint64_t start, end, pgoff, bias;
+    uint32_t file;
+    fu_cli_image *image; /* NULL: no image, or no PT_LOAD holds its offset */
+} run_mapping;
+
+/* An address space for the walker, with its modules and its walk caches. */
+typedef struct run_space {
+    fu_space_with_cache held;
+    fu_module *modules;
+    uint32_t *maps; /* mapping numbers, in the walker's module order */
+    uint32_t count;
+} run_space;
+
+typedef struct run {
+    fu_cli_images images;
+    fu_replay replay;
+    run_file *files;
+    size_t file_count, file_cap;
+    run_mapping *mappings;
+    size_t mapping_count, mapping_cap;
+    run_space **spaces;
+    size_t space_count, space_cap;
+    fu_text *comms;
+    size_t comm_count, comm_cap;
+    fu_text outcomes[FU_UNWOUND_OUTCOME_CODES];
+    const fu_perf_data *header;
+    bool kernel_loaded, has_kernel;
+    fu_cli_bytes kernel_file;
+    fu_symbol_table kernel;
+    fu_perf_walk_buffers buffers, extra[FU_PERF_WALK_THREADS_MAX];
+} run;
+
+static void run_free(run *r)
+{
+    for (size_t i = 0; i < r->space_count; i++) {
+        run_space *s = r->spaces[i];
+        fu_walk_cache_slot_free(&s->held.slot);
+        free(s->modules);
+        free(s->maps);
+        free(s);
+    }
+    free(r->spaces);
+    for (size_t i = 0; i < r->file_count; i++)
+        free(r->files[i].name);
+    free(r->files);
+    free(r->mappings);
+    free(r->comms);
+    if (r->has_kernel)
+        fu_symbol_table_free(&r->kernel);
+    fu_cli_bytes_free(&r->kernel_file);
+    fu_replay_free(&r->replay);
+    fu_cli_images_free(&r->images);
+    fu_perf_walk_buffers_free(&r->buffers);
+    for (unsigned t = 0; t < FU_PERF_WALK_THREADS_MAX; t++)
+        fu_perf_walk_buffers_free(&r->extra[t]);
+}
+
+/* Room for one more of an array's items. */
+static bool grow(void **items, size_t *cap, size_t count, size_t size)
+{
+    if (count < *cap)
+        return true;
+    size_t next = *cap ? 2 * *cap : 64;
+    void *grown = realloc(*items, next * size);
+    if (!grown)
+        return false;
+    *items = grown;
+    *cap = next;
+    return true;
+}
+
+/* perf/replay.py _same_build_id: the recorded build-id (padded with zeros to 20 bytes) is the file's. */
+static bool same_build_id(const uint8_t *expected, size_t expected_size, const fu_cli_image *image)
+{
+    return image->elf.build_id_size && image->elf.build_id_size <= expected_size &&
+           memcmp(expected, image->elf.build_id, image->elf.build_id_size) == 0;
+}
+
+/* perf/replay.py _cached_copy: perf's copy of `name` with build-id `expected` (the first of
+ * fu_build_id_cache_candidates with that build-id), or NULL; *unserved where a candidate is a file
+ * this reader cannot promise to read as the Python reader does, or the paths cannot be made. */
+static fu_cli_image *cached_copy(run *r, const char *name, const uint8_t *expected, size_t expected_size,
+                                 const char *file, bool *unserved)
+{
+    fu_buffer paths = {0};
+    fu_cli_image *found = NULL;
+    if (!fu_build_id_cache_candidates(name, expected, expected_size, file, &paths))
+        *unserved = true;
+    for (size_t at = 0; !found && !*unserved && at < paths.len; at += strlen((const char *)paths.data + at) + 1) {
+        fu_cli_image *image = fu_cli_images_get(&r->images, (const char *)paths.data + at, unserved);
+        if (image && !*unserved && same_build_id(expected, expected_size, image))
+            found = image;
+    }
+    free(paths.data);
+    return found;
+}
+
+/* perf/replay.py _is_anonymous: no file to read (perf's pseudo names, anonymous memory). */
+static bool anonymous(const char *name)
+{
+    static const char *const names[] = {"//anon", "/dev/zero", "/anon_hugepage"};
+    if (name[0] != '/')
+        return true;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(name, names[i]) == 0)
+            return true;
+    return strncmp(name, "/SYSV", 5) == 0 || strncmp(name, "/memfd:", 7) == 0;
+}
+
+/* symbols.py PERF_MAP_PATH: /tmp/perf-<digits>.map */
+static bool perf_map_path(const char *name)
+{
+    if (strncmp(name, "/tmp/perf-", 10) != 0)
+        return false;
+    const char *digits = name + 10, *end = digits;
+    while (*end >= '0' && *end <= '9')
+        end++;
+    return end > digits && strcmp(end, ".map") == 0;
+}
+
+/* The build-id the recording's table lists for `name` (the last entry wins, as the Python dict). */
+static bool recorded_build_id(const fu_perf_data *header, const char *name, const uint8_t **build_id, size_t *size)
+{
+    bool found = false;
+    size_t len = strlen(name);
+    for (size_t i = 0; i < header->build_id_count; i++) {
+        const fu_perf_build_id *b = &header->build_ids[i];
+        if (b->filename_len == len && memcmp(b->filename, name, len) == 0) {
+            *build_id = b->build_id;
+            *size = b->size;
+            found = true;
+        }
+    }
+    return found;
+}
+
+/* perf/replay.py _usable_image: the image of a file the replay found; false: the Python path's
+ * (a file replaced or missing is a warning of its own, a file not read here as it reads it). */
+static bool usable_image(run *r, const fu_replay_file *f, run_file *out)
+{
+    char name[MAX_PATH_BYTES];
+    if (f->perf_map)
+        snprintf(name, sizeof name, "/tmp/perf-%u.map", (unsigned)f->perf_map_pid);
+    else if (f->name.len >= sizeof name || memchr(f->name.data, 0, f->name.len) ||
+             !fu_utf8_valid(f->name.data, f->name.len)) {
+        fu_cli_unserved("a recorded file name not read here as the Python path decodes it", NULL);
+        return false;
+    } else
+        snprintf(name, sizeof name, "%.*s", (int)f->name.len, f->name.data);
+    if (!(out->name = strdup(name)))
+        return false;
+    out->perf_map = perf_map_path(name);
+    out->image = NULL;
+    const uint8_t *expected = NULL;
+    size_t expected_size = 0;
+    if (f->has_build_id) {
+        expected = f->build_id;
+        expected_size = f->build_id_size;
+    } else {
+        recorded_build_id(r->header, name, &expected, &expected_size);
+    }
+    bool unserved = false;
+    if (strcmp(name, VDSO) == 0) {
+        if (expected_size)
+            out->image = cached_copy(r, VDSO, expected, expected_size, "vdso", &unserved);
+        return !unserved;
+    }
+    if (anonymous(name) || out->perf_map)
+        return true;
+    fu_cli_image *image = fu_cli_images_get(&r->images, name, &unserved);
+    if (unserved)
+        return false;
+    if (image && (!expected_size || same_build_id(expected, expected_size, image))) {
+        out->image = image;
+        return true;
+    }
+    if (expected_size && (out->image = cached_copy(r, name, expected, expected_size, "elf", &unserved)))
+        return true;
+    if (!unserved)
+        fu_cli_unserved("a recorded module replaced or missing (the Python path's warning)", name);
+    return false;
+}
+
+/* The window's new files, mappings, spaces and thread names (py_perf_replay.c build_result). */
+static bool take_replay(run *r)
+{
+    fu_replay *rp = &r->replay;
+    fu_error err = {0};
+    if (fu_replay_number_mappings(rp, &err) != FU_OK)
+        return false;
+    uint32_t file_count = FU_REPLAY_COUNT(rp, files, fu_replay_file);
+    for (uint32_t i = rp->reported_files; i < file_count; i++) {
+        if (!grow((void **)&r->files, &r->file_cap, r->file_count, sizeof *r->files))
+            return false;
+        run_file *f = &r->files[r->file_count];
+        memset(f, 0, sizeof *f);
+        bool ok = usable_image(r, &FU_REPLAY_RECORDS(rp, files, fu_replay_file)[i], f);
+        r->file_count++;
+        if (!ok)
+            return false;
+    }
+    const uint32_t *numbered = (const uint32_t *)(const void *)rp->numbered.data;
+    const uint32_t *renumbered = (const uint32_t *)(const void *)rp->renumbered.data;
+    for (uint32_t n = rp->reported_mappings; n < rp->used_mappings; n++) {
+        const fu_replay_mapping *m = &FU_REPLAY_RECORDS(rp, mappings, fu_replay_mapping)[numbered[n]];
+        if (m->file >= r->file_count || !grow((void **)&r->mappings, &r->mapping_cap, r->mapping_count,
+                                              sizeof *r->mappings))
+            return false;
+        run_mapping *out = &r->mappings[r->mapping_count++];
+        *out = (run_mapping){m->start, m->end, m->pgoff, 0, m->file, NULL};
+        fu_cli_image *image = r->files[m->file].image;
+        if (image && fu_cli_image_bias(image, m->start, m->end, m->pgoff, &out->bias))
+            out->image = image;
+        else
+            out->bias = 0;
+    }
+    const uint32_t *pool = (const uint32_t *)(const void *)rp->space_pool.data;
+    uint32_t space_count = FU_REPLAY_COUNT(rp, spaces, fu_replay_space);
+    for (uint32_t i = rp->reported_spaces; i < space_count; i++) {
+        const fu_replay_space *sp = &FU_REPLAY_RECORDS(rp, spaces, fu_replay_space)[i];
+        run_space *s = calloc(1, sizeof *s);
+        if (!s || !grow((void **)&r->spaces, &r->space_cap, r->space_count, sizeof *r->spaces)) {
+            free(s);
+            return false;
+        }
+        r->spaces[r->space_count++] = s;
+        s->count = sp->count;
+        s->maps = calloc(sp->count + 1, sizeof *s->maps);
+        s->modules = calloc(sp->count + 1, sizeof *s->modules);
+        if (!s->maps || !s->modules)
+            return false;
+        /* address_space.py AddressSpace: the mappings by start (the replay's order), each a module
+         * whose id is its index there */
+        for (uint32_t k = 0; k < sp->count; k++) {
+            uint32_t number = renumbered[pool[sp->offset + k]];
+            if (number >= r->mapping_count)
+                return false;
+            s->maps[k] = number;
+            const run_mapping *m = &r->mappings[number];
+            if (m->image) {
+                if (!fu_cli_image_tables(m->image, FU_COMPACT_SYNTH_MISSING))
+                    return false;
+                fu_cli_image_module(m->image, m->start, m->end, m->bias, k, &s->modules[k]);
+            } else {
+                s->modules[k] = (fu_module){.start = m->start, .end = m->end, .id = k};
+            }
+        }
+        if (fu_address_space_init(&s->held.space, s->modules, sp->count, FU_BACKEND_AUTO, &err) != FU_OK)
+            return false;
+    }
+    uint32_t comm_count = FU_REPLAY_COUNT(rp, comm_names, fu_perf_string);
+    for (uint32_t i = rp->reported_comm_names; i < comm_count; i++) {
+        if (!grow((void **)&r->comms, &r->comm_cap, r->comm_count, sizeof *r->comms))
+            return false;
+        fu_perf_string name = FU_REPLAY_RECORDS(rp, comm_names, fu_perf_string)[i];
+        r->comms[r->comm_count++] = (fu_text){name.data, name.len};
+    }
+    fu_replay_reported(rp);
+    return true;
+}
+
+/* The symbols of a mapping, as perf/script.py _symbol_loader gives them: its image's (symbols.py
+ * symbol_table_for_file, from the cache); a perf map's are the Python path's. */
+static const fu_symbol_table *load_mapping(void *context, uint32_t mapping, bool *failed)
+{
+    run *r = context;
+    const run_mapping *m = &r->mappings[mapping];
+    *failed = false;
+    if (m->image) {
+        const fu_symbol_table *table = fu_cli_image_symbols(m->image);
+        *failed = table == NULL;
+        return table;
+    }
+    if (r->files[m->file].perf_map) {
+        fu_cli_unserved("JIT code's perf map", r->files[m->file].name);
+        *failed = true;
+    }
+    return NULL;
+}
+
+/* The kernel's whole symbol table from the cache (perf/script.py _KernelSymbols, symbols.py
+ * cached_kernel_symbol_table); NULL: the Python path reads kallsyms. */
+static const fu_symbol_table *kernel_symbols(run *r)
+{
+    if (r->kernel_loaded)
+        return r->has_kernel ? &r->kernel : NULL;
+    r->kernel_loaded = true;
+    const uint8_t *build_id;
+    size_t size;
+    char hex[2 * FU_BUILD_ID_CACHE_MAX_ID + 1], name[128], entry[MAX_PATH_BYTES], root[4096];
+    fu_buffer key = {0};
+    fu_error err = {0};
+    if (recorded_build_id(r->header, KERNEL, &build_id, &size) && size <= FU_BUILD_ID_CACHE_MAX_ID) {
+        fu_hex(hex, sizeof hex, build_id, size);
+        snprintf(name, sizeof name, "symbols/kallsyms-%s.fus", hex);
+        fu_buffer path = {0};
+        if (fu_build_id_cache_file(KERNEL, hex, "kallsyms", &path) &&
+            fu_symbol_key_kallsyms((const char *)path.data, &key) && fu_cache_root(root, sizeof root) &&
+            snprintf(entry, sizeof entry, "%s/%s", root, name) < (int)sizeof entry &&
+            fu_cli_read_file(entry, &r->kernel_file) &&
+            fu_symbol_cache_load(r->kernel_file.data, r->kernel_file.size, key.data, key.len, &r->kernel, &err) ==
+                FU_OK)
+            r->has_kernel = true;
+        free(path.data);
+    }
+    free(key.data);
+    if (!r->has_kernel)
+        fu_cli_unserved("the kernel's symbols are not in the cache", NULL);
+    return r->has_kernel ? &r->kernel : NULL;
+}
+
+/* Walk a window's samples in their spaces on the walker threads (py_perf_walk.c unwind_samples). */
+static bool walk(run *r, const fu_perf_data *window, const uint32_t *space_ids)
+{
+    size_t count = window->sample_count, stride = r->space_count + 1;
+    unsigned threads = fu_perf_walk_threads(count);
+    if (threads > 1 && count < threads)
+        threads = 1;
+    fu_walk_cache **caches = calloc(stride * threads, sizeof *caches);
+    const fu_address_space **spaces = calloc(stride, sizeof *spaces);
+    bool ok = caches && spaces;
+    for (size_t i = 0; ok && i < r->space_count; i++)
+        spaces[i] = &r->spaces[i]->held.space;
+    for (size_t s = 0; ok && s < count; s++) {
+        uint32_t id = space_ids[s];
+        if (id == FU_REPLAY_NONE || (id < r->space_count && caches[id]))
+            continue;
+        if (id >= r->space_count) {
+            ok = false;
+            break;
+        }
+        for (unsigned t = 0; ok && t < threads; t++)
+            ok = (caches[t * stride + id] = fu_walk_cache_borrow(&r->spaces[id]->held.slot, spaces[id])) != NULL;
+    }
+    uint64_t walk_ns;
+    fu_perf_walk_request request = {window->samples, count, space_ids, spaces, caches, stride, threads,
+                                    FU_PERF_MAX_STACK};
+    ok = ok && fu_perf_walk_samples(&request, &r->buffers, r->extra, &walk_ns);
+    for (unsigned t = 0; caches && t < threads; t++)
+        for (size_t i = 0; i < r->space_count; i++)
+            if (caches[t * stride + i])
+                fu_walk_cache_return(&r->spaces[i]->held.slot, caches[t * stride + i]);
+    free(caches);
+    free(spaces);
+    return ok;
+}
+
+static bool append_sink(void *context, const uint8_t *data, size_t len)
+{
+    return fu_buffer_append(&((fu_cli_output *)context)->held, data, len);
+}
+
+/* Symbolize and render a walked window (py_perf_script.c symbolize_samples, render), or add its
+ * stacks to `folded` (--folded: written once every window is read). */
+static bool render(run *r, const fu_perf_data *window, const uint32_t *space_ids, const uint32_t *comm_ids,
+                   fu_cli_output *out, fu_folded *folded)
+{
+    fu_unwound_map *maps = calloc(r->mapping_count + 1, sizeof *maps);
+    fu_unwound_space *views = calloc(r->space_count + 1, sizeof *views);
+    bool ok = maps && views;
+    for (size_t i = 0; ok && i < r->mapping_count; i++) {
+        const run_mapping *m = &r->mappings[i];
+        const run_file *f = &r->files[m->file];
+        maps[i] = (fu_unwound_map){.start = m->start, .pgoff = m->pgoff, .bias = (int64_t)m->bias,
+                                   .path = {f->name, strlen(f->name)}, .has_symbols = m->image || f->perf_map};
+    }
+    for (size_t i = 0; ok && i < r->space_count; i++)
+        views[i] = (fu_unwound_space){r->spaces[i]->maps, r->spaces[i]->count};
+    const fu_buffer *columns = r->buffers.frames.column; /* ips, modules, kinds, flags */
+    fu_unwound u;
+    memset(&u, 0, sizeof u);
+    u.samples = window->samples;
+    u.sample_count = window->sample_count;
+    u.attrs = window->attrs;
+    u.attr_count = window->attr_count;
+    u.comm_names = r->comms;
+    u.comm_count = r->comm_count;
+    u.outcome_names = r->outcomes;
+    u.maps = maps;
+    u.map_count = r->mapping_count;
+    fu_unwound_columns cols = {r->buffers.outcomes.data, (const uint32_t *)(const void *)r->buffers.starts.data,
+                               (const uint64_t *)(const void *)columns[0].data,
+                               (const uint32_t *)(const void *)columns[1].data, columns[2].data, columns[0].len / 8};
+    fu_error err = {0};
+    bool failed = false;
+    ok = ok && fu_unwound_build(&u, comm_ids, space_ids, views, r->space_count, &cols, load_mapping, r, &failed,
+                                &err) == FU_OK;
+    if (ok && fu_unwound_kernel_addresses(&u, NULL)) {
+        const fu_symbol_table *kernel = kernel_symbols(r);
+        ok = kernel != NULL;
+        if (ok)
+            fu_unwound_set_kernel_symbols(&u, kernel);
+    }
+    if (folded)
+        ok = ok && fu_folded_add(folded, &u, &err) == FU_OK;
+    else
+        ok = ok && fu_unwound_render(&u, append_sink, out, &err) == FU_OK;
+    fu_unwound_free(&u);
+    free(maps);
+    free(views);
+    return ok;
+}
+
+/* perf/walk.py recording_source is "dwarf": every sampling event records user registers and stack. */
+static bool user_stacks(const fu_perf_data *header)
+{
+    size_t sampling = 0;
+    for (size_t i = 0; i < header->attr_count; i++) {
+        const fu_perf_attr *a = &header->attrs[i];
+        if ((a->type == PERF_TYPE_SOFTWARE && a->config == PERF_COUNT_SW_DUMMY) || a->sample_period == 0)
+            continue;
+        sampling++;
+        uint64_t both = PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        if ((a->sample_type & both) != both)
+            return false;
+    }
+    return sampling > 0;
+}
+
+/* What the run needs before its first window: the recording a regular file read as a stream the
+ * Python path reads it (a pipe, a terminal's progress bar, FASTUNWIND_WINDOW_BYTES are its). */
+static int open_recording(const fu_cli_request *request, fu_perf_stream **stream, fu_perf_data *header)
+{
+    struct stat st;
+    const char *window_bytes = getenv("FASTUNWIND_WINDOW_BYTES");
+    if (isatty(STDERR_FILENO) || (window_bytes && window_bytes[0]) || stat(request->input, &st) != 0 ||
+        !S_ISREG(st.st_mode))
+        return -1;
+    int fd = open(request->input, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    fu_perf_options options = {0};
+    fu_error err = {0};
+    if (fu_perf_stream_open(stream, header, fd, 0, &options, &err) != FU_OK) {
+        fu_perf_data_free(header); /* before the stream, into whose bytes it points */
+        fu_perf_stream_free(*stream);
+        close(fd);
+        return -1;
+    }
+    fu_perf_stream_decode_ahead(*stream, true);
+    fu_perf_stream_executable_mmaps_only(*stream, true);
+    return fd;
+}
+
+int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
+{
+    run r;
+    memset(&r, 0, sizeof r);
+    fu_perf_data header;
+    memset(&header, 0, sizeof header);
+    fu_perf_stream *stream = NULL;
+    int fd = open_recording(request, &stream, &header);
+    if (fd < 0) {
+        fu_cli_unserved("a recording not read here as the Python path reads it", request->input);
+        return FU_CLI_NOT_SERVED;
+    }
+    r.header = &header;
+    for (unsigned code = 0; code < FU_UNWOUND_OUTCOME_CODES; code++) {
+        const char *name = fu_sample_outcome_name(code);
+        r.outcomes[code] = name ? (fu_text){name, strlen(name)} : (fu_text){"?", 1};
+    }
+    bool ok = !header.pipe_mode && user_stacks(&header) && fu_cli_images_init(&r.images);
+    size_t samples = 0;
+    fu_error err = {0};
+    uint32_t *space_ids = NULL, *comm_ids = NULL;
+    fu_folded folded = {0};
+    while (ok) {
+        fu_perf_data window;
+        memset(&window, 0, sizeof window);
+        bool done = false;
+        if (fu_perf_stream_next(stream, &window, &done, &err) != FU_OK || done) {
+            ok = done;
+            fu_perf_data_free(&window);
+            break;
+        }
+        size_t n = window.sample_count;
+        free(space_ids);
+        free(comm_ids);
+        space_ids = malloc((n + 1) * sizeof *space_ids);
+        comm_ids = malloc((n + 1) * sizeof *comm_ids);
+        ok = space_ids && comm_ids && n < FU_REPLAY_NONE &&
+             fu_replay_run(&r.replay, &window, space_ids, comm_ids, &err) == FU_OK && take_replay(&r) &&
+             walk(&r, &window, space_ids) &&
+             render(&r, &window, space_ids, comm_ids, out, request->folded ? &folded : NULL);
+        samples += n;
+        fu_perf_data_free(&window);
+        /* past the held bytes the text goes out as it comes, as the Python path writes each window's */
+        if (ok && out->held.len >= FU_CLI_HELD_OUTPUT_BYTES && !fu_cli_output_flush(out))
+            ok = false;
+        if (out->failed)
+            break; /* a reader that went away (`| head`): the Python CLI stops there, quietly, with 0 */
+    }
+    free(space_ids);
+    free(comm_ids);
+    fu_perf_stream_wait(stream);
+    /* --folded: the stacks counted over every window, most frequent first (the Python path's
+     * _core.FoldedStacks) */
+    if (ok && request->folded)
+        ok = fu_folded_write(&folded, true, append_sink, out, &err) == FU_OK;
+    fu_folded_free(&folded);
+    /* what the Python path says on stderr: no samples is its message; a recording cut short its
+     * note (perf/script.py Statistics.notes), said here too */
+    ok = ok && (out->failed || (samples > 0 && (!header.cut.note[0] ||
+                                                fu_utf8_valid(request->input, strlen(request->input)))));
+    if (ok && !out->failed && header.cut.note[0])
+        fprintf(stderr, "fastunwind: note: %s: %s; %zu complete samples read\n", request->input, header.cut.note,
+                samples);
+    fu_perf_data_free(&header); /* before the stream, into whose bytes it points */
+    fu_perf_stream_free(stream);
+    close(fd);
+    run_free(&r);
+    if (ok)
+        return 0;
+    fu_cli_unserved("a recording the Python path serves (its words on stderr, or a table it builds)", request->input);
+    if (out->fd < 0)
+        return FU_CLI_NOT_SERVED;
+    /* the text is partly written: the run cannot become the Python path's any more */
+    fprintf(stderr, "fastunwind: error: %s: %s\n", request->input, fu_cli_unserved_reason());
+    return 1;
+}

@@ -1,0 +1,17 @@
+/* recording: `fastunwind perf-script -i FILE` in C (perf/script.py stream_recording's text mode). */
+#ifndef FASTUNWIND_CLI_RECORDING_H
+#define FASTUNWIND_CLI_RECORDING_H
+
+#include "arguments.h"
+#include "buffer.h"
+#include "launcher.h"
+
+/* Output held in memory before the run is known to be served (everything it needs found in the
+ * caches): past it the text is written as each window is rendered, as the Python path writes it. */
+#define FU_CLI_HELD_OUTPUT_BYTES ((size_t)8 << 20)
+
+/* The run's exit status (its text in `out`, the rest of it written there by fu_cli_output_flush
+ * as it goes past FU_CLI_HELD_OUTPUT_BYTES), or FU_CLI_NOT_SERVED with nothing written. */
+int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out);
+
+#endif

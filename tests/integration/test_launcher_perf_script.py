@@ -1,0 +1,110 @@
+"""The launcher's native `perf-script -i FILE` (native/cli/recording.c) against the Python path,
+byte for byte (stdout, stderr, status), on the project's real recordings (a C program, Debian's
+python3, the hackbench processes, clang compiling): text, --folded, -o, a recording cut short (its
+note);
+FASTUNWIND_NATIVE=require proves the launcher served each one itself. What it leaves to the
+Python CLI (another format, a filter, a recording read from a pipe, a table not in the caches)
+is the Python CLI's. The caches are a directory of the test's: the Python path's first run fills
+them, as a user's first run does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import LAUNCHER
+from tests.support.recordings import PerfRecordings
+
+RECORDINGS = ["c", "python", "hackbench-processes", "compiler"]
+
+
+def launch(args: list[str], cache: Path, native: str | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if k != "FASTUNWIND_NATIVE"}
+    env["XDG_CACHE_HOME"] = str(cache)
+    if native is not None:
+        env["FASTUNWIND_NATIVE"] = native
+    return subprocess.run([str(LAUNCHER), "perf-script", *args], capture_output=True, env=env,
+                          stdin=subprocess.DEVNULL, timeout=600)
+
+
+def assert_native_is_python(args: list[str], cache: Path) -> subprocess.CompletedProcess[bytes]:
+    """The Python path's run (first: it fills the caches), then the launcher's own, identical."""
+    python = launch(args, cache, native="0")
+    native = launch(args, cache, native="require")
+    assert native.returncode != 125, native.stderr
+    assert native.stderr == python.stderr
+    assert (native.returncode, native.stdout) == (python.returncode, python.stdout)
+    return native
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_text_and_folded_stacks_are_the_python_paths(perf_recordings: PerfRecordings, name: str,
+                                                     tmp_path: Path) -> None:
+    recording = perf_recordings.get(name)
+    result = assert_native_is_python(["-i", str(recording.data_file)], tmp_path / "cache")
+    assert result.returncode == 0 and result.stdout.count(b"\n\n") > 10
+    # the bigger recordings are several windows (8 MiB each): their stacks counted across them
+    folded = assert_native_is_python(["-i", str(recording.data_file), "--folded"], tmp_path / "cache")
+    assert folded.returncode == 0 and folded.stdout.count(b"\n") > 1
+
+
+def test_output_file(perf_recordings: PerfRecordings, tmp_path: Path) -> None:
+    data = str(perf_recordings.get("c").data_file)
+    cache = tmp_path / "cache"
+    python, native = tmp_path / "python.txt", tmp_path / "native.txt"
+    assert launch(["-i", data, "-o", str(python)], cache, native="0").returncode == 0
+    result = launch([f"--input={data}", "-o", str(native)], cache, native="require")
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    assert native.read_bytes() == python.read_bytes() and python.stat().st_size
+
+
+def test_a_recording_cut_short_has_the_python_paths_note(tmp_path: Path) -> None:
+    """A file cut short loses the kernel's build-id with its feature sections (its symbols are then
+    /proc/kallsyms', which the Python path reads): user samples only, cut at two thirds."""
+    data = tmp_path / "user.data"
+    recorded = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock:u", "--call-graph", "dwarf", "-o", str(data),
+                               "--", "python3", "-c", "sum(range(3_000_000))"], capture_output=True, text=True)
+    if recorded.returncode != 0:
+        pytest.skip(f"perf record is not permitted here: {recorded.stderr.strip()[:200]}")
+    cut = tmp_path / "cut.data"
+    cut.write_bytes(data.read_bytes()[: data.stat().st_size * 2 // 3])
+    result = assert_native_is_python(["-i", str(cut)], tmp_path / "cache")
+    assert result.stderr.startswith(b"fastunwind: note: ") and result.stdout
+
+
+@pytest.mark.parametrize("options", [["--format", "folded"], ["--stats"], ["--comm", "x"], ["--synth", "off"], ["-i", "-"]],
+                         ids=["format", "stats", "filter", "synth", "pipe"])
+def test_what_it_leaves_to_python(perf_recordings: PerfRecordings, options: list[str], tmp_path: Path) -> None:
+    data = str(perf_recordings.get("c").data_file)
+    cache = tmp_path / "cache"
+    assert launch(["-i", data], cache, native="0").returncode == 0
+    result = launch(["-i", data, *options], cache, native="require")
+    assert result.returncode == 125 and result.stderr.startswith(b"fastunwind: not served natively: ")
+
+
+def test_a_table_missing_from_the_caches_is_the_python_paths(perf_recordings: PerfRecordings, tmp_path: Path) -> None:
+    data = str(perf_recordings.get("c").data_file)
+    result = launch(["-i", data], tmp_path / "empty-cache", native="require")
+    assert result.returncode == 125 and b"not in the cache" in result.stderr
+    # the Python CLI serves it (and fills the caches): the next run is native
+    assert_native_is_python(["-i", data], tmp_path / "empty-cache")
+
+
+def test_a_reader_that_goes_away(perf_recordings: PerfRecordings, tmp_path: Path) -> None:
+    """`| head`: the Python CLI stops quietly with 0 (SIGPIPE ignored, the broken pipe caught), so
+    does the launcher."""
+    data = str(perf_recordings.get("hackbench-processes").data_file)
+    cache = tmp_path / "cache"
+    assert launch(["-i", data], cache, native="0").returncode == 0
+    for native in ("0", "require"):
+        env = {k: v for k, v in os.environ.items() if k != "FASTUNWIND_NATIVE"}
+        env.update(XDG_CACHE_HOME=str(cache), FASTUNWIND_NATIVE=native)
+        writer = subprocess.Popen([str(LAUNCHER), "perf-script", "-i", data], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=env)
+        assert writer.stdout is not None and writer.stdout.read(100)
+        writer.stdout.close()
+        _, stderr = writer.communicate(timeout=600)
+        assert (writer.returncode, stderr) == (0, b""), native
