@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "compact_table.h"
+
 /* The options each verb serves natively (the test of the launcher's options reads these tables:
  * one option a line, as written). */
 static const fu_cli_option BACKTRACE_OPTIONS[] = {
@@ -12,6 +14,7 @@ static const fu_cli_option BACKTRACE_OPTIONS[] = {
     {NULL, "--registers", FU_CLI_FLAG},
     {NULL, "--json", FU_CLI_FLAG},
     {"-o", "--output", FU_CLI_PATH},
+    {NULL, "--synth", FU_CLI_SYNTH},
 };
 static const fu_cli_option CORE_OPTIONS[] = {
     {NULL, "--exe", FU_CLI_PATH},
@@ -19,6 +22,7 @@ static const fu_cli_option CORE_OPTIONS[] = {
     {NULL, "--registers", FU_CLI_FLAG},
     {NULL, "--json", FU_CLI_FLAG},
     {"-o", "--output", FU_CLI_PATH},
+    {NULL, "--synth", FU_CLI_SYNTH},
 };
 
 static const fu_cli_option PERF_SCRIPT_OPTIONS[] = {
@@ -87,6 +91,14 @@ static bool store(fu_cli_request *out, const fu_cli_option *option, const char *
     /* a value the Python parser could read as an option, or an empty one: its words, not ours */
     if (value[0] == '-' || value[0] == '\0')
         return false;
+    if (option->value == FU_CLI_SYNTH) {
+        for (unsigned mode = 0; mode < FU_COMPACT_SYNTH_MODES; mode++)
+            if (strcmp(value, fu_compact_synth_mode_name(mode)) == 0) {
+                out->synth = mode;
+                return true;
+            }
+        return false; /* not a choice: the Python parser's error */
+    }
     if (option->value == FU_CLI_PATH) {
         if (strcmp(name, "--output") == 0)
             out->output = value;
@@ -117,6 +129,7 @@ static bool store(fu_cli_request *out, const fu_cli_option *option, const char *
 bool fu_cli_parse(int argc, char **argv, fu_cli_request *out)
 {
     memset(out, 0, sizeof *out);
+    out->synth = FU_COMPACT_SYNTH_MISSING; /* commands.synth_mode's default with the auto backend */
     if (argc < 2)
         return false;
     const fu_cli_option *options;

@@ -30,6 +30,7 @@ typedef struct fu_cli_request {
     const char *output;           /* -o, or NULL: standard output */
     bool json, registers;
     bool folded;                  /* perf-script: --folded */
+    unsigned synth;               /* backtrace, core: --synth (FU_COMPACT_SYNTH_*, default missing) */
 } fu_cli_request;
 
 /* What an option takes (the Python parser's action). */
@@ -38,6 +39,7 @@ typedef enum fu_cli_value {
     FU_CLI_INT,        /* type=int, stored */
     FU_CLI_INT_APPEND, /* type=int, action="append" */
     FU_CLI_PATH,       /* a string, stored */
+    FU_CLI_SYNTH,      /* choices=COMPACT_SYNTH_MODES: one of the --synth names, stored */
 } fu_cli_value;
 
 typedef struct fu_cli_option {

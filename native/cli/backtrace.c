@@ -296,8 +296,9 @@ static void snapshot_free(snapshot *s)
     free(s->tids);
 }
 
-/* Read the maps and open the modules (live.py address_space); false: the Python path's. */
-static bool open_address_space(int pid, snapshot *s)
+/* Read the maps and open the modules (live.py address_space) with `synth`'s tables; false: the
+ * Python path's. */
+static bool open_address_space(int pid, unsigned synth, snapshot *s)
 {
     char path[64];
     size_t len;
@@ -360,7 +361,7 @@ static bool open_address_space(int pid, snapshot *s)
             s->ranges[2 * (j - 1)] = a;
             s->ranges[2 * (j - 1) + 1] = b;
         }
-    return fu_cli_space_init(&s->space, s->mappings, s->mapping_count);
+    return fu_cli_space_init(&s->space, s->mappings, s->mapping_count, synth);
 }
 
 int fu_cli_backtrace(const fu_cli_request *request, fu_buffer *out)
@@ -378,7 +379,7 @@ int fu_cli_backtrace(const fu_cli_request *request, fu_buffer *out)
     sigaction(SIGTERM, &action, NULL);
     snapshot s = {0};
     int status = FU_CLI_NOT_SERVED;
-    if (!(s.tids = threads(request, &s.tid_count)) || !open_address_space(pid, &s)) {
+    if (!(s.tids = threads(request, &s.tid_count)) || !open_address_space(pid, request->synth, &s)) {
         fu_cli_unserved(s.tids ? "the process's modules or maps" : "the process's threads", NULL);
         snapshot_free(&s);
         return FU_CLI_NOT_SERVED;

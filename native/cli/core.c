@@ -363,7 +363,7 @@ int fu_cli_core(const fu_cli_request *request, fu_buffer *out)
     int status = FU_CLI_NOT_SERVED;
     if (stat(request->core_file, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0 ||
         !fu_cli_read_file(request->core_file, &r.file) || fu_core_parse(&r.core, r.file.data, r.file.size, &err) != FU_OK ||
-        !find_modules(&r, request) || !fu_cli_space_init(&r.space, r.mappings, r.mapping_count)) {
+        !find_modules(&r, request) || !fu_cli_space_init(&r.space, r.mappings, r.mapping_count, request->synth)) {
         fu_cli_unserved("the core or one of its modules", request->core_file);
         run_free(&r);
         return FU_CLI_NOT_SERVED;

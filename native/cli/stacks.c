@@ -14,7 +14,7 @@ static int by_start(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-bool fu_cli_space_init(fu_cli_space *space, fu_cli_mapping *mappings, size_t count)
+bool fu_cli_space_init(fu_cli_space *space, fu_cli_mapping *mappings, size_t count, unsigned synth)
 {
     memset(space, 0, sizeof *space);
     space->mappings = mappings;
@@ -33,7 +33,7 @@ bool fu_cli_space_init(fu_cli_space *space, fu_cli_mapping *mappings, size_t cou
                                 block + 13 * max};
     for (size_t i = 0; i < count; i++) {
         const fu_cli_mapping *m = &mappings[i];
-        if (m->image && !fu_cli_image_tables(m->image, FU_COMPACT_SYNTH_OFF))
+        if (m->image && !fu_cli_image_tables(m->image, synth))
             return false;
         if (m->image)
             fu_cli_image_module(m->image, m->start, m->end, m->bias, (uint32_t)i, &space->modules[i]);
@@ -65,7 +65,9 @@ bool fu_cli_render_walk(fu_cli_space *space, const fu_regs *regs, const fu_reade
         uint64_t address = space->frames.ip[i];
         uint32_t module = space->frames.module[i];
         fu_snapshot_frame *f = &space->named[i];
-        *f = (fu_snapshot_frame){.address = address, .registers = with_registers ? &space->frame_registers[i] : NULL};
+        *f = (fu_snapshot_frame){.address = address,
+                                 .registers = with_registers ? &space->frame_registers[i] : NULL,
+                                 .derived = fu_frame_derived_name(space->frames.flags[i])};
         /* fu_frames' module is the space's index, which init sorted as the ids */
         const fu_cli_mapping *m = module < space->count ? &space->mappings[space->space.modules[module].id] : NULL;
         if (!m)

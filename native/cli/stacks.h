@@ -38,10 +38,10 @@ typedef struct fu_cli_space {
     fu_snapshot_frame *named;
 } fu_cli_space;
 
-/* Sort the mappings (taken), load the tables of the images they use (fu_cli_image_tables) and make
- * the walker's address space of them (the auto backend); false: out of memory, or a table is the
- * Python path's. */
-bool fu_cli_space_init(fu_cli_space *space, fu_cli_mapping *mappings, size_t count);
+/* Sort the mappings (taken), load the tables with `synth`'s rows (FU_COMPACT_SYNTH_*) of the
+ * images they use (fu_cli_image_tables) and make the walker's address space of them (the auto
+ * backend); false: out of memory, or a table is the Python path's. */
+bool fu_cli_space_init(fu_cli_space *space, fu_cli_mapping *mappings, size_t count, unsigned synth);
 void fu_cli_space_free(fu_cli_space *space);
 
 /* Walk a thread from `regs` through `reader`, name its frames and append its rendering (text, or

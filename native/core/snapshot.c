@@ -128,6 +128,8 @@ bool fu_snapshot_thread_text(const fu_snapshot_thread *thread, fu_buffer *out)
         if (f->module.data && f->module.len &&
             (!put(out, " (") || !fu_buffer_append(out, f->module.data, f->module.len) || !put(out, ")")))
             return false;
+        if (f->derived && (!put(out, " [") || !put(out, f->derived) || !put(out, "]")))
+            return false;
         if (!put(out, "\n") || (f->registers && !register_lines(f->registers, out)))
             return false;
     }
@@ -217,7 +219,9 @@ bool fu_snapshot_thread_json(const fu_snapshot_thread *thread, fu_buffer *out)
         const fu_snapshot_frame *f = &thread->frames[i];
         if ((i && !put(out, ", ")) || !putf(out, "{\"address\": %llu, \"symbol\": ", (unsigned long long)f->address) ||
             !json_string(out, &f->symbol) || !putf(out, ", \"offset\": %llu, \"module\": ", (unsigned long long)f->offset) ||
-            !json_string(out, &f->module) || !put(out, ", \"registers\": ") ||
+            !json_string(out, &f->module) ||
+            (f->derived && (!put(out, ", \"derived\": \"") || !put(out, f->derived) || !put(out, "\""))) ||
+            !put(out, ", \"registers\": ") ||
             !(f->registers ? json_registers(f->registers, out) : put(out, "{}")) || !put(out, "}"))
             return false;
     }

@@ -40,6 +40,9 @@ typedef struct fu_snapshot_frame {
     uint64_t offset;
     fu_snapshot_text module;
     const fu_regs *registers; /* NULL: not asked for (no register lines, no "registers" key) */
+    /* "synthesized" or "corrected": the step to this frame used rows derived from the machine code
+     * (walk.h FU_FRAME_DERIVED; text: a " [synthesized]" mark, JSON: a "derived" key); NULL: CFI */
+    const char *derived;
 } fu_snapshot_frame;
 
 typedef struct fu_snapshot_thread {

@@ -39,6 +39,11 @@ const char *fu_walk_outcome_name(fu_walk_outcome outcome)
     }
 }
 
+const char *fu_frame_derived_name(uint8_t flags)
+{
+    return flags & FU_FRAME_CORRECTED ? "corrected" : flags & FU_FRAME_SYNTHESIZED ? "synthesized" : NULL;
+}
+
 const char *fu_frame_kind_name(int kind)
 {
     switch (kind) {

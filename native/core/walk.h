@@ -67,6 +67,9 @@ const char *fu_frame_kind_name(int kind);
 #define FU_FRAME_CORRECTED 2u
 #define FU_FRAME_SYNTHESIZED 4u
 #define FU_FRAME_DERIVED (FU_FRAME_CORRECTED | FU_FRAME_SYNTHESIZED)
+/* "corrected" or "synthesized" (the origin's name, _core.SYNTH_ORIGIN_NAMES) of a frame whose step
+ * used a derived row (`flags` FU_FRAME_*); NULL: one that used declared CFI or none. */
+const char *fu_frame_derived_name(uint8_t flags);
 
 /* Where a walk writes its frames: four columns, each with room for max_frames, frame i being
  * (ip[i], module[i], kind[i], flags[i]). Columns, not an array of frame records, because that is

@@ -89,9 +89,9 @@ static bool render_thread(PyObject *thread, bool json, fu_buffer *out)
         goto done;
     }
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *address, *symbol, *offset, *module, *kind, *registers;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(frames_seq, i), "OOOOOO;a stacks.Frame", &address, &symbol,
-                              &offset, &module, &kind, &registers))
+        PyObject *address, *symbol, *offset, *module, *kind, *registers, *derived;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(frames_seq, i), "OOOOOOO;a stacks.Frame", &address, &symbol,
+                              &offset, &module, &kind, &registers, &derived))
             goto done;
         fu_snapshot_frame *f = &frames[i];
         f->address = PyLong_AsUnsignedLongLong(address);
@@ -101,6 +101,11 @@ static bool render_thread(PyObject *thread, bool json, fu_buffer *out)
             !registers_of(registers, &regs[i], &has))
             goto done;
         f->registers = has ? &regs[i] : NULL;
+        if (derived != Py_None && !(f->derived = PyUnicode_Check(derived) ? PyUnicode_AsUTF8(derived) : NULL)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "a frame's derived rows: a str or None");
+            goto done;
+        }
     }
     t.frames = frames;
     t.frame_count = (size_t)count;

@@ -253,6 +253,7 @@ class CoreFile:
                     Mapping(vaddr, vaddr + memsz, 0, VDSO, None, 0))
         try:
             image = ModuleImage(VDSO, ElfFile.from_bytes(data, VDSO))
+            image.in_memory = True
         except ElfError as error:
             return (CoreModule(VDSO, start, None, None, f"{VDSO} at {start:#x}: {error}: not used"),
                     Mapping(vaddr, vaddr + memsz, 0, VDSO, None, 0))
@@ -260,14 +261,15 @@ class CoreFile:
         return (CoreModule(VDSO, start, VDSO, image.build_id.hex() if image.build_id else None, None),
                 Mapping(vaddr, vaddr + memsz, 0, VDSO, image if bias is not None else None, bias or 0))
 
-    def threads(self, *, with_registers: bool = False, max_frames: int = _core.WALK_MAX_FRAMES
-                ) -> tuple[stacks.Thread, ...]:
+    def threads(self, *, with_registers: bool = False, max_frames: int = _core.WALK_MAX_FRAMES,
+                synth: str = "off") -> tuple[stacks.Thread, ...]:
         """Every thread's stack, in the core's order (the thread that took the signal first);
-        `with_registers`: each frame's registers too."""
-        return tuple(self._iter_threads(with_registers, max_frames))
+        `with_registers`: each frame's registers too; `synth`: the rows derived from the machine
+        code (tables.compact.SYNTH_MODES)."""
+        return tuple(self._iter_threads(with_registers, max_frames, synth))
 
-    def _iter_threads(self, with_registers: bool, max_frames: int) -> Iterator[stacks.Thread]:
-        space = self.space.to_core()
+    def _iter_threads(self, with_registers: bool, max_frames: int, synth: str) -> Iterator[stacks.Thread]:
+        space = self.space.to_core(synth=synth)
         mappings = self.space.mappings
         known: stacks.KnownFrames = {}  # the threads share most of their frames: each named once
         for tid, _signal, _user_registers, registers in self._core.threads():
@@ -281,8 +283,8 @@ class CoreFile:
                                       by_frame, known)
             yield stacks.Thread(tid, self.name, frames, outcome, fault)
 
-    def snapshot(self, *, with_registers: bool = False) -> stacks.ProcessSnapshot:
-        return stacks.ProcessSnapshot(self.pid, self.threads(with_registers=with_registers))
+    def snapshot(self, *, with_registers: bool = False, synth: str = "off") -> stacks.ProcessSnapshot:
+        return stacks.ProcessSnapshot(self.pid, self.threads(with_registers=with_registers, synth=synth))
 
     def close(self) -> None:
         """Release the core's and the files' maps; the CoreFile is not usable after."""

@@ -170,9 +170,10 @@ def address_space(pid: int, images: ImageCache | None = None) -> tuple[AddressSp
 
 def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bool = False,
               max_frames: int = _core.WALK_MAX_FRAMES, max_stack: int = MAX_STACK,
-              images: ImageCache | None = None) -> ProcessSnapshot:
+              images: ImageCache | None = None, synth: str = "off") -> ProcessSnapshot:
     """Every thread's stack of process `pid` (or of the threads `tids`), symbolized; each frame's
-    registers if `with_registers`. Raises LiveError when the process does not exist or exits, a tid
+    registers if `with_registers`; `synth`: the rows derived from the machine code
+    (tables.compact.SYNTH_MODES). Raises LiveError when the process does not exist or exits, a tid
     is not one of its threads, or no thread can be traced."""
     if pid == os.getpid():
         raise LiveError(f"process {pid} is this process: a process cannot trace its own threads "
@@ -201,7 +202,7 @@ def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bo
                 continue
             frames, walk_outcome, fault = unwind_thread(space, dict(enumerate(registers)), stack, stack_address,
                                                         with_registers=with_registers, max_frames=max_frames,
-                                                        known=known)
+                                                        known=known, synth=synth)
             threads.append(Thread(tid, _thread_name(pid, tid), frames, walk_outcome, fault, stopped_ns))
     finally:
         if mem_fd >= 0:

@@ -51,6 +51,9 @@ class Frame(NamedTuple):
     #: the frame's registers by name (REGISTER_NAMES), None where the unwind rules do not recover
     #: one; empty where the caller did not ask for them
     registers: Mapping[str, int | None]
+    #: "synthesized" or "corrected" where the step from this frame to its caller used rows derived
+    #: from the machine code (--synth; walk.h FU_FRAME_DERIVED), None where it used declared CFI
+    derived: str | None = None
 
 
 class Thread(NamedTuple):
@@ -94,12 +97,14 @@ def symbol_table(image: ModuleImage) -> _core.SymbolTable:
 
 def unwind_thread(space: AddressSpace, registers: Mapping[int, int], stack: bytes, stack_address: int, *,
                   with_registers: bool = False, max_frames: int = _core.WALK_MAX_FRAMES,
-                  backend: str | None = None, known: KnownFrames | None = None) -> tuple[tuple[Frame, ...], str, int]:
+                  backend: str | None = None, known: KnownFrames | None = None, synth: str = "off"
+                  ) -> tuple[tuple[Frame, ...], str, int]:
     """(frames, outcome, fault address) of one thread: `registers` by DWARF number (16 the PC,
     7 the SP required), its stack bytes from `stack_address` up; `with_registers`: each frame's
     registers recovered (else empty). `known`: the frames named already in `space` (the threads of
-    one snapshot share one: they share most of their frames)."""
-    core = space.to_core(backend)
+    one snapshot share one: they share most of their frames); `synth`: the rows derived from the
+    machine code (tables.compact.SYNTH_MODES)."""
+    core = space.to_core(backend, synth)
     if with_registers:
         outcome, fault, raw, by_frame = _core.unwind(core, dict(registers), stack, stack_address, max_frames,
                                                      frame_registers=True)
@@ -143,7 +148,17 @@ def _frame(address: int, mapping: AddressMapping | None, kind: int, flags: int) 
     symbol, offset = None, 0
     if mapping is not None and mapping.image is not None:
         symbol, offset = _name(address, _core.frame_name_address(address, kind, flags), mapping.image, mapping.bias)
-    return Frame(address, symbol, offset, mapping.path if mapping else None, FRAME_KINDS[kind], NO_REGISTERS)
+    return Frame(address, symbol, offset, mapping.path if mapping else None, FRAME_KINDS[kind], NO_REGISTERS,
+                 _derived(flags))
+
+
+def _derived(flags: int) -> str | None:
+    """The origin of the derived row a frame's step used (walk.h fu_frame_derived_name), else None."""
+    if flags & _core.FRAME_CORRECTED:
+        return _core.SYNTH_ORIGIN_NAMES[_core.COMPACT_ORIGIN_CORRECTED]
+    if flags & _core.FRAME_SYNTHESIZED:
+        return _core.SYNTH_ORIGIN_NAMES[_core.COMPACT_ORIGIN_SYNTHESIZED]
+    return None
 
 
 def _name(address: int, lookup: int, image: ModuleImage, bias: int) -> tuple[str | None, int]:

@@ -3,7 +3,8 @@
 addresses), function+offset and module; `--registers` adds each register every frame recovers
 (`<unknown>` where no unwind rule recovers one), `--json` the same as one JSON document. Each
 thread is stopped alone and only while its registers and stack are copied (live.py); every thread
-is released, also on an error, Ctrl-C or SIGTERM.
+is released, also on an error, Ctrl-C or SIGTERM. `--synth` as perf-script's (default missing):
+code without CFI is walked through rows derived from its machine code.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ import gc
 import signal
 from typing import Any, NoReturn
 
-from fastunwind.commands import add_snapshot_output_arguments, command_parser, write_snapshot
+from fastunwind.commands import (add_snapshot_output_arguments, add_synth_argument, command_parser, synth_mode,
+                                 write_snapshot)
 
 EXAMPLE = """\
 examples:
   fastunwind backtrace -p 1234
   fastunwind backtrace -p 1234 --tid 1240 --registers
   fastunwind backtrace -p 1234 --json -o stacks.json
+  fastunwind backtrace -p 1234 --synth off       # the CFI alone
 """
 
 
@@ -30,6 +33,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--tid", type=int, action="append", metavar="TID",
                         help="only this thread (repeat for several)")
     add_snapshot_output_arguments(parser)
+    add_synth_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -45,9 +49,12 @@ def run(args: argparse.Namespace) -> int:
     gc.freeze()
     from fastunwind import live
 
+    synth = synth_mode(args)
+
     previous = signal.signal(signal.SIGTERM, _interrupted)  # cli.main reports the KeyboardInterrupt
     try:
-        snapshot = live.backtrace(args.pid, args.tid, with_registers=args.registers or args.json)
+        snapshot = live.backtrace(args.pid, args.tid, with_registers=args.registers or args.json,
+                                 synth=synth)
     finally:
         signal.signal(signal.SIGTERM, previous)
     write_snapshot(snapshot, args)

@@ -2,7 +2,9 @@
 
 The threads are walked in C over the core's memory and the files the process had mapped, each
 checked against the build-id the core holds for it: a file that differs, or is missing, is named
-on stderr (one line per module) and not used; the vDSO comes from the core. Frame 0's address is
+on stderr (one line per module) and not used; the vDSO comes from the core. `--synth` as
+perf-script's (default missing): code without CFI is walked through rows derived from its machine
+code. Frame 0's address is
 the interrupted PC, a caller's its return address (as eu-stack prints them). Exit status 0 when
 every stack reached its outermost frame, 2 when one did not (its last line says why), 1 when the
 core cannot be read.
@@ -14,7 +16,8 @@ import argparse
 import sys
 from typing import Any
 
-from fastunwind.commands import add_snapshot_output_arguments, command_parser, write_snapshot
+from fastunwind.commands import (add_snapshot_output_arguments, add_synth_argument, command_parser, synth_mode,
+                                 write_snapshot)
 
 EXAMPLE = """\
 examples:
@@ -34,15 +37,17 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--sysroot", metavar="DIR", help="look the core's files up under DIR (a core from another "
                                                           "machine)")
     add_snapshot_output_arguments(parser)
+    add_synth_argument(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from fastunwind import core
 
+    synth = synth_mode(args)
     with core.open(args.file, exe=args.exe, sysroot=args.sysroot) as opened:
         for problem in opened.problems:
             print(f"fastunwind: warning: {problem}", file=sys.stderr)
-        snapshot = opened.snapshot(with_registers=args.registers or args.json)
+        snapshot = opened.snapshot(with_registers=args.registers or args.json, synth=synth)
     write_snapshot(snapshot, args)
     return 0 if snapshot.complete else INCOMPLETE_STATUS

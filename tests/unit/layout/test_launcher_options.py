@@ -10,6 +10,7 @@ import re
 import pytest
 
 from fastunwind import cli
+from fastunwind._core import COMPACT_SYNTH_MODES
 from tests.support.paths import REPO_ROOT
 
 ARGUMENTS = REPO_ROOT / "native" / "cli" / "arguments.c"
@@ -38,6 +39,8 @@ def kind_of(action: argparse.Action) -> str:
     """The launcher's name (arguments.h fu_cli_value) of what the Python option takes."""
     if isinstance(action, argparse._StoreTrueAction):
         return "FU_CLI_FLAG"
+    if isinstance(action, argparse._StoreAction) and tuple(action.choices or ()) == tuple(COMPACT_SYNTH_MODES):
+        return "FU_CLI_SYNTH"
     if isinstance(action, argparse._AppendAction) and action.type is int:
         return "FU_CLI_INT_APPEND"
     if isinstance(action, argparse._StoreAction) and action.type is int:
