@@ -559,8 +559,6 @@ static fu_cli_module_status image_open(fu_cli_image *image, const char *path, fu
 
 bool fu_cli_image_tables(fu_cli_image *image, unsigned synth)
 {
-    if (image->vdso)
-        synth = FU_COMPACT_SYNTH_OFF; /* a copy from memory: address_space.py serves its CFI alone */
     if (image->tables_loaded)
         return image->synth == synth;
     image->synth = synth;

@@ -126,7 +126,7 @@ class AddressSpace:
         FASTUNWIND_BACKEND, else "auto". `synth` (tables.compact.SYNTH_MODES): the compact tables with
         rows derived from the machine code, "missing" where no CFI covers it, "repair" also in place
         of declared rows proven wrong; only backends that use compact tables have them
-        (check_synth says which), and images copied from memory (the vDSO) are served their CFI alone."""
+        (check_synth says which)."""
         backend = backend or default_backend()
         check_synth(backend, synth)
         core = self._cores.get(backend + synth)
@@ -139,8 +139,7 @@ class AddressSpace:
                 if image is None:
                     modules.append((m.start, m.end, m.bias, None, None, [], index, None, None, 0))
                     continue
-                # an in-memory copy (the vDSO) has no file synthesis could read: its CFI alone
-                table = compact.for_image(image, "off" if image.in_memory else synth) if use_compact else None
+                table = compact.for_image(image, synth) if use_compact else None
                 # step() asks the DWARF tables for the compact table's slow rows only: none, not
                 # parsed; a few, only the FDEs around them evaluated
                 eh_frame, debug_frame = None, None
@@ -207,7 +206,7 @@ def vdso_image(maps: str, memory_path: str) -> ModuleImage | None:
         try:
             os.write(copy, data)
             image = ModuleImage.load(f"/proc/self/fd/{copy}")
-            image.in_memory = True
+            image.memory_copy = data
             return image
         finally:
             os.close(copy)

@@ -253,7 +253,7 @@ class CoreFile:
                     Mapping(vaddr, vaddr + memsz, 0, VDSO, None, 0))
         try:
             image = ModuleImage(VDSO, ElfFile.from_bytes(data, VDSO))
-            image.in_memory = True
+            image.memory_copy = bytes(data)
         except ElfError as error:
             return (CoreModule(VDSO, start, None, None, f"{VDSO} at {start:#x}: {error}: not used"),
                     Mapping(vaddr, vaddr + memsz, 0, VDSO, None, 0))

@@ -38,9 +38,9 @@ class ModuleImage:
     def __init__(self, path: str, elf: ElfFile) -> None:
         self.path = path
         self.elf = elf
-        #: a copy from a process's memory or a core (the vDSO), not a file `path` reopens: the
-        #: machine code's synthesized rows (synth.py reads the file) are not made for it
-        self.in_memory = False
+        #: the bytes of a copy from a process's memory or a core (the vDSO), which `path` does not
+        #: reopen (tables/synthesized.py hands them to synth.py as a file); None for a file
+        self.memory_copy: bytes | None = None
         self.build_id = elf.build_id
         #: the first .eh_frame and the first .debug_frame (of the file, else of its debug file)
         self._sources = {kind: (file, section) for file, section, kind in reversed(frame_sources(elf))}

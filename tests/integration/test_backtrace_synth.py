@@ -137,3 +137,23 @@ def test_core(core_file: Path, seeded: Path, mode: str | None, debug_directory: 
                                     f"--debuginfo-path={debug_directory}:/usr/lib/debug"])
     (tid,) = with_file
     assert_walks_through_it(main_thread(document), with_file[tid])
+
+
+def test_the_vdso_copies_get_the_rows_of_the_vdso_file(stopped: int, core_file: Path, tmp_path: Path) -> None:
+    """The vDSO is read from the process's memory and from the core, not reopened by path: its
+    synthesized view is the one synth gives the same bytes as a file, from either copy."""
+    from fastunwind import core, live
+    from fastunwind.address_space import VDSO
+    from fastunwind.tables import synthesized
+
+    space, _maps = live.address_space(stopped)
+    (live_image,) = {m.image for m in space.mappings if m.path == VDSO and m.image is not None}
+    with core.open(core_file) as opened:
+        (core_image,) = {m.image for m in opened.space.mappings if m.path == VDSO and m.image is not None}
+        core_copy = core_image.memory_copy
+        core_origins = synthesized.view(core_image, "missing")[1]
+    assert live_image.memory_copy is not None and live_image.memory_copy == core_copy
+    file = tmp_path / "vdso.so"
+    file.write_bytes(live_image.memory_copy)
+    expected = bytes(synthesized.ORIGIN_CODES[r.origin] for r in synth.synthesize(str(file), "missing").ranges)
+    assert synthesized.view(live_image, "missing")[1] == expected == core_origins

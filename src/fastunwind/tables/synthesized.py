@@ -9,6 +9,8 @@ them, so that everything the CFI states rightly unwinds exactly as without synth
 
 from __future__ import annotations
 
+import os
+
 from fastunwind import _core
 from fastunwind.image import ModuleImage
 from fastunwind.synth import synthesize
@@ -21,5 +23,13 @@ ORIGIN_CODES = {"declared": _core.COMPACT_ORIGIN_DECLARED, "corrected": _core.CO
 def view(image: ModuleImage, synth: str) -> tuple[_core.CfiTable, bytes]:
     """The synthesized view `synth` ("missing" or "repair") of the image's file, and the origin
     code of each of its FDEs (u8, in order)."""
-    synthesis = synthesize(image.path, synth)
+    if image.memory_copy is None:
+        synthesis = synthesize(image.path, synth)
+    else:  # synth.py's check reads a file: the copy's bytes as one, in memory
+        copy = os.memfd_create("fastunwind-copy")
+        try:
+            os.write(copy, image.memory_copy)
+            synthesis = synthesize(f"/proc/self/fd/{copy}", synth)
+        finally:
+            os.close(copy)
     return synthesis.table, bytes(ORIGIN_CODES[r.origin] for r in synthesis.ranges)
