@@ -366,8 +366,7 @@ class BpfRecorder:
         loaded = self._modules.get(key)
         if loaded is not None and self._session.module_loaded(*loaded):
             return loaded
-        # the vDSO's image is a copy in memory, not a file the synthesis could reopen: its CFI alone
-        table = compact.for_image(image, "off" if image is self._vdso else self._synth)
+        table = compact.for_image(image, self._synth)  # the vDSO's copy too (ModuleImage.memory_copy)
         if table is None or table.row_count == 0:
             self._without_table.add(key)
             return NO_MODULE, 0
