@@ -20,6 +20,8 @@ REG_RSP: Final[int]
 CALLEE_SAVED_MASK: Final[int]
 PERF_REGISTER_NAMES: Final[tuple[str, ...]]
 USER_REGISTER_NAMES: Final[tuple[str, ...]]  #: struct user_regs_struct's words, in order
+STATE_REGISTER_NAMES: Final[tuple[str, ...]]  #: eflags, segment selectors, fs_base, gs_base (x86_64.h)
+STATE_KEPT_BY_CALLS: Final[int]  #: the state registers a caller keeps, as a mask over STATE_REGISTER_NAMES
 PERF_REGISTER_DWARF: Final[tuple[int, ...]]
 # cfi.h
 MAX_COLUMNS: Final[int]
@@ -437,7 +439,7 @@ LIVE_MAX_STACK: Final[int]
 LIVE_STOP_TIMEOUT_MS: Final[int]
 LIVE_OUTCOMES: Final[tuple[str, ...]]
 def live_capture(pid: int, tid: int, stack_ranges: Buffer, max_stack: int, mem_fd: int, /
-                 ) -> tuple[str, int, tuple[int, ...] | None, int, bytes, int]: ...
+                 ) -> tuple[str, int, tuple[int, ...] | None, tuple[int, ...] | None, int, bytes, int]: ...
 
 # the in-kernel unwinder (native/py/py_bpf.c, native/bpf/bpf_session.h)
 BPF_OUTCOMES: Final[tuple[str, ...]]
@@ -506,4 +508,5 @@ def render_snapshot(pid: int, threads: Sequence[Any], json: bool, /) -> bytes: .
 # cache_paths (core/cache_paths.c): where the caches live, the symbol tables' keys
 def cache_root() -> str: ...
 def symbol_key_elf(build_id_hex: str, path: str, debug_path: str, /) -> bytes: ...
+def symbol_key_memory_image(build_id_hex: str, debug_path: str, /) -> bytes: ...
 def symbol_key_kallsyms(path: str, /) -> bytes | None: ...
