@@ -1264,6 +1264,25 @@ static uint16_t written_caller_saved(const synth_run *run)
     return written & CALLER_SAVED_MASK;
 }
 
+/* Make `s` the state `to` (a block's), returning what differs as fu_synth_visit's `changed` bits:
+ * a path that runs on into a block mostly reaches it with the block's own registers and slots,
+ * and the visitor need not judge again what stayed. */
+static uint32_t state_replace(fu_synth_state *s, const fu_synth_state *to)
+{
+    uint32_t changed = 0;
+    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+        if (!fu_synth_value_equal(s->regs[r], to->regs[r])) {
+            s->regs[r] = to->regs[r];
+            changed |= 1u << r;
+        }
+    if (s->slot_count != to->slot_count || s->slots_lost != to->slots_lost || s->unknown_stores != to->unknown_stores ||
+        memcmp(s->slots, to->slots, to->slot_count * sizeof to->slots[0]) != 0) {
+        state_copy(s, to);
+        changed |= FU_SYNTH_CHANGED_SLOTS;
+    }
+    return changed;
+}
+
 /* The fixpoint, then the visit: instructions in address order, each with the state before it. */
 static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *context)
 {
@@ -1287,15 +1306,21 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
     /* the visit */
     uint16_t written_in_function = function->caller_saved_values ? written_caller_saved(run) : 0;
     fu_synth_state s;
+    bool visited = false; /* s holds the state after the last visited instruction */
     bool live = false;
     uint32_t changed = FU_SYNTH_CHANGED_ALL;
     for (uint32_t i = 0; i < run->insn_count; i++) {
         const fu_x86_insn *insn = &scratch->insns[i];
         int32_t b = scratch->block_of[i];
         if (b >= 0 && (scratch->block_flags[b] & BLOCK_HAS_STATE)) {
-            state_copy(&s, &scratch->block_states[b]);
+            if (visited) {
+                changed |= state_replace(&s, &scratch->block_states[b]);
+            } else {
+                state_copy(&s, &scratch->block_states[b]);
+                changed = FU_SYNTH_CHANGED_ALL;
+                visited = true;
+            }
             live = true;
-            changed = FU_SYNTH_CHANGED_ALL;
         } else if (b >= 0) {
             live = false;
         }
