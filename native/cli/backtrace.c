@@ -422,7 +422,8 @@ int fu_cli_backtrace(const fu_cli_request *request, fu_buffer *out)
                                  &s.space.space};
         fu_reader reader = fu_dump_reader(&memory);
         bool complete;
-        ok = fu_cli_render_walk(&s.space, &thread.regs, &reader, tid, name_text, json, with_registers, out, &complete);
+        ok = fu_cli_render_walk(&s.space, &thread.regs, &thread.state, &reader, tid, name_text, json, with_registers,
+                                out, &complete);
     }
     if (mem_fd >= 0)
         close(mem_fd);

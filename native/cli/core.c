@@ -378,12 +378,15 @@ int fu_cli_core(const fu_cli_request *request, fu_buffer *out)
         memcpy(&user, t->user_regs, sizeof user);
         fu_regs regs;
         fu_regs_from_user_regs(&user, &regs);
+        fu_state_regs state;
+        fu_state_regs_from_user_regs(&user, &state);
         uint64_t sp = 0;
         fu_regs_get(&regs, FU_REG_RSP, &sp);
         fu_reader reader = fu_core_reader(&memory, sp);
         bool walked_to_end;
         ok = (!json || i == 0 || fu_snapshot_json_separator(out)) &&
-             fu_cli_render_walk(&r.space, &regs, &reader, t->tid, name, json, with_registers, out, &walked_to_end);
+             fu_cli_render_walk(&r.space, &regs, &state, &reader, t->tid, name, json, with_registers, out,
+                                &walked_to_end);
         complete = complete && walked_to_end;
     }
     if (ok && r.core.truncated_bytes) {

@@ -53,10 +53,13 @@ void fu_cli_space_free(fu_cli_space *space)
     memset(space, 0, sizeof *space);
 }
 
-bool fu_cli_render_walk(fu_cli_space *space, const fu_regs *regs, const fu_reader *reader, int64_t tid,
-                        fu_snapshot_text name, bool json, bool with_registers, fu_buffer *out, bool *complete)
+bool fu_cli_render_walk(fu_cli_space *space, const fu_regs *regs, const fu_state_regs *state,
+                        const fu_reader *reader, int64_t tid, fu_snapshot_text name, bool json, bool with_registers,
+                        fu_buffer *out, bool *complete)
 {
     fu_regs walked = *regs;
+    fu_state_regs callers;
+    fu_state_regs_of_caller(state, &callers);
     fu_walk_result r;
     fu_walk(&space->space, &walked, reader, NULL, &space->frames, FU_WALK_MAX_FRAMES, &r);
     if (with_registers)
@@ -67,6 +70,7 @@ bool fu_cli_render_walk(fu_cli_space *space, const fu_regs *regs, const fu_reade
         fu_snapshot_frame *f = &space->named[i];
         *f = (fu_snapshot_frame){.address = address,
                                  .registers = with_registers ? &space->frame_registers[i] : NULL,
+                                 .state = i ? &callers : state,
                                  .derived = fu_frame_derived_name(space->frames.flags[i])};
         /* fu_frames' module is the space's index, which init sorted as the ids */
         const fu_cli_mapping *m = module < space->count ? &space->mappings[space->space.modules[module].id] : NULL;

@@ -44,11 +44,13 @@ typedef struct fu_cli_space {
 bool fu_cli_space_init(fu_cli_space *space, fu_cli_mapping *mappings, size_t count, unsigned synth);
 void fu_cli_space_free(fu_cli_space *space);
 
-/* Walk a thread from `regs` through `reader`, name its frames and append its rendering (text, or
- * JSON with each frame's registers) to `out`; *complete: the walk reached the outermost frame. False when out of memory or a module's symbol table
- * is missing from the cache (fu_cli_space_unserved then). */
-bool fu_cli_render_walk(fu_cli_space *space, const fu_regs *regs, const fu_reader *reader, int64_t tid,
-                        fu_snapshot_text name, bool json, bool with_registers, fu_buffer *out, bool *complete);
+/* Walk a thread from `regs` (frame 0's state registers `state`) through `reader`, name its frames
+ * and append its rendering (text, or JSON with each frame's registers) to `out`; *complete: the
+ * walk reached the outermost frame. False when out of memory or a module's symbol table is missing
+ * from the cache (fu_cli_space_unserved then). */
+bool fu_cli_render_walk(fu_cli_space *space, const fu_regs *regs, const fu_state_regs *state,
+                        const fu_reader *reader, int64_t tid, fu_snapshot_text name, bool json, bool with_registers,
+                        fu_buffer *out, bool *complete);
 
 /* Whether a module's symbols were asked for and are not in the cache. */
 bool fu_cli_space_unserved(const fu_cli_space *space);

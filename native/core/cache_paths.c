@@ -146,6 +146,14 @@ bool fu_symbol_key_elf(const char *build_id_hex, const char *path, const char *d
            fu_buffer_append(out, debug, strlen(debug)) && append_identity(out, debug);
 }
 
+bool fu_symbol_key_memory_image(const char *build_id_hex, const char *debug_path, fu_buffer *out)
+{
+    const char *debug = debug_path ? debug_path : "";
+    return fu_buffer_append(out, "image\0", 6) && fu_buffer_append(out, build_id_hex, strlen(build_id_hex)) &&
+           fu_buffer_append(out, "\0", 1) && fu_buffer_append(out, debug, strlen(debug)) &&
+           append_identity(out, debug);
+}
+
 bool fu_symbol_key_kallsyms(const char *path, fu_buffer *out)
 {
     struct stat st;

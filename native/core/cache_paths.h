@@ -5,7 +5,9 @@
  *
  * and the keys a symbol table's entry is checked against (symbol_cache.h stores the key in the
  * entry): an ELF file's ("elf", its build-id in hex, the identity of the file and of its separate
- * debug file) and a kallsyms copy's ("kallsyms", its path and identity), NUL-separated, where a
+ * debug file), an ELF image copied from memory's, such as the vDSO ("image", its build-id in hex,
+ * its separate debug file and that file's identity: no file of its own to identify) and a kallsyms
+ * copy's ("kallsyms", its path and identity), NUL-separated, where a
  * file's identity is its device, inode, size and modification time in ns (in decimal,
  * NUL-separated; nothing for a file that is not there).
  */
@@ -52,6 +54,10 @@ bool fu_build_id_cache_candidates(const char *name, const uint8_t *build_id, siz
 /* The key of an ELF file's symbol table (symbols.py symbol_table_for_file): appended to `out`;
  * debug_path NULL or "": none. False when out of memory. */
 bool fu_symbol_key_elf(const char *build_id_hex, const char *path, const char *debug_path, fu_buffer *out);
+/* The key of the symbol table of an ELF image held in memory (the vDSO a process or a core holds),
+ * which its build-id names (symbols.py symbol_table_for_file), appended to `out`; debug_path NULL
+ * or "": none. False when out of memory. */
+bool fu_symbol_key_memory_image(const char *build_id_hex, const char *debug_path, fu_buffer *out);
 /* The key of a kallsyms copy's symbol table (symbols.py cached_kernel_symbol_table), appended to
  * `out`; false when out of memory or when there is no file at `path` (nothing to key). */
 bool fu_symbol_key_kallsyms(const char *path, fu_buffer *out);

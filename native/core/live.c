@@ -148,6 +148,7 @@ bool fu_live_capture_thread(int pid, int tid, int mem_fd, const fu_live_stacks *
         out->outcome = errno == ESRCH ? FU_LIVE_EXITED : FU_LIVE_NO_REGISTERS;
     } else {
         fu_regs_from_user_regs(&user, &out->regs);
+        fu_state_regs_from_user_regs(&user, &out->state);
         uint64_t sp = out->regs.value[FU_REG_RSP];
         fu_live_stacks bounded = {stacks->ranges, stacks->count, max_stack};
         const uint64_t *mapping = stack_mapping(&bounded, sp);

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "buffer.h"
-#include "fu_unwind_abi.h" /* fu_regs */
+#include "x86_64.h" /* fu_regs, fu_state_regs */
 
 /* How long a thread may take to report its stop after PTRACE_INTERRUPT. A running or sleeping
  * thread stops within microseconds (the interrupt is delivered at its next return to user mode);
@@ -66,6 +66,7 @@ typedef struct fu_live_thread {
     fu_live_outcome outcome;
     int error;               /* errno of the call that failed, else 0 */
     fu_regs regs;            /* CAPTURED: every walker register valid */
+    fu_state_regs state;     /* CAPTURED: eflags, segment selectors, fs_base, gs_base (all valid) */
     uint64_t stack_address;  /* the copy is of [stack_address, +stack_size): from the red zone below rsp up */
     size_t stack_offset;     /* where the copy starts in the capture's buffer */
     size_t stack_size;

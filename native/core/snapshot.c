@@ -78,23 +78,40 @@ bool fu_snapshot_escape_name(const uint8_t *name, size_t len, fu_buffer *out)
 
 /* ---- text --------------------------------------------------------------------------------------- */
 
-static bool register_lines(const fu_regs *regs, fu_buffer *out)
+/* Shown register `index` of a frame (the walker's FU_WALK_REGISTERS, then the state registers):
+ * its name into `name`, its value into *value; false where unknown. */
+static bool shown_register(const fu_snapshot_frame *f, unsigned index, char name[8], uint64_t *value)
 {
-    for (unsigned first = 0; first < FU_WALK_REGISTERS; first += FU_SNAPSHOT_REGISTERS_PER_LINE) {
+    if (index >= FU_WALK_REGISTERS) {
+        unsigned i = index - FU_WALK_REGISTERS;
+        snprintf(name, 8, "%s", fu_state_register_name((int)i));
+        *value = f->state->value[i];
+        return f->state->valid >> i & 1;
+    }
+    const char *known = fu_register_name(index);
+    if (known)
+        snprintf(name, 8, "%s", known);
+    else
+        snprintf(name, 8, "r%u", index);
+    *value = f->registers->value[index];
+    return f->registers->valid >> index & 1;
+}
+
+#define SHOWN_REGISTERS (FU_WALK_REGISTERS + FU_STATE_REGISTERS)
+
+static bool register_lines(const fu_snapshot_frame *f, fu_buffer *out)
+{
+    for (unsigned first = 0; first < SHOWN_REGISTERS; first += FU_SNAPSHOT_REGISTERS_PER_LINE) {
         char line[256];
         size_t at = (size_t)snprintf(line, sizeof line, "    ");
-        for (unsigned r = first; r < first + FU_SNAPSHOT_REGISTERS_PER_LINE && r < FU_WALK_REGISTERS; r++) {
+        for (unsigned r = first; r < first + FU_SNAPSHOT_REGISTERS_PER_LINE && r < SHOWN_REGISTERS; r++) {
             char name[8];
-            const char *known = fu_register_name(r);
-            if (known)
-                snprintf(name, sizeof name, "%s", known);
-            else
-                snprintf(name, sizeof name, "r%u", r);
+            uint64_t value;
+            bool known = shown_register(f, r, name, &value);
             if (r > first)
                 at += (size_t)snprintf(line + at, sizeof line - at, "  ");
-            if (regs->valid >> r & 1)
-                at += (size_t)snprintf(line + at, sizeof line - at, "%3s 0x%016llx", name,
-                                       (unsigned long long)regs->value[r]);
+            if (known)
+                at += (size_t)snprintf(line + at, sizeof line - at, "%3s 0x%016llx", name, (unsigned long long)value);
             else
                 at += (size_t)snprintf(line + at, sizeof line - at, "%3s %-18s", name, "<unknown>");
         }
@@ -130,7 +147,7 @@ bool fu_snapshot_thread_text(const fu_snapshot_thread *thread, fu_buffer *out)
             return false;
         if (f->derived && (!put(out, " [") || !put(out, f->derived) || !put(out, "]")))
             return false;
-        if (!put(out, "\n") || (f->registers && !register_lines(f->registers, out)))
+        if (!put(out, "\n") || (f->registers && !register_lines(f, out)))
             return false;
     }
     if (strcmp(thread->outcome, "end") != 0) {
@@ -191,19 +208,16 @@ static bool json_string(fu_buffer *out, const fu_snapshot_text *text)
     return put(out, "\"");
 }
 
-static bool json_registers(const fu_regs *regs, fu_buffer *out)
+static bool json_registers(const fu_snapshot_frame *f, fu_buffer *out)
 {
     if (!put(out, "{"))
         return false;
-    for (unsigned r = 0; r < FU_WALK_REGISTERS; r++) {
-        const char *known = fu_register_name(r);
+    for (unsigned r = 0; r < SHOWN_REGISTERS; r++) {
         char name[8];
-        if (known)
-            snprintf(name, sizeof name, "%s", known);
-        else
-            snprintf(name, sizeof name, "r%u", r);
+        uint64_t value;
+        bool known = shown_register(f, r, name, &value);
         if ((r && !put(out, ", ")) || !put(out, "\"") || !put(out, name) || !put(out, "\": ") ||
-            !(regs->valid >> r & 1 ? putf(out, "%llu", (unsigned long long)regs->value[r]) : put(out, "null")))
+            !(known ? putf(out, "%llu", (unsigned long long)value) : put(out, "null")))
             return false;
     }
     return put(out, "}");
@@ -222,7 +236,7 @@ bool fu_snapshot_thread_json(const fu_snapshot_thread *thread, fu_buffer *out)
             !json_string(out, &f->module) ||
             (f->derived && (!put(out, ", \"derived\": \"") || !put(out, f->derived) || !put(out, "\""))) ||
             !put(out, ", \"registers\": ") ||
-            !(f->registers ? json_registers(f->registers, out) : put(out, "{}")) || !put(out, "}"))
+            !(f->registers ? json_registers(f, out) : put(out, "{}")) || !put(out, "}"))
             return false;
     }
     return put(out, "]}");

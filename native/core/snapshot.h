@@ -5,7 +5,8 @@
  *   text:  PID n
  *          TID n (name):
  *          #0  0x00007f12a4c2e1b9 in qsort_r+0x1b9 (/usr/lib/x86_64-linux-gnu/libc.so.6)
- *              rax 0x...  rbx <unknown>  ...          (--registers: four a line)
+ *              rax 0x...  rbx <unknown>  ...          (--registers: four a line, the walker's
+ *                                                       then eflags ... gs_base: x86_64.h)
  *          (stack incomplete: OUTCOME[ at 0xFAULT][: reason])
  *   JSON:  {"pid": n, "threads": [{"tid": n, "name": s, "outcome": s, "frames": [{"address": n,
  *          "symbol": s|null, "offset": n, "module": s|null, "registers": {name: n|null}}]}]}
@@ -24,7 +25,7 @@
 #include <stdint.h>
 
 #include "buffer.h"
-#include "x86_64.h" /* fu_regs, FU_WALK_REGISTERS */
+#include "x86_64.h" /* fu_regs, FU_WALK_REGISTERS, fu_state_regs */
 
 /* Registers a line of the text rendering's register block (stacks.py REGISTERS_PER_LINE). */
 #define FU_SNAPSHOT_REGISTERS_PER_LINE 4
@@ -40,6 +41,7 @@ typedef struct fu_snapshot_frame {
     uint64_t offset;
     fu_snapshot_text module;
     const fu_regs *registers; /* NULL: not asked for (no register lines, no "registers" key) */
+    const fu_state_regs *state; /* with `registers`: the frame's eflags, segments and bases */
     /* "synthesized" or "corrected": the step to this frame used rows derived from the machine code
      * (walk.h FU_FRAME_DERIVED; text: a " [synthesized]" mark, JSON: a "derived" key); NULL: CFI */
     const char *derived;

@@ -171,32 +171,38 @@ static bool value_is_tracked(fu_synth_value v)
            (v.kind == FU_VALUE_ENTRY_REGISTER && !(CALLER_SAVED_MASK & (1u << v.reg)));
 }
 
+/* Set a slot's value; whether that changed it. */
+static bool slot_set(fu_synth_slot *slot, fu_synth_value value)
+{
+    bool changed = !fu_synth_value_equal(slot->value, value);
+    slot->value = value;
+    return changed;
+}
+
 /* Store `width` bytes of `value` at `address`. Overlapped slots become unknown (or take the value
  * when the store is exactly theirs); a new slot is recorded for a tracked value, or when `record`
- * (an 8-byte store of a callee-saved register whose value is lost: the CFI may name the slot). */
-static void slot_store(fu_synth_state *s, fu_synth_value address, unsigned width, fu_synth_value value, bool record)
+ * (an 8-byte store of a callee-saved register whose value is lost: the CFI may name the slot).
+ * Whether the slots (or slots_lost) changed. */
+static bool slot_store(fu_synth_state *s, fu_synth_value address, unsigned width, fu_synth_value value, bool record)
 {
     uint8_t space;
     int32_t offset;
     if (!slot_key(address, &space, &offset))
-        return;
-    bool exact = false;
+        return false;
+    bool exact = false, changed = false;
     for (unsigned i = 0; i < s->slot_count; i++) {
         fu_synth_slot *slot = &s->slots[i];
         if (slot->space != space || (int64_t)slot->offset + 8 <= offset || (int64_t)offset + width <= slot->offset)
             continue;
-        if (slot->offset == offset && width == 8) {
-            slot->value = value;
-            exact = true;
-        } else {
-            slot->value = unknown_value;
-        }
+        exact |= slot->offset == offset && width == 8;
+        changed |= slot_set(slot, slot->offset == offset && width == 8 ? value : unknown_value);
     }
     if (exact || width != 8 || (!value_is_tracked(value) && !record))
-        return;
+        return changed;
     if (s->slot_count >= FU_SYNTH_MAX_SLOTS) {
+        changed |= !s->slots_lost;
         s->slots_lost = true;
-        return;
+        return changed;
     }
     int at = -slot_find(s, space, offset) - 1;
     memmove(&s->slots[at + 1], &s->slots[at], (size_t)(s->slot_count - at) * sizeof s->slots[0]);
@@ -204,6 +210,7 @@ static void slot_store(fu_synth_state *s, fu_synth_value address, unsigned width
     s->slots[at].offset = offset;
     s->slots[at].value = value;
     s->slot_count++;
+    return true;
 }
 
 void fu_synth_store(fu_synth_state *state, fu_synth_value address, fu_synth_value value)
@@ -217,49 +224,53 @@ void fu_synth_store(fu_synth_state *state, fu_synth_value address, fu_synth_valu
  * its size beyond depends on the features the machine enables. */
 #define MACHINE_SIZED_AREA_MIN_BYTES 576
 
-/* The slots of `space` that meet [low, high) become unknown. */
-static void slot_clobber_range(fu_synth_state *s, uint8_t space, int64_t low, int64_t high)
+/* The slots of `space` that meet [low, high) become unknown; whether one changed. */
+static bool slot_clobber_range(fu_synth_state *s, uint8_t space, int64_t low, int64_t high)
 {
+    bool changed = false;
     for (unsigned i = 0; i < s->slot_count; i++) {
         fu_synth_slot *slot = &s->slots[i];
         if (slot->space == space && (int64_t)slot->offset + 8 > low && slot->offset < high)
-            slot->value = unknown_value;
+            changed |= slot_set(slot, unknown_value);
     }
+    return changed;
 }
 
 /* A store of `value`, `width` bytes at `address` (0: an xsave area, of a size the machine decides;
  * `repeats`: rcx times). Memory the store may reach without the state knowing where (an unknown
  * address, an unknown count, the machine's part of an area) is memory the program addresses: it may
- * be any unrecorded slot of this frame (fu_synth_state.unknown_stores). */
-static void store_to(fu_synth_state *s, fu_synth_value address, unsigned width, bool repeats, fu_synth_value value,
+ * be any unrecorded slot of this frame (fu_synth_state.unknown_stores). Whether the slots or what
+ * is known of the others changed. */
+static bool store_to(fu_synth_state *s, fu_synth_value address, unsigned width, bool repeats, fu_synth_value value,
                      bool record)
 {
     uint8_t space;
     int32_t offset;
     if (!slot_key(address, &space, &offset)) {
-        if (address.kind == FU_VALUE_UNKNOWN)
-            s->unknown_stores = true;
-        return;
+        if (address.kind != FU_VALUE_UNKNOWN || s->unknown_stores)
+            return false;
+        s->unknown_stores = true;
+        return true;
     }
-    if (!repeats && width) {
-        slot_store(s, address, width, value, record);
-        return;
-    }
+    if (!repeats && width)
+        return slot_store(s, address, width, value, record);
     fu_synth_value count = s->regs[FU_REG_RCX];
     if (repeats && count.kind == FU_VALUE_CONSTANT && count.offset >= 0 &&
         count.offset <= REPEATED_STORE_MAX_BYTES / (int64_t)width) {
         /* the direction flag is not tracked: the count's bytes either way from the first element */
         int64_t bytes = count.offset * (int64_t)width;
-        slot_clobber_range(s, space, offset - bytes + (int64_t)width, offset + bytes);
-        return;
+        return slot_clobber_range(s, space, offset - bytes + (int64_t)width, offset + bytes);
     }
-    slot_clobber_range(s, space, offset, (int64_t)offset + (repeats ? width : MACHINE_SIZED_AREA_MIN_BYTES));
+    bool changed = slot_clobber_range(s, space, offset, (int64_t)offset + (repeats ? width : MACHINE_SIZED_AREA_MIN_BYTES));
+    changed |= !s->unknown_stores;
     s->unknown_stores = true;
+    return changed;
 }
 
 /* A call: the callee may write anything below the stack pointer (its return address first), and the
- * caller-saved registers but those of `kept_registers` (shown untouched by the callee's code). */
-static void clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
+ * caller-saved registers but those of `kept_registers` (shown untouched by the callee's code).
+ * Whether slots were dropped. */
+static bool clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
 {
     fu_synth_value sp = s->regs[FU_REG_RSP];
     unsigned kept = 0;
@@ -273,9 +284,11 @@ static void clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
         if (!below)
             s->slots[kept++] = *slot;
     }
+    bool changed = kept != s->slot_count;
     s->slot_count = (uint8_t)kept;
     for (unsigned m = CALLER_SAVED_MASK & ~(unsigned)kept_registers; m; m &= m - 1)
         s->regs[__builtin_ctz(m)] = unknown_value;
+    return changed;
 }
 
 void fu_synth_entry_state(fu_synth_state *s, bool caller_saved_values)
@@ -374,13 +387,14 @@ static fu_synth_value table_target(fu_synth_value a, fu_synth_value b)
     return target;
 }
 
-static void clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_address)
+static bool clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_address)
 {
     /* the address and count from the registers before the instruction writes them (`stos`: rdi, rcx) */
-    if (insn->stores)
-        store_to(s, address_of(s, &insn->dest, next_address), insn->dest.width, insn->repeats, unknown_value, false);
+    bool changed = insn->stores &&
+                   store_to(s, address_of(s, &insn->dest, next_address), insn->dest.width, insn->repeats, unknown_value, false);
     for (unsigned m = insn->writes; m; m &= m - 1)
         s->regs[__builtin_ctz(m)] = unknown_value;
+    return changed;
 }
 
 static bool is_noreturn(const fu_synth_function *f, uint64_t target);
@@ -485,8 +499,9 @@ static bool is_callee_saved(unsigned reg)
     return reg < FU_X86_GPR_COUNT && reg != FU_REG_RSP && !(CALLER_SAVED_MASK & (1u << reg));
 }
 
-/* Apply `insn` to `s` (control flow is the caller's business; a call's effect on registers is here). */
-static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uint64_t address)
+/* Apply `insn` to `s` (control flow is the caller's business; a call's effect on registers is here).
+ * Whether the slots or what is known of the others changed. */
+static bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uint64_t address)
 {
     uint64_t next = address + insn->length;
     fu_synth_value *rsp = &s->regs[FU_REG_RSP];
@@ -497,8 +512,7 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
         unsigned width = source->width ? source->width : 8;
         fu_synth_value v = source_value(s, source, width, next);
         *rsp = fu_synth_value_add(*rsp, -(int64_t)width);
-        slot_store(s, *rsp, width, v, source->kind == FU_X86_OPERAND_REGISTER && is_callee_saved(source->reg));
-        return;
+        return slot_store(s, *rsp, width, v, source->kind == FU_X86_OPERAND_REGISTER && is_callee_saved(source->reg));
     }
     case FU_X86_POP: {
         unsigned width = dest->width ? dest->width : 8;
@@ -507,41 +521,40 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
         if (dest->kind == FU_X86_OPERAND_REGISTER)
             s->regs[dest->reg] = width == 8 ? v : unknown_value;
         else if (dest->kind == FU_X86_OPERAND_MEMORY) /* its address computed with rsp already raised (SDM) */
-            store_to(s, address_of(s, dest, next), width, false, v, false);
-        return;
+            return store_to(s, address_of(s, dest, next), width, false, v, false);
+        return false;
     }
     case FU_X86_LEAVE:
         *rsp = s->regs[FU_REG_RBP];
         s->regs[FU_REG_RBP] = slot_load(s, *rsp, 8);
         *rsp = fu_synth_value_add(*rsp, 8);
-        return;
+        return false;
     case FU_X86_ENTER: {
         if (dest->value != 0) { /* nesting levels copy frame pointers: not emitted by compilers */
             s->regs[FU_REG_RBP] = *rsp = unknown_value;
-            return;
+            return false;
         }
         *rsp = fu_synth_value_add(*rsp, -8);
-        slot_store(s, *rsp, 8, s->regs[FU_REG_RBP], true);
+        bool changed = slot_store(s, *rsp, 8, s->regs[FU_REG_RBP], true);
         s->regs[FU_REG_RBP] = *rsp;
         *rsp = fu_synth_value_add(*rsp, -(int64_t)(uint16_t)source->value);
-        return;
+        return changed;
     }
     case FU_X86_MOV:
         if (dest_is_reg64) {
             s->regs[dest->reg] = source_value(s, source, 8, next);
-            return;
+            return false;
         }
         if (dest->kind == FU_X86_OPERAND_MEMORY) {
             unsigned width = dest->width ? dest->width : 8;
             fu_synth_value v = source_value(s, source, width, next);
             bool record = width == 8 && source->kind == FU_X86_OPERAND_REGISTER && is_callee_saved(source->reg);
-            store_to(s, address_of(s, dest, next), width, false, v, record);
-            return;
+            return store_to(s, address_of(s, dest, next), width, false, v, record);
         }
         /* a 32-bit immediate zero-extends: a count for `rep` stores (`mov $N,%ecx; rep stos`) */
         if (dest->kind == FU_X86_OPERAND_REGISTER && dest->width == 4 && source->kind == FU_X86_OPERAND_IMMEDIATE) {
             s->regs[dest->reg] = make_value(FU_VALUE_CONSTANT, 0, (int64_t)(uint32_t)source->value);
-            return;
+            return false;
         }
         break;
     case FU_X86_LEA:
@@ -550,10 +563,10 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
             if (source->kind == FU_X86_OPERAND_MEMORY && !source->segment && source->scale == 1 && source->value == 0 &&
                 source->reg < FU_X86_GPR_COUNT && source->index < FU_X86_GPR_COUNT) {
                 s->regs[dest->reg] = table_target(s->regs[source->reg], s->regs[source->index]);
-                return;
+                return false;
             }
             s->regs[dest->reg] = address_of(s, source, next);
-            return;
+            return false;
         }
         break;
     case FU_X86_ADD:
@@ -562,14 +575,14 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
             fu_synth_value *d = &s->regs[dest->reg];
             if (source->kind == FU_X86_OPERAND_IMMEDIATE) {
                 *d = fu_synth_value_add(*d, insn->kind == FU_X86_ADD ? source->value : -source->value);
-                return;
+                return false;
             }
             if (insn->kind == FU_X86_ADD && source->kind == FU_X86_OPERAND_REGISTER && source->width == 8) {
                 *d = table_target(*d, s->regs[source->reg]);
-                return;
+                return false;
             }
             *d = unknown_value;
-            return;
+            return false;
         }
         break;
     case FU_X86_AND:
@@ -585,7 +598,7 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
                 *rsp = make_value(FU_VALUE_ALIGNED_STACK, 0, 0);
             else
                 *rsp = unknown_value;
-            return;
+            return false;
         }
         break;
     case FU_X86_XCHG:
@@ -593,25 +606,23 @@ static void step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uin
             fu_synth_value t = s->regs[dest->reg];
             s->regs[dest->reg] = s->regs[source->reg];
             s->regs[source->reg] = t;
-            return;
+            return false;
         }
         break;
     case FU_X86_CALL:
         if (fu_x86_is_get_pc(insn, address)) {
             *rsp = fu_synth_value_add(*rsp, -8);
-            slot_store(s, *rsp, 8, make_value(FU_VALUE_CONSTANT, 0, (int64_t)next), false);
-            return;
+            return slot_store(s, *rsp, 8, make_value(FU_VALUE_CONSTANT, 0, (int64_t)next), false);
         }
-        clobber_for_call(s, kept_across_call(run, s, insn));
-        return;
+        return clobber_for_call(s, kept_across_call(run, s, insn));
     case FU_X86_CMP: /* only the flags */
-        return;
+        return false;
     case FU_X86_JMP: case FU_X86_JCC: case FU_X86_RET: case FU_X86_TRAP: case FU_X86_INVALID:
-        return;
+        return false;
     default:
         break;
     }
-    clobber(s, insn, next);
+    return clobber(s, insn, next);
 }
 
 /* ---- the control-flow graph ------------------------------------------------------------------- */
@@ -1237,16 +1248,6 @@ static bool fixpoint(synth_run *run, bool first)
     return true;
 }
 
-static bool insn_may_store(const fu_x86_insn *insn)
-{
-    switch (insn->kind) {
-    case FU_X86_PUSH: case FU_X86_ENTER: case FU_X86_CALL: case FU_X86_POP: case FU_X86_LEAVE:
-        return true;
-    default:
-        return insn->stores || insn->dest.kind == FU_X86_OPERAND_MEMORY;
-    }
-}
-
 /* The caller-saved registers some reached instruction may write: those that keep the caller's value
  * at every instruction are the others (a function-wide set, so that rows do not change at each first
  * write of one). A call may write all of them (kept_across_call keeps only those the function
@@ -1262,6 +1263,25 @@ static uint16_t written_caller_saved(const synth_run *run)
                                                                                                   : insn->writes;
     }
     return written & CALLER_SAVED_MASK;
+}
+
+/* Make `s` the state `to` (a block's), returning what differs as fu_synth_visit's `changed` bits:
+ * a path that runs on into a block mostly reaches it with the block's own registers and slots,
+ * and the visitor need not judge again what stayed. */
+static uint32_t state_replace(fu_synth_state *s, const fu_synth_state *to)
+{
+    uint32_t changed = 0;
+    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+        if (!fu_synth_value_equal(s->regs[r], to->regs[r])) {
+            s->regs[r] = to->regs[r];
+            changed |= 1u << r;
+        }
+    if (s->slot_count != to->slot_count || s->slots_lost != to->slots_lost || s->unknown_stores != to->unknown_stores ||
+        memcmp(s->slots, to->slots, to->slot_count * sizeof to->slots[0]) != 0) {
+        state_copy(s, to);
+        changed |= FU_SYNTH_CHANGED_SLOTS;
+    }
+    return changed;
 }
 
 /* The fixpoint, then the visit: instructions in address order, each with the state before it. */
@@ -1287,15 +1307,21 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
     /* the visit */
     uint16_t written_in_function = function->caller_saved_values ? written_caller_saved(run) : 0;
     fu_synth_state s;
+    bool visited = false; /* s holds the state after the last visited instruction */
     bool live = false;
     uint32_t changed = FU_SYNTH_CHANGED_ALL;
     for (uint32_t i = 0; i < run->insn_count; i++) {
         const fu_x86_insn *insn = &scratch->insns[i];
         int32_t b = scratch->block_of[i];
         if (b >= 0 && (scratch->block_flags[b] & BLOCK_HAS_STATE)) {
-            state_copy(&s, &scratch->block_states[b]);
+            if (visited) {
+                changed |= state_replace(&s, &scratch->block_states[b]);
+            } else {
+                state_copy(&s, &scratch->block_states[b]);
+                changed = FU_SYNTH_CHANGED_ALL;
+                visited = true;
+            }
             live = true;
-            changed = FU_SYNTH_CHANGED_ALL;
         } else if (b >= 0) {
             live = false;
         }
@@ -1321,18 +1347,8 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         uint16_t written = insn->writes;
         for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
             before[__builtin_ctz(m)] = s.regs[__builtin_ctz(m)];
-        /* most stores reach no recorded slot (a pointer's target, a spill of an unknown value) */
-        bool may_store = insn_may_store(insn);
-        uint8_t slots_before = s.slot_count;
-        bool lost_before = s.slots_lost, unknown_stores_before = s.unknown_stores;
-        fu_synth_slot slots[FU_SYNTH_MAX_SLOTS];
-        if (may_store)
-            memcpy(slots, s.slots, s.slot_count * sizeof s.slots[0]);
-        step(run, &s, insn, address);
         changed = insn->kind == FU_X86_CALL ? CALLER_SAVED_MASK : 0;
-        if (may_store && (s.slot_count != slots_before || s.slots_lost != lost_before ||
-                          s.unknown_stores != unknown_stores_before ||
-                          memcmp(slots, s.slots, s.slot_count * sizeof s.slots[0]) != 0))
+        if (step(run, &s, insn, address))
             changed |= FU_SYNTH_CHANGED_SLOTS;
         for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
             if (!fu_synth_value_equal(before[__builtin_ctz(m)], s.regs[__builtin_ctz(m)]))

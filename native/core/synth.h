@@ -191,8 +191,9 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch);
 /* What differs between the state of a visit and the previous visit's (which the visitor may have
  * judged already): a bit per general-purpose register (1 << DWARF number) whose value differs (every
  * caller-saved one after a call), and FU_SYNTH_CHANGED_SLOTS when the slots or what is known of the
- * others (slots_lost, unknown_stores) differ. 0: the same state; FU_SYNTH_CHANGED_ALL: a block's
- * state, not derived from the previous visit's. */
+ * others (slots_lost, unknown_stores) differ. 0: the same state; FU_SYNTH_CHANGED_ALL: the first
+ * visit. At a block's first instruction, what differs from the previous visit's state, whether or
+ * not the path of the previous visit runs into the block. */
 #define FU_SYNTH_CHANGED_SLOTS (1u << FU_X86_GPR_COUNT)
 #define FU_SYNTH_CHANGED_ALL (FU_SYNTH_CHANGED_SLOTS | ((1u << FU_X86_GPR_COUNT) - 1))
 

@@ -117,3 +117,26 @@ void fu_regs_from_user_regs(const struct user_regs_struct *u, fu_regs *regs)
     for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
         fu_regs_set(regs, r, by_column[r]);
 }
+
+static const char *const state_register_names[FU_STATE_REGISTERS] = {
+    "eflags", "cs", "ss", "ds", "es", "fs", "gs", "fs_base", "gs_base",
+};
+const char *fu_state_register_name(int index)
+{
+    return index >= 0 && index < FU_STATE_REGISTERS ? state_register_names[index] : NULL;
+}
+
+void fu_state_regs_from_user_regs(const struct user_regs_struct *u, fu_state_regs *state)
+{
+    *state = (fu_state_regs){
+        {u->eflags, u->cs, u->ss, u->ds, u->es, u->fs, u->gs, u->fs_base, u->gs_base},
+        (1u << FU_STATE_REGISTERS) - 1,
+    };
+}
+
+void fu_state_regs_of_caller(const fu_state_regs *callee, fu_state_regs *caller)
+{
+    caller->valid = callee->valid & FU_STATE_KEPT_BY_CALLS;
+    for (unsigned i = 0; i < FU_STATE_REGISTERS; i++)
+        caller->value[i] = caller->valid >> i & 1 ? callee->value[i] : 0;
+}

@@ -78,4 +78,23 @@ const char *fu_user_register_name(int index);
 struct user_regs_struct;
 void fu_regs_from_user_regs(const struct user_regs_struct *user, fu_regs *regs);
 
+/* The registers gdb's `info registers` shows beside the walker's, by gdb's names (which are
+ * user_regs_struct's): eflags, the segment selectors cs ss ds es fs gs, fs_base and gs_base. The
+ * walker does not track them: a thread's stop gives them (frame 0), and a caller's are its
+ * callee's where a call keeps them (FU_STATE_KEPT_BY_CALLS), else unknown. */
+#define FU_STATE_REGISTERS 9
+typedef struct fu_state_regs {
+    uint64_t value[FU_STATE_REGISTERS];
+    uint32_t valid; /* bit i: value[i] known */
+} fu_state_regs;
+/* A call keeps the thread's segment selectors and bases; not eflags (no flag survives a call:
+ * the psABI preserves none, and gdb's same value there is a guess). */
+#define FU_STATE_KEPT_BY_CALLS 0x1feu
+/* The name of state register `index` ("eflags", "cs", ..., "gs_base"), or NULL. */
+const char *fu_state_register_name(int index);
+/* The state registers (all valid) from the kernel's user_regs_struct. */
+void fu_state_regs_from_user_regs(const struct user_regs_struct *user, fu_state_regs *state);
+/* A caller's state registers from its callee's: those FU_STATE_KEPT_BY_CALLS, the rest unknown. */
+void fu_state_regs_of_caller(const fu_state_regs *callee, fu_state_regs *caller);
+
 #endif

@@ -230,6 +230,10 @@ static void cache_paths(uint64_t *state)
         CHECK(fu_symbol_key_elf("00ff", file, rng_below(state, 2) ? FILES[rng_below(state, 5)] : NULL, &key) &&
                   memcmp(key.data, "elf\0" "00ff", 8) == 0,
               "elf key");
+        key.len = 0;
+        CHECK(fu_symbol_key_memory_image("00ff", rng_below(state, 2) ? FILES[rng_below(state, 5)] : NULL, &key) &&
+                  memcmp(key.data, "image\0" "00ff", 10) == 0,
+              "memory image key");
         free(key.data);
         /* perf's build-id cache: every candidate under the root, 2 to 6 of them, NUL-separated */
         static const char *const NAMES[] = {"/usr/lib/libc.so.6", "[vdso]", "/a (deleted)", "", "/", "x"};
@@ -285,13 +289,21 @@ static void render_snapshots(uint64_t *state, uint64_t rounds)
         char names[4][64];
         fu_snapshot_frame frames[8];
         fu_regs regs[8];
+        fu_state_regs states[8];
         size_t count = rng_below(state, 8);
         for (size_t i = 0; i < count; i++) {
             regs[i].valid = (uint32_t)rng_next(state);
             for (unsigned r = 0; r < FU_WALK_REGISTERS; r++)
                 regs[i].value[r] = rng_next(state);
+            if (i && rng_below(state, 2)) {
+                fu_state_regs_of_caller(&states[i - 1], &states[i]);
+            } else {
+                states[i].valid = (uint32_t)rng_next(state);
+                for (unsigned r = 0; r < FU_STATE_REGISTERS; r++)
+                    states[i].value[r] = rng_next(state);
+            }
             frames[i] = (fu_snapshot_frame){.address = rng_next(state), .offset = rng_next(state),
-                                            .registers = rng_below(state, 2) ? &regs[i] : NULL};
+                                            .registers = rng_below(state, 2) ? &regs[i] : NULL, .state = &states[i]};
             random_text(state, names[0], sizeof names[0], &frames[i].symbol);
             random_text(state, names[1], sizeof names[1], &frames[i].module);
         }

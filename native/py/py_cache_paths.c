@@ -2,6 +2,7 @@
  * for cache.py, symbols.py and the launcher.
  *
  * cache_root() -> str; symbol_key_elf(build_id_hex, path, debug_path) -> bytes;
+ * symbol_key_memory_image(build_id_hex, debug_path) -> bytes;
  * symbol_key_kallsyms(path) -> bytes | None (None: no file there); compact_cache_suffix(synth) -> str;
  * build_id_cache_root() -> str; build_id_cache_file(name, build_id_hex, file) -> str;
  * build_id_cache_candidates(name, build_id, file) -> list[str]
@@ -38,6 +39,18 @@ static PyObject *symbol_key_elf(PyObject *module, PyObject *args)
                                 &key);
     Py_DECREF(build_id);
     Py_DECREF(path);
+    Py_DECREF(debug_path);
+    return ok ? key_result(true, &key) : (free(key.data), PyErr_NoMemory());
+}
+
+static PyObject *symbol_key_memory_image(PyObject *module, PyObject *args)
+{
+    PyObject *build_id, *debug_path;
+    if (!PyArg_ParseTuple(args, "O&O&", PyUnicode_FSConverter, &build_id, PyUnicode_FSConverter, &debug_path))
+        return NULL;
+    fu_buffer key = {0};
+    bool ok = fu_symbol_key_memory_image(PyBytes_AS_STRING(build_id), PyBytes_AS_STRING(debug_path), &key);
+    Py_DECREF(build_id);
     Py_DECREF(debug_path);
     return ok ? key_result(true, &key) : (free(key.data), PyErr_NoMemory());
 }
@@ -144,6 +157,9 @@ static PyMethodDef cache_paths_methods[] = {
     {"cache_root", cache_root, METH_NOARGS, "cache_root() -> the caches' directory (core/cache_paths.h)"},
     {"symbol_key_elf", symbol_key_elf, METH_VARARGS,
      "symbol_key_elf(build_id_hex, path, debug_path) -> bytes: the key of an ELF file's cached symbol table"},
+    {"symbol_key_memory_image", symbol_key_memory_image, METH_VARARGS,
+     "symbol_key_memory_image(build_id_hex, debug_path) -> bytes: the key of an in-memory ELF image's (the vDSO's) "
+     "cached symbol table"},
     {"symbol_key_kallsyms", symbol_key_kallsyms, METH_VARARGS,
      "symbol_key_kallsyms(path) -> bytes | None: the key of a kallsyms copy's cached symbol table"},
     {NULL},

@@ -5,8 +5,23 @@
 
 #include "live.h"
 
+/* A tuple of `count` unsigned words, or NULL with an exception set. */
+static PyObject *u64_tuple(const uint64_t *values, unsigned count)
+{
+    PyObject *tuple = PyTuple_New(count);
+    for (unsigned i = 0; tuple && i < count; i++) {
+        PyObject *value = PyLong_FromUnsignedLongLong(values[i]);
+        if (!value)
+            Py_CLEAR(tuple);
+        else
+            PyTuple_SET_ITEM(tuple, i, value);
+    }
+    return tuple;
+}
+
 /* live_capture(pid, tid, stack_ranges, max_stack, mem_fd)
- *   -> (outcome, errno, registers: tuple of 17 | None, stack_address, stack: bytes, stopped_ns)
+ *   -> (outcome, errno, registers: tuple of 17 | None, state: tuple of the FU_STATE_REGISTERS | None,
+ *       stack_address, stack: bytes, stopped_ns)
  * One thread, stopped, copied and released with the GIL released. stack_ranges: native u64 pairs
  * [start, end), sorted (live.h fu_live_stacks); mem_fd: an open /proc/PID/mem or -1. One thread a
  * call, so that a snapshot holds one stack copy at a time whatever the number of threads. */
@@ -17,7 +32,7 @@ static PyObject *live_capture(PyObject *module, PyObject *args)
     Py_ssize_t max_stack;
     if (!PyArg_ParseTuple(args, "iiy*ni", &pid, &tid, &ranges, &max_stack, &mem_fd))
         return NULL;
-    PyObject *result = NULL, *registers = NULL;
+    PyObject *result = NULL, *registers = NULL, *state = NULL;
     fu_buffer stack = {0};
     if (ranges.len % 16 != 0 || max_stack < 0 || tid <= 0) {
         PyErr_SetString(PyExc_ValueError, "stack_ranges: u64 pairs; max_stack: not negative; tid: positive");
@@ -34,22 +49,19 @@ static PyObject *live_capture(PyObject *module, PyObject *args)
         goto done;
     }
     if (thread.outcome == FU_LIVE_CAPTURED) {
-        if (!(registers = PyTuple_New(FU_WALK_REGISTERS)))
+        if (!(registers = u64_tuple(thread.regs.value, FU_WALK_REGISTERS)) ||
+            !(state = u64_tuple(thread.state.value, FU_STATE_REGISTERS)))
             goto done;
-        for (unsigned r = 0; r < FU_WALK_REGISTERS; r++) {
-            PyObject *value = PyLong_FromUnsignedLongLong(thread.regs.value[r]);
-            if (!value)
-                goto done;
-            PyTuple_SET_ITEM(registers, r, value);
-        }
     } else {
         registers = Py_NewRef(Py_None);
+        state = Py_NewRef(Py_None);
     }
-    result = Py_BuildValue("(siOKy#K)", fu_live_outcome_name(thread.outcome), thread.error, registers,
+    result = Py_BuildValue("(siOOKy#K)", fu_live_outcome_name(thread.outcome), thread.error, registers, state,
                            (unsigned long long)thread.stack_address, (const char *)stack.data + thread.stack_offset,
                            (Py_ssize_t)thread.stack_size, (unsigned long long)thread.stopped_ns);
 done:
     Py_XDECREF(registers);
+    Py_XDECREF(state);
     free(stack.data);
     PyBuffer_Release(&ranges);
     return result;
@@ -57,7 +69,8 @@ done:
 
 static PyMethodDef live_methods[] = {
     {"live_capture", live_capture, METH_VARARGS,
-     "live_capture(pid, tid, stack_ranges, max_stack, mem_fd) -> (outcome, errno, registers, stack_address, stack, "
+     "live_capture(pid, tid, stack_ranges, max_stack, mem_fd) -> (outcome, errno, registers, state, stack_address, "
+     "stack, "
      "stopped_ns): the thread stopped, copied and released"},
     {NULL},
 };

@@ -30,7 +30,7 @@ int py_bpf_init(PyObject *module);           /* BpfSession, the in-kernel unwind
 int py_coredump_init(PyObject *module);      /* CoreFile */
 int py_srcline_init(PyObject *module);       /* SourceLines */
 int py_snapshot_init(PyObject *module);      /* render_snapshot */
-int py_cache_paths_init(PyObject *module);   /* cache_root, symbol_key_elf, symbol_key_kallsyms */
+int py_cache_paths_init(PyObject *module);   /* cache_root, symbol_key_elf/_memory_image/_kallsyms */
 
 static const py_init_fn INITS[] = {
     py_x86_64_init,        py_cfi_init,       py_dwarf_expr_init,  py_compact_table_init, py_eh_elf_init,

@@ -5,9 +5,10 @@
  * render_snapshot(pid, threads, json) -> bytes
  *   threads: stacks.Thread tuples (tid, name, frames, outcome, fault_address, stopped_ns, reason),
  *   frames: stacks.Frame tuples (address, symbol, offset, module, recovered_by, registers), the
- *   registers a mapping of every walker register's name (in stacks.REGISTER_NAMES' order) to its
- *   value or None, or empty. Strings are encoded as the file system's names are (surrogateescape:
- *   a path's undecodable bytes are its own again).
+ *   registers a mapping of every walker register's name, then every state register's (in
+ *   stacks.REGISTER_NAMES' and STATE_REGISTER_NAMES' order), to its value or None, or empty.
+ *   Strings are encoded as the file system's names are (surrogateescape: a path's undecodable
+ *   bytes are its own again).
  */
 #include "py_core.h" /* Python.h first */
 
@@ -32,24 +33,27 @@ static bool text_of(PyObject *object, PyObject *keep, fu_snapshot_text *out)
     return appended == 0;
 }
 
-/* A frame's registers mapping into *regs; *has false for an empty one. */
-static bool registers_of(PyObject *mapping, fu_regs *regs, bool *has)
+/* A frame's registers mapping (the walker's, then the state registers: x86_64.h) into *regs and
+ * *state; *has false for an empty one. */
+static bool registers_of(PyObject *mapping, fu_regs *regs, fu_state_regs *state, bool *has)
 {
     *regs = (fu_regs){{0}, 0};
+    *state = (fu_state_regs){{0}, 0};
     Py_ssize_t size = PyObject_Length(mapping);
     if (size < 0)
         return false;
     *has = size > 0;
     if (!size)
         return true;
-    if (size != FU_WALK_REGISTERS) {
-        PyErr_Format(PyExc_ValueError, "a frame's registers: %d of them or none, not %zd", FU_WALK_REGISTERS, size);
+    if (size != FU_WALK_REGISTERS + FU_STATE_REGISTERS) {
+        PyErr_Format(PyExc_ValueError, "a frame's registers: %d of them or none, not %zd",
+                     FU_WALK_REGISTERS + FU_STATE_REGISTERS, size);
         return false;
     }
     PyObject *values = PyMapping_Values(mapping);
     if (!values)
         return false;
-    for (unsigned r = 0; r < FU_WALK_REGISTERS; r++) {
+    for (unsigned r = 0; r < FU_WALK_REGISTERS + FU_STATE_REGISTERS; r++) {
         PyObject *value = PyList_GET_ITEM(values, r);
         if (value == Py_None)
             continue;
@@ -58,7 +62,12 @@ static bool registers_of(PyObject *mapping, fu_regs *regs, bool *has)
             Py_DECREF(values);
             return false;
         }
-        fu_regs_set(regs, r, v);
+        if (r < FU_WALK_REGISTERS) {
+            fu_regs_set(regs, r, v);
+        } else {
+            state->value[r - FU_WALK_REGISTERS] = v;
+            state->valid |= 1u << (r - FU_WALK_REGISTERS);
+        }
     }
     Py_DECREF(values);
     return true;
@@ -69,6 +78,7 @@ static bool render_thread(PyObject *thread, bool json, fu_buffer *out)
     PyObject *keep = PyList_New(0), *frames_seq = NULL;
     fu_snapshot_frame *frames = NULL;
     fu_regs *regs = NULL;
+    fu_state_regs *states = NULL;
     bool ok = false;
     PyObject *tid, *name, *frames_object, *outcome, *fault, *stopped, *reason;
     if (!keep || !PyArg_ParseTuple(thread, "OOOOOOO;a stacks.Thread", &tid, &name, &frames_object, &outcome, &fault,
@@ -84,7 +94,8 @@ static bool render_thread(PyObject *thread, bool json, fu_buffer *out)
     Py_ssize_t count = PySequence_Fast_GET_SIZE(frames_seq);
     frames = PyMem_Calloc((size_t)count + 1, sizeof *frames);
     regs = PyMem_Calloc((size_t)count + 1, sizeof *regs);
-    if (!frames || !regs) {
+    states = PyMem_Calloc((size_t)count + 1, sizeof *states);
+    if (!frames || !regs || !states) {
         PyErr_NoMemory();
         goto done;
     }
@@ -98,9 +109,10 @@ static bool render_thread(PyObject *thread, bool json, fu_buffer *out)
         f->offset = PyLong_AsUnsignedLongLong(offset);
         bool has;
         if (PyErr_Occurred() || !text_of(symbol, keep, &f->symbol) || !text_of(module, keep, &f->module) ||
-            !registers_of(registers, &regs[i], &has))
+            !registers_of(registers, &regs[i], &states[i], &has))
             goto done;
         f->registers = has ? &regs[i] : NULL;
+        f->state = &states[i];
         if (derived != Py_None && !(f->derived = PyUnicode_Check(derived) ? PyUnicode_AsUTF8(derived) : NULL)) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_TypeError, "a frame's derived rows: a str or None");
@@ -115,6 +127,7 @@ static bool render_thread(PyObject *thread, bool json, fu_buffer *out)
 done:
     PyMem_Free(frames);
     PyMem_Free(regs);
+    PyMem_Free(states);
     Py_XDECREF(frames_seq);
     Py_XDECREF(keep);
     return ok;

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from fastunwind import _core, image
+from fastunwind.elf import ElfFile
 from fastunwind.errors import ElfError
 from fastunwind.tables import compact, eh_elf
 
@@ -189,10 +190,18 @@ def parse_proc_maps(text: str, images: ImageCache, locate: Locate | None = None,
     return AddressSpace(mappings)
 
 
+def vdso_image_of(data: bytes) -> ModuleImage:
+    """The vDSO's image parsed from its bytes (a process's or a core's copy; no file behind it:
+    symbols.py keys its symbol table by its build-id). Raises ElfError."""
+    image = ModuleImage(VDSO, ElfFile.from_bytes(data, VDSO))
+    image.memory_copy = bytes(data)
+    return image
+
+
 def vdso_image(maps: str, memory_path: str) -> ModuleImage | None:
     """The vDSO's image from the memory of the process whose maps text is `maps` (its own copy:
-    the kernel's, which may be another kernel's in a container or after an update), copied into a
-    file for the ELF reader; None without a vDSO or if its memory cannot be read."""
+    the kernel's, which may be another kernel's in a container or after an update), parsed from
+    the copied bytes; None without a vDSO or if its memory cannot be read."""
     ranges = [line.split()[0] for line in maps.splitlines() if line.rstrip().endswith(VDSO)]
     if not ranges:
         return None
@@ -201,15 +210,7 @@ def vdso_image(maps: str, memory_path: str) -> ModuleImage | None:
         with open(memory_path, "rb") as memory:
             memory.seek(start)
             data = memory.read(end - start)
-        # an in-memory file for the ELF reader (tempfile's import alone costs a CLI run ~7 ms)
-        copy = os.memfd_create("fastunwind-vdso")
-        try:
-            os.write(copy, data)
-            image = ModuleImage.load(f"/proc/self/fd/{copy}")
-            image.memory_copy = data
-            return image
-        finally:
-            os.close(copy)
+        return vdso_image_of(data)
     except (OSError, ElfError):
         return None
 

@@ -28,13 +28,11 @@ from types import TracebackType
 from typing import NamedTuple
 
 from fastunwind import _core, stacks
-from fastunwind.address_space import AddressSpace, ImageCache, Mapping, ModuleImage
-from fastunwind.elf import PF_X, PT_LOAD, PT_NOTE, ElfFile, build_id_in_notes
+from fastunwind.address_space import VDSO, AddressSpace, ImageCache, Mapping, ModuleImage, vdso_image_of
+from fastunwind.elf import PF_X, PT_LOAD, PT_NOTE, build_id_in_notes
 from fastunwind.image import PAGE_SIZE
 from fastunwind.errors import CoreFileError, ElfError
 
-#: the name the core's vDSO mapping goes by (as /proc/PID/maps, eu-stack and perf name it)
-VDSO = "[vdso]"
 #: the ELF header fields read from a mapped file's first page in the core: e_phoff, then
 #: e_phentsize and e_phnum (Elf64_Ehdr)
 _PHOFF = struct.Struct("<Q")
@@ -252,8 +250,7 @@ class CoreFile:
             return (CoreModule(VDSO, start, None, None, f"{VDSO} at {start:#x}: not in the core: not used"),
                     Mapping(vaddr, vaddr + memsz, 0, VDSO, None, 0))
         try:
-            image = ModuleImage(VDSO, ElfFile.from_bytes(data, VDSO))
-            image.memory_copy = bytes(data)
+            image = vdso_image_of(data)
         except ElfError as error:
             return (CoreModule(VDSO, start, None, None, f"{VDSO} at {start:#x}: {error}: not used"),
                     Mapping(vaddr, vaddr + memsz, 0, VDSO, None, 0))
@@ -272,7 +269,7 @@ class CoreFile:
         space = self.space.to_core(synth=synth)
         mappings = self.space.mappings
         known: stacks.KnownFrames = {}  # the threads share most of their frames: each named once
-        for tid, _signal, _user_registers, registers in self._core.threads():
+        for tid, _signal, user_registers, registers in self._core.threads():
             by_frame: list[tuple[int | None, ...]] = []
             if with_registers:
                 outcome, fault, raw, by_frame = _core.unwind_core(space, self._core, registers, max_frames,
@@ -280,7 +277,7 @@ class CoreFile:
             else:
                 outcome, fault, raw = _core.unwind_core(space, self._core, registers, max_frames)
             frames = stacks.symbolize(raw, lambda module: mappings[module] if module is not None else None,
-                                      by_frame, known)
+                                      by_frame, known, stacks.state_of_user_registers(user_registers))
             yield stacks.Thread(tid, self.name, frames, outcome, fault)
 
     def snapshot(self, *, with_registers: bool = False, synth: str = "off") -> stacks.ProcessSnapshot:

@@ -191,9 +191,9 @@ def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bo
         # one thread at a time: stopped, copied and released in C, then walked here while every
         # thread runs (one stack copy held at a time)
         for tid in wanted:
-            outcome, error, registers, stack_address, stack, stopped_ns = _core.live_capture(
+            outcome, error, registers, state, stack_address, stack, stopped_ns = _core.live_capture(
                 pid, tid, ranges, max_stack, mem_fd)
-            if registers is None:
+            if registers is None or state is None:
                 # ptrace refuses a thread that is exiting as it refuses a forbidden one (EPERM)
                 if outcome == "not_permitted" and _state(f"/proc/{pid}/task/{tid}/stat") in EXITED_STATES:
                     outcome = "exited"
@@ -201,8 +201,8 @@ def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bo
                                       os.strerror(error) if error else ""))
                 continue
             frames, walk_outcome, fault = unwind_thread(space, dict(enumerate(registers)), stack, stack_address,
-                                                        with_registers=with_registers, max_frames=max_frames,
-                                                        known=known, synth=synth)
+                                                        state=state, with_registers=with_registers,
+                                                        max_frames=max_frames, known=known, synth=synth)
             threads.append(Thread(tid, _thread_name(pid, tid), frames, walk_outcome, fault, stopped_ns))
     finally:
         if mem_fd >= 0:

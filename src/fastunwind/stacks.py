@@ -30,6 +30,9 @@ from fastunwind.symbols import symbol_table_for_file
 #: the walker's registers by DWARF number (x86_64.h: 0 rax ... 15 r15, 16 the return address)
 REGISTER_NAMES: tuple[str, ...] = tuple(_core.register_name(column) or f"r{column}"
                                         for column in range(_core.WALK_REGISTERS))
+#: the registers gdb shows beside the walker's (x86_64.h): eflags, the segment selectors, fs_base,
+#: gs_base; a caller's are its callee's where a call keeps them (STATE_KEPT_BY_CALLS), else unknown
+STATE_REGISTER_NAMES: tuple[str, ...] = _core.STATE_REGISTER_NAMES
 #: how a frame was recovered, by code (walk.h, fu_frame_kind)
 FRAME_KINDS: tuple[str, ...] = _core.FRAME_KINDS
 #: the walk outcome of a stack walked to its outermost frame; every other outcome is incomplete
@@ -48,8 +51,8 @@ class Frame(NamedTuple):
     offset: int  #: address - the symbol's start (0 without a symbol)
     module: str | None  #: the mapped file's path as the process names it
     recovered_by: str  #: how the walker's step reached the frame, one of FRAME_KINDS
-    #: the frame's registers by name (REGISTER_NAMES), None where the unwind rules do not recover
-    #: one; empty where the caller did not ask for them
+    #: the frame's registers by name (REGISTER_NAMES, then STATE_REGISTER_NAMES), None where the
+    #: unwind rules do not recover one; empty where the caller did not ask for them
     registers: Mapping[str, int | None]
     #: "synthesized" or "corrected" where the step from this frame to its caller used rows derived
     #: from the machine code (--synth; walk.h FU_FRAME_DERIVED), None where it used declared CFI
@@ -96,14 +99,15 @@ def symbol_table(image: ModuleImage) -> _core.SymbolTable:
 
 
 def unwind_thread(space: AddressSpace, registers: Mapping[int, int], stack: bytes, stack_address: int, *,
-                  with_registers: bool = False, max_frames: int = _core.WALK_MAX_FRAMES,
+                  state: Sequence[int] = (), with_registers: bool = False, max_frames: int = _core.WALK_MAX_FRAMES,
                   backend: str | None = None, known: KnownFrames | None = None, synth: str = "off"
                   ) -> tuple[tuple[Frame, ...], str, int]:
     """(frames, outcome, fault address) of one thread: `registers` by DWARF number (16 the PC,
     7 the SP required), its stack bytes from `stack_address` up; `with_registers`: each frame's
-    registers recovered (else empty). `known`: the frames named already in `space` (the threads of
-    one snapshot share one: they share most of their frames); `synth`: the rows derived from the
-    machine code (tables.compact.SYNTH_MODES)."""
+    registers recovered (else empty), with the thread's `state` registers (STATE_REGISTER_NAMES'
+    values) where given. `known`: the frames named already in `space` (the threads of one snapshot
+    share one: they share most of their frames); `synth`: the rows derived from the machine code
+    (tables.compact.SYNTH_MODES)."""
     core = space.to_core(backend, synth)
     if with_registers:
         outcome, fault, raw, by_frame = _core.unwind(core, dict(registers), stack, stack_address, max_frames,
@@ -112,8 +116,8 @@ def unwind_thread(space: AddressSpace, registers: Mapping[int, int], stack: byte
         outcome, fault, raw = _core.unwind(core, dict(registers), stack, stack_address, max_frames)
         by_frame = []
     mappings = space.mappings
-    return (symbolize(raw, lambda module: mappings[module] if module is not None else None, by_frame, known),
-            outcome, fault)
+    return (symbolize(raw, lambda module: mappings[module] if module is not None else None, by_frame, known,
+                      state), outcome, fault)
 
 
 #: the frames a source named already, by the walker's (address, module, frame kind, flags) as the
@@ -124,22 +128,31 @@ NO_REGISTERS: Mapping[str, int | None] = MappingProxyType({})
 
 
 def symbolize(raw: Iterable[tuple[int, Any, int, int]], mapping_of: Callable[[Any], AddressMapping | None],
-              by_frame: Sequence[Sequence[int | None]] = (), known: KnownFrames | None = None
-              ) -> tuple[Frame, ...]:
+              by_frame: Sequence[Sequence[int | None]] = (), known: KnownFrames | None = None,
+              state: Sequence[int] = ()) -> tuple[Frame, ...]:
     """Frames from the walker's (address, module, frame kind code, FRAME_* flags), its modules'
     mappings by `mapping_of` (asked once per frame not `known`), and, optionally, each frame's
-    registers by DWARF number."""
+    registers by DWARF number, with the thread's `state` registers (unknown without them)."""
     known = {} if known is None else known
     frames = []
+    top = state or (None,) * len(STATE_REGISTER_NAMES)
+    callers = tuple(value if _core.STATE_KEPT_BY_CALLS >> i & 1 else None for i, value in enumerate(top))
     for index, key in enumerate(raw):
         frame = known.get(key)
         if frame is None:
             address, module, kind, flags = key
             frame = known[key] = _frame(address, mapping_of(module), kind, flags)
         if index < len(by_frame):
-            frame = frame._replace(registers=dict(zip(REGISTER_NAMES, by_frame[index])))
+            registers = dict(zip(REGISTER_NAMES, by_frame[index]))
+            registers.update(zip(STATE_REGISTER_NAMES, callers if index else top))
+            frame = frame._replace(registers=registers)
         frames.append(frame)
     return tuple(frames)
+
+
+def state_of_user_registers(user_registers: Sequence[int]) -> tuple[int, ...]:
+    """The state registers' values (STATE_REGISTER_NAMES) from struct user_regs_struct's words."""
+    return tuple(user_registers[_core.USER_REGISTER_NAMES.index(name)] for name in STATE_REGISTER_NAMES)
 
 
 def _frame(address: int, mapping: AddressMapping | None, kind: int, flags: int) -> Frame:

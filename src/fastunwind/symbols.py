@@ -77,7 +77,9 @@ def symbol_table_for_file(elf: ElfFile) -> SymbolTable:
     build_id = elf.build_id_hex
     if build_id is None:
         return _symbol_table_of(elf, debug_path)
-    key = _core.symbol_key_elf(build_id, elf.path, debug_path or "")
+    # an image copied from memory (the vDSO) has no file to identify: its build-id names it
+    key = (_core.symbol_key_memory_image(build_id, debug_path or "") if elf.in_memory
+           else _core.symbol_key_elf(build_id, elf.path, debug_path or ""))
     return cached_table(build_id, key, lambda: _symbol_table_of(elf, debug_path))
 
 

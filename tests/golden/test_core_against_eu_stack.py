@@ -6,7 +6,9 @@ function), the kernel's cores of the same program crashing by SIGSEGV and by abo
 of Debian's own `sleep` and `python3`. For every thread: every stack complete; its PCs identical to
 eu-stack's, or longer where eu-stack stops early, and then gdb (`thread apply all bt`'s frames, read
 through gdb's Python) has ours; each frame's registers identical to gdb's wherever both know them
-(the walker recovers rip, rsp and the callee-saved registers; gdb prints `<not saved>` for others).
+(the walker recovers rip, rsp and the callee-saved registers; gdb prints `<not saved>` for others;
+eflags, the segment selectors and fs_base/gs_base come from NT_PRSTATUS, and a caller keeps all but
+eflags).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import pytest
 
 from fastunwind import core as core_files
 from fastunwind.elf import ElfFile
-from fastunwind.stacks import Thread
+from fastunwind.stacks import STATE_REGISTER_NAMES, Thread
 from tests.support import cores
 from tests.support.cores import CoreUnavailable
 
@@ -72,6 +74,7 @@ def assert_agrees(threads: tuple[Thread, ...], core: Path, exe: Path | None) -> 
     for tid, frames in named.items():
         cores.assert_signal_frames_named_as(ours[tid].frames, frames)
     compared = 0  # registers compared with gdb's
+    compared_names: set[str] = set()
     for tid, thread in ours.items():
         assert thread.complete, f"thread {tid}: {thread.outcome} at {thread.fault_address:#x}"
         pcs = [frame.address for frame in thread.frames]
@@ -92,6 +95,9 @@ def assert_agrees(threads: tuple[Thread, ...], core: Path, exe: Path | None) -> 
                     assert value == theirs_registers[name], (tid, number, name, hex(value),
                                                              hex(theirs_registers[name]))
                     compared += 1
+                    compared_names.add(name)
+    # gdb's `info registers` of frame 0 (eflags, segments, bases) among them, from the core's NT_PRSTATUS
+    assert set(STATE_REGISTER_NAMES) <= compared_names
     return compared
 
 
@@ -123,7 +129,12 @@ def test_the_signalled_thread_comes_first_with_its_registers(program: Path, made
     top = first.frames[0]
     assert top.registers["rip"] == top.address and all(v is not None for v in top.registers.values())
     # a caller's callee-saved registers are recovered or kept; the scratch ones are unknown
-    assert first.frames[1].registers["rax"] is None and first.frames[1].registers["rsp"] is not None
+    caller = first.frames[1].registers
+    assert caller["rax"] is None and caller["rsp"] is not None
+    # a call keeps the segment selectors and bases, not the flags
+    assert caller["eflags"] is None and top.registers["eflags"] is not None
+    assert all(caller[name] == top.registers[name] for name in STATE_REGISTER_NAMES if name != "eflags")
+    assert top.registers["cs"] == 0x33 and top.registers["fs_base"]  # user code's selector; glibc's TLS
 
 
 @pytest.mark.parametrize("name", sorted(REAL_PROGRAMS))

@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 
 import fastunwind
+from fastunwind import _core, cache, live, stacks
+from fastunwind.address_space import VDSO, ImageCache
+from fastunwind.elf import find_debug_file
 from fastunwind.errors import LiveError
 from tests.support.cores import assert_signal_frames_named_as, eu_stack_frames, sigstop, thread_states
 from tests.support.paths import REPO_ROOT
@@ -97,6 +100,33 @@ def test_blocked_threads_pcs_are_eu_stacks(blocked_threads: int) -> None:
     assert any(name and name.startswith("realigned") for name in names["realign"])
 
 
+def test_two_snapshots_share_the_vdsos_symbol_cache_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vDSO's symbol table is cached under its build-id and keyed by it (core/cache_paths.h: an
+    image copied from memory has no file to identify): a second snapshot of the process, with
+    other files open at the numbers the first used, finds the entry the first wrote and keeps it."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    process = start(["sleep", "60"])
+    opened: list[int] = []
+    try:
+        entries = []
+        for _snapshot in range(2):
+            space, _maps = live.address_space(process.pid, ImageCache())
+            image = next(m.image for m in space.mappings if m.path == VDSO)
+            assert image is not None and image.elf.in_memory and image.build_id
+            # as a snapshot does: /proc/PID/mem open while frames are named
+            opened.append(os.open(f"/proc/{process.pid}/mem", os.O_RDONLY))
+            stacks.symbol_table(image)
+            entry = Path(cache.cache_dir("symbols")) / (image.build_id.hex() + cache.KINDS["symbols"])
+            entries.append((entry.stat().st_ino, entry.stat().st_mtime_ns))
+            key = _core.symbol_key_memory_image(image.build_id.hex(), find_debug_file(image.elf) or "")
+            _core.SymbolTable.from_cache(entry.read_bytes(), key)  # ValueError: another key
+        assert entries[0] == entries[1], "the second snapshot rewrote the vDSO's entry: its key changed"
+    finally:
+        for fd in opened:
+            os.close(fd)
+        stop(process)
+
+
 def test_a_deleted_program_is_read_through_map_files(tmp_path: Path) -> None:
     """The program's file deleted while it runs: its frames are unwound and named from the mapping
     itself (/proc/PID/map_files), the module named as the maps name it."""
@@ -119,6 +149,7 @@ def test_blocked_threads_registers_are_gdbs(blocked_threads: int) -> None:
     snapshot = fastunwind.backtrace(blocked_threads, with_registers=True)
     ours = {(thread.tid, number): frame for thread in snapshot.threads for number, frame in enumerate(thread.frames)}
     compared = 0
+    compared_names: set[str] = set()  # gdb's `info registers` names compared, frame 0's eflags and segments too
     for oracle in gdb_frames(blocked_threads):
         frame = ours.get((int(oracle["tid"]), int(oracle["frame"])))  # type: ignore[call-overload]
         if frame is None:
@@ -128,7 +159,9 @@ def test_blocked_threads_registers_are_gdbs(blocked_threads: int) -> None:
             if frame.registers[name] is not None:
                 assert frame.registers[name] == value, (oracle["tid"], oracle["frame"], name)
                 compared += 1
+                compared_names.add(name)
     assert compared > 500
+    assert compared_names == set(fastunwind.stacks.REGISTER_NAMES + fastunwind.stacks.STATE_REGISTER_NAMES)
 
 
 #: programs built here from workloads/live: (source, compiler command before "-o OUT SOURCE")

@@ -9,7 +9,7 @@ import json
 import gdb  # type: ignore[import-not-found]
 
 REGISTERS = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
-             "r14", "r15", "rip")
+             "r14", "r15", "rip", "eflags", "cs", "ss", "ds", "es", "fs", "gs", "fs_base", "gs_base")
 MAX_FRAMES = 1024
 
 frames = []

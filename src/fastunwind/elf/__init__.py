@@ -305,6 +305,8 @@ class ElfFile:
         self.path = path
         self._view: memoryview | None = data
         self._mapping = mapping
+        #: parsed from bytes in memory (from_bytes: a vDSO copy), not from a file at `path`
+        self.in_memory = mapping is None
         self.file_size = len(data)
         self._parse_file_header()
         self.sections = self._parse_section_headers()

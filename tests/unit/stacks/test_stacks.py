@@ -10,29 +10,34 @@ from fastunwind.address_space import current_process
 from fastunwind.stacks import Frame, ProcessSnapshot, Thread, render_json, render_text, unwind_thread
 
 def registers(**known: int) -> dict[str, int | None]:
-    """A frame's registers as the walk gives them: every walker register, None where unknown."""
-    return {name: known.get(name) for name in stacks.REGISTER_NAMES}
+    """A frame's registers as the walk gives them: every walker register, then eflags, the segment
+    registers and bases; None where unknown."""
+    return {name: known.get(name) for name in stacks.REGISTER_NAMES + stacks.STATE_REGISTER_NAMES}
 
 
-REGISTERS = registers(rax=1, rip=0x401136)
-#: the register lines of a frame with only rdx and rip known (rip 0x401200)
+REGISTERS = registers(rax=1, rip=0x401136, eflags=0x246, cs=0x33, ss=0x2b, fs_base=0x7f0000002000)
+#: the register lines of a frame with only rdx, rip and cs known (rip 0x401200)
 MAIN_REGISTER_LINES = [
     "    rax <unknown>           rdx 0x0000000000000002  rcx <unknown>           rbx <unknown>",
     "    rsi <unknown>           rdi <unknown>           rbp <unknown>           rsp <unknown>",
     "     r8 <unknown>            r9 <unknown>           r10 <unknown>           r11 <unknown>",
     "    r12 <unknown>           r13 <unknown>           r14 <unknown>           r15 <unknown>",
-    "    rip 0x0000000000401200",
+    "    rip 0x0000000000401200  eflags <unknown>            cs 0x0000000000000033   ss <unknown>",
+    "     ds <unknown>            es <unknown>            fs <unknown>            gs <unknown>",
+    "    fs_base <unknown>           gs_base <unknown>",
 ]
 LEAF_REGISTER_LINES = [
     "    rax 0x0000000000000001  rdx <unknown>           rcx <unknown>           rbx <unknown>",
     *MAIN_REGISTER_LINES[1:4],
-    "    rip 0x0000000000401136",
+    "    rip 0x0000000000401136  eflags 0x0000000000000246   cs 0x0000000000000033   ss 0x000000000000002b",
+    MAIN_REGISTER_LINES[5],
+    "    fs_base 0x00007f0000002000  gs_base <unknown>",
 ]
 
 
 def snapshot() -> ProcessSnapshot:
     frames = (Frame(0x401136, "leaf", 0x6, "/bin/prog", "first", REGISTERS),
-              Frame(0x401200, "main", 0x20, "/bin/prog", "cfi", registers(rdx=2, rip=0x401200)),
+              Frame(0x401200, "main", 0x20, "/bin/prog", "cfi", registers(rdx=2, rip=0x401200, cs=0x33)),
               Frame(0x7f0000001000, None, 0, None, "frame_pointer", {}))
     return ProcessSnapshot(42, (Thread(42, "prog", frames, "end"),
                                 Thread(43, "worker", frames[:1], "truncated", 0x7ffd0000),
@@ -106,13 +111,18 @@ def test_frame_registers_follow_the_walk():
         registers = {r: rng.randrange(1 << 64) for r in range(16)}
         registers.update({7: sp, 16: rng.randrange(mapping.start, mapping.end)})
         plain, outcome, fault = unwind_thread(space, registers, stack, sp, max_frames=32)
+        state = [rng.randrange(1 << 64) for _ in stacks.STATE_REGISTER_NAMES]
         with_registers, outcome_again, fault_again = unwind_thread(space, registers, stack, sp, max_frames=32,
-                                                                   with_registers=True)
+                                                                   state=state, with_registers=True)
         assert (outcome, fault) == (outcome_again, fault_again)
         assert [f.address for f in plain] == [f.address for f in with_registers]
         assert all(f.registers == {} for f in plain)
-        assert with_registers[0].registers == {stacks.REGISTER_NAMES[r]: v for r, v in registers.items()}
+        given_state = dict(zip(stacks.STATE_REGISTER_NAMES, state))
+        assert with_registers[0].registers == {stacks.REGISTER_NAMES[r]: v for r, v in registers.items()} | given_state
         assert all(f.registers["rip"] == f.address for f in with_registers)
+        # a caller keeps the thread's segment selectors and bases; its flags are unknown
+        kept = given_state | {"eflags": None}
+        assert all({name: f.registers[name] for name in kept} == kept for f in with_registers[1:])
 
 
 def test_current_thread_is_symbolized_and_its_images_kept():
