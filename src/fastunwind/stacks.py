@@ -207,7 +207,9 @@ def render(snapshot: ProcessSnapshot, out: TextIO, *, json: bool = False) -> Non
     frame's registers four a line where asked, and `(stack incomplete: OUTCOME[ at ADDRESS][:
     reason])` after a stack that did not reach its outermost frame); with `json`, one document
     {"pid", "threads": [{"tid", "name", "outcome", "frames": [{"address", "symbol", "offset",
-    "module", "registers": {name: value or null}}]}]} as json.dump writes it."""
+    "module", "registers": {name: value or null}}]}]} as json.dump writes it; a frame whose step
+    used rows derived from the machine code (Frame.derived) is marked ` [synthesized]` (or
+    ` [corrected]`) after its module, and has a "derived" key after "module"."""
     data = _core.render_snapshot(snapshot.pid, snapshot.threads, json)
     out.write(data.decode("utf-8", "surrogateescape"))  # paths' undecodable bytes: their own again
 

@@ -62,7 +62,8 @@ def add_snapshot_output_arguments(parser: argparse.ArgumentParser) -> None:
                         help="every register each frame recovers (<unknown> where no unwind rule recovers one)")
     parser.add_argument("--json", action="store_true",
                         help='one JSON document: {"pid", "threads": [{"tid", "name", "outcome", "frames": '
-                             '[{"address", "symbol", "offset", "module", "registers"}]}]}')
+                             '[{"address", "symbol", "offset", "module", "registers"}]}]} ("derived" on a frame whose step used '
+                             'rows derived from the code, --synth)')
     add_output_argument(parser)
 
 
