@@ -31,6 +31,11 @@ static const fu_cli_option PERF_SCRIPT_OPTIONS[] = {
     {"-o", "--output", FU_CLI_PATH},
 };
 
+static const fu_cli_option REPORT_OPTIONS[] = {
+    {"-i", "--input", FU_CLI_PATH},
+    {"-o", "--output", FU_CLI_PATH},
+};
+
 /* A positive int written as argparse's int() reads it and nothing else can: 1 to 9 decimal digits. */
 static bool parse_positive_int(const char *text, int *out)
 {
@@ -147,6 +152,11 @@ bool fu_cli_parse(int argc, char **argv, fu_cli_request *out)
         out->input = "perf.data"; /* the Python parser's default */
         options = PERF_SCRIPT_OPTIONS;
         count = sizeof PERF_SCRIPT_OPTIONS / sizeof *PERF_SCRIPT_OPTIONS;
+    } else if (strcmp(argv[1], "report") == 0) {
+        out->verb = FU_CLI_REPORT;
+        out->input = "perf.data"; /* the Python parser's default */
+        options = REPORT_OPTIONS;
+        count = sizeof REPORT_OPTIONS / sizeof *REPORT_OPTIONS;
     } else {
         return false;
     }
@@ -174,7 +184,8 @@ bool fu_cli_parse(int argc, char **argv, fu_cli_request *out)
     switch (out->verb) {
     case FU_CLI_BACKTRACE: return out->pid > 0;
     case FU_CLI_CORE: return out->core_file != NULL;
-    case FU_CLI_PERF_SCRIPT: return true;
+    case FU_CLI_PERF_SCRIPT:
+    case FU_CLI_REPORT: return true;
     }
     return false;
 }

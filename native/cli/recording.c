@@ -1,5 +1,5 @@
-/* `fastunwind perf-script -i FILE [--folded] [-o FILE]` in C: perf/script.py stream_recording's
- * text and folded modes,
+/* `fastunwind perf-script -i FILE [--folded] [-o FILE]` and `fastunwind report -i FILE [-o FILE]`
+ * in C: perf/script.py stream_recording's text, folded and stats (report's) modes,
  * over the same core functions (the stream of core/perf_data.c with decode-ahead and executable
  * mmaps only, core/perf_replay.c, core/perf_walk.c on the walker threads, core/perf_script.c's
  * symbols and text), with the recording's files opened as perf/replay.py opens them (the file
@@ -14,6 +14,7 @@
 #include "recording.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "perf_replay.h"
 #include "perf_script.h"
 #include "perf_walk.h"
+#include "report.h"
 #include "stacks.h"
 #include "symbol_cache.h"
 
@@ -399,9 +401,10 @@ static bool append_sink(void *context, const uint8_t *data, size_t len)
 }
 
 /* Symbolize and render a walked window (py_perf_script.c symbolize_samples, render), or add its
- * stacks to `folded` (--folded: written once every window is read). */
+ * stacks to `folded` (--folded: written once every window is read), or count its samples in
+ * `report` (py_report.c add). */
 static bool render(run *r, const fu_perf_data *window, const uint32_t *space_ids, const uint32_t *comm_ids,
-                   fu_cli_output *out, fu_folded *folded)
+                   fu_cli_output *out, fu_folded *folded, fu_report *report)
 {
     fu_unwound_map *maps = calloc(r->mapping_count + 1, sizeof *maps);
     fu_unwound_space *views = calloc(r->space_count + 1, sizeof *views);
@@ -439,7 +442,9 @@ static bool render(run *r, const fu_perf_data *window, const uint32_t *space_ids
         if (ok)
             fu_unwound_set_kernel_symbols(&u, kernel);
     }
-    if (folded)
+    if (report)
+        ok = ok && fu_report_add(report, &u, &err) == FU_OK;
+    else if (folded)
         ok = ok && fu_folded_add(folded, &u, &err) == FU_OK;
     else
         ok = ok && fu_unwound_render(&u, append_sink, out, &err) == FU_OK;
@@ -490,7 +495,93 @@ static int open_recording(const fu_cli_request *request, fu_perf_stream **stream
     return fd;
 }
 
-int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
+/* The characters Python's str.rstrip takes off the end of an ASCII line. */
+static bool python_space(char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f');
+}
+
+static bool append_padded(fu_buffer *line, const char *cell, size_t width, bool right)
+{
+    size_t len = strlen(cell), pad = len < width ? width - len : 0;
+    static const char spaces[] = "                                ";
+    bool ok = true;
+    if (!right)
+        ok = fu_buffer_append(line, cell, len);
+    for (size_t done = 0; ok && done < pad; done += sizeof spaces - 1)
+        ok = fu_buffer_append(line, spaces, pad - done < sizeof spaces - 1 ? pad - done : sizeof spaces - 1);
+    return ok && (!right || fu_buffer_append(line, cell, len));
+}
+
+/* A line of the table: the four numeric cells right-aligned to `widths`, then the symbol, joined
+ * by two spaces and stripped on the right (false: out of memory, or a line whose end is not
+ * ASCII, which Python's rstrip may read as white space). */
+static bool append_line(fu_buffer *text, char cells[4][32], const size_t widths[4], fu_text symbol)
+{
+    size_t start = text->len;
+    bool ok = true;
+    for (int i = 0; ok && i < 4; i++)
+        ok = append_padded(text, cells[i], widths[i], true) && fu_buffer_append(text, "  ", 2);
+    ok = ok && fu_buffer_append(text, symbol.data, symbol.len);
+    while (ok && text->len > start && python_space((char)text->data[text->len - 1]))
+        text->len--;
+    return ok && (text->len == start || text->data[text->len - 1] < 0x80) && fu_buffer_append(text, "\n", 1);
+}
+
+/* The cells of a row (commands/report.py _print_table: percentages of `samples` as Python's
+ * f"{100 * n / samples:.2f}%", which for counts below 2^53 is this double's rounding). */
+static void row_cells(char cells[4][32], uint64_t self, uint64_t total, uint64_t samples)
+{
+    snprintf(cells[0], 32, "%.2f%%", (double)(100 * self) / (double)samples);
+    snprintf(cells[1], 32, "%.2f%%", (double)(100 * total) / (double)samples);
+    snprintf(cells[2], 32, "%" PRIu64, self);
+    snprintf(cells[3], 32, "%" PRIu64, total);
+}
+
+/* commands/report.py _print_table with report's defaults into `text`; false where Python's line
+ * may differ: a name or the input's path not valid UTF-8 (Python decodes them), counts past exact
+ * doubles. The symbols' widths are not needed (the last column is not padded). */
+static bool write_table(const fu_report *rep, const char *input, fu_buffer *text)
+{
+    size_t count = fu_report_entry_count(rep);
+    uint32_t *order = malloc((count + 1) * sizeof *order);
+    size_t n = order ? fu_report_order(rep, false, order) : SIZE_MAX;
+    bool ok = n != SIZE_MAX && rep->samples < ((uint64_t)1 << 46) && fu_utf8_valid(input, strlen(input));
+    static const char *const headings[4] = {"Self", "Total", "Self n", "Total n"};
+    size_t widths[4];
+    char cells[4][32];
+    for (int i = 0; i < 4; i++)
+        widths[i] = strlen(headings[i]);
+    for (size_t k = 0; ok && k < n; k++) {
+        const fu_report_entry *e = fu_report_entry_at(rep, order[k]);
+        fu_text name = fu_report_text(rep, fu_report_function_at(rep, e->function)->name);
+        ok = fu_utf8_valid(name.data, name.len);
+        row_cells(cells, e->self, e->total, rep->samples);
+        for (int i = 0; i < 4; i++)
+            if (strlen(cells[i]) > widths[i])
+                widths[i] = strlen(cells[i]);
+    }
+    char title[64];
+    snprintf(title, sizeof title, "# %" PRIu64 " samples of ", rep->samples);
+    ok = ok && fu_buffer_append(text, title, strlen(title)) && fu_buffer_append(text, input, strlen(input));
+    static const char sorted[] = ", sorted by self samples (--sort sym)\n#\n";
+    ok = ok && fu_buffer_append(text, sorted, sizeof sorted - 1);
+    /* the heading: "#" then "Self" right-aligned to the column's width less one */
+    snprintf(cells[0], 32, "#%*s", (int)(widths[0] > 1 ? widths[0] - 1 : 0), headings[0]);
+    for (int i = 1; i < 4; i++)
+        snprintf(cells[i], 32, "%s", headings[i]);
+    ok = ok && append_line(text, cells, widths, (fu_text){"Symbol", 6});
+    for (size_t k = 0; ok && k < n; k++) {
+        const fu_report_entry *e = fu_report_entry_at(rep, order[k]);
+        row_cells(cells, e->self, e->total, rep->samples);
+        ok = append_line(text, cells, widths, fu_report_text(rep, fu_report_function_at(rep, e->function)->name));
+    }
+    free(order);
+    return ok;
+}
+
+/* A run of the recording: its text, its folded stacks, or its samples counted in `report`. */
+static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu_report *report)
 {
     run r;
     memset(&r, 0, sizeof r);
@@ -529,7 +620,7 @@ int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
         ok = space_ids && comm_ids && n < FU_REPLAY_NONE &&
              fu_replay_run(&r.replay, &window, space_ids, comm_ids, &err) == FU_OK && take_replay(&r) &&
              walk(&r, &window, space_ids) &&
-             render(&r, &window, space_ids, comm_ids, out, request->folded ? &folded : NULL);
+             render(&r, &window, space_ids, comm_ids, out, request->folded ? &folded : NULL, report);
         samples += n;
         fu_perf_data_free(&window);
         /* past the held bytes the text goes out as it comes, as the Python path writes each window's */
@@ -546,9 +637,12 @@ int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
     if (ok && request->folded)
         ok = fu_folded_write(&folded, true, append_sink, out, &err) == FU_OK;
     fu_folded_free(&folded);
+    /* report: its table, written once every window is counted */
+    if (ok && report && report->samples > 0)
+        ok = write_table(report, request->input, &out->held);
     /* what the Python path says on stderr: no samples is its message; a recording cut short its
      * note (perf/script.py Statistics.notes), said here too */
-    ok = ok && (out->failed || (samples > 0 && (!header.cut.note[0] ||
+    ok = ok && (out->failed || (samples > 0 && (!report || report->samples > 0) && (!header.cut.note[0] ||
                                                 fu_utf8_valid(request->input, strlen(request->input)))));
     if (ok && !out->failed && header.cut.note[0])
         fprintf(stderr, "fastunwind: note: %s: %s; %zu complete samples read\n", request->input, header.cut.note,
@@ -565,4 +659,24 @@ int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
     /* the text is partly written: the run cannot become the Python path's any more */
     fprintf(stderr, "fastunwind: error: %s: %s\n", request->input, fu_cli_unserved_reason());
     return 1;
+}
+
+int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
+{
+    return serve_recording(request, out, NULL);
+}
+
+int fu_cli_report(const fu_cli_request *request, fu_cli_output *out)
+{
+    /* commands/report.py fits the columns to a terminal: a terminal's table is the Python path's */
+    struct stat st;
+    if (request->output ? stat(request->output, &st) == 0 && !S_ISREG(st.st_mode) : isatty(STDOUT_FILENO)) {
+        fu_cli_unserved("a report written to a terminal (or a file that may be one)", request->output);
+        return FU_CLI_NOT_SERVED;
+    }
+    fu_report report;
+    fu_report_init(&report, FU_REPORT_SORT_SYM);
+    int status = serve_recording(request, out, &report);
+    fu_report_free(&report);
+    return status;
 }
