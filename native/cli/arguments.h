@@ -31,6 +31,9 @@ typedef struct fu_cli_request {
     const char *output;           /* -o, or NULL: standard output */
     bool json, registers;
     bool folded;                  /* perf-script: --folded */
+    bool children;                /* report: --children */
+    const char *sort;             /* report: --sort (default sym) */
+    int top;                      /* report: --top (default -1: every row) */
     unsigned synth;               /* backtrace, core: --synth (FU_COMPACT_SYNTH_*, default missing) */
 } fu_cli_request;
 

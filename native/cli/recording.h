@@ -15,8 +15,9 @@
  * as it goes past FU_CLI_HELD_OUTPUT_BYTES), or FU_CLI_NOT_SERVED with nothing written. */
 int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out);
 
-/* `report -i FILE [-o FILE]`: commands/report.py's table with its defaults (--sort sym, by self
- * samples, names in full: not on a terminal), or FU_CLI_NOT_SERVED with nothing written. */
+/* `report -i FILE [-o FILE] [--children] [--sort KEYS] [--top N]`: commands/report.py's table
+ * (names in full: not on a terminal; keys sym, dso, comm, tid), or FU_CLI_NOT_SERVED with nothing
+ * written. */
 int fu_cli_report(const fu_cli_request *request, fu_cli_output *out);
 
 #endif

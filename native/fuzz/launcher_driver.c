@@ -49,7 +49,7 @@ static const char *const TOKENS[] = {
     "-o", "--output", "--output=out", "-oout", "--exe", "--exe=./a", "--sysroot", "--sysroot=/", "--help", "--",
     "-", "", "0", "1", "42", "2147483647", "99999999999", "-5", "+5", " 5", "1_0", "core.1", "/tmp/x", "=",
     "--json=1", "-p=3", "--pidx", "table", "perf-script", "-i", "--input", "--input=x.data", "-ix.data",
-    "--folded", "report",
+    "--folded", "report", "--children", "--sort", "-s", "sym,dso", "--top", "--top=3",
 };
 #define TOKEN_COUNT (sizeof TOKENS / sizeof *TOKENS)
 #define MAX_ARGS 24
@@ -67,6 +67,8 @@ static void check_request(const fu_cli_request *r)
     else
         CHECK(r->core_file && r->core_file[0] && r->core_file[0] != '-' && r->pid == 0 && r->tid_count == 0,
               "core without its file, or with backtrace's");
+    if (r->verb == FU_CLI_REPORT)
+        CHECK(r->sort && r->sort[0] && r->sort[0] != '-' && r->top != 0, "report without its sort, or --top 0");
     CHECK(r->tid_count <= FU_CLI_MAX_TIDS, "%zu tids", r->tid_count);
     for (size_t i = 0; i < r->tid_count; i++) {
         CHECK(r->tids[i] > 0, "tid %d", r->tids[i]);
@@ -193,6 +195,10 @@ static void serve_recording(const char *file, uint64_t *state)
     unsigned kind = rng_below(state, 3); /* text, folded, report */
     request.verb = kind == 2 ? FU_CLI_REPORT : FU_CLI_PERF_SCRIPT;
     request.folded = kind == 1;
+    static const char *const SORTS[] = {"sym", "dso,sym", "comm,tid,dso", "tid,sym,tid", "srcline", "sym,"};
+    request.sort = SORTS[rng_below(state, sizeof SORTS / sizeof *SORTS)];
+    request.children = rng_below(state, 2);
+    request.top = (int)rng_below(state, 4) - 1;
     /* the report's table goes to a regular file (a device may be a terminal: the Python path's) */
     char path[] = "/tmp/fu-launcher-report-XXXXXX";
     int file_fd = kind == 2 ? mkstemp(path) : -1;

@@ -77,8 +77,8 @@ LEFT_TO_PYTHON = {
     "core": {"--help"},
     "perf-script": {"--help", "--stats", "--json", "--format", "--max-frames", "--backend", "--synth",
                     "--inline", "--no-inline", "--fields", "--comm", "--comms", "--pid", "--tid", "--cpu", "--time"},
-    "report": {"--help", "--children", "--no-children", "--sort", "--per-thread", "--top", "--json", "--max-frames",
-               "--synth", "--comm", "--comms", "--pid", "--tid", "--cpu", "--time"},
+    "report": {"--help", "--no-children", "--per-thread", "--json", "--max-frames", "--synth", "--comm", "--comms",
+               "--pid", "--tid", "--cpu", "--time"},
 }
 
 
