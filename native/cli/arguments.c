@@ -31,6 +31,14 @@ static const fu_cli_option PERF_SCRIPT_OPTIONS[] = {
     {"-o", "--output", FU_CLI_PATH},
 };
 
+static const fu_cli_option REPORT_OPTIONS[] = {
+    {"-i", "--input", FU_CLI_PATH},
+    {"-o", "--output", FU_CLI_PATH},
+    {NULL, "--children", FU_CLI_FLAG},
+    {"-s", "--sort", FU_CLI_PATH},
+    {NULL, "--top", FU_CLI_INT},
+};
+
 /* A positive int written as argparse's int() reads it and nothing else can: 1 to 9 decimal digits. */
 static bool parse_positive_int(const char *text, int *out)
 {
@@ -84,6 +92,8 @@ static bool store(fu_cli_request *out, const fu_cli_option *option, const char *
             out->json = true;
         else if (strcmp(name, "--folded") == 0)
             out->folded = true;
+        else if (strcmp(name, "--children") == 0)
+            out->children = true;
         else
             out->registers = true;
         return true;
@@ -104,6 +114,8 @@ static bool store(fu_cli_request *out, const fu_cli_option *option, const char *
             out->output = value;
         else if (strcmp(name, "--input") == 0)
             out->input = value;
+        else if (strcmp(name, "--sort") == 0)
+            out->sort = value;
         else if (strcmp(name, "--exe") == 0)
             out->exe = value;
         else
@@ -114,7 +126,7 @@ static bool store(fu_cli_request *out, const fu_cli_option *option, const char *
     if (!parse_positive_int(value, &number))
         return false;
     if (option->value == FU_CLI_INT) {
-        out->pid = number;
+        *(strcmp(name, "--top") == 0 ? &out->top : &out->pid) = number;
         return true;
     }
     for (size_t i = 0; i < out->tid_count; i++)
@@ -147,6 +159,13 @@ bool fu_cli_parse(int argc, char **argv, fu_cli_request *out)
         out->input = "perf.data"; /* the Python parser's default */
         options = PERF_SCRIPT_OPTIONS;
         count = sizeof PERF_SCRIPT_OPTIONS / sizeof *PERF_SCRIPT_OPTIONS;
+    } else if (strcmp(argv[1], "report") == 0) {
+        out->verb = FU_CLI_REPORT;
+        out->input = "perf.data"; /* the Python parser's defaults */
+        out->sort = "sym";
+        out->top = -1;
+        options = REPORT_OPTIONS;
+        count = sizeof REPORT_OPTIONS / sizeof *REPORT_OPTIONS;
     } else {
         return false;
     }
@@ -174,7 +193,8 @@ bool fu_cli_parse(int argc, char **argv, fu_cli_request *out)
     switch (out->verb) {
     case FU_CLI_BACKTRACE: return out->pid > 0;
     case FU_CLI_CORE: return out->core_file != NULL;
-    case FU_CLI_PERF_SCRIPT: return true;
+    case FU_CLI_PERF_SCRIPT:
+    case FU_CLI_REPORT: return true;
     }
     return false;
 }

@@ -1,5 +1,6 @@
 /* arguments: the command lines the launcher serves itself, read exactly as the Python CLI's
- * parser (src/fastunwind/commands/backtrace.py, core.py, perf_script.py) reads them, or not at all.
+ * parser (src/fastunwind/commands/backtrace.py, core.py, perf_script.py,
+ * report.py) reads them, or not at all.
  *
  * Only the spellings listed in the option tables (FU_CLI_OPTIONS) are accepted; anything else (an
  * abbreviation argparse would accept, another verb, --help, a value the Python parser would word
@@ -16,7 +17,7 @@
 /* The most --tid options a command line may carry (more: the Python CLI serves it). */
 #define FU_CLI_MAX_TIDS 256
 
-typedef enum fu_cli_verb { FU_CLI_BACKTRACE, FU_CLI_CORE, FU_CLI_PERF_SCRIPT } fu_cli_verb;
+typedef enum fu_cli_verb { FU_CLI_BACKTRACE, FU_CLI_CORE, FU_CLI_PERF_SCRIPT, FU_CLI_REPORT } fu_cli_verb;
 
 typedef struct fu_cli_request {
     fu_cli_verb verb;
@@ -26,10 +27,13 @@ typedef struct fu_cli_request {
     const char *core_file;        /* core: FILE */
     const char *exe;              /* core: --exe, or NULL */
     const char *sysroot;          /* core: --sysroot, or NULL */
-    const char *input;            /* perf-script: -i (default perf.data) */
+    const char *input;            /* perf-script, report: -i (default perf.data) */
     const char *output;           /* -o, or NULL: standard output */
     bool json, registers;
     bool folded;                  /* perf-script: --folded */
+    bool children;                /* report: --children */
+    const char *sort;             /* report: --sort (default sym) */
+    int top;                      /* report: --top (default -1: every row) */
     unsigned synth;               /* backtrace, core: --synth (FU_COMPACT_SYNTH_*, default missing) */
 } fu_cli_request;
 

@@ -63,6 +63,7 @@ int fu_cli_serve(const fu_cli_request *request)
         case FU_CLI_BACKTRACE: status = fu_cli_backtrace(request, &out.held); break;
         case FU_CLI_CORE: status = fu_cli_core(request, &out.held); break;
         case FU_CLI_PERF_SCRIPT: status = fu_cli_perf_script(request, &out); break;
+        case FU_CLI_REPORT: status = fu_cli_report(request, &out); break;
         }
     }
     if ((status == FU_CLI_NOT_SERVED || status == FU_CLI_INTERRUPTED) && out.fd < 0) {

@@ -1,4 +1,5 @@
-/* recording: `fastunwind perf-script -i FILE` in C (perf/script.py stream_recording's text mode). */
+/* recording: `fastunwind perf-script -i FILE` and `fastunwind report -i FILE` in C (perf/script.py
+ * stream_recording's text and folded modes, commands/report.py's default table). */
 #ifndef FASTUNWIND_CLI_RECORDING_H
 #define FASTUNWIND_CLI_RECORDING_H
 
@@ -13,5 +14,10 @@
 /* The run's exit status (its text in `out`, the rest of it written there by fu_cli_output_flush
  * as it goes past FU_CLI_HELD_OUTPUT_BYTES), or FU_CLI_NOT_SERVED with nothing written. */
 int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out);
+
+/* `report -i FILE [-o FILE] [--children] [--sort KEYS] [--top N]`: commands/report.py's table
+ * (names in full: not on a terminal; keys sym, dso, comm, tid), or FU_CLI_NOT_SERVED with nothing
+ * written. */
+int fu_cli_report(const fu_cli_request *request, fu_cli_output *out);
 
 #endif

@@ -17,9 +17,10 @@
  *    candidates all under its root; a compact entry's suffix ends in ".fut".
  * 6. fu_cli_core (core.c: the core's modules found, their build-ids read from the core's memory,
  *    the vDSO) over a core given with --core and CORE_MUTANTS seeded mutants of it.
- * 7. fu_cli_perf_script (recording.c: the stream, the replay, the recorded files found by build-id
- *    in the file system and perf's build-id cache, the walks and the text) over a recording given
- *    with --perf and RECORDING_MUTANTS seeded mutants of it: served or not, never a crash.
+ * 7. fu_cli_perf_script and fu_cli_report (recording.c: the stream, the replay, the recorded files
+ *    found by build-id in the file system and perf's build-id cache, the walks, the text, the
+ *    folded stacks, the report's table) over a recording given with --perf and RECORDING_MUTANTS
+ *    seeded mutants of it: served or not, never a crash.
  *
  *   launcher_driver_asan --seed S --rounds N [--core CORE] [--perf perf.data] [ELF files...]
  */
@@ -48,23 +49,26 @@ static const char *const TOKENS[] = {
     "-o", "--output", "--output=out", "-oout", "--exe", "--exe=./a", "--sysroot", "--sysroot=/", "--help", "--",
     "-", "", "0", "1", "42", "2147483647", "99999999999", "-5", "+5", " 5", "1_0", "core.1", "/tmp/x", "=",
     "--json=1", "-p=3", "--pidx", "table", "perf-script", "-i", "--input", "--input=x.data", "-ix.data",
-    "--folded",
+    "--folded", "report", "--children", "--sort", "-s", "sym,dso", "--top", "--top=3",
 };
 #define TOKEN_COUNT (sizeof TOKENS / sizeof *TOKENS)
 #define MAX_ARGS 24
 
 static void check_request(const fu_cli_request *r)
 {
-    CHECK(r->verb == FU_CLI_BACKTRACE || r->verb == FU_CLI_CORE || r->verb == FU_CLI_PERF_SCRIPT, "verb %d",
-          (int)r->verb);
-    if (r->verb == FU_CLI_PERF_SCRIPT)
-        CHECK(r->input && r->input[0] && r->input[0] != '-' && r->pid == 0 && !r->core_file,
-              "perf-script without its input, or with another verb's");
+    CHECK(r->verb == FU_CLI_BACKTRACE || r->verb == FU_CLI_CORE || r->verb == FU_CLI_PERF_SCRIPT ||
+              r->verb == FU_CLI_REPORT, "verb %d", (int)r->verb);
+    if (r->verb == FU_CLI_PERF_SCRIPT || r->verb == FU_CLI_REPORT)
+        CHECK(r->input && r->input[0] && r->input[0] != '-' && r->pid == 0 && !r->core_file &&
+                  (r->verb == FU_CLI_PERF_SCRIPT || !r->folded),
+              "perf-script or report without its input, or with another verb's");
     else if (r->verb == FU_CLI_BACKTRACE)
         CHECK(r->pid > 0 && !r->core_file && !r->exe && !r->sysroot, "backtrace without a pid, or with core's");
     else
         CHECK(r->core_file && r->core_file[0] && r->core_file[0] != '-' && r->pid == 0 && r->tid_count == 0,
               "core without its file, or with backtrace's");
+    if (r->verb == FU_CLI_REPORT)
+        CHECK(r->sort && r->sort[0] && r->sort[0] != '-' && r->top != 0, "report without its sort, or --top 0");
     CHECK(r->tid_count <= FU_CLI_MAX_TIDS, "%zu tids", r->tid_count);
     for (size_t i = 0; i < r->tid_count; i++) {
         CHECK(r->tids[i] > 0, "tid %d", r->tids[i]);
@@ -187,15 +191,29 @@ static void serve_recording(const char *file, uint64_t *state)
 {
     fu_cli_request request;
     memset(&request, 0, sizeof request);
-    request.verb = FU_CLI_PERF_SCRIPT;
     request.input = file;
-    request.folded = rng_below(state, 2);
-    fu_cli_output out = {.path = "/dev/null", .fd = -1};
-    int status = fu_cli_perf_script(&request, &out);
-    CHECK(status == FU_CLI_NOT_SERVED || status == 0 || status == 1, "perf-script status %d", status);
+    unsigned kind = rng_below(state, 3); /* text, folded, report */
+    request.verb = kind == 2 ? FU_CLI_REPORT : FU_CLI_PERF_SCRIPT;
+    request.folded = kind == 1;
+    static const char *const SORTS[] = {"sym", "dso,sym", "comm,tid,dso", "tid,sym,tid", "srcline", "sym,"};
+    request.sort = SORTS[rng_below(state, sizeof SORTS / sizeof *SORTS)];
+    request.children = rng_below(state, 2);
+    request.top = (int)rng_below(state, 4) - 1;
+    /* the report's table goes to a regular file (a device may be a terminal: the Python path's) */
+    char path[] = "/tmp/fu-launcher-report-XXXXXX";
+    int file_fd = kind == 2 ? mkstemp(path) : -1;
+    CHECK(kind != 2 || file_fd >= 0, "mkstemp");
+    if (file_fd >= 0)
+        close(file_fd);
+    fu_cli_output out = {.path = kind == 2 ? path : "/dev/null", .fd = -1};
+    request.output = out.path;
+    int status = kind == 2 ? fu_cli_report(&request, &out) : fu_cli_perf_script(&request, &out);
+    CHECK(status == FU_CLI_NOT_SERVED || status == 0 || status == 1, "recording status %d", status);
     CHECK(status != FU_CLI_NOT_SERVED || out.fd < 0, "not served after writing");
     if (out.fd >= 0)
         close(out.fd);
+    if (kind == 2)
+        unlink(path);
     free(out.held.data);
 }
 

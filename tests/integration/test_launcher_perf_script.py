@@ -21,19 +21,20 @@ from tests.support.recordings import PerfRecordings
 RECORDINGS = ["c", "python", "hackbench-processes", "compiler"]
 
 
-def launch(args: list[str], cache: Path, native: str | None = None) -> subprocess.CompletedProcess[bytes]:
+def launch(args: list[str], cache: Path, native: str | None = None,
+           verb: str = "perf-script") -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "FASTUNWIND_NATIVE"}
     env["XDG_CACHE_HOME"] = str(cache)
     if native is not None:
         env["FASTUNWIND_NATIVE"] = native
-    return subprocess.run([str(LAUNCHER), "perf-script", *args], capture_output=True, env=env,
+    return subprocess.run([str(LAUNCHER), verb, *args], capture_output=True, env=env,
                           stdin=subprocess.DEVNULL, timeout=600)
 
 
-def assert_native_is_python(args: list[str], cache: Path) -> subprocess.CompletedProcess[bytes]:
+def assert_native_is_python(args: list[str], cache: Path, verb: str = "perf-script") -> subprocess.CompletedProcess[bytes]:
     """The Python path's run (first: it fills the caches), then the launcher's own, identical."""
-    python = launch(args, cache, native="0")
-    native = launch(args, cache, native="require")
+    python = launch(args, cache, native="0", verb=verb)
+    native = launch(args, cache, native="require", verb=verb)
     assert native.returncode != 125, native.stderr
     assert native.stderr == python.stderr
     assert (native.returncode, native.stdout) == (python.returncode, python.stdout)

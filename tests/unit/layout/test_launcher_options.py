@@ -15,7 +15,7 @@ from tests.support.paths import REPO_ROOT
 
 ARGUMENTS = REPO_ROOT / "native" / "cli" / "arguments.c"
 #: the verbs the launcher serves
-VERBS = ["backtrace", "core", "perf-script"]
+VERBS = ["backtrace", "core", "perf-script", "report"]
 #: a table: `static const fu_cli_option BACKTRACE_OPTIONS[] = { ... };`
 TABLE = re.compile(r"static const fu_cli_option (\w+)_OPTIONS\[\] = \{(.*?)\n\};", re.DOTALL)
 ROW = re.compile(r'\{(NULL|"(-\w)"), "(--[\w-]+)", (FU_CLI_\w+)\}')
@@ -51,7 +51,7 @@ def kind_of(action: argparse.Action) -> str:
 
 
 def test_the_tables_are_read() -> None:
-    assert sorted(launcher_tables()) == ["backtrace", "core", "perf-script"]
+    assert sorted(launcher_tables()) == ["backtrace", "core", "perf-script", "report"]
     assert all(rows for rows in launcher_tables().values())
 
 
@@ -67,7 +67,7 @@ def test_every_launcher_option_is_the_python_parsers(verb: str) -> None:
 
 def test_core_has_one_positional_file_and_the_others_none() -> None:
     positionals = {verb: [a.dest for a in subparser(verb)._actions if not a.option_strings] for verb in VERBS}
-    assert positionals == {"backtrace": [], "core": ["file"], "perf-script": []}
+    assert positionals == {"backtrace": [], "core": ["file"], "perf-script": [], "report": []}
 
 
 #: the options of each verb the launcher leaves to the Python CLI (the run's other outputs, the
@@ -77,6 +77,8 @@ LEFT_TO_PYTHON = {
     "core": {"--help"},
     "perf-script": {"--help", "--stats", "--json", "--format", "--max-frames", "--backend", "--synth",
                     "--inline", "--no-inline", "--fields", "--comm", "--comms", "--pid", "--tid", "--cpu", "--time"},
+    "report": {"--help", "--no-children", "--per-thread", "--json", "--max-frames", "--synth", "--comm", "--comms",
+               "--pid", "--tid", "--cpu", "--time"},
 }
 
 
