@@ -310,6 +310,10 @@ static long step(__u32 index, void *context)
         if (!m) {
             w->mapping.end = 0;
             note_missing(w->sample.stack.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
+            /* the sampled PC is always in a mapping of the process: not finding it means the loaded
+             * mappings are older than its code (an exec, a mapping since), not that it lacks CFI */
+            if (n == 0)
+                return finish(w, FU_BPF_NO_PROCESS);
             return frame_pointer_step(w);
         }
         w->mapping = *m;
