@@ -1034,11 +1034,7 @@ int main(int argc, char **argv)
         return usage();
     if (!have_seed)
         seed = (unsigned long long)time(NULL);
-#ifdef FUZZ_HAVE_SANITIZER_CALLBACK
-    __sanitizer_set_death_callback(on_sanitizer_death);
-#endif
-    signal(SIGALRM, on_alarm);
-    signal(SIGABRT, on_abort);
+    fuzz_install_failure_handlers();
     if (save_dir)
         mkdir(save_dir, 0755);
     if (mutations)

@@ -306,11 +306,7 @@ int main(int argc, char **argv)
             break;
         }
     }
-    signal(SIGABRT, on_abort);
-    signal(SIGALRM, on_alarm);
-#ifdef FUZZ_HAVE_SANITIZER_CALLBACK
-    __sanitizer_set_death_callback(on_sanitizer_death);
-#endif
+    fuzz_install_failure_handlers();
     uint64_t rng = seed;
     if (replay) {
         size_t size;

@@ -113,6 +113,16 @@ static void on_alarm(int signo)
     report_failing_input("TIMEOUT (watchdog)");
     _exit(3);
 }
+
+/* The failing input reported (and saved) on a sanitizer report, an abort and the watchdog's alarm. */
+static void fuzz_install_failure_handlers(void)
+{
+#ifdef FUZZ_HAVE_SANITIZER_CALLBACK
+    __sanitizer_set_death_callback(on_sanitizer_death);
+#endif
+    signal(SIGABRT, on_abort);
+    signal(SIGALRM, on_alarm);
+}
 #endif
 
 static void invariant_failed(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

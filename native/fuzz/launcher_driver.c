@@ -401,11 +401,7 @@ int main(int argc, char **argv)
             break;
         }
     }
-    signal(SIGABRT, on_abort);
-    signal(SIGALRM, on_alarm);
-#ifdef FUZZ_HAVE_SANITIZER_CALLBACK
-    __sanitizer_set_death_callback(on_sanitizer_death);
-#endif
+    fuzz_install_failure_handlers();
     /* the caches: an empty directory (every table a miss: the readers run, nothing is served) */
     char cache[] = "/tmp/launcher_driver.XXXXXX";
     CHECK(mkdtemp(cache) != NULL, "mkdtemp");

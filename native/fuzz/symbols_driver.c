@@ -451,11 +451,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[first], "--save-dir"))
             save_dir = argv[first + 1];
     }
-#ifdef FUZZ_HAVE_SANITIZER_CALLBACK
-    __sanitizer_set_death_callback(on_sanitizer_death);
-#endif
-    signal(SIGABRT, on_abort);
-    signal(SIGALRM, on_alarm);
+    fuzz_install_failure_handlers();
     for (size_t i = 0; i < sizeof section_flags; i++)
         section_flags[i] = i % 3 != 2; /* every third section is not "text": labels there are dropped */
     if (save_dir)

@@ -544,11 +544,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-#ifdef FUZZ_HAVE_SANITIZER_CALLBACK
-    __sanitizer_set_death_callback(on_sanitizer_death);
-#endif
-    signal(SIGABRT, on_abort);
-    signal(SIGALRM, on_alarm);
+    fuzz_install_failure_handlers();
     if (replay) {
         size_t size;
         uint8_t *input = fuzz_read_file(replay, (size_t)1 << 24, &size);
