@@ -9,7 +9,9 @@ oracle:
   PLT stubs: we name them `memcmp@plt` (objdump -d labels the stub so). perf 6.1 adds its PLT
       symbols after extending the zero-sized `_init` over .plt, and finds `_init` first (bfd), or
       puts them at file offsets and names .plt, not .plt.sec (lld), so it prints `_init+0x40` or
-      `[unknown]`; perf >= 6.3 prints `memcmp@plt` too.
+      `[unknown]`; perf >= 6.3 prints `memcmp@plt` too. A stub of an IRELATIVE relocation (libc's
+      own PLT calling its ifuncs) has no symbol: perf prints `@plt`, we print objdump's label
+      (`*ABS*+0x9be70@plt`).
 
 lld and mold link with -z separate-code here: without it their executable segment's p_vaddr is
 not its p_offset, which address_space.bias_for_mapping gets wrong (fixed on another branch); the
@@ -89,7 +91,7 @@ def _objdump_plt_labels(path: str) -> dict[int, str]:
 
 def _kept_difference(ours, theirs, plt_labels) -> bool:
     """A documented difference, confirmed by the second oracle (see the module docstring)."""
-    if ours.symbol.endswith("@plt") and theirs.symbol in ("_init", "[unknown]"):
+    if ours.symbol.endswith("@plt") and theirs.symbol in ("_init", "[unknown]", "@plt"):
         labels = plt_labels.setdefault(ours.dso, _objdump_plt_labels(ours.dso))
         return labels.get(ours.ip - ours.offset) == ours.symbol
     return False
