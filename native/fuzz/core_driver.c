@@ -238,23 +238,7 @@ static const uint64_t HOSTILE[] = {0, 1, 3, 4, 5, 0x7f, 0xff, 0xffff, 0x10000, 0
 
 static size_t mutate(uint8_t *data, size_t size, uint64_t *rng)
 {
-    switch (rng_below(rng, 4)) {
-    case 0: /* bit flips */
-        for (uint64_t i = 0, n = 1 + rng_below(rng, 8); size && i < n; i++)
-            data[rng_below(rng, size)] ^= (uint8_t)(1u << rng_below(rng, 8));
-        return size;
-    case 1: /* cut */
-        return size ? (size_t)rng_below(rng, size) : 0;
-    default: { /* a hostile value over 1, 2, 4 or 8 bytes at an aligned offset */
-        unsigned width = 1u << rng_below(rng, 4);
-        if (size < width)
-            return size;
-        size_t at = (size_t)rng_below(rng, size - width + 1) & ~(size_t)(width - 1);
-        uint64_t v = HOSTILE[rng_below(rng, sizeof HOSTILE / sizeof HOSTILE[0])];
-        memcpy(data + at, &v, width);
-        return size;
-    }
-    }
+    return fuzz_mutate(data, size, rng, HOSTILE, sizeof HOSTILE / sizeof HOSTILE[0]);
 }
 
 /* [*start, *start + *size) of the first PT_NOTE of a well-formed core (gcore writes its notes at

@@ -158,4 +158,29 @@ static uint64_t rng_next(uint64_t *state)
 /* Uniform in [0, n); n = 0 stands for 2^64 (a range + 1 that wrapped). */
 static uint64_t rng_below(uint64_t *state, uint64_t n) { return n ? rng_next(state) % n : rng_next(state); }
 
+/* ---- mutations ------------------------------------------------------------------------------ */
+
+/* A seeded mutant of [data, data + size), in place: bit flips, a cut (the size it keeps is
+ * returned), or one of `hostile`'s values over 1, 2, 4 or 8 bytes at an aligned offset. */
+static inline size_t fuzz_mutate(uint8_t *data, size_t size, uint64_t *rng, const uint64_t *hostile, size_t hostile_count)
+{
+    switch (rng_below(rng, 4)) {
+    case 0: /* bit flips */
+        for (uint64_t i = 0, n = 1 + rng_below(rng, 8); size && i < n; i++)
+            data[rng_below(rng, size)] ^= (uint8_t)(1u << rng_below(rng, 8));
+        return size;
+    case 1: /* cut */
+        return size ? (size_t)rng_below(rng, size) : 0;
+    default: {
+        unsigned width = 1u << rng_below(rng, 4);
+        if (size < width)
+            return size;
+        size_t at = (size_t)rng_below(rng, size - width + 1) & ~(size_t)(width - 1);
+        uint64_t v = hostile[rng_below(rng, hostile_count)];
+        memcpy(data + at, &v, width);
+        return size;
+    }
+    }
+}
+
 #endif
