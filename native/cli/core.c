@@ -26,36 +26,6 @@
 /* The longest problem line (paths of a few KiB). */
 #define MAX_PROBLEM 16384
 
-/* The Python path's NT_GNU_BUILD_ID of a note region read with 4-byte padding (elf/__init__.py
- * build_id_in_notes; malformed: none). */
-static bool note_build_id(const uint8_t *data, size_t size, uint8_t *out, size_t *out_size)
-{
-    size_t position = 0;
-    for (unsigned n = 0; n < 4096 && position < size; n++) {
-        if (size - position < 12)
-            return false;
-        uint32_t h[3];
-        memcpy(h, data + position, sizeof h);
-        size_t name_start = position + 12;
-        if (h[0] > size - name_start)
-            return false;
-        size_t descriptor = position + ((12 + (size_t)h[0] + 3) & ~(size_t)3);
-        if (descriptor > size || h[1] > size - descriptor)
-            return false;
-        const uint8_t *nul = memchr(data + name_start, 0, h[0]);
-        size_t name_len = nul ? (size_t)(nul - (data + name_start)) : h[0];
-        if (h[2] == NT_GNU_BUILD_ID && name_len == 3 && memcmp(data + name_start, "GNU", 3) == 0) {
-            if (h[1] < 1 || h[1] > FU_CLI_MAX_BUILD_ID)
-                return false;
-            memcpy(out, data + descriptor, h[1]);
-            *out_size = h[1];
-            return true;
-        }
-        position = descriptor + ((h[1] + 3) & ~(size_t)3);
-    }
-    return false;
-}
-
 /* core.py build_id_in_memory: the build-id of the ELF file whose first page the core holds at
  * `start`; false if none. */
 static bool build_id_in_memory(const fu_core_memory *memory, uint64_t start, uint8_t *out, size_t *out_size)
@@ -79,7 +49,10 @@ static bool build_id_in_memory(const fu_core_memory *memory, uint64_t start, uin
         if (p.p_type != PT_NOTE || p.p_filesz > MAX_NOTE_SEGMENT_BYTES || start + p.p_offset < start)
             continue;
         const uint8_t *notes = fu_core_memory_at(memory, start + p.p_offset, p.p_filesz);
-        if (notes && note_build_id(notes, p.p_filesz, out, out_size))
+        fu_error err = {0};
+        /* read with 4-byte padding as core.py reads it; a malformed region holds none */
+        if (notes && fu_elf_build_id_in_notes(notes, p.p_filesz, 4, p.p_offset, "notes", out, out_size, &err) == FU_OK &&
+            *out_size)
             return true;
     }
     return false;
@@ -152,11 +125,10 @@ static bool executable(const fu_core_segment *segment, const fu_cli_image *image
         return segment->flags & PF_X;
     if (!image)
         return true;
-    const Elf64_Phdr *phdrs = (const Elf64_Phdr *)image->elf.phdrs;
-    for (size_t i = 0; i < image->elf.phnum; i++) {
-        const Elf64_Phdr *p = &phdrs[i];
-        if (p->p_type == PT_LOAD && p->p_offset - p->p_offset % 4096 <= offset && offset < p->p_offset + p->p_filesz &&
-            p->p_flags & PF_X)
+    for (size_t i = 0; i < image->elf.file.segment_count; i++) {
+        fu_elf_segment p = fu_elf_segment_at(&image->elf.file, i);
+        if (p.type == PT_LOAD && p.offset - p.offset % FU_ELF_PAGE_SIZE <= offset && offset < p.offset + p.filesz &&
+            p.flags & PF_X)
             return true;
     }
     return false;
@@ -202,7 +174,7 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
                 const fu_core_segment *segment = segment_at_start(core, core->files[j].start);
                 any_x = any_x || (segment && segment->flags & PF_X);
             }
-        uint8_t expected[FU_CLI_MAX_BUILD_ID];
+        uint8_t expected[FU_ELF_MAX_BUILD_ID];
         size_t expected_size = 0;
         bool has_expected = header != UINT64_MAX && build_id_in_memory(&dumped, header, expected, &expected_size);
         const uint8_t *magic = header != UINT64_MAX ? fu_core_memory_at(&dumped, header, 4) : NULL;
@@ -240,7 +212,7 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
             why = line;
         } else if (has_expected && (image->elf.build_id_size != expected_size ||
                                     memcmp(image->elf.build_id, expected, expected_size) != 0)) {
-            char want[2 * FU_CLI_MAX_BUILD_ID + 1], found[2 * FU_CLI_MAX_BUILD_ID + 1];
+            char want[2 * FU_ELF_MAX_BUILD_ID + 1], found[2 * FU_ELF_MAX_BUILD_ID + 1];
             fu_hex(want, sizeof want, expected, expected_size);
             fu_hex(found, sizeof found, image->elf.build_id, image->elf.build_id_size);
             snprintf(line, sizeof line, "%s: build-id %s in the core, %s in %s: not used", path, want,
