@@ -20,42 +20,13 @@
 #include "launcher.h"
 #include "stacks.h"
 
-/* core.py MAX_PROGRAM_HEADERS, MAX_NOTE_SEGMENT_BYTES */
-#define MAX_PROGRAM_HEADERS 64
-#define MAX_NOTE_SEGMENT_BYTES (1u << 16)
 /* The longest problem line (paths of a few KiB). */
 #define MAX_PROBLEM 16384
 
-/* core.py build_id_in_memory: the build-id of the ELF file whose first page the core holds at
- * `start`; false if none. */
-static bool build_id_in_memory(const fu_core_memory *memory, uint64_t start, uint8_t *out, size_t *out_size)
+/* fu_core_memory_at as elf_file.h's reader of a memory. */
+static const uint8_t *core_memory_at(const void *memory, uint64_t address, size_t size)
 {
-    const uint8_t *header = fu_core_memory_at(memory, start, 64);
-    if (!header || memcmp(header, ELFMAG, 4) != 0 || header[4] != ELFCLASS64)
-        return false;
-    uint64_t phoff;
-    uint16_t phentsize, phnum;
-    memcpy(&phoff, header + 32, 8);
-    memcpy(&phentsize, header + 54, 2);
-    memcpy(&phnum, header + 56, 2);
-    if (phentsize != sizeof(Elf64_Phdr) || phnum == 0 || phnum > MAX_PROGRAM_HEADERS || start + phoff < start)
-        return false;
-    const uint8_t *phdrs = fu_core_memory_at(memory, start + phoff, (size_t)phnum * sizeof(Elf64_Phdr));
-    if (!phdrs)
-        return false;
-    for (size_t i = 0; i < phnum; i++) {
-        Elf64_Phdr p;
-        memcpy(&p, phdrs + i * sizeof p, sizeof p);
-        if (p.p_type != PT_NOTE || p.p_filesz > MAX_NOTE_SEGMENT_BYTES || start + p.p_offset < start)
-            continue;
-        const uint8_t *notes = fu_core_memory_at(memory, start + p.p_offset, p.p_filesz);
-        fu_error err = {0};
-        /* read with 4-byte padding as core.py reads it; a malformed region holds none */
-        if (notes && fu_elf_build_id_in_notes(notes, p.p_filesz, 4, p.p_offset, "notes", out, out_size, &err) == FU_OK &&
-            *out_size)
-            return true;
-    }
-    return false;
+    return fu_core_memory_at(memory, address, size);
 }
 
 /* Whether the text is plain enough to be printed as the Python CLI prints it (valid UTF-8: a path
@@ -125,13 +96,7 @@ static bool executable(const fu_core_segment *segment, const fu_cli_image *image
         return segment->flags & PF_X;
     if (!image)
         return true;
-    for (size_t i = 0; i < image->elf.file.segment_count; i++) {
-        fu_elf_segment p = fu_elf_segment_at(&image->elf.file, i);
-        if (p.type == PT_LOAD && p.offset - p.offset % FU_ELF_PAGE_SIZE <= offset && offset < p.offset + p.filesz &&
-            p.flags & PF_X)
-            return true;
-    }
-    return false;
+    return fu_elf_offset_executable(&image->elf.file, offset);
 }
 
 /* The modules of the core's mapped files (core.py _find_modules); false: the Python path's. */
@@ -176,7 +141,9 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
             }
         uint8_t expected[FU_ELF_MAX_BUILD_ID];
         size_t expected_size = 0;
-        bool has_expected = header != UINT64_MAX && build_id_in_memory(&dumped, header, expected, &expected_size);
+        if (header != UINT64_MAX)
+            fu_elf_build_id_in_memory(core_memory_at, &dumped, header, expected, &expected_size);
+        bool has_expected = expected_size > 0;
         const uint8_t *magic = header != UINT64_MAX ? fu_core_memory_at(&dumped, header, 4) : NULL;
         if (magic && memcmp(magic, ELFMAG, 4) != 0) {
             for (size_t j = i; j < n; j++)

@@ -257,10 +257,16 @@ fu_status fu_elf_open(fu_elf *elf, const uint8_t *data, size_t size, fu_error *e
     return FU_OK;
 }
 
-/* "section [3] '.note.gnu.build-id'": how the messages name a section. */
+/* "section [3] '.note.gnu.build-id'": how the messages name a section, a byte of its name outside
+ * printable ASCII as \xNN (a message is text: a hostile name's bytes are not). */
 static void section_where(const fu_elf *elf, const fu_elf_section *s, char *where, size_t size)
 {
-    snprintf(where, size, "section [%u] '%s'", s->index, fu_elf_section_name(elf, s));
+    char name[64];
+    size_t at = 0;
+    for (const unsigned char *c = (const unsigned char *)fu_elf_section_name(elf, s); *c && at + 5 < sizeof name; c++)
+        at += (size_t)snprintf(name + at, sizeof name - at, *c >= 0x20 && *c < 0x7f ? "%c" : "\\x%02x", *c);
+    name[at] = '\0';
+    snprintf(where, size, "section [%u] '%s'", s->index, name);
 }
 
 fu_status fu_elf_section_bytes(const fu_elf *elf, const fu_elf_section *section, const uint8_t **data, size_t *size,
@@ -379,6 +385,33 @@ fu_status fu_elf_build_id(const fu_elf *elf, uint8_t build_id[FU_ELF_MAX_BUILD_I
     return FU_OK;
 }
 
+void fu_elf_build_id_in_memory(fu_elf_memory_at at, const void *memory, uint64_t start,
+                               uint8_t build_id[FU_ELF_MAX_BUILD_ID], size_t *build_id_size)
+{
+    *build_id_size = 0;
+    const uint8_t *header = at(memory, start, 64);
+    if (!header || memcmp(header, "\x7f" "ELF", 4) != 0 || header[4] != ELF_CLASS_64)
+        return;
+    uint64_t phoff = le64(header + 32);
+    unsigned phentsize = le16(header + 54), phnum = le16(header + 56);
+    if (phentsize != PROGRAM_HEADER_SIZE(64) || phnum == 0 || phnum > FU_ELF_MAX_MEMORY_PROGRAM_HEADERS ||
+        phoff > UINT64_MAX - start)
+        return;
+    const uint8_t *headers = at(memory, start + phoff, (size_t)phnum * phentsize);
+    for (unsigned i = 0; headers && i < phnum; i++) {
+        const uint8_t *p = headers + (size_t)i * phentsize;
+        uint64_t offset = le64(p + 8), filesz = le64(p + 32);
+        if (le32(p) != PT_NOTE || filesz > FU_ELF_MAX_MEMORY_NOTE_BYTES || offset > UINT64_MAX - start)
+            continue; /* a hostile or foreign header: no note the memory could hold */
+        const uint8_t *notes = at(memory, start + offset, (size_t)filesz);
+        fu_error err = {0};
+        if (notes && fu_elf_build_id_in_notes(notes, (size_t)filesz, 4, offset, "notes", build_id, build_id_size,
+                                              &err) == FU_OK && *build_id_size)
+            return;
+        *build_id_size = 0;
+    }
+}
+
 fu_status fu_elf_debuglink(const fu_elf *elf, const char **name, uint32_t *crc, fu_error *err)
 {
     fu_elf_section s;
@@ -437,16 +470,32 @@ fu_status fu_elf_process_entry(const fu_elf *elf, uint64_t *entry, fu_error *err
     return FU_OK;
 }
 
+/* Whether `p` is a PT_LOAD whose pages hold file offset `pgoff` (mappings start on a page; the
+ * segment's first page begins below p_offset). */
+static bool load_holds(const fu_elf_segment *p, uint64_t pgoff)
+{
+    uint64_t first_page = p->offset - p->offset % FU_ELF_PAGE_SIZE;
+    uint64_t file_end = p->filesz > UINT64_MAX - p->offset ? UINT64_MAX : p->offset + p->filesz;
+    return p->type == PT_LOAD && first_page <= pgoff && pgoff < file_end;
+}
+
+bool fu_elf_offset_executable(const fu_elf *elf, uint64_t pgoff)
+{
+    for (size_t i = 0; i < elf->segment_count; i++) {
+        fu_elf_segment p = fu_elf_segment_at(elf, i);
+        if (load_holds(&p, pgoff) && p.flags & PF_X)
+            return true;
+    }
+    return false;
+}
+
 bool fu_elf_mapping_bias(const fu_elf *elf, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t *bias)
 {
     /* pass 0: the executable segment; 1: one overlapping the mapping; 2: the first */
     for (int pass = 0; pass < 3; pass++) {
         for (size_t i = 0; i < elf->segment_count; i++) {
             fu_elf_segment p = fu_elf_segment_at(elf, i);
-            /* mappings start on a page; the segment's first page begins below p_offset */
-            uint64_t first_page = p.offset - p.offset % FU_ELF_PAGE_SIZE;
-            uint64_t file_end = p.filesz > UINT64_MAX - p.offset ? UINT64_MAX : p.offset + p.filesz;
-            if (p.type != PT_LOAD || pgoff < first_page || pgoff >= file_end)
+            if (!load_holds(&p, pgoff))
                 continue;
             uint64_t b = start - pgoff + p.offset - p.vaddr;
             if (pass == 0 && !(p.flags & PF_X))

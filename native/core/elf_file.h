@@ -93,6 +93,19 @@ fu_status fu_elf_build_id_in_notes(const uint8_t *data, size_t size, uint64_t al
 fu_status fu_elf_build_id(const fu_elf *elf, uint8_t build_id[FU_ELF_MAX_BUILD_ID], size_t *build_id_size,
                           fu_error *err);
 
+/* Program headers read from a file's first page in memory, at most (a file's are a dozen). */
+#define FU_ELF_MAX_MEMORY_PROGRAM_HEADERS 64
+/* A note segment read from a file's copy in memory, at most (the build-id's note is 36 bytes). */
+#define FU_ELF_MAX_MEMORY_NOTE_BYTES (1u << 16)
+/* The `size` bytes at `address` of a memory that holds them all, else NULL. */
+typedef const uint8_t *(*fu_elf_memory_at)(const void *memory, uint64_t address, size_t size);
+/* The build-id of the ELF64 file whose first page `memory` holds at `start` (a mapped file in a
+ * core: the kernel dumps the first page of each ELF mapping), from its PT_NOTE segments read with
+ * 4-byte padding; *build_id_size 0 when none (not ELF64, headers past the end of the address space
+ * or not held, no note that parses: an 8-aligned .note.gnu.property region holds none). */
+void fu_elf_build_id_in_memory(fu_elf_memory_at at, const void *memory, uint64_t start,
+                               uint8_t build_id[FU_ELF_MAX_BUILD_ID], size_t *build_id_size);
+
 /* .gnu_debuglink: a NUL-terminated file name, zero padding to a multiple of 4, the CRC-32 of the
  * debug file. *name NULL without the section; else the name (NUL-terminated within the file). */
 fu_status fu_elf_debuglink(const fu_elf *elf, const char **name, uint32_t *crc, fu_error *err);
@@ -110,6 +123,10 @@ fu_status fu_elf_process_entry(const fu_elf *elf, uint64_t *entry, fu_error *err
  * whose pages hold pgoff, else one whose addresses overlap the mapping under that bias, else the
  * first (a file mapped executable without PF_X segments). False if no PT_LOAD holds pgoff. */
 bool fu_elf_mapping_bias(const fu_elf *elf, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t *bias);
+
+/* Whether a PT_LOAD segment whose pages hold file offset `pgoff` is executable (PF_X): whether a
+ * mapping of the file at that offset maps code. */
+bool fu_elf_offset_executable(const fu_elf *elf, uint64_t pgoff);
 
 /* Which rule a debug-file candidate comes from, so which check accepts it. */
 typedef enum fu_elf_debug_rule {

@@ -268,41 +268,14 @@ static bool notes_region(const uint8_t *data, size_t size, size_t *start, size_t
 
 int main(int argc, char **argv)
 {
-    uint64_t seed = (uint64_t)time(NULL), built = 2000, mutations = 200;
-    unsigned timeout = 20;
-    const char *replay = NULL;
-    int first_file = argc;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--built") == 0 && i + 1 < argc)
-            built = strtoull(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--mutations") == 0 && i + 1 < argc)
-            mutations = strtoull(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
-            timeout = (unsigned)strtoul(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--save-dir") == 0 && i + 1 < argc)
-            snprintf(save_path, sizeof save_path, "%s/core-failure", argv[++i]);
-        else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc)
-            replay = argv[++i];
-        else {
-            first_file = i;
-            break;
-        }
-    }
+    fuzz_options options = fuzz_parse_options(argc, argv, 2000, 200, "core-failure");
+    uint64_t seed = options.seed, built = options.built, mutations = options.mutations;
+    unsigned timeout = options.timeout;
+    int first_file = options.first_file;
     fuzz_install_failure_handlers();
     uint64_t rng = seed;
-    if (replay) {
-        size_t size;
-        uint8_t *data = fuzz_read_file(replay, SIZE_MAX, &size);
-        if (!data)
-            return 2;
-        alarm(timeout);
-        run_one(data, size, replay, &rng);
-        free(data);
-        printf("core_driver: %s passed\n", replay);
-        return 0;
-    }
+    if (options.replay)
+        return fuzz_replay(&options, &rng, run_one);
     printf("core_driver: seed %llu\n", (unsigned long long)seed);
     fflush(stdout);
     char label[256];

@@ -1,5 +1,6 @@
 /* elf_driver: native/core/elf_file.c (an ELF file's headers, sections, segments, notes and build-id,
- * .gnu_debuglink, the process entry, a mapping's bias, the debug files to try) under
+ * .gnu_debuglink, the process entry, a mapping's bias, the debug files to try, the build-id of a
+ * file's first page in memory) under
  * AddressSanitizer + UndefinedBehaviorSanitizer.
  *
  * Inputs: ELF files built here (ELF32 and ELF64, with and without extended numbering, note regions
@@ -21,13 +22,27 @@
 #include "fuzz_files.h"
 
 #include <elf.h>
-#include <time.h>
 
 #include "elf_file.h"
 
 static bool inside(const uint8_t *input, size_t size, const uint8_t *data, size_t length)
 {
     return length == 0 || (data >= input && length <= size && (size_t)(data - input) <= size - length);
+}
+
+/* The input as a memory at a base address (a file's first pages in a core). */
+typedef struct input_memory {
+    const uint8_t *data;
+    size_t size;
+    uint64_t base;
+} input_memory;
+
+static const uint8_t *input_at(const void *memory, uint64_t address, size_t size)
+{
+    const input_memory *m = memory;
+    if (address < m->base || address - m->base > m->size || size > m->size - (address - m->base))
+        return NULL;
+    return m->data + (address - m->base);
 }
 
 /* Inputs opened, and of those with a build-id: a driver whose built files stop parsing says so. */
@@ -40,6 +55,13 @@ static void run_one(const uint8_t *input, size_t size, const char *label, uint64
     CHECK(data != NULL, "out of memory");
     memcpy(data, input, size);
     fuzz_begin_input(data, size, label);
+    /* the build-id of the input read as a file's first pages in memory, at its base or inside it */
+    input_memory memory = {data, size, rng_below(rng, 2) ? 0x7f0000000000ull : UINT64_MAX - size};
+    uint8_t in_memory[FU_ELF_MAX_BUILD_ID];
+    size_t in_memory_size;
+    uint64_t start = memory.base + (rng_below(rng, 4) ? 0 : rng_below(rng, size + 1));
+    fu_elf_build_id_in_memory(input_at, &memory, start, in_memory, &in_memory_size);
+    CHECK(in_memory_size <= FU_ELF_MAX_BUILD_ID, "a build-id of %zu bytes in memory", in_memory_size);
     fu_elf elf;
     fu_error err = {0};
     if (fu_elf_open(&elf, data, size, &err) != FU_OK) {
@@ -310,38 +332,14 @@ static size_t mutate(uint8_t *data, size_t size, uint64_t *rng)
 
 int main(int argc, char **argv)
 {
-    uint64_t seed = (uint64_t)time(NULL), built = 4000, mutations = 400;
-    unsigned timeout = 20;
-    const char *replay = NULL;
-    int first_file = argc;
-    snprintf(save_path, sizeof save_path, "build/failures/elf-failure");
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--built") == 0 && i + 1 < argc)
-            built = strtoull(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--mutations") == 0 && i + 1 < argc)
-            mutations = strtoull(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc)
-            replay = argv[++i];
-        else {
-            first_file = i;
-            break;
-        }
-    }
+    fuzz_options options = fuzz_parse_options(argc, argv, 4000, 400, "elf-failure");
+    uint64_t seed = options.seed, built = options.built, mutations = options.mutations;
+    unsigned timeout = options.timeout;
+    int first_file = options.first_file;
     fuzz_install_failure_handlers();
     uint64_t rng = seed;
-    if (replay) {
-        size_t size;
-        uint8_t *data = fuzz_read_file(replay, SIZE_MAX, &size);
-        if (!data)
-            return 2;
-        alarm(timeout);
-        run_one(data, size, replay, &rng);
-        free(data);
-        printf("elf_driver: %s passed\n", replay);
-        return 0;
-    }
+    if (options.replay)
+        return fuzz_replay(&options, &rng, run_one);
     printf("elf_driver: seed %llu\n", (unsigned long long)seed);
     fflush(stdout);
     char label[256];

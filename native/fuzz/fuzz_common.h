@@ -183,4 +183,62 @@ static inline size_t fuzz_mutate(uint8_t *data, size_t size, uint64_t *rng, cons
     }
 }
 
+/* ---- the options and replay of the drivers that build and mutate inputs --------------------- */
+
+#ifndef FU_LIBFUZZER
+#include <time.h>
+
+#include "fuzz_files.h"
+
+/* --seed N, --built N (inputs built by the driver), --mutations N (of each file given), --timeout S
+ * (per input), --save-dir DIR (a failing input saved there as `failure_name`), --replay FILE; the
+ * first other argument starts the files. */
+typedef struct fuzz_options {
+    uint64_t seed, built, mutations;
+    unsigned timeout;
+    const char *replay;
+    int first_file;
+} fuzz_options;
+
+static inline fuzz_options fuzz_parse_options(int argc, char **argv, uint64_t built, uint64_t mutations,
+                                              const char *failure_name)
+{
+    fuzz_options o = {(uint64_t)time(NULL), built, mutations, 20, NULL, argc};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+            o.seed = strtoull(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--built") == 0 && i + 1 < argc)
+            o.built = strtoull(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--mutations") == 0 && i + 1 < argc)
+            o.mutations = strtoull(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
+            o.timeout = (unsigned)strtoul(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--save-dir") == 0 && i + 1 < argc)
+            snprintf(save_path, sizeof save_path, "%s/%s", argv[++i], failure_name);
+        else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc)
+            o.replay = argv[++i];
+        else {
+            o.first_file = i;
+            break;
+        }
+    }
+    return o;
+}
+
+/* --replay: the saved input run once by `run`; the exit status (0 passed, 2 unreadable). */
+static inline int fuzz_replay(const fuzz_options *o, uint64_t *rng,
+                              void (*run)(const uint8_t *data, size_t size, const char *label, uint64_t *rng))
+{
+    size_t size;
+    uint8_t *data = fuzz_read_file(o->replay, SIZE_MAX, &size);
+    if (!data)
+        return 2;
+    alarm(o->timeout);
+    run(data, size, o->replay, rng);
+    free(data);
+    printf(FUZZ_DRIVER ": %s passed\n", o->replay);
+    return 0;
+}
+#endif
+
 #endif

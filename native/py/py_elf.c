@@ -10,7 +10,7 @@
  *   (type, flags, offset, vaddr, paddr, filesz, memsz, align);
  * elf_build_id(data) -> bytes | None; elf_build_id_in_notes(notes, alignment, file_offset, where) ->
  * bytes | None; elf_debuglink(data) -> (name, crc) | None; elf_process_entry(data) -> int;
- * elf_mapping_bias(data, start, end, pgoff) -> int | None;
+ * elf_mapping_bias(data, start, end, pgoff) -> int | None; elf_offset_executable(data, pgoff) -> bool;
  * elf_debug_file_candidates(build_id, link_name, path, resolved_path, roots) ->
  *   ([(path, rule)], link_ignored)
  */
@@ -156,6 +156,18 @@ static PyObject *elf_mapping_bias(PyObject *module, PyObject *args)
     return result;
 }
 
+static PyObject *elf_offset_executable(PyObject *module, PyObject *args)
+{
+    Py_buffer view;
+    unsigned long long pgoff;
+    if (!PyArg_ParseTuple(args, "y*K", &view, &pgoff))
+        return NULL;
+    fu_elf elf;
+    PyObject *result = open_view(&view, &elf) ? PyBool_FromLong(fu_elf_offset_executable(&elf, pgoff)) : NULL;
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* The roots as filesystem bytes (kept in `owners`) and their pointers; false with an exception. */
 static bool root_paths(PyObject *roots, PyObject **owners, const char **paths, size_t *count)
 {
@@ -251,6 +263,8 @@ static PyMethodDef elf_methods[] = {
      "elf_process_entry(data) -> where a process starts running the file, else 0"},
     {"elf_mapping_bias", elf_mapping_bias, METH_VARARGS,
      "elf_mapping_bias(data, start, end, pgoff) -> avma - svma of an executable mapping, or None"},
+    {"elf_offset_executable", elf_offset_executable, METH_VARARGS,
+     "elf_offset_executable(data, pgoff) -> whether a PT_LOAD holding that file offset is executable"},
     {"elf_debug_file_candidates", elf_debug_file_candidates, METH_VARARGS,
      "elf_debug_file_candidates(build_id, link_name, path, resolved_path, roots) -> ([(path, rule)], link_ignored)"},
     {NULL},
@@ -260,8 +274,7 @@ int py_elf_init(PyObject *module)
 {
     if (PyModule_AddIntConstant(module, "ELF_DEBUG_BY_BUILD_ID", FU_ELF_DEBUG_BY_BUILD_ID) < 0 ||
         PyModule_AddIntConstant(module, "ELF_DEBUG_BY_LINK", FU_ELF_DEBUG_BY_LINK) < 0 ||
-        PyModule_AddIntConstant(module, "ELF_MAX_NAME_LENGTH", FU_ELF_MAX_NAME_LENGTH) < 0 ||
-        PyModule_AddIntConstant(module, "ELF_PAGE_SIZE", FU_ELF_PAGE_SIZE) < 0)
+        PyModule_AddIntConstant(module, "ELF_MAX_NAME_LENGTH", FU_ELF_MAX_NAME_LENGTH) < 0)
         return -1;
     return PyModule_AddFunctions(module, elf_methods);
 }

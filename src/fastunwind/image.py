@@ -25,8 +25,6 @@ from fastunwind.elf import PF_W, PT_LOAD, ElfFile
 from fastunwind.errors import FastunwindError
 from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame_sources, section_table
 
-PAGE_SIZE: int = _core.ELF_PAGE_SIZE  #: x86-64 Linux mappings are 4 KiB-granular (core/elf_file.h)
-
 #: the memo key of slow_row_tables
 _SLOW_ROW_TABLES = "cfi.slow_rows"
 

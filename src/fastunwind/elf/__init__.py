@@ -756,6 +756,11 @@ class ElfFile:
         mapping really maps, where lld and mold put two in one page)."""
         return self._in_core(lambda data: _core.elf_mapping_bias(data, start, end, pgoff))
 
+    def offset_executable(self, pgoff: int) -> bool:
+        """Whether a PT_LOAD segment whose pages hold file offset `pgoff` is executable: whether a
+        mapping of the file at that offset maps code (core/elf_file.h fu_elf_offset_executable)."""
+        return self._in_core(lambda data: _core.elf_offset_executable(data, pgoff))
+
     # --- addresses ---
 
     @property
@@ -824,13 +829,6 @@ def _string_at(table: bytes, offset: int, where: str) -> str:
             f"(or longer than 0x{MAX_NAME_LENGTH:x} bytes)"
         )
     return table[offset:end].decode("utf-8", "backslashreplace")
-
-
-def build_id_in_notes(region: SectionBytes, alignment: int, file_offset: int, where: str) -> bytes | None:
-    """The NT_GNU_BUILD_ID of a region of notes (a section, a PT_NOTE segment, or the notes of a
-    mapped file read from a core's memory), or None. ElfError if the region is malformed
-    (core/elf_file.h fu_elf_build_id_in_notes)."""
-    return _core.elf_build_id_in_notes(region, alignment, file_offset, where)
 
 
 def _check_uncompressed_size(uncompressed_size: int, where: str) -> None:

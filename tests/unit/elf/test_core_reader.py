@@ -203,6 +203,8 @@ def test_bias_of_a_mapping_where_two_segments_share_a_page() -> None:
     # lld's layout: R at offset 0 (vaddr 0), R E at 0x770 (vaddr 0x1770): one file page, two segments
     data = elf32([], [(1, 4, 0, 0, 0x770), (1, 5, 0x770, 0x1770, 0x400)])
     assert _core.elf_mapping_bias(data, 0x10000, 0x11000, 0) == 0x10000 - 0x1000
+    # the page at offset 0 holds the executable segment's start: a mapping there maps code
+    assert _core.elf_offset_executable(data, 0) and not _core.elf_offset_executable(data, 0x2000)
     # without PF_X, the first one overlapping the mapping under its bias
     data = elf32([], [(1, 4, 0x100, 0x100, 0x670), (1, 6, 0x770, 0x1770, 0x400)])
     assert _core.elf_mapping_bias(data, 0x11000, 0x12000, 0) == 0x11000
