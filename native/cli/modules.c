@@ -176,7 +176,7 @@ static fu_cli_module_status load_segments(const fu_cli_elf *elf, bool read_only,
         const uint8_t *data;
         size_t size;
         fu_error err = {0};
-        if (p.type != PT_LOAD || !p.filesz || (read_only && p.flags & PF_W))
+        if (!fu_elf_segment_loaded(&p, read_only))
             continue;
         if (fu_elf_segment_bytes(&elf->file, &p, &data, &size, &err) != FU_OK)
             return FU_CLI_MODULE_UNSERVED;
@@ -197,16 +197,15 @@ static fu_cli_module_status parse_frame_table(const fu_cli_elf *elf, const fu_el
         return FU_CLI_MODULE_UNSERVED; /* relocated sections: the Python reader's */
     if (load_segments(elf, false, segments, &segment_count) != FU_CLI_MODULE_OK)
         return FU_CLI_MODULE_UNSERVED;
-    fu_elf_section text, got;
-    bool has_text = fu_elf_section_named(&elf->file, ".text", &text),
-         has_got = fu_elf_section_named(&elf->file, ".got", &got);
+    uint64_t text_base, data_base;
+    fu_elf_pointer_bases(&elf->file, &text_base, &data_base);
     fu_section section = {
         .kind = kind == EH_FRAME ? FU_SECTION_EH_FRAME : FU_SECTION_DEBUG_FRAME,
         .data = data,
         .size = size,
         .address = s->addr,
-        .text_base = has_text ? text.addr : 0,
-        .data_base = has_got ? got.addr : 0,
+        .text_base = text_base,
+        .data_base = data_base,
         .address_size = 8,
         .segments = *segments,
         .segment_count = segment_count,

@@ -23,6 +23,7 @@ enum {
     PT_INTERP = 3,
     PT_NOTE = 4,
     PF_X = 1,
+    PF_W = 2,
     NT_GNU_BUILD_ID = 3,
     DT_NULL = 0,
     DT_NEEDED = 1,
@@ -468,6 +469,18 @@ fu_status fu_elf_process_entry(const fu_elf *elf, uint64_t *entry, fu_error *err
     }
     *entry = elf->type == ET_EXEC || interpreter || !needed ? elf->entry : 0;
     return FU_OK;
+}
+
+bool fu_elf_segment_loaded(const fu_elf_segment *p, bool read_only)
+{
+    return p->type == PT_LOAD && p->filesz && !(read_only && p->flags & PF_W);
+}
+
+void fu_elf_pointer_bases(const fu_elf *elf, uint64_t *text_base, uint64_t *data_base)
+{
+    fu_elf_section s;
+    *text_base = fu_elf_section_named(elf, ".text", &s) ? s.addr : 0;
+    *data_base = fu_elf_section_named(elf, ".got", &s) ? s.addr : 0;
 }
 
 /* Whether `p` is a PT_LOAD whose pages hold file offset `pgoff` (mappings start on a page; the

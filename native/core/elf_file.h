@@ -124,6 +124,14 @@ fu_status fu_elf_process_entry(const fu_elf *elf, uint64_t *entry, fu_error *err
  * first (a file mapped executable without PF_X segments). False if no PT_LOAD holds pgoff. */
 bool fu_elf_mapping_bias(const fu_elf *elf, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t *bias);
 
+/* Whether the walker reads segment `p` as the file's bytes at its svma: a PT_LOAD with bytes in the
+ * file; with `read_only`, one not writable (the constants a DWARF expression may read); without,
+ * any (what a CFI section's indirect pointers, DW_EH_PE_indirect, are read from). */
+bool fu_elf_segment_loaded(const fu_elf_segment *p, bool read_only);
+/* What a CFI section's pointer encodings are relative to (LSB 5.0 section 10.5): sh_addr of the
+ * first .text (DW_EH_PE_textrel) and of the first .got (DW_EH_PE_datarel), 0 without one. */
+void fu_elf_pointer_bases(const fu_elf *elf, uint64_t *text_base, uint64_t *data_base);
+
 /* Whether a PT_LOAD segment whose pages hold file offset `pgoff` is executable (PF_X): whether a
  * mapping of the file at that offset maps code. */
 bool fu_elf_offset_executable(const fu_elf *elf, uint64_t pgoff);

@@ -90,6 +90,7 @@ static void run_one(const uint8_t *input, size_t size, const char *label, uint64
         size_t length;
         if (fu_elf_segment_bytes(&elf, &p, &bytes, &length, &err) == FU_OK)
             CHECK(inside(data, size, bytes, length) && length == p.filesz, "segment %zu's bytes outside the input", i);
+        CHECK(!fu_elf_segment_loaded(&p, true) || fu_elf_segment_loaded(&p, false), "a read-only load not loaded");
     }
     uint8_t build_id[FU_ELF_MAX_BUILD_ID];
     size_t build_id_size = 0;
@@ -101,6 +102,8 @@ static void run_one(const uint8_t *input, size_t size, const char *label, uint64
     uint32_t crc;
     if (fu_elf_debuglink(&elf, &link, &crc, &err) == FU_OK && link)
         CHECK(inside(data, size, (const uint8_t *)link, strlen(link) + 1), "debuglink name outside the input");
+    uint64_t text_base, data_base;
+    fu_elf_pointer_bases(&elf, &text_base, &data_base);
     uint64_t entry;
     if (fu_elf_process_entry(&elf, &entry, &err) == FU_OK)
         CHECK(entry == 0 || entry == elf.entry, "a process entry that is not e_entry");

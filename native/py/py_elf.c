@@ -11,6 +11,7 @@
  * elf_build_id(data) -> bytes | None; elf_build_id_in_notes(notes, alignment, file_offset, where) ->
  * bytes | None; elf_debuglink(data) -> (name, crc) | None; elf_process_entry(data) -> int;
  * elf_mapping_bias(data, start, end, pgoff) -> int | None; elf_offset_executable(data, pgoff) -> bool;
+ * elf_loaded_segments(data, read_only) -> [segment index]; elf_pointer_bases(data) -> (text, data);
  * elf_debug_file_candidates(build_id, link_name, path, resolved_path, roots) ->
  *   ([(path, rule)], link_ignored)
  */
@@ -168,6 +169,36 @@ static PyObject *elf_offset_executable(PyObject *module, PyObject *args)
     return result;
 }
 
+static PyObject *elf_loaded_segments(PyObject *module, PyObject *args)
+{
+    Py_buffer view;
+    int read_only;
+    if (!PyArg_ParseTuple(args, "y*p", &view, &read_only))
+        return NULL;
+    fu_elf elf;
+    PyObject *result = open_view(&view, &elf) ? PyList_New(0) : NULL;
+    for (size_t i = 0; result && i < elf.segment_count; i++) {
+        fu_elf_segment p = fu_elf_segment_at(&elf, i);
+        if (!fu_elf_segment_loaded(&p, read_only))
+            continue;
+        PyObject *index = PyLong_FromSize_t(i);
+        if (!index || PyList_Append(result, index) < 0)
+            Py_CLEAR(result);
+        Py_XDECREF(index);
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *pointer_bases_of(const fu_elf *elf)
+{
+    uint64_t text_base, data_base;
+    fu_elf_pointer_bases(elf, &text_base, &data_base);
+    return Py_BuildValue("(KK)", (unsigned long long)text_base, (unsigned long long)data_base);
+}
+
+static PyObject *elf_pointer_bases(PyObject *module, PyObject *args) { return over_elf(args, pointer_bases_of); }
+
 /* The roots as filesystem bytes (kept in `owners`) and their pointers; false with an exception. */
 static bool root_paths(PyObject *roots, PyObject **owners, const char **paths, size_t *count)
 {
@@ -265,6 +296,10 @@ static PyMethodDef elf_methods[] = {
      "elf_mapping_bias(data, start, end, pgoff) -> avma - svma of an executable mapping, or None"},
     {"elf_offset_executable", elf_offset_executable, METH_VARARGS,
      "elf_offset_executable(data, pgoff) -> whether a PT_LOAD holding that file offset is executable"},
+    {"elf_loaded_segments", elf_loaded_segments, METH_VARARGS,
+     "elf_loaded_segments(data, read_only) -> the indexes of the segments the walker reads as the file's bytes"},
+    {"elf_pointer_bases", elf_pointer_bases, METH_VARARGS,
+     "elf_pointer_bases(data) -> (sh_addr of .text, of .got): what CFI pointer encodings are relative to"},
     {"elf_debug_file_candidates", elf_debug_file_candidates, METH_VARARGS,
      "elf_debug_file_candidates(build_id, link_name, path, resolved_path, roots) -> ([(path, rule)], link_ignored)"},
     {NULL},

@@ -21,7 +21,7 @@ import _thread  # its lock alone: threading's import costs a CLI run ~4M instruc
 from typing import Any, Self
 
 from fastunwind import _core
-from fastunwind.elf import PF_W, PT_LOAD, ElfFile
+from fastunwind.elf import ElfFile
 from fastunwind.errors import FastunwindError
 from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame_sources, section_table
 
@@ -44,11 +44,7 @@ class ModuleImage:
         self._tables: dict[int, _core.CfiTable] | None = None
         self._tables_lock = _thread.allocate_lock()
         #: read-only PT_LOAD bytes by svma: constants an expression may read
-        self.segments = [
-            (segment.vaddr, elf.segment_data(segment))
-            for segment in elf.segments
-            if segment.type == PT_LOAD and not segment.flags & PF_W and segment.filesz
-        ]
+        self.segments = [(segment.vaddr, elf.segment_data(segment)) for segment in elf.loaded_segments(read_only=True)]
         #: what the tables modules derived from this image (by their own keys: "compact", ...)
         self.memo: dict[str, Any] = {}
 

@@ -756,6 +756,17 @@ class ElfFile:
         mapping really maps, where lld and mold put two in one page)."""
         return self._in_core(lambda data: _core.elf_mapping_bias(data, start, end, pgoff))
 
+    def loaded_segments(self, read_only: bool = False) -> list[Segment]:
+        """The segments the walker reads as the file's bytes at their svma (core/elf_file.h
+        fu_elf_segment_loaded): the PT_LOADs with bytes in the file; `read_only`, those not
+        writable (the constants a DWARF expression may read)."""
+        return [self.segments[i] for i in self._in_core(lambda data: _core.elf_loaded_segments(data, read_only))]
+
+    def pointer_bases(self) -> tuple[int, int]:
+        """(sh_addr of .text, of .got), 0 for one missing: what a CFI section's DW_EH_PE_textrel and
+        DW_EH_PE_datarel pointers are relative to (core/elf_file.h fu_elf_pointer_bases)."""
+        return self._in_core(_core.elf_pointer_bases)
+
     def offset_executable(self, pgoff: int) -> bool:
         """Whether a PT_LOAD segment whose pages hold file offset `pgoff` is executable: whether a
         mapping of the file at that offset maps code (core/elf_file.h fu_elf_offset_executable)."""

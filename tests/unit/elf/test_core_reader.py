@@ -78,6 +78,12 @@ def compare_with_readelf(path: Path) -> None:
     assert len(segments) == len(expected)
     for (kind, flags, offset, vaddr, paddr, filesz, memsz, align), want in zip(segments, expected):
         assert (kind if want[0] is not None else None, flags & 7, offset, vaddr, paddr, filesz, memsz, align) == want
+    # the segments the walker reads: the LOADs with file bytes, the read-only ones for expressions
+    loads = [i for i, want in enumerate(expected) if want[0] == 1 and want[5]]
+    assert _core.elf_loaded_segments(data, False) == loads
+    assert _core.elf_loaded_segments(data, True) == [i for i in loads if not expected[i][1] & 2]
+    bases = {row[1]: row[3] for row in reversed(expected_sections(path))}
+    assert _core.elf_pointer_bases(data) == (bases.get(".text", 0), bases.get(".got", 0))
     header = readelf("-h", path)
     assert entry == int(re.search(r"Entry point address:\s+0x([0-9a-f]+)", header).group(1), 16)
     assert elf_type == {"EXEC": 2, "DYN": 3}[re.search(r"Type:\s+(\S+)", header).group(1)]
