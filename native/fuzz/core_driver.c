@@ -282,14 +282,7 @@ int main(int argc, char **argv)
     size_t inputs = 0;
     for (uint64_t i = 0; i < built; i++) { /* each built core, then a mutant of it */
         builder b = build_core(&rng);
-        snprintf(label, sizeof label, "built core %llu (seed %llu)", (unsigned long long)i, (unsigned long long)seed);
-        alarm(timeout);
-        run_one(b.data, b.len, label, &rng);
-        size_t size = mutate(b.data, b.len, &rng);
-        snprintf(label, sizeof label, "mutant of built core %llu (seed %llu)", (unsigned long long)i,
-                 (unsigned long long)seed);
-        run_one(b.data, size, label, &rng);
-        free(b.data);
+        fuzz_run_built(b.data, b.len, "core", i, &options, &rng, run_one, mutate);
         inputs += 2;
     }
     for (int f = first_file; f < argc; f++) {

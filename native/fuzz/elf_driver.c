@@ -335,54 +335,44 @@ static size_t mutate(uint8_t *data, size_t size, uint64_t *rng)
 
 int main(int argc, char **argv)
 {
-    fuzz_options options = fuzz_parse_options(argc, argv, 4000, 400, "elf-failure");
-    uint64_t seed = options.seed, built = options.built, mutations = options.mutations;
-    unsigned timeout = options.timeout;
-    int first_file = options.first_file;
+    const fuzz_options o = fuzz_parse_options(argc, argv, 4000, 400, "elf-failure");
     fuzz_install_failure_handlers();
-    uint64_t rng = seed;
-    if (options.replay)
-        return fuzz_replay(&options, &rng, run_one);
-    printf("elf_driver: seed %llu\n", (unsigned long long)seed);
+    uint64_t rng = o.seed;
+    if (o.replay)
+        return fuzz_replay(&o, &rng, run_one);
+    printf("elf_driver: seed %llu, %llu built files\n", (unsigned long long)o.seed, (unsigned long long)o.built);
     fflush(stdout);
-    char label[256];
     size_t inputs = 0;
-    for (uint64_t i = 0; i < built; i++) { /* each built file, then a mutant of it */
+    for (uint64_t i = 0; i < o.built; i++) { /* each built file, then a mutant of it */
         builder b = build_elf(&rng, rng_below(&rng, 4) != 0);
-        snprintf(label, sizeof label, "built file %llu (seed %llu)", (unsigned long long)i, (unsigned long long)seed);
-        alarm(timeout);
-        run_one(b.data, b.len, label, &rng);
-        size_t size = mutate(b.data, b.len, &rng);
-        snprintf(label, sizeof label, "mutant of built file %llu (seed %llu)", (unsigned long long)i,
-                 (unsigned long long)seed);
-        run_one(b.data, size, label, &rng);
-        free(b.data);
+        fuzz_run_built(b.data, b.len, "file", i, &o, &rng, run_one, mutate);
         inputs += 2;
     }
-    for (int f = first_file; f < argc; f++) {
+    for (int f = o.first_file; f < argc; f++) {
         size_t size;
         uint8_t *original = fuzz_read_file(argv[f], SIZE_MAX, &size);
         if (!original) {
             fprintf(stderr, "elf_driver: cannot read %s\n", argv[f]);
             return 2;
         }
-        alarm(timeout);
+        alarm(o.timeout);
         run_one(original, size, argv[f], &rng);
         uint8_t *copy = malloc(size);
         CHECK(copy != NULL, "out of memory");
-        for (uint64_t m = 0; m < mutations; m++) {
+        for (uint64_t m = 0; m < o.mutations; m++) {
             memcpy(copy, original, size);
             size_t kept = mutate(copy, size, &rng);
+            char label[256];
             snprintf(label, sizeof label, "mutant %llu of %s (seed %llu)", (unsigned long long)m, argv[f],
-                     (unsigned long long)seed);
-            alarm(timeout);
+                     (unsigned long long)o.seed);
+            alarm(o.timeout);
             run_one(copy, kept, label, &rng);
         }
         free(copy);
         free(original);
-        inputs += 1 + mutations;
+        inputs += 1 + o.mutations;
     }
     printf("elf_driver: %zu inputs passed (%zu opened, %zu with a build-id)\n", inputs, opened, with_build_id);
-    CHECK(built == 0 || opened > built / 2, "fewer than half the built files open: the builder is broken");
+    CHECK(o.built == 0 || opened > o.built / 2, "fewer than half the built files open: the builder is broken");
     return 0;
 }

@@ -225,9 +225,29 @@ static inline fuzz_options fuzz_parse_options(int argc, char **argv, uint64_t bu
     return o;
 }
 
+/* A function that runs one input (the label names it in a failure report). */
+typedef void (*fuzz_run_fn)(const uint8_t *data, size_t size, const char *label, uint64_t *rng);
+
+/* Input `number` the driver built (`what`: "core", "file"), run, then one mutant of it, run; the
+ * data freed. */
+static inline void fuzz_run_built(uint8_t *data, size_t size, const char *what, uint64_t number,
+                                  const fuzz_options *o, uint64_t *rng, fuzz_run_fn run,
+                                  size_t (*mutate)(uint8_t *data, size_t size, uint64_t *rng))
+{
+    char label[256];
+    snprintf(label, sizeof label, "built %s %llu (seed %llu)", what, (unsigned long long)number,
+             (unsigned long long)o->seed);
+    alarm(o->timeout);
+    run(data, size, label, rng);
+    size_t kept = mutate(data, size, rng);
+    snprintf(label, sizeof label, "mutant of built %s %llu (seed %llu)", what, (unsigned long long)number,
+             (unsigned long long)o->seed);
+    run(data, kept, label, rng);
+    free(data);
+}
+
 /* --replay: the saved input run once by `run`; the exit status (0 passed, 2 unreadable). */
-static inline int fuzz_replay(const fuzz_options *o, uint64_t *rng,
-                              void (*run)(const uint8_t *data, size_t size, const char *label, uint64_t *rng))
+static inline int fuzz_replay(const fuzz_options *o, uint64_t *rng, fuzz_run_fn run)
 {
     size_t size;
     uint8_t *data = fuzz_read_file(o->replay, SIZE_MAX, &size);
