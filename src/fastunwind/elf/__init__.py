@@ -52,10 +52,10 @@ def _logger() -> "logging.Logger":  # logging is imported on first use: it costs
 
     return logging.getLogger(__name__)
 
-_T = TypeVar("_T")
-
 #: What `section_data` returns: a zero-copy view into the mapped file, or bytes it had to build.
 SectionBytes = Union[memoryview, bytes]
+#: what a reader of core/elf_file.c gives back (ElfFile._in_core)
+_T = TypeVar("_T")
 
 # --- ELF constants (gABI chapter 4) ------------------------------------------------------------------
 
