@@ -53,7 +53,7 @@ build_bpf_skeleton()
 # interpreter building it (FASTUNWIND_PYTHON overrides). The core's sources it needs are linked
 # into it statically; `make build` installs it as the venv's `fastunwind` (docs/DESIGN.md).
 LAUNCHER = "launcher"  #: its file name, beside the extension
-LAUNCHER_CORE_SOURCES = ["address_space.c", "cache_paths.c", "cfi_eval.c", "cfi_eh_frame_hdr.c", "cfi_parse.c", "compact_table.c", "coredump.c",
+LAUNCHER_CORE_SOURCES = ["address_space.c", "cache_paths.c", "cfi_eval.c", "cfi_eh_frame_hdr.c", "cfi_parse.c", "compact_table.c", "coredump.c", "elf_file.c",
                          "demangle.c", "dwarf_expr.c", "eh_elf.c", "error.c", "live.c", "lookup.c", "memory.c", "perf_data.c", "perf_regs.c",
                          "perf_replay.c", "perf_script.c", "perf_walk.c", "plt.c", "report.c", "srcline.c",
                          "snapshot.c", "symbol_cache.c", "symbols.c", "walk.c", "x86_64.c"]
