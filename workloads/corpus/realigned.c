@@ -7,7 +7,7 @@
  * time in their own bodies and call a leaf, so samples land in the DRAP rows and beneath them. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include "cpu_time.h"
 
 static volatile unsigned long sink;
 
@@ -53,13 +53,6 @@ unsigned long realigned_nested(int count)
         return s + leaf(block, 8) + leaf(variable, k);
     }
     return inner(count) + (unsigned long)total;
-}
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); /* CPU time: as many samples on a loaded machine */
-    return t.tv_sec + t.tv_nsec / 1e9;
 }
 
 int main(int argc, char **argv)
