@@ -17,10 +17,8 @@ from __future__ import annotations
 import argparse
 import array
 import json
-import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 from scripts import oracle_files
 
@@ -79,17 +77,9 @@ def census(path: str) -> dict[str, int | str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("files", nargs="*", type=Path, help="files to count (default: every file with CFI)")
-    parser.add_argument("--sample", type=int, default=None, help="only the named files and this many others")
-    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--json", action="store_true")
+    oracle_files.add_selection_arguments(parser, "count")
     args = parser.parse_args(argv)
-    if args.files:
-        paths = [str(p) for p in args.files]
-    elif args.sample is not None:
-        paths = [str(p) for p in oracle_files.sample(args.sample)]
-    else:
-        paths = [str(f.path) for f in oracle_files.enumerate_files()]
+    paths = oracle_files.selected_paths(args)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(census, paths, chunksize=8))
     totals: Counter[str] = Counter()
