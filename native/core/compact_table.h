@@ -84,8 +84,8 @@ static const uint8_t fu_compact_saved_register[FU_COMPACT_SAVED_REGISTERS] = {FU
  *       rbp - 1008: `DW_CFA_expression: DW_OP_breg6 (rbp): k` with k = 0, -8, ..., the saves of GCC's
  *       DRAP frames (functions that realign the stack: the gap between the CFA and the realigned
  *       frame is known only at run time, so their saves are stated from rbp, their CFA as
- *       `DW_OP_breg6 -8; DW_OP_deref`; the DRAP register itself, when callee-saved (r13: GCC
- *       picks it where the function makes a tail call), is pushed before the realignment and stays
+ *       `DW_OP_breg6 -8; DW_OP_deref`; the DRAP register itself, when callee-saved (r13, where r10
+ *       is taken: a nested function's static chain), is pushed before the realignment and stays
  *       CFA-relative, so one rule mixes both). rbp is the callee's (the frame's own, before any
  *       register of the rule is restored), and such a slot is applied as the expression is: rbp
  *       must be known (else FU_WALK_EXPRESSION_ERROR) and the slot readable (else the step fails),
