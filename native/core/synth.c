@@ -190,10 +190,13 @@ static bool slot_store(fu_synth_state *s, fu_synth_value address, unsigned width
     if (!slot_key(address, &space, &offset))
         return false;
     bool exact = false, changed = false;
-    for (unsigned i = 0; i < s->slot_count; i++) {
+    /* the slots are sorted: those wholly below the store come first, then those it meets */
+    unsigned i = 0;
+    while (i < s->slot_count && (s->slots[i].space < space ||
+                                 (s->slots[i].space == space && (int64_t)s->slots[i].offset + 8 <= offset)))
+        i++;
+    for (; i < s->slot_count && s->slots[i].space == space && s->slots[i].offset < (int64_t)offset + width; i++) {
         fu_synth_slot *slot = &s->slots[i];
-        if (slot->space != space || (int64_t)slot->offset + 8 <= offset || (int64_t)offset + width <= slot->offset)
-            continue;
         exact |= slot->offset == offset && width == 8;
         changed |= slot_set(slot, slot->offset == offset && width == 8 ? value : unknown_value);
     }
@@ -230,7 +233,9 @@ static bool slot_clobber_range(fu_synth_state *s, uint8_t space, int64_t low, in
     bool changed = false;
     for (unsigned i = 0; i < s->slot_count; i++) {
         fu_synth_slot *slot = &s->slots[i];
-        if (slot->space == space && (int64_t)slot->offset + 8 > low && slot->offset < high)
+        if (slot->space > space || (slot->space == space && slot->offset >= high))
+            break; /* sorted: the rest lie above */
+        if (slot->space == space && (int64_t)slot->offset + 8 > low)
             changed |= slot_set(slot, unknown_value);
     }
     return changed;
@@ -281,8 +286,11 @@ static bool clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
             below = slot->space == FU_SLOT_ENTRY_STACK && slot->offset < sp.offset;
         else if (sp.kind == FU_VALUE_ALIGNED_STACK)
             below = slot->space == FU_SLOT_ALIGNED_STACK && slot->offset < sp.offset;
-        if (!below)
-            s->slots[kept++] = *slot;
+        if (!below) {
+            if (kept != i)
+                s->slots[kept] = *slot;
+            kept++;
+        }
     }
     bool changed = kept != s->slot_count;
     s->slot_count = (uint8_t)kept;
@@ -1059,14 +1067,18 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
     fu_synth_state s;
     state_copy(&s, &sc->block_states[b]);
     uint32_t i = sc->block_insn[b];
+    uint64_t address = insn_address(run, i);
+    /* the per-instruction arrays stay in place while blocks are walked (only the block arrays grow) */
+    const fu_x86_insn *insns = sc->insns;
+    const int32_t *block_of = sc->block_of;
+    uint8_t *walked = sc->walked;
     /* a call's fall-through, through the nops that pad it to the next block */
     edge_kind fallthrough_edge = EDGE_BRANCH;
     /* a jump table's entry count, from the `cmp; ja` of this walk that bounds its index */
     index_bound bound = {.compared = {.kind = FU_X86_OPERAND_NONE}, .memory = {.kind = FU_X86_OPERAND_NONE}};
     for (;;) {
-        const fu_x86_insn *insn = &sc->insns[i];
-        uint64_t address = insn_address(run, i);
-        sc->walked[i] = 1;
+        const fu_x86_insn *insn = &insns[i];
+        walked[i] = 1;
         if (insn->kind == FU_X86_INVALID) {
             snprintf(run->reason, FU_SYNTH_REASON_MAX, "bytes at 0x%llx do not decode as an instruction",
                      (unsigned long long)address);
@@ -1142,8 +1154,9 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
             return false;
         }
         i++;
-        if (sc->block_of[i] >= 0)
-            return merge(run, (uint32_t)sc->block_of[i], &s, fallthrough_edge, queue_len);
+        address += insn->length;
+        if (block_of[i] >= 0)
+            return merge(run, (uint32_t)block_of[i], &s, fallthrough_edge, queue_len);
     }
 }
 
@@ -1310,14 +1323,25 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
     bool visited = false; /* s holds the state after the last visited instruction */
     bool live = false;
     uint32_t changed = FU_SYNTH_CHANGED_ALL;
-    for (uint32_t i = 0; i < run->insn_count; i++) {
-        const fu_x86_insn *insn = &scratch->insns[i];
-        int32_t b = scratch->block_of[i];
-        if (b >= 0 && (scratch->block_flags[b] & BLOCK_HAS_STATE)) {
+    /* in locals: the visitor, called in between, could write anything as far as the compiler knows */
+    const fu_x86_insn *insns = scratch->insns;
+    const int32_t *block_of = scratch->block_of;
+    const uint8_t *block_flags = scratch->block_flags;
+    const fu_synth_state *block_states = scratch->block_states;
+    const uint32_t *insn_offsets = scratch->insn_offsets;
+    const uint64_t start = function->start;
+    const uint32_t insn_count = run->insn_count;
+    fu_synth_visit_hint *hint = function->visit_hint;
+    uint32_t skipped = 0;
+    bool after_unreached = true; /* no visit yet, or unreached instructions since the last one */
+    for (uint32_t i = 0; i < insn_count; i++) {
+        const fu_x86_insn *insn = &insns[i];
+        int32_t b = block_of[i];
+        if (b >= 0 && (block_flags[b] & BLOCK_HAS_STATE)) {
             if (visited) {
-                changed |= state_replace(&s, &scratch->block_states[b]);
+                changed |= state_replace(&s, &block_states[b]);
             } else {
-                state_copy(&s, &scratch->block_states[b]);
+                state_copy(&s, &block_states[b]);
                 changed = FU_SYNTH_CHANGED_ALL;
                 visited = true;
             }
@@ -1325,9 +1349,11 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         } else if (b >= 0) {
             live = false;
         }
-        if (!live)
+        if (!live) {
+            after_unreached = true;
             continue;
-        uint64_t address = insn_address(run, i);
+        }
+        uint64_t address = start + insn_offsets[i];
         counts->reached++;
         /* a register written somewhere keeps the caller's value in no row (the set is function-wide);
          * that value serves nothing else: nothing is derived from a caller-saved register's */
@@ -1338,8 +1364,18 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
                 changed |= 1u << r;
             }
         }
-        if (visit && !visit(context, address, insn, &s, changed))
-            return FU_SYNTH_STOPPED;
+        bool skip = hint && !after_unreached && address < hint->until && !(changed & hint->reads) &&
+                    !(hint->kinds >> insn->kind & 1);
+        after_unreached = false;
+        if (skip) {
+            skipped++;
+        } else {
+            if (hint)
+                hint->skipped = skipped;
+            skipped = 0;
+            if (visit && !visit(context, address, insn, &s, changed))
+                return FU_SYNTH_STOPPED;
+        }
         /* what the next visit sees changed: an instruction changes only the registers it writes
          * (hidden operands included: rsp for push, pop and call, rbp for leave and enter) and a call
          * its caller-saved ones, and the slots only when it may store */
@@ -1347,7 +1383,10 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         uint16_t written = insn->writes;
         for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
             before[__builtin_ctz(m)] = s.regs[__builtin_ctz(m)];
-        changed = insn->kind == FU_X86_CALL ? CALLER_SAVED_MASK : 0;
+        if (!skip)
+            changed = 0;
+        if (insn->kind == FU_X86_CALL)
+            changed |= CALLER_SAVED_MASK;
         if (step(run, &s, insn, address))
             changed |= FU_SYNTH_CHANGED_SLOTS;
         for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
@@ -1365,6 +1404,8 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
             break;
         }
     }
+    if (hint)
+        hint->skipped = skipped;
     return FU_SYNTH_DECIDED;
 }
 
