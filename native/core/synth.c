@@ -509,7 +509,8 @@ static bool is_callee_saved(unsigned reg)
 
 /* Apply `insn` to `s` (control flow is the caller's business; a call's effect on registers is here).
  * Whether the slots or what is known of the others changed. */
-static bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uint64_t address)
+static inline __attribute__((always_inline)) bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn,
+                                                       uint64_t address)
 {
     uint64_t next = address + insn->length;
     fu_synth_value *rsp = &s->regs[FU_REG_RSP];
@@ -696,7 +697,7 @@ static int64_t block_at(synth_run *run, uint32_t index)
                  FU_SYNTH_MAX_BLOCKS);
         return -1;
     }
-    if (!reserve_blocks(sc, (uint64_t)run->counts->blocks + 1)) {
+    if (run->counts->blocks >= sc->block_cap && !reserve_blocks(sc, (uint64_t)run->counts->blocks + 1)) {
         run->out_of_memory = true;
         return -1;
     }
