@@ -19,6 +19,10 @@ const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT] = {FU_REG_RBX, FU_REG_RBP,
 
 static const fu_synth_value unknown_value = {FU_VALUE_UNKNOWN, 0, 0, 0};
 
+/* `step` runs ~30M times on libLLVM-14's check: it and its small helpers are inlined (into the walk
+ * and the visit) whatever the compiler's size estimate says. */
+#define STEP_INLINE static inline __attribute__((always_inline))
+
 /* Copy only the slots in use: a state is mostly its slot array. */
 static void state_copy(fu_synth_state *dst, const fu_synth_state *src)
 {
@@ -124,7 +128,7 @@ static int slot_compare(uint8_t space_a, int32_t offset_a, uint8_t space_b, int3
 }
 
 /* Index of the slot (space, offset), or -(insertion point) - 1. */
-static int slot_find(const fu_synth_state *s, uint8_t space, int32_t offset)
+STEP_INLINE int slot_find(const fu_synth_state *s, uint8_t space, int32_t offset)
 {
     int lo = 0, hi = s->slot_count;
     while (lo < hi) {
@@ -153,7 +157,7 @@ fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, i
     return make_value(FU_VALUE_NEVER_WRITTEN, 0, 0);
 }
 
-static fu_synth_value slot_load(const fu_synth_state *s, fu_synth_value address, unsigned width)
+STEP_INLINE fu_synth_value slot_load(const fu_synth_state *s, fu_synth_value address, unsigned width)
 {
     uint8_t space;
     int32_t offset;
@@ -278,22 +282,21 @@ static bool store_to(fu_synth_state *s, fu_synth_value address, unsigned width, 
 static bool clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
 {
     fu_synth_value sp = s->regs[FU_REG_RSP];
-    unsigned kept = 0;
-    for (unsigned i = 0; i < s->slot_count; i++) {
-        const fu_synth_slot *slot = &s->slots[i];
-        bool below = false;
-        if (sp.kind == FU_VALUE_ENTRY_STACK)
-            below = slot->space == FU_SLOT_ENTRY_STACK && slot->offset < sp.offset;
-        else if (sp.kind == FU_VALUE_ALIGNED_STACK)
-            below = slot->space == FU_SLOT_ALIGNED_STACK && slot->offset < sp.offset;
-        if (!below) {
-            if (kept != i)
-                s->slots[kept] = *slot;
-            kept++;
+    bool changed = false;
+    if (sp.kind == FU_VALUE_ENTRY_STACK || sp.kind == FU_VALUE_ALIGNED_STACK) {
+        /* sorted: the slots of rsp's space below it are a run at the start of that space's */
+        uint8_t space = sp.kind == FU_VALUE_ENTRY_STACK ? FU_SLOT_ENTRY_STACK : FU_SLOT_ALIGNED_STACK;
+        unsigned first = 0, end;
+        while (first < s->slot_count && s->slots[first].space < space)
+            first++;
+        for (end = first; end < s->slot_count && s->slots[end].space == space && s->slots[end].offset < sp.offset; end++)
+            ;
+        if (end > first) {
+            memmove(&s->slots[first], &s->slots[end], (s->slot_count - end) * sizeof s->slots[0]);
+            s->slot_count = (uint8_t)(s->slot_count - (end - first));
+            changed = true;
         }
     }
-    bool changed = kept != s->slot_count;
-    s->slot_count = (uint8_t)kept;
     for (unsigned m = CALLER_SAVED_MASK & ~(unsigned)kept_registers; m; m &= m - 1)
         s->regs[__builtin_ctz(m)] = unknown_value;
     return changed;
@@ -348,7 +351,7 @@ typedef struct synth_run {
     synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
 } synth_run;
 
-static fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *m, uint64_t next_address)
+STEP_INLINE fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *m, uint64_t next_address)
 {
     if (m->kind != FU_X86_OPERAND_MEMORY || m->segment || m->index != FU_X86_REG_NONE || m->untracked_address)
         return unknown_value;
@@ -360,8 +363,8 @@ static fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *
 }
 
 /* The value of a source operand of `width` bytes. */
-static fu_synth_value source_value(const fu_synth_state *s, const fu_x86_operand *o, unsigned width,
-                                   uint64_t next_address)
+STEP_INLINE fu_synth_value source_value(const fu_synth_state *s, const fu_x86_operand *o, unsigned width,
+                                        uint64_t next_address)
 {
     switch (o->kind) {
     case FU_X86_OPERAND_REGISTER:
@@ -509,8 +512,7 @@ static bool is_callee_saved(unsigned reg)
 
 /* Apply `insn` to `s` (control flow is the caller's business; a call's effect on registers is here).
  * Whether the slots or what is known of the others changed. */
-static inline __attribute__((always_inline)) bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn,
-                                                       uint64_t address)
+STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uint64_t address)
 {
     uint64_t next = address + insn->length;
     fu_synth_value *rsp = &s->regs[FU_REG_RSP];
