@@ -1287,11 +1287,13 @@ static uint16_t written_caller_saved(const synth_run *run)
 static uint32_t state_replace(fu_synth_state *s, const fu_synth_state *to)
 {
     uint32_t changed = 0;
-    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-        if (!fu_synth_value_equal(s->regs[r], to->regs[r])) {
-            s->regs[r] = to->regs[r];
-            changed |= 1u << r;
-        }
+    /* equal bytes are equal values (unequal ones may differ in padding only): most block starts */
+    if (memcmp(s->regs, to->regs, sizeof s->regs) != 0)
+        for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+            if (!fu_synth_value_equal(s->regs[r], to->regs[r])) {
+                s->regs[r] = to->regs[r];
+                changed |= 1u << r;
+            }
     if (s->slot_count != to->slot_count || s->slots_lost != to->slots_lost || s->unknown_stores != to->unknown_stores ||
         memcmp(s->slots, to->slots, to->slot_count * sizeof to->slots[0]) != 0) {
         state_copy(s, to);

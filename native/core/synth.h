@@ -15,8 +15,9 @@
  * differ become unknown.
  *
  * The result is not a table but a walk: `visit` sees the state before every reached instruction, in
- * address order. check.c compares it with the declared rows; fu_synth_derive_row turns a state into
- * rows in cfi.h's representation (for synthesized tables).
+ * address order (but those its visit hint lets it leave unseen). check.c compares it with the
+ * declared rows; fu_synth_derive_row turns a state into rows in cfi.h's representation (for
+ * synthesized tables).
  *
  * A call is taken to return with the stack as it was and the caller-saved registers changed, but
  * for those holding the only entry-stack address (rsp realigned, no callee-saved register holding
@@ -220,7 +221,7 @@ typedef struct fu_synth_visit_hint {
 } fu_synth_visit_hint;
 
 typedef enum fu_synth_outcome {
-    FU_SYNTH_DECIDED = 0,  /* every reached instruction was visited */
+    FU_SYNTH_DECIDED = 0,  /* every reached instruction was visited (or skipped by the hint) */
     FU_SYNTH_UNDECIDED,    /* `reason` says why; nothing was visited */
     FU_SYNTH_STOPPED,      /* the visitor stopped */
     FU_SYNTH_NO_MEMORY
