@@ -286,11 +286,12 @@ static bool clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
     if (sp.kind == FU_VALUE_ENTRY_STACK || sp.kind == FU_VALUE_ALIGNED_STACK) {
         /* sorted: the slots of rsp's space below it are a run at the start of that space's */
         uint8_t space = sp.kind == FU_VALUE_ENTRY_STACK ? FU_SLOT_ENTRY_STACK : FU_SLOT_ALIGNED_STACK;
-        unsigned first = 0, end;
+        unsigned first = 0;
         while (first < s->slot_count && s->slots[first].space < space)
             first++;
-        for (end = first; end < s->slot_count && s->slots[end].space == space && s->slots[end].offset < sp.offset; end++)
-            ;
+        unsigned end = first;
+        while (end < s->slot_count && s->slots[end].space == space && s->slots[end].offset < sp.offset)
+            end++;
         if (end > first) {
             memmove(&s->slots[first], &s->slots[end], (s->slot_count - end) * sizeof s->slots[0]);
             s->slot_count = (uint8_t)(s->slot_count - (end - first));
