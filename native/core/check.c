@@ -225,6 +225,7 @@ typedef struct fde_check {
     fu_check_fde_result *result;
     uint32_t row;          /* the declared row in force (cursor: visits come in address order) */
     uint32_t row_end;
+    uint64_t next_row_address; /* where the row after it starts; UINT64_MAX after the last */
     /* the rules of the row in force, fetched once per row, and what judging them reads of the state
      * (fu_synth_visit's `changed` bits) */
     uint32_t rules_row;
@@ -240,6 +241,8 @@ typedef struct fde_check {
     uint64_t start;
     uint32_t next_insn;
     uint64_t first_unreached;
+    /* what fu_synth_run may leave unvisited: instructions that would only count as agreeing again */
+    fu_synth_visit_hint hint;
 } fde_check;
 
 static bool add_finding(fde_check *c, uint64_t address, unsigned what, const char *declared, const char *derived)
@@ -349,6 +352,15 @@ static bool is_padding(const fu_x86_insn *insn)
     return insn->is_nop || insn->kind == FU_X86_TRAP;
 }
 
+/* Move the row cursor to the declared row in force at `address`. */
+static void seek_row(fde_check *c, uint64_t address)
+{
+    const fu_cfi_table *t = c->table;
+    while (c->row + 1 < c->row_end && t->row_address[c->row + 1] <= address)
+        c->row++;
+    c->next_row_address = c->row + 1 < c->row_end ? t->row_address[c->row + 1] : UINT64_MAX;
+}
+
 /* Count the decoded instructions before `index` (of scratch->insns) that no visit saw, padding
  * aside. */
 static void pass_unreached(fde_check *c, uint32_t index)
@@ -391,6 +403,17 @@ static uint32_t column_reads(fu_rule rule, unsigned column)
     }
 }
 
+/* The instructions fu_synth_run left unvisited right after the last visit: judged as it was. */
+static void pass_skipped(fde_check *c)
+{
+    c->result->agree += c->hint.skipped;
+    c->next_insn += c->hint.skipped;
+    c->hint.skipped = 0;
+}
+
+/* Instructions the visit must see whatever the state: those that name code (note_code_address). */
+#define ALWAYS_VISITED (1u << FU_X86_CALL | 1u << FU_X86_JMP | 1u << FU_X86_JCC | 1u << FU_X86_LEA)
+
 static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
                   uint32_t changed)
 {
@@ -398,17 +421,23 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
     const fu_cfi_table *t = c->table;
     /* visits come in address order, each with its instruction of the scratch's decoded ones */
     uint32_t index = (uint32_t)(insn - c->batch->scratch.insns);
-    pass_unreached(c, index);
+    pass_skipped(c);
+    if (c->next_insn < index)
+        pass_unreached(c, index);
     c->next_insn = index + 1;
+    c->hint.until = 0;
     if ((insn->kind == FU_X86_CALL || insn->kind == FU_X86_JMP || insn->kind == FU_X86_JCC) && insn->has_target)
         note_code_address(c, insn->target, insn->kind);
     else if (insn->kind == FU_X86_LEA && insn->source.kind == FU_X86_OPERAND_MEMORY &&
              insn->source.reg == FU_X86_REG_RIP && insn->source.index == FU_X86_REG_NONE && !insn->source.segment)
         note_code_address(c, address + insn->length + (uint64_t)insn->source.value, FU_X86_LEA);
-    while (c->row + 1 < c->row_end && t->row_address[c->row + 1] <= address)
-        c->row++;
+    if (address >= c->next_row_address)
+        seek_row(c, address);
     if (c->judged_agree && c->judged_row == c->row && !(changed & c->rules_read)) {
         c->result->agree++;
+        /* the same judgment until the row ends or what it read changes */
+        c->hint.until = c->next_row_address;
+        c->hint.reads = c->rules_read;
         return true;
     }
     const fu_state *declared = fu_cfi_table_state(t, t->row_state[c->row]);
@@ -467,12 +496,15 @@ static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, cons
     }
     c->judged_row = c->row;
     c->judged_agree = worst <= COMPARE_AGREE;
-    if (worst == COMPARE_MISMATCH)
+    if (worst == COMPARE_MISMATCH) {
         c->result->mismatch++;
-    else if (worst == COMPARE_UNKNOWN)
+    } else if (worst == COMPARE_UNKNOWN) {
         c->result->unknown++;
-    else
+    } else {
         c->result->agree++;
+        c->hint.until = c->next_row_address;
+        c->hint.reads = c->rules_read;
+    }
     return true;
 }
 
@@ -620,9 +652,14 @@ static bool read_call_sites(const fu_check_image *image, const fu_entry *fde, fu
             return false;
         }
     }
-    if (batch->call_sites.len)
-        qsort(batch->call_sites.data, batch->call_sites.len / sizeof(fu_synth_call_site), sizeof(fu_synth_call_site),
-              compare_call_sites);
+    /* compilers emit the table in address order already: sorted only when it is not */
+    const fu_synth_call_site *sites = (const fu_synth_call_site *)batch->call_sites.data;
+    size_t count = batch->call_sites.len / sizeof(fu_synth_call_site);
+    for (size_t k = 1; k < count; k++)
+        if (compare_call_sites(&sites[k - 1], &sites[k]) > 0) {
+            qsort(batch->call_sites.data, count, sizeof(fu_synth_call_site), compare_call_sites);
+            break;
+        }
     return true;
 }
 
@@ -696,7 +733,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     result->first_finding = (uint32_t)(batch->findings.len / sizeof(fu_check_finding));
     fde_check c = {.image = image, .table = table, .fde = fde, .batch = batch, .result = result,
                    .row = fde->first_row, .row_end = fde->first_row + fde->row_count, .last_uncovered_check = 0,
-                   .rules_row = UINT32_MAX, .judged_row = UINT32_MAX};
+                   .rules_row = UINT32_MAX, .judged_row = UINT32_MAX, .hint = {.kinds = ALWAYS_VISITED}};
     char range[FU_CHECK_TEXT_MAX]; /* for range findings */
     const fu_image_segment *seg = fu_image_segment_holding(image->code, image->code_count, fde->pc_begin, fde->pc_range);
     uint32_t other = batch->overlap_partner[entry];
@@ -760,8 +797,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     }
     if (start == end)
         start = fde->pc_begin;
-    while (c.row + 1 < c.row_end && table->row_address[c.row + 1] <= start)
-        c.row++;
+    seek_row(&c, start);
     /* An FDE that does not start at a function's entry (a `.cold` part: no function symbol but its
      * `.cold` one, no call) is checked from the state its first row declares: that row is taken as
      * given, the rest is checked. At a known entry, a first row that is not an entry row is a
@@ -795,6 +831,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     }
     function.entries = (const fu_synth_entry *)batch->entries.data;
     function.entry_count = batch->entries.len / sizeof(fu_synth_entry);
+    function.visit_hint = &c.hint;
     fu_synth_counts counts;
     char reason[FU_SYNTH_REASON_MAX];
     c.start = start;
@@ -816,6 +853,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
         memcpy(result->reason, reason, sizeof result->reason);
         return true;
     }
+    pass_skipped(&c);
     pass_unreached(&c, counts.instructions);
     if (result->mismatch) {
         result->verdict = FU_CHECK_MISMATCH;

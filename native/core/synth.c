@@ -19,6 +19,10 @@ const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT] = {FU_REG_RBX, FU_REG_RBP,
 
 static const fu_synth_value unknown_value = {FU_VALUE_UNKNOWN, 0, 0, 0};
 
+/* `step` runs ~30M times on libLLVM-14's check: it and its small helpers are inlined (into the walk
+ * and the visit) whatever the compiler's size estimate says. */
+#define STEP_INLINE static inline __attribute__((always_inline))
+
 /* Copy only the slots in use: a state is mostly its slot array. */
 static void state_copy(fu_synth_state *dst, const fu_synth_state *src)
 {
@@ -124,7 +128,7 @@ static int slot_compare(uint8_t space_a, int32_t offset_a, uint8_t space_b, int3
 }
 
 /* Index of the slot (space, offset), or -(insertion point) - 1. */
-static int slot_find(const fu_synth_state *s, uint8_t space, int32_t offset)
+STEP_INLINE int slot_find(const fu_synth_state *s, uint8_t space, int32_t offset)
 {
     int lo = 0, hi = s->slot_count;
     while (lo < hi) {
@@ -153,7 +157,7 @@ fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, i
     return make_value(FU_VALUE_NEVER_WRITTEN, 0, 0);
 }
 
-static fu_synth_value slot_load(const fu_synth_state *s, fu_synth_value address, unsigned width)
+STEP_INLINE fu_synth_value slot_load(const fu_synth_state *s, fu_synth_value address, unsigned width)
 {
     uint8_t space;
     int32_t offset;
@@ -190,10 +194,13 @@ static bool slot_store(fu_synth_state *s, fu_synth_value address, unsigned width
     if (!slot_key(address, &space, &offset))
         return false;
     bool exact = false, changed = false;
-    for (unsigned i = 0; i < s->slot_count; i++) {
+    /* the slots are sorted: those wholly below the store come first, then those it meets */
+    unsigned i = 0;
+    while (i < s->slot_count && (s->slots[i].space < space ||
+                                 (s->slots[i].space == space && (int64_t)s->slots[i].offset + 8 <= offset)))
+        i++;
+    for (; i < s->slot_count && s->slots[i].space == space && s->slots[i].offset < (int64_t)offset + width; i++) {
         fu_synth_slot *slot = &s->slots[i];
-        if (slot->space != space || (int64_t)slot->offset + 8 <= offset || (int64_t)offset + width <= slot->offset)
-            continue;
         exact |= slot->offset == offset && width == 8;
         changed |= slot_set(slot, slot->offset == offset && width == 8 ? value : unknown_value);
     }
@@ -230,7 +237,9 @@ static bool slot_clobber_range(fu_synth_state *s, uint8_t space, int64_t low, in
     bool changed = false;
     for (unsigned i = 0; i < s->slot_count; i++) {
         fu_synth_slot *slot = &s->slots[i];
-        if (slot->space == space && (int64_t)slot->offset + 8 > low && slot->offset < high)
+        if (slot->space > space || (slot->space == space && slot->offset >= high))
+            break; /* sorted: the rest lie above */
+        if (slot->space == space && (int64_t)slot->offset + 8 > low)
             changed |= slot_set(slot, unknown_value);
     }
     return changed;
@@ -273,19 +282,22 @@ static bool store_to(fu_synth_state *s, fu_synth_value address, unsigned width, 
 static bool clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
 {
     fu_synth_value sp = s->regs[FU_REG_RSP];
-    unsigned kept = 0;
-    for (unsigned i = 0; i < s->slot_count; i++) {
-        const fu_synth_slot *slot = &s->slots[i];
-        bool below = false;
-        if (sp.kind == FU_VALUE_ENTRY_STACK)
-            below = slot->space == FU_SLOT_ENTRY_STACK && slot->offset < sp.offset;
-        else if (sp.kind == FU_VALUE_ALIGNED_STACK)
-            below = slot->space == FU_SLOT_ALIGNED_STACK && slot->offset < sp.offset;
-        if (!below)
-            s->slots[kept++] = *slot;
+    bool changed = false;
+    if (sp.kind == FU_VALUE_ENTRY_STACK || sp.kind == FU_VALUE_ALIGNED_STACK) {
+        /* sorted: the slots of rsp's space below it are a run at the start of that space's */
+        uint8_t space = sp.kind == FU_VALUE_ENTRY_STACK ? FU_SLOT_ENTRY_STACK : FU_SLOT_ALIGNED_STACK;
+        unsigned first = 0;
+        while (first < s->slot_count && s->slots[first].space < space)
+            first++;
+        unsigned end = first;
+        while (end < s->slot_count && s->slots[end].space == space && s->slots[end].offset < sp.offset)
+            end++;
+        if (end > first) {
+            memmove(&s->slots[first], &s->slots[end], (s->slot_count - end) * sizeof s->slots[0]);
+            s->slot_count = (uint8_t)(s->slot_count - (end - first));
+            changed = true;
+        }
     }
-    bool changed = kept != s->slot_count;
-    s->slot_count = (uint8_t)kept;
     for (unsigned m = CALLER_SAVED_MASK & ~(unsigned)kept_registers; m; m &= m - 1)
         s->regs[__builtin_ctz(m)] = unknown_value;
     return changed;
@@ -340,7 +352,7 @@ typedef struct synth_run {
     synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
 } synth_run;
 
-static fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *m, uint64_t next_address)
+STEP_INLINE fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *m, uint64_t next_address)
 {
     if (m->kind != FU_X86_OPERAND_MEMORY || m->segment || m->index != FU_X86_REG_NONE || m->untracked_address)
         return unknown_value;
@@ -352,8 +364,8 @@ static fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *
 }
 
 /* The value of a source operand of `width` bytes. */
-static fu_synth_value source_value(const fu_synth_state *s, const fu_x86_operand *o, unsigned width,
-                                   uint64_t next_address)
+STEP_INLINE fu_synth_value source_value(const fu_synth_state *s, const fu_x86_operand *o, unsigned width,
+                                        uint64_t next_address)
 {
     switch (o->kind) {
     case FU_X86_OPERAND_REGISTER:
@@ -501,7 +513,7 @@ static bool is_callee_saved(unsigned reg)
 
 /* Apply `insn` to `s` (control flow is the caller's business; a call's effect on registers is here).
  * Whether the slots or what is known of the others changed. */
-static bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uint64_t address)
+STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uint64_t address)
 {
     uint64_t next = address + insn->length;
     fu_synth_value *rsp = &s->regs[FU_REG_RSP];
@@ -688,7 +700,7 @@ static int64_t block_at(synth_run *run, uint32_t index)
                  FU_SYNTH_MAX_BLOCKS);
         return -1;
     }
-    if (!reserve_blocks(sc, (uint64_t)run->counts->blocks + 1)) {
+    if (run->counts->blocks >= sc->block_cap && !reserve_blocks(sc, (uint64_t)run->counts->blocks + 1)) {
         run->out_of_memory = true;
         return -1;
     }
@@ -1059,14 +1071,18 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
     fu_synth_state s;
     state_copy(&s, &sc->block_states[b]);
     uint32_t i = sc->block_insn[b];
+    uint64_t address = insn_address(run, i);
+    /* the per-instruction arrays stay in place while blocks are walked (only the block arrays grow) */
+    const fu_x86_insn *insns = sc->insns;
+    const int32_t *block_of = sc->block_of;
+    uint8_t *walked = sc->walked;
     /* a call's fall-through, through the nops that pad it to the next block */
     edge_kind fallthrough_edge = EDGE_BRANCH;
     /* a jump table's entry count, from the `cmp; ja` of this walk that bounds its index */
     index_bound bound = {.compared = {.kind = FU_X86_OPERAND_NONE}, .memory = {.kind = FU_X86_OPERAND_NONE}};
     for (;;) {
-        const fu_x86_insn *insn = &sc->insns[i];
-        uint64_t address = insn_address(run, i);
-        sc->walked[i] = 1;
+        const fu_x86_insn *insn = &insns[i];
+        walked[i] = 1;
         if (insn->kind == FU_X86_INVALID) {
             snprintf(run->reason, FU_SYNTH_REASON_MAX, "bytes at 0x%llx do not decode as an instruction",
                      (unsigned long long)address);
@@ -1142,8 +1158,9 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
             return false;
         }
         i++;
-        if (sc->block_of[i] >= 0)
-            return merge(run, (uint32_t)sc->block_of[i], &s, fallthrough_edge, queue_len);
+        address += insn->length;
+        if (block_of[i] >= 0)
+            return merge(run, (uint32_t)block_of[i], &s, fallthrough_edge, queue_len);
     }
 }
 
@@ -1271,11 +1288,13 @@ static uint16_t written_caller_saved(const synth_run *run)
 static uint32_t state_replace(fu_synth_state *s, const fu_synth_state *to)
 {
     uint32_t changed = 0;
-    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-        if (!fu_synth_value_equal(s->regs[r], to->regs[r])) {
-            s->regs[r] = to->regs[r];
-            changed |= 1u << r;
-        }
+    /* equal bytes are equal values (unequal ones may differ in padding only): most block starts */
+    if (memcmp(s->regs, to->regs, sizeof s->regs) != 0)
+        for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+            if (!fu_synth_value_equal(s->regs[r], to->regs[r])) {
+                s->regs[r] = to->regs[r];
+                changed |= 1u << r;
+            }
     if (s->slot_count != to->slot_count || s->slots_lost != to->slots_lost || s->unknown_stores != to->unknown_stores ||
         memcmp(s->slots, to->slots, to->slot_count * sizeof to->slots[0]) != 0) {
         state_copy(s, to);
@@ -1310,14 +1329,25 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
     bool visited = false; /* s holds the state after the last visited instruction */
     bool live = false;
     uint32_t changed = FU_SYNTH_CHANGED_ALL;
-    for (uint32_t i = 0; i < run->insn_count; i++) {
-        const fu_x86_insn *insn = &scratch->insns[i];
-        int32_t b = scratch->block_of[i];
-        if (b >= 0 && (scratch->block_flags[b] & BLOCK_HAS_STATE)) {
+    /* in locals: the visitor, called in between, could write anything as far as the compiler knows */
+    const fu_x86_insn *insns = scratch->insns;
+    const int32_t *block_of = scratch->block_of;
+    const uint8_t *block_flags = scratch->block_flags;
+    const fu_synth_state *block_states = scratch->block_states;
+    const uint32_t *insn_offsets = scratch->insn_offsets;
+    const uint64_t start = function->start;
+    const uint32_t insn_count = run->insn_count;
+    fu_synth_visit_hint *hint = function->visit_hint;
+    uint32_t skipped = 0;
+    bool after_unreached = true; /* no visit yet, or unreached instructions since the last one */
+    for (uint32_t i = 0; i < insn_count; i++) {
+        const fu_x86_insn *insn = &insns[i];
+        int32_t b = block_of[i];
+        if (b >= 0 && (block_flags[b] & BLOCK_HAS_STATE)) {
             if (visited) {
-                changed |= state_replace(&s, &scratch->block_states[b]);
+                changed |= state_replace(&s, &block_states[b]);
             } else {
-                state_copy(&s, &scratch->block_states[b]);
+                state_copy(&s, &block_states[b]);
                 changed = FU_SYNTH_CHANGED_ALL;
                 visited = true;
             }
@@ -1325,9 +1355,11 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         } else if (b >= 0) {
             live = false;
         }
-        if (!live)
+        if (!live) {
+            after_unreached = true;
             continue;
-        uint64_t address = insn_address(run, i);
+        }
+        uint64_t address = start + insn_offsets[i];
         counts->reached++;
         /* a register written somewhere keeps the caller's value in no row (the set is function-wide);
          * that value serves nothing else: nothing is derived from a caller-saved register's */
@@ -1338,8 +1370,18 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
                 changed |= 1u << r;
             }
         }
-        if (visit && !visit(context, address, insn, &s, changed))
-            return FU_SYNTH_STOPPED;
+        bool skip = hint && !after_unreached && address < hint->until && !(changed & hint->reads) &&
+                    !(hint->kinds >> insn->kind & 1);
+        after_unreached = false;
+        if (skip) {
+            skipped++;
+        } else {
+            if (hint)
+                hint->skipped = skipped;
+            skipped = 0;
+            if (visit && !visit(context, address, insn, &s, changed))
+                return FU_SYNTH_STOPPED;
+        }
         /* what the next visit sees changed: an instruction changes only the registers it writes
          * (hidden operands included: rsp for push, pop and call, rbp for leave and enter) and a call
          * its caller-saved ones, and the slots only when it may store */
@@ -1347,7 +1389,10 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         uint16_t written = insn->writes;
         for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
             before[__builtin_ctz(m)] = s.regs[__builtin_ctz(m)];
-        changed = insn->kind == FU_X86_CALL ? CALLER_SAVED_MASK : 0;
+        if (!skip)
+            changed = 0;
+        if (insn->kind == FU_X86_CALL)
+            changed |= CALLER_SAVED_MASK;
         if (step(run, &s, insn, address))
             changed |= FU_SYNTH_CHANGED_SLOTS;
         for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
@@ -1365,6 +1410,8 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
             break;
         }
     }
+    if (hint)
+        hint->skipped = skipped;
     return FU_SYNTH_DECIDED;
 }
 

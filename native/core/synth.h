@@ -15,8 +15,9 @@
  * differ become unknown.
  *
  * The result is not a table but a walk: `visit` sees the state before every reached instruction, in
- * address order. check.c compares it with the declared rows; fu_synth_derive_row turns a state into
- * rows in cfi.h's representation (for synthesized tables).
+ * address order (but those its visit hint lets it leave unseen). check.c compares it with the
+ * declared rows; fu_synth_derive_row turns a state into rows in cfi.h's representation (for
+ * synthesized tables).
  *
  * A call is taken to return with the stack as it was and the caller-saved registers changed, but
  * for those holding the only entry-stack address (rsp realigned, no callee-saved register holding
@@ -37,7 +38,7 @@
 #include "cfi.h"
 #include "synth_decode.h"
 
-/* A function longer than this is undecided: it bounds the scratch memory (about 40 bytes per
+/* A function longer than this is undecided: it bounds the scratch memory (about 60 bytes per
  * instruction, and 4 per byte of code for the offset-to-instruction map). */
 #define FU_SYNTH_MAX_FUNCTION_BYTES (4u << 20)
 /* Basic blocks (branch targets) of one function: each holds a state of ~1.2 KB while the fixpoint
@@ -158,6 +159,7 @@ typedef struct fu_synth_function {
     size_t args_size_count;
     const fu_synth_entry *entries; /* further entries (NULL, 0: none); outside the range ignored */
     size_t entry_count;
+    struct fu_synth_visit_hint *visit_hint; /* NULL: every reached instruction is visited */
 } fu_synth_function;
 
 /* Reused between functions; zero-initialize, release with fu_synth_scratch_free. */
@@ -203,8 +205,23 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch);
 typedef bool (*fu_synth_visit)(void *context, uint64_t address, const fu_x86_insn *insn,
                                const fu_synth_state *state, uint32_t changed);
 
+/* What a visitor may leave unseen (fu_synth_function.visit_hint; check.c's judgment of a row stands
+ * until the row ends or what it read changes). Set by the visitor at each visit: the reached
+ * instructions after it, before address `until`, whose kind is not in `kinds` (bit per
+ * fu_x86_kind), are not visited while the `changed` bits since that visit meet none of `reads`;
+ * a reached instruction after unreached ones always is. Set by fu_synth_run: `skipped`, before each
+ * visit, the instructions left unvisited right before it (after the previous visit), and on return
+ * (FU_SYNTH_DECIDED) those after the last visit. `changed` at a visit covers the instructions
+ * skipped before it. */
+typedef struct fu_synth_visit_hint {
+    uint64_t until; /* 0: visit the next instruction */
+    uint32_t reads;
+    uint32_t kinds;
+    uint32_t skipped;
+} fu_synth_visit_hint;
+
 typedef enum fu_synth_outcome {
-    FU_SYNTH_DECIDED = 0,  /* every reached instruction was visited */
+    FU_SYNTH_DECIDED = 0,  /* every reached instruction was visited (or skipped by the hint) */
     FU_SYNTH_UNDECIDED,    /* `reason` says why; nothing was visited */
     FU_SYNTH_STOPPED,      /* the visitor stopped */
     FU_SYNTH_NO_MEMORY

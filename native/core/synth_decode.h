@@ -61,28 +61,30 @@ typedef struct fu_x86_operand {
     uint8_t index;  /* memory operand's index register, FU_X86_REG_NONE if none */
     uint8_t scale;
     uint16_t width; /* bytes; a memory operand: 0 when its size is the machine's (xsave's area) */
-    bool sign_extends; /* movsxd: the 4-byte source is sign-extended */
-    bool segment;   /* memory through fs/gs (thread-local, never the stack) */
-    bool untracked_address; /* memory not at base + index * scale + displacement of 64-bit
-                             * general-purpose registers: the 0x67 prefix truncates that to 32
-                             * bits; a vector index (scatter, gather) makes many addresses */
+    bool sign_extends : 1; /* movsxd: the 4-byte source is sign-extended */
+    bool segment : 1;      /* memory through fs/gs (thread-local, never the stack) */
+    bool untracked_address : 1; /* memory not at base + index * scale + displacement of 64-bit
+                                 * general-purpose registers: the 0x67 prefix truncates that to 32
+                                 * bits; a vector index (scatter, gather) makes many addresses */
     int64_t value;  /* displacement, or immediate */
 } fu_x86_operand;
 
 typedef struct fu_x86_insn {
     uint8_t kind;    /* fu_x86_kind */
     uint8_t length;
-    bool has_target;
-    bool stores;     /* FU_X86_OTHER: writes the memory of `dest`, explicit or hidden (`stos`, `movs`:
-                      * [rdi]) */
-    bool is_nop;     /* a nop (padding, alignment) */
     uint8_t condition; /* FU_X86_JCC: FU_X86_JUMP_IF_ABOVE, FU_X86_JUMP_IF_ABOVE_OR_EQUAL, or 0 */
-    bool repeats;    /* a `rep` string store: `dest` (dest.width bytes) is written rcx times, upwards
-                      * (the direction flag is clear, psABI §3.2.1) */
+    bool has_target : 1;
+    bool stores : 1; /* FU_X86_OTHER: writes the memory of `dest`, explicit or hidden (`stos`, `movs`:
+                      * [rdi]) */
+    bool is_nop : 1; /* a nop (padding, alignment) */
+    bool repeats : 1; /* a `rep` string store: `dest` (dest.width bytes) is written rcx times, upwards
+                       * (the direction flag is clear, psABI §3.2.1) */
     uint16_t writes; /* every general-purpose register written, explicit or not, bit per DWARF number */
     uint64_t target; /* direct branch or call target (svma) */
     fu_x86_operand dest, source;
 } fu_x86_insn;
+/* Written once per decoded instruction and read by every walk: kept small (the bitfields). */
+_Static_assert(sizeof(fu_x86_insn) == 48, "the decoded-instruction record");
 
 /* The unsigned conditions that bound a jump table's index (`ja`/`jae` to the default case). */
 enum { FU_X86_JUMP_IF_ABOVE = 1, FU_X86_JUMP_IF_ABOVE_OR_EQUAL = 2 };
