@@ -253,8 +253,8 @@ static void release_slot(fu_bpf_session *s, uint32_t slot)
     s->free_slots[(s->free_head + s->free_count++) % FU_BPF_MAX_PROCESSES] = slot;
 }
 
-fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_bpf_mapping *mappings, uint32_t count,
-                                     fu_error *err)
+fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_bpf_space_identity *identity,
+                                     const fu_bpf_mapping *mappings, uint32_t count, fu_error *err)
 {
     if (count > FU_BPF_MAX_MAPPINGS)
         return fu_fail(err, FU_ERR_INVALID, "%u mappings: the BPF unwinder holds at most %u per process", count,
@@ -268,6 +268,7 @@ fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_b
     uint32_t slot = s->free_slots[s->free_head];
     memset(&s->scratch, 0, sizeof s->scratch);
     s->scratch.count = count;
+    s->scratch.identity = *identity;
     memcpy(s->scratch.mappings, mappings, sizeof *mappings * count);
     int e = bpf_map_update_elem(bpf_map__fd(s->skel->maps.processes), &slot, &s->scratch, BPF_ANY);
     if (!e)

@@ -221,6 +221,18 @@ static __always_inline void note_missing(__u32 tgid)
         bpf_map_update_elem(&missing, &tgid, &one, BPF_NOEXIST);
 }
 
+/* Whether the sampled task's address space is the one process p's mappings were read from
+ * (fu_bpf_space_identity; unknown: yes). */
+static __always_inline bool same_address_space(struct task_struct *task, const fu_bpf_process *p)
+{
+    const fu_bpf_space_identity *id = &p->identity;
+    if (!(id->start_code | id->end_code | id->start_stack | id->start_brk))
+        return true;
+    struct mm_struct *mm = BPF_CORE_READ(task, mm);
+    return BPF_CORE_READ(mm, start_code) == id->start_code && BPF_CORE_READ(mm, end_code) == id->end_code &&
+           BPF_CORE_READ(mm, start_stack) == id->start_stack && BPF_CORE_READ(mm, start_brk) == id->start_brk;
+}
+
 /* The mapping covering pc, or NULL. */
 static __always_inline const fu_bpf_mapping *find_mapping(const fu_bpf_process *p, __u64 pc)
 {
@@ -519,6 +531,15 @@ int sample(struct bpf_perf_event_data *ctx)
                 note_missing(tgid);
             }
             w->sample.stack.space_pid = space;
+            /* mappings read from another address space (the process exec'd since, or the parent a
+             * child forked from did) would walk the new code with the old tables: the sampled
+             * process is loaded anew instead */
+            const fu_bpf_process *p = slot ? bpf_map_lookup_elem(&processes, slot) : NULL;
+            if (p && !same_address_space(task, p)) {
+                count(FU_BPF_COUNTER_SPACE_CHANGED);
+                note_missing(tgid);
+                slot = NULL;
+            }
             if (!slot) {
                 w->sample.stack.user[0] = regs.ip;
                 w->sample.stack.user_count = 1;

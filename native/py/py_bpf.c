@@ -6,7 +6,8 @@
  *                                         the threads and processes it starts
  *   load_module(table) -> (id, generation) a CompactTable into the maps (the oldest evicted if short)
  *   module_loaded(id, generation) -> bool
- *   set_process(pid, mappings)            [(start, end, bias, module id, generation)], sorted
+ *   set_process(pid, identity, mappings)  identity (start_code, end_code, start_stack, start_brk), mappings
+ *                                         [(start, end, bias, module id, generation)], sorted
  *   forget_process(pid)
  *   take_missing() -> [pid]               processes sampled before their mappings were set
  *   drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted)]: the samples sent since
@@ -139,8 +140,10 @@ static PyObject *session_set_process(BpfSessionObject *self, PyObject *args)
     fu_bpf_session *s = attached_session(self);
     unsigned int pid;
     PyObject *list;
-    if (!s || !PyArg_ParseTuple(args, "IO!", &pid, &PyList_Type, &list))
+    unsigned long long code, code_end, stack, brk;
+    if (!s || !PyArg_ParseTuple(args, "I(KKKK)O!", &pid, &code, &code_end, &stack, &brk, &PyList_Type, &list))
         return NULL;
+    fu_bpf_space_identity identity = {.start_code = code, .end_code = code_end, .start_stack = stack, .start_brk = brk};
     Py_ssize_t n = PyList_GET_SIZE(list);
     if (n > FU_BPF_MAX_MAPPINGS)
         return py_core_raise_format(FU_ERR_INVALID, "%zd mappings: the BPF unwinder holds at most %d per process", n,
@@ -154,7 +157,7 @@ static PyObject *session_set_process(BpfSessionObject *self, PyObject *args)
         mappings[i] = (fu_bpf_mapping){.start = start, .end = end, .bias = bias, .module = id, .generation = generation};
     }
     fu_error err = {0};
-    return done(fu_bpf_session_set_process(s, pid, mappings, (uint32_t)n, &err), &err);
+    return done(fu_bpf_session_set_process(s, pid, &identity, mappings, (uint32_t)n, &err), &err);
 }
 
 static PyObject *session_forget_process(BpfSessionObject *self, PyObject *arg)
@@ -460,7 +463,7 @@ static PyMethodDef session_methods[] = {
     {"load_module", (PyCFunction)session_load_module, METH_O, "load_module(table) -> (id, generation)"},
     {"module_loaded", (PyCFunction)session_module_loaded, METH_VARARGS, "module_loaded(id, generation) -> bool"},
     {"set_process", (PyCFunction)session_set_process, METH_VARARGS,
-     "set_process(pid, [(start, end, bias, module, generation)])"},
+     "set_process(pid, (start_code, end_code, start_stack, start_brk), [(start, end, bias, module, generation)])"},
     {"forget_process", (PyCFunction)session_forget_process, METH_O, "forget_process(pid)"},
     {"take_missing", (PyCFunction)session_take_missing, METH_NOARGS, "take_missing() -> [pid]"},
     {"drain", (PyCFunction)session_drain, METH_NOARGS,
@@ -536,6 +539,7 @@ static const char *counter_name(int counter)
         [FU_BPF_COUNTER_WALK_NS_BY_FRAMES] = "walk_ns_by_frames",
         [FU_BPF_COUNTER_SAMPLE_NS] = "sample_ns",
         [FU_BPF_COUNTER_SAMPLE_NS_BY_FRAMES] = "sample_ns_by_frames",
+        [FU_BPF_COUNTER_SPACE_CHANGED] = "space_changed",
     };
     return names[counter];
 }

@@ -3,7 +3,8 @@ the compact tables loaded into its maps and sends each sample through a ring buf
 those maps in step with the processes sampled and names the frames.
 
 A process is loaded (its executable mappings, and the compact table of each module not loaded yet,
-by cache key) when it enters the scope, when the kernel reports it sampled without mappings, and
+by cache key) when it enters the scope, when the kernel reports it sampled without mappings (or with
+those of the address space it had before an exec: the identity read around /proc/PID/maps), and
 again whenever its /proc/PID/maps changes (exec, dlopen), checked every RESCAN_SECONDS; an exited
 process is forgotten. The tables share one map of `slot_capacity` slots: when it is short, the
 oldest modules are evicted (their processes are reloaded at the next rescan). With `synth` other than
@@ -45,6 +46,18 @@ THREAD_LISTINGS = 16
 #: launch's gate: waits for a byte on the pipe of argv[1], then becomes the command of argv[2:]
 GATE = "import os, sys\nos.read(int(sys.argv[1]), 1)\nos.close(int(sys.argv[1]))\nos.execvp(sys.argv[2], sys.argv[2:])\n"
 END = _core.BPF_OUTCOMES.index("end")
+#: the bound on reads of a process's mappings while it exec's between the reads of its identity
+MAPS_READS = 4
+
+
+def address_space_identity(pid: int) -> tuple[int, int, int, int]:
+    """The identity of the process's address space (bpf_layout.h fu_bpf_space_identity): mm's
+    start_code, end_code, start_stack and start_brk, /proc/PID/stat's fields 26, 27, 28 and 47 (zero
+    where the kernel does not show them to us). OSError if the process is gone."""
+    with open(f"/proc/{pid}/stat") as f:
+        text = f.read()
+    fields = text[text.rindex(")") + 2:].split()  # fields[0] is field 3 (the state)
+    return int(fields[23]), int(fields[24]), int(fields[25]), int(fields[44])
 
 
 class BpfStack(NamedTuple):
@@ -61,9 +74,11 @@ class BpfStack(NamedTuple):
 
 
 class _Process:
-    def __init__(self, pid: int, maps_text: str, mappings: list[Mapping], comm: str) -> None:
+    def __init__(self, pid: int, maps_text: str, identity: tuple[int, int, int, int], mappings: list[Mapping],
+                 comm: str) -> None:
         self.pid = pid
         self.maps_text = maps_text
+        self.identity = identity  #: of the address space the mappings were read from (address_space_identity)
         self.mappings = mappings
         self.earlier: list[list[Mapping]] = []  #: mappings replaced since (an exec, a dlclose), newest first
         self.comm = comm
@@ -380,8 +395,15 @@ class BpfRecorder:
 
     def _load(self, pid: int) -> None:
         try:
-            with open(f"/proc/{pid}/maps") as f:
-                text = f.read()
+            # the identity read before and after the mappings: equal, no exec came between
+            for _ in range(MAPS_READS):
+                identity = address_space_identity(pid)
+                with open(f"/proc/{pid}/maps") as f:
+                    text = f.read()
+                if address_space_identity(pid) == identity:
+                    break
+            else:
+                return  # exec'ing again and again: its next sample asks for it again
             with open(f"/proc/{pid}/comm") as f:
                 comm = f.read().rstrip("\n")
         except OSError:
@@ -390,7 +412,7 @@ class BpfRecorder:
             self._forget(pid)
             return
         process = self._processes.get(pid)
-        if process is not None and process.maps_text == text and all(
+        if process is not None and process.maps_text == text and process.identity == identity and all(
                 key == (NO_MODULE, 0) or self._session.module_loaded(*key) for key in process.module_keys):
             return
         if self._vdso is None and VDSO in text:
@@ -401,10 +423,10 @@ class BpfRecorder:
         # a module loaded late may have evicted one loaded earlier for this same process
         keys = [self._module(m.image) if m.image and k != (NO_MODULE, 0) and not self._session.module_loaded(*k)
                 else k for m, k in zip(mappings, keys)]
-        self._session.set_process(pid, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
-                                        for m, k in zip(mappings, keys)])
+        self._session.set_process(pid, identity, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
+                                                  for m, k in zip(mappings, keys)])
         earlier = [process.mappings, *process.earlier] if process is not None else []
-        process = _Process(pid, text, mappings, comm)
+        process = _Process(pid, text, identity, mappings, comm)
         process.module_keys = keys
         process.earlier = earlier
         self._processes[pid] = process
