@@ -39,6 +39,9 @@ size_t fu_bpf_session_take_missing(fu_bpf_session *s, uint32_t *pids, size_t cap
 /* A stack seen for the first time, with its kernel frames (the leaf first). */
 typedef bool (*fu_bpf_stack_fn)(void *context, const fu_bpf_stack *stack, const uint64_t *kernel,
                                 uint32_t kernel_count);
+/* Waits up to `timeout_ms` for the program to wake user space (a sample of a process to load),
+ * taking the samples sent meanwhile into the log; a signal ends the wait early. */
+fu_status fu_bpf_session_wait(fu_bpf_session *s, int timeout_ms, fu_error *err);
 /* Takes the samples the program sent into the log, then hands each stack the log had not handed
  * yet to `fn`, in id order (false from fn stops: FU_ERR_INVALID; a record the log refuses:
  * its error). */

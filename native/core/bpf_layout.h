@@ -74,12 +74,14 @@ enum fu_bpf_outcome {
     FU_BPF_NO_UNWIND_INFO,   /* no row covers the PC and the frame pointer does not lead on */
     FU_BPF_UNREADABLE,       /* bpf_probe_read_user failed (not paged in, or not mapped) */
     FU_BPF_SLOW_ROW,         /* the row needs the DWARF interpreter (FU_COMPACT_CFA_SLOW) */
-    FU_BPF_NO_PROCESS,       /* the process's mappings are not loaded yet (or not since its exec: its
-                              * address space is not the one they were read from) */
+    FU_BPF_NO_PROCESS,       /* the process's loaded mappings are stale: its address space is not the one
+                              * they were read from (an exec since), or they do not hold the sampled PC */
     FU_BPF_NO_TABLE,         /* the module's table is not loaded, evicted, or being rewritten */
     FU_BPF_REGISTER_UNKNOWN, /* the rule needs a register the walk does not know past the first frame */
     FU_BPF_SP_BACKWARDS,     /* the caller's stack pointer is not above the callee's */
     FU_BPF_KERNEL_ONLY,      /* a kernel thread: no user stack */
+    FU_BPF_NOT_LOADED,       /* sampled before user space loaded the process (not walked: out of the
+                              * share of walked stacks that are complete) */
     FU_BPF_OUTCOME_COUNT
 };
 

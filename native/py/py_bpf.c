@@ -10,6 +10,8 @@
  *                                         [(start, end, bias, module id, generation)], sorted
  *   forget_process(pid)
  *   take_missing() -> [pid]               processes sampled before their mappings were set
+ *   wait(timeout_ms)                      until the program asks for a process to load (or timeout_ms),
+ *                                         taking the samples sent meanwhile into the log
  *   drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted)]: the samples sent since
  *                                         into the log; the stacks seen for the first time, in id order
  *   stack_samples() -> tuple              samples by stack id
@@ -232,6 +234,26 @@ static PyObject *session_drain(BpfSessionObject *self, PyObject *unused)
         return PyErr_Occurred() ? NULL : py_core_raise(&err);
     }
     return list;
+}
+
+static PyObject *session_wait(BpfSessionObject *self, PyObject *arg)
+{
+    fu_bpf_session *s = attached_session(self);
+    long timeout_ms = s ? PyLong_AsLong(arg) : 0;
+    if (!s || PyErr_Occurred())
+        return NULL;
+    if (timeout_ms < 0 || timeout_ms > INT_MAX)
+        return py_core_raise_format(FU_ERR_INVALID, "wait(%ld): the timeout is 0 to %d ms", timeout_ms, INT_MAX);
+    fu_error err = {0};
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = fu_bpf_session_wait(s, (int)timeout_ms, &err);
+    Py_END_ALLOW_THREADS
+    if (status != FU_OK)
+        return py_core_raise(&err);
+    if (PyErr_CheckSignals() < 0) /* Ctrl-C during the wait */
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *session_counters(BpfSessionObject *self, PyObject *unused)
@@ -476,6 +498,8 @@ static PyMethodDef session_methods[] = {
     {"samples", (PyCFunction)session_samples, METH_NOARGS,
      "samples() -> [(time ns, tid, cpu, command name, stack id)] of the log"},
     {"detach", (PyCFunction)session_detach, METH_NOARGS, "detach(): release the kernel objects, keep the log"},
+    {"wait", (PyCFunction)session_wait, METH_O,
+     "wait(timeout_ms): until the program asks for a process to load, at most timeout_ms"},
     {"counters", (PyCFunction)session_counters, METH_NOARGS, "counters() -> BPF_COUNTERS' values"},
     {"run_time", (PyCFunction)session_run_time, METH_NOARGS, "run_time() -> (ns, runs)"},
     {"close", (PyCFunction)session_close, METH_NOARGS, "close(): detach and free everything"},
@@ -519,6 +543,7 @@ static const char *outcome_name(int outcome)
         [FU_BPF_REGISTER_UNKNOWN] = "register_unknown",
         [FU_BPF_SP_BACKWARDS] = "sp_backwards",
         [FU_BPF_KERNEL_ONLY] = "kernel_only",
+        [FU_BPF_NOT_LOADED] = "not_loaded",
     };
     return names[outcome];
 }

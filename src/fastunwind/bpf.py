@@ -36,8 +36,9 @@ from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
 from fastunwind.tables import compact
 
 RESCAN_SECONDS = 0.5
-#: how often the kernel's reports of processes without (current) mappings are taken: one syscall
-#: when there is none, and the sooner a process is reloaded the fewer samples miss its tables
+#: how long the recording waits for the kernel's report of a process without (current) mappings
+#: (the program wakes it at the first report of each): the sooner a process is loaded the fewer
+#: samples miss its tables
 MISSING_SECONDS = 0.02
 NO_MODULE = 0xFFFFFFFF
 #: the bound on listings of a process's threads when following them (each listing after the first
@@ -122,6 +123,25 @@ class BpfProfile:
         """(samples with a user stack, of which complete)."""
         user = sum(n for s, n in self.stacks.items() if s.outcome != "kernel_only")
         return user, sum(n for s, n in self.stacks.items() if s.outcome == "end")
+
+    def not_loaded(self) -> tuple[int, int, int]:
+        """(samples taken before their process was loaded, of how many processes, how many of which
+        were never walked: gone before they were loaded, or sampled only before)."""
+        pids: Counter[int] = Counter()
+        walked: set[int] = set()
+        for stack, samples in self.stacks.items():
+            if stack.outcome == "not_loaded":
+                pids[stack.pid] += samples
+            elif stack.outcome != "kernel_only":
+                walked.add(stack.pid)
+        return sum(pids.values()), len(pids), len(pids.keys() - walked)
+
+    def outcomes_by_process(self) -> dict[str, dict[str, int]]:
+        """Samples by outcome of each process sampled ("comm (pid)")."""
+        out: dict[str, Counter[str]] = {}
+        for stack, samples in self.stacks.items():
+            out.setdefault(f"{self.comm(stack.pid, stack.space_pid)} ({stack.pid})", Counter())[stack.outcome] += samples
+        return {name: dict(outcomes) for name, outcomes in out.items()}
 
     def comm(self, pid: int, space_pid: int | None = None) -> str:
         """The process's command name; a process never loaded has its parent's (`space_pid`), as it forked."""
@@ -253,6 +273,7 @@ class BpfProfile:
 
     def statistics(self) -> dict[str, object]:
         user, complete = self.user_samples()
+        not_loaded, not_loaded_processes, never_walked = self.not_loaded()
         frames = self.counters.get("frames", 0)
         sample_fit = self.cost_fit("sample_ns", "sample_ns_by_frames")
         walk_fit = self.cost_fit("walk_ns", "walk_ns_by_frames")
@@ -260,6 +281,13 @@ class BpfProfile:
             "samples": self.counters.get("samples", 0),
             "user_samples": user,
             "complete_user_samples": complete,
+            # the share over the processes in scope: the user stacks walked with their process's mappings
+            "walked_user_samples": user - not_loaded,
+            "not_loaded_samples": not_loaded,
+            "not_loaded_processes": not_loaded_processes,
+            "processes_never_walked": never_walked,
+            "outcomes_by_process": self.outcomes_by_process(),
+            "space_changed_samples": self.counters.get("space_changed", 0),
             "outcomes": self.outcomes,
             "frames": frames,
             "frame_pointer_frames": self.counters.get("frame_pointer_frames", 0),
@@ -462,7 +490,7 @@ class BpfRecorder:
             last_scan = time.monotonic()
             try:
                 while not until():
-                    time.sleep(MISSING_SECONDS)
+                    self._session.wait(int(MISSING_SECONDS * 1000))
                     for pid in self._session.take_missing():
                         self._load(pid)
                     self.drain()
