@@ -20,8 +20,8 @@
  *                    and the identity of the address space they were read from
  *   pids      HASH   tgid -> process slot
  *   missing   HASH   tgid -> samples: processes sampled with no process slot (and not a fork child of
- *                    a loaded one), or at a PC outside their mappings (mapped since): user space
- *                    (re)loads them
+ *                    a loaded one), with mappings of another address space (an exec since), or at
+ *                    a PC outside their mappings (mapped since): user space (re)loads them
  *   samples   RINGBUF fu_bpf_sample per sample (its stack cut to its user frames)
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
  *   counters  PERCPU_ARRAY FU_BPF_COUNTER_* -> count
