@@ -7,7 +7,9 @@ by cache key) when it enters the scope, when the kernel reports it sampled witho
 those of the address space it had before an exec: the identity read around /proc/PID/maps), and
 again whenever its /proc/PID/maps changes (exec, dlopen), checked every RESCAN_SECONDS; an exited
 process is forgotten. The tables share one map of `slot_capacity` slots: when it is short, the
-oldest modules are evicted (their processes are reloaded at the next rescan). With `synth` other than
+oldest modules are evicted (their processes are reloaded at the next rescan). While sampling, a table
+not cached yet is built on a thread of its own and its processes are loaded once it is: the others
+are loaded meanwhile. With `synth` other than
 "off" the tables are those with rows derived from the machine code (tables/compact.py), as the
 offline walk's: the kernel walks code without CFI through them and counts the frames it did.
 
@@ -25,6 +27,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterable
 from typing import IO, Any, NamedTuple
 
@@ -331,6 +334,11 @@ class BpfRecorder:
         self._gone: dict[int, _Process] = {}
         self._modules: dict[str, tuple[int, int]] = {}  # cache key -> (id, generation)
         self._without_table: set[str] = set()
+        #: while sampling, tables not cached yet are built on a thread of their own (seconds for
+        #: libLLVM-14), so that the processes sampled meanwhile are loaded meanwhile
+        self._builder: ThreadPoolExecutor | None = None
+        self._building: dict[str, Future[_core.CompactTable | None]] = {}  #: by cache key
+        self._waiting: set[int] = set()  #: processes to load once the tables being built are
         self._stacks: list[BpfStack] = []  #: by the log's stack id
         self._vdso: ModuleImage | None = None  #: the kernel's vDSO (every process sampled runs on this kernel)
         self._rows_loaded = 0  # table rows loaded into the maps (evicted ones included)
@@ -404,11 +412,21 @@ class BpfRecorder:
             if name.isdigit() and int(name) != os.getpid():
                 self._load(int(name))
 
-    def _module(self, image: ModuleImage) -> tuple[int, int]:
+    def _module(self, image: ModuleImage) -> tuple[int, int] | None:
+        """The module's (id, generation) in the maps, loaded now if need be; None while its table
+        is being built (on the builder thread, while sampling)."""
         key = image.cache_name()
         loaded = self._modules.get(key)
         if loaded is not None and self._session.module_loaded(*loaded):
             return loaded
+        if key in self._without_table:
+            return NO_MODULE, 0
+        if key in self._building:
+            return None
+        if (self._builder is not None and compact.source(image, self._synth) is None
+                and not os.path.exists(compact.cache_path(image, synth=self._synth))):
+            self._building[key] = self._builder.submit(compact.for_image, image, self._synth)
+            return None
         table = compact.for_image(image, self._synth)  # the vDSO's copy too (ModuleImage.memory_copy)
         if table is None or table.row_count == 0:
             self._without_table.add(key)
@@ -422,6 +440,7 @@ class BpfRecorder:
         return self._modules[key]
 
     def _load(self, pid: int) -> None:
+        self._waiting.discard(pid)
         try:
             # the identity read before and after the mappings: equal, no exec came between
             for _ in range(MAPS_READS):
@@ -447,10 +466,14 @@ class BpfRecorder:
             self._vdso = vdso_image(text, f"/proc/{pid}/mem")
         mappings = sorted(parse_proc_maps(text, self._images, vdso=self._vdso).mappings, key=lambda m: m.start)
         mappings = mappings[:_core.BPF_MAX_MAPPINGS]
-        keys = [self._module(m.image) if m.image else (NO_MODULE, 0) for m in mappings]
+        found = [self._module(m.image) if m.image else (NO_MODULE, 0) for m in mappings]
         # a module loaded late may have evicted one loaded earlier for this same process
-        keys = [self._module(m.image) if m.image and k != (NO_MODULE, 0) and not self._session.module_loaded(*k)
-                else k for m, k in zip(mappings, keys)]
+        found = [self._module(m.image) if m.image and k and k != (NO_MODULE, 0) and not self._session.module_loaded(*k)
+                 else k for m, k in zip(mappings, found)]
+        keys = [k for k in found if k is not None]
+        if len(keys) < len(found):  # loaded once its tables are built
+            self._waiting.add(pid)
+            return
         self._session.set_process(pid, identity, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
                                                   for m, k in zip(mappings, keys)])
         earlier = [process.mappings, *process.earlier] if process is not None else []
@@ -464,6 +487,15 @@ class BpfRecorder:
         if process is not None:
             self._gone[pid] = process
             self._session.forget_process(pid)
+
+    def _built(self) -> None:
+        """Loads the processes that waited for tables whose building has ended."""
+        done = [key for key, future in self._building.items() if future.done()]
+        for key in done:
+            self._building.pop(key).result()  # the table is in the image's memo (a build's error raises here)
+        if done:
+            for pid in list(self._waiting):
+                self._load(pid)
 
     def refresh(self) -> None:
         """Loads the processes sampled without mappings and reloads those whose mappings changed."""
@@ -487,12 +519,15 @@ class BpfRecorder:
         try:
             if self._sample_all:
                 self._session.attach_cpus(self._frequency)
+            self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastunwind-tables")
             last_scan = time.monotonic()
             try:
                 while not until():
                     self._session.wait(int(MISSING_SECONDS * 1000))
                     for pid in self._session.take_missing():
-                        self._load(pid)
+                        if pid not in self._waiting:
+                            self._load(pid)
+                    self._built()
                     self.drain()
                     now = time.monotonic()
                     if now - last_scan >= RESCAN_SECONDS:
@@ -517,5 +552,9 @@ class BpfRecorder:
 
     def close(self) -> None:
         """Detaches the program and releases its maps and events (the samples' log stays, for the
-        profile)."""
+        profile); then lets the table being built finish (into the cache: the next recording
+        finds it) and builds no other."""
         self._session.detach()
+        if self._builder is not None:
+            self._builder.shutdown(wait=True, cancel_futures=True)
+            self._builder = None
