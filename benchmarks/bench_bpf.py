@@ -30,18 +30,37 @@ runs (default 3), the best of each figure:
   over the rows loaded.
 
 The machine may be shared: every figure is a best of N, and the report says so.
+
+The overhead on the profiled program (`--rounds R`, default 30; 0 leaves it out) is decided apart,
+by a paired test, since a best of three cannot separate a 1% difference on a loaded machine: R
+rounds of a shorter run of the same program (`--overhead-seconds`, default 0.5), each round running
+the five configurations once in an order rotated from round to round (a burst of load falls on a
+different configuration each time). Within a round, each profiled run is paired with its partner
+(bpf against perf at the same rate, each against the round's run without a profiler); over the
+rounds, for the target's CPU and its wall time:
+
+- the sign test: how many rounds the first of the pair is below the second, and the exact
+  two-sided binomial p-value of that count under "either is as likely to be lower" (ties left out);
+- the median of the paired ratios, with its distribution-free 95% interval (the order statistics
+  whose ranks the binomial distribution of n, 1/2 puts 2.5% beyond on each side);
+- the verdict: "below perf's" or "above perf's" when the sign test's p is below 0.05, else "not
+  shown".
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from fastunwind.bpf import BpfRecorder
@@ -79,7 +98,8 @@ def target_times(cpu_file: Path) -> tuple[float, float]:
 def run_plain(command: list[str], work: Path) -> dict[str, Any]:
     cpu_file = work / "cpu"
     subprocess.run(wrapped(command, cpu_file), check=True)
-    return {"target_cpu": target_times(cpu_file)[0]}
+    times = target_times(cpu_file)
+    return {"target_cpu": times[0], "target_times": times}
 
 
 def run_perf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
@@ -89,10 +109,11 @@ def run_perf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
                     "--", *wrapped(command, cpu_file)], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     total = children_cpu() - before
-    target = target_times(cpu_file)[0]
+    times = target_times(cpu_file)
+    target = times[0]
     samples = _perf_samples(data)
     size = data.stat().st_size
-    return {"target_cpu": target, "profiler_cpu": total - target, "samples": samples,
+    return {"target_cpu": target, "target_times": times, "profiler_cpu": total - target, "samples": samples,
             "disk_bytes_per_sample": size / samples if samples else None}
 
 
@@ -113,7 +134,8 @@ def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
     stats = profile.statistics()
     samples = int(stats["samples"])
     frames = int(stats["frames"])
-    return {"target_cpu": target_times(cpu_file)[0], "profiler_cpu": profiler, "samples": samples,
+    times = target_times(cpu_file)
+    return {"target_cpu": times[0], "target_times": times, "profiler_cpu": profiler, "samples": samples,
             "disk_bytes_per_sample": out.stat().st_size / samples if samples else None,
             "bpf_ns_per_sample": stats["bpf_run_ns"] / stats["bpf_runs"] if stats["bpf_runs"] else None,
             "bpf_runs_per_sample": stats["bpf_runs"] / samples if samples else None,
@@ -133,8 +155,83 @@ def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
             if stats["table_rows_loaded"] else None}
 
 
+#: the sign test's level for a verdict
+SIGNIFICANCE = 0.05
+CONFIGURATIONS = ("none", "bpf 99 Hz", "perf dwarf 99 Hz", "bpf 999 Hz", "perf dwarf 999 Hz")
+
+
+def sign_test(pairs: list[tuple[float, float]]) -> tuple[int, int, float]:
+    """(rounds where a < b, rounds where a > b, the exact two-sided binomial p-value of those counts
+    under p = 1/2); ties are left out."""
+    below = sum(a < b for a, b in pairs)
+    above = sum(a > b for a, b in pairs)
+    n = below + above
+    if n == 0:
+        return 0, 0, 1.0
+    tail = sum(math.comb(n, k) for k in range(min(below, above) + 1)) / 2 ** n
+    return below, above, min(1.0, 2 * tail)
+
+
+def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+    """The median of `values` and its distribution-free interval: the order statistics of ranks k
+    and n + 1 - k, k the largest with P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2 (None, None
+    when n is too small for one)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    median = statistics.median(ordered)
+    k, below = 0, 0.0
+    while k < n and below + math.comb(n, k) / 2 ** n <= (1 - confidence) / 2:
+        below += math.comb(n, k) / 2 ** n
+        k += 1
+    if k == 0:
+        return median, None, None
+    return median, ordered[k - 1], ordered[n - k]
+
+
+def rotated(names: tuple[str, ...], round_index: int) -> list[str]:
+    shift = round_index % len(names)
+    return [*names[shift:], *names[:shift]]
+
+
+def paired(rounds: list[dict[str, tuple[float, float]]], first: str, second: str, which: int) -> dict[str, Any]:
+    """The sign test and the median ratio of `first` over `second` (which: 0 CPU, 1 wall) over the rounds."""
+    pairs = [(r[first][which], r[second][which]) for r in rounds]
+    below, above, p = sign_test(pairs)
+    median, low, high = median_interval([a / b for a, b in pairs])
+    verdict = ("not shown" if p >= SIGNIFICANCE else "below" if below > above else "above")
+    return {"below": below, "above": above, "p": p, "median_ratio": median, "ratio_low": low, "ratio_high": high,
+            "verdict": verdict}
+
+
+def overhead(command: list[str], rounds: int, work: Path) -> dict[str, Any]:
+    """The target's (CPU, wall) seconds per configuration, `rounds` rounds in rotating order, and the
+    paired comparisons."""
+    runs = configurations(command)
+    measured: list[dict[str, tuple[float, float]]] = []
+    for i in range(rounds):
+        measured.append({name: runs[name](work)["target_times"] for name in rotated(CONFIGURATIONS, i)})
+    comparisons = {}
+    for hz in (99, 999):
+        bpf, perf = f"bpf {hz} Hz", f"perf dwarf {hz} Hz"
+        for which, measure in enumerate(("cpu", "wall")):
+            comparisons[f"{bpf} / {perf}, {measure}"] = paired(measured, bpf, perf, which)
+            comparisons[f"{bpf} / none, {measure}"] = paired(measured, bpf, "none", which)
+            comparisons[f"{perf} / none, {measure}"] = paired(measured, perf, "none", which)
+    return {"rounds": measured, "comparisons": comparisons,
+            "median_none_cpu": statistics.median(r["none"][0] for r in measured)}
+
+
+def configurations(command: list[str]) -> dict[str, Callable[[Path], dict[str, Any]]]:
+    """CONFIGURATIONS' runs of `command`, each given a work directory."""
+    runs: dict[str, Callable[[Path], dict[str, Any]]] = {"none": partial(run_plain, command)}
+    for hz in (99, 999):
+        runs[f"bpf {hz} Hz"] = partial(run_bpf, command, hz)
+        runs[f"perf dwarf {hz} Hz"] = partial(run_perf, command, hz)
+    return runs
+
+
 def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    keys = {k for r in runs for k in r}
+    keys = {k for r in runs for k in r} - {"target_times"}
     higher_is_better = {"complete_user_share", "samples"}
     out: dict[str, Any] = {}
     for k in sorted(keys):
@@ -157,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3.0, help="the compiler workload's size, in seconds of clang")
     parser.add_argument("--json", nargs="?", const="-", metavar="FILE")
+    parser.add_argument("--rounds", type=int, default=30, help="rounds of the paired overhead comparison (0: none)")
+    parser.add_argument("--overhead-seconds", type=float, default=0.5,
+                        help="the compiler workload's size in the overhead rounds")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         print("bench_bpf: needs root (the BPF unwinder and perf)", file=sys.stderr)
@@ -166,16 +266,15 @@ def main(argv: list[str] | None = None) -> int:
     stats_file = Path("/proc/sys/kernel/bpf_stats_enabled")
     saved = stats_file.read_text().strip()
     stats_file.write_text("1")
-    configs = [("none", lambda w: run_plain(command, w))]
-    for hz in (99, 999):
-        configs += [(f"bpf {hz} Hz", lambda w, hz=hz: run_bpf(command, hz, w)),
-                    (f"perf dwarf {hz} Hz", lambda w, hz=hz: run_perf(command, hz, w))]
-    results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in configs}
+    short = record_workloads.WORKLOADS["compiler"].command(record_workloads.Settings(seconds=args.overhead_seconds))
+    configs = configurations(command)
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
     try:
         with tempfile.TemporaryDirectory(prefix="bench-bpf-") as tmp:
             for _ in range(args.repeat):  # interleaved: a burst of load hits every configuration
-                for name, run in configs:
+                for name, run in configs.items():
                     results[name].append(run(Path(tmp)))
+            paired_runs = overhead(short, args.rounds, Path(tmp)) if args.rounds > 0 else None
     finally:
         stats_file.write_text(saved)
     report = {name: best(runs) for name, runs in results.items()}
@@ -183,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in report.items():
         r["target_slowdown"] = r["target_cpu"] / base
     if args.json:
-        write_json(args.json, {"command": command, "repeat": args.repeat, "results": report})
+        write_json(args.json, {"command": command, "repeat": args.repeat, "results": report,
+                               "overhead_command": short, "overhead": paired_runs, "load_average": os.getloadavg()})
         return 0
     print(f"command: {' '.join(command)}; best of {args.repeat} (a shared machine: other jobs ran meanwhile)")
     print(f"{'configuration':<18} {'target CPU s':>12} {'slowdown':>9} {'profiler CPU s':>14} {'samples':>8} "
@@ -202,7 +302,21 @@ def main(argv: list[str] | None = None) -> int:
               f"{cell('complete_user_share', '.3f', 8)} {cell('map_bytes_per_row', '.2f', 9)} "
               f"{cell('outside_walk_ns_per_sample', '.0f', 22)} {cell('fit_sample_fixed_ns', '.0f', 12)} +{cell('fit_sample_ns_per_frame', '.1f', 12)} "
               f"{cell('fit_walk_fixed_ns', '.0f', 11)} +{cell('fit_walk_ns_per_frame', '.1f', 11)}")
+    if paired_runs is not None:
+        print_overhead(short, args.rounds, paired_runs)
     return 0
+
+
+def print_overhead(command: list[str], rounds: int, result: dict[str, Any]) -> None:
+    print(f"\noverhead on the profiled program: {' '.join(command)}, {rounds} rounds in rotating order "
+          f"(no profiler: median {result['median_none_cpu']:.3f} s CPU); load average now "
+          f"{os.getloadavg()[0]:.1f}")
+    print(f"{'comparison':<34} {'lower':>5} {'higher':>6} {'sign test p':>11} {'median ratio':>12} "
+          f"{'95% interval':>15}  verdict")
+    for name, c in result["comparisons"].items():
+        interval = f"{c['ratio_low']:.3f}-{c['ratio_high']:.3f}" if c["ratio_low"] is not None else "-"
+        print(f"{name:<34} {c['below']:>5} {c['above']:>6} {c['p']:>11.2g} {c['median_ratio']:>12.3f} "
+              f"{interval:>15}  {c['verdict']}")
 
 
 if __name__ == "__main__":

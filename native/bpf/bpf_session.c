@@ -253,8 +253,8 @@ static void release_slot(fu_bpf_session *s, uint32_t slot)
     s->free_slots[(s->free_head + s->free_count++) % FU_BPF_MAX_PROCESSES] = slot;
 }
 
-fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_bpf_mapping *mappings, uint32_t count,
-                                     fu_error *err)
+fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_bpf_space_identity *identity,
+                                     const fu_bpf_mapping *mappings, uint32_t count, fu_error *err)
 {
     if (count > FU_BPF_MAX_MAPPINGS)
         return fu_fail(err, FU_ERR_INVALID, "%u mappings: the BPF unwinder holds at most %u per process", count,
@@ -268,6 +268,7 @@ fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_b
     uint32_t slot = s->free_slots[s->free_head];
     memset(&s->scratch, 0, sizeof s->scratch);
     s->scratch.count = count;
+    s->scratch.identity = *identity;
     memcpy(s->scratch.mappings, mappings, sizeof *mappings * count);
     int e = bpf_map_update_elem(bpf_map__fd(s->skel->maps.processes), &slot, &s->scratch, BPF_ANY);
     if (!e)
@@ -306,17 +307,27 @@ size_t fu_bpf_session_take_missing(fu_bpf_session *s, uint32_t *pids, size_t cap
     return n;
 }
 
+/* ring_buffer__consume's or __poll's result: the samples taken, or why not. */
+static fu_status samples_taken(fu_bpf_session *s, int taken, fu_error *err)
+{
+    if (taken < 0 && s->ring_err.status != FU_OK) {
+        *err = s->ring_err;
+        return err->status;
+    }
+    if (taken < 0 && taken != -EINTR)
+        return bpf_failed(err, "taking the BPF samples", taken);
+    return FU_OK;
+}
+
+fu_status fu_bpf_session_wait(fu_bpf_session *s, int timeout_ms, fu_error *err)
+{
+    return s->samples ? samples_taken(s, ring_buffer__poll(s->samples, timeout_ms), err) : FU_OK;
+}
+
 fu_status fu_bpf_session_drain(fu_bpf_session *s, fu_bpf_stack_fn fn, void *context, fu_error *err)
 {
-    if (s->samples) {
-        int taken = ring_buffer__consume(s->samples);
-        if (taken < 0 && s->ring_err.status != FU_OK) {
-            *err = s->ring_err;
-            return err->status;
-        }
-        if (taken < 0)
-            return bpf_failed(err, "taking the BPF samples", taken);
-    }
+    if (s->samples && samples_taken(s, ring_buffer__consume(s->samples), err) != FU_OK)
+        return err->status;
     int kstacks = s->skel ? bpf_map__fd(s->skel->maps.kstacks) : -1;
     for (uint32_t count = fu_bpf_log_stack_count(&s->log); s->stacks_reported < count; s->stacks_reported++) {
         const fu_bpf_stack *stack = fu_bpf_log_stack(&s->log, s->stacks_reported);

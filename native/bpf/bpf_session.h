@@ -28,9 +28,10 @@ fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *
                                      fu_error *err);
 /* Whether module `id` of `generation` is still loaded (not evicted). */
 bool fu_bpf_session_module_loaded(const fu_bpf_session *s, uint32_t id, uint32_t generation);
-/* Sets a process's executable mappings (sorted by start, at most FU_BPF_MAX_MAPPINGS). */
-fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_bpf_mapping *mappings, uint32_t count,
-                                     fu_error *err);
+/* Sets a process's executable mappings (sorted by start, at most FU_BPF_MAX_MAPPINGS) and the identity
+ * of the address space they were read from. */
+fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_bpf_space_identity *identity,
+                                     const fu_bpf_mapping *mappings, uint32_t count, fu_error *err);
 void fu_bpf_session_forget_process(fu_bpf_session *s, uint32_t pid);
 /* Takes (and clears) up to `cap` pids sampled without mappings; returns how many. */
 size_t fu_bpf_session_take_missing(fu_bpf_session *s, uint32_t *pids, size_t cap);
@@ -38,6 +39,9 @@ size_t fu_bpf_session_take_missing(fu_bpf_session *s, uint32_t *pids, size_t cap
 /* A stack seen for the first time, with its kernel frames (the leaf first). */
 typedef bool (*fu_bpf_stack_fn)(void *context, const fu_bpf_stack *stack, const uint64_t *kernel,
                                 uint32_t kernel_count);
+/* Waits up to `timeout_ms` for the program to wake user space (a sample of a process to load),
+ * taking the samples sent meanwhile into the log; a signal ends the wait early. */
+fu_status fu_bpf_session_wait(fu_bpf_session *s, int timeout_ms, fu_error *err);
 /* Takes the samples the program sent into the log, then hands each stack the log had not handed
  * yet to `fn`, in id order (false from fn stops: FU_ERR_INVALID; a record the log refuses:
  * its error). */

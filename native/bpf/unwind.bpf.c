@@ -131,6 +131,7 @@ struct walk {
     __u8 outcome;
     __u8 ip_is_return; /* look the IP up at IP - 1 (a return address) */
     __u8 done;
+    __u8 wake; /* user space has a process to load: wake it */
     __u64 signal[SIGNAL_WORDS];
     fu_bpf_sample sample; /* sent whole up to its last user frame */
 };
@@ -211,14 +212,27 @@ static __always_inline long finish(struct walk *w, __u8 outcome)
     return 1;
 }
 
-/* Asks user space to (re)load the process's mappings. */
-static __always_inline void note_missing(__u32 tgid)
+/* Asks user space to (re)load the process's mappings; the first ask since user space last took them
+ * wakes it (the sample is sent with BPF_RB_FORCE_WAKEUP) instead of waiting for its next poll. */
+static __always_inline void note_missing(struct walk *w, __u32 tgid)
 {
     __u64 one = 1, *seen = bpf_map_lookup_elem(&missing, &tgid);
     if (seen)
         __sync_fetch_and_add(seen, 1);
-    else
-        bpf_map_update_elem(&missing, &tgid, &one, BPF_NOEXIST);
+    else if (bpf_map_update_elem(&missing, &tgid, &one, BPF_NOEXIST) == 0)
+        w->wake = 1;
+}
+
+/* Whether the sampled task's address space is the one process p's mappings were read from
+ * (fu_bpf_space_identity; unknown: yes). */
+static __always_inline bool same_address_space(struct task_struct *task, const fu_bpf_process *p)
+{
+    const fu_bpf_space_identity *id = &p->identity;
+    if (!(id->start_code | id->end_code | id->start_stack | id->start_brk))
+        return true;
+    struct mm_struct *mm = BPF_CORE_READ(task, mm);
+    return BPF_CORE_READ(mm, start_code) == id->start_code && BPF_CORE_READ(mm, end_code) == id->end_code &&
+           BPF_CORE_READ(mm, start_stack) == id->start_stack && BPF_CORE_READ(mm, start_brk) == id->start_brk;
 }
 
 /* The mapping covering pc, or NULL. */
@@ -309,7 +323,7 @@ static long step(__u32 index, void *context)
         const fu_bpf_mapping *m = find_mapping(p, pc);
         if (!m) {
             w->mapping.end = 0;
-            note_missing(w->sample.stack.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
+            note_missing(w, w->sample.stack.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
             /* the sampled PC is always in a mapping of the process: not finding it means the loaded
              * mappings are older than its code (an exec, a mapping since), not that it lacks CFI */
             if (n == 0)
@@ -500,6 +514,7 @@ int sample(struct bpf_perf_event_data *ctx)
     __u64 cs = *(volatile __u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
     w->sample.stack.kernel_stack = (cs & 3) != 3 ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
     w->done = 0;
+    w->wake = 0;
     w->window_end = 0;
     w->mapping.end = 0;
     w->outcome = FU_BPF_END;
@@ -520,16 +535,27 @@ int sample(struct bpf_perf_event_data *ctx)
                 space = BPF_CORE_READ(task, real_parent, tgid);
                 slot = bpf_map_lookup_elem(&pids, &space);
             }
+            w->outcome = FU_BPF_NOT_LOADED;
             if (!slot) {
                 space = tgid;
-                note_missing(tgid);
+                note_missing(w, tgid);
             }
             w->sample.stack.space_pid = space;
+            /* mappings read from another address space (the process exec'd since, or the parent a
+             * child forked from did) would walk the new code with the old tables: the sampled
+             * process is loaded anew instead */
+            const fu_bpf_process *p = slot ? bpf_map_lookup_elem(&processes, slot) : NULL;
+            if (p && !same_address_space(task, p)) {
+                count(FU_BPF_COUNTER_SPACE_CHANGED);
+                note_missing(w, tgid);
+                w->outcome = FU_BPF_NO_PROCESS;
+                slot = NULL;
+            }
             if (!slot) {
                 w->sample.stack.user[0] = regs.ip;
                 w->sample.stack.user_count = 1;
-                w->outcome = FU_BPF_NO_PROCESS;
             } else {
+                w->outcome = FU_BPF_END;
                 w->process = *slot;
                 __u64 start = bpf_ktime_get_ns();
                 bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
@@ -551,8 +577,9 @@ int sample(struct bpf_perf_event_data *ctx)
     __u32 frames = w->sample.stack.user_count;
     if (frames > FU_BPF_MAX_FRAMES)
         frames = FU_BPF_MAX_FRAMES;
-    /* no wakeup: user space takes the samples every 20 ms */
-    if (bpf_ringbuf_output(&samples, &w->sample, FU_BPF_SAMPLE_HEADER + 8 * frames, BPF_RB_NO_WAKEUP))
+    /* no wakeup (user space takes the samples every 20 ms) unless there is a process to load */
+    if (bpf_ringbuf_output(&samples, &w->sample, FU_BPF_SAMPLE_HEADER + 8 * frames,
+                           w->wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
         count(FU_BPF_COUNTER_SAMPLES_DROPPED);
     if (walked) {
         __u64 sample_ns = bpf_ktime_get_ns() - entered;

@@ -16,11 +16,12 @@
  *   modules   ARRAY  module id -> fu_bpf_module: where a module's slots are, and its generation
  *                    (odd while user space rewrites the slots: a walk that sees it, or sees it change
  *                    while it reads a row, ends as FU_BPF_NO_TABLE rather than trust the row)
- *   processes ARRAY  process slot -> fu_bpf_process: a process's executable mappings, sorted by start
+ *   processes ARRAY  process slot -> fu_bpf_process: a process's executable mappings, sorted by start,
+ *                    and the identity of the address space they were read from
  *   pids      HASH   tgid -> process slot
  *   missing   HASH   tgid -> samples: processes sampled with no process slot (and not a fork child of
- *                    a loaded one), or at a PC outside their mappings (mapped since): user space
- *                    (re)loads them
+ *                    a loaded one), with mappings of another address space (an exec since), or at
+ *                    a PC outside their mappings (mapped since): user space (re)loads them
  *   samples   RINGBUF fu_bpf_sample per sample (its stack cut to its user frames)
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
  *   counters  PERCPU_ARRAY FU_BPF_COUNTER_* -> count
@@ -74,11 +75,14 @@ enum fu_bpf_outcome {
     FU_BPF_NO_UNWIND_INFO,   /* no row covers the PC and the frame pointer does not lead on */
     FU_BPF_UNREADABLE,       /* bpf_probe_read_user failed (not paged in, or not mapped) */
     FU_BPF_SLOW_ROW,         /* the row needs the DWARF interpreter (FU_COMPACT_CFA_SLOW) */
-    FU_BPF_NO_PROCESS,       /* the process's mappings are not loaded yet (or not since its exec) */
+    FU_BPF_NO_PROCESS,       /* the process's loaded mappings are stale: its address space is not the one
+                              * they were read from (an exec since), or they do not hold the sampled PC */
     FU_BPF_NO_TABLE,         /* the module's table is not loaded, evicted, or being rewritten */
     FU_BPF_REGISTER_UNKNOWN, /* the rule needs a register the walk does not know past the first frame */
     FU_BPF_SP_BACKWARDS,     /* the caller's stack pointer is not above the callee's */
     FU_BPF_KERNEL_ONLY,      /* a kernel thread: no user stack */
+    FU_BPF_NOT_LOADED,       /* sampled before user space loaded the process (not walked: out of the
+                              * share of walked stacks that are complete) */
     FU_BPF_OUTCOME_COUNT
 };
 
@@ -99,6 +103,8 @@ enum fu_bpf_counter {
     FU_BPF_COUNTER_WALK_NS_BY_FRAMES,
     FU_BPF_COUNTER_SAMPLE_NS,
     FU_BPF_COUNTER_SAMPLE_NS_BY_FRAMES,
+    FU_BPF_COUNTER_SPACE_CHANGED,   /* samples (no_process) of an address space other than the one whose
+                                     * mappings are loaded for the process: an exec since they were read */
     FU_BPF_COUNTER_OUTCOME,         /* + outcome: samples by outcome */
     FU_BPF_COUNTER_COUNT = FU_BPF_COUNTER_OUTCOME + FU_BPF_OUTCOME_COUNT
 };
@@ -135,9 +141,20 @@ typedef struct fu_bpf_mapping {
     uint32_t generation; /* the module's generation when the mapping was written */
 } fu_bpf_mapping;
 
+/* Which address space a process's mappings were read from: mm_struct's fields that an exec sets anew
+ * (the stack's top is randomized at each exec; the code's and the heap's bounds are the program's),
+ * as /proc/PID/stat shows them (startcode, endcode, startstack, start_brk). The walk compares them
+ * with the sampled task's mm: a process that exec'd since its mappings were read is not walked with
+ * them (no_process), even where the new image's code lies at the old one's addresses. All zero:
+ * unknown (not checked). */
+typedef struct fu_bpf_space_identity {
+    uint64_t start_code, end_code, start_stack, start_brk;
+} fu_bpf_space_identity;
+
 typedef struct fu_bpf_process {
     uint32_t count;
     uint32_t reserved;
+    fu_bpf_space_identity identity;
     fu_bpf_mapping mappings[FU_BPF_MAX_MAPPINGS];
 } fu_bpf_process;
 

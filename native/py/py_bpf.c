@@ -6,9 +6,12 @@
  *                                         the threads and processes it starts
  *   load_module(table) -> (id, generation) a CompactTable into the maps (the oldest evicted if short)
  *   module_loaded(id, generation) -> bool
- *   set_process(pid, mappings)            [(start, end, bias, module id, generation)], sorted
+ *   set_process(pid, identity, mappings)  identity (start_code, end_code, start_stack, start_brk), mappings
+ *                                         [(start, end, bias, module id, generation)], sorted
  *   forget_process(pid)
  *   take_missing() -> [pid]               processes sampled before their mappings were set
+ *   wait(timeout_ms)                      until the program asks for a process to load (or timeout_ms),
+ *                                         taking the samples sent meanwhile into the log
  *   drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted)]: the samples sent since
  *                                         into the log; the stacks seen for the first time, in id order
  *   stack_samples() -> tuple              samples by stack id
@@ -139,8 +142,10 @@ static PyObject *session_set_process(BpfSessionObject *self, PyObject *args)
     fu_bpf_session *s = attached_session(self);
     unsigned int pid;
     PyObject *list;
-    if (!s || !PyArg_ParseTuple(args, "IO!", &pid, &PyList_Type, &list))
+    unsigned long long code, code_end, stack, brk;
+    if (!s || !PyArg_ParseTuple(args, "I(KKKK)O!", &pid, &code, &code_end, &stack, &brk, &PyList_Type, &list))
         return NULL;
+    fu_bpf_space_identity identity = {.start_code = code, .end_code = code_end, .start_stack = stack, .start_brk = brk};
     Py_ssize_t n = PyList_GET_SIZE(list);
     if (n > FU_BPF_MAX_MAPPINGS)
         return py_core_raise_format(FU_ERR_INVALID, "%zd mappings: the BPF unwinder holds at most %d per process", n,
@@ -154,7 +159,7 @@ static PyObject *session_set_process(BpfSessionObject *self, PyObject *args)
         mappings[i] = (fu_bpf_mapping){.start = start, .end = end, .bias = bias, .module = id, .generation = generation};
     }
     fu_error err = {0};
-    return done(fu_bpf_session_set_process(s, pid, mappings, (uint32_t)n, &err), &err);
+    return done(fu_bpf_session_set_process(s, pid, &identity, mappings, (uint32_t)n, &err), &err);
 }
 
 static PyObject *session_forget_process(BpfSessionObject *self, PyObject *arg)
@@ -229,6 +234,26 @@ static PyObject *session_drain(BpfSessionObject *self, PyObject *unused)
         return PyErr_Occurred() ? NULL : py_core_raise(&err);
     }
     return list;
+}
+
+static PyObject *session_wait(BpfSessionObject *self, PyObject *arg)
+{
+    fu_bpf_session *s = attached_session(self);
+    long timeout_ms = s ? PyLong_AsLong(arg) : 0;
+    if (!s || PyErr_Occurred())
+        return NULL;
+    if (timeout_ms < 0 || timeout_ms > INT_MAX)
+        return py_core_raise_format(FU_ERR_INVALID, "wait(%ld): the timeout is 0 to %d ms", timeout_ms, INT_MAX);
+    fu_error err = {0};
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = fu_bpf_session_wait(s, (int)timeout_ms, &err);
+    Py_END_ALLOW_THREADS
+    if (status != FU_OK)
+        return py_core_raise(&err);
+    if (PyErr_CheckSignals() < 0) /* Ctrl-C during the wait */
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *session_counters(BpfSessionObject *self, PyObject *unused)
@@ -460,7 +485,7 @@ static PyMethodDef session_methods[] = {
     {"load_module", (PyCFunction)session_load_module, METH_O, "load_module(table) -> (id, generation)"},
     {"module_loaded", (PyCFunction)session_module_loaded, METH_VARARGS, "module_loaded(id, generation) -> bool"},
     {"set_process", (PyCFunction)session_set_process, METH_VARARGS,
-     "set_process(pid, [(start, end, bias, module, generation)])"},
+     "set_process(pid, (start_code, end_code, start_stack, start_brk), [(start, end, bias, module, generation)])"},
     {"forget_process", (PyCFunction)session_forget_process, METH_O, "forget_process(pid)"},
     {"take_missing", (PyCFunction)session_take_missing, METH_NOARGS, "take_missing() -> [pid]"},
     {"drain", (PyCFunction)session_drain, METH_NOARGS,
@@ -473,6 +498,8 @@ static PyMethodDef session_methods[] = {
     {"samples", (PyCFunction)session_samples, METH_NOARGS,
      "samples() -> [(time ns, tid, cpu, command name, stack id)] of the log"},
     {"detach", (PyCFunction)session_detach, METH_NOARGS, "detach(): release the kernel objects, keep the log"},
+    {"wait", (PyCFunction)session_wait, METH_O,
+     "wait(timeout_ms): until the program asks for a process to load, at most timeout_ms"},
     {"counters", (PyCFunction)session_counters, METH_NOARGS, "counters() -> BPF_COUNTERS' values"},
     {"run_time", (PyCFunction)session_run_time, METH_NOARGS, "run_time() -> (ns, runs)"},
     {"close", (PyCFunction)session_close, METH_NOARGS, "close(): detach and free everything"},
@@ -516,6 +543,7 @@ static const char *outcome_name(int outcome)
         [FU_BPF_REGISTER_UNKNOWN] = "register_unknown",
         [FU_BPF_SP_BACKWARDS] = "sp_backwards",
         [FU_BPF_KERNEL_ONLY] = "kernel_only",
+        [FU_BPF_NOT_LOADED] = "not_loaded",
     };
     return names[outcome];
 }
@@ -536,6 +564,7 @@ static const char *counter_name(int counter)
         [FU_BPF_COUNTER_WALK_NS_BY_FRAMES] = "walk_ns_by_frames",
         [FU_BPF_COUNTER_SAMPLE_NS] = "sample_ns",
         [FU_BPF_COUNTER_SAMPLE_NS_BY_FRAMES] = "sample_ns_by_frames",
+        [FU_BPF_COUNTER_SPACE_CHANGED] = "space_changed",
     };
     return names[counter];
 }

@@ -3,10 +3,13 @@ the compact tables loaded into its maps and sends each sample through a ring buf
 those maps in step with the processes sampled and names the frames.
 
 A process is loaded (its executable mappings, and the compact table of each module not loaded yet,
-by cache key) when it enters the scope, when the kernel reports it sampled without mappings, and
+by cache key) when it enters the scope, when the kernel reports it sampled without mappings (or with
+those of the address space it had before an exec: the identity read around /proc/PID/maps), and
 again whenever its /proc/PID/maps changes (exec, dlopen), checked every RESCAN_SECONDS; an exited
 process is forgotten. The tables share one map of `slot_capacity` slots: when it is short, the
-oldest modules are evicted (their processes are reloaded at the next rescan). With `synth` other than
+oldest modules are evicted (their processes are reloaded at the next rescan). While sampling, a table
+not cached yet is built on a thread of its own and its processes are loaded once it is: the others
+are loaded meanwhile. With `synth` other than
 "off" the tables are those with rows derived from the machine code (tables/compact.py), as the
 offline walk's: the kernel walks code without CFI through them and counts the frames it did.
 
@@ -24,6 +27,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterable
 from typing import IO, Any, NamedTuple
 
@@ -35,8 +39,9 @@ from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
 from fastunwind.tables import compact
 
 RESCAN_SECONDS = 0.5
-#: how often the kernel's reports of processes without (current) mappings are taken: one syscall
-#: when there is none, and the sooner a process is reloaded the fewer samples miss its tables
+#: how long the recording waits for the kernel's report of a process without (current) mappings
+#: (the program wakes it at the first report of each): the sooner a process is loaded the fewer
+#: samples miss its tables
 MISSING_SECONDS = 0.02
 NO_MODULE = 0xFFFFFFFF
 #: the bound on listings of a process's threads when following them (each listing after the first
@@ -45,6 +50,18 @@ THREAD_LISTINGS = 16
 #: launch's gate: waits for a byte on the pipe of argv[1], then becomes the command of argv[2:]
 GATE = "import os, sys\nos.read(int(sys.argv[1]), 1)\nos.close(int(sys.argv[1]))\nos.execvp(sys.argv[2], sys.argv[2:])\n"
 END = _core.BPF_OUTCOMES.index("end")
+#: the bound on reads of a process's mappings while it exec's between the reads of its identity
+MAPS_READS = 4
+
+
+def address_space_identity(pid: int) -> tuple[int, int, int, int]:
+    """The identity of the process's address space (bpf_layout.h fu_bpf_space_identity): mm's
+    start_code, end_code, start_stack and start_brk, /proc/PID/stat's fields 26, 27, 28 and 47 (zero
+    where the kernel does not show them to us). OSError if the process is gone."""
+    with open(f"/proc/{pid}/stat") as f:
+        text = f.read()
+    fields = text[text.rindex(")") + 2:].split()  # fields[0] is field 3 (the state)
+    return int(fields[23]), int(fields[24]), int(fields[25]), int(fields[44])
 
 
 class BpfStack(NamedTuple):
@@ -61,9 +78,11 @@ class BpfStack(NamedTuple):
 
 
 class _Process:
-    def __init__(self, pid: int, maps_text: str, mappings: list[Mapping], comm: str) -> None:
+    def __init__(self, pid: int, maps_text: str, identity: tuple[int, int, int, int], mappings: list[Mapping],
+                 comm: str) -> None:
         self.pid = pid
         self.maps_text = maps_text
+        self.identity = identity  #: of the address space the mappings were read from (address_space_identity)
         self.mappings = mappings
         self.earlier: list[list[Mapping]] = []  #: mappings replaced since (an exec, a dlclose), newest first
         self.comm = comm
@@ -107,6 +126,25 @@ class BpfProfile:
         """(samples with a user stack, of which complete)."""
         user = sum(n for s, n in self.stacks.items() if s.outcome != "kernel_only")
         return user, sum(n for s, n in self.stacks.items() if s.outcome == "end")
+
+    def not_loaded(self) -> tuple[int, int, int]:
+        """(samples taken before their process was loaded, of how many processes, how many of which
+        were never walked: gone before they were loaded, or sampled only before)."""
+        pids: Counter[int] = Counter()
+        walked: set[int] = set()
+        for stack, samples in self.stacks.items():
+            if stack.outcome == "not_loaded":
+                pids[stack.pid] += samples
+            elif stack.outcome != "kernel_only":
+                walked.add(stack.pid)
+        return sum(pids.values()), len(pids), len(pids.keys() - walked)
+
+    def outcomes_by_process(self) -> dict[str, dict[str, int]]:
+        """Samples by outcome of each process sampled ("comm (pid)")."""
+        out: dict[str, Counter[str]] = {}
+        for stack, samples in self.stacks.items():
+            out.setdefault(f"{self.comm(stack.pid, stack.space_pid)} ({stack.pid})", Counter())[stack.outcome] += samples
+        return {name: dict(outcomes) for name, outcomes in out.items()}
 
     def comm(self, pid: int, space_pid: int | None = None) -> str:
         """The process's command name; a process never loaded has its parent's (`space_pid`), as it forked."""
@@ -238,6 +276,7 @@ class BpfProfile:
 
     def statistics(self) -> dict[str, object]:
         user, complete = self.user_samples()
+        not_loaded, not_loaded_processes, never_walked = self.not_loaded()
         frames = self.counters.get("frames", 0)
         sample_fit = self.cost_fit("sample_ns", "sample_ns_by_frames")
         walk_fit = self.cost_fit("walk_ns", "walk_ns_by_frames")
@@ -245,6 +284,13 @@ class BpfProfile:
             "samples": self.counters.get("samples", 0),
             "user_samples": user,
             "complete_user_samples": complete,
+            # the share over the processes in scope: the user stacks walked with their process's mappings
+            "walked_user_samples": user - not_loaded,
+            "not_loaded_samples": not_loaded,
+            "not_loaded_processes": not_loaded_processes,
+            "processes_never_walked": never_walked,
+            "outcomes_by_process": self.outcomes_by_process(),
+            "space_changed_samples": self.counters.get("space_changed", 0),
             "outcomes": self.outcomes,
             "frames": frames,
             "frame_pointer_frames": self.counters.get("frame_pointer_frames", 0),
@@ -288,6 +334,11 @@ class BpfRecorder:
         self._gone: dict[int, _Process] = {}
         self._modules: dict[str, tuple[int, int]] = {}  # cache key -> (id, generation)
         self._without_table: set[str] = set()
+        #: while sampling, tables not cached yet are built on a thread of their own (seconds for
+        #: libLLVM-14), so that the processes sampled meanwhile are loaded meanwhile
+        self._builder: ThreadPoolExecutor | None = None
+        self._building: dict[str, Future[_core.CompactTable | None]] = {}  #: by cache key
+        self._waiting: set[int] = set()  #: processes to load once the tables being built are
         self._stacks: list[BpfStack] = []  #: by the log's stack id
         self._vdso: ModuleImage | None = None  #: the kernel's vDSO (every process sampled runs on this kernel)
         self._rows_loaded = 0  # table rows loaded into the maps (evicted ones included)
@@ -361,11 +412,21 @@ class BpfRecorder:
             if name.isdigit() and int(name) != os.getpid():
                 self._load(int(name))
 
-    def _module(self, image: ModuleImage) -> tuple[int, int]:
+    def _module(self, image: ModuleImage) -> tuple[int, int] | None:
+        """The module's (id, generation) in the maps, loaded now if need be; None while its table
+        is being built (on the builder thread, while sampling)."""
         key = image.cache_name()
         loaded = self._modules.get(key)
         if loaded is not None and self._session.module_loaded(*loaded):
             return loaded
+        if key in self._without_table:
+            return NO_MODULE, 0
+        if key in self._building:
+            return None
+        if (self._builder is not None and compact.source(image, self._synth) is None
+                and not os.path.exists(compact.cache_path(image, synth=self._synth))):
+            self._building[key] = self._builder.submit(compact.for_image, image, self._synth)
+            return None
         table = compact.for_image(image, self._synth)  # the vDSO's copy too (ModuleImage.memory_copy)
         if table is None or table.row_count == 0:
             self._without_table.add(key)
@@ -379,9 +440,17 @@ class BpfRecorder:
         return self._modules[key]
 
     def _load(self, pid: int) -> None:
+        self._waiting.discard(pid)
         try:
-            with open(f"/proc/{pid}/maps") as f:
-                text = f.read()
+            # the identity read before and after the mappings: equal, no exec came between
+            for _ in range(MAPS_READS):
+                identity = address_space_identity(pid)
+                with open(f"/proc/{pid}/maps") as f:
+                    text = f.read()
+                if address_space_identity(pid) == identity:
+                    break
+            else:
+                return  # exec'ing again and again: its next sample asks for it again
             with open(f"/proc/{pid}/comm") as f:
                 comm = f.read().rstrip("\n")
         except OSError:
@@ -390,21 +459,25 @@ class BpfRecorder:
             self._forget(pid)
             return
         process = self._processes.get(pid)
-        if process is not None and process.maps_text == text and all(
+        if process is not None and process.maps_text == text and process.identity == identity and all(
                 key == (NO_MODULE, 0) or self._session.module_loaded(*key) for key in process.module_keys):
             return
         if self._vdso is None and VDSO in text:
             self._vdso = vdso_image(text, f"/proc/{pid}/mem")
         mappings = sorted(parse_proc_maps(text, self._images, vdso=self._vdso).mappings, key=lambda m: m.start)
         mappings = mappings[:_core.BPF_MAX_MAPPINGS]
-        keys = [self._module(m.image) if m.image else (NO_MODULE, 0) for m in mappings]
+        found = [self._module(m.image) if m.image else (NO_MODULE, 0) for m in mappings]
         # a module loaded late may have evicted one loaded earlier for this same process
-        keys = [self._module(m.image) if m.image and k != (NO_MODULE, 0) and not self._session.module_loaded(*k)
-                else k for m, k in zip(mappings, keys)]
-        self._session.set_process(pid, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
-                                        for m, k in zip(mappings, keys)])
+        found = [self._module(m.image) if m.image and k and k != (NO_MODULE, 0) and not self._session.module_loaded(*k)
+                 else k for m, k in zip(mappings, found)]
+        keys = [k for k in found if k is not None]
+        if len(keys) < len(found):  # loaded once its tables are built
+            self._waiting.add(pid)
+            return
+        self._session.set_process(pid, identity, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
+                                                  for m, k in zip(mappings, keys)])
         earlier = [process.mappings, *process.earlier] if process is not None else []
-        process = _Process(pid, text, mappings, comm)
+        process = _Process(pid, text, identity, mappings, comm)
         process.module_keys = keys
         process.earlier = earlier
         self._processes[pid] = process
@@ -414,6 +487,15 @@ class BpfRecorder:
         if process is not None:
             self._gone[pid] = process
             self._session.forget_process(pid)
+
+    def _built(self) -> None:
+        """Loads the processes that waited for tables whose building has ended."""
+        done = [key for key, future in self._building.items() if future.done()]
+        for key in done:
+            self._building.pop(key).result()  # the table is in the image's memo (a build's error raises here)
+        if done:
+            for pid in list(self._waiting):
+                self._load(pid)
 
     def refresh(self) -> None:
         """Loads the processes sampled without mappings and reloads those whose mappings changed."""
@@ -437,12 +519,15 @@ class BpfRecorder:
         try:
             if self._sample_all:
                 self._session.attach_cpus(self._frequency)
+            self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastunwind-tables")
             last_scan = time.monotonic()
             try:
                 while not until():
-                    time.sleep(MISSING_SECONDS)
+                    self._session.wait(int(MISSING_SECONDS * 1000))
                     for pid in self._session.take_missing():
-                        self._load(pid)
+                        if pid not in self._waiting:
+                            self._load(pid)
+                    self._built()
                     self.drain()
                     now = time.monotonic()
                     if now - last_scan >= RESCAN_SECONDS:
@@ -467,5 +552,9 @@ class BpfRecorder:
 
     def close(self) -> None:
         """Detaches the program and releases its maps and events (the samples' log stays, for the
-        profile)."""
+        profile); then lets the table being built finish (into the cache: the next recording
+        finds it) and builds no other."""
         self._session.detach()
+        if self._builder is not None:
+            self._builder.shutdown(wait=True, cancel_futures=True)
+            self._builder = None

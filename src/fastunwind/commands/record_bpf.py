@@ -35,14 +35,22 @@ if TYPE_CHECKING:
 FORMATS = ("folded", "perf", "speedscope", "gecko", "html")
 
 
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
 def _summary(stats: dict[str, Any]) -> str:
     user, complete = int(stats["user_samples"]), int(stats["complete_user_samples"])
-    share = f"{100 * complete / user:.1f}%" if user else "-"
+    walked = int(stats["walked_user_samples"])
     outcomes = ", ".join(f"{name} {n}" for name, n in sorted(stats["outcomes"].items(), key=lambda i: -i[1]))
     runs, run_ns = int(stats["bpf_runs"]), int(stats["bpf_run_ns"])
     cost = f"; BPF {run_ns / runs:.0f} ns per sample" if runs else ""
-    return (f"fastunwind record: {stats['samples']} samples, {complete} of {user} user stacks complete ({share}); "
-            f"outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer, "
+    not_loaded = (f", {complete} of the {walked} walked with their process's mappings ({_share(complete, walked)}); "
+                  f"{stats['not_loaded_samples']} samples of {stats['not_loaded_processes']} processes taken before "
+                  f"they were loaded ({stats['processes_never_walked']} of them never walked)"
+                  if stats["not_loaded_samples"] else "")
+    return (f"fastunwind record: {stats['samples']} samples, {complete} of {user} user stacks complete "
+            f"({_share(complete, user)}){not_loaded}; outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer, "
             f"{stats['derived_frames']} through derived rows (--synth {stats['synth']}); "
             f"{stats['modules_loaded']} modules loaded ({stats['modules_without_table']} without CFI), "
             f"{stats['table_slots_used'] * 8 // 1024} KiB of table slots{cost}{_lost(stats)}")

@@ -1,0 +1,85 @@
+"""`record --bpf -a`: every process on every CPU, loaded as the kernel reports it sampled (the program
+wakes the recorder at a process's first sample). What it measures, on two real programs started
+after the recording began (clang-14 on the compiler workload: big tables, libLLVM; hackbench -P:
+children forked without exec, walked with their parent's mappings), beside whatever else the
+machine runs:
+
+- the accounting: each user sample is walked with its process's mappings or counted `not_loaded`
+  (sampled before the recorder loaded the process: one frame, the sampled PC, never complete),
+  and the summary's share of complete stacks over the walked ones is that count;
+- the loads keep up: each of the programs' processes sampled 50 times or more was walked;
+- the walks: at least 95% of the programs' walked user stacks are complete.
+
+Skipped as test_record_bpf.py is."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+
+import pytest
+
+from fastunwind.bpf import BpfProfile, BpfRecorder
+from scripts import record_workloads
+from tests.integration.bpf.test_record_bpf import FREQUENCY, PROBLEM, settings  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
+
+WORKLOADS = ("compiler", "hackbench-processes")
+
+
+def record_all_while(commands: list[list[str]]) -> BpfProfile:
+    """A recording of every process, the commands started once it samples (at its first poll)."""
+    recorder = BpfRecorder(frequency=FREQUENCY, sample_all=True)
+    recorder.add_running()
+    children: list[subprocess.Popen[bytes]] = []
+
+    def finished() -> bool:
+        if not children:
+            children.extend(subprocess.Popen(c, stdout=subprocess.DEVNULL) for c in commands)
+        return all(c.poll() is not None for c in children)
+
+    try:
+        return recorder.run(finished)
+    finally:
+        for child in children:
+            child.wait()
+
+
+def test_every_process_is_walked_once_loaded_and_its_stacks_complete(settings: record_workloads.Settings) -> None:
+    workloads = [record_workloads.WORKLOADS[name] for name in WORKLOADS]
+    missing = [name for name, w in zip(WORKLOADS, workloads) if record_workloads.missing_tools(w)]
+    if missing:
+        pytest.skip(f"{missing} need {[record_workloads.missing_tools(w) for w in workloads]}")
+    commands = [w.command(settings) for w in workloads]
+    # the first recording builds the programs' compact tables (the test session's cache starts
+    # empty): a process whose tables are being built is not loaded meanwhile
+    record_all_while(commands)
+    profile = record_all_while(commands)
+    stats = profile.statistics()
+    names = {"clang-14", "clang", "g++", "cc1plus", "hackbench"}
+    mine = {s: n for s, n in profile.stacks.items() if profile.comm(s.pid, s.space_pid) in names and s.user}
+    assert sum(mine.values()) >= 100, stats
+
+    # the accounting
+    assert all(len(s.user) == 1 for s in profile.stacks if s.outcome == "not_loaded")
+    user, complete = profile.user_samples()
+    assert stats["walked_user_samples"] == user - stats["not_loaded_samples"]
+    assert stats["not_loaded_samples"] == sum(n for s, n in profile.stacks.items() if s.outcome == "not_loaded")
+
+    # the loads keep up: a process sampled 50 times was walked
+    by_process: Counter[int] = Counter()
+    walked: set[int] = set()
+    for stack, n in mine.items():
+        by_process[stack.pid] += n
+        if stack.outcome != "not_loaded":
+            walked.add(stack.pid)
+    assert all(pid in walked for pid, n in by_process.items() if n >= 50), (by_process, walked)
+
+    # the walks
+    mine_walked = sum(n for s, n in mine.items() if s.outcome != "not_loaded")
+    mine_complete = sum(n for s, n in mine.items() if s.outcome == "end")
+    outcomes: Counter[str] = Counter()
+    for stack, n in mine.items():
+        outcomes[stack.outcome] += n
+    assert mine_complete >= 0.95 * mine_walked, outcomes

@@ -1,0 +1,41 @@
+"""bench_bpf's paired overhead test: the sign test's p-value and the median's distribution-free
+interval, against values computed by hand from the binomial distribution."""
+
+from __future__ import annotations
+
+import math
+
+from benchmarks.bench_bpf import CONFIGURATIONS, median_interval, paired, rotated, sign_test
+
+
+def test_the_sign_test_is_the_exact_two_sided_binomial() -> None:
+    # 20 rounds below, 10 above: 2 * P(X <= 10), X ~ Binomial(30, 1/2)
+    below, above, p = sign_test([(1.0, 2.0)] * 20 + [(2.0, 1.0)] * 10)
+    assert (below, above) == (20, 10)
+    assert math.isclose(p, 2 * sum(math.comb(30, k) for k in range(11)) / 2 ** 30)
+    # ties are left out; an even split is p = 1
+    assert sign_test([(1.0, 1.0)] * 5 + [(1.0, 2.0), (2.0, 1.0)]) == (1, 1, 1.0)
+    assert sign_test([]) == (0, 0, 1.0)
+
+
+def test_the_median_interval_is_the_binomial_order_statistics() -> None:
+    # n = 30: P(X <= 9) = 0.0214 <= 0.025 < P(X <= 10) = 0.0494: ranks 10 and 21
+    median, low, high = median_interval([float(v) for v in range(30)])
+    assert (median, low, high) == (14.5, 9.0, 20.0)
+    # five values cannot hold a 95% interval (P(X = 0) = 1/32 > 0.025)
+    assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) == (3.0, None, None)
+
+
+def test_a_verdict_needs_the_sign_test() -> None:
+    rounds = [{"a": (1.0, 1.0), "b": (1.1, 1.0)}] * 12
+    assert paired(rounds, "a", "b", 0)["verdict"] == "below"
+    assert paired(rounds, "b", "a", 0)["verdict"] == "above"
+    assert paired(rounds, "a", "b", 1)["verdict"] == "not shown"  # all ties in wall
+    mixed = [{"a": (1.0, 0.0), "b": (1.1, 0.0)}, {"a": (1.1, 0.0), "b": (1.0, 0.0)}] * 6
+    assert paired(mixed, "a", "b", 0)["verdict"] == "not shown"
+
+
+def test_each_configuration_comes_first_in_turn() -> None:
+    firsts = [rotated(CONFIGURATIONS, i)[0] for i in range(len(CONFIGURATIONS))]
+    assert sorted(firsts) == sorted(CONFIGURATIONS)
+    assert all(sorted(rotated(CONFIGURATIONS, i)) == sorted(CONFIGURATIONS) for i in range(7))
