@@ -17,8 +17,8 @@ runs (default 3), the best of each figure:
   (kernel.bpf_stats_enabled is set to 1 for the run and restored; every run of the program counts,
   those that leave at once for a process out of scope too), and the walk alone per frame (the
   program's bpf_ktime_get_ns around its user-stack walks, over the frames they walked), and per
-  frame the stack reads (bpf_probe_read_user calls: window refills) and row lookups (rules not in
-  the per-CPU rule cache);
+  frame the stack reads (bpf_probe_read_user calls: window refills) and extra lookups (map lookups
+  past the block's slot: a dense block's continuations, the dictionary for a rule not packed);
 - the cost split into a fixed part per sample and a part per frame: over the walked samples, the
   least-squares line of each sample's cost on its user frames (BpfProfile.cost_fit, from sums the
   program keeps), for the whole program run of the sample (its own clock from entry to after the
@@ -26,8 +26,8 @@ runs (default 3), the best of each figure:
   walk alone; the slope is the frame loop's cost per frame, the intercept what a sample costs
   whatever its depth; and, exactly, the program's time outside the walk per walked sample (its
   own clock's total less the walks');
-- map memory per table row: the slots the loaded modules occupy (8 bytes each: rows and block index)
-  over the rows loaded.
+- map memory per table row: the slots the loaded modules occupy (64 bytes each: up to 12 rows of a
+  256-byte block of code) over the rows loaded.
 
 The machine may be shared: every figure is a best of N, and the report says so.
 """
@@ -126,10 +126,10 @@ def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
             "fit_walk_fixed_ns": stats["fit_walk_fixed_ns"],
             "fit_walk_ns_per_frame": stats["fit_walk_ns_per_frame"],
             "stack_reads_per_frame": stats["stack_reads"] / frames if frames else None,
-            "row_lookups_per_frame": stats["row_lookups"] / frames if frames else None,
+            "extra_lookups_per_frame": stats["extra_lookups"] / frames if frames else None,
             "complete_user_share": stats["complete_user_samples"] / stats["user_samples"]
             if stats["user_samples"] else None,
-            "map_bytes_per_row": 8 * stats["table_slots_used"] / stats["table_rows_loaded"]
+            "map_bytes_per_row": stats["table_slot_bytes"] / stats["table_rows_loaded"]
             if stats["table_rows_loaded"] else None}
 
 
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{cell('profiler_cpu', '.2f', 14)} {cell('samples', 'd', 8)} {cell('disk_bytes_per_sample', '.0f', 13)} "
               f"{cell('bpf_runs_per_sample', '.2f', 11)} {cell('bpf_ns_per_sample', '.0f', 13)} {cell('bpf_ns_per_frame', '.1f', 12)} "
               f"{cell('walk_ns_per_frame', '.1f', 13)} {cell('stack_reads_per_frame', '.3f', 11)} "
-              f"{cell('row_lookups_per_frame', '.3f', 13)} "
+              f"{cell('extra_lookups_per_frame', '.3f', 13)} "
               f"{cell('complete_user_share', '.3f', 8)} {cell('map_bytes_per_row', '.2f', 9)} "
               f"{cell('outside_walk_ns_per_sample', '.0f', 22)} {cell('fit_sample_fixed_ns', '.0f', 12)} +{cell('fit_sample_ns_per_frame', '.1f', 12)} "
               f"{cell('fit_walk_fixed_ns', '.0f', 11)} +{cell('fit_walk_ns_per_frame', '.1f', 11)}")

@@ -6,8 +6,9 @@
  * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
  *
  * One frame is one bpf_loop iteration (step): find the mapping (the previous frame's, else a binary
- * search over the process's sorted mappings), the module's row (the per-CPU rule cache, else the
- * block index, then a binary search over that block's rows), apply the rule (CFA from rsp, rbp or
+ * search over the process's sorted mappings), the module's row (the slot of the PC's 256-byte
+ * block, one cache line holding its rows' starts and packed rules; a continuation for a dense
+ * block, the dictionary for a rule the packing cannot state), apply the rule (CFA from rsp, rbp or
  * another known register, the PLT expression, the DRAP deref, the signal context), read the return
  * address and the callee-saved registers the rule restores. Where no row covers the PC the frame
  * pointer is followed; a row the compact table leaves to the DWARF interpreter ends the walk as
@@ -40,7 +41,7 @@ struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
     __uint(max_entries, FU_BPF_DEFAULT_SLOTS); /* user space sets the bound before loading */
     __type(key, __u32);
-    __type(value, fu_bpf_slot);
+    __type(value, fu_bpf_block);
     __uint(map_flags, BPF_F_MMAPABLE);
 } slots SEC(".maps");
 
@@ -141,22 +142,6 @@ struct {
     __type(key, __u32);
     __type(value, struct walk);
 } scratch SEC(".maps");
-
-/* Per CPU, direct-mapped: the rule found for (module, generation, svma). */
-#define RULE_CACHE 2048
-struct cached_rule {
-    __u64 svma;
-    __u32 module;
-    __u32 generation;
-    fu_bpf_rule rule;
-};
-
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, RULE_CACHE);
-    __type(key, __u32);
-    __type(value, struct cached_rule);
-} rule_cache SEC(".maps");
 
 static __always_inline void count_n(__u32 counter, __u64 n)
 {
@@ -329,59 +314,44 @@ static long step(__u32 index, void *context)
         return finish(w, FU_BPF_NO_TABLE);
     if (svma < mod->base_svma || svma >= mod->end_svma)
         return frame_pointer_step(w);
-    /* the rule of a PC walked recently on this CPU (the outer frames repeat from sample to sample)
-     * costs one cache line instead of the block index, the row search and the dictionary */
-    __u32 cache_index = (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (RULE_CACHE - 1));
-    struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
+    /* the slot of the PC's block: its rows' starts and packed rules in one cache line
+     * (bpf_layout.c fu_bpf_find_rule) */
+    __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_BLOCK_SHIFT;
+    __u32 within = offset & ((1u << FU_BPF_BLOCK_SHIFT) - 1), first = mod->first_slot, slot_count = mod->slot_count;
+    if (block >= mod->block_count)
+        return finish(w, FU_BPF_NO_TABLE);
+    __u32 at = first + block;
+    const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
+    if (!b)
+        return finish(w, FU_BPF_NO_TABLE);
+    for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS; i++) {
+        __u32 next = b->next;
+        if (!next || within < next >> 24)
+            break;
+        if ((next & 0xffffff) >= slot_count)
+            return finish(w, FU_BPF_NO_TABLE);
+        count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
+        at = first + (next & 0xffffff);
+        b = bpf_map_lookup_elem(&slots, &at);
+        if (!b)
+            return finish(w, FU_BPF_NO_TABLE);
+    }
+    if (b->next && within >= b->next >> 24)
+        return finish(w, FU_BPF_NO_TABLE);
+    __u32 packed = b->rules[fu_bpf_block_row(b, within)];
     fu_bpf_rule rule;
-    if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
-        rule = cached->rule;
+    if (!(packed & FU_BPF_PACKED_ESCAPE)) {
+        fu_bpf_unpack_rule(packed, &rule);
     } else {
-        count(FU_BPF_COUNTER_ROW_LOOKUPS);
-        /* the block index bounds the row search to the rows of offset's 256 bytes
-         * (bpf_layout.c fu_bpf_find_row) */
-        __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_INDEX_SHIFT;
-        __u32 first = mod->first_slot, rows_at = first + mod->index_slots;
-        if ((block + 1) / 2 >= mod->index_slots)
-            return finish(w, FU_BPF_NO_TABLE);
-        __u32 index0 = first + block / 2, index1 = first + (block + 1) / 2;
-        fu_bpf_slot *s0 = bpf_map_lookup_elem(&slots, &index0), *s1 = bpf_map_lookup_elem(&slots, &index1);
-        if (!s0 || !s1)
-            return finish(w, FU_BPF_NO_TABLE);
-        __u32 lo = block & 1 ? s0->rule : s0->start, hi = block & 1 ? s1->start : s1->rule;
-        if (hi < lo || hi >= mod->row_count)
-            return finish(w, FU_BPF_NO_TABLE);
-        /* the last row whose start <= offset, in [lo, hi] */
-        __u32 count_left = hi - lo + 1;
-        for (int i = 0; i < FU_BPF_ROW_SEARCH_STEPS && count_left > 1; i++) {
-            __u32 half = count_left / 2, at = rows_at + lo + half;
-            fu_bpf_slot *row = bpf_map_lookup_elem(&slots, &at);
-            if (!row)
-                return finish(w, FU_BPF_NO_TABLE);
-            if (row->start <= offset)
-                lo += half;
-            count_left -= half;
-        }
-        if (count_left > 1)
-            return finish(w, FU_BPF_NO_TABLE);
-        __u32 at = rows_at + lo;
-        fu_bpf_slot *row = bpf_map_lookup_elem(&slots, &at);
-        if (!row)
-            return finish(w, FU_BPF_NO_TABLE);
-        __u32 rule_id = row->rule;
+        count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
+        __u32 rule_id = packed & ~FU_BPF_PACKED_ESCAPE;
         fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
         if (!found)
             return finish(w, FU_BPF_NO_TABLE);
         rule = *found;
-        if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
-            return finish(w, FU_BPF_NO_TABLE);
-        if (cached) {
-            cached->svma = svma;
-            cached->module = module_id;
-            cached->generation = generation;
-            cached->rule = rule;
-        }
     }
+    if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
+        return finish(w, FU_BPF_NO_TABLE);
 
     __u64 sp = w->regs[REG_RSP], cfa;
     __u32 reg = rule.cfa_register & (REGISTERS - 1);
