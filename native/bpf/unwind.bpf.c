@@ -6,7 +6,7 @@
  * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
  *
  * One frame is one bpf_loop iteration (step): find the mapping (the previous frame's, else a binary
- * search over the process's sorted mappings), the module's row (the slot of the PC's 256-byte
+ * search over the process's sorted mappings), the module's row (the slot of the PC's 512-byte
  * block, one cache line holding its rows' starts and packed rules; a continuation for a dense
  * block, the dictionary for a rule the packing cannot state), apply the rule (CFA from rsp, rbp or
  * another known register, the PLT expression, the DRAP deref, the signal context), read the return
@@ -326,25 +326,25 @@ static long step(__u32 index, void *context)
         return finish(w, FU_BPF_NO_TABLE);
     for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS; i++) {
         __u32 next = b->next;
-        if (!next || within < next >> 24)
+        if (!next || within < next >> FU_BPF_NEXT_SLOT_BITS)
             break;
-        if ((next & 0xffffff) >= slot_count)
+        if ((next & FU_BPF_NEXT_SLOT_MASK) >= slot_count)
             return finish(w, FU_BPF_NO_TABLE);
         count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
-        at = first + (next & 0xffffff);
+        at = first + (next & FU_BPF_NEXT_SLOT_MASK);
         b = bpf_map_lookup_elem(&slots, &at);
         if (!b)
             return finish(w, FU_BPF_NO_TABLE);
     }
-    if (b->next && within >= b->next >> 24)
+    if (b->next && within >= b->next >> FU_BPF_NEXT_SLOT_BITS)
         return finish(w, FU_BPF_NO_TABLE);
-    __u32 packed = b->rules[fu_bpf_block_row(b, within)];
+    __u32 row = b->rows[fu_bpf_block_row(b, within)] & FU_BPF_PACKED_RULE;
     fu_bpf_rule rule;
-    if (!(packed & FU_BPF_PACKED_ESCAPE)) {
-        fu_bpf_unpack_rule(packed, &rule);
+    if (!(row & FU_BPF_PACKED_ESCAPE)) {
+        fu_bpf_unpack_rule(row, &rule);
     } else {
         count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
-        __u32 rule_id = packed & ~FU_BPF_PACKED_ESCAPE;
+        __u32 rule_id = row & ~FU_BPF_PACKED_ESCAPE;
         fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
         if (!found)
             return finish(w, FU_BPF_NO_TABLE);

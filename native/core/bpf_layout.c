@@ -49,6 +49,9 @@ _Static_assert(sizeof(fu_bpf_block) == 64, "a slot is a cache line");
 _Static_assert(FU_BPF_BLOCK_ROWS == 12, "fu_bpf_block_row halves twelve rows");
 _Static_assert(FU_BPF_BLOCK_CHAIN_STEPS * FU_BPF_BLOCK_ROWS >= (1 << FU_BPF_BLOCK_SHIFT) + 1 - FU_BPF_BLOCK_ROWS,
                "the continuations hold a block's rows");
+_Static_assert(FU_BPF_BLOCK_SHIFT == 9, "a row's start within its block: 8 bits and FU_BPF_ROW_HIGH");
+_Static_assert(FU_BPF_NEXT_SLOT_BITS + FU_BPF_BLOCK_SHIFT == 32, "fu_bpf_block.next");
+_Static_assert(FU_BPF_MAX_RULES <= FU_BPF_PACKED_ESCAPE, "a dictionary id beside the escape bit");
 _Static_assert(FU_BPF_RSP == FU_REG_RSP && FU_BPF_RBP == FU_REG_RBP, "DWARF numbers");
 _Static_assert(FU_COMPACT_ORIGIN_COUNT <= 4, "an origin in two bits");
 
@@ -113,22 +116,23 @@ bool fu_bpf_find_rule(const fu_bpf_block *slots, const fu_bpf_module *module, co
 {
     uint32_t within = offset & ((1u << FU_BPF_BLOCK_SHIFT) - 1);
     const fu_bpf_block *block = &slots[offset >> FU_BPF_BLOCK_SHIFT];
-    for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS && block->next && within >= block->next >> 24; i++) {
-        uint32_t next = block->next & 0xffffff;
+    for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS && block->next && within >= block->next >> FU_BPF_NEXT_SLOT_BITS;
+         i++) {
+        uint32_t next = block->next & FU_BPF_NEXT_SLOT_MASK;
         if (next >= module->slot_count)
             return false;
         block = &slots[next];
     }
-    if (block->next && within >= block->next >> 24)
+    if (block->next && within >= block->next >> FU_BPF_NEXT_SLOT_BITS)
         return false;
-    uint32_t packed = block->rules[fu_bpf_block_row(block, within)];
-    if (!(packed & FU_BPF_PACKED_ESCAPE)) {
-        fu_bpf_unpack_rule(packed, rule);
+    uint32_t row = block->rows[fu_bpf_block_row(block, within)] & FU_BPF_PACKED_RULE;
+    if (!(row & FU_BPF_PACKED_ESCAPE)) {
+        fu_bpf_unpack_rule(row, rule);
         return true;
     }
-    if ((packed & ~FU_BPF_PACKED_ESCAPE) >= d->count)
+    if ((row & ~FU_BPF_PACKED_ESCAPE) >= d->count)
         return false;
-    memcpy(rule, &d->rules[packed & ~FU_BPF_PACKED_ESCAPE], sizeof *rule);
+    memcpy(rule, &d->rules[row & ~FU_BPF_PACKED_ESCAPE], sizeof *rule);
     return true;
 }
 
@@ -144,14 +148,15 @@ static void layout_block(const fu_compact_table *t, const uint32_t *packed, uint
         for (uint32_t k = 0; k < FU_BPF_BLOCK_ROWS; k++) {
             uint32_t r = row + (k < n ? k : n - 1);
             /* the row in force at the block's start may start before it */
-            block->offsets[k] = (uint8_t)(t->row_start[r] > block_start ? t->row_start[r] - block_start : 0);
-            block->rules[k] = packed[r];
+            uint32_t start = t->row_start[r] > block_start ? t->row_start[r] - block_start : 0;
+            block->starts[k] = (uint8_t)start;
+            block->rows[k] = packed[r] | (start >> 8 ? FU_BPF_ROW_HIGH : 0);
         }
         row += n;
         block->next = 0;
         if (row < end) {
             slot = (*spare)++;
-            block->next = slot | (uint32_t)(t->row_start[row] - block_start) << 24;
+            block->next = slot | (t->row_start[row] - block_start) << FU_BPF_NEXT_SLOT_BITS;
         }
     }
 }
@@ -162,7 +167,7 @@ fu_status fu_bpf_layout_module(const fu_compact_table *t, fu_bpf_rules *d, fu_bp
     if (t->row_count == 0)
         return fu_fail(err, FU_ERR_INVALID, "an empty compact table has nothing to load");
     uint64_t slot_count = fu_bpf_module_slot_count(t);
-    if (slot_count >= 1u << 24)
+    if (slot_count > FU_BPF_NEXT_SLOT_MASK)
         return fu_fail(err, FU_ERR_INVALID, "a table of %llu BPF slots is too big for one module",
                        (unsigned long long)slot_count);
     uint32_t rule_count = t->header->rule_count;

@@ -39,15 +39,16 @@
 /* Executable mappings of one process the walker can see; more are left out (counted by user space). */
 #define FU_BPF_MAX_MAPPINGS 256
 #define FU_BPF_MAPPING_SEARCH_STEPS 9 /* ceil(log2(FU_BPF_MAX_MAPPINGS)) + 1 */
-/* A block: 256 bytes of code, whose rows (the one in force at its start and those starting in it)
- * are one 64-byte slot (a cache line) when they are at most FU_BPF_BLOCK_ROWS, the rules packed in
- * them: a frame's row costs one line of the slots map, no dictionary (libLLVM-14: 7.8 rows per
- * block on average, 69% of its blocks fit one slot). A block with more rows chains continuations. */
-#define FU_BPF_BLOCK_SHIFT 8
+/* A block: 512 bytes of code, whose rows (the one in force at its start and those starting in it)
+ * are one 64-byte slot (a cache line) when they are at most FU_BPF_BLOCK_ROWS, their rules packed
+ * in them: a frame's row costs one line of the slots map and no dictionary. A block with more rows
+ * chains continuations: on libLLVM-14 (14.6 rows a block on average) 29% of the code is past a
+ * block's first slot, on libc 17%; 256-byte blocks would halve that for 45-50% more map memory. */
+#define FU_BPF_BLOCK_SHIFT 9
 #define FU_BPF_BLOCK_ROWS 12
-/* A block holds at most 257 rows (256 starts and the one in force at its start): 22 slots, 21
+/* A block holds at most 513 rows (512 starts and the one in force at its start): 43 slots, 42
  * continuations to follow. */
-#define FU_BPF_BLOCK_CHAIN_STEPS 21
+#define FU_BPF_BLOCK_CHAIN_STEPS 42
 #define FU_BPF_MAX_MODULES 4096
 #define FU_BPF_MAX_PROCESSES 1024
 #define FU_BPF_MAX_RULES 65536
@@ -115,31 +116,38 @@ typedef struct fu_bpf_rule {
     uint16_t kept_caller_saved;  /* caller-saved registers whose value the caller keeps (bit per register) */
 } fu_bpf_rule;
 
-/* A rule packed in 32 bits, for the common shapes: the CFA at rsp or rbp plus a multiple of 8
- * below 8 KiB, the return address at CFA - 8, each callee-saved register kept or saved at CFA - 16
- * to CFA - 64, no caller-saved register kept. Other rules (no-info and slow rows, the PLT, DRAP,
- * signal frames, the outermost frame's) are FU_BPF_PACKED_ESCAPE | their dictionary id.
+/* A row in 32 bits: the ninth bit of its start within the block, and its rule packed for the
+ * common shapes: the CFA at rsp or rbp plus a multiple of 8 below 4 KiB, the return address at
+ * CFA - 8, each callee-saved register kept or saved at CFA - 16 to CFA - 64, no caller-saved
+ * register kept. Other rules (no-info and slow rows, the PLT, DRAP, signal frames, the outermost
+ * frame's) are FU_BPF_PACKED_ESCAPE | their dictionary id.
  *   bits 0-17   saved_offset_by_8[i] in bits 3i..3i+2: 0 FU_BPF_KEEP, v: -(v + 1)
- *   bits 18-27  cfa_offset / 8
- *   bit 28      the CFA is at rbp (else rsp)
- *   bits 29-30  origin */
-#define FU_BPF_PACKED_ESCAPE 0x80000000u
+ *   bits 18-26  cfa_offset / 8
+ *   bit 27      the CFA is at rbp (else rsp)
+ *   bits 28-29  origin
+ *   bit 30      FU_BPF_PACKED_ESCAPE
+ *   bit 31      the row's start within the block, bit 8 (FU_BPF_ROW_HIGH) */
 #define FU_BPF_PACKED_OFFSET_SHIFT 18
-#define FU_BPF_PACKED_OFFSET_LIMIT (1 << 10) /* cfa_offset / 8 below this */
-#define FU_BPF_PACKED_RBP (1u << 28)
-#define FU_BPF_PACKED_ORIGIN_SHIFT 29
+#define FU_BPF_PACKED_OFFSET_LIMIT (1 << 9) /* cfa_offset / 8 below this */
+#define FU_BPF_PACKED_RBP (1u << 27)
+#define FU_BPF_PACKED_ORIGIN_SHIFT 28
+#define FU_BPF_PACKED_ESCAPE (1u << 30)
+#define FU_BPF_PACKED_RULE (FU_BPF_ROW_HIGH - 1) /* the rule's bits */
+#define FU_BPF_ROW_HIGH 0x80000000u
 #define FU_BPF_RSP 7 /* DWARF numbers: a CFA_RSP rule's cfa_register, a CFA_RBP one's */
 #define FU_BPF_RBP 6
+/* fu_bpf_block.next: the continuation's slot, relative to the module's first, and its first row's
+ * start within the block above it; 0: none */
+#define FU_BPF_NEXT_SLOT_BITS 23
+#define FU_BPF_NEXT_SLOT_MASK ((1u << FU_BPF_NEXT_SLOT_BITS) - 1)
 
 /* One slot of the slots map: up to FU_BPF_BLOCK_ROWS rows of a block, by start; the unused tail
  * repeats the last row. The first slot of a block starts with the row in force at its start
- * (offset 0); a continuation starts with the row after its predecessor's last. */
+ * (start 0); a continuation starts with the row after its predecessor's last. */
 typedef struct fu_bpf_block {
-    uint32_t rules[FU_BPF_BLOCK_ROWS];  /* packed (FU_BPF_PACKED_*) */
-    uint8_t offsets[FU_BPF_BLOCK_ROWS]; /* the rows' starts, relative to the block's start */
-    /* 0: no continuation; else bits 0-23: the continuation's slot, relative to the module's first,
-     * bits 24-31: its first row's offset (the lookup goes on past this slot at offsets from it) */
-    uint32_t next;
+    uint32_t rows[FU_BPF_BLOCK_ROWS];   /* the start's bit 8 and the packed rule (above) */
+    uint8_t starts[FU_BPF_BLOCK_ROWS];  /* the rows' starts within the block, bits 0-7 */
+    uint32_t next;                      /* the continuation (FU_BPF_NEXT_SLOT_*) */
 } fu_bpf_block;
 
 #ifdef __bpf__
@@ -148,21 +156,27 @@ typedef struct fu_bpf_block {
 #define FU_BPF_INLINE static inline
 #endif
 
-/* The row of `block` in force at `offset` within its block (offsets[0] <= offset): the last whose
- * start is at or before it, in four halvings over the twelve. */
+/* Row k's start within its block. */
+FU_BPF_INLINE uint32_t fu_bpf_row_start(const fu_bpf_block *block, uint32_t k)
+{
+    return block->starts[k] | (block->rows[k] >> 31) << 8;
+}
+
+/* The row of `block` in force at `offset` within its block (its first row's start <= offset):
+ * the last whose start is at or before it, in four halvings over the twelve. */
 FU_BPF_INLINE uint32_t fu_bpf_block_row(const fu_bpf_block *block, uint32_t offset)
 {
-    uint32_t i = block->offsets[8] <= offset ? 8 : 0;
-    if (i == 0 && block->offsets[4] <= offset)
+    uint32_t i = fu_bpf_row_start(block, 8) <= offset ? 8 : 0;
+    if (i == 0 && fu_bpf_row_start(block, 4) <= offset)
         i = 4;
-    if (block->offsets[i + 2] <= offset)
+    if (fu_bpf_row_start(block, i + 2) <= offset)
         i += 2;
-    if (block->offsets[i + 1] <= offset)
+    if (fu_bpf_row_start(block, i + 1) <= offset)
         i += 1;
     return i;
 }
 
-/* The rule a packed rule without FU_BPF_PACKED_ESCAPE states. */
+/* The rule a row without FU_BPF_PACKED_ESCAPE states. */
 FU_BPF_INLINE void fu_bpf_unpack_rule(uint32_t packed, fu_bpf_rule *rule)
 {
     bool rbp = packed & FU_BPF_PACKED_RBP;
@@ -246,8 +260,8 @@ void fu_bpf_rules_free(fu_bpf_rules *d);
 
 /* The slots of one module (0 if the table is empty): its blocks and their continuations. */
 uint64_t fu_bpf_module_slot_count(const fu_compact_table *t);
-/* The packed rule of a row whose rule is `rule` and whose dictionary id (when it cannot be
- * packed) is `id`. */
+/* The packed rule (fu_bpf_block.rows without FU_BPF_ROW_HIGH) of `rule`, whose dictionary id is
+ * `id` if it cannot be packed. */
 uint32_t fu_bpf_pack_rule(const fu_compact_rule *rule, uint32_t id);
 /* The rule in force at module-relative `offset` (< end_svma - base_svma) of a module laid out in
  * `slots` (its first_slot at slots[0]), its packed rules' escapes from `d`: the lookup
@@ -256,8 +270,8 @@ uint32_t fu_bpf_pack_rule(const fu_compact_rule *rule, uint32_t id);
 bool fu_bpf_find_rule(const fu_bpf_block *slots, const fu_bpf_module *module, const fu_bpf_rules *d,
                       uint32_t offset, fu_bpf_rule *rule);
 /* Fills out[0 .. fu_bpf_module_slot_count) and *module (first_slot, generation left to the caller),
- * adding the table's rules that cannot be packed to `d`; FU_ERR_INVALID for a module of 2^24
- * slots or more (a continuation's slot is 24 bits). */
+ * adding the table's rules that cannot be packed to `d`; FU_ERR_INVALID for a module of 2^23
+ * slots or more (a continuation's slot is FU_BPF_NEXT_SLOT_BITS). */
 fu_status fu_bpf_layout_module(const fu_compact_table *t, fu_bpf_rules *d, fu_bpf_block *out, fu_bpf_module *module,
                                fu_error *err);
 
