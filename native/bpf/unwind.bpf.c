@@ -121,8 +121,16 @@ static __always_inline __u32 saved_register(int i)
 #define WINDOW_BELOW 64
 #define PAGE 4096
 
+/* The mappings a walk remembers: a stack goes back and forth between a few libraries (clang's
+ * between clang, libclang-cpp, libLLVM and libc), and each search is a few dependent cache lines
+ * of the process's mappings. */
+#define RECENT_MAPPINGS 4
+
 struct walk {
-    fu_bpf_mapping mapping; /* the mapping of the previous frame (end 0: none) */
+    /* the mappings this walk found last (end 0: none), the previous frame's at `current` */
+    fu_bpf_mapping recent[RECENT_MAPPINGS];
+    __u32 current;
+    __u32 recent_next; /* the entry the next search replaces */
     __u64 window_base;      /* the window holds [window_base, window_base + WINDOW) when window_ok */
     __u64 window_end;       /* or, near the top of the stack, only up to here */
     __u8 window[WINDOW + 8];
@@ -286,27 +294,40 @@ static long step(__u32 index, void *context)
         w->sample.stack.interrupted |= 1ull << n;
     __u64 pc = ip - (w->ip_is_return ? 1 : 0);
 
-    /* consecutive frames mostly stay in one mapping: the previous frame's is searched for first */
-    if (pc < w->mapping.start || pc >= w->mapping.end) {
-        const fu_bpf_process *p = bpf_map_lookup_elem(&processes, &w->process);
-        if (!p)
-            return finish(w, FU_BPF_NO_PROCESS);
-        const fu_bpf_mapping *m = find_mapping(p, pc);
-        if (!m) {
-            w->mapping.end = 0;
-            note_missing(w->sample.stack.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
-            /* the sampled PC is always in a mapping of the process: not finding it means the loaded
-             * mappings are older than its code (an exec, a mapping since), not that it lacks CFI */
-            if (n == 0)
+    /* consecutive frames mostly stay in one mapping, and a stack visits a few: the walk's recent
+     * mappings are tried before the process's are searched */
+    __u32 current = w->current & (RECENT_MAPPINGS - 1);
+    if (pc < w->recent[current].start || pc >= w->recent[current].end) {
+        current = RECENT_MAPPINGS;
+        for (int i = 0; i < RECENT_MAPPINGS; i++)
+            if (w->recent[i].start <= pc && pc < w->recent[i].end) {
+                current = i;
+                break;
+            }
+        if (current == RECENT_MAPPINGS) {
+            count(FU_BPF_COUNTER_MAPPING_SEARCHES);
+            const fu_bpf_process *p = bpf_map_lookup_elem(&processes, &w->process);
+            if (!p)
                 return finish(w, FU_BPF_NO_PROCESS);
-            return frame_pointer_step(w);
+            const fu_bpf_mapping *m = find_mapping(p, pc);
+            if (!m) {
+                note_missing(w->sample.stack.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
+                /* the sampled PC is always in a mapping of the process: not finding it means the loaded
+                 * mappings are older than its code (an exec, a mapping since), not that it lacks CFI */
+                if (n == 0)
+                    return finish(w, FU_BPF_NO_PROCESS);
+                return frame_pointer_step(w);
+            }
+            current = w->recent_next++ & (RECENT_MAPPINGS - 1);
+            w->recent[current] = *m;
         }
-        w->mapping = *m;
+        w->current = current;
     }
-    if (w->mapping.module == FU_BPF_NO_MODULE)
+    const fu_bpf_mapping *mapping = &w->recent[current & (RECENT_MAPPINGS - 1)];
+    if (mapping->module == FU_BPF_NO_MODULE)
         return frame_pointer_step(w);
-    __u32 module_id = w->mapping.module, generation = w->mapping.generation;
-    __u64 svma = pc - w->mapping.bias;
+    __u32 module_id = mapping->module, generation = mapping->generation;
+    __u64 svma = pc - mapping->bias;
     const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
     if (!mod)
         return finish(w, FU_BPF_NO_TABLE);
@@ -465,7 +486,10 @@ int sample(struct bpf_perf_event_data *ctx)
     w->sample.stack.kernel_stack = (cs & 3) != 3 ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
     w->done = 0;
     w->window_end = 0;
-    w->mapping.end = 0;
+    for (int i = 0; i < RECENT_MAPPINGS; i++)
+        w->recent[i].end = 0;
+    w->current = 0;
+    w->recent_next = 0;
     w->outcome = FU_BPF_END;
     w->ip_is_return = 0;
     bool walked = false;

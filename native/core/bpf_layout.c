@@ -49,8 +49,7 @@ _Static_assert(sizeof(fu_bpf_block) == 64, "a slot is a cache line");
 _Static_assert(FU_BPF_BLOCK_ROWS == 12, "fu_bpf_block_row halves twelve rows");
 _Static_assert(FU_BPF_BLOCK_CHAIN_STEPS * FU_BPF_BLOCK_ROWS >= (1 << FU_BPF_BLOCK_SHIFT) + 1 - FU_BPF_BLOCK_ROWS,
                "the continuations hold a block's rows");
-_Static_assert(FU_BPF_BLOCK_SHIFT == 9, "a row's start within its block: 8 bits and FU_BPF_ROW_HIGH");
-_Static_assert(FU_BPF_NEXT_SLOT_BITS + FU_BPF_BLOCK_SHIFT == 32, "fu_bpf_block.next");
+_Static_assert(FU_BPF_BLOCK_SHIFT <= 9, "a row's start within its block: 8 bits and FU_BPF_ROW_HIGH");
 _Static_assert(FU_BPF_MAX_RULES <= FU_BPF_PACKED_ESCAPE, "a dictionary id beside the escape bit");
 _Static_assert(FU_BPF_RSP == FU_REG_RSP && FU_BPF_RBP == FU_REG_RBP, "DWARF numbers");
 _Static_assert(FU_COMPACT_ORIGIN_COUNT <= 4, "an origin in two bits");

@@ -46,9 +46,9 @@
  * block's first slot, on libc 17%; 256-byte blocks would halve that for 45-50% more map memory. */
 #define FU_BPF_BLOCK_SHIFT 9
 #define FU_BPF_BLOCK_ROWS 12
-/* A block holds at most 513 rows (512 starts and the one in force at its start): 43 slots, 42
- * continuations to follow. */
-#define FU_BPF_BLOCK_CHAIN_STEPS 42
+/* A block holds at most 2^FU_BPF_BLOCK_SHIFT + 1 rows (a start at each byte and the row in force at
+ * its start): the continuations to follow past its first slot. */
+#define FU_BPF_BLOCK_CHAIN_STEPS (((1 << FU_BPF_BLOCK_SHIFT) + FU_BPF_BLOCK_ROWS) / FU_BPF_BLOCK_ROWS - 1)
 #define FU_BPF_MAX_MODULES 4096
 #define FU_BPF_MAX_PROCESSES 1024
 #define FU_BPF_MAX_RULES 65536
@@ -94,6 +94,7 @@ enum fu_bpf_counter {
     FU_BPF_COUNTER_STACK_READS,     /* bpf_probe_read_user calls of the walks (window refills) */
     FU_BPF_COUNTER_EXTRA_LOOKUPS,   /* map lookups of the frames' rows past the block's slot: its
                                      * continuations and the rule dictionary */
+    FU_BPF_COUNTER_MAPPING_SEARCHES, /* frames whose mapping was not among the walk's recent ones */
     FU_BPF_COUNTER_DERIVED_FRAMES,  /* frames stepped through a rule derived from the code (--synth) */
     /* over the walked samples, for the least-squares fit of their cost on their frames (n: the
      * sample's user frames; t: its walk's ns; T: the program's ns from entry to after the ring
@@ -138,7 +139,7 @@ typedef struct fu_bpf_rule {
 #define FU_BPF_RBP 6
 /* fu_bpf_block.next: the continuation's slot, relative to the module's first, and its first row's
  * start within the block above it; 0: none */
-#define FU_BPF_NEXT_SLOT_BITS 23
+#define FU_BPF_NEXT_SLOT_BITS (32 - FU_BPF_BLOCK_SHIFT)
 #define FU_BPF_NEXT_SLOT_MASK ((1u << FU_BPF_NEXT_SLOT_BITS) - 1)
 
 /* One slot of the slots map: up to FU_BPF_BLOCK_ROWS rows of a block, by start; the unused tail

@@ -259,6 +259,7 @@ class BpfProfile:
             "fit_walk_ns_per_frame": walk_fit[1] if walk_fit else None,
             "stack_reads": self.counters.get("stack_reads", 0),
             "extra_lookups": self.counters.get("extra_lookups", 0),
+            "mapping_searches": self.counters.get("mapping_searches", 0),
             "synth": self.synth,
             "derived_frames": self.counters.get("derived_frames", 0),
             "distinct_stacks": len(self.stacks),
