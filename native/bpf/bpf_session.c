@@ -95,6 +95,9 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, fu_e
         return st;
     }
     int e = bpf_map__set_max_entries(s->skel->maps.slots, slot_capacity);
+    int cpus = libbpf_num_possible_cpus();
+    if (!e)
+        e = cpus > 0 ? bpf_map__set_max_entries(s->skel->maps.rule_cache, FU_BPF_RULE_CACHE * (uint32_t)cpus) : cpus;
     if (e) {
         fu_bpf_session_close(s);
         return bpf_failed(err, "sizing the BPF table map", e);

@@ -137,6 +137,7 @@ struct walk {
     __u64 regs[REGISTERS]; /* DWARF numbering; REG_RA holds the IP */
     __u32 known;           /* bit r: regs[r] is the caller's true value */
     __u32 process;
+    __u32 rule_cache_base; /* this CPU's part of rule_cache */
     __u8 outcome;
     __u8 ip_is_return; /* look the IP up at IP - 1 (a return address) */
     __u8 done;
@@ -150,6 +151,22 @@ struct {
     __type(key, __u32);
     __type(value, struct walk);
 } scratch SEC(".maps");
+
+/* The rule found for (module, generation, svma), direct-mapped, FU_BPF_RULE_CACHE per CPU: the outer
+ * frames repeat from sample to sample. */
+struct cached_rule {
+    __u64 svma;
+    __u32 module;
+    __u32 generation;
+    fu_bpf_rule rule;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, FU_BPF_RULE_CACHE); /* user space sets FU_BPF_RULE_CACHE per possible CPU */
+    __type(key, __u32);
+    __type(value, struct cached_rule);
+} rule_cache SEC(".maps");
 
 static __always_inline void count_n(__u32 counter, __u64 n)
 {
@@ -335,44 +352,60 @@ static long step(__u32 index, void *context)
         return finish(w, FU_BPF_NO_TABLE);
     if (svma < mod->base_svma || svma >= mod->end_svma)
         return frame_pointer_step(w);
-    /* the slot of the PC's block: its rows' starts and packed rules in one cache line
+    /* the rule of a PC this CPU walked recently (the outer frames repeat from sample to sample)
+     * costs one line; else the slot of the PC's block: its rows' starts and packed rules in one line
      * (bpf_layout.c fu_bpf_find_rule) */
-    __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_BLOCK_SHIFT;
-    __u32 within = offset & ((1u << FU_BPF_BLOCK_SHIFT) - 1), first = mod->first_slot, slot_count = mod->slot_count;
-    if (block >= mod->block_count)
-        return finish(w, FU_BPF_NO_TABLE);
-    __u32 at = first + block;
-    const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
-    if (!b)
-        return finish(w, FU_BPF_NO_TABLE);
-    for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS; i++) {
-        __u32 next = b->next;
-        if (!next || within < next >> FU_BPF_NEXT_SLOT_BITS)
-            break;
-        if ((next & FU_BPF_NEXT_SLOT_MASK) >= slot_count)
+    __u32 cache_index = w->rule_cache_base +
+                        (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (FU_BPF_RULE_CACHE - 1));
+    struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
+    fu_bpf_rule rule;
+    if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
+        rule = cached->rule;
+    } else {
+        count(FU_BPF_COUNTER_SLOT_LOOKUPS);
+        __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_BLOCK_SHIFT;
+        __u32 within = offset & ((1u << FU_BPF_BLOCK_SHIFT) - 1), first = mod->first_slot,
+              slot_count = mod->slot_count;
+        if (block >= mod->block_count)
             return finish(w, FU_BPF_NO_TABLE);
-        count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
-        at = first + (next & FU_BPF_NEXT_SLOT_MASK);
-        b = bpf_map_lookup_elem(&slots, &at);
+        __u32 at = first + block;
+        const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
         if (!b)
             return finish(w, FU_BPF_NO_TABLE);
-    }
-    if (b->next && within >= b->next >> FU_BPF_NEXT_SLOT_BITS)
-        return finish(w, FU_BPF_NO_TABLE);
-    __u32 row = b->rows[fu_bpf_block_row(b, within)] & FU_BPF_PACKED_RULE;
-    fu_bpf_rule rule;
-    if (!(row & FU_BPF_PACKED_ESCAPE)) {
-        fu_bpf_unpack_rule(row, &rule);
-    } else {
-        count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
-        __u32 rule_id = row & ~FU_BPF_PACKED_ESCAPE;
-        fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
-        if (!found)
+        for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS; i++) {
+            __u32 next = b->next;
+            if (!next || within < next >> FU_BPF_NEXT_SLOT_BITS)
+                break;
+            if ((next & FU_BPF_NEXT_SLOT_MASK) >= slot_count)
+                return finish(w, FU_BPF_NO_TABLE);
+            count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
+            at = first + (next & FU_BPF_NEXT_SLOT_MASK);
+            b = bpf_map_lookup_elem(&slots, &at);
+            if (!b)
+                return finish(w, FU_BPF_NO_TABLE);
+        }
+        if (b->next && within >= b->next >> FU_BPF_NEXT_SLOT_BITS)
             return finish(w, FU_BPF_NO_TABLE);
-        rule = *found;
+        __u32 row = b->rows[fu_bpf_block_row(b, within)] & FU_BPF_PACKED_RULE;
+        if (!(row & FU_BPF_PACKED_ESCAPE)) {
+            fu_bpf_unpack_rule(row, &rule);
+        } else {
+            count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
+            __u32 rule_id = row & ~FU_BPF_PACKED_ESCAPE;
+            fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
+            if (!found)
+                return finish(w, FU_BPF_NO_TABLE);
+            rule = *found;
+        }
+        if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
+            return finish(w, FU_BPF_NO_TABLE);
+        if (cached) {
+            cached->svma = svma;
+            cached->module = module_id;
+            cached->generation = generation;
+            cached->rule = rule;
+        }
     }
-    if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
-        return finish(w, FU_BPF_NO_TABLE);
 
     __u64 sp = w->regs[REG_RSP], cfa;
     __u32 reg = rule.cfa_register & (REGISTERS - 1);
@@ -479,6 +512,7 @@ int sample(struct bpf_perf_event_data *ctx)
     __builtin_memset(&w->sample, 0, FU_BPF_SAMPLE_HEADER);
     w->sample.tid = (__u32)pid_tgid;
     w->sample.cpu = bpf_get_smp_processor_id();
+    w->rule_cache_base = w->sample.cpu * FU_BPF_RULE_CACHE;
     bpf_get_current_comm(w->sample.comm, sizeof w->sample.comm);
     w->sample.stack.pid = tgid;
     /* the context is read in 8-byte words only (cs is a u16 in this kernel's pt_regs) */

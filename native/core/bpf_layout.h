@@ -24,6 +24,9 @@
  *   samples   RINGBUF fu_bpf_sample per sample (its stack cut to its user frames)
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
  *   counters  PERCPU_ARRAY FU_BPF_COUNTER_* -> count
+ *   rule_cache ARRAY  CPU * FU_BPF_RULE_CACHE + hash -> the rule last found for (module, generation,
+ *                    svma): one line per frame whose rule the CPU found recently, where a per-CPU
+ *                    array costs two (its pointer array, then the entry)
  */
 #ifndef FASTUNWIND_BPF_LAYOUT_H
 #define FASTUNWIND_BPF_LAYOUT_H
@@ -55,6 +58,8 @@
 /* Slots (64 bytes each) in the slots map by default: 32 MiB, user space chooses at load time. */
 #define FU_BPF_DEFAULT_SLOTS (1u << 19)
 #define FU_BPF_KERNEL_STACKS 16384
+/* Rules a CPU remembers (rule_cache: CPU i's at [i * FU_BPF_RULE_CACHE, (i + 1) * FU_BPF_RULE_CACHE)). */
+#define FU_BPF_RULE_CACHE 2048
 
 /* compact_table.h's fu_compact_cfa_kind values (checked in bpf_layout.c). */
 #define FU_BPF_CFA_NO_INFO 0
@@ -92,6 +97,7 @@ enum fu_bpf_counter {
     FU_BPF_COUNTER_WALK_NS,         /* ns spent in the user-stack walks (bpf_ktime_get_ns around them) */
     FU_BPF_COUNTER_WALKED_SAMPLES,  /* samples whose user stack was walked */
     FU_BPF_COUNTER_STACK_READS,     /* bpf_probe_read_user calls of the walks (window refills) */
+    FU_BPF_COUNTER_SLOT_LOOKUPS,    /* frames whose rule was not in the rule cache: their block's slot read */
     FU_BPF_COUNTER_EXTRA_LOOKUPS,   /* map lookups of the frames' rows past the block's slot: its
                                      * continuations and the rule dictionary */
     FU_BPF_COUNTER_MAPPING_SEARCHES, /* frames whose mapping was not among the walk's recent ones */

@@ -530,6 +530,7 @@ static const char *counter_name(int counter)
         [FU_BPF_COUNTER_WALK_NS] = "walk_ns",
         [FU_BPF_COUNTER_WALKED_SAMPLES] = "walked_samples",
         [FU_BPF_COUNTER_STACK_READS] = "stack_reads",
+        [FU_BPF_COUNTER_SLOT_LOOKUPS] = "slot_lookups",
         [FU_BPF_COUNTER_EXTRA_LOOKUPS] = "extra_lookups",
         [FU_BPF_COUNTER_MAPPING_SEARCHES] = "mapping_searches",
         [FU_BPF_COUNTER_DERIVED_FRAMES] = "derived_frames",

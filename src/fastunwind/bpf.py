@@ -258,6 +258,7 @@ class BpfProfile:
             "fit_walk_fixed_ns": walk_fit[0] if walk_fit else None,
             "fit_walk_ns_per_frame": walk_fit[1] if walk_fit else None,
             "stack_reads": self.counters.get("stack_reads", 0),
+            "slot_lookups": self.counters.get("slot_lookups", 0),
             "extra_lookups": self.counters.get("extra_lookups", 0),
             "mapping_searches": self.counters.get("mapping_searches", 0),
             "synth": self.synth,
