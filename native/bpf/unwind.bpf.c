@@ -5,10 +5,11 @@
  * thread, CPU, command name, user frames, kernel stack id and outcome) through the `samples` ring
  * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
  *
- * One frame is one bpf_loop iteration (step): find the mapping (the previous frame's, else a binary
- * search over the process's sorted mappings), the module's row (the slot of the PC's 512-byte
- * block, one cache line holding its rows' starts and packed rules; a continuation for a dense
- * block, the dictionary for a rule the packing cannot state), apply the rule (CFA from rsp, rbp or
+ * One frame is one bpf_loop iteration (step): find the mapping (the previous frame's or one of the
+ * walk's last four, else a binary search over the process's sorted mappings), the module's rule (the
+ * CPU's rule cache, else the slot of the PC's 512-byte block, one cache line holding its rows'
+ * starts and packed rules; a continuation for a dense block, the dictionary for a rule the packing
+ * cannot state), apply the rule (CFA from rsp, rbp or
  * another known register, the PLT expression, the DRAP deref, the signal context), read the return
  * address and the callee-saved registers the rule restores. Where no row covers the PC the frame
  * pointer is followed; a row the compact table leaves to the DWARF interpreter ends the walk as
