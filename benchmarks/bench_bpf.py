@@ -17,8 +17,10 @@ runs (default 3), the best of each figure:
   (kernel.bpf_stats_enabled is set to 1 for the run and restored; every run of the program counts,
   those that leave at once for a process out of scope too), and the walk alone per frame (the
   program's bpf_ktime_get_ns around its user-stack walks, over the frames they walked), and per
-  frame the stack reads (bpf_probe_read_user calls: window refills) and row lookups (rules not in
-  the per-CPU rule cache);
+  frame the stack reads (bpf_probe_read_user calls: window refills), slot lookups (rules not in
+  the CPU's rule cache), extra lookups (map lookups
+  past the block's slot: a dense block's continuations, the dictionary for a rule not packed) and
+  mapping searches (frames whose mapping was not among the walk's recent ones);
 - the cost split into a fixed part per sample and a part per frame: over the walked samples, the
   least-squares line of each sample's cost on its user frames (BpfProfile.cost_fit, from sums the
   program keeps), for the whole program run of the sample (its own clock from entry to after the
@@ -26,8 +28,8 @@ runs (default 3), the best of each figure:
   walk alone; the slope is the frame loop's cost per frame, the intercept what a sample costs
   whatever its depth; and, exactly, the program's time outside the walk per walked sample (its
   own clock's total less the walks');
-- map memory per table row: the slots the loaded modules occupy (8 bytes each: rows and block index)
-  over the rows loaded.
+- map memory per table row: the slots the loaded modules occupy (64 bytes each: up to 12 rows of a
+  256-byte block of code) over the rows loaded.
 
 The machine may be shared: every figure is a best of N, and the report says so.
 
@@ -148,10 +150,12 @@ def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
             "fit_walk_fixed_ns": stats["fit_walk_fixed_ns"],
             "fit_walk_ns_per_frame": stats["fit_walk_ns_per_frame"],
             "stack_reads_per_frame": stats["stack_reads"] / frames if frames else None,
-            "row_lookups_per_frame": stats["row_lookups"] / frames if frames else None,
+            "slot_lookups_per_frame": stats["slot_lookups"] / frames if frames else None,
+            "extra_lookups_per_frame": stats["extra_lookups"] / frames if frames else None,
+            "mapping_searches_per_frame": stats["mapping_searches"] / frames if frames else None,
             "complete_user_share": stats["complete_user_samples"] / stats["user_samples"]
             if stats["user_samples"] else None,
-            "map_bytes_per_row": 8 * stats["table_slots_used"] / stats["table_rows_loaded"]
+            "map_bytes_per_row": stats["table_slot_bytes"] / stats["table_rows_loaded"]
             if stats["table_rows_loaded"] else None}
 
 
@@ -288,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"command: {' '.join(command)}; best of {args.repeat} (a shared machine: other jobs ran meanwhile)")
     print(f"{'configuration':<18} {'target CPU s':>12} {'slowdown':>9} {'profiler CPU s':>14} {'samples':>8} "
           f"{'disk B/sample':>13} {'runs/sample':>11} {'BPF ns/sample':>13} {'BPF ns/frame':>12} {'walk ns/frame':>13} "
-          f"{'reads/frame':>11} {'lookups/frame':>13} {'complete':>8} {'map B/row':>9} "
+          f"{'reads/frame':>11} {'slots/frame':>11} {'lookups/frame':>13} {'searches/frame':>14} {'complete':>8} {'map B/row':>9} "
           f"{'outside walk ns/sample':>22} {'fit: sample ns + ns/frame':>25} {'fit: walk ns + ns/frame':>23}")
     for name, r in report.items():
         def cell(key: str, fmt: str, width: int) -> str:
@@ -298,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{cell('profiler_cpu', '.2f', 14)} {cell('samples', 'd', 8)} {cell('disk_bytes_per_sample', '.0f', 13)} "
               f"{cell('bpf_runs_per_sample', '.2f', 11)} {cell('bpf_ns_per_sample', '.0f', 13)} {cell('bpf_ns_per_frame', '.1f', 12)} "
               f"{cell('walk_ns_per_frame', '.1f', 13)} {cell('stack_reads_per_frame', '.3f', 11)} "
-              f"{cell('row_lookups_per_frame', '.3f', 13)} "
+              f"{cell('slot_lookups_per_frame', '.3f', 11)} {cell('extra_lookups_per_frame', '.3f', 13)} "
+              f"{cell('mapping_searches_per_frame', '.3f', 14)} "
               f"{cell('complete_user_share', '.3f', 8)} {cell('map_bytes_per_row', '.2f', 9)} "
               f"{cell('outside_walk_ns_per_sample', '.0f', 22)} {cell('fit_sample_fixed_ns', '.0f', 12)} +{cell('fit_sample_ns_per_frame', '.1f', 12)} "
               f"{cell('fit_walk_fixed_ns', '.0f', 11)} +{cell('fit_walk_ns_per_frame', '.1f', 11)}")

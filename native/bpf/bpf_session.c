@@ -27,7 +27,7 @@ struct fu_bpf_session {
     int event_count, event_capacity;
     /* the table maps, mmap'd */
     fu_bpf_rule *rules;
-    fu_bpf_slot *slots;
+    fu_bpf_block *slots;
     fu_bpf_module *modules;
     size_t rules_size, slots_size, modules_size;
     uint32_t rules_loaded; /* dictionary entries already in the map */
@@ -95,6 +95,9 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, fu_e
         return st;
     }
     int e = bpf_map__set_max_entries(s->skel->maps.slots, slot_capacity);
+    int cpus = libbpf_num_possible_cpus();
+    if (!e)
+        e = cpus > 0 ? bpf_map__set_max_entries(s->skel->maps.rule_cache, FU_BPF_RULE_CACHE * (uint32_t)cpus) : cpus;
     if (e) {
         fu_bpf_session_close(s);
         return bpf_failed(err, "sizing the BPF table map", e);
@@ -193,13 +196,14 @@ static void set_generation(fu_bpf_session *s, uint32_t id, uint32_t generation)
 fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *t, uint32_t *id, uint32_t *generation,
                                      fu_error *err)
 {
-    uint32_t count = fu_bpf_module_slot_count(t);
-    if (count == 0)
+    uint64_t slot_count = fu_bpf_module_slot_count(t);
+    if (slot_count == 0)
         return fu_fail(err, FU_ERR_INVALID, "an empty compact table has nothing to load");
-    if (count > s->ring.capacity)
-        return fu_fail(err, FU_ERR_INVALID, "a table of %u slots does not fit the %u of the BPF map", count,
-                       s->ring.capacity);
-    fu_bpf_slot *staged = malloc(sizeof *staged * count);
+    if (slot_count > s->ring.capacity)
+        return fu_fail(err, FU_ERR_INVALID, "a table of %llu slots does not fit the %u of the BPF map",
+                       (unsigned long long)slot_count, s->ring.capacity);
+    uint32_t count = (uint32_t)slot_count;
+    fu_bpf_block *staged = malloc(sizeof *staged * count);
     if (!staged)
         return fu_fail(err, FU_ERR_NOMEM, "out of memory");
     fu_bpf_module module;
@@ -391,7 +395,7 @@ uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s)
 {
     uint64_t used = 0;
     for (uint32_t i = 0; i < s->ring.module_count; i++)
-        used += s->ring.modules[i].index_slots + s->ring.modules[i].row_count;
+        used += s->ring.modules[i].slot_count;
     return (uint32_t)used;
 }
 

@@ -5,9 +5,11 @@
  * thread, CPU, command name, user frames, kernel stack id and outcome) through the `samples` ring
  * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
  *
- * One frame is one bpf_loop iteration (step): find the mapping (the previous frame's, else a binary
- * search over the process's sorted mappings), the module's row (the per-CPU rule cache, else the
- * block index, then a binary search over that block's rows), apply the rule (CFA from rsp, rbp or
+ * One frame is one bpf_loop iteration (step): find the mapping (the previous frame's or one of the
+ * walk's last four, else a binary search over the process's sorted mappings), the module's rule (the
+ * CPU's rule cache, else the slot of the PC's 512-byte block, one cache line holding its rows'
+ * starts and packed rules; a continuation for a dense block, the dictionary for a rule the packing
+ * cannot state), apply the rule (CFA from rsp, rbp or
  * another known register, the PLT expression, the DRAP deref, the signal context), read the return
  * address and the callee-saved registers the rule restores. Where no row covers the PC the frame
  * pointer is followed; a row the compact table leaves to the DWARF interpreter ends the walk as
@@ -40,7 +42,7 @@ struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
     __uint(max_entries, FU_BPF_DEFAULT_SLOTS); /* user space sets the bound before loading */
     __type(key, __u32);
-    __type(value, fu_bpf_slot);
+    __type(value, fu_bpf_block);
     __uint(map_flags, BPF_F_MMAPABLE);
 } slots SEC(".maps");
 
@@ -120,14 +122,23 @@ static __always_inline __u32 saved_register(int i)
 #define WINDOW_BELOW 64
 #define PAGE 4096
 
+/* The mappings a walk remembers: a stack goes back and forth between a few libraries (clang's
+ * between clang, libclang-cpp, libLLVM and libc), and each search is a few dependent cache lines
+ * of the process's mappings. */
+#define RECENT_MAPPINGS 4
+
 struct walk {
-    fu_bpf_mapping mapping; /* the mapping of the previous frame (end 0: none) */
+    /* the mappings this walk found last (end 0: none), the previous frame's at `current` */
+    fu_bpf_mapping recent[RECENT_MAPPINGS];
+    __u32 current;
+    __u32 recent_next; /* the entry the next search replaces */
     __u64 window_base;      /* the window holds [window_base, window_base + WINDOW) when window_ok */
     __u64 window_end;       /* or, near the top of the stack, only up to here */
     __u8 window[WINDOW + 8];
     __u64 regs[REGISTERS]; /* DWARF numbering; REG_RA holds the IP */
     __u32 known;           /* bit r: regs[r] is the caller's true value */
     __u32 process;
+    __u32 rule_cache_base; /* this CPU's part of rule_cache */
     __u8 outcome;
     __u8 ip_is_return; /* look the IP up at IP - 1 (a return address) */
     __u8 done;
@@ -143,8 +154,8 @@ struct {
     __type(value, struct walk);
 } scratch SEC(".maps");
 
-/* Per CPU, direct-mapped: the rule found for (module, generation, svma). */
-#define RULE_CACHE 2048
+/* The rule found for (module, generation, svma), direct-mapped, FU_BPF_RULE_CACHE per CPU: the outer
+ * frames repeat from sample to sample. */
 struct cached_rule {
     __u64 svma;
     __u32 module;
@@ -153,8 +164,8 @@ struct cached_rule {
 };
 
 struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, RULE_CACHE);
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, FU_BPF_RULE_CACHE); /* user space sets FU_BPF_RULE_CACHE per possible CPU */
     __type(key, __u32);
     __type(value, struct cached_rule);
 } rule_cache SEC(".maps");
@@ -315,27 +326,40 @@ static long step(__u32 index, void *context)
         w->sample.stack.interrupted |= 1ull << n;
     __u64 pc = ip - (w->ip_is_return ? 1 : 0);
 
-    /* consecutive frames mostly stay in one mapping: the previous frame's is searched for first */
-    if (pc < w->mapping.start || pc >= w->mapping.end) {
-        const fu_bpf_process *p = bpf_map_lookup_elem(&processes, &w->process);
-        if (!p)
-            return finish(w, FU_BPF_NO_PROCESS);
-        const fu_bpf_mapping *m = find_mapping(p, pc);
-        if (!m) {
-            w->mapping.end = 0;
-            note_missing(w, w->sample.stack.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
-            /* the sampled PC is always in a mapping of the process: not finding it means the loaded
-             * mappings are older than its code (an exec, a mapping since), not that it lacks CFI */
-            if (n == 0)
+    /* consecutive frames mostly stay in one mapping, and a stack visits a few: the walk's recent
+     * mappings are tried before the process's are searched */
+    __u32 current = w->current & (RECENT_MAPPINGS - 1);
+    if (pc < w->recent[current].start || pc >= w->recent[current].end) {
+        current = RECENT_MAPPINGS;
+        for (int i = 0; i < RECENT_MAPPINGS; i++)
+            if (w->recent[i].start <= pc && pc < w->recent[i].end) {
+                current = i;
+                break;
+            }
+        if (current == RECENT_MAPPINGS) {
+            count(FU_BPF_COUNTER_MAPPING_SEARCHES);
+            const fu_bpf_process *p = bpf_map_lookup_elem(&processes, &w->process);
+            if (!p)
                 return finish(w, FU_BPF_NO_PROCESS);
-            return frame_pointer_step(w);
+            const fu_bpf_mapping *m = find_mapping(p, pc);
+            if (!m) {
+                note_missing(w, w->sample.stack.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
+                /* the sampled PC is always in a mapping of the process: not finding it means the loaded
+                 * mappings are older than its code (an exec, a mapping since), not that it lacks CFI */
+                if (n == 0)
+                    return finish(w, FU_BPF_NO_PROCESS);
+                return frame_pointer_step(w);
+            }
+            current = w->recent_next++ & (RECENT_MAPPINGS - 1);
+            w->recent[current] = *m;
         }
-        w->mapping = *m;
+        w->current = current;
     }
-    if (w->mapping.module == FU_BPF_NO_MODULE)
+    const fu_bpf_mapping *mapping = &w->recent[current & (RECENT_MAPPINGS - 1)];
+    if (mapping->module == FU_BPF_NO_MODULE)
         return frame_pointer_step(w);
-    __u32 module_id = w->mapping.module, generation = w->mapping.generation;
-    __u64 svma = pc - w->mapping.bias;
+    __u32 module_id = mapping->module, generation = mapping->generation;
+    __u64 svma = pc - mapping->bias;
     const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
     if (!mod)
         return finish(w, FU_BPF_NO_TABLE);
@@ -343,50 +367,51 @@ static long step(__u32 index, void *context)
         return finish(w, FU_BPF_NO_TABLE);
     if (svma < mod->base_svma || svma >= mod->end_svma)
         return frame_pointer_step(w);
-    /* the rule of a PC walked recently on this CPU (the outer frames repeat from sample to sample)
-     * costs one cache line instead of the block index, the row search and the dictionary */
-    __u32 cache_index = (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (RULE_CACHE - 1));
+    /* the rule of a PC this CPU walked recently (the outer frames repeat from sample to sample)
+     * costs one line; else the slot of the PC's block: its rows' starts and packed rules in one line
+     * (bpf_layout.c fu_bpf_find_rule) */
+    __u32 cache_index = w->rule_cache_base +
+                        (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (FU_BPF_RULE_CACHE - 1));
     struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
     fu_bpf_rule rule;
     if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
         rule = cached->rule;
     } else {
-        count(FU_BPF_COUNTER_ROW_LOOKUPS);
-        /* the block index bounds the row search to the rows of offset's 256 bytes
-         * (bpf_layout.c fu_bpf_find_row) */
-        __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_INDEX_SHIFT;
-        __u32 first = mod->first_slot, rows_at = first + mod->index_slots;
-        if ((block + 1) / 2 >= mod->index_slots)
+        count(FU_BPF_COUNTER_SLOT_LOOKUPS);
+        __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_BLOCK_SHIFT;
+        __u32 within = offset & ((1u << FU_BPF_BLOCK_SHIFT) - 1), first = mod->first_slot,
+              slot_count = mod->slot_count;
+        if (block >= mod->block_count)
             return finish(w, FU_BPF_NO_TABLE);
-        __u32 index0 = first + block / 2, index1 = first + (block + 1) / 2;
-        fu_bpf_slot *s0 = bpf_map_lookup_elem(&slots, &index0), *s1 = bpf_map_lookup_elem(&slots, &index1);
-        if (!s0 || !s1)
+        __u32 at = first + block;
+        const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
+        if (!b)
             return finish(w, FU_BPF_NO_TABLE);
-        __u32 lo = block & 1 ? s0->rule : s0->start, hi = block & 1 ? s1->start : s1->rule;
-        if (hi < lo || hi >= mod->row_count)
-            return finish(w, FU_BPF_NO_TABLE);
-        /* the last row whose start <= offset, in [lo, hi] */
-        __u32 count_left = hi - lo + 1;
-        for (int i = 0; i < FU_BPF_ROW_SEARCH_STEPS && count_left > 1; i++) {
-            __u32 half = count_left / 2, at = rows_at + lo + half;
-            fu_bpf_slot *row = bpf_map_lookup_elem(&slots, &at);
-            if (!row)
+        for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS; i++) {
+            __u32 next = b->next;
+            if (!next || within < next >> FU_BPF_NEXT_SLOT_BITS)
+                break;
+            if ((next & FU_BPF_NEXT_SLOT_MASK) >= slot_count)
                 return finish(w, FU_BPF_NO_TABLE);
-            if (row->start <= offset)
-                lo += half;
-            count_left -= half;
+            count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
+            at = first + (next & FU_BPF_NEXT_SLOT_MASK);
+            b = bpf_map_lookup_elem(&slots, &at);
+            if (!b)
+                return finish(w, FU_BPF_NO_TABLE);
         }
-        if (count_left > 1)
+        if (b->next && within >= b->next >> FU_BPF_NEXT_SLOT_BITS)
             return finish(w, FU_BPF_NO_TABLE);
-        __u32 at = rows_at + lo;
-        fu_bpf_slot *row = bpf_map_lookup_elem(&slots, &at);
-        if (!row)
-            return finish(w, FU_BPF_NO_TABLE);
-        __u32 rule_id = row->rule;
-        fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
-        if (!found)
-            return finish(w, FU_BPF_NO_TABLE);
-        rule = *found;
+        __u32 row = b->rows[fu_bpf_block_row(b, within)] & FU_BPF_PACKED_RULE;
+        if (!(row & FU_BPF_PACKED_ESCAPE)) {
+            fu_bpf_unpack_rule(row, &rule);
+        } else {
+            count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
+            __u32 rule_id = row & ~FU_BPF_PACKED_ESCAPE;
+            fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
+            if (!found)
+                return finish(w, FU_BPF_NO_TABLE);
+            rule = *found;
+        }
         if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
             return finish(w, FU_BPF_NO_TABLE);
         if (cached) {
@@ -508,6 +533,7 @@ int sample(struct bpf_perf_event_data *ctx)
     __builtin_memset(&w->sample, 0, FU_BPF_SAMPLE_HEADER);
     w->sample.tid = (__u32)pid_tgid;
     w->sample.cpu = bpf_get_smp_processor_id();
+    w->rule_cache_base = w->sample.cpu * FU_BPF_RULE_CACHE;
     bpf_get_current_comm(w->sample.comm, sizeof w->sample.comm);
     w->sample.stack.pid = tgid;
     /* the context is read in 8-byte words only (cs is a u16 in this kernel's pt_regs) */
@@ -516,7 +542,10 @@ int sample(struct bpf_perf_event_data *ctx)
     w->done = 0;
     w->wake = 0;
     w->window_end = 0;
-    w->mapping.end = 0;
+    for (int i = 0; i < RECENT_MAPPINGS; i++)
+        w->recent[i].end = 0;
+    w->current = 0;
+    w->recent_next = 0;
     w->outcome = FU_BPF_END;
     w->ip_is_return = 0;
     bool walked = false;

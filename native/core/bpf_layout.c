@@ -47,78 +47,163 @@ void fu_bpf_rules_free(fu_bpf_rules *d)
     d->count = 0;
 }
 
-static uint32_t index_entries(const fu_compact_table *t)
+_Static_assert(sizeof(fu_bpf_block) == 64, "a slot is a cache line");
+_Static_assert(FU_BPF_BLOCK_ROWS == 12, "fu_bpf_block_row halves twelve rows");
+_Static_assert(FU_BPF_BLOCK_CHAIN_STEPS * FU_BPF_BLOCK_ROWS >= (1 << FU_BPF_BLOCK_SHIFT) + 1 - FU_BPF_BLOCK_ROWS,
+               "the continuations hold a block's rows");
+_Static_assert(FU_BPF_BLOCK_SHIFT <= 9, "a row's start within its block: 8 bits and FU_BPF_ROW_HIGH");
+_Static_assert(FU_BPF_MAX_RULES <= FU_BPF_PACKED_ESCAPE, "a dictionary id beside the escape bit");
+_Static_assert(FU_BPF_RSP == FU_REG_RSP && FU_BPF_RBP == FU_REG_RBP, "DWARF numbers");
+_Static_assert(FU_COMPACT_ORIGIN_COUNT <= 4, "an origin in two bits");
+
+static uint32_t block_count(const fu_compact_table *t)
 {
-    return (uint32_t)((t->end_svma - t->base_svma - 1) >> FU_BPF_INDEX_SHIFT) + 2;
+    return (uint32_t)((t->end_svma - t->base_svma - 1) >> FU_BPF_BLOCK_SHIFT) + 1;
 }
 
-uint32_t fu_bpf_module_slot_count(const fu_compact_table *t)
+/* The rows of block b: from the row in force at its start (*first) to *end, exclusive; `row` is
+ * where the search starts (the previous block's first, or 0). */
+static void block_rows(const fu_compact_table *t, uint32_t b, uint32_t row, uint32_t *first, uint32_t *end)
 {
-    return t->row_count ? (index_entries(t) + 1) / 2 + t->row_count : 0;
+    uint64_t at = (uint64_t)b << FU_BPF_BLOCK_SHIFT, next = at + (1u << FU_BPF_BLOCK_SHIFT);
+    while (row + 1 < t->row_count && t->row_start[row + 1] <= at)
+        row++;
+    *first = row;
+    while (row + 1 < t->row_count && t->row_start[row + 1] < next)
+        row++;
+    *end = row + 1;
 }
 
-static uint32_t index_entry(const fu_bpf_slot *index, uint32_t e)
+static uint32_t slots_for(uint32_t rows)
 {
-    return e & 1 ? index[e / 2].rule : index[e / 2].start;
+    return (rows + FU_BPF_BLOCK_ROWS - 1) / FU_BPF_BLOCK_ROWS;
 }
 
-uint32_t fu_bpf_find_row(const fu_bpf_slot *slots, const fu_bpf_module *module, uint32_t offset)
+uint64_t fu_bpf_module_slot_count(const fu_compact_table *t)
 {
-    uint32_t block = offset >> FU_BPF_INDEX_SHIFT, lo = index_entry(slots, block);
-    uint32_t n = index_entry(slots, block + 1) - lo + 1;
-    const fu_bpf_slot *rows = slots + module->index_slots;
-    for (int i = 0; i < FU_BPF_ROW_SEARCH_STEPS && n > 1; i++) {
-        uint32_t half = n / 2;
-        if (rows[lo + half].start <= offset)
-            lo += half;
-        n -= half;
+    if (t->row_count == 0)
+        return 0;
+    uint64_t count = 0;
+    uint32_t first = 0, end;
+    for (uint32_t b = 0, blocks = block_count(t); b < blocks; b++) {
+        block_rows(t, b, first, &first, &end);
+        count += slots_for(end - first);
     }
-    return lo;
+    return count;
 }
 
-fu_status fu_bpf_layout_module(const fu_compact_table *t, fu_bpf_rules *d, fu_bpf_slot *out, fu_bpf_module *module,
+uint32_t fu_bpf_pack_rule(const fu_compact_rule *rule, uint32_t id)
+{
+    bool rsp = rule->cfa_kind == FU_COMPACT_CFA_RSP && rule->cfa_register == FU_REG_RSP;
+    bool rbp = rule->cfa_kind == FU_COMPACT_CFA_RBP && rule->cfa_register == FU_REG_RBP;
+    if (!(rsp || rbp) || rule->ra_offset_by_8 != -1 || rule->kept_caller_saved || rule->cfa_offset < 0 ||
+        rule->cfa_offset % 8 || rule->cfa_offset / 8 >= FU_BPF_PACKED_OFFSET_LIMIT)
+        return FU_BPF_PACKED_ESCAPE | id;
+    uint32_t packed = (uint32_t)rule->cfa_offset / 8 << FU_BPF_PACKED_OFFSET_SHIFT |
+                      (uint32_t)rule->origin << FU_BPF_PACKED_ORIGIN_SHIFT | (rbp ? FU_BPF_PACKED_RBP : 0);
+    for (int i = 0; i < 6; i++) {
+        int8_t slot = rule->saved_offset_by_8[i];
+        if (slot == FU_COMPACT_KEEP)
+            continue;
+        if (slot < -8 || slot > -2)
+            return FU_BPF_PACKED_ESCAPE | id;
+        packed |= (uint32_t)(-1 - slot) << (3 * i);
+    }
+    return packed;
+}
+
+bool fu_bpf_find_rule(const fu_bpf_block *slots, const fu_bpf_module *module, const fu_bpf_rules *d,
+                      uint32_t offset, fu_bpf_rule *rule)
+{
+    uint32_t within = offset & ((1u << FU_BPF_BLOCK_SHIFT) - 1);
+    const fu_bpf_block *block = &slots[offset >> FU_BPF_BLOCK_SHIFT];
+    for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS && block->next && within >= block->next >> FU_BPF_NEXT_SLOT_BITS;
+         i++) {
+        uint32_t next = block->next & FU_BPF_NEXT_SLOT_MASK;
+        if (next >= module->slot_count)
+            return false;
+        block = &slots[next];
+    }
+    if (block->next && within >= block->next >> FU_BPF_NEXT_SLOT_BITS)
+        return false;
+    uint32_t row = block->rows[fu_bpf_block_row(block, within)] & FU_BPF_PACKED_RULE;
+    if (!(row & FU_BPF_PACKED_ESCAPE)) {
+        fu_bpf_unpack_rule(row, rule);
+        return true;
+    }
+    if ((row & ~FU_BPF_PACKED_ESCAPE) >= d->count)
+        return false;
+    memcpy(rule, &d->rules[row & ~FU_BPF_PACKED_ESCAPE], sizeof *rule);
+    return true;
+}
+
+/* Fills `slots` slots from `slot` with rows[first .. end) of block b (relative offsets), the
+ * continuations from *spare on. */
+static void layout_block(const fu_compact_table *t, const uint32_t *packed, uint32_t b, uint32_t first, uint32_t end,
+                         fu_bpf_block *out, uint32_t *spare)
+{
+    uint32_t block_start = b << FU_BPF_BLOCK_SHIFT, slot = b;
+    for (uint32_t row = first; row < end;) {
+        fu_bpf_block *block = &out[slot];
+        uint32_t n = end - row < FU_BPF_BLOCK_ROWS ? end - row : FU_BPF_BLOCK_ROWS;
+        for (uint32_t k = 0; k < FU_BPF_BLOCK_ROWS; k++) {
+            uint32_t r = row + (k < n ? k : n - 1);
+            /* the row in force at the block's start may start before it */
+            uint32_t start = t->row_start[r] > block_start ? t->row_start[r] - block_start : 0;
+            block->starts[k] = (uint8_t)start;
+            block->rows[k] = packed[r] | (start >> 8 ? FU_BPF_ROW_HIGH : 0);
+        }
+        row += n;
+        block->next = 0;
+        if (row < end) {
+            slot = (*spare)++;
+            block->next = slot | (t->row_start[row] - block_start) << FU_BPF_NEXT_SLOT_BITS;
+        }
+    }
+}
+
+fu_status fu_bpf_layout_module(const fu_compact_table *t, fu_bpf_rules *d, fu_bpf_block *out, fu_bpf_module *module,
                                fu_error *err)
 {
     if (t->row_count == 0)
         return fu_fail(err, FU_ERR_INVALID, "an empty compact table has nothing to load");
-    uint32_t entries = index_entries(t), index_slots = (entries + 1) / 2, rule_count = t->header->rule_count;
-    /* the table's rule i -> dictionary id, asked once per rule */
-    uint32_t *ids = malloc(sizeof *ids * rule_count);
-    if (!ids)
+    uint64_t slot_count = fu_bpf_module_slot_count(t);
+    if (slot_count > FU_BPF_NEXT_SLOT_MASK)
+        return fu_fail(err, FU_ERR_INVALID, "a table of %llu BPF slots is too big for one module",
+                       (unsigned long long)slot_count);
+    uint32_t rule_count = t->header->rule_count;
+    /* the table's rule i -> its packed form (the dictionary asked for those that need it) */
+    uint32_t *packed_rules = malloc(sizeof *packed_rules * rule_count);
+    uint32_t *packed = malloc(sizeof *packed * t->row_count);
+    if (!packed_rules || !packed) {
+        free(packed_rules);
+        free(packed);
         return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+    }
     for (uint32_t i = 0; i < rule_count; i++) {
-        fu_status s = fu_bpf_rule_id(d, &t->rules[i], &ids[i], err);
-        if (s != FU_OK) {
-            free(ids);
-            return s;
+        uint32_t id = 0;
+        if (fu_bpf_pack_rule(&t->rules[i], 0) & FU_BPF_PACKED_ESCAPE) {
+            fu_status s = fu_bpf_rule_id(d, &t->rules[i], &id, err);
+            if (s != FU_OK) {
+                free(packed_rules);
+                free(packed);
+                return s;
+            }
         }
+        packed_rules[i] = fu_bpf_pack_rule(&t->rules[i], id);
     }
-    out[index_slots - 1].rule = 0; /* the entry past the last when their count is odd */
-    /* entry e: the last row starting at or before e << FU_BPF_INDEX_SHIFT (rows are sorted by start,
-     * the first starts at 0) */
-    uint32_t row = 0;
-    for (uint32_t e = 0; e < entries; e++) {
-        uint64_t at = (uint64_t)e << FU_BPF_INDEX_SHIFT;
-        while (row + 1 < t->row_count && t->row_start[row + 1] <= at)
-            row++;
-        if (e & 1)
-            out[e / 2].rule = row;
-        else
-            out[e / 2].start = row;
+    for (uint32_t i = 0; i < t->row_count; i++)
+        packed[i] = packed_rules[t->rule_index16 ? t->rule_index16[i] : t->rule_index32[i]];
+    uint32_t blocks = block_count(t), spare = blocks, first = 0, end;
+    for (uint32_t b = 0; b < blocks; b++) {
+        block_rows(t, b, first, &first, &end);
+        layout_block(t, packed, b, first, end, out, &spare);
     }
-    for (uint32_t i = 0; i < t->row_count; i++) {
-        uint32_t rule = t->rule_index16 ? t->rule_index16[i] : t->rule_index32[i];
-        out[index_slots + i] = (fu_bpf_slot){.start = t->row_start[i], .rule = ids[rule]};
-    }
-    free(ids);
-    *module = (fu_bpf_module){.base_svma = t->base_svma, .end_svma = t->end_svma, .index_slots = index_slots,
-                              .row_count = t->row_count};
+    free(packed_rules);
+    free(packed);
+    *module = (fu_bpf_module){.base_svma = t->base_svma, .end_svma = t->end_svma, .block_count = blocks,
+                              .slot_count = (uint32_t)slot_count, .row_count = t->row_count};
     return FU_OK;
-}
-
-static uint32_t module_slots(const fu_bpf_module *m)
-{
-    return m->index_slots + m->row_count;
 }
 
 fu_status fu_bpf_ring_place(fu_bpf_ring *r, uint32_t count, uint32_t *first, uint32_t *id, uint32_t *evicted,
@@ -140,7 +225,7 @@ fu_status fu_bpf_ring_place(fu_bpf_ring *r, uint32_t count, uint32_t *first, uin
     uint32_t free_id = FU_BPF_NO_MODULE;
     for (uint32_t i = 0; i < r->module_count; i++) {
         fu_bpf_module *m = &r->modules[i];
-        uint32_t n = module_slots(m);
+        uint32_t n = m->slot_count;
         if (n && m->first_slot < end && start < m->first_slot + n) {
             evicted[(*evicted_count)++] = i;
             *m = (fu_bpf_module){0};

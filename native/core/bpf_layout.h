@@ -1,18 +1,18 @@
 /* bpf_layout: the maps the in-kernel unwinder (native/bpf/unwind.bpf.c) reads, one definition for
  * the BPF program and the user-space side that fills them (native/bpf/bpf_session.c), and the
- * pure layout work of that side (bpf_layout.c: a compact table's rows and block index as map slots,
+ * pure layout work of that side (bpf_layout.c: a compact table's rows as map slots of one block each, rules packed,
  * the shared rule dictionary, the ring of slots that evicts the oldest modules first).
  *
  * This header is compiled by clang -target bpf as well: it uses only fixed-width types, which the
  * BPF program defines from vmlinux.h's before including it, and no other header there.
  *
  *   rules     ARRAY  rule id -> fu_bpf_rule: the dictionary shared by every module (compact_table.h's
- *                    fu_compact_rule, byte for byte; equal rules of different modules share an id)
- *   slots     ARRAY  slot -> fu_bpf_slot: each loaded module holds index_slots + row_count consecutive
- *                    slots: its block index (the row in force at the start of each
- *                    1 << FU_BPF_INDEX_SHIFT bytes of the covered range, module-relative; two u32
- *                    entries a slot: entry 2k in slot k's start, 2k + 1 in its rule), then its rows
- *                    (slot.start = start offset from base_svma, slot.rule = rule id)
+ *                    fu_compact_rule, byte for byte; equal rules of different modules share an id) of
+ *                    the rules a packed rule cannot state (FU_BPF_PACKED_ESCAPE)
+ *   slots     ARRAY  slot -> fu_bpf_block: each loaded module holds slot_count consecutive slots:
+ *                    one per 1 << FU_BPF_BLOCK_SHIFT bytes of its covered range (module-relative),
+ *                    holding that block's rows (their starts within the block and packed rules),
+ *                    then the continuations of the blocks whose rows do not fit one slot
  *   modules   ARRAY  module id -> fu_bpf_module: where a module's slots are, and its generation
  *                    (odd while user space rewrites the slots: a walk that sees it, or sees it change
  *                    while it reads a row, ends as FU_BPF_NO_TABLE rather than trust the row)
@@ -25,6 +25,9 @@
  *   samples   RINGBUF fu_bpf_sample per sample (its stack cut to its user frames)
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
  *   counters  PERCPU_ARRAY FU_BPF_COUNTER_* -> count
+ *   rule_cache ARRAY  CPU * FU_BPF_RULE_CACHE + hash -> the rule last found for (module, generation,
+ *                    svma): one line per frame whose rule the CPU found recently, where a per-CPU
+ *                    array costs two (its pointer array, then the entry)
  */
 #ifndef FASTUNWIND_BPF_LAYOUT_H
 #define FASTUNWIND_BPF_LAYOUT_H
@@ -40,19 +43,24 @@
 /* Executable mappings of one process the walker can see; more are left out (counted by user space). */
 #define FU_BPF_MAX_MAPPINGS 256
 #define FU_BPF_MAPPING_SEARCH_STEPS 9 /* ceil(log2(FU_BPF_MAX_MAPPINGS)) + 1 */
-/* The block index's granularity: 256 bytes of code, a few rows (one or two cache lines of slots)
- * between two entries, against the compact table's 4 KiB pages (dozens of rows in libLLVM: a
- * binary search over several lines the profiled program evicts between samples), for 4 bytes of
- * map per 256 bytes of code. */
-#define FU_BPF_INDEX_SHIFT 8
-/* A block holds at most 257 row starts: 9 halvings find one. */
-#define FU_BPF_ROW_SEARCH_STEPS (FU_BPF_INDEX_SHIFT + 2)
+/* A block: 512 bytes of code, whose rows (the one in force at its start and those starting in it)
+ * are one 64-byte slot (a cache line) when they are at most FU_BPF_BLOCK_ROWS, their rules packed
+ * in them: a frame's row costs one line of the slots map and no dictionary. A block with more rows
+ * chains continuations: on libLLVM-14 (14.6 rows a block on average) 29% of the code is past a
+ * block's first slot, on libc 17%; 256-byte blocks would halve that for 45-50% more map memory. */
+#define FU_BPF_BLOCK_SHIFT 9
+#define FU_BPF_BLOCK_ROWS 12
+/* A block holds at most 2^FU_BPF_BLOCK_SHIFT + 1 rows (a start at each byte and the row in force at
+ * its start): the continuations to follow past its first slot. */
+#define FU_BPF_BLOCK_CHAIN_STEPS (((1 << FU_BPF_BLOCK_SHIFT) + FU_BPF_BLOCK_ROWS) / FU_BPF_BLOCK_ROWS - 1)
 #define FU_BPF_MAX_MODULES 4096
 #define FU_BPF_MAX_PROCESSES 1024
 #define FU_BPF_MAX_RULES 65536
-/* Slots (8 bytes each) in the slots map by default: 32 MiB, user space chooses at load time. */
-#define FU_BPF_DEFAULT_SLOTS (1u << 22)
+/* Slots (64 bytes each) in the slots map by default: 32 MiB, user space chooses at load time. */
+#define FU_BPF_DEFAULT_SLOTS (1u << 19)
 #define FU_BPF_KERNEL_STACKS 16384
+/* Rules a CPU remembers (rule_cache: CPU i's at [i * FU_BPF_RULE_CACHE, (i + 1) * FU_BPF_RULE_CACHE)). */
+#define FU_BPF_RULE_CACHE 2048
 
 /* compact_table.h's fu_compact_cfa_kind values (checked in bpf_layout.c). */
 #define FU_BPF_CFA_NO_INFO 0
@@ -94,7 +102,10 @@ enum fu_bpf_counter {
     FU_BPF_COUNTER_WALK_NS,         /* ns spent in the user-stack walks (bpf_ktime_get_ns around them) */
     FU_BPF_COUNTER_WALKED_SAMPLES,  /* samples whose user stack was walked */
     FU_BPF_COUNTER_STACK_READS,     /* bpf_probe_read_user calls of the walks (window refills) */
-    FU_BPF_COUNTER_ROW_LOOKUPS,     /* frames whose rule was not in the per-CPU rule cache */
+    FU_BPF_COUNTER_SLOT_LOOKUPS,    /* frames whose rule was not in the rule cache: their block's slot read */
+    FU_BPF_COUNTER_EXTRA_LOOKUPS,   /* map lookups of the frames' rows past the block's slot: its
+                                     * continuations and the rule dictionary */
+    FU_BPF_COUNTER_MAPPING_SEARCHES, /* frames whose mapping was not among the walk's recent ones */
     FU_BPF_COUNTER_DERIVED_FRAMES,  /* frames stepped through a rule derived from the code (--synth) */
     /* over the walked samples, for the least-squares fit of their cost on their frames (n: the
      * sample's user frames; t: its walk's ns; T: the program's ns from entry to after the ring
@@ -119,17 +130,90 @@ typedef struct fu_bpf_rule {
     uint16_t kept_caller_saved;  /* caller-saved registers whose value the caller keeps (bit per register) */
 } fu_bpf_rule;
 
-typedef struct fu_bpf_slot {
-    uint32_t start;
-    uint32_t rule;
-} fu_bpf_slot;
+/* A row in 32 bits: the ninth bit of its start within the block, and its rule packed for the
+ * common shapes: the CFA at rsp or rbp plus a multiple of 8 below 4 KiB, the return address at
+ * CFA - 8, each callee-saved register kept or saved at CFA - 16 to CFA - 64, no caller-saved
+ * register kept. Other rules (no-info and slow rows, the PLT, DRAP, signal frames, the outermost
+ * frame's) are FU_BPF_PACKED_ESCAPE | their dictionary id.
+ *   bits 0-17   saved_offset_by_8[i] in bits 3i..3i+2: 0 FU_BPF_KEEP, v: -(v + 1)
+ *   bits 18-26  cfa_offset / 8
+ *   bit 27      the CFA is at rbp (else rsp)
+ *   bits 28-29  origin
+ *   bit 30      FU_BPF_PACKED_ESCAPE
+ *   bit 31      the row's start within the block, bit 8 (FU_BPF_ROW_HIGH) */
+#define FU_BPF_PACKED_OFFSET_SHIFT 18
+#define FU_BPF_PACKED_OFFSET_LIMIT (1 << 9) /* cfa_offset / 8 below this */
+#define FU_BPF_PACKED_RBP (1u << 27)
+#define FU_BPF_PACKED_ORIGIN_SHIFT 28
+#define FU_BPF_PACKED_ESCAPE (1u << 30)
+#define FU_BPF_PACKED_RULE (FU_BPF_ROW_HIGH - 1) /* the rule's bits */
+#define FU_BPF_ROW_HIGH 0x80000000u
+#define FU_BPF_RSP 7 /* DWARF numbers: a CFA_RSP rule's cfa_register, a CFA_RBP one's */
+#define FU_BPF_RBP 6
+/* fu_bpf_block.next: the continuation's slot, relative to the module's first, and its first row's
+ * start within the block above it; 0: none */
+#define FU_BPF_NEXT_SLOT_BITS (32 - FU_BPF_BLOCK_SHIFT)
+#define FU_BPF_NEXT_SLOT_MASK ((1u << FU_BPF_NEXT_SLOT_BITS) - 1)
+
+/* One slot of the slots map: up to FU_BPF_BLOCK_ROWS rows of a block, by start; the unused tail
+ * repeats the last row. The first slot of a block starts with the row in force at its start
+ * (start 0); a continuation starts with the row after its predecessor's last. */
+typedef struct fu_bpf_block {
+    uint32_t rows[FU_BPF_BLOCK_ROWS];   /* the start's bit 8 and the packed rule (above) */
+    uint8_t starts[FU_BPF_BLOCK_ROWS];  /* the rows' starts within the block, bits 0-7 */
+    uint32_t next;                      /* the continuation (FU_BPF_NEXT_SLOT_*) */
+} fu_bpf_block;
+
+#ifdef __bpf__
+#define FU_BPF_INLINE static __always_inline
+#else
+#define FU_BPF_INLINE static inline
+#endif
+
+/* Row k's start within its block. */
+FU_BPF_INLINE uint32_t fu_bpf_row_start(const fu_bpf_block *block, uint32_t k)
+{
+    return block->starts[k] | (block->rows[k] >> 31) << 8;
+}
+
+/* The row of `block` in force at `offset` within its block (its first row's start <= offset):
+ * the last whose start is at or before it, in four halvings over the twelve. */
+FU_BPF_INLINE uint32_t fu_bpf_block_row(const fu_bpf_block *block, uint32_t offset)
+{
+    uint32_t i = fu_bpf_row_start(block, 8) <= offset ? 8 : 0;
+    if (i == 0 && fu_bpf_row_start(block, 4) <= offset)
+        i = 4;
+    if (fu_bpf_row_start(block, i + 2) <= offset)
+        i += 2;
+    if (fu_bpf_row_start(block, i + 1) <= offset)
+        i += 1;
+    return i;
+}
+
+/* The rule a row without FU_BPF_PACKED_ESCAPE states. */
+FU_BPF_INLINE void fu_bpf_unpack_rule(uint32_t packed, fu_bpf_rule *rule)
+{
+    bool rbp = packed & FU_BPF_PACKED_RBP;
+    rule->cfa_kind = rbp ? FU_BPF_CFA_RBP : FU_BPF_CFA_RSP;
+    rule->cfa_register = rbp ? FU_BPF_RBP : FU_BPF_RSP;
+    rule->ra_offset_by_8 = -1;
+    rule->origin = (uint8_t)((packed >> FU_BPF_PACKED_ORIGIN_SHIFT) & 3);
+    rule->cfa_offset = (int32_t)(8 * ((packed >> FU_BPF_PACKED_OFFSET_SHIFT) & (FU_BPF_PACKED_OFFSET_LIMIT - 1)));
+    for (int i = 0; i < 6; i++) {
+        uint32_t v = (packed >> (3 * i)) & 7;
+        rule->saved_offset_by_8[i] = v ? (int8_t)(-1 - (int32_t)v) : FU_BPF_KEEP;
+    }
+    rule->kept_caller_saved = 0;
+}
 
 typedef struct fu_bpf_module {
     uint64_t base_svma, end_svma;
-    uint32_t first_slot;  /* the block index; the rows follow it */
-    uint32_t index_slots; /* the block index's slots: ((end_svma - base_svma - 1) >> FU_BPF_INDEX_SHIFT) + 2 entries */
+    uint32_t first_slot;  /* the blocks' slots; their continuations follow */
+    uint32_t block_count; /* ((end_svma - base_svma - 1) >> FU_BPF_BLOCK_SHIFT) + 1 */
+    uint32_t slot_count;  /* block_count and the continuations */
     uint32_t row_count;
     uint32_t generation; /* odd: being written */
+    uint32_t reserved;
 } fu_bpf_module;
 
 #define FU_BPF_NO_MODULE 0xffffffffu
@@ -199,15 +283,21 @@ typedef struct fu_bpf_rules {
 fu_status fu_bpf_rule_id(fu_bpf_rules *d, const fu_compact_rule *rule, uint32_t *id, fu_error *err);
 void fu_bpf_rules_free(fu_bpf_rules *d);
 
-/* The slots of one module: index_slots + row_count of them (0 if the table is empty). */
-uint32_t fu_bpf_module_slot_count(const fu_compact_table *t);
-/* The row in force at module-relative `offset` (< end_svma - base_svma) of a module laid out in
- * `slots` (its first_slot at slots[0]): the lookup unwind.bpf.c makes, for the fuzz driver to
- * compare with fu_compact_find. */
-uint32_t fu_bpf_find_row(const fu_bpf_slot *slots, const fu_bpf_module *module, uint32_t offset);
+/* The slots of one module (0 if the table is empty): its blocks and their continuations. */
+uint64_t fu_bpf_module_slot_count(const fu_compact_table *t);
+/* The packed rule (fu_bpf_block.rows without FU_BPF_ROW_HIGH) of `rule`, whose dictionary id is
+ * `id` if it cannot be packed. */
+uint32_t fu_bpf_pack_rule(const fu_compact_rule *rule, uint32_t id);
+/* The rule in force at module-relative `offset` (< end_svma - base_svma) of a module laid out in
+ * `slots` (its first_slot at slots[0]), its packed rules' escapes from `d`: the lookup
+ * unwind.bpf.c makes, for the fuzz driver to compare with fu_compact_find. False if the chain of
+ * continuations is broken. */
+bool fu_bpf_find_rule(const fu_bpf_block *slots, const fu_bpf_module *module, const fu_bpf_rules *d,
+                      uint32_t offset, fu_bpf_rule *rule);
 /* Fills out[0 .. fu_bpf_module_slot_count) and *module (first_slot, generation left to the caller),
- * adding the table's rules to `d`. */
-fu_status fu_bpf_layout_module(const fu_compact_table *t, fu_bpf_rules *d, fu_bpf_slot *out, fu_bpf_module *module,
+ * adding the table's rules that cannot be packed to `d`; FU_ERR_INVALID for a module of 2^23
+ * slots or more (a continuation's slot is FU_BPF_NEXT_SLOT_BITS). */
+fu_status fu_bpf_layout_module(const fu_compact_table *t, fu_bpf_rules *d, fu_bpf_block *out, fu_bpf_module *module,
                                fu_error *err);
 
 /* The ring of slots: modules take consecutive slots from `head`, wrapping to 0 when the end is

@@ -172,44 +172,43 @@ static void parse_table(template_module *t, fu_section_kind kind, const uint8_t 
         t->has_debug = true;
 }
 
-/* The table as the BPF unwinder's slots (bpf_layout.c): every row keeps its start and its rule
- * through the shared dictionary, and the ring places it (evicting) in maps too small and just big enough. */
+/* The table as the BPF unwinder's slots (bpf_layout.c): the lookup finds fu_compact_find's rule at
+ * each row's first and last byte (packed, or through the shared dictionary), and the ring places it
+ * (evicting) in maps too small and just big enough. */
 static void check_bpf_layout(const template_module *t)
 {
-    uint32_t count = fu_bpf_module_slot_count(&t->compact);
+    uint64_t count = fu_bpf_module_slot_count(&t->compact);
     if (count == 0)
         return;
-    fu_bpf_slot *slots = malloc(sizeof *slots * count);
+    fu_bpf_block *slots = malloc(sizeof *slots * count);
     fu_bpf_rules rules = {0};
     fu_bpf_module module;
     fu_error err = {0};
     if (!slots || fu_bpf_layout_module(&t->compact, &rules, slots, &module, &err) != FU_OK)
         die("%s: BPF layout: %s", t->name, err.message);
-    uint32_t index_slots = module.index_slots;
-    for (uint32_t i = 0; i < t->compact.row_count; i++) {
-        uint32_t rule = t->compact.rule_index16 ? t->compact.rule_index16[i] : t->compact.rule_index32[i];
-        if (slots[index_slots + i].start != t->compact.row_start[i] || slots[index_slots + i].rule >= rules.count ||
-            memcmp(&rules.rules[slots[index_slots + i].rule], &t->compact.rules[rule], sizeof(fu_bpf_rule)) != 0)
-            die("%s: BPF layout: row %u differs from the compact table", t->name, i);
-    }
-    /* the block index finds the row fu_compact_find finds, at each row's first and last byte */
+    if (module.slot_count != count)
+        die("%s: BPF layout: %u slots laid out, %llu counted", t->name, module.slot_count, (unsigned long long)count);
     uint32_t size = (uint32_t)(t->compact.end_svma - t->compact.base_svma);
     for (uint32_t i = 0; i < t->compact.row_count; i++) {
         uint32_t end = i + 1 < t->compact.row_count ? t->compact.row_start[i + 1] : size;
         uint32_t probes[2] = {t->compact.row_start[i], end - 1};
         for (int k = 0; k < 2; k++) {
             uint32_t expected;
+            fu_bpf_rule found;
             if (probes[k] >= size || !fu_compact_find(&t->compact, t->compact.base_svma + probes[k], &expected))
                 continue;
-            if (fu_bpf_find_row(slots, &module, probes[k]) != expected)
-                die("%s: BPF layout: offset 0x%x finds another row than the compact table's", t->name, probes[k]);
+            uint32_t rule = t->compact.rule_index16 ? t->compact.rule_index16[expected]
+                                                    : t->compact.rule_index32[expected];
+            if (!fu_bpf_find_rule(slots, &module, &rules, probes[k], &found) ||
+                memcmp(&found, &t->compact.rules[rule], sizeof found) != 0)
+                die("%s: BPF layout: offset 0x%x finds another rule than the compact table's", t->name, probes[k]);
         }
     }
     static uint32_t evicted[FU_BPF_MAX_MODULES + 1];
-    fu_bpf_ring ring = {.capacity = count + count / 2};
+    fu_bpf_ring ring = {.capacity = (uint32_t)(count + count / 2)};
     for (int round = 0; round < 4; round++) {
         uint32_t first, id, n;
-        if (fu_bpf_ring_place(&ring, count, &first, &id, evicted, &n, &err) != FU_OK)
+        if (fu_bpf_ring_place(&ring, (uint32_t)count, &first, &id, evicted, &n, &err) != FU_OK)
             die("%s: BPF ring: %s", t->name, err.message);
         if (first > ring.capacity - count || (round > 0 && n != 1))
             die("%s: BPF ring: module %d placed at %u (capacity %u), %u evicted", t->name, round, first,

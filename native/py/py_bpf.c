@@ -558,7 +558,9 @@ static const char *counter_name(int counter)
         [FU_BPF_COUNTER_WALK_NS] = "walk_ns",
         [FU_BPF_COUNTER_WALKED_SAMPLES] = "walked_samples",
         [FU_BPF_COUNTER_STACK_READS] = "stack_reads",
-        [FU_BPF_COUNTER_ROW_LOOKUPS] = "row_lookups",
+        [FU_BPF_COUNTER_SLOT_LOOKUPS] = "slot_lookups",
+        [FU_BPF_COUNTER_EXTRA_LOOKUPS] = "extra_lookups",
+        [FU_BPF_COUNTER_MAPPING_SEARCHES] = "mapping_searches",
         [FU_BPF_COUNTER_DERIVED_FRAMES] = "derived_frames",
         [FU_BPF_COUNTER_FRAMES_SQUARED] = "frames_squared",
         [FU_BPF_COUNTER_WALK_NS_BY_FRAMES] = "walk_ns_by_frames",
@@ -577,7 +579,7 @@ int py_bpf_init(PyObject *module)
         PyModule_AddIntConstant(module, "BPF_MAX_FRAMES", FU_BPF_MAX_FRAMES) < 0 ||
         PyModule_AddIntConstant(module, "BPF_MAX_MAPPINGS", FU_BPF_MAX_MAPPINGS) < 0 ||
         PyModule_AddIntConstant(module, "BPF_DEFAULT_SLOTS", FU_BPF_DEFAULT_SLOTS) < 0 ||
-        PyModule_AddIntConstant(module, "BPF_SLOT_BYTES", sizeof(fu_bpf_slot)) < 0)
+        PyModule_AddIntConstant(module, "BPF_SLOT_BYTES", sizeof(fu_bpf_block)) < 0)
         return -1;
     return 0;
 }

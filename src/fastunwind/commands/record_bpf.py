@@ -53,7 +53,7 @@ def _summary(stats: dict[str, Any]) -> str:
             f"({_share(complete, user)}){not_loaded}; outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer, "
             f"{stats['derived_frames']} through derived rows (--synth {stats['synth']}); "
             f"{stats['modules_loaded']} modules loaded ({stats['modules_without_table']} without CFI), "
-            f"{stats['table_slots_used'] * 8 // 1024} KiB of table slots{cost}{_lost(stats)}")
+            f"{stats['table_slot_bytes'] // 1024} KiB of table slots{cost}{_lost(stats)}")
 
 
 def _lost(stats: dict[str, Any]) -> str:
