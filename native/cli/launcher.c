@@ -38,6 +38,15 @@ bool fu_cli_output_flush(fu_cli_output *out)
     return true;
 }
 
+bool fu_cli_output_add(fu_cli_output *out, const void *data, size_t len)
+{
+    if (out->fd < 0 || out->held.len)
+        return fu_buffer_append(&out->held, data, len);
+    if (!out->failed && !fu_cli_write_all(out->fd, data, len))
+        out->failed = true;
+    return true;
+}
+
 /* The tables the Python path would walk with are the ones read here: the auto backend's (compact
  * tables, then eh_elfs, then the DWARF tables: address_space.py default_backend), compact tables
  * not disabled (tables/compact.py enabled). */

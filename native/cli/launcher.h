@@ -33,6 +33,9 @@ typedef struct fu_cli_output {
 /* Write what is held and empty it; false only if -o's file cannot be opened (nothing written then:
  * its error is the Python CLI's to word). */
 bool fu_cli_output_flush(fu_cli_output *out);
+/* Add text after what is held, or, once the output has been written to and nothing is held, write
+ * it straight out (holding it would copy it once more); false if out of memory. */
+bool fu_cli_output_add(fu_cli_output *out, const void *data, size_t len);
 
 /* The command's exit status, or FU_CLI_NOT_SERVED (nothing written). */
 int fu_cli_serve(const fu_cli_request *request);
