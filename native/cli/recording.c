@@ -707,7 +707,7 @@ static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu
         r.outcomes[code] = name ? (fu_text){name, strlen(name)} : (fu_text){"?", 1};
     }
     bool ok = !header.pipe_mode && user_stacks(&header) && fu_cli_images_init(&r.images) &&
-              (report || request->folded || reserve_held(&out->held));
+              (report || request->folded || fu_cli_output_open_rewindable(out) || reserve_held(&out->held));
     size_t samples = 0;
     fu_error err = {0};
     uint32_t *space_ids = NULL, *comm_ids = NULL;
@@ -763,7 +763,7 @@ static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu
     if (ok)
         return 0;
     fu_cli_unserved("a recording the Python path serves (its words on stderr, or a table it builds)", request->input);
-    if (out->fd < 0)
+    if (out->fd < 0 || fu_cli_output_rewind(out))
         return FU_CLI_NOT_SERVED;
     /* the text is partly written: the run cannot become the Python path's any more */
     fprintf(stderr, "fastunwind: error: %s: %s\n", request->input, fu_cli_unserved_reason());
