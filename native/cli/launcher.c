@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "backtrace.h"
@@ -35,6 +37,63 @@ bool fu_cli_output_flush(fu_cli_output *out)
     if (!out->failed && !fu_cli_write_all(out->fd, out->held.data, out->held.len))
         out->failed = true;
     out->held.len = 0;
+    return true;
+}
+
+/* Whether text written to a file of this kind can be taken back: a regular file's (truncated back),
+ * /dev/null's (nothing kept). */
+static bool takes_back(const struct stat *st)
+{
+    return S_ISREG(st->st_mode) || (S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3));
+}
+
+bool fu_cli_output_open_rewindable(fu_cli_output *out)
+{
+    struct stat st;
+    if (out->fd >= 0 || out->held.len)
+        return false;
+    if (out->path) {
+        /* -o: opened (truncated) now, as the Python CLI opens it before the command runs */
+        if ((stat(out->path, &st) == 0 && !takes_back(&st)) || !fu_cli_output_flush(out))
+            return false;
+        out->start = 0;
+    } else {
+        int flags = fcntl(STDOUT_FILENO, F_GETFL);
+        if (flags < 0 || (flags & O_APPEND) || fstat(STDOUT_FILENO, &st) != 0 || !takes_back(&st))
+            return false;
+        off_t start = S_ISREG(st.st_mode) ? lseek(STDOUT_FILENO, 0, SEEK_CUR) : 0;
+        if (start < 0)
+            return false;
+        out->fd = STDOUT_FILENO;
+        out->start = start;
+    }
+    out->rewindable = true;
+    return true;
+}
+
+bool fu_cli_output_rewind(fu_cli_output *out)
+{
+    if (!out->rewindable)
+        return false;
+    struct stat st;
+    if (fstat(out->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        (ftruncate(out->fd, (off_t)out->start) != 0 || lseek(out->fd, (off_t)out->start, SEEK_SET) < 0))
+        return false;
+    if (out->path)
+        close(out->fd);
+    out->fd = -1;
+    out->rewindable = false;
+    out->failed = false;
+    out->held.len = 0;
+    return true;
+}
+
+bool fu_cli_output_add(fu_cli_output *out, const void *data, size_t len)
+{
+    if (out->fd < 0 || out->held.len)
+        return fu_buffer_append(&out->held, data, len);
+    if (!out->failed && !fu_cli_write_all(out->fd, data, len))
+        out->failed = true;
     return true;
 }
 

@@ -28,11 +28,24 @@ typedef struct fu_cli_output {
     fu_buffer held;
     int fd;           /* -1 until opened */
     bool failed;      /* a write failed (a reader that went away) */
+    bool rewindable;  /* opened by fu_cli_output_open_rewindable: written from `start` on, and taken back
+                         by fu_cli_output_rewind */
+    long long start;
 } fu_cli_output;
 
 /* Write what is held and empty it; false only if -o's file cannot be opened (nothing written then:
  * its error is the Python CLI's to word). */
 bool fu_cli_output_flush(fu_cli_output *out);
+/* Open the output before anything is known about the run when what is written to it can be taken
+ * back: a regular file (standard output's not opened for appending; -o's, or an absent one) or
+ * /dev/null. Then the text need not be held (fu_cli_output_add writes it as it comes). */
+bool fu_cli_output_open_rewindable(fu_cli_output *out);
+/* Take back what a rewindable output was given (truncate it to where the run started, close -o's
+ * file), so that the Python CLI may serve the command line after all; false if it is not one. */
+bool fu_cli_output_rewind(fu_cli_output *out);
+/* Add text after what is held, or, once the output has been written to and nothing is held, write
+ * it straight out (holding it would copy it once more); false if out of memory. */
+bool fu_cli_output_add(fu_cli_output *out, const void *data, size_t len);
 
 /* The command's exit status, or FU_CLI_NOT_SERVED (nothing written). */
 int fu_cli_serve(const fu_cli_request *request);

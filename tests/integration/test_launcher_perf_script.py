@@ -130,3 +130,44 @@ def test_a_reader_that_goes_away(perf_recordings: PerfRecordings, tmp_path: Path
         writer.stdout.close()
         _, stderr = writer.communicate(timeout=600)
         assert (writer.returncode, stderr) == (0, b""), native
+
+
+def launch_to_file(args: list[str], cache: Path, out: Path, native: str | None = None) -> subprocess.CompletedProcess[bytes]:
+    """As `launch`, standard output a regular file (`> out` after what it holds: written from its end,
+    not appended), where the launcher writes as it goes and takes back what it wrote before falling
+    back to the Python CLI."""
+    env = {k: v for k, v in os.environ.items() if k != "FASTUNWIND_NATIVE"}
+    env["XDG_CACHE_HOME"] = str(cache)
+    if native is not None:
+        env["FASTUNWIND_NATIVE"] = native
+    with open(out, "r+b") as stdout:
+        stdout.seek(0, os.SEEK_END)
+        return subprocess.run([str(LAUNCHER), "perf-script", *args], stdout=stdout, stderr=subprocess.PIPE, env=env,
+                              stdin=subprocess.DEVNULL, timeout=600)
+
+
+def test_text_to_a_file_is_the_python_paths(perf_recordings: PerfRecordings, tmp_path: Path) -> None:
+    data = str(perf_recordings.get("hackbench-processes").data_file)
+    cache = tmp_path / "cache"
+    python = launch(["-i", data], cache, native="0")
+    out = tmp_path / "out.txt"
+    out.write_bytes(b"before\n")
+    result = launch_to_file(["-i", data], cache, out, native="require")
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert out.read_bytes() == b"before\n" + python.stdout
+
+
+def test_a_file_written_to_is_taken_back_for_the_python_path(perf_recordings: PerfRecordings, tmp_path: Path) -> None:
+    """A table missing from the caches: the launcher, which may have written text to the file, truncates
+    it back to where it started; required to serve, it leaves the file as it was, else the Python CLI
+    writes the text from there."""
+    data = str(perf_recordings.get("c").data_file)
+    out = tmp_path / "out.txt"
+    out.write_bytes(b"before\n")
+    result = launch_to_file(["-i", data], tmp_path / "empty-cache", out, native="require")
+    assert result.returncode == 125 and b"not in the cache" in result.stderr
+    assert out.read_bytes() == b"before\n"
+    result = launch_to_file(["-i", data], tmp_path / "other-cache", out)
+    python = launch(["-i", data], tmp_path / "third-cache", native="0")
+    assert (result.returncode, result.stderr) == (python.returncode, python.stderr)
+    assert out.read_bytes() == b"before\n" + python.stdout and python.stdout
