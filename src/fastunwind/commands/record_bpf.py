@@ -39,6 +39,10 @@ def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
+def _counted(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def _summary(stats: dict[str, Any]) -> str:
     user, complete = int(stats["user_samples"]), int(stats["complete_user_samples"])
     walked = int(stats["walked_user_samples"])
@@ -46,8 +50,9 @@ def _summary(stats: dict[str, Any]) -> str:
     runs, run_ns = int(stats["bpf_runs"]), int(stats["bpf_run_ns"])
     cost = f"; BPF {run_ns / runs:.0f} ns per sample" if runs else ""
     not_loaded = (f", {complete} of the {walked} walked with their process's mappings ({_share(complete, walked)}); "
-                  f"{stats['not_loaded_samples']} samples of {stats['not_loaded_processes']} processes taken before "
-                  f"they were loaded ({stats['processes_never_walked']} of them never walked)"
+                  f"{_counted(stats['not_loaded_samples'], 'sample')} of "
+                  f"{_counted(stats['not_loaded_processes'], 'process', 'processes')} taken before loading "
+                  f"({stats['processes_never_walked']} of them never walked)"
                   if stats["not_loaded_samples"] else "")
     return (f"fastunwind record: {stats['samples']} samples, {complete} of {user} user stacks complete "
             f"({_share(complete, user)}){not_loaded}; outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer, "
