@@ -495,181 +495,40 @@ static int open_recording(const fu_cli_request *request, fu_perf_stream **stream
     return fd;
 }
 
-/* The characters Python's str.rstrip takes off the end of an ASCII line. */
-static bool python_space(char c)
+/* perf/report.py parse_sort for the spellings read here ("sym", "comm,dso,sym": the core's keys but
+ * srcline, commas and nothing else); false: the Python path's (its error, srcline, spaces, empty keys). */
+static bool parse_sort(const char *text, fu_report_layout *layout)
 {
-    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f');
-}
-
-/* Python's len of valid UTF-8: its code points. */
-static size_t characters(fu_text t)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < t.len; i++)
-        n += ((unsigned char)t.data[i] & 0xc0) != 0x80;
-    return n;
-}
-
-static bool append_padded(fu_buffer *line, fu_text cell, size_t width, bool right)
-{
-    size_t len = characters(cell), pad = len < width ? width - len : 0;
-    bool ok = right || fu_buffer_append(line, cell.data, cell.len);
-    for (size_t i = 0; ok && i < pad; i++)
-        ok = fu_buffer_append(line, " ", 1);
-    return ok && (!right || fu_buffer_append(line, cell.data, cell.len));
-}
-
-/* commands/report.py's sort keys the launcher serves (srcline is the Python path's), with their
- * headings (HEADINGS) and flags (perf/report.py SORT_KEYS). */
-static const struct {
-    const char *name, *heading;
-    unsigned flag;
-} REPORT_KEYS[] = {
-    {"sym", "Symbol", FU_REPORT_SORT_SYM},
-    {"dso", "Shared Object", FU_REPORT_SORT_DSO},
-    {"comm", "Command", FU_REPORT_SORT_COMM},
-    {"tid", "Pid/Tid", FU_REPORT_SORT_TID},
-};
-#define REPORT_KEY_COUNT (sizeof REPORT_KEYS / sizeof *REPORT_KEYS)
-#define REPORT_NUMERIC 4 /* Self, Total, Self n, Total n: right-aligned */
-#define REPORT_COLUMNS (REPORT_NUMERIC + REPORT_KEY_COUNT)
-
-/* The table's options: the sort's keys (indices into REPORT_KEYS, each once, in the order given). */
-typedef struct report_options {
-    size_t keys[REPORT_KEY_COUNT], key_count;
-    unsigned flags;
-    bool by_total;
-    int limit; /* -1: every row */
-} report_options;
-
-/* perf/report.py parse_sort for the spellings read here ("sym", "comm,dso,sym": known keys, commas
- * and nothing else); false: the Python path's (its error, srcline, spaces, empty keys). */
-static bool parse_sort(const char *text, report_options *options)
-{
-    options->key_count = 0;
-    options->flags = 0;
+    unsigned flags = 0;
+    layout->key_count = 0;
     for (const char *at = text;; at++) {
         size_t len = strcspn(at, ","), k = 0;
-        while (k < REPORT_KEY_COUNT && (strlen(REPORT_KEYS[k].name) != len || strncmp(at, REPORT_KEYS[k].name, len)))
+        while (k < FU_REPORT_KEY_COUNT &&
+               (strlen(fu_report_keys[k].name) != len || strncmp(at, fu_report_keys[k].name, len)))
             k++;
-        if (k == REPORT_KEY_COUNT)
+        if (k == FU_REPORT_KEY_COUNT || fu_report_keys[k].flag == FU_REPORT_SORT_SRCLINE)
             return false;
-        if (!(options->flags & REPORT_KEYS[k].flag))
-            options->keys[options->key_count++] = k;
-        options->flags |= REPORT_KEYS[k].flag;
+        if (!(flags & fu_report_keys[k].flag))
+            layout->keys[layout->key_count++] = fu_report_keys[k].flag;
+        flags |= fu_report_keys[k].flag;
         at += len;
         if (!*at)
             return true;
     }
 }
 
-/* A row's cell of key `k` (commands/report.py _columns); `scratch` holds a pid/tid. */
-static fu_text key_cell(const fu_report *rep, const fu_report_entry *e, size_t k, char scratch[32])
+/* The flags of a layout's keys (the report's sort). */
+static unsigned layout_flags(const fu_report_layout *layout)
 {
-    fu_text none = {"", 0};
-    switch (REPORT_KEYS[k].flag) {
-    case FU_REPORT_SORT_SYM:
-        return e->function == FU_INTERN_NONE ? none : fu_report_text(rep, fu_report_function_at(rep, e->function)->name);
-    case FU_REPORT_SORT_DSO: {
-        if (e->dso == FU_INTERN_NONE)
-            return none;
-        fu_text module = fu_report_text(rep, e->dso); /* os.path.basename, or the whole when that is "" */
-        const char *slash = module.len ? memrchr(module.data, '/', module.len) : NULL;
-        if (slash && slash + 1 < module.data + module.len)
-            return (fu_text){slash + 1, (size_t)(module.data + module.len - slash - 1)};
-        return module;
-    }
-    case FU_REPORT_SORT_COMM: return e->comm == FU_INTERN_NONE ? none : fu_report_text(rep, e->comm);
-    default: snprintf(scratch, 32, "%d/%d", (int)e->pid, (int)e->tid); return (fu_text){scratch, strlen(scratch)};
-    }
-}
-
-/* A row's cells (commands/report.py _print_table: percentages of `samples` as Python's
- * f"{100 * n / samples:.2f}%", which for counts below 2^53 is this double's rounding). */
-static void row_cells(const fu_report *rep, const fu_report_entry *e, const report_options *options,
-                      char numbers[REPORT_NUMERIC][32], char scratch[32], fu_text cells[REPORT_COLUMNS])
-{
-    snprintf(numbers[0], 32, "%.2f%%", (double)(100 * e->self) / (double)rep->samples);
-    snprintf(numbers[1], 32, "%.2f%%", (double)(100 * e->total) / (double)rep->samples);
-    snprintf(numbers[2], 32, "%" PRIu64, e->self);
-    snprintf(numbers[3], 32, "%" PRIu64, e->total);
-    for (int i = 0; i < REPORT_NUMERIC; i++)
-        cells[i] = (fu_text){numbers[i], strlen(numbers[i])};
-    for (size_t k = 0; k < options->key_count; k++)
-        cells[REPORT_NUMERIC + k] = key_cell(rep, e, options->keys[k], scratch);
-}
-
-/* A line of the table: the numbers right-aligned, the keys but the last left-aligned, joined by
- * two spaces, stripped on the right (false: out of memory, or a line whose end is not ASCII, which
- * Python's rstrip may read as white space). */
-static bool append_line(fu_buffer *text, const fu_text *cells, const size_t *widths, size_t columns)
-{
-    size_t start = text->len;
-    bool ok = true;
-    for (size_t i = 0; ok && i + 1 < columns; i++)
-        ok = append_padded(text, cells[i], widths[i], i < REPORT_NUMERIC) && fu_buffer_append(text, "  ", 2);
-    ok = ok && fu_buffer_append(text, cells[columns - 1].data, cells[columns - 1].len);
-    while (ok && text->len > start && python_space((char)text->data[text->len - 1]))
-        text->len--;
-    return ok && (text->len == start || text->data[text->len - 1] < 0x80) && fu_buffer_append(text, "\n", 1);
-}
-
-/* commands/report.py _print_table (names in full) into `text`; false where Python's table may
- * differ: a name or the input's path not valid UTF-8 (Python decodes them), counts past exact
- * doubles. */
-static bool write_table(const fu_report *rep, const report_options *options, const char *input, fu_buffer *text)
-{
-    size_t count = fu_report_entry_count(rep), columns = REPORT_NUMERIC + options->key_count;
-    uint32_t *order = malloc((count + 1) * sizeof *order);
-    size_t n = order ? fu_report_order(rep, options->by_total, order) : SIZE_MAX;
-    bool ok = n != SIZE_MAX && rep->samples < ((uint64_t)1 << 46) && fu_utf8_valid(input, strlen(input));
-    if (ok && options->limit >= 0 && (size_t)options->limit < n)
-        n = (size_t)options->limit;
-    static const char *const numeric[REPORT_NUMERIC] = {"Self", "Total", "Self n", "Total n"};
-    fu_text cells[REPORT_COLUMNS];
-    size_t widths[REPORT_COLUMNS];
-    char numbers[REPORT_NUMERIC][32], scratch[32], first[32];
-    for (size_t i = 0; i < columns; i++) {
-        cells[i] = i < REPORT_NUMERIC ? (fu_text){numeric[i], strlen(numeric[i])}
-                                      : (fu_text){REPORT_KEYS[options->keys[i - REPORT_NUMERIC]].heading, 0};
-        cells[i].len = strlen(cells[i].data);
-        widths[i] = cells[i].len;
-    }
-    for (size_t r = 0; ok && r < n; r++) {
-        fu_text row[REPORT_COLUMNS];
-        row_cells(rep, fu_report_entry_at(rep, order[r]), options, numbers, scratch, row);
-        for (size_t i = 0; ok && i < columns; i++) {
-            ok = fu_utf8_valid(row[i].data, row[i].len);
-            size_t len = characters(row[i]);
-            if (len > widths[i])
-                widths[i] = len;
-        }
-    }
-    char title[64];
-    snprintf(title, sizeof title, "# %" PRIu64 " samples of ", rep->samples);
-    ok = ok && fu_buffer_append(text, title, strlen(title)) && fu_buffer_append(text, input, strlen(input));
-    const char *sorted = options->by_total ? ", sorted by total samples (--sort " : ", sorted by self samples (--sort ";
-    ok = ok && fu_buffer_append(text, sorted, strlen(sorted));
-    for (size_t k = 0; ok && k < options->key_count; k++) {
-        const char *name = REPORT_KEYS[options->keys[k]].name;
-        ok = (k == 0 || fu_buffer_append(text, ",", 1)) && fu_buffer_append(text, name, strlen(name));
-    }
-    ok = ok && fu_buffer_append(text, ")\n#\n", 4);
-    /* the heading: "#" then "Self" right-aligned to the column's width less one */
-    snprintf(first, sizeof first, "#%*s", (int)(widths[0] > 1 ? widths[0] - 1 : 0), numeric[0]);
-    cells[0] = (fu_text){first, strlen(first)};
-    ok = ok && append_line(text, cells, widths, columns);
-    for (size_t r = 0; ok && r < n; r++) {
-        row_cells(rep, fu_report_entry_at(rep, order[r]), options, numbers, scratch, cells);
-        ok = append_line(text, cells, widths, columns);
-    }
-    free(order);
-    return ok;
+    unsigned flags = 0;
+    for (size_t k = 0; k < layout->key_count; k++)
+        flags |= layout->keys[k];
+    return flags;
 }
 
 /* A run of the recording: its text, its folded stacks, or its samples counted in `report`. */
 static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu_report *report,
-                           const report_options *options)
+                           const fu_report_layout *layout)
 {
     run r;
     memset(&r, 0, sizeof r);
@@ -727,7 +586,8 @@ static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu
     fu_folded_free(&folded);
     /* report: its table, written once every window is counted */
     if (ok && report && report->samples > 0)
-        ok = write_table(report, options, request->input, &out->held);
+        ok = fu_report_write_table(report, layout, (fu_text){request->input, strlen(request->input)}, &out->held,
+                                   &err) == FU_OK;
     /* what the Python path says on stderr: no samples is its message; a recording cut short its
      * note (perf/script.py Statistics.notes), said here too */
     ok = ok && (out->failed || (samples > 0 && (!report || report->samples > 0) && (!header.cut.note[0] ||
@@ -762,14 +622,14 @@ int fu_cli_report(const fu_cli_request *request, fu_cli_output *out)
         fu_cli_unserved("a report written to a terminal (or a file that may be one)", request->output);
         return FU_CLI_NOT_SERVED;
     }
-    report_options options = {.by_total = request->children, .limit = request->top};
-    if (!parse_sort(request->sort, &options)) {
+    fu_report_layout layout = {.by_total = request->children, .limit = request->top, .width = -1};
+    if (!parse_sort(request->sort, &layout)) {
         fu_cli_unserved("a --sort value the Python path reads", request->sort);
         return FU_CLI_NOT_SERVED;
     }
     fu_report report;
-    fu_report_init(&report, options.flags);
-    int status = serve_recording(request, out, &report, &options);
+    fu_report_init(&report, layout_flags(&layout));
+    int status = serve_recording(request, out, &report, &layout);
     fu_report_free(&report);
     return status;
 }
