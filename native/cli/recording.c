@@ -526,9 +526,29 @@ static unsigned layout_flags(const fu_report_layout *layout)
     return flags;
 }
 
-/* A run of the recording: its text, its folded stacks, or its samples counted in `report`. */
-static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu_report *report,
-                           const fu_report_layout *layout)
+/* What `walk` and `render` will ask of the caches for the mappings new since `first_mapping` and
+ * a window's samples, asked now: every mapped image's symbols (the Python path caches them all
+ * ahead), a JIT's perf map (the Python path's), the kernel's symbols where a sample has kernel
+ * frames. */
+static bool symbols_at_hand(run *r, size_t first_mapping, const fu_perf_data *window)
+{
+    bool failed = false;
+    for (size_t i = first_mapping; !failed && i < r->mapping_count; i++)
+        if (r->mappings[i].image || r->files[r->mappings[i].file].perf_map)
+            load_mapping(r, (uint32_t)i, &failed);
+    bool kernel = false;
+    for (size_t s = 0; !kernel && s < window->sample_count; s++)
+        kernel = fu_perf_sample_kernel_frames(&window->samples[s]);
+    return !failed && (!kernel || kernel_symbols(r));
+}
+
+/* A pass over the recording. With `out`: the run, its text, its folded stacks, or its samples
+ * counted in `report`, its status (FU_CLI_NOT_SERVED with nothing written). Without (`out` NULL):
+ * the check, before the run's first write, that everything the rest of it needs is at hand (the
+ * recording replayed without a walk: every module of a space that has samples usable and its
+ * tables in the caches, the symbols of symbols_at_hand, the end's note one the run says), 0 if so,
+ * so that a run falls back to the Python path with nothing written, never half-way. */
+static int pass(const fu_cli_request *request, fu_cli_output *out, fu_report *report, const fu_report_layout *layout)
 {
     run r;
     memset(&r, 0, sizeof r);
@@ -546,6 +566,7 @@ static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu
         r.outcomes[code] = name ? (fu_text){name, strlen(name)} : (fu_text){"?", 1};
     }
     bool ok = !header.pipe_mode && user_stacks(&header) && fu_cli_images_init(&r.images);
+    bool checked = out == NULL; /* the check of the rest is made before the first write */
     size_t samples = 0;
     fu_error err = {0};
     uint32_t *space_ids = NULL, *comm_ids = NULL;
@@ -559,29 +580,39 @@ static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu
             fu_perf_data_free(&window);
             break;
         }
-        size_t n = window.sample_count;
+        size_t n = window.sample_count, first_mapping = r.mapping_count;
         free(space_ids);
         free(comm_ids);
         space_ids = malloc((n + 1) * sizeof *space_ids);
         comm_ids = malloc((n + 1) * sizeof *comm_ids);
         ok = space_ids && comm_ids && n < FU_REPLAY_NONE &&
-             fu_replay_run(&r.replay, &window, space_ids, comm_ids, &err) == FU_OK && take_replay(&r) &&
-             walk(&r, &window, space_ids) &&
-             render(&r, &window, space_ids, comm_ids, out, request->folded ? &folded : NULL, report);
+             fu_replay_run(&r.replay, &window, space_ids, comm_ids, &err) == FU_OK && take_replay(&r);
+        if (!out)
+            ok = ok && symbols_at_hand(&r, first_mapping, &window);
+        else
+            ok = ok && walk(&r, &window, space_ids) &&
+                 render(&r, &window, space_ids, comm_ids, out, request->folded ? &folded : NULL, report);
         samples += n;
         fu_perf_data_free(&window);
-        /* past the held bytes the text goes out as it comes, as the Python path writes each window's */
-        if (ok && out->held.len >= FU_CLI_HELD_OUTPUT_BYTES && !fu_cli_output_flush(out))
-            ok = false;
+        if (!out)
+            continue;
+        /* past the held bytes the text goes out as it comes, as the Python path writes each window's,
+         * once the rest of the recording is known to be served */
+        if (ok && out->held.len >= FU_CLI_HELD_OUTPUT_BYTES) {
+            ok = checked || pass(request, NULL, NULL, NULL) == 0;
+            checked = true;
+            ok = ok && fu_cli_output_flush(out);
+        }
         if (out->failed)
             break; /* a reader that went away (`| head`): the Python CLI stops there, quietly, with 0 */
     }
     free(space_ids);
     free(comm_ids);
     fu_perf_stream_wait(stream);
+    bool gone = out && out->failed;
     /* --folded: the stacks counted over every window, most frequent first (the Python path's
      * _core.FoldedStacks) */
-    if (ok && request->folded)
+    if (ok && out && request->folded)
         ok = fu_folded_write(&folded, true, append_sink, out, &err) == FU_OK;
     fu_folded_free(&folded);
     /* report: its table, written once every window is counted */
@@ -590,9 +621,9 @@ static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu
                                    &err) == FU_OK;
     /* what the Python path says on stderr: no samples is its message; a recording cut short its
      * note (perf/script.py Statistics.notes), said here too */
-    ok = ok && (out->failed || (samples > 0 && (!report || report->samples > 0) && (!header.cut.note[0] ||
-                                                fu_utf8_valid(request->input, strlen(request->input)))));
-    if (ok && !out->failed && header.cut.note[0])
+    ok = ok && (gone || (samples > 0 && (!report || report->samples > 0) && (!header.cut.note[0] ||
+                                         fu_utf8_valid(request->input, strlen(request->input)))));
+    if (ok && out && !gone && header.cut.note[0])
         fprintf(stderr, "fastunwind: note: %s: %s; %zu complete samples read\n", request->input, header.cut.note,
                 samples);
     fu_perf_data_free(&header); /* before the stream, into whose bytes it points */
@@ -602,16 +633,17 @@ static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu
     if (ok)
         return 0;
     fu_cli_unserved("a recording the Python path serves (its words on stderr, or a table it builds)", request->input);
-    if (out->fd < 0)
+    if (!out || out->fd < 0)
         return FU_CLI_NOT_SERVED;
-    /* the text is partly written: the run cannot become the Python path's any more */
+    /* the text is partly written (the caches changed since the check): the run cannot become the
+     * Python path's any more */
     fprintf(stderr, "fastunwind: error: %s: %s\n", request->input, fu_cli_unserved_reason());
     return 1;
 }
 
 int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
 {
-    return serve_recording(request, out, NULL, NULL);
+    return pass(request, out, NULL, NULL);
 }
 
 int fu_cli_report(const fu_cli_request *request, fu_cli_output *out)
@@ -629,7 +661,7 @@ int fu_cli_report(const fu_cli_request *request, fu_cli_output *out)
     }
     fu_report report;
     fu_report_init(&report, layout_flags(&layout));
-    int status = serve_recording(request, out, &report, &layout);
+    int status = pass(request, out, &report, &layout);
     fu_report_free(&report);
     return status;
 }
