@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -542,6 +543,125 @@ static bool symbols_at_hand(run *r, size_t first_mapping, const fu_perf_data *wi
     return !failed && (!kernel || kernel_symbols(r));
 }
 
+/* ---- the record of a recording's needs -----------------------------------------------------------
+ * What a check found at hand: every file it read (the modules, their tables and symbols, the
+ * kernel's), by path and identity, kept in the cache under the recording's own identity. While
+ * every one is as it was, a later run of the same recording reads the same files and finds them
+ * (the decisions are the files' contents): it skips the check. Each file is 5 u64 (device, inode,
+ * size, mtime seconds and nanoseconds) and a u32 path length, then the path. */
+#define NEEDS_MAGIC "FUNEEDS1"
+/* Files a record lists at most: a recording of a whole machine maps a few thousand files. */
+#define NEEDS_MAX_FILES 65536
+#define NEEDS_FILE_BYTES (5 * 8 + 4)
+
+typedef struct needs {
+    fu_buffer bytes;
+    size_t count;
+    bool failed; /* out of memory, too many files: no record is kept */
+} needs;
+
+static void identity(uint64_t fields[5], const struct stat *st)
+{
+    fields[0] = (uint64_t)st->st_dev;
+    fields[1] = (uint64_t)st->st_ino;
+    fields[2] = (uint64_t)st->st_size;
+    fields[3] = (uint64_t)st->st_mtim.tv_sec;
+    fields[4] = (uint64_t)st->st_mtim.tv_nsec;
+}
+
+static void note_file(void *context, const char *path, const struct stat *st)
+{
+    needs *n = context;
+    uint64_t fields[5];
+    identity(fields, st);
+    uint32_t len = (uint32_t)strlen(path);
+    n->failed = n->failed || ++n->count > NEEDS_MAX_FILES || !fu_buffer_append(&n->bytes, fields, sizeof fields) ||
+                !fu_buffer_append(&n->bytes, &len, sizeof len) || !fu_buffer_append(&n->bytes, path, len);
+}
+
+bool fu_cli_needs_hold(const uint8_t *data, size_t size)
+{
+    size_t magic = sizeof NEEDS_MAGIC - 1;
+    if (size < magic || memcmp(data, NEEDS_MAGIC, magic) != 0)
+        return false;
+    char path[PATH_MAX];
+    size_t at = magic;
+    for (size_t count = 0; at < size; count++) {
+        uint64_t fields[5], now[5];
+        uint32_t len;
+        if (count >= NEEDS_MAX_FILES || size - at < NEEDS_FILE_BYTES)
+            return false;
+        memcpy(fields, data + at, sizeof fields);
+        memcpy(&len, data + at + sizeof fields, sizeof len);
+        at += NEEDS_FILE_BYTES;
+        if (len == 0 || len >= sizeof path || size - at < len || memchr(data + at, 0, len))
+            return false;
+        memcpy(path, data + at, len);
+        path[len] = 0;
+        at += len;
+        struct stat st;
+        if (stat(path, &st) != 0)
+            return false;
+        identity(now, &st);
+        if (memcmp(fields, now, sizeof now) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* The record's path for the recording `st`: <cache>/recordings/DEV-INODE-SIZE-SECONDS.NANOSECONDS.needs. */
+static bool needs_path(const struct stat *st, char *path, size_t size)
+{
+    char root[4096];
+    uint64_t fields[5];
+    identity(fields, st);
+    if (!fu_cache_root(root, sizeof root))
+        return false;
+    int n = snprintf(path, size, "%s/" FU_NEEDS_CACHE_KIND "/%" PRIx64 "-%" PRIx64 "-%" PRIx64 "-%" PRIx64 ".%09" PRIu64
+                     FU_NEEDS_CACHE_SUFFIX, root, fields[0], fields[1], fields[2], fields[3], fields[4]);
+    return n > 0 && (size_t)n < size;
+}
+
+/* Whether the recording's record of needs exists and holds (its check can be skipped). */
+static bool needs_known(const fu_cli_request *request)
+{
+    struct stat st;
+    char path[MAX_PATH_BYTES];
+    fu_cli_bytes record;
+    if (stat(request->input, &st) != 0 || !needs_path(&st, path, sizeof path) || !fu_cli_read_file(path, &record))
+        return false;
+    bool hold = fu_cli_needs_hold(record.data, record.size);
+    fu_cli_bytes_free(&record);
+    return hold;
+}
+
+/* Keep what a check found as the recording's record (written whole, then renamed into place; a
+ * record that cannot be written only means the next run checks again). */
+static void keep_needs(const fu_cli_request *request, const needs *n)
+{
+    struct stat st;
+    char path[MAX_PATH_BYTES], temporary[MAX_PATH_BYTES + 32];
+    if (n->failed || stat(request->input, &st) != 0 || !needs_path(&st, path, sizeof path))
+        return;
+    char *slash = strrchr(path, '/');
+    *slash = 0;
+    mkdir(path, 0777); /* the cache's root exists: the check read its tables */
+    *slash = '/';
+    snprintf(temporary, sizeof temporary, "%s.%d.tmp", path, (int)getpid());
+    int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return;
+    bool ok = write(fd, NEEDS_MAGIC, sizeof NEEDS_MAGIC - 1) == (ssize_t)(sizeof NEEDS_MAGIC - 1);
+    for (size_t at = 0; ok && at < n->bytes.len;) {
+        ssize_t written = write(fd, n->bytes.data + at, n->bytes.len - at);
+        ok = written > 0;
+        at += ok ? (size_t)written : 0;
+    }
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(temporary, path) != 0)
+        unlink(temporary);
+}
+
 /* A pass over the recording. With `out`: the run, its text, its folded stacks, or its samples
  * counted in `report`, its status (FU_CLI_NOT_SERVED with nothing written). Without (`out` NULL):
  * the check, before the run's first write, that everything the rest of it needs is at hand (the
@@ -567,6 +687,9 @@ static int pass(const fu_cli_request *request, fu_cli_output *out, fu_report *re
     }
     bool ok = !header.pipe_mode && user_stacks(&header) && fu_cli_images_init(&r.images);
     bool checked = out == NULL; /* the check of the rest is made before the first write */
+    needs found = {0};
+    if (!out)
+        fu_cli_observe_files(note_file, &found);
     size_t samples = 0;
     fu_error err = {0};
     uint32_t *space_ids = NULL, *comm_ids = NULL;
@@ -599,7 +722,7 @@ static int pass(const fu_cli_request *request, fu_cli_output *out, fu_report *re
         /* past the held bytes the text goes out as it comes, as the Python path writes each window's,
          * once the rest of the recording is known to be served */
         if (ok && out->held.len >= FU_CLI_HELD_OUTPUT_BYTES) {
-            ok = checked || pass(request, NULL, NULL, NULL) == 0;
+            ok = checked || needs_known(request) || pass(request, NULL, NULL, NULL) == 0;
             checked = true;
             ok = ok && fu_cli_output_flush(out);
         }
@@ -630,6 +753,12 @@ static int pass(const fu_cli_request *request, fu_cli_output *out, fu_report *re
     fu_perf_stream_free(stream);
     close(fd);
     run_free(&r);
+    if (!out) {
+        fu_cli_observe_files(NULL, NULL);
+        if (ok)
+            keep_needs(request, &found);
+        free(found.bytes.data);
+    }
     if (ok)
         return 0;
     fu_cli_unserved("a recording the Python path serves (its words on stderr, or a table it builds)", request->input);

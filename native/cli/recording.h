@@ -3,6 +3,10 @@
 #ifndef FASTUNWIND_CLI_RECORDING_H
 #define FASTUNWIND_CLI_RECORDING_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "arguments.h"
 #include "buffer.h"
 #include "launcher.h"
@@ -11,6 +15,10 @@
  * of the recording has found everything the run needs in the caches, the text is written as each
  * window is rendered, as the Python path writes it. */
 #define FU_CLI_HELD_OUTPUT_BYTES ((size_t)8 << 20)
+
+/* Whether a record of a recording's needs (recording.c: the files a check read, by identity) still
+ * holds: every file it lists is as it was. */
+bool fu_cli_needs_hold(const uint8_t *data, size_t size);
 
 /* The run's exit status (its text in `out`, the rest of it written there by fu_cli_output_flush
  * as it goes past FU_CLI_HELD_OUTPUT_BYTES), or FU_CLI_NOT_SERVED with nothing written (a table

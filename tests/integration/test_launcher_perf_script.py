@@ -111,7 +111,8 @@ lzma.compress(bytes(10_000), preset=0)
 def test_a_table_missing_late_falls_back_before_any_write(tmp_path: Path) -> None:
     """A module mapped after the first HELD_OUTPUT_BYTES of text, its tables gone from the caches
     since the last run: the launcher finds out before it writes anything (FASTUNWIND_NATIVE=require:
-    not served, nothing on stdout), so the Python CLI's output is the whole output, once."""
+    not served, nothing on stdout), so the Python CLI's output is the whole output, once; so it
+    does when the last run kept a record of the recording's needs."""
     data = tmp_path / "late.data"
     recorded = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-c", "50000", "--call-graph", "dwarf",
                                "-o", str(data), "--", sys.executable, "-S", "-c", LATE_MODULE_PROGRAM],
@@ -122,6 +123,11 @@ def test_a_table_missing_late_falls_back_before_any_write(tmp_path: Path) -> Non
     python = launch(["-i", str(data)], cache, native="0")
     assert python.returncode == 0 and python.stderr == b""
     assert python.stdout.find(b"_lzma") > HELD_OUTPUT_BYTES, "the module is mapped before the first write"
+    # the launcher's own run checks, then keeps what the recording needs: the next run's check is a
+    # stat of each file it lists, which finds the table gone below
+    native = launch(["-i", str(data)], cache, native="require")
+    assert (native.returncode, native.stdout, native.stderr) == (0, python.stdout, b"")
+    assert len(list((cache / "fastunwind" / "recordings").glob("*.needs"))) == 1
     import _lzma
 
     from fastunwind.elf import ElfFile
