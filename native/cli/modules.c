@@ -42,6 +42,13 @@ void fu_cli_observe_files(fu_cli_file_seen_fn seen, void *context)
     file_seen_context = context;
 }
 
+void fu_cli_note_file(const char *path)
+{
+    struct stat st;
+    if (file_seen && stat(path, &st) == 0)
+        file_seen(file_seen_context, path, &st);
+}
+
 bool fu_cli_read_file(const char *path, fu_cli_bytes *out)
 {
     *out = (fu_cli_bytes){0};

@@ -352,6 +352,8 @@ static const fu_symbol_table *kernel_symbols(run *r)
             fu_symbol_cache_load(r->kernel_file.data, r->kernel_file.size, key.data, key.len, &r->kernel, &err) ==
                 FU_OK)
             r->has_kernel = true;
+        if (r->has_kernel)
+            fu_cli_note_file((const char *)path.data); /* its identity is in the entry's key */
         free(path.data);
     }
     free(key.data);
