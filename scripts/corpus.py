@@ -127,6 +127,10 @@ CASES: dict[str, Case] = {case.name: case for case in [
     dataclasses.replace(
         _c("c-lld-deleted", "C, lld, deleted after recording: perf's build-id cache has it", (), "lld",
            tools=("ld.lld",)), after_recording=lambda directory: [["rm", str(directory / "c-lld-deleted")]]),
+    Case("c-realigned", "C, gcc -O2 -mstackrealign: functions realigning the stack through a DRAP register "
+         "(r10; r13 in a nested function), their saves relative to rbp", ("gcc",),
+         lambda d: [["gcc", "-O2", "-mstackrealign", str(SOURCES / "realigned.c"), "-o", str(d / "c-realigned")]],
+         lambda d, s: [str(d / "c-realigned"), f"{s:g}"], sample=True),
     Case("rust", "Rust, rustc -O (rust-lld, legacy mangling)", ("rustc",), _rust("rust", ()),
          lambda d, s: [str(d / "rust"), f"{s:g}"], sample=True),
     Case("rust-v0", "Rust, rustc -O, v0 symbol mangling", ("rustc",),

@@ -18,6 +18,7 @@ Run it directly to list the files: `python3 scripts/oracle_files.py [--sample] [
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import shlex
@@ -183,6 +184,27 @@ def named_files() -> list[Path]:
                 result.append(candidate.resolve())
                 break
     return result
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
+    """The options of a run over this machine's files (scripts.sweep_check, scripts.drap_census):
+    FILES, --sample N, -j, --json; `selected_paths` reads them."""
+    parser.add_argument("files", nargs="*", type=Path, help=f"files to {verb} (default: every file with CFI)")
+    parser.add_argument("--sample", type=int, default=None, help="only the named files and this many others")
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--json", action="store_true")
+
+
+def selected_paths(args: argparse.Namespace) -> list[str]:
+    """The files named, else every file with CFI (or the named files and --sample N others), the
+    largest CFI first, so that the biggest libraries do not finish last."""
+    if args.files:
+        return [str(p) for p in args.files]
+    found = enumerate_files()
+    if args.sample is not None:
+        chosen = set(sample(args.sample, found))
+        found = [f for f in found if f.path in chosen]
+    return [str(f.path) for f in sorted(found, key=lambda f: -f.cfi_bytes)]
 
 
 def sample(n: int = 200, files: list[CfiFile] | None = None) -> list[Path]:

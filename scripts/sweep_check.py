@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from pathlib import Path
 from typing import Any
 
 from scripts import oracle_files
@@ -41,19 +39,9 @@ def check_one(path: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("files", nargs="*", type=Path, help="files to check (default: every file with CFI)")
-    parser.add_argument("--sample", type=int, default=None, help="only the named files and this many others")
-    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--json", action="store_true")
+    oracle_files.add_selection_arguments(parser, "check")
     args = parser.parse_args(argv)
-    if args.files:
-        paths = [str(p) for p in args.files]
-    else:
-        found = oracle_files.enumerate_files()
-        if args.sample is not None:
-            chosen = set(oracle_files.sample(args.sample, found))
-            found = [f for f in found if f.path in chosen]
-        paths = [str(f.path) for f in sorted(found, key=lambda f: -f.cfi_bytes)]
+    paths = oracle_files.selected_paths(args)
     started = time.perf_counter()
     results = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:

@@ -429,16 +429,22 @@ static long step(__u32 index, void *context)
     if (read_user(w, cfa + 8 * (__s64)rule.ra_offset_by_8, &ra))
         return finish(w, FU_BPF_UNREADABLE);
     /* the callee-saved registers the rule restores are read from their slots (in the window, with
-     * the return address); one it leaves undefined becomes unknown, the others keep their value;
+     * the return address): below the CFA, or (slot > 0, DRAP frames) from the callee's rbp, which
+     * must be known; one it leaves undefined becomes unknown, the others keep their value;
      * caller-saved registers stay known where the rule keeps them */
     __u32 known = w->known & (CALLEE_SAVED | rule.kept_caller_saved);
+    __u64 rbp = w->regs[REG_RBP];
+    bool rbp_known = w->known & (1u << REG_RBP);
     for (int i = 0; i < 6; i++) {
         __s8 slot = rule.saved_offset_by_8[i];
         __u32 r = saved_register(i);
         if (slot == FU_BPF_UNDEFINED) {
             known &= ~(1u << r);
         } else if (slot != FU_BPF_KEEP) {
-            if (read_user(w, cfa + 8 * (__s64)slot, &w->regs[r & (REGISTERS - 1)]))
+            if (slot > 0 && !rbp_known)
+                return finish(w, FU_BPF_REGISTER_UNKNOWN);
+            __u64 at = slot > 0 ? rbp + 8 * (__s64)(FU_BPF_RBP_SLOT_FIRST - slot) : cfa + 8 * (__s64)slot;
+            if (read_user(w, at, &w->regs[r & (REGISTERS - 1)]))
                 return finish(w, FU_BPF_UNREADABLE);
             known |= 1u << r;
         }

@@ -20,69 +20,13 @@
 #include "launcher.h"
 #include "stacks.h"
 
-/* core.py MAX_PROGRAM_HEADERS, MAX_NOTE_SEGMENT_BYTES */
-#define MAX_PROGRAM_HEADERS 64
-#define MAX_NOTE_SEGMENT_BYTES (1u << 16)
 /* The longest problem line (paths of a few KiB). */
 #define MAX_PROBLEM 16384
 
-/* The Python path's NT_GNU_BUILD_ID of a note region read with 4-byte padding (elf/__init__.py
- * build_id_in_notes; malformed: none). */
-static bool note_build_id(const uint8_t *data, size_t size, uint8_t *out, size_t *out_size)
+/* fu_core_memory_at as elf_file.h's reader of a memory. */
+static const uint8_t *core_memory_at(const void *memory, uint64_t address, size_t size)
 {
-    size_t position = 0;
-    for (unsigned n = 0; n < 4096 && position < size; n++) {
-        if (size - position < 12)
-            return false;
-        uint32_t h[3];
-        memcpy(h, data + position, sizeof h);
-        size_t name_start = position + 12;
-        if (h[0] > size - name_start)
-            return false;
-        size_t descriptor = position + ((12 + (size_t)h[0] + 3) & ~(size_t)3);
-        if (descriptor > size || h[1] > size - descriptor)
-            return false;
-        const uint8_t *nul = memchr(data + name_start, 0, h[0]);
-        size_t name_len = nul ? (size_t)(nul - (data + name_start)) : h[0];
-        if (h[2] == NT_GNU_BUILD_ID && name_len == 3 && memcmp(data + name_start, "GNU", 3) == 0) {
-            if (h[1] < 1 || h[1] > FU_CLI_MAX_BUILD_ID)
-                return false;
-            memcpy(out, data + descriptor, h[1]);
-            *out_size = h[1];
-            return true;
-        }
-        position = descriptor + ((h[1] + 3) & ~(size_t)3);
-    }
-    return false;
-}
-
-/* core.py build_id_in_memory: the build-id of the ELF file whose first page the core holds at
- * `start`; false if none. */
-static bool build_id_in_memory(const fu_core_memory *memory, uint64_t start, uint8_t *out, size_t *out_size)
-{
-    const uint8_t *header = fu_core_memory_at(memory, start, 64);
-    if (!header || memcmp(header, ELFMAG, 4) != 0 || header[4] != ELFCLASS64)
-        return false;
-    uint64_t phoff;
-    uint16_t phentsize, phnum;
-    memcpy(&phoff, header + 32, 8);
-    memcpy(&phentsize, header + 54, 2);
-    memcpy(&phnum, header + 56, 2);
-    if (phentsize != sizeof(Elf64_Phdr) || phnum == 0 || phnum > MAX_PROGRAM_HEADERS || start + phoff < start)
-        return false;
-    const uint8_t *phdrs = fu_core_memory_at(memory, start + phoff, (size_t)phnum * sizeof(Elf64_Phdr));
-    if (!phdrs)
-        return false;
-    for (size_t i = 0; i < phnum; i++) {
-        Elf64_Phdr p;
-        memcpy(&p, phdrs + i * sizeof p, sizeof p);
-        if (p.p_type != PT_NOTE || p.p_filesz > MAX_NOTE_SEGMENT_BYTES || start + p.p_offset < start)
-            continue;
-        const uint8_t *notes = fu_core_memory_at(memory, start + p.p_offset, p.p_filesz);
-        if (notes && note_build_id(notes, p.p_filesz, out, out_size))
-            return true;
-    }
-    return false;
+    return fu_core_memory_at(memory, address, size);
 }
 
 /* Whether the text is plain enough to be printed as the Python CLI prints it (valid UTF-8: a path
@@ -152,14 +96,7 @@ static bool executable(const fu_core_segment *segment, const fu_cli_image *image
         return segment->flags & PF_X;
     if (!image)
         return true;
-    const Elf64_Phdr *phdrs = (const Elf64_Phdr *)image->elf.phdrs;
-    for (size_t i = 0; i < image->elf.phnum; i++) {
-        const Elf64_Phdr *p = &phdrs[i];
-        if (p->p_type == PT_LOAD && p->p_offset - p->p_offset % 4096 <= offset && offset < p->p_offset + p->p_filesz &&
-            p->p_flags & PF_X)
-            return true;
-    }
-    return false;
+    return fu_elf_offset_executable(&image->elf.file, offset);
 }
 
 /* The modules of the core's mapped files (core.py _find_modules); false: the Python path's. */
@@ -202,9 +139,11 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
                 const fu_core_segment *segment = segment_at_start(core, core->files[j].start);
                 any_x = any_x || (segment && segment->flags & PF_X);
             }
-        uint8_t expected[FU_CLI_MAX_BUILD_ID];
+        uint8_t expected[FU_ELF_MAX_BUILD_ID];
         size_t expected_size = 0;
-        bool has_expected = header != UINT64_MAX && build_id_in_memory(&dumped, header, expected, &expected_size);
+        if (header != UINT64_MAX)
+            fu_elf_build_id_in_memory(core_memory_at, &dumped, header, expected, &expected_size);
+        bool has_expected = expected_size > 0;
         const uint8_t *magic = header != UINT64_MAX ? fu_core_memory_at(&dumped, header, 4) : NULL;
         if (magic && memcmp(magic, ELFMAG, 4) != 0) {
             for (size_t j = i; j < n; j++)
@@ -240,7 +179,7 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
             why = line;
         } else if (has_expected && (image->elf.build_id_size != expected_size ||
                                     memcmp(image->elf.build_id, expected, expected_size) != 0)) {
-            char want[2 * FU_CLI_MAX_BUILD_ID + 1], found[2 * FU_CLI_MAX_BUILD_ID + 1];
+            char want[2 * FU_ELF_MAX_BUILD_ID + 1], found[2 * FU_ELF_MAX_BUILD_ID + 1];
             fu_hex(want, sizeof want, expected, expected_size);
             fu_hex(found, sizeof found, image->elf.build_id, image->elf.build_id_size);
             snprintf(line, sizeof line, "%s: build-id %s in the core, %s in %s: not used", path, want,

@@ -16,12 +16,6 @@
 #include "launcher.h"
 #include "symbol_cache.h"
 
-/* Notes one region may hold before the reader stops (elf/__init__.py MAX_NOTE_COUNT). */
-#define MAX_NOTES 4096
-/* The separate debug files' root (elf/__init__.py DEFAULT_DEBUG_ROOTS). */
-#define DEBUG_ROOT "/usr/lib/debug"
-#define PAGE_SIZE 4096u
-
 void fu_cli_bytes_free(fu_cli_bytes *bytes)
 {
     if (bytes->data) {
@@ -72,101 +66,11 @@ bool fu_cli_read_file(const char *path, fu_cli_bytes *out)
 
 /* ---- ELF headers ------------------------------------------------------------------------------ */
 
-static const Elf64_Phdr *phdr(const fu_cli_elf *elf, size_t i) { return (const Elf64_Phdr *)elf->phdrs + i; }
-static const Elf64_Shdr *shdr(const fu_cli_elf *elf, size_t i) { return (const Elf64_Shdr *)elf->shdrs + i; }
-
-static bool within(const fu_cli_elf *elf, uint64_t offset, uint64_t size)
+/* A section's bytes as the file holds them; false where it has none (SHT_NOBITS) or they overrun it. */
+static bool section_bytes(const fu_cli_elf *elf, const fu_elf_section *s, const uint8_t **data, size_t *size)
 {
-    return offset <= elf->bytes.size && size <= elf->bytes.size - offset;
-}
-
-/* The section's name, or "" where it is not within the names. */
-static const char *section_name(const fu_cli_elf *elf, const Elf64_Shdr *s)
-{
-    if (!elf->shstrtab || s->sh_name >= elf->shstrtab_size)
-        return "";
-    const char *name = elf->shstrtab + s->sh_name;
-    return memchr(name, '\0', elf->shstrtab_size - s->sh_name) ? name : "";
-}
-
-/* The first section called `name`, or NULL. */
-static const Elf64_Shdr *section_named(const fu_cli_elf *elf, const char *name)
-{
-    for (size_t i = 0; i < elf->shnum; i++)
-        if (strcmp(section_name(elf, shdr(elf, i)), name) == 0)
-            return shdr(elf, i);
-    return NULL;
-}
-
-/* A section's bytes; false if it has none in the file or they overrun it. */
-static bool section_bytes(const fu_cli_elf *elf, const Elf64_Shdr *s, const uint8_t **data, size_t *size)
-{
-    if (s->sh_type == SHT_NOBITS || !within(elf, s->sh_offset, s->sh_size))
-        return false;
-    *data = elf->bytes.data + s->sh_offset;
-    *size = (size_t)s->sh_size;
-    return true;
-}
-
-/* The NT_GNU_BUILD_ID of a note region: 1 found, 0 none, -1 malformed (the Python reader raises;
- * elf/__init__.py _iter_notes: name and descriptor padded to 4, or 8 in a region aligned to 8,
- * counted from the note's start). */
-static int build_id_in_notes(const uint8_t *data, size_t size, uint64_t alignment, fu_cli_elf *elf)
-{
-    size_t padding = alignment == 8 ? 8 : 4, position = 0;
-    for (unsigned n = 0; n < MAX_NOTES; n++) {
-        if (position >= size)
-            return 0;
-        if (size - position < 12)
-            return -1;
-        uint32_t header[3];
-        memcpy(header, data + position, sizeof header);
-        size_t name_start = position + 12;
-        if (header[0] > size - name_start)
-            return -1;
-        size_t descriptor_start = position + ((12 + (size_t)header[0] + padding - 1) & ~(padding - 1));
-        if (descriptor_start > size || header[1] > size - descriptor_start)
-            return -1;
-        const uint8_t *name = data + name_start;
-        const uint8_t *nul = memchr(name, '\0', header[0]);
-        size_t name_len = nul ? (size_t)(nul - name) : header[0];
-        if (header[2] == NT_GNU_BUILD_ID && name_len == 3 && memcmp(name, "GNU", 3) == 0) {
-            if (header[1] < 1 || header[1] > FU_CLI_MAX_BUILD_ID)
-                return -1;
-            memcpy(elf->build_id, data + descriptor_start, header[1]);
-            elf->build_id_size = header[1];
-            return 1;
-        }
-        position = descriptor_start + ((header[1] + padding - 1) & ~(padding - 1));
-    }
-    return -1; /* more notes than the reader reads */
-}
-
-static fu_cli_module_status find_build_id(fu_cli_elf *elf)
-{
-    for (size_t i = 0; i < elf->shnum; i++) {
-        const Elf64_Shdr *s = shdr(elf, i);
-        const uint8_t *data;
-        size_t size;
-        if (s->sh_type != SHT_NOTE)
-            continue;
-        if (!section_bytes(elf, s, &data, &size))
-            return FU_CLI_MODULE_UNSERVED;
-        int found = build_id_in_notes(data, size, s->sh_addralign, elf);
-        if (found)
-            return found > 0 ? FU_CLI_MODULE_OK : FU_CLI_MODULE_UNSERVED;
-    }
-    for (size_t i = 0; i < elf->phnum; i++) {
-        const Elf64_Phdr *p = phdr(elf, i);
-        if (p->p_type != PT_NOTE)
-            continue;
-        if (!within(elf, p->p_offset, p->p_filesz))
-            return FU_CLI_MODULE_UNSERVED;
-        int found = build_id_in_notes(elf->bytes.data + p->p_offset, (size_t)p->p_filesz, p->p_align, elf);
-        if (found)
-            return found > 0 ? FU_CLI_MODULE_OK : FU_CLI_MODULE_UNSERVED;
-    }
-    return FU_CLI_MODULE_OK;
+    fu_error err = {0};
+    return s->type != SHT_NOBITS && fu_elf_section_bytes(&elf->file, s, data, size, &err) == FU_OK;
 }
 
 void fu_cli_elf_free(fu_cli_elf *elf)
@@ -179,41 +83,17 @@ fu_cli_module_status fu_cli_elf_open(fu_cli_elf *elf, fu_cli_bytes bytes)
 {
     memset(elf, 0, sizeof *elf);
     elf->bytes = bytes;
-    if (bytes.size < sizeof(Elf64_Ehdr) || memcmp(bytes.data, ELFMAG, SELFMAG) != 0) {
-        fu_cli_elf_free(elf);
-        return FU_CLI_MODULE_UNREADABLE;
-    }
-    Elf64_Ehdr h;
-    memcpy(&h, bytes.data, sizeof h);
-    /* another class, byte order or machine: the Python reader's to judge */
-    if (h.e_ident[EI_CLASS] != ELFCLASS64 || h.e_ident[EI_DATA] != ELFDATA2LSB || h.e_machine != EM_X86_64 ||
-        (h.e_phnum && h.e_phentsize != sizeof(Elf64_Phdr)) || (h.e_shnum && h.e_shentsize != sizeof(Elf64_Shdr)) ||
-        h.e_shnum >= SHN_LORESERVE || h.e_phnum == PN_XNUM ||
-        !within(elf, h.e_phoff, (uint64_t)h.e_phnum * sizeof(Elf64_Phdr)) ||
-        !within(elf, h.e_shoff, (uint64_t)h.e_shnum * sizeof(Elf64_Shdr)) || h.e_phoff % 8 || h.e_shoff % 8) {
-        fu_cli_elf_free(elf);
-        return FU_CLI_MODULE_UNSERVED;
-    }
-    elf->type = h.e_type;
-    elf->entry = h.e_entry;
-    elf->phnum = h.e_phnum;
-    elf->shnum = h.e_shnum;
-    elf->phdrs = bytes.data + h.e_phoff;
-    elf->shdrs = bytes.data + h.e_shoff;
-    if (h.e_shnum) {
-        const Elf64_Shdr *names = h.e_shstrndx < h.e_shnum ? shdr(elf, h.e_shstrndx) : NULL;
-        const uint8_t *data;
-        size_t size;
-        if (!names || !section_bytes(elf, names, &data, &size)) {
-            fu_cli_elf_free(elf);
-            return FU_CLI_MODULE_UNSERVED;
-        }
-        elf->shstrtab = (const char *)data;
-        elf->shstrtab_size = size;
-    }
-    fu_cli_module_status status = find_build_id(elf);
-    if (status != FU_CLI_MODULE_OK)
-        fu_cli_elf_free(elf);
+    fu_error err = {0};
+    fu_cli_module_status status = FU_CLI_MODULE_UNSERVED;
+    if (bytes.size < sizeof(Elf64_Ehdr) || memcmp(bytes.data, ELFMAG, SELFMAG) != 0)
+        status = FU_CLI_MODULE_UNREADABLE;
+    /* a malformed file, another class or machine, more sections than the vDSO's symbol flags hold:
+     * the Python reader's to judge */
+    else if (fu_elf_open(&elf->file, bytes.data, bytes.size, &err) == FU_OK && elf->file.elf_class == 64 &&
+             elf->file.machine == EM_X86_64 && elf->file.section_count < SHN_LORESERVE &&
+             fu_elf_build_id(&elf->file, elf->build_id, &elf->build_id_size, &err) == FU_OK)
+        return FU_CLI_MODULE_OK;
+    fu_cli_elf_free(elf);
     return status;
 }
 
@@ -221,141 +101,83 @@ fu_cli_module_status fu_cli_elf_open(fu_cli_elf *elf, fu_cli_bytes bytes)
 
 typedef enum { EH_FRAME = 0, DEBUG_FRAME = 1 } frame_kind;
 
-/* The first section of `kind` with contents (frame_sections.py frame_sources), or NULL; *unserved
- * when it is compressed (the Python reader decompresses it). */
-static const Elf64_Shdr *frame_section(const fu_cli_elf *elf, frame_kind kind, bool *unserved)
+/* The first section of `kind` with contents (frame_sections.py frame_sources) into *out; false
+ * without one; *unserved when it is compressed (the Python reader decompresses it). */
+static bool frame_section(const fu_cli_elf *elf, frame_kind kind, fu_elf_section *out, bool *unserved)
 {
-    for (size_t i = 0; i < elf->shnum; i++) {
-        const Elf64_Shdr *s = shdr(elf, i);
-        const char *name = section_name(elf, s);
+    for (size_t i = 0; i < elf->file.section_count; i++) {
+        fu_elf_section s = fu_elf_section_at(&elf->file, i);
+        const char *name = fu_elf_section_name(&elf->file, &s);
         bool is_kind = kind == EH_FRAME ? strcmp(name, ".eh_frame") == 0
                                         : strcmp(name, ".debug_frame") == 0 || strcmp(name, ".zdebug_frame") == 0;
-        if (!is_kind || s->sh_size == 0 || s->sh_type == SHT_NOBITS)
+        if (!is_kind || s.size == 0 || s.type == SHT_NOBITS)
             continue;
-        if (s->sh_flags & SHF_COMPRESSED || name[1] == 'z')
+        if (s.flags & SHF_COMPRESSED || name[1] == 'z')
             *unserved = true;
-        return s;
-    }
-    return NULL;
-}
-
-/* Whether no file of the .gnu_debuglink search exists (elf/__init__.py find_debug_file, its second
- * rule: the link's name in the file's directory, as given and with symlinks resolved, in .debug/
- * there, and under DEBUG_ROOT): then it finds nothing. One that exists is the Python path's to
- * check (its CRC-32); a link it would warn about or could not read, too. */
-static bool debuglink_candidates_absent(const fu_cli_image *image, const char *path)
-{
-    const fu_cli_elf *elf = &image->elf;
-    const Elf64_Shdr *link = section_named(elf, ".gnu_debuglink");
-    const uint8_t *data;
-    size_t size;
-    if (!link)
+        *out = s;
         return true;
-    if (!section_bytes(elf, link, &data, &size))
-        return false;
-    const uint8_t *nul = memchr(data, '\0', size);
-    if (!nul || nul == data || size < (((size_t)(nul - data) + 1 + 3) & ~(size_t)3) + 4)
-        return false;
-    const char *name = (const char *)data;
-    if (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-        return false;
-    char resolved[4096], directories[2][4096];
-    if (path[0] != '/' || !realpath(path, resolved))
-        return false;
-    snprintf(directories[0], sizeof directories[0], "%s", path);
-    snprintf(directories[1], sizeof directories[1], "%s", resolved);
-    for (int d = 0; d < 2; d++) {
-        char *slash = strrchr(directories[d], '/');
-        slash[slash == directories[d] ? 1 : 0] = '\0';
     }
-    for (int d = 0; d < 2; d++) {
-        const char *directory = directories[d];
-        const char *base = strcmp(directory, "/") ? directory : "";
-        char candidate[16384];
-        for (int c = 0; c < 3; c++) {
-            int n = c == 0   ? snprintf(candidate, sizeof candidate, "%s/%s", base, name)
-                    : c == 1 ? snprintf(candidate, sizeof candidate, "%s/.debug/%s", base, name)
-                             : snprintf(candidate, sizeof candidate, DEBUG_ROOT "/%s%s%s", directory + 1,
-                                        directory[1] ? "/" : "", name);
-            struct stat st;
-            if (n < 0 || (size_t)n >= sizeof candidate || (stat(candidate, &st) == 0 && S_ISREG(st.st_mode)))
-                return false;
-        }
-    }
-    return true;
+    return false;
 }
 
-/* The separate debug file by build-id (elf/__init__.py find_debug_file, its first rule); UNSERVED
- * where the second rule (.gnu_debuglink, CRC-checked) could find one. */
+/* The separate debug file (elf/__init__.py find_debug_file: core/elf_file.h
+ * fu_elf_debug_candidates, in order): a file by build-id whose own build-id is the same is opened;
+ * UNSERVED where a .gnu_debuglink candidate exists (its CRC-32 is the Python path's to check), or
+ * the link is one the Python path would read otherwise (malformed, not a plain name: it raises or
+ * warns). */
 static fu_cli_module_status open_debug_file(fu_cli_image *image, const char *path)
 {
     const fu_cli_elf *elf = &image->elf;
-    if (elf->build_id_size > 1) {
-        char path[256] = DEBUG_ROOT "/.build-id/";
-        size_t at = strlen(path);
-        for (size_t i = 0; i < elf->build_id_size; i++) {
-            at += (size_t)snprintf(path + at, sizeof path - at, "%02x", elf->build_id[i]);
-            if (i == 0)
-                path[at++] = '/';
-        }
-        snprintf(path + at, sizeof path - at, ".debug");
-        struct stat st;
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-            fu_cli_bytes bytes;
-            if (!fu_cli_read_file(path, &bytes))
+    static const char *const roots[] = {FU_ELF_DEBUG_ROOT};
+    fu_error err = {0};
+    const char *link = NULL;
+    uint32_t crc;
+    char resolved[4096];
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            /* by the link, read only when no file by build-id is found */
+            if (fu_elf_debuglink(&elf->file, &link, &crc, &err) != FU_OK)
                 return FU_CLI_MODULE_UNSERVED;
-            if (fu_cli_elf_open(&image->debug, bytes) != FU_CLI_MODULE_OK)
-                return FU_CLI_MODULE_UNSERVED;
-            if (image->debug.build_id_size == elf->build_id_size &&
-                memcmp(image->debug.build_id, elf->build_id, elf->build_id_size) == 0)
+            if (!link)
                 return FU_CLI_MODULE_OK;
-            fu_cli_elf_free(&image->debug);
-        }
-    }
-    return debuglink_candidates_absent(image, path) ? FU_CLI_MODULE_OK : FU_CLI_MODULE_UNSERVED;
-}
-
-/* The debug file's path (as open_debug_file built it), into `path`. */
-static void debug_file_path(const fu_cli_elf *elf, char *path, size_t size)
-{
-    size_t at = (size_t)snprintf(path, size, DEBUG_ROOT "/.build-id/");
-    for (size_t i = 0; i < elf->build_id_size && at < size; i++) {
-        at += (size_t)snprintf(path + at, size - at, "%02x", elf->build_id[i]);
-        if (i == 0 && at < size)
-            path[at++] = '/';
-    }
-    if (at < size)
-        snprintf(path + at, size - at, ".debug");
-}
-
-/* image.py process_entry (elf/dynamic.py): e_entry for an executable, a file with PT_INTERP or one
- * that needs no library; else 0. UNSERVED where .dynamic cannot be read as the Python reader does. */
-static fu_cli_module_status process_entry(const fu_cli_elf *elf, uint64_t *entry)
-{
-    bool interpreter = false, needed = false;
-    for (size_t i = 0; i < elf->phnum; i++)
-        if (phdr(elf, i)->p_type == PT_INTERP) {
-            if (!within(elf, phdr(elf, i)->p_offset, phdr(elf, i)->p_filesz))
+            if (path[0] != '/' || !realpath(path, resolved))
                 return FU_CLI_MODULE_UNSERVED;
-            interpreter = true;
         }
-    const Elf64_Shdr *dynamic = section_named(elf, ".dynamic");
-    if (dynamic && dynamic->sh_link > 0 && dynamic->sh_link < elf->shnum) {
-        const uint8_t *data, *strings;
-        size_t size, strings_size;
-        if (!section_bytes(elf, dynamic, &data, &size) ||
-            !section_bytes(elf, shdr(elf, dynamic->sh_link), &strings, &strings_size))
+        fu_buffer paths = {0};
+        fu_elf_debug_rule rules[FU_ELF_MAX_DEBUG_CANDIDATES];
+        size_t count;
+        bool link_ignored;
+        if (fu_elf_debug_candidates(pass == 0 ? elf->build_id : NULL, pass == 0 ? elf->build_id_size : 0, link, path,
+                                    pass == 0 ? path : resolved, roots, 1, &paths, rules, &count, &link_ignored,
+                                    &err) != FU_OK ||
+            link_ignored) {
+            free(paths.data);
             return FU_CLI_MODULE_UNSERVED;
-        for (size_t at = 0; at + sizeof(Elf64_Dyn) <= size; at += sizeof(Elf64_Dyn)) {
-            Elf64_Dyn d;
-            memcpy(&d, data + at, sizeof d);
-            if (d.d_tag == DT_NULL)
-                break;
-            if (d.d_tag == DT_NEEDED && d.d_un.d_val < strings_size)
-                needed = true;
         }
+        fu_cli_module_status status = FU_CLI_MODULE_OK;
+        const char *candidate = (const char *)paths.data;
+        for (size_t i = 0; i < count && status == FU_CLI_MODULE_OK && !image->debug.bytes.data;
+             i++, candidate += strlen(candidate) + 1) {
+            struct stat st;
+            if (stat(candidate, &st) != 0 || !S_ISREG(st.st_mode))
+                continue;
+            fu_cli_bytes bytes;
+            if (rules[i] == FU_ELF_DEBUG_BY_LINK || !fu_cli_read_file(candidate, &bytes) ||
+                fu_cli_elf_open(&image->debug, bytes) != FU_CLI_MODULE_OK) {
+                status = FU_CLI_MODULE_UNSERVED;
+            } else if (image->debug.build_id_size == elf->build_id_size &&
+                       memcmp(image->debug.build_id, elf->build_id, elf->build_id_size) == 0) {
+                image->debug_path = strdup(candidate);
+                if (!image->debug_path)
+                    status = FU_CLI_MODULE_UNSERVED;
+            } else {
+                fu_cli_elf_free(&image->debug);
+            }
+        }
+        free(paths.data);
+        if (status != FU_CLI_MODULE_OK || image->debug.bytes.data)
+            return status;
     }
-    *entry = elf->type == ET_EXEC || interpreter || !needed ? elf->entry : 0;
     return FU_CLI_MODULE_OK;
 }
 
@@ -363,41 +185,45 @@ static fu_cli_module_status process_entry(const fu_cli_elf *elf, uint64_t *entry
  * frame_sections.py SectionBases.segments). */
 static fu_cli_module_status load_segments(const fu_cli_elf *elf, bool read_only, fu_image_segment **out, size_t *count)
 {
-    *out = calloc(elf->phnum ? elf->phnum : 1, sizeof **out);
+    *out = calloc(elf->file.segment_count ? elf->file.segment_count : 1, sizeof **out);
     *count = 0;
     if (!*out)
         return FU_CLI_MODULE_UNSERVED;
-    for (size_t i = 0; i < elf->phnum; i++) {
-        const Elf64_Phdr *p = phdr(elf, i);
-        if (p->p_type != PT_LOAD || !p->p_filesz || (read_only && p->p_flags & PF_W))
+    for (size_t i = 0; i < elf->file.segment_count; i++) {
+        fu_elf_segment p = fu_elf_segment_at(&elf->file, i);
+        const uint8_t *data;
+        size_t size;
+        fu_error err = {0};
+        if (!fu_elf_segment_loaded(&p, read_only))
             continue;
-        if (!within(elf, p->p_offset, p->p_filesz))
+        if (fu_elf_segment_bytes(&elf->file, &p, &data, &size, &err) != FU_OK)
             return FU_CLI_MODULE_UNSERVED;
-        (*out)[(*count)++] = (fu_image_segment){p->p_vaddr, elf->bytes.data + p->p_offset, p->p_filesz};
+        (*out)[(*count)++] = (fu_image_segment){p.vaddr, data, size};
     }
     return FU_CLI_MODULE_OK;
 }
 
 /* The table of one CFI section with only the FDEs lookups in `ranges` return (image.py
  * slow_row_tables; ranges NULL: all). */
-static fu_cli_module_status parse_frame_table(const fu_cli_elf *elf, const Elf64_Shdr *s, frame_kind kind,
+static fu_cli_module_status parse_frame_table(const fu_cli_elf *elf, const fu_elf_section *s, frame_kind kind,
                                               const uint64_t *ranges, size_t range_count, fu_cfi_table **out,
                                               fu_image_segment **segments)
 {
     const uint8_t *data;
     size_t size, segment_count;
-    if (elf->type == ET_REL || !section_bytes(elf, s, &data, &size))
+    if (elf->file.type == ET_REL || !section_bytes(elf, s, &data, &size))
         return FU_CLI_MODULE_UNSERVED; /* relocated sections: the Python reader's */
     if (load_segments(elf, false, segments, &segment_count) != FU_CLI_MODULE_OK)
         return FU_CLI_MODULE_UNSERVED;
-    const Elf64_Shdr *text = section_named(elf, ".text"), *got = section_named(elf, ".got");
+    uint64_t text_base, data_base;
+    fu_elf_pointer_bases(&elf->file, &text_base, &data_base);
     fu_section section = {
         .kind = kind == EH_FRAME ? FU_SECTION_EH_FRAME : FU_SECTION_DEBUG_FRAME,
         .data = data,
         .size = size,
-        .address = s->sh_addr,
-        .text_base = text ? text->sh_addr : 0,
-        .data_base = got ? got->sh_addr : 0,
+        .address = s->addr,
+        .text_base = text_base,
+        .data_base = data_base,
         .address_size = 8,
         .segments = *segments,
         .segment_count = segment_count,
@@ -417,8 +243,8 @@ static fu_cli_module_status parse_frame_table(const fu_cli_elf *elf, const Elf64
 
 /* The table with `synth`'s rows (FU_COMPACT_SYNTH_*): tables/compact.py cache_path names it
  * `<build-id>.fut`, or `<build-id>.synth-<mode>-v<version>.fut` with rows derived from the code. */
-static fu_cli_module_status open_compact_table(fu_cli_image *image, const Elf64_Shdr *eh_frame,
-                                               const fu_cli_elf *debug_owner, const Elf64_Shdr *debug_frame,
+static fu_cli_module_status open_compact_table(fu_cli_image *image, const fu_elf_section *eh_frame,
+                                               const fu_cli_elf *debug_owner, const fu_elf_section *debug_frame,
                                                unsigned synth)
 {
     char path[4096], suffix[64];
@@ -432,8 +258,8 @@ static fu_cli_module_status open_compact_table(fu_cli_image *image, const Elf64_
         fu_compact_open(&image->compact, image->compact_file.data, image->compact_file.size, &err) != FU_OK)
         return FU_CLI_MODULE_UNSERVED;
     const fu_compact_header *h = image->compact.header;
-    uint64_t eh_size = eh_frame ? eh_frame->sh_size : FU_COMPACT_NO_SECTION;
-    uint64_t debug_size = debug_frame ? debug_frame->sh_size : FU_COMPACT_NO_SECTION;
+    uint64_t eh_size = eh_frame ? eh_frame->size : FU_COMPACT_NO_SECTION;
+    uint64_t debug_size = debug_frame ? debug_frame->size : FU_COMPACT_NO_SECTION;
     if (h->key_kind != FU_COMPACT_KEY_BUILD_ID || h->key_size != image->elf.build_id_size ||
         memcmp(h->key, image->elf.build_id, image->elf.build_id_size) != 0 || h->synth != synth_value ||
         h->eh_frame_size != eh_size || h->debug_frame_size != debug_size)
@@ -456,7 +282,7 @@ static fu_cli_module_status open_compact_table(fu_cli_image *image, const Elf64_
 
 /* The cached eh_elf, where one is valid (tables/eh_elf.py for_image: FASTUNWIND_COMPILED=0 disables
  * them); false where the cache cannot be named. */
-static bool open_compiled(fu_cli_image *image, const Elf64_Shdr *eh_frame, const Elf64_Shdr *debug_frame)
+static bool open_compiled(fu_cli_image *image, const fu_elf_section *eh_frame, const fu_elf_section *debug_frame)
 {
     const char *enabled = getenv("FASTUNWIND_COMPILED");
     if (enabled && strcmp(enabled, "0") == 0)
@@ -467,8 +293,8 @@ static bool open_compiled(fu_cli_image *image, const Elf64_Shdr *eh_frame, const
     if (access(path, F_OK) != 0)
         return true;
     if (fu_eh_elf_load(path, FU_COMPACT_KEY_BUILD_ID, image->elf.build_id, image->elf.build_id_size,
-                       FU_EH_ELF_GENERATOR_VERSION, true, eh_frame ? eh_frame->sh_size : FU_EH_ELF_NO_SECTION,
-                       debug_frame ? debug_frame->sh_size : FU_EH_ELF_NO_SECTION, &image->compiled, why,
+                       FU_EH_ELF_GENERATOR_VERSION, true, eh_frame ? eh_frame->size : FU_EH_ELF_NO_SECTION,
+                       debug_frame ? debug_frame->size : FU_EH_ELF_NO_SECTION, &image->compiled, why,
                        sizeof why) == NULL)
         image->compiled_table = (fu_eh_elf_table){image->compiled.step, image->compiled.find, image->compiled.bodies,
                                                   image->compiled.info.body_count};
@@ -478,12 +304,10 @@ static bool open_compiled(fu_cli_image *image, const Elf64_Shdr *eh_frame, const
 static fu_cli_module_status open_symbol_table(fu_cli_image *image, const char *path)
 {
     fu_buffer key = {0};
-    char hex[2 * FU_CLI_MAX_BUILD_ID + 1], debug_path[256] = "";
+    char hex[2 * FU_ELF_MAX_BUILD_ID + 1];
     for (size_t i = 0; i < image->elf.build_id_size; i++)
         snprintf(hex + 2 * i, 3, "%02x", image->elf.build_id[i]);
-    if (image->debug.bytes.data)
-        debug_file_path(&image->elf, debug_path, sizeof debug_path);
-    bool built = fu_symbol_key_elf(hex, path, debug_path, &key);
+    bool built = fu_symbol_key_elf(hex, path, image->debug_path ? image->debug_path : "", &key);
     char file[4096];
     fu_error err = {0};
     fu_cli_module_status status = FU_CLI_MODULE_UNSERVED;
@@ -504,25 +328,31 @@ static fu_cli_module_status open_symbol_table(fu_cli_image *image, const char *p
 static fu_cli_module_status build_vdso_symbols(fu_cli_image *image)
 {
     const fu_cli_elf *elf = &image->elf;
-    if (section_named(elf, ".plt") || section_named(elf, ".plt.sec") || section_named(elf, ".plt.got"))
+    const fu_elf *file = &elf->file;
+    fu_elf_section s;
+    if (fu_elf_section_named(file, ".plt", &s) || fu_elf_section_named(file, ".plt.sec", &s) ||
+        fu_elf_section_named(file, ".plt.got", &s))
         return FU_CLI_MODULE_UNSERVED;
-    uint8_t flags[SHN_LORESERVE];
-    for (size_t i = 0; i < elf->shnum; i++)
-        flags[i] = strstr(section_name(elf, shdr(elf, i)), "text") ? 1 : 0;
+    uint8_t flags[SHN_LORESERVE]; /* fu_cli_elf_open: fewer sections */
+    for (size_t i = 0; i < file->section_count; i++) {
+        s = fu_elf_section_at(file, i);
+        flags[i] = strstr(fu_elf_section_name(file, &s), "text") ? 1 : 0;
+    }
     fu_symbol_source source;
     size_t sources = 0;
     for (unsigned type = SHT_SYMTAB; !sources && type <= SHT_DYNSYM; type += SHT_DYNSYM - SHT_SYMTAB) {
-        for (size_t i = 0; i < elf->shnum; i++) {
-            const Elf64_Shdr *s = shdr(elf, i);
+        for (size_t i = 0; i < file->section_count; i++) {
+            s = fu_elf_section_at(file, i);
             const uint8_t *symbols, *strings;
             size_t symbols_size, strings_size;
-            if (s->sh_type != type || s->sh_link >= elf->shnum)
+            if (s.type != type || s.link >= file->section_count)
                 continue;
-            if (!section_bytes(elf, s, &symbols, &symbols_size) ||
-                !section_bytes(elf, shdr(elf, s->sh_link), &strings, &strings_size))
+            fu_elf_section names = fu_elf_section_at(file, s.link);
+            if (!section_bytes(elf, &s, &symbols, &symbols_size) ||
+                !section_bytes(elf, &names, &strings, &strings_size))
                 return FU_CLI_MODULE_UNSERVED;
             source = (fu_symbol_source){symbols, symbols_size, (const char *)strings, strings_size, 64, flags,
-                                        elf->shnum};
+                                        file->section_count};
             sources = 1;
             break;
         }
@@ -560,15 +390,16 @@ static fu_cli_module_status image_open(fu_cli_image *image, const char *path, fu
     if (open_debug_file(image, path) != FU_CLI_MODULE_OK)
         return FU_CLI_MODULE_UNSERVED;
     bool compressed = false;
-    image->eh_frame_section = frame_section(elf, EH_FRAME, &compressed);
+    fu_error err = {0};
+    image->has_eh_frame = frame_section(elf, EH_FRAME, &image->eh_frame_section, &compressed);
     image->debug_frame_owner = elf;
-    image->debug_frame_section = frame_section(elf, DEBUG_FRAME, &compressed);
-    if (!image->debug_frame_section && image->debug.bytes.data) {
+    image->has_debug_frame = frame_section(elf, DEBUG_FRAME, &image->debug_frame_section, &compressed);
+    if (!image->has_debug_frame && image->debug.bytes.data) {
         image->debug_frame_owner = &image->debug;
-        image->debug_frame_section = frame_section(&image->debug, DEBUG_FRAME, &compressed);
+        image->has_debug_frame = frame_section(&image->debug, DEBUG_FRAME, &image->debug_frame_section, &compressed);
     }
     if (compressed || load_segments(elf, true, &image->segments, &image->segment_count) != FU_CLI_MODULE_OK ||
-        process_entry(elf, &image->process_entry) != FU_CLI_MODULE_OK)
+        fu_elf_process_entry(&elf->file, &image->process_entry, &err) != FU_OK)
         return FU_CLI_MODULE_UNSERVED;
     if (vdso)
         return image->debug.bytes.data ? FU_CLI_MODULE_UNSERVED : FU_CLI_MODULE_OK;
@@ -580,10 +411,10 @@ bool fu_cli_image_tables(fu_cli_image *image, unsigned synth)
     if (image->tables_loaded)
         return image->synth == synth;
     image->synth = synth;
-    if (open_compact_table(image, image->eh_frame_section, image->debug_frame_owner, image->debug_frame_section,
-                           synth) !=
-            FU_CLI_MODULE_OK ||
-        !open_compiled(image, image->eh_frame_section, image->debug_frame_section) ||
+    const fu_elf_section *eh_frame = image->has_eh_frame ? &image->eh_frame_section : NULL,
+                         *debug_frame = image->has_debug_frame ? &image->debug_frame_section : NULL;
+    if (open_compact_table(image, eh_frame, image->debug_frame_owner, debug_frame, synth) != FU_CLI_MODULE_OK ||
+        !open_compiled(image, eh_frame, debug_frame) ||
         (image->vdso && build_vdso_symbols(image) != FU_CLI_MODULE_OK)) {
         fu_cli_unserved("a module whose unwind tables are not in the cache", image->vdso ? "[vdso]" : image->path);
         return false;
@@ -598,6 +429,7 @@ void fu_cli_image_free(fu_cli_image *image)
         fu_symbol_table_free(&image->symbols);
     fu_eh_elf_unload(&image->compiled);
     free(image->path);
+    free(image->debug_path);
     for (int i = 0; i < 2; i++)
         free(image->cfi_segments[i]);
     fu_cfi_table *tables[2] = {image->eh_frame, image->debug_frame};
@@ -616,31 +448,7 @@ void fu_cli_image_free(fu_cli_image *image)
 
 bool fu_cli_image_bias(const fu_cli_image *image, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t *bias)
 {
-    const fu_cli_elf *elf = &image->elf;
-    const Elf64_Phdr *candidates[64];
-    size_t count = 0;
-    for (size_t i = 0; i < elf->phnum && count < 64; i++) {
-        const Elf64_Phdr *p = phdr(elf, i);
-        uint64_t first_page = p->p_offset - p->p_offset % PAGE_SIZE;
-        if (p->p_type == PT_LOAD && first_page <= pgoff && pgoff < p->p_offset + p->p_filesz)
-            candidates[count++] = p;
-    }
-    if (!count)
-        return false;
-    for (size_t i = 0; i < count; i++)
-        if (candidates[i]->p_flags & PF_X) {
-            *bias = start - pgoff + candidates[i]->p_offset - candidates[i]->p_vaddr;
-            return true;
-        }
-    for (size_t i = 0; i < count; i++) {
-        uint64_t b = start - pgoff + candidates[i]->p_offset - candidates[i]->p_vaddr;
-        if (candidates[i]->p_vaddr + b < end && start < candidates[i]->p_vaddr + b + candidates[i]->p_memsz) {
-            *bias = b;
-            return true;
-        }
-    }
-    *bias = start - pgoff + candidates[0]->p_offset - candidates[0]->p_vaddr;
-    return true;
+    return fu_elf_mapping_bias(&image->elf.file, start, end, pgoff, bias);
 }
 
 void fu_cli_image_module(const fu_cli_image *image, uint64_t start, uint64_t end, uint64_t bias, uint32_t id,

@@ -23,12 +23,11 @@
 #include "cfi.h"
 #include "compact_table.h"
 #include "eh_elf.h"
+#include "elf_file.h"
 #include "symbols.h"
 
 /* Most distinct module files one snapshot opens (a process maps a few hundred at most). */
 #define FU_CLI_MAX_IMAGES 4096
-/* Most build-id bytes kept (a GNU build-id is 20; other linkers write 8 to 32). */
-#define FU_CLI_MAX_BUILD_ID 64
 
 /* Bytes mapped read-only (munmap'ed by fu_cli_image_free), or owned (free'd) when `owned`. */
 typedef struct fu_cli_bytes {
@@ -37,16 +36,11 @@ typedef struct fu_cli_bytes {
     bool owned;
 } fu_cli_bytes;
 
-/* An ELF file the launcher read: its bytes and the headers it checked. */
+/* An ELF file the launcher read: its bytes, its headers (core/elf_file.h) and its build-id. */
 typedef struct fu_cli_elf {
     fu_cli_bytes bytes;
-    const uint8_t *phdrs, *shdrs; /* Elf64_Phdr[phnum], Elf64_Shdr[shnum], within the bytes */
-    uint16_t phnum, shnum;
-    const char *shstrtab;          /* section names, NUL-terminated within it */
-    size_t shstrtab_size;
-    uint16_t type;
-    uint64_t entry;
-    uint8_t build_id[FU_CLI_MAX_BUILD_ID];
+    fu_elf file;
+    uint8_t build_id[FU_ELF_MAX_BUILD_ID];
     size_t build_id_size; /* 0: none */
 } fu_cli_elf;
 
@@ -66,11 +60,13 @@ typedef struct fu_cli_image {
     fu_eh_elf_loaded compiled;   /* handle NULL: none */
     fu_eh_elf_table compiled_table;
     char *path;                  /* what the Python path names the image by (the symbol key's path) */
+    char *debug_path;            /* the path of `debug` (the symbol key's debug path), or NULL */
     bool vdso;                   /* the vDSO's copy: its symbol table built here, not cached */
     bool tables_loaded;          /* fu_cli_image_tables done */
     unsigned synth;              /* the synthesized rows of its compact table (FU_COMPACT_SYNTH_*) */
-    const void *eh_frame_section, *debug_frame_section; /* Elf64_Shdr of the CFI it has, or NULL */
-    const fu_cli_elf *debug_frame_owner;                /* the file of debug_frame_section */
+    fu_elf_section eh_frame_section, debug_frame_section; /* the CFI it has, where has_* */
+    bool has_eh_frame, has_debug_frame;
+    const fu_cli_elf *debug_frame_owner;                  /* the file of debug_frame_section */
     fu_cli_bytes symbol_file;
     fu_symbol_table symbols;
     bool has_symbols;
@@ -107,8 +103,8 @@ void fu_cli_image_free(fu_cli_image *image);
  * (FU_COMPACT_SYNTH_*: tables/compact.py for_image). False (the reason noted): the Python path's. */
 bool fu_cli_image_tables(fu_cli_image *image, unsigned synth);
 
-/* avma - svma of an executable mapping [start, end) of file offset pgoff (image.py
- * bias_for_mapping); false if no PT_LOAD holds pgoff. */
+/* avma - svma of an executable mapping [start, end) of file offset pgoff (core/elf_file.h
+ * fu_elf_mapping_bias, as image.py bias_for_mapping); false if no PT_LOAD holds pgoff. */
 bool fu_cli_image_bias(const fu_cli_image *image, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t *bias);
 
 /* The module of `image` mapped at [start, end) with `bias`, its tables as the auto backend sees

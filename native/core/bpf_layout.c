@@ -15,7 +15,9 @@ _Static_assert(FU_BPF_CFA_NO_INFO == FU_COMPACT_CFA_NO_INFO && FU_BPF_CFA_SLOW =
                    FU_BPF_CFA_SIGNAL_CONTEXT == FU_COMPACT_CFA_SIGNAL_CONTEXT,
                "the CFA kinds of compact_table.h");
 _Static_assert(FU_BPF_ORIGIN_DECLARED == FU_COMPACT_ORIGIN_DECLARED, "rule origins");
-_Static_assert(FU_BPF_KEEP == FU_COMPACT_KEEP && FU_BPF_UNDEFINED == FU_COMPACT_UNDEFINED, "save slot markers");
+_Static_assert(FU_BPF_KEEP == FU_COMPACT_KEEP && FU_BPF_UNDEFINED == FU_COMPACT_UNDEFINED &&
+                   FU_BPF_RBP_SLOT_FIRST == FU_COMPACT_RBP_SLOT_FIRST,
+               "save slot markers");
 _Static_assert(sizeof(fu_bpf_stack) <= 512, "a hash map key is at most 512 bytes");
 
 fu_status fu_bpf_rule_id(fu_bpf_rules *d, const fu_compact_rule *rule, uint32_t *id, fu_error *err)

@@ -65,6 +65,7 @@
 #define FU_BPF_KEEP 0
 #define FU_BPF_ORIGIN_DECLARED 0 /* FU_COMPACT_ORIGIN_DECLARED: the module's own CFI */
 #define FU_BPF_UNDEFINED (-128)
+#define FU_BPF_RBP_SLOT_FIRST 1 /* a save slot n > 0 is at rbp + 8 * (FU_BPF_RBP_SLOT_FIRST - n) */
 
 /* How a walk in the kernel ended. Only FU_BPF_END is a complete stack. */
 enum fu_bpf_outcome {

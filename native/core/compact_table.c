@@ -37,9 +37,34 @@ static bool offset_by_8(int64_t offset, int8_t *out)
     return true;
 }
 
-/* Put `column`'s `rule` (one a row lists) into `r`: false when the compact format cannot state it
- * exactly. */
-static bool column_rule(unsigned column, const fu_rule *rule, fu_compact_rule *r)
+/* The expression of `rule` (CFA or register rule), or NULL if it lies outside the section. */
+static const uint8_t *rule_expression(const fu_cfi_table *t, const fu_rule *rule)
+{
+    if (rule->value < 0 || (uint64_t)rule->value > t->section.size || rule->expr_len > t->section.size - (uint64_t)rule->value)
+        return NULL;
+    return t->section.data + rule->value;
+}
+
+/* A callee-saved register's save slot (compact_table.h, saved_offset_by_8): DW_CFA_offset below the
+ * CFA, or `DW_CFA_expression: DW_OP_breg6 (rbp): k` at rbp + 0 down to rbp - 1008. */
+static bool saved_slot_by_8(const fu_cfi_table *t, const fu_rule *rule, int8_t *out)
+{
+    if (rule->kind == FU_RULE_OFFSET)
+        return rule->value < 0 && offset_by_8(rule->value, out);
+    unsigned reg;
+    int32_t offset;
+    bool deref;
+    const uint8_t *expr = rule->kind == FU_RULE_EXPRESSION ? rule_expression(t, rule) : NULL;
+    if (!expr || !fu_expr_match_breg(expr, rule->expr_len, &reg, &offset, &deref) || reg != FU_REG_RBP || deref ||
+        offset > 0 || offset % 8 != 0 || FU_COMPACT_RBP_SLOT_FIRST - offset / 8 > INT8_MAX)
+        return false;
+    *out = (int8_t)(FU_COMPACT_RBP_SLOT_FIRST - offset / 8);
+    return true;
+}
+
+/* Put `column`'s `rule` (one a row of `t` lists) into `r`: false when the compact format cannot
+ * state it exactly. */
+static bool column_rule(const fu_cfi_table *t, unsigned column, const fu_rule *rule, fu_compact_rule *r)
 {
     int slot = saved_slot(column);
     if (column == FU_REG_RA) {
@@ -52,8 +77,8 @@ static bool column_rule(unsigned column, const fu_rule *rule, fu_compact_rule *r
             r->saved_offset_by_8[slot] = FU_COMPACT_UNDEFINED;
         else if (rule->kind == FU_RULE_SAME_VALUE)
             r->saved_offset_by_8[slot] = FU_COMPACT_KEEP;
-        else if (rule->kind != FU_RULE_OFFSET || !offset_by_8(rule->value, &r->saved_offset_by_8[slot]))
-            return false;
+        else if (!saved_slot_by_8(t, rule, &r->saved_offset_by_8[slot]))
+            return false; /* val_offset, register, other expressions, saves above the CFA, far offsets */
     } else if (column < 16 && (FU_COMPACT_CALLER_SAVED_MASK >> column & 1) && rule->kind == FU_RULE_SAME_VALUE) {
         r->kept_caller_saved |= (uint16_t)(1u << column);
     } else if (column < FU_WALK_REGISTERS && (column == FU_REG_RSP || rule->kind != FU_RULE_UNDEFINED)) {
@@ -74,14 +99,6 @@ static bool drap_expression(const uint8_t *expr, uint64_t len, uint8_t *reg, int
         return false;
     *reg = (uint8_t)n;
     return true;
-}
-
-/* The expression of `rule` (CFA or register rule), or NULL if it lies outside the section. */
-static const uint8_t *rule_expression(const fu_cfi_table *t, const fu_rule *rule)
-{
-    if (rule->value < 0 || (uint64_t)rule->value > t->section.size || rule->expr_len > t->section.size - (uint64_t)rule->value)
-        return NULL;
-    return t->section.data + rule->value;
 }
 
 /* Whether a signal frame's row is exactly FU_COMPACT_CFA_SIGNAL_CONTEXT's (compact_table.h). */
@@ -150,7 +167,7 @@ fu_compact_rule fu_compact_rule_of_state(const fu_cfi_table *t, const fu_entry *
         return slow; /* no CFA rule: the DWARF path reports it */
     }
     for (uint16_t k = 0; k < state->count; k++)
-        if (!column_rule(t->column_pool[state->first + k], &t->rule_pool[state->first + k], &r))
+        if (!column_rule(t, t->column_pool[state->first + k], &t->rule_pool[state->first + k], &r))
             return slow;
     return r;
 }

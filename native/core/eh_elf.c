@@ -1,5 +1,5 @@
 /* eh_elf: the checks on a compiled unwind table's file before it is loaded (see eh_elf.h). */
-#define _POSIX_C_SOURCE 200809L /* pread */
+#define _POSIX_C_SOURCE 200809L
 #include "eh_elf.h"
 
 #include <dlfcn.h>
@@ -8,28 +8,44 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* pread exactly `size` bytes at `offset`; false on a short read. */
-static bool read_at(int fd, void *out, size_t size, uint64_t offset)
-{
-    size_t done = 0;
-    while (done < size) {
-        ssize_t n = pread(fd, (char *)out + done, size - done, (off_t)(offset + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        done += (size_t)n;
-    }
-    return true;
-}
+#include "elf_file.h"
 
-/* An extent [offset, offset + size) inside a file of `file_size` bytes, without overflow. */
-static bool inside(uint64_t offset, uint64_t size, uint64_t file_size)
+/* The checks of a mapped file's headers (core/elf_file.h reads them), or NULL. */
+static const char *check_headers(const uint8_t *data, size_t size, char *why, size_t why_size)
 {
-    return offset <= file_size && size <= file_size - offset;
+    fu_elf elf;
+    fu_error err = {0};
+    if (size < 16 || memcmp(data, ELFMAG, SELFMAG) != 0) {
+        snprintf(why, why_size, "not an ELF file (%zu bytes, no ELF header)", size);
+        return why;
+    }
+    if (fu_elf_open(&elf, data, size, &err) != FU_OK) {
+        snprintf(why, why_size, "truncated or corrupt: %s", err.message);
+        return why;
+    }
+    if (elf.elf_class != 64 || elf.machine != EM_X86_64 || elf.type != ET_DYN) {
+        snprintf(why, why_size, "not an x86-64 ELF shared object (ELF%u, machine %u, type %u)", elf.elf_class,
+                 elf.machine, elf.type);
+        return why;
+    }
+    if (elf.segment_count == 0 || elf.segment_count > FU_EH_ELF_MAX_PHDRS) {
+        snprintf(why, why_size, "truncated or corrupt: %zu program headers", elf.segment_count);
+        return why;
+    }
+    for (size_t i = 0; i < elf.segment_count; i++) {
+        fu_elf_segment p = fu_elf_segment_at(&elf, i);
+        const uint8_t *bytes;
+        size_t length;
+        if ((p.type == PT_LOAD || p.type == PT_DYNAMIC) && fu_elf_segment_bytes(&elf, &p, &bytes, &length, &err)) {
+            snprintf(why, why_size, "truncated: segment %zu: %s", i, err.message);
+            return why;
+        }
+    }
+    return NULL;
 }
 
 const char *fu_eh_elf_check_file(const char *path, char *why, size_t why_size)
@@ -41,40 +57,19 @@ const char *fu_eh_elf_check_file(const char *path, char *why, size_t why_size)
     }
     const char *problem = NULL;
     struct stat st;
-    Elf64_Ehdr h;
     if (fstat(fd, &st) != 0) {
         snprintf(why, why_size, "cannot stat: %s", strerror(errno));
         problem = why;
-    } else if (!read_at(fd, &h, sizeof h, 0) || memcmp(h.e_ident, ELFMAG, SELFMAG) != 0) {
-        snprintf(why, why_size, "not an ELF file (%lld bytes, no ELF header)", (long long)st.st_size);
-        problem = why;
-    } else if (h.e_ident[EI_CLASS] != ELFCLASS64 || h.e_ident[EI_DATA] != ELFDATA2LSB || h.e_machine != EM_X86_64 ||
-               h.e_type != ET_DYN) {
-        snprintf(why, why_size, "not an x86-64 ELF shared object (class %u, data %u, machine %u, type %u)",
-                 h.e_ident[EI_CLASS], h.e_ident[EI_DATA], h.e_machine, h.e_type);
-        problem = why;
-    } else if (h.e_phentsize != sizeof(Elf64_Phdr) || h.e_phnum == 0 || h.e_phnum > FU_EH_ELF_MAX_PHDRS ||
-               !inside(h.e_phoff, (uint64_t)h.e_phnum * sizeof(Elf64_Phdr), (uint64_t)st.st_size)) {
-        snprintf(why, why_size, "truncated or corrupt: %u program headers at 0x%llx in a file of 0x%llx bytes",
-                 h.e_phnum, (unsigned long long)h.e_phoff, (unsigned long long)st.st_size);
-        problem = why;
-    } else if (h.e_shoff != 0 && !inside(h.e_shoff, (uint64_t)h.e_shnum * h.e_shentsize, (uint64_t)st.st_size)) {
-        snprintf(why, why_size, "truncated: section headers at 0x%llx end beyond the file's 0x%llx bytes",
-                 (unsigned long long)h.e_shoff, (unsigned long long)st.st_size);
-        problem = why;
+    } else if (st.st_size == 0) {
+        problem = check_headers(NULL, 0, why, why_size);
     } else {
-        for (unsigned i = 0; i < h.e_phnum && !problem; i++) {
-            Elf64_Phdr p;
-            if (!read_at(fd, &p, sizeof p, h.e_phoff + (uint64_t)i * sizeof p)) {
-                snprintf(why, why_size, "truncated: program header %u unreadable", i);
-                problem = why;
-            } else if ((p.p_type == PT_LOAD || p.p_type == PT_DYNAMIC) &&
-                       !inside(p.p_offset, p.p_filesz, (uint64_t)st.st_size)) {
-                snprintf(why, why_size, "truncated: segment %u (0x%llx bytes at 0x%llx) ends beyond the file's 0x%llx bytes",
-                         i, (unsigned long long)p.p_filesz, (unsigned long long)p.p_offset,
-                         (unsigned long long)st.st_size);
-                problem = why;
-            }
+        void *mapped = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (mapped == MAP_FAILED) {
+            snprintf(why, why_size, "cannot map: %s", strerror(errno));
+            problem = why;
+        } else {
+            problem = check_headers(mapped, (size_t)st.st_size, why, why_size);
+            munmap(mapped, (size_t)st.st_size);
         }
     }
     close(fd);

@@ -14,9 +14,8 @@
 /* Program headers beyond this are not a compiled table (the compiler's output has under 16). */
 #define FU_EH_ELF_MAX_PHDRS 64
 
-/* NULL if `path` is a complete x86-64 ELF shared object (ELF header, program headers and the
- * PT_LOAD / PT_DYNAMIC segments inside the file, section headers too if any), else what is wrong,
- * written in `why`. */
+/* NULL if `path` is a complete x86-64 ELF shared object (its headers as core/elf_file.h reads them,
+ * the PT_LOAD / PT_DYNAMIC segments inside the file), else what is wrong, written in `why`. */
 const char *fu_eh_elf_check_file(const char *path, char *why, size_t why_size);
 
 /* The version of the generator (tables/eh_elf.py) whose eh_elfs this fastunwind uses: one it does

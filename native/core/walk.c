@@ -78,6 +78,7 @@ const char *fu_walk_step_source_name(uint8_t source)
     case FU_WALK_CACHED_NO_INFO: return "no_info";
     case FU_WALK_CACHED_ENTRY_CODE: return "entry_code";
     case FU_WALK_CACHED_DERIVED_RULE: return "derived_rule";
+    case FU_WALK_CACHED_RBP_SLOTS_RULE: return "rbp_slots_rule";
     default: return "interpreter";
     }
 }
@@ -238,6 +239,10 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
             break;
         case FU_WALK_CACHED_RULE:
             caller_kind = apply_compact(&w, &found->what.plan, 0, regs, caller, frame_flags, &signal_frame);
+            break;
+        case FU_WALK_CACHED_RBP_SLOTS_RULE:
+            *frame_flags = found->frame_flags;
+            caller_kind = apply_rbp_slots_rule(&w, found->what.rule, regs, caller);
             break;
         case FU_WALK_CACHED_BODY:
             caller_kind = apply_body(&w, found->what.body, regs, caller, frame_flags, &signal_frame);

@@ -142,6 +142,9 @@ typedef enum fu_walk_cached {
      * which pay nothing for either (callgrind: marking in follow_rules cost 1.3-2.1% more
      * instructions on the c and hackbench recordings) */
     FU_WALK_CACHED_DERIVED_RULE,
+    /* a compact rule with save slots relative to rbp (compact_table.h fu_compact_slot_at_rbp: GCC's
+     * DRAP frames): applied from the table's rule by the general step (frame_flags its origin's) */
+    FU_WALK_CACHED_RBP_SLOTS_RULE,
 } fu_walk_cached;
 /* A compact fast-path rule prepared for the walker (walk.c compact_plan): what the cache keeps of
  * it, so that a cached step reads no rule, and its save slots laid out for a restore without a
@@ -160,11 +163,12 @@ typedef struct fu_walk_cache_entry {
     uint64_t lookup;                 /* the lookup address (ip or ip - 1) */
     union {
         fu_compact_plan plan;        /* RULE, DERIVED_RULE (compact SLOW rows are not cached) */
+        const fu_compact_rule *rule; /* RBP_SLOTS_RULE: in the module's table, which the space keeps */
         fu_eh_elf_body_fn body;      /* BODY */
     } what;
     uint32_t module;                 /* UINT32_MAX: outside every module */
     uint8_t kind;                    /* fu_walk_cached */
-    uint8_t frame_flags;             /* DERIVED_RULE: FU_FRAME_CORRECTED or FU_FRAME_SYNTHESIZED */
+    uint8_t frame_flags;             /* DERIVED_RULE, RBP_SLOTS_RULE: FU_FRAME_CORRECTED or FU_FRAME_SYNTHESIZED */
     uint16_t kept_caller_saved;      /* DERIVED_RULE: the rule's (compact_table.h) */
 } fu_walk_cache_entry;
 
@@ -288,10 +292,11 @@ void fu_walk_finish(const fu_address_space *space, fu_regs *registers, const fu_
                     fu_walk_shape *shape_to_write);
 
 /* What settles a step at `lookup` (an avma) in `space` before the DWARF tables, by its backend
- * (fu_walk_cached): a compact RULE (DERIVED_RULE: one derived from the machine code), a compiled BODY, NO_INFO (no CFI covers it, or no module
+ * (fu_walk_cached): a compact RULE (DERIVED_RULE: one derived from the machine code; RBP_SLOTS_RULE: one with
+ * save slots relative to rbp), a compiled BODY, NO_INFO (no CFI covers it, or no module
  * maps it: the frame pointer), NONE (the DWARF tables decide). For tests and diagnostics. */
 uint8_t fu_walk_step_source(const fu_address_space *space, uint64_t lookup);
-/* "rule", "body", "no_info", "entry_code", "derived_rule", or "interpreter" (NONE) for a
+/* "rule", "body", "no_info", "entry_code", "derived_rule", "rbp_slots_rule", or "interpreter" (NONE) for a
  * fu_walk_step_source result. */
 const char *fu_walk_step_source_name(uint8_t source);
 

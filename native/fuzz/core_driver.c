@@ -238,23 +238,7 @@ static const uint64_t HOSTILE[] = {0, 1, 3, 4, 5, 0x7f, 0xff, 0xffff, 0x10000, 0
 
 static size_t mutate(uint8_t *data, size_t size, uint64_t *rng)
 {
-    switch (rng_below(rng, 4)) {
-    case 0: /* bit flips */
-        for (uint64_t i = 0, n = 1 + rng_below(rng, 8); size && i < n; i++)
-            data[rng_below(rng, size)] ^= (uint8_t)(1u << rng_below(rng, 8));
-        return size;
-    case 1: /* cut */
-        return size ? (size_t)rng_below(rng, size) : 0;
-    default: { /* a hostile value over 1, 2, 4 or 8 bytes at an aligned offset */
-        unsigned width = 1u << rng_below(rng, 4);
-        if (size < width)
-            return size;
-        size_t at = (size_t)rng_below(rng, size - width + 1) & ~(size_t)(width - 1);
-        uint64_t v = HOSTILE[rng_below(rng, sizeof HOSTILE / sizeof HOSTILE[0])];
-        memcpy(data + at, &v, width);
-        return size;
-    }
-    }
+    return fuzz_mutate(data, size, rng, HOSTILE, sizeof HOSTILE / sizeof HOSTILE[0]);
 }
 
 /* [*start, *start + *size) of the first PT_NOTE of a well-formed core (gcore writes its notes at
@@ -284,55 +268,21 @@ static bool notes_region(const uint8_t *data, size_t size, size_t *start, size_t
 
 int main(int argc, char **argv)
 {
-    uint64_t seed = (uint64_t)time(NULL), built = 2000, mutations = 200;
-    unsigned timeout = 20;
-    const char *replay = NULL;
-    int first_file = argc;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--built") == 0 && i + 1 < argc)
-            built = strtoull(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--mutations") == 0 && i + 1 < argc)
-            mutations = strtoull(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
-            timeout = (unsigned)strtoul(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--save-dir") == 0 && i + 1 < argc)
-            snprintf(save_path, sizeof save_path, "%s/core-failure", argv[++i]);
-        else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc)
-            replay = argv[++i];
-        else {
-            first_file = i;
-            break;
-        }
-    }
+    fuzz_options options = fuzz_parse_options(argc, argv, 2000, 200, "core-failure");
+    uint64_t seed = options.seed, built = options.built, mutations = options.mutations;
+    unsigned timeout = options.timeout;
+    int first_file = options.first_file;
     fuzz_install_failure_handlers();
     uint64_t rng = seed;
-    if (replay) {
-        size_t size;
-        uint8_t *data = fuzz_read_file(replay, SIZE_MAX, &size);
-        if (!data)
-            return 2;
-        alarm(timeout);
-        run_one(data, size, replay, &rng);
-        free(data);
-        printf("core_driver: %s passed\n", replay);
-        return 0;
-    }
+    if (options.replay)
+        return fuzz_replay(&options, &rng, run_one);
     printf("core_driver: seed %llu\n", (unsigned long long)seed);
     fflush(stdout);
     char label[256];
     size_t inputs = 0;
     for (uint64_t i = 0; i < built; i++) { /* each built core, then a mutant of it */
         builder b = build_core(&rng);
-        snprintf(label, sizeof label, "built core %llu (seed %llu)", (unsigned long long)i, (unsigned long long)seed);
-        alarm(timeout);
-        run_one(b.data, b.len, label, &rng);
-        size_t size = mutate(b.data, b.len, &rng);
-        snprintf(label, sizeof label, "mutant of built core %llu (seed %llu)", (unsigned long long)i,
-                 (unsigned long long)seed);
-        run_one(b.data, size, label, &rng);
-        free(b.data);
+        fuzz_run_built(b.data, b.len, "core", i, &options, &rng, run_one, mutate);
         inputs += 2;
     }
     for (int f = first_file; f < argc; f++) {

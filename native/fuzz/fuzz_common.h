@@ -158,4 +158,107 @@ static uint64_t rng_next(uint64_t *state)
 /* Uniform in [0, n); n = 0 stands for 2^64 (a range + 1 that wrapped). */
 static uint64_t rng_below(uint64_t *state, uint64_t n) { return n ? rng_next(state) % n : rng_next(state); }
 
+/* ---- mutations ------------------------------------------------------------------------------ */
+
+/* A seeded mutant of [data, data + size), in place: bit flips, a cut (the size it keeps is
+ * returned), or one of `hostile`'s values over 1, 2, 4 or 8 bytes at an aligned offset. */
+static inline size_t fuzz_mutate(uint8_t *data, size_t size, uint64_t *rng, const uint64_t *hostile, size_t hostile_count)
+{
+    switch (rng_below(rng, 4)) {
+    case 0: /* bit flips */
+        for (uint64_t i = 0, n = 1 + rng_below(rng, 8); size && i < n; i++)
+            data[rng_below(rng, size)] ^= (uint8_t)(1u << rng_below(rng, 8));
+        return size;
+    case 1: /* cut */
+        return size ? (size_t)rng_below(rng, size) : 0;
+    default: {
+        unsigned width = 1u << rng_below(rng, 4);
+        if (size < width)
+            return size;
+        size_t at = (size_t)rng_below(rng, size - width + 1) & ~(size_t)(width - 1);
+        uint64_t v = hostile[rng_below(rng, hostile_count)];
+        memcpy(data + at, &v, width);
+        return size;
+    }
+    }
+}
+
+/* ---- the options and replay of the drivers that build and mutate inputs --------------------- */
+
+#ifndef FU_LIBFUZZER
+#include <time.h>
+
+#include "fuzz_files.h"
+
+/* --seed N, --built N (inputs built by the driver), --mutations N (of each file given), --timeout S
+ * (per input), --save-dir DIR (a failing input saved there as `failure_name`), --replay FILE; the
+ * first other argument starts the files. */
+typedef struct fuzz_options {
+    uint64_t seed, built, mutations;
+    unsigned timeout;
+    const char *replay;
+    int first_file;
+} fuzz_options;
+
+static inline fuzz_options fuzz_parse_options(int argc, char **argv, uint64_t built, uint64_t mutations,
+                                              const char *failure_name)
+{
+    fuzz_options o = {(uint64_t)time(NULL), built, mutations, 20, NULL, argc};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+            o.seed = strtoull(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--built") == 0 && i + 1 < argc)
+            o.built = strtoull(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--mutations") == 0 && i + 1 < argc)
+            o.mutations = strtoull(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
+            o.timeout = (unsigned)strtoul(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--save-dir") == 0 && i + 1 < argc)
+            snprintf(save_path, sizeof save_path, "%s/%s", argv[++i], failure_name);
+        else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc)
+            o.replay = argv[++i];
+        else {
+            o.first_file = i;
+            break;
+        }
+    }
+    return o;
+}
+
+/* A function that runs one input (the label names it in a failure report). */
+typedef void (*fuzz_run_fn)(const uint8_t *data, size_t size, const char *label, uint64_t *rng);
+
+/* Input `number` the driver built (`what`: "core", "file"), run, then one mutant of it, run; the
+ * data freed. */
+static inline void fuzz_run_built(uint8_t *data, size_t size, const char *what, uint64_t number,
+                                  const fuzz_options *o, uint64_t *rng, fuzz_run_fn run,
+                                  size_t (*mutate)(uint8_t *data, size_t size, uint64_t *rng))
+{
+    char label[256];
+    snprintf(label, sizeof label, "built %s %llu (seed %llu)", what, (unsigned long long)number,
+             (unsigned long long)o->seed);
+    alarm(o->timeout);
+    run(data, size, label, rng);
+    size_t kept = mutate(data, size, rng);
+    snprintf(label, sizeof label, "mutant of built %s %llu (seed %llu)", what, (unsigned long long)number,
+             (unsigned long long)o->seed);
+    run(data, kept, label, rng);
+    free(data);
+}
+
+/* --replay: the saved input run once by `run`; the exit status (0 passed, 2 unreadable). */
+static inline int fuzz_replay(const fuzz_options *o, uint64_t *rng, fuzz_run_fn run)
+{
+    size_t size;
+    uint8_t *data = fuzz_read_file(o->replay, SIZE_MAX, &size);
+    if (!data)
+        return 2;
+    alarm(o->timeout);
+    run(data, size, o->replay, rng);
+    free(data);
+    printf(FUZZ_DRIVER ": %s passed\n", o->replay);
+    return 0;
+}
+#endif
+
 #endif

@@ -1,5 +1,5 @@
-/* sample_frames: a few functions whose frames differ (leaf, callee-saved registers, alloca,
- * varargs, a frame pointer), compiled by native/fuzz/Makefile with
+/* sample_frames: a few functions whose frames differ (leaf, callee-saved registers, alloca, stack
+ * realignment, varargs, a frame pointer), compiled by native/fuzz/Makefile with
  * `gcc -g -O1 -fno-asynchronous-unwind-tables -c` to get a real .debug_frame to mutate. */
 #include <alloca.h>
 #include <stdarg.h>
@@ -20,6 +20,17 @@ int dynamic_stack(int n)
     char *buffer = alloca((unsigned)n + 16);
     memset(buffer, n, (unsigned)n + 16);
     return sink(buffer, n);
+}
+
+/* an over-aligned local and a variable-length array: gcc realigns the stack through a DRAP register
+ * (the CFA dereferenced through rbp, the saves relative to rbp) */
+int realigned(int n)
+{
+    _Alignas(32) char aligned[32];
+    char variable[n + 1];
+    memset(aligned, n, sizeof aligned);
+    memset(variable, n, (unsigned)n + 1);
+    return sink(aligned, n) + sink(variable, n);
 }
 
 int sum_varargs(int count, ...)

@@ -14,7 +14,8 @@
  *         (fu_symbols_from_kallsyms).
  *   3     a perf map (blob 0; fu_symbols_from_perf_map).
  *   4     a file (blob 0) written to a memfd, checked as an eh_elf's shared object would be before
- *         dlopen (fu_eh_elf_check_file on /proc/self/fd/N: core/eh_elf.c reads it with pread).
+ *         dlopen (fu_eh_elf_check_file on /proc/self/fd/N: core/eh_elf.c maps it, core/elf_file.c
+ *         reads its headers).
  * Invariants on every table built: starts strictly increasing; ends >= starts (bounded tables);
  * names stored back to back, each valid UTF-8 (the builder replaces invalid bytes); and for
  * LOOKUPS random addresses (half near symbols), fu_symbol_find agrees with a linear scan, and the

@@ -145,8 +145,9 @@ static PyObject *space_backend(AddressSpaceObject *self, void *unused)
     return PyUnicode_FromString(fu_backend_name((fu_backend)self->held.space.backend));
 }
 
-/* step_source(pc) -> "rule", "body", "no_info", "entry_code" or "interpreter": what settles a step at pc
- * (fu_walk_step_source), for tests and diagnostics of the backends' order. */
+/* step_source(pc) -> "rule", "body", "no_info", "entry_code", "derived_rule", "rbp_slots_rule" or
+ * "interpreter": what settles a step at pc (fu_walk_step_source), for tests and diagnostics of the
+ * backends' order. */
 static PyObject *space_step_source(AddressSpaceObject *self, PyObject *arg)
 {
     unsigned long long pc = PyLong_AsUnsignedLongLong(arg);
@@ -158,7 +159,8 @@ static PyObject *space_step_source(AddressSpaceObject *self, PyObject *arg)
 static PyMethodDef space_methods[] = {
     {"step_source", (PyCFunction)space_step_source, METH_O,
      "step_source(pc) -> 'rule' (compact table), 'body' (compiled eh_elf), 'no_info', 'entry_code' (the "
-     "process's first code, no CFI) or 'interpreter': "
+     "process's first code, no CFI), 'derived_rule' (a compact rule derived from the code), 'rbp_slots_rule' "
+     "(a compact rule with save slots relative to rbp: DRAP frames) or 'interpreter': "
      "what settles a step at pc before the DWARF tables, by the space's backend"},
     {NULL},
 };

@@ -117,33 +117,41 @@ static bool check_opened(CompactTableObject *self)
 
 static PyObject *rule_dict(const fu_compact_rule *r)
 {
-    PyObject *saved = PyDict_New();
-    if (!saved)
+    PyObject *saved = PyDict_New(), *saved_at_rbp = PyDict_New();
+    if (!saved || !saved_at_rbp) {
+        Py_XDECREF(saved);
+        Py_XDECREF(saved_at_rbp);
         return NULL;
+    }
     for (unsigned i = 0; i < FU_COMPACT_SAVED_REGISTERS; i++) {
         int8_t by_8 = r->saved_offset_by_8[i];
         if (by_8 == FU_COMPACT_KEEP)
             continue;
+        bool at_rbp = fu_compact_slot_at_rbp(by_8);
         PyObject *key = PyLong_FromLong(fu_compact_saved_register[i]);
-        PyObject *value = by_8 == FU_COMPACT_UNDEFINED ? PyUnicode_FromString("undefined") : PyLong_FromLong(by_8 * 8);
-        int failed = !key || !value || PyDict_SetItem(saved, key, value) < 0;
+        PyObject *value = by_8 == FU_COMPACT_UNDEFINED ? PyUnicode_FromString("undefined")
+                          : at_rbp                     ? PyLong_FromLongLong(fu_compact_rbp_slot_offset(by_8))
+                                                       : PyLong_FromLong(by_8 * 8);
+        int failed = !key || !value || PyDict_SetItem(at_rbp ? saved_at_rbp : saved, key, value) < 0;
         Py_XDECREF(key);
         Py_XDECREF(value);
         if (failed) {
             Py_DECREF(saved);
+            Py_DECREF(saved_at_rbp);
             return NULL;
         }
     }
     PyObject *ra = r->ra_offset_by_8 == FU_COMPACT_KEEP || r->ra_offset_by_8 == FU_COMPACT_UNDEFINED
                        ? Py_NewRef(Py_None)
                        : PyLong_FromLong(r->ra_offset_by_8 * 8);
-    return Py_BuildValue("{s:s,s:i,s:i,s:N,s:N,s:i,s:i}", "cfa", fu_compact_cfa_kind_name(r->cfa_kind), "register",
-                         r->cfa_register, "offset", r->cfa_offset, "ra_offset", ra, "saved", saved, "origin", r->origin,
-                         "kept_caller_saved", r->kept_caller_saved);
+    return Py_BuildValue("{s:s,s:i,s:i,s:N,s:N,s:N,s:i,s:i}", "cfa", fu_compact_cfa_kind_name(r->cfa_kind),
+                         "register", r->cfa_register, "offset", r->cfa_offset, "ra_offset", ra, "saved", saved,
+                         "saved_at_rbp", saved_at_rbp, "origin", r->origin, "kept_caller_saved", r->kept_caller_saved);
 }
 
-/* rule(i) -> {"cfa": kind, "register", "offset", "ra_offset": bytes or None, "saved": {reg: offset},
- *             "origin": fu_compact_origin, "kept_caller_saved": bit per register} */
+/* rule(i) -> {"cfa": kind, "register", "offset", "ra_offset": bytes or None, "saved": {reg: offset from
+ *             the CFA}, "saved_at_rbp": {reg: offset from rbp}, "origin": fu_compact_origin,
+ *             "kept_caller_saved": bit per register} */
 static PyObject *compact_rule(CompactTableObject *self, PyObject *arg)
 {
     if (!check_opened(self))

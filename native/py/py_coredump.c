@@ -5,12 +5,15 @@
  * arguments, auxv (sysinfo_ehdr, entry, phdr), truncated_bytes; threads() -> [(tid, signal,
  * user_regs, walker registers)], files() -> [(start, end, offset, path: bytes)], segments() -> [(vaddr, memsz, filesz,
  * present, flags)]; set_mapped_files([(avma, buffer)]) gives the bytes of the mapped files for what
- * the dump left out; read(address, size) -> bytes | None. Its payload is the core's memory
+ * the dump left out; read(address, size) -> bytes | None; build_id_at(start) -> bytes | None (the
+ * build-id of the ELF file whose first page the memory holds there: core/elf_file.h
+ * fu_elf_build_id_in_memory, the launcher's too). Its payload is the core's memory
  * (fu_core_memory), which the walker's binding walks over (py_walk.c, unwind_core).
  */
 #include "py_core.h" /* Python.h first */
 
 #include "coredump.h"
+#include "elf_file.h"
 #include "memory.h"
 #include <sys/user.h> /* struct user_regs_struct */
 
@@ -189,6 +192,25 @@ static PyObject *core_read(CoreFileObject *self, PyObject *args)
     return PyBytes_FromStringAndSize((const char *)at, size);
 }
 
+/* fu_core_memory_at as elf_file.h's reader of a memory. */
+static const uint8_t *core_memory_at(const void *memory, uint64_t address, size_t size)
+{
+    return fu_core_memory_at(memory, address, size);
+}
+
+static PyObject *core_build_id_at(CoreFileObject *self, PyObject *args)
+{
+    unsigned long long start;
+    if (!PyArg_ParseTuple(args, "K", &start) || !core_of(self))
+        return NULL;
+    uint8_t build_id[FU_ELF_MAX_BUILD_ID];
+    size_t size;
+    fu_elf_build_id_in_memory(core_memory_at, &self->memory, start, build_id, &size);
+    if (!size)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)build_id, (Py_ssize_t)size);
+}
+
 static PyObject *core_pid(CoreFileObject *self, void *unused)
 {
     (void)unused;
@@ -243,6 +265,8 @@ static PyMethodDef core_methods[] = {
     {"set_mapped_files", (PyCFunction)core_set_mapped_files, METH_O,
      "set_mapped_files([(avma, buffer)]): the mapped files' bytes, sorted, for what the dump left out"},
     {"read", (PyCFunction)core_read, METH_VARARGS, "read(address, size) -> bytes | None"},
+    {"build_id_at", (PyCFunction)core_build_id_at, METH_VARARGS,
+     "build_id_at(start) -> the build-id of the ELF file whose first page the memory holds at start, or None"},
     {NULL},
 };
 

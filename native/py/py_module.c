@@ -31,6 +31,7 @@ int py_coredump_init(PyObject *module);      /* CoreFile */
 int py_srcline_init(PyObject *module);       /* SourceLines */
 int py_snapshot_init(PyObject *module);      /* render_snapshot */
 int py_cache_paths_init(PyObject *module);   /* cache_root, symbol_key_elf/_memory_image/_kallsyms */
+int py_elf_init(PyObject *module);           /* elf_headers, elf_build_id, elf_mapping_bias, ... */
 
 static const py_init_fn INITS[] = {
     py_x86_64_init,        py_cfi_init,       py_dwarf_expr_init,  py_compact_table_init, py_eh_elf_init,
@@ -38,7 +39,7 @@ static const py_init_fn INITS[] = {
     py_perf_walk_init,     py_symbols_init,   py_perf_script_init, py_synth_init,         py_synth_table_init,
     py_trace_init,
     py_report_init,        py_sample_filter_init, py_profile_init, py_live_init,          py_bpf_init,
-    py_coredump_init,      py_srcline_init,   py_snapshot_init,    py_cache_paths_init,
+    py_coredump_init,      py_srcline_init,   py_snapshot_init,    py_cache_paths_init,   py_elf_init,
 };
 
 static int module_exec(PyObject *module)

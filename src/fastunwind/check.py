@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from fastunwind import _core
 from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, ENTRY_FDE, RETURN_ADDRESS_COLUMN, register_name
-from fastunwind.elf import (ET_REL, PF_X, PT_LOAD, SHF_EXECINSTR, SHT_PROGBITS, SHT_RELA, STT_FUNC, ElfFile,
+from fastunwind.elf import (ET_REL, PF_X, SHF_EXECINSTR, SHT_PROGBITS, SHT_RELA, STT_FUNC, ElfFile,
                             find_debug_file)
 from fastunwind.elf.dynamic import init_and_fini
 from fastunwind.errors import ElfError
@@ -328,7 +328,7 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
                        "FDEs are not relocated; check the linked executable or shared object")
     if elf.elf_class != 64 or elf.machine != EM_X86_64:
         raise ElfError(f"{path}: machine {elf.machine} (ELF{elf.elf_class}): check decodes x86-64 code only")
-    loads = [s for s in elf.segments if s.type == PT_LOAD and s.filesz]
+    loads = elf.loaded_segments()
     code = [(s.vaddr, elf.segment_data(s)) for s in loads if s.flags & PF_X]
     segments = [(s.vaddr, elf.segment_data(s)) for s in loads]
     symbols = _function_symbols(elf)

@@ -22,31 +22,14 @@ from __future__ import annotations
 import mmap
 import os
 import stat
-import struct
 from collections.abc import Iterator
 from types import TracebackType
 from typing import NamedTuple
 
 from fastunwind import _core, stacks
 from fastunwind.address_space import VDSO, AddressSpace, ImageCache, Mapping, ModuleImage, vdso_image_of
-from fastunwind.elf import PF_X, PT_LOAD, PT_NOTE, build_id_in_notes
-from fastunwind.image import PAGE_SIZE
+from fastunwind.elf import PF_X
 from fastunwind.errors import CoreFileError, ElfError
-
-#: the ELF header fields read from a mapped file's first page in the core: e_phoff, then
-#: e_phentsize and e_phnum (Elf64_Ehdr)
-_PHOFF = struct.Struct("<Q")
-_PHNUM = struct.Struct("<HH")
-#: an Elf64_Phdr's p_type, p_flags, p_offset, p_vaddr, p_paddr, p_filesz
-_PHDR = struct.Struct("<IIQQQQ")
-_PHDR_SIZE = 56
-#: program headers read from a mapped file's first page, at most (a file's are a dozen)
-MAX_PROGRAM_HEADERS = 64
-#: a note segment read from a mapped file's copy in the core, at most (the build-id's is 36 bytes;
-#: the kernel dumps the first page of each ELF mapping)
-MAX_NOTE_SEGMENT_BYTES = 1 << 16
-#: addresses end here (the core's reader takes 64-bit addresses)
-_ADDRESS_END = 1 << 64
 
 
 class CoreModule(NamedTuple):
@@ -72,37 +55,6 @@ def _map_file(path: str) -> mmap.mmap | None:
         os.close(descriptor)
 
 
-def build_id_in_memory(core: _core.CoreFile, start: int) -> bytes | None:
-    """The NT_GNU_BUILD_ID of the ELF file whose first page the core holds at `start`, or None
-    (not dumped, not ELF, no build-id note in the pages the dump holds)."""
-    header = core.read(start, 64)
-    if header is None or header[:4] != b"\x7fELF" or header[4] != 2:
-        return None
-    (phoff,) = _PHOFF.unpack_from(header, 32)
-    phentsize, phnum = _PHNUM.unpack_from(header, 54)
-    if phentsize != _PHDR_SIZE or not 0 < phnum <= MAX_PROGRAM_HEADERS:
-        return None
-    if start + phoff >= _ADDRESS_END:
-        return None
-    phdrs = core.read(start + phoff, phnum * _PHDR_SIZE)
-    if phdrs is None:
-        return None
-    for index in range(phnum):
-        p_type, _flags, offset, _vaddr, _paddr, filesz = _PHDR.unpack_from(phdrs, index * _PHDR_SIZE)
-        if p_type != PT_NOTE or filesz > MAX_NOTE_SEGMENT_BYTES or start + offset >= _ADDRESS_END:
-            continue  # a hostile or foreign header: no note the core's reader could hold
-        notes = core.read(start + offset, filesz)
-        if notes is None:
-            continue
-        try:
-            found = build_id_in_notes(notes, 4, offset, f"the core's copy of the file at {start:#x}")
-        except ElfError:
-            continue  # an 8-aligned .note.gnu.property segment: the build-id is in another
-        if found is not None:
-            return found
-    return None
-
-
 def _executable(segment: tuple[int, int] | None, image: ModuleImage | None, offset: int) -> bool:
     """Whether a file mapping at `offset` was executable: its PT_LOAD's flags (memsz, p_flags) say,
     where the core has one (the kernel writes one per mapping); gdb's gcore writes none for a
@@ -113,8 +65,7 @@ def _executable(segment: tuple[int, int] | None, image: ModuleImage | None, offs
         return bool(segment[1] & PF_X)
     if image is None:
         return True
-    return any(s.type == PT_LOAD and s.offset - s.offset % PAGE_SIZE <= offset < s.offset + s.filesz
-               and s.flags & PF_X for s in image.elf.segments)
+    return image.elf.offset_executable(offset)
 
 
 class CoreFile:
@@ -182,7 +133,7 @@ class CoreFile:
             by_path.setdefault(path, []).append((start, end, offset))
         for path, ranges in by_path.items():
             header = min((start for start, _end, offset in ranges if offset == 0), default=None)
-            expected = build_id_in_memory(core, header) if header is not None else None
+            expected = core.build_id_at(header) if header is not None else None
             magic = core.read(header, 4) if header is not None else None
             if magic is not None and magic != b"\x7fELF":
                 continue  # the core holds the file's first page and it is not ELF: data, not a module

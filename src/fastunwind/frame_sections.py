@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fastunwind import _core
-from fastunwind.elf import PT_LOAD, SHT_NOBITS, ElfFile, Section, find_debug_file
+from fastunwind.elf import SHT_NOBITS, ElfFile, Section, find_debug_file
 
 EH_FRAME = 0  #: .eh_frame (LSB 5.0 §10.6): CIE id 0, pointer encodings, relative CIE pointers
 DEBUG_FRAME = 1  #: .debug_frame (DWARF 5 §6.4.1): CIE id all ones, section-offset CIE pointers
@@ -68,12 +68,9 @@ class SectionBases:
     pointer (DW_EH_PE_indirect) is read from. Computed once per file."""
 
     def __init__(self, elf: ElfFile) -> None:
-        text = elf.section(".text")
-        got = elf.section(".got")
         self.address_size = 8 if elf.elf_class == 64 else 4
-        self.text_base = text.addr if text else 0
-        self.data_base = got.addr if got else 0
-        self.segments = [(s.vaddr, elf.segment_data(s)) for s in elf.segments if s.type == PT_LOAD and s.filesz]
+        self.text_base, self.data_base = elf.pointer_bases()
+        self.segments = [(s.vaddr, elf.segment_data(s)) for s in elf.loaded_segments()]
 
 
 def section_table(elf: ElfFile, section: Section, kind: int, bases: SectionBases | None = None,

@@ -10,8 +10,8 @@ gives them back as properties).
 
 A mapping [start, end) of file offset `pgoff` places the file's svma `s` at avma `s + bias`, where
 bias = start - pgoff + p_offset - p_vaddr of the PT_LOAD segment the mapping maps (gABI "Program
-Loading": a segment's file offset and vaddr are congruent modulo the page size); for an executable
-mapping, the executable segment among those whose pages hold pgoff (`bias_for_mapping`).
+Loading"); the rule is the C core's (core/elf_file.h fu_elf_mapping_bias), which the launcher uses
+too (`bias_for_mapping`).
 """
 
 from __future__ import annotations
@@ -21,12 +21,9 @@ import _thread  # its lock alone: threading's import costs a CLI run ~4M instruc
 from typing import Any, Self
 
 from fastunwind import _core
-from fastunwind.elf import PF_W, PF_X, PT_LOAD, ElfFile
-from fastunwind.elf.dynamic import process_entry
+from fastunwind.elf import ElfFile
 from fastunwind.errors import FastunwindError
 from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame_sources, section_table
-
-PAGE_SIZE = 4096  #: x86-64 Linux mappings are 4 KiB-granular
 
 #: the memo key of slow_row_tables
 _SLOW_ROW_TABLES = "cfi.slow_rows"
@@ -47,14 +44,9 @@ class ModuleImage:
         self._tables: dict[int, _core.CfiTable] | None = None
         self._tables_lock = _thread.allocate_lock()
         #: read-only PT_LOAD bytes by svma: constants an expression may read
-        self.segments = [
-            (segment.vaddr, elf.segment_data(segment))
-            for segment in elf.segments
-            if segment.type == PT_LOAD and not segment.flags & PF_W and segment.filesz
-        ]
+        self.segments = [(segment.vaddr, elf.segment_data(segment)) for segment in elf.loaded_segments(read_only=True)]
         #: what the tables modules derived from this image (by their own keys: "compact", ...)
         self.memo: dict[str, Any] = {}
-        self._process_entry: int | None = None
 
     @classmethod
     def load(cls, path: str) -> Self:
@@ -96,11 +88,9 @@ class ModuleImage:
 
     @property
     def process_entry(self) -> int:
-        """Where a process starts running this file (elf.dynamic.process_entry; 0: nowhere): the
+        """Where a process starts running this file (ElfFile.process_entry; 0: nowhere): the
         walker's entry-code rule applies there only."""
-        if self._process_entry is None:
-            self._process_entry = process_entry(self.elf)
-        return self._process_entry
+        return self.elf.process_entry
 
     @property
     def cfi_parsed(self) -> bool:
@@ -147,26 +137,8 @@ class ModuleImage:
 
     def bias_for_mapping(self, start: int, end: int, pgoff: int) -> int | None:
         """avma - svma for an executable mapping [start, end) of file offset `pgoff`, or None if no
-        PT_LOAD segment holds that offset.
-
-        Several segments may hold the mapping's first page: lld and mold start the executable
-        segment in the file page where the read-only one ends (`R` at offset 0 and `R E` at 0x770
-        of the same page, mapped at different addresses). The bias is the one of the segment the
-        mapping really maps: the executable one (PF_X) among those holding `pgoff`, else one whose
-        addresses overlap the mapping under that bias, else the first (a file mapped executable
-        without PF_X segments)."""
-        candidates = []
-        for segment in self.elf.segments:
-            # mappings start on a page; the segment's first page begins below p_offset
-            first_page = segment.offset - segment.offset % PAGE_SIZE
-            if segment.type == PT_LOAD and first_page <= pgoff < segment.offset + segment.filesz:
-                candidates.append((segment, start - pgoff + segment.offset - segment.vaddr))
-        if not candidates:
-            return None
-        for segment, bias in candidates:
-            if segment.flags & PF_X:
-                return bias
-        for segment, bias in candidates:
-            if segment.vaddr + bias < end and start < segment.vaddr + bias + segment.memsz:
-                return bias
-        return candidates[0][1]
+        PT_LOAD segment holds that offset: the C core's rule (core/elf_file.h fu_elf_mapping_bias,
+        the launcher's too). Several segments may hold the mapping's first page (lld and mold start
+        the executable segment in the file page where the read-only one ends): the bias is the one
+        of the segment the mapping really maps."""
+        return self.elf.mapping_bias(start, end, pgoff)

@@ -6,6 +6,7 @@ Each case is built and recorded once per module, into a temporary directory.
 """
 from __future__ import annotations
 
+import array
 import io
 import os
 import subprocess
@@ -13,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from fastunwind.address_space import ModuleImage
 from fastunwind.perf_script import render_perf_script, unwind_recording
 
 from scripts import corpus
 from scripts import record_workloads
 from tests.support.perf_compare import compare
 from tests.support.perf_script_format import Frame, Sample, parse
+from tests.support.step_batch import BIAS, module_spaces
 
 CASES = corpus.selected(os.environ.get("FASTUNWIND_CORPUS"))
 
@@ -215,3 +218,36 @@ def _fastunwind() -> list[str]:
     import sys
 
     return [sys.executable, "-m", "fastunwind"]
+
+
+#: the functions of workloads/corpus/realigned.c that realign their stack through a DRAP register
+REALIGNING = ("realigned", "inner.")
+
+
+@pytest.mark.parametrize("synth", ["off", "missing"])
+def test_realigned_frames_are_perfs_and_the_compact_tables(synth: str, corpus_recordings) -> None:
+    """The DRAP frames of c-realigned (a CFA dereferenced through rbp, saves relative to rbp, r13's
+    relative to the CFA) are unwound by the compact table (every row a rule of it, the rows with
+    rbp-relative saves applied as such), with and without synthesized rows, as perf unwinds them."""
+    if "c-realigned" not in CASES:
+        pytest.skip("c-realigned is not among the selected corpus cases")
+    recording = corpus_recordings("c-realigned")
+    binary = recording.data_file.parent / "c-realigned"
+    image = ModuleImage.load(str(binary))
+    table = image.load_compact_table(use_cache=False)
+    assert table is not None and table.slow_row_count == 0
+    starts, rules = array.array("Q", table.rows()[0]), array.array("I", table.rows()[1])
+    rbp_rows = [start for start, rule in zip(starts, rules) if table.rule(rule)["saved_at_rbp"]]
+    space = module_spaces(image, table, ("table-only",))["table-only"]
+    assert rbp_rows and all(space.step_source(BIAS + start) == "rbp_slots_rule" for start in rbp_rows)
+    samples, _ = unwind_recording(str(recording.data_file), synth=synth)
+    out = io.BytesIO()
+    render_perf_script(samples, out)
+    ours = parse(out.getvalue().decode("utf-8", "surrogateescape"))
+    report = compare(ours, parse(recording.script_file.read_text(errors="surrogateescape")))
+    through = [c for c in report.comparisons if c.perf is not None and
+               any(f.symbol.startswith(REALIGNING) for f in c.perf.user_frames()[1:])]
+    print(f"synth {synth}: {len(through)} of {report.matched} samples through DRAP frames; {report.describe()}")
+    assert len(through) >= 0.5 * report.matched, report.describe()  # DRAP frames as callers
+    identical = sum(c.kind == "identical" for c in through)
+    assert identical >= FRAMES_AGREEMENT * len(through), f"synth {synth}:\n{report.describe()}"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from fastunwind import _core
 from tests.support.paths import LAUNCHER
 from tests.support.recordings import PerfRecordings
 
@@ -93,6 +94,26 @@ def test_a_table_missing_from_the_caches_is_the_python_paths(perf_recordings: Pe
     assert result.returncode == 125 and b"not in the cache" in result.stderr
     # the Python CLI serves it (and fills the caches): the next run is native
     assert_native_is_python(["-i", data], tmp_path / "empty-cache")
+
+
+def test_a_cached_table_of_another_format_version_is_rebuilt_not_misread(perf_recordings: PerfRecordings,
+                                                                         tmp_path: Path) -> None:
+    """The compact tables the Python path cached, stamped with the previous format version (which
+    read the save slots of DRAP frames otherwise): the launcher does not serve them, the Python
+    CLI rebuilds them, and the launcher serves the next run."""
+    data = str(perf_recordings.get("c").data_file)
+    cache = tmp_path / "cache"
+    assert launch(["-i", data], cache, native="0").returncode == 0
+    tables = sorted((cache / "fastunwind" / "compact").glob("*.fut"))
+    assert tables
+    for table in tables:
+        raw = bytearray(table.read_bytes())
+        raw[8:12] = (_core.COMPACT_VERSION - 1).to_bytes(4, "little")  # fu_compact_header.version
+        table.write_bytes(bytes(raw))
+    result = launch(["-i", data], cache, native="require")
+    assert result.returncode == 125, result.stderr
+    assert_native_is_python(["-i", data], cache)
+    assert all(int.from_bytes(t.read_bytes()[8:12], "little") == _core.COMPACT_VERSION for t in tables)
 
 
 #: the launcher's output held before its first write (native/cli/recording.h FU_CLI_HELD_OUTPUT_BYTES)

@@ -15,6 +15,7 @@ import sys
 from collections import Counter
 from decimal import Decimal
 
+from fastunwind import _core
 from tests.support.paths import SRC
 
 #: the facts of speedscope's file format checked here
@@ -190,7 +191,7 @@ def test_gecko_holds_every_sample_with_perf_scripts_time_and_stack(perf_recordin
             while stack is not None:
                 frames.append(name[stacks["frame"][stack]])
                 stack = stacks["prefix"][stack]
-            if frames[-1].startswith("[") and frames[-1].endswith("]") and frames[-1] not in names:
+            if frames[-1] in OUTCOME_ROOTS and frames[-1] not in names:
                 frames.pop()  # the outcome rooting a stack that did not reach its end
                 incomplete += 1
             # a frame without a symbol is its address in the profile, [unknown] in the text
@@ -201,9 +202,13 @@ def test_gecko_holds_every_sample_with_perf_scripts_time_and_stack(perf_recordin
     assert incomplete == sum(thread["markers"]["length"] for thread in threads.values())
 
 
+#: the roots of stacks that did not reach their end ("[no_unwind_info]"); a frame without a symbol
+#: ("[unknown perf]") is bracketed too, but is no outcome
+OUTCOME_ROOTS = frozenset(f"[{o}]" for o in (*_core.SAMPLE_OUTCOMES, *_core.BPF_OUTCOMES) if o not in ("?", "end"))
+
+
 def _root_is_outcome(thread: dict, stack: int) -> bool:
     stacks, strings = thread["stackTable"], thread["stringArray"]
     while stacks["prefix"][stack] is not None:
         stack = stacks["prefix"][stack]
-    name = strings[thread["funcTable"]["name"][stacks["frame"][stack]]]
-    return name.startswith("[") and name.endswith("]")
+    return strings[thread["funcTable"]["name"][stacks["frame"][stack]]] in OUTCOME_ROOTS

@@ -23,6 +23,10 @@ LIBRARIES = {
     "ld.so": "/lib64/ld-linux-x86-64.so.2",
     "libstdc++": "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
     "libm": "/lib/x86_64-linux-gnu/libm.so.6",
+    # ffmpeg's encoders (ffmpeg is among the Makefile's packages): GCC's DRAP frames by the hundred,
+    # CFA dereferenced through rbp, saves relative to rbp (and r13's to the CFA)
+    "libx265": "/usr/lib/x86_64-linux-gnu/libx265.so.199",
+    "libSvtAv1Enc": "/usr/lib/x86_64-linux-gnu/libSvtAv1Enc.so.1.4.1",
 }
 
 
@@ -31,9 +35,10 @@ def run(image: ModuleImage, seed: int, per_address: int, min_recovered: float) -
     assert compact is not None, image.compact_error
     result = check_module(image, compact, seed, per_address)
     kinds = Counter(compact.rule(i)["cfa"] for i in range(compact.rule_count))
+    rbp_slots = sum(1 for i in range(compact.rule_count) if compact.rule(i)["saved_at_rbp"])
     print(f"{image.path}: seed {seed}, {result.states} states, {result.fast_states} in compact rows, "
           f"{result.recovered} recovered a caller; {compact.row_count} rows, {compact.slow_row_count} slow; "
-          f"rules by CFA kind {dict(kinds)}")
+          f"rules by CFA kind {dict(kinds)}, {rbp_slots} with saves relative to rbp")
     assert result.states > 0
     assert not result.mismatches, f"seed {seed}:\n" + "\n".join(result.mismatches)
     assert result.recovered >= min_recovered * result.states, "the random states hardly ever unwind: vacuous"

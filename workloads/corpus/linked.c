@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include <time.h>
+#include "cpu_time.h"
 
 static volatile unsigned long sink;
 
@@ -29,13 +29,6 @@ static int compare_ints(const void *a, const void *b)
 {
     sink += leaf(100);
     return memcmp(a, b, sizeof(int));
-}
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); /* CPU time: as many samples on a loaded machine */
-    return t.tv_sec + t.tv_nsec / 1e9;
 }
 
 int main(int argc, char **argv)

@@ -12,10 +12,14 @@ Design:
 
 * The file is mapped read-only with `mmap`; nothing is read until asked for, so opening a 100 MB
   library costs one ELF header, one program header table and one section header table.
-* Every offset and size taken from the file goes through `ElfFile._unpack` / `ElfFile._file_slice`,
-  which compare lengths (`size <= file_size - offset`) so no check can overflow, and raise `ElfError`
-  naming the structure, the file, the offset in hex and the bad value.
-* Every loop driven by the file has a named bound (the `MAX_*` constants below).
+* The headers, the build-id note, `.gnu_debuglink`, the process entry, a mapping's bias and the
+  separate debug files to try are read by the C core (core/elf_file.c, through `_core.elf_*`): the
+  one reader the launcher uses too. What only Python reads (symbols, relocations, decompression)
+  is here.
+* Every offset and size taken from the file goes through a bounds check (`ElfFile._file_slice`
+  here) comparing lengths (`size <= file_size - offset`) so no check can overflow, and raises
+  `ElfError` naming the structure, the file, the offset in hex and the bad value.
+* Every loop driven by the file has a named bound (the `MAX_*` constants below, FU_ELF_MAX_* in C).
 
 References: System V ABI gABI, chapter 4 "Object Files" (ELF header, sections, extended section
 numbering, compression header, notes, symbols); chapter 5 "Program Loading" (program headers);
@@ -32,10 +36,11 @@ import struct
 import zlib
 from collections.abc import Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple, Union
+from typing import TYPE_CHECKING, NamedTuple, TypeVar, Union
 
 if TYPE_CHECKING:
     import logging
+    from collections.abc import Callable
 
 from fastunwind import _core
 from fastunwind.errors import ElfError
@@ -49,19 +54,12 @@ def _logger() -> "logging.Logger":  # logging is imported on first use: it costs
 
 #: What `section_data` returns: a zero-copy view into the mapped file, or bytes it had to build.
 SectionBytes = Union[memoryview, bytes]
+#: what a reader of core/elf_file.c gives back (ElfFile._in_core)
+_T = TypeVar("_T")
 
 # --- ELF constants (gABI chapter 4) ------------------------------------------------------------------
 
-ELF_MAGIC = b"\x7fELF"
-EI_CLASS = 4
-EI_DATA = 5
-EI_VERSION = 6
 EI_NIDENT = 16
-ELFCLASS32 = 1
-ELFCLASS64 = 2
-ELFDATA2LSB = 1
-ELFDATA2MSB = 2
-EV_CURRENT = 1
 
 ET_NONE = 0
 ET_REL = 1
@@ -81,7 +79,6 @@ SHN_LORESERVE = 0xFF00
 SHN_ABS = 0xFFF1
 SHN_COMMON = 0xFFF2
 SHN_XINDEX = 0xFFFF
-PN_XNUM = 0xFFFF
 
 SHT_NULL = 0
 SHT_PROGBITS = 1
@@ -129,7 +126,6 @@ ELFCOMPRESS_ZLIB = 1
 ELFCOMPRESS_ZSTD = 2
 
 NT_GNU_BUILD_ID = 3
-GNU_NOTE_OWNER = b"GNU"
 
 #: Legacy GNU compressed debug sections (`.zdebug_*`, `objcopy --compress-debug-sections=zlib-gnu`):
 #: b"ZLIB", the uncompressed size as 8 bytes big-endian, then one zlib stream.
@@ -150,23 +146,14 @@ R_386_PC32 = 2
 
 # --- Bounds on input-driven work ----------------------------------------------------------------------
 
-#: Section headers in one file. Extended numbering (e_shnum == 0) exists because objects built with
-#: -ffunction-sections from large C++ units pass 65280 sections; 2**24 headers are 1 GiB of headers,
-#: far beyond any file seen, and keep a hostile count from turning into a long Python loop.
-MAX_SECTION_COUNT = 1 << 24
-#: Program headers in one file. Linkers emit about a dozen; core files one per mapping (thousands).
-MAX_SEGMENT_COUNT = 1 << 16
+# The headers', notes' and build-id's bounds are the C reader's (core/elf_file.h FU_ELF_MAX_*).
 #: Symbols in one symbol table, as the C symbolizer bounds them (native/core/symbols.h). libLLVM-14.so.1
 #: (105 MB) has 44983 in .dynsym; big debug builds reach a few million in .symtab.
 MAX_SYMBOL_COUNT: int = _core.MAX_SYMBOLS
 #: Relocations against one section (a .o's .rela.debug_info reaches about a million).
 MAX_RELOCATION_COUNT = 1 << 26
-#: Notes in one note section or PT_NOTE segment (glibc binaries carry 3 or 4).
-MAX_NOTE_COUNT = 1 << 12
 #: Length of one name in a string table (the longest mangled C++ names are a few 10 KB).
-MAX_NAME_LENGTH = 1 << 20
-#: Build-ids: 20 bytes (sha1, the default), 16 (md5/uuid), 8 (xxhash); ld --build-id=0xHEX allows any.
-MAX_BUILD_ID_SIZE = 64
+MAX_NAME_LENGTH: int = _core.ELF_MAX_NAME_LENGTH
 #: Size of one decompressed section. A debug section of 4 GiB cannot be addressed by 32-bit DWARF
 #: offsets anyway, and the cap keeps a forged ch_size from asking for terabytes.
 MAX_DECOMPRESSED_SIZE = 4 << 30
@@ -227,7 +214,6 @@ _LAYOUT_32 = _Layout(
     relocation_type_mask=0xFF,
 )
 
-_NOTE_HEADER = struct.Struct("<III")  # n_namesz n_descsz n_type, 4 bytes each in ELF32 and ELF64
 _U32 = struct.Struct("<I")
 
 # --- Public records --------------------------------------------------------------------------------
@@ -308,9 +294,7 @@ class ElfFile:
         #: parsed from bytes in memory (from_bytes: a vDSO copy), not from a file at `path`
         self.in_memory = mapping is None
         self.file_size = len(data)
-        self._parse_file_header()
-        self.sections = self._parse_section_headers()
-        self.segments = self._parse_program_headers()
+        self._parse_headers()
         self._symbols: tuple[Symbol, ...] | None = None
         self._section_by_name: dict[str, Section] = {}
         for section in self.sections:
@@ -404,15 +388,6 @@ class ElfFile:
             raise ValueError(f"{self.path}: ElfFile is closed")
         return self._view
 
-    def _unpack(self, record: struct.Struct, offset: int, what: str) -> tuple[int, ...]:
-        """Unpack one record at `offset`, or raise ElfError if it does not fit in the file."""
-        if offset < 0 or offset > self.file_size or record.size > self.file_size - offset:
-            raise ElfError(
-                f"{self.path}: {what} at offset 0x{offset:x} (0x{record.size:x} bytes) extends beyond "
-                f"the end of the file (size 0x{self.file_size:x})"
-            )
-        return record.unpack_from(self._data(), offset)
-
     def _file_slice(self, offset: int, size: int, what: str) -> memoryview:
         """The bytes [offset, offset + size) of the file, or ElfError if they are not all there."""
         if offset < 0 or size < 0 or offset > self.file_size or size > self.file_size - offset:
@@ -424,148 +399,22 @@ class ElfFile:
 
     # --- headers ---
 
-    def _parse_file_header(self) -> None:
-        if self.file_size < EI_NIDENT:
-            raise ElfError(
-                f"{self.path}: file too short for e_ident "
-                f"(size 0x{self.file_size:x}, need 0x{EI_NIDENT:x})"
-            )
-        ident = bytes(self._data()[:EI_NIDENT])
-        if ident[:4] != ELF_MAGIC:
-            raise ElfError(f"{self.path}: not an ELF file: magic at offset 0x0 is {ident[:4].hex()}")
-        elf_class = ident[EI_CLASS]
-        if elf_class == ELFCLASS64:
-            self.elf_class, self._layout = 64, _LAYOUT_64
-        elif elf_class == ELFCLASS32:
-            self.elf_class, self._layout = 32, _LAYOUT_32
-        else:
-            raise ElfError(f"{self.path}: bad EI_CLASS at offset 0x{EI_CLASS:x}: 0x{elf_class:x}")
-        data_encoding = ident[EI_DATA]
-        if data_encoding == ELFDATA2MSB:
-            raise ElfError(
-                f"{self.path}: big-endian ELF (EI_DATA at offset 0x{EI_DATA:x} is 0x{data_encoding:x}) "
-                "is not supported"
-            )
-        if data_encoding != ELFDATA2LSB:
-            raise ElfError(f"{self.path}: bad EI_DATA at offset 0x{EI_DATA:x}: 0x{data_encoding:x}")
-        if ident[EI_VERSION] != EV_CURRENT:
-            raise ElfError(
-                f"{self.path}: bad EI_VERSION at offset 0x{EI_VERSION:x}: 0x{ident[EI_VERSION]:x}"
-            )
-        (
-            elf_type,
-            self.machine,
-            _version,
-            self.entry,
-            self._phoff,
-            self._shoff,
-            _flags,
-            _ehsize,
-            self._phentsize,
-            self._phnum,
-            self._shentsize,
-            self._shnum,
-            self._shstrndx,
-        ) = self._unpack(self._layout.header, EI_NIDENT, "ELF header")
+    def _parse_headers(self) -> None:
+        """The ELF header, section and program headers, by the C core's reader (core/elf_file.c):
+        the one reader the launcher uses too."""
+        elf_class, elf_type, self.machine, self.entry, sections, segments = self._in_core(_core.elf_headers)
+        self.elf_class, self._layout = elf_class, _LAYOUT_64 if elf_class == 64 else _LAYOUT_32
         self.elf_type_number = elf_type
         self.elf_type = _ELF_TYPE_NAMES.get(elf_type, elf_type)
+        self.sections = [Section(*fields) for fields in sections]
+        self.segments = [Segment(*fields) for fields in segments]
 
-    def _parse_section_headers(self) -> list[Section]:
-        record = self._layout.section_header
-        if self._shoff == 0:
-            if self._shnum != 0:
-                raise ElfError(
-                    f"{self.path}: ELF header says 0x{self._shnum:x} sections (e_shnum) but has no "
-                    "section header table (e_shoff 0x0)"
-                )
-            if self._shstrndx not in (SHN_UNDEF, SHN_XINDEX):
-                raise ElfError(
-                    f"{self.path}: e_shstrndx 0x{self._shstrndx:x} without a section header table"
-                )
-            self._section_zero = None
-            return []
-        if self._shentsize != record.size:
-            raise ElfError(
-                f"{self.path}: bad e_shentsize 0x{self._shentsize:x} for ELF{self.elf_class} "
-                f"(expected 0x{record.size:x})"
-            )
-        # gABI "Extended Section Numbering": section 0 holds the real count (sh_size), string table
-        # index (sh_link) and program header count (sh_info) when they do not fit in the header.
-        self._section_zero = self._unpack(record, self._shoff, "section header 0 (e_shoff)")
-        count = self._shnum
-        if count == 0:
-            count = self._section_zero[5]
-        if count > MAX_SECTION_COUNT:
-            raise ElfError(
-                f"{self.path}: section count 0x{count:x} exceeds the limit 0x{MAX_SECTION_COUNT:x}"
-            )
-        table = self._file_slice(
-            self._shoff, count * record.size, f"section header table (0x{count:x} entries, e_shoff)"
-        )
-        headers = list(record.iter_unpack(table))
-        string_table_index = self._shstrndx
-        if string_table_index == SHN_XINDEX:
-            string_table_index = self._section_zero[6]
-        names = None
-        if string_table_index != SHN_UNDEF:
-            if string_table_index >= count:
-                raise ElfError(
-                    f"{self.path}: section name string table index (e_shstrndx) "
-                    f"0x{string_table_index:x} "
-                    f"is not below the section count 0x{count:x}"
-                )
-            header = headers[string_table_index]
-            if header[1] == SHT_NOBITS:
-                raise ElfError(
-                    f"{self.path}: section name string table [{string_table_index}] is SHT_NOBITS"
-                )
-            names = bytes(
-                self._file_slice(
-                    header[4], header[5], f"section name string table [{string_table_index}]"
-                )
-            )
-        sections = []
-        for index, header in enumerate(headers):
-            name = ""
-            if names is not None:
-                name = _string_at(
-                    names, header[0], f"{self.path}: name of section [{index}] in the section name table"
-                )
-            sections.append(Section(index, name, *header[1:]))
-        return sections
-
-    def _parse_program_headers(self) -> list[Segment]:
-        record = self._layout.program_header
-        count = self._phnum
-        if count == PN_XNUM and self._section_zero is not None:
-            count = self._section_zero[7]
-        if count == 0:
-            return []
-        if self._phoff == 0:
-            raise ElfError(
-                f"{self.path}: ELF header says 0x{count:x} program headers but e_phoff is 0x0"
-            )
-        if self._phentsize != record.size:
-            raise ElfError(
-                f"{self.path}: bad e_phentsize 0x{self._phentsize:x} for ELF{self.elf_class} "
-                f"(expected 0x{record.size:x})"
-            )
-        if count > MAX_SEGMENT_COUNT:
-            raise ElfError(
-                f"{self.path}: program header count 0x{count:x} exceeds the limit "
-                f"0x{MAX_SEGMENT_COUNT:x}"
-            )
-        table = self._file_slice(
-            self._phoff, count * record.size, f"program header table (0x{count:x} entries, e_phoff)"
-        )
-        segments = []
-        for fields in record.iter_unpack(table):
-            if self.elf_class == 64:
-                type_, flags, offset, vaddr, paddr, filesz, memsz, align = fields
-            else:
-                type_, offset, vaddr, paddr, filesz, memsz, flags, align = fields
-            segments.append(Segment(type_, flags, offset, vaddr, paddr, filesz, memsz, align))
-        return segments
+    def _in_core(self, read: "Callable[[memoryview], _T]") -> "_T":
+        """`read` (a reader of core/elf_file.c) over the file's bytes, its ElfError naming the file."""
+        try:
+            return read(self._data())
+        except ElfError as error:
+            raise ElfError(f"{self.path}: {error}") from None
 
     # --- sections ---
 
@@ -880,22 +729,7 @@ class ElfFile:
     def build_id(self) -> bytes | None:
         """The NT_GNU_BUILD_ID note (owner "GNU"): from SHT_NOTE sections first, then PT_NOTE
         segments (a stripped file may have no section headers)."""
-        for section in self.sections:
-            if section.type == SHT_NOTE:
-                found = self._find_build_id(
-                    self.section_data(section), section.addralign, section.offset, self._where(section)
-                )
-                if found is not None:
-                    return found
-        for index, segment in enumerate(self.segments):
-            if segment.type == PT_NOTE:
-                region = self._file_slice(segment.offset, segment.filesz, f"PT_NOTE segment {index}")
-                found = self._find_build_id(
-                    region, segment.align, segment.offset, f"{self.path}: PT_NOTE segment {index}"
-                )
-                if found is not None:
-                    return found
-        return None
+        return self._in_core(_core.elf_build_id)
 
     @property
     def build_id_hex(self) -> str | None:
@@ -903,33 +737,40 @@ class ElfFile:
         build_id = self.build_id
         return None if build_id is None else build_id.hex()
 
-    def _find_build_id(
-        self, region: SectionBytes, alignment: int, file_offset: int, where: str
-    ) -> bytes | None:
-        return build_id_in_notes(region, alignment, file_offset, where)
-
     @functools.cached_property
     def debuglink(self) -> tuple[str, int] | None:
         """(file name, CRC-32) from `.gnu_debuglink`: a NUL-terminated name, zero padding to a
         multiple of 4, then the CRC-32 (zlib.crc32) of the whole debug file, in file byte order."""
-        section = self.section(".gnu_debuglink")
-        if section is None:
-            return None
-        data = bytes(self.section_data(section))
-        where = self._where(section)
-        end = data.find(b"\0")
-        if end <= 0:
-            raise ElfError(
-                f"{where}: at offset 0x{section.offset:x}: "
-                + ("file name is empty" if end == 0 else "file name is not NUL-terminated")
-            )
-        crc_offset = (end + 1 + 3) & ~3
-        if crc_offset > len(data) - _U32.size:
-            raise ElfError(
-                f"{where}: section size 0x{len(data):x} leaves no room for the CRC at +0x{crc_offset:x}"
-            )
-        (crc,) = _U32.unpack_from(data, crc_offset)
-        return os.fsdecode(data[:end]), crc
+        link = self._in_core(_core.elf_debuglink)
+        return None if link is None else (os.fsdecode(link[0]), link[1])
+
+    @functools.cached_property
+    def process_entry(self) -> int:
+        """Where a process starts running this file, else 0 (core/elf_file.h fu_elf_process_entry):
+        e_entry of an executable or of a file that needs no library, never a shared library's."""
+        return self._in_core(_core.elf_process_entry)
+
+    def mapping_bias(self, start: int, end: int, pgoff: int) -> int | None:
+        """avma - svma of an executable mapping [start, end) of file offset `pgoff`, or None if no
+        PT_LOAD segment holds that offset (core/elf_file.h fu_elf_mapping_bias: the segment the
+        mapping really maps, where lld and mold put two in one page)."""
+        return self._in_core(lambda data: _core.elf_mapping_bias(data, start, end, pgoff))
+
+    def loaded_segments(self, read_only: bool = False) -> list[Segment]:
+        """The segments the walker reads as the file's bytes at their svma (core/elf_file.h
+        fu_elf_segment_loaded): the PT_LOADs with bytes in the file; `read_only`, those not
+        writable (the constants a DWARF expression may read)."""
+        return [self.segments[i] for i in self._in_core(lambda data: _core.elf_loaded_segments(data, read_only))]
+
+    def pointer_bases(self) -> tuple[int, int]:
+        """(sh_addr of .text, of .got), 0 for one missing: what a CFI section's DW_EH_PE_textrel and
+        DW_EH_PE_datarel pointers are relative to (core/elf_file.h fu_elf_pointer_bases)."""
+        return self._in_core(_core.elf_pointer_bases)
+
+    def offset_executable(self, pgoff: int) -> bool:
+        """Whether a PT_LOAD segment whose pages hold file offset `pgoff` is executable: whether a
+        mapping of the file at that offset maps code (core/elf_file.h fu_elf_offset_executable)."""
+        return self._in_core(lambda data: _core.elf_offset_executable(data, pgoff))
 
     # --- addresses ---
 
@@ -999,65 +840,6 @@ def _string_at(table: bytes, offset: int, where: str) -> str:
             f"(or longer than 0x{MAX_NAME_LENGTH:x} bytes)"
         )
     return table[offset:end].decode("utf-8", "backslashreplace")
-
-
-def build_id_in_notes(region: SectionBytes, alignment: int, file_offset: int, where: str) -> bytes | None:
-    """The NT_GNU_BUILD_ID of a region of notes (a section, a PT_NOTE segment, or the notes of a
-    mapped file read from a core's memory), or None. ElfError if the region is malformed."""
-    for name, note_type, descriptor in _iter_notes(region, alignment, file_offset, where):
-        if note_type == NT_GNU_BUILD_ID and name == GNU_NOTE_OWNER:
-            if not 1 <= len(descriptor) <= MAX_BUILD_ID_SIZE:
-                raise ElfError(
-                    f"{where}: NT_GNU_BUILD_ID note has a build-id of 0x{len(descriptor):x} bytes "
-                    f"(expected 1 to 0x{MAX_BUILD_ID_SIZE:x})"
-                )
-            return bytes(descriptor)
-    return None
-
-
-def _iter_notes(
-    region: SectionBytes, alignment: int, file_offset: int, where: str
-) -> Iterator[tuple[bytes, int, memoryview]]:
-    """Yield (owner name without NUL, n_type, descriptor) for each note (gABI "Note Section").
-
-    Name and descriptor are padded to 4 bytes, or to 8 in a section/segment aligned to 8 (as
-    .note.gnu.property is in x86-64 files, following binutils and glibc)."""
-    view = memoryview(region)
-    padding = 8 if alignment == 8 else 4
-    position = 0
-    end = len(view)
-    for _ in range(MAX_NOTE_COUNT):
-        if position >= end:
-            return
-        if end - position < _NOTE_HEADER.size:
-            raise ElfError(
-                f"{where}: note header at offset 0x{file_offset + position:x} is truncated "
-                f"(0x{end - position:x} bytes left)"
-            )
-        name_size, descriptor_size, note_type = _NOTE_HEADER.unpack_from(view, position)
-        name_start = position + _NOTE_HEADER.size
-        if name_size > end - name_start:
-            raise ElfError(
-                f"{where}: note at offset 0x{file_offset + position:x}: n_namesz 0x{name_size:x} "
-                "overruns the notes"
-            )
-        # The descriptor starts at the next multiple of `padding` after the name, counted from
-        # the note's start (header + name), which matters for 8-byte padding.
-        descriptor_start = position + _align_up(_NOTE_HEADER.size + name_size, padding)
-        if descriptor_start > end or descriptor_size > end - descriptor_start:
-            raise ElfError(
-                f"{where}: note at offset 0x{file_offset + position:x}: n_descsz 0x{descriptor_size:x} "
-                "overruns the notes"
-            )
-        name = bytes(view[name_start : name_start + name_size]).split(b"\0", 1)[0]
-        descriptor = view[descriptor_start : descriptor_start + descriptor_size]
-        yield name, note_type, descriptor
-        position = descriptor_start + _align_up(descriptor_size, padding)
-    raise ElfError(f"{where}: more than {MAX_NOTE_COUNT} notes")
-
-
-def _align_up(value: int, alignment: int) -> int:
-    return (value + alignment - 1) & ~(alignment - 1)
 
 
 def _check_uncompressed_size(uncompressed_size: int, where: str) -> None:
@@ -1159,38 +941,30 @@ def find_debug_file(
        CRC-32 of the candidate file matches the one in `.gnu_debuglink`.
 
     Candidates that are missing, unreadable or not ELF are skipped."""
-    build_id = elf.build_id_hex
-    if build_id is not None and len(build_id) > 2:
-        for root in roots:
-            candidate = os.path.join(root, ".build-id", build_id[:2], build_id[2:] + ".debug")
-            if os.path.isfile(candidate) and _has_build_id(candidate, elf.build_id):
-                return candidate
-    link = elf.debuglink
+    for candidate in _debug_candidates(elf, elf.build_id, None, roots):
+        if os.path.isfile(candidate) and _has_build_id(candidate, elf.build_id):
+            return candidate
+    link = elf.debuglink  # read only when no file by build-id is found, as the loader reads it
     if link is None:
         return None
     name, crc = link
-    if os.sep in name or name in ("", ".", ".."):
-        # The name is a file name, never a path (binutils stores the basename).
-        _logger().warning("%s: .gnu_debuglink name %r is not a plain file name; ignored", elf.path, name)
-        return None
-    directories = []
-    for path in (os.path.abspath(elf.path), os.path.realpath(elf.path)):
-        directory = os.path.dirname(path)
-        if directory not in directories:
-            directories.append(directory)
-    candidates = []
-    for directory in directories:
-        candidates.append(os.path.join(directory, name))
-        candidates.append(os.path.join(directory, ".debug", name))
-    for root in roots:
-        for directory in directories:
-            candidates.append(os.path.join(root, directory.lstrip(os.sep), name))
-    for candidate in candidates:
-        if not os.path.isfile(candidate) or _is_same_file(candidate, elf.path):
-            continue
-        if file_crc32(candidate) == crc:
+    for candidate in _debug_candidates(elf, None, name, roots):
+        if os.path.isfile(candidate) and not _is_same_file(candidate, elf.path) and file_crc32(candidate) == crc:
             return candidate
     return None
+
+
+def _debug_candidates(
+    elf: ElfFile, build_id: bytes | None, link_name: str | None, roots: tuple[str, ...] | list[str]
+) -> list[str]:
+    """The paths the C core's rule (core/elf_file.h fu_elf_debug_candidates) tries, in order, by
+    `build_id` or by the debuglink `link_name`."""
+    candidates, link_ignored = _core.elf_debug_file_candidates(
+        build_id, None if link_name is None else os.fsencode(link_name), os.path.abspath(elf.path),
+        os.path.realpath(elf.path), list(roots))
+    if link_ignored:
+        _logger().warning("%s: .gnu_debuglink name %r is not a plain file name; ignored", elf.path, link_name)
+    return [path for path, _rule in candidates]
 
 
 def _has_build_id(path: str, build_id: bytes | None) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from fastunwind.elf import ET_EXEC, PT_INTERP, ElfFile
+from fastunwind.elf import PT_INTERP, ElfFile
 from fastunwind.errors import FastunwindError
 
 #: d_tag values (gABI "Dynamic Section")
@@ -24,15 +24,6 @@ def _dynamic(path: str) -> tuple[list[str], list[str], str | None]:
     """(DT_NEEDED names, search directories of DT_RPATH/DT_RUNPATH with $ORIGIN expanded, PT_INTERP)."""
     with ElfFile.open(path) as elf:
         return _dynamic_of(elf, path)
-
-
-def process_entry(elf: ElfFile) -> int:
-    """The file's ELF entry point where a process starts running it, else 0: an executable (ET_EXEC,
-    or a file with PT_INTERP: a PIE, libc.so.6), or a file that needs no library (the dynamic loader,
-    a static PIE). A shared library's e_entry is no process's first code: linkers often leave it at
-    the start of .text (crtstuff's deregister_tm_clones, without CFI)."""
-    needed, _directories, interpreter = _dynamic_of(elf, elf.path)
-    return elf.entry if elf.elf_type_number == ET_EXEC or interpreter is not None or not needed else 0
 
 
 def _entries(elf: ElfFile) -> Iterator[tuple[int, int]]:

@@ -7,7 +7,6 @@ Checked on the running program: the bytes at `main`'s avma, read from /proc/PID/
 bytes of `main`."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -17,28 +16,12 @@ import pytest
 from fastunwind.address_space import ImageCache, parse_proc_maps
 from fastunwind.elf import ElfFile
 
-from tests.support.paths import CORPUS_SOURCES
-
-LINKED_C = CORPUS_SOURCES / "linked.c"
-
-LAYOUTS = {
-    "bfd": ("bfd", ()), "bfd-nopie": ("bfd", ("-no-pie",)),
-    "bfd-noseparate-code": ("bfd", ("-Wl,-z,noseparate-code",)),
-    "bfd-fixed": ("bfd", ("-no-pie", "-Wl,-Ttext-segment=0x20000000")),
-    "bfd-static-pie": ("bfd", ("-static-pie",)),
-    "gold": ("gold", ()), "lld": ("lld", ()), "lld-nopie": ("lld", ("-no-pie",)),
-    "lld-separate-code": ("lld", ("-Wl,-z,separate-code",)), "mold": ("mold", ()), "mold-nopie": ("mold", ("-no-pie",)),
-}
-LINKER_TOOLS = {"bfd": "ld.bfd", "gold": "ld.gold", "lld": "ld.lld", "mold": "mold"}
+from tests.support.linkers import LAYOUTS, build_linked
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_bias_maps_main_to_its_bytes_in_the_running_program(layout: str, tmp_path: Path) -> None:
-    linker, flags = LAYOUTS[layout]
-    if not shutil.which("gcc") or not shutil.which(LINKER_TOOLS[linker]):
-        pytest.skip(f"gcc or {LINKER_TOOLS[linker]} not found")
-    program = tmp_path / f"linked-{layout}"
-    subprocess.run(["gcc", "-O2", f"-fuse-ld={linker}", *flags, str(LINKED_C), "-o", str(program)], check=True)
+    program = build_linked(layout, tmp_path)
     with ElfFile.open(program) as elf:
         main = next(s for s in elf.symbols() if s.name == "main")
         offset = next(seg.offset + main.value - seg.vaddr for seg in elf.segments

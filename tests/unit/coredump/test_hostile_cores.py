@@ -185,18 +185,6 @@ def test_an_exe_for_a_core_without_the_program_is_reported(tmp_path: Path) -> No
                                    "(AT_PHDR 0x0): not used"]
 
 
-class _MemoryOf:
-    """A core's memory as build_id_in_memory reads it: one ELF header page at `base`."""
-
-    def __init__(self, base: int, page: bytes) -> None:
-        self.base, self.page = base, page
-
-    def read(self, address: int, size: int) -> bytes | None:
-        assert 0 <= address < 2**64, address  # what the C reader's argument parsing requires
-        offset = address - self.base
-        return self.page[offset:offset + size] if 0 <= offset and offset + size <= len(self.page) else None
-
-
 def _elf_page(phoff: int, notes_offset: int, notes_size: int) -> bytes:
     header = bytearray(4096)
     header[:5] = b"\x7fELF\x02"
@@ -214,4 +202,22 @@ def _elf_page(phoff: int, notes_offset: int, notes_size: int) -> bytes:
 ])
 def test_a_hostile_elf_header_in_the_core_gives_no_build_id(phoff, notes_offset, notes_size) -> None:
     base = 2**64 - 2 * 4096
-    assert core_files.build_id_in_memory(_MemoryOf(base, _elf_page(phoff, notes_offset, notes_size)), base) is None
+    page = _elf_page(phoff, notes_offset, notes_size)
+    core = _core.CoreFile(build(note(NT_PRSTATUS, prstatus(7, 0x401000, STACK)), [(base, 4096, page)]))
+    assert core.read(base, 4) == b"\x7fELF"
+    assert core.build_id_at(base) is None
+
+
+def test_the_build_id_of_a_file_page_in_the_core() -> None:
+    base = 0x7F0000000000
+    build_id = bytes(range(20))
+    gnu = struct.pack("<III", 4, 20, 3) + b"GNU\0" + build_id
+    property_note = struct.pack("<III", 4, 16, 5) + b"GNU\0" + bytes(16)
+    page = bytearray(_elf_page(64, 512, len(property_note)))
+    page[512:512 + len(property_note)] = property_note
+    page[1024:1024 + len(gnu)] = gnu
+    struct.pack_into("<HH", page, 54, 56, 2)
+    struct.pack_into("<IIQQQQ", page, 64 + 56, 4, 0, 1024, 0, 0, len(gnu))  # a second PT_NOTE
+    core = _core.CoreFile(build(note(NT_PRSTATUS, prstatus(7, 0x401000, STACK)), [(base, 4096, bytes(page))]))
+    assert core.build_id_at(base) == build_id
+    assert core.build_id_at(base + 4096) is None  # not held
