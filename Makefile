@@ -43,6 +43,9 @@ $(STAMPS)/venv.stamp: pyproject.toml $(STAMPS)/system.stamp
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	@# pip installs the launcher as the `fastunwind` command (setup.py); an editable install's is a
+	@# copy of it as then built, this venv's follows the in-place build as its Python code does
+	ln -sf ../../$(LAUNCHER) $(VENV)/bin/fastunwind
 	@touch $@
 
 # --force: make has already seen a source change; setuptools compares whole-second mtimes and would
@@ -51,11 +54,7 @@ $(EXTENSION): $(NATIVE) setup.py $(STAMPS)/venv.stamp
 	$(PY) setup.py -q build_ext --inplace --force
 
 setup: $(STAMPS)/venv.stamp
-# The `fastunwind` command is the launcher setup.py builds beside the extension (native/cli): it
-# takes the place of the console script pip writes (which runs the Python CLI, as the launcher
-# does for the command lines it does not serve itself).
 build: $(EXTENSION)
-	@cmp -s $(LAUNCHER) $(VENV)/bin/fastunwind || install -m 755 $(LAUNCHER) $(VENV)/bin/fastunwind
 
 demo: build
 	@echo "== fastunwind table --summary $(DEMO_FILE)"

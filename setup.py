@@ -10,6 +10,7 @@ from glob import glob
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from distutils.command.build_scripts import build_scripts  # setuptools' distutils (imported after setuptools)
 
 compile_args = ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fvisibility=hidden"]
 # libiberty's symbols stay inside the extension (not exported to other modules)
@@ -48,11 +49,14 @@ def build_bpf_skeleton() -> None:
 
 build_bpf_skeleton()
 
-# The launcher (native/cli): the `fastunwind` command, a C program that serves `backtrace -p` and
-# `core` without starting Python and hands every other command line to the Python CLI, run by the
-# interpreter building it (FASTUNWIND_PYTHON overrides). The core's sources it needs are linked
-# into it statically; `make build` installs it as the venv's `fastunwind` (docs/DESIGN.md).
+# The launcher (native/cli): the `fastunwind` command, a C program that serves `backtrace -p`,
+# `core`, `perf-script -i` and `report -i` without starting Python and hands every other command
+# line to the Python CLI: the `fastunwind-python` script pip installs beside it, else (the
+# in-place build, run from the tree) the interpreter building it (FASTUNWIND_PYTHON overrides).
+# The core's sources it needs are linked into it statically. It is the wheel's `fastunwind`
+# script, so `pip install` makes it the command (docs/DESIGN.md, "The launcher").
 LAUNCHER = "launcher"  #: its file name, beside the extension
+COMMAND = "fastunwind"  #: its name as the installed command
 LAUNCHER_CORE_SOURCES = ["address_space.c", "cache_paths.c", "cfi_eval.c", "cfi_eh_frame_hdr.c", "cfi_parse.c", "compact_table.c", "coredump.c", "elf_file.c",
                          "demangle.c", "dwarf_expr.c", "eh_elf.c", "error.c", "live.c", "lookup.c", "memory.c", "perf_data.c", "perf_regs.c",
                          "perf_replay.c", "perf_script.c", "perf_walk.c", "plt.c", "report.c", "srcline.c",
@@ -60,6 +64,14 @@ LAUNCHER_CORE_SOURCES = ["address_space.c", "cache_paths.c", "cfi_eval.c", "cfi_
 
 
 class BuildWithLauncher(build_ext):
+    def launcher_path(self) -> str:
+        """Built in place (`make build`, an editable install): beside the extension, where the
+        tests and the venv's command run it; else in the build's temporary folder, for the wheel's
+        scripts only (LauncherScript)."""
+        if self.inplace:
+            return os.path.join(os.path.dirname(self.get_ext_fullpath("fastunwind._core")), LAUNCHER)
+        return os.path.join(self.build_temp, COMMAND)
+
     def run(self) -> None:
         super().run()
         python = os.environ.get("FASTUNWIND_PYTHON", sys.executable)
@@ -71,9 +83,9 @@ class BuildWithLauncher(build_ext):
             extra_postargs=[a for a in compile_args if a != "-fvisibility=hidden"] + ["-ffunction-sections",
                                                                                       "-fdata-sections"],
             depends=sorted(glob("native/cli/*.h") + glob("native/core/*.[ch]") + glob("native/core/*.inc")))
-        directory = os.path.dirname(self.get_ext_fullpath("fastunwind._core"))
+        directory, name = os.path.split(self.launcher_path())
         self.compiler.link_executable(
-            objects, LAUNCHER, output_dir=directory,
+            objects, name, output_dir=directory,
             # demangle.c: libiberty's demangler (a static library); perf_data.c: zstd; srcline.c
             # (perf_script.c's source lines): libdw, libelf and their decompressors, all static, so
             # that the launcher loads no library but libc
@@ -83,8 +95,26 @@ class BuildWithLauncher(build_ext):
             target_lang="c")
 
 
+class LauncherScript(build_scripts):
+    """The wheel's scripts: the launcher, copied as it is under the command's name (build_scripts
+    would read the ELF program as text, for a shebang to rewrite)."""
+
+    def get_source_files(self) -> list[str]:
+        return []  # built, not a source of the sdist
+
+    def copy_scripts(self) -> tuple[list[str], list[str]]:
+        self.run_command("build_ext")
+        launcher = self.get_finalized_command("build_ext").launcher_path()
+        self.mkpath(self.build_dir)
+        command = os.path.join(self.build_dir, COMMAND)
+        self.copy_file(launcher, command)
+        os.chmod(command, 0o755)
+        return [command], [command]
+
+
 setup(
-    cmdclass={"build_ext": BuildWithLauncher},
+    cmdclass={"build_ext": BuildWithLauncher, "build_scripts": LauncherScript},
+    scripts=[COMMAND],
     ext_modules=[
         Extension(
             "fastunwind._core",

@@ -5,12 +5,16 @@
  * reads exactly as the Python CLI does (arguments.h) and everything the snapshot needs is at hand
  * (launcher.h: the modules' compact and symbol tables in the caches the Python path fills).
  * Everything else, and whatever it cannot serve with the Python CLI's very bytes, is the Python
- * CLI's: this process becomes `python -m fastunwind ARGS` (the interpreter recorded at build time,
- * FU_CLI_PYTHON), so that behaviour is the Python CLI's to the byte. FASTUNWIND_NATIVE=0 sends
- * every command line there; FASTUNWIND_NATIVE=require never does (it says why it would have).
+ * CLI's: this process becomes `fastunwind-python ARGS`, the script pip installs beside this
+ * program (pyproject.toml: `python -m fastunwind` by the interpreter of this installation), or,
+ * run from the tree (the in-place build, no script beside it), `FU_CLI_PYTHON -m fastunwind ARGS`
+ * (the interpreter recorded at build time), so that behaviour is the Python CLI's to the byte.
+ * FASTUNWIND_NATIVE=0 sends every command line there; FASTUNWIND_NATIVE=require never does (it
+ * says why it would have).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,22 +28,48 @@
 #error "FU_CLI_PYTHON: the interpreter of the Python CLI (setup.py defines it)"
 #endif
 
-/* Become `FU_CLI_PYTHON -m fastunwind ARGS`; returns only if that cannot start. */
+/* The name of the Python CLI's script pip installs beside the launcher (pyproject.toml). */
+#define PYTHON_CLI_SCRIPT "fastunwind-python"
+
+/* The path of PYTHON_CLI_SCRIPT in this program's directory into `path`; false if there is none. */
+static bool installed_python_cli(char *path, size_t size)
+{
+    ssize_t n = readlink("/proc/self/exe", path, size);
+    if (n <= 0 || (size_t)n >= size)
+        return false;
+    path[n] = 0;
+    char *slash = strrchr(path, '/');
+    if (!slash || (size_t)(path + size - (slash + 1)) < sizeof PYTHON_CLI_SCRIPT)
+        return false;
+    memcpy(slash + 1, PYTHON_CLI_SCRIPT, sizeof PYTHON_CLI_SCRIPT);
+    return access(path, X_OK) == 0;
+}
+
+/* Become `fastunwind-python ARGS` (installed) or `FU_CLI_PYTHON -m fastunwind ARGS` (run from the
+ * tree); returns only if that cannot start. */
 static int run_python_cli(int argc, char **argv)
 {
+    static char script[PATH_MAX];
     char **python_argv = calloc((size_t)argc + 3, sizeof *python_argv);
     if (!python_argv) {
         fputs("fastunwind: error: out of memory\n", stderr);
         return 1;
     }
-    python_argv[0] = (char *)FU_CLI_PYTHON;
-    python_argv[1] = (char *)"-m";
-    python_argv[2] = (char *)"fastunwind";
+    const char *program = FU_CLI_PYTHON;
+    int first = 3;
+    if (installed_python_cli(script, sizeof script)) {
+        program = script;
+        first = 1;
+    } else {
+        python_argv[1] = (char *)"-m";
+        python_argv[2] = (char *)"fastunwind";
+    }
+    python_argv[0] = (char *)program;
     for (int i = 1; i < argc; i++)
-        python_argv[i + 2] = argv[i];
+        python_argv[first + i - 1] = argv[i];
     fflush(NULL);
-    execv(FU_CLI_PYTHON, python_argv);
-    fprintf(stderr, "fastunwind: error: cannot run the Python CLI (%s): %s\n", FU_CLI_PYTHON, strerror(errno));
+    execv(program, python_argv);
+    fprintf(stderr, "fastunwind: error: cannot run the Python CLI (%s): %s\n", program, strerror(errno));
     free(python_argv);
     return 1;
 }

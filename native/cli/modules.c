@@ -27,6 +27,22 @@ void fu_cli_bytes_free(fu_cli_bytes *bytes)
     *bytes = (fu_cli_bytes){0};
 }
 
+static fu_cli_file_seen_fn file_seen;
+static void *file_seen_context;
+
+void fu_cli_observe_files(fu_cli_file_seen_fn seen, void *context)
+{
+    file_seen = seen;
+    file_seen_context = context;
+}
+
+void fu_cli_note_file(const char *path)
+{
+    struct stat st;
+    if (file_seen && stat(path, &st) == 0)
+        file_seen(file_seen_context, path, &st);
+}
+
 bool fu_cli_read_file(const char *path, fu_cli_bytes *out)
 {
     *out = (fu_cli_bytes){0};
@@ -40,6 +56,8 @@ bool fu_cli_read_file(const char *path, fu_cli_bytes *out)
         if (mapped != MAP_FAILED) {
             *out = (fu_cli_bytes){mapped, (size_t)st.st_size, false};
             ok = true;
+            if (file_seen)
+                file_seen(file_seen_context, path, &st);
         }
     }
     close(fd);

@@ -84,6 +84,12 @@ fu_cli_module_status fu_cli_elf_open(fu_cli_elf *elf, fu_cli_bytes bytes);
 void fu_cli_elf_free(fu_cli_elf *elf);
 /* The regular file at `path`, not empty, mapped read-only; false for anything else. */
 bool fu_cli_read_file(const char *path, fu_cli_bytes *out);
+/* Every file fu_cli_read_file reads from now on is named to `seen` with its fstat (NULL: none):
+ * how a check of a recording's needs learns the files it read (recording.c). */
+typedef void (*fu_cli_file_seen_fn)(void *context, const char *path, const struct stat *st);
+void fu_cli_observe_files(fu_cli_file_seen_fn seen, void *context);
+/* Name `path` to the observer as a file read (a file whose identity a key holds, not read here). */
+void fu_cli_note_file(const char *path);
 void fu_cli_bytes_free(fu_cli_bytes *bytes);
 
 /* Open the image of the ELF file in `bytes` (taken) found at `path` (what the Python path names

@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -352,6 +353,8 @@ static const fu_symbol_table *kernel_symbols(run *r)
             fu_symbol_cache_load(r->kernel_file.data, r->kernel_file.size, key.data, key.len, &r->kernel, &err) ==
                 FU_OK)
             r->has_kernel = true;
+        if (r->has_kernel)
+            fu_cli_note_file((const char *)path.data); /* its identity is in the entry's key */
         free(path.data);
     }
     free(key.data);
@@ -505,179 +508,172 @@ static int open_recording(const fu_cli_request *request, fu_perf_stream **stream
     return fd;
 }
 
-/* The characters Python's str.rstrip takes off the end of an ASCII line. */
-static bool python_space(char c)
+/* perf/report.py parse_sort for the spellings read here ("sym", "comm,dso,sym": the core's keys but
+ * srcline, commas and nothing else); false: the Python path's (its error, srcline, spaces, empty keys). */
+static bool parse_sort(const char *text, fu_report_layout *layout)
 {
-    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f');
-}
-
-/* Python's len of valid UTF-8: its code points. */
-static size_t characters(fu_text t)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < t.len; i++)
-        n += ((unsigned char)t.data[i] & 0xc0) != 0x80;
-    return n;
-}
-
-static bool append_padded(fu_buffer *line, fu_text cell, size_t width, bool right)
-{
-    size_t len = characters(cell), pad = len < width ? width - len : 0;
-    bool ok = right || fu_buffer_append(line, cell.data, cell.len);
-    for (size_t i = 0; ok && i < pad; i++)
-        ok = fu_buffer_append(line, " ", 1);
-    return ok && (!right || fu_buffer_append(line, cell.data, cell.len));
-}
-
-/* commands/report.py's sort keys the launcher serves (srcline is the Python path's), with their
- * headings (HEADINGS) and flags (perf/report.py SORT_KEYS). */
-static const struct {
-    const char *name, *heading;
-    unsigned flag;
-} REPORT_KEYS[] = {
-    {"sym", "Symbol", FU_REPORT_SORT_SYM},
-    {"dso", "Shared Object", FU_REPORT_SORT_DSO},
-    {"comm", "Command", FU_REPORT_SORT_COMM},
-    {"tid", "Pid/Tid", FU_REPORT_SORT_TID},
-};
-#define REPORT_KEY_COUNT (sizeof REPORT_KEYS / sizeof *REPORT_KEYS)
-#define REPORT_NUMERIC 4 /* Self, Total, Self n, Total n: right-aligned */
-#define REPORT_COLUMNS (REPORT_NUMERIC + REPORT_KEY_COUNT)
-
-/* The table's options: the sort's keys (indices into REPORT_KEYS, each once, in the order given). */
-typedef struct report_options {
-    size_t keys[REPORT_KEY_COUNT], key_count;
-    unsigned flags;
-    bool by_total;
-    int limit; /* -1: every row */
-} report_options;
-
-/* perf/report.py parse_sort for the spellings read here ("sym", "comm,dso,sym": known keys, commas
- * and nothing else); false: the Python path's (its error, srcline, spaces, empty keys). */
-static bool parse_sort(const char *text, report_options *options)
-{
-    options->key_count = 0;
-    options->flags = 0;
+    unsigned flags = 0;
+    layout->key_count = 0;
     for (const char *at = text;; at++) {
         size_t len = strcspn(at, ","), k = 0;
-        while (k < REPORT_KEY_COUNT && (strlen(REPORT_KEYS[k].name) != len || strncmp(at, REPORT_KEYS[k].name, len)))
+        while (k < FU_REPORT_KEY_COUNT &&
+               (strlen(fu_report_keys[k].name) != len || strncmp(at, fu_report_keys[k].name, len)))
             k++;
-        if (k == REPORT_KEY_COUNT)
+        if (k == FU_REPORT_KEY_COUNT || fu_report_keys[k].flag == FU_REPORT_SORT_SRCLINE)
             return false;
-        if (!(options->flags & REPORT_KEYS[k].flag))
-            options->keys[options->key_count++] = k;
-        options->flags |= REPORT_KEYS[k].flag;
+        if (!(flags & fu_report_keys[k].flag))
+            layout->keys[layout->key_count++] = fu_report_keys[k].flag;
+        flags |= fu_report_keys[k].flag;
         at += len;
         if (!*at)
             return true;
     }
 }
 
-/* A row's cell of key `k` (commands/report.py _columns); `scratch` holds a pid/tid. */
-static fu_text key_cell(const fu_report *rep, const fu_report_entry *e, size_t k, char scratch[32])
+/* The flags of a layout's keys (the report's sort). */
+static unsigned layout_flags(const fu_report_layout *layout)
 {
-    fu_text none = {"", 0};
-    switch (REPORT_KEYS[k].flag) {
-    case FU_REPORT_SORT_SYM:
-        return e->function == FU_INTERN_NONE ? none : fu_report_text(rep, fu_report_function_at(rep, e->function)->name);
-    case FU_REPORT_SORT_DSO: {
-        if (e->dso == FU_INTERN_NONE)
-            return none;
-        fu_text module = fu_report_text(rep, e->dso); /* os.path.basename, or the whole when that is "" */
-        const char *slash = module.len ? memrchr(module.data, '/', module.len) : NULL;
-        if (slash && slash + 1 < module.data + module.len)
-            return (fu_text){slash + 1, (size_t)(module.data + module.len - slash - 1)};
-        return module;
-    }
-    case FU_REPORT_SORT_COMM: return e->comm == FU_INTERN_NONE ? none : fu_report_text(rep, e->comm);
-    default: snprintf(scratch, 32, "%d/%d", (int)e->pid, (int)e->tid); return (fu_text){scratch, strlen(scratch)};
-    }
+    unsigned flags = 0;
+    for (size_t k = 0; k < layout->key_count; k++)
+        flags |= layout->keys[k];
+    return flags;
 }
 
-/* A row's cells (commands/report.py _print_table: percentages of `samples` as Python's
- * f"{100 * n / samples:.2f}%", which for counts below 2^53 is this double's rounding). */
-static void row_cells(const fu_report *rep, const fu_report_entry *e, const report_options *options,
-                      char numbers[REPORT_NUMERIC][32], char scratch[32], fu_text cells[REPORT_COLUMNS])
+/* What `walk` and `render` will ask of the caches for the mappings new since `first_mapping` and
+ * a window's samples, asked now: every mapped image's symbols (the Python path caches them all
+ * ahead), a JIT's perf map (the Python path's), the kernel's symbols where a sample has kernel
+ * frames. */
+static bool symbols_at_hand(run *r, size_t first_mapping, const fu_perf_data *window)
 {
-    snprintf(numbers[0], 32, "%.2f%%", (double)(100 * e->self) / (double)rep->samples);
-    snprintf(numbers[1], 32, "%.2f%%", (double)(100 * e->total) / (double)rep->samples);
-    snprintf(numbers[2], 32, "%" PRIu64, e->self);
-    snprintf(numbers[3], 32, "%" PRIu64, e->total);
-    for (int i = 0; i < REPORT_NUMERIC; i++)
-        cells[i] = (fu_text){numbers[i], strlen(numbers[i])};
-    for (size_t k = 0; k < options->key_count; k++)
-        cells[REPORT_NUMERIC + k] = key_cell(rep, e, options->keys[k], scratch);
+    bool failed = false;
+    for (size_t i = first_mapping; !failed && i < r->mapping_count; i++)
+        if (r->mappings[i].image || r->files[r->mappings[i].file].perf_map)
+            load_mapping(r, (uint32_t)i, &failed);
+    bool kernel = false;
+    for (size_t s = 0; !kernel && s < window->sample_count; s++)
+        kernel = fu_perf_sample_kernel_frames(&window->samples[s]);
+    return !failed && (!kernel || kernel_symbols(r));
 }
 
-/* A line of the table: the numbers right-aligned, the keys but the last left-aligned, joined by
- * two spaces, stripped on the right (false: out of memory, or a line whose end is not ASCII, which
- * Python's rstrip may read as white space). */
-static bool append_line(fu_buffer *text, const fu_text *cells, const size_t *widths, size_t columns)
+/* ---- the record of a recording's needs -----------------------------------------------------------
+ * What a check found at hand: every file it read (the modules, their tables and symbols, the
+ * kernel's), by path and identity, kept in the cache under the recording's own identity. While
+ * every one is as it was, a later run of the same recording reads the same files and finds them
+ * (the decisions are the files' contents): it skips the check. Each file is 5 u64 (device, inode,
+ * size, mtime seconds and nanoseconds) and a u32 path length, then the path. */
+#define NEEDS_MAGIC "FUNEEDS1"
+/* Files a record lists at most: a recording of a whole machine maps a few thousand files. */
+#define NEEDS_MAX_FILES 65536
+#define NEEDS_FILE_BYTES (5 * 8 + 4)
+
+typedef struct needs {
+    fu_buffer bytes;
+    size_t count;
+    bool failed; /* out of memory, too many files: no record is kept */
+} needs;
+
+static void identity(uint64_t fields[5], const struct stat *st)
 {
-    size_t start = text->len;
-    bool ok = true;
-    for (size_t i = 0; ok && i + 1 < columns; i++)
-        ok = append_padded(text, cells[i], widths[i], i < REPORT_NUMERIC) && fu_buffer_append(text, "  ", 2);
-    ok = ok && fu_buffer_append(text, cells[columns - 1].data, cells[columns - 1].len);
-    while (ok && text->len > start && python_space((char)text->data[text->len - 1]))
-        text->len--;
-    return ok && (text->len == start || text->data[text->len - 1] < 0x80) && fu_buffer_append(text, "\n", 1);
+    fields[0] = (uint64_t)st->st_dev;
+    fields[1] = (uint64_t)st->st_ino;
+    fields[2] = (uint64_t)st->st_size;
+    fields[3] = (uint64_t)st->st_mtim.tv_sec;
+    fields[4] = (uint64_t)st->st_mtim.tv_nsec;
 }
 
-/* commands/report.py _print_table (names in full) into `text`; false where Python's table may
- * differ: a name or the input's path not valid UTF-8 (Python decodes them), counts past exact
- * doubles. */
-static bool write_table(const fu_report *rep, const report_options *options, const char *input, fu_buffer *text)
+static void note_file(void *context, const char *path, const struct stat *st)
 {
-    size_t count = fu_report_entry_count(rep), columns = REPORT_NUMERIC + options->key_count;
-    uint32_t *order = malloc((count + 1) * sizeof *order);
-    size_t n = order ? fu_report_order(rep, options->by_total, order) : SIZE_MAX;
-    bool ok = n != SIZE_MAX && rep->samples < ((uint64_t)1 << 46) && fu_utf8_valid(input, strlen(input));
-    if (ok && options->limit >= 0 && (size_t)options->limit < n)
-        n = (size_t)options->limit;
-    static const char *const numeric[REPORT_NUMERIC] = {"Self", "Total", "Self n", "Total n"};
-    fu_text cells[REPORT_COLUMNS];
-    size_t widths[REPORT_COLUMNS];
-    char numbers[REPORT_NUMERIC][32], scratch[32], first[32];
-    for (size_t i = 0; i < columns; i++) {
-        cells[i] = i < REPORT_NUMERIC ? (fu_text){numeric[i], strlen(numeric[i])}
-                                      : (fu_text){REPORT_KEYS[options->keys[i - REPORT_NUMERIC]].heading, 0};
-        cells[i].len = strlen(cells[i].data);
-        widths[i] = cells[i].len;
-    }
-    for (size_t r = 0; ok && r < n; r++) {
-        fu_text row[REPORT_COLUMNS];
-        row_cells(rep, fu_report_entry_at(rep, order[r]), options, numbers, scratch, row);
-        for (size_t i = 0; ok && i < columns; i++) {
-            ok = fu_utf8_valid(row[i].data, row[i].len);
-            size_t len = characters(row[i]);
-            if (len > widths[i])
-                widths[i] = len;
-        }
-    }
-    char title[64];
-    snprintf(title, sizeof title, "# %" PRIu64 " samples of ", rep->samples);
-    ok = ok && fu_buffer_append(text, title, strlen(title)) && fu_buffer_append(text, input, strlen(input));
-    const char *sorted = options->by_total ? ", sorted by total samples (--sort " : ", sorted by self samples (--sort ";
-    ok = ok && fu_buffer_append(text, sorted, strlen(sorted));
-    for (size_t k = 0; ok && k < options->key_count; k++) {
-        const char *name = REPORT_KEYS[options->keys[k]].name;
-        ok = (k == 0 || fu_buffer_append(text, ",", 1)) && fu_buffer_append(text, name, strlen(name));
-    }
-    ok = ok && fu_buffer_append(text, ")\n#\n", 4);
-    /* the heading: "#" then "Self" right-aligned to the column's width less one */
-    snprintf(first, sizeof first, "#%*s", (int)(widths[0] > 1 ? widths[0] - 1 : 0), numeric[0]);
-    cells[0] = (fu_text){first, strlen(first)};
-    ok = ok && append_line(text, cells, widths, columns);
-    for (size_t r = 0; ok && r < n; r++) {
-        row_cells(rep, fu_report_entry_at(rep, order[r]), options, numbers, scratch, cells);
-        ok = append_line(text, cells, widths, columns);
-    }
-    free(order);
-    return ok;
+    needs *n = context;
+    uint64_t fields[5];
+    identity(fields, st);
+    uint32_t len = (uint32_t)strlen(path);
+    n->failed = n->failed || ++n->count > NEEDS_MAX_FILES || !fu_buffer_append(&n->bytes, fields, sizeof fields) ||
+                !fu_buffer_append(&n->bytes, &len, sizeof len) || !fu_buffer_append(&n->bytes, path, len);
 }
 
-/* A run of the recording: its text, its folded stacks, or its samples counted in `report`. */
+bool fu_cli_needs_hold(const uint8_t *data, size_t size)
+{
+    size_t magic = sizeof NEEDS_MAGIC - 1;
+    if (size < magic || memcmp(data, NEEDS_MAGIC, magic) != 0)
+        return false;
+    char path[PATH_MAX];
+    size_t at = magic;
+    for (size_t count = 0; at < size; count++) {
+        uint64_t fields[5], now[5];
+        uint32_t len;
+        if (count >= NEEDS_MAX_FILES || size - at < NEEDS_FILE_BYTES)
+            return false;
+        memcpy(fields, data + at, sizeof fields);
+        memcpy(&len, data + at + sizeof fields, sizeof len);
+        at += NEEDS_FILE_BYTES;
+        if (len == 0 || len >= sizeof path || size - at < len || memchr(data + at, 0, len))
+            return false;
+        memcpy(path, data + at, len);
+        path[len] = 0;
+        at += len;
+        struct stat st;
+        if (stat(path, &st) != 0)
+            return false;
+        identity(now, &st);
+        if (memcmp(fields, now, sizeof now) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* The record's path for the recording `st`: <cache>/recordings/DEV-INODE-SIZE-SECONDS.NANOSECONDS.needs. */
+static bool needs_path(const struct stat *st, char *path, size_t size)
+{
+    char root[4096];
+    uint64_t fields[5];
+    identity(fields, st);
+    if (!fu_cache_root(root, sizeof root))
+        return false;
+    int n = snprintf(path, size, "%s/" FU_NEEDS_CACHE_KIND "/%" PRIx64 "-%" PRIx64 "-%" PRIx64 "-%" PRIx64 ".%09" PRIu64
+                     FU_NEEDS_CACHE_SUFFIX, root, fields[0], fields[1], fields[2], fields[3], fields[4]);
+    return n > 0 && (size_t)n < size;
+}
+
+/* Whether the recording's record of needs exists and holds (its check can be skipped). */
+static bool needs_known(const fu_cli_request *request)
+{
+    struct stat st;
+    char path[MAX_PATH_BYTES];
+    fu_cli_bytes record;
+    if (stat(request->input, &st) != 0 || !needs_path(&st, path, sizeof path) || !fu_cli_read_file(path, &record))
+        return false;
+    bool hold = fu_cli_needs_hold(record.data, record.size);
+    fu_cli_bytes_free(&record);
+    return hold;
+}
+
+/* Keep what a check found as the recording's record (written whole, then renamed into place; a
+ * record that cannot be written only means the next run checks again). */
+static void keep_needs(const fu_cli_request *request, const needs *n)
+{
+    struct stat st;
+    char path[MAX_PATH_BYTES], temporary[MAX_PATH_BYTES + 32];
+    if (n->failed || stat(request->input, &st) != 0 || !needs_path(&st, path, sizeof path))
+        return;
+    char *slash = strrchr(path, '/');
+    *slash = 0;
+    mkdir(path, 0777); /* the cache's root exists: the check read its tables */
+    *slash = '/';
+    snprintf(temporary, sizeof temporary, "%s.%d.tmp", path, (int)getpid());
+    int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return;
+    bool ok = write(fd, NEEDS_MAGIC, sizeof NEEDS_MAGIC - 1) == (ssize_t)(sizeof NEEDS_MAGIC - 1);
+    for (size_t at = 0; ok && at < n->bytes.len;) {
+        ssize_t written = write(fd, n->bytes.data + at, n->bytes.len - at);
+        ok = written > 0;
+        at += ok ? (size_t)written : 0;
+    }
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(temporary, path) != 0)
+        unlink(temporary);
+}
+
 /* Most of the run's memory is buffers made again for each window (its records, frames, lines,
  * text) at about the sizes of the window before. Kept in the heap and never trimmed, their pages are
  * faulted in once; glibc's defaults map the larger ones afresh (above 128 KiB, until its threshold
@@ -686,8 +682,15 @@ static bool write_table(const fu_report *rep, const report_options *options, con
 #define RUN_MMAP_THRESHOLD_BYTES (32 << 20) /* glibc's largest (DEFAULT_MMAP_THRESHOLD_MAX) */
 #define RUN_TRIM_THRESHOLD_BYTES (128 << 20)
 
-static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu_report *report,
-                           const report_options *options)
+/* A pass over the recording. With `out`: the run, its text, its folded stacks, or its samples
+ * counted in `report`, its status (FU_CLI_NOT_SERVED with nothing written). Without (`out` NULL):
+ * the check, before the run's first write to an output that cannot take text back (a pipe's; a
+ * regular file is written as the text comes and truncated back on a fallback), that everything the
+ * rest of it needs is at hand (the
+ * recording replayed without a walk: every module of a space that has samples usable and its
+ * tables in the caches, the symbols of symbols_at_hand, the end's note one the run says), 0 if so,
+ * so that a run falls back to the Python path with nothing written, never half-way. */
+static int pass(const fu_cli_request *request, fu_cli_output *out, fu_report *report, const fu_report_layout *layout)
 {
     (void)mallopt(M_MMAP_THRESHOLD, RUN_MMAP_THRESHOLD_BYTES);
     (void)mallopt(M_TRIM_THRESHOLD, RUN_TRIM_THRESHOLD_BYTES);
@@ -707,7 +710,11 @@ static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu
         r.outcomes[code] = name ? (fu_text){name, strlen(name)} : (fu_text){"?", 1};
     }
     bool ok = !header.pipe_mode && user_stacks(&header) && fu_cli_images_init(&r.images) &&
-              (report || request->folded || fu_cli_output_open_rewindable(out) || reserve_held(&out->held));
+              (!out || report || request->folded || fu_cli_output_open_rewindable(out) || reserve_held(&out->held));
+    bool checked = out == NULL; /* the check of the rest is made before the first write */
+    needs found = {0};
+    if (!out)
+        fu_cli_observe_files(note_file, &found);
     size_t samples = 0;
     fu_error err = {0};
     uint32_t *space_ids = NULL, *comm_ids = NULL;
@@ -721,58 +728,76 @@ static int serve_recording(const fu_cli_request *request, fu_cli_output *out, fu
             fu_perf_data_free(&window);
             break;
         }
-        size_t n = window.sample_count;
+        size_t n = window.sample_count, first_mapping = r.mapping_count;
         free(space_ids);
         free(comm_ids);
         space_ids = malloc((n + 1) * sizeof *space_ids);
         comm_ids = malloc((n + 1) * sizeof *comm_ids);
         ok = space_ids && comm_ids && n < FU_REPLAY_NONE &&
-             fu_replay_run(&r.replay, &window, space_ids, comm_ids, &err) == FU_OK && take_replay(&r) &&
-             walk(&r, &window, space_ids) &&
-             render(&r, &window, space_ids, comm_ids, out, request->folded ? &folded : NULL, report);
+             fu_replay_run(&r.replay, &window, space_ids, comm_ids, &err) == FU_OK && take_replay(&r);
+        if (!out)
+            ok = ok && symbols_at_hand(&r, first_mapping, &window);
+        else
+            ok = ok && walk(&r, &window, space_ids) &&
+                 render(&r, &window, space_ids, comm_ids, out, request->folded ? &folded : NULL, report);
         samples += n;
         fu_perf_data_free(&window);
-        /* past the held bytes the text goes out as it comes, as the Python path writes each window's */
-        if (ok && out->held.len >= FU_CLI_HELD_OUTPUT_BYTES && !fu_cli_output_flush(out))
-            ok = false;
+        if (!out)
+            continue;
+        /* past the held bytes the text goes out as it comes, as the Python path writes each window's,
+         * once the rest of the recording is known to be served */
+        if (ok && out->held.len >= FU_CLI_HELD_OUTPUT_BYTES) {
+            ok = checked || needs_known(request) || pass(request, NULL, NULL, NULL) == 0;
+            checked = true;
+            ok = ok && fu_cli_output_flush(out);
+        }
         if (out->failed)
             break; /* a reader that went away (`| head`): the Python CLI stops there, quietly, with 0 */
     }
     free(space_ids);
     free(comm_ids);
     fu_perf_stream_wait(stream);
+    bool gone = out && out->failed;
     /* --folded: the stacks counted over every window, most frequent first (the Python path's
      * _core.FoldedStacks) */
-    if (ok && request->folded)
+    if (ok && out && request->folded)
         ok = fu_folded_write(&folded, true, append_sink, out, &err) == FU_OK;
     fu_folded_free(&folded);
     /* report: its table, written once every window is counted */
     if (ok && report && report->samples > 0)
-        ok = write_table(report, options, request->input, &out->held);
+        ok = fu_report_write_table(report, layout, (fu_text){request->input, strlen(request->input)}, &out->held,
+                                   &err) == FU_OK;
     /* what the Python path says on stderr: no samples is its message; a recording cut short its
      * note (perf/script.py Statistics.notes), said here too */
-    ok = ok && (out->failed || (samples > 0 && (!report || report->samples > 0) && (!header.cut.note[0] ||
-                                                fu_utf8_valid(request->input, strlen(request->input)))));
-    if (ok && !out->failed && header.cut.note[0])
+    ok = ok && (gone || (samples > 0 && (!report || report->samples > 0) && (!header.cut.note[0] ||
+                                         fu_utf8_valid(request->input, strlen(request->input)))));
+    if (ok && out && !gone && header.cut.note[0])
         fprintf(stderr, "fastunwind: note: %s: %s; %zu complete samples read\n", request->input, header.cut.note,
                 samples);
     fu_perf_data_free(&header); /* before the stream, into whose bytes it points */
     fu_perf_stream_free(stream);
     close(fd);
     run_free(&r);
+    if (!out) {
+        fu_cli_observe_files(NULL, NULL);
+        if (ok)
+            keep_needs(request, &found);
+        free(found.bytes.data);
+    }
     if (ok)
         return 0;
     fu_cli_unserved("a recording the Python path serves (its words on stderr, or a table it builds)", request->input);
-    if (out->fd < 0 || fu_cli_output_rewind(out))
+    if (!out || out->fd < 0 || fu_cli_output_rewind(out))
         return FU_CLI_NOT_SERVED;
-    /* the text is partly written: the run cannot become the Python path's any more */
+    /* the text is partly written (the caches changed since the check): the run cannot become the
+     * Python path's any more */
     fprintf(stderr, "fastunwind: error: %s: %s\n", request->input, fu_cli_unserved_reason());
     return 1;
 }
 
 int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
 {
-    return serve_recording(request, out, NULL, NULL);
+    return pass(request, out, NULL, NULL);
 }
 
 int fu_cli_report(const fu_cli_request *request, fu_cli_output *out)
@@ -783,14 +808,14 @@ int fu_cli_report(const fu_cli_request *request, fu_cli_output *out)
         fu_cli_unserved("a report written to a terminal (or a file that may be one)", request->output);
         return FU_CLI_NOT_SERVED;
     }
-    report_options options = {.by_total = request->children, .limit = request->top};
-    if (!parse_sort(request->sort, &options)) {
+    fu_report_layout layout = {.by_total = request->children, .limit = request->top, .width = -1};
+    if (!parse_sort(request->sort, &layout)) {
         fu_cli_unserved("a --sort value the Python path reads", request->sort);
         return FU_CLI_NOT_SERVED;
     }
     fu_report report;
-    fu_report_init(&report, options.flags);
-    int status = serve_recording(request, out, &report, &options);
+    fu_report_init(&report, layout_flags(&layout));
+    int status = pass(request, out, &report, &layout);
     fu_report_free(&report);
     return status;
 }

@@ -23,6 +23,11 @@
 /* The caches' root ($XDG_CACHE_HOME/fastunwind, else $HOME/.cache/fastunwind, else the user's home
  * directory from the password database) into `out`; false if it is unknown or longer than `size`. */
 bool fu_cache_root(char *out, size_t size);
+/* The kind and suffix of the launcher's records of a recording's needs (native/cli/recording.c:
+ * the files a check before its first write read, by identity), entries of the caches as the
+ * tables are (cache.py KINDS: listed, pruned and cleared with them). */
+#define FU_NEEDS_CACHE_KIND "recordings"
+#define FU_NEEDS_CACHE_SUFFIX ".needs"
 /* The entry of `kind` ("compact", "symbols", ...) for the build-id `build_id` (hex-encoded in the
  * name) with `suffix` (".fut", ".fus", ...) into `out`; false as fu_cache_root, or too long. */
 bool fu_cache_entry_path(const char *kind, const uint8_t *build_id, size_t build_id_size, const char *suffix,

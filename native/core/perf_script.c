@@ -128,6 +128,21 @@ static bool append_u32(fu_buffer *g, uint32_t v)
     return fu_buffer_append(g, &v, 4);
 }
 
+/* The entries of a sample that may be kernel frames: its callchain's (PERF_CONTEXT_* markers
+ * among them), or without a callchain its IP, the one kernel frame it can have (user IPs come from
+ * the walk). */
+static uint64_t kernel_entries(const fu_perf_sample *sample)
+{
+    if (!(sample->present & FU_PERF_SAMPLE_CALLCHAIN))
+        return 1;
+    return sample->callchain ? sample->callchain_count : 0;
+}
+
+static uint64_t kernel_entry(const fu_perf_sample *sample, uint64_t c)
+{
+    return sample->present & FU_PERF_SAMPLE_CALLCHAIN ? sample->callchain[c] : sample->ip;
+}
+
 fu_status fu_unwound_build(fu_unwound *u, const uint32_t *comm_ids, const uint32_t *space_ids,
                            const fu_unwound_space *spaces, size_t space_count, const fu_unwound_columns *columns,
                            fu_unwound_load_fn load, void *context, bool *failed, fu_error *err)
@@ -173,11 +188,9 @@ fu_status fu_unwound_build(fu_unwound *u, const uint32_t *comm_ids, const uint32
         const fu_perf_sample *sample = &u->samples[s];
         if (!append_u32(&bounds, (uint32_t)(ids.len / 4)))
             goto nomem;
-        /* without a callchain, a kernel IP is the sample's one kernel frame (user IPs come in `columns`) */
-        bool ip_only = !(sample->present & FU_PERF_SAMPLE_CALLCHAIN);
-        uint64_t entries = ip_only ? 1 : sample->callchain ? sample->callchain_count : 0;
+        uint64_t entries = kernel_entries(sample);
         for (uint64_t c = 0; c < entries; c++) {
-            uint64_t ip = ip_only ? sample->ip : sample->callchain[c];
+            uint64_t ip = kernel_entry(sample, c);
             if (ip < FU_PERF_KERNEL_START || ip >= FU_PERF_CONTEXT_MAX)
                 continue;
             uint32_t id = frame_id(&r, FU_UNWOUND_MAPPING_KERNEL, ip);
@@ -242,6 +255,17 @@ done:
     free(bounds.data);
     free(ids.data);
     return status;
+}
+
+bool fu_perf_sample_kernel_frames(const fu_perf_sample *sample)
+{
+    uint64_t entries = kernel_entries(sample);
+    for (uint64_t c = 0; c < entries; c++) {
+        uint64_t ip = kernel_entry(sample, c);
+        if (ip >= FU_PERF_KERNEL_START && ip < FU_PERF_CONTEXT_MAX)
+            return true;
+    }
+    return false;
 }
 
 size_t fu_unwound_kernel_addresses(const fu_unwound *u, uint64_t *out)

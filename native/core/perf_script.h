@@ -139,6 +139,9 @@ typedef const fu_symbol_table *(*fu_unwound_load_fn)(void *context, uint32_t map
 fu_status fu_unwound_build(fu_unwound *u, const uint32_t *comm_ids, const uint32_t *space_ids,
                            const fu_unwound_space *spaces, size_t space_count, const fu_unwound_columns *columns,
                            fu_unwound_load_fn load, void *context, bool *failed, fu_error *err);
+/* Whether fu_unwound_build gives the sample kernel frames: a kernel address in its callchain (not
+ * a PERF_CONTEXT_* marker) or, without a callchain, as its IP; known before any walk. */
+bool fu_perf_sample_kernel_frames(const fu_perf_sample *sample);
 /* The kernel frames' addresses (into `out`, room for the count; NULL: only the count). */
 size_t fu_unwound_kernel_addresses(const fu_unwound *u, uint64_t *out);
 /* Names the kernel frames from `table` (NULL: none). */

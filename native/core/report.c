@@ -299,3 +299,351 @@ size_t fu_report_order(const fu_report *r, bool by_total, uint32_t *order)
     free(keys);
     return n;
 }
+
+/* ---- the table's text (commands/report.py) ---------------------------------------------------------- */
+
+const fu_report_key fu_report_keys[FU_REPORT_KEY_COUNT] = {
+    {"sym", "Symbol", FU_REPORT_SORT_SYM},
+    {"dso", "Shared Object", FU_REPORT_SORT_DSO},
+    {"comm", "Command", FU_REPORT_SORT_COMM},
+    {"tid", "Pid/Tid", FU_REPORT_SORT_TID},
+    {"srcline", "Source:Line", FU_REPORT_SORT_SRCLINE},
+};
+
+static const fu_report_key *key_of(unsigned flag)
+{
+    for (size_t k = 0; k < FU_REPORT_KEY_COUNT; k++)
+        if (fu_report_keys[k].flag == flag)
+            return &fu_report_keys[k];
+    return NULL;
+}
+
+/* The bytes of the UTF-8 sequence at `p` (at most `left`), 0 if it is not a valid one: a character
+ * of the text, where each byte of an invalid sequence is one (a name decoded as os.fsdecode decodes
+ * it: a surrogate per byte). */
+static size_t utf8_length(const unsigned char *p, size_t left, uint32_t *code)
+{
+    if (p[0] < 0x80) {
+        *code = p[0];
+        return 1;
+    }
+    size_t n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    if (!n || n > left)
+        return 0;
+    uint32_t c = p[0] & (0x7f >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        c = c << 6 | (p[i] & 0x3f);
+    }
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < least[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    *code = c;
+    return n;
+}
+
+/* The bytes of the next character of `t` at `at` (an invalid byte: 1, with *code past Unicode). */
+static size_t next_character(fu_text t, size_t at, uint32_t *code)
+{
+    size_t n = utf8_length((const unsigned char *)t.data + at, t.len - at, code);
+    if (n)
+        return n;
+    *code = UINT32_MAX;
+    return 1;
+}
+
+/* Python's len of the decoded text: its characters. */
+static size_t characters(fu_text t)
+{
+    size_t count = 0;
+    uint32_t code;
+    for (size_t at = 0; at < t.len; count++) /* each step takes at least one byte */
+        at += next_character(t, at, &code);
+    return count;
+}
+
+/* Python's str.isspace of one character (its Unicode white space): what str.rstrip takes off. */
+static bool python_space(uint32_t c)
+{
+    return (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+/* A line of the table: the numbers right-aligned, the keys but the last left-aligned (by
+ * characters, as str.rjust and ljust), joined by two spaces; cut to `width` characters with "…"
+ * when longer (width < 0: never), then stripped on the right as str.rstrip. */
+static bool append_line(fu_buffer *text, const fu_text *cells, const size_t *widths, size_t columns, long width)
+{
+    size_t start = text->len;
+    bool ok = true;
+    for (size_t i = 0; ok && i < columns; i++) {
+        bool last = i + 1 == columns, right = i < FU_REPORT_NUMERIC;
+        size_t len = characters(cells[i]), pad = !last && len < widths[i] ? widths[i] - len : 0;
+        for (size_t p = 0; ok && right && p < pad; p++)
+            ok = fu_buffer_append(text, " ", 1);
+        ok = ok && fu_buffer_append(text, cells[i].data, cells[i].len);
+        for (size_t p = 0; ok && !right && p < pad; p++)
+            ok = fu_buffer_append(text, " ", 1);
+        ok = ok && (last || fu_buffer_append(text, "  ", 2));
+    }
+    if (!ok)
+        return false;
+    fu_text line = {(const char *)text->data + start, text->len - start};
+    uint32_t code;
+    if (width >= 0 && characters(line) > (size_t)width) {
+        size_t at = 0;
+        for (long kept = 0; kept + 1 < width; kept++)
+            at += next_character(line, at, &code);
+        text->len = start + at;
+        if (!fu_buffer_append(text, "\xe2\x80\xa6", 3)) /* U+2026 */
+            return false;
+        line = (fu_text){(const char *)text->data + start, text->len - start};
+    }
+    /* the last character that is not white space ends the line */
+    size_t end = 0;
+    for (size_t at = 0, n; at < line.len; at += n) {
+        n = next_character(line, at, &code);
+        if (!python_space(code))
+            end = at + n;
+    }
+    text->len = start + end;
+    return fu_buffer_append(text, "\n", 1);
+}
+
+/* A row's cell of key `flag` (the DSO by its base name, as perf's short name; a pid/tid in `scratch`). */
+static fu_text key_cell(const fu_report *r, const fu_report_entry *e, unsigned flag, char scratch[32])
+{
+    fu_text none = {"", 0};
+    switch (flag) {
+    case FU_REPORT_SORT_SYM:
+        return e->function == FU_INTERN_NONE ? none : fu_report_text(r, fu_report_function_at(r, e->function)->name);
+    case FU_REPORT_SORT_DSO: {
+        if (e->dso == FU_INTERN_NONE)
+            return none;
+        fu_text module = fu_report_text(r, e->dso); /* os.path.basename, or the whole when that is "" */
+        size_t slash = module.len;
+        while (slash > 0 && module.data[slash - 1] != '/')
+            slash--;
+        return slash > 0 && slash < module.len ? (fu_text){module.data + slash, module.len - slash} : module;
+    }
+    case FU_REPORT_SORT_COMM: return e->comm == FU_INTERN_NONE ? none : fu_report_text(r, e->comm);
+    case FU_REPORT_SORT_SRCLINE: return e->srcline == FU_INTERN_NONE ? none : fu_report_text(r, e->srcline);
+    default: snprintf(scratch, 32, "%d/%d", (int)e->pid, (int)e->tid); return (fu_text){scratch, strlen(scratch)};
+    }
+}
+
+/* A row's cells: Self and Total as percentages of `samples` (Python's f"{100 * n / samples:.2f}%",
+ * which for counts below 2^53 is this double's rounding), the counts, the keys' cells. */
+static void row_cells(const fu_report *r, const fu_report_entry *e, uint64_t samples, const unsigned *keys,
+                      size_t key_count, char numbers[FU_REPORT_NUMERIC][32], char scratch[32], fu_text *cells)
+{
+    snprintf(numbers[0], 32, "%.2f%%", (double)(100 * e->self) / (double)samples);
+    snprintf(numbers[1], 32, "%.2f%%", (double)(100 * e->total) / (double)samples);
+    snprintf(numbers[2], 32, "%" PRIu64, e->self);
+    snprintf(numbers[3], 32, "%" PRIu64, e->total);
+    for (int i = 0; i < FU_REPORT_NUMERIC; i++)
+        cells[i] = (fu_text){numbers[i], strlen(numbers[i])};
+    for (size_t k = 0; k < key_count; k++)
+        cells[FU_REPORT_NUMERIC + k] = key_cell(r, e, keys[k], scratch);
+}
+
+/* One table: "# TITLE, sorted by self|total samples (--sort KEYS)", "#", the heading, the rows
+ * (entries `rows[0..n)`, percentages of `samples`). */
+static bool write_one_table(const fu_report *r, const uint32_t *rows, size_t n, uint64_t samples, const unsigned *keys,
+                            size_t key_count, bool by_total, long width, fu_text title, fu_buffer *out)
+{
+    static const char *const numeric[FU_REPORT_NUMERIC] = {"Self", "Total", "Self n", "Total n"};
+    size_t columns = FU_REPORT_NUMERIC + key_count;
+    fu_text cells[FU_REPORT_NUMERIC + FU_REPORT_KEY_COUNT];
+    size_t widths[FU_REPORT_NUMERIC + FU_REPORT_KEY_COUNT];
+    char numbers[FU_REPORT_NUMERIC][32], scratch[32], first[40];
+    for (size_t i = 0; i < columns; i++) {
+        const char *heading = i < FU_REPORT_NUMERIC ? numeric[i] : key_of(keys[i - FU_REPORT_NUMERIC])->heading;
+        cells[i] = (fu_text){heading, strlen(heading)};
+        widths[i] = cells[i].len;
+    }
+    for (size_t row = 0; row < n; row++) {
+        fu_text line[FU_REPORT_NUMERIC + FU_REPORT_KEY_COUNT];
+        row_cells(r, fu_report_entry_at(r, rows[row]), samples, keys, key_count, numbers, scratch, line);
+        for (size_t i = 0; i < columns; i++) {
+            size_t len = characters(line[i]);
+            if (len > widths[i])
+                widths[i] = len;
+        }
+    }
+    bool ok = fu_buffer_append(out, "# ", 2) && fu_buffer_append(out, title.data, title.len);
+    const char *sorted = by_total ? ", sorted by total samples (--sort " : ", sorted by self samples (--sort ";
+    ok = ok && fu_buffer_append(out, sorted, strlen(sorted));
+    for (size_t k = 0; ok && k < key_count; k++) {
+        const char *name = key_of(keys[k])->name;
+        ok = (k == 0 || fu_buffer_append(out, ",", 1)) && fu_buffer_append(out, name, strlen(name));
+    }
+    ok = ok && fu_buffer_append(out, ")\n#\n", 4);
+    /* the heading: "#" then "Self" right-aligned to the column's width less one */
+    snprintf(first, sizeof first, "#%*s", (int)(widths[0] > 1 ? widths[0] - 1 : 0), numeric[0]);
+    cells[0] = (fu_text){first, strlen(first)};
+    ok = ok && append_line(out, cells, widths, columns, width);
+    for (size_t row = 0; ok && row < n; row++) {
+        row_cells(r, fu_report_entry_at(r, rows[row]), samples, keys, key_count, numbers, scratch, cells);
+        ok = append_line(out, cells, widths, columns, width);
+    }
+    return ok;
+}
+
+/* The layout's keys each known and once, at least one. */
+static fu_status check_layout(const fu_report_layout *layout, fu_error *err)
+{
+    unsigned seen = 0;
+    if (layout->key_count == 0 || layout->key_count > FU_REPORT_KEY_COUNT)
+        return fu_fail(err, FU_ERR_INVALID, "a report's table has 1 to %d sort keys, not %zu", FU_REPORT_KEY_COUNT,
+                       layout->key_count);
+    for (size_t k = 0; k < layout->key_count; k++) {
+        if (!key_of(layout->keys[k]) || (seen & layout->keys[k]))
+            return fu_fail(err, FU_ERR_INVALID, "sort key 0x%x unknown or repeated", layout->keys[k]);
+        seen |= layout->keys[k];
+    }
+    return FU_OK;
+}
+
+/* The entries in the table's order (fu_report_order) in a new array of `*n`; NULL if out of memory. */
+static uint32_t *ordered(const fu_report *r, bool by_total, size_t *n)
+{
+    uint32_t *order = malloc((fu_report_entry_count(r) + 1) * sizeof *order);
+    *n = order ? fu_report_order(r, by_total, order) : SIZE_MAX;
+    if (*n == SIZE_MAX) {
+        free(order);
+        return NULL;
+    }
+    return order;
+}
+
+fu_status fu_report_write_table(const fu_report *r, const fu_report_layout *layout, fu_text source, fu_buffer *out,
+                                fu_error *err)
+{
+    if (check_layout(layout, err) != FU_OK)
+        return err->status;
+    if (r->samples == 0)
+        return fu_fail(err, FU_ERR_INVALID, "a report without samples has no table");
+    size_t n;
+    uint32_t *order = ordered(r, layout->by_total, &n);
+    if (!order)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory for the report's order");
+    if (layout->limit >= 0 && (uint64_t)layout->limit < n)
+        n = (size_t)layout->limit;
+    fu_buffer title = {0};
+    char count[32];
+    snprintf(count, sizeof count, "%" PRIu64 " samples of ", r->samples);
+    bool ok = fu_buffer_append(&title, count, strlen(count)) && fu_buffer_append(&title, source.data, source.len) &&
+              write_one_table(r, order, n, r->samples, layout->keys, layout->key_count, layout->by_total, layout->width,
+                              (fu_text){(const char *)title.data, title.len}, out);
+    free(title.data);
+    free(order);
+    return ok ? FU_OK : fu_fail(err, FU_ERR_NOMEM, "out of memory for the report's table");
+}
+
+/* Threads by (pid, tid), then by position: each thread's rows together, in the table's order. */
+typedef struct thread_row {
+    int32_t pid, tid;
+    size_t position;
+} thread_row;
+
+static int by_thread_then_position(const void *a, const void *b)
+{
+    const thread_row *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return x->position < y->position ? -1 : x->position > y->position;
+}
+
+/* Most samples first, then in order of the thread's first row (a stable sort by samples). */
+static int by_samples_then_first_row(const void *a, const void *b)
+{
+    const fu_report_thread *x = a, *y = b;
+    if (x->samples != y->samples)
+        return x->samples > y->samples ? -1 : 1;
+    return x->first_position < y->first_position ? -1 : x->first_position > y->first_position;
+}
+
+fu_status fu_report_threads(const fu_report *r, bool by_total, uint32_t **rows, fu_report_thread **threads,
+                            size_t *thread_count, fu_error *err)
+{
+    *rows = NULL;
+    *threads = NULL;
+    *thread_count = 0;
+    size_t n;
+    uint32_t *order = ordered(r, by_total, &n);
+    thread_row *by_thread = malloc((n + 1) * sizeof *by_thread);
+    fu_report_thread *found = malloc((n + 1) * sizeof *found);
+    uint32_t *grouped = malloc((n + 1) * sizeof *grouped);
+    if (!order || !by_thread || !found || !grouped) {
+        free(order);
+        free(by_thread);
+        free(found);
+        free(grouped);
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory for the report's threads");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const fu_report_entry *e = fu_report_entry_at(r, order[i]);
+        by_thread[i] = (thread_row){e->pid, e->tid, i};
+    }
+    qsort(by_thread, n, sizeof *by_thread, by_thread_then_position);
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        const fu_report_entry *e = fu_report_entry_at(r, order[by_thread[i].position]);
+        grouped[i] = order[by_thread[i].position];
+        if (i == 0 || by_thread[i].pid != by_thread[i - 1].pid || by_thread[i].tid != by_thread[i - 1].tid)
+            found[count++] = (fu_report_thread){.pid = e->pid, .tid = e->tid, .comm = e->comm,
+                                                .first_position = by_thread[i].position, .first = i};
+        found[count - 1].samples += e->self;
+        found[count - 1].count++;
+    }
+    qsort(found, count, sizeof *found, by_samples_then_first_row);
+    free(order);
+    free(by_thread);
+    *rows = grouped;
+    *threads = found;
+    *thread_count = count;
+    return FU_OK;
+}
+
+fu_status fu_report_write_threads(const fu_report *threads, const fu_report_layout *layout, fu_buffer *out,
+                                  fu_error *err)
+{
+    if (check_layout(layout, err) != FU_OK)
+        return err->status;
+    /* a section's keys: the layout's but comm and tid (the section's title names the thread), or sym */
+    unsigned keys[FU_REPORT_KEY_COUNT];
+    size_t key_count = 0;
+    for (size_t k = 0; k < layout->key_count; k++)
+        if (!(layout->keys[k] & (FU_REPORT_SORT_COMM | FU_REPORT_SORT_TID)))
+            keys[key_count++] = layout->keys[k];
+    if (!key_count)
+        keys[key_count++] = FU_REPORT_SORT_SYM;
+    uint32_t *rows;
+    fu_report_thread *sections;
+    size_t count;
+    if (fu_report_threads(threads, layout->by_total, &rows, &sections, &count, err) != FU_OK)
+        return err->status;
+    fu_buffer title = {0};
+    bool ok = true;
+    for (size_t i = 0; ok && i < count; i++) {
+        const fu_report_thread *t = &sections[i];
+        fu_text comm = t->comm == FU_INTERN_NONE ? (fu_text){"", 0} : fu_report_text(threads, t->comm);
+        char numbers[128];
+        size_t n = layout->limit >= 0 && (uint64_t)layout->limit < t->count ? (size_t)layout->limit : t->count;
+        snprintf(numbers, sizeof numbers, " %d/%d: %" PRIu64 " samples (%.2f%% of %" PRIu64 ")", (int)t->pid,
+                 (int)t->tid, t->samples, (double)(100 * t->samples) / (double)threads->samples, threads->samples);
+        title.len = 0;
+        ok = fu_buffer_append(out, "\n", 1) && fu_buffer_append(&title, "thread ", 7) &&
+             fu_buffer_append(&title, comm.data, comm.len) && fu_buffer_append(&title, numbers, strlen(numbers)) &&
+             write_one_table(threads, rows + t->first, n, t->samples, keys, key_count, layout->by_total,
+                             layout->width, (fu_text){(const char *)title.data, title.len}, out);
+    }
+    free(title.data);
+    free(rows);
+    free(sections);
+    return ok ? FU_OK : fu_fail(err, FU_ERR_NOMEM, "out of memory for the report's thread tables");
+}

@@ -105,4 +105,52 @@ static inline fu_text fu_report_text(const fu_report *r, uint32_t id)
 }
 void fu_report_free(fu_report *r);
 
+/* ---- the table's text: `fastunwind report`'s, for the Python path and the launcher alike ---------- */
+
+/* The sort keys, in perf's spelling, with their columns' headings. */
+#define FU_REPORT_KEY_COUNT 5
+typedef struct fu_report_key {
+    const char *name, *heading;
+    unsigned flag; /* FU_REPORT_SORT_* */
+} fu_report_key;
+extern const fu_report_key fu_report_keys[FU_REPORT_KEY_COUNT];
+#define FU_REPORT_NUMERIC 4 /* the columns before the keys: Self, Total, Self n, Total n (right-aligned) */
+
+typedef struct fu_report_layout {
+    unsigned keys[FU_REPORT_KEY_COUNT]; /* the sort's keys in the order given (FU_REPORT_SORT_*, each once) */
+    size_t key_count;
+    bool by_total;  /* sorted by total samples (--children), else by self */
+    int64_t limit;  /* rows at most (per thread in the thread tables); -1: all */
+    long width;     /* a line of more characters is cut to width - 1 and "…" (a terminal's); -1: in full */
+} fu_report_layout;
+
+/* The table of `r` (which has samples) appended to `out`: "# N samples of SOURCE, sorted by self
+ * samples (--sort sym,dso)", "#", the heading ("#" and the column names), then a row per entry in
+ * fu_report_order's order: Self and Total as percentages (two decimals) and as counts, right-aligned,
+ * then the keys' cells (the symbol, the DSO's base name, the comm, "pid/tid", the source line),
+ * left-aligned by characters but the last, columns joined by two spaces, white space stripped at the
+ * end of each line. Names are the recording's bytes (a byte that is not UTF-8 is a character of its
+ * own). FU_ERR_INVALID for a layout without keys or with unknown or repeated keys, FU_ERR_NOMEM. */
+fu_status fu_report_write_table(const fu_report *r, const fu_report_layout *layout, fu_text source, fu_buffer *out,
+                                fu_error *err);
+
+/* A thread of a report sorted by tid: its rows, their self samples, its comm (its first row's). */
+typedef struct fu_report_thread {
+    int32_t pid, tid;
+    uint32_t comm;          /* string id, or FU_INTERN_NONE */
+    uint64_t samples;       /* the self samples of its rows */
+    size_t first, count;    /* its rows: rows[first, first + count), in the table's order */
+    size_t first_position;  /* where its first row is in the table */
+} fu_report_thread;
+/* The threads of `r` (sorted by FU_REPORT_SORT_TID), most samples first, ties in the order of their
+ * first rows; *rows (malloc'd) the entries grouped by thread. FU_ERR_NOMEM. */
+fu_status fu_report_threads(const fu_report *r, bool by_total, uint32_t **rows, fu_report_thread **threads,
+                            size_t *thread_count, fu_error *err);
+/* --per-thread's tables of `threads` (a report sorted by the layout's keys, tid and comm) appended to
+ * `out`: for each thread of fu_report_threads, an empty line and its table titled "thread COMM
+ * PID/TID: N samples (P% of ALL)", keyed by the layout's keys but comm and tid (sym if none is left),
+ * percentages of the thread's samples, at most the layout's limit of rows. */
+fu_status fu_report_write_threads(const fu_report *threads, const fu_report_layout *layout, fu_buffer *out,
+                                  fu_error *err);
+
 #endif

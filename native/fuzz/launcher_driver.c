@@ -21,6 +21,9 @@
  *    found by build-id in the file system and perf's build-id cache, the walks, the text, the
  *    folded stacks, the report's table) over a recording given with --perf and RECORDING_MUTANTS
  *    seeded mutants of it: served or not, never a crash.
+ * 8. fu_cli_needs_hold (recording.c: a record of a recording's needs, read from the cache) over a
+ *    record of files as they are, which must hold, and seeded mutants of it (bytes changed, cut,
+ *    repeated), each a heap copy of its exact size.
  *
  *   launcher_driver_asan --seed S --rounds N [--core CORE] [--perf perf.data] [ELF files...]
  */
@@ -215,6 +218,44 @@ static void serve_recording(const char *file, uint64_t *state)
     if (kind == 2)
         unlink(path);
     free(out.held.data);
+}
+
+static void needs_records(uint64_t *state, uint64_t rounds)
+{
+    static const char *const FILES[] = {"/proc/self/exe", "/etc/passwd", "/"};
+    fu_buffer record = {0};
+    CHECK(fu_buffer_append(&record, "FUNEEDS1", 8), "out of memory");
+    for (size_t i = 0; i < sizeof FILES / sizeof *FILES; i++) {
+        struct stat st;
+        CHECK(stat(FILES[i], &st) == 0, "stat %s", FILES[i]);
+        uint64_t fields[5] = {(uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_size,
+                              (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec};
+        uint32_t len = (uint32_t)strlen(FILES[i]);
+        CHECK(fu_buffer_append(&record, fields, sizeof fields) && fu_buffer_append(&record, &len, sizeof len) &&
+                  fu_buffer_append(&record, FILES[i], len), "out of memory");
+    }
+    fuzz_begin_input(record.data, record.len, "record of needs");
+    CHECK(fu_cli_needs_hold(record.data, record.len), "a record of files as they are does not hold");
+    for (uint64_t round = 0; round < rounds; round++) {
+        size_t size = record.len;
+        unsigned how = (unsigned)rng_below(state, 3);
+        if (how == 1)
+            size = (size_t)rng_below(state, record.len + 1); /* cut */
+        else if (how == 2)
+            size = 2 * record.len; /* the files twice, the magic in between */
+        uint8_t *copy = malloc(size ? size : 1);
+        CHECK(copy != NULL, "out of memory");
+        for (size_t i = 0; i < size; i++)
+            copy[i] = record.data[i % record.len];
+        for (uint64_t flips = how == 0 ? 1 + rng_below(state, 4) : 0; flips > 0 && size; flips--)
+            copy[rng_below(state, size)] = (uint8_t)rng_next(state);
+        char label[64];
+        snprintf(label, sizeof label, "record of needs, mutant %llu", (unsigned long long)round);
+        fuzz_begin_input(copy, size, label);
+        (void)fu_cli_needs_hold(copy, size); /* a record cut between files holds: fewer files listed */
+        free(copy);
+    }
+    free(record.data);
 }
 
 static void cache_paths(uint64_t *state)
@@ -445,6 +486,8 @@ int main(int argc, char **argv)
     printf("launcher_driver: %llu snapshots rendered\n", (unsigned long long)(rounds / 10));
     cache_paths(&state);
     printf("launcher_driver: cache paths and keys under odd environments\n");
+    needs_records(&state, rounds);
+    printf("launcher_driver: %llu records of needs read\n", (unsigned long long)rounds);
     if (core) {
         each_mutant(core, "core", CORE_MUTANTS, 65536, &state, serve_core);
         printf("launcher_driver: %s and %d mutants read\n", core, CORE_MUTANTS);

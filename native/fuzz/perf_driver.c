@@ -325,6 +325,21 @@ static const char *script_problem(const fu_perf_data *pd, const fu_perf_walk_buf
         }
         if (!problem && ordered != SIZE_MAX && report.samples == 2 * u.sample_count && self != report.samples)
             problem = "report: self samples do not add up to the samples";
+        /* its text: the keys of the sort in flag order (srcline first when there), cut to a few widths,
+         * and a table per thread when the sort has the tid */
+        fu_report_layout layout = {.by_total = sort & 1, .limit = (int64_t)(sort % 3) - 1, .width = (long)sort % 7 - 1};
+        for (unsigned flag = FU_REPORT_SORT_SRCLINE; flag; flag >>= 1)
+            if (sort & flag)
+                layout.keys[layout.key_count++] = flag;
+        fu_buffer text = {0};
+        fu_status written = report.samples ? fu_report_write_table(&report, &layout, (fu_text){"in\xff", 3}, &text, &err)
+                                           : FU_OK;
+        if (!problem && written != FU_OK && err.status != FU_ERR_NOMEM)
+            problem = "report: writing the table failed";
+        if (!problem && (sort & FU_REPORT_SORT_TID) && fu_report_write_threads(&report, &layout, &text, &err) != FU_OK &&
+            err.status != FU_ERR_NOMEM)
+            problem = "report: writing the thread tables failed";
+        free(text.data);
         free(order);
         fu_report_free(&report);
     }

@@ -167,5 +167,8 @@ static PyMethodDef cache_paths_methods[] = {
 
 int py_cache_paths_init(PyObject *module)
 {
+    if (PyModule_AddStringConstant(module, "NEEDS_CACHE_KIND", FU_NEEDS_CACHE_KIND) < 0 ||
+        PyModule_AddStringConstant(module, "NEEDS_CACHE_SUFFIX", FU_NEEDS_CACHE_SUFFIX) < 0)
+        return -1;
     return PyModule_AddFunctions(module, cache_paths_methods);
 }

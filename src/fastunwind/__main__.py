@@ -1,13 +1,19 @@
-"""`python -m fastunwind` runs the CLI."""
+"""`python -m fastunwind` runs the CLI; so does `fastunwind-python`, the script pip installs (the
+Python CLI the launcher hands the command lines it does not serve itself to)."""
 
 import gc
-import sys
+from typing import NoReturn
 
-# Start-up (imports, the parser) makes thousands of objects and no garbage cycles: without the
-# cyclic collector it costs ~6M instructions less (~4% of a perf-script run on a 100 MB
-# recording); cli.main turns it back on before a command runs.
-gc.disable()
 
-from fastunwind.cli import exit_now, main  # noqa: E402 (after gc.disable, on purpose)
+def run() -> NoReturn:
+    # Start-up (imports, the parser) makes thousands of objects and no garbage cycles: without the
+    # cyclic collector it costs ~6M instructions less (~4% of a perf-script run on a 100 MB
+    # recording); cli.main turns it back on before a command runs.
+    gc.disable()
+    from fastunwind.cli import exit_now, main
 
-exit_now(main())
+    exit_now(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -21,7 +21,8 @@ from typing import NamedTuple
 from fastunwind import _core
 
 #: kind -> the suffix of its entries
-KINDS = {"compact": ".fut", "eh_elf": ".so", "symbols": ".fus", "debug": ".debug"}
+KINDS = {"compact": ".fut", "eh_elf": ".so", "symbols": ".fus", "debug": ".debug",
+         _core.NEEDS_CACHE_KIND: _core.NEEDS_CACHE_SUFFIX}
 #: a temporary file this old was left by a writer that died (a live one renames within seconds)
 STALE_TEMPORARY_SECONDS = 3600
 

@@ -73,7 +73,7 @@ def test_json_of_cache_bench_and_perf_script_statistics(perf_recordings, tmp_pat
     cache = json.loads(run("cache", "--json", env={"XDG_CACHE_HOME": str(tmp_path)}).stdout)
     assert cache == {"root": f"{tmp_path}/fastunwind", "entries": 0, "bytes": 0,
                      "kinds": [{"kind": kind, "entries": 0, "bytes": 0, "directory": f"{tmp_path}/fastunwind/{kind}"}
-                               for kind in ("compact", "eh_elf", "symbols", "debug")]}
+                               for kind in ("compact", "eh_elf", "symbols", "debug", "recordings")]}
     bench = json.loads(run("bench", "-i", data, "--backend", "auto,dwarf", "--repeat", "2", "--json").stdout)
     assert [backend["backend"] for backend in bench["backends"]] == ["auto", "dwarf"]
     for backend in bench["backends"]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,58 @@ def test_a_cached_table_of_another_format_version_is_rebuilt_not_misread(perf_re
     assert result.returncode == 125, result.stderr
     assert_native_is_python(["-i", data], cache)
     assert all(int.from_bytes(t.read_bytes()[8:12], "little") == _core.COMPACT_VERSION for t in tables)
+
+
+#: the launcher's output held before its first write (native/cli/recording.h FU_CLI_HELD_OUTPUT_BYTES)
+HELD_OUTPUT_BYTES = 8 << 20
+
+#: a recording whose text passes HELD_OUTPUT_BYTES before a module is mapped: deep Python stacks
+#: (about 1.8 KB of text a sample), then _lzma and liblzma loaded (-S: no site module imports them)
+LATE_MODULE_PROGRAM = """
+def f(n): return f(n - 1) if n else sum(range(40_000))
+for _ in range(800): f(40)
+import lzma
+lzma.compress(bytes(10_000), preset=0)
+"""
+
+
+def test_a_table_missing_late_falls_back_before_any_write(tmp_path: Path) -> None:
+    """A module mapped after the first HELD_OUTPUT_BYTES of text, its tables gone from the caches
+    since the last run: the launcher finds out before it writes anything (FASTUNWIND_NATIVE=require:
+    not served, nothing on stdout), so the Python CLI's output is the whole output, once; so it
+    does when the last run kept a record of the recording's needs."""
+    data = tmp_path / "late.data"
+    recorded = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-c", "50000", "--call-graph", "dwarf",
+                               "-o", str(data), "--", sys.executable, "-S", "-c", LATE_MODULE_PROGRAM],
+                              capture_output=True, text=True)
+    if recorded.returncode != 0:
+        pytest.skip(f"perf record is not permitted here: {recorded.stderr.strip()[:200]}")
+    cache = tmp_path / "cache"
+    python = launch(["-i", str(data)], cache, native="0")
+    assert python.returncode == 0 and python.stderr == b""
+    assert python.stdout.find(b"_lzma") > HELD_OUTPUT_BYTES, "the module is mapped before the first write"
+    # the launcher's own run checks, then keeps what the recording needs: the next run's check is a
+    # stat of each file it lists, which finds the table gone below
+    native = launch(["-i", str(data)], cache, native="require")
+    assert (native.returncode, native.stdout, native.stderr) == (0, python.stdout, b"")
+    assert len(list((cache / "fastunwind" / "recordings").glob("*.needs"))) == 1
+    import _lzma
+
+    from fastunwind.elf import ElfFile
+
+    build_id = ElfFile.open(_lzma.__file__).build_id_hex
+    gone = [entry for folder in ("compact", "symbols") for entry in (cache / "fastunwind" / folder).glob(f"{build_id}*")]
+    assert build_id and gone
+    for entry in gone:
+        entry.unlink()
+    refused = launch(["-i", str(data)], cache, native="require")
+    assert (refused.returncode, refused.stdout) == (125, b""), refused.stderr
+    assert b"not in the cache" in refused.stderr and b"_lzma" in refused.stderr
+    served = launch(["-i", str(data)], cache)  # the launcher, falling back to the Python CLI
+    assert (served.returncode, served.stderr) == (0, b"")
+    assert served.stdout == python.stdout  # whole, and once
+    # the Python CLI filled the caches again: the next run is the launcher's own
+    assert_native_is_python(["-i", str(data)], cache)
 
 
 def test_a_reader_that_goes_away(perf_recordings: PerfRecordings, tmp_path: Path) -> None:

@@ -19,11 +19,14 @@ import argparse
 import gc
 import os
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from fastunwind import _core
 from fastunwind.commands import (add_filter_arguments, add_output_argument, add_synth_argument, command_parser,
                                  no_samples_message, recording_progress, sample_filter, synth_mode)
+
+if TYPE_CHECKING:
+    from fastunwind.perf.report import CountedReport, ReportRow
 
 EXAMPLE = """\
 examples:
@@ -67,40 +70,38 @@ def run(args: argparse.Namespace) -> int:
     import json
     import shutil
 
-    from fastunwind.perf.report import parse_sort, report_recording
+    from fastunwind.perf.report import SORT_KEYS, count_recording, parse_sort, render_report
 
     try:
         sort = parse_sort(args.sort)
     except ValueError as error:
-        print(f"fastunwind: error: --sort {args.sort}: {error} (known: sym, dso, comm, tid, srcline)", file=sys.stderr)
+        print(f"fastunwind: error: --sort {args.sort}: {error} (known: {', '.join(SORT_KEYS)})", file=sys.stderr)
         return 2
     selected = sample_filter(args)
     synth = synth_mode(args)
     out = sys.stdout  # -o: redirected by cli.main
     with recording_progress(args.input) as progress:
         progress.phase("counting")
-        table, threads, stats = report_recording(args.input, sort, by_total=args.children, per_thread=args.per_thread,
-                                                 limit=args.top, max_frames=args.max_frames, synth=synth,
-                                                 sample_filter=selected, on_window=progress.window)
-    for note in stats.notes:
+        counted = count_recording(args.input, sort, per_thread=args.per_thread, max_frames=args.max_frames,
+                                  synth=synth, sample_filter=selected, on_window=progress.window)
+    for note in counted.stats.notes:
         print(f"fastunwind: note: {args.input}: {note}", file=sys.stderr)
-    if not table.samples:
+    if not counted.table.samples:
         print(no_samples_message(args.input, selected is not None), file=sys.stderr)
         return 1
     if args.json:
-        json.dump(_json(table, threads, sort, args.top, stats), out)
+        json.dump(_json(counted, sort, args.children, args.top), out)
         out.write("\n")
     else:
         width = shutil.get_terminal_size().columns if out.isatty() else None
-        _print_table(out, table, sort, args.children, width, f"{table.samples} samples of {args.input}")
-        if threads is not None:
-            _print_threads(out, threads, sort, args.children, width, args.top)
+        text = render_report(counted, sort, args.input, by_total=args.children, limit=args.top, width=width)
+        out.flush()
+        out.buffer.write(text)
     return 0
 
 
-def _json_row(row: Any, sort: tuple[str, ...]) -> dict[str, Any]:
-    item: dict[str, Any] = {"name": _label(row, sort), "module": row.module or "", "self": row.self,
-                            "total": row.total}
+def _json_row(row: ReportRow, sort: tuple[str, ...]) -> dict[str, Any]:
+    item: dict[str, Any] = {"name": _label(row), "module": row.module or "", "self": row.self, "total": row.total}
     if "comm" in sort:
         item["comm"] = row.comm or ""
     if "tid" in sort:
@@ -110,21 +111,25 @@ def _json_row(row: Any, sort: tuple[str, ...]) -> dict[str, Any]:
     return item
 
 
-def _json(table: Any, threads: Any, sort: tuple[str, ...], limit: int, stats: Any) -> dict[str, Any]:
-    document: dict[str, Any] = {"samples": table.samples, "functions": [_json_row(row, sort) for row in table.rows]}
+def _json(counted: CountedReport, sort: tuple[str, ...], by_total: bool, limit: int) -> dict[str, Any]:
+    from fastunwind.perf.report import ReportRow
+
+    stats = counted.stats
+    rows = [ReportRow(*row) for row in counted.table.rows(by_total, limit)]
+    document: dict[str, Any] = {"samples": counted.table.samples, "functions": [_json_row(row, sort) for row in rows]}
     if stats.synth != "off":
         document["synth"] = {"mode": stats.synth, "synthesized_frames": stats.derived_frames["synthesized"],
                              "corrected_frames": stats.derived_frames["corrected"],
                              "samples": sum(stats.derived_samples.values()),
                              "complete_samples": stats.derived_samples.get("end", 0)}
-    if threads is not None:
-        document["threads"] = [{"comm": comm, "pid": pid, "tid": tid, "samples": samples,
-                                "functions": [_json_row(row, sort) for row in rows]}
-                               for (pid, tid, comm), samples, rows in _by_thread(threads, limit)]
+    if counted.threads is not None:
+        document["threads"] = [{"comm": comm or "", "pid": pid, "tid": tid, "samples": samples,
+                                "functions": [_json_row(ReportRow(*row), sort) for row in thread_rows]}
+                               for comm, pid, tid, samples, thread_rows in counted.threads.threads(by_total, limit)]
     return document
 
 
-def _label(row: Any, sort: tuple[str, ...]) -> str:
+def _label(row: ReportRow) -> str:
     """An entry's name: its symbol; without sym in the sort, its DSO's name, else its comm."""
     if row.name is not None:
         return str(row.name)
@@ -133,59 +138,3 @@ def _label(row: Any, sort: tuple[str, ...]) -> str:
     if row.srcline is not None:
         return str(row.srcline)
     return str(row.comm or "")
-
-
-def _columns(row: Any, sort: tuple[str, ...]) -> list[str]:
-    """The key columns of a row, in the sort's order (perf's short DSO name: the base name)."""
-    cells = {"comm": row.comm or "", "tid": f"{row.pid}/{row.tid}",
-             "dso": os.path.basename(row.module or "") or (row.module or ""), "sym": row.name or "",
-             "srcline": row.srcline or ""}
-    return [cells[key] for key in sort]
-
-
-HEADINGS = {"comm": "Command", "tid": "Pid/Tid", "dso": "Shared Object", "sym": "Symbol", "srcline": "Source:Line"}
-
-
-def _print_table(out: TextIO, table: Any, sort: tuple[str, ...], by_total: bool, width: int | None, title: str,
-                 samples: int | None = None) -> None:
-    """The table: Self and Total as percentages of `samples` (default: the table's) and as counts,
-    then the sort's keys; the last column is cut to `width` (None: printed in full)."""
-    samples = samples or table.samples
-    order = "total" if by_total else "self"
-    out.write(f"# {title}, sorted by {order} samples (--sort {','.join(sort)})\n#\n")
-    headings = ["Self", "Total", "Self n", "Total n"] + [HEADINGS[key] for key in sort]
-    rows = [[f"{100 * row.self / samples:.2f}%", f"{100 * row.total / samples:.2f}%", str(row.self), str(row.total)]
-            + _columns(row, sort) for row in table.rows]
-    widths = [max([len(heading)] + [len(cells[i]) for cells in rows]) for i, heading in enumerate(headings)]
-    numeric = 4  # right-aligned
-    lines = [["#" + headings[0].rjust(widths[0] - 1)] + headings[1:]] + rows
-    for cells in lines:
-        parts = [cell.rjust(widths[i]) if i < numeric else cell.ljust(widths[i]) for i, cell in enumerate(cells[:-1])]
-        line = "  ".join(parts + [cells[-1]])
-        if width is not None and len(line) > width:
-            line = line[:max(width - 1, 0)] + "…"
-        out.write(line.rstrip() + "\n")
-
-
-def _by_thread(threads: Any, limit: int) -> list[tuple[tuple[int, int, str], int, list[Any]]]:
-    """The per-thread rows grouped by thread (pid, tid, its first comm), the threads by samples,
-    each thread's first `limit` rows (-1: all)."""
-    groups: dict[tuple[int, int], list[Any]] = {}
-    for row in threads.rows:
-        groups.setdefault((row.pid, row.tid), []).append(row)
-    sections = [((pid, tid, rows[0].comm or ""), sum(row.self for row in rows), rows if limit < 0 else rows[:limit])
-                for (pid, tid), rows in groups.items()]
-    sections.sort(key=lambda section: -section[1])
-    return sections
-
-
-def _print_threads(out: TextIO, threads: Any, sort: tuple[str, ...], by_total: bool, width: int | None,
-                   limit: int) -> None:
-    keys = tuple(key for key in sort if key not in ("comm", "tid"))
-    from fastunwind.perf.report import ReportTable
-
-    for (pid, tid, comm), samples, rows in _by_thread(threads, limit):
-        out.write("\n")
-        title = (f"thread {comm} {pid}/{tid}: {samples} samples "
-                 f"({100 * samples / threads.samples:.2f}% of {threads.samples})")
-        _print_table(out, ReportTable(samples, rows), keys or ("sym",), by_total, width, title)
