@@ -110,8 +110,11 @@ static void run_one(const uint8_t *input, size_t size, const char *label, uint64
     for (int m = 0; m < 16; m++) {
         uint64_t pgoff = (rng_below(rng, 2) ? rng_next(rng) : rng_below(rng, size + 0x2000)) & ~0xfffull;
         uint64_t start = 0x7f0000000000ull + (rng_below(rng, 0x100000) << 12), bias;
-        if (!fu_elf_mapping_bias(&elf, start, start + 0x10000, pgoff, &bias))
+        bool executable = fu_elf_offset_executable(&elf, pgoff);
+        if (!fu_elf_mapping_bias(&elf, start, start + 0x10000, pgoff, &bias)) {
+            CHECK(!executable, "an executable offset 0x%llx without a bias", (unsigned long long)pgoff);
             continue;
+        }
         bool held = false;
         for (size_t i = 0; i < elf.segment_count && !held; i++) {
             fu_elf_segment p = fu_elf_segment_at(&elf, i);
