@@ -313,9 +313,13 @@ fu_status fu_elf_segment_bytes(const fu_elf *elf, const fu_elf_segment *segment,
 
 static uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) & ~(alignment - 1); }
 
-fu_status fu_elf_build_id_in_notes(const uint8_t *data, size_t size, uint64_t alignment, uint64_t file_offset,
-                                   const char *where, uint8_t build_id[FU_ELF_MAX_BUILD_ID], size_t *build_id_size,
-                                   fu_error *err)
+/* The NT_GNU_BUILD_ID (owner "GNU") of a region of notes at `file_offset` (a section, a PT_NOTE
+ * segment, a mapped file's notes in a core's memory): *size 0 when none. Name and descriptor are
+ * padded to 4, or 8 in a region aligned to 8, counted from the note's start. `where` begins the
+ * messages. */
+static fu_status build_id_in_notes(const uint8_t *data, size_t size, uint64_t alignment, uint64_t file_offset,
+                                  const char *where, uint8_t build_id[FU_ELF_MAX_BUILD_ID], size_t *build_id_size,
+                                  fu_error *err)
 {
     uint64_t padding = alignment == 8 ? 8 : 4, position = 0;
     *build_id_size = 0;
@@ -367,7 +371,7 @@ fu_status fu_elf_build_id(const fu_elf *elf, uint8_t build_id[FU_ELF_MAX_BUILD_I
             continue;
         section_where(elf, &s, where, sizeof where);
         if (section_contents(elf, &s, &data, &size, err) ||
-            fu_elf_build_id_in_notes(data, size, s.addralign, s.offset, where, build_id, build_id_size, err))
+            build_id_in_notes(data, size, s.addralign, s.offset, where, build_id, build_id_size, err))
             return err->status;
         if (*build_id_size)
             return FU_OK;
@@ -378,7 +382,7 @@ fu_status fu_elf_build_id(const fu_elf *elf, uint8_t build_id[FU_ELF_MAX_BUILD_I
             continue;
         snprintf(where, sizeof where, "PT_NOTE segment %zu", i);
         if (file_slice(elf, p.offset, p.filesz, where, &data, err) ||
-            fu_elf_build_id_in_notes(data, (size_t)p.filesz, p.align, p.offset, where, build_id, build_id_size, err))
+            build_id_in_notes(data, (size_t)p.filesz, p.align, p.offset, where, build_id, build_id_size, err))
             return err->status;
         if (*build_id_size)
             return FU_OK;
@@ -406,7 +410,7 @@ void fu_elf_build_id_in_memory(fu_elf_memory_at at, const void *memory, uint64_t
             continue; /* a hostile or foreign header: no note the memory could hold */
         const uint8_t *notes = at(memory, start + offset, (size_t)filesz);
         fu_error err = {0};
-        if (notes && fu_elf_build_id_in_notes(notes, (size_t)filesz, 4, offset, "notes", build_id, build_id_size,
+        if (notes && build_id_in_notes(notes, (size_t)filesz, 4, offset, "notes", build_id, build_id_size,
                                               &err) == FU_OK && *build_id_size)
             return;
         *build_id_size = 0;
