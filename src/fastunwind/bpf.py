@@ -56,15 +56,12 @@ MAPS_READS = 4
 
 def address_space_identity(pid: int) -> tuple[int, int, int, int]:
     """The identity of the process's address space (bpf_layout.h fu_bpf_space_identity): mm's
-    start_code, end_code, start_stack and start_brk, /proc/PID/stat's fields 26, 27, 28 and 47; all
-    zero (unknown: not checked) where the process has no address space or the kernel does not show
-    it to us (it then shows start_code and end_code as 1 and start_stack as 0: fs/proc/array.c,
-    do_task_stat), which the walk would otherwise never find equal. OSError if the process is gone."""
+    start_code, end_code, start_stack and start_brk, /proc/PID/stat's fields 26, 27, 28 and 47 (zero
+    where the kernel does not show them to us). OSError if the process is gone."""
     with open(f"/proc/{pid}/stat") as f:
         text = f.read()
     fields = text[text.rindex(")") + 2:].split()  # fields[0] is field 3 (the state)
-    identity = int(fields[23]), int(fields[24]), int(fields[25]), int(fields[44])
-    return identity if identity[2] else (0, 0, 0, 0)
+    return int(fields[23]), int(fields[24]), int(fields[25]), int(fields[44])
 
 
 class BpfStack(NamedTuple):
