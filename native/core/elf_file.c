@@ -258,15 +258,23 @@ fu_status fu_elf_open(fu_elf *elf, const uint8_t *data, size_t size, fu_error *e
     return FU_OK;
 }
 
-/* "section [3] '.note.gnu.build-id'": how the messages name a section, a byte of its name outside
- * printable ASCII as \xNN (a message is text: a hostile name's bytes are not). */
+/* A section's name as the messages print it: a byte outside printable ASCII as \xNN (a message is
+ * text, UTF-8 for Python's exception: a hostile name's bytes are not), cut short to fit. */
+#define PRINTABLE_NAME_SIZE 64
+static void printable_name(const fu_elf *elf, const fu_elf_section *s, char name[PRINTABLE_NAME_SIZE])
+{
+    size_t at = 0;
+    for (const unsigned char *c = (const unsigned char *)fu_elf_section_name(elf, s); *c && at + 5 < PRINTABLE_NAME_SIZE;
+         c++)
+        at += (size_t)snprintf(name + at, PRINTABLE_NAME_SIZE - at, *c >= 0x20 && *c < 0x7f ? "%c" : "\\x%02x", *c);
+    name[at] = '\0';
+}
+
+/* "section [3] '.note.gnu.build-id'": how the messages name a section. */
 static void section_where(const fu_elf *elf, const fu_elf_section *s, char *where, size_t size)
 {
-    char name[64];
-    size_t at = 0;
-    for (const unsigned char *c = (const unsigned char *)fu_elf_section_name(elf, s); *c && at + 5 < sizeof name; c++)
-        at += (size_t)snprintf(name + at, sizeof name - at, *c >= 0x20 && *c < 0x7f ? "%c" : "\\x%02x", *c);
-    name[at] = '\0';
+    char name[PRINTABLE_NAME_SIZE];
+    printable_name(elf, s, name);
     snprintf(where, size, "section [%u] '%s'", s->index, name);
 }
 
@@ -291,10 +299,10 @@ static fu_status section_contents(const fu_elf *elf, const fu_elf_section *secti
                                   size_t *size, fu_error *err)
 {
     if (section->flags & SHF_COMPRESSED) {
-        char where[160];
+        char where[160], name[PRINTABLE_NAME_SIZE];
         section_where(elf, section, where, sizeof where);
-        return fu_fail(err, FU_ERR_ELF, "%s: compressed (SHF_COMPRESSED), which a %s section never is", where,
-                       fu_elf_section_name(elf, section));
+        printable_name(elf, section, name);
+        return fu_fail(err, FU_ERR_ELF, "%s: compressed (SHF_COMPRESSED), which a %s section never is", where, name);
     }
     return fu_elf_section_bytes(elf, section, data, size, err);
 }

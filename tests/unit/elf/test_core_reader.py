@@ -208,6 +208,18 @@ def test_hostile_notes(region: bytes, message: str) -> None:
         _core.elf_build_id(elf32([(".note", 7, region)], []))
 
 
+def test_a_compressed_note_section_with_a_name_that_is_not_text() -> None:
+    """The message names the section with its bytes escaped: an ElfError, not a UnicodeDecodeError."""
+    data = bytearray(elf32([(".noteZZ", 7, note(b"GNU", 3, b"\1" * 20))], []))
+    name = data.index(b".noteZZ")
+    data[name + 5:name + 7] = b"\xff\xfe"
+    shoff = struct.unpack_from("<I", data, 32)[0]
+    struct.pack_into("<I", data, shoff + 40 + 8, 0x800)  # section 1's sh_flags: SHF_COMPRESSED
+    with pytest.raises(ElfError, match=r"section \[1\] '\.note\\xff\\xfe': compressed \(SHF_COMPRESSED\), "
+                                        r"which a \.note\\xff\\xfe section never is"):
+        _core.elf_build_id(bytes(data))
+
+
 def test_bias_of_a_mapping_where_two_segments_share_a_page() -> None:
     # lld's layout: R at offset 0 (vaddr 0), R E at 0x770 (vaddr 0x1770): one file page, two segments
     data = elf32([], [(1, 4, 0, 0, 0x770), (1, 5, 0x770, 0x1770, 0x400)])
