@@ -29,7 +29,7 @@ runs (default 3), the best of each figure:
   whatever its depth; and, exactly, the program's time outside the walk per walked sample (its
   own clock's total less the walks');
 - map memory per table row: the slots the loaded modules occupy (64 bytes each: up to 12 rows of a
-  256-byte block of code) over the rows loaded.
+  512-byte block of code) over the rows loaded.
 
 The machine may be shared: every figure is a best of N, and the report says so.
 

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "launcher.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +28,16 @@ void fu_cli_unserved(const char *why, const char *detail)
 
 const char *fu_cli_unserved_reason(void) { return unserved_reason[0] ? unserved_reason : "(no reason noted)"; }
 
+/* Write to the opened output unless a write failed already (then its errno is kept). */
+static void write_out(fu_cli_output *out, const void *data, size_t len)
+{
+    errno = 0;
+    if (!out->failed && !fu_cli_write_all(out->fd, data, len)) {
+        out->failed = true;
+        out->write_error = errno ? errno : EIO; /* a write of nothing: no errno of its own */
+    }
+}
+
 bool fu_cli_output_flush(fu_cli_output *out)
 {
     /* -o: the Python CLI's open(path, "w") */
@@ -34,8 +45,7 @@ bool fu_cli_output_flush(fu_cli_output *out)
         out->fd = out->path ? open(out->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : STDOUT_FILENO;
     if (out->fd < 0)
         return false;
-    if (!out->failed && !fu_cli_write_all(out->fd, out->held.data, out->held.len))
-        out->failed = true;
+    write_out(out, out->held.data, out->held.len);
     out->held.len = 0;
     return true;
 }
@@ -84,6 +94,7 @@ bool fu_cli_output_rewind(fu_cli_output *out)
     out->fd = -1;
     out->rewindable = false;
     out->failed = false;
+    out->write_error = 0;
     out->held.len = 0;
     return true;
 }
@@ -92,8 +103,7 @@ bool fu_cli_output_add(fu_cli_output *out, const void *data, size_t len)
 {
     if (out->fd < 0 || out->held.len)
         return fu_buffer_append(&out->held, data, len);
-    if (!out->failed && !fu_cli_write_all(out->fd, data, len))
-        out->failed = true;
+    write_out(out, data, len);
     return true;
 }
 
@@ -135,9 +145,17 @@ int fu_cli_serve(const fu_cli_request *request)
         return FU_CLI_NOT_SERVED;
     }
     bool written = !out.failed;
-    if (request->output)
-        written = close(out.fd) == 0 && written;
+    int error = out.failed ? out.write_error : 0;
+    if (request->output && close(out.fd) != 0) {
+        written = false;
+        error = error ? error : errno;
+    }
     free(out.held.data);
+    /* a full disk, an I/O error: the Python CLI's OSError, its message and 1 */
+    if (error && error != EPIPE) {
+        fprintf(stderr, "fastunwind: error: %s\n", strerror(error));
+        return 1;
+    }
     /* a reader that went away (`| head`): the Python CLI stops quietly with 0 as well */
     return written || !request->output ? status : 1;
 }

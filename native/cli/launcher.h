@@ -27,7 +27,8 @@ typedef struct fu_cli_output {
     const char *path; /* -o, or NULL: standard output */
     fu_buffer held;
     int fd;           /* -1 until opened */
-    bool failed;      /* a write failed (a reader that went away) */
+    bool failed;      /* a write failed: a reader that went away (EPIPE), or write_error */
+    int write_error;  /* the failed write's errno */
     bool rewindable;  /* opened by fu_cli_output_open_rewindable: written from `start` on, and taken back
                          by fu_cli_output_rewind */
     long long start;

@@ -258,15 +258,23 @@ fu_status fu_elf_open(fu_elf *elf, const uint8_t *data, size_t size, fu_error *e
     return FU_OK;
 }
 
-/* "section [3] '.note.gnu.build-id'": how the messages name a section, a byte of its name outside
- * printable ASCII as \xNN (a message is text: a hostile name's bytes are not). */
+/* A section's name as the messages print it: a byte outside printable ASCII as \xNN (a message is
+ * text, UTF-8 for Python's exception: a hostile name's bytes are not), cut short to fit. */
+#define PRINTABLE_NAME_SIZE 64
+static void printable_name(const fu_elf *elf, const fu_elf_section *s, char name[PRINTABLE_NAME_SIZE])
+{
+    size_t at = 0;
+    for (const unsigned char *c = (const unsigned char *)fu_elf_section_name(elf, s); *c && at + 5 < PRINTABLE_NAME_SIZE;
+         c++)
+        at += (size_t)snprintf(name + at, PRINTABLE_NAME_SIZE - at, *c >= 0x20 && *c < 0x7f ? "%c" : "\\x%02x", *c);
+    name[at] = '\0';
+}
+
+/* "section [3] '.note.gnu.build-id'": how the messages name a section. */
 static void section_where(const fu_elf *elf, const fu_elf_section *s, char *where, size_t size)
 {
-    char name[64];
-    size_t at = 0;
-    for (const unsigned char *c = (const unsigned char *)fu_elf_section_name(elf, s); *c && at + 5 < sizeof name; c++)
-        at += (size_t)snprintf(name + at, sizeof name - at, *c >= 0x20 && *c < 0x7f ? "%c" : "\\x%02x", *c);
-    name[at] = '\0';
+    char name[PRINTABLE_NAME_SIZE];
+    printable_name(elf, s, name);
     snprintf(where, size, "section [%u] '%s'", s->index, name);
 }
 
@@ -291,10 +299,10 @@ static fu_status section_contents(const fu_elf *elf, const fu_elf_section *secti
                                   size_t *size, fu_error *err)
 {
     if (section->flags & SHF_COMPRESSED) {
-        char where[160];
+        char where[160], name[PRINTABLE_NAME_SIZE];
         section_where(elf, section, where, sizeof where);
-        return fu_fail(err, FU_ERR_ELF, "%s: compressed (SHF_COMPRESSED), which a %s section never is", where,
-                       fu_elf_section_name(elf, section));
+        printable_name(elf, section, name);
+        return fu_fail(err, FU_ERR_ELF, "%s: compressed (SHF_COMPRESSED), which a %s section never is", where, name);
     }
     return fu_elf_section_bytes(elf, section, data, size, err);
 }
@@ -313,9 +321,13 @@ fu_status fu_elf_segment_bytes(const fu_elf *elf, const fu_elf_segment *segment,
 
 static uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) & ~(alignment - 1); }
 
-fu_status fu_elf_build_id_in_notes(const uint8_t *data, size_t size, uint64_t alignment, uint64_t file_offset,
-                                   const char *where, uint8_t build_id[FU_ELF_MAX_BUILD_ID], size_t *build_id_size,
-                                   fu_error *err)
+/* The NT_GNU_BUILD_ID (owner "GNU") of a region of notes at `file_offset` (a section, a PT_NOTE
+ * segment, a mapped file's notes in a core's memory): *size 0 when none. Name and descriptor are
+ * padded to 4, or 8 in a region aligned to 8, counted from the note's start. `where` begins the
+ * messages. */
+static fu_status build_id_in_notes(const uint8_t *data, size_t size, uint64_t alignment, uint64_t file_offset,
+                                  const char *where, uint8_t build_id[FU_ELF_MAX_BUILD_ID], size_t *build_id_size,
+                                  fu_error *err)
 {
     uint64_t padding = alignment == 8 ? 8 : 4, position = 0;
     *build_id_size = 0;
@@ -367,7 +379,7 @@ fu_status fu_elf_build_id(const fu_elf *elf, uint8_t build_id[FU_ELF_MAX_BUILD_I
             continue;
         section_where(elf, &s, where, sizeof where);
         if (section_contents(elf, &s, &data, &size, err) ||
-            fu_elf_build_id_in_notes(data, size, s.addralign, s.offset, where, build_id, build_id_size, err))
+            build_id_in_notes(data, size, s.addralign, s.offset, where, build_id, build_id_size, err))
             return err->status;
         if (*build_id_size)
             return FU_OK;
@@ -378,7 +390,7 @@ fu_status fu_elf_build_id(const fu_elf *elf, uint8_t build_id[FU_ELF_MAX_BUILD_I
             continue;
         snprintf(where, sizeof where, "PT_NOTE segment %zu", i);
         if (file_slice(elf, p.offset, p.filesz, where, &data, err) ||
-            fu_elf_build_id_in_notes(data, (size_t)p.filesz, p.align, p.offset, where, build_id, build_id_size, err))
+            build_id_in_notes(data, (size_t)p.filesz, p.align, p.offset, where, build_id, build_id_size, err))
             return err->status;
         if (*build_id_size)
             return FU_OK;
@@ -406,7 +418,7 @@ void fu_elf_build_id_in_memory(fu_elf_memory_at at, const void *memory, uint64_t
             continue; /* a hostile or foreign header: no note the memory could hold */
         const uint8_t *notes = at(memory, start + offset, (size_t)filesz);
         fu_error err = {0};
-        if (notes && fu_elf_build_id_in_notes(notes, (size_t)filesz, 4, offset, "notes", build_id, build_id_size,
+        if (notes && build_id_in_notes(notes, (size_t)filesz, 4, offset, "notes", build_id, build_id_size,
                                               &err) == FU_OK && *build_id_size)
             return;
         *build_id_size = 0;

@@ -81,13 +81,6 @@ fu_status fu_elf_section_bytes(const fu_elf *elf, const fu_elf_section *section,
 fu_status fu_elf_segment_bytes(const fu_elf *elf, const fu_elf_segment *segment, const uint8_t **data,
                                size_t *size, fu_error *err);
 
-/* The NT_GNU_BUILD_ID (owner "GNU") of a region of notes at `file_offset` (a section, a PT_NOTE
- * segment, a mapped file's notes in a core's memory): *size 0 when none. Name and descriptor are
- * padded to 4, or 8 in a region aligned to 8, counted from the note's start. `where` begins the
- * messages. */
-fu_status fu_elf_build_id_in_notes(const uint8_t *data, size_t size, uint64_t alignment, uint64_t file_offset,
-                                   const char *where, uint8_t build_id[FU_ELF_MAX_BUILD_ID], size_t *build_id_size,
-                                   fu_error *err);
 /* The file's build-id: its SHT_NOTE sections first, then its PT_NOTE segments (a stripped file may
  * have no section headers); *size 0 when none. */
 fu_status fu_elf_build_id(const fu_elf *elf, uint8_t build_id[FU_ELF_MAX_BUILD_ID], size_t *build_id_size,

@@ -23,6 +23,8 @@ static const fu_synth_value unknown_value = {FU_VALUE_UNKNOWN, 0, 0, 0};
  * and the visit) whatever the compiler's size estimate says. */
 #define STEP_INLINE static inline __attribute__((always_inline))
 
+_Static_assert(FU_X86_INVALID < 32, "a visit hint's kinds: a bit per fu_x86_kind in 32 bits");
+
 /* Copy only the slots in use: a state is mostly its slot array. */
 static void state_copy(fu_synth_state *dst, const fu_synth_state *src)
 {

@@ -48,6 +48,16 @@ static const uint8_t *input_at(const void *memory, uint64_t address, size_t size
 /* Inputs opened, and of those with a build-id: a driver whose built files stop parsing says so. */
 static size_t opened, with_build_id;
 
+/* Whether an error's message is text any caller can print (Python decodes it as UTF-8): printable
+ * ASCII, a hostile input's bytes escaped. */
+static bool printable_message(const fu_error *err)
+{
+    for (const unsigned char *c = (const unsigned char *)err->message; *c; c++)
+        if (*c < 0x20 || *c >= 0x7f)
+            return false;
+    return err->message[0] != '\0';
+}
+
 /* Everything the reader promises of one input. */
 static void run_one(const uint8_t *input, size_t size, const char *label, uint64_t *rng)
 {
@@ -65,7 +75,7 @@ static void run_one(const uint8_t *input, size_t size, const char *label, uint64
     fu_elf elf;
     fu_error err = {0};
     if (fu_elf_open(&elf, data, size, &err) != FU_OK) {
-        CHECK(err.status == FU_ERR_ELF && err.message[0], "open failed without an ElfError message");
+        CHECK(err.status == FU_ERR_ELF && printable_message(&err), "open failed without a printable ElfError message");
         free(data);
         return;
     }
@@ -95,12 +105,14 @@ static void run_one(const uint8_t *input, size_t size, const char *label, uint64
     uint8_t build_id[FU_ELF_MAX_BUILD_ID];
     size_t build_id_size = 0;
     if (fu_elf_build_id(&elf, build_id, &build_id_size, &err) != FU_OK)
-        CHECK(err.status == FU_ERR_ELF, "build-id failed without an ElfError");
+        CHECK(err.status == FU_ERR_ELF && printable_message(&err), "build-id failed without a printable ElfError message");
     CHECK(build_id_size <= FU_ELF_MAX_BUILD_ID, "a build-id of %zu bytes", build_id_size);
     with_build_id += build_id_size > 0;
     const char *link = NULL;
     uint32_t crc;
-    if (fu_elf_debuglink(&elf, &link, &crc, &err) == FU_OK && link)
+    if (fu_elf_debuglink(&elf, &link, &crc, &err) != FU_OK)
+        CHECK(err.status == FU_ERR_ELF && printable_message(&err), "debuglink failed without a printable ElfError message");
+    else if (link)
         CHECK(inside(data, size, (const uint8_t *)link, strlen(link) + 1), "debuglink name outside the input");
     uint64_t text_base, data_base;
     fu_elf_pointer_bases(&elf, &text_base, &data_base);
@@ -110,8 +122,11 @@ static void run_one(const uint8_t *input, size_t size, const char *label, uint64
     for (int m = 0; m < 16; m++) {
         uint64_t pgoff = (rng_below(rng, 2) ? rng_next(rng) : rng_below(rng, size + 0x2000)) & ~0xfffull;
         uint64_t start = 0x7f0000000000ull + (rng_below(rng, 0x100000) << 12), bias;
-        if (!fu_elf_mapping_bias(&elf, start, start + 0x10000, pgoff, &bias))
+        bool executable = fu_elf_offset_executable(&elf, pgoff);
+        if (!fu_elf_mapping_bias(&elf, start, start + 0x10000, pgoff, &bias)) {
+            CHECK(!executable, "an executable offset 0x%llx without a bias", (unsigned long long)pgoff);
             continue;
+        }
         bool held = false;
         for (size_t i = 0; i < elf.segment_count && !held; i++) {
             fu_elf_segment p = fu_elf_segment_at(&elf, i);

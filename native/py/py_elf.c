@@ -8,8 +8,8 @@
  * elf_headers(data) -> (elf_class, type, machine, entry, sections, segments): sections as
  *   (index, name, type, flags, addr, offset, size, link, info, addralign, entsize), segments as
  *   (type, flags, offset, vaddr, paddr, filesz, memsz, align);
- * elf_build_id(data) -> bytes | None; elf_build_id_in_notes(notes, alignment, file_offset, where) ->
- * bytes | None; elf_debuglink(data) -> (name, crc) | None; elf_process_entry(data) -> int;
+ * elf_build_id(data) -> bytes | None; elf_debuglink(data) -> (name, crc) | None;
+ * elf_process_entry(data) -> int;
  * elf_mapping_bias(data, start, end, pgoff) -> int | None; elf_offset_executable(data, pgoff) -> bool;
  * elf_loaded_segments(data, read_only) -> [segment index]; elf_pointer_bases(data) -> (text, data);
  * elf_debug_file_candidates(build_id, link_name, path, resolved_path, roots) ->
@@ -80,41 +80,19 @@ done:
 
 static PyObject *elf_headers(PyObject *module, PyObject *args) { return over_elf(args, headers_of); }
 
-static PyObject *build_id_result(fu_status status, const fu_error *err, const uint8_t *build_id, size_t size)
-{
-    if (status)
-        return py_core_raise(err);
-    if (!size)
-        Py_RETURN_NONE;
-    return PyBytes_FromStringAndSize((const char *)build_id, (Py_ssize_t)size);
-}
-
 static PyObject *build_id_of(const fu_elf *elf)
 {
     uint8_t build_id[FU_ELF_MAX_BUILD_ID];
     size_t size;
     fu_error err = {0};
-    fu_status status = fu_elf_build_id(elf, build_id, &size, &err);
-    return build_id_result(status, &err, build_id, size);
+    if (fu_elf_build_id(elf, build_id, &size, &err))
+        return py_core_raise(&err);
+    if (!size)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)build_id, (Py_ssize_t)size);
 }
 
 static PyObject *elf_build_id(PyObject *module, PyObject *args) { return over_elf(args, build_id_of); }
-
-static PyObject *elf_build_id_in_notes(PyObject *module, PyObject *args)
-{
-    Py_buffer view;
-    unsigned long long alignment, file_offset;
-    const char *where;
-    if (!PyArg_ParseTuple(args, "y*KKs", &view, &alignment, &file_offset, &where))
-        return NULL;
-    uint8_t build_id[FU_ELF_MAX_BUILD_ID];
-    size_t size;
-    fu_error err = {0};
-    fu_status status =
-        fu_elf_build_id_in_notes(view.buf, (size_t)view.len, alignment, file_offset, where, build_id, &size, &err);
-    PyBuffer_Release(&view);
-    return build_id_result(status, &err, build_id, size);
-}
 
 static PyObject *debuglink_of(const fu_elf *elf)
 {
@@ -287,8 +265,6 @@ static PyMethodDef elf_methods[] = {
     {"elf_headers", elf_headers, METH_VARARGS,
      "elf_headers(data) -> (elf_class, type, machine, entry, sections, segments) of an ELF file's bytes"},
     {"elf_build_id", elf_build_id, METH_VARARGS, "elf_build_id(data) -> the NT_GNU_BUILD_ID note's bytes, or None"},
-    {"elf_build_id_in_notes", elf_build_id_in_notes, METH_VARARGS,
-     "elf_build_id_in_notes(notes, alignment, file_offset, where) -> the build-id of a region of notes, or None"},
     {"elf_debuglink", elf_debuglink, METH_VARARGS, "elf_debuglink(data) -> (file name, CRC-32) or None"},
     {"elf_process_entry", elf_process_entry, METH_VARARGS,
      "elf_process_entry(data) -> where a process starts running the file, else 0"},

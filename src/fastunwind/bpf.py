@@ -56,8 +56,11 @@ MAPS_READS = 4
 
 def address_space_identity(pid: int) -> tuple[int, int, int, int]:
     """The identity of the process's address space (bpf_layout.h fu_bpf_space_identity): mm's
-    start_code, end_code, start_stack and start_brk, /proc/PID/stat's fields 26, 27, 28 and 47 (zero
-    where the kernel does not show them to us). OSError if the process is gone."""
+    start_code, end_code, start_stack and start_brk, /proc/PID/stat's fields 26, 27, 28 and 47; all
+    zero for a process without an address space. Where the kernel does not show them to us (no ptrace
+    access) it gives (1, 1, 0, 0) (fs/proc/array.c do_task_stat), which no address space matches: such
+    a process is never walked, and its /proc/PID/maps is not ours to read either. OSError if the
+    process is gone."""
     with open(f"/proc/{pid}/stat") as f:
         text = f.read()
     fields = text[text.rindex(")") + 2:].split()  # fields[0] is field 3 (the state)

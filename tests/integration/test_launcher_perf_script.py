@@ -224,3 +224,23 @@ def test_a_file_written_to_is_taken_back_for_the_python_path(perf_recordings: Pe
     python = launch(["-i", data], tmp_path / "third-cache", native="0")
     assert (result.returncode, result.stderr) == (python.returncode, python.stderr)
     assert out.read_bytes() == b"before\n" + python.stdout and python.stdout
+
+
+def test_a_write_that_fails_is_the_python_paths_error(perf_recordings: PerfRecordings, tmp_path: Path) -> None:
+    """Standard output /dev/full (every write fails with ENOSPC): the Python CLI says so and exits 1
+    (its OSError), and so does the launcher, never a quiet 0 with the text lost; only a reader that
+    went away (EPIPE, above) is quiet."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    data = str(perf_recordings.get("c").data_file)
+    cache = tmp_path / "cache"
+    results = []
+    for native in ("0", "require"):
+        env = {k: v for k, v in os.environ.items() if k != "FASTUNWIND_NATIVE"}
+        env.update(XDG_CACHE_HOME=str(cache), FASTUNWIND_NATIVE=native)
+        with open("/dev/full", "wb") as full:
+            results.append(subprocess.run([str(LAUNCHER), "perf-script", "-i", data], stdout=full,
+                                          stderr=subprocess.PIPE, env=env, stdin=subprocess.DEVNULL, timeout=600))
+    python, native = results
+    assert python.returncode == 1 and b"No space left on device" in python.stderr
+    assert (native.returncode, native.stderr) == (python.returncode, python.stderr)

@@ -142,15 +142,17 @@ def test_go_program_against_readelf(tmp_path: Path) -> None:
 # --- hand-built bytes -------------------------------------------------------------------------------
 
 
-def elf32(sections: list[tuple[str, int, bytes]], segments: list[tuple[int, int, int, int, int]]) -> bytes:
-    """A little-endian ELF32 file: sections (name, type, bytes) after the header, a name table last;
-    segments (type, flags, offset, vaddr, filesz)."""
+def elf32(sections: list[tuple[str, int, bytes]], segments: list[tuple[int, int, int, int, int]],
+          alignment: int = 1) -> bytes:
+    """A little-endian ELF32 file: sections (name, type, bytes) after the header, a name table last,
+    each aligned to `alignment` (sh_addralign); segments (type, flags, offset, vaddr, filesz)."""
     names = b"\0" + b"".join(name.encode() + b"\0" for name, _, _ in sections) + b".shstrtab\0"
     body = bytearray(52 + 32 * len(segments))
     headers = [bytes(40)]
     name_at = 1
     for name, kind, data in sections + [(".shstrtab", 3, names)]:
-        headers.append(struct.pack("<10I", name_at, kind, 0, 0, len(body), len(data), 0, 0, 1, 0))
+        body += bytes(-len(body) % alignment)
+        headers.append(struct.pack("<10I", name_at, kind, 0, 0, len(body), len(data), 0, 0, alignment, 0))
         body += data
         name_at += len(name) + 1
     while len(body) % 4:
@@ -187,22 +189,35 @@ def test_elf32_headers_and_build_id() -> None:
 
 def test_notes_padded_to_8_as_note_gnu_property() -> None:
     region = note(b"GNU", 5, bytes(12), padding=8) + note(b"GNU", 3, b"\xaa" * 8, padding=8)
-    assert _core.elf_build_id_in_notes(region, 8, 0, "notes") == b"\xaa" * 8
-    # read with 4-byte padding, the same bytes are another (malformed) region
+    assert _core.elf_build_id(elf32([(".note.gnu.property", 7, region)], [], alignment=8)) == b"\xaa" * 8
+    # read with 4-byte padding (a section aligned to 4), the same bytes are another (malformed) region
     with pytest.raises(ElfError):
-        _core.elf_build_id_in_notes(region + b"\1", 4, 0, "notes")
+        _core.elf_build_id(elf32([(".note.gnu.property", 7, region + b"\1")], [], alignment=4))
 
 
 @pytest.mark.parametrize("region, message", [
-    (b"\1\0\0\0", r"notes: note header at offset 0x10 is truncated \(0x4 bytes left\)"),
+    (b"\1\0\0\0", r"section \[1\] '\.note': note header at offset 0x34 is truncated \(0x4 bytes left\)"),
     (struct.pack("<III", 99, 0, 3) + b"GNU\0", r"n_namesz 0x63 overruns"),
     (struct.pack("<III", 4, 99, 3) + b"GNU\0", r"n_descsz 0x63 overruns"),
     (struct.pack("<III", 4, 0, 3) + b"GNU\0", r"a build-id of 0x0 bytes \(expected 1 to 0x40\)"),
     (note(b"X", 1, b"") * 4097, r"more than 4096 notes"),
 ])
 def test_hostile_notes(region: bytes, message: str) -> None:
+    # the region at file offset 0x34, right after the ELF32 header
     with pytest.raises(ElfError, match=message):
-        _core.elf_build_id_in_notes(region, 4, 0x10, "notes")
+        _core.elf_build_id(elf32([(".note", 7, region)], []))
+
+
+def test_a_compressed_note_section_with_a_name_that_is_not_text() -> None:
+    """The message names the section with its bytes escaped: an ElfError, not a UnicodeDecodeError."""
+    data = bytearray(elf32([(".noteZZ", 7, note(b"GNU", 3, b"\1" * 20))], []))
+    name = data.index(b".noteZZ")
+    data[name + 5:name + 7] = b"\xff\xfe"
+    shoff = struct.unpack_from("<I", data, 32)[0]
+    struct.pack_into("<I", data, shoff + 40 + 8, 0x800)  # section 1's sh_flags: SHF_COMPRESSED
+    with pytest.raises(ElfError, match=r"section \[1\] '\.note\\xff\\xfe': compressed \(SHF_COMPRESSED\), "
+                                        r"which a \.note\\xff\\xfe section never is"):
+        _core.elf_build_id(bytes(data))
 
 
 def test_bias_of_a_mapping_where_two_segments_share_a_page() -> None:
