@@ -22,7 +22,8 @@ import pytest
 
 # the programs and their fixtures are those of the tests of each path
 from tests.integration.test_backtrace_live import (MANY_THREADS, PROGRAM, assert_left_running, blocked_threads, running,
-                                                   sigstop, signal_mid_snapshot, start, stop, thread_states)
+                                                   sigstop, signal_mid_snapshot, start, states_when_stopped, stop,
+                                                   thread_states)
 from tests.integration.test_core_cli import gcore, replaced_program, sysroot_of
 from tests.support import cores
 from tests.support.paths import LAUNCHER
@@ -60,7 +61,7 @@ def assert_native_is_python(args: list[str], cache: Path) -> bytes:
 def test_blocked_threads(blocked_threads: int, options: list[str], cache: Path) -> None:
     out = assert_native_is_python(["backtrace", "-p", str(blocked_threads), *options], cache)
     assert b"recurse" in out and b"on_usr1" in out
-    assert set(thread_states(blocked_threads).values()) == {"T"}  # the fixture's SIGSTOP, nothing else
+    assert states_when_stopped(blocked_threads) == {"T"}  # the fixture's SIGSTOP, nothing else
 
 
 def test_tids_and_output_file(blocked_threads: int, cache: Path, tmp_path: Path) -> None:

@@ -176,13 +176,25 @@ def thread_states(pid: int) -> dict[int, str]:
     return states
 
 
+#: How long a thread released from ptrace may take to be back in its process's group stop: a
+#: PTRACE_DETACH of a thread in a group stop wakes it so that it re-enters the stop itself, so for
+#: a moment it is running (R).
+RESTOP_SECONDS = 5
+
+
+def states_when_stopped(pid: int, timeout: float = RESTOP_SECONDS) -> set[str]:
+    """The process's thread states once all are stopped (T), or as they are after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while (states := set(thread_states(pid).values())) != {"T"} and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return states
+
+
 def sigstop(pid: int) -> None:
     """Stop the whole process and wait until every thread is stopped (a signal is asynchronous: a
     thread still running would show the oracles another PC than ours)."""
     os.kill(pid, signal.SIGSTOP)
-    deadline = time.monotonic() + 30
-    while set(thread_states(pid).values()) != {"T"} and time.monotonic() < deadline:
-        time.sleep(0.01)
+    states_when_stopped(pid, 30)
 
 
 def libunwind_stacks(arguments: list[str]) -> dict[int, dict[str, Any]]:
