@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if removed is not None:
         print(f"removed {len(removed)} entries, {_human(sum(e.size for e in removed))}")
     print(f"{cache.cache_root()}: {len(current)} entries, {_human(sum(e.size for e in current))}")
+    width = max((len(kind) for kind, _ in kinds), default=0)
     for kind, mine in kinds:
-        print(f"  {kind:8} {len(mine):5} entries  {_human(sum(e.size for e in mine)):>10}  {cache.cache_dir(kind)}")
+        print(f"  {kind:{width}} {len(mine):5} entries  {_human(sum(e.size for e in mine)):>10}  {cache.cache_dir(kind)}")
     return 0
