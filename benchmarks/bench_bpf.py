@@ -124,10 +124,12 @@ def _perf_samples(data: Path) -> int:
     return len(text.splitlines())  # one line per sample: -F tid prints no call chain
 
 
-def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
+def run_bpf(command: list[str], hz: int, work: Path, timing: bool = True) -> dict[str, Any]:
+    """One recording; `timing`: the program times its walks and samples (the ns figures; two clock
+    reads more per sample), as `record --bpf` does not."""
     cpu_file, out = work / "cpu", work / "out.folded"
     start = _self_cpu()
-    recorder = BpfRecorder(frequency=hz)
+    recorder = BpfRecorder(frequency=hz, timing=timing)
     child = recorder.launch(wrapped(command, cpu_file))  # the wrapper's children (the program) inherit its event
     profile = recorder.run(lambda: child.poll() is not None)
     with out.open("w") as f:
@@ -142,9 +144,9 @@ def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
             "bpf_ns_per_sample": stats["bpf_run_ns"] / stats["bpf_runs"] if stats["bpf_runs"] else None,
             "bpf_runs_per_sample": stats["bpf_runs"] / samples if samples else None,
             "bpf_ns_per_frame": stats["bpf_run_ns"] / frames if frames else None,
-            "walk_ns_per_frame": stats["walk_ns"] / frames if frames else None,
+            "walk_ns_per_frame": stats["walk_ns"] / frames if frames and timing else None,
             "outside_walk_ns_per_sample": (stats["sample_ns"] - stats["walk_ns"]) / stats["walked_samples"]
-            if stats["walked_samples"] else None,
+            if stats["walked_samples"] and timing else None,
             "fit_sample_fixed_ns": stats["fit_sample_fixed_ns"],
             "fit_sample_ns_per_frame": stats["fit_sample_ns_per_frame"],
             "fit_walk_fixed_ns": stats["fit_walk_fixed_ns"],

@@ -75,7 +75,7 @@ static int take_sample(void *context, void *data, size_t size)
     return fu_bpf_log_add(&s->log, data, size, &s->ring_err) == FU_OK ? 0 : -1;
 }
 
-fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, fu_error *err)
+fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool timing, fu_error *err)
 {
     *out = NULL;
     if (slot_capacity == 0)
@@ -94,6 +94,7 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, fu_e
         free(s);
         return st;
     }
+    s->skel->rodata->timing = timing;
     int e = bpf_map__set_max_entries(s->skel->maps.slots, slot_capacity);
     int cpus = libbpf_num_possible_cpus();
     if (!e)
@@ -251,6 +252,12 @@ static int find_process(const fu_bpf_session *s, uint32_t pid)
     return -1;
 }
 
+/* After a change of the pids map: the CPUs' memos of their last process slot are stale. */
+static void pids_changed(fu_bpf_session *s)
+{
+    __atomic_fetch_add(&s->skel->bss->scope_epoch, 1, __ATOMIC_SEQ_CST);
+}
+
 static void release_slot(fu_bpf_session *s, uint32_t slot)
 {
     s->processes[slot].used = false;
@@ -279,6 +286,7 @@ fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_b
         e = bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &pid, &slot, BPF_ANY);
     if (e)
         return bpf_failed(err, "writing a process's mappings", e);
+    pids_changed(s);
     s->free_head = (s->free_head + 1) % FU_BPF_MAX_PROCESSES;
     s->free_count--;
     int old = find_process(s, pid);
@@ -291,6 +299,7 @@ fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_b
 void fu_bpf_session_forget_process(fu_bpf_session *s, uint32_t pid)
 {
     bpf_map_delete_elem(bpf_map__fd(s->skel->maps.pids), &pid);
+    pids_changed(s);
     int slot = find_process(s, pid);
     if (slot >= 0)
         release_slot(s, (uint32_t)slot);

@@ -15,8 +15,9 @@
 typedef struct fu_bpf_session fu_bpf_session;
 
 /* Loads the program and its maps (the slots map of `slot_capacity` 8-byte slots: the bound on the
- * tables' map memory). FU_ERR_BPF: the kernel refused (its errno in the message). */
-fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, fu_error *err);
+ * tables' map memory); with `timing` the program times its walks and samples (the *_NS counters,
+ * two clock reads more per sample). FU_ERR_BPF: the kernel refused (its errno in the message). */
+fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool timing, fu_error *err);
 /* Samples every process: a cpu-clock event at `frequency` Hz on every online CPU. */
 fu_status fu_bpf_session_attach_cpus(fu_bpf_session *s, uint64_t frequency, fu_error *err);
 /* Samples thread `tid` and the threads and processes it starts from now on: a cpu-clock event at

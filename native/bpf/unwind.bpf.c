@@ -30,6 +30,12 @@ typedef __u64 uint64_t;
 /* bpf_probe_read_user is offered to GPL-compatible programs only */
 char LICENSE[] SEC("license") = "GPL";
 
+/* Set by user space before loading: time the walks and the samples (bpf_ktime_get_ns around them,
+ * the *_NS counters); off, a sample reads the clock once, for its time. */
+const volatile bool timing = false;
+/* Incremented by user space after each change of the pids map: a CPU's last_scope is stale. */
+__u64 scope_epoch = 0;
+
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
     __uint(max_entries, FU_BPF_MAX_RULES);
@@ -127,6 +133,19 @@ static __always_inline __u32 saved_register(int i)
  * of the process's mappings. */
 #define RECENT_MAPPINGS 4
 
+/* The process slot this CPU's last walk used: for the same thread group, address space (mm) and exec
+ * while user space has not changed the pids map since (scope_epoch), the next sample skips the pid
+ * lookup and the address space's identity check (cold lines at each sample: ~0.5 us at 999 Hz). */
+struct last_scope {
+    __u64 mm;
+    __u64 exec_id; /* the task's self_exec_id: an exec increments it (an mm may be reused across execs) */
+    __u64 epoch;
+    __u32 tgid;
+    __u32 space; /* fu_bpf_stack.space_pid */
+    __u32 slot;
+    __u32 reserved;
+};
+
 struct walk {
     /* the mappings this walk found last (end 0: none), the previous frame's at `current` */
     fu_bpf_mapping recent[RECENT_MAPPINGS];
@@ -144,6 +163,7 @@ struct walk {
     __u8 done;
     __u8 wake; /* user space has a process to load: wake it */
     __u64 signal[SIGNAL_WORDS];
+    struct last_scope last;
     fu_bpf_sample sample; /* sent whole up to its last user frame */
 };
 
@@ -236,14 +256,13 @@ static __always_inline void note_missing(struct walk *w, __u32 tgid)
 
 /* Whether the sampled task's address space is the one process p's mappings were read from
  * (fu_bpf_space_identity; unknown: yes). */
-static __always_inline bool same_address_space(struct task_struct *task, const fu_bpf_process *p)
+static __always_inline bool same_address_space(const struct mm_struct *mm, const fu_bpf_process *p)
 {
     const fu_bpf_space_identity *id = &p->identity;
     if (!(id->start_code | id->end_code | id->start_stack | id->start_brk))
         return true;
-    struct mm_struct *mm = BPF_CORE_READ(task, mm);
-    return BPF_CORE_READ(mm, start_code) == id->start_code && BPF_CORE_READ(mm, end_code) == id->end_code &&
-           BPF_CORE_READ(mm, start_stack) == id->start_stack && BPF_CORE_READ(mm, start_brk) == id->start_brk;
+    return mm->start_code == id->start_code && mm->end_code == id->end_code && mm->start_stack == id->start_stack &&
+           mm->start_brk == id->start_brk;
 }
 
 /* The mapping covering pc, or NULL. */
@@ -495,7 +514,7 @@ static long step(__u32 index, void *context)
     return ra == 0 ? finish(w, FU_BPF_END) : 0;
 }
 
-static __always_inline void load_registers(struct walk *w, const struct pt_regs *r)
+static __always_inline void load_registers(struct walk *w, const bpf_user_pt_regs_t *r)
 {
     w->regs[0] = r->ax;
     w->regs[1] = r->dx;
@@ -517,6 +536,18 @@ static __always_inline void load_registers(struct walk *w, const struct pt_regs 
     w->known = (1u << 17) - 1;
 }
 
+/* The user registers saved at the kernel entry of a sample that interrupted the kernel, into the walk;
+ * false if they are not a user state. A subprogram: inlined, the compiler merges its loads with the
+ * context's, which the verifier refuses (one instruction reading the context and the stack). */
+static __noinline bool load_entry_registers(struct walk *w, struct task_struct *task)
+{
+    struct pt_regs saved;
+    if (bpf_probe_read_kernel(&saved, sizeof saved, (void *)bpf_task_pt_regs(task)) || (saved.cs & 3) != 3)
+        return false;
+    load_registers(w, &saved);
+    return true;
+}
+
 SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
@@ -525,7 +556,7 @@ int sample(struct bpf_perf_event_data *ctx)
     struct task_struct *task = bpf_get_current_task_btf();
     if (tgid == 0)
         return 0;
-    __u64 entered = bpf_ktime_get_ns();
+    __u64 entered = timing ? bpf_ktime_get_ns() : 0;
     struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
     if (!w)
         return 0;
@@ -549,19 +580,28 @@ int sample(struct bpf_perf_event_data *ctx)
     w->outcome = FU_BPF_END;
     w->ip_is_return = 0;
     bool walked = false;
-    if (!BPF_CORE_READ(task, mm)) {
+    struct mm_struct *mm = task->mm;
+    /* the user registers: the sample's own when it interrupted user code, else those saved at the
+     * kernel entry */
+    bool user = false;
+    if (mm && (cs & 3) == 3) {
+        load_registers(w, &ctx->regs);
+        user = true;
+    } else if (mm) {
+        user = load_entry_registers(w, task);
+    }
+    if (!user) {
         w->outcome = FU_BPF_KERNEL_ONLY;
     } else {
-        struct pt_regs regs;
-        if (bpf_probe_read_kernel(&regs, sizeof regs, (void *)bpf_task_pt_regs(task)) || (regs.cs & 3) != 3) {
-            w->outcome = FU_BPF_KERNEL_ONLY;
-        } else {
-            load_registers(w, &regs);
+        __u64 epoch = READ_ONCE(scope_epoch), exec_id = task->self_exec_id;
+        bool found = w->last.tgid == tgid && w->last.mm == (__u64)mm && w->last.exec_id == exec_id &&
+                     w->last.epoch == epoch;
+        if (!found) {
             __u32 *slot = bpf_map_lookup_elem(&pids, &tgid), space = tgid;
             /* a child that has not exec'd since fork has its parent's mappings: it is walked with
              * them (and not loaded: a forking server's children are many and short-lived) */
-            if (!slot && BPF_CORE_READ(task, self_exec_id) == BPF_CORE_READ(task, parent_exec_id)) {
-                space = BPF_CORE_READ(task, real_parent, tgid);
+            if (!slot && exec_id == task->parent_exec_id) {
+                space = task->real_parent->tgid;
                 slot = bpf_map_lookup_elem(&pids, &space);
             }
             w->outcome = FU_BPF_NOT_LOADED;
@@ -569,35 +609,45 @@ int sample(struct bpf_perf_event_data *ctx)
                 space = tgid;
                 note_missing(w, tgid);
             }
-            w->sample.stack.space_pid = space;
             /* mappings read from another address space (the process exec'd since, or the parent a
              * child forked from did) would walk the new code with the old tables: the sampled
              * process is loaded anew instead */
             const fu_bpf_process *p = slot ? bpf_map_lookup_elem(&processes, slot) : NULL;
-            if (p && !same_address_space(task, p)) {
+            if (p && !same_address_space(mm, p)) {
                 count(FU_BPF_COUNTER_SPACE_CHANGED);
                 note_missing(w, tgid);
                 w->outcome = FU_BPF_NO_PROCESS;
-                slot = NULL;
+                p = NULL;
             }
-            if (!slot) {
-                w->sample.stack.user[0] = regs.ip;
-                w->sample.stack.user_count = 1;
-            } else {
-                w->outcome = FU_BPF_END;
-                w->process = *slot;
-                __u64 start = bpf_ktime_get_ns();
-                bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
-                __u64 walk_ns = bpf_ktime_get_ns() - start, n = w->sample.stack.user_count;
+            w->last.tgid = 0;
+            if (p) {
+                w->last = (struct last_scope){.mm = (__u64)mm, .exec_id = exec_id, .epoch = epoch, .tgid = tgid,
+                                              .space = space, .slot = *slot};
+                found = true;
+            }
+            w->sample.stack.space_pid = space;
+        }
+        if (!found) {
+            w->sample.stack.user[0] = w->regs[REG_RA];
+            w->sample.stack.user_count = 1;
+        } else {
+            w->sample.stack.space_pid = w->last.space;
+            w->outcome = FU_BPF_END;
+            w->process = w->last.slot;
+            __u64 start = timing ? bpf_ktime_get_ns() : 0;
+            bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
+            __u64 n = w->sample.stack.user_count;
+            if (timing) {
+                __u64 walk_ns = bpf_ktime_get_ns() - start;
                 count_n(FU_BPF_COUNTER_WALK_NS, walk_ns);
                 count_n(FU_BPF_COUNTER_WALK_NS_BY_FRAMES, n * walk_ns);
-                count(FU_BPF_COUNTER_WALKED_SAMPLES);
-                count_n(FU_BPF_COUNTER_FRAMES, n);
-                count_n(FU_BPF_COUNTER_FRAMES_SQUARED, n * n);
-                walked = true;
-                if (!w->done)
-                    w->outcome = FU_BPF_FRAME_LIMIT;
             }
+            count(FU_BPF_COUNTER_WALKED_SAMPLES);
+            count_n(FU_BPF_COUNTER_FRAMES, n);
+            count_n(FU_BPF_COUNTER_FRAMES_SQUARED, n * n);
+            walked = true;
+            if (!w->done)
+                w->outcome = FU_BPF_FRAME_LIMIT;
         }
     }
     w->sample.stack.outcome = w->outcome;
@@ -610,7 +660,7 @@ int sample(struct bpf_perf_event_data *ctx)
     if (bpf_ringbuf_output(&samples, &w->sample, FU_BPF_SAMPLE_HEADER + 8 * frames,
                            w->wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
         count(FU_BPF_COUNTER_SAMPLES_DROPPED);
-    if (walked) {
+    if (timing && walked) {
         __u64 sample_ns = bpf_ktime_get_ns() - entered;
         count_n(FU_BPF_COUNTER_SAMPLE_NS, sample_ns);
         count_n(FU_BPF_COUNTER_SAMPLE_NS_BY_FRAMES, frames * sample_ns);

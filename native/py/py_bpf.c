@@ -1,6 +1,7 @@
 /* The Python side of the in-kernel unwinder (native/bpf/bpf_session.h).
  *
- * BpfSession(slot_capacity)              loads the BPF program and its maps (BpfError if refused)
+ * BpfSession(slot_capacity, timing=False) loads the BPF program and its maps (BpfError if refused);
+ *                                       timing: the walks and samples timed (the *_ns counters)
  *   attach_cpus(frequency)                cpu-clock at `frequency` Hz on every CPU: every process
  *   attach_thread(frequency, tid)         cpu-clock at `frequency` Hz following the thread, inherited by
  *                                         the threads and processes it starts
@@ -57,9 +58,10 @@ static fu_bpf_session *attached_session(BpfSessionObject *self)
 
 static int session_init(BpfSessionObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"slot_capacity", NULL};
+    static char *kwlist[] = {"slot_capacity", "timing", NULL};
     unsigned int capacity;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "I", kwlist, &capacity))
+    int timing = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "I|p", kwlist, &capacity, &timing))
         return -1;
     fu_bpf_session_close(self->session);
     self->session = NULL;
@@ -68,7 +70,7 @@ static int session_init(BpfSessionObject *self, PyObject *args, PyObject *kwargs
     fu_error err = {0};
     fu_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = fu_bpf_session_open(&self->session, capacity, &err);
+    st = fu_bpf_session_open(&self->session, capacity, timing, &err);
     Py_END_ALLOW_THREADS
     if (st != FU_OK) {
         py_core_raise(&err);

@@ -100,7 +100,7 @@ class BpfProfile:
     def __init__(self, session: _core.BpfSession, stacks: list[BpfStack], counters: dict[str, int],
                  outcomes: dict[str, int], processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int,
                  slots_used: int, rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int,
-                 synth: str = "off") -> None:
+                 synth: str = "off", timing: bool = False) -> None:
         self._session = session  #: detached: its log of the samples
         self._stack_list = stacks  #: by the log's stack id
         self.stacks: Counter[BpfStack] = Counter()
@@ -108,6 +108,7 @@ class BpfProfile:
             self.stacks[stack] += samples
         self.frequency = frequency
         self.synth = synth  #: the rows derived from the code the tables held (tables/compact.py SYNTH_MODES)
+        self.timing = timing  #: whether the program timed its walks and samples (the *_ns counters)
         self.counters = counters
         self.outcomes = outcomes
         self._processes = processes
@@ -268,12 +269,12 @@ class BpfProfile:
     def cost_fit(self, total: str, total_by_frames: str) -> tuple[float, float] | None:
         """The least-squares line through the walked samples' (user frames, ns) of the counter
         `total` (whose products with the frames are `total_by_frames`): (ns per sample whatever its
-        depth, ns per frame), or None with fewer than two depths to tell apart."""
+        depth, ns per frame), or None with fewer than two depths to tell apart or without timing."""
         c = self.counters
         n, x, xx = c.get("walked_samples", 0), c.get("frames", 0), c.get("frames_squared", 0)
         y, xy = c.get(total, 0), c.get(total_by_frames, 0)
         spread = n * xx - x * x
-        if n < 2 or spread <= 0:
+        if not self.timing or n < 2 or spread <= 0:
             return None
         per_frame = (n * xy - x * y) / spread
         return (y - per_frame * x) / n, per_frame
@@ -301,8 +302,8 @@ class BpfProfile:
             "samples_dropped": self.counters.get("samples_dropped", 0),
             "samples_unlogged": self._session.unlogged,
             "walked_samples": self.counters.get("walked_samples", 0),
-            "walk_ns": self.counters.get("walk_ns", 0),
-            "sample_ns": self.counters.get("sample_ns", 0),
+            "walk_ns": self.counters.get("walk_ns", 0) if self.timing else None,
+            "sample_ns": self.counters.get("sample_ns", 0) if self.timing else None,
             "fit_sample_fixed_ns": sample_fit[0] if sample_fit else None,
             "fit_sample_ns_per_frame": sample_fit[1] if sample_fit else None,
             "fit_walk_fixed_ns": walk_fit[0] if walk_fit else None,
@@ -330,8 +331,9 @@ class BpfRecorder:
 
     def __init__(self, *, frequency: int, pids: Iterable[int] = (), sample_all: bool = False,
                  slot_capacity: int = _core.BPF_DEFAULT_SLOTS, images: ImageCache | None = None,
-                 synth: str = "off") -> None:
-        self._session = _core.BpfSession(slot_capacity)
+                 synth: str = "off", timing: bool = False) -> None:
+        self._session = _core.BpfSession(slot_capacity, timing)
+        self._timing = timing  #: the program times its walks and samples (two clock reads more per sample)
         self._frequency = frequency
         self._sample_all = sample_all
         self._threads: set[int] = set()  #: the threads followed by an event of their own (not sample_all)
@@ -566,7 +568,7 @@ class BpfRecorder:
         run_ns, runs = self._session.run_time()
         return BpfProfile(self._session, self._stacks, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
                           self._session.table_bytes, self._session.slots_used, self._rows_loaded,
-                          len(self._modules), len(self._without_table), self._frequency, self._synth)
+                          len(self._modules), len(self._without_table), self._frequency, self._synth, self._timing)
 
     def close(self) -> None:
         """Detaches the program and releases its maps and events (the samples' log stays, for the
