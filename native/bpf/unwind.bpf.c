@@ -656,7 +656,7 @@ int sample(struct bpf_perf_event_data *ctx)
     __u32 frames = w->sample.stack.user_count;
     if (frames > FU_BPF_MAX_FRAMES)
         frames = FU_BPF_MAX_FRAMES;
-    /* no wakeup (user space takes the samples every 20 ms) unless there is a process to load */
+    /* no wakeup (user space takes the samples every 100 ms) unless there is a process to load */
     if (bpf_ringbuf_output(&samples, &w->sample, FU_BPF_SAMPLE_HEADER + 8 * frames,
                            w->wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
         count(FU_BPF_COUNTER_SAMPLES_DROPPED);

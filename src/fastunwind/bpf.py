@@ -14,9 +14,11 @@ are loaded meanwhile. With `synth` other than
 offline walk's: the kernel walks code without CFI through them and counts the frames it did.
 
 Each sample arrives through the program's ring buffer (its time, thread, CPU, thread's command name
-and stack), taken every MISSING_SECONDS into the C session's log, which keeps each distinct stack
-once: the Python work here is per distinct stack and per distinct address, never per sample (perf
-script's text and the profile files are written from the log in C, bpf_log.h).
+and stack), taken into the C session's log each time the recording wakes (the log keeps each
+distinct stack once); the stacks reach Python once, after the recording: the Python work here is
+per distinct stack and per distinct address, never per sample, and none of it runs per stack while
+the profiled program does (perf script's text and the profile files are written from the log in C,
+bpf_log.h).
 """
 
 from __future__ import annotations
@@ -40,10 +42,11 @@ from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
 from fastunwind.tables import compact
 
 RESCAN_SECONDS = 0.5
-#: how long the recording waits for the kernel's report of a process without (current) mappings
-#: (the program wakes it at the first report of each): the sooner a process is loaded the fewer
-#: samples miss its tables
-MISSING_SECONDS = 0.02
+#: the longest the recording sleeps between its rounds (samples into the log, `until` checked):
+#: the program wakes it at once at the first report of a process without (current) mappings, so
+#: this bounds only the later reports, a table build's end and the recording's end; each round is
+#: CPU taken from a profiled program on a busy machine (at 0.02 s, 1% of a CPU)
+POLL_SECONDS = 0.1
 NO_MODULE = 0xFFFFFFFF
 #: the bound on listings of a process's threads when following them (each listing after the first
 #: finds only threads started while the previous ones were being attached)
@@ -529,12 +532,14 @@ class BpfRecorder:
         return bool(self._processes)
 
     def drain(self) -> None:
-        """Takes the samples sent since into the session's log; names the stacks seen first."""
+        """Takes the samples sent since into the session's log, and the stacks seen first as
+        BpfStacks. Called once, after the recording: while it runs, waiting takes the samples into
+        the log (C), and no Python runs per stack on a CPU the profiled program may need."""
         for pid, space_pid, outcome, user, kernel, interrupted in self._session.drain():
             self._stacks.append(BpfStack(pid, space_pid, _core.BPF_OUTCOMES[outcome], user, kernel, interrupted))
 
     def run(self, until: Callable[[], bool]) -> BpfProfile:
-        """Samples until `until()` is true (checked every MISSING_SECONDS) or Ctrl-C, then detaches
+        """Samples until `until()` is true (checked every POLL_SECONDS at most) or Ctrl-C, then detaches
         (also on an exception) and returns the profile."""
         try:
             if self._sample_all:
@@ -543,12 +548,11 @@ class BpfRecorder:
             last_scan = time.monotonic()
             try:
                 while not until():
-                    self._session.wait(int(MISSING_SECONDS * 1000))
+                    self._session.wait(int(POLL_SECONDS * 1000))
                     for pid in self._session.take_missing():
                         if pid not in self._waiting:
                             self._load(pid)
                     self._built()
-                    self.drain()
                     now = time.monotonic()
                     if now - last_scan >= RESCAN_SECONDS:
                         self.refresh()
