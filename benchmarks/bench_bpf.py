@@ -56,6 +56,7 @@ import json
 import math
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -104,7 +105,8 @@ def run_plain(command: list[str], work: Path) -> dict[str, Any]:
     return {"target_cpu": times[0], "target_times": times}
 
 
-def run_perf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
+def run_perf(command: list[str], hz: int, work: Path, details: bool = True) -> dict[str, Any]:
+    """One recording; without `details` only the target's times (the overhead rounds)."""
     cpu_file, data = work / "cpu", work / "perf.data"
     before = children_cpu()
     subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "--call-graph", "dwarf", "-o", str(data),
@@ -113,6 +115,8 @@ def run_perf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
     total = children_cpu() - before
     times = target_times(cpu_file)
     target = times[0]
+    if not details:
+        return {"target_cpu": target, "target_times": times}
     samples = _perf_samples(data)
     size = data.stat().st_size
     return {"target_cpu": target, "target_times": times, "profiler_cpu": total - target, "samples": samples,
@@ -124,14 +128,21 @@ def _perf_samples(data: Path) -> int:
     return len(text.splitlines())  # one line per sample: -F tid prints no call chain
 
 
-def run_bpf(command: list[str], hz: int, work: Path, timing: bool = True) -> dict[str, Any]:
-    """One recording; `timing`: the program times its walks and samples (the ns figures; two clock
-    reads more per sample), as `record --bpf` does not."""
+def run_bpf(command: list[str], hz: int, work: Path, details: bool = True) -> dict[str, Any]:
+    """One recording; with `details` the program times its walks and samples (the ns figures: two
+    clock reads more per sample) and the profile is written; without, as `record --bpf` runs, only
+    the target's times (the overhead rounds)."""
     cpu_file, out = work / "cpu", work / "out.folded"
     start = _self_cpu()
-    recorder = BpfRecorder(frequency=hz, timing=timing)
+    recorder = BpfRecorder(frequency=hz, timing=details)
+    program = shutil.which(command[0])
+    if program:
+        recorder.preload(program)  # as `record --bpf -- CMD` does for CMD (launch preloads the wrapper)
     child = recorder.launch(wrapped(command, cpu_file))  # the wrapper's children (the program) inherit its event
     profile = recorder.run(lambda: child.poll() is not None)
+    if not details:
+        times = target_times(cpu_file)
+        return {"target_cpu": times[0], "target_times": times}
     with out.open("w") as f:
         profile.write_folded(f)
     profiler = _self_cpu() - start
@@ -144,9 +155,9 @@ def run_bpf(command: list[str], hz: int, work: Path, timing: bool = True) -> dic
             "bpf_ns_per_sample": stats["bpf_run_ns"] / stats["bpf_runs"] if stats["bpf_runs"] else None,
             "bpf_runs_per_sample": stats["bpf_runs"] / samples if samples else None,
             "bpf_ns_per_frame": stats["bpf_run_ns"] / frames if frames else None,
-            "walk_ns_per_frame": stats["walk_ns"] / frames if frames and timing else None,
+            "walk_ns_per_frame": stats["walk_ns"] / frames if frames else None,
             "outside_walk_ns_per_sample": (stats["sample_ns"] - stats["walk_ns"]) / stats["walked_samples"]
-            if stats["walked_samples"] and timing else None,
+            if stats["walked_samples"] else None,
             "fit_sample_fixed_ns": stats["fit_sample_fixed_ns"],
             "fit_sample_ns_per_frame": stats["fit_sample_ns_per_frame"],
             "fit_walk_fixed_ns": stats["fit_walk_fixed_ns"],
@@ -164,6 +175,11 @@ def run_bpf(command: list[str], hz: int, work: Path, timing: bool = True) -> dic
 #: the sign test's level for a verdict
 SIGNIFICANCE = 0.05
 CONFIGURATIONS = ("none", "bpf 99 Hz", "perf dwarf 99 Hz", "bpf 999 Hz", "perf dwarf 999 Hz")
+#: the 99 Hz comparison decided apart: its difference is a few tenths of a percent of the program's
+#: CPU, which 30 rounds of 0.37 s cannot separate from the runs' own spread
+DECIDER = ("bpf 99 Hz", "perf dwarf 99 Hz")
+DECIDER_ROUNDS = 120
+DECIDER_SECONDS = 1.0
 
 
 def sign_test(pairs: list[tuple[float, float]]) -> tuple[int, int, float]:
@@ -209,30 +225,31 @@ def paired(rounds: list[dict[str, tuple[float, float]]], first: str, second: str
             "verdict": verdict}
 
 
-def overhead(command: list[str], rounds: int, work: Path) -> dict[str, Any]:
-    """The target's (CPU, wall) seconds per configuration, `rounds` rounds in rotating order, and the
-    paired comparisons."""
-    runs = configurations(command)
+def overhead(command: list[str], rounds: int, names: tuple[str, ...], work: Path) -> dict[str, Any]:
+    """The target's (CPU, wall) seconds under each of the configurations `names`, `rounds` rounds in
+    rotating order (runs without details: `record --bpf` as it runs, perf without its script), and
+    the paired comparisons among them: bpf against perf at each rate, each against none."""
+    runs = configurations(command, details=False)
     measured: list[dict[str, tuple[float, float]]] = []
     for i in range(rounds):
-        measured.append({name: runs[name](work)["target_times"] for name in rotated(CONFIGURATIONS, i)})
+        measured.append({name: runs[name](work)["target_times"] for name in rotated(names, i)})
     comparisons = {}
     for hz in (99, 999):
         bpf, perf = f"bpf {hz} Hz", f"perf dwarf {hz} Hz"
         for which, measure in enumerate(("cpu", "wall")):
-            comparisons[f"{bpf} / {perf}, {measure}"] = paired(measured, bpf, perf, which)
-            comparisons[f"{bpf} / none, {measure}"] = paired(measured, bpf, "none", which)
-            comparisons[f"{perf} / none, {measure}"] = paired(measured, perf, "none", which)
-    return {"rounds": measured, "comparisons": comparisons,
-            "median_none_cpu": statistics.median(r["none"][0] for r in measured)}
+            for first, second in ((bpf, perf), (bpf, "none"), (perf, "none")):
+                if first in names and second in names:
+                    comparisons[f"{first} / {second}, {measure}"] = paired(measured, first, second, which)
+    return {"rounds": measured, "comparisons": comparisons, "configurations": names,
+            "median_cpu": {name: statistics.median(r[name][0] for r in measured) for name in names}}
 
 
-def configurations(command: list[str]) -> dict[str, Callable[[Path], dict[str, Any]]]:
+def configurations(command: list[str], details: bool = True) -> dict[str, Callable[[Path], dict[str, Any]]]:
     """CONFIGURATIONS' runs of `command`, each given a work directory."""
     runs: dict[str, Callable[[Path], dict[str, Any]]] = {"none": partial(run_plain, command)}
     for hz in (99, 999):
-        runs[f"bpf {hz} Hz"] = partial(run_bpf, command, hz)
-        runs[f"perf dwarf {hz} Hz"] = partial(run_perf, command, hz)
+        runs[f"bpf {hz} Hz"] = partial(run_bpf, command, hz, details=details)
+        runs[f"perf dwarf {hz} Hz"] = partial(run_perf, command, hz, details=details)
     return runs
 
 
@@ -263,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=30, help="rounds of the paired overhead comparison (0: none)")
     parser.add_argument("--overhead-seconds", type=float, default=0.5,
                         help="the compiler workload's size in the overhead rounds")
+    parser.add_argument("--rounds-99", type=int, default=DECIDER_ROUNDS,
+                        help="rounds of bpf 99 Hz against perf dwarf 99 Hz alone (0: none)")
+    parser.add_argument("--seconds-99", type=float, default=DECIDER_SECONDS,
+                        help="the compiler workload's size in the 99 Hz rounds")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         print("bench_bpf: needs root (the BPF unwinder and perf)", file=sys.stderr)
@@ -273,14 +294,20 @@ def main(argv: list[str] | None = None) -> int:
     saved = stats_file.read_text().strip()
     stats_file.write_text("1")
     short = record_workloads.WORKLOADS["compiler"].command(record_workloads.Settings(seconds=args.overhead_seconds))
+    at_99 = record_workloads.WORKLOADS["compiler"].command(record_workloads.Settings(seconds=args.seconds_99))
     configs = configurations(command)
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
+    loads = [os.getloadavg()[0]]
     try:
         with tempfile.TemporaryDirectory(prefix="bench-bpf-") as tmp:
             for _ in range(args.repeat):  # interleaved: a burst of load hits every configuration
                 for name, run in configs.items():
                     results[name].append(run(Path(tmp)))
-            paired_runs = overhead(short, args.rounds, Path(tmp)) if args.rounds > 0 else None
+            loads.append(os.getloadavg()[0])
+            paired_runs = overhead(short, args.rounds, CONFIGURATIONS, Path(tmp)) if args.rounds > 0 else None
+            loads.append(os.getloadavg()[0])
+            decider = (overhead(at_99, args.rounds_99, DECIDER, Path(tmp)) if args.rounds_99 > 0 else None)
+            loads.append(os.getloadavg()[0])
     finally:
         stats_file.write_text(saved)
     report = {name: best(runs) for name, runs in results.items()}
@@ -289,8 +316,11 @@ def main(argv: list[str] | None = None) -> int:
         r["target_slowdown"] = r["target_cpu"] / base
     if args.json:
         write_json(args.json, {"command": command, "repeat": args.repeat, "results": report,
-                               "overhead_command": short, "overhead": paired_runs, "load_average": os.getloadavg()})
-        return 0
+                               "overhead_command": short, "overhead": paired_runs, "overhead_99_command": at_99,
+                               "overhead_99": decider, "load_average": loads})
+        if args.json == "-":
+            return 0
+    print(f"load average (1 min) at the start and after each part: {', '.join(f'{x:.1f}' for x in loads)}")
     print(f"command: {' '.join(command)}; best of {args.repeat} (a shared machine: other jobs ran meanwhile)")
     print(f"{'configuration':<18} {'target CPU s':>12} {'slowdown':>9} {'profiler CPU s':>14} {'samples':>8} "
           f"{'disk B/sample':>13} {'runs/sample':>11} {'BPF ns/sample':>13} {'BPF ns/frame':>12} {'walk ns/frame':>13} "
@@ -311,18 +341,20 @@ def main(argv: list[str] | None = None) -> int:
               f"{cell('fit_walk_fixed_ns', '.0f', 11)} +{cell('fit_walk_ns_per_frame', '.1f', 11)}")
     if paired_runs is not None:
         print_overhead(short, args.rounds, paired_runs)
+    if decider is not None:
+        print_overhead(at_99, args.rounds_99, decider)
     return 0
 
 
 def print_overhead(command: list[str], rounds: int, result: dict[str, Any]) -> None:
+    medians = ", ".join(f"{name} {cpu:.3f}" for name, cpu in result["median_cpu"].items())
     print(f"\noverhead on the profiled program: {' '.join(command)}, {rounds} rounds in rotating order "
-          f"(no profiler: median {result['median_none_cpu']:.3f} s CPU); load average now "
-          f"{os.getloadavg()[0]:.1f}")
-    print(f"{'comparison':<34} {'lower':>5} {'higher':>6} {'sign test p':>11} {'median ratio':>12} "
+          f"(median target CPU s: {medians})")
+    print(f"{'comparison':<36} {'lower':>5} {'higher':>6} {'sign test p':>11} {'median ratio':>12} "
           f"{'95% interval':>15}  verdict")
     for name, c in result["comparisons"].items():
         interval = f"{c['ratio_low']:.3f}-{c['ratio_high']:.3f}" if c["ratio_low"] is not None else "-"
-        print(f"{name:<34} {c['below']:>5} {c['above']:>6} {c['p']:>11.2g} {c['median_ratio']:>12.3f} "
+        print(f"{name:<36} {c['below']:>5} {c['above']:>6} {c['p']:>11.2g} {c['median_ratio']:>12.3f} "
               f"{interval:>15}  {c['verdict']}")
 
 

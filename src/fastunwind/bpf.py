@@ -398,11 +398,12 @@ class BpfRecorder:
     def launch(self, command: list[str], **popen: Any) -> subprocess.Popen[bytes]:
         """Starts `command` (subprocess.Popen's keyword arguments) and samples it from its first
         instruction: it waits at a gate (a Python that reads a pipe, then execs the command) until
-        its event is open, so the threads and processes it starts inherit it."""
+        its event is open, so the threads and processes it starts inherit it. The tables of the
+        command's program are loaded first (`preload`: that of a program it starts, too, if asked)."""
         program = shutil.which(command[0])
         if program is None:
             raise FileNotFoundError(f"{command[0]}: no such program")
-        self._preload(program)
+        self.preload(program)
         read_end, write_end = os.pipe()
         try:
             child = subprocess.Popen([sys.executable, "-I", "-S", "-c", GATE, str(read_end), *command],
@@ -420,7 +421,7 @@ class BpfRecorder:
             os.close(write_end)
         return child
 
-    def _preload(self, program: str) -> None:
+    def preload(self, program: str) -> None:
         """Loads the tables of `program` and of the libraries it needs (as ldd finds them) before it
         runs: after its exec only its mappings are left to load, not tables (libLLVM-14's 950k rows
         take tens of milliseconds to put in the maps, during which its samples end `no_process`)."""
