@@ -233,15 +233,21 @@ def overhead(command: list[str], rounds: int, names: tuple[str, ...], work: Path
     measured: list[dict[str, tuple[float, float]]] = []
     for i in range(rounds):
         measured.append({name: runs[name](work)["target_times"] for name in rotated(names, i)})
-    comparisons = {}
+    return {"rounds": measured, "comparisons": comparisons(measured, names), "configurations": names,
+            "median_cpu": {name: statistics.median(r[name][0] for r in measured) for name in names}}
+
+
+def comparisons(measured: list[dict[str, tuple[float, float]]], names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """The paired comparisons of the rounds `measured` of the configurations `names`, CPU then wall:
+    bpf against perf at each rate, and each against none, where both were run."""
+    out = {}
     for hz in (99, 999):
         bpf, perf = f"bpf {hz} Hz", f"perf dwarf {hz} Hz"
         for which, measure in enumerate(("cpu", "wall")):
             for first, second in ((bpf, perf), (bpf, "none"), (perf, "none")):
                 if first in names and second in names:
-                    comparisons[f"{first} / {second}, {measure}"] = paired(measured, first, second, which)
-    return {"rounds": measured, "comparisons": comparisons, "configurations": names,
-            "median_cpu": {name: statistics.median(r[name][0] for r in measured) for name in names}}
+                    out[f"{first} / {second}, {measure}"] = paired(measured, first, second, which)
+    return out
 
 
 def configurations(command: list[str], details: bool = True) -> dict[str, Callable[[Path], dict[str, Any]]]:

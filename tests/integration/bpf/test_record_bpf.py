@@ -62,8 +62,8 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> record_workloads.Setti
     return s
 
 
-def record_command(command: list[str]) -> BpfProfile:
-    recorder = BpfRecorder(frequency=FREQUENCY)
+def record_command(command: list[str], timing: bool = False) -> BpfProfile:
+    recorder = BpfRecorder(frequency=FREQUENCY, timing=timing)
     child = recorder.launch(command, stdout=subprocess.DEVNULL)
     try:
         return recorder.run(lambda: child.poll() is not None)
@@ -178,6 +178,22 @@ def test_user_stacks_are_complete(settings: record_workloads.Settings, name: str
     # they count against the target
     assert user >= 50, profile.statistics()
     assert complete_user >= 0.95 * user, profile.statistics()
+
+
+def test_the_program_times_its_walks_only_when_asked(settings: record_workloads.Settings) -> None:
+    """The clock reads around the walk and the sample (bench_bpf's figures) are made only with
+    `timing`: without, the time counters stay at zero and the statistics give no time; with, every
+    walked sample is timed, the walk within the sample."""
+    command = record_workloads.WORKLOADS["compiler"].command(settings)
+    untimed = record_command(command)
+    assert untimed.counters["walked_samples"] >= 50, untimed.statistics()
+    assert untimed.counters["walk_ns"] == untimed.counters["sample_ns"] == 0
+    stats = untimed.statistics()
+    assert stats["walk_ns"] is None and stats["sample_ns"] is None and stats["fit_walk_ns_per_frame"] is None
+    timed = record_command(command, timing=True)
+    walk, sample = timed.counters["walk_ns"], timed.counters["sample_ns"]
+    assert timed.counters["walked_samples"] >= 50 and 0 < walk < sample, timed.statistics()
+    assert timed.statistics()["fit_walk_ns_per_frame"] is not None
 
 
 def test_stacks_through_drap_frames_are_complete(tmp_path: Path) -> None:

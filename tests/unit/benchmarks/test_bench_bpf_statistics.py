@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from benchmarks.bench_bpf import CONFIGURATIONS, median_interval, paired, rotated, sign_test
+from benchmarks.bench_bpf import CONFIGURATIONS, DECIDER, comparisons, median_interval, paired, rotated, sign_test
 
 
 def test_the_sign_test_is_the_exact_two_sided_binomial() -> None:
@@ -39,3 +39,14 @@ def test_each_configuration_comes_first_in_turn() -> None:
     firsts = [rotated(CONFIGURATIONS, i)[0] for i in range(len(CONFIGURATIONS))]
     assert sorted(firsts) == sorted(CONFIGURATIONS)
     assert all(sorted(rotated(CONFIGURATIONS, i)) == sorted(CONFIGURATIONS) for i in range(7))
+
+
+def test_the_99_hz_rounds_compare_bpf_with_perf_alone() -> None:
+    rounds = [{"bpf 99 Hz": (1.0, 2.0), "perf dwarf 99 Hz": (1.1, 1.0)}] * 10
+    found = comparisons(rounds, DECIDER)
+    assert list(found) == ["bpf 99 Hz / perf dwarf 99 Hz, cpu", "bpf 99 Hz / perf dwarf 99 Hz, wall"]
+    assert found["bpf 99 Hz / perf dwarf 99 Hz, cpu"]["verdict"] == "below"
+    assert found["bpf 99 Hz / perf dwarf 99 Hz, wall"]["verdict"] == "above"
+    # the five configurations: at each rate bpf / perf, bpf / none, perf / none, for CPU and wall
+    five = [{name: (1.0, 1.0) for name in CONFIGURATIONS}] * 3
+    assert len(comparisons(five, CONFIGURATIONS)) == 12
