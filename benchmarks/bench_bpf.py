@@ -2,10 +2,11 @@
 and against no profiler, on a fixed amount of work (clang-14 -O2 -c on the compiler workload's
 generated C file, scripts/record_workloads.py).
 
-    .venv/bin/python -m benchmarks.bench_bpf [--repeat N] [--functions N] [--json [FILE]]
+    .venv/bin/python -m benchmarks.bench_bpf [--repeat N] [--seconds S] [--rounds R] [--overhead-seconds S]
+        [--rounds-99 R] [--seconds-99 S] [--json [FILE]]
 
-Needs root. For each configuration (no profiler; BPF at 99 and 999 Hz; perf at 99 and 999 Hz), N
-runs (default 3), the best of each figure:
+Needs root. For each configuration (no profiler; BPF at 99 and 999 Hz, the program timing its walks
+and samples; perf at 99 and 999 Hz), N runs (default 3), the best of each figure:
 
 - target CPU: the profiled program's user + system CPU seconds (getrusage of a wrapper that runs it),
   which includes the kernel's work in its context (the BPF walk, perf's stack copies);
@@ -37,7 +38,11 @@ The overhead on the profiled program (`--rounds R`, default 30; 0 leaves it out)
 by a paired test, since a best of three cannot separate a 1% difference on a loaded machine: R
 rounds of a shorter run of the same program (`--overhead-seconds`, default 0.5), each round running
 the five configurations once in an order rotated from round to round (a burst of load falls on a
-different configuration each time). Within a round, each profiled run is paired with its partner
+different configuration each time); then bpf 99 Hz against perf dwarf 99 Hz alone (`--rounds-99`,
+default 100, of a longer run, `--seconds-99`, default 2.0: 1.5 s of clang), whose difference is too
+small for the first rounds. These runs are `record --bpf` as users run it (the program's timing off,
+the command's tables loaded before it starts) and perf record, with nothing done after (no profile
+written, no perf script). Within a round, each profiled run is paired with its partner
 (bpf against perf at the same rate, each against the round's run without a profiler); over the
 rounds, for the target's CPU and its wall time:
 
@@ -175,11 +180,13 @@ def run_bpf(command: list[str], hz: int, work: Path, details: bool = True) -> di
 #: the sign test's level for a verdict
 SIGNIFICANCE = 0.05
 CONFIGURATIONS = ("none", "bpf 99 Hz", "perf dwarf 99 Hz", "bpf 999 Hz", "perf dwarf 999 Hz")
-#: the 99 Hz comparison decided apart: its difference is a few tenths of a percent of the program's
-#: CPU, which 30 rounds of 0.37 s cannot separate from the runs' own spread
+#: the 99 Hz comparison decided apart, in rounds of these two alone (in alternating order), each
+#: run longer: the difference is a few tenths of a percent of the program's CPU, which 30 rounds of
+#: a 0.37 s compile leave inside the runs' own spread (on the quiet machine, a 95% interval of
+#: 0.986-1.007 for the median ratio); 100 rounds of a 1.5 s compile take ~8 minutes there
 DECIDER = ("bpf 99 Hz", "perf dwarf 99 Hz")
-DECIDER_ROUNDS = 120
-DECIDER_SECONDS = 1.0
+DECIDER_ROUNDS = 100
+DECIDER_SECONDS = 2.0
 
 
 def sign_test(pairs: list[tuple[float, float]]) -> tuple[int, int, float]:
