@@ -65,7 +65,7 @@ def address_space_identity(pid: int) -> tuple[int, int, int, int]:
     access) it gives (1, 1, 0, 0) (fs/proc/array.c do_task_stat), which no address space matches: such
     a process is never walked, and its /proc/PID/maps is not ours to read either. OSError if the
     process is gone."""
-    with open(f"/proc/{pid}/stat") as f:
+    with open(f"/proc/{pid}/stat", errors="surrogateescape") as f:  # the command name is the process's bytes
         text = f.read()
     fields = text[text.rindex(")") + 2:].split()  # fields[0] is field 3 (the state)
     return int(fields[23]), int(fields[24]), int(fields[25]), int(fields[44])
@@ -469,13 +469,13 @@ class BpfRecorder:
             # the identity read before and after the mappings: equal, no exec came between
             for _ in range(MAPS_READS):
                 identity = address_space_identity(pid)
-                with open(f"/proc/{pid}/maps") as f:
+                with open(f"/proc/{pid}/maps", errors="surrogateescape") as f:
                     text = f.read()
                 if address_space_identity(pid) == identity:
                     break
             else:
                 return  # exec'ing again and again: its next sample asks for it again
-            with open(f"/proc/{pid}/comm") as f:
+            with open(f"/proc/{pid}/comm", errors="surrogateescape") as f:
                 comm = f.read().rstrip("\n")
         except OSError:
             text = ""
