@@ -146,18 +146,12 @@ fu_status fu_bpf_log_perf_script(const fu_bpf_log *log, const fu_text *blocks, u
                            block_count);
         }
         fu_text comm = fu_bpf_log_comm(log, s->comm), block = blocks[s->stack];
-        /* comm, tid, time, ": " event ": \n" (perf_script.c fu_unwound_render), the lines, a blank line */
-        if (!fu_buffer_reserve(&out, comm.len + event.len + 64 + block.len)) {
+        /* the head, ": " event ": \n" (perf_script.c fu_unwound_render), the lines, a blank line */
+        if (!fu_buffer_reserve(&out, comm.len + FU_PERF_SCRIPT_HEAD_MAX + event.len + 5 + block.len + 1)) {
             nomem = true;
             break;
         }
-        fu_put(&out, comm.data, comm.len);
-        fu_put(&out, " ", 1);
-        fu_put_sdec(&out, (int32_t)s->tid, 5);
-        fu_put(&out, " ", 1);
-        fu_put_udec(&out, s->time / 1000000000u, 5, ' ');
-        fu_put(&out, ".", 1);
-        fu_put_udec(&out, s->time % 1000000000u / 1000u, 6, '0');
+        fu_perf_script_put_head(&out, comm.data, comm.len, s->tid, s->time);
         fu_put(&out, ": ", 2);
         fu_put(&out, event.data, event.len);
         fu_put(&out, ": \n", 3);
@@ -165,14 +159,7 @@ fu_status fu_bpf_log_perf_script(const fu_bpf_log *log, const fu_text *blocks, u
         fu_put(&out, "\n", 1);
         sunk = fu_sink_flush(&out, sink, context, false);
     }
-    if (!nomem && sunk)
-        sunk = fu_sink_flush(&out, sink, context, true);
-    free(out.data);
-    if (nomem)
-        return fu_fail(err, FU_ERR_NOMEM, "out of memory rendering %zu BPF samples", n);
-    if (!sunk)
-        return fu_fail(err, FU_ERR_INVALID, "the output sink failed");
-    return FU_OK;
+    return fu_sink_finish(&out, sink, context, nomem, sunk, n, "BPF samples", err);
 }
 
 fu_status fu_bpf_log_profile(const fu_bpf_log *log, const fu_bpf_named_stack *named, uint32_t named_count,
