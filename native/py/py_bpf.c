@@ -544,6 +544,7 @@ static const char *outcome_name(int outcome)
         [FU_BPF_SP_BACKWARDS] = "sp_backwards",
         [FU_BPF_KERNEL_ONLY] = "kernel_only",
         [FU_BPF_NOT_LOADED] = "not_loaded",
+        [FU_BPF_EXPRESSION_ERROR] = "expression_error",
     };
     return names[outcome];
 }
