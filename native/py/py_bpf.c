@@ -12,7 +12,7 @@
  *   take_missing() -> [pid]               processes sampled before their mappings were set
  *   wait(timeout_ms)                      until the program asks for a process to load (or timeout_ms),
  *                                         taking the samples sent meanwhile into the log
- *   drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted)]: the samples sent since
+ *   drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted, comm)]: the samples sent since
  *                                         into the log; the stacks seen for the first time, in id order
  *   stack_samples() -> tuple              samples by stack id
  *   logged, unlogged                      samples in the log, and past its bound (counted by stack only)
@@ -205,16 +205,27 @@ static PyObject *addresses(const uint64_t *values, uint32_t count)
     return tuple;
 }
 
-static bool add_stack(void *context, const fu_bpf_stack *stack, const uint64_t *kernel, uint32_t kernel_count)
+/* A thread's command name as Python's /proc/PID/comm readers decode it (live.py): any bytes a
+ * thread named itself with (prctl PR_SET_NAME) are text. */
+static PyObject *command_name(fu_text comm)
+{
+    return PyUnicode_DecodeUTF8(comm.data, (Py_ssize_t)comm.len, "backslashreplace");
+}
+
+static bool add_stack(void *context, const fu_bpf_stack *stack, fu_text comm, const uint64_t *kernel,
+                      uint32_t kernel_count)
 {
     uint32_t user_count = stack->user_count < FU_BPF_MAX_FRAMES ? stack->user_count : FU_BPF_MAX_FRAMES;
     PyObject *user = addresses(stack->user, user_count), *kernel_tuple = user ? addresses(kernel, kernel_count) : NULL;
-    PyObject *item = kernel_tuple ? Py_BuildValue("(IIBNNK)", stack->pid, stack->space_pid, stack->outcome, user,
-                                                  kernel_tuple, stack->interrupted)
-                                  : NULL;
+    PyObject *name = kernel_tuple ? command_name(comm) : NULL;
+    PyObject *item = name ? Py_BuildValue("(IIBNNKN)", stack->pid, stack->space_pid, stack->outcome, user,
+                                          kernel_tuple, stack->interrupted, name)
+                          : NULL;
     if (!item) {
-        Py_XDECREF(user);
-        Py_XDECREF(kernel_tuple);
+        if (!name) {
+            Py_XDECREF(user);
+            Py_XDECREF(kernel_tuple);
+        }
         return false;
     }
     bool ok = PyList_Append(context, item) == 0;
@@ -419,9 +430,10 @@ static PyObject *session_samples(BpfSessionObject *self, PyObject *unused)
     const fu_bpf_logged *samples = fu_bpf_log_samples(log);
     PyObject *list = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; list && i < n; i++) {
-        fu_text comm = fu_bpf_log_comm(log, samples[i].comm);
-        PyObject *item = Py_BuildValue("(KIIs#I)", samples[i].time, samples[i].tid, samples[i].cpu, comm.data,
-                                       (Py_ssize_t)comm.len, samples[i].stack);
+        PyObject *name = command_name(fu_bpf_log_comm(log, samples[i].comm));
+        PyObject *item = name ? Py_BuildValue("(KIINI)", samples[i].time, samples[i].tid, samples[i].cpu, name,
+                                              samples[i].stack)
+                              : NULL;
         if (!item) {
             Py_CLEAR(list);
             break;
@@ -489,7 +501,8 @@ static PyMethodDef session_methods[] = {
     {"forget_process", (PyCFunction)session_forget_process, METH_O, "forget_process(pid)"},
     {"take_missing", (PyCFunction)session_take_missing, METH_NOARGS, "take_missing() -> [pid]"},
     {"drain", (PyCFunction)session_drain, METH_NOARGS,
-     "drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted)] of the stacks first seen"},
+     "drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted, the command name of its "
+     "first sample's thread)] of the stacks first seen"},
     {"stack_samples", (PyCFunction)session_stack_samples, METH_NOARGS, "stack_samples() -> samples by stack id"},
     {"perf_script", (PyCFunction)session_perf_script, METH_VARARGS,
      "perf_script(write, blocks, event): perf script's text of the logged samples"},

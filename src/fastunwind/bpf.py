@@ -62,7 +62,7 @@ def address_space_identity(pid: int) -> tuple[int, int, int, int]:
     access) it gives (1, 1, 0, 0) (fs/proc/array.c do_task_stat), which no address space matches: such
     a process is never walked, and its /proc/PID/maps is not ours to read either. OSError if the
     process is gone."""
-    with open(f"/proc/{pid}/stat") as f:
+    with open(f"/proc/{pid}/stat", errors="backslashreplace") as f:  # its comm may be any bytes (PR_SET_NAME)
         text = f.read()
     fields = text[text.rindex(")") + 2:].split()  # fields[0] is field 3 (the state)
     return int(fields[23]), int(fields[24]), int(fields[25]), int(fields[44])
@@ -100,7 +100,7 @@ class BpfProfile:
     def __init__(self, session: _core.BpfSession, stacks: list[BpfStack], counters: dict[str, int],
                  outcomes: dict[str, int], processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int,
                  slots_used: int, rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int,
-                 synth: str = "off") -> None:
+                 synth: str = "off", sampled_comms: dict[int, str] | None = None) -> None:
         self._session = session  #: detached: its log of the samples
         self._stack_list = stacks  #: by the log's stack id
         self.stacks: Counter[BpfStack] = Counter()
@@ -111,6 +111,8 @@ class BpfProfile:
         self.counters = counters
         self.outcomes = outcomes
         self._processes = processes
+        #: each process's command name as its samples' threads had it (BpfRecorder.drain)
+        self._sampled_comms = sampled_comms or {}
         self.run_ns = run_ns
         self.runs = runs
         self.table_bytes = table_bytes
@@ -151,8 +153,12 @@ class BpfProfile:
         return {name: dict(outcomes) for name, outcomes in out.items()}
 
     def comm(self, pid: int, space_pid: int | None = None) -> str:
-        """The process's command name; a process never loaded has its parent's (`space_pid`), as it forked."""
-        process = self._processes.get(pid) or self._processes.get(space_pid if space_pid is not None else pid)
+        """The process's command name; a process never loaded (gone before its tables were) the one
+        its samples' threads had, else its parent's (`space_pid`), as it forked."""
+        process = self._processes.get(pid)
+        if process is None and pid in self._sampled_comms:
+            return self._sampled_comms[pid]
+        process = process or self._processes.get(space_pid if space_pid is not None else pid)
         return process.comm if process else str(pid)
 
     def _symbol_table(self, image: ModuleImage) -> SymbolTable | None:
@@ -347,6 +353,9 @@ class BpfRecorder:
         self._building: dict[str, Future[_core.CompactTable | None]] = {}  #: by cache key
         self._waiting: set[int] = set()  #: processes to load once the tables being built are
         self._stacks: list[BpfStack] = []  #: by the log's stack id
+        #: each process's command name at its latest stack seen first (its thread's, as the kernel saw
+        #: it): the name of a process gone before it was loaded
+        self._sampled_comms: dict[int, str] = {}
         self._vdso: ModuleImage | None = None  #: the kernel's vDSO (every process sampled runs on this kernel)
         self._rows_loaded = 0  # table rows loaded into the maps (evicted ones included)
         for pid in pids:
@@ -463,13 +472,13 @@ class BpfRecorder:
             # the identity read before and after the mappings: equal, no exec came between
             for _ in range(MAPS_READS):
                 identity = address_space_identity(pid)
-                with open(f"/proc/{pid}/maps") as f:
+                with open(f"/proc/{pid}/maps", errors="surrogateescape") as f:  # as every reader of a maps file
                     text = f.read()
                 if address_space_identity(pid) == identity:
                     break
             else:
                 return  # exec'ing again and again: its next sample asks for it again
-            with open(f"/proc/{pid}/comm") as f:
+            with open(f"/proc/{pid}/comm", errors="backslashreplace") as f:  # any bytes (PR_SET_NAME), as live.py
                 comm = f.read().rstrip("\n")
         except OSError:
             text = ""
@@ -528,8 +537,9 @@ class BpfRecorder:
 
     def drain(self) -> None:
         """Takes the samples sent since into the session's log; names the stacks seen first."""
-        for pid, space_pid, outcome, user, kernel, interrupted in self._session.drain():
+        for pid, space_pid, outcome, user, kernel, interrupted, comm in self._session.drain():
             self._stacks.append(BpfStack(pid, space_pid, _core.BPF_OUTCOMES[outcome], user, kernel, interrupted))
+            self._sampled_comms[pid] = comm
 
     def run(self, until: Callable[[], bool]) -> BpfProfile:
         """Samples until `until()` is true (checked every MISSING_SECONDS) or Ctrl-C, then detaches
@@ -566,7 +576,8 @@ class BpfRecorder:
         run_ns, runs = self._session.run_time()
         return BpfProfile(self._session, self._stacks, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
                           self._session.table_bytes, self._session.slots_used, self._rows_loaded,
-                          len(self._modules), len(self._without_table), self._frequency, self._synth)
+                          len(self._modules), len(self._without_table), self._frequency, self._synth,
+                          self._sampled_comms)
 
     def close(self) -> None:
         """Detaches the program and releases its maps and events (the samples' log stays, for the
