@@ -23,6 +23,7 @@ Needs root (or CAP_BPF and CAP_PERFMON), a kernel with CONFIG_BPF_SYSCALL and BT
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -87,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"fastunwind: error: -p {args.pid}: not a list of process ids", file=sys.stderr)
         return 2
+    gone = [pid for pid in pids if pid <= 0 or not os.path.isdir(f"/proc/{pid}")]
+    if gone:  # as backtrace -p says it (live.py), not an empty profile
+        print(f"fastunwind: error: no process {gone[0]}", file=sys.stderr)
+        return 1
     slots = args.table_mib * 1024 * 1024 // _core.BPF_SLOT_BYTES
     recorder = BpfRecorder(frequency=args.frequency, sample_all=args.all_cpus, slot_capacity=slots,
                            synth=args.synth or "missing")

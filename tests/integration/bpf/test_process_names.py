@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +103,12 @@ def test_a_command_name_and_a_mapped_path_that_are_not_utf8_are_read(tmp_path: P
     assert sum(n for s, n in profile.stacks.items() if profile.comm(s.pid, s.space_pid) == odd) >= 20, \
         profile.statistics()["outcomes_by_process"]
     assert any(comm == odd for _, _, _, comm, _ in profile.sample_log())
+
+
+def test_a_pid_that_is_no_process_is_an_error() -> None:
+    """As `backtrace -p` says it, not an empty profile and status 0 (4194305: above any pid_max)."""
+    for pids in ("4194305", f"{os.getpid()},4194305", "0"):
+        result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "-p", pids],
+                                capture_output=True, text=True, timeout=60)
+        assert (result.returncode, result.stdout) == (1, ""), (pids, result)
+        assert result.stderr == f"fastunwind: error: no process {pids.split(',')[-1]}\n", result.stderr
