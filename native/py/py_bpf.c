@@ -6,7 +6,7 @@
  *                                         the threads and processes it starts
  *   load_module(table) -> (id, generation) a CompactTable into the maps (the oldest evicted if short)
  *   module_loaded(id, generation) -> bool
- *   set_process(pid, identity, mappings)  identity (start_code, end_code, start_stack, start_brk), mappings
+ *   set_process(pid, identity, mappings) -> bool  identity (start_code, end_code, start_stack, start_brk), mappings
  *                                         [(start, end, bias, module id, generation)], sorted
  *   forget_process(pid)
  *   take_missing() -> [pid]               processes sampled before their mappings were set
@@ -159,7 +159,10 @@ static PyObject *session_set_process(BpfSessionObject *self, PyObject *args)
         mappings[i] = (fu_bpf_mapping){.start = start, .end = end, .bias = bias, .module = id, .generation = generation};
     }
     fu_error err = {0};
-    return done(fu_bpf_session_set_process(s, pid, &identity, mappings, (uint32_t)n, &err), &err);
+    bool set = false;
+    if (fu_bpf_session_set_process(s, pid, &identity, mappings, (uint32_t)n, &set, &err) != FU_OK)
+        return py_core_raise(&err);
+    return PyBool_FromLong(set);
 }
 
 static PyObject *session_forget_process(BpfSessionObject *self, PyObject *arg)
@@ -497,7 +500,8 @@ static PyMethodDef session_methods[] = {
     {"load_module", (PyCFunction)session_load_module, METH_O, "load_module(table) -> (id, generation)"},
     {"module_loaded", (PyCFunction)session_module_loaded, METH_VARARGS, "module_loaded(id, generation) -> bool"},
     {"set_process", (PyCFunction)session_set_process, METH_VARARGS,
-     "set_process(pid, (start_code, end_code, start_stack, start_brk), [(start, end, bias, module, generation)])"},
+     "set_process(pid, (start_code, end_code, start_stack, start_brk), [(start, end, bias, module, generation)]) "
+     "-> False where the unwinder has no room for another process"},
     {"forget_process", (PyCFunction)session_forget_process, METH_O, "forget_process(pid)"},
     {"take_missing", (PyCFunction)session_take_missing, METH_NOARGS, "take_missing() -> [pid]"},
     {"drain", (PyCFunction)session_drain, METH_NOARGS,

@@ -100,7 +100,7 @@ class BpfProfile:
     def __init__(self, session: _core.BpfSession, stacks: list[BpfStack], counters: dict[str, int],
                  outcomes: dict[str, int], processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int,
                  slots_used: int, rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int,
-                 synth: str = "off", sampled_comms: dict[int, str] | None = None) -> None:
+                 synth: str = "off", sampled_comms: dict[int, str] | None = None, left_out: int = 0) -> None:
         self._session = session  #: detached: its log of the samples
         self._stack_list = stacks  #: by the log's stack id
         self.stacks: Counter[BpfStack] = Counter()
@@ -113,6 +113,7 @@ class BpfProfile:
         self._processes = processes
         #: each process's command name as its samples' threads had it (BpfRecorder.drain)
         self._sampled_comms = sampled_comms or {}
+        self.left_out = left_out  #: processes never loaded: the unwinder's process map was full
         self.run_ns = run_ns
         self.runs = runs
         self.table_bytes = table_bytes
@@ -299,6 +300,7 @@ class BpfProfile:
             "not_loaded_samples": not_loaded,
             "not_loaded_processes": not_loaded_processes,
             "processes_never_walked": never_walked,
+            "processes_left_out": self.left_out,
             "outcomes_by_process": self.outcomes_by_process(),
             "space_changed_samples": self.counters.get("space_changed", 0),
             "outcomes": self.outcomes,
@@ -352,6 +354,10 @@ class BpfRecorder:
         self._builder: ThreadPoolExecutor | None = None
         self._building: dict[str, Future[_core.CompactTable | None]] = {}  #: by cache key
         self._waiting: set[int] = set()  #: processes to load once the tables being built are
+        #: processes the unwinder had no room for (not read again until one is forgotten), and every
+        #: process ever left out so
+        self._without_room: set[int] = set()
+        self._left_out: set[int] = set()
         self._stacks: list[BpfStack] = []  #: by the log's stack id
         #: each process's command name at its latest stack seen first (its thread's, as the kernel saw
         #: it): the name of a process gone before it was loaded
@@ -501,8 +507,11 @@ class BpfRecorder:
         if len(keys) < len(found):  # loaded once its tables are built
             self._waiting.add(pid)
             return
-        self._session.set_process(pid, identity, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
-                                                  for m, k in zip(mappings, keys)])
+        if not self._session.set_process(pid, identity, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
+                                                         for m, k in zip(mappings, keys)]):
+            self._without_room.add(pid)  # the unwinder's processes are full: its samples end not_loaded
+            self._left_out.add(pid)
+            return
         earlier = [process.mappings, *process.earlier] if process is not None else []
         process = _Process(pid, text, identity, mappings, comm)
         process.module_keys = keys
@@ -512,6 +521,7 @@ class BpfRecorder:
     def _forget(self, pid: int) -> None:
         process = self._processes.pop(pid, None)
         if process is not None:
+            self._without_room.clear()  # room for one: those left out are loaded at their next sample
             self._gone[pid] = process
             self._session.forget_process(pid)
 
@@ -527,7 +537,8 @@ class BpfRecorder:
     def refresh(self) -> None:
         """Loads the processes sampled without mappings and reloads those whose mappings changed."""
         for pid in self._session.take_missing():
-            self._load(pid)
+            if pid not in self._without_room:
+                self._load(pid)
         for pid in list(self._processes):
             self._load(pid)
 
@@ -553,7 +564,7 @@ class BpfRecorder:
                 while not until():
                     self._session.wait(int(MISSING_SECONDS * 1000))
                     for pid in self._session.take_missing():
-                        if pid not in self._waiting:
+                        if pid not in self._waiting and pid not in self._without_room:
                             self._load(pid)
                     self._built()
                     self.drain()
@@ -577,7 +588,7 @@ class BpfRecorder:
         return BpfProfile(self._session, self._stacks, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
                           self._session.table_bytes, self._session.slots_used, self._rows_loaded,
                           len(self._modules), len(self._without_table), self._frequency, self._synth,
-                          self._sampled_comms)
+                          self._sampled_comms, len(self._left_out))
 
     def close(self) -> None:
         """Detaches the program and releases its maps and events (the samples' log stays, for the

@@ -4,10 +4,13 @@ Skipped as test_record_bpf.py is."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -112,3 +115,38 @@ def test_a_pid_that_is_no_process_is_an_error() -> None:
                                 capture_output=True, text=True, timeout=60)
         assert (result.returncode, result.stdout) == (1, ""), (pids, result)
         assert result.stderr == f"fastunwind: error: no process {pids.split(',')[-1]}\n", result.stderr
+
+
+#: Forks argv[1] children that wait, then waits: more processes than the unwinder has room for.
+MANY = r"""
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+    for (int i = atoi(argv[1]); i > 0; i--)
+        if (fork() == 0)
+            break;
+    pause();
+    return 0;
+}
+"""
+
+
+def test_more_processes_than_the_unwinder_has_room_for_are_left_out_not_a_crash(tmp_path: Path) -> None:
+    """-p of a process with 1,100 children (FU_BPF_MAX_PROCESSES is 1,024): those without room are
+    counted as left out, their samples not_loaded, where the recorder raised ValueError."""
+    program = build(tmp_path, "many", MANY)
+    parent = subprocess.Popen([str(program), "1100"], start_new_session=True)
+    try:
+        for _ in range(100):  # bounded: until the children are all there
+            with open(f"/proc/{parent.pid}/task/{parent.pid}/children") as f:
+                if len(f.read().split()) == 1100:
+                    break
+            time.sleep(0.05)
+        result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "-p", str(parent.pid),
+                                 "--duration", "0.5", "--json"], capture_output=True, text=True, timeout=300)
+    finally:
+        os.killpg(parent.pid, signal.SIGKILL)
+        parent.wait()
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout)["processes_left_out"] >= 1101 - 1024, result.stderr
