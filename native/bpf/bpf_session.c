@@ -265,16 +265,18 @@ static void release_slot(fu_bpf_session *s, uint32_t slot)
 }
 
 fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_bpf_space_identity *identity,
-                                     const fu_bpf_mapping *mappings, uint32_t count, fu_error *err)
+                                     const fu_bpf_mapping *mappings, uint32_t count, bool *set, fu_error *err)
 {
+    *set = false;
     if (count > FU_BPF_MAX_MAPPINGS)
         return fu_fail(err, FU_ERR_INVALID, "%u mappings: the BPF unwinder holds at most %u per process", count,
                        FU_BPF_MAX_MAPPINGS);
     for (uint32_t i = 1; i < count; i++)
         if (mappings[i].start < mappings[i - 1].end)
             return fu_fail(err, FU_ERR_INVALID, "mappings must be sorted and disjoint");
-    if (s->free_count == 0)
-        return fu_fail(err, FU_ERR_INVALID, "the BPF unwinder holds at most %u processes", FU_BPF_MAX_PROCESSES);
+    int old = find_process(s, pid);
+    if (s->free_count == 0 || (old < 0 && s->free_count == 1))
+        return FU_OK; /* the last free slot is a loaded process's, for its reload */
     /* the new mappings go to a fresh slot, then the pid points at it: a walk sees the old or the new */
     uint32_t slot = s->free_slots[s->free_head];
     memset(&s->scratch, 0, sizeof s->scratch);
@@ -289,10 +291,10 @@ fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_b
     pids_changed(s);
     s->free_head = (s->free_head + 1) % FU_BPF_MAX_PROCESSES;
     s->free_count--;
-    int old = find_process(s, pid);
     if (old >= 0)
         release_slot(s, (uint32_t)old);
     s->processes[slot] = (process_slot){.pid = pid, .used = true};
+    *set = true;
     return FU_OK;
 }
 
@@ -352,7 +354,7 @@ fu_status fu_bpf_session_drain(fu_bpf_session *s, fu_bpf_stack_fn fn, void *cont
                 while (kernel_count < FU_BPF_KERNEL_MAX_FRAMES && s->kernel[kernel_count])
                     kernel_count++;
         }
-        if (!fn(context, stack, s->kernel, kernel_count))
+        if (!fn(context, stack, fu_bpf_log_stack_comm(&s->log, s->stacks_reported), s->kernel, kernel_count))
             return fu_fail(err, FU_ERR_INVALID, "draining the stacks stopped");
     }
     return FU_OK;

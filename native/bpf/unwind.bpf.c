@@ -466,7 +466,7 @@ static long step(__u32 index, void *context)
         break;
     case FU_BPF_CFA_DEREF:
         if (!(w->known & (1u << reg)))
-            return finish(w, FU_BPF_REGISTER_UNKNOWN);
+            return finish(w, FU_BPF_EXPRESSION_ERROR);
         if (read_user(w, w->regs[reg] + (__s64)rule.cfa_offset, &cfa))
             return finish(w, FU_BPF_UNREADABLE);
         break;
@@ -487,9 +487,11 @@ static long step(__u32 index, void *context)
     if (read_user(w, cfa + 8 * (__s64)rule.ra_offset_by_8, &ra))
         return finish(w, FU_BPF_UNREADABLE);
     /* the callee-saved registers the rule restores are read from their slots (in the window, with
-     * the return address): below the CFA, or (slot > 0, DRAP frames) from the callee's rbp, which
-     * must be known; one it leaves undefined becomes unknown, the others keep their value;
-     * caller-saved registers stay known where the rule keeps them */
+     * the return address): below the CFA, where an unreadable slot makes its register unknown, or
+     * (slot > 0, DRAP frames) from the callee's rbp, which must be known and the slot readable (the
+     * C walker's outcomes, walk_step.inc apply_rbp_slots_rule); one it leaves undefined becomes
+     * unknown, the others keep their value; caller-saved registers stay known where the rule keeps
+     * them */
     __u32 known = w->known & (CALLEE_SAVED | rule.kept_caller_saved);
     __u64 rbp = w->regs[REG_RBP];
     bool rbp_known = w->known & (1u << REG_RBP);
@@ -500,11 +502,14 @@ static long step(__u32 index, void *context)
             known &= ~(1u << r);
         } else if (slot != FU_BPF_KEEP) {
             if (slot > 0 && !rbp_known)
-                return finish(w, FU_BPF_REGISTER_UNKNOWN);
+                return finish(w, FU_BPF_EXPRESSION_ERROR);
             __u64 at = slot > 0 ? rbp + 8 * (__s64)(FU_BPF_RBP_SLOT_FIRST - slot) : cfa + 8 * (__s64)slot;
-            if (read_user(w, at, &w->regs[r & (REGISTERS - 1)]))
+            if (read_user(w, at, &w->regs[r & (REGISTERS - 1)]) == 0)
+                known |= 1u << r;
+            else if (slot > 0)
                 return finish(w, FU_BPF_UNREADABLE);
-            known |= 1u << r;
+            else
+                known &= ~(1u << r);
         }
     }
     w->regs[REG_RSP] = cfa;

@@ -80,13 +80,104 @@ static int by_avma(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The PT_LOAD of the core starting at `vaddr`, or NULL. */
-static const fu_core_segment *segment_at_start(const fu_core *core, uint64_t vaddr)
+/* The core's PT_LOADs by start address (ties in the core's order), so that finding the one at an
+ * address is a binary search: a core may hold FU_CORE_MAX_SEGMENTS of them and as many mapped
+ * files, and a scan per file was minutes of a hostile core's time. */
+typedef struct segment_index {
+    const fu_core *core;
+    size_t *order;
+} segment_index;
+
+static int by_start_then_order(const void *a, const void *b, void *context)
 {
+    const fu_core_segment *segments = ((const segment_index *)context)->core->segments;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    if (segments[x].vaddr != segments[y].vaddr)
+        return segments[x].vaddr < segments[y].vaddr ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+static bool segment_index_init(segment_index *index, const fu_core *core)
+{
+    index->core = core;
+    index->order = malloc((core->segment_count + 1) * sizeof *index->order);
+    if (!index->order)
+        return false;
     for (size_t i = 0; i < core->segment_count; i++)
-        if (core->segments[i].vaddr == vaddr)
-            return &core->segments[i];
-    return NULL;
+        index->order[i] = i;
+    qsort_r(index->order, core->segment_count, sizeof *index->order, by_start_then_order, index);
+    return true;
+}
+
+/* The PT_LOAD of the core starting at `vaddr` (the first in the core's order), or NULL. */
+static const fu_core_segment *segment_at_start(const segment_index *index, uint64_t vaddr)
+{
+    const fu_core_segment *segments = index->core->segments;
+    size_t low = 0, high = index->core->segment_count; /* the first whose start is at or above vaddr */
+    while (low < high) {
+        size_t mid = low + (high - low) / 2;
+        if (segments[index->order[mid]].vaddr < vaddr)
+            low = mid + 1;
+        else
+            high = mid;
+    }
+    return low < index->core->segment_count && segments[index->order[low]].vaddr == vaddr
+               ? &segments[index->order[low]]
+               : NULL;
+}
+
+/* The core's mapped files grouped by path, each group's ranges by (start, end, offset), ties in
+ * the core's order: `order` holds the entries so, and entry i's group is order[first[i] ..
+ * last[i]) (one sort, where a scan of the rest per path was quadratic in the entries). */
+typedef struct file_groups {
+    const fu_core *core;
+    size_t *order, *first, *last;
+} file_groups;
+
+static int by_path_then_range(const void *a, const void *b, void *context)
+{
+    const fu_core_file *files = ((const file_groups *)context)->core->files;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int by_path = strcmp(files[x].path, files[y].path);
+    if (by_path)
+        return by_path;
+    if (files[x].start != files[y].start)
+        return files[x].start < files[y].start ? -1 : 1;
+    if (files[x].end != files[y].end)
+        return files[x].end < files[y].end ? -1 : 1;
+    if (files[x].offset != files[y].offset)
+        return files[x].offset < files[y].offset ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+static bool file_groups_init(file_groups *g, const fu_core *core)
+{
+    size_t n = core->file_count;
+    g->core = core;
+    g->order = malloc((n + 1) * sizeof *g->order);
+    g->first = malloc((n + 1) * sizeof *g->first);
+    g->last = malloc((n + 1) * sizeof *g->last);
+    if (!g->order || !g->first || !g->last)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        g->order[i] = i;
+    qsort_r(g->order, n, sizeof *g->order, by_path_then_range, g);
+    for (size_t begin = 0, end; begin < n; begin = end) {
+        for (end = begin + 1; end < n && strcmp(core->files[g->order[end]].path, core->files[g->order[begin]].path) == 0;)
+            end++;
+        for (size_t k = begin; k < end; k++) {
+            g->first[g->order[k]] = begin;
+            g->last[g->order[k]] = end;
+        }
+    }
+    return true;
+}
+
+static void file_groups_free(file_groups *g)
+{
+    free(g->order);
+    free(g->first);
+    free(g->last);
 }
 
 /* core.py _executable. */
@@ -110,8 +201,13 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
     r->file_maps = calloc(n + 1, sizeof *r->file_maps);
     r->candidates = calloc(n + 1, sizeof *r->candidates);
     bool *done = calloc(n + 1, sizeof *done);
-    if (!r->mappings || !r->mapped_files || !r->file_maps || !r->candidates || !done || !fu_cli_images_init(&r->images)) {
+    segment_index segments = {0};
+    file_groups groups = {0};
+    if (!r->mappings || !r->mapped_files || !r->file_maps || !r->candidates || !done ||
+        !segment_index_init(&segments, core) || !file_groups_init(&groups, core) || !fu_cli_images_init(&r->images)) {
         free(done);
+        free(segments.order);
+        file_groups_free(&groups);
         return false;
     }
     const char *program = NULL;
@@ -129,27 +225,26 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
             ok = false;
             break;
         }
-        /* the ranges of this path, in the core's order */
+        /* the ranges of this path (its group: i is its first in the core's order), done once seen */
+        size_t group_first = groups.first[i], group_last = groups.last[i];
         uint64_t header = UINT64_MAX;
         bool any_x = false;
-        for (size_t j = i; j < n; j++)
-            if (strcmp(core->files[j].path, path) == 0) {
-                if (core->files[j].offset == 0 && core->files[j].start < header)
-                    header = core->files[j].start;
-                const fu_core_segment *segment = segment_at_start(core, core->files[j].start);
-                any_x = any_x || (segment && segment->flags & PF_X);
-            }
+        for (size_t k = group_first; k < group_last; k++) {
+            const fu_core_file *file = &core->files[groups.order[k]];
+            if (file->offset == 0 && file->start < header)
+                header = file->start;
+            const fu_core_segment *segment = segment_at_start(&segments, file->start);
+            any_x = any_x || (segment && segment->flags & PF_X);
+            done[groups.order[k]] = true;
+        }
         uint8_t expected[FU_ELF_MAX_BUILD_ID];
         size_t expected_size = 0;
         if (header != UINT64_MAX)
             fu_elf_build_id_in_memory(core_memory_at, &dumped, header, expected, &expected_size);
         bool has_expected = expected_size > 0;
         const uint8_t *magic = header != UINT64_MAX ? fu_core_memory_at(&dumped, header, 4) : NULL;
-        if (magic && memcmp(magic, ELFMAG, 4) != 0) {
-            for (size_t j = i; j < n; j++)
-                done[j] = done[j] || strcmp(core->files[j].path, path) == 0;
+        if (magic && memcmp(magic, ELFMAG, 4) != 0)
             continue; /* data, not a module */
-        }
         char candidate[8192];
         if (request->exe && program && strcmp(path, program) == 0)
             snprintf(candidate, sizeof candidate, "%s", request->exe);
@@ -187,11 +282,8 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
             why = line;
             image = NULL;
         }
-        if (!image && !magic && !any_x) {
-            for (size_t j = i; j < n; j++)
-                done[j] = done[j] || strcmp(core->files[j].path, path) == 0;
+        if (!image && !magic && !any_x)
             continue; /* nothing says it is code */
-        }
         if (why && !problem(r, why)) {
             ok = false;
             break;
@@ -211,22 +303,9 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
         }
         r->candidates[r->candidate_count++] = kept;
         /* this path's ranges, sorted (start, end, offset) */
-        for (;;) {
-            const fu_core_file *next = NULL;
-            size_t next_index = 0;
-            for (size_t j = i; j < n; j++)
-                if (!done[j] && strcmp(core->files[j].path, path) == 0 &&
-                    (!next || core->files[j].start < next->start ||
-                     (core->files[j].start == next->start &&
-                      (core->files[j].end < next->end ||
-                       (core->files[j].end == next->end && core->files[j].offset < next->offset))))) {
-                    next = &core->files[j];
-                    next_index = j;
-                }
-            if (!next)
-                break;
-            done[next_index] = true;
-            if (executable(segment_at_start(core, next->start), image, next->offset)) {
+        for (size_t k = group_first; k < group_last; k++) {
+            const fu_core_file *next = &core->files[groups.order[k]];
+            if (executable(segment_at_start(&segments, next->start), image, next->offset)) {
                 fu_cli_mapping *m = &r->mappings[r->mapping_count++];
                 *m = (fu_cli_mapping){.start = next->start, .end = next->end, .pgoff = next->offset, .path = kept,
                                       .path_len = strlen(kept)};
@@ -245,7 +324,11 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
             }
         }
     }
+    uint64_t start = core->auxv.sysinfo_ehdr;
+    const fu_core_segment *segment = start ? segment_at_start(&segments, start) : NULL; /* the vDSO's */
     free(done);
+    free(segments.order);
+    file_groups_free(&groups);
     if (!ok)
         return false;
     if (request->exe && !program) {
@@ -255,8 +338,6 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
             return false;
     }
     /* the vDSO from the core (core.py _vdso) */
-    uint64_t start = core->auxv.sysinfo_ehdr;
-    const fu_core_segment *segment = start ? segment_at_start(core, start) : NULL;
     if (segment) {
         const uint8_t *data = segment->present ? fu_core_memory_at(&dumped, segment->vaddr, segment->present) : NULL;
         fu_cli_mapping vdso = {.start = segment->vaddr, .end = segment->vaddr + segment->memsz, .path = "[vdso]",

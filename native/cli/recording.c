@@ -674,14 +674,6 @@ static void keep_needs(const fu_cli_request *request, const needs *n)
         unlink(temporary);
 }
 
-/* Most of the run's memory is buffers made again for each window (its records, frames, lines,
- * text) at about the sizes of the window before. Kept in the heap and never trimmed, their pages are
- * faulted in once; glibc's defaults map the larger ones afresh (above 128 KiB, until its threshold
- * adapts) and give back the heap's top, which the next window faults in again: ~1,300 page faults
- * of the 100 MB hackbench recording, ~1.5 ms. The peak stays the largest window's. */
-#define RUN_MMAP_THRESHOLD_BYTES (32 << 20) /* glibc's largest (DEFAULT_MMAP_THRESHOLD_MAX) */
-#define RUN_TRIM_THRESHOLD_BYTES (128 << 20)
-
 /* A pass over the recording. With `out`: the run, its text, its folded stacks, or its samples
  * counted in `report`, its status (FU_CLI_NOT_SERVED with nothing written). Without (`out` NULL):
  * the check, before the run's first write to an output that cannot take text back (a pipe's; a
@@ -692,8 +684,6 @@ static void keep_needs(const fu_cli_request *request, const needs *n)
  * so that a run falls back to the Python path with nothing written, never half-way. */
 static int pass(const fu_cli_request *request, fu_cli_output *out, fu_report *report, const fu_report_layout *layout)
 {
-    (void)mallopt(M_MMAP_THRESHOLD, RUN_MMAP_THRESHOLD_BYTES);
-    (void)mallopt(M_TRIM_THRESHOLD, RUN_TRIM_THRESHOLD_BYTES);
     run r;
     memset(&r, 0, sizeof r);
     fu_perf_data header;
@@ -795,8 +785,22 @@ static int pass(const fu_cli_request *request, fu_cli_output *out, fu_report *re
     return 1;
 }
 
+/* Most of perf-script's memory is buffers made again for each window (its records, frames, lines,
+ * text) at about the sizes of the window before. Kept in the heap and never trimmed, their pages are
+ * faulted in once; glibc's defaults map the larger ones afresh (above 128 KiB, until its threshold
+ * adapts) and give back the heap's top, which the next window faults in again: ~1,300 page faults
+ * of the 100 MB hackbench recording, ~1.5 ms (benchmarks.bench_perf_script, the text run). The peak
+ * stays the largest window's. --folded and report, whose output is made once at the end, keep
+ * glibc's defaults. */
+#define TEXT_RUN_MMAP_THRESHOLD_BYTES (32 << 20) /* glibc's largest (DEFAULT_MMAP_THRESHOLD_MAX) */
+#define TEXT_RUN_TRIM_THRESHOLD_BYTES (128 << 20)
+
 int fu_cli_perf_script(const fu_cli_request *request, fu_cli_output *out)
 {
+    if (!request->folded) {
+        (void)mallopt(M_MMAP_THRESHOLD, TEXT_RUN_MMAP_THRESHOLD_BYTES);
+        (void)mallopt(M_TRIM_THRESHOLD, TEXT_RUN_TRIM_THRESHOLD_BYTES);
+    }
     return pass(request, out, NULL, NULL);
 }
 

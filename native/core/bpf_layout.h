@@ -91,6 +91,9 @@ enum fu_bpf_outcome {
     FU_BPF_KERNEL_ONLY,      /* a kernel thread: no user stack */
     FU_BPF_NOT_LOADED,       /* sampled before user space loaded the process (not walked: out of the
                               * share of walked stacks that are complete) */
+    FU_BPF_EXPRESSION_ERROR, /* the rule's expression (a CFA read through a register, a save slot
+                              * relative to rbp) names a register the walk does not know, as the C
+                              * walker's FU_WALK_EXPRESSION_ERROR */
     FU_BPF_OUTCOME_COUNT
 };
 

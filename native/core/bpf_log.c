@@ -66,24 +66,26 @@ fu_status fu_bpf_log_add(fu_bpf_log *log, const void *record, size_t size, fu_er
     memcpy(sample.stack.user, (const unsigned char *)record + FU_BPF_SAMPLE_HEADER, 8 * (size_t)frames);
     size_t stack_bytes = FU_BPF_SAMPLE_HEADER - offsetof(fu_bpf_sample, stack) + 8 * (size_t)frames;
     log_key key = {&sample.stack, stack_bytes};
-    uint32_t stack = intern(log, &log->stacks, &log->stack_index, sizeof(fu_bpf_stack), stack_equal, &key,
-                            &sample.stack, stack_bytes);
+    uint32_t comm = intern(log, &log->comms, &log->comm_index, COMM_BYTES, comm_equal, sample.comm, sample.comm,
+                           COMM_BYTES);
+    uint32_t stack = comm == FU_INTERN_NONE ? FU_INTERN_NONE
+                                            : intern(log, &log->stacks, &log->stack_index, sizeof(fu_bpf_stack),
+                                                     stack_equal, &key, &sample.stack, stack_bytes);
     if (stack == FU_INTERN_NONE)
         return fu_fail(err, FU_ERR_NOMEM, "out of memory keeping BPF stacks");
     if (log->counts.len / sizeof(uint64_t) <= stack) {
         uint64_t zero = 0;
-        if (!fu_buffer_append(&log->counts, &zero, sizeof zero))
+        if (!fu_buffer_reserve(&log->counts, sizeof zero) || !fu_buffer_append(&log->stack_comms, &comm, sizeof comm))
             return fu_fail(err, FU_ERR_NOMEM, "out of memory keeping BPF stacks");
+        fu_put(&log->counts, &zero, sizeof zero);
     }
     ((uint64_t *)(void *)log->counts.data)[stack]++;
     if (log->samples.len / sizeof(fu_bpf_logged) >= FU_BPF_MAX_LOGGED) {
         log->unlogged++;
         return FU_OK;
     }
-    uint32_t comm = intern(log, &log->comms, &log->comm_index, COMM_BYTES, comm_equal, sample.comm, sample.comm,
-                           COMM_BYTES);
     fu_bpf_logged entry = {.time = sample.time, .tid = sample.tid, .cpu = sample.cpu, .comm = comm, .stack = stack};
-    if (comm == FU_INTERN_NONE || !fu_buffer_append(&log->samples, &entry, sizeof entry))
+    if (!fu_buffer_append(&log->samples, &entry, sizeof entry))
         return fu_fail(err, FU_ERR_NOMEM, "out of memory keeping BPF samples");
     return FU_OK;
 }
@@ -120,10 +122,16 @@ fu_text fu_bpf_log_comm(const fu_bpf_log *log, uint32_t id)
     return (fu_text){name, end ? (size_t)(end - name) : COMM_BYTES};
 }
 
+fu_text fu_bpf_log_stack_comm(const fu_bpf_log *log, uint32_t id)
+{
+    return fu_bpf_log_comm(log, ((const uint32_t *)(const void *)log->stack_comms.data)[id]);
+}
+
 void fu_bpf_log_free(fu_bpf_log *log)
 {
     free(log->stacks.data);
     free(log->counts.data);
+    free(log->stack_comms.data);
     free(log->comms.data);
     free(log->samples.data);
     fu_intern_free(&log->stack_index);
@@ -146,18 +154,12 @@ fu_status fu_bpf_log_perf_script(const fu_bpf_log *log, const fu_text *blocks, u
                            block_count);
         }
         fu_text comm = fu_bpf_log_comm(log, s->comm), block = blocks[s->stack];
-        /* comm, tid, time, ": " event ": \n" (perf_script.c fu_unwound_render), the lines, a blank line */
-        if (!fu_buffer_reserve(&out, comm.len + event.len + 64 + block.len)) {
+        /* the head, ": " event ": \n" (perf_script.c fu_unwound_render), the lines, a blank line */
+        if (!fu_buffer_reserve(&out, comm.len + FU_PERF_SCRIPT_HEAD_MAX + event.len + 5 + block.len + 1)) {
             nomem = true;
             break;
         }
-        fu_put(&out, comm.data, comm.len);
-        fu_put(&out, " ", 1);
-        fu_put_sdec(&out, (int32_t)s->tid, 5);
-        fu_put(&out, " ", 1);
-        fu_put_udec(&out, s->time / 1000000000u, 5, ' ');
-        fu_put(&out, ".", 1);
-        fu_put_udec(&out, s->time % 1000000000u / 1000u, 6, '0');
+        fu_perf_script_put_head(&out, comm.data, comm.len, s->tid, s->time);
         fu_put(&out, ": ", 2);
         fu_put(&out, event.data, event.len);
         fu_put(&out, ": \n", 3);
@@ -165,14 +167,7 @@ fu_status fu_bpf_log_perf_script(const fu_bpf_log *log, const fu_text *blocks, u
         fu_put(&out, "\n", 1);
         sunk = fu_sink_flush(&out, sink, context, false);
     }
-    if (!nomem && sunk)
-        sunk = fu_sink_flush(&out, sink, context, true);
-    free(out.data);
-    if (nomem)
-        return fu_fail(err, FU_ERR_NOMEM, "out of memory rendering %zu BPF samples", n);
-    if (!sunk)
-        return fu_fail(err, FU_ERR_INVALID, "the output sink failed");
-    return FU_OK;
+    return fu_sink_finish(&out, sink, context, nomem, sunk, n, "BPF samples", err);
 }
 
 fu_status fu_bpf_log_profile(const fu_bpf_log *log, const fu_bpf_named_stack *named, uint32_t named_count,

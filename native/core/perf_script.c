@@ -525,6 +525,31 @@ bool fu_sink_flush(fu_buffer *out, fu_sink_fn sink, void *context, bool force)
     return ok;
 }
 
+fu_status fu_sink_finish(fu_buffer *out, fu_sink_fn sink, void *context, bool nomem, bool sunk, size_t count,
+                         const char *what, fu_error *err)
+{
+    if (!nomem && sunk)
+        sunk = fu_sink_flush(out, sink, context, true);
+    free(out->data);
+    *out = (fu_buffer){0};
+    if (nomem)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory writing %zu %s", count, what);
+    if (!sunk)
+        return fu_fail(err, FU_ERR_INVALID, "the output sink failed");
+    return FU_OK;
+}
+
+void fu_perf_script_put_head(fu_buffer *out, const char *comm, size_t comm_len, uint32_t tid, uint64_t time)
+{
+    fu_put(out, comm, comm_len);
+    fu_put(out, " ", 1);
+    fu_put_sdec(out, (int32_t)tid, 5);
+    fu_put(out, " ", 1);
+    fu_put_udec(out, time / 1000000000u, 5, ' ');
+    fu_put(out, ".", 1);
+    fu_put_udec(out, time % 1000000000u / 1000u, 6, '0');
+}
+
 /* The rest of a sample without a callchain: ":  %16x sym+0xoff (dso)\n" for its one frame (the IP
  * as sampled, not DSO-relative), ":\n" if it has none. False if out of memory. */
 static bool render_ip_line(const fu_unwound *u, size_t s, fu_buffer *out)
@@ -560,7 +585,8 @@ fu_status fu_unwound_render(fu_unwound *u, fu_sink_fn sink, void *context, fu_er
         size_t comm_len;
         fu_unwound_comm(u, s, &comm, &comm_len);
         fu_text event = event_name(u, sample);
-        if (!fu_buffer_reserve(&out, comm_len + event.len + 80)) { /* 16 columns of padding, tid, time, ": " twice */
+        /* 16 columns of padding, the head, ": " twice */
+        if (!fu_buffer_reserve(&out, comm_len + event.len + 16 + FU_PERF_SCRIPT_HEAD_MAX + 4)) {
             nomem = true;
             break;
         }
@@ -569,13 +595,7 @@ fu_status fu_unwound_render(fu_unwound *u, fu_sink_fn sink, void *context, fu_er
         bool ip_only = !(sample->present & FU_PERF_SAMPLE_CALLCHAIN);
         for (size_t pad = comm_len; ip_only && pad < 16; pad++)
             fu_put(&out, " ", 1);
-        fu_put(&out, comm, comm_len);
-        fu_put(&out, " ", 1);
-        fu_put_sdec(&out, (int32_t)sample->tid, 5);
-        fu_put(&out, " ", 1);
-        fu_put_udec(&out, sample->time / 1000000000u, 5, ' ');
-        fu_put(&out, ".", 1);
-        fu_put_udec(&out, sample->time % 1000000000u / 1000u, 6, '0');
+        fu_perf_script_put_head(&out, comm, comm_len, sample->tid, sample->time);
         if (event.len) {
             fu_put(&out, ": ", 2);
             fu_put(&out, event.data, event.len);
@@ -600,14 +620,7 @@ fu_status fu_unwound_render(fu_unwound *u, fu_sink_fn sink, void *context, fu_er
             sunk = fu_sink_flush(&out, sink, context, false);
         }
     }
-    if (!nomem && sunk)
-        sunk = fu_sink_flush(&out, sink, context, true);
-    free(out.data);
-    if (nomem)
-        return fu_fail(err, FU_ERR_NOMEM, "out of memory rendering %zu samples", u->sample_count);
-    if (!sunk)
-        return fu_fail(err, FU_ERR_INVALID, "the output sink failed");
-    return FU_OK;
+    return fu_sink_finish(&out, sink, context, nomem, sunk, u->sample_count, "samples", err);
 }
 
 /* ---- folded stacks ------------------------------------------------------------------------------ */
@@ -712,14 +725,7 @@ fu_status fu_folded_write(fu_folded *f, bool by_count, fu_sink_fn sink, void *co
             sunk = fu_sink_flush(&out, sink, context, false);
         }
     }
-    if (ok && sunk)
-        sunk = fu_sink_flush(&out, sink, context, true);
-    free(out.data);
-    if (!ok)
-        return fu_fail(err, FU_ERR_NOMEM, "out of memory writing %zu folded stacks", count);
-    if (!sunk)
-        return fu_fail(err, FU_ERR_INVALID, "the output sink failed");
-    return FU_OK;
+    return fu_sink_finish(&out, sink, context, !ok, sunk, count, "folded stacks", err);
 }
 
 void fu_folded_free(fu_folded *f)

@@ -152,6 +152,17 @@ typedef bool (*fu_sink_fn)(void *context, const uint8_t *data, size_t len);
 /* Hands `out` to the sink when it holds FU_UNWOUND_CHUNK bytes (or any, with force: at the end),
  * emptying it; the sink's answer. */
 bool fu_sink_flush(fu_buffer *out, fu_sink_fn sink, void *context, bool force);
+/* The end of an output made in `out`: what it still holds handed to the sink unless making it ran
+ * out of memory (nomem) or the sink already failed (sunk false), then `out` freed. FU_ERR_NOMEM
+ * ("out of memory writing <count> <what>"), or FU_ERR_INVALID when the sink failed. */
+fu_status fu_sink_finish(fu_buffer *out, fu_sink_fn sink, void *context, bool nomem, bool sunk, size_t count,
+                         const char *what, fu_error *err);
+
+/* The room fu_perf_script_put_head needs beyond the comm's bytes. */
+#define FU_PERF_SCRIPT_HEAD_MAX 48
+/* perf script's start of a sample: "comm tid seconds.microseconds" with the tid right-aligned in 5
+ * columns, the seconds in 5 (builtin-script.c's "%5d %5lu.%06lu"); `out` has room reserved. */
+void fu_perf_script_put_head(fu_buffer *out, const char *comm, size_t comm_len, uint32_t tid, uint64_t time);
 
 /* perf script's text of every sample, in chunks of about FU_UNWOUND_CHUNK. FU_ERR_NOMEM, or
  * FU_ERR_INVALID when the sink failed. */

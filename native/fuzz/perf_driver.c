@@ -619,8 +619,8 @@ static const char *filter_problem(fu_perf_data *pd)
 }
 
 /* The input cut into BPF ring-buffer records (bpf_log.c): each record's size is the next byte
- * times 8; a record kept must come back as a stack with at most FU_BPF_MAX_FRAMES frames, and the
- * log's perf text and profile take every sample. */
+ * times 8; a record kept must come back as a stack with at most FU_BPF_MAX_FRAMES frames and a
+ * command name of at most 16 bytes, and the log's perf text and profile take every sample. */
 static const char *bpf_log_problem(const uint8_t *data, size_t size)
 {
     fu_bpf_log log = {0};
@@ -643,6 +643,9 @@ static const char *bpf_log_problem(const uint8_t *data, size_t size)
             problem = "bpf log: an unexpected status";
     }
     uint32_t stacks = fu_bpf_log_stack_count(&log);
+    for (uint32_t i = 0; !problem && i < stacks; i++)
+        if (fu_bpf_log_stack_comm(&log, i).len > 16)
+            problem = "bpf log: a stack's command name longer than a thread's";
     fu_text *blocks = calloc(stacks + 1, sizeof *blocks);
     fu_bpf_named_stack *named = calloc(stacks + 1, sizeof *named);
     size_t bytes = 0;

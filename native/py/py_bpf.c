@@ -7,13 +7,13 @@
  *                                         the threads and processes it starts
  *   load_module(table) -> (id, generation) a CompactTable into the maps (the oldest evicted if short)
  *   module_loaded(id, generation) -> bool
- *   set_process(pid, identity, mappings)  identity (start_code, end_code, start_stack, start_brk), mappings
+ *   set_process(pid, identity, mappings) -> bool  identity (start_code, end_code, start_stack, start_brk), mappings
  *                                         [(start, end, bias, module id, generation)], sorted
  *   forget_process(pid)
  *   take_missing() -> [pid]               processes sampled before their mappings were set
  *   wait(timeout_ms)                      until the program asks for a process to load (or timeout_ms),
  *                                         taking the samples sent meanwhile into the log
- *   drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted)]: the samples sent since
+ *   drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted, comm)]: the samples sent since
  *                                         into the log; the stacks seen for the first time, in id order
  *   stack_samples() -> tuple              samples by stack id
  *   logged, unlogged                      samples in the log, and past its bound (counted by stack only)
@@ -161,7 +161,10 @@ static PyObject *session_set_process(BpfSessionObject *self, PyObject *args)
         mappings[i] = (fu_bpf_mapping){.start = start, .end = end, .bias = bias, .module = id, .generation = generation};
     }
     fu_error err = {0};
-    return done(fu_bpf_session_set_process(s, pid, &identity, mappings, (uint32_t)n, &err), &err);
+    bool set = false;
+    if (fu_bpf_session_set_process(s, pid, &identity, mappings, (uint32_t)n, &set, &err) != FU_OK)
+        return py_core_raise(&err);
+    return PyBool_FromLong(set);
 }
 
 static PyObject *session_forget_process(BpfSessionObject *self, PyObject *arg)
@@ -207,16 +210,27 @@ static PyObject *addresses(const uint64_t *values, uint32_t count)
     return tuple;
 }
 
-static bool add_stack(void *context, const fu_bpf_stack *stack, const uint64_t *kernel, uint32_t kernel_count)
+/* A thread's command name as Python's /proc/PID/comm readers decode it (live.py): any bytes a
+ * thread named itself with (prctl PR_SET_NAME) are text. */
+static PyObject *command_name(fu_text comm)
+{
+    return PyUnicode_DecodeUTF8(comm.data, (Py_ssize_t)comm.len, "backslashreplace");
+}
+
+static bool add_stack(void *context, const fu_bpf_stack *stack, fu_text comm, const uint64_t *kernel,
+                      uint32_t kernel_count)
 {
     uint32_t user_count = stack->user_count < FU_BPF_MAX_FRAMES ? stack->user_count : FU_BPF_MAX_FRAMES;
     PyObject *user = addresses(stack->user, user_count), *kernel_tuple = user ? addresses(kernel, kernel_count) : NULL;
-    PyObject *item = kernel_tuple ? Py_BuildValue("(IIBNNK)", stack->pid, stack->space_pid, stack->outcome, user,
-                                                  kernel_tuple, stack->interrupted)
-                                  : NULL;
+    PyObject *name = kernel_tuple ? command_name(comm) : NULL;
+    PyObject *item = name ? Py_BuildValue("(IIBNNKN)", stack->pid, stack->space_pid, stack->outcome, user,
+                                          kernel_tuple, stack->interrupted, name)
+                          : NULL;
     if (!item) {
-        Py_XDECREF(user);
-        Py_XDECREF(kernel_tuple);
+        if (!name) {
+            Py_XDECREF(user);
+            Py_XDECREF(kernel_tuple);
+        }
         return false;
     }
     bool ok = PyList_Append(context, item) == 0;
@@ -421,9 +435,10 @@ static PyObject *session_samples(BpfSessionObject *self, PyObject *unused)
     const fu_bpf_logged *samples = fu_bpf_log_samples(log);
     PyObject *list = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; list && i < n; i++) {
-        fu_text comm = fu_bpf_log_comm(log, samples[i].comm);
-        PyObject *item = Py_BuildValue("(KIIs#I)", samples[i].time, samples[i].tid, samples[i].cpu, comm.data,
-                                       (Py_ssize_t)comm.len, samples[i].stack);
+        PyObject *name = command_name(fu_bpf_log_comm(log, samples[i].comm));
+        PyObject *item = name ? Py_BuildValue("(KIINI)", samples[i].time, samples[i].tid, samples[i].cpu, name,
+                                              samples[i].stack)
+                              : NULL;
         if (!item) {
             Py_CLEAR(list);
             break;
@@ -487,11 +502,13 @@ static PyMethodDef session_methods[] = {
     {"load_module", (PyCFunction)session_load_module, METH_O, "load_module(table) -> (id, generation)"},
     {"module_loaded", (PyCFunction)session_module_loaded, METH_VARARGS, "module_loaded(id, generation) -> bool"},
     {"set_process", (PyCFunction)session_set_process, METH_VARARGS,
-     "set_process(pid, (start_code, end_code, start_stack, start_brk), [(start, end, bias, module, generation)])"},
+     "set_process(pid, (start_code, end_code, start_stack, start_brk), [(start, end, bias, module, generation)]) "
+     "-> False where the unwinder has no room for another process"},
     {"forget_process", (PyCFunction)session_forget_process, METH_O, "forget_process(pid)"},
     {"take_missing", (PyCFunction)session_take_missing, METH_NOARGS, "take_missing() -> [pid]"},
     {"drain", (PyCFunction)session_drain, METH_NOARGS,
-     "drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted)] of the stacks first seen"},
+     "drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted, the command name of its "
+     "first sample's thread)] of the stacks first seen"},
     {"stack_samples", (PyCFunction)session_stack_samples, METH_NOARGS, "stack_samples() -> samples by stack id"},
     {"perf_script", (PyCFunction)session_perf_script, METH_VARARGS,
      "perf_script(write, blocks, event): perf script's text of the logged samples"},
@@ -546,6 +563,7 @@ static const char *outcome_name(int outcome)
         [FU_BPF_SP_BACKWARDS] = "sp_backwards",
         [FU_BPF_KERNEL_ONLY] = "kernel_only",
         [FU_BPF_NOT_LOADED] = "not_loaded",
+        [FU_BPF_EXPRESSION_ERROR] = "expression_error",
     };
     return names[outcome];
 }

@@ -65,7 +65,7 @@ def address_space_identity(pid: int) -> tuple[int, int, int, int]:
     access) it gives (1, 1, 0, 0) (fs/proc/array.c do_task_stat), which no address space matches: such
     a process is never walked, and its /proc/PID/maps is not ours to read either. OSError if the
     process is gone."""
-    with open(f"/proc/{pid}/stat", errors="surrogateescape") as f:  # the command name is the process's bytes
+    with open(f"/proc/{pid}/stat", errors="backslashreplace") as f:  # its comm may be any bytes (PR_SET_NAME)
         text = f.read()
     fields = text[text.rindex(")") + 2:].split()  # fields[0] is field 3 (the state)
     return int(fields[23]), int(fields[24]), int(fields[25]), int(fields[44])
@@ -103,7 +103,8 @@ class BpfProfile:
     def __init__(self, session: _core.BpfSession, stacks: list[BpfStack], counters: dict[str, int],
                  outcomes: dict[str, int], processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int,
                  slots_used: int, rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int,
-                 synth: str = "off", timing: bool = False) -> None:
+                 synth: str = "off", timing: bool = False, sampled_comms: dict[int, str] | None = None,
+                 left_out: int = 0) -> None:
         self._session = session  #: detached: its log of the samples
         self._stack_list = stacks  #: by the log's stack id
         self.stacks: Counter[BpfStack] = Counter()
@@ -115,6 +116,9 @@ class BpfProfile:
         self.counters = counters
         self.outcomes = outcomes
         self._processes = processes
+        #: each process's command name as its samples' threads had it (BpfRecorder.drain)
+        self._sampled_comms = sampled_comms or {}
+        self.left_out = left_out  #: processes never loaded: the unwinder's process map was full
         self.run_ns = run_ns
         self.runs = runs
         self.table_bytes = table_bytes
@@ -155,8 +159,12 @@ class BpfProfile:
         return {name: dict(outcomes) for name, outcomes in out.items()}
 
     def comm(self, pid: int, space_pid: int | None = None) -> str:
-        """The process's command name; a process never loaded has its parent's (`space_pid`), as it forked."""
-        process = self._processes.get(pid) or self._processes.get(space_pid if space_pid is not None else pid)
+        """The process's command name; a process never loaded (gone before its tables were) the one
+        its samples' threads had, else its parent's (`space_pid`), as it forked."""
+        process = self._processes.get(pid)
+        if process is None and pid in self._sampled_comms:
+            return self._sampled_comms[pid]
+        process = process or self._processes.get(space_pid if space_pid is not None else pid)
         return process.comm if process else str(pid)
 
     def _symbol_table(self, image: ModuleImage) -> SymbolTable | None:
@@ -297,6 +305,7 @@ class BpfProfile:
             "not_loaded_samples": not_loaded,
             "not_loaded_processes": not_loaded_processes,
             "processes_never_walked": never_walked,
+            "processes_left_out": self.left_out,
             "outcomes_by_process": self.outcomes_by_process(),
             "space_changed_samples": self.counters.get("space_changed", 0),
             "outcomes": self.outcomes,
@@ -351,7 +360,14 @@ class BpfRecorder:
         self._builder: ThreadPoolExecutor | None = None
         self._building: dict[str, Future[_core.CompactTable | None]] = {}  #: by cache key
         self._waiting: set[int] = set()  #: processes to load once the tables being built are
+        #: processes the unwinder had no room for (not read again until one is forgotten), and every
+        #: process ever left out so
+        self._without_room: set[int] = set()
+        self._left_out: set[int] = set()
         self._stacks: list[BpfStack] = []  #: by the log's stack id
+        #: each process's command name at its latest stack seen first (its thread's, as the kernel saw
+        #: it): the name of a process gone before it was loaded
+        self._sampled_comms: dict[int, str] = {}
         self._vdso: ModuleImage | None = None  #: the kernel's vDSO (every process sampled runs on this kernel)
         self._rows_loaded = 0  # table rows loaded into the maps (evicted ones included)
         for pid in pids:
@@ -469,13 +485,13 @@ class BpfRecorder:
             # the identity read before and after the mappings: equal, no exec came between
             for _ in range(MAPS_READS):
                 identity = address_space_identity(pid)
-                with open(f"/proc/{pid}/maps", errors="surrogateescape") as f:
+                with open(f"/proc/{pid}/maps", errors="surrogateescape") as f:  # as every reader of a maps file
                     text = f.read()
                 if address_space_identity(pid) == identity:
                     break
             else:
                 return  # exec'ing again and again: its next sample asks for it again
-            with open(f"/proc/{pid}/comm", errors="surrogateescape") as f:
+            with open(f"/proc/{pid}/comm", errors="backslashreplace") as f:  # any bytes (PR_SET_NAME), as live.py
                 comm = f.read().rstrip("\n")
         except OSError:
             text = ""
@@ -498,8 +514,11 @@ class BpfRecorder:
         if len(keys) < len(found):  # loaded once its tables are built
             self._waiting.add(pid)
             return
-        self._session.set_process(pid, identity, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
-                                                  for m, k in zip(mappings, keys)])
+        if not self._session.set_process(pid, identity, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
+                                                         for m, k in zip(mappings, keys)]):
+            self._without_room.add(pid)  # the unwinder's processes are full: its samples end not_loaded
+            self._left_out.add(pid)
+            return
         earlier = [process.mappings, *process.earlier] if process is not None else []
         process = _Process(pid, text, identity, mappings, comm)
         process.module_keys = keys
@@ -509,6 +528,7 @@ class BpfRecorder:
     def _forget(self, pid: int) -> None:
         process = self._processes.pop(pid, None)
         if process is not None:
+            self._without_room.clear()  # room for one: those left out are loaded at their next sample
             self._gone[pid] = process
             self._session.forget_process(pid)
 
@@ -524,7 +544,8 @@ class BpfRecorder:
     def refresh(self) -> None:
         """Loads the processes sampled without mappings and reloads those whose mappings changed."""
         for pid in self._session.take_missing():
-            self._load(pid)
+            if pid not in self._without_room:
+                self._load(pid)
         for pid in list(self._processes):
             self._load(pid)
 
@@ -534,10 +555,12 @@ class BpfRecorder:
 
     def drain(self) -> None:
         """Takes the samples sent since into the session's log, and the stacks seen first as
-        BpfStacks. Called once, after the recording: while it runs, waiting takes the samples into
-        the log (C), and no Python runs per stack on a CPU the profiled program may need."""
-        for pid, space_pid, outcome, user, kernel, interrupted in self._session.drain():
+        BpfStacks, named by their first sample's thread. Called once, after the recording: while it
+        runs, waiting takes the samples into the log (C), and no Python runs per stack on a CPU the
+        profiled program may need."""
+        for pid, space_pid, outcome, user, kernel, interrupted, comm in self._session.drain():
             self._stacks.append(BpfStack(pid, space_pid, _core.BPF_OUTCOMES[outcome], user, kernel, interrupted))
+            self._sampled_comms[pid] = comm
 
     def run(self, until: Callable[[], bool]) -> BpfProfile:
         """Samples until `until()` is true (checked every POLL_SECONDS at most) or Ctrl-C, then detaches
@@ -551,7 +574,7 @@ class BpfRecorder:
                 while not until():
                     self._session.wait(int(POLL_SECONDS * 1000))
                     for pid in self._session.take_missing():
-                        if pid not in self._waiting:
+                        if pid not in self._waiting and pid not in self._without_room:
                             self._load(pid)
                     self._built()
                     now = time.monotonic()
@@ -573,7 +596,8 @@ class BpfRecorder:
         run_ns, runs = self._session.run_time()
         return BpfProfile(self._session, self._stacks, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
                           self._session.table_bytes, self._session.slots_used, self._rows_loaded,
-                          len(self._modules), len(self._without_table), self._frequency, self._synth, self._timing)
+                          len(self._modules), len(self._without_table), self._frequency, self._synth, self._timing,
+                          self._sampled_comms, len(self._left_out))
 
     def close(self) -> None:
         """Detaches the program and releases its maps and events (the samples' log stays, for the

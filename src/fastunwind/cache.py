@@ -8,6 +8,9 @@ path, size and mtime):
                         symbol tables of ELF files and of the kernel (symbols.py builds them on demand)
     debug/<key>.debug   debug files with their DWARF decompressed (srcline.py: libdw decompresses
                         every section of a compressed one at each open, 0.13 s for libc's)
+    recordings/DEV-INODE-SIZE-MTIME.needs
+                        the files a recording's perf-script run needs, by the recording's identity
+                        (the launcher's check before its first write to a pipe: native/cli/recording.c)
 
 Entries are written atomically (a temporary file renamed into place) and checked when read, so any
 of them may be deleted at any time: a missing one is rebuilt when needed. `fastunwind cache` lists,

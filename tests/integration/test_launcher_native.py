@@ -26,6 +26,7 @@ from tests.integration.test_backtrace_live import (MANY_THREADS, PROGRAM, assert
                                                    thread_states)
 from tests.integration.test_core_cli import gcore, replaced_program, sysroot_of
 from tests.support import cores
+from tests.unit.coredump import test_hostile_cores as hostile_cores
 from tests.support.paths import LAUNCHER
 
 pytestmark = pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc (make test installs it)")
@@ -41,8 +42,8 @@ def launch(args: list[str], cache: Path, native: str | None = None, **kwargs: ob
     env["XDG_CACHE_HOME"] = str(cache)
     if native is not None:
         env["FASTUNWIND_NATIVE"] = native
-    return subprocess.run([str(LAUNCHER), *args], capture_output=True, env=env, stdin=subprocess.DEVNULL, timeout=120,
-                          **kwargs)  # type: ignore[call-overload]
+    return subprocess.run([str(LAUNCHER), *args], capture_output=True, env=env, stdin=subprocess.DEVNULL,
+                          **{"timeout": 120, **kwargs})  # type: ignore[call-overload]
 
 
 def assert_native_is_python(args: list[str], cache: Path) -> bytes:
@@ -267,6 +268,26 @@ def test_unreadable_cores_are_the_python_clis(tmp_path: Path, cache: Path) -> No
     empty.write_bytes(b"")
     for path in (not_core, tmp_path / "nothing", empty, tmp_path):
         assert_same_failure(["core", str(path)], cache)
+
+
+def test_a_core_of_as_many_mapped_files_and_segments_as_allowed(tmp_path: Path, cache: Path) -> None:
+    """FU_CORE_MAX_FILES mapped files, each a path of its own (their first 120 bytes alike) starting
+    at a segment of its own (one warning each), as the Python path reads them. The launcher groups
+    them by path and finds their segments without a scan per file: with one, its run of this core
+    was a minute and more against the Python path's seconds; it is given 20 s, tens of times what it
+    takes on a loaded machine (a hang detector, not a speed test)."""
+    entries = [(0x10000000 + 0x2000 * i, 0x10000000 + 0x2000 * i + 0x1000, 0, b"/nonexistent/" + b"d" * 107 + b"/%d" % i)
+               for i in range(65536)]  # FU_CORE_MAX_FILES (coredump.h)
+    notes = (hostile_cores.note(hostile_cores.NT_PRSTATUS, hostile_cores.prstatus(42, 0x401000, 0x7FF100))
+             + hostile_cores.note(hostile_cores.NT_FILE, hostile_cores.files_note(entries)))
+    # e_phnum is 16 bits (0xffff would mean "more, in section 0"): the notes and 65,532 loads
+    loads = [(start, end - start, b"", 5) for start, end, _, _ in entries[:0xfffc]]
+    core = tmp_path / "core"
+    core.write_bytes(hostile_cores.build(notes, loads))
+    python = launch(["core", str(core)], cache, native="0")
+    assert python.returncode == 2 and python.stderr.count(b": not found: not used\n") == 0xfffc, python.stderr[-300:]
+    native = launch(["core", str(core)], cache, native="require", timeout=20)
+    assert (native.returncode, native.stdout, native.stderr) == (python.returncode, python.stdout, python.stderr)
 
 
 __all__ = ["blocked_threads", "gcore", "running"]  # fixtures of the other modules, used here by name

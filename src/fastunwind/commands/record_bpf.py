@@ -23,6 +23,7 @@ Needs root (or CAP_BPF and CAP_PERFMON), a kernel with CONFIG_BPF_SYSCALL and BT
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -49,10 +50,12 @@ def _summary(stats: dict[str, Any]) -> str:
     outcomes = ", ".join(f"{name} {n}" for name, n in sorted(stats["outcomes"].items(), key=lambda i: -i[1]))
     runs, run_ns = int(stats["bpf_runs"]), int(stats["bpf_run_ns"])
     cost = f"; BPF {run_ns / runs:.0f} ns per sample" if runs else ""
+    left_out = (f", {_counted(stats['processes_left_out'], 'process', 'processes')} left out: the unwinder had no "
+                "room for them" if stats["processes_left_out"] else "")
     not_loaded = (f", {complete} of the {walked} walked with their process's mappings ({_share(complete, walked)}); "
                   f"{_counted(stats['not_loaded_samples'], 'sample')} of "
                   f"{_counted(stats['not_loaded_processes'], 'process', 'processes')} taken before loading "
-                  f"({stats['processes_never_walked']} of them never walked)"
+                  f"({stats['processes_never_walked']} of them never walked{left_out})"
                   if stats["not_loaded_samples"] else "")
     return (f"fastunwind record: {stats['samples']} samples, {complete} of {user} user stacks complete "
             f"({_share(complete, user)}){not_loaded}; outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer, "
@@ -87,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"fastunwind: error: -p {args.pid}: not a list of process ids", file=sys.stderr)
         return 2
+    gone = [pid for pid in pids if pid <= 0 or not os.path.isdir(f"/proc/{pid}")]
+    if gone:  # as backtrace -p says it (live.py), not an empty profile
+        print(f"fastunwind: error: no process {gone[0]}", file=sys.stderr)
+        return 1
     slots = args.table_mib * 1024 * 1024 // _core.BPF_SLOT_BYTES
     recorder = BpfRecorder(frequency=args.frequency, sample_all=args.all_cpus, slot_capacity=slots,
                            synth=args.synth or "missing")
