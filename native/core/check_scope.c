@@ -76,19 +76,57 @@ bool fu_check_noreturn_name(const char *name, size_t len)
     return i > digits && starts_with(name + i, len - i, STD_THROW_INFIX, sizeof STD_THROW_INFIX - 1);
 }
 
-static int compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
+/* Below this many values an insertion sort beats the radix sort's passes. */
+#define INSERTION_SORT_MAX 32
+/* The radix sort's digit: 11 bits, six passes over 64-bit values, each skipped where every value
+ * has the same digit (addresses of one file share their high bits). */
+#define RADIX_BITS 11
+#define RADIX_SIZE (1u << RADIX_BITS)
 
-/* Sort and drop repeats; returns the new count. */
-static size_t sort_unique(uint64_t *values, size_t count)
+/* Sort and drop repeats; returns the new count (false in *ok when out of memory). An LSD radix
+ * sort: the call targets and relocated addresses of libLLVM-14 are 120k values, which qsort's
+ * comparator calls took 125M instructions to sort. */
+static size_t sort_unique(uint64_t *values, size_t count, bool *ok)
 {
-    if (count < 2)
-        return count;
-    qsort(values, count, sizeof *values, compare_u64);
-    size_t kept = 1;
+    *ok = true;
+    if (count <= INSERTION_SORT_MAX) {
+        for (size_t i = 1; i < count; i++) {
+            uint64_t v = values[i];
+            size_t j = i;
+            for (; j > 0 && values[j - 1] > v; j--)
+                values[j] = values[j - 1];
+            values[j] = v;
+        }
+    } else {
+        uint64_t *scratch = malloc(count * sizeof *scratch);
+        if (!scratch) {
+            *ok = false;
+            return 0;
+        }
+        uint64_t *from = values, *to = scratch;
+        for (unsigned shift = 0; shift < 64; shift += RADIX_BITS) {
+            size_t counts[RADIX_SIZE] = {0};
+            for (size_t i = 0; i < count; i++)
+                counts[(from[i] >> shift) & (RADIX_SIZE - 1)]++;
+            if (counts[(from[0] >> shift) & (RADIX_SIZE - 1)] == count)
+                continue; /* one digit for all: this pass keeps the order */
+            size_t at = 0;
+            for (unsigned d = 0; d < RADIX_SIZE; d++) {
+                size_t n = counts[d];
+                counts[d] = at;
+                at += n;
+            }
+            for (size_t i = 0; i < count; i++)
+                to[counts[(from[i] >> shift) & (RADIX_SIZE - 1)]++] = from[i];
+            uint64_t *swap = from;
+            from = to;
+            to = swap;
+        }
+        if (from != values)
+            memcpy(values, from, count * sizeof *values);
+        free(scratch);
+    }
+    size_t kept = count ? 1 : 0;
     for (size_t i = 1; i < count; i++)
         if (values[i] != values[kept - 1])
             values[kept++] = values[i];
@@ -228,8 +266,11 @@ fu_status fu_check_symbols_read(const fu_elf *const *files, size_t file_count, f
         if (!is_cold_part(&c[i]))
             out->entries[out->entry_count++] = c[i].value;
     }
-    out->noreturn_count = sort_unique(out->noreturn, out->noreturn_count);
-    out->entry_count = sort_unique(out->entries, out->entry_count);
+    bool sorted_noreturn, sorted_entries;
+    out->noreturn_count = sort_unique(out->noreturn, out->noreturn_count, &sorted_noreturn);
+    out->entry_count = sort_unique(out->entries, out->entry_count, &sorted_entries);
+    if (!sorted_noreturn || !sorted_entries)
+        goto nomem;
     if (count > 1)
         qsort(c, count, sizeof *c, compare_candidate);
     fu_buffer names = {0};
@@ -417,7 +458,10 @@ fu_status fu_check_uncovered(const fu_check_scope_input *in, fu_buffer *out, fu_
     if ((status = relocated_code(in, instructions, instruction_count, &candidates, err)))
         goto done;
     uint64_t *c = (uint64_t *)candidates.data;
-    size_t candidate_count = sort_unique(c, candidates.len / sizeof *c);
+    bool ok;
+    size_t candidate_count = sort_unique(c, candidates.len / sizeof *c, &ok);
+    if (!ok)
+        goto nomem;
     size_t at;
     for (size_t i = 0; i < candidate_count; i++)
         if (!find_sorted(symbols->starts, symbols->count, c[i], &at) &&
@@ -434,7 +478,9 @@ fu_status fu_check_uncovered(const fu_check_scope_input *in, fu_buffer *out, fu_
             }
     }
     uint64_t *s = (uint64_t *)starts.data;
-    size_t start_count = sort_unique(s, starts.len / sizeof *s);
+    size_t start_count = sort_unique(s, starts.len / sizeof *s, &ok);
+    if (!ok)
+        goto nomem;
     if (!start_count)
         goto done;
     /* where a range without a symbol's size ends */
@@ -454,7 +500,9 @@ fu_status fu_check_uncovered(const fu_check_scope_input *in, fu_buffer *out, fu_
         if (!append_u64(&boundaries, instructions[k].end))
             goto nomem;
     uint64_t *b = (uint64_t *)boundaries.data;
-    size_t boundary_count = sort_unique(b, boundaries.len / sizeof *b);
+    size_t boundary_count = sort_unique(b, boundaries.len / sizeof *b, &ok);
+    if (!ok)
+        goto nomem;
     for (size_t i = 0; i < start_count; i++) {
         fu_check_uncovered_range range = {s[i], 0, UINT32_MAX};
         bool named = find_sorted(symbols->starts, symbols->count, s[i], &at);

@@ -19,13 +19,13 @@ import gc
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from fastunwind import _core
-from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, RETURN_ADDRESS_COLUMN, register_name
 from fastunwind.elf import ET_REL, PF_X, ElfFile, find_debug_file
 from fastunwind.elf.dynamic import init_and_fini
 from fastunwind.errors import ElfError
+from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME
 from fastunwind.image import ModuleImage
 from fastunwind.symbols import EM_X86_64, PLT_SECTIONS, symbol_table_for_file
 
@@ -59,11 +59,11 @@ def what_name(what: int) -> str:
         return "cfa"
     if what == _core.CHECK_WHAT_RANGE:
         return "range"
-    return "ra" if what == RETURN_ADDRESS_COLUMN else register_name(what)
+    # not cfi.register_name: importing cfi (and its dataclasses) costs a check ~14 ms of start-up
+    return "ra" if what == _core.RETURN_ADDRESS_COLUMN else _core.register_name(what) or f"r{what}"
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     address: int
     what: str
     declared: str
@@ -73,8 +73,7 @@ class Finding:
         return {"address": self.address, "what": self.what, "declared": self.declared, "derived": self.derived}
 
 
-@dataclass(frozen=True)
-class FdeVerdict:
+class FdeVerdict(NamedTuple):
     section: str
     pc_begin: int
     pc_end: int
@@ -96,8 +95,7 @@ class FdeVerdict:
                 "skipped": self.skipped}
 
 
-@dataclass(frozen=True)
-class Uncovered:
+class Uncovered(NamedTuple):
     start: int
     end: int
     symbol: str
@@ -106,16 +104,16 @@ class Uncovered:
         return {"start": self.start, "end": self.end, "symbol": self.symbol}
 
 
-@dataclass
 class SectionCheck:
     """One frame section's FDEs: the C results (FIELDS uint32 per FDE) and the details of those not
     agreeing, by position."""
 
-    name: str
-    pc_begin: array.array[int]
-    pc_range: array.array[int]
-    results: array.array[int] = field(default_factory=lambda: array.array("I"))
-    details: dict[int, tuple[str, tuple[tuple[int, int, str, str], ...]]] = field(default_factory=dict)
+    def __init__(self, name: str, pc_begin: array.array[int], pc_range: array.array[int]) -> None:
+        self.name = name
+        self.pc_begin = pc_begin
+        self.pc_range = pc_range
+        self.results = array.array("I")
+        self.details: dict[int, tuple[str, tuple[tuple[int, int, str, str], ...]]] = {}
 
     def verdicts(self) -> Iterator[FdeVerdict]:
         return (self._verdict(position) for position in range(len(self.results) // FIELDS))
@@ -136,22 +134,22 @@ class SectionCheck:
                           r[base + SKIPPED])
 
 
-@dataclass
 class Counts:
     """FDEs by verdict, and instructions of the decided FDEs (agree + mismatch) by outcome."""
 
-    fdes: dict[str, int] = field(default_factory=lambda: {"agree": 0, "mismatch": 0, "undecided": 0})
-    instructions_agree: int = 0
-    instructions_mismatch: int = 0
-    instructions_unknown: int = 0
-    #: instructions of decided FDEs that no path reached (padding aside): left unchecked (in mismatching
-    #: FDEs only: an FDE with code no path reaches is otherwise undecided)
-    instructions_unreached: int = 0
-    #: reached instructions not compared: rows whose return address is undefined (the outermost frame)
-    instructions_skipped: int = 0
-    uncovered: int = 0
-    #: FDEs starting inside a function (gcc's .cold parts), checked from their first declared row
-    from_declared_entry: int = 0
+    def __init__(self, uncovered: int = 0) -> None:
+        self.fdes = {"agree": 0, "mismatch": 0, "undecided": 0}
+        self.instructions_agree = 0
+        self.instructions_mismatch = 0
+        self.instructions_unknown = 0
+        #: instructions of decided FDEs that no path reached (padding aside): left unchecked (in
+        #: mismatching FDEs only: an FDE with code no path reaches is otherwise undecided)
+        self.instructions_unreached = 0
+        #: reached instructions not compared: rows whose return address is undefined (the outermost frame)
+        self.instructions_skipped = 0
+        self.uncovered = uncovered
+        #: FDEs starting inside a function (gcc's .cold parts), checked from their first declared row
+        self.from_declared_entry = 0
 
     @property
     def fde_total(self) -> int:
@@ -179,8 +177,7 @@ class Counts:
         self.from_declared_entry += other.from_declared_entry
 
 
-@dataclass(frozen=True)
-class CodeInputs:
+class CodeInputs(NamedTuple):
     """What the C core reads besides the CFI tables: the executable and all PT_LOAD segments as
     (vaddr, bytes), the sorted uint64 addresses of noreturn functions and of known function entries."""
 
@@ -190,14 +187,15 @@ class CodeInputs:
     function_entries: bytes
 
 
-@dataclass
 class FileCheck:
-    path: str
-    sections: list[SectionCheck]
-    uncovered: list[Uncovered]
-    #: the image checked and the inputs its code was read with (synth builds on them)
-    image: ModuleImage | None = None
-    inputs: CodeInputs | None = None
+    def __init__(self, path: str, sections: list[SectionCheck], uncovered: list[Uncovered],
+                 image: ModuleImage | None = None, inputs: CodeInputs | None = None) -> None:
+        self.path = path
+        self.sections = sections
+        self.uncovered = uncovered
+        #: the image checked and the inputs its code was read with (synth builds on them)
+        self.image = image
+        self.inputs = inputs
 
     def verdicts(self) -> Iterator[FdeVerdict]:
         for section in self.sections:
