@@ -16,6 +16,7 @@ from __future__ import annotations
 import array
 import bisect
 import gc
+import itertools
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -362,8 +363,8 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
         entries_bytes = array.array("Q", sorted(set(array.array("Q", entries_bytes)) | called_non_entry)).tobytes()
         for section, table in zip(sections, tables_checked):
             r = section.results
-            _recheck(section, table, [p for p in range(len(r) // FIELDS) if r[p * FIELDS + FROM_DECLARED_ENTRY]
-                                      and section.pc_begin[r[p * FIELDS + ENTRY]] in called_non_entry],
+            _recheck(section, table, [p for p in _positions_with(r, FROM_DECLARED_ENTRY)
+                                      if section.pc_begin[r[p * FIELDS + ENTRY]] in called_non_entry],
                      lambda item: run(item, entries_bytes))
     if foreign:
         # code left unreached inside an FDE that other FDEs jump to (a .cold part entered at several
@@ -373,7 +374,7 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
         foreign_bytes = array.array("Q", entered_sorted).tobytes()
         for section, table in zip(sections, tables_checked):
             r = section.results
-            _recheck(section, table, [p for p in range(len(r) // FIELDS) if r[p * FIELDS + UNREACHED] and _enters(
+            _recheck(section, table, [p for p in _positions_with(r, UNREACHED) if _enters(
                          entered_sorted, section.pc_begin[r[p * FIELDS + ENTRY]], section.pc_range[r[p * FIELDS + ENTRY]])],
                      lambda item: run(item, entries_bytes, foreign_bytes))
     # code without CFI: function symbols, call targets, relocated addresses, DT_INIT and DT_FINI
@@ -395,6 +396,12 @@ def _chunk_mapper(jobs: int) -> Iterator[Callable[..., Iterator[_Outcome]]]:
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         yield pool.map
+
+
+def _positions_with(results: array.array[int], field: int) -> Iterator[int]:
+    """The positions of the FDEs whose result has a non-zero `field` (selected in C: libLLVM-14 has
+    95k FDEs, a few thousand with unreached code)."""
+    return itertools.compress(range(len(results) // FIELDS), results[field::FIELDS])
 
 
 def _enters(sorted_addresses: list[int], begin: int, size: int) -> bool:
