@@ -4,11 +4,13 @@ Every FDE of `.eh_frame` and `.debug_frame` (a separate debug file's included) i
 core (native/core/synth.c: abstract interpretation of the FDE's code; native/core/check.c: declared
 rows against derived ones at every instruction, with the GIL released) and judged `agree`,
 `mismatch` (each address where a declared rule recovers a wrong value, declared vs derived) or
-`undecided` (why). Python only gathers the inputs (segments, noreturn functions) and splits the FDEs
-into chunks, which `jobs` threads check in parallel.
+`undecided` (why). Python only gathers the inputs (segments; the function symbols, noreturn
+functions and known entries, read by native/core/check_scope.c) and splits the FDEs into chunks,
+which `jobs` threads check in parallel (one job: this thread).
 
-Code without CFI is reported as `uncovered`: function symbols in executable segments, direct call
-targets, addresses relocations store and the loader's DT_INIT and DT_FINI that no FDE covers.
+Code without CFI is reported as `uncovered` (check_scope.c too): function symbols in executable
+segments, direct call targets, addresses relocations store and the loader's DT_INIT and DT_FINI
+that no FDE covers.
 """
 
 from __future__ import annotations
@@ -411,7 +413,7 @@ def _enters(sorted_addresses: list[int], begin: int, size: int) -> bool:
 
 
 def _recheck(section: SectionCheck, table: _core.CfiTable, positions: list[int],
-             run: Callable[[tuple[SectionCheck, _core.CfiTable, bytes]], _Outcome]) -> None:
+             run: Callable[[_Chunk], _Outcome]) -> None:
     """Check again the FDEs of `section` at `positions` (of its results), replacing their results."""
     r = section.results
     if not positions:
