@@ -1,5 +1,4 @@
 /* check_scope: function symbols, noreturn functions and code without CFI, for check (check_scope.h). */
-#define _GNU_SOURCE /* memmem */
 #include "check_scope.h"
 
 #include <stdlib.h>
@@ -76,56 +75,58 @@ bool fu_check_noreturn_name(const char *name, size_t len)
     return i > digits && starts_with(name + i, len - i, STD_THROW_INFIX, sizeof STD_THROW_INFIX - 1);
 }
 
-/* Below this many values an insertion sort beats the radix sort's passes. */
-#define INSERTION_SORT_MAX 32
-/* The radix sort's digit: 11 bits, six passes over 64-bit values, each skipped where every value
- * has the same digit (addresses of one file share their high bits). */
+/* The radix sort's digit: 11 bits, six passes over 64-bit keys, each skipped where every key has
+ * the same digit (addresses of one file share their high bits). */
 #define RADIX_BITS 11
 #define RADIX_SIZE (1u << RADIX_BITS)
 
-/* Sort and drop repeats; returns the new count (false in *ok when out of memory). An LSD radix
- * sort: the call targets and relocated addresses of libLLVM-14 are 120k values, which qsort's
- * comparator calls took 125M instructions to sort. */
+static inline uint64_t key_of(const unsigned char *item)
+{
+    uint64_t key;
+    memcpy(&key, item, sizeof key);
+    return key;
+}
+
+/* Sort `count` items of `size` bytes by the uint64_t each starts with, keeping the order of equal
+ * keys (an LSD radix sort: qsort's comparator calls took 125M instructions for libLLVM-14's 120k
+ * call targets and relocated addresses); false if out of memory. */
+static bool radix_sort(void *items, size_t count, size_t size)
+{
+    if (count < 2)
+        return true;
+    unsigned char *scratch = malloc(count * size);
+    if (!scratch)
+        return false;
+    unsigned char *from = items, *to = scratch;
+    for (unsigned shift = 0; shift < 64; shift += RADIX_BITS) {
+        size_t counts[RADIX_SIZE] = {0};
+        for (size_t i = 0; i < count; i++)
+            counts[(key_of(from + i * size) >> shift) & (RADIX_SIZE - 1)]++;
+        if (counts[(key_of(from) >> shift) & (RADIX_SIZE - 1)] == count)
+            continue; /* one digit for all: this pass keeps the order */
+        size_t at = 0;
+        for (unsigned d = 0; d < RADIX_SIZE; d++) {
+            size_t n = counts[d];
+            counts[d] = at;
+            at += n;
+        }
+        for (size_t i = 0; i < count; i++)
+            memcpy(to + counts[(key_of(from + i * size) >> shift) & (RADIX_SIZE - 1)]++ * size, from + i * size, size);
+        unsigned char *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != items)
+        memcpy(items, from, count * size);
+    free(scratch);
+    return true;
+}
+
+/* Sort and drop repeats; returns the new count (false in *ok when out of memory). */
 static size_t sort_unique(uint64_t *values, size_t count, bool *ok)
 {
-    *ok = true;
-    if (count <= INSERTION_SORT_MAX) {
-        for (size_t i = 1; i < count; i++) {
-            uint64_t v = values[i];
-            size_t j = i;
-            for (; j > 0 && values[j - 1] > v; j--)
-                values[j] = values[j - 1];
-            values[j] = v;
-        }
-    } else {
-        uint64_t *scratch = malloc(count * sizeof *scratch);
-        if (!scratch) {
-            *ok = false;
-            return 0;
-        }
-        uint64_t *from = values, *to = scratch;
-        for (unsigned shift = 0; shift < 64; shift += RADIX_BITS) {
-            size_t counts[RADIX_SIZE] = {0};
-            for (size_t i = 0; i < count; i++)
-                counts[(from[i] >> shift) & (RADIX_SIZE - 1)]++;
-            if (counts[(from[0] >> shift) & (RADIX_SIZE - 1)] == count)
-                continue; /* one digit for all: this pass keeps the order */
-            size_t at = 0;
-            for (unsigned d = 0; d < RADIX_SIZE; d++) {
-                size_t n = counts[d];
-                counts[d] = at;
-                at += n;
-            }
-            for (size_t i = 0; i < count; i++)
-                to[counts[(from[i] >> shift) & (RADIX_SIZE - 1)]++] = from[i];
-            uint64_t *swap = from;
-            from = to;
-            to = swap;
-        }
-        if (from != values)
-            memcpy(values, from, count * sizeof *values);
-        free(scratch);
-    }
+    if (!(*ok = radix_sort(values, count, sizeof *values)))
+        return 0;
     size_t kept = count ? 1 : 0;
     for (size_t i = 1; i < count; i++)
         if (values[i] != values[kept - 1])
@@ -133,12 +134,11 @@ static size_t sort_unique(uint64_t *values, size_t count, bool *ok)
     return kept;
 }
 
-/* A function symbol as read, in table order (`order`: its position over both files). */
+/* A function symbol as read (the radix sort keys on `value`, its first field). */
 typedef struct candidate {
     uint64_t value, size;
     const char *name;
     uint32_t len;
-    uint32_t order;
 } candidate;
 
 static inline uint64_t read_u64(const uint8_t *p)
@@ -193,7 +193,7 @@ static bool read_table(const fu_elf *elf, const fu_elf_section *table, fu_buffer
         }
         if ((info & 0xf) != STT_FUNC || section_index == 0 || value == 0 || len == 0)
             continue;
-        candidate c = {value, symbol_size, (const char *)strings + name_offset, (uint32_t)len, 0};
+        candidate c = {value, symbol_size, (const char *)strings + name_offset, (uint32_t)len};
         if (!fu_buffer_append(found, &c, sizeof c)) {
             *no_memory = true;
             return false;
@@ -202,18 +202,15 @@ static bool read_table(const fu_elf *elf, const fu_elf_section *table, fu_buffer
     return true;
 }
 
-static int compare_candidate(const void *a, const void *b)
-{
-    const candidate *x = a, *y = b;
-    if (x->value != y->value)
-        return (x->value > y->value) - (x->value < y->value);
-    return (x->order > y->order) - (x->order < y->order);
-}
-
+/* gcc's out-of-line part of a function (`foo.cold`, `foo.cold.12`): entered by a jump, not a call. */
 static bool is_cold_part(const candidate *c)
 {
     static const char COLD[] = ".cold";
-    return c->len >= sizeof COLD - 1 && memmem(c->name, c->len, COLD, sizeof COLD - 1) != NULL;
+    for (const char *dot = c->name, *end = c->name + c->len; (dot = memchr(dot, '.', (size_t)(end - dot)));
+         dot++)
+        if ((size_t)(end - dot) >= sizeof COLD - 1 && memcmp(dot, COLD, sizeof COLD - 1) == 0)
+            return true;
+    return false;
 }
 
 void fu_check_symbols_free(fu_check_symbols *symbols)
@@ -249,10 +246,8 @@ fu_status fu_check_symbols_read(const fu_elf *const *files, size_t file_count, f
     }
     candidate *c = (candidate *)found.data;
     size_t count = found.len / sizeof *c;
-    if (no_memory || count > UINT32_MAX)
+    if (no_memory)
         goto nomem;
-    for (size_t i = 0; i < count; i++)
-        c[i].order = (uint32_t)i;
     out->noreturn = malloc((count ? count : 1) * sizeof *out->noreturn);
     out->entries = malloc((count ? count : 1) * sizeof *out->entries);
     out->starts = malloc((count ? count : 1) * sizeof *out->starts);
@@ -271,8 +266,9 @@ fu_status fu_check_symbols_read(const fu_elf *const *files, size_t file_count, f
     out->entry_count = sort_unique(out->entries, out->entry_count, &sorted_entries);
     if (!sorted_noreturn || !sorted_entries)
         goto nomem;
-    if (count > 1)
-        qsort(c, count, sizeof *c, compare_candidate);
+    /* by address, aliases in table order */
+    if (!radix_sort(c, count, sizeof *c))
+        goto nomem;
     fu_buffer names = {0};
     for (size_t i = 0; i < count;) {
         /* of the aliases at one address, the first without a leading underscore, else the first */
