@@ -73,9 +73,9 @@ static bool holds(const uint64_t *sorted, size_t count, uint64_t value)
     return low < count && sorted[low] == value;
 }
 
-/* check_scope over the file (once, or as its own debug file too), without CFI tables: a table that
- * holds together, noreturn functions among the symbols, uncovered ranges sorted, non-empty, named
- * inside the names. */
+/* check_scope over the file (once, or as its own debug file too) and its .eh_frame: a symbol table
+ * that holds together, noreturn functions among the symbols, the FDEs judged well-formed ones,
+ * uncovered ranges sorted, non-empty, named inside the names, starting where no FDE covers. */
 static void run_check_scope(const fu_elf *elf, uint64_t *rng)
 {
     const fu_elf *files[2] = {elf, elf};
@@ -110,8 +110,35 @@ static void run_check_scope(const fu_elf *elf, uint64_t *rng)
                      : symbols.count && rng_below(rng, 2) ? symbols.starts[rng_below(rng, symbols.count)] + rng_below(rng, 3)
                                                           : near + rng_below(rng, 0x10000);
     }
-    fu_check_scope_input input = {.elf = elf, .code = code, .code_count = code_count, .symbols = &symbols,
-                                  .targets = targets, .target_count = target_count};
+    /* the file's .eh_frame, parsed and evaluated, for the FDEs judged and the coverage lookups */
+    fu_cfi_table table;
+    memset(&table, 0, sizeof table);
+    bool have_table = false;
+    fu_elf_section eh_frame;
+    const uint8_t *eh_bytes;
+    size_t eh_size;
+    if (fu_elf_section_named(elf, ".eh_frame", &eh_frame) &&
+        fu_elf_section_bytes(elf, &eh_frame, &eh_bytes, &eh_size, &err) == FU_OK) {
+        fu_section section = {.kind = FU_SECTION_EH_FRAME, .data = eh_bytes, .size = eh_size,
+                              .address = eh_frame.addr, .address_size = 8, .segments = code,
+                              .segment_count = code_count};
+        fu_elf_pointer_bases(elf, &section.text_base, &section.data_base);
+        have_table = fu_cfi_table_parse(&table, &section, &err) == FU_OK && fu_cfi_table_evaluate(&table, &err) == FU_OK;
+    }
+    if (have_table) {
+        fu_buffer fdes = {0};
+        if (fu_check_scope_fdes(&table, &fdes, &err) == FU_OK) {
+            const uint32_t *index = (const uint32_t *)fdes.data;
+            for (size_t i = 0; i < fdes.len / sizeof *index; i++)
+                CHECK(index[i] < table.entry_count && table.entries[index[i]].kind == FU_ENTRY_FDE &&
+                      !table.entries[index[i]].has_error && table.entries[index[i]].pc_begin != 0 &&
+                      (i == 0 || index[i - 1] < index[i]), "an FDE judged that is no well-formed FDE");
+        }
+        free(fdes.data);
+    }
+    fu_check_scope_input input = {.elf = elf, .tables = {have_table ? &table : NULL, NULL}, .code = code,
+                                  .code_count = code_count, .symbols = &symbols, .targets = targets,
+                                  .target_count = target_count};
     fu_buffer ranges = {0};
     if (fu_check_uncovered(&input, &ranges, &err) == FU_OK) {
         const fu_check_uncovered_range *r = (const fu_check_uncovered_range *)ranges.data;
@@ -120,12 +147,15 @@ static void run_check_scope(const fu_elf *elf, uint64_t *rng)
             CHECK(r[i].start < r[i].end || r[i].end == UINT64_MAX, "an empty uncovered range");
             CHECK(i == 0 || r[i - 1].start < r[i].start, "uncovered ranges not sorted");
             CHECK(r[i].name == UINT32_MAX || r[i].name < symbols.names_size, "a name outside the names");
+            int64_t fde;
+            CHECK(!have_table || fu_cfi_table_find_row(&table, r[i].start, &fde) < 0, "an uncovered start an FDE covers");
         }
     } else {
         CHECK((err.status == FU_ERR_ELF || err.status == FU_ERR_NOMEM) && printable_message(&err),
               "uncovered failed without a printable error");
     }
     free(ranges.data);
+    fu_cfi_table_free(&table);
     fu_check_symbols_free(&symbols);
 }
 
