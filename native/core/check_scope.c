@@ -1,6 +1,8 @@
 /* check_scope: function symbols, noreturn functions and code without CFI, for check (check_scope.h). */
 #include "check_scope.h"
 
+#include "radix_sort.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,57 +77,10 @@ bool fu_check_noreturn_name(const char *name, size_t len)
     return i > digits && starts_with(name + i, len - i, STD_THROW_INFIX, sizeof STD_THROW_INFIX - 1);
 }
 
-/* The radix sort's digit: 11 bits, six passes over 64-bit keys, each skipped where every key has
- * the same digit (addresses of one file share their high bits). */
-#define RADIX_BITS 11
-#define RADIX_SIZE (1u << RADIX_BITS)
-
-static inline uint64_t key_of(const unsigned char *item)
-{
-    uint64_t key;
-    memcpy(&key, item, sizeof key);
-    return key;
-}
-
-/* Sort `count` items of `size` bytes by the uint64_t each starts with, keeping the order of equal
- * keys (an LSD radix sort: qsort's comparator calls took 125M instructions for libLLVM-14's 120k
- * call targets and relocated addresses); false if out of memory. */
-static bool radix_sort(void *items, size_t count, size_t size)
-{
-    if (count < 2)
-        return true;
-    unsigned char *scratch = malloc(count * size);
-    if (!scratch)
-        return false;
-    unsigned char *from = items, *to = scratch;
-    for (unsigned shift = 0; shift < 64; shift += RADIX_BITS) {
-        size_t counts[RADIX_SIZE] = {0};
-        for (size_t i = 0; i < count; i++)
-            counts[(key_of(from + i * size) >> shift) & (RADIX_SIZE - 1)]++;
-        if (counts[(key_of(from) >> shift) & (RADIX_SIZE - 1)] == count)
-            continue; /* one digit for all: this pass keeps the order */
-        size_t at = 0;
-        for (unsigned d = 0; d < RADIX_SIZE; d++) {
-            size_t n = counts[d];
-            counts[d] = at;
-            at += n;
-        }
-        for (size_t i = 0; i < count; i++)
-            memcpy(to + counts[(key_of(from + i * size) >> shift) & (RADIX_SIZE - 1)]++ * size, from + i * size, size);
-        unsigned char *swap = from;
-        from = to;
-        to = swap;
-    }
-    if (from != items)
-        memcpy(items, from, count * size);
-    free(scratch);
-    return true;
-}
-
 /* Sort and drop repeats; returns the new count (false in *ok when out of memory). */
 static size_t sort_unique(uint64_t *values, size_t count, bool *ok)
 {
-    if (!(*ok = radix_sort(values, count, sizeof *values)))
+    if (!(*ok = fu_radix_sort(values, count, sizeof *values)))
         return 0;
     size_t kept = count ? 1 : 0;
     for (size_t i = 1; i < count; i++)
@@ -134,7 +89,7 @@ static size_t sort_unique(uint64_t *values, size_t count, bool *ok)
     return kept;
 }
 
-/* A function symbol as read (the radix sort keys on `value`, its first field). */
+/* A function symbol as read (fu_radix_sort keys on `value`, its first field). */
 typedef struct candidate {
     uint64_t value, size;
     const char *name;
@@ -267,7 +222,7 @@ fu_status fu_check_symbols_read(const fu_elf *const *files, size_t file_count, f
     if (!sorted_noreturn || !sorted_entries)
         goto nomem;
     /* by address, aliases in table order */
-    if (!radix_sort(c, count, sizeof *c))
+    if (!fu_radix_sort(c, count, sizeof *c))
         goto nomem;
     fu_buffer names = {0};
     for (size_t i = 0; i < count;) {
