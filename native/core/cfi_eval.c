@@ -343,10 +343,8 @@ const fu_state *fu_cfi_table_state(const fu_cfi_table *t, uint32_t id) { return 
 
 fu_rule fu_state_rule(const fu_cfi_table *t, const fu_state *st, unsigned column)
 {
-    /* a state's columns are sorted (cfi.h): the search stops at the first past `column` */
-    const uint8_t *columns = t->column_pool + st->first;
-    for (unsigned k = 0; k < st->count && columns[k] <= column; k++)
-        if (columns[k] == column)
+    for (unsigned k = 0; k < st->count; k++)
+        if (t->column_pool[st->first + k] == column)
             return t->rule_pool[st->first + k];
     fu_rule none = {0};
     return none;
