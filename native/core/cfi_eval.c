@@ -232,6 +232,9 @@ typedef struct dense_state {
     uint16_t cfa_register;
     int64_t cfa_offset;
     uint64_t set[FU_MAX_COLUMNS / 64]; /* columns whose rule is not unspecified */
+    unsigned count;                    /* of them */
+    /* the rules of the columns in `set`; the others' hold stale rules, never read: a state is
+     * never cleared or copied whole per FDE (2 KB, 6% of libLLVM-14's evaluation) */
     fu_rule rules[FU_MAX_COLUMNS];
 } dense_state;
 
@@ -273,12 +276,7 @@ static uint64_t hash_dense(const dense_state *s)
 
 static bool state_matches(const fu_cfi_table *t, const fu_state *st, const dense_state *s)
 {
-    if (!rule_equal(&st->cfa, &s->cfa))
-        return false;
-    unsigned n = 0;
-    for (unsigned w = 0; w < FU_MAX_COLUMNS / 64; w++)
-        n += (unsigned)__builtin_popcountll(s->set[w]);
-    if (n != st->count)
+    if (!rule_equal(&st->cfa, &s->cfa) || s->count != st->count)
         return false;
     for (unsigned i = 0; i < st->count; i++) {
         unsigned col = t->column_pool[st->first + i];
@@ -302,9 +300,7 @@ static uint32_t intern(fu_cfi_table *t, const dense_state *s)
     uint32_t found = fu_intern_find(&t->state_index, h, state_id_matches, t, s);
     if (found != FU_INTERN_NONE)
         return found;
-    unsigned n = 0;
-    for (unsigned w = 0; w < FU_MAX_COLUMNS / 64; w++)
-        n += (unsigned)__builtin_popcountll(s->set[w]);
+    unsigned n = s->count;
     if (!fu_grow_array((void **)&t->states, &t->state_cap, (uint64_t)t->state_count + 1, sizeof(fu_state)))
         return UINT32_MAX;
     uint32_t pool_cap = t->pool_cap;
@@ -329,11 +325,13 @@ static uint32_t intern(fu_cfi_table *t, const dense_state *s)
     return t->state_count++;
 }
 
+/* `out` set to state `id`; its CFA register and offset are the caller's to set. */
 static void expand_state(const fu_cfi_table *t, uint32_t id, dense_state *out)
 {
-    memset(out, 0, sizeof *out);
     const fu_state *st = &t->states[id];
     out->cfa = st->cfa;
+    memset(out->set, 0, sizeof out->set);
+    out->count = st->count;
     for (unsigned k = 0; k < st->count; k++) {
         unsigned col = t->column_pool[st->first + k];
         out->set[col / 64] |= (uint64_t)1 << (col % 64);
@@ -387,12 +385,40 @@ static void set_cfa_register_offset(evaluator *ev)
 
 static void set_rule(evaluator *ev, unsigned col, fu_rule rule)
 {
-    ev->current.rules[col] = rule;
-    if (rule.kind == FU_RULE_UNSPECIFIED)
-        ev->current.set[col / 64] &= ~((uint64_t)1 << (col % 64));
-    else
-        ev->current.set[col / 64] |= (uint64_t)1 << (col % 64);
+    dense_state *s = &ev->current;
+    uint64_t bit = (uint64_t)1 << (col % 64);
+    bool was_set = s->set[col / 64] & bit;
+    s->rules[col] = rule;
+    if (rule.kind == FU_RULE_UNSPECIFIED) {
+        s->set[col / 64] &= ~bit;
+        s->count -= was_set;
+    } else {
+        s->set[col / 64] |= bit;
+        s->count += !was_set;
+    }
     ev->dirty = true;
+}
+
+/* The CIE's rule of `col` (DW_CFA_restore). */
+static fu_rule initial_rule(const evaluator *ev, unsigned col)
+{
+    fu_rule none = {0};
+    return ev->initial.set[col / 64] >> (col % 64) & 1 ? ev->initial.rules[col] : none;
+}
+
+/* `to` = `from`, the rules of the set columns only. */
+static void copy_state(dense_state *to, const dense_state *from)
+{
+    to->cfa = from->cfa;
+    to->cfa_register = from->cfa_register;
+    to->cfa_offset = from->cfa_offset;
+    memcpy(to->set, from->set, sizeof to->set);
+    to->count = from->count;
+    for (unsigned w = 0; w < FU_MAX_COLUMNS / 64; w++)
+        for (uint64_t bits = from->set[w]; bits; bits &= bits - 1) {
+            unsigned col = w * 64 + (unsigned)__builtin_ctzll(bits);
+            to->rules[col] = from->rules[col];
+        }
 }
 
 /* Run the instructions of entry `e` over ev->current, emitting rows from `loc`. Returns false with
@@ -462,7 +488,7 @@ static bool run(evaluator *ev, fu_entry *e, uint64_t loc, char *message, size_t 
             break;
         case FU_INSN_OFFSET: r.kind = FU_RULE_OFFSET; r.value = insn.value; set_rule(ev, col, r); break;
         case FU_INSN_VAL_OFFSET: r.kind = FU_RULE_VAL_OFFSET; r.value = insn.value; set_rule(ev, col, r); break;
-        case FU_INSN_RESTORE: set_rule(ev, col, ev->initial.rules[col]); break;
+        case FU_INSN_RESTORE: set_rule(ev, col, initial_rule(ev, col)); break;
         case FU_INSN_UNDEFINED: r.kind = FU_RULE_UNDEFINED; set_rule(ev, col, r); break;
         case FU_INSN_SAME_VALUE: r.kind = FU_RULE_SAME_VALUE; set_rule(ev, col, r); break;
         case FU_INSN_REGISTER: r.kind = FU_RULE_REGISTER; r.reg = (uint16_t)insn.reg2; set_rule(ev, col, r); break;
@@ -677,7 +703,7 @@ fu_status fu_cfi_table_evaluate_ranges(fu_cfi_table *t, const uint64_t *ranges, 
         expand_state(t, initial, &ev.current);
         ev.current.cfa_register = cie_cfa_register[ce->cie_slot];
         ev.current.cfa_offset = cie_cfa_offset[ce->cie_slot];
-        ev.initial = ev.current;
+        copy_state(&ev.initial, &ev.current);
         ev.last_state = initial;
         ev.dirty = false;
         ev.depth = 0;

@@ -7,41 +7,42 @@
 #include <stdlib.h>
 
 #include "cfi.h"
+#include "radix_sort.h"
 
-/* qsort has no context argument in C11; one per thread, since modules are opened on several
- * (perf_session.py, _open_modules): a shared one made two tables sort by each other's entries */
-static _Thread_local const fu_cfi_table *sort_table;
-
-static int compare_fde(const void *a, const void *b)
-{
-    const fu_entry *x = &sort_table->entries[*(const uint32_t *)a];
-    const fu_entry *y = &sort_table->entries[*(const uint32_t *)b];
-    if (x->pc_begin != y->pc_begin)
-        return x->pc_begin < y->pc_begin ? -1 : 1;
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
-}
+/* An indexed FDE while the index is sorted: its start (the key), its entry. */
+typedef struct indexed_fde {
+    uint64_t start;
+    uint32_t entry;
+} indexed_fde;
 
 fu_status fu_cfi_table_build_index(fu_cfi_table *t, fu_error *err)
 {
     free(t->fde_sorted);
+    free(t->fde_starts);
+    t->fde_starts = NULL;
     t->fde_sorted = malloc(sizeof(uint32_t) * (t->entry_count ? t->entry_count : 1));
-    if (!t->fde_sorted)
+    indexed_fde *fdes = malloc(sizeof *fdes * (t->entry_count ? t->entry_count : 1));
+    if (!t->fde_sorted || !fdes) {
+        free(fdes);
         return fu_fail(err, FU_ERR_NOMEM, "out of memory for the FDE index");
+    }
     t->fde_count = 0;
     for (uint32_t i = 0; i < t->entry_count; i++) {
         const fu_entry *e = &t->entries[i];
         if (e->kind == FU_ENTRY_FDE && !e->has_error && !e->discarded && e->pc_range > 0 && e->row_count > 0)
-            t->fde_sorted[t->fde_count++] = i;
+            fdes[t->fde_count++] = (indexed_fde){e->pc_begin, i};
     }
-    sort_table = t;
-    qsort(t->fde_sorted, t->fde_count, sizeof(uint32_t), compare_fde);
-    sort_table = NULL;
-    free(t->fde_starts);
+    /* by start; of FDEs with one start, in section order (entries are) */
     t->fde_starts = malloc(sizeof(uint64_t) * (t->fde_count ? t->fde_count : 1));
-    if (!t->fde_starts)
+    if (!t->fde_starts || !fu_radix_sort(fdes, t->fde_count, sizeof *fdes)) {
+        free(fdes);
         return fu_fail(err, FU_ERR_NOMEM, "out of memory for the FDE index");
-    for (uint32_t i = 0; i < t->fde_count; i++)
-        t->fde_starts[i] = t->entries[t->fde_sorted[i]].pc_begin;
+    }
+    for (uint32_t i = 0; i < t->fde_count; i++) {
+        t->fde_sorted[i] = fdes[i].entry;
+        t->fde_starts[i] = fdes[i].start;
+    }
+    free(fdes);
     return FU_OK;
 }
 

@@ -1,6 +1,7 @@
 /* elf_driver: native/core/elf_file.c (an ELF file's headers, sections, segments, notes and build-id,
  * .gnu_debuglink, the process entry, a mapping's bias, the debug files to try, the build-id of a
- * file's first page in memory) under
+ * file's first page in memory) and native/core/check_scope.c (check's function symbols, noreturn
+ * functions and code without CFI, from the file's symbol tables, sections and relocations) under
  * AddressSanitizer + UndefinedBehaviorSanitizer.
  *
  * Inputs: ELF files built here (ELF32 and ELF64, with and without extended numbering, note regions
@@ -23,6 +24,7 @@
 
 #include <elf.h>
 
+#include "check_scope.h"
 #include "elf_file.h"
 
 static bool inside(const uint8_t *input, size_t size, const uint8_t *data, size_t length)
@@ -56,6 +58,105 @@ static bool printable_message(const fu_error *err)
         if (*c < 0x20 || *c >= 0x7f)
             return false;
     return err->message[0] != '\0';
+}
+
+static bool holds(const uint64_t *sorted, size_t count, uint64_t value)
+{
+    size_t low = 0, high = count;
+    while (low < high) {
+        size_t mid = low + (high - low) / 2;
+        if (sorted[mid] < value)
+            low = mid + 1;
+        else
+            high = mid;
+    }
+    return low < count && sorted[low] == value;
+}
+
+/* check_scope over the file (once, or as its own debug file too) and its .eh_frame: a symbol table
+ * that holds together, noreturn functions among the symbols, the FDEs judged well-formed ones,
+ * uncovered ranges sorted, non-empty, named inside the names, starting where no FDE covers. */
+static void run_check_scope(const fu_elf *elf, uint64_t *rng)
+{
+    const fu_elf *files[2] = {elf, elf};
+    fu_check_symbols symbols;
+    fu_error err = {0};
+    if (fu_check_symbols_read(files, 1 + rng_below(rng, 2), &symbols, &err) != FU_OK) {
+        CHECK(err.status == FU_ERR_NOMEM, "symbols failed with status %d", (int)err.status);
+        return;
+    }
+    CHECK(fu_check_symbols_valid(&symbols), "a symbol table that does not hold together");
+    for (size_t i = 0; i < symbols.count; i++) {
+        const char *name = symbols.names + symbols.name_offsets[i];
+        CHECK(name[0] != '\0' && symbols.starts[i] != 0, "an empty name or a symbol at 0");
+        CHECK(!fu_check_noreturn_name(name, strlen(name)) || holds(symbols.noreturn, symbols.noreturn_count,
+                                                                   symbols.starts[i]),
+              "a noreturn function's symbol missing from noreturn");
+    }
+    fu_image_segment code[8];
+    size_t code_count = 0;
+    for (size_t i = 0; i < elf->segment_count && code_count < 8; i++) {
+        fu_elf_segment p = fu_elf_segment_at(elf, i);
+        const uint8_t *bytes;
+        size_t length;
+        if (p.type == PT_LOAD && (p.flags & PF_X) && fu_elf_segment_bytes(elf, &p, &bytes, &length, &err) == FU_OK)
+            code[code_count++] = (fu_image_segment){p.vaddr, bytes, length};
+    }
+    uint64_t targets[32];
+    size_t target_count = rng_below(rng, 33);
+    for (size_t i = 0; i < target_count; i++) {
+        uint64_t near = code_count ? code[rng_below(rng, code_count)].vaddr : 0;
+        targets[i] = rng_below(rng, 4) == 0 ? rng_next(rng)
+                     : symbols.count && rng_below(rng, 2) ? symbols.starts[rng_below(rng, symbols.count)] + rng_below(rng, 3)
+                                                          : near + rng_below(rng, 0x10000);
+    }
+    /* the file's .eh_frame, parsed and evaluated, for the FDEs judged and the coverage lookups */
+    fu_cfi_table table;
+    memset(&table, 0, sizeof table);
+    bool have_table = false;
+    fu_elf_section eh_frame;
+    const uint8_t *eh_bytes;
+    size_t eh_size;
+    if (fu_elf_section_named(elf, ".eh_frame", &eh_frame) &&
+        fu_elf_section_bytes(elf, &eh_frame, &eh_bytes, &eh_size, &err) == FU_OK) {
+        fu_section section = {.kind = FU_SECTION_EH_FRAME, .data = eh_bytes, .size = eh_size,
+                              .address = eh_frame.addr, .address_size = 8, .segments = code,
+                              .segment_count = code_count};
+        fu_elf_pointer_bases(elf, &section.text_base, &section.data_base);
+        have_table = fu_cfi_table_parse(&table, &section, &err) == FU_OK && fu_cfi_table_evaluate(&table, &err) == FU_OK;
+    }
+    if (have_table) {
+        fu_buffer fdes = {0};
+        if (fu_check_scope_fdes(&table, &fdes, &err) == FU_OK) {
+            const uint32_t *index = (const uint32_t *)fdes.data;
+            for (size_t i = 0; i < fdes.len / sizeof *index; i++)
+                CHECK(index[i] < table.entry_count && table.entries[index[i]].kind == FU_ENTRY_FDE &&
+                      !table.entries[index[i]].has_error && table.entries[index[i]].pc_begin != 0 &&
+                      (i == 0 || index[i - 1] < index[i]), "an FDE judged that is no well-formed FDE");
+        }
+        free(fdes.data);
+    }
+    fu_check_scope_input input = {.elf = elf, .tables = {have_table ? &table : NULL, NULL}, .code = code,
+                                  .code_count = code_count, .symbols = &symbols, .targets = targets,
+                                  .target_count = target_count};
+    fu_buffer ranges = {0};
+    if (fu_check_uncovered(&input, &ranges, &err) == FU_OK) {
+        const fu_check_uncovered_range *r = (const fu_check_uncovered_range *)ranges.data;
+        size_t count = ranges.len / sizeof *r;
+        for (size_t i = 0; i < count; i++) {
+            CHECK(r[i].start < r[i].end || r[i].end == UINT64_MAX, "an empty uncovered range");
+            CHECK(i == 0 || r[i - 1].start < r[i].start, "uncovered ranges not sorted");
+            CHECK(r[i].name == UINT32_MAX || r[i].name < symbols.names_size, "a name outside the names");
+            int64_t fde;
+            CHECK(!have_table || fu_cfi_table_find_row(&table, r[i].start, &fde) < 0, "an uncovered start an FDE covers");
+        }
+    } else {
+        CHECK((err.status == FU_ERR_ELF || err.status == FU_ERR_NOMEM) && printable_message(&err),
+              "uncovered failed without a printable error");
+    }
+    free(ranges.data);
+    fu_cfi_table_free(&table);
+    fu_check_symbols_free(&symbols);
 }
 
 /* Everything the reader promises of one input. */
@@ -151,6 +252,7 @@ static void run_one(const uint8_t *input, size_t size, const char *label, uint64
         CHECK(at == paths.len, "bytes after the last candidate");
     }
     free(paths.data);
+    run_check_scope(&elf, rng);
     free(data);
 }
 

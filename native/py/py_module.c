@@ -20,6 +20,7 @@ int py_perf_walk_init(PyObject *module);     /* unwind_samples, callchain_sample
 int py_symbols_init(PyObject *module);       /* SymbolTable */
 int py_perf_script_init(PyObject *module);   /* symbolize_samples, UnwoundSamples */
 int py_synth_init(PyObject *module);         /* check_fdes, synth_function */
+int py_check_scope_init(PyObject *module);   /* check_symbols, check_uncovered */
 int py_synth_table_init(PyObject *module);   /* synth_table */
 int py_trace_init(PyObject *module);         /* trace */
 int py_report_init(PyObject *module);        /* Report */
@@ -37,7 +38,7 @@ static const py_init_fn INITS[] = {
     py_x86_64_init,        py_cfi_init,       py_dwarf_expr_init,  py_compact_table_init, py_eh_elf_init,
     py_eh_elf_rows_init,   py_address_space_init, py_walk_init,    py_perf_data_init,     py_perf_replay_init,
     py_perf_walk_init,     py_symbols_init,   py_perf_script_init, py_synth_init,         py_synth_table_init,
-    py_trace_init,
+    py_check_scope_init,   py_trace_init,
     py_report_init,        py_sample_filter_init, py_profile_init, py_live_init,          py_bpf_init,
     py_coredump_init,      py_srcline_init,   py_snapshot_init,    py_cache_paths_init,   py_elf_init,
 };

@@ -4,11 +4,13 @@ Every FDE of `.eh_frame` and `.debug_frame` (a separate debug file's included) i
 core (native/core/synth.c: abstract interpretation of the FDE's code; native/core/check.c: declared
 rows against derived ones at every instruction, with the GIL released) and judged `agree`,
 `mismatch` (each address where a declared rule recovers a wrong value, declared vs derived) or
-`undecided` (why). Python only gathers the inputs (segments, noreturn functions) and splits the FDEs
-into chunks, which `jobs` threads check in parallel.
+`undecided` (why). Python only gathers the inputs (segments; the function symbols, noreturn
+functions and known entries, read by native/core/check_scope.c) and splits the FDEs into chunks,
+which `jobs` threads check in parallel (one job: this thread).
 
-Code without CFI is reported as `uncovered`: function symbols in executable segments, direct call
-targets, addresses relocations store and the loader's DT_INIT and DT_FINI that no FDE covers.
+Code without CFI is reported as `uncovered` (check_scope.c too): function symbols in executable
+segments, direct call targets, addresses relocations store and the loader's DT_INIT and DT_FINI
+that no FDE covers.
 """
 
 from __future__ import annotations
@@ -16,37 +18,19 @@ from __future__ import annotations
 import array
 import bisect
 import gc
+import itertools
 import re
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import NamedTuple
 
 from fastunwind import _core
-from fastunwind.cfi import DEBUG_FRAME, EH_FRAME, ENTRY_FDE, RETURN_ADDRESS_COLUMN, register_name
-from fastunwind.elf import (ET_REL, PF_X, SHF_EXECINSTR, SHT_PROGBITS, SHT_RELA, STT_FUNC, ElfFile,
-                            find_debug_file)
+from fastunwind.elf import ET_REL, PF_X, ElfFile, find_debug_file
 from fastunwind.elf.dynamic import init_and_fini
 from fastunwind.errors import ElfError
+from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME
 from fastunwind.image import ModuleImage
 from fastunwind.symbols import EM_X86_64, PLT_SECTIONS, symbol_table_for_file
-
-#: functions that never return: a call to them ends a path (C library, C++ and unwinder runtime).
-#: Not __libc_message: in glibc 2.36 (sysdeps/posix/libc_fatal.c) it aborts only when its action has
-#: do_abort and returns otherwise (Debian 12's libc.so.6: a `ret` at __libc_message+0x1b1).
-NORETURN_FUNCTIONS = frozenset({
-    "abort", "exit", "_exit", "_Exit", "quick_exit", "__stack_chk_fail", "__stack_chk_fail_local", "__chk_fail",
-    "__fortify_fail", "__assert_fail", "__assert_perror_fail", "__libc_fatal",
-    "__malloc_assert", "malloc_printerr", "longjmp", "_longjmp", "siglongjmp", "__longjmp_chk", "__libc_longjmp",
-    "__libc_siglongjmp", "pthread_exit", "__pthread_exit", "__pthread_unwind", "__pthread_unwind_next",
-    "_dl_signal_error", "_dl_signal_exception", "_dl_fatal_printf", "_dl_reloc_bad_type",
-    "err", "errx", "verr", "verrx", "_Unwind_Resume", "__cxa_throw", "__cxa_rethrow", "__cxa_bad_cast",
-    "__cxa_bad_typeid", "__cxa_throw_bad_array_new_length", "__cxa_call_unexpected", "__cxa_call_terminate",
-    "__cxa_pure_virtual", "__cxa_deleted_virtual", "_ZSt9terminatev", "__terminate", "__gnat_last_chance_handler",
-    "Py_FatalError", "_Py_FatalErrorFunc", "_Py_FatalErrorFormat", "Py_Exit", "_Py_FatalError_TstateNULL",
-    "_ZN4llvm24llvm_unreachable_internalEPKcS1_j",
-})
-#: libstdc++'s std::__throw_* helpers (std::__throw_length_error, ...) and LLVM's report_fatal_error overloads
-NORETURN_PATTERN = re.compile(r"_ZSt\d+__throw_|_ZN4llvm18report_fatal_error")
 
 VERDICT_NAMES = {_core.CHECK_AGREE: "agree", _core.CHECK_MISMATCH: "mismatch", _core.CHECK_UNDECIDED: "undecided"}
 #: FDEs per chunk handed to one C call (the unit of parallelism and of progress): at most
@@ -56,6 +40,9 @@ CHUNK_FDES = 8192
 CHUNK_FDES_MIN = 256
 CHUNKS_PER_JOB = 4
 _Outcome = tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes, bytes]
+#: _core.check_symbols' function symbols of a file (starts, sizes, name offsets, names, noreturn
+#: functions, entries: buffers the C core reads again)
+Symbols = tuple[bytes, bytes, bytes, bytes, bytes, bytes]
 #: the uint32 fields of one FDE's result, in the order of _core.CHECK_RESULT_FIELD_NAMES
 FIELDS = len(_core.CHECK_RESULT_FIELD_NAMES)
 _FIELD = {name: index for index, name in enumerate(_core.CHECK_RESULT_FIELD_NAMES)}
@@ -75,11 +62,11 @@ def what_name(what: int) -> str:
         return "cfa"
     if what == _core.CHECK_WHAT_RANGE:
         return "range"
-    return "ra" if what == RETURN_ADDRESS_COLUMN else register_name(what)
+    # not cfi.register_name: importing cfi (and its dataclasses) costs a check ~14 ms of start-up
+    return "ra" if what == _core.RETURN_ADDRESS_COLUMN else _core.register_name(what) or f"r{what}"
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     address: int
     what: str
     declared: str
@@ -89,8 +76,7 @@ class Finding:
         return {"address": self.address, "what": self.what, "declared": self.declared, "derived": self.derived}
 
 
-@dataclass(frozen=True)
-class FdeVerdict:
+class FdeVerdict(NamedTuple):
     section: str
     pc_begin: int
     pc_end: int
@@ -112,8 +98,7 @@ class FdeVerdict:
                 "skipped": self.skipped}
 
 
-@dataclass(frozen=True)
-class Uncovered:
+class Uncovered(NamedTuple):
     start: int
     end: int
     symbol: str
@@ -122,16 +107,16 @@ class Uncovered:
         return {"start": self.start, "end": self.end, "symbol": self.symbol}
 
 
-@dataclass
 class SectionCheck:
     """One frame section's FDEs: the C results (FIELDS uint32 per FDE) and the details of those not
     agreeing, by position."""
 
-    name: str
-    pc_begin: array.array[int]
-    pc_range: array.array[int]
-    results: array.array[int] = field(default_factory=lambda: array.array("I"))
-    details: dict[int, tuple[str, tuple[tuple[int, int, str, str], ...]]] = field(default_factory=dict)
+    def __init__(self, name: str, pc_begin: array.array[int], pc_range: array.array[int]) -> None:
+        self.name = name
+        self.pc_begin = pc_begin
+        self.pc_range = pc_range
+        self.results = array.array("I")
+        self.details: dict[int, tuple[str, tuple[tuple[int, int, str, str], ...]]] = {}
 
     def verdicts(self) -> Iterator[FdeVerdict]:
         return (self._verdict(position) for position in range(len(self.results) // FIELDS))
@@ -152,22 +137,22 @@ class SectionCheck:
                           r[base + SKIPPED])
 
 
-@dataclass
 class Counts:
     """FDEs by verdict, and instructions of the decided FDEs (agree + mismatch) by outcome."""
 
-    fdes: dict[str, int] = field(default_factory=lambda: {"agree": 0, "mismatch": 0, "undecided": 0})
-    instructions_agree: int = 0
-    instructions_mismatch: int = 0
-    instructions_unknown: int = 0
-    #: instructions of decided FDEs that no path reached (padding aside): left unchecked (in mismatching
-    #: FDEs only: an FDE with code no path reaches is otherwise undecided)
-    instructions_unreached: int = 0
-    #: reached instructions not compared: rows whose return address is undefined (the outermost frame)
-    instructions_skipped: int = 0
-    uncovered: int = 0
-    #: FDEs starting inside a function (gcc's .cold parts), checked from their first declared row
-    from_declared_entry: int = 0
+    def __init__(self, uncovered: int = 0) -> None:
+        self.fdes = {"agree": 0, "mismatch": 0, "undecided": 0}
+        self.instructions_agree = 0
+        self.instructions_mismatch = 0
+        self.instructions_unknown = 0
+        #: instructions of decided FDEs that no path reached (padding aside): left unchecked (in
+        #: mismatching FDEs only: an FDE with code no path reaches is otherwise undecided)
+        self.instructions_unreached = 0
+        #: reached instructions not compared: rows whose return address is undefined (the outermost frame)
+        self.instructions_skipped = 0
+        self.uncovered = uncovered
+        #: FDEs starting inside a function (gcc's .cold parts), checked from their first declared row
+        self.from_declared_entry = 0
 
     @property
     def fde_total(self) -> int:
@@ -195,8 +180,7 @@ class Counts:
         self.from_declared_entry += other.from_declared_entry
 
 
-@dataclass(frozen=True)
-class CodeInputs:
+class CodeInputs(NamedTuple):
     """What the C core reads besides the CFI tables: the executable and all PT_LOAD segments as
     (vaddr, bytes), the sorted uint64 addresses of noreturn functions and of known function entries."""
 
@@ -206,14 +190,15 @@ class CodeInputs:
     function_entries: bytes
 
 
-@dataclass
 class FileCheck:
-    path: str
-    sections: list[SectionCheck]
-    uncovered: list[Uncovered]
-    #: the image checked and the inputs its code was read with (synth builds on them)
-    image: ModuleImage | None = None
-    inputs: CodeInputs | None = None
+    def __init__(self, path: str, sections: list[SectionCheck], uncovered: list[Uncovered],
+                 image: ModuleImage | None = None, inputs: CodeInputs | None = None) -> None:
+        self.path = path
+        self.sections = sections
+        self.uncovered = uncovered
+        #: the image checked and the inputs its code was read with (synth builds on them)
+        self.image = image
+        self.inputs = inputs
 
     def verdicts(self) -> Iterator[FdeVerdict]:
         for section in self.sections:
@@ -260,30 +245,21 @@ class FileCheck:
                 "uncovered": [u.to_json() for u in self.uncovered]}
 
 
-def _function_symbols(elf: ElfFile) -> list[tuple[int, int, str]]:
-    """(value, size, name) of the defined function symbols of the file and of its separate debug file."""
-    found: list[tuple[int, int, str]] = []
-    files = [elf]
+def _function_symbols(elf: ElfFile) -> Symbols:
+    """The function symbols of the file and of its separate debug file, read by the C core
+    (core/check_scope.h): one name per address, the noreturn functions, the known entries."""
     debug_path = find_debug_file(elf)
     debug = None
     if debug_path:
         try:
             debug = ElfFile.open(debug_path)
-            files.append(debug)
         except (OSError, ElfError):
             debug = None
     try:
-        for source in files:
-            try:
-                symbols = source.symbols()
-            except ElfError:
-                continue
-            found.extend((s.value, s.size, s.name) for s in symbols
-                         if s.type == STT_FUNC and s.section_index != 0 and s.value and s.name)
+        return _core.check_symbols([elf.file_view()] + ([debug.file_view()] if debug else []))
     finally:
         if debug is not None:
             debug.close()
-    return found
 
 
 def _plt_noreturn(elf: ElfFile) -> list[int]:
@@ -297,20 +273,15 @@ def _plt_noreturn(elf: ElfFile) -> list[int]:
         step = section.entsize if section.entsize in (8, 16) else 16
         for address in range(section.addr, section.addr + section.size, step):
             named = table.lookup(address)
-            if named and named[1] == 0 and named[0].endswith("@plt") and _is_noreturn(named[0][:-4]):
+            if named and named[1] == 0 and named[0].endswith("@plt") and _core.check_noreturn_name(named[0][:-4]):
                 found.append(address)
     return found
 
 
-def _is_noreturn(name: str) -> bool:
-    base = name.partition("@")[0]
-    return base in NORETURN_FUNCTIONS or NORETURN_PATTERN.match(base) is not None
-
-
 def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None] | None = None) -> FileCheck:
     """Check every FDE of `path`; `progress(done, total)` is called as chunks of FDEs complete."""
-    # what is built here (symbols, sets of addresses, results) holds no cycles: the collector would
-    # only walk it, again and again as it grows (libLLVM-14: 2% of the run)
+    # what is built here (sets of addresses, results) holds no cycles: the collector would only
+    # walk it, again and again as it grows
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -318,6 +289,9 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
     finally:
         if collecting:
             gc.enable()
+
+
+_Chunk = tuple[SectionCheck, _core.CfiTable, bytes]
 
 
 def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | None) -> FileCheck:
@@ -332,71 +306,67 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
     code = [(s.vaddr, elf.segment_data(s)) for s in loads if s.flags & PF_X]
     segments = [(s.vaddr, elf.segment_data(s)) for s in loads]
     symbols = _function_symbols(elf)
-    noreturn = sorted({value for value, _size, name in symbols if _is_noreturn(name)} | set(_plt_noreturn(elf)))
-    noreturn_bytes = array.array("Q", noreturn).tobytes()
-    entries_known = {value for value, _size, name in symbols if not _is_cold_part(name)}
+    noreturn_bytes = symbols[4]
+    plt_noreturn = _plt_noreturn(elf)
+    if plt_noreturn:
+        noreturn_bytes = array.array("Q", sorted(set(array.array("Q", noreturn_bytes)) | set(plt_noreturn))).tobytes()
+    entries_bytes = symbols[5]
 
-    work: list[tuple[SectionCheck, _core.CfiTable, bytes]] = []
+    work: list[_Chunk] = []
     sections: list[SectionCheck] = []
     tables_checked: list[_core.CfiTable] = []
     for kind, table in ((EH_FRAME, image.eh_frame), (DEBUG_FRAME, image.debug_frame)):
         if table is None:
             continue
-        kinds, _first, _count, begin_bytes, range_bytes = table.entry_arrays()
-        pc_begin, pc_range = array.array("Q", begin_bytes), array.array("Q", range_bytes)
-        # an FDE at 0 in a linked file describes code the linker discarded (--gc-sections, a COMDAT
-        # duplicate): .debug_frame keeps such FDEs with their address resolved to 0
-        entries = array.array("I", (i for i, k in enumerate(kinds) if k == ENTRY_FDE and pc_begin[i] != 0))
-        section = SectionCheck(".eh_frame" if kind == EH_FRAME else ".debug_frame", pc_begin, pc_range)
+        _kinds, _first, _count, begin_bytes, range_bytes = table.entry_arrays()
+        entries = _core.check_scope_fdes(table)
+        section = SectionCheck(".eh_frame" if kind == EH_FRAME else ".debug_frame", array.array("Q", begin_bytes),
+                               array.array("Q", range_bytes))
         sections.append(section)
         tables_checked.append(table)
-        size = min(CHUNK_FDES, max(CHUNK_FDES_MIN, -(-len(entries) // (CHUNKS_PER_JOB * max(1, jobs)))))
-        for start in range(0, len(entries), size):
-            work.append((section, table, entries[start:start + size].tobytes()))
+        count = len(entries) // 4
+        size = min(CHUNK_FDES, max(CHUNK_FDES_MIN, -(-count // (CHUNKS_PER_JOB * jobs))))
+        for start in range(0, count, size):
+            work.append((section, table, entries[start * 4:(start + size) * 4]))
 
     total = sum(len(chunk) // 4 for _s, _t, chunk in work)
     done = 0
-    uncovered_calls: set[int] = set()
+    uncovered_calls: list[bytes] = []
     called_non_entry: set[int] = set()
     foreign: set[int] = set()
 
     #: decoded instructions interpreted for this file by every chunk (_core.CHECK_MAX_FILE_INSTRUCTIONS)
     work_done = array.array("Q", [0])
 
-    def run(item: tuple[SectionCheck, _core.CfiTable, bytes], function_entries: bytes,
-            foreign_entries: bytes = b"") -> _Outcome:
+    def run(item: _Chunk, function_entries: bytes, foreign_entries: bytes = b"") -> _Outcome:
         _section, table, chunk = item
         return _core.check_fdes(table, chunk, code, segments, noreturn_bytes, function_entries, image.eh_frame,
                                 image.debug_frame, work_done, foreign_entries)
 
-    entries_bytes = array.array("Q", sorted(entries_known)).tobytes()
-
-    tables = [table for table in (image.eh_frame, image.debug_frame) if table is not None]
-    names = _names_by_address(symbols)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        # every chunk is submitted here; the C core runs without the GIL
-        outcomes = pool.map(run, work, [entries_bytes] * len(work))
-        uncovered_functions = _uncovered_functions(tables, names, code)  # meanwhile
+    with _chunk_mapper(jobs) as map_chunks:
+        # with threads, every chunk is submitted here; the C core runs without the GIL
+        outcomes = map_chunks(run, work, [entries_bytes] * len(work))
         for (section, _table, chunk), (results, details, uncovered, called, entered) in zip(work, outcomes):
             offset = len(section.results) // FIELDS
             section.results.frombytes(results)
             for position, reason, findings in details:
                 section.details[offset + position] = (reason, findings)
-            uncovered_calls.update(array.array("Q", uncovered))
+            uncovered_calls.append(uncovered)
             called_non_entry.update(array.array("Q", called))
             foreign.update(array.array("Q", entered))
             done += len(chunk) // 4
             if progress:
                 progress(done, total)
-    called_non_entry -= entries_known
+    if called_non_entry:
+        called_non_entry.difference_update(array.array("Q", entries_bytes))
     if called_non_entry:
         # FDEs checked from their first row as parts of a function, which a call shows to be entries
         # after all: again, from the ABI's entry state
-        entries_bytes = array.array("Q", sorted(entries_known | called_non_entry)).tobytes()
+        entries_bytes = array.array("Q", sorted(set(array.array("Q", entries_bytes)) | called_non_entry)).tobytes()
         for section, table in zip(sections, tables_checked):
             r = section.results
-            _recheck(section, table, [p for p in range(len(r) // FIELDS) if r[p * FIELDS + FROM_DECLARED_ENTRY]
-                                      and section.pc_begin[r[p * FIELDS + ENTRY]] in called_non_entry],
+            _recheck(section, table, [p for p in _positions_with(r, FROM_DECLARED_ENTRY)
+                                      if section.pc_begin[r[p * FIELDS + ENTRY]] in called_non_entry],
                      lambda item: run(item, entries_bytes))
     if foreign:
         # code left unreached inside an FDE that other FDEs jump to (a .cold part entered at several
@@ -406,52 +376,34 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
         foreign_bytes = array.array("Q", entered_sorted).tobytes()
         for section, table in zip(sections, tables_checked):
             r = section.results
-            _recheck(section, table, [p for p in range(len(r) // FIELDS) if r[p * FIELDS + UNREACHED] and _enters(
+            _recheck(section, table, [p for p in _positions_with(r, UNREACHED) if _enters(
                          entered_sorted, section.pc_begin[r[p * FIELDS + ENTRY]], section.pc_range[r[p * FIELDS + ENTRY]])],
                      lambda item: run(item, entries_bytes, foreign_bytes))
-    instructions = _instruction_ranges(elf, code)
-    starts = uncovered_functions + _not_covered(tables, [
-        target for target in uncovered_calls | _relocated_code(elf, instructions) | set(init_and_fini(elf))
-        if target not in names and _inside(instructions, target)])
-    return FileCheck(path, sections, _uncovered(sections, names, starts, code, instructions), image,
+    # code without CFI: function symbols, call targets, relocated addresses, DT_INIT and DT_FINI
+    targets = b"".join(uncovered_calls) + array.array("Q", init_and_fini(elf)).tobytes()
+    found = _core.check_uncovered(elf.file_view(), image.eh_frame, image.debug_frame, code, symbols, targets)
+    return FileCheck(path, sections, [Uncovered(*u) for u in found], image,
                      CodeInputs(code, segments, noreturn_bytes, entries_bytes))
 
 
-#: x86-64 psABI relocation types whose value is the base address plus the addend
-R_X86_64_RELATIVE = 8
+@contextmanager
+def _chunk_mapper(jobs: int) -> Iterator[Callable[..., Iterator[_Outcome]]]:
+    """map() over the chunks: in this thread for one job, else on a pool of `jobs` threads."""
+    if jobs == 1:
+        yield map
+        return
+    # imported for threads only: concurrent.futures (and the logging it imports) costs every
+    # one-thread run its import
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        yield pool.map
 
 
-def _instruction_ranges(elf: ElfFile, code: list[tuple[int, memoryview]]) -> list[tuple[int, int]]:
-    """Where the file's instructions are, sorted: its executable sections (SHF_EXECINSTR), else,
-    without section headers, its executable segments. An executable segment may also hold
-    read-only data (a linker that does not separate code: libLLVM-14's), which addresses taken by
-    lea and stored in relocations point into as much as into code."""
-    ranges = sorted((s.addr, s.addr + s.size) for s in elf.sections
-                    if s.flags & SHF_EXECINSTR and s.type == SHT_PROGBITS and s.size)
-    return ranges or sorted((vaddr, vaddr + len(data)) for vaddr, data in code)
-
-
-def _inside(ranges: list[tuple[int, int]], address: int) -> bool:
-    i = bisect.bisect_right(ranges, (address, 2**64)) - 1
-    return i >= 0 and ranges[i][0] <= address < ranges[i][1]
-
-
-def _relocated_code(elf: ElfFile, instructions: list[tuple[int, int]]) -> set[int]:
-    """Addresses of instructions that dynamic relocations store (R_X86_64_RELATIVE addends):
-    function pointers in initialized data, as x264's tables of pointers to its assembly."""
-    if not instructions:
-        return set()
-    low, high = instructions[0][0], instructions[-1][1]
-    addends: set[int] = set()
-    for section in elf.sections:
-        if section.type != SHT_RELA or section.info != 0 or section.entsize != 24:
-            continue  # dynamic relocations only (sh_info 0: not against one section)
-        words = array.array("Q", bytes(elf.section_data(section)))
-        # libLLVM-14: 335k relative relocations, 28k distinct addends between the first and the
-        # last instruction: those are the ones looked up
-        addends.update(addend for info, addend in zip(words[1::3], words[2::3])
-                       if low <= addend < high and info & 0xffffffff == R_X86_64_RELATIVE)
-    return {addend for addend in addends if _inside(instructions, addend)}
+def _positions_with(results: array.array[int], field: int) -> Iterator[int]:
+    """The positions of the FDEs whose result has a non-zero `field` (selected in C: libLLVM-14 has
+    95k FDEs, a few thousand with unreached code)."""
+    return itertools.compress(range(len(results) // FIELDS), results[field::FIELDS])
 
 
 def _enters(sorted_addresses: list[int], begin: int, size: int) -> bool:
@@ -461,7 +413,7 @@ def _enters(sorted_addresses: list[int], begin: int, size: int) -> bool:
 
 
 def _recheck(section: SectionCheck, table: _core.CfiTable, positions: list[int],
-             run: Callable[[tuple[SectionCheck, _core.CfiTable, bytes]], _Outcome]) -> None:
+             run: Callable[[_Chunk], _Outcome]) -> None:
     """Check again the FDEs of `section` at `positions` (of its results), replacing their results."""
     r = section.results
     if not positions:
@@ -476,65 +428,3 @@ def _recheck(section: SectionCheck, table: _core.CfiTable, positions: list[int],
         if k in by_position:
             section.details[p] = by_position[k]
 
-
-def _is_cold_part(name: str) -> bool:
-    """gcc's out-of-line part of a function (`foo.cold`, `foo.cold.12`): entered by a jump, not a call."""
-    return ".cold" in name
-
-
-def _not_covered(tables: list[_core.CfiTable], addresses: Iterable[int]) -> list[int]:
-    """The addresses no FDE covers, as the walker looks FDEs up (`CfiTable.lookup`)."""
-    lookups = [table.lookup for table in tables]
-    found = []
-    for address in addresses:
-        for lookup in lookups:
-            if lookup(address) is not None:
-                break
-        else:
-            found.append(address)
-    return found
-
-
-def _names_by_address(symbols: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
-    """(size, name) per address, preferring a name without a leading underscore among aliases."""
-    names: dict[int, tuple[int, str]] = {}
-    for value, size, name in symbols:
-        if value not in names or (names[value][1].startswith("_") and not name.startswith("_")):
-            names[value] = (size, name)
-    return names
-
-
-def _uncovered_functions(tables: list[_core.CfiTable], names: dict[int, tuple[int, str]],
-                         code: list[tuple[int, memoryview]]) -> list[int]:
-    """Function symbols in executable segments that no FDE covers."""
-    spans = [(vaddr, vaddr + len(data)) for vaddr, data in code]
-    in_code = []
-    for value in names:
-        for begin, end in spans:
-            if begin <= value < end:
-                in_code.append(value)
-                break
-    return _not_covered(tables, in_code)
-
-
-def _uncovered(sections: list[SectionCheck], names: dict[int, tuple[int, str]], starts: list[int],
-               code: list[tuple[int, memoryview]], instructions: list[tuple[int, int]]) -> list[Uncovered]:
-    """Code without CFI starting at `starts` (function symbols, call targets and addresses lea takes),
-    with the range up to the symbol's end (or, without a size, the next FDE, symbol or start, or the
-    end of the executable section or segment) and the symbol's name where one starts there. Stripped
-    assembly (x264's, after the last FDE of the file) is a run of functions each known only by its
-    start; `_fini` ends with `.fini`, before the read-only data some linkers put in the same segment."""
-    if not starts:
-        return []
-    boundaries = sorted({section.pc_begin[e] for section in sections for e in section.results[ENTRY::FIELDS]}
-                        | names.keys() | set(starts) | {vaddr + len(data) for vaddr, data in code}
-                        | {end for _start, end in instructions})
-
-    def end_of(address: int) -> int:
-        size = names.get(address, (0, ""))[0]
-        if size:
-            return address + size
-        i = bisect.bisect_right(boundaries, address)
-        return boundaries[i] if i < len(boundaries) else address + 1
-
-    return [Uncovered(start, end_of(start), names.get(start, (0, ""))[1]) for start in sorted(set(starts))]

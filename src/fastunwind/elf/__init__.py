@@ -383,7 +383,8 @@ class ElfFile:
 
     # --- bounded access to the file bytes ---
 
-    def _data(self) -> memoryview:
+    def file_view(self) -> memoryview:
+        """The whole file's bytes (zero copy), for a reader of the C core."""
         if self._view is None:
             raise ValueError(f"{self.path}: ElfFile is closed")
         return self._view
@@ -395,7 +396,7 @@ class ElfFile:
                 f"{self.path}: {what} at offset 0x{offset:x} with size 0x{size:x} extends beyond the "
                 f"end of the file (size 0x{self.file_size:x})"
             )
-        return self._data()[offset : offset + size]
+        return self.file_view()[offset : offset + size]
 
     # --- headers ---
 
@@ -412,7 +413,7 @@ class ElfFile:
     def _in_core(self, read: "Callable[[memoryview], _T]") -> "_T":
         """`read` (a reader of core/elf_file.c) over the file's bytes, its ElfError naming the file."""
         try:
-            return read(self._data())
+            return read(self.file_view())
         except ElfError as error:
             raise ElfError(f"{self.path}: {error}") from None
 
