@@ -23,8 +23,6 @@ static const fu_synth_value unknown_value = {FU_VALUE_UNKNOWN, 0, 0, 0};
  * and the visit) whatever the compiler's size estimate says. */
 #define STEP_INLINE static inline __attribute__((always_inline))
 
-_Static_assert(FU_X86_INVALID < 32, "a visit hint's kinds: a bit per fu_x86_kind in 32 bits");
-
 /* Copy only the slots in use: a state is mostly its slot array. */
 static void state_copy(fu_synth_state *dst, const fu_synth_state *src)
 {
@@ -38,6 +36,7 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->block_of);
     free(scratch->branch_block);
     free(scratch->walked);
+    free(scratch->judgments);
     free(scratch->insn_at_offset);
     free(scratch->block_states);
     free(scratch->block_entry_sp);
@@ -64,10 +63,10 @@ static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned c
 static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
 {
     void **arrays[] = {(void **)&s->insns, (void **)&s->insn_offsets, (void **)&s->block_of, (void **)&s->branch_block,
-                       (void **)&s->walked};
+                       (void **)&s->walked, (void **)&s->judgments};
     const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->branch_block,
-                            sizeof *s->walked};
-    return grow_together(arrays, sizes, 5, &s->insn_cap, need);
+                            sizeof *s->walked, sizeof *s->judgments};
+    return grow_together(arrays, sizes, 6, &s->insn_cap, need);
 }
 
 /* The offset map for a function of `size` bytes, its new part zeroed. */
@@ -1082,6 +1081,12 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
     edge_kind fallthrough_edge = EDGE_BRANCH;
     /* a jump table's entry count, from the `cmp; ja` of this walk that bounds its index */
     index_bound bound = {.compared = {.kind = FU_X86_OPERAND_NONE}, .memory = {.kind = FU_X86_OPERAND_NONE}};
+    /* the judgment the next instructions repeat (fu_synth_judge): none yet on this walk */
+    const fu_synth_judge_hook judge = f->judge;
+    uint8_t *judgments = sc->judgments;
+    uint8_t judged = 0;
+    uint64_t judged_until = 0;
+    uint32_t judged_reads = 0, changed = 0;
     for (;;) {
         const fu_x86_insn *insn = &insns[i];
         walked[i] = 1;
@@ -1090,7 +1095,18 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
                      (unsigned long long)address);
             return false;
         }
-        step(run, &s, insn, address);
+        if (judge.judge) {
+            if (address >= judged_until || (changed & judged_reads)) {
+                judged = judge.judge(judge.context, address, &s, &judged_until, &judged_reads);
+                changed = 0;
+            }
+            judgments[i] = judged;
+            /* what the instruction may change: the registers it writes (a call: the caller-saved
+             * ones), the slots where `step` says so */
+            changed |= insn->writes | (insn->kind == FU_X86_CALL ? CALLER_SAVED_MASK : 0);
+        }
+        if (step(run, &s, insn, address))
+            changed |= FU_SYNTH_CHANGED_SLOTS;
         if (run->has_indirect_jump)
             track_bound(insn, &bound);
         bool falls_through = true;
@@ -1325,6 +1341,10 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         if (!run->restart)
             break;
     }
+    for (uint32_t i = 0; i < run->insn_count; i++)
+        counts->reached += scratch->walked[i];
+    if (!visit)
+        return FU_SYNTH_DECIDED;
     /* the visit */
     uint16_t written_in_function = function->caller_saved_values ? written_caller_saved(run) : 0;
     fu_synth_state s;
@@ -1339,9 +1359,6 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
     const uint32_t *insn_offsets = scratch->insn_offsets;
     const uint64_t start = function->start;
     const uint32_t insn_count = run->insn_count;
-    fu_synth_visit_hint *hint = function->visit_hint;
-    uint32_t skipped = 0;
-    bool after_unreached = true; /* no visit yet, or unreached instructions since the last one */
     for (uint32_t i = 0; i < insn_count; i++) {
         const fu_x86_insn *insn = &insns[i];
         int32_t b = block_of[i];
@@ -1357,12 +1374,9 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         } else if (b >= 0) {
             live = false;
         }
-        if (!live) {
-            after_unreached = true;
+        if (!live)
             continue;
-        }
         uint64_t address = start + insn_offsets[i];
-        counts->reached++;
         /* a register written somewhere keeps the caller's value in no row (the set is function-wide);
          * that value serves nothing else: nothing is derived from a caller-saved register's */
         for (uint16_t m = written_in_function; m; m &= (uint16_t)(m - 1)) {
@@ -1372,18 +1386,8 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
                 changed |= 1u << r;
             }
         }
-        bool skip = hint && !after_unreached && address < hint->until && !(changed & hint->reads) &&
-                    !(hint->kinds >> insn->kind & 1);
-        after_unreached = false;
-        if (skip) {
-            skipped++;
-        } else {
-            if (hint)
-                hint->skipped = skipped;
-            skipped = 0;
-            if (visit && !visit(context, address, insn, &s, changed))
-                return FU_SYNTH_STOPPED;
-        }
+        if (!visit(context, address, insn, &s, changed))
+            return FU_SYNTH_STOPPED;
         /* what the next visit sees changed: an instruction changes only the registers it writes
          * (hidden operands included: rsp for push, pop and call, rbp for leave and enter) and a call
          * its caller-saved ones, and the slots only when it may store */
@@ -1391,8 +1395,7 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         uint16_t written = insn->writes;
         for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
             before[__builtin_ctz(m)] = s.regs[__builtin_ctz(m)];
-        if (!skip)
-            changed = 0;
+        changed = 0;
         if (insn->kind == FU_X86_CALL)
             changed |= CALLER_SAVED_MASK;
         if (step(run, &s, insn, address))
@@ -1412,8 +1415,6 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
             break;
         }
     }
-    if (hint)
-        hint->skipped = skipped;
     return FU_SYNTH_DECIDED;
 }
 

@@ -15,9 +15,10 @@
  * differ become unknown.
  *
  * The result is not a table but a walk: `visit` sees the state before every reached instruction, in
- * address order (but those its visit hint lets it leave unseen). check.c compares it with the
- * declared rows; fu_synth_derive_row turns a state into rows in cfi.h's representation (for
- * synthesized tables).
+ * address order, after the fixpoint (synthesized tables: fu_synth_derive_row turns a state into rows
+ * in cfi.h's representation); or a `judge` sees each instruction the fixpoint's walks pass, with the
+ * state before it, and the byte it returns for an instruction's last walk is kept (check.c compares
+ * the declared rows there without walking the function a second time).
  *
  * A call is taken to return with the stack as it was and the caller-saved registers changed, but
  * for those holding the only entry-stack address (rsp realigned, no callee-saved register holding
@@ -134,6 +135,21 @@ typedef struct fu_synth_entry {
     const fu_synth_state *state;
 } fu_synth_entry;
 
+/* Called by the fixpoint's walks before each instruction they pass, with the state before it; the
+ * byte returned is kept in scratch->judgments (per instruction), each walk writing over the previous
+ * one's. A block is walked again whenever its entry state changes, and walked after
+ * its last change: once the run is FU_SYNTH_DECIDED, the byte of every reached instruction was made
+ * with the state a visit would see there. The judge sets `*until` and `*reads` at each call: the walk
+ * gives the instructions after it, before address `until`, the same byte while the `changed` bits
+ * since the call (fu_synth_visit's, but a register counts as changed whenever an instruction writes
+ * it) meet none of `reads`. A walk's first instruction is always judged. */
+typedef uint8_t (*fu_synth_judge)(void *context, uint64_t address, const fu_synth_state *state, uint64_t *until,
+                                  uint32_t *reads);
+typedef struct fu_synth_judge_hook {
+    fu_synth_judge judge;
+    void *context;
+} fu_synth_judge_hook;
+
 /* One function to interpret. */
 typedef struct fu_synth_function {
     uint64_t start, end;              /* svma range, as the FDE or symbol states it */
@@ -159,7 +175,7 @@ typedef struct fu_synth_function {
     size_t args_size_count;
     const fu_synth_entry *entries; /* further entries (NULL, 0: none); outside the range ignored */
     size_t entry_count;
-    struct fu_synth_visit_hint *visit_hint; /* NULL: every reached instruction is visited */
+    fu_synth_judge_hook judge; /* .judge NULL: none */
 } fu_synth_function;
 
 /* Reused between functions; zero-initialize, release with fu_synth_scratch_free. */
@@ -172,7 +188,10 @@ typedef struct fu_synth_scratch {
     /* per direct jump or conditional branch: its target's block, -1 outside the range (a tail
      * call), -2 inside an instruction (found once, before the first walk) */
     int32_t *branch_block;
-    uint8_t *walked;          /* per instruction: passed by a walk (jump tables need a restart) */
+    /* per instruction: passed by a walk (jump tables need a restart); after a decided run, whether a
+     * path reaches it */
+    uint8_t *walked;
+    uint8_t *judgments;       /* per instruction: the judge's byte of its last walk (fu_synth_judge) */
     uint32_t insn_cap;
     /* per byte of the function: 1 + the index of the instruction starting there, else 0 (branch
      * targets to instructions without a search); all zero between runs */
@@ -205,23 +224,8 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch);
 typedef bool (*fu_synth_visit)(void *context, uint64_t address, const fu_x86_insn *insn,
                                const fu_synth_state *state, uint32_t changed);
 
-/* What a visitor may leave unseen (fu_synth_function.visit_hint; check.c's judgment of a row stands
- * until the row ends or what it read changes). Set by the visitor at each visit: the reached
- * instructions after it, before address `until`, whose kind is not in `kinds` (bit per
- * fu_x86_kind), are not visited while the `changed` bits since that visit meet none of `reads`;
- * a reached instruction after unreached ones always is. Set by fu_synth_run: `skipped`, before each
- * visit, the instructions left unvisited right before it (after the previous visit), and on return
- * (FU_SYNTH_DECIDED) those after the last visit. `changed` at a visit covers the instructions
- * skipped before it. */
-typedef struct fu_synth_visit_hint {
-    uint64_t until; /* 0: visit the next instruction */
-    uint32_t reads;
-    uint32_t kinds;
-    uint32_t skipped;
-} fu_synth_visit_hint;
-
 typedef enum fu_synth_outcome {
-    FU_SYNTH_DECIDED = 0,  /* every reached instruction was visited (or skipped by the hint) */
+    FU_SYNTH_DECIDED = 0,  /* every reached instruction was visited (and judged) */
     FU_SYNTH_UNDECIDED,    /* `reason` says why; nothing was visited */
     FU_SYNTH_STOPPED,      /* the visitor stopped */
     FU_SYNTH_NO_MEMORY
@@ -235,6 +239,7 @@ typedef struct fu_synth_counts {
     uint32_t assumed_noreturn; /* calls whose fall-through contradicted the code it falls into */
 } fu_synth_counts;
 
+/* The fixpoint (with function->judge's judgments), then, unless `visit` is NULL, the visit. */
 fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratch *scratch, fu_synth_visit visit,
                               void *context, fu_synth_counts *counts, char reason[FU_SYNTH_REASON_MAX]);
 
