@@ -135,9 +135,9 @@ static fu_synth_value memory_value(const fu_synth_state *s, fu_synth_value addre
 {
     switch (address.kind) {
     case FU_VALUE_ENTRY_STACK:
-        return fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, address.offset);
+        return fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, address.offset, NULL);
     case FU_VALUE_ALIGNED_STACK:
-        return fu_synth_slot_value(s, FU_SLOT_ALIGNED_STACK, address.offset);
+        return fu_synth_slot_value(s, FU_SLOT_ALIGNED_STACK, address.offset, NULL);
     case FU_VALUE_ENTRY_REGISTER:
     case FU_VALUE_RETURN_ADDRESS:
         return (fu_synth_value){FU_VALUE_NEVER_WRITTEN, 0, 0, 0};
@@ -181,8 +181,10 @@ static comparison compare_cfa(const fu_cfi_table *table, fu_rule rule, const fu_
 }
 
 /* The rule of `column` judged against the true CFA (entry rsp + 8), so that each column is judged
- * on its own even where the declared CFA is wrong. */
-static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s)
+ * on its own even where the declared CFA is wrong; what that read of the state is added to `reads`
+ * (fu_synth_visit's `changed` bits). */
+static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s,
+                                 uint32_t *reads)
 {
     fu_synth_value wanted = fu_synth_column_value(column);
     fu_synth_value address;
@@ -193,11 +195,17 @@ static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsign
     case FU_RULE_SAME_VALUE:
         if (column >= FU_X86_GPR_COUNT)
             return COMPARE_SKIP;
+        *reads |= 1u << column;
         return compare(s->regs[column], wanted);
-    case FU_RULE_OFFSET:
+    case FU_RULE_OFFSET: {
         if (!entry_stack_offset(rule.value, &slot))
             return COMPARE_UNKNOWN;
-        return compare(fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, slot), wanted);
+        bool recorded;
+        fu_synth_value saved = fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, slot, &recorded);
+        /* its slot; where none is recorded, what is known of the others too */
+        *reads |= fu_synth_changed_slot(slot) | (recorded ? 0 : FU_SYNTH_CHANGED_SLOT_FLAGS);
+        return compare(saved, wanted);
+    }
     case FU_RULE_VAL_OFFSET:
         if (!entry_stack_offset(rule.value, &slot))
             return COMPARE_UNKNOWN;
@@ -205,8 +213,10 @@ static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsign
     case FU_RULE_REGISTER:
         if (rule.reg >= FU_X86_GPR_COUNT)
             return COMPARE_UNKNOWN;
+        *reads |= 1u << rule.reg;
         return compare(s->regs[rule.reg], wanted);
     case FU_RULE_EXPRESSION:
+        *reads = FU_SYNTH_CHANGED_ALL;
         if (!breg_value(table, rule, s, &address, &deref) || deref)
             return COMPARE_UNKNOWN;
         return compare(memory_value(s, address), wanted);
@@ -226,12 +236,10 @@ typedef struct fde_check {
     uint32_t first_row, row_end; /* the FDE's rows */
     uint32_t row;                /* the declared row in force at the address last sought */
     uint64_t next_row_address;   /* where the row after it starts; UINT64_MAX after the last */
-    /* the rules of the row in force, fetched once per row, and what judging them reads of the state
-     * (fu_synth_visit's `changed` bits) */
+    /* the rules of the row in force, fetched once per row */
     uint32_t rules_row;
     fu_rule cfa;
     fu_rule rules[FU_SYNTH_COLUMN_COUNT];
-    uint32_t rules_read;
     bool out_of_memory;
     uint64_t last_uncovered_check; /* call targets repeat: the last one checked */
     uint64_t start;                /* where the code starts (after leading nops) */
@@ -379,24 +387,6 @@ static uint32_t cfa_reads(fu_rule rule)
     }
 }
 
-/* What judging the rule of `column` (compare_column) reads of the state. */
-static uint32_t column_reads(fu_rule rule, unsigned column)
-{
-    switch (rule.kind) {
-    case FU_RULE_UNSPECIFIED:
-    case FU_RULE_SAME_VALUE:
-        return column < FU_X86_GPR_COUNT ? 1u << column : 0;
-    case FU_RULE_OFFSET:
-        return FU_SYNTH_CHANGED_SLOTS;
-    case FU_RULE_REGISTER:
-        return rule.reg < FU_X86_GPR_COUNT ? 1u << rule.reg : 0;
-    case FU_RULE_EXPRESSION:
-        return FU_SYNTH_CHANGED_ALL;
-    default: /* val_offset: a constant; the rules not compared */
-        return 0;
-    }
-}
-
 /* The rules of the declared row in force at `address` into c->cfa and c->rules. */
 static void fetch_rules(fde_check *c, uint64_t address)
 {
@@ -408,27 +398,27 @@ static void fetch_rules(fde_check *c, uint64_t address)
     const fu_state *declared = fu_cfi_table_state(t, t->row_state[c->row]);
     c->rules_row = c->row;
     c->cfa = declared->cfa;
-    c->rules_read = cfa_reads(declared->cfa);
-    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
+    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++)
         c->rules[k] = fu_state_rule(t, declared, fu_synth_columns[k]);
-        c->rules_read |= column_reads(c->rules[k], fu_synth_columns[k]);
-    }
 }
 
 /* The rules of the declared row in force at `address` compared with `state`: the CFA's into
- * outcomes[0], column k's of fu_synth_columns into outcomes[1 + k]. False when the row is not
- * compared: the outermost frame (the return address undefined: _start, a thread's entry) has no
- * caller whose registers the CFA would recover (glibc's _start pops under CFA = rsp+8). */
+ * outcomes[0], column k's of fu_synth_columns into outcomes[1 + k], what that read of the state into
+ * `reads` (fu_synth_visit's `changed` bits). False when the row is not compared: the outermost frame
+ * (the return address undefined: _start, a thread's entry) has no caller whose registers the CFA
+ * would recover (glibc's _start pops under CFA = rsp+8). */
 static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *state,
-                        comparison outcomes[1 + FU_SYNTH_COLUMN_COUNT])
+                        comparison outcomes[1 + FU_SYNTH_COLUMN_COUNT], uint32_t *reads)
 {
     const fu_cfi_table *t = c->table;
     fetch_rules(c, address);
+    *reads = 0;
     if (c->rules[RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED)
         return false;
+    *reads = cfa_reads(c->cfa);
     outcomes[0] = compare_cfa(t, c->cfa, state);
     for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++)
-        outcomes[1 + k] = compare_column(t, c->rules[k], fu_synth_columns[k], state);
+        outcomes[1 + k] = compare_column(t, c->rules[k], fu_synth_columns[k], state, reads);
     return true;
 }
 
@@ -441,16 +431,18 @@ static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *st
 #define JUDGED_OUTCOME 3u
 #define JUDGED_FIRST_UNKNOWN_SHIFT 2 /* above it: 1 + the index in compare_row's outcomes, 0 none */
 
-static uint8_t judge(void *context, uint64_t address, const fu_synth_state *state, uint64_t *until, uint32_t *reads)
+static void judge(void *context, uint64_t address, const fu_synth_state *state, fu_synth_judgment *judgment)
 {
     fde_check *c = context;
     comparison outcomes[1 + FU_SYNTH_COLUMN_COUNT];
-    bool compared = compare_row(c, address, state, outcomes);
-    /* the same judgment until the row ends or what it read changes */
-    *until = c->next_row_address;
-    *reads = c->rules_read;
-    if (!compared)
-        return JUDGED_SKIPPED;
+    bool compared = compare_row(c, address, state, outcomes, &judgment->reads);
+    /* the same judgment inside the row while nothing it read changes */
+    judgment->from = c->table->row_address[c->row];
+    judgment->until = c->next_row_address;
+    if (!compared) {
+        judgment->byte = JUDGED_SKIPPED;
+        return;
+    }
     unsigned outcome = JUDGED_AGREE, first_unknown = 0;
     for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
         if (outcomes[k] == COMPARE_MISMATCH) {
@@ -462,7 +454,7 @@ static uint8_t judge(void *context, uint64_t address, const fu_synth_state *stat
                 outcome = JUDGED_UNKNOWN;
         }
     }
-    return (uint8_t)(outcome | first_unknown << JUDGED_FIRST_UNKNOWN_SHIFT);
+    judgment->byte = (uint8_t)(outcome | first_unknown << JUDGED_FIRST_UNKNOWN_SHIFT);
 }
 
 /* "at ADDRESS the code does not tell whether RULE": the reason of an FDE whose rule `which`
@@ -526,7 +518,8 @@ static bool visit_findings(void *context, uint64_t address, const fu_x86_insn *i
 {
     fde_check *c = context;
     comparison outcomes[1 + FU_SYNTH_COLUMN_COUNT];
-    if (!compare_row(c, address, state, outcomes))
+    uint32_t reads;
+    if (!compare_row(c, address, state, outcomes, &reads))
         return true;
     for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
         if (outcomes[k] != COMPARE_MISMATCH)

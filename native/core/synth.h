@@ -135,16 +135,27 @@ typedef struct fu_synth_entry {
     const fu_synth_state *state;
 } fu_synth_entry;
 
-/* Called by the fixpoint's walks before each instruction they pass, with the state before it; the
- * byte returned is kept in scratch->judgments (per instruction), each walk writing over the previous
- * one's. A block is walked again whenever its entry state changes, and walked after
- * its last change: once the run is FU_SYNTH_DECIDED, the byte of every reached instruction was made
- * with the state a visit would see there. The judge sets `*until` and `*reads` at each call: the walk
- * gives the instructions after it, before address `until`, the same byte while the `changed` bits
- * since the call (fu_synth_visit's, but a register counts as changed whenever an instruction writes
- * it) meet none of `reads`. A walk's first instruction is always judged. */
-typedef uint8_t (*fu_synth_judge)(void *context, uint64_t address, const fu_synth_state *state, uint64_t *until,
-                                  uint32_t *reads);
+/* A judgment (fu_synth_judge) and where it holds: at an instruction in [from, until) whose state
+ * differs from the judged one in none of `reads` (fu_synth_visit's `changed` bits), the judge would
+ * give the same byte. */
+typedef struct fu_synth_judgment {
+    uint64_t from, until;
+    uint32_t reads;
+    uint8_t byte;
+} fu_synth_judgment;
+
+/* Called by the fixpoint's walks for the instructions they pass, with the state before the one at
+ * `address`: the judgment of it. The byte is kept in scratch->judgments (per instruction), each walk
+ * writing over the previous one's. A block is walked again whenever its entry state changes, and
+ * walked after its last change: once the run is FU_SYNTH_DECIDED, the byte of every reached
+ * instruction is the judge's for the state a visit would see there. The walk calls the judge only
+ * where the judgment in hand does not hold (the `changed` bits it counts are fu_synth_visit's, but a
+ * register other than rsp counts as changed whenever an instruction writes it): the instructions
+ * after a judged one, a block whose first state came from a walk holding a judgment (a branch's,
+ * the fall-through's), a block walked again after joins that changed nothing the judgment of its
+ * first instruction read. */
+typedef void (*fu_synth_judge)(void *context, uint64_t address, const fu_synth_state *state,
+                               fu_synth_judgment *judgment);
 typedef struct fu_synth_judge_hook {
     fu_synth_judge judge;
     void *context;
@@ -203,6 +214,10 @@ typedef struct fu_synth_scratch {
     fu_synth_value *block_entry_sp;
     uint8_t *block_flags;
     uint32_t *block_insn;
+    /* per block: fu_synth_visit's bits of what joins changed in its state since its last walk or
+     * its first state, and the judgment of its first instruction then (fu_synth_judge) */
+    uint32_t *block_changed;
+    fu_synth_judgment *block_judgments;
     uint32_t *worklist;
     uint32_t block_cap;
 } fu_synth_scratch;
@@ -211,12 +226,24 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch);
 
 /* What differs between the state of a visit and the previous visit's (which the visitor may have
  * judged already): a bit per general-purpose register (1 << DWARF number) whose value differs (every
- * caller-saved one after a call), and FU_SYNTH_CHANGED_SLOTS when the slots or what is known of the
- * others (slots_lost, unknown_stores) differ. 0: the same state; FU_SYNTH_CHANGED_ALL: the first
- * visit. At a block's first instruction, what differs from the previous visit's state, whether or
- * not the path of the previous visit runs into the block. */
-#define FU_SYNTH_CHANGED_SLOTS (1u << FU_X86_GPR_COUNT)
-#define FU_SYNTH_CHANGED_ALL (FU_SYNTH_CHANGED_SLOTS | ((1u << FU_X86_GPR_COUNT) - 1))
+ * caller-saved one after a call), and bits of FU_SYNTH_CHANGED_SLOTS when the slots or what is known
+ * of the others (slots_lost, unknown_stores) differ: FU_SYNTH_CHANGED_SLOT_FLAGS for those two,
+ * FU_SYNTH_CHANGED_ALIGNED_SLOTS for slots of the realigned stack, fu_synth_changed_slot(offset) for
+ * one of the entry stack's (a bit per bucket of offsets: the slots whose bit is clear are the same).
+ * 0: the same state; FU_SYNTH_CHANGED_ALL: the first visit. At a block's first instruction, what
+ * differs from the previous visit's state, whether or not the path of the previous visit runs into
+ * the block. */
+#define FU_SYNTH_CHANGED_SLOT_FLAGS (1u << FU_X86_GPR_COUNT)
+#define FU_SYNTH_CHANGED_ALIGNED_SLOTS (1u << (FU_X86_GPR_COUNT + 1))
+#define FU_SYNTH_CHANGED_SLOT_BUCKETS (32 - FU_X86_GPR_COUNT - 2)
+#define FU_SYNTH_CHANGED_SLOTS (~0u << FU_X86_GPR_COUNT)
+#define FU_SYNTH_CHANGED_ALL (~0u)
+/* The bit of the entry stack's slot at entry rsp + `offset`: consecutive slots (the saves) have
+ * bits of their own. */
+static inline uint32_t fu_synth_changed_slot(int64_t offset)
+{
+    return 1u << (FU_X86_GPR_COUNT + 2 + (unsigned)(((uint64_t)offset >> 3) % FU_SYNTH_CHANGED_SLOT_BUCKETS));
+}
 
 /* Called before each reached instruction (`insn`: its element of scratch->insns), in address order,
  * with the state before it and what `changed` since the previous visit. Returning false stops the
@@ -252,8 +279,9 @@ void fu_synth_store(fu_synth_state *state, fu_synth_value address, fu_synth_valu
 
 /* The value of a stack slot in `state`: its recorded value, FU_VALUE_NEVER_WRITTEN for a slot of
  * this frame never written (below the entry rsp, or the return address slot overwritten), or
- * unknown (the caller's frame, a lost slot). */
-fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, int64_t offset);
+ * unknown (the caller's frame, a lost slot). `recorded` (NULL: not asked): whether the value is a
+ * recorded slot's. */
+fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, int64_t offset, bool *recorded);
 
 /* `value` + `delta` where that is an address or a constant; unknown otherwise. */
 fu_synth_value fu_synth_value_add(fu_synth_value value, int64_t delta);
