@@ -240,6 +240,12 @@ typedef struct fde_check {
     uint32_t rules_row;
     fu_rule cfa;
     fu_rule rules[FU_SYNTH_COLUMN_COUNT];
+    /* the last comparison of each rule (compare_row's order): the rule, its outcome and what it read
+     * (fu_synth_visit's `changed` bits); valid when `compared` */
+    bool compared;
+    fu_rule compared_rules[1 + FU_SYNTH_COLUMN_COUNT];
+    comparison outcomes[1 + FU_SYNTH_COLUMN_COUNT];
+    uint32_t reads[1 + FU_SYNTH_COLUMN_COUNT];
     bool out_of_memory;
     uint64_t last_uncovered_check; /* call targets repeat: the last one checked */
     uint64_t start;                /* where the code starts (after leading nops) */
@@ -402,23 +408,38 @@ static void fetch_rules(fde_check *c, uint64_t address)
         c->rules[k] = fu_state_rule(t, declared, fu_synth_columns[k]);
 }
 
-/* The rules of the declared row in force at `address` compared with `state`: the CFA's into
- * outcomes[0], column k's of fu_synth_columns into outcomes[1 + k], what that read of the state into
- * `reads` (fu_synth_visit's `changed` bits). False when the row is not compared: the outermost frame
- * (the return address undefined: _start, a thread's entry) has no caller whose registers the CFA
- * would recover (glibc's _start pops under CFA = rsp+8). */
-static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *state,
-                        comparison outcomes[1 + FU_SYNTH_COLUMN_COUNT], uint32_t *reads)
+static bool same_rule(fu_rule a, fu_rule b)
+{
+    return a.kind == b.kind && a.reg == b.reg && a.expr_len == b.expr_len && a.value == b.value;
+}
+
+/* The rules of the declared row in force at `address` compared with `state` into c->outcomes (the
+ * CFA's first, then column k's of fu_synth_columns), what each read of the state into c->reads.
+ * `changed`: what changed in the state since the previous call (FU_SYNTH_CHANGED_ALL: unknown): a
+ * rule that is the same as then and read nothing of that keeps its outcome. False when the row is
+ * not compared: the outermost frame (the return address undefined: _start, a thread's entry) has no
+ * caller whose registers the CFA would recover (glibc's _start pops under CFA = rsp+8). */
+static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *state, uint32_t changed)
 {
     const fu_cfi_table *t = c->table;
     fetch_rules(c, address);
-    *reads = 0;
-    if (c->rules[RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED)
+    if (c->rules[RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED) {
+        c->compared = false;
         return false;
-    *reads = cfa_reads(c->cfa);
-    outcomes[0] = compare_cfa(t, c->cfa, state);
-    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++)
-        outcomes[1 + k] = compare_column(t, c->rules[k], fu_synth_columns[k], state, reads);
+    }
+    if (!c->compared || !same_rule(c->compared_rules[0], c->cfa) || (changed & c->reads[0])) {
+        c->compared_rules[0] = c->cfa;
+        c->reads[0] = cfa_reads(c->cfa);
+        c->outcomes[0] = compare_cfa(t, c->cfa, state);
+    }
+    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
+        if (c->compared && same_rule(c->compared_rules[1 + k], c->rules[k]) && !(changed & c->reads[1 + k]))
+            continue;
+        c->compared_rules[1 + k] = c->rules[k];
+        c->reads[1 + k] = 0;
+        c->outcomes[1 + k] = compare_column(t, c->rules[k], fu_synth_columns[k], state, &c->reads[1 + k]);
+    }
+    c->compared = true;
     return true;
 }
 
@@ -431,23 +452,25 @@ static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *st
 #define JUDGED_OUTCOME 3u
 #define JUDGED_FIRST_UNKNOWN_SHIFT 2 /* above it: 1 + the index in compare_row's outcomes, 0 none */
 
-static void judge(void *context, uint64_t address, const fu_synth_state *state, fu_synth_judgment *judgment)
+static void judge(void *context, uint64_t address, const fu_synth_state *state, uint32_t changed,
+                  fu_synth_judgment *judgment)
 {
     fde_check *c = context;
-    comparison outcomes[1 + FU_SYNTH_COLUMN_COUNT];
-    bool compared = compare_row(c, address, state, outcomes, &judgment->reads);
+    bool compared = compare_row(c, address, state, changed);
     /* the same judgment inside the row while nothing it read changes */
     judgment->from = c->table->row_address[c->row];
     judgment->until = c->next_row_address;
+    judgment->reads = 0;
     if (!compared) {
         judgment->byte = JUDGED_SKIPPED;
         return;
     }
     unsigned outcome = JUDGED_AGREE, first_unknown = 0;
     for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
-        if (outcomes[k] == COMPARE_MISMATCH) {
+        judgment->reads |= c->reads[k];
+        if (c->outcomes[k] == COMPARE_MISMATCH) {
             outcome = JUDGED_MISMATCH;
-        } else if (outcomes[k] == COMPARE_UNKNOWN) {
+        } else if (c->outcomes[k] == COMPARE_UNKNOWN) {
             if (!first_unknown)
                 first_unknown = 1 + k;
             if (outcome == JUDGED_AGREE)
@@ -517,12 +540,10 @@ static bool visit_findings(void *context, uint64_t address, const fu_x86_insn *i
                            uint32_t changed)
 {
     fde_check *c = context;
-    comparison outcomes[1 + FU_SYNTH_COLUMN_COUNT];
-    uint32_t reads;
-    if (!compare_row(c, address, state, outcomes, &reads))
+    if (!compare_row(c, address, state, FU_SYNTH_CHANGED_ALL))
         return true;
     for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
-        if (outcomes[k] != COMPARE_MISMATCH)
+        if (c->outcomes[k] != COMPARE_MISMATCH)
             continue;
         char a[FU_CHECK_TEXT_MAX], b[FU_CHECK_TEXT_MAX];
         if (k == 0) {

@@ -1126,6 +1126,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
     uint8_t *judgments = sc->judgments;
     const uint32_t first = i;
     walk_judgment judged = {.judgment = {.until = 0}};
+    bool judged_here = false; /* the judge's previous call was on this walk */
     if (judge.judge && (sc->block_flags[b] & BLOCK_JUDGED) &&
         !(sc->block_changed[b] & sc->block_judgments[b].reads))
         judged.judgment = sc->block_judgments[b];
@@ -1142,8 +1143,10 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         if (judge.judge) {
             if (address >= judged.judgment.until || address < judged.judgment.from ||
                 (judged.changed & judged.judgment.reads)) {
-                judge.judge(judge.context, address, &s, &judged.judgment);
+                judge.judge(judge.context, address, &s, judged_here ? judged.changed : FU_SYNTH_CHANGED_ALL,
+                            &judged.judgment);
                 judged.changed = 0;
+                judged_here = true;
                 if (i == first) {
                     sc->block_flags[b] |= BLOCK_JUDGED;
                     sc->block_judgments[b] = judged.judgment;

@@ -153,8 +153,9 @@ typedef struct fu_synth_judgment {
  * register other than rsp counts as changed whenever an instruction writes it): the instructions
  * after a judged one, a block whose first state came from a walk holding a judgment (a branch's,
  * the fall-through's), a block walked again after joins that changed nothing the judgment of its
- * first instruction read. */
-typedef void (*fu_synth_judge)(void *context, uint64_t address, const fu_synth_state *state,
+ * first instruction read. `changed`: what changed since the judge's previous call, on this walk;
+ * FU_SYNTH_CHANGED_ALL when that call was on another. */
+typedef void (*fu_synth_judge)(void *context, uint64_t address, const fu_synth_state *state, uint32_t changed,
                                fu_synth_judgment *judgment);
 typedef struct fu_synth_judge_hook {
     fu_synth_judge judge;
