@@ -19,6 +19,8 @@ void fu_check_batch_free(fu_check_batch *batch)
     free(batch->args_sizes.data);
     free(batch->entry_states.data);
     free(batch->entries.data);
+    free(batch->row_rules.data);
+    free(batch->row_fetched.data);
     free(batch->overlap_partner);
     free(batch->position_of);
     fu_synth_scratch_free(&batch->scratch);
@@ -236,10 +238,9 @@ typedef struct fde_check {
     uint32_t first_row, row_end; /* the FDE's rows */
     uint32_t row;                /* the declared row in force at the address last sought */
     uint64_t next_row_address;   /* where the row after it starts; UINT64_MAX after the last */
-    /* the rules of the row in force, fetched once per row */
+    /* the rules of the row in force (batch->row_rules): the CFA's, then those of fu_synth_columns */
     uint32_t rules_row;
-    fu_rule cfa;
-    fu_rule rules[FU_SYNTH_COLUMN_COUNT];
+    const fu_rule *rules;
     /* the last comparison of each rule (compare_row's order): the rule, its outcome and what it read
      * (fu_synth_visit's `changed` bits); valid when `compared` */
     bool compared;
@@ -393,7 +394,7 @@ static uint32_t cfa_reads(fu_rule rule)
     }
 }
 
-/* The rules of the declared row in force at `address` into c->cfa and c->rules. */
+/* The rules of the declared row in force at `address` into c->rules. */
 static void fetch_rules(fde_check *c, uint64_t address)
 {
     const fu_cfi_table *t = c->table;
@@ -401,11 +402,18 @@ static void fetch_rules(fde_check *c, uint64_t address)
         seek_row(c, address);
     if (c->rules_row == c->row)
         return;
-    const fu_state *declared = fu_cfi_table_state(t, t->row_state[c->row]);
     c->rules_row = c->row;
-    c->cfa = declared->cfa;
-    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++)
-        c->rules[k] = fu_state_rule(t, declared, fu_synth_columns[k]);
+    uint32_t k = c->row - c->first_row;
+    fu_rule *rules = (fu_rule *)c->batch->row_rules.data + (size_t)k * (1 + FU_SYNTH_COLUMN_COUNT);
+    uint8_t *fetched = (uint8_t *)c->batch->row_fetched.data + k;
+    c->rules = rules;
+    if (*fetched)
+        return;
+    const fu_state *declared = fu_cfi_table_state(t, t->row_state[c->row]);
+    rules[0] = declared->cfa;
+    for (unsigned j = 0; j < FU_SYNTH_COLUMN_COUNT; j++)
+        rules[1 + j] = fu_state_rule(t, declared, fu_synth_columns[j]);
+    *fetched = 1;
 }
 
 static bool same_rule(fu_rule a, fu_rule b)
@@ -423,21 +431,21 @@ static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *st
 {
     const fu_cfi_table *t = c->table;
     fetch_rules(c, address);
-    if (c->rules[RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED) {
+    if (c->rules[1 + RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED) {
         c->compared = false;
         return false;
     }
-    if (!c->compared || !same_rule(c->compared_rules[0], c->cfa) || (changed & c->reads[0])) {
-        c->compared_rules[0] = c->cfa;
-        c->reads[0] = cfa_reads(c->cfa);
-        c->outcomes[0] = compare_cfa(t, c->cfa, state);
+    if (!c->compared || !same_rule(c->compared_rules[0], c->rules[0]) || (changed & c->reads[0])) {
+        c->compared_rules[0] = c->rules[0];
+        c->reads[0] = cfa_reads(c->rules[0]);
+        c->outcomes[0] = compare_cfa(t, c->rules[0], state);
     }
     for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
-        if (c->compared && same_rule(c->compared_rules[1 + k], c->rules[k]) && !(changed & c->reads[1 + k]))
+        if (c->compared && same_rule(c->compared_rules[1 + k], c->rules[1 + k]) && !(changed & c->reads[1 + k]))
             continue;
-        c->compared_rules[1 + k] = c->rules[k];
+        c->compared_rules[1 + k] = c->rules[1 + k];
         c->reads[1 + k] = 0;
-        c->outcomes[1 + k] = compare_column(t, c->rules[k], fu_synth_columns[k], state, &c->reads[1 + k]);
+        c->outcomes[1 + k] = compare_column(t, c->rules[1 + k], fu_synth_columns[k], state, &c->reads[1 + k]);
     }
     c->compared = true;
     return true;
@@ -488,11 +496,11 @@ static void unknown_reason(fde_check *c, uint64_t address, unsigned which)
     fetch_rules(c, address);
     char a[FU_CHECK_TEXT_MAX], reg[12];
     if (which == 0) {
-        declared_text(t, c->cfa, a);
+        declared_text(t, c->rules[0], a);
         snprintf(reg, sizeof reg, "CFA");
     } else {
         unsigned column = fu_synth_columns[which - 1];
-        declared_text(t, c->rules[which - 1], a);
+        declared_text(t, c->rules[which], a);
         if (column == FU_RETURN_ADDRESS_COLUMN)
             snprintf(reg, sizeof reg, "ra");
         else
@@ -547,12 +555,13 @@ static bool visit_findings(void *context, uint64_t address, const fu_x86_insn *i
             continue;
         char a[FU_CHECK_TEXT_MAX], b[FU_CHECK_TEXT_MAX];
         if (k == 0) {
-            declared_text(c->table, c->cfa, a);
-            derived_text(state, FU_CHECK_WHAT_CFA, c->cfa.kind == FU_CFA_REG_OFFSET ? c->cfa.reg : FU_X86_REG_NONE, b);
+            fu_rule cfa = c->rules[0];
+            declared_text(c->table, cfa, a);
+            derived_text(state, FU_CHECK_WHAT_CFA, cfa.kind == FU_CFA_REG_OFFSET ? cfa.reg : FU_X86_REG_NONE, b);
             if (!add_finding(c, address, FU_CHECK_WHAT_CFA, a, b))
                 return false;
         } else {
-            declared_text(c->table, c->rules[k - 1], a);
+            declared_text(c->table, c->rules[k], a);
             derived_text(state, fu_synth_columns[k - 1], FU_X86_REG_NONE, b);
             if (!add_finding(c, address, fu_synth_columns[k - 1], a, b))
                 return false;
@@ -885,6 +894,11 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     function.entries = (const fu_synth_entry *)batch->entries.data;
     function.entry_count = batch->entries.len / sizeof(fu_synth_entry);
     function.judge = (fu_synth_judge_hook){judge, &c};
+    batch->row_rules.len = batch->row_fetched.len = 0;
+    if (!fu_buffer_reserve(&batch->row_rules, (size_t)fde->row_count * (1 + FU_SYNTH_COLUMN_COUNT) * sizeof(fu_rule)) ||
+        !fu_buffer_reserve(&batch->row_fetched, fde->row_count))
+        return false;
+    memset(batch->row_fetched.data, 0, fde->row_count);
     fu_synth_counts counts;
     char reason[FU_SYNTH_REASON_MAX];
     c.start = start;
