@@ -244,6 +244,7 @@ typedef struct fde_check {
     /* the last comparison of each rule (compare_row's order): the rule, its outcome and what it read
      * (fu_synth_visit's `changed` bits); valid when `compared` */
     bool compared;
+    uint32_t compared_state; /* the row state (fu_cfi_table.row_state) they came from */
     fu_rule compared_rules[1 + FU_SYNTH_COLUMN_COUNT];
     comparison outcomes[1 + FU_SYNTH_COLUMN_COUNT];
     uint32_t reads[1 + FU_SYNTH_COLUMN_COUNT];
@@ -435,13 +436,17 @@ static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *st
         c->compared = false;
         return false;
     }
-    if (!c->compared || !same_rule(c->compared_rules[0], c->rules[0]) || (changed & c->reads[0])) {
+    /* the same row state: the same rules */
+    bool same_rules = c->compared && c->compared_state == t->row_state[c->row];
+    c->compared_state = t->row_state[c->row];
+    if (!(same_rules || (c->compared && same_rule(c->compared_rules[0], c->rules[0]))) || (changed & c->reads[0])) {
         c->compared_rules[0] = c->rules[0];
         c->reads[0] = cfa_reads(c->rules[0]);
         c->outcomes[0] = compare_cfa(t, c->rules[0], state);
     }
     for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
-        if (c->compared && same_rule(c->compared_rules[1 + k], c->rules[1 + k]) && !(changed & c->reads[1 + k]))
+        if ((same_rules || (c->compared && same_rule(c->compared_rules[1 + k], c->rules[1 + k]))) &&
+            !(changed & c->reads[1 + k]))
             continue;
         c->compared_rules[1 + k] = c->rules[1 + k];
         c->reads[1 + k] = 0;
