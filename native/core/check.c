@@ -241,13 +241,6 @@ typedef struct fde_check {
     /* the rules of the row in force (batch->row_rules): the CFA's, then those of fu_synth_columns */
     uint32_t rules_row;
     const fu_rule *rules;
-    /* the last comparison of each rule (compare_row's order): the rule, its outcome and what it read
-     * (fu_synth_visit's `changed` bits); valid when `compared` */
-    bool compared;
-    uint32_t compared_state; /* the row state (fu_cfi_table.row_state) they came from */
-    fu_rule compared_rules[1 + FU_SYNTH_COLUMN_COUNT];
-    comparison outcomes[1 + FU_SYNTH_COLUMN_COUNT];
-    uint32_t reads[1 + FU_SYNTH_COLUMN_COUNT];
     bool out_of_memory;
     uint64_t last_uncovered_check; /* call targets repeat: the last one checked */
     uint64_t start;                /* where the code starts (after leading nops) */
@@ -395,6 +388,12 @@ static uint32_t cfa_reads(fu_rule rule)
     }
 }
 
+/* The rules of a row of the FDE (batch->row_rules), the CFA's first. */
+static fu_rule *row_rules(const fde_check *c, uint32_t row)
+{
+    return (fu_rule *)c->batch->row_rules.data + (size_t)(row - c->first_row) * (1 + FU_SYNTH_COLUMN_COUNT);
+}
+
 /* The rules of the declared row in force at `address` into c->rules. */
 static void fetch_rules(fde_check *c, uint64_t address)
 {
@@ -404,9 +403,8 @@ static void fetch_rules(fde_check *c, uint64_t address)
     if (c->rules_row == c->row)
         return;
     c->rules_row = c->row;
-    uint32_t k = c->row - c->first_row;
-    fu_rule *rules = (fu_rule *)c->batch->row_rules.data + (size_t)k * (1 + FU_SYNTH_COLUMN_COUNT);
-    uint8_t *fetched = (uint8_t *)c->batch->row_fetched.data + k;
+    fu_rule *rules = row_rules(c, c->row);
+    uint8_t *fetched = (uint8_t *)c->batch->row_fetched.data + (c->row - c->first_row);
     c->rules = rules;
     if (*fetched)
         return;
@@ -422,37 +420,45 @@ static bool same_rule(fu_rule a, fu_rule b)
     return a.kind == b.kind && a.reg == b.reg && a.expr_len == b.expr_len && a.value == b.value;
 }
 
-/* The rules of the declared row in force at `address` compared with `state` into c->outcomes (the
- * CFA's first, then column k's of fu_synth_columns), what each read of the state into c->reads.
- * `changed`: what changed in the state since the previous call (FU_SYNTH_CHANGED_ALL: unknown): a
- * rule that is the same as then and read nothing of that keeps its outcome. False when the row is
- * not compared: the outermost frame (the return address undefined: _start, a thread's entry) has no
- * caller whose registers the CFA would recover (glibc's _start pops under CFA = rsp+8). */
-static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *state, uint32_t changed)
+/* How the rules of a declared row compared with a state (fu_synth_judgment.memo): per rule (the
+ * CFA's first, then column k's of fu_synth_columns) its outcome and what it read of the state
+ * (fu_synth_visit's `changed` bits); row UINT32_MAX: no comparison. */
+typedef struct row_comparison {
+    uint32_t row;
+    uint32_t reads[1 + FU_SYNTH_COLUMN_COUNT];
+    uint8_t outcomes[1 + FU_SYNTH_COLUMN_COUNT]; /* comparison */
+} row_comparison;
+_Static_assert(sizeof(row_comparison) <= FU_SYNTH_JUDGMENT_MEMO, "a row comparison is a judgment's memo");
+
+/* The rules of the declared row in force at `address` compared with `state` into `m`, which holds an
+ * earlier comparison and `changed` what changed in the state since (FU_SYNTH_CHANGED_ALL: no earlier
+ * one): a rule that is the same as then and read nothing of that keeps its outcome. False when the
+ * row is not compared: the outermost frame (the return address undefined: _start, a thread's
+ * entry) has no caller whose registers the CFA would recover (glibc's _start pops under CFA =
+ * rsp+8). */
+static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *state, uint32_t changed,
+                        row_comparison *m)
 {
     const fu_cfi_table *t = c->table;
     fetch_rules(c, address);
-    if (c->rules[1 + RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED) {
-        c->compared = false;
+    bool earlier = changed != FU_SYNTH_CHANGED_ALL && m->row != UINT32_MAX;
+    const fu_rule *before = earlier ? row_rules(c, m->row) : NULL;
+    bool same_rules = earlier && t->row_state[m->row] == t->row_state[c->row]; /* the same row state */
+    m->row = UINT32_MAX;
+    if (c->rules[1 + RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED)
         return false;
-    }
-    /* the same row state: the same rules */
-    bool same_rules = c->compared && c->compared_state == t->row_state[c->row];
-    c->compared_state = t->row_state[c->row];
-    if (!(same_rules || (c->compared && same_rule(c->compared_rules[0], c->rules[0]))) || (changed & c->reads[0])) {
-        c->compared_rules[0] = c->rules[0];
-        c->reads[0] = cfa_reads(c->rules[0]);
-        c->outcomes[0] = compare_cfa(t, c->rules[0], state);
-    }
-    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
-        if ((same_rules || (c->compared && same_rule(c->compared_rules[1 + k], c->rules[1 + k]))) &&
-            !(changed & c->reads[1 + k]))
+    for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
+        if (earlier && (same_rules || same_rule(before[k], c->rules[k])) && !(changed & m->reads[k]))
             continue;
-        c->compared_rules[1 + k] = c->rules[1 + k];
-        c->reads[1 + k] = 0;
-        c->outcomes[1 + k] = compare_column(t, c->rules[1 + k], fu_synth_columns[k], state, &c->reads[1 + k]);
+        if (k == 0) {
+            m->reads[0] = cfa_reads(c->rules[0]);
+            m->outcomes[0] = (uint8_t)compare_cfa(t, c->rules[0], state);
+        } else {
+            m->reads[k] = 0;
+            m->outcomes[k] = (uint8_t)compare_column(t, c->rules[k], fu_synth_columns[k - 1], state, &m->reads[k]);
+        }
     }
-    c->compared = true;
+    m->row = c->row;
     return true;
 }
 
@@ -469,7 +475,8 @@ static void judge(void *context, uint64_t address, const fu_synth_state *state, 
                   fu_synth_judgment *judgment)
 {
     fde_check *c = context;
-    bool compared = compare_row(c, address, state, changed);
+    row_comparison *m = (row_comparison *)judgment->memo;
+    bool compared = compare_row(c, address, state, changed, m);
     /* the same judgment inside the row while nothing it read changes */
     judgment->from = c->table->row_address[c->row];
     judgment->until = c->next_row_address;
@@ -480,10 +487,10 @@ static void judge(void *context, uint64_t address, const fu_synth_state *state, 
     }
     unsigned outcome = JUDGED_AGREE, first_unknown = 0;
     for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
-        judgment->reads |= c->reads[k];
-        if (c->outcomes[k] == COMPARE_MISMATCH) {
+        judgment->reads |= m->reads[k];
+        if (m->outcomes[k] == COMPARE_MISMATCH) {
             outcome = JUDGED_MISMATCH;
-        } else if (c->outcomes[k] == COMPARE_UNKNOWN) {
+        } else if (m->outcomes[k] == COMPARE_UNKNOWN) {
             if (!first_unknown)
                 first_unknown = 1 + k;
             if (outcome == JUDGED_AGREE)
@@ -553,10 +560,11 @@ static bool visit_findings(void *context, uint64_t address, const fu_x86_insn *i
                            uint32_t changed)
 {
     fde_check *c = context;
-    if (!compare_row(c, address, state, FU_SYNTH_CHANGED_ALL))
+    row_comparison m;
+    if (!compare_row(c, address, state, FU_SYNTH_CHANGED_ALL, &m))
         return true;
     for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
-        if (c->outcomes[k] != COMPARE_MISMATCH)
+        if (m.outcomes[k] != COMPARE_MISMATCH)
             continue;
         char a[FU_CHECK_TEXT_MAX], b[FU_CHECK_TEXT_MAX];
         if (k == 0) {

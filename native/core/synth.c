@@ -729,7 +729,7 @@ typedef enum edge_kind { EDGE_BRANCH, EDGE_CALL_FALLTHROUGH } edge_kind;
 
 /* A walk's judgment in hand (fu_synth_judge), and what changed since it was made. */
 typedef struct walk_judgment {
-    fu_synth_judgment judgment; /* until 0: none */
+    fu_synth_judgment judgment;
     uint32_t changed;
 } walk_judgment;
 
@@ -751,8 +751,7 @@ static uint32_t slot_changed(const fu_synth_slot *slot)
 }
 
 /* Join `in` into block b's state (queued when it changes); false when the stack pointers disagree.
- * `judged` (NULL: none), the judgment of the walk that brings `in`: a first state inherits it where
- * it holds. */
+ * `judged` (NULL: none), the judgment of the walk that brings `in`: a first state inherits it. */
 static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const walk_judgment *judged, edge_kind edge,
                   uint32_t *queue_len)
 {
@@ -769,11 +768,9 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const wa
     if (!(*flags & BLOCK_HAS_STATE)) {
         state_copy(s, in);
         *flags |= BLOCK_HAS_STATE | (edge == EDGE_CALL_FALLTHROUGH ? BLOCK_ONLY_CALL_FALLTHROUGH : 0);
-        sc->block_changed[b] = 0;
-        uint64_t address = insn_address(run, sc->block_insn[b]);
-        if (judged && address >= judged->judgment.from && address < judged->judgment.until &&
-            !(judged->changed & judged->judgment.reads)) {
+        if (judged && judged->judgment.until) {
             sc->block_judgments[b] = judged->judgment;
+            sc->block_changed[b] = judged->changed;
             *flags |= BLOCK_JUDGED;
         }
         if (!(*flags & BLOCK_QUEUED)) {
@@ -1120,16 +1117,18 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
     edge_kind fallthrough_edge = EDGE_BRANCH;
     /* a jump table's entry count, from the `cmp; ja` of this walk that bounds its index */
     index_bound bound = {.compared = {.kind = FU_X86_OPERAND_NONE}, .memory = {.kind = FU_X86_OPERAND_NONE}};
-    /* the judgment in hand (fu_synth_judge): the first instruction's, inherited or of the block's
-     * previous walk, while the joins since changed nothing it read; else none */
+    /* the judgment in hand (fu_synth_judge): the first instruction's on the block's previous walk,
+     * or the one its first state came with, and what the joins changed since */
     const fu_synth_judge_hook judge = f->judge;
     uint8_t *judgments = sc->judgments;
     const uint32_t first = i;
-    walk_judgment judged = {.judgment = {.until = 0}};
-    bool judged_here = false; /* the judge's previous call was on this walk */
-    if (judge.judge && (sc->block_flags[b] & BLOCK_JUDGED) &&
-        !(sc->block_changed[b] & sc->block_judgments[b].reads))
+    walk_judgment judged;
+    judged.judgment.until = 0;
+    judged.changed = FU_SYNTH_CHANGED_ALL;
+    if (judge.judge && (sc->block_flags[b] & BLOCK_JUDGED)) {
         judged.judgment = sc->block_judgments[b];
+        judged.changed = sc->block_changed[b];
+    }
     sc->block_changed[b] = 0;
     for (;;) {
         const fu_x86_insn *insn = &insns[i];
@@ -1143,10 +1142,8 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         if (judge.judge) {
             if (address >= judged.judgment.until || address < judged.judgment.from ||
                 (judged.changed & judged.judgment.reads)) {
-                judge.judge(judge.context, address, &s, judged_here ? judged.changed : FU_SYNTH_CHANGED_ALL,
-                            &judged.judgment);
+                judge.judge(judge.context, address, &s, judged.changed, &judged.judgment);
                 judged.changed = 0;
-                judged_here = true;
                 if (i == first) {
                     sc->block_flags[b] |= BLOCK_JUDGED;
                     sc->block_judgments[b] = judged.judgment;

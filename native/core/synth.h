@@ -137,11 +137,14 @@ typedef struct fu_synth_entry {
 
 /* A judgment (fu_synth_judge) and where it holds: at an instruction in [from, until) whose state
  * differs from the judged one in none of `reads` (fu_synth_visit's `changed` bits), the judge would
- * give the same byte. */
+ * give the same byte. `memo`: the judge's own record of how it came to it, handed back at the next
+ * judgment made from this one (check.c: each rule's outcome and what it read). */
+#define FU_SYNTH_JUDGMENT_MEMO 48
 typedef struct fu_synth_judgment {
-    uint64_t from, until;
+    uint64_t from, until; /* until 0: no judgment */
     uint32_t reads;
     uint8_t byte;
+    uint8_t memo[FU_SYNTH_JUDGMENT_MEMO] __attribute__((aligned(8)));
 } fu_synth_judgment;
 
 /* Called by the fixpoint's walks for the instructions they pass, with the state before the one at
@@ -153,8 +156,9 @@ typedef struct fu_synth_judgment {
  * register other than rsp counts as changed whenever an instruction writes it): the instructions
  * after a judged one, a block whose first state came from a walk holding a judgment (a branch's,
  * the fall-through's), a block walked again after joins that changed nothing the judgment of its
- * first instruction read. `changed`: what changed since the judge's previous call, on this walk;
- * FU_SYNTH_CHANGED_ALL when that call was on another. */
+ * first instruction read. `judgment` holds the judgment in hand, the one the new judgment is made
+ * from, and `changed` what changed since it (FU_SYNTH_CHANGED_ALL: none in hand); the judge
+ * overwrites it. */
 typedef void (*fu_synth_judge)(void *context, uint64_t address, const fu_synth_state *state, uint32_t changed,
                                fu_synth_judgment *judgment);
 typedef struct fu_synth_judge_hook {
