@@ -1138,7 +1138,10 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
                      (unsigned long long)address);
             return false;
         }
-        fu_synth_value sp = s.regs[FU_REG_RSP];
+        /* rsp before the instruction, where it may change it (writes names rsp for push, pop, call
+         * and the like) */
+        const bool writes_sp = insn->writes >> FU_REG_RSP & 1;
+        const fu_synth_value sp = s.regs[FU_REG_RSP];
         if (judge.judge) {
             if (address >= judged.judgment.until || address < judged.judgment.from ||
                 (judged.changed & judged.judgment.reads)) {
@@ -1157,7 +1160,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         }
         if (step(run, &s, insn, address))
             judged.changed |= FU_SYNTH_CHANGED_SLOTS;
-        if (!fu_synth_value_equal(sp, s.regs[FU_REG_RSP]))
+        if (writes_sp && !fu_synth_value_equal(sp, s.regs[FU_REG_RSP]))
             judged.changed |= 1u << FU_REG_RSP;
         if (run->has_indirect_jump)
             track_bound(insn, &bound);
