@@ -153,11 +153,11 @@ typedef struct fu_synth_judgment {
  * walked after its last change: once the run is FU_SYNTH_DECIDED, the byte of every reached
  * instruction is the judge's for the state a visit would see there. The walk calls the judge only
  * where the judgment in hand does not hold (the `changed` bits it counts are fu_synth_visit's, but a
- * register other than rsp counts as changed whenever an instruction writes it): the instructions
- * after a judged one, a block whose first state came from a walk holding a judgment (a branch's,
- * the fall-through's), a block walked again after joins that changed nothing the judgment of its
- * first instruction read. `judgment` holds the judgment in hand, the one the new judgment is made
- * from, and `changed` what changed since it (FU_SYNTH_CHANGED_ALL: none in hand); the judge
+ * register other than rsp counts as changed whenever an instruction writes it). In hand: on a walk,
+ * the last judgment made or kept; at a block's start, its first instruction's on its previous walk,
+ * or else the one of the walk its first state came from (a branch's, the fall-through's), with
+ * what the joins changed since. `judgment` holds the judgment in hand, the one the new judgment is
+ * made from, and `changed` what changed since it (FU_SYNTH_CHANGED_ALL: none in hand); the judge
  * overwrites it. */
 typedef void (*fu_synth_judge)(void *context, uint64_t address, const fu_synth_state *state, uint32_t changed,
                                fu_synth_judgment *judgment);
