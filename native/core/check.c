@@ -355,23 +355,12 @@ static bool is_padding(const fu_x86_insn *insn)
 }
 
 /* Move the row cursor to the declared row in force at `address` (either way: walks come in the
- * fixpoint's order of blocks), and fetch its rules. */
+ * fixpoint's order of blocks). */
 static void seek_row(fde_check *c, uint64_t address)
 {
     const fu_cfi_table *t = c->table;
-    if (address < t->row_address[c->row]) {
-        uint32_t lo = c->first_row, hi = c->row; /* the last row starting at or before address */
-        while (lo < hi) {
-            uint32_t mid = lo + (hi - lo) / 2;
-            if (t->row_address[mid] <= address)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        c->row = lo > c->first_row ? lo - 1 : c->first_row;
-    }
-    while (c->row + 1 < c->row_end && t->row_address[c->row + 1] <= address)
-        c->row++;
+    uint32_t after = fu_cfi_table_rows_starting_by(t, c->fde, address);
+    c->row = after > c->first_row ? after - 1 : c->first_row;
     c->next_row_address = c->row + 1 < c->row_end ? t->row_address[c->row + 1] : UINT64_MAX;
 }
 
