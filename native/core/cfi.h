@@ -261,6 +261,8 @@ uint32_t fu_cfi_table_fdes_starting_by(const fu_cfi_table *table, uint64_t pc);
 int64_t fu_cfi_table_find_fde(const fu_cfi_table *table, uint64_t pc);
 /* Index of the row covering `pc` (an FDE's last row ends at pc_begin + pc_range), or -1. */
 int64_t fu_cfi_table_find_row(const fu_cfi_table *table, uint64_t pc, int64_t *fde_index);
+/* The index after the last row of `fde` whose address is at or below pc (fde->first_row: none). */
+uint32_t fu_cfi_table_rows_starting_by(const fu_cfi_table *table, const fu_entry *fde, uint64_t pc);
 /* The row in force at `pc` as the walker resolves it: .eh_frame's (tables[0]) if it has one, else
  * .debug_frame's (tables[1]); either may be NULL. Returns which table (0 or 1) with *row and
  * *fde_index set, or -1. The one place this precedence lives (walker, compact builder, eh_elf). */

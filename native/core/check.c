@@ -19,6 +19,8 @@ void fu_check_batch_free(fu_check_batch *batch)
     free(batch->args_sizes.data);
     free(batch->entry_states.data);
     free(batch->entries.data);
+    free(batch->row_rules.data);
+    free(batch->row_fetched.data);
     free(batch->overlap_partner);
     free(batch->position_of);
     fu_synth_scratch_free(&batch->scratch);
@@ -135,9 +137,9 @@ static fu_synth_value memory_value(const fu_synth_state *s, fu_synth_value addre
 {
     switch (address.kind) {
     case FU_VALUE_ENTRY_STACK:
-        return fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, address.offset);
+        return fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, address.offset, NULL);
     case FU_VALUE_ALIGNED_STACK:
-        return fu_synth_slot_value(s, FU_SLOT_ALIGNED_STACK, address.offset);
+        return fu_synth_slot_value(s, FU_SLOT_ALIGNED_STACK, address.offset, NULL);
     case FU_VALUE_ENTRY_REGISTER:
     case FU_VALUE_RETURN_ADDRESS:
         return (fu_synth_value){FU_VALUE_NEVER_WRITTEN, 0, 0, 0};
@@ -181,8 +183,10 @@ static comparison compare_cfa(const fu_cfi_table *table, fu_rule rule, const fu_
 }
 
 /* The rule of `column` judged against the true CFA (entry rsp + 8), so that each column is judged
- * on its own even where the declared CFA is wrong. */
-static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s)
+ * on its own even where the declared CFA is wrong; what that read of the state is added to `reads`
+ * (fu_synth_visit's `changed` bits). */
+static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s,
+                                 uint32_t *reads)
 {
     fu_synth_value wanted = fu_synth_column_value(column);
     fu_synth_value address;
@@ -193,11 +197,17 @@ static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsign
     case FU_RULE_SAME_VALUE:
         if (column >= FU_X86_GPR_COUNT)
             return COMPARE_SKIP;
+        *reads |= 1u << column;
         return compare(s->regs[column], wanted);
-    case FU_RULE_OFFSET:
+    case FU_RULE_OFFSET: {
         if (!entry_stack_offset(rule.value, &slot))
             return COMPARE_UNKNOWN;
-        return compare(fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, slot), wanted);
+        bool recorded;
+        fu_synth_value saved = fu_synth_slot_value(s, FU_SLOT_ENTRY_STACK, slot, &recorded);
+        /* its slot; where none is recorded, what is known of the others too */
+        *reads |= fu_synth_changed_slot(slot) | (recorded ? 0 : FU_SYNTH_CHANGED_SLOT_FLAGS);
+        return compare(saved, wanted);
+    }
     case FU_RULE_VAL_OFFSET:
         if (!entry_stack_offset(rule.value, &slot))
             return COMPARE_UNKNOWN;
@@ -205,8 +215,10 @@ static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsign
     case FU_RULE_REGISTER:
         if (rule.reg >= FU_X86_GPR_COUNT)
             return COMPARE_UNKNOWN;
+        *reads |= 1u << rule.reg;
         return compare(s->regs[rule.reg], wanted);
     case FU_RULE_EXPRESSION:
+        *reads = FU_SYNTH_CHANGED_ALL;
         if (!breg_value(table, rule, s, &address, &deref) || deref)
             return COMPARE_UNKNOWN;
         return compare(memory_value(s, address), wanted);
@@ -223,26 +235,16 @@ typedef struct fde_check {
     const fu_entry *fde;
     fu_check_batch *batch;
     fu_check_fde_result *result;
-    uint32_t row;          /* the declared row in force (cursor: visits come in address order) */
-    uint32_t row_end;
-    uint64_t next_row_address; /* where the row after it starts; UINT64_MAX after the last */
-    /* the rules of the row in force, fetched once per row, and what judging them reads of the state
-     * (fu_synth_visit's `changed` bits) */
+    uint32_t first_row, row_end; /* the FDE's rows */
+    uint32_t row;                /* the declared row in force at the address last sought */
+    uint64_t next_row_address;   /* where the row after it starts; UINT64_MAX after the last */
+    /* the rules of the row in force (batch->row_rules): the CFA's, then those of fu_synth_columns */
     uint32_t rules_row;
-    fu_rule rules[FU_SYNTH_COLUMN_COUNT];
-    uint32_t rules_read;
-    /* the previous judgment, reused under the same row while nothing it read changed */
-    uint32_t judged_row;
-    bool judged_agree;
+    const fu_rule *rules;
     bool out_of_memory;
     uint64_t last_uncovered_check; /* call targets repeat: the last one checked */
-    /* the first decoded instruction (scratch->insns) not yet seen by a visit: those a visit skips
-     * over are unreached */
-    uint64_t start;
-    uint32_t next_insn;
+    uint64_t start;                /* where the code starts (after leading nops) */
     uint64_t first_unreached;
-    /* what fu_synth_run may leave unvisited: instructions that would only count as agreeing again */
-    fu_synth_visit_hint hint;
 } fde_check;
 
 static bool add_finding(fde_check *c, uint64_t address, unsigned what, const char *declared, const char *derived)
@@ -352,24 +354,14 @@ static bool is_padding(const fu_x86_insn *insn)
     return insn->is_nop || insn->kind == FU_X86_TRAP;
 }
 
-/* Move the row cursor to the declared row in force at `address`. */
+/* Move the row cursor to the declared row in force at `address` (either way: walks come in the
+ * fixpoint's order of blocks). */
 static void seek_row(fde_check *c, uint64_t address)
 {
     const fu_cfi_table *t = c->table;
-    while (c->row + 1 < c->row_end && t->row_address[c->row + 1] <= address)
-        c->row++;
+    uint32_t after = fu_cfi_table_rows_starting_by(t, c->fde, address);
+    c->row = after > c->first_row ? after - 1 : c->first_row;
     c->next_row_address = c->row + 1 < c->row_end ? t->row_address[c->row + 1] : UINT64_MAX;
-}
-
-/* Count the decoded instructions before `index` (of scratch->insns) that no visit saw, padding
- * aside. */
-static void pass_unreached(fde_check *c, uint32_t index)
-{
-    const fu_synth_scratch *sc = &c->batch->scratch;
-    for (; c->next_insn < index; c->next_insn++) {
-        if (!is_padding(&sc->insns[c->next_insn]) && c->result->unreached++ == 0)
-            c->first_unreached = c->start + sc->insn_offsets[c->next_insn];
-    }
 }
 
 /* What judging the declared CFA (compare_cfa) reads of the state, as fu_synth_visit's `changed` bits. */
@@ -385,125 +377,197 @@ static uint32_t cfa_reads(fu_rule rule)
     }
 }
 
-/* What judging the rule of `column` (compare_column) reads of the state. */
-static uint32_t column_reads(fu_rule rule, unsigned column)
+/* The rules of a row of the FDE (batch->row_rules), the CFA's first. */
+static fu_rule *row_rules(const fde_check *c, uint32_t row)
 {
-    switch (rule.kind) {
-    case FU_RULE_UNSPECIFIED:
-    case FU_RULE_SAME_VALUE:
-        return column < FU_X86_GPR_COUNT ? 1u << column : 0;
-    case FU_RULE_OFFSET:
-        return FU_SYNTH_CHANGED_SLOTS;
-    case FU_RULE_REGISTER:
-        return rule.reg < FU_X86_GPR_COUNT ? 1u << rule.reg : 0;
-    case FU_RULE_EXPRESSION:
-        return FU_SYNTH_CHANGED_ALL;
-    default: /* val_offset: a constant; the rules not compared */
-        return 0;
+    return (fu_rule *)c->batch->row_rules.data + (size_t)(row - c->first_row) * (1 + FU_SYNTH_COLUMN_COUNT);
+}
+
+/* The rules of the declared row in force at `address` into c->rules. */
+static void fetch_rules(fde_check *c, uint64_t address)
+{
+    const fu_cfi_table *t = c->table;
+    if (address < t->row_address[c->row] || address >= c->next_row_address)
+        seek_row(c, address);
+    if (c->rules_row == c->row)
+        return;
+    c->rules_row = c->row;
+    fu_rule *rules = row_rules(c, c->row);
+    uint8_t *fetched = (uint8_t *)c->batch->row_fetched.data + (c->row - c->first_row);
+    c->rules = rules;
+    if (*fetched)
+        return;
+    const fu_state *declared = fu_cfi_table_state(t, t->row_state[c->row]);
+    rules[0] = declared->cfa;
+    for (unsigned j = 0; j < FU_SYNTH_COLUMN_COUNT; j++)
+        rules[1 + j] = fu_state_rule(t, declared, fu_synth_columns[j]);
+    *fetched = 1;
+}
+
+static bool same_rule(fu_rule a, fu_rule b)
+{
+    return a.kind == b.kind && a.reg == b.reg && a.expr_len == b.expr_len && a.value == b.value;
+}
+
+/* How the rules of a declared row compared with a state (fu_synth_judgment.memo): per rule (the
+ * CFA's first, then column k's of fu_synth_columns) its outcome and what it read of the state
+ * (fu_synth_visit's `changed` bits); row UINT32_MAX: no comparison. */
+typedef struct row_comparison {
+    uint32_t row;
+    uint32_t reads[1 + FU_SYNTH_COLUMN_COUNT];
+    uint8_t outcomes[1 + FU_SYNTH_COLUMN_COUNT]; /* comparison */
+} row_comparison;
+_Static_assert(sizeof(row_comparison) <= FU_SYNTH_JUDGMENT_MEMO, "a row comparison is a judgment's memo");
+
+/* The rules of the declared row in force at `address` compared with `state` into `m`, which holds an
+ * earlier comparison and `changed` what changed in the state since (FU_SYNTH_CHANGED_ALL: no earlier
+ * one): a rule that is the same as then and read nothing of that keeps its outcome. False when the
+ * row is not compared: the outermost frame (the return address undefined: _start, a thread's
+ * entry) has no caller whose registers the CFA would recover (glibc's _start pops under CFA =
+ * rsp+8). */
+static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *state, uint32_t changed,
+                        row_comparison *m)
+{
+    const fu_cfi_table *t = c->table;
+    fetch_rules(c, address);
+    bool earlier = changed != FU_SYNTH_CHANGED_ALL && m->row != UINT32_MAX;
+    const fu_rule *before = earlier ? row_rules(c, m->row) : NULL;
+    bool same_rules = earlier && t->row_state[m->row] == t->row_state[c->row]; /* the same row state */
+    m->row = UINT32_MAX;
+    if (c->rules[1 + RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED)
+        return false;
+    for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
+        if (earlier && (same_rules || same_rule(before[k], c->rules[k])) && !(changed & m->reads[k]))
+            continue;
+        if (k == 0) {
+            m->reads[0] = cfa_reads(c->rules[0]);
+            m->outcomes[0] = (uint8_t)compare_cfa(t, c->rules[0], state);
+        } else {
+            m->reads[k] = 0;
+            m->outcomes[k] = (uint8_t)compare_column(t, c->rules[k], fu_synth_columns[k - 1], state, &m->reads[k]);
+        }
     }
+    m->row = c->row;
+    return true;
 }
 
-/* The instructions fu_synth_run left unvisited right after the last visit: judged as it was. */
-static void pass_skipped(fde_check *c)
-{
-    c->result->agree += c->hint.skipped;
-    c->next_insn += c->hint.skipped;
-    c->hint.skipped = 0;
-}
+/* The judgment of one instruction, the byte synth keeps for it (fu_synth_judge): the outcome, and
+ * which rule's value was unknown first (the reason an undecided FDE gives). */
+#define JUDGED_AGREE 0u    /* every compared rule agrees (or none is compared) */
+#define JUDGED_UNKNOWN 1u  /* a rule's value is unknown, none is wrong */
+#define JUDGED_MISMATCH 2u /* a rule is wrong */
+#define JUDGED_SKIPPED 3u  /* not compared (compare_row) */
+#define JUDGED_OUTCOME 3u
+#define JUDGED_FIRST_UNKNOWN_SHIFT 2 /* above it: 1 + the index in compare_row's outcomes, 0 none */
 
-/* Instructions the visit must see whatever the state: those that name code (note_code_address). */
-#define ALWAYS_VISITED (1u << FU_X86_CALL | 1u << FU_X86_JMP | 1u << FU_X86_JCC | 1u << FU_X86_LEA)
-
-static bool visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
-                  uint32_t changed)
+static void judge(void *context, uint64_t address, const fu_synth_state *state, uint32_t changed,
+                  fu_synth_judgment *judgment)
 {
     fde_check *c = context;
+    row_comparison *m = (row_comparison *)judgment->memo;
+    bool compared = compare_row(c, address, state, changed, m);
+    /* the same judgment inside the row while nothing it read changes */
+    judgment->from = c->table->row_address[c->row];
+    judgment->until = c->next_row_address;
+    judgment->reads = 0;
+    if (!compared) {
+        judgment->byte = JUDGED_SKIPPED;
+        return;
+    }
+    unsigned outcome = JUDGED_AGREE, first_unknown = 0;
+    for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
+        judgment->reads |= m->reads[k];
+        if (m->outcomes[k] == COMPARE_MISMATCH) {
+            outcome = JUDGED_MISMATCH;
+        } else if (m->outcomes[k] == COMPARE_UNKNOWN) {
+            if (!first_unknown)
+                first_unknown = 1 + k;
+            if (outcome == JUDGED_AGREE)
+                outcome = JUDGED_UNKNOWN;
+        }
+    }
+    judgment->byte = (uint8_t)(outcome | first_unknown << JUDGED_FIRST_UNKNOWN_SHIFT);
+}
+
+/* "at ADDRESS the code does not tell whether RULE": the reason of an FDE whose rule `which`
+ * (compare_row's index) at `address` has an unknown value. */
+static void unknown_reason(fde_check *c, uint64_t address, unsigned which)
+{
     const fu_cfi_table *t = c->table;
-    /* visits come in address order, each with its instruction of the scratch's decoded ones */
-    uint32_t index = (uint32_t)(insn - c->batch->scratch.insns);
-    pass_skipped(c);
-    if (c->next_insn < index)
-        pass_unreached(c, index);
-    c->next_insn = index + 1;
-    c->hint.until = 0;
-    if ((insn->kind == FU_X86_CALL || insn->kind == FU_X86_JMP || insn->kind == FU_X86_JCC) && insn->has_target)
-        note_code_address(c, insn->target, insn->kind);
-    else if (insn->kind == FU_X86_LEA && insn->source.kind == FU_X86_OPERAND_MEMORY &&
-             insn->source.reg == FU_X86_REG_RIP && insn->source.index == FU_X86_REG_NONE && !insn->source.segment)
-        note_code_address(c, address + insn->length + (uint64_t)insn->source.value, FU_X86_LEA);
-    if (address >= c->next_row_address)
-        seek_row(c, address);
-    if (c->judged_agree && c->judged_row == c->row && !(changed & c->rules_read)) {
-        c->result->agree++;
-        /* the same judgment until the row ends or what it read changes */
-        c->hint.until = c->next_row_address;
-        c->hint.reads = c->rules_read;
-        return true;
-    }
-    const fu_state *declared = fu_cfi_table_state(t, t->row_state[c->row]);
-    if (c->rules_row != c->row) {
-        c->rules_row = c->row;
-        c->rules_read = cfa_reads(declared->cfa);
-        for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
-            c->rules[k] = fu_state_rule(t, declared, fu_synth_columns[k]);
-            c->rules_read |= column_reads(c->rules[k], fu_synth_columns[k]);
-        }
-    }
-    /* The outermost frame (the return address undefined: _start, a thread's entry) has no caller
-     * whose registers the CFA would recover: nothing to compare (glibc's _start pops under CFA =
-     * rsp+8). */
-    if (c->rules[RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED) {
-        c->result->skipped++;
-        return true;
-    }
-    comparison worst = COMPARE_SKIP;
-    comparison cfa = compare_cfa(t, declared->cfa, state);
-    if (cfa == COMPARE_MISMATCH) {
-        char a[FU_CHECK_TEXT_MAX], b[FU_CHECK_TEXT_MAX];
-        declared_text(t, declared->cfa, a);
-        derived_text(state, FU_CHECK_WHAT_CFA, declared->cfa.kind == FU_CFA_REG_OFFSET ? declared->cfa.reg : FU_X86_REG_NONE, b);
-        if (!add_finding(c, address, FU_CHECK_WHAT_CFA, a, b))
-            return false;
-    } else if (cfa == COMPARE_UNKNOWN && !c->result->reason[0]) {
-        char a[FU_CHECK_TEXT_MAX];
-        declared_text(t, declared->cfa, a);
-        snprintf(c->result->reason, sizeof c->result->reason, "at 0x%llx the code does not tell whether CFA = %s",
-                 (unsigned long long)address, a);
-    }
-    worst = cfa;
-    for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
-        unsigned column = fu_synth_columns[k];
-        fu_rule rule = c->rules[k];
-        comparison outcome = compare_column(t, rule, column, state);
-        if (outcome == COMPARE_MISMATCH) {
-            char a[FU_CHECK_TEXT_MAX], b[FU_CHECK_TEXT_MAX];
-            declared_text(t, rule, a);
-            derived_text(state, column, FU_X86_REG_NONE, b);
-            if (!add_finding(c, address, column, a, b))
-                return false;
-        } else if (outcome == COMPARE_UNKNOWN && !c->result->reason[0]) {
-            char a[FU_CHECK_TEXT_MAX], reg[12];
-            declared_text(t, rule, a);
-            if (column == FU_RETURN_ADDRESS_COLUMN)
-                snprintf(reg, sizeof reg, "ra");
-            else
-                register_text(reg, sizeof reg, column);
-            snprintf(c->result->reason, sizeof c->result->reason, "at 0x%llx the code does not tell whether %s = %s",
-                     (unsigned long long)address, reg, a);
-        }
-        if (outcome > worst)
-            worst = outcome;
-    }
-    c->judged_row = c->row;
-    c->judged_agree = worst <= COMPARE_AGREE;
-    if (worst == COMPARE_MISMATCH) {
-        c->result->mismatch++;
-    } else if (worst == COMPARE_UNKNOWN) {
-        c->result->unknown++;
+    fetch_rules(c, address);
+    char a[FU_CHECK_TEXT_MAX], reg[12];
+    if (which == 0) {
+        declared_text(t, c->rules[0], a);
+        snprintf(reg, sizeof reg, "CFA");
     } else {
-        c->result->agree++;
-        c->hint.until = c->next_row_address;
-        c->hint.reads = c->rules_read;
+        unsigned column = fu_synth_columns[which - 1];
+        declared_text(t, c->rules[which], a);
+        if (column == FU_RETURN_ADDRESS_COLUMN)
+            snprintf(reg, sizeof reg, "ra");
+        else
+            register_text(reg, sizeof reg, column);
+    }
+    snprintf(c->result->reason, sizeof c->result->reason, "at 0x%llx the code does not tell whether %s = %s",
+             (unsigned long long)address, reg, a);
+}
+
+/* The judgments of a decided run, in address order: the instructions by outcome, those no path
+ * reaches (padding aside), the first unknown rule's reason, and the code addresses reached
+ * instructions name. */
+static void tally(fde_check *c, uint32_t insn_count)
+{
+    const fu_synth_scratch *sc = &c->batch->scratch;
+    fu_check_fde_result *r = c->result;
+    for (uint32_t i = 0; i < insn_count; i++) {
+        const fu_x86_insn *insn = &sc->insns[i];
+        if (!sc->walked[i]) {
+            if (!is_padding(insn) && r->unreached++ == 0)
+                c->first_unreached = c->start + sc->insn_offsets[i];
+            continue;
+        }
+        uint64_t address = c->start + sc->insn_offsets[i];
+        if ((insn->kind == FU_X86_CALL || insn->kind == FU_X86_JMP || insn->kind == FU_X86_JCC) && insn->has_target)
+            note_code_address(c, insn->target, insn->kind);
+        else if (insn->kind == FU_X86_LEA && insn->source.kind == FU_X86_OPERAND_MEMORY &&
+                 insn->source.reg == FU_X86_REG_RIP && insn->source.index == FU_X86_REG_NONE && !insn->source.segment)
+            note_code_address(c, address + insn->length + (uint64_t)insn->source.value, FU_X86_LEA);
+        uint8_t judged = sc->judgments[i];
+        switch (judged & JUDGED_OUTCOME) {
+        case JUDGED_AGREE: r->agree++; break;
+        case JUDGED_UNKNOWN: r->unknown++; break;
+        case JUDGED_MISMATCH: r->mismatch++; break;
+        default: r->skipped++; break;
+        }
+        if (judged >> JUDGED_FIRST_UNKNOWN_SHIFT && !r->reason[0])
+            unknown_reason(c, address, (judged >> JUDGED_FIRST_UNKNOWN_SHIFT) - 1u);
+    }
+}
+
+/* A mismatching FDE's second run: every reached instruction in address order, each wrong rule a
+ * finding with the derived rule beside the declared one. */
+static bool visit_findings(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
+                           uint32_t changed)
+{
+    fde_check *c = context;
+    row_comparison m;
+    if (!compare_row(c, address, state, FU_SYNTH_CHANGED_ALL, &m))
+        return true;
+    for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
+        if (m.outcomes[k] != COMPARE_MISMATCH)
+            continue;
+        char a[FU_CHECK_TEXT_MAX], b[FU_CHECK_TEXT_MAX];
+        if (k == 0) {
+            fu_rule cfa = c->rules[0];
+            declared_text(c->table, cfa, a);
+            derived_text(state, FU_CHECK_WHAT_CFA, cfa.kind == FU_CFA_REG_OFFSET ? cfa.reg : FU_X86_REG_NONE, b);
+            if (!add_finding(c, address, FU_CHECK_WHAT_CFA, a, b))
+                return false;
+        } else {
+            declared_text(c->table, c->rules[k], a);
+            derived_text(state, fu_synth_columns[k - 1], FU_X86_REG_NONE, b);
+            if (!add_finding(c, address, fu_synth_columns[k - 1], a, b))
+                return false;
+        }
     }
     return true;
 }
@@ -732,8 +796,8 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     result->entry = entry;
     result->first_finding = (uint32_t)(batch->findings.len / sizeof(fu_check_finding));
     fde_check c = {.image = image, .table = table, .fde = fde, .batch = batch, .result = result,
-                   .row = fde->first_row, .row_end = fde->first_row + fde->row_count, .last_uncovered_check = 0,
-                   .rules_row = UINT32_MAX, .judged_row = UINT32_MAX, .hint = {.kinds = ALWAYS_VISITED}};
+                   .first_row = fde->first_row, .row = fde->first_row, .row_end = fde->first_row + fde->row_count,
+                   .last_uncovered_check = 0, .rules_row = UINT32_MAX};
     char range[FU_CHECK_TEXT_MAX]; /* for range findings */
     const fu_image_segment *seg = fu_image_segment_holding(image->code, image->code_count, fde->pc_begin, fde->pc_range);
     uint32_t other = batch->overlap_partner[entry];
@@ -831,7 +895,12 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     }
     function.entries = (const fu_synth_entry *)batch->entries.data;
     function.entry_count = batch->entries.len / sizeof(fu_synth_entry);
-    function.visit_hint = &c.hint;
+    function.judge = (fu_synth_judge_hook){judge, &c};
+    batch->row_rules.len = batch->row_fetched.len = 0;
+    if (!fu_buffer_reserve(&batch->row_rules, (size_t)fde->row_count * (1 + FU_SYNTH_COLUMN_COUNT) * sizeof(fu_rule)) ||
+        !fu_buffer_reserve(&batch->row_fetched, fde->row_count))
+        return false;
+    memset(batch->row_fetched.data, 0, fde->row_count);
     fu_synth_counts counts;
     char reason[FU_SYNTH_REASON_MAX];
     c.start = start;
@@ -843,18 +912,25 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
                  FU_CHECK_MAX_FILE_INSTRUCTIONS);
         return true;
     }
-    fu_synth_outcome outcome = fu_synth_run(&function, &batch->scratch, visit, &c, &counts, reason);
+    /* the rows judged during the fixpoint's walks; the findings of a mismatch from a second run */
+    fu_synth_outcome outcome = fu_synth_run(&function, &batch->scratch, NULL, NULL, &counts, reason);
     __atomic_fetch_add(work_done, counts.instructions, __ATOMIC_RELAXED);
-    if (outcome == FU_SYNTH_NO_MEMORY || c.out_of_memory)
+    if (outcome == FU_SYNTH_NO_MEMORY)
         return false;
     if (outcome == FU_SYNTH_UNDECIDED) {
         result->verdict = FU_CHECK_UNDECIDED;
-        result->agree = result->mismatch = result->unknown = 0;
         memcpy(result->reason, reason, sizeof result->reason);
         return true;
     }
-    pass_skipped(&c);
-    pass_unreached(&c, counts.instructions);
+    tally(&c, counts.instructions);
+    if (c.out_of_memory)
+        return false;
+    if (result->mismatch) {
+        function.judge.judge = NULL;
+        if (fu_synth_run(&function, &batch->scratch, visit_findings, &c, &counts, reason) == FU_SYNTH_NO_MEMORY ||
+            c.out_of_memory)
+            return false;
+    }
     if (result->mismatch) {
         result->verdict = FU_CHECK_MISMATCH;
         result->reason[0] = '\0';

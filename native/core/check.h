@@ -133,6 +133,10 @@ typedef struct fu_check_batch {
     fu_buffer args_sizes;     /* scratch: its fu_synth_args_size */
     fu_buffer entry_states;   /* scratch: fu_synth_state of its foreign entries */
     fu_buffer entries;        /* scratch: fu_synth_entry over entry_states */
+    /* scratch: per declared row of the FDE being checked, its rules (the CFA's, then those of
+     * fu_synth_columns), fetched when a judgment first needs them, and whether they are */
+    fu_buffer row_rules;
+    fu_buffer row_fetched;
     uint32_t *overlap_partner;  /* per entry of the table: another FDE its range meets, or UINT32_MAX */
     uint32_t *position_of;      /* per entry of the table: its position in this batch, or UINT32_MAX */
     uint64_t work_done;         /* image->work_done when that is NULL */

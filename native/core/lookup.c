@@ -78,8 +78,15 @@ int64_t fu_cfi_table_find_row(const fu_cfi_table *t, uint64_t pc, int64_t *fde_i
     if (fde < 0)
         return -1;
     const fu_entry *e = &t->entries[fde];
-    /* last row whose address <= pc; rows closed by a zero advance share an address, and the
-     * later one is the state in force */
+    uint32_t after = fu_cfi_table_rows_starting_by(t, e, pc);
+    if (after == e->first_row)
+        return -1;
+    return after - 1;
+}
+
+uint32_t fu_cfi_table_rows_starting_by(const fu_cfi_table *t, const fu_entry *e, uint64_t pc)
+{
+    /* rows closed by a zero advance share an address, and the later one is the state in force */
     uint32_t lo = e->first_row, hi = e->first_row + e->row_count;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -88,9 +95,7 @@ int64_t fu_cfi_table_find_row(const fu_cfi_table *t, uint64_t pc, int64_t *fde_i
         else
             hi = mid;
     }
-    if (lo == e->first_row)
-        return -1;
-    return lo - 1;
+    return lo;
 }
 
 int fu_cfi_tables_find_row(const fu_cfi_table *const tables[2], uint64_t pc, int64_t *row, int64_t *fde_index)

@@ -16,14 +16,13 @@ const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT] = {FU_REG_RBX, FU_REG_RBP,
 #define BLOCK_HAS_STATE 1u
 #define BLOCK_QUEUED 2u
 #define BLOCK_ONLY_CALL_FALLTHROUGH 4u /* every edge into it so far is the fall-through of a call */
+#define BLOCK_JUDGED 8u /* block_judgments holds its first instruction's judgment */
 
 static const fu_synth_value unknown_value = {FU_VALUE_UNKNOWN, 0, 0, 0};
 
-/* `step` runs ~30M times on libLLVM-14's check: it and its small helpers are inlined (into the walk
- * and the visit) whatever the compiler's size estimate says. */
+/* `step` runs ~17M times on libLLVM-14's check (every instruction of every walk): it and its small
+ * helpers are inlined (into the walk and the visit) whatever the compiler's size estimate says. */
 #define STEP_INLINE static inline __attribute__((always_inline))
-
-_Static_assert(FU_X86_INVALID < 32, "a visit hint's kinds: a bit per fu_x86_kind in 32 bits");
 
 /* Copy only the slots in use: a state is mostly its slot array. */
 static void state_copy(fu_synth_state *dst, const fu_synth_state *src)
@@ -38,11 +37,14 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->block_of);
     free(scratch->branch_block);
     free(scratch->walked);
+    free(scratch->judgments);
     free(scratch->insn_at_offset);
     free(scratch->block_states);
     free(scratch->block_entry_sp);
     free(scratch->block_flags);
     free(scratch->block_insn);
+    free(scratch->block_changed);
+    free(scratch->block_judgments);
     free(scratch->worklist);
     memset(scratch, 0, sizeof *scratch);
 }
@@ -64,10 +66,10 @@ static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned c
 static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
 {
     void **arrays[] = {(void **)&s->insns, (void **)&s->insn_offsets, (void **)&s->block_of, (void **)&s->branch_block,
-                       (void **)&s->walked};
+                       (void **)&s->walked, (void **)&s->judgments};
     const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->branch_block,
-                            sizeof *s->walked};
-    return grow_together(arrays, sizes, 5, &s->insn_cap, need);
+                            sizeof *s->walked, sizeof *s->judgments};
+    return grow_together(arrays, sizes, 6, &s->insn_cap, need);
 }
 
 /* The offset map for a function of `size` bytes, its new part zeroed. */
@@ -83,10 +85,12 @@ static bool reserve_offsets(fu_synth_scratch *s, uint64_t size)
 static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
 {
     void **arrays[] = {(void **)&s->block_states, (void **)&s->block_entry_sp, (void **)&s->block_flags,
-                       (void **)&s->block_insn, (void **)&s->worklist};
+                       (void **)&s->block_insn, (void **)&s->worklist, (void **)&s->block_changed,
+                       (void **)&s->block_judgments};
     const size_t sizes[] = {sizeof *s->block_states, sizeof *s->block_entry_sp, sizeof *s->block_flags,
-                            sizeof *s->block_insn, sizeof *s->worklist};
-    return grow_together(arrays, sizes, 5, &s->block_cap, need);
+                            sizeof *s->block_insn, sizeof *s->worklist, sizeof *s->block_changed,
+                            sizeof *s->block_judgments};
+    return grow_together(arrays, sizes, 7, &s->block_cap, need);
 }
 
 /* ---- values and slots ------------------------------------------------------------------------- */
@@ -146,12 +150,16 @@ STEP_INLINE int slot_find(const fu_synth_state *s, uint8_t space, int32_t offset
     return -lo - 1;
 }
 
-fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, int64_t offset)
+fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, int64_t offset, bool *recorded)
 {
     if (offset >= INT32_MIN && offset <= INT32_MAX) {
         int i = slot_find(state, space, (int32_t)offset);
+        if (recorded)
+            *recorded = i >= 0;
         if (i >= 0)
             return state->slots[i].value;
+    } else if (recorded) {
+        *recorded = false;
     }
     /* the caller's frame (at and above the CFA) is not ours to know */
     if (state->slots_lost || state->unknown_stores || (space == FU_SLOT_ENTRY_STACK && offset >= 8))
@@ -711,12 +719,19 @@ static int64_t block_at(synth_run *run, uint32_t index)
     sc->block_flags[b] = 0;
     sc->block_entry_sp[b] = unknown_value;
     sc->block_insn[b] = index;
+    sc->block_changed[b] = 0;
     if (sc->walked[index])
         run->restart = true;
     return b;
 }
 
 typedef enum edge_kind { EDGE_BRANCH, EDGE_CALL_FALLTHROUGH } edge_kind;
+
+/* A walk's judgment in hand (fu_synth_judge), and what changed since it was made. */
+typedef struct walk_judgment {
+    fu_synth_judgment judgment;
+    uint32_t changed;
+} walk_judgment;
 
 static void describe_sp(char *out, size_t size, fu_synth_value v)
 {
@@ -729,13 +744,21 @@ static void describe_sp(char *out, size_t size, fu_synth_value v)
         snprintf(out, size, "unknown");
 }
 
-/* Join `in` into block b's state (queued when it changes); false when the stack pointers disagree. */
-static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kind edge, uint32_t *queue_len)
+/* The `changed` bit of a slot (fu_synth_visit). */
+static uint32_t slot_changed(const fu_synth_slot *slot)
+{
+    return slot->space == FU_SLOT_ENTRY_STACK ? fu_synth_changed_slot(slot->offset) : FU_SYNTH_CHANGED_ALIGNED_SLOTS;
+}
+
+/* Join `in` into block b's state (queued when it changes); false when the stack pointers disagree.
+ * `judged` (NULL: none), the judgment of the walk that brings `in`: a first state inherits it. */
+static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const walk_judgment *judged, edge_kind edge,
+                  uint32_t *queue_len)
 {
     fu_synth_scratch *sc = run->scratch;
     fu_synth_state *s = &sc->block_states[b];
     uint8_t *flags = &sc->block_flags[b];
-    bool changed = false;
+    uint32_t changed = 0; /* fu_synth_visit's bits: what the join changed */
     fu_synth_value known_sp = sc->block_entry_sp[b];
     if (edge == EDGE_CALL_FALLTHROUGH && known_sp.kind != FU_VALUE_UNKNOWN &&
         in->regs[FU_REG_RSP].kind != FU_VALUE_UNKNOWN && !fu_synth_value_equal(in->regs[FU_REG_RSP], known_sp)) {
@@ -745,7 +768,16 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
     if (!(*flags & BLOCK_HAS_STATE)) {
         state_copy(s, in);
         *flags |= BLOCK_HAS_STATE | (edge == EDGE_CALL_FALLTHROUGH ? BLOCK_ONLY_CALL_FALLTHROUGH : 0);
-        changed = true;
+        if (judged && judged->judgment.until) {
+            sc->block_judgments[b] = judged->judgment;
+            sc->block_changed[b] = judged->changed;
+            *flags |= BLOCK_JUDGED;
+        }
+        if (!(*flags & BLOCK_QUEUED)) {
+            *flags |= BLOCK_QUEUED;
+            sc->worklist[(*queue_len)++] = b;
+        }
+        return true;
     } else {
         fu_synth_value old_sp = s->regs[FU_REG_RSP], new_sp = in->regs[FU_REG_RSP];
         if (!fu_synth_value_equal(old_sp, new_sp) && old_sp.kind != FU_VALUE_UNKNOWN &&
@@ -765,7 +797,7 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
                 run->restart = true;
                 state_copy(s, in);
                 *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
-                changed = true;
+                changed |= FU_SYNTH_CHANGED_ALL;
                 goto queue;
             }
             /* with the same frame pointer on both paths the CFA stays known through it */
@@ -788,13 +820,13 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
             for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
                 if (!fu_synth_value_equal(s->regs[r], in->regs[r]) && s->regs[r].kind != FU_VALUE_UNKNOWN) {
                     s->regs[r] = unknown_value;
-                    changed = true;
+                    changed |= 1u << r;
                 }
         /* slots (both sorted): kept where both agree, unknown where they differ or only one path
          * wrote them */
         if (in->unknown_stores && !s->unknown_stores) {
             s->unknown_stores = true;
-            changed = true;
+            changed |= FU_SYNTH_CHANGED_SLOT_FLAGS;
         }
         bool lost = s->slots_lost || in->slots_lost;
         /* the same slots on both paths (the usual case): joined in place, unless their bytes are
@@ -807,7 +839,7 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
             if (!fu_synth_value_equal(s->slots[k].value, in->slots[k].value) &&
                 s->slots[k].value.kind != FU_VALUE_UNKNOWN) {
                 s->slots[k].value = unknown_value;
-                changed = true;
+                changed |= slot_changed(&s->slots[k]);
             }
         fu_synth_slot joined[FU_SYNTH_MAX_SLOTS];
         unsigned n = 0, i = 0, j = 0;
@@ -821,7 +853,7 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
                 if ((c < 0 || !fu_synth_value_equal(slot.value, in->slots[j].value)) &&
                     slot.value.kind != FU_VALUE_UNKNOWN) {
                     slot.value = unknown_value;
-                    changed = true;
+                    changed |= slot_changed(&slot);
                 }
                 i++;
                 j += c == 0;
@@ -834,7 +866,7 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
                     lost = true;
                     continue;
                 }
-                changed = true;
+                changed |= slot_changed(&slot);
             }
             joined[n++] = slot;
         }
@@ -844,10 +876,11 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, edge_kin
         }
         if (lost != s->slots_lost) {
             s->slots_lost = lost;
-            changed = true;
+            changed |= FU_SYNTH_CHANGED_SLOT_FLAGS;
         }
     }
 queue:
+    sc->block_changed[b] |= changed;
     if (changed && !(*flags & BLOCK_QUEUED)) {
         *flags |= BLOCK_QUEUED;
         sc->worklist[(*queue_len)++] = b;
@@ -874,7 +907,7 @@ static bool read_image(const fu_synth_function *f, uint64_t address, unsigned si
  * moved to a `.cold` part (they leave the function); without it, entries are read while they land on
  * an instruction of the function. 0 when the jump is not one of these. */
 static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *insn, const fu_synth_state *s,
-                          uint64_t bound, uint32_t *queue_len)
+                          const walk_judgment *judged, uint64_t bound, uint32_t *queue_len)
 {
     const fu_synth_function *f = run->function;
     const fu_x86_operand *o = &insn->source;
@@ -923,7 +956,7 @@ static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *ins
         if (index < 0)
             break;
         int64_t b = block_at(run, (uint32_t)index);
-        if (b < 0 || !merge(run, (uint32_t)b, s, EDGE_BRANCH, queue_len))
+        if (b < 0 || !merge(run, (uint32_t)b, s, judged, EDGE_BRANCH, queue_len))
             return -1;
         found++;
     }
@@ -974,7 +1007,7 @@ static uint64_t args_size_at(const fu_synth_function *f, uint64_t call_end)
 /* A call that throws goes on at its call site's landing pad: the state after the call joins there,
  * with the call's outgoing arguments popped. */
 static bool merge_landing_pad(synth_run *run, uint64_t address, uint64_t call_end, const fu_synth_state *after_call,
-                              uint32_t *queue_len)
+                              const walk_judgment *judged, uint32_t *queue_len)
 {
     int64_t pad = landing_pad_insn(run, address);
     if (pad < 0)
@@ -984,11 +1017,13 @@ static bool merge_landing_pad(synth_run *run, uint64_t address, uint64_t call_en
         return false;
     uint64_t popped = args_size_at(run->function, call_end);
     if (!popped)
-        return merge(run, (uint32_t)b, after_call, EDGE_BRANCH, queue_len);
+        return merge(run, (uint32_t)b, after_call, judged, EDGE_BRANCH, queue_len);
     fu_synth_state at_pad;
     state_copy(&at_pad, after_call);
     at_pad.regs[FU_REG_RSP] = fu_synth_value_add(at_pad.regs[FU_REG_RSP], (int64_t)popped);
-    return merge(run, (uint32_t)b, &at_pad, EDGE_BRANCH, queue_len);
+    walk_judgment judged_at_pad = *judged;
+    judged_at_pad.changed |= 1u << FU_REG_RSP;
+    return merge(run, (uint32_t)b, &at_pad, &judged_at_pad, EDGE_BRANCH, queue_len);
 }
 
 /* What bounds a jump table's index on one walk: `cmp X, imm` then `ja`/`jae` to the default case bound
@@ -1082,6 +1117,19 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
     edge_kind fallthrough_edge = EDGE_BRANCH;
     /* a jump table's entry count, from the `cmp; ja` of this walk that bounds its index */
     index_bound bound = {.compared = {.kind = FU_X86_OPERAND_NONE}, .memory = {.kind = FU_X86_OPERAND_NONE}};
+    /* the judgment in hand (fu_synth_judge): the first instruction's on the block's previous walk,
+     * or the one its first state came with, and what the joins changed since */
+    const fu_synth_judge_hook judge = f->judge;
+    uint8_t *judgments = sc->judgments;
+    const uint32_t first = i;
+    walk_judgment judged;
+    judged.judgment.until = 0;
+    judged.changed = FU_SYNTH_CHANGED_ALL;
+    if (judge.judge && (sc->block_flags[b] & BLOCK_JUDGED)) {
+        judged.judgment = sc->block_judgments[b];
+        judged.changed = sc->block_changed[b];
+    }
+    sc->block_changed[b] = 0;
     for (;;) {
         const fu_x86_insn *insn = &insns[i];
         walked[i] = 1;
@@ -1090,7 +1138,30 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
                      (unsigned long long)address);
             return false;
         }
-        step(run, &s, insn, address);
+        /* rsp before the instruction, where it may change it (writes names rsp for push, pop, call
+         * and the like) */
+        const bool writes_sp = insn->writes >> FU_REG_RSP & 1;
+        const fu_synth_value sp = s.regs[FU_REG_RSP];
+        if (judge.judge) {
+            if (address >= judged.judgment.until || address < judged.judgment.from ||
+                (judged.changed & judged.judgment.reads)) {
+                judge.judge(judge.context, address, &s, judged.changed, &judged.judgment);
+                judged.changed = 0;
+                if (i == first) {
+                    sc->block_flags[b] |= BLOCK_JUDGED;
+                    sc->block_judgments[b] = judged.judgment;
+                }
+            }
+            judgments[i] = judged.judgment.byte;
+            /* what the instruction may change: the registers it writes (a call: the caller-saved
+             * ones; rsp, which most CFA rules read, only where its value changes), the slots where
+             * `step` says so */
+            judged.changed |= (insn->writes & ~(1u << FU_REG_RSP)) | (insn->kind == FU_X86_CALL ? CALLER_SAVED_MASK : 0);
+        }
+        if (step(run, &s, insn, address))
+            judged.changed |= FU_SYNTH_CHANGED_SLOTS;
+        if (writes_sp && !fu_synth_value_equal(sp, s.regs[FU_REG_RSP]))
+            judged.changed |= 1u << FU_REG_RSP;
         if (run->has_indirect_jump)
             track_bound(insn, &bound);
         bool falls_through = true;
@@ -1107,7 +1178,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
                              (unsigned long long)address, (unsigned long long)insn->target);
                     return false;
                 }
-                if (tb >= 0 && !merge(run, (uint32_t)tb, &s, EDGE_BRANCH, queue_len))
+                if (tb >= 0 && !merge(run, (uint32_t)tb, &s, &judged, EDGE_BRANCH, queue_len))
                     return false;
                 /* else a (conditional) tail call */
             } else {
@@ -1115,7 +1186,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
                 uint64_t table_bound = o->kind == FU_X86_OPERAND_MEMORY
                                            ? (o->index < FU_X86_GPR_COUNT && (bound.registers >> o->index & 1) ? bound.bound : 0)
                                            : bound.entry_bound;
-                int64_t found = jump_table(run, i, insn, &s, table_bound, queue_len);
+                int64_t found = jump_table(run, i, insn, &s, &judged, table_bound, queue_len);
                 if (found < 0)
                     return false;
                 fu_synth_value sp = s.regs[FU_REG_RSP];
@@ -1132,7 +1203,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         case FU_X86_CALL:
             if (fu_x86_is_get_pc(insn, address))
                 break;
-            if (!merge_landing_pad(run, address, address + insn->length, &s, queue_len))
+            if (!merge_landing_pad(run, address, address + insn->length, &s, &judged, queue_len))
                 return false;
             if (insn->has_target && is_noreturn(f, insn->target))
                 falls_through = false;
@@ -1162,7 +1233,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         i++;
         address += insn->length;
         if (block_of[i] >= 0)
-            return merge(run, (uint32_t)block_of[i], &s, fallthrough_edge, queue_len);
+            return merge(run, (uint32_t)block_of[i], &s, &judged, fallthrough_edge, queue_len);
     }
 }
 
@@ -1239,7 +1310,7 @@ static bool fixpoint(synth_run *run, bool first)
     else
         fu_synth_entry_state(&start, f->caller_saved_values);
     uint32_t queue_len = 0;
-    if (!merge(run, (uint32_t)entry, &start, EDGE_BRANCH, &queue_len))
+    if (!merge(run, (uint32_t)entry, &start, NULL, EDGE_BRANCH, &queue_len))
         return false;
     for (size_t k = 0; k < f->entry_count; k++) {
         int64_t t = insn_index_at(run, f->entries[k].address);
@@ -1249,7 +1320,7 @@ static bool fixpoint(synth_run *run, bool first)
             return false;
         }
         int64_t b = t >= 0 ? block_at(run, (uint32_t)t) : 0;
-        if (b < 0 || (t >= 0 && !merge(run, (uint32_t)b, f->entries[k].state, EDGE_BRANCH, &queue_len)))
+        if (b < 0 || (t >= 0 && !merge(run, (uint32_t)b, f->entries[k].state, NULL, EDGE_BRANCH, &queue_len)))
             return false;
     }
     uint64_t walks = 0;
@@ -1325,6 +1396,10 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         if (!run->restart)
             break;
     }
+    for (uint32_t i = 0; i < run->insn_count; i++)
+        counts->reached += scratch->walked[i];
+    if (!visit)
+        return FU_SYNTH_DECIDED;
     /* the visit */
     uint16_t written_in_function = function->caller_saved_values ? written_caller_saved(run) : 0;
     fu_synth_state s;
@@ -1339,9 +1414,6 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
     const uint32_t *insn_offsets = scratch->insn_offsets;
     const uint64_t start = function->start;
     const uint32_t insn_count = run->insn_count;
-    fu_synth_visit_hint *hint = function->visit_hint;
-    uint32_t skipped = 0;
-    bool after_unreached = true; /* no visit yet, or unreached instructions since the last one */
     for (uint32_t i = 0; i < insn_count; i++) {
         const fu_x86_insn *insn = &insns[i];
         int32_t b = block_of[i];
@@ -1357,12 +1429,9 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         } else if (b >= 0) {
             live = false;
         }
-        if (!live) {
-            after_unreached = true;
+        if (!live)
             continue;
-        }
         uint64_t address = start + insn_offsets[i];
-        counts->reached++;
         /* a register written somewhere keeps the caller's value in no row (the set is function-wide);
          * that value serves nothing else: nothing is derived from a caller-saved register's */
         for (uint16_t m = written_in_function; m; m &= (uint16_t)(m - 1)) {
@@ -1372,18 +1441,8 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
                 changed |= 1u << r;
             }
         }
-        bool skip = hint && !after_unreached && address < hint->until && !(changed & hint->reads) &&
-                    !(hint->kinds >> insn->kind & 1);
-        after_unreached = false;
-        if (skip) {
-            skipped++;
-        } else {
-            if (hint)
-                hint->skipped = skipped;
-            skipped = 0;
-            if (visit && !visit(context, address, insn, &s, changed))
-                return FU_SYNTH_STOPPED;
-        }
+        if (!visit(context, address, insn, &s, changed))
+            return FU_SYNTH_STOPPED;
         /* what the next visit sees changed: an instruction changes only the registers it writes
          * (hidden operands included: rsp for push, pop and call, rbp for leave and enter) and a call
          * its caller-saved ones, and the slots only when it may store */
@@ -1391,8 +1450,7 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         uint16_t written = insn->writes;
         for (uint16_t m = written; m; m &= (uint16_t)(m - 1))
             before[__builtin_ctz(m)] = s.regs[__builtin_ctz(m)];
-        if (!skip)
-            changed = 0;
+        changed = 0;
         if (insn->kind == FU_X86_CALL)
             changed |= CALLER_SAVED_MASK;
         if (step(run, &s, insn, address))
@@ -1412,8 +1470,6 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
             break;
         }
     }
-    if (hint)
-        hint->skipped = skipped;
     return FU_SYNTH_DECIDED;
 }
 

@@ -15,9 +15,10 @@
  * differ become unknown.
  *
  * The result is not a table but a walk: `visit` sees the state before every reached instruction, in
- * address order (but those its visit hint lets it leave unseen). check.c compares it with the
- * declared rows; fu_synth_derive_row turns a state into rows in cfi.h's representation (for
- * synthesized tables).
+ * address order, after the fixpoint (synthesized tables: fu_synth_derive_row turns a state into rows
+ * in cfi.h's representation); or a `judge` sees each instruction the fixpoint's walks pass, with the
+ * state before it, and the byte it returns for an instruction's last walk is kept (check.c compares
+ * the declared rows there without walking the function a second time).
  *
  * A call is taken to return with the stack as it was and the caller-saved registers changed, but
  * for those holding the only entry-stack address (rsp realigned, no callee-saved register holding
@@ -134,6 +135,37 @@ typedef struct fu_synth_entry {
     const fu_synth_state *state;
 } fu_synth_entry;
 
+/* A judgment (fu_synth_judge) and where it holds: at an instruction in [from, until) whose state
+ * differs from the judged one in none of `reads` (fu_synth_visit's `changed` bits), the judge would
+ * give the same byte. `memo`: the judge's own record of how it came to it, handed back at the next
+ * judgment made from this one (check.c: each rule's outcome and what it read). */
+#define FU_SYNTH_JUDGMENT_MEMO 48
+typedef struct fu_synth_judgment {
+    uint64_t from, until; /* until 0: no judgment */
+    uint32_t reads;
+    uint8_t byte;
+    uint8_t memo[FU_SYNTH_JUDGMENT_MEMO] __attribute__((aligned(8)));
+} fu_synth_judgment;
+
+/* Called by the fixpoint's walks for the instructions they pass, with the state before the one at
+ * `address`: the judgment of it. The byte is kept in scratch->judgments (per instruction), each walk
+ * writing over the previous one's. A block is walked again whenever its entry state changes, and
+ * walked after its last change: once the run is FU_SYNTH_DECIDED, the byte of every reached
+ * instruction is the judge's for the state a visit would see there. The walk calls the judge only
+ * where the judgment in hand does not hold (the `changed` bits it counts are fu_synth_visit's, but a
+ * register other than rsp counts as changed whenever an instruction writes it). In hand: on a walk,
+ * the last judgment made or kept; at a block's start, its first instruction's on its previous walk,
+ * or else the one of the walk its first state came from (a branch's, the fall-through's), with
+ * what the joins changed since. `judgment` holds the judgment in hand, the one the new judgment is
+ * made from, and `changed` what changed since it (FU_SYNTH_CHANGED_ALL: none in hand); the judge
+ * overwrites it. */
+typedef void (*fu_synth_judge)(void *context, uint64_t address, const fu_synth_state *state, uint32_t changed,
+                               fu_synth_judgment *judgment);
+typedef struct fu_synth_judge_hook {
+    fu_synth_judge judge;
+    void *context;
+} fu_synth_judge_hook;
+
 /* One function to interpret. */
 typedef struct fu_synth_function {
     uint64_t start, end;              /* svma range, as the FDE or symbol states it */
@@ -159,7 +191,7 @@ typedef struct fu_synth_function {
     size_t args_size_count;
     const fu_synth_entry *entries; /* further entries (NULL, 0: none); outside the range ignored */
     size_t entry_count;
-    struct fu_synth_visit_hint *visit_hint; /* NULL: every reached instruction is visited */
+    fu_synth_judge_hook judge; /* .judge NULL: none */
 } fu_synth_function;
 
 /* Reused between functions; zero-initialize, release with fu_synth_scratch_free. */
@@ -172,7 +204,10 @@ typedef struct fu_synth_scratch {
     /* per direct jump or conditional branch: its target's block, -1 outside the range (a tail
      * call), -2 inside an instruction (found once, before the first walk) */
     int32_t *branch_block;
-    uint8_t *walked;          /* per instruction: passed by a walk (jump tables need a restart) */
+    /* per instruction: passed by a walk (jump tables need a restart); after a decided run, whether a
+     * path reaches it */
+    uint8_t *walked;
+    uint8_t *judgments;       /* per instruction: the judge's byte of its last walk (fu_synth_judge) */
     uint32_t insn_cap;
     /* per byte of the function: 1 + the index of the instruction starting there, else 0 (branch
      * targets to instructions without a search); all zero between runs */
@@ -184,6 +219,10 @@ typedef struct fu_synth_scratch {
     fu_synth_value *block_entry_sp;
     uint8_t *block_flags;
     uint32_t *block_insn;
+    /* per block: fu_synth_visit's bits of what joins changed in its state since its last walk or
+     * its first state, and the judgment of its first instruction then (fu_synth_judge) */
+    uint32_t *block_changed;
+    fu_synth_judgment *block_judgments;
     uint32_t *worklist;
     uint32_t block_cap;
 } fu_synth_scratch;
@@ -192,12 +231,24 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch);
 
 /* What differs between the state of a visit and the previous visit's (which the visitor may have
  * judged already): a bit per general-purpose register (1 << DWARF number) whose value differs (every
- * caller-saved one after a call), and FU_SYNTH_CHANGED_SLOTS when the slots or what is known of the
- * others (slots_lost, unknown_stores) differ. 0: the same state; FU_SYNTH_CHANGED_ALL: the first
- * visit. At a block's first instruction, what differs from the previous visit's state, whether or
- * not the path of the previous visit runs into the block. */
-#define FU_SYNTH_CHANGED_SLOTS (1u << FU_X86_GPR_COUNT)
-#define FU_SYNTH_CHANGED_ALL (FU_SYNTH_CHANGED_SLOTS | ((1u << FU_X86_GPR_COUNT) - 1))
+ * caller-saved one after a call), and bits of FU_SYNTH_CHANGED_SLOTS when the slots or what is known
+ * of the others (slots_lost, unknown_stores) differ: FU_SYNTH_CHANGED_SLOT_FLAGS for those two,
+ * FU_SYNTH_CHANGED_ALIGNED_SLOTS for slots of the realigned stack, fu_synth_changed_slot(offset) for
+ * one of the entry stack's (a bit per bucket of offsets: the slots whose bit is clear are the same).
+ * 0: the same state; FU_SYNTH_CHANGED_ALL: the first visit. At a block's first instruction, what
+ * differs from the previous visit's state, whether or not the path of the previous visit runs into
+ * the block. */
+#define FU_SYNTH_CHANGED_SLOT_FLAGS (1u << FU_X86_GPR_COUNT)
+#define FU_SYNTH_CHANGED_ALIGNED_SLOTS (1u << (FU_X86_GPR_COUNT + 1))
+#define FU_SYNTH_CHANGED_SLOT_BUCKETS (32 - FU_X86_GPR_COUNT - 2)
+#define FU_SYNTH_CHANGED_SLOTS (~0u << FU_X86_GPR_COUNT)
+#define FU_SYNTH_CHANGED_ALL (~0u)
+/* The bit of the entry stack's slot at entry rsp + `offset`: consecutive slots (the saves) have
+ * bits of their own. */
+static inline uint32_t fu_synth_changed_slot(int64_t offset)
+{
+    return 1u << (FU_X86_GPR_COUNT + 2 + (unsigned)(((uint64_t)offset >> 3) % FU_SYNTH_CHANGED_SLOT_BUCKETS));
+}
 
 /* Called before each reached instruction (`insn`: its element of scratch->insns), in address order,
  * with the state before it and what `changed` since the previous visit. Returning false stops the
@@ -205,23 +256,8 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch);
 typedef bool (*fu_synth_visit)(void *context, uint64_t address, const fu_x86_insn *insn,
                                const fu_synth_state *state, uint32_t changed);
 
-/* What a visitor may leave unseen (fu_synth_function.visit_hint; check.c's judgment of a row stands
- * until the row ends or what it read changes). Set by the visitor at each visit: the reached
- * instructions after it, before address `until`, whose kind is not in `kinds` (bit per
- * fu_x86_kind), are not visited while the `changed` bits since that visit meet none of `reads`;
- * a reached instruction after unreached ones always is. Set by fu_synth_run: `skipped`, before each
- * visit, the instructions left unvisited right before it (after the previous visit), and on return
- * (FU_SYNTH_DECIDED) those after the last visit. `changed` at a visit covers the instructions
- * skipped before it. */
-typedef struct fu_synth_visit_hint {
-    uint64_t until; /* 0: visit the next instruction */
-    uint32_t reads;
-    uint32_t kinds;
-    uint32_t skipped;
-} fu_synth_visit_hint;
-
 typedef enum fu_synth_outcome {
-    FU_SYNTH_DECIDED = 0,  /* every reached instruction was visited (or skipped by the hint) */
+    FU_SYNTH_DECIDED = 0,  /* every reached instruction was visited (and judged) */
     FU_SYNTH_UNDECIDED,    /* `reason` says why; nothing was visited */
     FU_SYNTH_STOPPED,      /* the visitor stopped */
     FU_SYNTH_NO_MEMORY
@@ -235,6 +271,7 @@ typedef struct fu_synth_counts {
     uint32_t assumed_noreturn; /* calls whose fall-through contradicted the code it falls into */
 } fu_synth_counts;
 
+/* The fixpoint (with function->judge's judgments), then, unless `visit` is NULL, the visit. */
 fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratch *scratch, fu_synth_visit visit,
                               void *context, fu_synth_counts *counts, char reason[FU_SYNTH_REASON_MAX]);
 
@@ -247,8 +284,9 @@ void fu_synth_store(fu_synth_state *state, fu_synth_value address, fu_synth_valu
 
 /* The value of a stack slot in `state`: its recorded value, FU_VALUE_NEVER_WRITTEN for a slot of
  * this frame never written (below the entry rsp, or the return address slot overwritten), or
- * unknown (the caller's frame, a lost slot). */
-fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, int64_t offset);
+ * unknown (the caller's frame, a lost slot). `recorded` (NULL: not asked): whether the value is a
+ * recorded slot's. */
+fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, int64_t offset, bool *recorded);
 
 /* `value` + `delta` where that is an address or a constant; unknown otherwise. */
 fu_synth_value fu_synth_value_add(fu_synth_value value, int64_t delta);

@@ -7,7 +7,10 @@
  * the rest is the function's code. Each input is
  *   - interpreted by fu_synth_run with a visitor that checks the walk's invariants (addresses
  *     strictly increasing and inside the range, slots sorted and within FU_SYNTH_MAX_SLOTS, derived
- *     rows well formed), with and without a noreturn list, and from a seeded entry state;
+ *     rows well formed), with and without a noreturn list, and from a seeded entry state; from that
+ *     one also with a judge (fu_synth_judge) whose byte is a digest of the whole state, repeated
+ *     while no `changed` bit is set: the byte kept for each reached instruction must be the digest
+ *     of the state its visit sees (the walks' change tracking and their last walk's state);
  *   - described by a CIE + FDE over the code (.eh_frame, absolute pointers), parsed, evaluated and
  *     checked by fu_check_fdes, whose results must be in range (verdicts, findings inside the
  *     buffer, instruction counts no larger than the code);
@@ -59,7 +62,44 @@ typedef struct walk_check {
     uint64_t start, end, last;
     bool any;
     uint32_t visits;
+    const fu_synth_scratch *judged; /* the run had state_digest as its judge: compare its bytes */
 } walk_check;
+
+/* A byte of everything in `state` a judgment could read. */
+static uint8_t state_digest(const fu_synth_state *state)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over the values, field by field (not the padding) */
+#define MIX(v) (h = (h ^ (uint32_t)(v)) * 16777619u, h = (h ^ (uint32_t)((uint64_t)(v) >> 32)) * 16777619u)
+    for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++) {
+        MIX(state->regs[r].kind);
+        MIX(state->regs[r].reg);
+        MIX(state->regs[r].base_delta);
+        MIX(state->regs[r].offset);
+    }
+    MIX(state->slot_count);
+    MIX(state->slots_lost);
+    MIX(state->unknown_stores);
+    for (unsigned i = 0; i < state->slot_count; i++) {
+        MIX(state->slots[i].space);
+        MIX(state->slots[i].offset);
+        MIX(state->slots[i].value.kind);
+        MIX(state->slots[i].value.reg);
+        MIX(state->slots[i].value.base_delta);
+        MIX(state->slots[i].value.offset);
+    }
+#undef MIX
+    return (uint8_t)(h ^ h >> 8 ^ h >> 16 ^ h >> 24);
+}
+
+/* A judge that reads the whole state: its byte holds until anything changes. */
+static void digest_judge(void *context, uint64_t address, const fu_synth_state *state, uint32_t changed,
+                         fu_synth_judgment *judgment)
+{
+    judgment->from = 0;
+    judgment->until = UINT64_MAX;
+    judgment->reads = FU_SYNTH_CHANGED_ALL;
+    judgment->byte = state_digest(state);
+}
 
 static bool check_visit(void *context, uint64_t address, const fu_x86_insn *insn, const fu_synth_state *state,
                         uint32_t changed)
@@ -79,6 +119,9 @@ static bool check_visit(void *context, uint64_t address, const fu_x86_insn *insn
     fu_synth_derive_row(state, FU_X86_REG_NONE, &row);
     CHECK(row.cfa.kind == FU_RULE_UNSPECIFIED || (row.cfa.kind == FU_CFA_REG_OFFSET && row.cfa.reg < FU_X86_GPR_COUNT),
           "derived CFA rule %u", row.cfa.kind);
+    if (w->judged)
+        CHECK(w->judged->judgments[insn - w->judged->insns] == state_digest(state),
+              "the judgment kept at 0x%" PRIx64 " is not of the state its visit sees", address);
     CHECK(!(row.kept_caller_saved & (FU_CALLEE_SAVED_MASK | 1u << FU_REG_RSP)), "kept caller-saved 0x%x",
           row.kept_caller_saved);
     w->last = address;
@@ -105,7 +148,11 @@ static void run_synth(const uint8_t *code, size_t size, uint64_t start, const fu
                                   .call_sites = entry ? &site : NULL, .call_site_count = entry ? 1 : 0,
                                   .args_sizes = entry ? &popped : NULL, .args_size_count = entry ? 1 : 0,
                                   .entries = entry ? &further : NULL, .entry_count = entry ? 1 : 0};
-    walk_check w = {.start = start, .end = start + size};
+    /* the visit pass leaves the caller-saved registers' entry values out of its states (synth.c
+     * written_caller_saved): the walks' states are compared where they are not given */
+    if (!function.caller_saved_values)
+        function.judge = (fu_synth_judge_hook){digest_judge, NULL};
+    walk_check w = {.start = start, .end = start + size, .judged = function.judge.judge ? scratch : NULL};
     fu_synth_counts counts;
     char reason[FU_SYNTH_REASON_MAX];
     fu_synth_outcome outcome = fu_synth_run(&function, scratch, check_visit, &w, &counts, reason);
