@@ -127,6 +127,35 @@ static __always_inline __u32 saved_register(int i)
  * of the process's mappings. */
 #define RECENT_MAPPINGS 4
 
+/* The previous walk's rules, by frame (the memo): a frame's rule is a function of its PC, the
+ * process's mappings and the modules' tables alone, and tables_epoch changes before any of them
+ * does (bpf_session.c), so a frame at a PC the CPU's previous walk looked up in the same process
+ * slot, with no change of epoch between that walk's start and its end and this walk's start, takes
+ * that rule from here (one sequential 32-byte entry) instead of the mapping, the module's entry and
+ * the rule cache or the block's slot (two or three lines the profiled program evicted). The rule
+ * is then applied as any other: every stack read of the frame is made again, so the walk's frames
+ * and outcome are those of a walk without the memo. Frames are matched by their stack pointer (the
+ * entries ascend with it, as the walk does up the stack, so one cursor walks both), then by PC. */
+struct memo_frame {
+    __u64 pc;
+    __u64 sp;
+    fu_bpf_rule rule;
+};
+
+/* entries of a memo: FU_BPF_MAX_FRAMES rounded up to a power of two, so that an index masked with
+ * MEMO_FRAMES - 1 stays inside (the verifier's bound) */
+#define MEMO_FRAMES 64
+
+struct memo {
+    __u64 epoch;
+    __u32 process;
+    __u32 count; /* at most FU_BPF_MAX_FRAMES */
+    struct memo_frame frames[MEMO_FRAMES];
+};
+
+/* User space adds 1 before it changes a process slot or a module's generation (bpf_session.c). */
+volatile __u64 tables_epoch;
+
 struct walk {
     /* the mappings this walk found last (end 0: none), the previous frame's at `current` */
     fu_bpf_mapping recent[RECENT_MAPPINGS];
@@ -144,6 +173,11 @@ struct walk {
     __u8 done;
     __u8 wake; /* user space has a process to load: wake it */
     __u64 signal[SIGNAL_WORDS];
+    __u64 epoch;            /* tables_epoch at the walk's start */
+    __u32 memo_previous;    /* memos[memo_previous & 1]: the previous walk's, the other this one's */
+    __u32 memo_cursor;      /* the previous walk's first entry whose sp is not below this frame's */
+    __u8 memo_usable;       /* the previous walk's memo is of this process slot and epoch */
+    struct memo memos[2];
     fu_bpf_sample sample; /* sent whole up to its last user frame */
 };
 
@@ -310,22 +344,11 @@ static __always_inline long signal_step(struct walk *w)
     return w->regs[REG_RA] == 0 ? finish(w, FU_BPF_END) : 0;
 }
 
-static long step(__u32 index, void *context)
+/* The rule of the frame at pc (frame n) from the process's mappings and the module's table into *rule
+ * (-1), or the step's end where there is none (the bpf_loop callback's return: the frame pointer
+ * followed, or the walk ended). */
+static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_rule *rule)
 {
-    __u32 zero = 0;
-    struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
-    if (!w)
-        return 1;
-    __u32 n = w->sample.stack.user_count;
-    if (n >= FU_BPF_MAX_FRAMES)
-        return finish(w, FU_BPF_FRAME_LIMIT);
-    __u64 ip = w->regs[REG_RA];
-    w->sample.stack.user[n] = ip;
-    w->sample.stack.user_count = n + 1;
-    if (n > 0 && !w->ip_is_return)
-        w->sample.stack.interrupted |= 1ull << n;
-    __u64 pc = ip - (w->ip_is_return ? 1 : 0);
-
     /* consecutive frames mostly stay in one mapping, and a stack visits a few: the walk's recent
      * mappings are tried before the process's are searched */
     __u32 current = w->current & (RECENT_MAPPINGS - 1);
@@ -373,9 +396,8 @@ static long step(__u32 index, void *context)
     __u32 cache_index = w->rule_cache_base +
                         (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (FU_BPF_RULE_CACHE - 1));
     struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
-    fu_bpf_rule rule;
     if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
-        rule = cached->rule;
+        *rule = cached->rule;
     } else {
         count(FU_BPF_COUNTER_SLOT_LOOKUPS);
         __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_BLOCK_SHIFT;
@@ -403,14 +425,14 @@ static long step(__u32 index, void *context)
             return finish(w, FU_BPF_NO_TABLE);
         __u32 row = b->rows[fu_bpf_block_row(b, within)] & FU_BPF_PACKED_RULE;
         if (!(row & FU_BPF_PACKED_ESCAPE)) {
-            fu_bpf_unpack_rule(row, &rule);
+            fu_bpf_unpack_rule(row, rule);
         } else {
             count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
             __u32 rule_id = row & ~FU_BPF_PACKED_ESCAPE;
             fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
             if (!found)
                 return finish(w, FU_BPF_NO_TABLE);
-            rule = *found;
+            *rule = *found;
         }
         if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
             return finish(w, FU_BPF_NO_TABLE);
@@ -418,29 +440,65 @@ static long step(__u32 index, void *context)
             cached->svma = svma;
             cached->module = module_id;
             cached->generation = generation;
-            cached->rule = rule;
+            cached->rule = *rule;
         }
     }
 
+    return -1;
+}
+
+/* The previous walk's rule for the frame at (pc, sp) into *rule, if it had a frame there. */
+static __always_inline bool rule_from_memo(struct walk *w, __u64 pc, __u64 sp, fu_bpf_rule *rule)
+{
+    const struct memo *m = &w->memos[w->memo_previous & 1];
+    __u32 c = w->memo_cursor, count = m->count;
+    for (int i = 0; i < FU_BPF_MAX_FRAMES && c < count && m->frames[c & (MEMO_FRAMES - 1)].sp < sp; i++)
+        c++;
+    w->memo_cursor = c;
+    const struct memo_frame *f = &m->frames[c & (MEMO_FRAMES - 1)];
+    if (c >= count || f->sp != sp || f->pc != pc)
+        return false;
+    *rule = f->rule;
+    return true;
+}
+
+/* Keeps the frame's rule in this walk's memo (for the next walk on this CPU). */
+static __always_inline void remember_rule(struct walk *w, __u64 pc, __u64 sp, const fu_bpf_rule *rule)
+{
+    struct memo *m = &w->memos[(w->memo_previous + 1) & 1];
+    __u32 c = m->count;
+    if (c >= FU_BPF_MAX_FRAMES)
+        return;
+    struct memo_frame *f = &m->frames[c & (MEMO_FRAMES - 1)];
+    f->pc = pc;
+    f->sp = sp;
+    f->rule = *rule;
+    m->count = c + 1;
+}
+
+/* Applies the frame's rule: the caller's CFA, return address and callee-saved registers (the bpf_loop
+ * callback's return: 0 to go on, 1 when the walk ended). */
+static __always_inline long apply_rule(struct walk *w, const fu_bpf_rule *rule, __u64 ip)
+{
     __u64 sp = w->regs[REG_RSP], cfa;
-    __u32 reg = rule.cfa_register & (REGISTERS - 1);
-    switch (rule.cfa_kind) {
+    __u32 reg = rule->cfa_register & (REGISTERS - 1);
+    switch (rule->cfa_kind) {
     case FU_BPF_CFA_NO_INFO:
         return frame_pointer_step(w);
     case FU_BPF_CFA_SLOW:
         return finish(w, FU_BPF_SLOW_ROW);
     case FU_BPF_CFA_RSP:
-        cfa = sp + (__s64)rule.cfa_offset;
+        cfa = sp + (__s64)rule->cfa_offset;
         break;
     case FU_BPF_CFA_RBP:
         if (!(w->known & (1u << REG_RBP)))
             return finish(w, FU_BPF_REGISTER_UNKNOWN);
-        cfa = w->regs[REG_RBP] + (__s64)rule.cfa_offset;
+        cfa = w->regs[REG_RBP] + (__s64)rule->cfa_offset;
         break;
     case FU_BPF_CFA_REGISTER:
         if (!(w->known & (1u << reg)))
             return finish(w, FU_BPF_REGISTER_UNKNOWN);
-        cfa = w->regs[reg] + (__s64)rule.cfa_offset;
+        cfa = w->regs[reg] + (__s64)rule->cfa_offset;
         break;
     case FU_BPF_CFA_PLT:
         cfa = sp + 8 + ((ip & 15) >= 11 ? 8 : 0);
@@ -448,7 +506,7 @@ static long step(__u32 index, void *context)
     case FU_BPF_CFA_DEREF:
         if (!(w->known & (1u << reg)))
             return finish(w, FU_BPF_REGISTER_UNKNOWN);
-        if (read_user(w, w->regs[reg] + (__s64)rule.cfa_offset, &cfa))
+        if (read_user(w, w->regs[reg] + (__s64)rule->cfa_offset, &cfa))
             return finish(w, FU_BPF_UNREADABLE);
         break;
     case FU_BPF_CFA_SIGNAL_CONTEXT:
@@ -458,24 +516,24 @@ static long step(__u32 index, void *context)
     }
     /* a rule derived from the code always has a return address (compact_table.c): only declared
      * CFI ends a stack */
-    if (rule.ra_offset_by_8 == FU_BPF_KEEP || rule.ra_offset_by_8 == FU_BPF_UNDEFINED)
-        return finish(w, rule.origin == FU_BPF_ORIGIN_DECLARED ? FU_BPF_END : FU_BPF_NO_UNWIND_INFO);
-    if (rule.origin != FU_BPF_ORIGIN_DECLARED)
+    if (rule->ra_offset_by_8 == FU_BPF_KEEP || rule->ra_offset_by_8 == FU_BPF_UNDEFINED)
+        return finish(w, rule->origin == FU_BPF_ORIGIN_DECLARED ? FU_BPF_END : FU_BPF_NO_UNWIND_INFO);
+    if (rule->origin != FU_BPF_ORIGIN_DECLARED)
         count(FU_BPF_COUNTER_DERIVED_FRAMES);
     if (cfa <= sp)
         return finish(w, FU_BPF_SP_BACKWARDS);
     __u64 ra;
-    if (read_user(w, cfa + 8 * (__s64)rule.ra_offset_by_8, &ra))
+    if (read_user(w, cfa + 8 * (__s64)rule->ra_offset_by_8, &ra))
         return finish(w, FU_BPF_UNREADABLE);
     /* the callee-saved registers the rule restores are read from their slots (in the window, with
      * the return address): below the CFA, or (slot > 0, DRAP frames) from the callee's rbp, which
      * must be known; one it leaves undefined becomes unknown, the others keep their value;
      * caller-saved registers stay known where the rule keeps them */
-    __u32 known = w->known & (CALLEE_SAVED | rule.kept_caller_saved);
+    __u32 known = w->known & (CALLEE_SAVED | rule->kept_caller_saved);
     __u64 rbp = w->regs[REG_RBP];
     bool rbp_known = w->known & (1u << REG_RBP);
     for (int i = 0; i < 6; i++) {
-        __s8 slot = rule.saved_offset_by_8[i];
+        __s8 slot = rule->saved_offset_by_8[i];
         __u32 r = saved_register(i);
         if (slot == FU_BPF_UNDEFINED) {
             known &= ~(1u << r);
@@ -493,6 +551,55 @@ static long step(__u32 index, void *context)
     w->known = known | (1u << REG_RSP) | (1u << REG_RA);
     w->ip_is_return = 1;
     return ra == 0 ? finish(w, FU_BPF_END) : 0;
+}
+
+static long step(__u32 index, void *context)
+{
+    __u32 zero = 0;
+    struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+    if (!w)
+        return 1;
+    __u32 n = w->sample.stack.user_count;
+    if (n >= FU_BPF_MAX_FRAMES)
+        return finish(w, FU_BPF_FRAME_LIMIT);
+    __u64 ip = w->regs[REG_RA];
+    w->sample.stack.user[n] = ip;
+    w->sample.stack.user_count = n + 1;
+    if (n > 0 && !w->ip_is_return)
+        w->sample.stack.interrupted |= 1ull << n;
+    __u64 pc = ip - (w->ip_is_return ? 1 : 0);
+
+    fu_bpf_rule rule;
+    __u64 sp = w->regs[REG_RSP];
+    if (w->memo_usable && rule_from_memo(w, pc, sp, &rule)) {
+        count(FU_BPF_COUNTER_MEMO_FRAMES);
+    } else {
+        long stepped = find_rule(w, pc, n, &rule);
+        if (stepped >= 0)
+            return stepped;
+    }
+    remember_rule(w, pc, sp, &rule);
+    return apply_rule(w, &rule, ip);
+}
+/* Whether the previous walk's memo serves this one; this walk's starts empty. */
+static __always_inline void start_memo(struct walk *w)
+{
+    const struct memo *previous = &w->memos[w->memo_previous & 1];
+    w->epoch = tables_epoch;
+    w->memo_usable = previous->count && previous->epoch == w->epoch && previous->process == w->process;
+    w->memo_cursor = 0;
+    w->memos[(w->memo_previous + 1) & 1].count = 0;
+}
+
+/* This walk's memo serves the next if the tables did not change while it was walked. */
+static __always_inline void end_memo(struct walk *w)
+{
+    struct memo *m = &w->memos[(w->memo_previous + 1) & 1];
+    m->epoch = w->epoch;
+    m->process = w->process;
+    if (tables_epoch != w->epoch)
+        m->count = 0;
+    w->memo_previous++;
 }
 
 static __always_inline void load_registers(struct walk *w, const struct pt_regs *r)
@@ -587,7 +694,9 @@ int sample(struct bpf_perf_event_data *ctx)
                 w->outcome = FU_BPF_END;
                 w->process = *slot;
                 __u64 start = bpf_ktime_get_ns();
+                start_memo(w);
                 bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
+                end_memo(w);
                 __u64 walk_ns = bpf_ktime_get_ns() - start, n = w->sample.stack.user_count;
                 count_n(FU_BPF_COUNTER_WALK_NS, walk_ns);
                 count_n(FU_BPF_COUNTER_WALK_NS_BY_FRAMES, n * walk_ns);

@@ -116,6 +116,7 @@ enum fu_bpf_counter {
     FU_BPF_COUNTER_SAMPLE_NS_BY_FRAMES,
     FU_BPF_COUNTER_SPACE_CHANGED,   /* samples (no_process) of an address space other than the one whose
                                      * mappings are loaded for the process: an exec since they were read */
+    FU_BPF_COUNTER_MEMO_FRAMES,     /* frames whose rule came from the CPU's previous walk (unwind.bpf.c's memo) */
     FU_BPF_COUNTER_OUTCOME,         /* + outcome: samples by outcome */
     FU_BPF_COUNTER_COUNT = FU_BPF_COUNTER_OUTCOME + FU_BPF_OUTCOME_COUNT
 };

@@ -567,6 +567,7 @@ static const char *counter_name(int counter)
         [FU_BPF_COUNTER_SAMPLE_NS] = "sample_ns",
         [FU_BPF_COUNTER_SAMPLE_NS_BY_FRAMES] = "sample_ns_by_frames",
         [FU_BPF_COUNTER_SPACE_CHANGED] = "space_changed",
+        [FU_BPF_COUNTER_MEMO_FRAMES] = "memo_frames",
     };
     return names[counter];
 }

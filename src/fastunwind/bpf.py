@@ -311,6 +311,7 @@ class BpfProfile:
             "slot_lookups": self.counters.get("slot_lookups", 0),
             "extra_lookups": self.counters.get("extra_lookups", 0),
             "mapping_searches": self.counters.get("mapping_searches", 0),
+            "memo_frames": self.counters.get("memo_frames", 0),
             "synth": self.synth,
             "derived_frames": self.counters.get("derived_frames", 0),
             "distinct_stacks": len(self.stacks),
