@@ -154,6 +154,9 @@ def run_bpf(command: list[str], hz: int, work: Path) -> dict[str, Any]:
             "extra_lookups_per_frame": stats["extra_lookups"] / frames if frames else None,
             "mapping_searches_per_frame": stats["mapping_searches"] / frames if frames else None,
             "memo_frames_per_frame": stats["memo_frames"] / frames if frames else None,
+            "fit_walk_by_source_fixed_ns": stats["fit_walk_by_source_fixed_ns"],
+            "fit_walk_ns_per_looked_up_frame": stats["fit_walk_ns_per_looked_up_frame"],
+            "fit_walk_ns_per_memo_frame": stats["fit_walk_ns_per_memo_frame"],
             "complete_user_share": stats["complete_user_samples"] / stats["user_samples"]
             if stats["user_samples"] else None,
             "map_bytes_per_row": stats["table_slot_bytes"] / stats["table_rows_loaded"]

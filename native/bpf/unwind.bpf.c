@@ -177,6 +177,7 @@ struct walk {
     __u32 memo_previous;    /* memos[memo_previous & 1]: the previous walk's, the other this one's */
     __u32 memo_cursor;      /* the previous walk's first entry whose sp is not below this frame's */
     __u8 memo_usable;       /* the previous walk's memo is of this process slot and epoch */
+    __u32 memo_frames;      /* this walk's frames whose rule came from the memo */
     struct memo memos[2];
     fu_bpf_sample sample; /* sent whole up to its last user frame */
 };
@@ -572,7 +573,7 @@ static long step(__u32 index, void *context)
     fu_bpf_rule rule;
     __u64 sp = w->regs[REG_RSP];
     if (w->memo_usable && rule_from_memo(w, pc, sp, &rule)) {
-        count(FU_BPF_COUNTER_MEMO_FRAMES);
+        w->memo_frames++;
     } else {
         long stepped = find_rule(w, pc, n, &rule);
         if (stepped >= 0)
@@ -588,6 +589,7 @@ static __always_inline void start_memo(struct walk *w)
     w->epoch = tables_epoch;
     w->memo_usable = previous->count && previous->epoch == w->epoch && previous->process == w->process;
     w->memo_cursor = 0;
+    w->memo_frames = 0;
     w->memos[(w->memo_previous + 1) & 1].count = 0;
 }
 
@@ -703,6 +705,11 @@ int sample(struct bpf_perf_event_data *ctx)
                 count(FU_BPF_COUNTER_WALKED_SAMPLES);
                 count_n(FU_BPF_COUNTER_FRAMES, n);
                 count_n(FU_BPF_COUNTER_FRAMES_SQUARED, n * n);
+                __u64 m = w->memo_frames;
+                count_n(FU_BPF_COUNTER_MEMO_FRAMES, m);
+                count_n(FU_BPF_COUNTER_MEMO_FRAMES_SQUARED, m * m);
+                count_n(FU_BPF_COUNTER_MEMO_BY_FRAMES, n * m);
+                count_n(FU_BPF_COUNTER_WALK_NS_BY_MEMO, m * walk_ns);
                 walked = true;
                 if (!w->done)
                     w->outcome = FU_BPF_FRAME_LIMIT;
