@@ -157,10 +157,12 @@ struct memo {
 volatile __u64 tables_epoch;
 
 struct walk {
-    /* the mappings this walk found last (end 0: none), the previous frame's at `current` */
+    /* the mappings the walks found last (end 0: none), the previous frame's at `current`: kept from walk to walk (start_walk) */
     fu_bpf_mapping recent[RECENT_MAPPINGS];
     __u32 current;
     __u32 recent_next; /* the entry the next search replaces */
+    __u64 recent_epoch;     /* the process slot and tables_epoch the recent mappings were copied at */
+    __u32 recent_process;
     __u64 window_base;      /* the window holds [window_base, window_base + WINDOW) when window_ok */
     __u64 window_end;       /* or, near the top of the stack, only up to here */
     __u8 window[WINDOW + 8];
@@ -582,11 +584,22 @@ static long step(__u32 index, void *context)
     remember_rule(w, pc, sp, &rule);
     return apply_rule(w, &rule, ip);
 }
-/* Whether the previous walk's memo serves this one; this walk's starts empty. */
-static __always_inline void start_memo(struct walk *w)
+/* What this walk takes from the CPU's previous one: its recent mappings, copies of the process slot's
+ * entries, while the slot is the same and the epoch has not changed since that walk started (the
+ * slot's entries are then those it copied), and its memo (remember_rule); this walk's memo starts
+ * empty. */
+static __always_inline void start_walk(struct walk *w)
 {
     const struct memo *previous = &w->memos[w->memo_previous & 1];
     w->epoch = tables_epoch;
+    if (w->recent_epoch != w->epoch || w->recent_process != w->process) {
+        for (int i = 0; i < RECENT_MAPPINGS; i++)
+            w->recent[i].end = 0;
+        w->current = 0;
+        w->recent_next = 0;
+        w->recent_epoch = w->epoch;
+        w->recent_process = w->process;
+    }
     w->memo_usable = previous->count && previous->epoch == w->epoch && previous->process == w->process;
     w->memo_cursor = 0;
     w->memo_frames = 0;
@@ -594,7 +607,7 @@ static __always_inline void start_memo(struct walk *w)
 }
 
 /* This walk's memo serves the next if the tables did not change while it was walked. */
-static __always_inline void end_memo(struct walk *w)
+static __always_inline void end_walk(struct walk *w)
 {
     struct memo *m = &w->memos[(w->memo_previous + 1) & 1];
     m->epoch = w->epoch;
@@ -651,10 +664,6 @@ int sample(struct bpf_perf_event_data *ctx)
     w->done = 0;
     w->wake = 0;
     w->window_end = 0;
-    for (int i = 0; i < RECENT_MAPPINGS; i++)
-        w->recent[i].end = 0;
-    w->current = 0;
-    w->recent_next = 0;
     w->outcome = FU_BPF_END;
     w->ip_is_return = 0;
     bool walked = false;
@@ -696,9 +705,9 @@ int sample(struct bpf_perf_event_data *ctx)
                 w->outcome = FU_BPF_END;
                 w->process = *slot;
                 __u64 start = bpf_ktime_get_ns();
-                start_memo(w);
+                start_walk(w);
                 bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
-                end_memo(w);
+                end_walk(w);
                 __u64 walk_ns = bpf_ktime_get_ns() - start, n = w->sample.stack.user_count;
                 count_n(FU_BPF_COUNTER_WALK_NS, walk_ns);
                 count_n(FU_BPF_COUNTER_WALK_NS_BY_FRAMES, n * walk_ns);
