@@ -93,6 +93,34 @@ class _Process:
         self.module_keys: list[tuple[int, int]] = []
 
 
+def walk_fit_by_source(counters: dict[str, int]) -> tuple[float, float, float] | None:
+    """The least-squares plane through the walked samples' (frames whose rule was looked up, frames
+    whose rule came from the previous walk's memo, walk ns), from the sums the program keeps
+    (BpfProfile.counters): (ns per walk whatever its frames, ns per frame looked up, ns per frame
+    from the memo), or None where the samples cannot tell the three apart (fewer than three, or
+    every frame of one kind, or the two kinds in a fixed proportion)."""
+    c = counters
+    count, n, m = c.get("walked_samples", 0), c.get("frames", 0), c.get("memo_frames", 0)
+    nn, mm, nm = c.get("frames_squared", 0), c.get("memo_frames_squared", 0), c.get("memo_by_frames", 0)
+    t, nt, mt = c.get("walk_ns", 0), c.get("walk_ns_by_frames", 0), c.get("walk_ns_by_memo", 0)
+    # the normal equations of t = a + b x + c y, x = n - m frames looked up, y = m from the memo
+    x, xx, xy, xt = n - m, nn - 2 * nm + mm, nm - mm, nt - mt
+    matrix = [[count, x, m], [x, xx, xy], [m, xy, mm]]
+    right = [t, xt, mt]
+    whole = _determinant(matrix)
+    if count < 3 or whole == 0:
+        return None
+    # Cramer's rule: exact in integers up to the three divisions
+    fixed, looked_up, memo = (_determinant([[right[i] if j == k else matrix[i][j] for j in range(3)] for i in range(3)])
+                              / whole for k in range(3))
+    return fixed, looked_up, memo
+
+
+def _determinant(a: list[list[int]]) -> int:
+    return (a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
+            + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]))
+
+
 class BpfProfile:
     """What a recording took: its samples (the detached session's log), their distinct stacks, the
     kernel's counters and the processes' mappings."""
@@ -278,40 +306,13 @@ class BpfProfile:
         per_frame = (n * xy - x * y) / spread
         return (y - per_frame * x) / n, per_frame
 
-    def walk_fit_by_source(self) -> tuple[float, float, float] | None:
-        """The least-squares plane through the walked samples' (frames whose rule was looked up,
-        frames whose rule came from the previous walk's memo, walk ns): (ns per walk whatever its
-        frames, ns per frame looked up, ns per frame from the memo), or None where the samples do
-        not tell the two apart (every frame of one kind, or in a fixed share)."""
-        c = self.counters
-        count, n, m = c.get("walked_samples", 0), c.get("frames", 0), c.get("memo_frames", 0)
-        nn, mm, nm = c.get("frames_squared", 0), c.get("memo_frames_squared", 0), c.get("memo_by_frames", 0)
-        t, nt, mt = c.get("walk_ns", 0), c.get("walk_ns_by_frames", 0), c.get("walk_ns_by_memo", 0)
-        # x = n - m (looked up), y = m (from the memo): the normal equations of t = a + b x + c y
-        x, y = n - m, m
-        xx, yy, xy = nn - 2 * nm + mm, mm, nm - mm
-        xt, yt = nt - mt, mt
-        matrix = [[count, x, y], [x, xx, xy], [y, xy, yy]]
-        right = [t, xt, yt]
-
-        def determinant(a: list[list[int]]) -> int:
-            return (a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
-                    + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]))
-
-        whole = determinant(matrix)
-        if count < 3 or whole == 0:
-            return None
-        fixed, looked_up, memo = (determinant([[right[i] if j == k else matrix[i][j] for j in range(3)]
-                                                for i in range(3)]) / whole for k in range(3))
-        return fixed, looked_up, memo
-
     def statistics(self) -> dict[str, object]:
         user, complete = self.user_samples()
         not_loaded, not_loaded_processes, never_walked = self.not_loaded()
         frames = self.counters.get("frames", 0)
         sample_fit = self.cost_fit("sample_ns", "sample_ns_by_frames")
         walk_fit = self.cost_fit("walk_ns", "walk_ns_by_frames")
-        source_fit = self.walk_fit_by_source()
+        source_fit = walk_fit_by_source(self.counters)
         return {
             "samples": self.counters.get("samples", 0),
             "user_samples": user,
