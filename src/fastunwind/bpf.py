@@ -62,9 +62,10 @@ def address_space_identity(pid: int) -> tuple[int, int, int, int]:
     access) it gives (1, 1, 0, 0) (fs/proc/array.c do_task_stat), which no address space matches: such
     a process is never walked, and its /proc/PID/maps is not ours to read either. OSError if the
     process is gone."""
-    with open(f"/proc/{pid}/stat") as f:
+    with open(f"/proc/{pid}/stat", "rb") as f:
         text = f.read()
-    fields = text[text.rindex(")") + 2:].split()  # fields[0] is field 3 (the state)
+    # the command name before ")" is any bytes the process chose; the fields after it are numbers
+    fields = text[text.rindex(b")") + 2:].split()  # fields[0] is field 3 (the state)
     return int(fields[23]), int(fields[24]), int(fields[25]), int(fields[44])
 
 
@@ -496,13 +497,13 @@ class BpfRecorder:
             # the identity read before and after the mappings: equal, no exec came between
             for _ in range(MAPS_READS):
                 identity = address_space_identity(pid)
-                with open(f"/proc/{pid}/maps") as f:
+                with open(f"/proc/{pid}/maps", errors="surrogateescape") as f:  # paths are bytes
                     text = f.read()
                 if address_space_identity(pid) == identity:
                     break
             else:
                 return  # exec'ing again and again: its next sample asks for it again
-            with open(f"/proc/{pid}/comm") as f:
+            with open(f"/proc/{pid}/comm", errors="replace") as f:  # any bytes the process chose
                 comm = f.read().rstrip("\n")
         except OSError:
             text = ""
