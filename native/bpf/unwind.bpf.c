@@ -5,9 +5,10 @@
  * thread, CPU, command name, user frames, kernel stack id and outcome) through the `samples` ring
  * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
  *
- * One frame is one bpf_loop iteration (step): find the mapping (the previous frame's or one of the
- * walk's last four, else a binary search over the process's sorted mappings), the module's rule (the
- * CPU's rule cache, else the slot of the PC's 512-byte block, one cache line holding its rows'
+ * One frame is one bpf_loop iteration (step): its rule from the CPU's previous walk where that walk
+ * had a frame at the same stack pointer and PC (the memo), else find the mapping (the previous
+ * frame's or one of the last four found, else a binary search over the process's sorted mappings),
+ * the module's rule (the CPU's rule cache, else the slot of the PC's 512-byte block, one cache line holding its rows'
  * starts and packed rules; a continuation for a dense block, the dictionary for a rule the packing
  * cannot state), apply the rule (CFA from rsp, rbp or
  * another known register, the PLT expression, the DRAP deref, the signal context), read the return
