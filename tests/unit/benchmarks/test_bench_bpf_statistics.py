@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from benchmarks.bench_bpf import CONFIGURATIONS, median_interval, paired, rotated, sign_test
+from benchmarks.bench_bpf import CONFIGURATIONS, SOURCE_FIT, best, median_interval, paired, rotated, sign_test
 
 
 def test_the_sign_test_is_the_exact_two_sided_binomial() -> None:
@@ -39,3 +39,14 @@ def test_each_configuration_comes_first_in_turn() -> None:
     firsts = [rotated(CONFIGURATIONS, i)[0] for i in range(len(CONFIGURATIONS))]
     assert sorted(firsts) == sorted(CONFIGURATIONS)
     assert all(sorted(rotated(CONFIGURATIONS, i)) == sorted(CONFIGURATIONS) for i in range(7))
+
+
+def test_the_walks_plane_comes_whole_from_one_run() -> None:
+    # each figure its own best, but the plane's three coefficients from the run whose walk cost least
+    runs = [{"walk_ns_per_frame": 300.0, "target_cpu": 2.0, "fit_walk_by_source_fixed_ns": 1000.0,
+             "fit_walk_ns_per_looked_up_frame": 250.0, "fit_walk_ns_per_memo_frame": -5.0},
+            {"walk_ns_per_frame": 200.0, "target_cpu": 2.5, "fit_walk_by_source_fixed_ns": 3000.0,
+             "fit_walk_ns_per_looked_up_frame": 300.0, "fit_walk_ns_per_memo_frame": 90.0}]
+    out = best(runs)
+    assert (out["walk_ns_per_frame"], out["target_cpu"]) == (200.0, 2.0)
+    assert [out[k] for k in SOURCE_FIT] == [3000.0, 300.0, 90.0]
