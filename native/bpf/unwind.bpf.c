@@ -116,10 +116,12 @@ static __always_inline __u32 saved_register(int i)
 #define SIGNAL_LOW 40
 #define SIGNAL_WORDS 17
 
-/* Stack reads go through a window of the stack copied with one bpf_probe_read_user: each call costs
- * ~70 ns here whatever its size up to a few KiB, and a window serves the next frames too (the walk
- * moves up the stack). */
-#define WINDOW 1024
+/* Stack reads go through a window of the stack copied with one bpf_probe_read_user: a call costs
+ * ~200 ns of cold stack here and little more per KiB (1 KiB 255-310 ns, 4 KiB ~440: docs/BENCHMARKS.md),
+ * and a window serves the next frames too (the walk moves up the stack); one that crosses the end
+ * of the stack's mapping fails (a fault, ~1 µs) and is read again up to its page's end, so windows
+ * stop at the main thread's stack top where the process's identity gives it. */
+#define WINDOW 4096
 #define WINDOW_BELOW 64
 #define PAGE 4096
 
@@ -166,6 +168,7 @@ struct walk {
     __u32 recent_process;
     __u64 window_base;      /* the window holds [window_base, window_base + WINDOW) when window_ok */
     __u64 window_end;       /* or, near the top of the stack, only up to here */
+    __u64 stack_top;        /* the end of the page of the main thread's stack top (mm's start_stack), 0: unknown */
     __u8 window[WINDOW + 8];
     __u64 regs[REGISTERS]; /* DWARF numbering; REG_RA holds the IP */
     __u32 known;           /* bit r: regs[r] is the caller's true value */
@@ -232,14 +235,18 @@ static __always_inline long read_user(struct walk *w, __u64 addr, __u64 *out)
     /* the whole window from a little below addr (a frame's rbp slot is read after its return
      * address, 8 bytes lower) */
     count(FU_BPF_COUNTER_STACK_READS);
-    if (addr >= WINDOW_BELOW && bpf_probe_read_user(w->window, WINDOW, (void *)(addr - WINDOW_BELOW)) == 0) {
-        w->window_base = addr - WINDOW_BELOW;
-        w->window_end = w->window_base + WINDOW;
+    __u64 base = addr - WINDOW_BELOW, size = WINDOW;
+    if (addr < w->stack_top && w->stack_top - base < WINDOW)
+        size = w->stack_top - base;
+    if (addr >= WINDOW_BELOW && size >= WINDOW_BELOW + 8 && size <= WINDOW &&
+        bpf_probe_read_user(w->window, size, (void *)base) == 0) {
+        w->window_base = base;
+        w->window_end = base + size;
         *out = *(__u64 *)(w->window + WINDOW_BELOW);
         return 0;
     }
     /* else from addr to the end of its page (the top of the stack is a page end) */
-    __u64 size = PAGE - (addr & (PAGE - 1));
+    size = PAGE - (addr & (PAGE - 1));
     if (size > WINDOW)
         size = WINDOW;
     w->window_end = 0;
@@ -589,8 +596,10 @@ static long step(__u32 index, void *context)
  * entries, while the slot is the same and the epoch has not changed since that walk started (the
  * slot's entries are then those it copied), and its memo (remember_rule); this walk's memo starts
  * empty. */
-static __always_inline void start_walk(struct walk *w)
+static __always_inline void start_walk(struct walk *w, const fu_bpf_process *p)
 {
+    __u64 stack_start = p ? p->identity.start_stack : 0;
+    w->stack_top = stack_start ? (stack_start | (PAGE - 1)) + 1 : 0;
     const struct memo *previous = &w->memos[w->memo_previous & 1];
     w->epoch = tables_epoch;
     if (w->recent_epoch != w->epoch || w->recent_process != w->process) {
@@ -706,7 +715,7 @@ int sample(struct bpf_perf_event_data *ctx)
                 w->outcome = FU_BPF_END;
                 w->process = *slot;
                 __u64 start = bpf_ktime_get_ns();
-                start_walk(w);
+                start_walk(w, p);
                 bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
                 end_walk(w);
                 __u64 walk_ns = bpf_ktime_get_ns() - start, n = w->sample.stack.user_count;
