@@ -8,9 +8,9 @@
  * One frame is one bpf_loop iteration (step): its rule from the CPU's previous walk where that walk
  * had a frame at the same stack pointer and PC (the memo), else find the mapping (the previous
  * frame's or one of the last four found, else a binary search over the process's sorted mappings),
- * the module's rule (the CPU's rule cache, else the slot of the PC's 512-byte block, one cache line holding its rows'
- * starts and packed rules; a continuation for a dense block, the dictionary for a rule the packing
- * cannot state), apply the rule (CFA from rsp, rbp or
+ * the module's rule (the CPU's rule cache, else the slot of the PC's 512-byte block, one cache line
+ * holding its rows' starts and packed rules; a continuation for a dense block, the dictionary for a
+ * rule the packing cannot state), apply the rule (CFA from rsp, rbp or
  * another known register, the PLT expression, the DRAP deref, the signal context), read the return
  * address and the callee-saved registers the rule restores. Where no row covers the PC the frame
  * pointer is followed; a row the compact table leaves to the DWARF interpreter ends the walk as
@@ -117,7 +117,7 @@ static __always_inline __u32 saved_register(int i)
 #define SIGNAL_WORDS 17
 
 /* Stack reads go through a window of the stack copied with one bpf_probe_read_user: a call costs
- * ~200 ns of cold stack here and little more per KiB (1 KiB 255-310 ns, 4 KiB ~440: docs/BENCHMARKS.md),
+ * ~200 ns of cold stack here and little more per KiB (1 KiB 255-310 ns, 4 KiB ~440),
  * and a window serves the next frames too (the walk moves up the stack); one that crosses the end
  * of the stack's mapping fails (a fault, ~1 µs) and is read again up to its page's end, so windows
  * stop at the main thread's stack top where the process's identity gives it. */
@@ -160,7 +160,8 @@ struct memo {
 volatile __u64 tables_epoch;
 
 struct walk {
-    /* the mappings the walks found last (end 0: none), the previous frame's at `current`: kept from walk to walk (start_walk) */
+    /* the mappings the walks found last (end 0: none), the previous frame's at `current`: kept from
+     * walk to walk (start_walk) */
     fu_bpf_mapping recent[RECENT_MAPPINGS];
     __u32 current;
     __u32 recent_next; /* the entry the next search replaces */
@@ -168,7 +169,8 @@ struct walk {
     __u32 recent_process;
     __u64 window_base;      /* the window holds [window_base, window_base + WINDOW) when window_ok */
     __u64 window_end;       /* or, near the top of the stack, only up to here */
-    __u64 stack_top;        /* the end of the page of the main thread's stack top (mm's start_stack), 0: unknown */
+    __u64 stack_top;        /* the end of the page of the main thread's stack top (mm's start_stack);
+                             * 0: unknown */
     __u8 window[WINDOW + 8];
     __u64 regs[REGISTERS]; /* DWARF numbering; REG_RA holds the IP */
     __u32 known;           /* bit r: regs[r] is the caller's true value */
@@ -592,6 +594,7 @@ static long step(__u32 index, void *context)
     remember_rule(w, pc, sp, &rule);
     return apply_rule(w, &rule, ip);
 }
+
 /* What this walk takes from the CPU's previous one: its recent mappings, copies of the process slot's
  * entries, while the slot is the same and the epoch has not changed since that walk started (the
  * slot's entries are then those it copied), and its memo (remember_rule); this walk's memo starts
