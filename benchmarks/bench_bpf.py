@@ -21,14 +21,18 @@ and samples; perf at 99 and 999 Hz), N runs (default 3), the best of each figure
   frame the stack reads (bpf_probe_read_user calls: window refills), slot lookups (rules not in
   the CPU's rule cache), extra lookups (map lookups
   past the block's slot: a dense block's continuations, the dictionary for a rule not packed) and
-  mapping searches (frames whose mapping was not among the walk's recent ones);
+  mapping searches (frames whose mapping was not among the walk's recent ones), and the share of
+  frames whose rule came from the CPU's previous walk (the memo: looked up by no map);
 - the cost split into a fixed part per sample and a part per frame: over the walked samples, the
   least-squares line of each sample's cost on its user frames (BpfProfile.cost_fit, from sums the
   program keeps), for the whole program run of the sample (its own clock from entry to after the
   ring buffer output: registers, scope and pid lookups, kernel stack, walk, output) and for the
   walk alone; the slope is the frame loop's cost per frame, the intercept what a sample costs
   whatever its depth; and, exactly, the program's time outside the walk per walked sample (its
-  own clock's total less the walks');
+  own clock's total less the walks'); and the walk's cost on the frames of each kind apart, the
+  least-squares plane of each walk's ns on its frames looked up and its frames from the memo
+  (bpf.walk_fit_by_source): a fixed part, ns per frame looked up, ns per frame from the memo, the
+  three from one run (the one whose walk cost least per frame), not each its own best;
 - map memory per table row: the slots the loaded modules occupy (64 bytes each: up to 12 rows of a
   512-byte block of code) over the rows loaded.
 
@@ -171,6 +175,10 @@ def run_bpf(command: list[str], hz: int, work: Path, details: bool = True) -> di
             "slot_lookups_per_frame": stats["slot_lookups"] / frames if frames else None,
             "extra_lookups_per_frame": stats["extra_lookups"] / frames if frames else None,
             "mapping_searches_per_frame": stats["mapping_searches"] / frames if frames else None,
+            "memo_frames_per_frame": stats["memo_frames"] / frames if frames else None,
+            "fit_walk_by_source_fixed_ns": stats["fit_walk_by_source_fixed_ns"],
+            "fit_walk_ns_per_looked_up_frame": stats["fit_walk_ns_per_looked_up_frame"],
+            "fit_walk_ns_per_memo_frame": stats["fit_walk_ns_per_memo_frame"],
             "complete_user_share": stats["complete_user_samples"] / stats["user_samples"]
             if stats["user_samples"] else None,
             "map_bytes_per_row": stats["table_slot_bytes"] / stats["table_rows_loaded"]
@@ -266,13 +274,22 @@ def configurations(command: list[str], details: bool = True) -> dict[str, Callab
     return runs
 
 
+#: the plane of the walk's cost on its two kinds of frames: taken whole from one run (the one whose
+#: walk cost least per frame), since its three coefficients trade off against each other
+SOURCE_FIT = ("fit_walk_by_source_fixed_ns", "fit_walk_ns_per_looked_up_frame", "fit_walk_ns_per_memo_frame")
+
+
 def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    keys = {k for r in runs for k in r} - {"target_times"}
+    keys = {k for r in runs for k in r} - {"target_times"} - set(SOURCE_FIT)
     higher_is_better = {"complete_user_share", "samples"}
     out: dict[str, Any] = {}
     for k in sorted(keys):
         values = [r[k] for r in runs if r.get(k) is not None]
         out[k] = (max(values) if k in higher_is_better else min(values)) if values else None
+    fitted = [r for r in runs if r.get(SOURCE_FIT[0]) is not None]
+    if fitted:
+        cheapest = min(fitted, key=lambda r: r["walk_ns_per_frame"])
+        out.update({k: cheapest[k] for k in SOURCE_FIT})
     return out
 
 
@@ -338,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'configuration':<18} {'target CPU s':>12} {'slowdown':>9} {'profiler CPU s':>14} {'samples':>8} "
           f"{'disk B/sample':>13} {'runs/sample':>11} {'BPF ns/sample':>13} {'BPF ns/frame':>12} {'walk ns/frame':>13} "
           f"{'reads/frame':>11} {'slots/frame':>11} {'lookups/frame':>13} {'searches/frame':>14} {'complete':>8} {'map B/row':>9} "
-          f"{'outside walk ns/sample':>22} {'fit: sample ns + ns/frame':>25} {'fit: walk ns + ns/frame':>23}")
+          f"{'outside walk ns/sample':>22} {'fit: sample ns + ns/frame':>25} {'fit: walk ns + ns/frame':>23} "
+          f"{'memo/frame':>10} {'fit: walk ns + ns/looked up + ns/memo':>37}")
     for name, r in report.items():
         def cell(key: str, fmt: str, width: int) -> str:
             v = r.get(key)
@@ -351,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{cell('mapping_searches_per_frame', '.3f', 14)} "
               f"{cell('complete_user_share', '.3f', 8)} {cell('map_bytes_per_row', '.2f', 9)} "
               f"{cell('outside_walk_ns_per_sample', '.0f', 22)} {cell('fit_sample_fixed_ns', '.0f', 12)} +{cell('fit_sample_ns_per_frame', '.1f', 12)} "
-              f"{cell('fit_walk_fixed_ns', '.0f', 11)} +{cell('fit_walk_ns_per_frame', '.1f', 11)}")
+              f"{cell('fit_walk_fixed_ns', '.0f', 11)} +{cell('fit_walk_ns_per_frame', '.1f', 11)} "
+              f"{cell('memo_frames_per_frame', '.3f', 10)} {cell('fit_walk_by_source_fixed_ns', '.0f', 11)} "
+              f"+{cell('fit_walk_ns_per_looked_up_frame', '.1f', 12)} +{cell('fit_walk_ns_per_memo_frame', '.1f', 11)}")
     if paired_runs is not None:
         print_overhead(short, args.rounds, paired_runs)
     if decider is not None:

@@ -188,8 +188,16 @@ fu_status fu_bpf_session_attach_thread(fu_bpf_session *s, uint64_t frequency, ui
     return attach_event(s, frequency, (int)tid, -1, true, err);
 }
 
+/* Before a process slot or a module's generation changes: the walks' memos of the rules found
+ * before it are not used after it (unwind.bpf.c). */
+static void advance_tables_epoch(fu_bpf_session *s)
+{
+    __atomic_fetch_add(&s->skel->bss->tables_epoch, 1, __ATOMIC_SEQ_CST);
+}
+
 static void set_generation(fu_bpf_session *s, uint32_t id, uint32_t generation)
 {
+    advance_tables_epoch(s);
     __atomic_store_n(&s->modules[id].generation, generation, __ATOMIC_RELEASE);
     s->generation[id] = generation;
 }
@@ -283,6 +291,7 @@ fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_b
     s->scratch.count = count;
     s->scratch.identity = *identity;
     memcpy(s->scratch.mappings, mappings, sizeof *mappings * count);
+    advance_tables_epoch(s);
     int e = bpf_map_update_elem(bpf_map__fd(s->skel->maps.processes), &slot, &s->scratch, BPF_ANY);
     if (!e)
         e = bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &pid, &slot, BPF_ANY);

@@ -5,11 +5,12 @@
  * thread, CPU, command name, user frames, kernel stack id and outcome) through the `samples` ring
  * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
  *
- * One frame is one bpf_loop iteration (step): find the mapping (the previous frame's or one of the
- * walk's last four, else a binary search over the process's sorted mappings), the module's rule (the
- * CPU's rule cache, else the slot of the PC's 512-byte block, one cache line holding its rows'
- * starts and packed rules; a continuation for a dense block, the dictionary for a rule the packing
- * cannot state), apply the rule (CFA from rsp, rbp or
+ * One frame is one bpf_loop iteration (step): its rule from the CPU's previous walk where that walk
+ * had a frame at the same stack pointer and PC (the memo), else find the mapping (the previous
+ * frame's or one of the last four found, else a binary search over the process's sorted mappings),
+ * the module's rule (the CPU's rule cache, else the slot of the PC's 512-byte block, one cache line
+ * holding its rows' starts and packed rules; a continuation for a dense block, the dictionary for a
+ * rule the packing cannot state), apply the rule (CFA from rsp, rbp or
  * another known register, the PLT expression, the DRAP deref, the signal context), read the return
  * address and the callee-saved registers the rule restores. Where no row covers the PC the frame
  * pointer is followed; a row the compact table leaves to the DWARF interpreter ends the walk as
@@ -121,10 +122,12 @@ static __always_inline __u32 saved_register(int i)
 #define SIGNAL_LOW 40
 #define SIGNAL_WORDS 17
 
-/* Stack reads go through a window of the stack copied with one bpf_probe_read_user: each call costs
- * ~70 ns here whatever its size up to a few KiB, and a window serves the next frames too (the walk
- * moves up the stack). */
-#define WINDOW 1024
+/* Stack reads go through a window of the stack copied with one bpf_probe_read_user: a call costs
+ * its first cold line's wait and little more per KiB (docs/BENCHMARKS.md), and a window serves the
+ * next frames too (the walk moves up the stack); one that crosses the end of the stack's mapping
+ * fails (a fault, dearer than the read) and is read again up to its page's end, so windows stop at
+ * the main thread's stack top where the process's identity gives it. */
+#define WINDOW 4096
 #define WINDOW_BELOW 64
 #define PAGE 4096
 
@@ -144,15 +147,50 @@ struct last_scope {
     __u32 space; /* fu_bpf_stack.space_pid */
     __u32 slot;
     __u32 reserved;
+    __u64 stack_top; /* the walk's window stops there (start_walk) */
 };
 
+/* The previous walk's rules, by frame (the memo): a frame's rule is a function of its PC, the
+ * process's mappings and the modules' tables alone, and tables_epoch changes before any of them
+ * does (bpf_session.c), so a frame at a PC the CPU's previous walk looked up in the same process
+ * slot, with no change of epoch between that walk's start and its end and this walk's start, takes
+ * that rule from here (one sequential 32-byte entry) instead of the mapping, the module's entry and
+ * the rule cache or the block's slot (two or three lines the profiled program evicted). The rule
+ * is then applied as any other: every stack read of the frame is made again, so the walk's frames
+ * and outcome are those of a walk without the memo. Frames are matched by their stack pointer (the
+ * entries ascend with it, as the walk does up the stack, so one cursor walks both), then by PC. */
+struct memo_frame {
+    __u64 pc;
+    __u64 sp;
+    fu_bpf_rule rule;
+};
+
+/* entries of a memo: FU_BPF_MAX_FRAMES rounded up to a power of two, so that an index masked with
+ * MEMO_FRAMES - 1 stays inside (the verifier's bound) */
+#define MEMO_FRAMES 64
+
+struct memo {
+    __u64 epoch;
+    __u32 process;
+    __u32 count; /* at most FU_BPF_MAX_FRAMES */
+    struct memo_frame frames[MEMO_FRAMES];
+};
+
+/* User space adds 1 before it changes a process slot or a module's generation (bpf_session.c). */
+volatile __u64 tables_epoch;
+
 struct walk {
-    /* the mappings this walk found last (end 0: none), the previous frame's at `current` */
+    /* the mappings the walks found last (end 0: none), the previous frame's at `current`: kept from
+     * walk to walk (start_walk) */
     fu_bpf_mapping recent[RECENT_MAPPINGS];
     __u32 current;
     __u32 recent_next; /* the entry the next search replaces */
+    __u64 recent_epoch;     /* the process slot and tables_epoch the recent mappings were copied at */
+    __u32 recent_process;
     __u64 window_base;      /* the window holds [window_base, window_base + WINDOW) when window_ok */
     __u64 window_end;       /* or, near the top of the stack, only up to here */
+    __u64 stack_top;        /* the end of the page of the main thread's stack top (mm's start_stack);
+                             * 0: unknown */
     __u8 window[WINDOW + 8];
     __u64 regs[REGISTERS]; /* DWARF numbering; REG_RA holds the IP */
     __u32 known;           /* bit r: regs[r] is the caller's true value */
@@ -164,6 +202,12 @@ struct walk {
     __u8 wake; /* user space has a process to load: wake it */
     __u64 signal[SIGNAL_WORDS];
     struct last_scope last;
+    __u64 epoch;            /* tables_epoch at the walk's start */
+    __u32 memo_previous;    /* memos[memo_previous & 1]: the previous walk's, the other this one's */
+    __u32 memo_cursor;      /* the previous walk's first entry whose sp is not below this frame's */
+    __u8 memo_usable;       /* the previous walk's memo is of this process slot and epoch */
+    __u32 memo_frames;      /* this walk's frames whose rule came from the memo */
+    struct memo memos[2];
     fu_bpf_sample sample; /* sent whole up to its last user frame */
 };
 
@@ -214,14 +258,18 @@ static __always_inline long read_user(struct walk *w, __u64 addr, __u64 *out)
     /* the whole window from a little below addr (a frame's rbp slot is read after its return
      * address, 8 bytes lower) */
     count(FU_BPF_COUNTER_STACK_READS);
-    if (addr >= WINDOW_BELOW && bpf_probe_read_user(w->window, WINDOW, (void *)(addr - WINDOW_BELOW)) == 0) {
-        w->window_base = addr - WINDOW_BELOW;
-        w->window_end = w->window_base + WINDOW;
+    __u64 base = addr - WINDOW_BELOW, size = WINDOW;
+    if (addr < w->stack_top && w->stack_top - base < WINDOW)
+        size = w->stack_top - base;
+    if (addr >= WINDOW_BELOW && size >= WINDOW_BELOW + 8 && size <= WINDOW &&
+        bpf_probe_read_user(w->window, size, (void *)base) == 0) {
+        w->window_base = base;
+        w->window_end = base + size;
         *out = *(__u64 *)(w->window + WINDOW_BELOW);
         return 0;
     }
     /* else from addr to the end of its page (the top of the stack is a page end) */
-    __u64 size = PAGE - (addr & (PAGE - 1));
+    size = PAGE - (addr & (PAGE - 1));
     if (size > WINDOW)
         size = WINDOW;
     w->window_end = 0;
@@ -329,22 +377,11 @@ static __always_inline long signal_step(struct walk *w)
     return w->regs[REG_RA] == 0 ? finish(w, FU_BPF_END) : 0;
 }
 
-static long step(__u32 index, void *context)
+/* The rule of the frame at pc (frame n) from the process's mappings and the module's table into *rule
+ * (-1), or the step's end where there is none (the bpf_loop callback's return: the frame pointer
+ * followed, or the walk ended). */
+static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_rule *rule)
 {
-    __u32 zero = 0;
-    struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
-    if (!w)
-        return 1;
-    __u32 n = w->sample.stack.user_count;
-    if (n >= FU_BPF_MAX_FRAMES)
-        return finish(w, FU_BPF_FRAME_LIMIT);
-    __u64 ip = w->regs[REG_RA];
-    w->sample.stack.user[n] = ip;
-    w->sample.stack.user_count = n + 1;
-    if (n > 0 && !w->ip_is_return)
-        w->sample.stack.interrupted |= 1ull << n;
-    __u64 pc = ip - (w->ip_is_return ? 1 : 0);
-
     /* consecutive frames mostly stay in one mapping, and a stack visits a few: the walk's recent
      * mappings are tried before the process's are searched */
     __u32 current = w->current & (RECENT_MAPPINGS - 1);
@@ -392,9 +429,8 @@ static long step(__u32 index, void *context)
     __u32 cache_index = w->rule_cache_base +
                         (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (FU_BPF_RULE_CACHE - 1));
     struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
-    fu_bpf_rule rule;
     if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
-        rule = cached->rule;
+        *rule = cached->rule;
     } else {
         count(FU_BPF_COUNTER_SLOT_LOOKUPS);
         __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_BLOCK_SHIFT;
@@ -422,14 +458,14 @@ static long step(__u32 index, void *context)
             return finish(w, FU_BPF_NO_TABLE);
         __u32 row = b->rows[fu_bpf_block_row(b, within)] & FU_BPF_PACKED_RULE;
         if (!(row & FU_BPF_PACKED_ESCAPE)) {
-            fu_bpf_unpack_rule(row, &rule);
+            fu_bpf_unpack_rule(row, rule);
         } else {
             count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
             __u32 rule_id = row & ~FU_BPF_PACKED_ESCAPE;
             fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
             if (!found)
                 return finish(w, FU_BPF_NO_TABLE);
-            rule = *found;
+            *rule = *found;
         }
         if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
             return finish(w, FU_BPF_NO_TABLE);
@@ -437,29 +473,65 @@ static long step(__u32 index, void *context)
             cached->svma = svma;
             cached->module = module_id;
             cached->generation = generation;
-            cached->rule = rule;
+            cached->rule = *rule;
         }
     }
 
+    return -1;
+}
+
+/* The previous walk's rule for the frame at (pc, sp) into *rule, if it had a frame there. */
+static __always_inline bool rule_from_memo(struct walk *w, __u64 pc, __u64 sp, fu_bpf_rule *rule)
+{
+    const struct memo *m = &w->memos[w->memo_previous & 1];
+    __u32 c = w->memo_cursor, count = m->count;
+    for (int i = 0; i < FU_BPF_MAX_FRAMES && c < count && m->frames[c & (MEMO_FRAMES - 1)].sp < sp; i++)
+        c++;
+    w->memo_cursor = c;
+    const struct memo_frame *f = &m->frames[c & (MEMO_FRAMES - 1)];
+    if (c >= count || f->sp != sp || f->pc != pc)
+        return false;
+    *rule = f->rule;
+    return true;
+}
+
+/* Keeps the frame's rule in this walk's memo (for the next walk on this CPU). */
+static __always_inline void remember_rule(struct walk *w, __u64 pc, __u64 sp, const fu_bpf_rule *rule)
+{
+    struct memo *m = &w->memos[(w->memo_previous + 1) & 1];
+    __u32 c = m->count;
+    if (c >= FU_BPF_MAX_FRAMES)
+        return;
+    struct memo_frame *f = &m->frames[c & (MEMO_FRAMES - 1)];
+    f->pc = pc;
+    f->sp = sp;
+    f->rule = *rule;
+    m->count = c + 1;
+}
+
+/* Applies the frame's rule: the caller's CFA, return address and callee-saved registers (the bpf_loop
+ * callback's return: 0 to go on, 1 when the walk ended). */
+static __always_inline long apply_rule(struct walk *w, const fu_bpf_rule *rule, __u64 ip)
+{
     __u64 sp = w->regs[REG_RSP], cfa;
-    __u32 reg = rule.cfa_register & (REGISTERS - 1);
-    switch (rule.cfa_kind) {
+    __u32 reg = rule->cfa_register & (REGISTERS - 1);
+    switch (rule->cfa_kind) {
     case FU_BPF_CFA_NO_INFO:
         return frame_pointer_step(w);
     case FU_BPF_CFA_SLOW:
         return finish(w, FU_BPF_SLOW_ROW);
     case FU_BPF_CFA_RSP:
-        cfa = sp + (__s64)rule.cfa_offset;
+        cfa = sp + (__s64)rule->cfa_offset;
         break;
     case FU_BPF_CFA_RBP:
         if (!(w->known & (1u << REG_RBP)))
             return finish(w, FU_BPF_REGISTER_UNKNOWN);
-        cfa = w->regs[REG_RBP] + (__s64)rule.cfa_offset;
+        cfa = w->regs[REG_RBP] + (__s64)rule->cfa_offset;
         break;
     case FU_BPF_CFA_REGISTER:
         if (!(w->known & (1u << reg)))
             return finish(w, FU_BPF_REGISTER_UNKNOWN);
-        cfa = w->regs[reg] + (__s64)rule.cfa_offset;
+        cfa = w->regs[reg] + (__s64)rule->cfa_offset;
         break;
     case FU_BPF_CFA_PLT:
         cfa = sp + 8 + ((ip & 15) >= 11 ? 8 : 0);
@@ -467,7 +539,7 @@ static long step(__u32 index, void *context)
     case FU_BPF_CFA_DEREF:
         if (!(w->known & (1u << reg)))
             return finish(w, FU_BPF_EXPRESSION_ERROR);
-        if (read_user(w, w->regs[reg] + (__s64)rule.cfa_offset, &cfa))
+        if (read_user(w, w->regs[reg] + (__s64)rule->cfa_offset, &cfa))
             return finish(w, FU_BPF_UNREADABLE);
         break;
     case FU_BPF_CFA_SIGNAL_CONTEXT:
@@ -477,14 +549,14 @@ static long step(__u32 index, void *context)
     }
     /* a rule derived from the code always has a return address (compact_table.c): only declared
      * CFI ends a stack */
-    if (rule.ra_offset_by_8 == FU_BPF_KEEP || rule.ra_offset_by_8 == FU_BPF_UNDEFINED)
-        return finish(w, rule.origin == FU_BPF_ORIGIN_DECLARED ? FU_BPF_END : FU_BPF_NO_UNWIND_INFO);
-    if (rule.origin != FU_BPF_ORIGIN_DECLARED)
+    if (rule->ra_offset_by_8 == FU_BPF_KEEP || rule->ra_offset_by_8 == FU_BPF_UNDEFINED)
+        return finish(w, rule->origin == FU_BPF_ORIGIN_DECLARED ? FU_BPF_END : FU_BPF_NO_UNWIND_INFO);
+    if (rule->origin != FU_BPF_ORIGIN_DECLARED)
         count(FU_BPF_COUNTER_DERIVED_FRAMES);
     if (cfa <= sp)
         return finish(w, FU_BPF_SP_BACKWARDS);
     __u64 ra;
-    if (read_user(w, cfa + 8 * (__s64)rule.ra_offset_by_8, &ra))
+    if (read_user(w, cfa + 8 * (__s64)rule->ra_offset_by_8, &ra))
         return finish(w, FU_BPF_UNREADABLE);
     /* the callee-saved registers the rule restores are read from their slots (in the window, with
      * the return address): below the CFA, where an unreadable slot makes its register unknown, or
@@ -492,11 +564,11 @@ static long step(__u32 index, void *context)
      * C walker's outcomes, walk_step.inc apply_rbp_slots_rule); one it leaves undefined becomes
      * unknown, the others keep their value; caller-saved registers stay known where the rule keeps
      * them */
-    __u32 known = w->known & (CALLEE_SAVED | rule.kept_caller_saved);
+    __u32 known = w->known & (CALLEE_SAVED | rule->kept_caller_saved);
     __u64 rbp = w->regs[REG_RBP];
     bool rbp_known = w->known & (1u << REG_RBP);
     for (int i = 0; i < 6; i++) {
-        __s8 slot = rule.saved_offset_by_8[i];
+        __s8 slot = rule->saved_offset_by_8[i];
         __u32 r = saved_register(i);
         if (slot == FU_BPF_UNDEFINED) {
             known &= ~(1u << r);
@@ -517,6 +589,69 @@ static long step(__u32 index, void *context)
     w->known = known | (1u << REG_RSP) | (1u << REG_RA);
     w->ip_is_return = 1;
     return ra == 0 ? finish(w, FU_BPF_END) : 0;
+}
+
+static long step(__u32 index, void *context)
+{
+    __u32 zero = 0;
+    struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+    if (!w)
+        return 1;
+    __u32 n = w->sample.stack.user_count;
+    if (n >= FU_BPF_MAX_FRAMES)
+        return finish(w, FU_BPF_FRAME_LIMIT);
+    __u64 ip = w->regs[REG_RA];
+    w->sample.stack.user[n] = ip;
+    w->sample.stack.user_count = n + 1;
+    if (n > 0 && !w->ip_is_return)
+        w->sample.stack.interrupted |= 1ull << n;
+    __u64 pc = ip - (w->ip_is_return ? 1 : 0);
+
+    fu_bpf_rule rule;
+    __u64 sp = w->regs[REG_RSP];
+    if (w->memo_usable && rule_from_memo(w, pc, sp, &rule)) {
+        w->memo_frames++;
+    } else {
+        long stepped = find_rule(w, pc, n, &rule);
+        if (stepped >= 0)
+            return stepped;
+    }
+    remember_rule(w, pc, sp, &rule);
+    return apply_rule(w, &rule, ip);
+}
+
+/* What this walk takes from the CPU's previous one: its recent mappings, copies of the process slot's
+ * entries, while the slot is the same and the epoch has not changed since that walk started (the
+ * slot's entries are then those it copied), and its memo (remember_rule); this walk's memo starts
+ * empty. */
+static __always_inline void start_walk(struct walk *w, __u64 stack_top)
+{
+    w->stack_top = stack_top;
+    const struct memo *previous = &w->memos[w->memo_previous & 1];
+    w->epoch = tables_epoch;
+    if (w->recent_epoch != w->epoch || w->recent_process != w->process) {
+        for (int i = 0; i < RECENT_MAPPINGS; i++)
+            w->recent[i].end = 0;
+        w->current = 0;
+        w->recent_next = 0;
+        w->recent_epoch = w->epoch;
+        w->recent_process = w->process;
+    }
+    w->memo_usable = previous->count && previous->epoch == w->epoch && previous->process == w->process;
+    w->memo_cursor = 0;
+    w->memo_frames = 0;
+    w->memos[(w->memo_previous + 1) & 1].count = 0;
+}
+
+/* This walk's memo serves the next if the tables did not change while it was walked. */
+static __always_inline void end_walk(struct walk *w)
+{
+    struct memo *m = &w->memos[(w->memo_previous + 1) & 1];
+    m->epoch = w->epoch;
+    m->process = w->process;
+    if (tables_epoch != w->epoch)
+        m->count = 0;
+    w->memo_previous++;
 }
 
 static __always_inline void load_registers(struct walk *w, const bpf_user_pt_regs_t *r)
@@ -578,10 +713,6 @@ int sample(struct bpf_perf_event_data *ctx)
     w->done = 0;
     w->wake = 0;
     w->window_end = 0;
-    for (int i = 0; i < RECENT_MAPPINGS; i++)
-        w->recent[i].end = 0;
-    w->current = 0;
-    w->recent_next = 0;
     w->outcome = FU_BPF_END;
     w->ip_is_return = 0;
     bool walked = false;
@@ -626,8 +757,10 @@ int sample(struct bpf_perf_event_data *ctx)
             }
             w->last.tgid = 0;
             if (p) {
+                __u64 stack_start = p->identity.start_stack;
                 w->last = (struct last_scope){.mm = (__u64)mm, .exec_id = exec_id, .epoch = epoch, .tgid = tgid,
-                                              .space = space, .slot = *slot};
+                                              .space = space, .slot = *slot,
+                                              .stack_top = stack_start ? (stack_start | (PAGE - 1)) + 1 : 0};
                 found = true;
             }
             w->sample.stack.space_pid = space;
@@ -640,12 +773,18 @@ int sample(struct bpf_perf_event_data *ctx)
             w->outcome = FU_BPF_END;
             w->process = w->last.slot;
             __u64 start = timing ? bpf_ktime_get_ns() : 0;
+            start_walk(w, w->last.stack_top);
             bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
-            __u64 n = w->sample.stack.user_count;
+            end_walk(w);
+            __u64 n = w->sample.stack.user_count, m = w->memo_frames;
+            count_n(FU_BPF_COUNTER_MEMO_FRAMES, m);
             if (timing) {
                 __u64 walk_ns = bpf_ktime_get_ns() - start;
                 count_n(FU_BPF_COUNTER_WALK_NS, walk_ns);
                 count_n(FU_BPF_COUNTER_WALK_NS_BY_FRAMES, n * walk_ns);
+                count_n(FU_BPF_COUNTER_MEMO_FRAMES_SQUARED, m * m);
+                count_n(FU_BPF_COUNTER_MEMO_BY_FRAMES, n * m);
+                count_n(FU_BPF_COUNTER_WALK_NS_BY_MEMO, m * walk_ns);
             }
             count(FU_BPF_COUNTER_WALKED_SAMPLES);
             count_n(FU_BPF_COUNTER_FRAMES, n);

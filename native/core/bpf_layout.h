@@ -119,6 +119,12 @@ enum fu_bpf_counter {
     FU_BPF_COUNTER_SAMPLE_NS_BY_FRAMES,
     FU_BPF_COUNTER_SPACE_CHANGED,   /* samples (no_process) of an address space other than the one whose
                                      * mappings are loaded for the process: an exec since they were read */
+    /* frames whose rule came from the CPU's previous walk (unwind.bpf.c's memo), m per walked sample,
+     * for the fit of t on the frames looked up (n - m) and those from the memo (m): sum m^2, sum n*m, sum m*t */
+    FU_BPF_COUNTER_MEMO_FRAMES,
+    FU_BPF_COUNTER_MEMO_FRAMES_SQUARED,
+    FU_BPF_COUNTER_MEMO_BY_FRAMES,
+    FU_BPF_COUNTER_WALK_NS_BY_MEMO,
     FU_BPF_COUNTER_OUTCOME,         /* + outcome: samples by outcome */
     FU_BPF_COUNTER_COUNT = FU_BPF_COUNTER_OUTCOME + FU_BPF_OUTCOME_COUNT
 };

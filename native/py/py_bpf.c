@@ -587,6 +587,10 @@ static const char *counter_name(int counter)
         [FU_BPF_COUNTER_SAMPLE_NS] = "sample_ns",
         [FU_BPF_COUNTER_SAMPLE_NS_BY_FRAMES] = "sample_ns_by_frames",
         [FU_BPF_COUNTER_SPACE_CHANGED] = "space_changed",
+        [FU_BPF_COUNTER_MEMO_FRAMES] = "memo_frames",
+        [FU_BPF_COUNTER_MEMO_FRAMES_SQUARED] = "memo_frames_squared",
+        [FU_BPF_COUNTER_MEMO_BY_FRAMES] = "memo_by_frames",
+        [FU_BPF_COUNTER_WALK_NS_BY_MEMO] = "walk_ns_by_memo",
     };
     return names[counter];
 }

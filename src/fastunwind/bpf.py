@@ -65,9 +65,10 @@ def address_space_identity(pid: int) -> tuple[int, int, int, int]:
     access) it gives (1, 1, 0, 0) (fs/proc/array.c do_task_stat), which no address space matches: such
     a process is never walked, and its /proc/PID/maps is not ours to read either. OSError if the
     process is gone."""
-    with open(f"/proc/{pid}/stat", errors="backslashreplace") as f:  # its comm may be any bytes (PR_SET_NAME)
+    with open(f"/proc/{pid}/stat", "rb") as f:
         text = f.read()
-    fields = text[text.rindex(")") + 2:].split()  # fields[0] is field 3 (the state)
+    # the command name before ")" is any bytes the process chose; the fields after it are numbers
+    fields = text[text.rindex(b")") + 2:].split()  # fields[0] is field 3 (the state)
     return int(fields[23]), int(fields[24]), int(fields[25]), int(fields[44])
 
 
@@ -94,6 +95,34 @@ class _Process:
         self.earlier: list[list[Mapping]] = []  #: mappings replaced since (an exec, a dlclose), newest first
         self.comm = comm
         self.module_keys: list[tuple[int, int]] = []
+
+
+def walk_fit_by_source(counters: dict[str, int]) -> tuple[float, float, float] | None:
+    """The least-squares plane through the walked samples' (frames whose rule was looked up, frames
+    whose rule came from the previous walk's memo, walk ns), from the sums the program keeps
+    (BpfProfile.counters): (ns per walk whatever its frames, ns per frame looked up, ns per frame
+    from the memo), or None where the samples cannot tell the three apart (fewer than three, or
+    every frame of one kind, or the two kinds in a fixed proportion)."""
+    c = counters
+    count, n, m = c.get("walked_samples", 0), c.get("frames", 0), c.get("memo_frames", 0)
+    nn, mm, nm = c.get("frames_squared", 0), c.get("memo_frames_squared", 0), c.get("memo_by_frames", 0)
+    t, nt, mt = c.get("walk_ns", 0), c.get("walk_ns_by_frames", 0), c.get("walk_ns_by_memo", 0)
+    # the normal equations of t = a + b x + c y, x = n - m frames looked up, y = m from the memo
+    x, xx, xy, xt = n - m, nn - 2 * nm + mm, nm - mm, nt - mt
+    matrix = [[count, x, m], [x, xx, xy], [m, xy, mm]]
+    right = [t, xt, mt]
+    whole = _determinant(matrix)
+    if count < 3 or whole == 0:
+        return None
+    # Cramer's rule: exact in integers up to the three divisions
+    fixed, looked_up, memo = (_determinant([[right[i] if j == k else matrix[i][j] for j in range(3)] for i in range(3)])
+                              / whole for k in range(3))
+    return fixed, looked_up, memo
+
+
+def _determinant(a: list[list[int]]) -> int:
+    return (a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
+            + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]))
 
 
 class BpfProfile:
@@ -296,6 +325,7 @@ class BpfProfile:
         frames = self.counters.get("frames", 0)
         sample_fit = self.cost_fit("sample_ns", "sample_ns_by_frames")
         walk_fit = self.cost_fit("walk_ns", "walk_ns_by_frames")
+        source_fit = walk_fit_by_source(self.counters)
         return {
             "samples": self.counters.get("samples", 0),
             "user_samples": user,
@@ -324,6 +354,10 @@ class BpfProfile:
             "slot_lookups": self.counters.get("slot_lookups", 0),
             "extra_lookups": self.counters.get("extra_lookups", 0),
             "mapping_searches": self.counters.get("mapping_searches", 0),
+            "memo_frames": self.counters.get("memo_frames", 0),
+            "fit_walk_by_source_fixed_ns": source_fit[0] if source_fit else None,
+            "fit_walk_ns_per_looked_up_frame": source_fit[1] if source_fit else None,
+            "fit_walk_ns_per_memo_frame": source_fit[2] if source_fit else None,
             "synth": self.synth,
             "derived_frames": self.counters.get("derived_frames", 0),
             "distinct_stacks": len(self.stacks),

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from benchmarks.bench_bpf import CONFIGURATIONS, DECIDER, comparisons, median_interval, paired, rotated, sign_test
+from benchmarks.bench_bpf import (CONFIGURATIONS, DECIDER, SOURCE_FIT, best, comparisons, median_interval, paired,
+                                  rotated, sign_test)
 
 
 def test_the_sign_test_is_the_exact_two_sided_binomial() -> None:
@@ -50,3 +51,14 @@ def test_the_99_hz_rounds_compare_bpf_with_perf_alone() -> None:
     # the five configurations: at each rate bpf / perf, bpf / none, perf / none, for CPU and wall
     five = [{name: (1.0, 1.0) for name in CONFIGURATIONS}] * 3
     assert len(comparisons(five, CONFIGURATIONS)) == 12
+
+
+def test_the_walks_plane_comes_whole_from_one_run() -> None:
+    # each figure its own best, but the plane's three coefficients from the run whose walk cost least
+    runs = [{"walk_ns_per_frame": 300.0, "target_cpu": 2.0, "fit_walk_by_source_fixed_ns": 1000.0,
+             "fit_walk_ns_per_looked_up_frame": 250.0, "fit_walk_ns_per_memo_frame": -5.0},
+            {"walk_ns_per_frame": 200.0, "target_cpu": 2.5, "fit_walk_by_source_fixed_ns": 3000.0,
+             "fit_walk_ns_per_looked_up_frame": 300.0, "fit_walk_ns_per_memo_frame": 90.0}]
+    out = best(runs)
+    assert (out["walk_ns_per_frame"], out["target_cpu"]) == (200.0, 2.0)
+    assert [out[k] for k in SOURCE_FIT] == [3000.0, 300.0, 90.0]
