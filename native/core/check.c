@@ -1,6 +1,8 @@
 /* check: declared rows against derived ones, FDE by FDE (see check.h). */
 #include "check.h"
 
+#include "radix_sort.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -271,15 +273,9 @@ static bool is_entry_row(const fu_cfi_table *table, const fu_state *row);
 
 static bool contains_address(const uint64_t *sorted, size_t count, uint64_t address)
 {
-    size_t lo = 0, hi = count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (sorted[mid] < address)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < count && sorted[lo] == address;
+    bool found;
+    fu_sorted_find(sorted, count, address, &found);
+    return found;
 }
 
 /* Whether FDE `index` of `t` (-1: none) starts at `address` with a first row that is not an entry

@@ -313,20 +313,6 @@ static bool inside(const span *spans, size_t count, uint64_t address)
     return low > 0 && address < spans[low - 1].end;
 }
 
-static bool find_sorted(const uint64_t *values, size_t count, uint64_t value, size_t *index)
-{
-    size_t low = 0, high = count;
-    while (low < high) {
-        size_t mid = low + (high - low) / 2;
-        if (values[mid] < value)
-            low = mid + 1;
-        else
-            high = mid;
-    }
-    *index = low;
-    return low < count && values[low] == value;
-}
-
 static bool covered(const fu_cfi_table *const tables[2], uint64_t address)
 {
     int64_t fde;
@@ -413,11 +399,13 @@ fu_status fu_check_uncovered(const fu_check_scope_input *in, fu_buffer *out, fu_
     size_t candidate_count = sort_unique(c, candidates.len / sizeof *c, &ok);
     if (!ok)
         goto nomem;
-    size_t at;
-    for (size_t i = 0; i < candidate_count; i++)
-        if (!find_sorted(symbols->starts, symbols->count, c[i], &at) &&
-            inside(instructions, instruction_count, c[i]) && !covered(in->tables, c[i]) && !append_u64(&starts, c[i]))
+    for (size_t i = 0; i < candidate_count; i++) {
+        bool named;
+        fu_sorted_find(symbols->starts, symbols->count, c[i], &named);
+        if (!named && inside(instructions, instruction_count, c[i]) && !covered(in->tables, c[i]) &&
+            !append_u64(&starts, c[i]))
             goto nomem;
+    }
     /* function symbols in executable segments that no FDE covers */
     for (size_t i = 0; i < symbols->count; i++) {
         uint64_t value = symbols->starts[i];
@@ -456,7 +444,8 @@ fu_status fu_check_uncovered(const fu_check_scope_input *in, fu_buffer *out, fu_
         goto nomem;
     for (size_t i = 0; i < start_count; i++) {
         fu_check_uncovered_range range = {s[i], 0, UINT32_MAX};
-        bool named = find_sorted(symbols->starts, symbols->count, s[i], &at);
+        bool named;
+        size_t at = fu_sorted_find(symbols->starts, symbols->count, s[i], &named);
         if (named)
             range.name = symbols->name_offsets[at];
         if (named && symbols->sizes[at]) {
@@ -464,8 +453,8 @@ fu_status fu_check_uncovered(const fu_check_scope_input *in, fu_buffer *out, fu_
             if (range.end < s[i])
                 range.end = UINT64_MAX;
         } else {
-            size_t next;
-            find_sorted(b, boundary_count, s[i], &next);
+            bool boundary;
+            size_t next = fu_sorted_find(b, boundary_count, s[i], &boundary);
             while (next < boundary_count && b[next] <= s[i])
                 next++;
             range.end = next < boundary_count ? b[next] : end_of(s[i], 1);

@@ -1,5 +1,5 @@
 /* radix_sort: the core's sort of records by a 64-bit key (addresses), stable and without a comparator
- * call per comparison: qsort's calls took 125M instructions to sort libLLVM-14's 120k call targets
+ * call per comparison, and the search of a sorted array of such keys: qsort's calls took 125M instructions to sort libLLVM-14's 120k call targets
  * and relocated addresses (check_scope.c) and 50M for its 95k FDEs (lookup.c's index). */
 #ifndef FASTUNWIND_RADIX_SORT_H
 #define FASTUNWIND_RADIX_SORT_H
@@ -56,6 +56,22 @@ static inline __attribute__((always_inline)) bool fu_radix_sort(void *items, siz
         memcpy(items, from, count * size);
     free(scratch);
     return true;
+}
+
+/* The first index of sorted `keys` whose key is not below `key` (`count` if none); `*found` whether
+ * that key is `key`. */
+static inline size_t fu_sorted_find(const uint64_t *keys, size_t count, uint64_t key, bool *found)
+{
+    size_t low = 0, high = count;
+    while (low < high) {
+        size_t mid = low + (high - low) / 2;
+        if (keys[mid] < key)
+            low = mid + 1;
+        else
+            high = mid;
+    }
+    *found = low < count && keys[low] == key;
+    return low;
 }
 
 #endif
