@@ -26,6 +26,7 @@
 
 #include "check_scope.h"
 #include "elf_file.h"
+#include "radix_sort.h"
 
 static bool inside(const uint8_t *input, size_t size, const uint8_t *data, size_t length)
 {
@@ -62,15 +63,9 @@ static bool printable_message(const fu_error *err)
 
 static bool holds(const uint64_t *sorted, size_t count, uint64_t value)
 {
-    size_t low = 0, high = count;
-    while (low < high) {
-        size_t mid = low + (high - low) / 2;
-        if (sorted[mid] < value)
-            low = mid + 1;
-        else
-            high = mid;
-    }
-    return low < count && sorted[low] == value;
+    bool found;
+    fu_sorted_find(sorted, count, value, &found);
+    return found;
 }
 
 /* check_scope over the file (once, or as its own debug file too) and its .eh_frame: a symbol table
