@@ -14,7 +14,6 @@
 #define SHF_EXECINSTR 0x4
 #define SHF_COMPRESSED 0x800
 #define STT_FUNC 2
-#define ELF64_SYM_SIZE 24
 #define ELF64_RELA_SIZE 24
 #define R_X86_64_RELATIVE 8
 
@@ -103,21 +102,14 @@ static inline uint64_t read_u64(const uint8_t *p)
     return v;
 }
 
-static inline uint32_t read_u32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 /* The function symbols of one symbol table appended to `found`; false if the table does not read
  * (the file then gives none). */
 static bool read_table(const fu_elf *elf, const fu_elf_section *table, fu_buffer *found, bool *no_memory)
 {
     if (table->size == 0)
         return true;
-    if (table->entsize != ELF64_SYM_SIZE || table->size % ELF64_SYM_SIZE ||
-        table->size / ELF64_SYM_SIZE > FU_CHECK_MAX_SYMBOLS || table->link >= elf->section_count)
+    if (table->entsize != FU_ELF_SYMBOL_SIZE(64) || table->size % FU_ELF_SYMBOL_SIZE(64) ||
+        table->size / FU_ELF_SYMBOL_SIZE(64) > FU_CHECK_MAX_SYMBOLS || table->link >= elf->section_count)
         return false;
     fu_error ignored = {0};
     const uint8_t *records, *strings;
@@ -126,12 +118,9 @@ static bool read_table(const fu_elf *elf, const fu_elf_section *table, fu_buffer
     if (fu_elf_section_bytes(elf, table, &records, &size, &ignored) ||
         fu_elf_section_bytes(elf, &string_section, &strings, &strings_size, &ignored))
         return false;
-    for (size_t offset = 0; offset + ELF64_SYM_SIZE <= size; offset += ELF64_SYM_SIZE) {
-        const uint8_t *r = records + offset;
-        uint32_t name_offset = read_u32(r);
-        uint8_t info = r[4];
-        uint16_t section_index = (uint16_t)(r[6] | r[7] << 8);
-        uint64_t value = read_u64(r + 8), symbol_size = read_u64(r + 16);
+    for (size_t offset = 0; offset + FU_ELF_SYMBOL_SIZE(64) <= size; offset += FU_ELF_SYMBOL_SIZE(64)) {
+        fu_elf_symbol symbol = fu_elf_symbol_from(64, records + offset);
+        uint32_t name_offset = symbol.name;
         /* every name must read, as the file's symbol table is read whole (elf/__init__.py) */
         size_t len = 0;
         if (name_offset < strings_size) {
@@ -146,9 +135,9 @@ static bool read_table(const fu_elf *elf, const fu_elf_section *table, fu_buffer
         } else if (name_offset != 0 || strings_size != 0) {
             return false;
         }
-        if ((info & 0xf) != STT_FUNC || section_index == 0 || value == 0 || len == 0)
+        if ((symbol.info & 0xf) != STT_FUNC || symbol.shndx == 0 || symbol.value == 0 || len == 0)
             continue;
-        candidate c = {value, symbol_size, (const char *)strings + name_offset, (uint32_t)len};
+        candidate c = {symbol.value, symbol.size, (const char *)strings + name_offset, (uint32_t)len};
         if (!fu_buffer_append(found, &c, sizeof c)) {
             *no_memory = true;
             return false;

@@ -68,6 +68,13 @@ static fu_status record_at(const fu_elf *elf, uint64_t offset, unsigned record_s
     return FU_OK;
 }
 
+fu_elf_symbol fu_elf_symbol_from(unsigned elf_class, const uint8_t *p)
+{
+    if (elf_class == 64)
+        return (fu_elf_symbol){le32(p), p[4], le16(p + 6), le64(p + 8), le64(p + 16)};
+    return (fu_elf_symbol){le32(p), p[12], le16(p + 14), le32(p + 4), le32(p + 8)};
+}
+
 static fu_elf_section section_from(unsigned elf_class, const uint8_t *p, uint32_t index)
 {
     if (elf_class == 64)

@@ -50,6 +50,16 @@ typedef struct fu_elf_segment {
     uint64_t offset, vaddr, paddr, filesz, memsz, align;
 } fu_elf_segment;
 
+/* One symbol table entry (Elf32_Sym or Elf64_Sym), of either class; its record is
+ * FU_ELF_SYMBOL_SIZE(elf_class) bytes. */
+typedef struct fu_elf_symbol {
+    uint32_t name;
+    uint8_t info;
+    uint16_t shndx;
+    uint64_t value, size;
+} fu_elf_symbol;
+#define FU_ELF_SYMBOL_SIZE(elf_class) ((elf_class) == 64 ? 24u : 16u)
+
 typedef struct fu_elf {
     const uint8_t *data;
     size_t size;
@@ -68,6 +78,8 @@ fu_status fu_elf_open(fu_elf *elf, const uint8_t *data, size_t size, fu_error *e
 /* Section `index` (< section_count), segment `index` (< segment_count). */
 fu_elf_section fu_elf_section_at(const fu_elf *elf, size_t index);
 fu_elf_segment fu_elf_segment_at(const fu_elf *elf, size_t index);
+/* The symbol whose record starts at `record` (FU_ELF_SYMBOL_SIZE(elf_class) readable bytes). */
+fu_elf_symbol fu_elf_symbol_from(unsigned elf_class, const uint8_t *record);
 /* A section's name (NUL-terminated within the names: checked by fu_elf_open), "" without names. */
 const char *fu_elf_section_name(const fu_elf *elf, const fu_elf_section *section);
 /* The first section called `name` into *out; false without one. */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cursor.h"
 #include "demangle.h"
+#include "elf_file.h"
 #include "buffer.h"
 #include "perf_map.h"
 
@@ -325,31 +325,16 @@ static bool append_candidate(fu_buffer *cands, const candidate *c, fu_error *err
 static bool read_elf_symbols(const fu_symbol_source *source, fu_buffer *cands, fu_error *err)
 {
     int elf_class = source->elf_class;
-    unsigned entsize = elf_class == 64 ? 24 : 16;
+    unsigned entsize = FU_ELF_SYMBOL_SIZE(elf_class);
     const uint8_t *base = source->symtab, *flags = source->section_flags;
     const char *strings = source->strtab;
     size_t strings_len = source->strtab_size;
     /* the table's length bounds the loop: one entry of entsize bytes per iteration */
     for (size_t off = 0; off + entsize <= source->symtab_size; off += entsize) {
-        fu_cursor c = fu_cursor_make(base, base + off, base + off + entsize);
-        uint64_t name, value, size;
-        uint8_t info;
-        uint16_t shndx;
-        if (elf_class == 64) {
-            name = fu_read_uint(&c, 4);
-            info = fu_read_u8(&c);
-            fu_read_u8(&c); /* st_other */
-            shndx = (uint16_t)fu_read_uint(&c, 2);
-            value = fu_read_uint(&c, 8);
-            size = fu_read_uint(&c, 8);
-        } else {
-            name = fu_read_uint(&c, 4);
-            value = fu_read_uint(&c, 4);
-            size = fu_read_uint(&c, 4);
-            info = fu_read_u8(&c);
-            fu_read_u8(&c);
-            shndx = (uint16_t)fu_read_uint(&c, 2);
-        }
+        fu_elf_symbol symbol = fu_elf_symbol_from((unsigned)elf_class, base + off);
+        uint64_t name = symbol.name, value = symbol.value, size = symbol.size;
+        uint8_t info = symbol.info;
+        uint16_t shndx = symbol.shndx;
         unsigned type = info & 0xf, bind = info >> 4;
         bool function = type == STT_FUNC || type == STT_GNU_IFUNC;
         /* perf's elf_sym__is_label, and elf_sec__filter: a label counts in a "text" section only */
