@@ -6,11 +6,11 @@
  * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
  *
  * One frame is one bpf_loop iteration (step): its rule from the CPU's previous walk where that walk
- * had a frame at the same stack pointer and PC (the memo), else find the mapping (the previous
- * frame's or one of the last four found, else a binary search over the process's sorted mappings),
- * the module's rule (the CPU's rule cache, else the slot of the PC's 512-byte block, one cache line
- * holding its rows' starts and packed rules; a continuation for a dense block, the dictionary for a
- * rule the packing cannot state), apply the rule (CFA from rsp, rbp or
+ * had a frame at the same stack pointer and PC (the memo), else from the CPU's rule cache (by PC and
+ * process slot), else find the mapping (the previous frame's or one of the last four found, else a
+ * binary search over the process's sorted mappings) and the module's row (the slot of the PC's
+ * 512-byte block, one cache line holding its rows' starts and packed rules; a continuation for a
+ * dense block), the dictionary for a rule the packing cannot state; apply the rule (CFA from rsp, rbp or
  * another known register, the PLT expression, the DRAP deref, the signal context), read the return
  * address and the callee-saved registers the rule restores. Where no row covers the PC the frame
  * pointer is followed; a row the compact table leaves to the DWARF interpreter ends the walk as
@@ -196,6 +196,7 @@ struct walk {
     __u32 known;           /* bit r: regs[r] is the caller's true value */
     __u32 process;
     __u32 rule_cache_base; /* this CPU's part of rule_cache */
+    __u32 rule_cache_epoch_high; /* tables_epoch >> 32 when the CPU's rule cache entries were written */
     __u8 outcome;
     __u8 ip_is_return; /* look the IP up at IP - 1 (a return address) */
     __u8 done;
@@ -218,14 +219,23 @@ struct {
     __type(value, struct walk);
 } scratch SEC(".maps");
 
-/* The rule found for (module, generation, svma), direct-mapped, FU_BPF_RULE_CACHE per CPU: the outer
- * frames repeat from sample to sample. */
+/* The row a CPU found for a PC, direct-mapped, FU_BPF_RULE_CACHE per CPU, four to a cache line: the
+ * outer frames repeat from sample to sample, and a hit costs this line alone (no mapping, module
+ * entry or slot). The key is the absolute PC and the process slot, the tag the tables epoch the walk
+ * that wrote it started at (its low 32 bits: the CPU's entries are cleared when the high ones
+ * change, start_walk), so an entry is the tables' answer for the walks that start at that epoch in
+ * that slot, the condition on which the memo is (docs/DESIGN.md, "the rule cache"). */
 struct cached_rule {
-    __u64 svma;
-    __u32 module;
-    __u32 generation;
-    fu_bpf_rule rule;
+    __u64 key;   /* CACHE_VALID | process slot << CACHE_PC_BITS | pc; 0: empty */
+    __u32 epoch; /* tables_epoch's low 32 bits at the start of the walk that wrote it */
+    __u32 row;   /* find_row's word */
 };
+
+/* User-space PCs fit 47 bits (x86-64's lower half with 4-level paging); one above is not cached.
+ * The process slot takes the bits above, then the valid bit. */
+#define CACHE_PC_BITS 47
+#define CACHE_VALID (1ull << 63)
+_Static_assert(FU_BPF_MAX_PROCESSES <= 1u << (63 - CACHE_PC_BITS), "a process slot fits the rule cache's key");
 
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -377,10 +387,11 @@ static __always_inline long signal_step(struct walk *w)
     return w->regs[REG_RA] == 0 ? finish(w, FU_BPF_END) : 0;
 }
 
-/* The rule of the frame at pc (frame n) from the process's mappings and the module's table into *rule
- * (-1), or the step's end where there is none (the bpf_loop callback's return: the frame pointer
- * followed, or the walk ended). */
-static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_rule *rule)
+/* The row word (fu_bpf_block.rows without FU_BPF_ROW_HIGH: a packed rule or an escape to the
+ * dictionary) of the frame at pc (frame n) from the process's mappings and the module's table into
+ * *row (-1), or the step's end where there is none (the bpf_loop callback's return: the frame
+ * pointer followed, or the walk ended). */
+static __always_inline long find_row(struct walk *w, __u64 pc, __u32 n, __u32 *row)
 {
     /* consecutive frames mostly stay in one mapping, and a stack visits a few: the walk's recent
      * mappings are tried before the process's are searched */
@@ -423,61 +434,68 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
         return finish(w, FU_BPF_NO_TABLE);
     if (svma < mod->base_svma || svma >= mod->end_svma)
         return frame_pointer_step(w);
-    /* the rule of a PC this CPU walked recently (the outer frames repeat from sample to sample)
-     * costs one line; else the slot of the PC's block: its rows' starts and packed rules in one line
-     * (bpf_layout.c fu_bpf_find_rule) */
-    __u32 cache_index = w->rule_cache_base +
-                        (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (FU_BPF_RULE_CACHE - 1));
-    struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
-    if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
-        *rule = cached->rule;
-    } else {
-        count(FU_BPF_COUNTER_SLOT_LOOKUPS);
-        __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_BLOCK_SHIFT;
-        __u32 within = offset & ((1u << FU_BPF_BLOCK_SHIFT) - 1), first = mod->first_slot,
-              slot_count = mod->slot_count;
-        if (block >= mod->block_count)
+    /* the slot of the PC's block: its rows' starts and packed rules in one line (bpf_layout.c
+     * fu_bpf_find_rule) */
+    count(FU_BPF_COUNTER_SLOT_LOOKUPS);
+    __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_BLOCK_SHIFT;
+    __u32 within = offset & ((1u << FU_BPF_BLOCK_SHIFT) - 1), first = mod->first_slot, slot_count = mod->slot_count;
+    if (block >= mod->block_count)
+        return finish(w, FU_BPF_NO_TABLE);
+    __u32 at = first + block;
+    const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
+    if (!b)
+        return finish(w, FU_BPF_NO_TABLE);
+    for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS; i++) {
+        __u32 next = b->next;
+        if (!next || within < next >> FU_BPF_NEXT_SLOT_BITS)
+            break;
+        if ((next & FU_BPF_NEXT_SLOT_MASK) >= slot_count)
             return finish(w, FU_BPF_NO_TABLE);
-        __u32 at = first + block;
-        const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
+        count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
+        at = first + (next & FU_BPF_NEXT_SLOT_MASK);
+        b = bpf_map_lookup_elem(&slots, &at);
         if (!b)
             return finish(w, FU_BPF_NO_TABLE);
-        for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS; i++) {
-            __u32 next = b->next;
-            if (!next || within < next >> FU_BPF_NEXT_SLOT_BITS)
-                break;
-            if ((next & FU_BPF_NEXT_SLOT_MASK) >= slot_count)
-                return finish(w, FU_BPF_NO_TABLE);
-            count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
-            at = first + (next & FU_BPF_NEXT_SLOT_MASK);
-            b = bpf_map_lookup_elem(&slots, &at);
-            if (!b)
-                return finish(w, FU_BPF_NO_TABLE);
-        }
-        if (b->next && within >= b->next >> FU_BPF_NEXT_SLOT_BITS)
-            return finish(w, FU_BPF_NO_TABLE);
-        __u32 row = b->rows[fu_bpf_block_row(b, within)] & FU_BPF_PACKED_RULE;
-        if (!(row & FU_BPF_PACKED_ESCAPE)) {
-            fu_bpf_unpack_rule(row, rule);
-        } else {
-            count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
-            __u32 rule_id = row & ~FU_BPF_PACKED_ESCAPE;
-            fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
-            if (!found)
-                return finish(w, FU_BPF_NO_TABLE);
-            *rule = *found;
-        }
-        if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
-            return finish(w, FU_BPF_NO_TABLE);
-        if (cached) {
-            cached->svma = svma;
-            cached->module = module_id;
-            cached->generation = generation;
-            cached->rule = *rule;
-        }
     }
-
+    if (b->next && within >= b->next >> FU_BPF_NEXT_SLOT_BITS)
+        return finish(w, FU_BPF_NO_TABLE);
+    *row = b->rows[fu_bpf_block_row(b, within)] & FU_BPF_PACKED_RULE;
+    if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
+        return finish(w, FU_BPF_NO_TABLE);
     return -1;
+}
+
+/* The rule a row word states: unpacked, or the dictionary's (whose entries never change once
+ * written: bpf_session.c adds rules, never rewrites them); false if the id is not in the map. */
+static __always_inline bool rule_of_row(__u32 row, fu_bpf_rule *rule)
+{
+    if (!(row & FU_BPF_PACKED_ESCAPE)) {
+        fu_bpf_unpack_rule(row, rule);
+        return true;
+    }
+    count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
+    __u32 rule_id = row & ~FU_BPF_PACKED_ESCAPE;
+    fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
+    if (!found)
+        return false;
+    *rule = *found;
+    return true;
+}
+
+/* This CPU's rule cache entry for the frame at pc (struct cached_rule), or NULL for a PC the key
+ * cannot hold. */
+static __always_inline struct cached_rule *cached_rule_entry(struct walk *w, __u64 pc)
+{
+    if (pc >> CACHE_PC_BITS)
+        return NULL;
+    __u32 at = w->rule_cache_base +
+               (__u32)((pc ^ (pc >> 13) ^ ((__u64)w->process << 4)) & (FU_BPF_RULE_CACHE - 1));
+    return bpf_map_lookup_elem(&rule_cache, &at);
+}
+
+static __always_inline __u64 cached_rule_key(struct walk *w, __u64 pc)
+{
+    return CACHE_VALID | (__u64)w->process << CACHE_PC_BITS | pc;
 }
 
 /* The previous walk's rule for the frame at (pc, sp) into *rule, if it had a frame there. */
@@ -612,12 +630,37 @@ static long step(__u32 index, void *context)
     if (w->memo_usable && rule_from_memo(w, pc, sp, &rule)) {
         w->memo_frames++;
     } else {
-        long stepped = find_rule(w, pc, n, &rule);
-        if (stepped >= 0)
-            return stepped;
+        /* the row of a PC this CPU looked up recently, in the same process slot and tables epoch:
+         * one line, no mapping, module or slot */
+        struct cached_rule *cached = cached_rule_entry(w, pc);
+        __u64 key = cached_rule_key(w, pc);
+        __u32 row;
+        if (cached && cached->key == key && cached->epoch == (__u32)w->epoch) {
+            row = cached->row;
+        } else {
+            long stepped = find_row(w, pc, n, &row);
+            if (stepped >= 0)
+                return stepped;
+            if (cached) {
+                cached->key = key;
+                cached->epoch = (__u32)w->epoch;
+                cached->row = row;
+            }
+        }
+        if (!rule_of_row(row, &rule))
+            return finish(w, FU_BPF_NO_TABLE);
     }
     remember_rule(w, pc, sp, &rule);
     return apply_rule(w, &rule, ip);
+}
+
+static long clear_cached_rule(__u32 index, void *context)
+{
+    __u32 at = *(__u32 *)context + index;
+    struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &at);
+    if (cached)
+        cached->key = 0;
+    return 0;
 }
 
 /* What this walk takes from the CPU's previous one: its recent mappings, copies of the process slot's
@@ -629,6 +672,12 @@ static __always_inline void start_walk(struct walk *w, __u64 stack_top)
     w->stack_top = stack_top;
     const struct memo *previous = &w->memos[w->memo_previous & 1];
     w->epoch = tables_epoch;
+    /* the rule cache's tags are the epoch's low half: its entries go when the high half changes */
+    if ((__u32)(w->epoch >> 32) != w->rule_cache_epoch_high) {
+        __u32 base = w->rule_cache_base;
+        bpf_loop(FU_BPF_RULE_CACHE, clear_cached_rule, &base, 0);
+        w->rule_cache_epoch_high = (__u32)(w->epoch >> 32);
+    }
     if (w->recent_epoch != w->epoch || w->recent_process != w->process) {
         for (int i = 0; i < RECENT_MAPPINGS; i++)
             w->recent[i].end = 0;
