@@ -179,10 +179,24 @@ struct memo {
 /* User space adds 1 before it changes a process slot or a module's generation (bpf_session.c). */
 volatile __u64 tables_epoch;
 
+/* A mapping the walk found, with where its module's rows were when it was found (the module's
+ * entry copied, at the mapping's generation): a frame computes its block's slot from here, so the
+ * slot's line and the module entry's (read for its generation alone) are fetched together, not one
+ * after the other. The copy is the module's layout while the module's generation is the mapping's
+ * (user space changes the entry only while the generation is odd), which every frame checks. */
+struct recent_mapping {
+    __u64 start, end;  /* the mapping's avmas */
+    __u64 table_start; /* the avma of the module's base_svma */
+    __u64 table_size;  /* end_svma - base_svma */
+    __u32 module;      /* FU_BPF_NO_MODULE: no table (the frame pointer) */
+    __u32 generation;
+    __u32 first_slot, block_count, slot_count;
+};
+
 struct walk {
     /* the mappings the walks found last (end 0: none), the previous frame's at `current`: kept from
      * walk to walk (start_walk) */
-    fu_bpf_mapping recent[RECENT_MAPPINGS];
+    struct recent_mapping recent[RECENT_MAPPINGS];
     __u32 current;
     __u32 recent_next; /* the entry the next search replaces */
     __u64 recent_epoch;     /* the process slot and tables_epoch the recent mappings were copied at */
@@ -418,28 +432,48 @@ static __always_inline long find_row(struct walk *w, __u64 pc, __u32 n, __u32 *r
                 return frame_pointer_step(w);
             }
             current = w->recent_next++ & (RECENT_MAPPINGS - 1);
-            w->recent[current] = *m;
+            struct recent_mapping *r = &w->recent[current & (RECENT_MAPPINGS - 1)];
+            r->end = 0; /* no entry until it is whole */
+            __u32 module_id = m->module, generation = m->generation;
+            if (module_id != FU_BPF_NO_MODULE) {
+                const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
+                if (!mod || READ_ONCE(mod->generation) != generation || (generation & 1))
+                    return finish(w, FU_BPF_NO_TABLE);
+                r->table_start = mod->base_svma + m->bias;
+                r->table_size = mod->end_svma - mod->base_svma;
+                r->first_slot = mod->first_slot;
+                r->block_count = mod->block_count;
+                r->slot_count = mod->slot_count;
+                if (READ_ONCE(mod->generation) != generation) /* rewritten while we copied */
+                    return finish(w, FU_BPF_NO_TABLE);
+            }
+            r->module = module_id;
+            r->generation = generation;
+            r->start = m->start;
+            r->end = m->end;
         }
         w->current = current;
     }
-    const fu_bpf_mapping *mapping = &w->recent[current & (RECENT_MAPPINGS - 1)];
-    if (mapping->module == FU_BPF_NO_MODULE)
-        return frame_pointer_step(w);
+    const struct recent_mapping *mapping = &w->recent[current & (RECENT_MAPPINGS - 1)];
     __u32 module_id = mapping->module, generation = mapping->generation;
-    __u64 svma = pc - mapping->bias;
+    if (module_id == FU_BPF_NO_MODULE)
+        return frame_pointer_step(w);
+    /* the module's entry only for its generation: the block's slot is found from the copy */
     const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
     if (!mod)
         return finish(w, FU_BPF_NO_TABLE);
-    if (READ_ONCE(mod->generation) != generation || (generation & 1))
+    if (READ_ONCE(mod->generation) != generation)
         return finish(w, FU_BPF_NO_TABLE);
-    if (svma < mod->base_svma || svma >= mod->end_svma)
+    __u64 offset = pc - mapping->table_start; /* below the table: wraps above its size */
+    if (offset >= mapping->table_size)
         return frame_pointer_step(w);
     /* the slot of the PC's block: its rows' starts and packed rules in one line (bpf_layout.c
      * fu_bpf_find_rule) */
     count(FU_BPF_COUNTER_SLOT_LOOKUPS);
-    __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_BLOCK_SHIFT;
-    __u32 within = offset & ((1u << FU_BPF_BLOCK_SHIFT) - 1), first = mod->first_slot, slot_count = mod->slot_count;
-    if (block >= mod->block_count)
+    __u32 block = (__u32)(offset >> FU_BPF_BLOCK_SHIFT);
+    __u32 within = (__u32)offset & ((1u << FU_BPF_BLOCK_SHIFT) - 1), first = mapping->first_slot,
+          slot_count = mapping->slot_count;
+    if (block >= mapping->block_count)
         return finish(w, FU_BPF_NO_TABLE);
     __u32 at = first + block;
     const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
