@@ -6,11 +6,11 @@
  * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
  *
  * One frame is one bpf_loop iteration (step): its rule from the CPU's previous walk where that walk
- * had a frame at the same stack pointer and PC (the memo), else from the CPU's rule cache (by PC and
- * process slot), else find the mapping (the previous frame's or one of the last four found, else a
- * binary search over the process's sorted mappings) and the module's row (the slot of the PC's
- * 512-byte block, one cache line holding its rows' starts and packed rules; a continuation for a
- * dense block), the dictionary for a rule the packing cannot state; apply the rule (CFA from rsp, rbp or
+ * had a frame at the same stack pointer and PC (the memo), else find the mapping (the previous
+ * frame's or one of the last four found, else a binary search over the process's sorted mappings),
+ * the module's rule (the CPU's rule cache, else the slot of the PC's 512-byte block, one cache line
+ * holding its rows' starts and packed rules; a continuation for a dense block, the dictionary for a
+ * rule the packing cannot state), apply the rule (CFA from rsp, rbp or
  * another known register, the PLT expression, the DRAP deref, the signal context), read the return
  * address and the callee-saved registers the rule restores. Where no row covers the PC the frame
  * pointer is followed; a row the compact table leaves to the DWARF interpreter ends the walk as
@@ -179,24 +179,10 @@ struct memo {
 /* User space adds 1 before it changes a process slot or a module's generation (bpf_session.c). */
 volatile __u64 tables_epoch;
 
-/* A mapping the walk found, with where its module's rows were when it was found (the module's
- * entry copied, at the mapping's generation): a frame computes its block's slot from here, so the
- * slot's line and the module entry's (read for its generation alone) are fetched together, not one
- * after the other. The copy is the module's layout while the module's generation is the mapping's
- * (user space changes the entry only while the generation is odd), which every frame checks. */
-struct recent_mapping {
-    __u64 start, end;  /* the mapping's avmas */
-    __u64 table_start; /* the avma of the module's base_svma */
-    __u64 table_size;  /* end_svma - base_svma */
-    __u32 module;      /* FU_BPF_NO_MODULE: no table (the frame pointer) */
-    __u32 generation;
-    __u32 first_slot, block_count, slot_count;
-};
-
 struct walk {
     /* the mappings the walks found last (end 0: none), the previous frame's at `current`: kept from
      * walk to walk (start_walk) */
-    struct recent_mapping recent[RECENT_MAPPINGS];
+    fu_bpf_mapping recent[RECENT_MAPPINGS];
     __u32 current;
     __u32 recent_next; /* the entry the next search replaces */
     __u64 recent_epoch;     /* the process slot and tables_epoch the recent mappings were copied at */
@@ -210,7 +196,6 @@ struct walk {
     __u32 known;           /* bit r: regs[r] is the caller's true value */
     __u32 process;
     __u32 rule_cache_base; /* this CPU's part of rule_cache */
-    __u32 rule_cache_epoch_high; /* tables_epoch >> 32 when the CPU's rule cache entries were written */
     __u8 outcome;
     __u8 ip_is_return; /* look the IP up at IP - 1 (a return address) */
     __u8 done;
@@ -233,23 +218,14 @@ struct {
     __type(value, struct walk);
 } scratch SEC(".maps");
 
-/* The row a CPU found for a PC, direct-mapped, FU_BPF_RULE_CACHE per CPU, four to a cache line: the
- * outer frames repeat from sample to sample, and a hit costs this line alone (no mapping, module
- * entry or slot). The key is the absolute PC and the process slot, the tag the tables epoch the walk
- * that wrote it started at (its low 32 bits: the CPU's entries are cleared when the high ones
- * change, start_walk), so an entry is the tables' answer for the walks that start at that epoch in
- * that slot, the condition on which the memo is (docs/DESIGN.md, "the rule cache"). */
+/* The rule found for (module, generation, svma), direct-mapped, FU_BPF_RULE_CACHE per CPU: the outer
+ * frames repeat from sample to sample. */
 struct cached_rule {
-    __u64 key;   /* CACHE_VALID | process slot << CACHE_PC_BITS | pc; 0: empty */
-    __u32 epoch; /* tables_epoch's low 32 bits at the start of the walk that wrote it */
-    __u32 row;   /* find_row's word */
+    __u64 svma;
+    __u32 module;
+    __u32 generation;
+    fu_bpf_rule rule;
 };
-
-/* User-space PCs fit 47 bits (x86-64's lower half with 4-level paging); one above is not cached.
- * The process slot takes the bits above, then the valid bit. */
-#define CACHE_PC_BITS 47
-#define CACHE_VALID (1ull << 63)
-_Static_assert(FU_BPF_MAX_PROCESSES <= 1u << (63 - CACHE_PC_BITS), "a process slot fits the rule cache's key");
 
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -401,11 +377,10 @@ static __always_inline long signal_step(struct walk *w)
     return w->regs[REG_RA] == 0 ? finish(w, FU_BPF_END) : 0;
 }
 
-/* The row word (fu_bpf_block.rows without FU_BPF_ROW_HIGH: a packed rule or an escape to the
- * dictionary) of the frame at pc (frame n) from the process's mappings and the module's table into
- * *row (-1), or the step's end where there is none (the bpf_loop callback's return: the frame
- * pointer followed, or the walk ended). */
-static __always_inline long find_row(struct walk *w, __u64 pc, __u32 n, __u32 *row)
+/* The rule of the frame at pc (frame n) from the process's mappings and the module's table into *rule
+ * (-1), or the step's end where there is none (the bpf_loop callback's return: the frame pointer
+ * followed, or the walk ended). */
+static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_rule *rule)
 {
     /* consecutive frames mostly stay in one mapping, and a stack visits a few: the walk's recent
      * mappings are tried before the process's are searched */
@@ -432,104 +407,77 @@ static __always_inline long find_row(struct walk *w, __u64 pc, __u32 n, __u32 *r
                 return frame_pointer_step(w);
             }
             current = w->recent_next++ & (RECENT_MAPPINGS - 1);
-            struct recent_mapping *r = &w->recent[current & (RECENT_MAPPINGS - 1)];
-            r->end = 0; /* no entry until it is whole */
-            __u32 module_id = m->module, generation = m->generation;
-            if (module_id != FU_BPF_NO_MODULE) {
-                const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
-                if (!mod || READ_ONCE(mod->generation) != generation || (generation & 1))
-                    return finish(w, FU_BPF_NO_TABLE);
-                r->table_start = mod->base_svma + m->bias;
-                r->table_size = mod->end_svma - mod->base_svma;
-                r->first_slot = mod->first_slot;
-                r->block_count = mod->block_count;
-                r->slot_count = mod->slot_count;
-                if (READ_ONCE(mod->generation) != generation) /* rewritten while we copied */
-                    return finish(w, FU_BPF_NO_TABLE);
-            }
-            r->module = module_id;
-            r->generation = generation;
-            r->start = m->start;
-            r->end = m->end;
+            w->recent[current] = *m;
         }
         w->current = current;
     }
-    const struct recent_mapping *mapping = &w->recent[current & (RECENT_MAPPINGS - 1)];
-    __u32 module_id = mapping->module, generation = mapping->generation;
-    if (module_id == FU_BPF_NO_MODULE)
+    const fu_bpf_mapping *mapping = &w->recent[current & (RECENT_MAPPINGS - 1)];
+    if (mapping->module == FU_BPF_NO_MODULE)
         return frame_pointer_step(w);
-    /* the module's entry only for its generation: the block's slot is found from the copy */
+    __u32 module_id = mapping->module, generation = mapping->generation;
+    __u64 svma = pc - mapping->bias;
     const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
     if (!mod)
         return finish(w, FU_BPF_NO_TABLE);
-    if (READ_ONCE(mod->generation) != generation)
+    if (READ_ONCE(mod->generation) != generation || (generation & 1))
         return finish(w, FU_BPF_NO_TABLE);
-    __u64 offset = pc - mapping->table_start; /* below the table: wraps above its size */
-    if (offset >= mapping->table_size)
+    if (svma < mod->base_svma || svma >= mod->end_svma)
         return frame_pointer_step(w);
-    /* the slot of the PC's block: its rows' starts and packed rules in one line (bpf_layout.c
-     * fu_bpf_find_rule) */
-    count(FU_BPF_COUNTER_SLOT_LOOKUPS);
-    __u32 block = (__u32)(offset >> FU_BPF_BLOCK_SHIFT);
-    __u32 within = (__u32)offset & ((1u << FU_BPF_BLOCK_SHIFT) - 1), first = mapping->first_slot,
-          slot_count = mapping->slot_count;
-    if (block >= mapping->block_count)
-        return finish(w, FU_BPF_NO_TABLE);
-    __u32 at = first + block;
-    const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
-    if (!b)
-        return finish(w, FU_BPF_NO_TABLE);
-    for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS; i++) {
-        __u32 next = b->next;
-        if (!next || within < next >> FU_BPF_NEXT_SLOT_BITS)
-            break;
-        if ((next & FU_BPF_NEXT_SLOT_MASK) >= slot_count)
+    /* the rule of a PC this CPU walked recently (the outer frames repeat from sample to sample)
+     * costs one line; else the slot of the PC's block: its rows' starts and packed rules in one line
+     * (bpf_layout.c fu_bpf_find_rule) */
+    __u32 cache_index = w->rule_cache_base +
+                        (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (FU_BPF_RULE_CACHE - 1));
+    struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
+    if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
+        *rule = cached->rule;
+    } else {
+        count(FU_BPF_COUNTER_SLOT_LOOKUPS);
+        __u32 offset = (__u32)(svma - mod->base_svma), block = offset >> FU_BPF_BLOCK_SHIFT;
+        __u32 within = offset & ((1u << FU_BPF_BLOCK_SHIFT) - 1), first = mod->first_slot,
+              slot_count = mod->slot_count;
+        if (block >= mod->block_count)
             return finish(w, FU_BPF_NO_TABLE);
-        count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
-        at = first + (next & FU_BPF_NEXT_SLOT_MASK);
-        b = bpf_map_lookup_elem(&slots, &at);
+        __u32 at = first + block;
+        const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
         if (!b)
             return finish(w, FU_BPF_NO_TABLE);
+        for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS; i++) {
+            __u32 next = b->next;
+            if (!next || within < next >> FU_BPF_NEXT_SLOT_BITS)
+                break;
+            if ((next & FU_BPF_NEXT_SLOT_MASK) >= slot_count)
+                return finish(w, FU_BPF_NO_TABLE);
+            count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
+            at = first + (next & FU_BPF_NEXT_SLOT_MASK);
+            b = bpf_map_lookup_elem(&slots, &at);
+            if (!b)
+                return finish(w, FU_BPF_NO_TABLE);
+        }
+        if (b->next && within >= b->next >> FU_BPF_NEXT_SLOT_BITS)
+            return finish(w, FU_BPF_NO_TABLE);
+        __u32 row = b->rows[fu_bpf_block_row(b, within)] & FU_BPF_PACKED_RULE;
+        if (!(row & FU_BPF_PACKED_ESCAPE)) {
+            fu_bpf_unpack_rule(row, rule);
+        } else {
+            count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
+            __u32 rule_id = row & ~FU_BPF_PACKED_ESCAPE;
+            fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
+            if (!found)
+                return finish(w, FU_BPF_NO_TABLE);
+            *rule = *found;
+        }
+        if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
+            return finish(w, FU_BPF_NO_TABLE);
+        if (cached) {
+            cached->svma = svma;
+            cached->module = module_id;
+            cached->generation = generation;
+            cached->rule = *rule;
+        }
     }
-    if (b->next && within >= b->next >> FU_BPF_NEXT_SLOT_BITS)
-        return finish(w, FU_BPF_NO_TABLE);
-    *row = b->rows[fu_bpf_block_row(b, within)] & FU_BPF_PACKED_RULE;
-    if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
-        return finish(w, FU_BPF_NO_TABLE);
+
     return -1;
-}
-
-/* The rule a row word states: unpacked, or the dictionary's (whose entries never change once
- * written: bpf_session.c adds rules, never rewrites them); false if the id is not in the map. */
-static __always_inline bool rule_of_row(__u32 row, fu_bpf_rule *rule)
-{
-    if (!(row & FU_BPF_PACKED_ESCAPE)) {
-        fu_bpf_unpack_rule(row, rule);
-        return true;
-    }
-    count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
-    __u32 rule_id = row & ~FU_BPF_PACKED_ESCAPE;
-    fu_bpf_rule *found = bpf_map_lookup_elem(&rules, &rule_id);
-    if (!found)
-        return false;
-    *rule = *found;
-    return true;
-}
-
-/* This CPU's rule cache entry for the frame at pc (struct cached_rule), or NULL for a PC the key
- * cannot hold. */
-static __always_inline struct cached_rule *cached_rule_entry(struct walk *w, __u64 pc)
-{
-    if (pc >> CACHE_PC_BITS)
-        return NULL;
-    __u32 at = w->rule_cache_base +
-               (__u32)((pc ^ (pc >> 13) ^ ((__u64)w->process << 4)) & (FU_BPF_RULE_CACHE - 1));
-    return bpf_map_lookup_elem(&rule_cache, &at);
-}
-
-static __always_inline __u64 cached_rule_key(struct walk *w, __u64 pc)
-{
-    return CACHE_VALID | (__u64)w->process << CACHE_PC_BITS | pc;
 }
 
 /* The previous walk's rule for the frame at (pc, sp) into *rule, if it had a frame there. */
@@ -664,37 +612,12 @@ static long step(__u32 index, void *context)
     if (w->memo_usable && rule_from_memo(w, pc, sp, &rule)) {
         w->memo_frames++;
     } else {
-        /* the row of a PC this CPU looked up recently, in the same process slot and tables epoch:
-         * one line, no mapping, module or slot */
-        struct cached_rule *cached = cached_rule_entry(w, pc);
-        __u64 key = cached_rule_key(w, pc);
-        __u32 row;
-        if (cached && cached->key == key && cached->epoch == (__u32)w->epoch) {
-            row = cached->row;
-        } else {
-            long stepped = find_row(w, pc, n, &row);
-            if (stepped >= 0)
-                return stepped;
-            if (cached) {
-                cached->key = key;
-                cached->epoch = (__u32)w->epoch;
-                cached->row = row;
-            }
-        }
-        if (!rule_of_row(row, &rule))
-            return finish(w, FU_BPF_NO_TABLE);
+        long stepped = find_rule(w, pc, n, &rule);
+        if (stepped >= 0)
+            return stepped;
     }
     remember_rule(w, pc, sp, &rule);
     return apply_rule(w, &rule, ip);
-}
-
-static long clear_cached_rule(__u32 index, void *context)
-{
-    __u32 at = *(__u32 *)context + index;
-    struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &at);
-    if (cached)
-        cached->key = 0;
-    return 0;
 }
 
 /* What this walk takes from the CPU's previous one: its recent mappings, copies of the process slot's
@@ -706,12 +629,6 @@ static __always_inline void start_walk(struct walk *w, __u64 stack_top)
     w->stack_top = stack_top;
     const struct memo *previous = &w->memos[w->memo_previous & 1];
     w->epoch = tables_epoch;
-    /* the rule cache's tags are the epoch's low half: its entries go when the high half changes */
-    if ((__u32)(w->epoch >> 32) != w->rule_cache_epoch_high) {
-        __u32 base = w->rule_cache_base;
-        bpf_loop(FU_BPF_RULE_CACHE, clear_cached_rule, &base, 0);
-        w->rule_cache_epoch_high = (__u32)(w->epoch >> 32);
-    }
     if (w->recent_epoch != w->epoch || w->recent_process != w->process) {
         for (int i = 0; i < RECENT_MAPPINGS; i++)
             w->recent[i].end = 0;

@@ -25,9 +25,9 @@
  *   samples   RINGBUF fu_bpf_sample per sample (its stack cut to its user frames)
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
  *   counters  PERCPU_ARRAY FU_BPF_COUNTER_* -> count
- *   rule_cache ARRAY  CPU * FU_BPF_RULE_CACHE + hash -> the row last found for (PC, process slot) in a
- *                    tables epoch: one line per frame whose rule the CPU found recently, where a
- *                    per-CPU array costs two (its pointer array, then the entry)
+ *   rule_cache ARRAY  CPU * FU_BPF_RULE_CACHE + hash -> the rule last found for (module, generation,
+ *                    svma): one line per frame whose rule the CPU found recently, where a per-CPU
+ *                    array costs two (its pointer array, then the entry)
  */
 #ifndef FASTUNWIND_BPF_LAYOUT_H
 #define FASTUNWIND_BPF_LAYOUT_H
@@ -59,9 +59,8 @@
 /* Slots (64 bytes each) in the slots map by default: 32 MiB, user space chooses at load time. */
 #define FU_BPF_DEFAULT_SLOTS (1u << 19)
 #define FU_BPF_KERNEL_STACKS 16384
-/* Rows a CPU remembers, by PC (rule_cache: CPU i's at [i * FU_BPF_RULE_CACHE, (i + 1) *
- * FU_BPF_RULE_CACHE), 16 bytes each). */
-#define FU_BPF_RULE_CACHE 4096
+/* Rules a CPU remembers (rule_cache: CPU i's at [i * FU_BPF_RULE_CACHE, (i + 1) * FU_BPF_RULE_CACHE)). */
+#define FU_BPF_RULE_CACHE 2048
 
 /* compact_table.h's fu_compact_cfa_kind values (checked in bpf_layout.c). */
 #define FU_BPF_CFA_NO_INFO 0
