@@ -273,7 +273,8 @@ static void release_slot(fu_bpf_session *s, uint32_t slot)
 }
 
 fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_bpf_space_identity *identity,
-                                     const fu_bpf_mapping *mappings, uint32_t count, bool *set, fu_error *err)
+                                     const fu_bpf_mapping *mappings, uint32_t count, uint32_t left_out, bool *set,
+                                     fu_error *err)
 {
     *set = false;
     if (count > FU_BPF_MAX_MAPPINGS)
@@ -289,6 +290,7 @@ fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_b
     uint32_t slot = s->free_slots[s->free_head];
     memset(&s->scratch, 0, sizeof s->scratch);
     s->scratch.count = count;
+    s->scratch.left_out = left_out;
     s->scratch.identity = *identity;
     memcpy(s->scratch.mappings, mappings, sizeof *mappings * count);
     advance_tables_epoch(s);

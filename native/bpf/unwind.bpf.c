@@ -398,6 +398,8 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
             if (!p)
                 return finish(w, FU_BPF_NO_PROCESS);
             const fu_bpf_mapping *m = find_mapping(p, pc);
+            if (!m && p->left_out) /* not asked for again: user space left them out, and its rescan sees new ones */
+                return finish(w, FU_BPF_MAPPINGS_LEFT_OUT);
             if (!m) {
                 note_missing(w, w->sample.stack.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
                 /* the sampled PC is always in a mapping of the process: not finding it means the loaded

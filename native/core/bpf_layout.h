@@ -40,7 +40,9 @@
 
 /* User frames kept per stack. */
 #define FU_BPF_MAX_FRAMES 60
-/* Executable mappings of one process the walker can see; more are left out (counted by user space). */
+/* Executable mappings of one process the walker can see: a process with more (hundreds of dlopen'ed
+ * modules) keeps those bpf_session.c chooses, and the others are left out (fu_bpf_process.left_out):
+ * a frame in one ends the walk as FU_BPF_MAPPINGS_LEFT_OUT. */
 #define FU_BPF_MAX_MAPPINGS 256
 #define FU_BPF_MAPPING_SEARCH_STEPS 9 /* ceil(log2(FU_BPF_MAX_MAPPINGS)) + 1 */
 /* A block: 512 bytes of code, whose rows (the one in force at its start and those starting in it)
@@ -94,6 +96,8 @@ enum fu_bpf_outcome {
     FU_BPF_EXPRESSION_ERROR, /* the rule's expression (a CFA read through a register, a save slot
                               * relative to rbp) names a register the walk does not know, as the C
                               * walker's FU_WALK_EXPRESSION_ERROR */
+    FU_BPF_MAPPINGS_LEFT_OUT, /* the PC is in none of the process's loaded mappings, and the process has
+                               * more executable mappings than FU_BPF_MAX_MAPPINGS: some were left out */
     FU_BPF_OUTCOME_COUNT
 };
 
@@ -246,7 +250,7 @@ typedef struct fu_bpf_space_identity {
 
 typedef struct fu_bpf_process {
     uint32_t count;
-    uint32_t reserved;
+    uint32_t left_out; /* executable mappings of the process not among `mappings` (past FU_BPF_MAX_MAPPINGS) */
     fu_bpf_space_identity identity;
     fu_bpf_mapping mappings[FU_BPF_MAX_MAPPINGS];
 } fu_bpf_process;

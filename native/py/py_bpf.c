@@ -7,8 +7,10 @@
  *                                         the threads and processes it starts
  *   load_module(table) -> (id, generation) a CompactTable into the maps (the oldest evicted if short)
  *   module_loaded(id, generation) -> bool
- *   set_process(pid, identity, mappings) -> bool  identity (start_code, end_code, start_stack, start_brk), mappings
- *                                         [(start, end, bias, module id, generation)], sorted
+ *   set_process(pid, identity, mappings, left_out=0) -> bool  identity (start_code, end_code, start_stack,
+ *                                         start_brk), mappings [(start, end, bias, module id, generation)],
+ *                                         sorted, at most BPF_MAX_MAPPINGS; left_out: the process's
+ *                                         executable mappings not among them
  *   forget_process(pid)
  *   take_missing() -> [pid]               processes sampled before their mappings were set
  *   wait(timeout_ms)                      until the program asks for a process to load (or timeout_ms),
@@ -145,7 +147,9 @@ static PyObject *session_set_process(BpfSessionObject *self, PyObject *args)
     unsigned int pid;
     PyObject *list;
     unsigned long long code, code_end, stack, brk;
-    if (!s || !PyArg_ParseTuple(args, "I(KKKK)O!", &pid, &code, &code_end, &stack, &brk, &PyList_Type, &list))
+    unsigned int left_out = 0;
+    if (!s || !PyArg_ParseTuple(args, "I(KKKK)O!|I", &pid, &code, &code_end, &stack, &brk, &PyList_Type, &list,
+                                &left_out))
         return NULL;
     fu_bpf_space_identity identity = {.start_code = code, .end_code = code_end, .start_stack = stack, .start_brk = brk};
     Py_ssize_t n = PyList_GET_SIZE(list);
@@ -162,7 +166,7 @@ static PyObject *session_set_process(BpfSessionObject *self, PyObject *args)
     }
     fu_error err = {0};
     bool set = false;
-    if (fu_bpf_session_set_process(s, pid, &identity, mappings, (uint32_t)n, &set, &err) != FU_OK)
+    if (fu_bpf_session_set_process(s, pid, &identity, mappings, (uint32_t)n, left_out, &set, &err) != FU_OK)
         return py_core_raise(&err);
     return PyBool_FromLong(set);
 }
@@ -564,6 +568,7 @@ static const char *outcome_name(int outcome)
         [FU_BPF_KERNEL_ONLY] = "kernel_only",
         [FU_BPF_NOT_LOADED] = "not_loaded",
         [FU_BPF_EXPRESSION_ERROR] = "expression_error",
+        [FU_BPF_MAPPINGS_LEFT_OUT] = "mappings_left_out",
     };
     return names[outcome];
 }

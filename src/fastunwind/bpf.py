@@ -72,6 +72,18 @@ def address_space_identity(pid: int) -> tuple[int, int, int, int]:
     return int(fields[23]), int(fields[24]), int(fields[25]), int(fields[44])
 
 
+def kept_mappings(mappings: list[Mapping], start_code: int) -> list[Mapping]:
+    """The executable mappings of a process the unwinder holds, sorted by start: every one, or past its
+    bound (_core.BPF_MAX_MAPPINGS: a process with hundreds of dlopen'ed modules), the one holding the
+    program's code (`start_code`, address_space_identity's first field), then the largest (where a
+    sample is the likelier), then the lowest; a walk reaching one of the others ends
+    `mappings_left_out`."""
+    if len(mappings) > _core.BPF_MAX_MAPPINGS:
+        ranked = sorted(mappings, key=lambda m: (not m.start <= start_code < m.end, m.start - m.end, m.start))
+        mappings = ranked[:_core.BPF_MAX_MAPPINGS]
+    return sorted(mappings, key=lambda m: m.start)
+
+
 class BpfStack(NamedTuple):
     pid: int
     space_pid: int  #: the process whose mappings the walk used (a fork child's parent until it is loaded)
@@ -95,6 +107,7 @@ class _Process:
         self.earlier: list[list[Mapping]] = []  #: mappings replaced since (an exec, a dlclose), newest first
         self.comm = comm
         self.module_keys: list[tuple[int, int]] = []
+        self.mappings_left_out = 0  #: executable mappings past the unwinder's bound (kept_mappings)
 
 
 def walk_fit_by_source(counters: dict[str, int]) -> tuple[float, float, float] | None:
@@ -336,6 +349,9 @@ class BpfProfile:
             "not_loaded_processes": not_loaded_processes,
             "processes_never_walked": never_walked,
             "processes_left_out": self.left_out,
+            # processes with more executable mappings than the unwinder holds, and how many it left out
+            "processes_with_mappings_left_out": sum(1 for p in self._processes.values() if p.mappings_left_out),
+            "mappings_left_out": sum(p.mappings_left_out for p in self._processes.values()),
             "outcomes_by_process": self.outcomes_by_process(),
             "space_changed_samples": self.counters.get("space_changed", 0),
             "outcomes": self.outcomes,
@@ -538,8 +554,8 @@ class BpfRecorder:
             return
         if self._vdso is None and VDSO in text:
             self._vdso = vdso_image(text, f"/proc/{pid}/mem")
-        mappings = sorted(parse_proc_maps(text, self._images, vdso=self._vdso).mappings, key=lambda m: m.start)
-        mappings = mappings[:_core.BPF_MAX_MAPPINGS]
+        every = parse_proc_maps(text, self._images, vdso=self._vdso).mappings
+        mappings = kept_mappings(every, identity[0])
         found = [self._module(m.image) if m.image else (NO_MODULE, 0) for m in mappings]
         # a module loaded late may have evicted one loaded earlier for this same process
         found = [self._module(m.image) if m.image and k and k != (NO_MODULE, 0) and not self._session.module_loaded(*k)
@@ -548,14 +564,16 @@ class BpfRecorder:
         if len(keys) < len(found):  # loaded once its tables are built
             self._waiting.add(pid)
             return
+        left_out = len(every) - len(mappings)
         if not self._session.set_process(pid, identity, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
-                                                         for m, k in zip(mappings, keys)]):
+                                                         for m, k in zip(mappings, keys)], left_out):
             self._without_room.add(pid)  # the unwinder's processes are full: its samples end not_loaded
             self._left_out.add(pid)
             return
         earlier = [process.mappings, *process.earlier] if process is not None else []
-        process = _Process(pid, text, identity, mappings, comm)
+        process = _Process(pid, text, identity, sorted(every, key=lambda m: m.start), comm)
         process.module_keys = keys
+        process.mappings_left_out = left_out
         process.earlier = earlier
         self._processes[pid] = process
 

@@ -61,7 +61,17 @@ def _summary(stats: dict[str, Any]) -> str:
             f"({_share(complete, user)}){not_loaded}; outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer, "
             f"{stats['derived_frames']} through derived rows (--synth {stats['synth']}); "
             f"{stats['modules_loaded']} modules loaded ({stats['modules_without_table']} without CFI), "
-            f"{stats['table_slot_bytes'] // 1024} KiB of table slots{cost}{_lost(stats)}")
+            f"{stats['table_slot_bytes'] // 1024} KiB of table slots{cost}{_lost(stats)}{_mappings_left_out(stats)}")
+
+
+def _mappings_left_out(stats: dict[str, Any]) -> str:
+    """The processes with more executable mappings than the unwinder holds, when there are some."""
+    from fastunwind import _core
+
+    processes = int(stats["processes_with_mappings_left_out"])
+    return (f"; {_counted(processes, 'process', 'processes')} with more than {_core.BPF_MAX_MAPPINGS} executable "
+            f"mappings: {_counted(int(stats['mappings_left_out']), 'mapping')} left out (a frame in one ends "
+            "mappings_left_out)" if processes else "")
 
 
 def _lost(stats: dict[str, Any]) -> str:
