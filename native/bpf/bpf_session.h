@@ -61,6 +61,9 @@ fu_status fu_bpf_session_run_time(fu_bpf_session *s, uint64_t *run_ns, uint64_t 
 /* Bytes of the maps holding tables (rules, slots, modules). */
 uint64_t fu_bpf_session_table_bytes(const fu_bpf_session *s);
 uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s);
+/* Modules evicted while a loaded process mapped them, or while loaded for one being loaded: the
+ * tables in use did not fit the slots map. */
+uint32_t fu_bpf_session_evicted_in_use(const fu_bpf_session *s);
 /* Detaches and releases the program, its maps and events; the log stays (drain hands nothing new). */
 void fu_bpf_session_detach(fu_bpf_session *s);
 void fu_bpf_session_close(fu_bpf_session *s);

@@ -421,7 +421,9 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
     const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
     if (!mod)
         return finish(w, FU_BPF_NO_TABLE);
-    if (READ_ONCE(mod->generation) != generation || (generation & 1))
+    if (READ_ONCE(mod->generation) != generation)
+        return finish(w, FU_BPF_TABLE_EVICTED);
+    if (generation & 1)
         return finish(w, FU_BPF_NO_TABLE);
     if (svma < mod->base_svma || svma >= mod->end_svma)
         return frame_pointer_step(w);
@@ -469,8 +471,8 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
                 return finish(w, FU_BPF_NO_TABLE);
             *rule = *found;
         }
-        if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
-            return finish(w, FU_BPF_NO_TABLE);
+        if (READ_ONCE(mod->generation) != generation) /* evicted while we read: do not trust the row */
+            return finish(w, FU_BPF_TABLE_EVICTED);
         if (cached) {
             cached->svma = svma;
             cached->module = module_id;

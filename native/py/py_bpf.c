@@ -28,7 +28,7 @@
  *   counters() -> tuple                   summed over the CPUs: BPF_COUNTERS' values, then samples by
  *                                         outcome (BPF_OUTCOMES)
  *   run_time() -> (ns, runs)              the program's (kernel.bpf_stats_enabled)
- *   table_bytes, slots_used, close()
+ *   table_bytes, slots_used, evicted_in_use, close()
  */
 #include "py_core.h"
 
@@ -499,6 +499,12 @@ static PyObject *session_slots_used(BpfSessionObject *self, void *closure)
     return s ? PyLong_FromUnsignedLong(fu_bpf_session_slots_used(s)) : NULL;
 }
 
+static PyObject *session_evicted_in_use(BpfSessionObject *self, void *closure)
+{
+    fu_bpf_session *s = session_of(self);
+    return s ? PyLong_FromUnsignedLong(fu_bpf_session_evicted_in_use(s)) : NULL;
+}
+
 static PyMethodDef session_methods[] = {
     {"attach_cpus", (PyCFunction)session_attach_cpus, METH_O, "attach_cpus(frequency): cpu-clock on every CPU"},
     {"attach_thread", (PyCFunction)session_attach_thread, METH_VARARGS,
@@ -506,8 +512,8 @@ static PyMethodDef session_methods[] = {
     {"load_module", (PyCFunction)session_load_module, METH_O, "load_module(table) -> (id, generation)"},
     {"module_loaded", (PyCFunction)session_module_loaded, METH_VARARGS, "module_loaded(id, generation) -> bool"},
     {"set_process", (PyCFunction)session_set_process, METH_VARARGS,
-     "set_process(pid, (start_code, end_code, start_stack, start_brk), [(start, end, bias, module, generation)]) "
-     "-> False where the unwinder has no room for another process"},
+     "set_process(pid, (start_code, end_code, start_stack, start_brk), [(start, end, bias, module, generation)], "
+     "left_out=0) -> False where the unwinder has no room for another process"},
     {"forget_process", (PyCFunction)session_forget_process, METH_O, "forget_process(pid)"},
     {"take_missing", (PyCFunction)session_take_missing, METH_NOARGS, "take_missing() -> [pid]"},
     {"drain", (PyCFunction)session_drain, METH_NOARGS,
@@ -532,6 +538,8 @@ static PyMethodDef session_methods[] = {
 static PyGetSetDef session_getset[] = {
     {"table_bytes", (getter)session_table_bytes, NULL, "bytes of the table maps", NULL},
     {"slots_used", (getter)session_slots_used, NULL, "table slots holding loaded modules", NULL},
+    {"evicted_in_use", (getter)session_evicted_in_use, NULL,
+     "modules evicted while a loaded process mapped them (their frames end table_evicted until it is reloaded)", NULL},
     {"logged", (getter)session_logged, NULL, "samples in the log", NULL},
     {"unlogged", (getter)session_unlogged, NULL, "samples past the log's bound (counted by stack only)", NULL},
     {NULL},
@@ -569,6 +577,7 @@ static const char *outcome_name(int outcome)
         [FU_BPF_NOT_LOADED] = "not_loaded",
         [FU_BPF_EXPRESSION_ERROR] = "expression_error",
         [FU_BPF_MAPPINGS_LEFT_OUT] = "mappings_left_out",
+        [FU_BPF_TABLE_EVICTED] = "table_evicted",
     };
     return names[outcome];
 }

@@ -146,7 +146,7 @@ class BpfProfile:
                  outcomes: dict[str, int], processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int,
                  slots_used: int, rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int,
                  synth: str = "off", timing: bool = False, sampled_comms: dict[int, str] | None = None,
-                 left_out: int = 0) -> None:
+                 left_out: int = 0, evicted_in_use: int = 0) -> None:
         self._session = session  #: detached: its log of the samples
         self._stack_list = stacks  #: by the log's stack id
         self.stacks: Counter[BpfStack] = Counter()
@@ -161,6 +161,7 @@ class BpfProfile:
         #: each process's command name as its samples' threads had it (BpfRecorder.drain)
         self._sampled_comms = sampled_comms or {}
         self.left_out = left_out  #: processes never loaded: the unwinder's process map was full
+        self.evicted_in_use = evicted_in_use  #: modules evicted while a loaded process mapped them
         self.run_ns = run_ns
         self.runs = runs
         self.table_bytes = table_bytes
@@ -385,6 +386,8 @@ class BpfProfile:
             "table_rows_loaded": self.rows_loaded,
             "modules_loaded": self.modules_loaded,
             "modules_without_table": self.modules_without_table,
+            # the tables in use did not fit the map (--table-mib): their frames ended table_evicted
+            "modules_evicted_in_use": self.evicted_in_use,
         }
 
 
@@ -649,7 +652,7 @@ class BpfRecorder:
         return BpfProfile(self._session, self._stacks, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
                           self._session.table_bytes, self._session.slots_used, self._rows_loaded,
                           len(self._modules), len(self._without_table), self._frequency, self._synth, self._timing,
-                          self._sampled_comms, len(self._left_out))
+                          self._sampled_comms, len(self._left_out), self._session.evicted_in_use)
 
     def close(self) -> None:
         """Detaches the program and releases its maps and events (the samples' log stays, for the

@@ -76,10 +76,14 @@ def _mappings_left_out(stats: dict[str, Any]) -> str:
 
 def _lost(stats: dict[str, Any]) -> str:
     """What the profile lacks, when it lacks something: samples the ring buffer had no room for,
-    samples past the log's bound (in the folded counts, not in per-sample formats)."""
+    samples past the log's bound (in the folded counts, not in per-sample formats), tables evicted
+    while in use."""
     dropped, unlogged = int(stats["samples_dropped"]), int(stats["samples_unlogged"])
+    evicted = int(stats["modules_evicted_in_use"])
     return ((f"; {dropped} samples dropped (the ring buffer was full)" if dropped else "") +
-            (f"; {unlogged} samples past the log's bound (counted in folded stacks only)" if unlogged else ""))
+            (f"; {unlogged} samples past the log's bound (counted in folded stacks only)" if unlogged else "") +
+            (f"; {_counted(evicted, 'module')} evicted while in use (the tables in use did not fit --table-mib: "
+             "their frames end table_evicted until reloaded)" if evicted else ""))
 
 
 def run(args: argparse.Namespace) -> int:

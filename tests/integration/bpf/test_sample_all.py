@@ -8,7 +8,12 @@ machine runs:
   (sampled before the recorder loaded the process: one frame, the sampled PC, never complete),
   and the summary's share of complete stacks over the walked ones is that count;
 - the loads keep up: each of the programs' processes sampled 50 times or more was walked;
-- the walks: at least 95% of the programs' walked user stacks are complete.
+- the walks: at least 95% of the programs' walked user stacks are complete, of those that did not
+  reach a table evicted while in use: on a loaded machine the tables the running processes map can
+  outgrow the 32 MiB table map (clang-14's alone take 23 MiB, cc1plus 4.5), and a frame in a module
+  evicted since its process was loaded ends `table_evicted` until the next rescan reloads it. Those
+  are counted apart, and only where the recorder reports it evicted modules in use (the modules no
+  loaded process maps go first, so a quiet machine evicts none).
 
 Skipped as test_record_bpf.py is."""
 
@@ -77,9 +82,9 @@ def test_every_process_is_walked_once_loaded_and_its_stacks_complete(settings: r
     assert all(pid in walked for pid, n in by_process.items() if n >= 50), (by_process, walked)
 
     # the walks
-    mine_walked = sum(n for s, n in mine.items() if s.outcome != "not_loaded")
-    mine_complete = sum(n for s, n in mine.items() if s.outcome == "end")
     outcomes: Counter[str] = Counter()
     for stack, n in mine.items():
         outcomes[stack.outcome] += n
-    assert mine_complete >= 0.95 * mine_walked, outcomes
+    assert stats["modules_evicted_in_use"] > 0 or not outcomes["table_evicted"], (outcomes, stats)
+    mine_walked = sum(outcomes.values()) - outcomes["not_loaded"] - outcomes["table_evicted"]
+    assert outcomes["end"] >= 0.95 * mine_walked, (outcomes, stats["modules_evicted_in_use"])
