@@ -61,6 +61,8 @@
 #define FU_BPF_MAX_RULES 65536
 /* Slots (64 bytes each) in the slots map by default: 32 MiB, user space chooses at load time. */
 #define FU_BPF_DEFAULT_SLOTS (1u << 19)
+/* The most the map can have: slots are numbered in 32 bits (fu_bpf_module.first_slot). */
+#define FU_BPF_MAX_SLOTS 0xffffffffu
 #define FU_BPF_KERNEL_STACKS 16384
 /* Rules a CPU remembers (rule_cache: CPU i's at [i * FU_BPF_RULE_CACHE, (i + 1) * FU_BPF_RULE_CACHE)). */
 #define FU_BPF_RULE_CACHE 2048

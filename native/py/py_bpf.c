@@ -1,6 +1,7 @@
 /* The Python side of the in-kernel unwinder (native/bpf/bpf_session.h).
  *
- * BpfSession(slot_capacity, timing=False) loads the BPF program and its maps (BpfError if refused);
+ * BpfSession(slot_capacity, timing=False) loads the BPF program and its maps (BpfError if refused;
+ *                                       ValueError past BPF_MAX_SLOTS);
  *                                       timing: the walks and samples timed (the *_ns counters)
  *   attach_cpus(frequency)                cpu-clock at `frequency` Hz on every CPU: every process
  *   attach_thread(frequency, tid)         cpu-clock at `frequency` Hz following the thread, inherited by
@@ -58,12 +59,28 @@ static fu_bpf_session *attached_session(BpfSessionObject *self)
     return s;
 }
 
+/* A Python int as a value of C's unsigned range up to `max`, or -1 with OverflowError or ValueError
+ * (PyArg's "I" and "K" would cut it to its low bits silently). */
+static int unsigned_arg(PyObject *value, unsigned long long max, const char *what, unsigned long long *out)
+{
+    *out = PyLong_AsUnsignedLongLong(value);
+    if (*out == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    if (*out > max) {
+        py_core_raise_format(FU_ERR_INVALID, "%s %llu: at most %llu", what, *out, max);
+        return -1;
+    }
+    return 0;
+}
+
 static int session_init(BpfSessionObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"slot_capacity", "timing", NULL};
-    unsigned int capacity;
+    PyObject *capacity_arg;
+    unsigned long long capacity;
     int timing = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "I|p", kwlist, &capacity, &timing))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p", kwlist, &capacity_arg, &timing) ||
+        unsigned_arg(capacity_arg, FU_BPF_MAX_SLOTS, "the BPF table map's slots", &capacity) < 0)
         return -1;
     fu_bpf_session_close(self->session);
     self->session = NULL;
@@ -72,7 +89,7 @@ static int session_init(BpfSessionObject *self, PyObject *args, PyObject *kwargs
     fu_error err = {0};
     fu_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = fu_bpf_session_open(&self->session, capacity, timing, &err);
+    st = fu_bpf_session_open(&self->session, (uint32_t)capacity, timing, &err);
     Py_END_ALLOW_THREADS
     if (st != FU_OK) {
         py_core_raise(&err);
@@ -98,8 +115,8 @@ static PyObject *done(fu_status st, const fu_error *err)
 static PyObject *session_attach_cpus(BpfSessionObject *self, PyObject *arg)
 {
     fu_bpf_session *s = attached_session(self);
-    unsigned long long frequency = s ? PyLong_AsUnsignedLongLong(arg) : 0;
-    if (!s || PyErr_Occurred())
+    unsigned long long frequency;
+    if (!s || unsigned_arg(arg, UINT64_MAX, "a frequency of", &frequency) < 0)
         return NULL;
     fu_error err = {0};
     return done(fu_bpf_session_attach_cpus(s, frequency, &err), &err);
@@ -108,12 +125,14 @@ static PyObject *session_attach_cpus(BpfSessionObject *self, PyObject *arg)
 static PyObject *session_attach_thread(BpfSessionObject *self, PyObject *args)
 {
     fu_bpf_session *s = attached_session(self);
-    unsigned long long frequency;
-    unsigned int tid;
-    if (!s || !PyArg_ParseTuple(args, "KI", &frequency, &tid))
+    PyObject *frequency_arg, *tid_arg;
+    unsigned long long frequency, tid;
+    if (!s || !PyArg_ParseTuple(args, "OO", &frequency_arg, &tid_arg) ||
+        unsigned_arg(frequency_arg, UINT64_MAX, "a frequency of", &frequency) < 0 ||
+        unsigned_arg(tid_arg, UINT32_MAX, "a thread id", &tid) < 0)
         return NULL;
     fu_error err = {0};
-    return done(fu_bpf_session_attach_thread(s, frequency, tid, &err), &err);
+    return done(fu_bpf_session_attach_thread(s, frequency, (uint32_t)tid, &err), &err);
 }
 
 static PyObject *session_load_module(BpfSessionObject *self, PyObject *table)
@@ -617,6 +636,7 @@ int py_bpf_init(PyObject *module)
         PyModule_AddIntConstant(module, "BPF_MAX_FRAMES", FU_BPF_MAX_FRAMES) < 0 ||
         PyModule_AddIntConstant(module, "BPF_MAX_MAPPINGS", FU_BPF_MAX_MAPPINGS) < 0 ||
         PyModule_AddIntConstant(module, "BPF_DEFAULT_SLOTS", FU_BPF_DEFAULT_SLOTS) < 0 ||
+        PyModule_AddIntConstant(module, "BPF_MAX_SLOTS", FU_BPF_MAX_SLOTS) < 0 ||
         PyModule_AddIntConstant(module, "BPF_SLOT_BYTES", sizeof(fu_bpf_block)) < 0)
         return -1;
     return 0;

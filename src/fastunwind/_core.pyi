@@ -468,6 +468,7 @@ BPF_MAX_FRAMES: Final[int]
 BPF_MAX_MAPPINGS: Final[int]
 BPF_DEFAULT_SLOTS: Final[int]
 BPF_SLOT_BYTES: Final[int]
+BPF_MAX_SLOTS: Final[int]  #: the most slots a BpfSession's table map can have
 
 class BpfSession:
     def __init__(self, slot_capacity: int, timing: bool = False) -> None: ...

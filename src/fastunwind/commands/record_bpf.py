@@ -109,6 +109,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"fastunwind: error: no process {gone[0]}", file=sys.stderr)
         return 1
     slots = args.table_mib * 1024 * 1024 // _core.BPF_SLOT_BYTES
+    if slots > _core.BPF_MAX_SLOTS:
+        print(f"fastunwind: error: --table-mib {args.table_mib}: at most "
+              f"{_core.BPF_MAX_SLOTS * _core.BPF_SLOT_BYTES >> 20}", file=sys.stderr)
+        return 2
     recorder = BpfRecorder(frequency=args.frequency, sample_all=args.all_cpus, slot_capacity=slots,
                            synth=args.synth or "missing")
     child = None

@@ -426,6 +426,23 @@ def test_record_needs_a_target() -> None:
     assert result.returncode == 2 and "-a, -p PID or -- CMD" in result.stderr
 
 
+def test_sizes_past_the_maps_bounds_are_errors_not_other_sizes() -> None:
+    # 2^32 + 16,384 slots once made a map of 16,384 (1 MiB), and the recording went on
+    result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "--table-mib", "262145",
+                             "--duration", "0.1", "--", "true"], capture_output=True, text=True)
+    assert result.returncode == 2 and "--table-mib 262145: at most 262143" in result.stderr
+    with pytest.raises(ValueError, match="at most 4294967295"):
+        _core.BpfSession(_core.BPF_MAX_SLOTS + 1)
+    session = _core.BpfSession(1024)
+    try:
+        with pytest.raises(OverflowError):  # once sampled at 99 Hz: the frequency's low 64 bits
+            session.attach_thread(2**64 + FREQUENCY, os.getpid())
+        with pytest.raises(ValueError, match="a thread id"):  # once the thread 2^32 lower
+            session.attach_thread(FREQUENCY, 2**32 + os.getpid())
+    finally:
+        session.close()
+
+
 def test_evicted_tables_end_stacks_as_table_evicted(settings: record_workloads.Settings) -> None:
     # slots for about one libc: loading the program's modules evicts one in use, again and again
     recorder = BpfRecorder(frequency=FREQUENCY, slot_capacity=5_000)
