@@ -23,6 +23,7 @@ Needs root (or CAP_BPF and CAP_PERFMON), a kernel with CONFIG_BPF_SYSCALL and BT
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -98,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.frequency <= 0 or args.table_mib <= 0:
         print("fastunwind: error: -F and --table-mib must be above 0", file=sys.stderr)
+        return 2
+    # nan would never be reached: a recording without end
+    if args.duration is not None and not 0 <= args.duration < math.inf:
+        print(f"fastunwind: error: --duration {args.duration}: not a number of seconds", file=sys.stderr)
         return 2
     try:
         pids = [int(p) for p in args.pid.split(",")] if args.pid else []

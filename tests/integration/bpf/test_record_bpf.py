@@ -426,6 +426,14 @@ def test_record_needs_a_target() -> None:
     assert result.returncode == 2 and "-a, -p PID or -- CMD" in result.stderr
 
 
+@pytest.mark.parametrize("duration", ["nan", "-1", "inf"])
+def test_a_duration_that_is_no_number_of_seconds_is_an_error(duration: str) -> None:
+    # nan was never reached: -p of a running process recorded until Ctrl-C
+    result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "--duration", duration, "-p",
+                             str(os.getpid())], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and f"--duration {float(duration)}: not a number of seconds" in result.stderr
+
+
 def test_sizes_past_the_maps_bounds_are_errors_not_other_sizes() -> None:
     # 2^32 + 16,384 slots once made a map of 16,384 (1 MiB), and the recording went on
     result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "--table-mib", "262145",
