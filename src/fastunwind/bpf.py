@@ -7,7 +7,8 @@ by cache key) when it enters the scope, when the kernel reports it sampled witho
 those of the address space it had before an exec: the identity read around /proc/PID/maps), and
 again whenever its /proc/PID/maps changes (exec, dlopen), checked every RESCAN_SECONDS; an exited
 process is forgotten. The tables share one map of `slot_capacity` slots: when it is short, the
-oldest modules are evicted (their processes are reloaded at the next rescan). While sampling, a table
+oldest modules no loaded process maps are evicted first, then those in use (counted: their frames
+end `table_evicted` until their processes are reloaded at the next rescan). While sampling, a table
 not cached yet is built on a thread of its own and its processes are loaded once it is: the others
 are loaded meanwhile. With `synth` other than
 "off" the tables are those with rows derived from the machine code (tables/compact.py), as the
