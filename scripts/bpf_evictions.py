@@ -33,6 +33,7 @@ from scripts import record_workloads
 #: the test's programs (test_sample_all.py) and their command names
 WORKLOADS = ("compiler", "hackbench-processes")
 NAMES = {"clang-14", "clang", "g++", "cc1plus", "hackbench"}
+FREQUENCY = 499
 CXX = "#include <map>\n#include <regex>\n#include <string>\n#include <vector>\n" \
       "int f() { std::map<std::string, std::vector<int>> m; std::regex r(\"a+\"); return (int)m.size(); }\n"
 
@@ -64,8 +65,10 @@ def loops(commands: list[list[str]], stop: threading.Event) -> None:
         i += 1
 
 
-def record_all_while(commands: list[list[str]]) -> tuple[CountingRecorder, BpfProfile]:
-    recorder = CountingRecorder(frequency=499, sample_all=True)
+def record_all_while(commands: list[list[str]], recorder: BpfRecorder | None = None) -> BpfProfile:
+    """A recording of every process (by `recorder`, made for it if None), the commands started once
+    it samples (at its first poll)."""
+    recorder = recorder or BpfRecorder(frequency=FREQUENCY, sample_all=True)
     recorder.add_running()
     children: list[subprocess.Popen[bytes]] = []
 
@@ -75,7 +78,7 @@ def record_all_while(commands: list[list[str]]) -> tuple[CountingRecorder, BpfPr
         return all(c.poll() is not None for c in children)
 
     try:
-        return recorder, recorder.run(finished)
+        return recorder.run(finished)
     finally:
         for child in children:
             child.wait()
@@ -87,7 +90,7 @@ def main() -> int:
     parser.add_argument("--build-dir", type=Path, help="where the workloads are built (a temporary directory)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
-        settings = record_workloads.Settings(seconds=1.5, frequency=499, build_dir=args.build_dir or Path(scratch))
+        settings = record_workloads.Settings(seconds=1.5, frequency=FREQUENCY, build_dir=args.build_dir or Path(scratch))
         record_workloads.build(settings)
         commands = [record_workloads.WORKLOADS[name].command(settings) for name in WORKLOADS]
         source = Path(scratch) / "tables.cpp"
@@ -103,7 +106,8 @@ def main() -> int:
             thread.start()
         time.sleep(2 if threads else 0)
         try:
-            recorder, profile = record_all_while(commands)
+            recorder = CountingRecorder(frequency=FREQUENCY, sample_all=True)
+            profile = record_all_while(commands, recorder)
         finally:
             stop.set()
             for thread in threads:

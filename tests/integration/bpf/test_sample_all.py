@@ -19,37 +19,15 @@ Skipped as test_record_bpf.py is."""
 
 from __future__ import annotations
 
-import subprocess
 from collections import Counter
 
 import pytest
 
-from fastunwind.bpf import BpfProfile, BpfRecorder
 from scripts import record_workloads
-from tests.integration.bpf.test_record_bpf import FREQUENCY, PROBLEM, settings  # noqa: F401 (a fixture)
+from scripts.bpf_evictions import NAMES, WORKLOADS, record_all_while
+from tests.integration.bpf.test_record_bpf import PROBLEM, settings  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
-
-WORKLOADS = ("compiler", "hackbench-processes")
-
-
-def record_all_while(commands: list[list[str]]) -> BpfProfile:
-    """A recording of every process, the commands started once it samples (at its first poll)."""
-    recorder = BpfRecorder(frequency=FREQUENCY, sample_all=True)
-    recorder.add_running()
-    children: list[subprocess.Popen[bytes]] = []
-
-    def finished() -> bool:
-        if not children:
-            children.extend(subprocess.Popen(c, stdout=subprocess.DEVNULL) for c in commands)
-        return all(c.poll() is not None for c in children)
-
-    try:
-        return recorder.run(finished)
-    finally:
-        for child in children:
-            child.wait()
-
 
 def test_every_process_is_walked_once_loaded_and_its_stacks_complete(settings: record_workloads.Settings) -> None:
     workloads = [record_workloads.WORKLOADS[name] for name in WORKLOADS]
@@ -62,8 +40,7 @@ def test_every_process_is_walked_once_loaded_and_its_stacks_complete(settings: r
     record_all_while(commands)
     profile = record_all_while(commands)
     stats = profile.statistics()
-    names = {"clang-14", "clang", "g++", "cc1plus", "hackbench"}
-    mine = {s: n for s, n in profile.stacks.items() if profile.comm(s.pid, s.space_pid) in names and s.user}
+    mine = {s: n for s, n in profile.stacks.items() if profile.comm(s.pid, s.space_pid) in NAMES and s.user}
     assert sum(mine.values()) >= 100, stats
 
     # the accounting
