@@ -476,18 +476,19 @@ class BpfRecorder:
         self.preload(program)
         read_end, write_end = os.pipe()
         try:
-            child = subprocess.Popen([sys.executable, "-I", "-S", "-c", GATE, str(read_end), *command],
-                                     pass_fds=(read_end,), **popen)
-        finally:
-            os.close(read_end)
-        try:
-            self.add(child.pid)
-        except BaseException:
-            child.kill()
-            child.wait()
-            raise
-        finally:
+            try:
+                child = subprocess.Popen([sys.executable, "-I", "-S", "-c", GATE, str(read_end), *command],
+                                         pass_fds=(read_end,), **popen)
+            finally:
+                os.close(read_end)
+            try:
+                self.add(child.pid)
+            except BaseException:  # the gate stays shut: the command never runs unsampled
+                child.kill()
+                child.wait()
+                raise
             os.write(write_end, b"\n")
+        finally:
             os.close(write_end)
         return child
 

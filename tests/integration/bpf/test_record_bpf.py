@@ -426,6 +426,24 @@ def test_record_needs_a_target() -> None:
     assert result.returncode == 2 and "-a, -p PID or -- CMD" in result.stderr
 
 
+def pipes() -> int:
+    return sum(os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:") for fd in os.listdir("/proc/self/fd")
+               if os.path.exists(f"/proc/self/fd/{fd}"))
+
+
+def test_a_command_the_recorder_cannot_follow_fails_with_the_reason() -> None:
+    # above the kernel's highest sampling rate: perf_event_open refuses; the gate's pipe to the killed
+    # command once raised BrokenPipeError in place of that reason, and stayed open
+    recorder = BpfRecorder(frequency=10**9)
+    before = pipes()
+    try:
+        with pytest.raises(BpfError, match="perf_event_open"):
+            recorder.launch(["true"])
+        assert pipes() == before
+    finally:
+        recorder.close()
+
+
 @pytest.mark.parametrize("duration", ["nan", "-1", "inf"])
 def test_a_duration_that_is_no_number_of_seconds_is_an_error(duration: str) -> None:
     # nan was never reached: -p of a running process recorded until Ctrl-C
