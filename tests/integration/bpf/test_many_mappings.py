@@ -8,8 +8,10 @@ to read them again: a process's maps re-read at every such sample). Skipped as t
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,6 +21,7 @@ import pytest
 from fastunwind import _core
 from fastunwind.bpf import RESCAN_SECONDS, BpfRecorder
 from tests.integration.bpf.test_record_bpf import FREQUENCY, PROBLEM
+from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
 
@@ -86,6 +89,11 @@ class CountingRecorder(BpfRecorder):
             self.idle_loads[pid] += 1
 
 
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build(tmp_path_factory.mktemp("many-modules"))
+
+
 def build(tmp_path: Path) -> Path:
     (tmp_path / "spin.c").write_text(SPIN)
     (tmp_path / "many.c").write_text(MANY)
@@ -98,10 +106,9 @@ def build(tmp_path: Path) -> Path:
     return program
 
 
-def test_mappings_past_the_bound_are_left_out_and_said_so(tmp_path: Path) -> None:
-    program = build(tmp_path)
+def test_mappings_past_the_bound_are_left_out_and_said_so(program: Path) -> None:
     recorder = CountingRecorder(frequency=FREQUENCY)
-    child = recorder.launch([str(program), str(COPIES), str(tmp_path), "1.5"], stdout=subprocess.DEVNULL)
+    child = recorder.launch([str(program), str(COPIES), str(program.parent), "1.5"], stdout=subprocess.DEVNULL)
     started = time.monotonic()
     try:
         profile = recorder.run(lambda: child.poll() is not None)
@@ -126,3 +133,13 @@ def test_mappings_past_the_bound_are_left_out_and_said_so(tmp_path: Path) -> Non
     assert stats["processes_with_mappings_left_out"] == 1, stats
     assert stats["mappings_left_out"] >= COPIES - _core.BPF_MAX_MAPPINGS, stats
 
+
+def test_the_summary_and_json_count_the_mappings_left_out(program: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "-F", str(FREQUENCY), "--json",
+                             "--", str(program), str(COPIES), str(program.parent), "0.5"],
+                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)
+    assert stats["processes_with_mappings_left_out"] == 1 and stats["mappings_left_out"] >= 64, stats
+    assert (f"1 process with more than {_core.BPF_MAX_MAPPINGS} executable mappings: "
+            f"{stats['mappings_left_out']} mappings left out") in result.stderr
