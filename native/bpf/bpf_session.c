@@ -15,9 +15,20 @@
 
 #include "unwind.skel.h" /* generated: bpftool gen skeleton (setup.py) */
 
+/* A module a process slot's mappings name, as they name it (its generation then). */
+typedef struct module_ref {
+    uint32_t id, generation;
+} module_ref;
+
+/* The uses a module loaded for the process being loaded counts as: more than all the processes' mappings
+ * together, so that the process's next module does not evict it (its reload would evict that one). */
+#define PENDING_USES (FU_BPF_MAX_PROCESSES * FU_BPF_MAX_MAPPINGS)
+
 typedef struct process_slot {
     uint32_t pid;
     bool used;
+    module_ref *modules; /* of its mappings with a table, counted in the session's users */
+    uint32_t module_count;
 } process_slot;
 
 struct fu_bpf_session {
@@ -34,6 +45,12 @@ struct fu_bpf_session {
     fu_bpf_rules dictionary;
     fu_bpf_ring ring;
     uint32_t generation[FU_BPF_MAX_MODULES];
+    uint32_t users[FU_BPF_MAX_MODULES]; /* by id: mappings of the loaded processes naming the module, and
+                                         * PENDING_USES for a module loaded since the last process was set
+                                         * (for a process being loaded: pending) */
+    module_ref pending[FU_BPF_MAX_MODULES];
+    uint32_t pending_count;
+    uint32_t evicted_in_use; /* modules evicted with users */
     process_slot processes[FU_BPF_MAX_PROCESSES];
     /* freed process slots are reused last-freed-last (a walk may still read a slot just replaced) */
     uint32_t free_slots[FU_BPF_MAX_PROCESSES];
@@ -84,6 +101,7 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
     if (!s)
         return fu_fail(err, FU_ERR_NOMEM, "out of memory");
     s->ring.capacity = slot_capacity;
+    s->ring.users = s->users;
     for (uint32_t i = 0; i < FU_BPF_MAX_PROCESSES; i++)
         s->free_slots[i] = i;
     s->free_count = FU_BPF_MAX_PROCESSES;
@@ -228,9 +246,12 @@ fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *
     for (; s->rules_loaded < s->dictionary.count; s->rules_loaded++)
         s->rules[s->rules_loaded] = s->dictionary.rules[s->rules_loaded];
     /* the evicted modules and the reused id turn odd (being written) before their slots change */
-    for (uint32_t i = 0; i < evicted_count; i++)
+    for (uint32_t i = 0; i < evicted_count; i++) {
+        s->evicted_in_use += s->users[evicted[i]] != 0; /* mapped by a process, or pending */
+        s->users[evicted[i]] = 0; /* the processes' mappings of it name a generation gone */
         if (!(s->generation[evicted[i]] & 1))
             set_generation(s, evicted[i], s->generation[evicted[i]] + 1);
+    }
     if (!(s->generation[new_id] & 1))
         set_generation(s, new_id, s->generation[new_id] + 1);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -242,6 +263,9 @@ fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *
     s->ring.modules[new_id] = module;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     set_generation(s, new_id, s->generation[new_id] + 1);
+    s->users[new_id] = PENDING_USES;
+    if (s->pending_count < FU_BPF_MAX_MODULES)
+        s->pending[s->pending_count++] = (module_ref){new_id, s->generation[new_id]};
     *id = new_id;
     *generation = s->generation[new_id];
     return FU_OK;
@@ -266,14 +290,35 @@ static void pids_changed(fu_bpf_session *s)
     __atomic_fetch_add(&s->skel->bss->scope_epoch, 1, __ATOMIC_SEQ_CST);
 }
 
+/* `uses` of a module fewer, unless it was evicted since (its users were cleared then). */
+static void drop_uses(fu_bpf_session *s, module_ref module, uint32_t uses)
+{
+    if (s->generation[module.id] == module.generation && s->users[module.id] >= uses)
+        s->users[module.id] -= uses;
+}
+
+/* The modules loaded since the last process was set no longer count that as a use. */
+static void release_pending(fu_bpf_session *s)
+{
+    for (uint32_t i = 0; i < s->pending_count; i++)
+        drop_uses(s, s->pending[i], PENDING_USES);
+    s->pending_count = 0;
+}
+
+/* The slot's mappings no longer count as users of the modules they name (those still loaded). */
 static void release_slot(fu_bpf_session *s, uint32_t slot)
 {
-    s->processes[slot].used = false;
+    process_slot *p = &s->processes[slot];
+    for (uint32_t i = 0; i < p->module_count; i++)
+        drop_uses(s, p->modules[i], 1);
+    free(p->modules);
+    *p = (process_slot){0};
     s->free_slots[(s->free_head + s->free_count++) % FU_BPF_MAX_PROCESSES] = slot;
 }
 
 fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_bpf_space_identity *identity,
-                                     const fu_bpf_mapping *mappings, uint32_t count, bool *set, fu_error *err)
+                                     const fu_bpf_mapping *mappings, uint32_t count, uint32_t left_out, bool *set,
+                                     fu_error *err)
 {
     *set = false;
     if (count > FU_BPF_MAX_MAPPINGS)
@@ -285,24 +330,37 @@ fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_b
     int old = find_process(s, pid);
     if (s->free_count == 0 || (old < 0 && s->free_count == 1))
         return FU_OK; /* the last free slot is a loaded process's, for its reload */
+    module_ref *modules = malloc(sizeof *modules * (count ? count : 1));
+    if (!modules)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+    uint32_t module_count = 0;
+    for (uint32_t i = 0; i < count; i++)
+        if (fu_bpf_session_module_loaded(s, mappings[i].module, mappings[i].generation))
+            modules[module_count++] = (module_ref){mappings[i].module, mappings[i].generation};
     /* the new mappings go to a fresh slot, then the pid points at it: a walk sees the old or the new */
     uint32_t slot = s->free_slots[s->free_head];
     memset(&s->scratch, 0, sizeof s->scratch);
     s->scratch.count = count;
+    s->scratch.left_out = left_out;
     s->scratch.identity = *identity;
     memcpy(s->scratch.mappings, mappings, sizeof *mappings * count);
     advance_tables_epoch(s);
     int e = bpf_map_update_elem(bpf_map__fd(s->skel->maps.processes), &slot, &s->scratch, BPF_ANY);
     if (!e)
         e = bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &pid, &slot, BPF_ANY);
-    if (e)
+    if (e) {
+        free(modules);
         return bpf_failed(err, "writing a process's mappings", e);
+    }
     pids_changed(s);
     s->free_head = (s->free_head + 1) % FU_BPF_MAX_PROCESSES;
     s->free_count--;
+    for (uint32_t i = 0; i < module_count; i++)
+        s->users[modules[i].id]++;
+    release_pending(s);
     if (old >= 0)
         release_slot(s, (uint32_t)old);
-    s->processes[slot] = (process_slot){.pid = pid, .used = true};
+    s->processes[slot] = (process_slot){.pid = pid, .used = true, .modules = modules, .module_count = module_count};
     *set = true;
     return FU_OK;
 }
@@ -419,6 +477,11 @@ uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s)
     return (uint32_t)used;
 }
 
+uint32_t fu_bpf_session_evicted_in_use(const fu_bpf_session *s)
+{
+    return s->evicted_in_use;
+}
+
 void fu_bpf_session_detach(fu_bpf_session *s)
 {
     for (int i = 0; i < s->event_count; i++) {
@@ -450,6 +513,8 @@ void fu_bpf_session_close(fu_bpf_session *s)
     if (!s)
         return;
     fu_bpf_session_detach(s);
+    for (uint32_t i = 0; i < FU_BPF_MAX_PROCESSES; i++)
+        free(s->processes[i].modules);
     fu_bpf_rules_free(&s->dictionary);
     fu_bpf_ring_free(&s->ring);
     fu_bpf_log_free(&s->log);

@@ -29,12 +29,14 @@ fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *
                                      fu_error *err);
 /* Whether module `id` of `generation` is still loaded (not evicted). */
 bool fu_bpf_session_module_loaded(const fu_bpf_session *s, uint32_t id, uint32_t generation);
-/* Sets a process's executable mappings (sorted by start, at most FU_BPF_MAX_MAPPINGS) and the identity
- * of the address space they were read from; *set false (FU_OK) where the unwinder holds as many
+/* Sets a process's executable mappings (sorted by start, at most FU_BPF_MAX_MAPPINGS; `left_out`: how
+ * many more it has, which the walk then does not ask user space for) and the identity of the address
+ * space they were read from; *set false (FU_OK) where the unwinder holds as many
  * processes as it has room for (FU_BPF_MAX_PROCESSES, one kept free for a reload): the process is
  * left unloaded until one is forgotten. */
 fu_status fu_bpf_session_set_process(fu_bpf_session *s, uint32_t pid, const fu_bpf_space_identity *identity,
-                                     const fu_bpf_mapping *mappings, uint32_t count, bool *set, fu_error *err);
+                                     const fu_bpf_mapping *mappings, uint32_t count, uint32_t left_out, bool *set,
+                                     fu_error *err);
 void fu_bpf_session_forget_process(fu_bpf_session *s, uint32_t pid);
 /* Takes (and clears) up to `cap` pids sampled without mappings; returns how many. */
 size_t fu_bpf_session_take_missing(fu_bpf_session *s, uint32_t *pids, size_t cap);
@@ -59,6 +61,9 @@ fu_status fu_bpf_session_run_time(fu_bpf_session *s, uint64_t *run_ns, uint64_t 
 /* Bytes of the maps holding tables (rules, slots, modules). */
 uint64_t fu_bpf_session_table_bytes(const fu_bpf_session *s);
 uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s);
+/* Modules evicted while a loaded process mapped them, or while loaded for one being loaded: the
+ * tables in use did not fit the slots map. */
+uint32_t fu_bpf_session_evicted_in_use(const fu_bpf_session *s);
 /* Detaches and releases the program, its maps and events; the log stays (drain hands nothing new). */
 void fu_bpf_session_detach(fu_bpf_session *s);
 void fu_bpf_session_close(fu_bpf_session *s);

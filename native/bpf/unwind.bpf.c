@@ -398,6 +398,8 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
             if (!p)
                 return finish(w, FU_BPF_NO_PROCESS);
             const fu_bpf_mapping *m = find_mapping(p, pc);
+            if (!m && p->left_out) /* not asked for again: user space left them out, and its rescan sees new ones */
+                return finish(w, FU_BPF_MAPPINGS_LEFT_OUT);
             if (!m) {
                 note_missing(w, w->sample.stack.space_pid); /* mapped since user space last looked (or JIT code): ask for a rescan */
                 /* the sampled PC is always in a mapping of the process: not finding it means the loaded
@@ -419,7 +421,9 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
     const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
     if (!mod)
         return finish(w, FU_BPF_NO_TABLE);
-    if (READ_ONCE(mod->generation) != generation || (generation & 1))
+    if (READ_ONCE(mod->generation) != generation)
+        return finish(w, FU_BPF_TABLE_EVICTED);
+    if (generation & 1)
         return finish(w, FU_BPF_NO_TABLE);
     if (svma < mod->base_svma || svma >= mod->end_svma)
         return frame_pointer_step(w);
@@ -467,8 +471,8 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
                 return finish(w, FU_BPF_NO_TABLE);
             *rule = *found;
         }
-        if (READ_ONCE(mod->generation) != generation) /* rewritten while we read: do not trust the row */
-            return finish(w, FU_BPF_NO_TABLE);
+        if (READ_ONCE(mod->generation) != generation) /* evicted while we read: do not trust the row */
+            return finish(w, FU_BPF_TABLE_EVICTED);
         if (cached) {
             cached->svma = svma;
             cached->module = module_id;

@@ -206,6 +206,50 @@ fu_status fu_bpf_layout_module(const fu_compact_table *t, fu_bpf_rules *d, fu_bp
     return FU_OK;
 }
 
+/* What placing a module at [start, start + count) evicts: the uses of the modules it overlaps by
+ * loaded processes (*in_use: a module every process maps, libc, before a big one a single process
+ * does) and the latest load among them (*newest, 0: none). */
+static void window_cost(const fu_bpf_ring *r, uint32_t start, uint32_t count, uint64_t *in_use, uint64_t *newest)
+{
+    *in_use = 0;
+    *newest = 0;
+    for (uint32_t i = 0; i < r->module_count; i++) {
+        const fu_bpf_module *m = &r->modules[i];
+        if (!m->slot_count || m->first_slot >= start + count || start >= m->first_slot + m->slot_count)
+            continue;
+        if (r->users)
+            *in_use += r->users[i];
+        if (r->loaded_at[i] > *newest)
+            *newest = r->loaded_at[i];
+    }
+}
+
+/* Where `count` slots go: the ring's next window (from head, or from 0 when the end is too near) if
+ * it evicts no module in use; else, of the windows starting at 0, right after a module or ending at
+ * the map's end, the one evicting the fewest uses, then the older modules. */
+static uint32_t window_start(const fu_bpf_ring *r, uint32_t count)
+{
+    uint32_t best = r->head <= r->capacity - count ? r->head : 0;
+    uint64_t best_in_use, best_newest, in_use, newest;
+    window_cost(r, best, count, &best_in_use, &best_newest);
+    /* candidates: 0, capacity - count, then each module's end (bounded by FU_BPF_MAX_MODULES) */
+    for (uint32_t i = 0; best_in_use && i < r->module_count + 2; i++) {
+        const fu_bpf_module *m = i >= 2 ? &r->modules[i - 2] : NULL;
+        if (m && !m->slot_count)
+            continue;
+        uint32_t start = i == 0 ? 0 : i == 1 ? r->capacity - count : m->first_slot + m->slot_count;
+        if (start > r->capacity - count)
+            continue;
+        window_cost(r, start, count, &in_use, &newest);
+        if (in_use < best_in_use || (in_use == best_in_use && newest < best_newest)) {
+            best = start;
+            best_in_use = in_use;
+            best_newest = newest;
+        }
+    }
+    return best;
+}
+
 fu_status fu_bpf_ring_place(fu_bpf_ring *r, uint32_t count, uint32_t *first, uint32_t *id, uint32_t *evicted,
                             uint32_t *evicted_count, fu_error *err)
 {
@@ -220,7 +264,7 @@ fu_status fu_bpf_ring_place(fu_bpf_ring *r, uint32_t count, uint32_t *first, uin
             return fu_fail(err, FU_ERR_NOMEM, "out of memory");
         }
     }
-    uint32_t start = r->head <= r->capacity - count ? r->head : 0, end = start + count;
+    uint32_t start = window_start(r, count), end = start + count;
     *evicted_count = 0;
     uint32_t free_id = FU_BPF_NO_MODULE;
     for (uint32_t i = 0; i < r->module_count; i++) {
@@ -236,11 +280,13 @@ fu_status fu_bpf_ring_place(fu_bpf_ring *r, uint32_t count, uint32_t *first, uin
     }
     if (free_id == FU_BPF_NO_MODULE && r->module_count < FU_BPF_MAX_MODULES)
         free_id = r->module_count++;
-    if (free_id == FU_BPF_NO_MODULE) { /* every id in use: the oldest module gives its id */
+    if (free_id == FU_BPF_NO_MODULE) { /* every id in use: the oldest module no process uses gives its id */
         uint32_t oldest = 0;
-        for (uint32_t i = 1; i < r->module_count; i++)
-            if (r->loaded_at[i] < r->loaded_at[oldest])
+        for (uint32_t i = 1; i < r->module_count; i++) {
+            bool used = r->users && r->users[i], oldest_used = r->users && r->users[oldest];
+            if (used < oldest_used || (used == oldest_used && r->loaded_at[i] < r->loaded_at[oldest]))
                 oldest = i;
+        }
         evicted[(*evicted_count)++] = oldest;
         r->modules[oldest] = (fu_bpf_module){0};
         free_id = oldest;

@@ -14,8 +14,9 @@
  *                    holding that block's rows (their starts within the block and packed rules),
  *                    then the continuations of the blocks whose rows do not fit one slot
  *   modules   ARRAY  module id -> fu_bpf_module: where a module's slots are, and its generation
- *                    (odd while user space rewrites the slots: a walk that sees it, or sees it change
- *                    while it reads a row, ends as FU_BPF_NO_TABLE rather than trust the row)
+ *                    (odd while user space rewrites the slots: a walk that sees it differ from its
+ *                    mapping's, the module evicted, or change while it reads a row, ends as
+ *                    FU_BPF_TABLE_EVICTED rather than trust the row)
  *   processes ARRAY  process slot -> fu_bpf_process: a process's executable mappings, sorted by start,
  *                    and the identity of the address space they were read from
  *   pids      HASH   tgid -> process slot
@@ -40,7 +41,9 @@
 
 /* User frames kept per stack. */
 #define FU_BPF_MAX_FRAMES 60
-/* Executable mappings of one process the walker can see; more are left out (counted by user space). */
+/* Executable mappings of one process the walker can see: a process with more (hundreds of dlopen'ed
+ * modules) keeps those bpf_session.c chooses, and the others are left out (fu_bpf_process.left_out):
+ * a frame in one ends the walk as FU_BPF_MAPPINGS_LEFT_OUT. */
 #define FU_BPF_MAX_MAPPINGS 256
 #define FU_BPF_MAPPING_SEARCH_STEPS 9 /* ceil(log2(FU_BPF_MAX_MAPPINGS)) + 1 */
 /* A block: 512 bytes of code, whose rows (the one in force at its start and those starting in it)
@@ -58,6 +61,8 @@
 #define FU_BPF_MAX_RULES 65536
 /* Slots (64 bytes each) in the slots map by default: 32 MiB, user space chooses at load time. */
 #define FU_BPF_DEFAULT_SLOTS (1u << 19)
+/* The most the map can have: slots are numbered in 32 bits (fu_bpf_module.first_slot). */
+#define FU_BPF_MAX_SLOTS 0xffffffffu
 #define FU_BPF_KERNEL_STACKS 16384
 /* Rules a CPU remembers (rule_cache: CPU i's at [i * FU_BPF_RULE_CACHE, (i + 1) * FU_BPF_RULE_CACHE)). */
 #define FU_BPF_RULE_CACHE 2048
@@ -85,7 +90,7 @@ enum fu_bpf_outcome {
     FU_BPF_SLOW_ROW,         /* the row needs the DWARF interpreter (FU_COMPACT_CFA_SLOW) */
     FU_BPF_NO_PROCESS,       /* the process's loaded mappings are stale: its address space is not the one
                               * they were read from (an exec since), or they do not hold the sampled PC */
-    FU_BPF_NO_TABLE,         /* the module's table is not loaded, evicted, or being rewritten */
+    FU_BPF_NO_TABLE,         /* the module's table is being written, or its slots do not hold the PC's row */
     FU_BPF_REGISTER_UNKNOWN, /* the rule needs a register the walk does not know past the first frame */
     FU_BPF_SP_BACKWARDS,     /* the caller's stack pointer is not above the callee's */
     FU_BPF_KERNEL_ONLY,      /* a kernel thread: no user stack */
@@ -94,6 +99,10 @@ enum fu_bpf_outcome {
     FU_BPF_EXPRESSION_ERROR, /* the rule's expression (a CFA read through a register, a save slot
                               * relative to rbp) names a register the walk does not know, as the C
                               * walker's FU_WALK_EXPRESSION_ERROR */
+    FU_BPF_MAPPINGS_LEFT_OUT, /* the PC is in none of the process's loaded mappings, and the process has
+                               * more executable mappings than FU_BPF_MAX_MAPPINGS: some were left out */
+    FU_BPF_TABLE_EVICTED,     /* the module's table was evicted since the process's mappings were written
+                               * (the tables in use did not fit the slots map): until user space reloads it */
     FU_BPF_OUTCOME_COUNT
 };
 
@@ -246,7 +255,7 @@ typedef struct fu_bpf_space_identity {
 
 typedef struct fu_bpf_process {
     uint32_t count;
-    uint32_t reserved;
+    uint32_t left_out; /* executable mappings of the process not among `mappings` (past FU_BPF_MAX_MAPPINGS) */
     fu_bpf_space_identity identity;
     fu_bpf_mapping mappings[FU_BPF_MAX_MAPPINGS];
 } fu_bpf_process;
@@ -311,7 +320,10 @@ fu_status fu_bpf_layout_module(const fu_compact_table *t, fu_bpf_rules *d, fu_bp
                                fu_error *err);
 
 /* The ring of slots: modules take consecutive slots from `head`, wrapping to 0 when the end is
- * too near; the modules whose slots the new one overlaps (the oldest ones) are evicted. */
+ * too near; the modules whose slots the new one overlaps (the oldest ones) are evicted. Where that
+ * would evict a module a loaded process uses (`users`), the module goes where it evicts the fewest
+ * uses, then the oldest modules: tables of processes gone and of modules no longer mapped go
+ * first. */
 typedef struct fu_bpf_ring {
     uint32_t capacity; /* slots */
     uint32_t head;
@@ -319,6 +331,7 @@ typedef struct fu_bpf_ring {
     fu_bpf_module *modules;      /* user space's copy, by id; row_count 0: free */
     uint64_t *loaded_at;         /* by id: the order modules were loaded in */
     uint64_t clock;
+    const uint32_t *users;       /* by id: the loaded processes' mappings of the module; NULL: none known */
 } fu_bpf_ring;
 
 /* Places `count` slots (FU_ERR_INVALID when count > capacity): *first receives the first slot and

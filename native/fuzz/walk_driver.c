@@ -172,6 +172,31 @@ static void parse_table(template_module *t, fu_section_kind kind, const uint8_t 
         t->has_debug = true;
 }
 
+/* The ring with uses: three copies of the module fill it; the fourth, whose next window (from 0) is
+ * the first copy's, in use, evicts the oldest unused one (the second) instead; with every copy in
+ * use, the next evicts one, inside the map. */
+static void check_bpf_ring_uses(const template_module *t, const fu_bpf_module *module, uint32_t count,
+                                uint32_t *evicted)
+{
+    static uint32_t users[FU_BPF_MAX_MODULES];
+    memset(users, 0, sizeof users);
+    fu_bpf_ring ring = {.capacity = 3 * count, .users = users};
+    uint32_t ids[5], first, n;
+    fu_error err = {0};
+    for (int round = 0; round < 5; round++) {
+        if (fu_bpf_ring_place(&ring, count, &first, &ids[round], evicted, &n, &err) != FU_OK)
+            die("%s: BPF ring with uses: %s", t->name, err.message);
+        bool expected = round < 3 ? n == 0 : round == 3 ? n == 1 && evicted[0] == ids[1] : n == 1;
+        if (!expected || first > ring.capacity - count)
+            die("%s: BPF ring with uses: module %d placed at %u (capacity %u), %u evicted", t->name, round, first,
+                ring.capacity, n);
+        ring.modules[ids[round]] = *module;
+        ring.modules[ids[round]].first_slot = first;
+        users[ids[round]] = round != 1; /* the second copy: its process gone */
+    }
+    fu_bpf_ring_free(&ring);
+}
+
 /* The table as the BPF unwinder's slots (bpf_layout.c): the lookup finds fu_compact_find's rule at
  * each row's first and last byte (packed, or through the shared dictionary), and the ring places it
  * (evicting) in maps too small and just big enough. */
@@ -217,6 +242,7 @@ static void check_bpf_layout(const template_module *t)
         ring.modules[id].first_slot = first;
     }
     fu_bpf_ring_free(&ring);
+    check_bpf_ring_uses(t, &module, (uint32_t)count, evicted);
     fu_bpf_rules_free(&rules);
     free(slots);
 }

@@ -1,14 +1,17 @@
 /* The Python side of the in-kernel unwinder (native/bpf/bpf_session.h).
  *
- * BpfSession(slot_capacity, timing=False) loads the BPF program and its maps (BpfError if refused);
+ * BpfSession(slot_capacity, timing=False) loads the BPF program and its maps (BpfError if refused;
+ *                                       ValueError past BPF_MAX_SLOTS);
  *                                       timing: the walks and samples timed (the *_ns counters)
  *   attach_cpus(frequency)                cpu-clock at `frequency` Hz on every CPU: every process
  *   attach_thread(frequency, tid)         cpu-clock at `frequency` Hz following the thread, inherited by
  *                                         the threads and processes it starts
  *   load_module(table) -> (id, generation) a CompactTable into the maps (the oldest evicted if short)
  *   module_loaded(id, generation) -> bool
- *   set_process(pid, identity, mappings) -> bool  identity (start_code, end_code, start_stack, start_brk), mappings
- *                                         [(start, end, bias, module id, generation)], sorted
+ *   set_process(pid, identity, mappings, left_out=0) -> bool  identity (start_code, end_code, start_stack,
+ *                                         start_brk), mappings [(start, end, bias, module id, generation)],
+ *                                         sorted, at most BPF_MAX_MAPPINGS; left_out: the process's
+ *                                         executable mappings not among them
  *   forget_process(pid)
  *   take_missing() -> [pid]               processes sampled before their mappings were set
  *   wait(timeout_ms)                      until the program asks for a process to load (or timeout_ms),
@@ -26,7 +29,7 @@
  *   counters() -> tuple                   summed over the CPUs: BPF_COUNTERS' values, then samples by
  *                                         outcome (BPF_OUTCOMES)
  *   run_time() -> (ns, runs)              the program's (kernel.bpf_stats_enabled)
- *   table_bytes, slots_used, close()
+ *   table_bytes, slots_used, evicted_in_use, close()
  */
 #include "py_core.h"
 
@@ -56,12 +59,28 @@ static fu_bpf_session *attached_session(BpfSessionObject *self)
     return s;
 }
 
+/* A Python int as a value of C's unsigned range up to `max`, or -1 with OverflowError or ValueError
+ * (PyArg's "I" and "K" would cut it to its low bits silently). */
+static int unsigned_arg(PyObject *value, unsigned long long max, const char *what, unsigned long long *out)
+{
+    *out = PyLong_AsUnsignedLongLong(value);
+    if (*out == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    if (*out > max) {
+        py_core_raise_format(FU_ERR_INVALID, "%s %llu: at most %llu", what, *out, max);
+        return -1;
+    }
+    return 0;
+}
+
 static int session_init(BpfSessionObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"slot_capacity", "timing", NULL};
-    unsigned int capacity;
+    PyObject *capacity_arg;
+    unsigned long long capacity;
     int timing = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "I|p", kwlist, &capacity, &timing))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p", kwlist, &capacity_arg, &timing) ||
+        unsigned_arg(capacity_arg, FU_BPF_MAX_SLOTS, "the BPF table map's slots", &capacity) < 0)
         return -1;
     fu_bpf_session_close(self->session);
     self->session = NULL;
@@ -70,7 +89,7 @@ static int session_init(BpfSessionObject *self, PyObject *args, PyObject *kwargs
     fu_error err = {0};
     fu_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = fu_bpf_session_open(&self->session, capacity, timing, &err);
+    st = fu_bpf_session_open(&self->session, (uint32_t)capacity, timing, &err);
     Py_END_ALLOW_THREADS
     if (st != FU_OK) {
         py_core_raise(&err);
@@ -96,8 +115,8 @@ static PyObject *done(fu_status st, const fu_error *err)
 static PyObject *session_attach_cpus(BpfSessionObject *self, PyObject *arg)
 {
     fu_bpf_session *s = attached_session(self);
-    unsigned long long frequency = s ? PyLong_AsUnsignedLongLong(arg) : 0;
-    if (!s || PyErr_Occurred())
+    unsigned long long frequency;
+    if (!s || unsigned_arg(arg, UINT64_MAX, "a frequency of", &frequency) < 0)
         return NULL;
     fu_error err = {0};
     return done(fu_bpf_session_attach_cpus(s, frequency, &err), &err);
@@ -106,12 +125,14 @@ static PyObject *session_attach_cpus(BpfSessionObject *self, PyObject *arg)
 static PyObject *session_attach_thread(BpfSessionObject *self, PyObject *args)
 {
     fu_bpf_session *s = attached_session(self);
-    unsigned long long frequency;
-    unsigned int tid;
-    if (!s || !PyArg_ParseTuple(args, "KI", &frequency, &tid))
+    PyObject *frequency_arg, *tid_arg;
+    unsigned long long frequency, tid;
+    if (!s || !PyArg_ParseTuple(args, "OO", &frequency_arg, &tid_arg) ||
+        unsigned_arg(frequency_arg, UINT64_MAX, "a frequency of", &frequency) < 0 ||
+        unsigned_arg(tid_arg, UINT32_MAX, "a thread id", &tid) < 0)
         return NULL;
     fu_error err = {0};
-    return done(fu_bpf_session_attach_thread(s, frequency, tid, &err), &err);
+    return done(fu_bpf_session_attach_thread(s, frequency, (uint32_t)tid, &err), &err);
 }
 
 static PyObject *session_load_module(BpfSessionObject *self, PyObject *table)
@@ -145,7 +166,9 @@ static PyObject *session_set_process(BpfSessionObject *self, PyObject *args)
     unsigned int pid;
     PyObject *list;
     unsigned long long code, code_end, stack, brk;
-    if (!s || !PyArg_ParseTuple(args, "I(KKKK)O!", &pid, &code, &code_end, &stack, &brk, &PyList_Type, &list))
+    unsigned int left_out = 0;
+    if (!s || !PyArg_ParseTuple(args, "I(KKKK)O!|I", &pid, &code, &code_end, &stack, &brk, &PyList_Type, &list,
+                                &left_out))
         return NULL;
     fu_bpf_space_identity identity = {.start_code = code, .end_code = code_end, .start_stack = stack, .start_brk = brk};
     Py_ssize_t n = PyList_GET_SIZE(list);
@@ -162,7 +185,7 @@ static PyObject *session_set_process(BpfSessionObject *self, PyObject *args)
     }
     fu_error err = {0};
     bool set = false;
-    if (fu_bpf_session_set_process(s, pid, &identity, mappings, (uint32_t)n, &set, &err) != FU_OK)
+    if (fu_bpf_session_set_process(s, pid, &identity, mappings, (uint32_t)n, left_out, &set, &err) != FU_OK)
         return py_core_raise(&err);
     return PyBool_FromLong(set);
 }
@@ -495,6 +518,12 @@ static PyObject *session_slots_used(BpfSessionObject *self, void *closure)
     return s ? PyLong_FromUnsignedLong(fu_bpf_session_slots_used(s)) : NULL;
 }
 
+static PyObject *session_evicted_in_use(BpfSessionObject *self, void *closure)
+{
+    fu_bpf_session *s = session_of(self);
+    return s ? PyLong_FromUnsignedLong(fu_bpf_session_evicted_in_use(s)) : NULL;
+}
+
 static PyMethodDef session_methods[] = {
     {"attach_cpus", (PyCFunction)session_attach_cpus, METH_O, "attach_cpus(frequency): cpu-clock on every CPU"},
     {"attach_thread", (PyCFunction)session_attach_thread, METH_VARARGS,
@@ -502,8 +531,8 @@ static PyMethodDef session_methods[] = {
     {"load_module", (PyCFunction)session_load_module, METH_O, "load_module(table) -> (id, generation)"},
     {"module_loaded", (PyCFunction)session_module_loaded, METH_VARARGS, "module_loaded(id, generation) -> bool"},
     {"set_process", (PyCFunction)session_set_process, METH_VARARGS,
-     "set_process(pid, (start_code, end_code, start_stack, start_brk), [(start, end, bias, module, generation)]) "
-     "-> False where the unwinder has no room for another process"},
+     "set_process(pid, (start_code, end_code, start_stack, start_brk), [(start, end, bias, module, generation)], "
+     "left_out=0) -> False where the unwinder has no room for another process"},
     {"forget_process", (PyCFunction)session_forget_process, METH_O, "forget_process(pid)"},
     {"take_missing", (PyCFunction)session_take_missing, METH_NOARGS, "take_missing() -> [pid]"},
     {"drain", (PyCFunction)session_drain, METH_NOARGS,
@@ -528,6 +557,8 @@ static PyMethodDef session_methods[] = {
 static PyGetSetDef session_getset[] = {
     {"table_bytes", (getter)session_table_bytes, NULL, "bytes of the table maps", NULL},
     {"slots_used", (getter)session_slots_used, NULL, "table slots holding loaded modules", NULL},
+    {"evicted_in_use", (getter)session_evicted_in_use, NULL,
+     "modules evicted while a loaded process mapped them (their frames end table_evicted until it is reloaded)", NULL},
     {"logged", (getter)session_logged, NULL, "samples in the log", NULL},
     {"unlogged", (getter)session_unlogged, NULL, "samples past the log's bound (counted by stack only)", NULL},
     {NULL},
@@ -564,6 +595,8 @@ static const char *outcome_name(int outcome)
         [FU_BPF_KERNEL_ONLY] = "kernel_only",
         [FU_BPF_NOT_LOADED] = "not_loaded",
         [FU_BPF_EXPRESSION_ERROR] = "expression_error",
+        [FU_BPF_MAPPINGS_LEFT_OUT] = "mappings_left_out",
+        [FU_BPF_TABLE_EVICTED] = "table_evicted",
     };
     return names[outcome];
 }
@@ -603,6 +636,7 @@ int py_bpf_init(PyObject *module)
         PyModule_AddIntConstant(module, "BPF_MAX_FRAMES", FU_BPF_MAX_FRAMES) < 0 ||
         PyModule_AddIntConstant(module, "BPF_MAX_MAPPINGS", FU_BPF_MAX_MAPPINGS) < 0 ||
         PyModule_AddIntConstant(module, "BPF_DEFAULT_SLOTS", FU_BPF_DEFAULT_SLOTS) < 0 ||
+        PyModule_AddIntConstant(module, "BPF_MAX_SLOTS", FU_BPF_MAX_SLOTS) < 0 ||
         PyModule_AddIntConstant(module, "BPF_SLOT_BYTES", sizeof(fu_bpf_block)) < 0)
         return -1;
     return 0;

@@ -7,7 +7,8 @@ by cache key) when it enters the scope, when the kernel reports it sampled witho
 those of the address space it had before an exec: the identity read around /proc/PID/maps), and
 again whenever its /proc/PID/maps changes (exec, dlopen), checked every RESCAN_SECONDS; an exited
 process is forgotten. The tables share one map of `slot_capacity` slots: when it is short, the
-oldest modules are evicted (their processes are reloaded at the next rescan). While sampling, a table
+oldest modules no loaded process maps are evicted first, then those in use (counted: their frames
+end `table_evicted` until their processes are reloaded at the next rescan). While sampling, a table
 not cached yet is built on a thread of its own and its processes are loaded once it is: the others
 are loaded meanwhile. With `synth` other than
 "off" the tables are those with rows derived from the machine code (tables/compact.py), as the
@@ -72,6 +73,18 @@ def address_space_identity(pid: int) -> tuple[int, int, int, int]:
     return int(fields[23]), int(fields[24]), int(fields[25]), int(fields[44])
 
 
+def kept_mappings(mappings: list[Mapping], start_code: int) -> list[Mapping]:
+    """The executable mappings of a process the unwinder holds, sorted by start: every one, or past its
+    bound (_core.BPF_MAX_MAPPINGS: a process with hundreds of dlopen'ed modules), the one holding the
+    program's code (`start_code`, address_space_identity's first field), then the largest (where a
+    sample is the likelier), then the lowest; a walk reaching one of the others ends
+    `mappings_left_out`."""
+    if len(mappings) > _core.BPF_MAX_MAPPINGS:
+        ranked = sorted(mappings, key=lambda m: (not m.start <= start_code < m.end, m.start - m.end, m.start))
+        mappings = ranked[:_core.BPF_MAX_MAPPINGS]
+    return sorted(mappings, key=lambda m: m.start)
+
+
 class BpfStack(NamedTuple):
     pid: int
     space_pid: int  #: the process whose mappings the walk used (a fork child's parent until it is loaded)
@@ -95,6 +108,7 @@ class _Process:
         self.earlier: list[list[Mapping]] = []  #: mappings replaced since (an exec, a dlclose), newest first
         self.comm = comm
         self.module_keys: list[tuple[int, int]] = []
+        self.mappings_left_out = 0  #: executable mappings past the unwinder's bound (kept_mappings)
 
 
 def walk_fit_by_source(counters: dict[str, int]) -> tuple[float, float, float] | None:
@@ -133,7 +147,7 @@ class BpfProfile:
                  outcomes: dict[str, int], processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int,
                  slots_used: int, rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int,
                  synth: str = "off", timing: bool = False, sampled_comms: dict[int, str] | None = None,
-                 left_out: int = 0) -> None:
+                 left_out: int = 0, evicted_in_use: int = 0) -> None:
         self._session = session  #: detached: its log of the samples
         self._stack_list = stacks  #: by the log's stack id
         self.stacks: Counter[BpfStack] = Counter()
@@ -148,6 +162,7 @@ class BpfProfile:
         #: each process's command name as its samples' threads had it (BpfRecorder.drain)
         self._sampled_comms = sampled_comms or {}
         self.left_out = left_out  #: processes never loaded: the unwinder's process map was full
+        self.evicted_in_use = evicted_in_use  #: modules evicted while a loaded process mapped them
         self.run_ns = run_ns
         self.runs = runs
         self.table_bytes = table_bytes
@@ -336,6 +351,9 @@ class BpfProfile:
             "not_loaded_processes": not_loaded_processes,
             "processes_never_walked": never_walked,
             "processes_left_out": self.left_out,
+            # processes with more executable mappings than the unwinder holds, and how many it left out
+            "processes_with_mappings_left_out": sum(1 for p in self._processes.values() if p.mappings_left_out),
+            "mappings_left_out": sum(p.mappings_left_out for p in self._processes.values()),
             "outcomes_by_process": self.outcomes_by_process(),
             "space_changed_samples": self.counters.get("space_changed", 0),
             "outcomes": self.outcomes,
@@ -369,6 +387,8 @@ class BpfProfile:
             "table_rows_loaded": self.rows_loaded,
             "modules_loaded": self.modules_loaded,
             "modules_without_table": self.modules_without_table,
+            # the tables in use did not fit the map (--table-mib): their frames ended table_evicted
+            "modules_evicted_in_use": self.evicted_in_use,
         }
 
 
@@ -456,18 +476,19 @@ class BpfRecorder:
         self.preload(program)
         read_end, write_end = os.pipe()
         try:
-            child = subprocess.Popen([sys.executable, "-I", "-S", "-c", GATE, str(read_end), *command],
-                                     pass_fds=(read_end,), **popen)
-        finally:
-            os.close(read_end)
-        try:
-            self.add(child.pid)
-        except BaseException:
-            child.kill()
-            child.wait()
-            raise
-        finally:
+            try:
+                child = subprocess.Popen([sys.executable, "-I", "-S", "-c", GATE, str(read_end), *command],
+                                         pass_fds=(read_end,), **popen)
+            finally:
+                os.close(read_end)
+            try:
+                self.add(child.pid)
+            except BaseException:  # the gate stays shut: the command never runs unsampled
+                child.kill()
+                child.wait()
+                raise
             os.write(write_end, b"\n")
+        finally:
             os.close(write_end)
         return child
 
@@ -538,8 +559,8 @@ class BpfRecorder:
             return
         if self._vdso is None and VDSO in text:
             self._vdso = vdso_image(text, f"/proc/{pid}/mem")
-        mappings = sorted(parse_proc_maps(text, self._images, vdso=self._vdso).mappings, key=lambda m: m.start)
-        mappings = mappings[:_core.BPF_MAX_MAPPINGS]
+        every = parse_proc_maps(text, self._images, vdso=self._vdso).mappings
+        mappings = kept_mappings(every, identity[0])
         found = [self._module(m.image) if m.image else (NO_MODULE, 0) for m in mappings]
         # a module loaded late may have evicted one loaded earlier for this same process
         found = [self._module(m.image) if m.image and k and k != (NO_MODULE, 0) and not self._session.module_loaded(*k)
@@ -548,14 +569,16 @@ class BpfRecorder:
         if len(keys) < len(found):  # loaded once its tables are built
             self._waiting.add(pid)
             return
+        left_out = len(every) - len(mappings)
         if not self._session.set_process(pid, identity, [(m.start, m.end, m.bias & 0xFFFFFFFFFFFFFFFF, *k)
-                                                         for m, k in zip(mappings, keys)]):
+                                                         for m, k in zip(mappings, keys)], left_out):
             self._without_room.add(pid)  # the unwinder's processes are full: its samples end not_loaded
             self._left_out.add(pid)
             return
         earlier = [process.mappings, *process.earlier] if process is not None else []
-        process = _Process(pid, text, identity, mappings, comm)
+        process = _Process(pid, text, identity, sorted(every, key=lambda m: m.start), comm)
         process.module_keys = keys
+        process.mappings_left_out = left_out
         process.earlier = earlier
         self._processes[pid] = process
 
@@ -631,7 +654,7 @@ class BpfRecorder:
         return BpfProfile(self._session, self._stacks, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
                           self._session.table_bytes, self._session.slots_used, self._rows_loaded,
                           len(self._modules), len(self._without_table), self._frequency, self._synth, self._timing,
-                          self._sampled_comms, len(self._left_out))
+                          self._sampled_comms, len(self._left_out), self._session.evicted_in_use)
 
     def close(self) -> None:
         """Detaches the program and releases its maps and events (the samples' log stays, for the

@@ -52,8 +52,8 @@ def add_parser(subparsers: Any) -> None:
                         help="the output, as perf-script's --format (default: perf script's text; with --bpf folded)")
     parser.add_argument("--json", action="store_true", help="with --bpf: the summary as JSON instead of the profile")
     parser.add_argument("--table-mib", type=int, default=32, metavar="MIB",
-                        help="with --bpf: BPF map memory for unwind tables; the oldest modules are evicted beyond "
-                             "it (default: 32)")
+                        help="with --bpf: BPF map memory for unwind tables; beyond it the oldest modules no "
+                             "process maps are evicted first (default: 32, at most 262143)")
     parser.add_argument("--inline", action="store_true", help="inlined functions, as perf-script --inline")
     parser.add_argument("--fields", default="", metavar="+srcline", help="as perf-script -F +srcline")
     add_synth_argument(parser)

@@ -23,6 +23,7 @@ Needs root (or CAP_BPF and CAP_PERFMON), a kernel with CONFIG_BPF_SYSCALL and BT
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -61,15 +62,29 @@ def _summary(stats: dict[str, Any]) -> str:
             f"({_share(complete, user)}){not_loaded}; outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer, "
             f"{stats['derived_frames']} through derived rows (--synth {stats['synth']}); "
             f"{stats['modules_loaded']} modules loaded ({stats['modules_without_table']} without CFI), "
-            f"{stats['table_slot_bytes'] // 1024} KiB of table slots{cost}{_lost(stats)}")
+            f"{stats['table_slot_bytes'] // 1024} KiB of table slots{cost}{_lost(stats)}{_mappings_left_out(stats)}")
+
+
+def _mappings_left_out(stats: dict[str, Any]) -> str:
+    """The processes with more executable mappings than the unwinder holds, when there are some."""
+    from fastunwind import _core
+
+    processes = int(stats["processes_with_mappings_left_out"])
+    return (f"; {_counted(processes, 'process', 'processes')} with more than {_core.BPF_MAX_MAPPINGS} executable "
+            f"mappings: {_counted(int(stats['mappings_left_out']), 'mapping')} left out (a frame in one ends "
+            "mappings_left_out)" if processes else "")
 
 
 def _lost(stats: dict[str, Any]) -> str:
     """What the profile lacks, when it lacks something: samples the ring buffer had no room for,
-    samples past the log's bound (in the folded counts, not in per-sample formats)."""
+    samples past the log's bound (in the folded counts, not in per-sample formats), tables evicted
+    while in use."""
     dropped, unlogged = int(stats["samples_dropped"]), int(stats["samples_unlogged"])
+    evicted = int(stats["modules_evicted_in_use"])
     return ((f"; {dropped} samples dropped (the ring buffer was full)" if dropped else "") +
-            (f"; {unlogged} samples past the log's bound (counted in folded stacks only)" if unlogged else ""))
+            (f"; {unlogged} samples past the log's bound (counted in folded stacks only)" if unlogged else "") +
+            (f"; {_counted(evicted, 'module')} evicted while in use (the tables in use did not fit --table-mib: "
+             "their frames end table_evicted until reloaded)" if evicted else ""))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,6 +100,10 @@ def run(args: argparse.Namespace) -> int:
     if args.frequency <= 0 or args.table_mib <= 0:
         print("fastunwind: error: -F and --table-mib must be above 0", file=sys.stderr)
         return 2
+    # nan would never be reached: a recording without end
+    if args.duration is not None and not 0 <= args.duration < math.inf:
+        print(f"fastunwind: error: --duration {args.duration}: not a number of seconds", file=sys.stderr)
+        return 2
     try:
         pids = [int(p) for p in args.pid.split(",")] if args.pid else []
     except ValueError:
@@ -95,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"fastunwind: error: no process {gone[0]}", file=sys.stderr)
         return 1
     slots = args.table_mib * 1024 * 1024 // _core.BPF_SLOT_BYTES
+    if slots > _core.BPF_MAX_SLOTS:
+        print(f"fastunwind: error: --table-mib {args.table_mib}: at most "
+              f"{_core.BPF_MAX_SLOTS * _core.BPF_SLOT_BYTES >> 20}", file=sys.stderr)
+        return 2
     recorder = BpfRecorder(frequency=args.frequency, sample_all=args.all_cpus, slot_capacity=slots,
                            synth=args.synth or "missing")
     child = None

@@ -426,8 +426,51 @@ def test_record_needs_a_target() -> None:
     assert result.returncode == 2 and "-a, -p PID or -- CMD" in result.stderr
 
 
-def test_evicted_tables_end_stacks_as_no_table(settings: record_workloads.Settings) -> None:
-    # slots for about one libc: loading the program's modules evicts the oldest, again and again
+def pipes() -> int:
+    return sum(os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:") for fd in os.listdir("/proc/self/fd")
+               if os.path.exists(f"/proc/self/fd/{fd}"))
+
+
+def test_a_command_the_recorder_cannot_follow_fails_with_the_reason() -> None:
+    # above the kernel's highest sampling rate: perf_event_open refuses; the gate's pipe to the killed
+    # command once raised BrokenPipeError in place of that reason, and stayed open
+    recorder = BpfRecorder(frequency=10**9)
+    before = pipes()
+    try:
+        with pytest.raises(BpfError, match="perf_event_open"):
+            recorder.launch(["true"])
+        assert pipes() == before
+    finally:
+        recorder.close()
+
+
+@pytest.mark.parametrize("duration", ["nan", "-1", "inf"])
+def test_a_duration_that_is_no_number_of_seconds_is_an_error(duration: str) -> None:
+    # nan was never reached: -p of a running process recorded until Ctrl-C
+    result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "--duration", duration, "-p",
+                             str(os.getpid())], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and f"--duration {float(duration)}: not a number of seconds" in result.stderr
+
+
+def test_sizes_past_the_maps_bounds_are_errors_not_other_sizes() -> None:
+    # 2^32 + 16,384 slots once made a map of 16,384 (1 MiB), and the recording went on
+    result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "--table-mib", "262145",
+                             "--duration", "0.1", "--", "true"], capture_output=True, text=True)
+    assert result.returncode == 2 and "--table-mib 262145: at most 262143" in result.stderr
+    with pytest.raises(ValueError, match="at most 4294967295"):
+        _core.BpfSession(_core.BPF_MAX_SLOTS + 1)
+    session = _core.BpfSession(1024)
+    try:
+        with pytest.raises(OverflowError):  # once sampled at 99 Hz: the frequency's low 64 bits
+            session.attach_thread(2**64 + FREQUENCY, os.getpid())
+        with pytest.raises(ValueError, match="a thread id"):  # once the thread 2^32 lower
+            session.attach_thread(FREQUENCY, 2**32 + os.getpid())
+    finally:
+        session.close()
+
+
+def test_evicted_tables_end_stacks_as_table_evicted(settings: record_workloads.Settings) -> None:
+    # slots for about one libc: loading the program's modules evicts one in use, again and again
     recorder = BpfRecorder(frequency=FREQUENCY, slot_capacity=5_000)
     child = recorder.launch(record_workloads.WORKLOADS["c"].command(settings), stdout=subprocess.DEVNULL)
     try:
@@ -435,7 +478,7 @@ def test_evicted_tables_end_stacks_as_no_table(settings: record_workloads.Settin
     finally:
         child.wait()
     assert profile.samples >= 50 and profile.slots_used <= 5_000
-    assert profile.outcomes.get("no_table", 0) > 0, profile.statistics()
+    assert profile.outcomes.get("table_evicted", 0) > 0 and profile.evicted_in_use > 0, profile.statistics()
     # a stack is complete only where every frame had its table: from _start
     assert all(profile.frames(s)[0] == "_start" for s in profile.stacks if s.outcome == "end")
 

@@ -8,43 +8,26 @@ machine runs:
   (sampled before the recorder loaded the process: one frame, the sampled PC, never complete),
   and the summary's share of complete stacks over the walked ones is that count;
 - the loads keep up: each of the programs' processes sampled 50 times or more was walked;
-- the walks: at least 95% of the programs' walked user stacks are complete.
+- the walks: at least 95% of the programs' walked user stacks are complete, of those that did not
+  reach a table evicted while in use: on a loaded machine the tables the running processes map can
+  outgrow the 32 MiB table map (clang-14's alone take 23 MiB, cc1plus 4.5), and a frame in a module
+  evicted since its process was loaded ends `table_evicted` until the next rescan reloads it. Those
+  are counted apart, and only where the recorder reports it evicted modules in use (the modules no
+  loaded process maps go first, so a quiet machine evicts none).
 
 Skipped as test_record_bpf.py is."""
 
 from __future__ import annotations
 
-import subprocess
 from collections import Counter
 
 import pytest
 
-from fastunwind.bpf import BpfProfile, BpfRecorder
 from scripts import record_workloads
-from tests.integration.bpf.test_record_bpf import FREQUENCY, PROBLEM, settings  # noqa: F401 (a fixture)
+from scripts.bpf_evictions import NAMES, WORKLOADS, record_all_while
+from tests.integration.bpf.test_record_bpf import PROBLEM, settings  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
-
-WORKLOADS = ("compiler", "hackbench-processes")
-
-
-def record_all_while(commands: list[list[str]]) -> BpfProfile:
-    """A recording of every process, the commands started once it samples (at its first poll)."""
-    recorder = BpfRecorder(frequency=FREQUENCY, sample_all=True)
-    recorder.add_running()
-    children: list[subprocess.Popen[bytes]] = []
-
-    def finished() -> bool:
-        if not children:
-            children.extend(subprocess.Popen(c, stdout=subprocess.DEVNULL) for c in commands)
-        return all(c.poll() is not None for c in children)
-
-    try:
-        return recorder.run(finished)
-    finally:
-        for child in children:
-            child.wait()
-
 
 def test_every_process_is_walked_once_loaded_and_its_stacks_complete(settings: record_workloads.Settings) -> None:
     workloads = [record_workloads.WORKLOADS[name] for name in WORKLOADS]
@@ -57,8 +40,7 @@ def test_every_process_is_walked_once_loaded_and_its_stacks_complete(settings: r
     record_all_while(commands)
     profile = record_all_while(commands)
     stats = profile.statistics()
-    names = {"clang-14", "clang", "g++", "cc1plus", "hackbench"}
-    mine = {s: n for s, n in profile.stacks.items() if profile.comm(s.pid, s.space_pid) in names and s.user}
+    mine = {s: n for s, n in profile.stacks.items() if profile.comm(s.pid, s.space_pid) in NAMES and s.user}
     assert sum(mine.values()) >= 100, stats
 
     # the accounting
@@ -77,9 +59,9 @@ def test_every_process_is_walked_once_loaded_and_its_stacks_complete(settings: r
     assert all(pid in walked for pid, n in by_process.items() if n >= 50), (by_process, walked)
 
     # the walks
-    mine_walked = sum(n for s, n in mine.items() if s.outcome != "not_loaded")
-    mine_complete = sum(n for s, n in mine.items() if s.outcome == "end")
     outcomes: Counter[str] = Counter()
     for stack, n in mine.items():
         outcomes[stack.outcome] += n
-    assert mine_complete >= 0.95 * mine_walked, outcomes
+    assert stats["modules_evicted_in_use"] > 0 or not outcomes["table_evicted"], (outcomes, stats)
+    mine_walked = sum(outcomes.values()) - outcomes["not_loaded"] - outcomes["table_evicted"]
+    assert outcomes["end"] >= 0.95 * mine_walked, (outcomes, stats["modules_evicted_in_use"])
