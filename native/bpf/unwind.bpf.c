@@ -129,9 +129,6 @@ static __always_inline __u32 saved_register(int i)
  * the main thread's stack top where the process's identity gives it. */
 #define WINDOW 4096
 #define WINDOW_BELOW 64
-#define EXPERIMENT 0 /* 0 main, 1 small windows, 2 exact slots all frames, 3 exact slots memo frames,
-                      * 4 windows of 8 frames of this frame's size (CFA - sp), 512 bytes to 4 KiB */
-#define WINDOW_READ 256
 #define PAGE 4096
 
 /* The mappings a walk remembers: a stack goes back and forth between a few libraries (clang's
@@ -194,7 +191,6 @@ struct walk {
     __u64 window_end;       /* or, near the top of the stack, only up to here */
     __u64 stack_top;        /* the end of the page of the main thread's stack top (mm's start_stack);
                              * 0: unknown */
-    __u64 read_size;        /* EXPERIMENT 4: the next window's size */
     __u8 window[WINDOW + 8];
     __u64 regs[REGISTERS]; /* DWARF numbering; REG_RA holds the IP */
     __u32 known;           /* bit r: regs[r] is the caller's true value */
@@ -262,20 +258,14 @@ static __always_inline long read_user(struct walk *w, __u64 addr, __u64 *out)
     /* the whole window from a little below addr (a frame's rbp slot is read after its return
      * address, 8 bytes lower) */
     count(FU_BPF_COUNTER_STACK_READS);
-#if EXPERIMENT == 1
-    __u64 base = (addr & ~63ull) - WINDOW_BELOW, size = WINDOW_READ;
-#elif EXPERIMENT == 4
-    __u64 base = addr - WINDOW_BELOW, size = w->read_size;
-#else
     __u64 base = addr - WINDOW_BELOW, size = WINDOW;
-#endif
-    if (addr < w->stack_top && w->stack_top - base < size)
+    if (addr < w->stack_top && w->stack_top - base < WINDOW)
         size = w->stack_top - base;
-    if (addr >= WINDOW_BELOW && addr + 8 <= base + size && size <= WINDOW &&
+    if (addr >= WINDOW_BELOW && size >= WINDOW_BELOW + 8 && size <= WINDOW &&
         bpf_probe_read_user(w->window, size, (void *)base) == 0) {
         w->window_base = base;
         w->window_end = base + size;
-        *out = *(__u64 *)(w->window + ((addr - base) & (WINDOW - 1)));
+        *out = *(__u64 *)(w->window + WINDOW_BELOW);
         return 0;
     }
     /* else from addr to the end of its page (the top of the stack is a page end) */
@@ -519,38 +509,9 @@ static __always_inline void remember_rule(struct walk *w, __u64 pc, __u64 sp, co
     m->count = c + 1;
 }
 
-/* Fills the window with exactly the frame's CFA-relative slots (its return address and the saved
- * registers below the CFA) unless the window holds them; on a failed read the window is left empty
- * and read_user reads each slot as without this. */
-static __always_inline void read_frame_slots(struct walk *w, const fu_bpf_rule *rule, __u64 cfa)
-{
-    __s64 low = rule->ra_offset_by_8, high = rule->ra_offset_by_8;
-    for (int i = 0; i < 6; i++) {
-        __s8 slot = rule->saved_offset_by_8[i];
-        if (slot == FU_BPF_UNDEFINED || slot == FU_BPF_KEEP || slot > 0)
-            continue;
-        if (slot < low)
-            low = slot;
-        if (slot > high)
-            high = slot;
-    }
-    __u64 first = cfa + 8 * low, end = cfa + 8 * high + 8;
-    if (first >= w->window_base && end <= w->window_end && end - w->window_base <= WINDOW)
-        return;
-    __u64 size = end - first;
-    w->window_end = 0;
-    if (size < 8 || size > 256)
-        return;
-    count(FU_BPF_COUNTER_STACK_READS);
-    if (bpf_probe_read_user(w->window, size, (void *)first) == 0) {
-        w->window_base = first;
-        w->window_end = end;
-    }
-}
-
 /* Applies the frame's rule: the caller's CFA, return address and callee-saved registers (the bpf_loop
  * callback's return: 0 to go on, 1 when the walk ended). */
-static __always_inline long apply_rule(struct walk *w, const fu_bpf_rule *rule, __u64 ip, bool memo)
+static __always_inline long apply_rule(struct walk *w, const fu_bpf_rule *rule, __u64 ip)
 {
     __u64 sp = w->regs[REG_RSP], cfa;
     __u32 reg = rule->cfa_register & (REGISTERS - 1);
@@ -595,12 +556,6 @@ static __always_inline long apply_rule(struct walk *w, const fu_bpf_rule *rule, 
     if (cfa <= sp)
         return finish(w, FU_BPF_SP_BACKWARDS);
     __u64 ra;
-    if (EXPERIMENT == 2 || (EXPERIMENT == 3 && memo))
-        read_frame_slots(w, rule, cfa);
-    if (EXPERIMENT == 4) {
-        __u64 size = 8 * (cfa - sp) + WINDOW_BELOW;
-        w->read_size = size < 512 ? 512 : size > WINDOW ? WINDOW : size;
-    }
     if (read_user(w, cfa + 8 * (__s64)rule->ra_offset_by_8, &ra))
         return finish(w, FU_BPF_UNREADABLE);
     /* the callee-saved registers the rule restores are read from their slots (in the window, with
@@ -654,8 +609,7 @@ static long step(__u32 index, void *context)
 
     fu_bpf_rule rule;
     __u64 sp = w->regs[REG_RSP];
-    bool memo = w->memo_usable && rule_from_memo(w, pc, sp, &rule);
-    if (memo) {
+    if (w->memo_usable && rule_from_memo(w, pc, sp, &rule)) {
         w->memo_frames++;
     } else {
         long stepped = find_rule(w, pc, n, &rule);
@@ -663,7 +617,7 @@ static long step(__u32 index, void *context)
             return stepped;
     }
     remember_rule(w, pc, sp, &rule);
-    return apply_rule(w, &rule, ip, memo);
+    return apply_rule(w, &rule, ip);
 }
 
 /* What this walk takes from the CPU's previous one: its recent mappings, copies of the process slot's
@@ -759,7 +713,6 @@ int sample(struct bpf_perf_event_data *ctx)
     w->done = 0;
     w->wake = 0;
     w->window_end = 0;
-    w->read_size = WINDOW;
     w->outcome = FU_BPF_END;
     w->ip_is_return = 0;
     bool walked = false;
