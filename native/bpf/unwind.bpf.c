@@ -123,10 +123,11 @@ static __always_inline __u32 saved_register(int i)
 #define SIGNAL_WORDS 17
 
 /* Stack reads go through a window of the stack copied with one bpf_probe_read_user: a call costs
- * a fixed part, then the bytes it copies (4, 8 and 16 KiB windows cost a walk alike:
- * docs/BENCHMARKS.md), and a window serves the next frames too (the walk moves up the stack); one that crosses the end of the stack's mapping
- * fails (a fault, dearer than the read) and is read again up to its page's end, so windows stop at
- * the main thread's stack top where the process's identity gives it. */
+ * mostly its fixed part and its first cold line (4, 8 and 16 KiB windows cost a walk alike, smaller
+ * reads more: docs/BENCHMARKS.md), and a window serves the next frames too (the walk moves up the
+ * stack); one that crosses the end of the stack's mapping fails (a fault, dearer than the read) and
+ * is read again up to its page's end, so windows stop at the main thread's stack top where the
+ * process's identity gives it. */
 #define WINDOW 4096
 #define WINDOW_BELOW 64
 #define PAGE 4096
