@@ -404,10 +404,9 @@ static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding 
     case 0x63: /* movsxd r, r/m32 */
         if (d->prefixes & PREFIX_OPERAND_SIZE)
             return false;
-        read_modrm(d, &rm, 4);
+        read_modrm(d, &insn->source, 4);
         insn->kind = FU_X86_MOV;
         set_register(&insn->dest, d->reg_field, width, d->rex);
-        insn->source = rm;
         insn->source.sign_extends = true;
         written(insn, &insn->dest);
         return true;
@@ -446,23 +445,21 @@ static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding 
         return true;
     case 0x88: case 0x89: case 0x8a: case 0x8b: { /* mov r/m, r and mov r, r/m */
         unsigned operand_width = opcode & 1 ? width : 1;
-        read_modrm(d, &rm, operand_width);
-        set_register(&reg, d->reg_field, operand_width, d->rex);
+        /* the operands decoded in place (insn holds fu_x86_insn_empty) */
+        read_modrm(d, opcode < 0x8a ? &insn->dest : &insn->source, operand_width);
+        set_register(opcode < 0x8a ? &insn->source : &insn->dest, d->reg_field, operand_width, d->rex);
         insn->kind = FU_X86_MOV;
-        insn->dest = opcode < 0x8a ? rm : reg;
-        insn->source = opcode < 0x8a ? reg : rm;
         written(insn, &insn->dest);
         return true;
     }
     case 0x8d: /* lea r, m (the address: 8 bytes whatever the destination's width) */
         if (d->prefixes & PREFIX_FS_GS)
             return false;
-        read_modrm(d, &rm, 8);
-        if (rm.kind != FU_X86_OPERAND_MEMORY)
+        read_modrm(d, &insn->source, 8);
+        if (insn->source.kind != FU_X86_OPERAND_MEMORY)
             return false;
         insn->kind = FU_X86_LEA;
         set_register(&insn->dest, d->reg_field, width, d->rex);
-        insn->source = rm;
         written(insn, &insn->dest);
         return true;
     case 0x90: /* nop (with REX.B it is xchg r8, rax) */
