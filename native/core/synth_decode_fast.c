@@ -17,6 +17,9 @@ const uint8_t fu_x86_dwarf_of_encoding[FU_X86_GPR_COUNT] = {
     FU_REG_RAX, FU_REG_RCX, FU_REG_RDX, FU_REG_RBX, FU_REG_RSP, FU_REG_RBP, FU_REG_RSI, FU_REG_RDI,
     FU_REG_R8,  FU_REG_R9,  FU_REG_R10, FU_REG_R11, FU_REG_R12, FU_REG_R13, FU_REG_R14, FU_REG_R15};
 
+const fu_x86_insn fu_x86_insn_empty = {.dest = {.reg = FU_X86_REG_NONE, .index = FU_X86_REG_NONE},
+                                       .source = {.reg = FU_X86_REG_NONE, .index = FU_X86_REG_NONE}};
+
 enum { REX_B = 1, REX_X = 2, REX_R = 4, REX_W = 8, REX_PRESENT = 0x40 };
 
 /* Which of 66, F2, F3 came before the opcode: the operand size, and the mandatory prefix of the
@@ -149,16 +152,18 @@ static const uint16_t rsp_bit = 1u << FU_REG_RSP;
 static const uint8_t arithmetic_kind[8] = {FU_X86_ADD, FU_X86_OTHER, FU_X86_OTHER, FU_X86_OTHER,
                                            FU_X86_AND, FU_X86_SUB,   FU_X86_OTHER, FU_X86_CMP};
 
-/* `dest op= source` for the arithmetic operations: the kinds the interpreter reads carry both
- * operands; the others (or, adc, sbb, xor) only what they write. cmp writes nothing. */
-static inline __attribute__((always_inline)) void arithmetic(fu_x86_insn *insn, unsigned operation, const fu_x86_operand *dest, const fu_x86_operand *source)
+/* `dest op= source` for the arithmetic operations, their operands decoded in place: the kinds the
+ * interpreter reads keep both; the others (or, adc, sbb, xor) only what they write (a memory
+ * destination). cmp writes nothing. */
+static inline __attribute__((always_inline)) void arithmetic(fu_x86_insn *insn, unsigned operation)
 {
     insn->kind = arithmetic_kind[operation];
-    if (operation != 7)
-        written(insn, dest);
-    if (insn->kind != FU_X86_OTHER) {
-        insn->dest = *dest;
-        insn->source = *source;
+    if (insn->kind == FU_X86_OTHER) {
+        fu_x86_operand dest = insn->dest;
+        insn->dest = insn->source = fu_x86_insn_empty.dest;
+        written(insn, &dest);
+    } else if (operation != 7) {
+        written(insn, &insn->dest);
     }
 }
 
@@ -344,7 +349,7 @@ static inline __attribute__((always_inline)) unsigned immediate_bytes_of(unsigne
 static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding *d, uint8_t opcode, fu_x86_insn *insn, uint64_t address)
 {
     unsigned width = d->operand_width;
-    fu_x86_operand rm = {0}, reg = {0}, immediate = {0};
+    fu_x86_operand rm = {0}, reg = {0};
     if (d->prefixes & (PREFIX_REP | PREFIX_REPNE | PREFIX_CS)) {
         if (opcode == 0xc3 && d->prefixes == PREFIX_REP && !d->rex) {
             insn->kind = FU_X86_RET; /* rep ret: the AMD branch predictor's two-byte return */
@@ -359,20 +364,16 @@ static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding 
     case 0x20 ... 0x25: case 0x28 ... 0x2d: case 0x30 ... 0x35: case 0x38 ... 0x3d: {
         unsigned operation = opcode >> 3, form = opcode & 7;
         unsigned operand_width = form & 1 ? width : 1;
-        if (form < 4) {
-            read_modrm(d, &rm, operand_width);
-            set_register(&reg, d->reg_field, operand_width, d->rex);
-            if (form < 2)
-                arithmetic(insn, operation, &rm, &reg);
-            else
-                arithmetic(insn, operation, &reg, &rm);
+        if (form < 4) { /* r/m, r (form 0, 1) or r, r/m (2, 3) */
+            read_modrm(d, form < 2 ? &insn->dest : &insn->source, operand_width);
+            set_register(form < 2 ? &insn->source : &insn->dest, d->reg_field, operand_width, d->rex);
+            arithmetic(insn, operation);
             return true;
         }
         unsigned immediate_bytes = immediate_bytes_of(operand_width);
-        int64_t value = read_signed(d, immediate_bytes);
-        set_register(&reg, 0, operand_width, d->rex); /* al, ax, eax, rax */
-        set_immediate(&immediate, value, immediate_bytes);
-        arithmetic(insn, operation, &reg, &immediate);
+        set_immediate(&insn->source, read_signed(d, immediate_bytes), immediate_bytes);
+        set_register(&insn->dest, 0, operand_width, d->rex); /* al, ax, eax, rax */
+        arithmetic(insn, operation);
         return true;
     }
     case 0x50 ... 0x5f: /* push r, pop r */
@@ -426,9 +427,9 @@ static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding 
     case 0x80: case 0x81: case 0x83: { /* group 1: arithmetic r/m, imm */
         unsigned operand_width = opcode == 0x80 ? 1 : width;
         unsigned immediate_bytes = opcode == 0x81 ? immediate_bytes_of(operand_width) : 1;
-        read_modrm(d, &rm, operand_width);
-        set_immediate(&immediate, read_signed(d, immediate_bytes), immediate_bytes);
-        arithmetic(insn, d->reg_field & 7, &rm, &immediate);
+        read_modrm(d, &insn->dest, operand_width);
+        set_immediate(&insn->source, read_signed(d, immediate_bytes), immediate_bytes);
+        arithmetic(insn, d->reg_field & 7);
         return true;
     }
     case 0x84: case 0x85: /* test r/m, r */
@@ -595,9 +596,6 @@ bool fu_x86_decode_fast(const uint8_t *code, size_t size, uint64_t address, fu_x
 {
     return decode_fast(code, size, address, insn);
 }
-
-const fu_x86_insn fu_x86_insn_empty = {.dest = {.reg = FU_X86_REG_NONE, .index = FU_X86_REG_NONE},
-                                       .source = {.reg = FU_X86_REG_NONE, .index = FU_X86_REG_NONE}};
 
 void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t size, uint64_t address,
                    fu_x86_insn *insn)
