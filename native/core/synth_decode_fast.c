@@ -379,15 +379,14 @@ static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding 
     case 0x50 ... 0x5f: /* push r, pop r */
         if (d->prefixes & PREFIX_OPERAND_SIZE)
             return false;
-        set_register(&reg, (opcode & 7u) | (d->rex & REX_B ? 8u : 0u), 8, d->rex);
         insn->writes = rsp_bit;
         if (opcode < 0x58) {
             insn->kind = FU_X86_PUSH;
-            insn->source = reg;
+            set_register(&insn->source, (opcode & 7u) | (d->rex & REX_B ? 8u : 0u), 8, d->rex);
         } else {
             insn->kind = FU_X86_POP;
-            insn->dest = reg;
-            insn->writes |= (uint16_t)(1u << reg.reg);
+            set_register(&insn->dest, (opcode & 7u) | (d->rex & REX_B ? 8u : 0u), 8, d->rex);
+            insn->writes |= (uint16_t)(1u << insn->dest.reg);
         }
         return true;
     case 0x70 ... 0x7f:
@@ -488,13 +487,12 @@ static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding 
     case 0xc6: case 0xc7: { /* mov r/m, imm */
         unsigned operand_width = opcode == 0xc6 ? 1 : width;
         unsigned immediate_bytes = immediate_bytes_of(operand_width);
-        read_modrm(d, &rm, operand_width);
+        read_modrm(d, &insn->dest, operand_width);
         if (d->reg_field & 7)
             return false;
         insn->kind = FU_X86_MOV;
-        insn->dest = rm;
         set_immediate(&insn->source, read_signed(d, immediate_bytes), immediate_bytes);
-        written(insn, &rm);
+        written(insn, &insn->dest);
         return true;
     }
     case 0xc9: /* leave */
