@@ -27,13 +27,8 @@ enum { REX_B = 1, REX_X = 2, REX_R = 4, REX_W = 8, REX_PRESENT = 0x40 };
 enum { PREFIX_OPERAND_SIZE = 1, PREFIX_REPNE = 2, PREFIX_REP = 4, PREFIX_FS_GS = 8, PREFIX_CS = 16 };
 
 /* 66, F2, F3, 64, 65 and 2E: the legacy prefixes the fast path knows. */
-static inline __attribute__((always_inline)) bool is_legacy_prefix(uint8_t byte)
-{
-    static const uint64_t bits[4] = {
-        1ull << 0x2e, 1ull << (0x64 - 64) | 1ull << (0x65 - 64) | 1ull << (0x66 - 64), 0,
-        1ull << (0xf2 - 192) | 1ull << (0xf3 - 192)};
-    return bits[byte >> 6] >> (byte & 63) & 1;
-}
+static const bool is_legacy_prefix[256] = {[0x66] = true, [0xf2] = true, [0xf3] = true,
+                                           [0x64] = true, [0x65] = true, [0x2e] = true};
 
 typedef struct fast_decoding {
     const uint8_t *code;
@@ -568,7 +563,7 @@ static inline __attribute__((always_inline)) bool decode_fast(const uint8_t *cod
     uint8_t byte = read_u8(&d);
     /* legacy prefixes (rare: 3% of libLLVM-14's instructions), each group at most once except 66
      * (gcc's `data16` nops repeat it), within FU_X86_MAX_INSN_LENGTH bytes */
-    while (__builtin_expect(is_legacy_prefix(byte), 0)) {
+    while (__builtin_expect(is_legacy_prefix[byte], 0)) {
         uint8_t prefix = byte == 0x66 ? PREFIX_OPERAND_SIZE : byte == 0xf2 ? PREFIX_REPNE : byte == 0xf3 ? PREFIX_REP
                          : byte == 0x2e ? PREFIX_CS : PREFIX_FS_GS;
         if (d.prefixes & prefix & ~PREFIX_OPERAND_SIZE || d.position >= FU_X86_MAX_INSN_LENGTH)
