@@ -39,7 +39,7 @@ typedef struct fast_decoding {
     uint8_t reg_field;     /* ModRM.reg with REX.R */
 } fast_decoding;
 
-/* Bytes are read unchecked: fu_x86_decode_fast decodes from a buffer with FAST_READ_SLACK bytes
+/* Bytes are read unchecked: decode_fast decodes from a buffer with FAST_READ_SLACK bytes
  * readable past any position a decoding can reach, and rejects an instruction that ends past the
  * bytes it was given. */
 static inline __attribute__((always_inline)) uint8_t read_u8(fast_decoding *d)
