@@ -116,7 +116,7 @@ typedef struct fu_state {
     fu_rule cfa;
     uint32_t first;  /* index into fu_cfi_table.rule_pool / column_pool */
     uint16_t count;
-    uint16_t reserved;
+    uint16_t low_columns; /* bit c: column c (< 16, the general-purpose registers) is listed */
 } fu_state;
 
 /* ---- entries ---------------------------------------------------------------------------------- */
@@ -251,8 +251,32 @@ fu_status fu_cfi_table_evaluate(fu_cfi_table *table, fu_error *err);
 fu_status fu_cfi_table_evaluate_ranges(fu_cfi_table *table, const uint64_t *ranges, size_t range_count,
                                        fu_error *err);
 const fu_state *fu_cfi_table_state(const fu_cfi_table *table, uint32_t state_index);
-/* The rule of `column` in `state` (FU_RULE_UNSPECIFIED if none). */
-fu_rule fu_state_rule(const fu_cfi_table *table, const fu_state *state, unsigned column);
+/* The set bits of a 16-bit value, without a library call (the build targets x86-64 without popcnt). */
+static inline unsigned fu_bits_set16(unsigned v)
+{
+    v = v - ((v >> 1) & 0x5555);
+    v = (v & 0x3333) + ((v >> 2) & 0x3333);
+    v = (v + (v >> 4)) & 0x0f0f;
+    return (v + (v >> 8)) & 0x1f;
+}
+
+/* The rule of `column` in `state` (FU_RULE_UNSPECIFIED if none); inline: check asks it for every
+ * row of every FDE. */
+static inline fu_rule fu_state_rule(const fu_cfi_table *t, const fu_state *st, unsigned column)
+{
+    fu_rule none = {0};
+    /* the listed columns below 16 come first, one per bit of low_columns: a column below 16 is
+     * found by its rank, and the others are searched from the first column of 16 or more */
+    if (column < 16) {
+        if (!(st->low_columns >> column & 1))
+            return none;
+        return t->rule_pool[st->first + fu_bits_set16(st->low_columns & ((1u << column) - 1))];
+    }
+    for (unsigned k = fu_bits_set16(st->low_columns); k < st->count; k++)
+        if (t->column_pool[st->first + k] == column)
+            return t->rule_pool[st->first + k];
+    return none;
+}
 
 /* lookup.c */
 /* How many indexed FDEs start at or below pc: the sorted index of the first one that starts above it. */

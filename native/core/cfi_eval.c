@@ -322,6 +322,7 @@ static uint32_t intern(fu_cfi_table *t, const dense_state *s)
             t->rule_pool[t->pool_count] = s->rules[col];
             t->pool_count++;
         }
+    st->low_columns = (uint16_t)s->set[0];
     return t->state_count++;
 }
 
@@ -340,15 +341,6 @@ static void expand_state(const fu_cfi_table *t, uint32_t id, dense_state *out)
 }
 
 const fu_state *fu_cfi_table_state(const fu_cfi_table *t, uint32_t id) { return &t->states[id]; }
-
-fu_rule fu_state_rule(const fu_cfi_table *t, const fu_state *st, unsigned column)
-{
-    for (unsigned k = 0; k < st->count; k++)
-        if (t->column_pool[st->first + k] == column)
-            return t->rule_pool[st->first + k];
-    fu_rule none = {0};
-    return none;
-}
 
 static bool emit_row(evaluator *ev, uint64_t address)
 {

@@ -1,5 +1,5 @@
-/* synth_decode: the decoder interface synth.c calls: the fast path first, Zydis behind it; Zydis's
- * decoded instructions summarized, and the two compared (see synth_decode.h). */
+/* synth_decode: Zydis's decoded instructions summarized (the decoder behind the fast path of
+ * synth_decode_fast.c, whose fu_x86_decode calls it), and the two compared (see synth_decode.h). */
 #include "synth_decode.h"
 
 #include <inttypes.h>
@@ -58,17 +58,6 @@ static void decode_operand(const ZydisDecodedInstruction *zi, const ZydisDecoded
         out->kind = FU_X86_OPERAND_OTHER;
         break;
     }
-}
-
-const fu_x86_insn fu_x86_insn_empty = {.dest = {.reg = FU_X86_REG_NONE, .index = FU_X86_REG_NONE},
-                                       .source = {.reg = FU_X86_REG_NONE, .index = FU_X86_REG_NONE}};
-
-void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t size, uint64_t address,
-                   fu_x86_insn *insn)
-{
-    *insn = fu_x86_insn_empty;
-    if (!fu_x86_decode_fast(code, size, address, insn))
-        fu_x86_decode_zydis(decoder, code, size, address, insn);
 }
 
 /* The xsave family: the area's size depends on the features enabled (XCR0), not on the encoding. */
