@@ -4,6 +4,7 @@ generated C file, scripts/record_workloads.py).
 
     .venv/bin/python -m benchmarks.bench_bpf [--repeat N] [--seconds S] [--rounds R] [--overhead-seconds S]
         [--rounds-99 R] [--seconds-99 S] [--json [FILE]]
+    .venv/bin/python -m benchmarks.bench_bpf --pool FILE... [--json [FILE]]
 
 Needs root. For each configuration (no profiler; BPF at 99 and 999 Hz, the program timing its walks
 and samples; perf at 99 and 999 Hz), N runs (default 3), the best of each figure:
@@ -56,6 +57,12 @@ rounds, for the target's CPU and its wall time:
   whose ranks the binomial distribution of n, 1/2 puts 2.5% beyond on each side);
 - the verdict: "below perf's" or "above perf's" when the sign test's p is below 0.05, else "not
   shown".
+
+`--pool FILE...` measures nothing: it takes the paired rounds of several runs' `--json FILE` reports
+(of the same tree, on the same program: reports of different trees, `tree` in the report, or rounds
+of different commands are refused) and gives the
+verdict tables of all their rounds together, each round still paired within itself. A run's 30
+rounds decide a difference of ~1% of the program's CPU at best; three runs pooled, ~0.6%.
 """
 
 from __future__ import annotations
@@ -265,6 +272,64 @@ def comparisons(measured: list[dict[str, tuple[float, float]]], names: tuple[str
     return out
 
 
+class PoolError(ValueError):
+    """Reports that cannot be pooled: no paired rounds, or rounds of different programs or
+    configurations."""
+
+
+#: the report's parts whose rounds are pooled, with the key of the command they ran
+POOLED_PARTS = (("overhead", "overhead_command"), ("overhead_99", "overhead_99_command"))
+
+
+def pooled(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """The paired rounds of several `--json` reports taken together: per part (the five
+    configurations' rounds, the 99 Hz rounds), the rounds of every report that ran it, on one
+    command and the same configurations, and their comparisons (the report's `overhead` and
+    `overhead_99`, as one run gives them, with `runs`: how many reports gave rounds)."""
+    trees = {r.get("tree") for r in reports}
+    if len(trees) > 1:
+        raise PoolError(f"reports of different trees cannot be pooled: {', '.join(sorted(map(str, trees)))}")
+    out: dict[str, Any] = {"runs": len(reports), "tree": trees.pop() if trees else None}
+    for part, command_key in POOLED_PARTS:
+        found = [(r[command_key], r[part]) for r in reports if r.get(part)]
+        if not found:
+            out[part], out[command_key] = None, None
+            continue
+        command, first = found[0]
+        names = tuple(first["configurations"])
+        for other_command, other in found[1:]:
+            if other_command != command or tuple(other["configurations"]) != names:
+                raise PoolError(f"{part}: rounds of {' '.join(other_command)} ({', '.join(other['configurations'])}) "
+                                f"cannot be pooled with those of {' '.join(command)} ({', '.join(names)})")
+        measured = [{name: (float(times[0]), float(times[1])) for name, times in r.items()}
+                    for _, result in found for r in result["rounds"]]
+        out[command_key] = command
+        out[part] = {"rounds": measured, "comparisons": comparisons(measured, names), "configurations": names,
+                     "median_cpu": {name: statistics.median(r[name][0] for r in measured) for name in names},
+                     "runs": len(found)}
+    if out["overhead"] is None and out["overhead_99"] is None:
+        raise PoolError("no report holds paired rounds (--rounds or --rounds-99 above 0)")
+    return out
+
+
+def pool_main(files: list[str], destination: str | None) -> int:
+    """`--pool FILE...`: the pooled verdict tables of the reports, printed (and with `--json`, written)."""
+    try:
+        report = pooled([json.loads(Path(f).read_text()) for f in files])
+    except (OSError, ValueError, KeyError, TypeError) as e:  # json.JSONDecodeError and PoolError are ValueErrors
+        print(f"bench_bpf --pool: {e}", file=sys.stderr)
+        return 2
+    report["pooled_files"] = files
+    if destination:
+        write_json(destination, report)
+        if destination == "-":
+            return 0
+    for part, command_key in POOLED_PARTS:
+        if report[part] is not None:
+            print_overhead(report[command_key], report[part], f"pooled from {report[part]['runs']} runs")
+    return 0
+
+
 def configurations(command: list[str], details: bool = True) -> dict[str, Callable[[Path], dict[str, Any]]]:
     """CONFIGURATIONS' runs of `command`, each given a work directory."""
     runs: dict[str, Callable[[Path], dict[str, Any]]] = {"none": partial(run_plain, command)}
@@ -293,6 +358,19 @@ def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def tree() -> str | None:
+    """The measured tree: its commit, with "+changes" when files differ from it (None outside git)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        changes = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+changes" if changes else "")
+
+
 def write_json(destination: str, report: dict[str, Any]) -> None:
     """`--json [FILE]`: the report to standard output ("-") or to FILE."""
     text = json.dumps(report, indent=1)
@@ -314,7 +392,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="rounds of bpf 99 Hz against perf dwarf 99 Hz alone (0: none)")
     parser.add_argument("--seconds-99", type=float, default=DECIDER_SECONDS,
                         help="the compiler workload's size in the 99 Hz rounds")
+    parser.add_argument("--pool", nargs="+", metavar="FILE",
+                        help="measure nothing: the verdicts of the paired rounds of these --json reports together")
     args = parser.parse_args(argv)
+    if args.pool:
+        return pool_main(args.pool, args.json)
     if os.geteuid() != 0:
         print("bench_bpf: needs root (the BPF unwinder and perf)", file=sys.stderr)
         return 77
@@ -345,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in report.items():
         r["target_slowdown"] = r["target_cpu"] / base
     if args.json:
-        write_json(args.json, {"command": command, "repeat": args.repeat, "results": report,
+        write_json(args.json, {"tree": tree(), "command": command, "repeat": args.repeat, "results": report,
                                "overhead_command": short, "overhead": paired_runs, "overhead_99_command": at_99,
                                "overhead_99": decider, "load_average": loads})
         if args.json == "-":
@@ -373,16 +455,16 @@ def main(argv: list[str] | None = None) -> int:
               f"{cell('memo_frames_per_frame', '.3f', 10)} {cell('fit_walk_by_source_fixed_ns', '.0f', 11)} "
               f"+{cell('fit_walk_ns_per_looked_up_frame', '.1f', 12)} +{cell('fit_walk_ns_per_memo_frame', '.1f', 11)}")
     if paired_runs is not None:
-        print_overhead(short, args.rounds, paired_runs)
+        print_overhead(short, paired_runs, "one run")
     if decider is not None:
-        print_overhead(at_99, args.rounds_99, decider)
+        print_overhead(at_99, decider, "one run")
     return 0
 
 
-def print_overhead(command: list[str], rounds: int, result: dict[str, Any]) -> None:
+def print_overhead(command: list[str], result: dict[str, Any], source: str) -> None:
     medians = ", ".join(f"{name} {cpu:.3f}" for name, cpu in result["median_cpu"].items())
-    print(f"\noverhead on the profiled program: {' '.join(command)}, {rounds} rounds in rotating order "
-          f"(median target CPU s: {medians})")
+    print(f"\noverhead on the profiled program: {' '.join(command)}, {len(result['rounds'])} rounds in rotating order, "
+          f"{source} (median target CPU s: {medians})")
     print(f"{'comparison':<36} {'lower':>5} {'higher':>6} {'sign test p':>11} {'median ratio':>12} "
           f"{'95% interval':>15}  verdict")
     for name, c in result["comparisons"].items():

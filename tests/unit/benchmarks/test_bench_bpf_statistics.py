@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import math
 
-from benchmarks.bench_bpf import (CONFIGURATIONS, DECIDER, SOURCE_FIT, best, comparisons, median_interval, paired,
-                                  rotated, sign_test)
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.bench_bpf import (CONFIGURATIONS, DECIDER, SOURCE_FIT, PoolError, best, comparisons, main,
+                                  median_interval, paired, pooled, rotated, sign_test)
 
 
 def test_the_sign_test_is_the_exact_two_sided_binomial() -> None:
@@ -62,3 +67,48 @@ def test_the_walks_plane_comes_whole_from_one_run() -> None:
     out = best(runs)
     assert (out["walk_ns_per_frame"], out["target_cpu"]) == (200.0, 2.0)
     assert [out[k] for k in SOURCE_FIT] == [3000.0, 300.0, 90.0]
+
+
+def report(rounds: list[dict[str, tuple[float, float]]], command: list[str], tree: str = "abc") -> dict[str, object]:
+    """A --json report holding only the 99 Hz rounds, as bench_bpf writes it (the rounds as JSON lists)."""
+    decided = json.loads(json.dumps({"rounds": rounds, "configurations": DECIDER}))
+    return {"tree": tree, "overhead": None, "overhead_command": ["cc"], "overhead_99": decided,
+            "overhead_99_command": command}
+
+
+def test_pooled_rounds_decide_what_each_run_alone_does_not() -> None:
+    # each run: 8 rounds below, 4 above (p = 0.39); three runs: 24 and 12 (p = 0.065); four: 32, 16
+    run = [{"bpf 99 Hz": (1.0, 1.0), "perf dwarf 99 Hz": (1.1, 1.0)}] * 8 + \
+          [{"bpf 99 Hz": (1.1, 1.0), "perf dwarf 99 Hz": (1.0, 1.0)}] * 4
+    alone = pooled([report(run, ["clang"])])["overhead_99"]["comparisons"]["bpf 99 Hz / perf dwarf 99 Hz, cpu"]
+    assert alone["verdict"] == "not shown"
+    four = pooled([report(run, ["clang"])] * 4)
+    cpu = four["overhead_99"]["comparisons"]["bpf 99 Hz / perf dwarf 99 Hz, cpu"]
+    assert (cpu["below"], cpu["above"], cpu["verdict"]) == (32, 16, "below")
+    assert math.isclose(cpu["p"], sign_test([(1.0, 2.0)] * 32 + [(2.0, 1.0)] * 16)[2])
+    assert four["overhead_99"]["runs"] == 4 and four["overhead"] is None and four["tree"] == "abc"
+
+
+def test_only_rounds_of_one_program_and_one_tree_are_pooled() -> None:
+    run = [{"bpf 99 Hz": (1.0, 1.0), "perf dwarf 99 Hz": (1.1, 1.0)}] * 3
+    with pytest.raises(PoolError, match="cannot be pooled"):
+        pooled([report(run, ["clang", "a.c"]), report(run, ["clang", "b.c"])])
+    with pytest.raises(PoolError, match="different trees"):
+        pooled([report(run, ["clang"], "abc"), report(run, ["clang"], "abc+changes")])
+    with pytest.raises(PoolError, match="no report holds paired rounds"):
+        pooled([{"overhead": None, "overhead_99": None}])
+
+
+def test_pool_prints_the_verdict_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = [{"bpf 99 Hz": (1.0, 1.0), "perf dwarf 99 Hz": (1.1, 1.2)}] * 6
+    files = []
+    for i in range(2):
+        files.append(tmp_path / f"{i}.json")
+        files[-1].write_text(json.dumps(report(run, ["clang"])))
+    assert main(["--pool", *map(str, files)]) == 0
+    out = capsys.readouterr().out
+    assert "12 rounds in rotating order, pooled from 2 runs" in out
+    assert "bpf 99 Hz / perf dwarf 99 Hz, cpu" in out and "below" in out
+    (tmp_path / "bad.json").write_text("{")
+    assert main(["--pool", str(tmp_path / "bad.json")]) == 2
+    assert "bench_bpf --pool" in capsys.readouterr().err
