@@ -42,8 +42,9 @@ The machine may be shared: every figure is a best of N, and the report says so.
 The overhead on the profiled program (`--rounds R`, default 30; 0 leaves it out) is decided apart,
 by a paired test, since a best of three cannot separate a 1% difference on a loaded machine: R
 rounds of a shorter run of the same program (`--overhead-seconds`, default 0.5), each round running
-the five configurations once in an order rotated from round to round (a burst of load falls on a
-different configuration each time); then bpf 99 Hz against perf dwarf 99 Hz alone (`--rounds-99`,
+the six configurations once in an order rotated from round to round (a burst of load falls on a
+different configuration each time: no profiler, bpf and perf dwarf at 99 and 999 Hz, and perf
+record without stacks at 999 Hz, the cost of the sampling alone); then bpf 99 Hz against perf dwarf 99 Hz alone (`--rounds-99`,
 default 100, of a longer run, `--seconds-99`, default 2.0: 1.5 s of clang), whose difference is too
 small for the first rounds. These runs are `record --bpf` as users run it (the program's timing off,
 the command's tables loaded before it starts) and perf record, with nothing done after (no profile
@@ -121,11 +122,13 @@ def run_plain(command: list[str], work: Path) -> dict[str, Any]:
     return {"target_cpu": times[0], "target_times": times}
 
 
-def run_perf(command: list[str], hz: int, work: Path, details: bool = True) -> dict[str, Any]:
-    """One recording; without `details` only the target's times (the overhead rounds)."""
+def run_perf(command: list[str], hz: int, work: Path, details: bool = True, stacks: bool = True) -> dict[str, Any]:
+    """One recording (`stacks`: --call-graph dwarf, else the samples alone: their IP, thread and
+    time); without `details` only the target's times (the overhead rounds)."""
     cpu_file, data = work / "cpu", work / "perf.data"
     before = children_cpu()
-    subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "--call-graph", "dwarf", "-o", str(data),
+    call_graph = ["--call-graph", "dwarf"] if stacks else []
+    subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), *call_graph, "-o", str(data),
                     "--", *wrapped(command, cpu_file)], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     total = children_cpu() - before
@@ -194,7 +197,10 @@ def run_bpf(command: list[str], hz: int, work: Path, details: bool = True) -> di
 
 #: the sign test's level for a verdict
 SIGNIFICANCE = 0.05
-CONFIGURATIONS = ("none", "bpf 99 Hz", "perf dwarf 99 Hz", "bpf 999 Hz", "perf dwarf 999 Hz")
+#: "perf samples 999 Hz" is perf record without stacks: what sampling alone costs the program (the
+#: timer's interrupt, a 40-byte record), which both profilers pay; each profiler's cost per sample
+#: beyond it is its own (the walk and its record; the 8 KiB stack copy and its bigger ring)
+CONFIGURATIONS = ("none", "bpf 99 Hz", "perf dwarf 99 Hz", "bpf 999 Hz", "perf dwarf 999 Hz", "perf samples 999 Hz")
 #: the 99 Hz comparison decided apart, in rounds of these two alone (in alternating order), each
 #: run longer: the difference is a few tenths of a percent of the program's CPU, which 30 rounds of
 #: a 0.37 s compile leave inside the runs' own spread (on the quiet machine, a 95% interval of
@@ -266,7 +272,8 @@ def comparisons(measured: list[dict[str, tuple[float, float]]], names: tuple[str
     for hz in (99, 999):
         bpf, perf = f"bpf {hz} Hz", f"perf dwarf {hz} Hz"
         for which, measure in enumerate(("cpu", "wall")):
-            for first, second in ((bpf, perf), (bpf, "none"), (perf, "none")):
+            bare = f"perf samples {hz} Hz"
+            for first, second in ((bpf, perf), (bpf, "none"), (perf, "none"), (bpf, bare), (perf, bare), (bare, "none")):
                 if first in names and second in names:
                     out[f"{first} / {second}, {measure}"] = paired(measured, first, second, which)
     return out
@@ -336,6 +343,7 @@ def configurations(command: list[str], details: bool = True) -> dict[str, Callab
     for hz in (99, 999):
         runs[f"bpf {hz} Hz"] = partial(run_bpf, command, hz, details=details)
         runs[f"perf dwarf {hz} Hz"] = partial(run_perf, command, hz, details=details)
+    runs["perf samples 999 Hz"] = partial(run_perf, command, 999, details=details, stacks=False)
     return runs
 
 
@@ -465,12 +473,27 @@ def print_overhead(command: list[str], result: dict[str, Any], source: str) -> N
     medians = ", ".join(f"{name} {cpu:.3f}" for name, cpu in result["median_cpu"].items())
     print(f"\noverhead on the profiled program: {' '.join(command)}, {len(result['rounds'])} rounds in rotating order, "
           f"{source} (median target CPU s: {medians})")
-    print(f"{'comparison':<36} {'lower':>5} {'higher':>6} {'sign test p':>11} {'median ratio':>12} "
+    costs = per_sample_cost(result["median_cpu"])
+    if costs:
+        print("the target's CPU per sample over no profiler (median CPU's excess over the median samples): "
+              + ", ".join(f"{name} {us:.1f} us" for name, us in costs.items()))
+    print(f"{'comparison':<46} {'lower':>5} {'higher':>6} {'sign test p':>11} {'median ratio':>12} "
           f"{'95% interval':>15}  verdict")
     for name, c in result["comparisons"].items():
         interval = f"{c['ratio_low']:.3f}-{c['ratio_high']:.3f}" if c["ratio_low"] is not None else "-"
-        print(f"{name:<36} {c['below']:>5} {c['above']:>6} {c['p']:>11.2g} {c['median_ratio']:>12.3f} "
+        print(f"{name:<46} {c['below']:>5} {c['above']:>6} {c['p']:>11.2g} {c['median_ratio']:>12.3f} "
               f"{interval:>15}  {c['verdict']}")
+
+
+def per_sample_cost(median_cpu: dict[str, float]) -> dict[str, float]:
+    """Each profiled configuration's median CPU over the median without a profiler, per sample, in
+    microseconds: a configuration at H Hz takes ~H samples per CPU second of the program (cpu-clock
+    counts the program's CPU time), so (cpu - none) / (none * H)."""
+    none = median_cpu.get("none")
+    if not none:
+        return {}
+    return {name: (cpu - none) / (none * int(name.split()[-2])) * 1e6
+            for name, cpu in median_cpu.items() if name != "none"}
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.bench_bpf import (CONFIGURATIONS, DECIDER, SOURCE_FIT, PoolError, best, comparisons, main,
-                                  median_interval, paired, pooled, rotated, sign_test)
+                                  median_interval, paired, per_sample_cost, pooled, rotated, sign_test)
 
 
 def test_the_sign_test_is_the_exact_two_sided_binomial() -> None:
@@ -53,9 +53,19 @@ def test_the_99_hz_rounds_compare_bpf_with_perf_alone() -> None:
     assert list(found) == ["bpf 99 Hz / perf dwarf 99 Hz, cpu", "bpf 99 Hz / perf dwarf 99 Hz, wall"]
     assert found["bpf 99 Hz / perf dwarf 99 Hz, cpu"]["verdict"] == "below"
     assert found["bpf 99 Hz / perf dwarf 99 Hz, wall"]["verdict"] == "above"
-    # the five configurations: at each rate bpf / perf, bpf / none, perf / none, for CPU and wall
-    five = [{name: (1.0, 1.0) for name in CONFIGURATIONS}] * 3
-    assert len(comparisons(five, CONFIGURATIONS)) == 12
+    # the six configurations: at each rate bpf / perf, bpf / none, perf / none, and at 999 Hz each
+    # profiler against perf without stacks and that against none, for CPU and wall
+    six = [{name: (1.0, 1.0) for name in CONFIGURATIONS}] * 3
+    found = comparisons(six, CONFIGURATIONS)
+    assert len(found) == 18 and "perf dwarf 999 Hz / perf samples 999 Hz, cpu" in found
+
+
+def test_the_cost_per_sample_is_the_excess_cpu_over_the_samples() -> None:
+    # 1% more CPU at 999 Hz is 10 us a sample; 0.1% at 99 Hz, 10.1 us
+    costs = per_sample_cost({"none": 2.0, "bpf 999 Hz": 2.02, "perf dwarf 99 Hz": 2.002})
+    assert math.isclose(costs["bpf 999 Hz"], 0.01 / 999 * 1e6)
+    assert math.isclose(costs["perf dwarf 99 Hz"], 0.001 / 99 * 1e6)
+    assert per_sample_cost({"bpf 99 Hz": 1.0}) == {}
 
 
 def test_the_walks_plane_comes_whole_from_one_run() -> None:
