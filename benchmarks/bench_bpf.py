@@ -59,6 +59,10 @@ rounds, for the target's CPU and its wall time:
 - the verdict: "below perf's" or "above perf's" when the sign test's p is below 0.05, else "not
   shown".
 
+Each table is headed by the program's CPU per sample over no profiler for each configuration (the
+medians' difference over the samples: cpu-clock takes ~H a CPU second at H Hz): the sampling's
+own cost (perf without stacks), and beyond it each profiler's.
+
 `--pool FILE...` measures nothing: it takes the paired rounds of several runs' `--json FILE` reports
 (of the same tree, on the same program: reports of different trees, `tree` in the report, or rounds
 of different commands are refused) and gives the
