@@ -59,9 +59,10 @@ rounds, for the target's CPU and its wall time:
 - the verdict: "below perf's" or "above perf's" when the sign test's p is below 0.05, else "not
   shown".
 
-Each table is headed by the program's CPU per sample over no profiler for each configuration (the
-medians' difference over the samples: cpu-clock takes ~H a CPU second at H Hz): the sampling's
-own cost (perf without stacks), and beyond it each profiler's.
+Each comparison is also given as time per sample (us / sample: the median ratio's excess over the
+samples, cpu-clock taking ~H a second of the program's CPU at H Hz, with the interval's): against
+none, what a sample costs the program; against perf without stacks, what each profiler's stacks
+cost beyond the sampling itself.
 
 `--pool FILE...` measures nothing: it takes the paired rounds of several runs' `--json FILE` reports
 (of the same tree, on the same program: reports of different trees, `tree` in the report, or rounds
@@ -477,27 +478,28 @@ def print_overhead(command: list[str], result: dict[str, Any], source: str) -> N
     medians = ", ".join(f"{name} {cpu:.3f}" for name, cpu in result["median_cpu"].items())
     print(f"\noverhead on the profiled program: {' '.join(command)}, {len(result['rounds'])} rounds in rotating order, "
           f"{source} (median target CPU s: {medians})")
-    costs = per_sample_cost(result["median_cpu"])
-    if costs:
-        print("the target's CPU per sample over no profiler (median CPU's excess over the median samples): "
-              + ", ".join(f"{name} {us:.1f} us" for name, us in costs.items()))
     print(f"{'comparison':<46} {'lower':>5} {'higher':>6} {'sign test p':>11} {'median ratio':>12} "
-          f"{'95% interval':>15}  verdict")
+          f"{'95% interval':>15} {'us / sample (95%)':>24}  verdict")
     for name, c in result["comparisons"].items():
         interval = f"{c['ratio_low']:.3f}-{c['ratio_high']:.3f}" if c["ratio_low"] is not None else "-"
+        excess = per_sample(name, c)
+        cost = (f"{excess[0]:.1f} ({excess[1]:.1f} to {excess[2]:.1f})" if excess[1] is not None and excess[2] is not None
+                else f"{excess[0]:.1f}")
         print(f"{name:<46} {c['below']:>5} {c['above']:>6} {c['p']:>11.2g} {c['median_ratio']:>12.3f} "
-              f"{interval:>15}  {c['verdict']}")
+              f"{interval:>15} {cost:>24}  {c['verdict']}")
 
 
-def per_sample_cost(median_cpu: dict[str, float]) -> dict[str, float]:
-    """Each profiled configuration's median CPU over the median without a profiler, per sample, in
-    microseconds: a configuration at H Hz takes ~H samples per CPU second of the program (cpu-clock
-    counts the program's CPU time), so (cpu - none) / (none * H)."""
-    none = median_cpu.get("none")
-    if not none:
-        return {}
-    return {name: (cpu - none) / (none * int(name.split()[-2])) * 1e6
-            for name, cpu in median_cpu.items() if name != "none"}
+def per_sample(name: str, comparison: dict[str, Any]) -> tuple[float, float | None, float | None]:
+    """The paired comparison `name` ("FIRST at H Hz / SECOND, cpu or wall") as the first's time per
+    sample beyond the second's, in microseconds, with its interval: at H Hz cpu-clock takes ~H
+    samples a second of the program's CPU, so a ratio r is (r - 1) / H seconds a sample."""
+    hz = int(name.split(" Hz")[0].split()[-1])
+
+    def us(ratio: float | None) -> float | None:
+        return None if ratio is None else (ratio - 1) / hz * 1e6
+    median = us(comparison["median_ratio"])
+    assert median is not None
+    return median, us(comparison["ratio_low"]), us(comparison["ratio_high"])
 
 
 if __name__ == "__main__":

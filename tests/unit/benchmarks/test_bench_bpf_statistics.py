@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.bench_bpf import (CONFIGURATIONS, DECIDER, SOURCE_FIT, PoolError, best, comparisons, main,
-                                  median_interval, paired, per_sample_cost, pooled, rotated, sign_test)
+                                  median_interval, paired, per_sample, pooled, rotated, sign_test)
 
 
 def test_the_sign_test_is_the_exact_two_sided_binomial() -> None:
@@ -60,23 +60,12 @@ def test_the_99_hz_rounds_compare_bpf_with_perf_alone() -> None:
     assert len(found) == 18 and "perf dwarf 999 Hz / perf samples 999 Hz, cpu" in found
 
 
-def test_the_cost_per_sample_is_the_excess_cpu_over_the_samples() -> None:
-    # 1% more CPU at 999 Hz is 10 us a sample; 0.1% at 99 Hz, 10.1 us
-    costs = per_sample_cost({"none": 2.0, "bpf 999 Hz": 2.02, "perf dwarf 99 Hz": 2.002})
-    assert math.isclose(costs["bpf 999 Hz"], 0.01 / 999 * 1e6)
-    assert math.isclose(costs["perf dwarf 99 Hz"], 0.001 / 99 * 1e6)
-    assert per_sample_cost({"bpf 99 Hz": 1.0}) == {}
-
-
-def test_the_walks_plane_comes_whole_from_one_run() -> None:
-    # each figure its own best, but the plane's three coefficients from the run whose walk cost least
-    runs = [{"walk_ns_per_frame": 300.0, "target_cpu": 2.0, "fit_walk_by_source_fixed_ns": 1000.0,
-             "fit_walk_ns_per_looked_up_frame": 250.0, "fit_walk_ns_per_memo_frame": -5.0},
-            {"walk_ns_per_frame": 200.0, "target_cpu": 2.5, "fit_walk_by_source_fixed_ns": 3000.0,
-             "fit_walk_ns_per_looked_up_frame": 300.0, "fit_walk_ns_per_memo_frame": 90.0}]
-    out = best(runs)
-    assert (out["walk_ns_per_frame"], out["target_cpu"]) == (200.0, 2.0)
-    assert [out[k] for k in SOURCE_FIT] == [3000.0, 300.0, 90.0]
+def test_the_cost_per_sample_is_the_ratios_excess_over_the_samples() -> None:
+    # a median ratio of 1.01 at 999 Hz is 10 us a sample; at 99 Hz, 101 us
+    c = {"median_ratio": 1.01, "ratio_low": 1.0, "ratio_high": None}
+    median, low, high = per_sample("bpf 999 Hz / perf samples 999 Hz, cpu", c)
+    assert math.isclose(median, 0.01 / 999 * 1e6) and low == 0.0 and high is None
+    assert math.isclose(per_sample("perf dwarf 99 Hz / none, wall", c)[0], 0.01 / 99 * 1e6)
 
 
 def report(rounds: list[dict[str, tuple[float, float]]], command: list[str], tree: str = "abc") -> dict[str, object]:
