@@ -24,7 +24,7 @@ LAUNCHER := src/fastunwind/launcher
 DEMO_FILE ?= /lib/x86_64-linux-gnu/libc.so.6
 
 .PHONY: FORCE all setup build demo test corpus sweep sweep-check asan fuzz bench bench-unwind bench-eh-elf bench-perf-script \
-        bench-check bench-synth bench-core bench-trace bench-bpf bench-record decode-compare synth-unwind clean
+        bench-check bench-synth bench-core bench-trace bench-bpf bench-bpf-pool bench-record decode-compare synth-unwind clean
 
 all: build
 
@@ -166,9 +166,15 @@ bench-perf-script: build $(BENCH_BIG_RECORDINGS)
 bench-eh-elf: build
 	$(PY) -m benchmarks.bench_eh_elf
 
-# record --bpf against perf record --call-graph dwarf and no profiler (root: docs/BENCHMARKS.md)
+# record --bpf against perf record --call-graph dwarf and no profiler (root: docs/BENCHMARKS.md); each
+# run's report is kept in .build/bench-bpf, and bench-bpf-pool gives the verdicts of all their rounds
+# together (bench_bpf refuses reports of different trees)
+BENCH_BPF_REPORTS = .build/bench-bpf
 bench-bpf: build
-	$(PY) -m benchmarks.bench_bpf
+	mkdir -p $(BENCH_BPF_REPORTS)
+	$(PY) -m benchmarks.bench_bpf --json $(BENCH_BPF_REPORTS)/$$(date -u +%Y%m%dT%H%M%S).json
+bench-bpf-pool: build
+	$(PY) -m benchmarks.bench_bpf --pool $(BENCH_BPF_REPORTS)/*.json
 
 # record's overhead on the profiled program: fastunwind record (and --bpf as root) against perf record +
 # perf script and no profiler, at 99 and 999 Hz (docs/BENCHMARKS.md)

@@ -4,6 +4,7 @@ generated C file, scripts/record_workloads.py).
 
     .venv/bin/python -m benchmarks.bench_bpf [--repeat N] [--seconds S] [--rounds R] [--overhead-seconds S]
         [--rounds-99 R] [--seconds-99 S] [--json [FILE]]
+    .venv/bin/python -m benchmarks.bench_bpf --pool FILE... [--json [FILE]]
 
 Needs root. For each configuration (no profiler; BPF at 99 and 999 Hz, the program timing its walks
 and samples; perf at 99 and 999 Hz), N runs (default 3), the best of each figure:
@@ -41,8 +42,9 @@ The machine may be shared: every figure is a best of N, and the report says so.
 The overhead on the profiled program (`--rounds R`, default 30; 0 leaves it out) is decided apart,
 by a paired test, since a best of three cannot separate a 1% difference on a loaded machine: R
 rounds of a shorter run of the same program (`--overhead-seconds`, default 0.5), each round running
-the five configurations once in an order rotated from round to round (a burst of load falls on a
-different configuration each time); then bpf 99 Hz against perf dwarf 99 Hz alone (`--rounds-99`,
+the six configurations once in an order rotated from round to round (a burst of load falls on a
+different configuration each time: no profiler, bpf and perf dwarf at 99 and 999 Hz, and perf
+record without stacks at 999 Hz, the cost of the sampling alone); then bpf 99 Hz against perf dwarf 99 Hz alone (`--rounds-99`,
 default 100, of a longer run, `--seconds-99`, default 2.0: 1.5 s of clang), whose difference is too
 small for the first rounds. These runs are `record --bpf` as users run it (the program's timing off,
 the command's tables loaded before it starts) and perf record, with nothing done after (no profile
@@ -56,6 +58,17 @@ rounds, for the target's CPU and its wall time:
   whose ranks the binomial distribution of n, 1/2 puts 2.5% beyond on each side);
 - the verdict: "below perf's" or "above perf's" when the sign test's p is below 0.05, else "not
   shown".
+
+Each comparison is also given as time per sample (us / sample: the median ratio's excess over the
+samples, cpu-clock taking ~H a second of the program's CPU at H Hz, with the interval's): against
+none, what a sample costs the program; against perf without stacks, what each profiler's stacks
+cost beyond the sampling itself.
+
+`--pool FILE...` measures nothing: it takes the paired rounds of several runs' `--json FILE` reports
+(of the same tree, on the same program: reports of different trees, `tree` in the report, or rounds
+of different commands are refused) and gives the
+verdict tables of all their rounds together, each round still paired within itself. A run's 30
+rounds decide a difference of ~1% of the program's CPU at best; three runs pooled, ~0.6%.
 """
 
 from __future__ import annotations
@@ -114,11 +127,13 @@ def run_plain(command: list[str], work: Path) -> dict[str, Any]:
     return {"target_cpu": times[0], "target_times": times}
 
 
-def run_perf(command: list[str], hz: int, work: Path, details: bool = True) -> dict[str, Any]:
-    """One recording; without `details` only the target's times (the overhead rounds)."""
+def run_perf(command: list[str], hz: int, work: Path, details: bool = True, stacks: bool = True) -> dict[str, Any]:
+    """One recording (`stacks`: --call-graph dwarf, else the samples alone: their IP, thread and
+    time); without `details` only the target's times (the overhead rounds)."""
     cpu_file, data = work / "cpu", work / "perf.data"
     before = children_cpu()
-    subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "--call-graph", "dwarf", "-o", str(data),
+    call_graph = ["--call-graph", "dwarf"] if stacks else []
+    subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), *call_graph, "-o", str(data),
                     "--", *wrapped(command, cpu_file)], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     total = children_cpu() - before
@@ -187,7 +202,10 @@ def run_bpf(command: list[str], hz: int, work: Path, details: bool = True) -> di
 
 #: the sign test's level for a verdict
 SIGNIFICANCE = 0.05
-CONFIGURATIONS = ("none", "bpf 99 Hz", "perf dwarf 99 Hz", "bpf 999 Hz", "perf dwarf 999 Hz")
+#: "perf samples 999 Hz" is perf record without stacks: what sampling alone costs the program (the
+#: timer's interrupt, a 40-byte record), which both profilers pay; each profiler's cost per sample
+#: beyond it is its own (the walk and its record; the 8 KiB stack copy and its bigger ring)
+CONFIGURATIONS = ("none", "bpf 99 Hz", "perf dwarf 99 Hz", "bpf 999 Hz", "perf dwarf 999 Hz", "perf samples 999 Hz")
 #: the 99 Hz comparison decided apart, in rounds of these two alone (in alternating order), each
 #: run longer: the difference is a few tenths of a percent of the program's CPU, which 30 rounds of
 #: a 0.37 s compile leave inside the runs' own spread (on the quiet machine, a 95% interval of
@@ -259,10 +277,69 @@ def comparisons(measured: list[dict[str, tuple[float, float]]], names: tuple[str
     for hz in (99, 999):
         bpf, perf = f"bpf {hz} Hz", f"perf dwarf {hz} Hz"
         for which, measure in enumerate(("cpu", "wall")):
-            for first, second in ((bpf, perf), (bpf, "none"), (perf, "none")):
+            bare = f"perf samples {hz} Hz"
+            for first, second in ((bpf, perf), (bpf, "none"), (perf, "none"), (bpf, bare), (perf, bare), (bare, "none")):
                 if first in names and second in names:
                     out[f"{first} / {second}, {measure}"] = paired(measured, first, second, which)
     return out
+
+
+class PoolError(ValueError):
+    """Reports that cannot be pooled: no paired rounds, or rounds of different programs or
+    configurations."""
+
+
+#: the report's parts whose rounds are pooled, with the key of the command they ran
+POOLED_PARTS = (("overhead", "overhead_command"), ("overhead_99", "overhead_99_command"))
+
+
+def pooled(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """The paired rounds of several `--json` reports taken together: per part (the five
+    configurations' rounds, the 99 Hz rounds), the rounds of every report that ran it, on one
+    command and the same configurations, and their comparisons (the report's `overhead` and
+    `overhead_99`, as one run gives them, with `runs`: how many reports gave rounds)."""
+    trees = {r.get("tree") for r in reports}
+    if len(trees) > 1:
+        raise PoolError(f"reports of different trees cannot be pooled: {', '.join(sorted(map(str, trees)))}")
+    out: dict[str, Any] = {"runs": len(reports), "tree": trees.pop() if trees else None}
+    for part, command_key in POOLED_PARTS:
+        found = [(r[command_key], r[part]) for r in reports if r.get(part)]
+        if not found:
+            out[part], out[command_key] = None, None
+            continue
+        command, first = found[0]
+        names = tuple(first["configurations"])
+        for other_command, other in found[1:]:
+            if other_command != command or tuple(other["configurations"]) != names:
+                raise PoolError(f"{part}: rounds of {' '.join(other_command)} ({', '.join(other['configurations'])}) "
+                                f"cannot be pooled with those of {' '.join(command)} ({', '.join(names)})")
+        measured = [{name: (float(times[0]), float(times[1])) for name, times in r.items()}
+                    for _, result in found for r in result["rounds"]]
+        out[command_key] = command
+        out[part] = {"rounds": measured, "comparisons": comparisons(measured, names), "configurations": names,
+                     "median_cpu": {name: statistics.median(r[name][0] for r in measured) for name in names},
+                     "runs": len(found)}
+    if out["overhead"] is None and out["overhead_99"] is None:
+        raise PoolError("no report holds paired rounds (--rounds or --rounds-99 above 0)")
+    return out
+
+
+def pool_main(files: list[str], destination: str | None) -> int:
+    """`--pool FILE...`: the pooled verdict tables of the reports, printed (and with `--json`, written)."""
+    try:
+        report = pooled([json.loads(Path(f).read_text()) for f in files])
+    except (OSError, ValueError, KeyError, TypeError) as e:  # json.JSONDecodeError and PoolError are ValueErrors
+        print(f"bench_bpf --pool: {e}", file=sys.stderr)
+        return 2
+    report["pooled_files"] = files
+    if destination:
+        write_json(destination, report)
+        if destination == "-":
+            return 0
+    for part, command_key in POOLED_PARTS:
+        if report[part] is not None:
+            print_overhead(report[command_key], report[part], f"pooled from {report[part]['runs']} runs")
+    return 0
 
 
 def configurations(command: list[str], details: bool = True) -> dict[str, Callable[[Path], dict[str, Any]]]:
@@ -271,6 +348,7 @@ def configurations(command: list[str], details: bool = True) -> dict[str, Callab
     for hz in (99, 999):
         runs[f"bpf {hz} Hz"] = partial(run_bpf, command, hz, details=details)
         runs[f"perf dwarf {hz} Hz"] = partial(run_perf, command, hz, details=details)
+    runs["perf samples 999 Hz"] = partial(run_perf, command, 999, details=details, stacks=False)
     return runs
 
 
@@ -291,6 +369,19 @@ def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
         cheapest = min(fitted, key=lambda r: r["walk_ns_per_frame"])
         out.update({k: cheapest[k] for k in SOURCE_FIT})
     return out
+
+
+def tree() -> str | None:
+    """The measured tree: its commit, with "+changes" when files differ from it (None outside git)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        changes = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+changes" if changes else "")
 
 
 def write_json(destination: str, report: dict[str, Any]) -> None:
@@ -314,7 +405,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="rounds of bpf 99 Hz against perf dwarf 99 Hz alone (0: none)")
     parser.add_argument("--seconds-99", type=float, default=DECIDER_SECONDS,
                         help="the compiler workload's size in the 99 Hz rounds")
+    parser.add_argument("--pool", nargs="+", metavar="FILE",
+                        help="measure nothing: the verdicts of the paired rounds of these --json reports together")
     args = parser.parse_args(argv)
+    if args.pool:
+        return pool_main(args.pool, args.json)
     if os.geteuid() != 0:
         print("bench_bpf: needs root (the BPF unwinder and perf)", file=sys.stderr)
         return 77
@@ -345,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in report.items():
         r["target_slowdown"] = r["target_cpu"] / base
     if args.json:
-        write_json(args.json, {"command": command, "repeat": args.repeat, "results": report,
+        write_json(args.json, {"tree": tree(), "command": command, "repeat": args.repeat, "results": report,
                                "overhead_command": short, "overhead": paired_runs, "overhead_99_command": at_99,
                                "overhead_99": decider, "load_average": loads})
         if args.json == "-":
@@ -373,22 +468,38 @@ def main(argv: list[str] | None = None) -> int:
               f"{cell('memo_frames_per_frame', '.3f', 10)} {cell('fit_walk_by_source_fixed_ns', '.0f', 11)} "
               f"+{cell('fit_walk_ns_per_looked_up_frame', '.1f', 12)} +{cell('fit_walk_ns_per_memo_frame', '.1f', 11)}")
     if paired_runs is not None:
-        print_overhead(short, args.rounds, paired_runs)
+        print_overhead(short, paired_runs, "one run")
     if decider is not None:
-        print_overhead(at_99, args.rounds_99, decider)
+        print_overhead(at_99, decider, "one run")
     return 0
 
 
-def print_overhead(command: list[str], rounds: int, result: dict[str, Any]) -> None:
+def print_overhead(command: list[str], result: dict[str, Any], source: str) -> None:
     medians = ", ".join(f"{name} {cpu:.3f}" for name, cpu in result["median_cpu"].items())
-    print(f"\noverhead on the profiled program: {' '.join(command)}, {rounds} rounds in rotating order "
-          f"(median target CPU s: {medians})")
-    print(f"{'comparison':<36} {'lower':>5} {'higher':>6} {'sign test p':>11} {'median ratio':>12} "
-          f"{'95% interval':>15}  verdict")
+    print(f"\noverhead on the profiled program: {' '.join(command)}, {len(result['rounds'])} rounds in rotating order, "
+          f"{source} (median target CPU s: {medians})")
+    print(f"{'comparison':<46} {'lower':>5} {'higher':>6} {'sign test p':>11} {'median ratio':>12} "
+          f"{'95% interval':>15} {'us / sample (95%)':>24}  verdict")
     for name, c in result["comparisons"].items():
         interval = f"{c['ratio_low']:.3f}-{c['ratio_high']:.3f}" if c["ratio_low"] is not None else "-"
-        print(f"{name:<36} {c['below']:>5} {c['above']:>6} {c['p']:>11.2g} {c['median_ratio']:>12.3f} "
-              f"{interval:>15}  {c['verdict']}")
+        excess = per_sample(name, c)
+        cost = (f"{excess[0]:.1f} ({excess[1]:.1f} to {excess[2]:.1f})" if excess[1] is not None and excess[2] is not None
+                else f"{excess[0]:.1f}")
+        print(f"{name:<46} {c['below']:>5} {c['above']:>6} {c['p']:>11.2g} {c['median_ratio']:>12.3f} "
+              f"{interval:>15} {cost:>24}  {c['verdict']}")
+
+
+def per_sample(name: str, comparison: dict[str, Any]) -> tuple[float, float | None, float | None]:
+    """The paired comparison `name` ("FIRST at H Hz / SECOND, cpu or wall") as the first's time per
+    sample beyond the second's, in microseconds, with its interval: at H Hz cpu-clock takes ~H
+    samples a second of the program's CPU, so a ratio r is (r - 1) / H seconds a sample."""
+    hz = int(name.split(" Hz")[0].split()[-1])
+
+    def us(ratio: float | None) -> float | None:
+        return None if ratio is None else (ratio - 1) / hz * 1e6
+    median = us(comparison["median_ratio"])
+    assert median is not None
+    return median, us(comparison["ratio_low"]), us(comparison["ratio_high"])
 
 
 if __name__ == "__main__":

@@ -437,15 +437,25 @@ fu_status fu_bpf_session_counters(fu_bpf_session *s, uint64_t *out, fu_error *er
     int cpus = libbpf_num_possible_cpus();
     if (cpus <= 0)
         return bpf_failed(err, "counting the CPUs", cpus);
-    uint64_t *per_cpu = calloc((size_t)cpus, sizeof *per_cpu);
+    /* each CPU's state, rounded up to 8 bytes, begins with its counters (bpf_layout.h) */
+    size_t stride = ((size_t)bpf_map__value_size(s->skel->maps.scratch) + 7) & ~(size_t)7;
+    if (stride < sizeof(fu_bpf_cpu_counters))
+        return fu_fail(err, FU_ERR_INVALID, "the program's per-CPU state is smaller than its counters");
+    char *per_cpu = calloc((size_t)cpus, stride);
     if (!per_cpu)
         return fu_fail(err, FU_ERR_NOMEM, "out of memory");
-    int fd = bpf_map__fd(s->skel->maps.counters);
-    for (uint32_t i = 0; i < FU_BPF_COUNTER_COUNT; i++) {
-        out[i] = 0;
-        if (bpf_map_lookup_elem(fd, &i, per_cpu) == 0)
-            for (int c = 0; c < cpus; c++)
-                out[i] += per_cpu[c];
+    uint32_t zero = 0;
+    int e = bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.scratch), &zero, per_cpu);
+    if (e) {
+        free(per_cpu);
+        return bpf_failed(err, "reading the counters", e);
+    }
+    memset(out, 0, FU_BPF_COUNTER_COUNT * sizeof *out);
+    for (int c = 0; c < cpus; c++) {
+        fu_bpf_cpu_counters counters;
+        memcpy(&counters, per_cpu + (size_t)c * stride, sizeof counters);
+        for (uint32_t i = 0; i < FU_BPF_COUNTER_COUNT; i++)
+            out[i] += counters.count[i];
     }
     free(per_cpu);
     return FU_OK;

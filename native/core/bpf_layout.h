@@ -25,7 +25,8 @@
  *                    a PC outside their mappings (mapped since): user space (re)loads them
  *   samples   RINGBUF fu_bpf_sample per sample (its stack cut to its user frames)
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
- *   counters  PERCPU_ARRAY FU_BPF_COUNTER_* -> count
+ *   scratch   PERCPU_ARRAY 0 -> the CPU's state: the counters (fu_bpf_cpu_counters) first, then the
+ *                    sample being sent, then the walk's (unwind.bpf.c's struct walk)
  *   rule_cache ARRAY  CPU * FU_BPF_RULE_CACHE + hash -> the rule last found for (module, generation,
  *                    svma): one line per frame whose rule the CPU found recently, where a per-CPU
  *                    array costs two (its pointer array, then the entry)
@@ -106,37 +107,49 @@ enum fu_bpf_outcome {
     FU_BPF_OUTCOME_COUNT
 };
 
+/* The counters, summed per CPU at the start of the CPU's state (fu_bpf_cpu_counters). Those a
+ * walked sample updates come last, next to FU_BPF_COUNTER_OUTCOME + FU_BPF_END and + FRAME_LIMIT,
+ * so that a sample writes one or two lines of them (docs/DESIGN.md, "What a sample costs outside
+ * the walk"). */
 enum fu_bpf_counter {
-    FU_BPF_COUNTER_SAMPLES = 0,
-    FU_BPF_COUNTER_FRAMES,          /* user frames walked */
-    FU_BPF_COUNTER_FP_FRAMES,       /* of which by the frame pointer (no row covered the PC) */
+    FU_BPF_COUNTER_FP_FRAMES = 0,   /* frames walked by the frame pointer (no row covered the PC) */
     FU_BPF_COUNTER_SAMPLES_DROPPED, /* the samples ring buffer was full */
-    FU_BPF_COUNTER_WALK_NS,         /* ns spent in the user-stack walks (bpf_ktime_get_ns around them) */
-    FU_BPF_COUNTER_WALKED_SAMPLES,  /* samples whose user stack was walked */
-    FU_BPF_COUNTER_STACK_READS,     /* bpf_probe_read_user calls of the walks (window refills) */
-    FU_BPF_COUNTER_SLOT_LOOKUPS,    /* frames whose rule was not in the rule cache: their block's slot read */
     FU_BPF_COUNTER_EXTRA_LOOKUPS,   /* map lookups of the frames' rows past the block's slot: its
                                      * continuations and the rule dictionary */
     FU_BPF_COUNTER_MAPPING_SEARCHES, /* frames whose mapping was not among the walk's recent ones */
     FU_BPF_COUNTER_DERIVED_FRAMES,  /* frames stepped through a rule derived from the code (--synth) */
-    /* over the walked samples, for the least-squares fit of their cost on their frames (n: the
-     * sample's user frames; t: its walk's ns; T: the program's ns from entry to after the ring
-     * buffer output): sum n^2, sum n*t, sum T, sum n*T (sum n and sum t are FRAMES and WALK_NS) */
-    FU_BPF_COUNTER_FRAMES_SQUARED,
+    FU_BPF_COUNTER_SPACE_CHANGED,   /* samples (no_process) of an address space other than the one whose
+                                     * mappings are loaded for the process: an exec since they were read */
+    /* timed samples only (the program loaded with `timing`): ns spent in the user-stack walks
+     * (bpf_ktime_get_ns around them), and over the walked samples, for the least-squares fit of their
+     * cost on their frames (n: the sample's user frames; t: its walk's ns; T: the program's ns from
+     * entry to after the ring buffer record; m: its frames whose rule came from the CPU's previous
+     * walk, unwind.bpf.c's memo): sum n*t, sum T, sum n*T, sum m^2, sum n*m, sum m*t (sum n, sum
+     * n^2 and sum m are FRAMES, FRAMES_SQUARED and MEMO_FRAMES) */
+    FU_BPF_COUNTER_WALK_NS,
     FU_BPF_COUNTER_WALK_NS_BY_FRAMES,
     FU_BPF_COUNTER_SAMPLE_NS,
     FU_BPF_COUNTER_SAMPLE_NS_BY_FRAMES,
-    FU_BPF_COUNTER_SPACE_CHANGED,   /* samples (no_process) of an address space other than the one whose
-                                     * mappings are loaded for the process: an exec since they were read */
-    /* frames whose rule came from the CPU's previous walk (unwind.bpf.c's memo), m per walked sample,
-     * for the fit of t on the frames looked up (n - m) and those from the memo (m): sum m^2, sum n*m, sum m*t */
-    FU_BPF_COUNTER_MEMO_FRAMES,
     FU_BPF_COUNTER_MEMO_FRAMES_SQUARED,
     FU_BPF_COUNTER_MEMO_BY_FRAMES,
     FU_BPF_COUNTER_WALK_NS_BY_MEMO,
+    /* updated by every walked sample */
+    FU_BPF_COUNTER_SLOT_LOOKUPS,    /* frames whose rule was not in the rule cache: their block's slot read */
+    FU_BPF_COUNTER_STACK_READS,     /* bpf_probe_read_user calls of the walks (window refills) */
+    FU_BPF_COUNTER_SAMPLES,
+    FU_BPF_COUNTER_WALKED_SAMPLES,  /* samples whose user stack was walked */
+    FU_BPF_COUNTER_FRAMES,          /* user frames walked */
+    FU_BPF_COUNTER_FRAMES_SQUARED,
+    FU_BPF_COUNTER_MEMO_FRAMES,     /* frames whose rule came from the CPU's previous walk */
     FU_BPF_COUNTER_OUTCOME,         /* + outcome: samples by outcome */
     FU_BPF_COUNTER_COUNT = FU_BPF_COUNTER_OUTCOME + FU_BPF_OUTCOME_COUNT
 };
+
+/* The per-CPU state's first bytes (unwind.bpf.c's struct walk): user space reads the counters
+ * there, summed over the CPUs (bpf_session.c). */
+typedef struct fu_bpf_cpu_counters {
+    uint64_t count[FU_BPF_COUNTER_COUNT];
+} fu_bpf_cpu_counters;
 
 typedef struct fu_bpf_rule {
     uint8_t cfa_kind;

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import math
 
-from benchmarks.bench_bpf import (CONFIGURATIONS, DECIDER, SOURCE_FIT, best, comparisons, median_interval, paired,
-                                  rotated, sign_test)
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.bench_bpf import (CONFIGURATIONS, DECIDER, SOURCE_FIT, PoolError, best, comparisons, main,
+                                  median_interval, paired, per_sample, pooled, rotated, sign_test)
 
 
 def test_the_sign_test_is_the_exact_two_sided_binomial() -> None:
@@ -48,17 +53,61 @@ def test_the_99_hz_rounds_compare_bpf_with_perf_alone() -> None:
     assert list(found) == ["bpf 99 Hz / perf dwarf 99 Hz, cpu", "bpf 99 Hz / perf dwarf 99 Hz, wall"]
     assert found["bpf 99 Hz / perf dwarf 99 Hz, cpu"]["verdict"] == "below"
     assert found["bpf 99 Hz / perf dwarf 99 Hz, wall"]["verdict"] == "above"
-    # the five configurations: at each rate bpf / perf, bpf / none, perf / none, for CPU and wall
-    five = [{name: (1.0, 1.0) for name in CONFIGURATIONS}] * 3
-    assert len(comparisons(five, CONFIGURATIONS)) == 12
+    # the six configurations: at each rate bpf / perf, bpf / none, perf / none, and at 999 Hz each
+    # profiler against perf without stacks and that against none, for CPU and wall
+    six = [{name: (1.0, 1.0) for name in CONFIGURATIONS}] * 3
+    found = comparisons(six, CONFIGURATIONS)
+    assert len(found) == 18 and "perf dwarf 999 Hz / perf samples 999 Hz, cpu" in found
 
 
-def test_the_walks_plane_comes_whole_from_one_run() -> None:
-    # each figure its own best, but the plane's three coefficients from the run whose walk cost least
-    runs = [{"walk_ns_per_frame": 300.0, "target_cpu": 2.0, "fit_walk_by_source_fixed_ns": 1000.0,
-             "fit_walk_ns_per_looked_up_frame": 250.0, "fit_walk_ns_per_memo_frame": -5.0},
-            {"walk_ns_per_frame": 200.0, "target_cpu": 2.5, "fit_walk_by_source_fixed_ns": 3000.0,
-             "fit_walk_ns_per_looked_up_frame": 300.0, "fit_walk_ns_per_memo_frame": 90.0}]
-    out = best(runs)
-    assert (out["walk_ns_per_frame"], out["target_cpu"]) == (200.0, 2.0)
-    assert [out[k] for k in SOURCE_FIT] == [3000.0, 300.0, 90.0]
+def test_the_cost_per_sample_is_the_ratios_excess_over_the_samples() -> None:
+    # a median ratio of 1.01 at 999 Hz is 10 us a sample; at 99 Hz, 101 us
+    c = {"median_ratio": 1.01, "ratio_low": 1.0, "ratio_high": None}
+    median, low, high = per_sample("bpf 999 Hz / perf samples 999 Hz, cpu", c)
+    assert math.isclose(median, 0.01 / 999 * 1e6) and low == 0.0 and high is None
+    assert math.isclose(per_sample("perf dwarf 99 Hz / none, wall", c)[0], 0.01 / 99 * 1e6)
+
+
+def report(rounds: list[dict[str, tuple[float, float]]], command: list[str], tree: str = "abc") -> dict[str, object]:
+    """A --json report holding only the 99 Hz rounds, as bench_bpf writes it (the rounds as JSON lists)."""
+    decided = json.loads(json.dumps({"rounds": rounds, "configurations": DECIDER}))
+    return {"tree": tree, "overhead": None, "overhead_command": ["cc"], "overhead_99": decided,
+            "overhead_99_command": command}
+
+
+def test_pooled_rounds_decide_what_each_run_alone_does_not() -> None:
+    # each run: 8 rounds below, 4 above (p = 0.39); three runs: 24 and 12 (p = 0.065); four: 32, 16
+    run = [{"bpf 99 Hz": (1.0, 1.0), "perf dwarf 99 Hz": (1.1, 1.0)}] * 8 + \
+          [{"bpf 99 Hz": (1.1, 1.0), "perf dwarf 99 Hz": (1.0, 1.0)}] * 4
+    alone = pooled([report(run, ["clang"])])["overhead_99"]["comparisons"]["bpf 99 Hz / perf dwarf 99 Hz, cpu"]
+    assert alone["verdict"] == "not shown"
+    four = pooled([report(run, ["clang"])] * 4)
+    cpu = four["overhead_99"]["comparisons"]["bpf 99 Hz / perf dwarf 99 Hz, cpu"]
+    assert (cpu["below"], cpu["above"], cpu["verdict"]) == (32, 16, "below")
+    assert math.isclose(cpu["p"], sign_test([(1.0, 2.0)] * 32 + [(2.0, 1.0)] * 16)[2])
+    assert four["overhead_99"]["runs"] == 4 and four["overhead"] is None and four["tree"] == "abc"
+
+
+def test_only_rounds_of_one_program_and_one_tree_are_pooled() -> None:
+    run = [{"bpf 99 Hz": (1.0, 1.0), "perf dwarf 99 Hz": (1.1, 1.0)}] * 3
+    with pytest.raises(PoolError, match="cannot be pooled"):
+        pooled([report(run, ["clang", "a.c"]), report(run, ["clang", "b.c"])])
+    with pytest.raises(PoolError, match="different trees"):
+        pooled([report(run, ["clang"], "abc"), report(run, ["clang"], "abc+changes")])
+    with pytest.raises(PoolError, match="no report holds paired rounds"):
+        pooled([{"overhead": None, "overhead_99": None}])
+
+
+def test_pool_prints_the_verdict_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = [{"bpf 99 Hz": (1.0, 1.0), "perf dwarf 99 Hz": (1.1, 1.2)}] * 6
+    files = []
+    for i in range(2):
+        files.append(tmp_path / f"{i}.json")
+        files[-1].write_text(json.dumps(report(run, ["clang"])))
+    assert main(["--pool", *map(str, files)]) == 0
+    out = capsys.readouterr().out
+    assert "12 rounds in rotating order, pooled from 2 runs" in out
+    assert "bpf 99 Hz / perf dwarf 99 Hz, cpu" in out and "below" in out
+    (tmp_path / "bad.json").write_text("{")
+    assert main(["--pool", str(tmp_path / "bad.json")]) == 2
+    assert "bench_bpf --pool" in capsys.readouterr().err
