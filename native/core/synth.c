@@ -126,7 +126,7 @@ static bool slot_key(fu_synth_value address, uint8_t *space, int32_t *offset)
     return true;
 }
 
-static int slot_compare(uint8_t space_a, int32_t offset_a, uint8_t space_b, int32_t offset_b)
+static int slot_compare(unsigned space_a, int32_t offset_a, unsigned space_b, int32_t offset_b)
 {
     if (space_a != space_b)
         return space_a < space_b ? -1 : 1;
@@ -750,6 +750,61 @@ static uint32_t slot_changed(const fu_synth_slot *slot)
     return slot->space == FU_SLOT_ENTRY_STACK ? fu_synth_changed_slot(slot->offset) : FU_SYNTH_CHANGED_ALIGNED_SLOTS;
 }
 
+/* Join the slots of `in` into those of `s` (both sorted): kept where both paths hold the same value,
+ * unknown where they differ or only one path wrote them. A slot only `in` holds is recorded as
+ * unknown if there is room beside the slots of `s` (which must stay: the saves and the return
+ * address), else `*lost` is set. Returns the `changed` bits of the slots that changed. */
+static uint32_t join_slots(fu_synth_state *s, const fu_synth_state *in, bool *lost)
+{
+    uint32_t changed = 0;
+    unsigned i = 0, j = 0;
+    /* in place while `in` holds no slot that `s` lacks (most joins) */
+    for (; i < s->slot_count; i++) {
+        fu_synth_slot *slot = &s->slots[i];
+        int c = j < in->slot_count ? slot_compare(slot->space, slot->offset, in->slots[j].space, in->slots[j].offset) : -1;
+        if (c > 0)
+            break;
+        if ((c < 0 || !fu_synth_value_equal(slot->value, in->slots[j].value)) && slot->value.kind != FU_VALUE_UNKNOWN) {
+            slot->value = unknown_value;
+            changed |= slot_changed(slot);
+        }
+        j += c == 0;
+    }
+    if (j == in->slot_count)
+        return changed;
+    /* from the first slot only `in` holds: the rest merged into a new array */
+    const unsigned kept = i;
+    fu_synth_slot joined[FU_SYNTH_MAX_SLOTS];
+    unsigned n = 0;
+    while (i < s->slot_count || j < in->slot_count) {
+        int c = i < s->slot_count && j < in->slot_count
+                    ? slot_compare(s->slots[i].space, s->slots[i].offset, in->slots[j].space, in->slots[j].offset)
+                    : (i < s->slot_count ? -1 : 1);
+        fu_synth_slot slot;
+        if (c <= 0) {
+            slot = s->slots[i];
+            if ((c < 0 || !fu_synth_value_equal(slot.value, in->slots[j].value)) && slot.value.kind != FU_VALUE_UNKNOWN) {
+                slot.value = unknown_value;
+                changed |= slot_changed(&slot);
+            }
+            i++;
+            j += c == 0;
+        } else {
+            slot = in->slots[j++];
+            slot.value = unknown_value;
+            if (kept + n + (s->slot_count - i) >= FU_SYNTH_MAX_SLOTS) {
+                *lost = true;
+                continue;
+            }
+            changed |= slot_changed(&slot);
+        }
+        joined[n++] = slot;
+    }
+    memcpy(s->slots + kept, joined, n * sizeof joined[0]);
+    s->slot_count = (uint8_t)(kept + n);
+    return changed;
+}
+
 /* Join `in` into block b's state (queued when it changes); false when the stack pointers disagree.
  * `judged` (NULL: none), the judgment of the walk that brings `in`: a first state inherits it. */
 static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const walk_judgment *judged, edge_kind edge,
@@ -815,65 +870,20 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const wa
         }
         if (edge != EDGE_CALL_FALLTHROUGH && (*flags & BLOCK_ONLY_CALL_FALLTHROUGH))
             *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
-        /* equal bytes are equal values (unequal ones may differ in padding only): most joins */
+        /* equal bytes are equal values: most joins */
         if (memcmp(s->regs, in->regs, sizeof s->regs) != 0)
             for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
                 if (!fu_synth_value_equal(s->regs[r], in->regs[r]) && s->regs[r].kind != FU_VALUE_UNKNOWN) {
                     s->regs[r] = unknown_value;
                     changed |= 1u << r;
                 }
-        /* slots (both sorted): kept where both agree, unknown where they differ or only one path
-         * wrote them */
         if (in->unknown_stores && !s->unknown_stores) {
             s->unknown_stores = true;
             changed |= FU_SYNTH_CHANGED_SLOT_FLAGS;
         }
         bool lost = s->slots_lost || in->slots_lost;
-        /* the same slots on both paths (the usual case): joined in place, unless their bytes are
-         * equal too */
-        bool same_slots = s->slot_count == in->slot_count;
-        bool identical = same_slots && memcmp(s->slots, in->slots, s->slot_count * sizeof s->slots[0]) == 0;
-        for (unsigned k = 0; k < s->slot_count && same_slots && !identical; k++)
-            same_slots = s->slots[k].offset == in->slots[k].offset && s->slots[k].space == in->slots[k].space;
-        for (unsigned k = 0; k < s->slot_count && same_slots && !identical; k++)
-            if (!fu_synth_value_equal(s->slots[k].value, in->slots[k].value) &&
-                s->slots[k].value.kind != FU_VALUE_UNKNOWN) {
-                s->slots[k].value = unknown_value;
-                changed |= slot_changed(&s->slots[k]);
-            }
-        fu_synth_slot joined[FU_SYNTH_MAX_SLOTS];
-        unsigned n = 0, i = 0, j = 0;
-        while (!same_slots && (i < s->slot_count || j < in->slot_count)) {
-            int c = i < s->slot_count && j < in->slot_count
-                        ? slot_compare(s->slots[i].space, s->slots[i].offset, in->slots[j].space, in->slots[j].offset)
-                        : (i < s->slot_count ? -1 : 1);
-            fu_synth_slot slot;
-            if (c <= 0) {
-                slot = s->slots[i];
-                if ((c < 0 || !fu_synth_value_equal(slot.value, in->slots[j].value)) &&
-                    slot.value.kind != FU_VALUE_UNKNOWN) {
-                    slot.value = unknown_value;
-                    changed |= slot_changed(&slot);
-                }
-                i++;
-                j += c == 0;
-            } else {
-                /* a slot only the incoming path wrote: recorded as unknown if there is room beside
-                 * the block's own slots (which must stay: the saves and the return address) */
-                slot = in->slots[j++];
-                slot.value = unknown_value;
-                if (n + (s->slot_count - i) >= FU_SYNTH_MAX_SLOTS) {
-                    lost = true;
-                    continue;
-                }
-                changed |= slot_changed(&slot);
-            }
-            joined[n++] = slot;
-        }
-        if (!same_slots) {
-            memcpy(s->slots, joined, n * sizeof joined[0]);
-            s->slot_count = (uint8_t)n;
-        }
+        if (s->slot_count != in->slot_count || memcmp(s->slots, in->slots, s->slot_count * sizeof s->slots[0]) != 0)
+            changed |= join_slots(s, in, &lost);
         if (lost != s->slots_lost) {
             s->slots_lost = lost;
             changed |= FU_SYNTH_CHANGED_SLOT_FLAGS;
@@ -1361,7 +1371,7 @@ static uint16_t written_caller_saved(const synth_run *run)
 static uint32_t state_replace(fu_synth_state *s, const fu_synth_state *to)
 {
     uint32_t changed = 0;
-    /* equal bytes are equal values (unequal ones may differ in padding only): most block starts */
+    /* equal bytes are equal values: most block starts */
     if (memcmp(s->regs, to->regs, sizeof s->regs) != 0)
         for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
             if (!fu_synth_value_equal(s->regs[r], to->regs[r])) {
