@@ -379,6 +379,12 @@ static fu_rule *row_rules(const fde_check *c, uint32_t row)
     return (fu_rule *)c->batch->row_rules.data + (size_t)(row - c->first_row) * (1 + FU_SYNTH_COLUMN_COUNT);
 }
 
+/* 1 + the index in fu_synth_columns of each column up to the return address's; 0: not one of them. */
+static const uint8_t column_index[FU_RETURN_ADDRESS_COLUMN + 1] = {
+    [FU_REG_RBX] = 1, [FU_REG_RBP] = 2, [FU_REG_R12] = 3, [FU_REG_R13] = 4,
+    [FU_REG_R14] = 5, [FU_REG_R15] = 6, [FU_RETURN_ADDRESS_COLUMN] = 7};
+_Static_assert(FU_SYNTH_COLUMN_COUNT == 7, "column_index names every column of fu_synth_columns");
+
 /* The rules of the declared row in force at `address` into c->rules. */
 static void fetch_rules(fde_check *c, uint64_t address)
 {
@@ -395,8 +401,14 @@ static void fetch_rules(fde_check *c, uint64_t address)
         return;
     const fu_state *declared = fu_cfi_table_state(t, t->row_state[c->row]);
     rules[0] = declared->cfa;
+    /* one pass over the row's columns (sorted, each once) instead of a search per column */
     for (unsigned j = 0; j < FU_SYNTH_COLUMN_COUNT; j++)
-        rules[1 + j] = fu_state_rule(t, declared, fu_synth_columns[j]);
+        rules[1 + j] = (fu_rule){0};
+    for (unsigned k = 0; k < declared->count; k++) {
+        unsigned column = t->column_pool[declared->first + k];
+        if (column < sizeof column_index && column_index[column])
+            rules[column_index[column]] = t->rule_pool[declared->first + k];
+    }
     *fetched = 1;
 }
 
@@ -414,6 +426,7 @@ typedef struct row_comparison {
     uint8_t outcomes[1 + FU_SYNTH_COLUMN_COUNT]; /* comparison */
 } row_comparison;
 _Static_assert(sizeof(row_comparison) <= FU_SYNTH_JUDGMENT_MEMO, "a row comparison is a judgment's memo");
+_Static_assert(sizeof(((row_comparison *)0)->outcomes) == 8, "judge reads the outcomes as one word");
 
 /* The rules of the declared row in force at `address` compared with `state` into `m`, which holds an
  * earlier comparison and `changed` what changed in the state since (FU_SYNTH_CHANGED_ALL: no earlier
@@ -456,6 +469,16 @@ static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *st
 #define JUDGED_OUTCOME 3u
 #define JUDGED_FIRST_UNKNOWN_SHIFT 2 /* above it: 1 + the index in compare_row's outcomes, 0 none */
 
+/* The high bit of each byte of `word` equal to `value`: exact up to the first such byte (the bytes
+ * above it may be marked wrongly), so the word is non-zero exactly when one is, and its lowest set
+ * bit is the first one's. */
+static uint64_t bytes_equal(uint64_t word, uint8_t value)
+{
+    const uint64_t ones = 0x0101010101010101ull;
+    uint64_t zero_where_equal = word ^ (ones * value);
+    return (zero_where_equal - ones) & ~zero_where_equal & (ones << 7);
+}
+
 static void judge(void *context, uint64_t address, const fu_synth_state *state, uint32_t changed,
                   fu_synth_judgment *judgment)
 {
@@ -470,18 +493,16 @@ static void judge(void *context, uint64_t address, const fu_synth_state *state, 
         judgment->byte = JUDGED_SKIPPED;
         return;
     }
-    unsigned outcome = JUDGED_AGREE, first_unknown = 0;
-    for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
-        judgment->reads |= m->reads[k];
-        if (m->outcomes[k] == COMPARE_MISMATCH) {
-            outcome = JUDGED_MISMATCH;
-        } else if (m->outcomes[k] == COMPARE_UNKNOWN) {
-            if (!first_unknown)
-                first_unknown = 1 + k;
-            if (outcome == JUDGED_AGREE)
-                outcome = JUDGED_UNKNOWN;
-        }
-    }
+    uint32_t reads = 0;
+    for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++)
+        reads |= m->reads[k];
+    judgment->reads = reads;
+    /* the eight outcomes as the bytes of one word */
+    uint64_t outcomes;
+    memcpy(&outcomes, m->outcomes, sizeof outcomes);
+    uint64_t unknown = bytes_equal(outcomes, COMPARE_UNKNOWN);
+    unsigned outcome = bytes_equal(outcomes, COMPARE_MISMATCH) ? JUDGED_MISMATCH : unknown ? JUDGED_UNKNOWN : JUDGED_AGREE;
+    unsigned first_unknown = unknown ? 1 + (unsigned)__builtin_ctzll(unknown) / 8 : 0;
     judgment->byte = (uint8_t)(outcome | first_unknown << JUDGED_FIRST_UNKNOWN_SHIFT);
 }
 
