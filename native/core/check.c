@@ -355,8 +355,14 @@ static bool is_padding(const fu_x86_insn *insn)
 static void seek_row(fde_check *c, uint64_t address)
 {
     const fu_cfi_table *t = c->table;
-    uint32_t after = fu_cfi_table_rows_starting_by(t, c->fde, address);
-    c->row = after > c->first_row ? after - 1 : c->first_row;
+    /* most often the next row: a walk runs on into it */
+    if (c->row + 1 < c->row_end && address >= c->next_row_address &&
+        (c->row + 2 >= c->row_end || address < t->row_address[c->row + 2])) {
+        c->row++;
+    } else {
+        uint32_t after = fu_cfi_table_rows_starting_by(t, c->fde, address);
+        c->row = after > c->first_row ? after - 1 : c->first_row;
+    }
     c->next_row_address = c->row + 1 < c->row_end ? t->row_address[c->row + 1] : UINT64_MAX;
 }
 
@@ -814,6 +820,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     result->first_finding = (uint32_t)(batch->findings.len / sizeof(fu_check_finding));
     fde_check c = {.image = image, .table = table, .fde = fde, .batch = batch, .result = result,
                    .first_row = fde->first_row, .row = fde->first_row, .row_end = fde->first_row + fde->row_count,
+                   .next_row_address = UINT64_MAX,
                    .last_uncovered_check = 0, .rules_row = UINT32_MAX};
     char range[FU_CHECK_TEXT_MAX]; /* for range findings */
     const fu_image_segment *seg = fu_image_segment_holding(image->code, image->code_count, fde->pc_begin, fde->pc_range);
