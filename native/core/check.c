@@ -540,30 +540,47 @@ static void unknown_reason(fde_check *c, uint64_t address, unsigned which)
 static void tally(fde_check *c, uint32_t insn_count)
 {
     const fu_synth_scratch *sc = &c->batch->scratch;
+    const fu_x86_insn *insns = sc->insns;
+    const uint8_t *walked = sc->walked, *judgments = sc->judgments;
+    const uint64_t begin = c->fde->pc_begin, range = c->fde->pc_range;
     fu_check_fde_result *r = c->result;
+    uint32_t by_outcome[JUDGED_OUTCOME + 1] = {0};
+    bool reason_found = false;
     for (uint32_t i = 0; i < insn_count; i++) {
-        const fu_x86_insn *insn = &sc->insns[i];
-        if (!sc->walked[i]) {
+        const fu_x86_insn *insn = &insns[i];
+        if (!walked[i]) {
             if (!is_padding(insn) && r->unreached++ == 0)
                 c->first_unreached = c->start + sc->insn_offsets[i];
             continue;
         }
-        uint64_t address = c->start + sc->insn_offsets[i];
-        if ((insn->kind == FU_X86_CALL || insn->kind == FU_X86_JMP || insn->kind == FU_X86_JCC) && insn->has_target)
-            note_code_address(c, insn->target, insn->kind);
-        else if (insn->kind == FU_X86_LEA && insn->source.kind == FU_X86_OPERAND_MEMORY &&
-                 insn->source.reg == FU_X86_REG_RIP && insn->source.index == FU_X86_REG_NONE && !insn->source.segment)
-            note_code_address(c, address + insn->length + (uint64_t)insn->source.value, FU_X86_LEA);
-        uint8_t judged = sc->judgments[i];
-        switch (judged & JUDGED_OUTCOME) {
-        case JUDGED_AGREE: r->agree++; break;
-        case JUDGED_UNKNOWN: r->unknown++; break;
-        case JUDGED_MISMATCH: r->mismatch++; break;
-        default: r->skipped++; break;
+        uint8_t judged = judgments[i];
+        by_outcome[judged & JUDGED_OUTCOME]++;
+        if (judged >> JUDGED_FIRST_UNKNOWN_SHIFT && !reason_found) {
+            unknown_reason(c, c->start + sc->insn_offsets[i], (judged >> JUDGED_FIRST_UNKNOWN_SHIFT) - 1u);
+            reason_found = true;
         }
-        if (judged >> JUDGED_FIRST_UNKNOWN_SHIFT && !r->reason[0])
-            unknown_reason(c, address, (judged >> JUDGED_FIRST_UNKNOWN_SHIFT) - 1u);
+        switch (insn->kind) {
+        case FU_X86_CALL:
+        case FU_X86_JMP:
+        case FU_X86_JCC:
+            /* targets inside the FDE name nothing new (the most, its own branches) */
+            if (insn->has_target && insn->target - begin >= range)
+                note_code_address(c, insn->target, insn->kind);
+            break;
+        case FU_X86_LEA:
+            if (insn->source.kind == FU_X86_OPERAND_MEMORY && insn->source.reg == FU_X86_REG_RIP &&
+                insn->source.index == FU_X86_REG_NONE && !insn->source.segment)
+                note_code_address(c, c->start + sc->insn_offsets[i] + insn->length + (uint64_t)insn->source.value,
+                                  FU_X86_LEA);
+            break;
+        default:
+            break;
+        }
     }
+    r->agree += by_outcome[JUDGED_AGREE];
+    r->unknown += by_outcome[JUDGED_UNKNOWN];
+    r->mismatch += by_outcome[JUDGED_MISMATCH];
+    r->skipped += by_outcome[JUDGED_SKIPPED];
 }
 
 /* A mismatching FDE's second run: every reached instruction in address order, each wrong rule a

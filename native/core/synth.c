@@ -1285,8 +1285,9 @@ static bool fixpoint(synth_run *run, bool first)
     run->has_alignment = false;
     run->restart = false;
     run->counts->assumed_noreturn = 0;
-    for (uint32_t i = 0; i < run->insn_count; i++)
-        sc->walked[i] = 0;
+    if (!first) /* decode_all cleared them */
+        for (uint32_t i = 0; i < run->insn_count; i++)
+            sc->walked[i] = 0;
     for (uint32_t b = 0; b < run->counts->blocks; b++)
         sc->block_flags[b] = 0;
     if (first) {
