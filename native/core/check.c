@@ -8,6 +8,10 @@
 
 #define RETURN_ADDRESS_INDEX (FU_SYNTH_COLUMN_COUNT - 1) /* fu_synth_columns ends with the return address */
 
+/* A judgment (check.c judge) is made 1.6M times on libLLVM-14's check: the functions it calls are
+ * inlined into it whatever the compiler's size estimate says. */
+#define JUDGE_INLINE static inline __attribute__((always_inline))
+
 typedef enum comparison { COMPARE_SKIP = 0, COMPARE_AGREE, COMPARE_UNKNOWN, COMPARE_MISMATCH } comparison;
 
 void fu_check_batch_free(fu_check_batch *batch)
@@ -187,7 +191,7 @@ static comparison compare_cfa(const fu_cfi_table *table, fu_rule rule, const fu_
 /* The rule of `column` judged against the true CFA (entry rsp + 8), so that each column is judged
  * on its own even where the declared CFA is wrong; what that read of the state is added to `reads`
  * (fu_synth_visit's `changed` bits). */
-static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s,
+JUDGE_INLINE comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s,
                                  uint32_t *reads)
 {
     fu_synth_value wanted = fu_synth_column_value(column);
@@ -392,7 +396,7 @@ static const uint8_t column_index[FU_RETURN_ADDRESS_COLUMN + 1] = {
 _Static_assert(FU_SYNTH_COLUMN_COUNT == 7, "column_index names every column of fu_synth_columns");
 
 /* The rules of the declared row in force at `address` into c->rules. */
-static void fetch_rules(fde_check *c, uint64_t address)
+JUDGE_INLINE void fetch_rules(fde_check *c, uint64_t address)
 {
     const fu_cfi_table *t = c->table;
     if (address < t->row_address[c->row] || address >= c->next_row_address)
@@ -440,7 +444,7 @@ _Static_assert(sizeof(((row_comparison *)0)->outcomes) == 8, "judge reads the ou
  * row is not compared: the outermost frame (the return address undefined: _start, a thread's
  * entry) has no caller whose registers the CFA would recover (glibc's _start pops under CFA =
  * rsp+8). */
-static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *state, uint32_t changed,
+JUDGE_INLINE bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *state, uint32_t changed,
                         row_comparison *m)
 {
     const fu_cfi_table *t = c->table;

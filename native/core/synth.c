@@ -133,16 +133,23 @@ static int slot_compare(unsigned space_a, int32_t offset_a, unsigned space_b, in
     return offset_a < offset_b ? -1 : offset_a > offset_b;
 }
 
+/* slot_compare's order as one number: the space above the offset's 32 bits. */
+static inline int64_t slot_order(unsigned space, int32_t offset)
+{
+    return (int64_t)space * ((int64_t)1 << 32) + offset;
+}
+
 /* Index of the slot (space, offset), or -(insertion point) - 1. */
 STEP_INLINE int slot_find(const fu_synth_state *s, uint8_t space, int32_t offset)
 {
+    const int64_t wanted = slot_order(space, offset);
     int lo = 0, hi = s->slot_count;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        int c = slot_compare(s->slots[mid].space, s->slots[mid].offset, space, offset);
-        if (c == 0)
+        int64_t order = slot_order(s->slots[mid].space, s->slots[mid].offset);
+        if (order == wanted)
             return mid;
-        if (c < 0)
+        if (order < wanted)
             lo = mid + 1;
         else
             hi = mid;
