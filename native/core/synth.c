@@ -1116,9 +1116,22 @@ static void track_bound(const fu_x86_insn *insn, index_bound *b)
     b->registers &= (uint16_t)~insn->writes;
 }
 
+/* Count a walk of a block; false (reason set) past FU_SYNTH_MAX_WALKS_PER_BLOCK walks per block. */
+static bool count_walk(synth_run *run, uint64_t *walks)
+{
+    if (++*walks > (uint64_t)FU_SYNTH_MAX_WALKS_PER_BLOCK * run->counts->blocks) {
+        snprintf(run->reason, FU_SYNTH_REASON_MAX,
+                 "no fixpoint after %llu block walks (FU_SYNTH_MAX_WALKS_PER_BLOCK)", (unsigned long long)*walks);
+        return false;
+    }
+    return true;
+}
+
 /* Walk block b from its state until the path ends or reaches another block; false (reason set)
- * when the function is undecided. */
-static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
+ * when the function is undecided. A block the walk runs into that had no state takes the walk's
+ * and is next on the worklist: it is walked on at once, as the next walk would (without copying
+ * the state it was given back out of it). */
+static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t *walks)
 {
     fu_synth_scratch *sc = run->scratch;
     const fu_synth_function *f = run->function;
@@ -1138,7 +1151,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
      * or the one its first state came with, and what the joins changed since */
     const fu_synth_judge_hook judge = f->judge;
     uint8_t *judgments = sc->judgments;
-    const uint32_t first = i;
+    uint32_t first = i;
     walk_judgment judged;
     judged.judgment.until = 0;
     judged.changed = FU_SYNTH_CHANGED_ALL;
@@ -1249,8 +1262,26 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         }
         i++;
         address += insn->length;
-        if (block_of[i] >= 0)
-            return merge(run, (uint32_t)block_of[i], &s, &judged, fallthrough_edge, queue_len);
+        if (block_of[i] >= 0) {
+            uint32_t next = (uint32_t)block_of[i];
+            bool had_state = sc->block_flags[next] & BLOCK_HAS_STATE;
+            if (!merge(run, next, &s, &judged, fallthrough_edge, queue_len))
+                return false;
+            if (had_state || !(sc->block_flags[next] & BLOCK_HAS_STATE) || sc->worklist[*queue_len - 1] != next)
+                return true;
+            /* the next walk: block `next`, from the state in hand and the judgment it was given */
+            sc->block_flags[next] &= (uint8_t)~BLOCK_QUEUED;
+            (*queue_len)--;
+            if (!count_walk(run, walks))
+                return false;
+            b = next;
+            first = i;
+            sc->block_changed[b] = 0;
+            if (!judged.judgment.until)
+                judged.changed = FU_SYNTH_CHANGED_ALL;
+            fallthrough_edge = EDGE_BRANCH;
+            bound = (index_bound){.compared = {.kind = FU_X86_OPERAND_NONE}, .memory = {.kind = FU_X86_OPERAND_NONE}};
+        }
     }
 }
 
@@ -1345,12 +1376,7 @@ static bool fixpoint(synth_run *run, bool first)
     while (queue_len) {
         uint32_t b = sc->worklist[--queue_len];
         sc->block_flags[b] &= (uint8_t)~BLOCK_QUEUED;
-        if (++walks > (uint64_t)FU_SYNTH_MAX_WALKS_PER_BLOCK * run->counts->blocks) {
-            snprintf(run->reason, FU_SYNTH_REASON_MAX,
-                     "no fixpoint after %llu block walks (FU_SYNTH_MAX_WALKS_PER_BLOCK)", (unsigned long long)walks);
-            return false;
-        }
-        if (!walk_block(run, b, &queue_len))
+        if (!count_walk(run, &walks) || !walk_block(run, b, &queue_len, &walks))
             return false;
     }
     return true;
