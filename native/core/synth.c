@@ -38,6 +38,7 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->branch_block);
     free(scratch->walked);
     free(scratch->judgments);
+    free(scratch->direct_branches);
     free(scratch->insn_at_offset);
     free(scratch->block_states);
     free(scratch->block_entry_sp);
@@ -66,10 +67,10 @@ static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned c
 static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
 {
     void **arrays[] = {(void **)&s->insns, (void **)&s->insn_offsets, (void **)&s->block_of, (void **)&s->branch_block,
-                       (void **)&s->walked, (void **)&s->judgments};
+                       (void **)&s->walked, (void **)&s->judgments, (void **)&s->direct_branches};
     const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->branch_block,
-                            sizeof *s->walked, sizeof *s->judgments};
-    return grow_together(arrays, sizes, 6, &s->insn_cap, need);
+                            sizeof *s->walked, sizeof *s->judgments, sizeof *s->direct_branches};
+    return grow_together(arrays, sizes, 7, &s->insn_cap, need);
 }
 
 /* The offset map for a function of `size` bytes, its new part zeroed. */
@@ -365,6 +366,7 @@ typedef struct synth_run {
         uint16_t writes;
     } callees[FU_SYNTH_MAX_CALLEES];
     bool has_indirect_jump; /* jump tables are looked for (and their bounds tracked) only then */
+    uint32_t direct_branch_count; /* scratch->direct_branches */
     uint32_t jump_table_count;
     synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
 } synth_run;
@@ -1308,7 +1310,12 @@ static bool decode_all(synth_run *run)
         sc->block_of[n] = -1;
         sc->walked[n] = 0;
         n++;
-        run->has_indirect_jump |= insn->kind == FU_X86_JMP && !insn->has_target;
+        if (insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) {
+            if (insn->has_target)
+                sc->direct_branches[run->direct_branch_count++] = n - 1;
+            else
+                run->has_indirect_jump = true;
+        }
         offset += insn->kind == FU_X86_INVALID ? 1 : insn->length; /* resynchronize byte by byte */
     }
     run->insn_count = n;
@@ -1330,15 +1337,13 @@ static bool fixpoint(synth_run *run, bool first)
         sc->block_flags[b] = 0;
     if (first) {
         /* every direct branch target inside the range starts a block */
-        for (uint32_t i = 0; i < run->insn_count; i++) {
-            const fu_x86_insn *insn = &sc->insns[i];
-            if ((insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) && insn->has_target) {
-                int64_t t = insn_index_at(run, insn->target);
-                int64_t b = t >= 0 ? block_at(run, (uint32_t)t) : t;
-                if (t >= 0 && b < 0)
-                    return false;
-                sc->branch_block[i] = (int32_t)b;
-            }
+        for (uint32_t k = 0; k < run->direct_branch_count; k++) {
+            uint32_t i = sc->direct_branches[k];
+            int64_t t = insn_index_at(run, sc->insns[i].target);
+            int64_t b = t >= 0 ? block_at(run, (uint32_t)t) : t;
+            if (t >= 0 && b < 0)
+                return false;
+            sc->branch_block[i] = (int32_t)b;
         }
     }
     const fu_synth_function *f = run->function;

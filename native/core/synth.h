@@ -212,6 +212,7 @@ typedef struct fu_synth_scratch {
      * path reaches it */
     uint8_t *walked;
     uint8_t *judgments;       /* per instruction: the judge's byte of its last walk (fu_synth_judge) */
+    uint32_t *direct_branches; /* the direct jumps and conditional branches, by index, in address order */
     uint32_t insn_cap;
     /* per byte of the function: 1 + the index of the instruction starting there, else 0 (branch
      * targets to instructions without a search); all zero between runs */
