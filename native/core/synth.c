@@ -316,8 +316,14 @@ static bool clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
             changed = true;
         }
     }
-    for (unsigned m = CALLER_SAVED_MASK & ~(unsigned)kept_registers; m; m &= m - 1)
-        s->regs[__builtin_ctz(m)] = unknown_value;
+    if (!kept_registers) /* most calls: the same registers each time, stored without a loop */
+        for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++) {
+            if (CALLER_SAVED_MASK >> r & 1)
+                s->regs[r] = unknown_value;
+        }
+    else
+        for (unsigned m = CALLER_SAVED_MASK & ~(unsigned)kept_registers; m; m &= m - 1)
+            s->regs[__builtin_ctz(m)] = unknown_value;
     return changed;
 }
 
@@ -512,6 +518,8 @@ static uint16_t callee_writes(synth_run *run, uint64_t target)
  * frames kept in rbp) never asks for it. */
 static uint16_t kept_across_call(synth_run *run, const fu_synth_state *s, const fu_x86_insn *insn)
 {
+    if (s->regs[FU_REG_RSP].kind == FU_VALUE_ENTRY_STACK)
+        return 0; /* most calls: rsp gives the CFA after the call */
     uint16_t addresses = 0;
     for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++) {
         if (s->regs[r].kind != FU_VALUE_ENTRY_STACK)
