@@ -1315,8 +1315,6 @@ static bool decode_all(synth_run *run)
         fu_x86_decode(&sc->decoder, f->code + offset, (size_t)(size - offset), f->start + offset, insn);
         sc->insn_offsets[n] = (uint32_t)offset;
         sc->insn_at_offset[offset] = n + 1;
-        sc->block_of[n] = -1;
-        sc->walked[n] = 0;
         n++;
         if (insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) {
             if (insn->has_target)
@@ -1326,6 +1324,8 @@ static bool decode_all(synth_run *run)
         }
         offset += insn->kind == FU_X86_INVALID ? 1 : insn->length; /* resynchronize byte by byte */
     }
+    memset(sc->block_of, 0xff, n * sizeof *sc->block_of); /* -1: no block starts there */
+    memset(sc->walked, 0, n * sizeof *sc->walked);
     run->insn_count = n;
     run->counts->instructions = n;
     return true;
