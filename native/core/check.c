@@ -192,7 +192,7 @@ static comparison compare_cfa(const fu_cfi_table *table, fu_rule rule, const fu_
  * on its own even where the declared CFA is wrong; what that read of the state is added to `reads`
  * (fu_synth_visit's `changed` bits). */
 JUDGE_INLINE comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s,
-                                 uint32_t *reads)
+                                       uint32_t *reads)
 {
     fu_synth_value wanted = fu_synth_column_value(column);
     fu_synth_value address;
@@ -445,7 +445,7 @@ _Static_assert(sizeof(((row_comparison *)0)->outcomes) == 8, "judge reads the ou
  * entry) has no caller whose registers the CFA would recover (glibc's _start pops under CFA =
  * rsp+8). */
 JUDGE_INLINE bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *state, uint32_t changed,
-                        row_comparison *m)
+                              row_comparison *m)
 {
     const fu_cfi_table *t = c->table;
     fetch_rules(c, address);
