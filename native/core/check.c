@@ -8,6 +8,10 @@
 
 #define RETURN_ADDRESS_INDEX (FU_SYNTH_COLUMN_COUNT - 1) /* fu_synth_columns ends with the return address */
 
+/* A judgment (check.c judge) is made 1.6M times on libLLVM-14's check: the functions it calls are
+ * inlined into it whatever the compiler's size estimate says. */
+#define JUDGE_INLINE static inline __attribute__((always_inline))
+
 typedef enum comparison { COMPARE_SKIP = 0, COMPARE_AGREE, COMPARE_UNKNOWN, COMPARE_MISMATCH } comparison;
 
 void fu_check_batch_free(fu_check_batch *batch)
@@ -187,8 +191,8 @@ static comparison compare_cfa(const fu_cfi_table *table, fu_rule rule, const fu_
 /* The rule of `column` judged against the true CFA (entry rsp + 8), so that each column is judged
  * on its own even where the declared CFA is wrong; what that read of the state is added to `reads`
  * (fu_synth_visit's `changed` bits). */
-static comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s,
-                                 uint32_t *reads)
+JUDGE_INLINE comparison compare_column(const fu_cfi_table *table, fu_rule rule, unsigned column, const fu_synth_state *s,
+                                       uint32_t *reads)
 {
     fu_synth_value wanted = fu_synth_column_value(column);
     fu_synth_value address;
@@ -355,8 +359,14 @@ static bool is_padding(const fu_x86_insn *insn)
 static void seek_row(fde_check *c, uint64_t address)
 {
     const fu_cfi_table *t = c->table;
-    uint32_t after = fu_cfi_table_rows_starting_by(t, c->fde, address);
-    c->row = after > c->first_row ? after - 1 : c->first_row;
+    /* most often the next row: a walk runs on into it */
+    if (c->row + 1 < c->row_end && address >= c->next_row_address &&
+        (c->row + 2 >= c->row_end || address < t->row_address[c->row + 2])) {
+        c->row++;
+    } else {
+        uint32_t after = fu_cfi_table_rows_starting_by(t, c->fde, address);
+        c->row = after > c->first_row ? after - 1 : c->first_row;
+    }
     c->next_row_address = c->row + 1 < c->row_end ? t->row_address[c->row + 1] : UINT64_MAX;
 }
 
@@ -379,8 +389,14 @@ static fu_rule *row_rules(const fde_check *c, uint32_t row)
     return (fu_rule *)c->batch->row_rules.data + (size_t)(row - c->first_row) * (1 + FU_SYNTH_COLUMN_COUNT);
 }
 
+/* 1 + the index in fu_synth_columns of each column up to the return address's; 0: not one of them. */
+static const uint8_t column_index[FU_RETURN_ADDRESS_COLUMN + 1] = {
+    [FU_REG_RBX] = 1, [FU_REG_RBP] = 2, [FU_REG_R12] = 3, [FU_REG_R13] = 4,
+    [FU_REG_R14] = 5, [FU_REG_R15] = 6, [FU_RETURN_ADDRESS_COLUMN] = 7};
+_Static_assert(FU_SYNTH_COLUMN_COUNT == 7, "column_index names every column of fu_synth_columns");
+
 /* The rules of the declared row in force at `address` into c->rules. */
-static void fetch_rules(fde_check *c, uint64_t address)
+JUDGE_INLINE void fetch_rules(fde_check *c, uint64_t address)
 {
     const fu_cfi_table *t = c->table;
     if (address < t->row_address[c->row] || address >= c->next_row_address)
@@ -395,8 +411,14 @@ static void fetch_rules(fde_check *c, uint64_t address)
         return;
     const fu_state *declared = fu_cfi_table_state(t, t->row_state[c->row]);
     rules[0] = declared->cfa;
+    /* one pass over the row's columns (sorted, each once) instead of a search per column */
     for (unsigned j = 0; j < FU_SYNTH_COLUMN_COUNT; j++)
-        rules[1 + j] = fu_state_rule(t, declared, fu_synth_columns[j]);
+        rules[1 + j] = (fu_rule){0};
+    for (unsigned k = 0; k < declared->count; k++) {
+        unsigned column = t->column_pool[declared->first + k];
+        if (column < sizeof column_index && column_index[column])
+            rules[column_index[column]] = t->rule_pool[declared->first + k];
+    }
     *fetched = 1;
 }
 
@@ -414,6 +436,7 @@ typedef struct row_comparison {
     uint8_t outcomes[1 + FU_SYNTH_COLUMN_COUNT]; /* comparison */
 } row_comparison;
 _Static_assert(sizeof(row_comparison) <= FU_SYNTH_JUDGMENT_MEMO, "a row comparison is a judgment's memo");
+_Static_assert(sizeof(((row_comparison *)0)->outcomes) == 8, "judge reads the outcomes as one word");
 
 /* The rules of the declared row in force at `address` compared with `state` into `m`, which holds an
  * earlier comparison and `changed` what changed in the state since (FU_SYNTH_CHANGED_ALL: no earlier
@@ -421,8 +444,8 @@ _Static_assert(sizeof(row_comparison) <= FU_SYNTH_JUDGMENT_MEMO, "a row comparis
  * row is not compared: the outermost frame (the return address undefined: _start, a thread's
  * entry) has no caller whose registers the CFA would recover (glibc's _start pops under CFA =
  * rsp+8). */
-static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *state, uint32_t changed,
-                        row_comparison *m)
+JUDGE_INLINE bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *state, uint32_t changed,
+                              row_comparison *m)
 {
     const fu_cfi_table *t = c->table;
     fetch_rules(c, address);
@@ -456,6 +479,16 @@ static bool compare_row(fde_check *c, uint64_t address, const fu_synth_state *st
 #define JUDGED_OUTCOME 3u
 #define JUDGED_FIRST_UNKNOWN_SHIFT 2 /* above it: 1 + the index in compare_row's outcomes, 0 none */
 
+/* The high bit of each byte of `word` equal to `value`: exact up to the first such byte (the bytes
+ * above it may be marked wrongly), so the word is non-zero exactly when one is, and its lowest set
+ * bit is the first one's. */
+static uint64_t bytes_equal(uint64_t word, uint8_t value)
+{
+    const uint64_t ones = 0x0101010101010101ull;
+    uint64_t zero_where_equal = word ^ (ones * value);
+    return (zero_where_equal - ones) & ~zero_where_equal & (ones << 7);
+}
+
 static void judge(void *context, uint64_t address, const fu_synth_state *state, uint32_t changed,
                   fu_synth_judgment *judgment)
 {
@@ -470,18 +503,16 @@ static void judge(void *context, uint64_t address, const fu_synth_state *state, 
         judgment->byte = JUDGED_SKIPPED;
         return;
     }
-    unsigned outcome = JUDGED_AGREE, first_unknown = 0;
-    for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
-        judgment->reads |= m->reads[k];
-        if (m->outcomes[k] == COMPARE_MISMATCH) {
-            outcome = JUDGED_MISMATCH;
-        } else if (m->outcomes[k] == COMPARE_UNKNOWN) {
-            if (!first_unknown)
-                first_unknown = 1 + k;
-            if (outcome == JUDGED_AGREE)
-                outcome = JUDGED_UNKNOWN;
-        }
-    }
+    uint32_t reads = 0;
+    for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++)
+        reads |= m->reads[k];
+    judgment->reads = reads;
+    /* the eight outcomes as the bytes of one word */
+    uint64_t outcomes;
+    memcpy(&outcomes, m->outcomes, sizeof outcomes);
+    uint64_t unknown = bytes_equal(outcomes, COMPARE_UNKNOWN);
+    unsigned outcome = bytes_equal(outcomes, COMPARE_MISMATCH) ? JUDGED_MISMATCH : unknown ? JUDGED_UNKNOWN : JUDGED_AGREE;
+    unsigned first_unknown = unknown ? 1 + (unsigned)__builtin_ctzll(unknown) / 8 : 0;
     judgment->byte = (uint8_t)(outcome | first_unknown << JUDGED_FIRST_UNKNOWN_SHIFT);
 }
 
@@ -513,30 +544,47 @@ static void unknown_reason(fde_check *c, uint64_t address, unsigned which)
 static void tally(fde_check *c, uint32_t insn_count)
 {
     const fu_synth_scratch *sc = &c->batch->scratch;
+    const fu_x86_insn *insns = sc->insns;
+    const uint8_t *walked = sc->walked, *judgments = sc->judgments;
+    const uint64_t begin = c->fde->pc_begin, range = c->fde->pc_range;
     fu_check_fde_result *r = c->result;
+    uint32_t by_outcome[JUDGED_OUTCOME + 1] = {0};
+    bool reason_found = false;
     for (uint32_t i = 0; i < insn_count; i++) {
-        const fu_x86_insn *insn = &sc->insns[i];
-        if (!sc->walked[i]) {
+        const fu_x86_insn *insn = &insns[i];
+        if (!walked[i]) {
             if (!is_padding(insn) && r->unreached++ == 0)
                 c->first_unreached = c->start + sc->insn_offsets[i];
             continue;
         }
-        uint64_t address = c->start + sc->insn_offsets[i];
-        if ((insn->kind == FU_X86_CALL || insn->kind == FU_X86_JMP || insn->kind == FU_X86_JCC) && insn->has_target)
-            note_code_address(c, insn->target, insn->kind);
-        else if (insn->kind == FU_X86_LEA && insn->source.kind == FU_X86_OPERAND_MEMORY &&
-                 insn->source.reg == FU_X86_REG_RIP && insn->source.index == FU_X86_REG_NONE && !insn->source.segment)
-            note_code_address(c, address + insn->length + (uint64_t)insn->source.value, FU_X86_LEA);
-        uint8_t judged = sc->judgments[i];
-        switch (judged & JUDGED_OUTCOME) {
-        case JUDGED_AGREE: r->agree++; break;
-        case JUDGED_UNKNOWN: r->unknown++; break;
-        case JUDGED_MISMATCH: r->mismatch++; break;
-        default: r->skipped++; break;
+        uint8_t judged = judgments[i];
+        by_outcome[judged & JUDGED_OUTCOME]++;
+        if (judged >> JUDGED_FIRST_UNKNOWN_SHIFT && !reason_found) {
+            unknown_reason(c, c->start + sc->insn_offsets[i], (judged >> JUDGED_FIRST_UNKNOWN_SHIFT) - 1u);
+            reason_found = true;
         }
-        if (judged >> JUDGED_FIRST_UNKNOWN_SHIFT && !r->reason[0])
-            unknown_reason(c, address, (judged >> JUDGED_FIRST_UNKNOWN_SHIFT) - 1u);
+        switch (insn->kind) {
+        case FU_X86_CALL:
+        case FU_X86_JMP:
+        case FU_X86_JCC:
+            /* targets inside the FDE name nothing new (the most, its own branches) */
+            if (insn->has_target && insn->target - begin >= range)
+                note_code_address(c, insn->target, insn->kind);
+            break;
+        case FU_X86_LEA:
+            if (insn->source.kind == FU_X86_OPERAND_MEMORY && insn->source.reg == FU_X86_REG_RIP &&
+                insn->source.index == FU_X86_REG_NONE && !insn->source.segment)
+                note_code_address(c, c->start + sc->insn_offsets[i] + insn->length + (uint64_t)insn->source.value,
+                                  FU_X86_LEA);
+            break;
+        default:
+            break;
+        }
     }
+    r->agree += by_outcome[JUDGED_AGREE];
+    r->unknown += by_outcome[JUDGED_UNKNOWN];
+    r->mismatch += by_outcome[JUDGED_MISMATCH];
+    r->skipped += by_outcome[JUDGED_SKIPPED];
 }
 
 /* A mismatching FDE's second run: every reached instruction in address order, each wrong rule a
@@ -793,6 +841,7 @@ static bool check_fde(const fu_check_image *image, const fu_cfi_table *table, ui
     result->first_finding = (uint32_t)(batch->findings.len / sizeof(fu_check_finding));
     fde_check c = {.image = image, .table = table, .fde = fde, .batch = batch, .result = result,
                    .first_row = fde->first_row, .row = fde->first_row, .row_end = fde->first_row + fde->row_count,
+                   .next_row_address = UINT64_MAX,
                    .last_uncovered_check = 0, .rules_row = UINT32_MAX};
     char range[FU_CHECK_TEXT_MAX]; /* for range findings */
     const fu_image_segment *seg = fu_image_segment_holding(image->code, image->code_count, fde->pc_begin, fde->pc_range);

@@ -38,6 +38,7 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->branch_block);
     free(scratch->walked);
     free(scratch->judgments);
+    free(scratch->direct_branches);
     free(scratch->insn_at_offset);
     free(scratch->block_states);
     free(scratch->block_entry_sp);
@@ -66,10 +67,10 @@ static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned c
 static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
 {
     void **arrays[] = {(void **)&s->insns, (void **)&s->insn_offsets, (void **)&s->block_of, (void **)&s->branch_block,
-                       (void **)&s->walked, (void **)&s->judgments};
+                       (void **)&s->walked, (void **)&s->judgments, (void **)&s->direct_branches};
     const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->branch_block,
-                            sizeof *s->walked, sizeof *s->judgments};
-    return grow_together(arrays, sizes, 6, &s->insn_cap, need);
+                            sizeof *s->walked, sizeof *s->judgments, sizeof *s->direct_branches};
+    return grow_together(arrays, sizes, 7, &s->insn_cap, need);
 }
 
 /* The offset map for a function of `size` bytes, its new part zeroed. */
@@ -126,23 +127,30 @@ static bool slot_key(fu_synth_value address, uint8_t *space, int32_t *offset)
     return true;
 }
 
-static int slot_compare(uint8_t space_a, int32_t offset_a, uint8_t space_b, int32_t offset_b)
+static int slot_compare(unsigned space_a, int32_t offset_a, unsigned space_b, int32_t offset_b)
 {
     if (space_a != space_b)
         return space_a < space_b ? -1 : 1;
     return offset_a < offset_b ? -1 : offset_a > offset_b;
 }
 
+/* slot_compare's order as one number: the space above the offset's 32 bits. */
+static inline int64_t slot_order(unsigned space, int32_t offset)
+{
+    return (int64_t)space * ((int64_t)1 << 32) + offset;
+}
+
 /* Index of the slot (space, offset), or -(insertion point) - 1. */
 STEP_INLINE int slot_find(const fu_synth_state *s, uint8_t space, int32_t offset)
 {
+    const int64_t wanted = slot_order(space, offset);
     int lo = 0, hi = s->slot_count;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        int c = slot_compare(s->slots[mid].space, s->slots[mid].offset, space, offset);
-        if (c == 0)
+        int64_t order = slot_order(s->slots[mid].space, s->slots[mid].offset);
+        if (order == wanted)
             return mid;
-        if (c < 0)
+        if (order < wanted)
             lo = mid + 1;
         else
             hi = mid;
@@ -308,8 +316,14 @@ static bool clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
             changed = true;
         }
     }
-    for (unsigned m = CALLER_SAVED_MASK & ~(unsigned)kept_registers; m; m &= m - 1)
-        s->regs[__builtin_ctz(m)] = unknown_value;
+    if (!kept_registers) /* most calls: the same registers each time, stored without a loop */
+        for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++) {
+            if (CALLER_SAVED_MASK >> r & 1)
+                s->regs[r] = unknown_value;
+        }
+    else
+        for (unsigned m = CALLER_SAVED_MASK & ~(unsigned)kept_registers; m; m &= m - 1)
+            s->regs[__builtin_ctz(m)] = unknown_value;
     return changed;
 }
 
@@ -358,6 +372,7 @@ typedef struct synth_run {
         uint16_t writes;
     } callees[FU_SYNTH_MAX_CALLEES];
     bool has_indirect_jump; /* jump tables are looked for (and their bounds tracked) only then */
+    uint32_t direct_branch_count; /* scratch->direct_branches */
     uint32_t jump_table_count;
     synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
 } synth_run;
@@ -503,6 +518,8 @@ static uint16_t callee_writes(synth_run *run, uint64_t target)
  * frames kept in rbp) never asks for it. */
 static uint16_t kept_across_call(synth_run *run, const fu_synth_state *s, const fu_x86_insn *insn)
 {
+    if (s->regs[FU_REG_RSP].kind == FU_VALUE_ENTRY_STACK)
+        return 0; /* most calls: rsp gives the CFA after the call */
     uint16_t addresses = 0;
     for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++) {
         if (s->regs[r].kind != FU_VALUE_ENTRY_STACK)
@@ -750,6 +767,61 @@ static uint32_t slot_changed(const fu_synth_slot *slot)
     return slot->space == FU_SLOT_ENTRY_STACK ? fu_synth_changed_slot(slot->offset) : FU_SYNTH_CHANGED_ALIGNED_SLOTS;
 }
 
+/* Join the slots of `in` into those of `s` (both sorted): kept where both paths hold the same value,
+ * unknown where they differ or only one path wrote them. A slot only `in` holds is recorded as
+ * unknown if there is room beside the slots of `s` (which must stay: the saves and the return
+ * address), else `*lost` is set. Returns the `changed` bits of the slots that changed. */
+static uint32_t join_slots(fu_synth_state *s, const fu_synth_state *in, bool *lost)
+{
+    uint32_t changed = 0;
+    unsigned i = 0, j = 0;
+    /* in place while `in` holds no slot that `s` lacks (most joins) */
+    for (; i < s->slot_count; i++) {
+        fu_synth_slot *slot = &s->slots[i];
+        int c = j < in->slot_count ? slot_compare(slot->space, slot->offset, in->slots[j].space, in->slots[j].offset) : -1;
+        if (c > 0)
+            break;
+        if ((c < 0 || !fu_synth_value_equal(slot->value, in->slots[j].value)) && slot->value.kind != FU_VALUE_UNKNOWN) {
+            slot->value = unknown_value;
+            changed |= slot_changed(slot);
+        }
+        j += c == 0;
+    }
+    if (j == in->slot_count)
+        return changed;
+    /* from the first slot only `in` holds: the rest merged into a new array */
+    const unsigned kept = i;
+    fu_synth_slot joined[FU_SYNTH_MAX_SLOTS];
+    unsigned n = 0;
+    while (i < s->slot_count || j < in->slot_count) {
+        int c = i < s->slot_count && j < in->slot_count
+                    ? slot_compare(s->slots[i].space, s->slots[i].offset, in->slots[j].space, in->slots[j].offset)
+                    : (i < s->slot_count ? -1 : 1);
+        fu_synth_slot slot;
+        if (c <= 0) {
+            slot = s->slots[i];
+            if ((c < 0 || !fu_synth_value_equal(slot.value, in->slots[j].value)) && slot.value.kind != FU_VALUE_UNKNOWN) {
+                slot.value = unknown_value;
+                changed |= slot_changed(&slot);
+            }
+            i++;
+            j += c == 0;
+        } else {
+            slot = in->slots[j++];
+            slot.value = unknown_value;
+            if (kept + n + (s->slot_count - i) >= FU_SYNTH_MAX_SLOTS) {
+                *lost = true;
+                continue;
+            }
+            changed |= slot_changed(&slot);
+        }
+        joined[n++] = slot;
+    }
+    memcpy(s->slots + kept, joined, n * sizeof joined[0]);
+    s->slot_count = (uint8_t)(kept + n);
+    return changed;
+}
+
 /* Join `in` into block b's state (queued when it changes); false when the stack pointers disagree.
  * `judged` (NULL: none), the judgment of the walk that brings `in`: a first state inherits it. */
 static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const walk_judgment *judged, edge_kind edge,
@@ -815,65 +887,20 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const wa
         }
         if (edge != EDGE_CALL_FALLTHROUGH && (*flags & BLOCK_ONLY_CALL_FALLTHROUGH))
             *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
-        /* equal bytes are equal values (unequal ones may differ in padding only): most joins */
+        /* equal bytes are equal values: most joins */
         if (memcmp(s->regs, in->regs, sizeof s->regs) != 0)
             for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
                 if (!fu_synth_value_equal(s->regs[r], in->regs[r]) && s->regs[r].kind != FU_VALUE_UNKNOWN) {
                     s->regs[r] = unknown_value;
                     changed |= 1u << r;
                 }
-        /* slots (both sorted): kept where both agree, unknown where they differ or only one path
-         * wrote them */
         if (in->unknown_stores && !s->unknown_stores) {
             s->unknown_stores = true;
             changed |= FU_SYNTH_CHANGED_SLOT_FLAGS;
         }
         bool lost = s->slots_lost || in->slots_lost;
-        /* the same slots on both paths (the usual case): joined in place, unless their bytes are
-         * equal too */
-        bool same_slots = s->slot_count == in->slot_count;
-        bool identical = same_slots && memcmp(s->slots, in->slots, s->slot_count * sizeof s->slots[0]) == 0;
-        for (unsigned k = 0; k < s->slot_count && same_slots && !identical; k++)
-            same_slots = s->slots[k].offset == in->slots[k].offset && s->slots[k].space == in->slots[k].space;
-        for (unsigned k = 0; k < s->slot_count && same_slots && !identical; k++)
-            if (!fu_synth_value_equal(s->slots[k].value, in->slots[k].value) &&
-                s->slots[k].value.kind != FU_VALUE_UNKNOWN) {
-                s->slots[k].value = unknown_value;
-                changed |= slot_changed(&s->slots[k]);
-            }
-        fu_synth_slot joined[FU_SYNTH_MAX_SLOTS];
-        unsigned n = 0, i = 0, j = 0;
-        while (!same_slots && (i < s->slot_count || j < in->slot_count)) {
-            int c = i < s->slot_count && j < in->slot_count
-                        ? slot_compare(s->slots[i].space, s->slots[i].offset, in->slots[j].space, in->slots[j].offset)
-                        : (i < s->slot_count ? -1 : 1);
-            fu_synth_slot slot;
-            if (c <= 0) {
-                slot = s->slots[i];
-                if ((c < 0 || !fu_synth_value_equal(slot.value, in->slots[j].value)) &&
-                    slot.value.kind != FU_VALUE_UNKNOWN) {
-                    slot.value = unknown_value;
-                    changed |= slot_changed(&slot);
-                }
-                i++;
-                j += c == 0;
-            } else {
-                /* a slot only the incoming path wrote: recorded as unknown if there is room beside
-                 * the block's own slots (which must stay: the saves and the return address) */
-                slot = in->slots[j++];
-                slot.value = unknown_value;
-                if (n + (s->slot_count - i) >= FU_SYNTH_MAX_SLOTS) {
-                    lost = true;
-                    continue;
-                }
-                changed |= slot_changed(&slot);
-            }
-            joined[n++] = slot;
-        }
-        if (!same_slots) {
-            memcpy(s->slots, joined, n * sizeof joined[0]);
-            s->slot_count = (uint8_t)n;
-        }
+        if (s->slot_count != in->slot_count || memcmp(s->slots, in->slots, s->slot_count * sizeof s->slots[0]) != 0)
+            changed |= join_slots(s, in, &lost);
         if (lost != s->slots_lost) {
             s->slots_lost = lost;
             changed |= FU_SYNTH_CHANGED_SLOT_FLAGS;
@@ -1099,9 +1126,22 @@ static void track_bound(const fu_x86_insn *insn, index_bound *b)
     b->registers &= (uint16_t)~insn->writes;
 }
 
+/* Count a walk of a block; false (reason set) past FU_SYNTH_MAX_WALKS_PER_BLOCK walks per block. */
+static bool count_walk(synth_run *run, uint64_t *walks)
+{
+    if (++*walks > (uint64_t)FU_SYNTH_MAX_WALKS_PER_BLOCK * run->counts->blocks) {
+        snprintf(run->reason, FU_SYNTH_REASON_MAX,
+                 "no fixpoint after %llu block walks (FU_SYNTH_MAX_WALKS_PER_BLOCK)", (unsigned long long)*walks);
+        return false;
+    }
+    return true;
+}
+
 /* Walk block b from its state until the path ends or reaches another block; false (reason set)
- * when the function is undecided. */
-static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
+ * when the function is undecided. A block the walk runs into that had no state takes the walk's
+ * and is next on the worklist: it is walked on at once, as the next walk would (without copying
+ * the state it was given back out of it). */
+static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t *walks)
 {
     fu_synth_scratch *sc = run->scratch;
     const fu_synth_function *f = run->function;
@@ -1121,7 +1161,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
      * or the one its first state came with, and what the joins changed since */
     const fu_synth_judge_hook judge = f->judge;
     uint8_t *judgments = sc->judgments;
-    const uint32_t first = i;
+    uint32_t first = i;
     walk_judgment judged;
     judged.judgment.until = 0;
     judged.changed = FU_SYNTH_CHANGED_ALL;
@@ -1232,8 +1272,26 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len)
         }
         i++;
         address += insn->length;
-        if (block_of[i] >= 0)
-            return merge(run, (uint32_t)block_of[i], &s, &judged, fallthrough_edge, queue_len);
+        if (block_of[i] >= 0) {
+            uint32_t next = (uint32_t)block_of[i];
+            bool had_state = sc->block_flags[next] & BLOCK_HAS_STATE;
+            if (!merge(run, next, &s, &judged, fallthrough_edge, queue_len))
+                return false;
+            if (had_state || !(sc->block_flags[next] & BLOCK_HAS_STATE) || sc->worklist[*queue_len - 1] != next)
+                return true;
+            /* the next walk: block `next`, from the state in hand and the judgment it was given */
+            sc->block_flags[next] &= (uint8_t)~BLOCK_QUEUED;
+            (*queue_len)--;
+            if (!count_walk(run, walks))
+                return false;
+            b = next;
+            first = i;
+            sc->block_changed[b] = 0;
+            if (!judged.judgment.until)
+                judged.changed = FU_SYNTH_CHANGED_ALL;
+            fallthrough_edge = EDGE_BRANCH;
+            bound = (index_bound){.compared = {.kind = FU_X86_OPERAND_NONE}, .memory = {.kind = FU_X86_OPERAND_NONE}};
+        }
     }
 }
 
@@ -1257,12 +1315,17 @@ static bool decode_all(synth_run *run)
         fu_x86_decode(&sc->decoder, f->code + offset, (size_t)(size - offset), f->start + offset, insn);
         sc->insn_offsets[n] = (uint32_t)offset;
         sc->insn_at_offset[offset] = n + 1;
-        sc->block_of[n] = -1;
-        sc->walked[n] = 0;
         n++;
-        run->has_indirect_jump |= insn->kind == FU_X86_JMP && !insn->has_target;
+        if (insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) {
+            if (insn->has_target)
+                sc->direct_branches[run->direct_branch_count++] = n - 1;
+            else
+                run->has_indirect_jump = true;
+        }
         offset += insn->kind == FU_X86_INVALID ? 1 : insn->length; /* resynchronize byte by byte */
     }
+    memset(sc->block_of, 0xff, n * sizeof *sc->block_of); /* -1: no block starts there */
+    memset(sc->walked, 0, n * sizeof *sc->walked);
     run->insn_count = n;
     run->counts->instructions = n;
     return true;
@@ -1275,21 +1338,20 @@ static bool fixpoint(synth_run *run, bool first)
     run->has_alignment = false;
     run->restart = false;
     run->counts->assumed_noreturn = 0;
-    for (uint32_t i = 0; i < run->insn_count; i++)
-        sc->walked[i] = 0;
+    if (!first) /* decode_all cleared them */
+        for (uint32_t i = 0; i < run->insn_count; i++)
+            sc->walked[i] = 0;
     for (uint32_t b = 0; b < run->counts->blocks; b++)
         sc->block_flags[b] = 0;
     if (first) {
         /* every direct branch target inside the range starts a block */
-        for (uint32_t i = 0; i < run->insn_count; i++) {
-            const fu_x86_insn *insn = &sc->insns[i];
-            if ((insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) && insn->has_target) {
-                int64_t t = insn_index_at(run, insn->target);
-                int64_t b = t >= 0 ? block_at(run, (uint32_t)t) : t;
-                if (t >= 0 && b < 0)
-                    return false;
-                sc->branch_block[i] = (int32_t)b;
-            }
+        for (uint32_t k = 0; k < run->direct_branch_count; k++) {
+            uint32_t i = sc->direct_branches[k];
+            int64_t t = insn_index_at(run, sc->insns[i].target);
+            int64_t b = t >= 0 ? block_at(run, (uint32_t)t) : t;
+            if (t >= 0 && b < 0)
+                return false;
+            sc->branch_block[i] = (int32_t)b;
         }
     }
     const fu_synth_function *f = run->function;
@@ -1327,12 +1389,7 @@ static bool fixpoint(synth_run *run, bool first)
     while (queue_len) {
         uint32_t b = sc->worklist[--queue_len];
         sc->block_flags[b] &= (uint8_t)~BLOCK_QUEUED;
-        if (++walks > (uint64_t)FU_SYNTH_MAX_WALKS_PER_BLOCK * run->counts->blocks) {
-            snprintf(run->reason, FU_SYNTH_REASON_MAX,
-                     "no fixpoint after %llu block walks (FU_SYNTH_MAX_WALKS_PER_BLOCK)", (unsigned long long)walks);
-            return false;
-        }
-        if (!walk_block(run, b, &queue_len))
+        if (!count_walk(run, &walks) || !walk_block(run, b, &queue_len, &walks))
             return false;
     }
     return true;
@@ -1361,7 +1418,7 @@ static uint16_t written_caller_saved(const synth_run *run)
 static uint32_t state_replace(fu_synth_state *s, const fu_synth_state *to)
 {
     uint32_t changed = 0;
-    /* equal bytes are equal values (unequal ones may differ in padding only): most block starts */
+    /* equal bytes are equal values: most block starts */
     if (memcmp(s->regs, to->regs, sizeof s->regs) != 0)
         for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
             if (!fu_synth_value_equal(s->regs[r], to->regs[r])) {

@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cfi.h"
 #include "synth_decode.h"
@@ -83,21 +84,24 @@ typedef enum fu_synth_value_kind {
     FU_VALUE_NEVER_WRITTEN   /* (slot reads) a slot of this frame the function never wrote */
 } fu_synth_value_kind;
 
+/* Without padding, so that equal values are equal bytes (joins compare states as bytes). */
 typedef struct fu_synth_value {
-    uint8_t kind;       /* fu_synth_value_kind */
-    uint8_t reg;        /* FU_VALUE_ENTRY_REGISTER */
+    uint16_t kind;      /* fu_synth_value_kind */
+    uint16_t reg;       /* FU_VALUE_ENTRY_REGISTER */
     int32_t base_delta; /* FU_VALUE_TABLE_TARGET: where the entries count from, relative to the table */
     int64_t offset;
 } fu_synth_value;
+_Static_assert(sizeof(fu_synth_value) == 16, "a value has no padding");
 
 /* Slots are keyed by space (entry stack or realigned stack) and offset in it. */
 enum { FU_SLOT_ENTRY_STACK = 0, FU_SLOT_ALIGNED_STACK = 1 };
 
 typedef struct fu_synth_slot {
     int32_t offset;
-    uint8_t space;
+    uint32_t space;
     fu_synth_value value;
 } fu_synth_slot;
+_Static_assert(sizeof(fu_synth_slot) == 24, "a slot has no padding");
 
 typedef struct fu_synth_state {
     fu_synth_value regs[FU_X86_GPR_COUNT];
@@ -208,6 +212,7 @@ typedef struct fu_synth_scratch {
      * path reaches it */
     uint8_t *walked;
     uint8_t *judgments;       /* per instruction: the judge's byte of its last walk (fu_synth_judge) */
+    uint32_t *direct_branches; /* the direct jumps and conditional branches, by index, in address order */
     uint32_t insn_cap;
     /* per byte of the function: 1 + the index of the instruction starting there, else 0 (branch
      * targets to instructions without a search); all zero between runs */
@@ -292,7 +297,7 @@ fu_synth_value fu_synth_slot_value(const fu_synth_state *state, uint8_t space, i
 fu_synth_value fu_synth_value_add(fu_synth_value value, int64_t delta);
 static inline bool fu_synth_value_equal(fu_synth_value a, fu_synth_value b)
 {
-    return a.kind == b.kind && a.reg == b.reg && a.offset == b.offset && a.base_delta == b.base_delta;
+    return memcmp(&a, &b, sizeof a) == 0;
 }
 
 /* The columns a derived row has: the CFA, the callee-saved registers and the return address. */
