@@ -471,6 +471,32 @@ static PyObject *session_samples(BpfSessionObject *self, PyObject *unused)
     return list;
 }
 
+/* {pid: the command name its main thread (tid == pid) had at its last logged sample}: a process may
+ * name itself after user space read its /proc/PID/comm (prctl PR_SET_NAME), as perf's COMM events
+ * follow. One pass over the log from its end; a name object only for each process's first hit. */
+static PyObject *session_main_thread_comms(BpfSessionObject *self, PyObject *unused)
+{
+    fu_bpf_session *s = session_of(self);
+    if (!s)
+        return NULL;
+    const fu_bpf_log *log = fu_bpf_session_log(s);
+    const fu_bpf_logged *samples = fu_bpf_log_samples(log);
+    PyObject *names = PyDict_New();
+    for (size_t i = fu_bpf_log_sample_count(log); names && i-- > 0;) {
+        uint32_t pid = fu_bpf_log_stack(log, samples[i].stack)->pid;
+        if (samples[i].tid != pid)
+            continue;
+        PyObject *key = PyLong_FromUnsignedLong(pid);
+        int known = key ? PyDict_Contains(names, key) : -1;
+        PyObject *name = known == 0 ? command_name(fu_bpf_log_comm(log, samples[i].comm)) : NULL;
+        if (known < 0 || (known == 0 && (!name || PyDict_SetItem(names, key, name) < 0)))
+            Py_CLEAR(names);
+        Py_XDECREF(name);
+        Py_XDECREF(key);
+    }
+    return names;
+}
+
 static PyObject *session_detach(BpfSessionObject *self, PyObject *unused)
 {
     fu_bpf_session *s = session_of(self);
@@ -545,6 +571,8 @@ static PyMethodDef session_methods[] = {
      "add_to_profile(profile, stacks, interval_ms): every logged sample into the Profile"},
     {"samples", (PyCFunction)session_samples, METH_NOARGS,
      "samples() -> [(time ns, tid, cpu, command name, stack id)] of the log"},
+    {"main_thread_comms", (PyCFunction)session_main_thread_comms, METH_NOARGS,
+     "main_thread_comms() -> {pid: its main thread's command name at its last logged sample}"},
     {"detach", (PyCFunction)session_detach, METH_NOARGS, "detach(): release the kernel objects, keep the log"},
     {"wait", (PyCFunction)session_wait, METH_O,
      "wait(timeout_ms): until the program asks for a process to load, at most timeout_ms"},

@@ -161,6 +161,7 @@ class BpfProfile:
         self._processes = processes
         #: each process's command name as its samples' threads had it (BpfRecorder.drain)
         self._sampled_comms = sampled_comms or {}
+        self._main_thread_comms: dict[int, str] | None = None  #: from the log, at the first comm()
         self.left_out = left_out  #: processes never loaded: the unwinder's process map was full
         self.evicted_in_use = evicted_in_use  #: modules evicted while a loaded process mapped them
         self.run_ns = run_ns
@@ -203,8 +204,13 @@ class BpfProfile:
         return {name: dict(outcomes) for name, outcomes in out.items()}
 
     def comm(self, pid: int, space_pid: int | None = None) -> str:
-        """The process's command name; a process never loaded (gone before its tables were) the one
-        its samples' threads had, else its parent's (`space_pid`), as it forked."""
+        """The process's command name: its main thread's at its last sample (a process may rename
+        itself after it was loaded), else as it was loaded; a process never loaded (gone before its
+        tables were) the one its samples' threads had, else its parent's (`space_pid`), as it forked."""
+        if self._main_thread_comms is None:
+            self._main_thread_comms = self._session.main_thread_comms()
+        if pid in self._main_thread_comms:
+            return self._main_thread_comms[pid]
         process = self._processes.get(pid)
         if process is None and pid in self._sampled_comms:
             return self._sampled_comms[pid]

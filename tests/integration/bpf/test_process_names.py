@@ -108,6 +108,41 @@ def test_a_command_name_and_a_mapped_path_that_are_not_utf8_are_read(tmp_path: P
     assert any(comm == odd for _, _, _, comm, _ in profile.sample_log())
 
 
+#: Spins argv[1] ms of CPU time (user space loads it meanwhile, reading /proc/PID/comm), names
+#: itself "renamed", then spins argv[1] ms more.
+RENAMER = r"""
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <time.h>
+static void spin(double seconds)
+{
+    struct timespec t;
+    volatile unsigned long spins = 0;
+    do {
+        spins++;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    } while (t.tv_sec + t.tv_nsec / 1e9 < seconds);
+}
+int main(int argc, char **argv)
+{
+    double half = atof(argv[1]) / 1000;
+    spin(half);
+    prctl(PR_SET_NAME, "renamed");
+    spin(2 * half);
+    return 0;
+}
+"""
+
+
+def test_a_process_that_renames_itself_after_it_was_loaded_has_its_new_name(tmp_path: Path) -> None:
+    """As perf's COMM events follow a rename: the name its main thread had at its last sample."""
+    program = build(tmp_path, "renamer", RENAMER)
+    profile = record_command([str(program), "200"])
+    assert any(comm == "renamer" for _, _, _, comm, _ in profile.sample_log()), "no sample before the rename"
+    assert any(key.startswith("renamed (") for key in profile.outcomes_by_process()), profile.outcomes_by_process()
+    assert not any(key.startswith("renamer (") for key in profile.outcomes_by_process()), profile.outcomes_by_process()
+
+
 def test_a_pid_that_is_no_process_is_an_error() -> None:
     """As `backtrace -p` says it, not an empty profile and status 0 (4194305: above any pid_max)."""
     for pids in ("4194305", f"{os.getpid()},4194305", "0"):
