@@ -263,9 +263,10 @@ fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *
     s->ring.modules[new_id] = module;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     set_generation(s, new_id, s->generation[new_id] + 1);
-    s->users[new_id] = PENDING_USES;
-    if (s->pending_count < FU_BPF_MAX_MODULES)
+    if (s->pending_count < FU_BPF_MAX_MODULES) { /* else no use: a pin nothing would release */
+        s->users[new_id] = PENDING_USES;
         s->pending[s->pending_count++] = (module_ref){new_id, s->generation[new_id]};
+    }
     *id = new_id;
     *generation = s->generation[new_id];
     return FU_OK;
