@@ -422,7 +422,7 @@ fu_status fu_bpf_session_drain(fu_bpf_session *s, fu_bpf_stack_fn fn, void *cont
                 while (kernel_count < FU_BPF_KERNEL_MAX_FRAMES && s->kernel[kernel_count])
                     kernel_count++;
         }
-        if (!fn(context, stack, fu_bpf_log_stack_comm(&s->log, s->stacks_reported), s->kernel, kernel_count))
+        if (!fn(context, stack, s->kernel, kernel_count))
             return fu_fail(err, FU_ERR_INVALID, "draining the stacks stopped");
     }
     return FU_OK;

@@ -41,9 +41,8 @@ void fu_bpf_session_forget_process(fu_bpf_session *s, uint32_t pid);
 /* Takes (and clears) up to `cap` pids sampled without mappings; returns how many. */
 size_t fu_bpf_session_take_missing(fu_bpf_session *s, uint32_t *pids, size_t cap);
 
-/* A stack seen for the first time, the command name of its first sample's thread, its kernel
- * frames (the leaf first). */
-typedef bool (*fu_bpf_stack_fn)(void *context, const fu_bpf_stack *stack, fu_text comm, const uint64_t *kernel,
+/* A stack seen for the first time and its kernel frames (the leaf first). */
+typedef bool (*fu_bpf_stack_fn)(void *context, const fu_bpf_stack *stack, const uint64_t *kernel,
                                 uint32_t kernel_count);
 /* Waits up to `timeout_ms` for the program to wake user space (a sample of a process to load),
  * taking the samples sent meanwhile into the log; a signal ends the wait early. */

@@ -75,7 +75,7 @@ fu_status fu_bpf_log_add(fu_bpf_log *log, const void *record, size_t size, fu_er
         return fu_fail(err, FU_ERR_NOMEM, "out of memory keeping BPF stacks");
     if (log->counts.len / sizeof(uint64_t) <= stack) {
         uint64_t zero = 0;
-        if (!fu_buffer_reserve(&log->counts, sizeof zero) || !fu_buffer_append(&log->stack_comms, &comm, sizeof comm))
+        if (!fu_buffer_reserve(&log->counts, sizeof zero))
             return fu_fail(err, FU_ERR_NOMEM, "out of memory keeping BPF stacks");
         fu_put(&log->counts, &zero, sizeof zero);
     }
@@ -122,16 +122,10 @@ fu_text fu_bpf_log_comm(const fu_bpf_log *log, uint32_t id)
     return (fu_text){name, end ? (size_t)(end - name) : COMM_BYTES};
 }
 
-fu_text fu_bpf_log_stack_comm(const fu_bpf_log *log, uint32_t id)
-{
-    return fu_bpf_log_comm(log, ((const uint32_t *)(const void *)log->stack_comms.data)[id]);
-}
-
 void fu_bpf_log_free(fu_bpf_log *log)
 {
     free(log->stacks.data);
     free(log->counts.data);
-    free(log->stack_comms.data);
     free(log->comms.data);
     free(log->samples.data);
     fu_intern_free(&log->stack_index);

@@ -31,7 +31,6 @@ typedef struct fu_bpf_logged {
 typedef struct fu_bpf_log {
     fu_buffer stacks;  /* fu_bpf_stack by id (user frames past user_count zero) */
     fu_buffer counts;  /* uint64_t samples by stack id */
-    fu_buffer stack_comms; /* uint32_t command name id by stack id: its first sample's thread's */
     fu_buffer comms;   /* char[16] by id */
     fu_buffer samples; /* fu_bpf_logged */
     fu_intern_set stack_index, comm_index;
@@ -49,9 +48,6 @@ size_t fu_bpf_log_sample_count(const fu_bpf_log *log);
 const fu_bpf_logged *fu_bpf_log_samples(const fu_bpf_log *log);
 /* The command name `id` (NUL-free, at most 16 bytes). */
 fu_text fu_bpf_log_comm(const fu_bpf_log *log, uint32_t id);
-/* The command name of the thread of stack `id`'s first sample (a process that exits before user
- * space loads it is named by it). */
-fu_text fu_bpf_log_stack_comm(const fu_bpf_log *log, uint32_t id);
 void fu_bpf_log_free(fu_bpf_log *log);
 
 /* perf script's text of every logged sample (perf_script.h's layout): "comm tid sec.usec: event: "

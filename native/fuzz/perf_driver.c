@@ -642,10 +642,11 @@ static const char *bpf_log_problem(const uint8_t *data, size_t size)
         else if (st != FU_OK && st != FU_ERR_INVALID && st != FU_ERR_NOMEM)
             problem = "bpf log: an unexpected status";
     }
+    const fu_bpf_logged *logged = fu_bpf_log_samples(&log);
+    for (size_t i = 0; !problem && i < fu_bpf_log_sample_count(&log); i++)
+        if (fu_bpf_log_comm(&log, logged[i].comm).len > 16)
+            problem = "bpf log: a sample's command name longer than a thread's";
     uint32_t stacks = fu_bpf_log_stack_count(&log);
-    for (uint32_t i = 0; !problem && i < stacks; i++)
-        if (fu_bpf_log_stack_comm(&log, i).len > 16)
-            problem = "bpf log: a stack's command name longer than a thread's";
     fu_text *blocks = calloc(stacks + 1, sizeof *blocks);
     fu_bpf_named_stack *named = calloc(stacks + 1, sizeof *named);
     size_t bytes = 0;

@@ -16,7 +16,7 @@
  *   take_missing() -> [pid]               processes sampled before their mappings were set
  *   wait(timeout_ms)                      until the program asks for a process to load (or timeout_ms),
  *                                         taking the samples sent meanwhile into the log
- *   drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted, comm)]: the samples sent since
+ *   drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted)]: the samples sent since
  *                                         into the log; the stacks seen for the first time, in id order
  *   stack_samples() -> tuple              samples by stack id
  *   logged, unlogged                      samples in the log, and past its bound (counted by stack only)
@@ -240,20 +240,16 @@ static PyObject *command_name(fu_text comm)
     return PyUnicode_DecodeUTF8(comm.data, (Py_ssize_t)comm.len, "backslashreplace");
 }
 
-static bool add_stack(void *context, const fu_bpf_stack *stack, fu_text comm, const uint64_t *kernel,
-                      uint32_t kernel_count)
+static bool add_stack(void *context, const fu_bpf_stack *stack, const uint64_t *kernel, uint32_t kernel_count)
 {
     uint32_t user_count = stack->user_count < FU_BPF_MAX_FRAMES ? stack->user_count : FU_BPF_MAX_FRAMES;
     PyObject *user = addresses(stack->user, user_count), *kernel_tuple = user ? addresses(kernel, kernel_count) : NULL;
-    PyObject *name = kernel_tuple ? command_name(comm) : NULL;
-    PyObject *item = name ? Py_BuildValue("(IIBNNKN)", stack->pid, stack->space_pid, stack->outcome, user,
-                                          kernel_tuple, stack->interrupted, name)
-                          : NULL;
+    PyObject *item = kernel_tuple ? Py_BuildValue("(IIBNNK)", stack->pid, stack->space_pid, stack->outcome, user,
+                                                  kernel_tuple, stack->interrupted)
+                                  : NULL;
     if (!item) {
-        if (!name) {
+        if (!kernel_tuple)
             Py_XDECREF(user);
-            Py_XDECREF(kernel_tuple);
-        }
         return false;
     }
     bool ok = PyList_Append(context, item) == 0;
@@ -471,10 +467,11 @@ static PyObject *session_samples(BpfSessionObject *self, PyObject *unused)
     return list;
 }
 
-/* {pid: the command name its main thread (tid == pid) had at its last logged sample}: a process may
- * name itself after user space read its /proc/PID/comm (prctl PR_SET_NAME), as perf's COMM events
- * follow. One pass over the log from its end; a name object only for each process's first hit. */
-static PyObject *session_main_thread_comms(BpfSessionObject *self, PyObject *unused)
+/* {pid: (command name, whether its main thread's)}: the name its main thread (tid == pid) had at its
+ * last logged sample, else the name of the thread of its last sample. A process may name itself
+ * (prctl PR_SET_NAME) after user space read its /proc/PID/comm, as perf's COMM events follow; one
+ * gone before user space loaded it has only these. One pass over the log from its end. */
+static PyObject *session_sampled_comms(BpfSessionObject *self, PyObject *unused)
 {
     fu_bpf_session *s = session_of(self);
     if (!s)
@@ -484,14 +481,15 @@ static PyObject *session_main_thread_comms(BpfSessionObject *self, PyObject *unu
     PyObject *names = PyDict_New();
     for (size_t i = fu_bpf_log_sample_count(log); names && i-- > 0;) {
         uint32_t pid = fu_bpf_log_stack(log, samples[i].stack)->pid;
-        if (samples[i].tid != pid)
-            continue;
+        bool is_main = samples[i].tid == pid;
         PyObject *key = PyLong_FromUnsignedLong(pid);
-        int known = key ? PyDict_Contains(names, key) : -1;
-        PyObject *name = known == 0 ? command_name(fu_bpf_log_comm(log, samples[i].comm)) : NULL;
-        if (known < 0 || (known == 0 && (!name || PyDict_SetItem(names, key, name) < 0)))
+        PyObject *known = key ? PyDict_GetItemWithError(names, key) : NULL; /* borrowed */
+        bool keep = key && (known ? is_main && PyTuple_GET_ITEM(known, 1) == Py_False : !PyErr_Occurred());
+        PyObject *name = keep ? command_name(fu_bpf_log_comm(log, samples[i].comm)) : NULL;
+        PyObject *entry = name ? Py_BuildValue("(NO)", name, is_main ? Py_True : Py_False) : NULL;
+        if (!key || PyErr_Occurred() || (keep && (!entry || PyDict_SetItem(names, key, entry) < 0)))
             Py_CLEAR(names);
-        Py_XDECREF(name);
+        Py_XDECREF(entry);
         Py_XDECREF(key);
     }
     return names;
@@ -562,8 +560,8 @@ static PyMethodDef session_methods[] = {
     {"forget_process", (PyCFunction)session_forget_process, METH_O, "forget_process(pid)"},
     {"take_missing", (PyCFunction)session_take_missing, METH_NOARGS, "take_missing() -> [pid]"},
     {"drain", (PyCFunction)session_drain, METH_NOARGS,
-     "drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted, the command name of its "
-     "first sample's thread)] of the stacks first seen"},
+     "drain() -> [(pid, space pid, outcome, user addresses, kernel addresses, interrupted)] of the stacks first "
+     "seen"},
     {"stack_samples", (PyCFunction)session_stack_samples, METH_NOARGS, "stack_samples() -> samples by stack id"},
     {"perf_script", (PyCFunction)session_perf_script, METH_VARARGS,
      "perf_script(write, blocks, event): perf script's text of the logged samples"},
@@ -571,8 +569,9 @@ static PyMethodDef session_methods[] = {
      "add_to_profile(profile, stacks, interval_ms): every logged sample into the Profile"},
     {"samples", (PyCFunction)session_samples, METH_NOARGS,
      "samples() -> [(time ns, tid, cpu, command name, stack id)] of the log"},
-    {"main_thread_comms", (PyCFunction)session_main_thread_comms, METH_NOARGS,
-     "main_thread_comms() -> {pid: its main thread's command name at its last logged sample}"},
+    {"sampled_comms", (PyCFunction)session_sampled_comms, METH_NOARGS,
+     "sampled_comms() -> {pid: (its main thread's command name at its last logged sample, True), or its last "
+     "sample's thread's (name, False)}"},
     {"detach", (PyCFunction)session_detach, METH_NOARGS, "detach(): release the kernel objects, keep the log"},
     {"wait", (PyCFunction)session_wait, METH_O,
      "wait(timeout_ms): until the program asks for a process to load, at most timeout_ms"},

@@ -146,8 +146,7 @@ class BpfProfile:
     def __init__(self, session: _core.BpfSession, stacks: list[BpfStack], counters: dict[str, int],
                  outcomes: dict[str, int], processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int,
                  slots_used: int, rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int,
-                 synth: str = "off", timing: bool = False, sampled_comms: dict[int, str] | None = None,
-                 left_out: int = 0, evicted_in_use: int = 0) -> None:
+                 synth: str = "off", timing: bool = False, left_out: int = 0, evicted_in_use: int = 0) -> None:
         self._session = session  #: detached: its log of the samples
         self._stack_list = stacks  #: by the log's stack id
         self.stacks: Counter[BpfStack] = Counter()
@@ -159,9 +158,8 @@ class BpfProfile:
         self.counters = counters
         self.outcomes = outcomes
         self._processes = processes
-        #: each process's command name as its samples' threads had it (BpfRecorder.drain)
-        self._sampled_comms = sampled_comms or {}
-        self._main_thread_comms: dict[int, str] | None = None  #: from the log, at the first comm()
+        #: each process's command name as its samples had it (BpfSession.sampled_comms), at the first comm()
+        self._sampled_comms: dict[int, tuple[str, bool]] | None = None
         self.left_out = left_out  #: processes never loaded: the unwinder's process map was full
         self.evicted_in_use = evicted_in_use  #: modules evicted while a loaded process mapped them
         self.run_ns = run_ns
@@ -207,13 +205,12 @@ class BpfProfile:
         """The process's command name: its main thread's at its last sample (a process may rename
         itself after it was loaded), else as it was loaded; a process never loaded (gone before its
         tables were) the one its samples' threads had, else its parent's (`space_pid`), as it forked."""
-        if self._main_thread_comms is None:
-            self._main_thread_comms = self._session.main_thread_comms()
-        if pid in self._main_thread_comms:
-            return self._main_thread_comms[pid]
+        if self._sampled_comms is None:
+            self._sampled_comms = self._session.sampled_comms()
+        sampled, by_main_thread = self._sampled_comms.get(pid, (None, False))
         process = self._processes.get(pid)
-        if process is None and pid in self._sampled_comms:
-            return self._sampled_comms[pid]
+        if sampled is not None and (by_main_thread or process is None):
+            return sampled
         process = process or self._processes.get(space_pid if space_pid is not None else pid)
         return process.comm if process else str(pid)
 
@@ -425,9 +422,6 @@ class BpfRecorder:
         self._without_room: set[int] = set()
         self._left_out: set[int] = set()
         self._stacks: list[BpfStack] = []  #: by the log's stack id
-        #: each process's command name at its latest stack seen first (its thread's, as the kernel saw
-        #: it): the name of a process gone before it was loaded
-        self._sampled_comms: dict[int, str] = {}
         self._vdso: ModuleImage | None = None  #: the kernel's vDSO (every process sampled runs on this kernel)
         self._rows_loaded = 0  # table rows loaded into the maps (evicted ones included)
         for pid in pids:
@@ -621,9 +615,8 @@ class BpfRecorder:
         BpfStacks, named by their first sample's thread. Called once, after the recording: while it
         runs, waiting takes the samples into the log (C), and no Python runs per stack on a CPU the
         profiled program may need."""
-        for pid, space_pid, outcome, user, kernel, interrupted, comm in self._session.drain():
+        for pid, space_pid, outcome, user, kernel, interrupted in self._session.drain():
             self._stacks.append(BpfStack(pid, space_pid, _core.BPF_OUTCOMES[outcome], user, kernel, interrupted))
-            self._sampled_comms[pid] = comm
 
     def run(self, until: Callable[[], bool]) -> BpfProfile:
         """Samples until `until()` is true (checked every POLL_SECONDS at most) or Ctrl-C, then detaches
@@ -660,7 +653,7 @@ class BpfRecorder:
         return BpfProfile(self._session, self._stacks, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
                           self._session.table_bytes, self._session.slots_used, self._rows_loaded,
                           len(self._modules), len(self._without_table), self._frequency, self._synth, self._timing,
-                          self._sampled_comms, len(self._left_out), self._session.evicted_in_use)
+                          len(self._left_out), self._session.evicted_in_use)
 
     def close(self) -> None:
         """Detaches the program and releases its maps and events (the samples' log stays, for the
