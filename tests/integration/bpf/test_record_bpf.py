@@ -3,9 +3,12 @@ program unwound offline, on the project's workloads (scripts/record_workloads.py
 stacks. Skipped, with the kernel's reason, where the BPF unwinder cannot be loaded (not root, no
 CONFIG_BPF_SYSCALL or BTF).
 
-The statistic for "the same profile": the two hottest complete stacks of each run are among the
-three hottest of the other, and every leaf function holding at least 5% of either run's samples has
-shares p1, p2 that a two-proportion z-test does not separate at 4 sigma:
+The statistic for "the same profile", on the folded stacks each tool writes (user frames from the
+outermost, then the kernel frames of a sample taken in the kernel: such a sample ends in the kernel
+on both sides, never in the user PC at its kernel entry on one side only): the two hottest complete
+stacks of each run are among the three hottest of the other, and every leaf function holding at
+least 5% of either run's samples has shares p1, p2 that a two-proportion z-test does not separate at
+4 sigma:
 |p1 - p2| <= 4 * sqrt(p (1 - p) (1/n1 + 1/n2)), p the pooled share (a 4-sigma bound leaves one false
 alarm in ~16,000 comparisons of equal distributions).
 """
@@ -72,7 +75,9 @@ def record_command(command: list[str], timing: bool = False) -> BpfProfile:
 
 
 def user_folded(profile: BpfProfile) -> Counter[str]:
-    """Folded user stacks (kernel frames left out: perf's DWARF samples of cpu-clock carry none here)."""
+    """Folded user stacks, kernel frames left out: a sample taken in the kernel ends in the user PC at
+    its kernel entry. For checks of the user walk alone: perf-script's folded stacks, as
+    BpfProfile.folded's, end with the kernel frames of such a sample."""
     out: Counter[str] = Counter()
     for stack, samples in profile.stacks.items():
         if stack.outcome != "kernel_only":
@@ -149,10 +154,21 @@ def c_profile(c_run: tuple[BpfProfile, Path]) -> BpfProfile:
     return c_run[0]
 
 
-def test_the_c_workload_matches_perf_dwarf_unwound_offline(c_run: tuple[BpfProfile, Path]) -> None:
-    profile, data = c_run
-    workload = Counter({s: n for s, n in user_folded(profile).items() if s.startswith("cworkload;")})
-    assert_same_profile(workload, folded_recording(data))
+def workload_folded(profile: BpfProfile, comm: str) -> Counter[str]:
+    """The folded stacks of the processes named `comm`, as `record --bpf --format folded` writes them:
+    kernel frames last, as perf-script's."""
+    return Counter({s: n for s, n in profile.folded().items() if s.startswith(f"{comm};")})
+
+
+@pytest.fixture(scope="module")
+def c_perf_folded(c_run: tuple[BpfProfile, Path]) -> Counter[str]:
+    return folded_recording(c_run[1])
+
+
+def test_the_c_workload_matches_perf_dwarf_unwound_offline(c_run: tuple[BpfProfile, Path],
+                                                           c_perf_folded: Counter[str]) -> None:
+    profile, _ = c_run
+    assert_same_profile(workload_folded(profile, "cworkload"), c_perf_folded)
     # its phases that the BPF walk cannot finish end with an outcome, never as complete stacks
     folded = user_folded(profile)
     assert all(not s.startswith("cworkload;recurse_deep_nontail") for s in folded)
@@ -161,6 +177,35 @@ def test_the_c_workload_matches_perf_dwarf_unwound_offline(c_run: tuple[BpfProfi
     drap = Counter({s: n for s, n in folded.items() if "drap_realigned_vla" in s})
     through = sum(n for s, n in complete(drap).items() if ";main;phase_drap_realign;" in s)
     assert drap and through >= 0.95 * sum(drap.values()), drap
+
+
+def test_the_comparison_tells_apart_a_profile_that_lost_a_leaf_frame(c_run: tuple[BpfProfile, Path],
+                                                                     c_perf_folded: Counter[str]) -> None:
+    """The statistic is no formality: every leaf function it compares (5% of perf's samples), its
+    samples given to its caller in the BPF profile (as a walk that dropped the leaf's frames would
+    report them), makes the recording that matches perf's (the test above) differ from it."""
+    ours = workload_folded(c_run[0], "cworkload")
+    perf_leaves = leaves(c_perf_folded)
+    compared = [leaf for leaf, n in perf_leaves.items() if n >= 0.05 * sum(perf_leaves.values())]
+
+    def without_leaf(leaf: str) -> Counter[str]:
+        out: Counter[str] = Counter()
+        for stack, n in ours.items():
+            frames = stack.split(";")
+            while len(frames) > 1 and frames[-1] == leaf:
+                frames.pop()
+            out[";".join(frames)] += n
+        return out
+
+    def told_apart(bpf: Counter[str]) -> bool:
+        try:
+            assert_same_profile(bpf, c_perf_folded)
+        except AssertionError:
+            return True
+        return False
+
+    assert compared, perf_leaves
+    assert [leaf for leaf in compared if not told_apart(without_leaf(leaf))] == []
 
 
 @pytest.mark.parametrize("name", ["compiler", "hackbench-processes"])
@@ -305,7 +350,7 @@ def test_a_cfa_from_a_register_a_callee_saved_unwinds_like_perf(tmp_path: Path) 
     complete_samples = sum(n for s, n in spinning.items() if s.outcome == "end")
     assert complete_samples >= 0.95 * total, {s.outcome: n for s, n in spinning.items()}
     # the same frames as perf's DWARF recording unwound offline (its hottest stack)
-    hottest = complete(user_folded(profile)).most_common(1)[0][0]
+    hottest = complete(workload_folded(profile, "cfa_r12")).most_common(1)[0][0]
     assert hottest == complete(perf_folded(command, tmp_path)).most_common(1)[0][0]
     assert hottest.endswith(";main;through_r12;spin_saving_r12")
 
@@ -626,8 +671,8 @@ def test_perf_scripts_text_has_the_frames_of_perfs_dwarf_recording(c_run: tuple[
     """Every chain of callers holding 5% of the complete stacks of the `perf record --call-graph dwarf`
     recording of the same run, unwound offline, is in `record --bpf --format perf` line for line
     (addresses, symbol+offset, dso; a frame a signal interrupted at its PC, the other callers at their
-    return address - 1; user frames only: perf's cpu-clock DWARF samples carry no kernel frames
-    here). Not the reverse: the BPF walk completes stacks deeper than perf's 8 KiB copy."""
+    return address - 1; the user frames of both, a sample taken in the kernel from the user PC at its
+    kernel entry). Not the reverse: the BPF walk completes stacks deeper than perf's 8 KiB copy."""
     def complete_blocks(text: str) -> Counter[str]:
         out: Counter[str] = Counter()
         for _, frames in perf_samples(text):
