@@ -609,7 +609,8 @@ def check_html_file(profile: BpfProfile, text: str) -> None:
 
 
 PERF_HEADER = re.compile(r"(?P<comm>\S.*?) +(?P<tid>\d+) +(?P<sec>\d+)\.(?P<usec>\d{6}): cpu-clock: ")
-PERF_FRAME = re.compile(r"\t *(?P<address>-?[0-9a-f]+) (?P<symbol>\S+) \((?P<dso>[^)]*)\)")
+#: a C++ name may hold spaces and parentheses; the dso, in the line's last parentheses, holds no parentheses
+PERF_FRAME = re.compile(r"\t *(?P<address>-?[0-9a-f]+) (?P<symbol>.+) \((?P<dso>[^()]*)\)")
 
 
 def perf_samples(text: str) -> list[tuple[dict[str, str], list[re.Match[str]]]]:
@@ -653,6 +654,14 @@ CHECKS = {"folded": check_folded_file, "perf": check_perf_file, "speedscope": ch
 def test_each_format_holds_every_sample(c_profile: BpfProfile, output_format: str) -> None:
     assert c_profile.samples >= 50 and c_profile.outcomes.get("frame_limit", 0) > 0, c_profile.statistics()
     CHECKS[output_format](c_profile, written(c_profile, output_format))
+
+
+def test_perf_scripts_text_holds_cxx_names_with_spaces(settings: record_workloads.Settings) -> None:
+    """A compiler's frames are C++ functions whose names hold spaces (a template's "> >", its
+    arguments' ", "): each line keeps the name whole, the dso after it, as perf script prints them."""
+    profile = record_command(record_workloads.WORKLOADS["compiler"].command(settings))
+    assert any(" " in name for stack in profile.stacks for name in profile.frames(stack)), profile.statistics()
+    check_perf_file(profile, written(profile, "perf"))
 
 
 def test_record_writes_the_format_to_the_file(settings: record_workloads.Settings, tmp_path: Path) -> None:
