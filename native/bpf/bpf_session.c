@@ -113,7 +113,6 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
         return st;
     }
     s->skel->rodata->timing = timing;
-    s->skel->rodata->experiment_nowalk = getenv("FU_EXPERIMENT_NOWALK") != NULL; /* EXPERIMENT */
     int e = bpf_map__set_max_entries(s->skel->maps.slots, slot_capacity);
     int cpus = libbpf_num_possible_cpus();
     if (!e)
@@ -204,15 +203,6 @@ fu_status fu_bpf_session_attach_thread(fu_bpf_session *s, uint64_t frequency, ui
 {
     if (tid == 0 || tid > INT32_MAX)
         return fu_fail(err, FU_ERR_INVALID, "%u is not a thread id", tid);
-    if (getenv("FU_EXPERIMENT_PER_CPU")) { /* EXPERIMENT: perf record's events, one per CPU per task */
-        int cpus = libbpf_num_possible_cpus();
-        for (int cpu = 0; cpu < cpus; cpu++) {
-            fu_status st = attach_event(s, frequency, (int)tid, cpu, true, err);
-            if (st != FU_OK)
-                return st;
-        }
-        return FU_OK;
-    }
     return attach_event(s, frequency, (int)tid, -1, true, err);
 }
 

@@ -34,7 +34,6 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by user space before loading: time the walks and the samples (bpf_ktime_get_ns around them,
  * the *_NS counters); off, a sample reads the clock once, for its time. */
 const volatile bool timing = false;
-const volatile bool experiment_nowalk = false; /* EXPERIMENT */
 /* Incremented by user space after each change of the pids map: a CPU's last_scope is stale. */
 __u64 scope_epoch = 0;
 
@@ -698,7 +697,7 @@ int sample(struct bpf_perf_event_data *ctx)
      * helper call costs its cold kernel text at each sample */
     struct task_struct *task = bpf_get_current_task_btf();
     __u32 tgid = task->tgid, zero = 0;
-    if (tgid == 0 || experiment_nowalk)
+    if (tgid == 0)
         return 0;
     __u64 entered = timing ? bpf_ktime_get_ns() : 0;
     struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
