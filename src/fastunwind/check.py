@@ -342,8 +342,8 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
 
     def run(item: _Chunk, function_entries: bytes, foreign_entries: bytes = b"") -> _Outcome:
         _section, table, overlaps, chunk = item
-        return _core.check_fdes(table, chunk, overlaps, code, segments, noreturn_bytes, function_entries, image.eh_frame,
-                                image.debug_frame, work_done, foreign_entries)
+        return _core.check_fdes(table, chunk, overlaps, code, segments, noreturn_bytes, function_entries,
+                                image.eh_frame, image.debug_frame, work_done, foreign_entries)
 
     with _chunk_mapper(jobs) as map_chunks:
         # with threads, every chunk is submitted here; the C core runs without the GIL

@@ -35,8 +35,8 @@ def check_with_fields(fdes: list[tuple[int, int, list[bytes]]], function_entries
     table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
     entries = [i for i in range(table.entry_count) if table.entry(i)["kind"] == 1]
     results, details, _uncovered, _called, _foreign = _core.check_fdes(
-        table, array.array("I", entries).tobytes(), _core.check_overlaps(table), [(CODE_START, code)], [(CODE_START, code)], b"",
-        array.array("Q", function_entries).tobytes(), table, None, work,
+        table, array.array("I", entries).tobytes(), _core.check_overlaps(table), [(CODE_START, code)],
+        [(CODE_START, code)], b"", array.array("Q", function_entries).tobytes(), table, None, work,
         array.array("Q", sorted(foreign_entries)).tobytes())
     fields = array.array("I", results)
     by_begin = {}
@@ -178,8 +178,8 @@ def test_landing_pad_entered_with_the_pushed_arguments_popped() -> None:
     table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
     entry = next(i for i in range(table.entry_count) if table.entry(i)["kind"] == 1)
     results, details, _uncovered, _called, _foreign = _core.check_fdes(
-        table, array.array("I", [entry]).tobytes(), _core.check_overlaps(table), [(CODE_START, code)], [(CODE_START, code)], b"", b"", table,
-        None, array.array("Q", [0]))
+        table, array.array("I", [entry]).tobytes(), _core.check_overlaps(table), [(CODE_START, code)],
+        [(CODE_START, code)], b"", b"", table, None, array.array("Q", [0]))
     fields = dict(zip(_core.CHECK_RESULT_FIELD_NAMES, array.array("I", results)))
     assert fields["verdict"] == _core.CHECK_AGREE, details
     assert fields["unreached"] == 0 and fields["agree"] == 9, "the pad's two instructions are checked too"
