@@ -569,9 +569,8 @@ static void tally(fde_check *c, uint32_t insn_count)
     uint32_t by_outcome[JUDGED_OUTCOME + 1] = {0};
     bool reason_found = false;
     for (uint32_t i = 0; i < insn_count; i++) {
-        const fu_x86_insn *insn = &insns[i];
         if (!walked[i]) {
-            if (!is_padding(insn) && r->unreached++ == 0)
+            if (!is_padding(&insns[i]) && r->unreached++ == 0)
                 c->first_unreached = c->start + sc->insn_offsets[i];
             continue;
         }
@@ -581,22 +580,22 @@ static void tally(fde_check *c, uint32_t insn_count)
             unknown_reason(c, c->start + sc->insn_offsets[i], (judged >> JUDGED_FIRST_UNKNOWN_SHIFT) - 1u);
             reason_found = true;
         }
-        switch (insn->kind) {
-        case FU_X86_CALL:
-        case FU_X86_JMP:
-        case FU_X86_JCC:
+    }
+    /* the code addresses reached instructions name: only these records are read again (a record
+     * read for every instruction after the walks missed the cache at most of them) */
+    for (uint32_t k = 0; k < sc->naming_count; k++) {
+        uint32_t i = sc->naming[k];
+        if (i >= insn_count || !walked[i])
+            continue;
+        const fu_x86_insn *insn = &insns[i];
+        if (insn->kind != FU_X86_LEA) {
             /* targets inside the FDE name nothing new (the most, its own branches) */
             if (insn->has_target && insn->target - begin >= range)
                 note_code_address(c, insn->target, insn->kind);
-            break;
-        case FU_X86_LEA:
-            if (insn->source.kind == FU_X86_OPERAND_MEMORY && insn->source.reg == FU_X86_REG_RIP &&
-                insn->source.index == FU_X86_REG_NONE && !insn->source.segment)
-                note_code_address(c, c->start + sc->insn_offsets[i] + insn->length + (uint64_t)insn->source.value,
-                                  FU_X86_LEA);
-            break;
-        default:
-            break;
+        } else if (insn->source.kind == FU_X86_OPERAND_MEMORY && insn->source.reg == FU_X86_REG_RIP &&
+                   insn->source.index == FU_X86_REG_NONE && !insn->source.segment) {
+            note_code_address(c, c->start + sc->insn_offsets[i] + insn->length + (uint64_t)insn->source.value,
+                              FU_X86_LEA);
         }
     }
     r->agree += by_outcome[JUDGED_AGREE];
