@@ -76,18 +76,6 @@ bool fu_check_noreturn_name(const char *name, size_t len)
     return i > digits && starts_with(name + i, len - i, STD_THROW_INFIX, sizeof STD_THROW_INFIX - 1);
 }
 
-/* Sort and drop repeats; returns the new count (false in *ok when out of memory). */
-static size_t sort_unique(uint64_t *values, size_t count, bool *ok)
-{
-    if (!(*ok = fu_radix_sort(values, count, sizeof *values)))
-        return 0;
-    size_t kept = count ? 1 : 0;
-    for (size_t i = 1; i < count; i++)
-        if (values[i] != values[kept - 1])
-            values[kept++] = values[i];
-    return kept;
-}
-
 /* A function symbol as read (fu_radix_sort keys on `value`, its first field). */
 typedef struct candidate {
     uint64_t value, size;
@@ -206,8 +194,8 @@ fu_status fu_check_symbols_read(const fu_elf *const *files, size_t file_count, f
             out->entries[out->entry_count++] = c[i].value;
     }
     bool sorted_noreturn, sorted_entries;
-    out->noreturn_count = sort_unique(out->noreturn, out->noreturn_count, &sorted_noreturn);
-    out->entry_count = sort_unique(out->entries, out->entry_count, &sorted_entries);
+    out->noreturn_count = fu_sort_unique(out->noreturn, out->noreturn_count, &sorted_noreturn);
+    out->entry_count = fu_sort_unique(out->entries, out->entry_count, &sorted_entries);
     if (!sorted_noreturn || !sorted_entries)
         goto nomem;
     /* by address, aliases in table order */
@@ -385,7 +373,7 @@ fu_status fu_check_uncovered(const fu_check_scope_input *in, fu_buffer *out, fu_
         goto done;
     uint64_t *c = (uint64_t *)candidates.data;
     bool ok;
-    size_t candidate_count = sort_unique(c, candidates.len / sizeof *c, &ok);
+    size_t candidate_count = fu_sort_unique(c, candidates.len / sizeof *c, &ok);
     if (!ok)
         goto nomem;
     for (size_t i = 0; i < candidate_count; i++) {
@@ -406,7 +394,7 @@ fu_status fu_check_uncovered(const fu_check_scope_input *in, fu_buffer *out, fu_
             }
     }
     uint64_t *s = (uint64_t *)starts.data;
-    size_t start_count = sort_unique(s, starts.len / sizeof *s, &ok);
+    size_t start_count = fu_sort_unique(s, starts.len / sizeof *s, &ok);
     if (!ok)
         goto nomem;
     if (!start_count)
@@ -428,7 +416,7 @@ fu_status fu_check_uncovered(const fu_check_scope_input *in, fu_buffer *out, fu_
         if (!append_u64(&boundaries, instructions[k].end))
             goto nomem;
     uint64_t *b = (uint64_t *)boundaries.data;
-    size_t boundary_count = sort_unique(b, boundaries.len / sizeof *b, &ok);
+    size_t boundary_count = fu_sort_unique(b, boundaries.len / sizeof *b, &ok);
     if (!ok)
         goto nomem;
     for (size_t i = 0; i < start_count; i++) {

@@ -58,6 +58,18 @@ static inline __attribute__((always_inline)) bool fu_radix_sort(void *items, siz
     return true;
 }
 
+/* Sort addresses and drop repeats; returns the new count (false in *ok when out of memory). */
+static inline size_t fu_sort_unique(uint64_t *values, size_t count, bool *ok)
+{
+    if (!(*ok = fu_radix_sort(values, count, sizeof *values)))
+        return 0;
+    size_t kept = count ? 1 : 0;
+    for (size_t i = 1; i < count; i++)
+        if (values[i] != values[kept - 1])
+            values[kept++] = values[i];
+    return kept;
+}
+
 /* The first index of sorted `keys` whose key is not below `key` (`count` if none); `*found` whether
  * that key is `key`. */
 static inline size_t fu_sorted_find(const uint64_t *keys, size_t count, uint64_t key, bool *found)

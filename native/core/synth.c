@@ -39,6 +39,7 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->walked);
     free(scratch->judgments);
     free(scratch->direct_branches);
+    free(scratch->naming);
     free(scratch->insn_at_offset);
     free(scratch->block_states);
     free(scratch->block_entry_sp);
@@ -67,10 +68,10 @@ static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned c
 static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
 {
     void **arrays[] = {(void **)&s->insns, (void **)&s->insn_offsets, (void **)&s->block_of, (void **)&s->branch_block,
-                       (void **)&s->walked, (void **)&s->judgments, (void **)&s->direct_branches};
+                       (void **)&s->walked, (void **)&s->judgments, (void **)&s->direct_branches, (void **)&s->naming};
     const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->branch_block,
-                            sizeof *s->walked, sizeof *s->judgments, sizeof *s->direct_branches};
-    return grow_together(arrays, sizes, 7, &s->insn_cap, need);
+                            sizeof *s->walked, sizeof *s->judgments, sizeof *s->direct_branches, sizeof *s->naming};
+    return grow_together(arrays, sizes, 8, &s->insn_cap, need);
 }
 
 /* The offset map for a function of `size` bytes, its new part zeroed. */
@@ -1295,12 +1296,17 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
     }
 }
 
+/* The kinds of instruction that may name code (fu_synth_scratch.naming; lea and indirect ones
+ * included, which check's tally tells apart). */
+#define NAMING_KINDS ((1u << FU_X86_CALL) | (1u << FU_X86_JMP) | (1u << FU_X86_JCC) | (1u << FU_X86_LEA))
+
 static bool decode_all(synth_run *run)
 {
     const fu_synth_function *f = run->function;
     fu_synth_scratch *sc = run->scratch;
     uint64_t size = f->end - f->start;
     uint32_t n = 0;
+    sc->naming_count = 0;
     if (!reserve_offsets(sc, size)) {
         run->out_of_memory = true;
         return false;
@@ -1322,6 +1328,9 @@ static bool decode_all(synth_run *run)
             else
                 run->has_indirect_jump = true;
         }
+        /* without a branch: one in five instructions is one of these, in no pattern to predict */
+        sc->naming[sc->naming_count] = n - 1;
+        sc->naming_count += (NAMING_KINDS >> insn->kind) & 1;
         offset += insn->kind == FU_X86_INVALID ? 1 : insn->length; /* resynchronize byte by byte */
     }
     memset(sc->block_of, 0xff, n * sizeof *sc->block_of); /* -1: no block starts there */

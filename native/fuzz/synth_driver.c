@@ -344,7 +344,10 @@ static void run_check(const uint8_t *code, size_t size, uint64_t start, const ui
                             .tables = {&table, NULL}, .foreign_entries = foreign, .foreign_entry_count = 2};
     fu_check_batch batch;
     memset(&batch, 0, sizeof batch);
-    status = fu_check_fdes(&image, &table, entries, count, &batch, &err);
+    uint32_t *overlaps = malloc((table.entry_count ? table.entry_count : 1) * sizeof *overlaps);
+    CHECK(overlaps != NULL, "out of memory");
+    fu_check_overlaps(&table, overlaps);
+    status = fu_check_fdes(&image, &table, overlaps, entries, count, &batch, &err);
     CHECK(status == FU_OK, "check failed %d: %s", status, err.message);
     CHECK(batch.count == count, "%zu results for %zu FDEs", batch.count, count);
     size_t findings = batch.findings.len / sizeof(fu_check_finding);
@@ -361,6 +364,7 @@ static void run_check(const uint8_t *code, size_t size, uint64_t start, const ui
     }
     run_synth_table(&image, &batch, start, size);
     fu_check_batch_free(&batch);
+    free(overlaps);
     run_judge(&table, code, size, start);
     fu_cfi_table_free(&table);
 }

@@ -1,8 +1,12 @@
 /* The synth stage's binding: check_fdes (native/core/check.h over synth.h), with the GIL released.
  *
- * check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame, work,
- *            foreign_entries=b"")
- *   table: the CfiTable whose FDEs are checked; entries: their indices (uint32 buffer);
+ * check_overlaps(table) -> bytes: per entry of the CfiTable, the uint32 index of another FDE its range
+ *   meets, or 0xffffffff (check.h fu_check_overlaps): computed once, for every check_fdes of the table.
+ *
+ * check_fdes(table, entries, overlaps, code, segments, noreturn, function_entries, eh_frame, debug_frame,
+ *            work, foreign_entries=b"")
+ *   table: the CfiTable whose FDEs are checked; entries: their indices (uint32 buffer); overlaps:
+ *   check_overlaps(table);
  *   code / segments: executable / all PT_LOAD segments as (vaddr, bytes); noreturn: sorted uint64
  *   buffer of addresses whose callees never return; function_entries: sorted uint64 buffer of known
  *   function entries (check.h fu_check_image); eh_frame, debug_frame: the image's CfiTables
@@ -83,16 +87,28 @@ fail:
     return NULL;
 }
 
+static PyObject *check_overlaps(PyObject *module, PyObject *arg)
+{
+    const fu_cfi_table *table = py_core_payload(module, PY_CFI_TABLE, arg);
+    if (!table)
+        return NULL;
+    PyObject *partner = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)table->entry_count * 4);
+    if (partner)
+        fu_check_overlaps(table, (uint32_t *)PyBytes_AS_STRING(partner));
+    return partner;
+}
+
 static PyObject *check_fdes(PyObject *module, PyObject *args)
 {
     PyObject *table_object, *code_object, *segments_object, *eh_frame_object, *debug_frame_object;
-    Py_buffer entries = {0}, noreturn = {0}, function_entries = {0}, work = {0}, foreign_entries = {0};
+    Py_buffer entries = {0}, overlaps = {0}, noreturn = {0}, function_entries = {0}, work = {0}, foreign_entries = {0};
     py_core_segments code = {0}, segments = {0};
     fu_check_batch batch;
     memset(&batch, 0, sizeof batch);
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "Oy*OOy*y*OOw*|y*", &table_object, &entries, &code_object, &segments_object, &noreturn,
-                          &function_entries, &eh_frame_object, &debug_frame_object, &work, &foreign_entries))
+    if (!PyArg_ParseTuple(args, "Oy*y*OOy*y*OOw*|y*", &table_object, &entries, &overlaps, &code_object,
+                          &segments_object, &noreturn, &function_entries, &eh_frame_object, &debug_frame_object, &work,
+                          &foreign_entries))
         return NULL;
     bool ok_eh, ok_debug;
     const fu_cfi_table *table = py_core_payload(module, PY_CFI_TABLE, table_object);
@@ -102,9 +118,10 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
         !py_core_segments_from(segments_object, &segments))
         goto cleanup;
     if (entries.len % 4 || noreturn.len % 8 || function_entries.len % 8 || foreign_entries.len % 8 || work.len != 8 ||
-        (uintptr_t)work.buf % 8) {
-        PyErr_SetString(PyExc_ValueError, "entries must hold uint32 values, noreturn, function_entries and "
-                                          "foreign_entries uint64 values, work one aligned uint64");
+        (uintptr_t)work.buf % 8 || (uintptr_t)overlaps.buf % 4 || overlaps.len != (Py_ssize_t)table->entry_count * 4) {
+        PyErr_SetString(PyExc_ValueError, "entries must hold uint32 values, overlaps one aligned uint32 per entry "
+                                          "of the table, noreturn, function_entries and foreign_entries uint64 "
+                                          "values, work one aligned uint64");
         goto cleanup;
     }
     fu_check_image image = {
@@ -119,7 +136,7 @@ static PyObject *check_fdes(PyObject *module, PyObject *args)
     fu_error err = {0};
     fu_status status;
     Py_BEGIN_ALLOW_THREADS
-    status = fu_check_fdes(&image, table, entries.buf, (size_t)entries.len / 4, &batch, &err);
+    status = fu_check_fdes(&image, table, overlaps.buf, entries.buf, (size_t)entries.len / 4, &batch, &err);
     Py_END_ALLOW_THREADS
     if (status != FU_OK) {
         py_core_raise(&err);
@@ -153,6 +170,7 @@ cleanup:
     py_core_segments_release(&code);
     py_core_segments_release(&segments);
     PyBuffer_Release(&entries);
+    PyBuffer_Release(&overlaps);
     PyBuffer_Release(&noreturn);
     PyBuffer_Release(&function_entries);
     PyBuffer_Release(&work);
@@ -283,8 +301,9 @@ static PyMethodDef synth_functions[] = {
      "synth_function(code, start, noreturn=b'', segments=()) -> (outcome, reason, rows, counts)"},
     {"compare_decoders", compare_decoders, METH_VARARGS,
      "compare_decoders(code, address) -> {instructions, fast, mismatches, first_mismatch, first_difference}"},
+    {"check_overlaps", check_overlaps, METH_O, "check_overlaps(table) -> bytes of uint32 per entry"},
     {"check_fdes", check_fdes, METH_VARARGS,
-     "check_fdes(table, entries, code, segments, noreturn, function_entries, eh_frame, debug_frame, work, "
+     "check_fdes(table, entries, overlaps, code, segments, noreturn, function_entries, eh_frame, debug_frame, work, "
      "foreign_entries=b'')"
      " -> (results, details, uncovered, called_non_entry)"},
     {NULL},

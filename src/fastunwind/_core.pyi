@@ -402,7 +402,8 @@ CHECK_MISMATCH: int
 CHECK_UNDECIDED: int
 CHECK_WHAT_CFA: int
 CHECK_WHAT_RANGE: int
-def check_fdes(table: CfiTable, entries: Buffer, code: Sequence[tuple[int, Buffer]],
+def check_overlaps(table: CfiTable, /) -> bytes: ...
+def check_fdes(table: CfiTable, entries: Buffer, overlaps: Buffer, code: Sequence[tuple[int, Buffer]],
                segments: Sequence[tuple[int, Buffer]], noreturn: Buffer, function_entries: Buffer,
                eh_frame: CfiTable | None, debug_frame: CfiTable | None, work: Buffer, foreign_entries: Buffer = b"", /
                ) -> tuple[bytes, list[tuple[int, str, tuple[tuple[int, int, str, str], ...]]], bytes, bytes, bytes]: ...

@@ -34,8 +34,8 @@ from fastunwind.symbols import EM_X86_64, PLT_SECTIONS, symbol_table_for_file
 
 VERDICT_NAMES = {_core.CHECK_AGREE: "agree", _core.CHECK_MISMATCH: "mismatch", _core.CHECK_UNDECIDED: "undecided"}
 #: FDEs per chunk handed to one C call (the unit of parallelism and of progress): at most
-#: CHUNK_FDES (each call also walks the whole table once, for overlaps: 2,048 made that 2% of
-#: libLLVM-14's time), and small enough for CHUNKS_PER_JOB chunks per thread
+#: CHUNK_FDES (each call also fills a position per entry of the whole table), and small enough
+#: for CHUNKS_PER_JOB chunks per thread
 CHUNK_FDES = 8192
 CHUNK_FDES_MIN = 256
 CHUNKS_PER_JOB = 4
@@ -291,7 +291,8 @@ def check_file(path: str, *, jobs: int = 1, progress: Callable[[int, int], None]
             gc.enable()
 
 
-_Chunk = tuple[SectionCheck, _core.CfiTable, bytes]
+#: a chunk: its section, the table, the table's overlaps (_core.check_overlaps), the FDEs' entries
+_Chunk = tuple[SectionCheck, _core.CfiTable, bytes, bytes]
 
 
 def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | None) -> FileCheck:
@@ -314,7 +315,7 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
 
     work: list[_Chunk] = []
     sections: list[SectionCheck] = []
-    tables_checked: list[_core.CfiTable] = []
+    tables_checked: list[tuple[_core.CfiTable, bytes]] = []  #: with their overlaps
     for kind, table in ((EH_FRAME, image.eh_frame), (DEBUG_FRAME, image.debug_frame)):
         if table is None:
             continue
@@ -323,13 +324,14 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
         section = SectionCheck(".eh_frame" if kind == EH_FRAME else ".debug_frame", array.array("Q", begin_bytes),
                                array.array("Q", range_bytes))
         sections.append(section)
-        tables_checked.append(table)
+        overlaps = _core.check_overlaps(table)
+        tables_checked.append((table, overlaps))
         count = len(entries) // 4
         size = min(CHUNK_FDES, max(CHUNK_FDES_MIN, -(-count // (CHUNKS_PER_JOB * jobs))))
         for start in range(0, count, size):
-            work.append((section, table, entries[start * 4:(start + size) * 4]))
+            work.append((section, table, overlaps, entries[start * 4:(start + size) * 4]))
 
-    total = sum(len(chunk) // 4 for _s, _t, chunk in work)
+    total = sum(len(chunk) // 4 for _s, _t, _o, chunk in work)
     done = 0
     uncovered_calls: list[bytes] = []
     called_non_entry: set[int] = set()
@@ -339,14 +341,14 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
     work_done = array.array("Q", [0])
 
     def run(item: _Chunk, function_entries: bytes, foreign_entries: bytes = b"") -> _Outcome:
-        _section, table, chunk = item
-        return _core.check_fdes(table, chunk, code, segments, noreturn_bytes, function_entries, image.eh_frame,
-                                image.debug_frame, work_done, foreign_entries)
+        _section, table, overlaps, chunk = item
+        return _core.check_fdes(table, chunk, overlaps, code, segments, noreturn_bytes, function_entries,
+                                image.eh_frame, image.debug_frame, work_done, foreign_entries)
 
     with _chunk_mapper(jobs) as map_chunks:
         # with threads, every chunk is submitted here; the C core runs without the GIL
         outcomes = map_chunks(run, work, [entries_bytes] * len(work))
-        for (section, _table, chunk), (results, details, uncovered, called, entered) in zip(work, outcomes):
+        for (section, _table, _overlaps, chunk), (results, details, uncovered, called, entered) in zip(work, outcomes):
             offset = len(section.results) // FIELDS
             section.results.frombytes(results)
             for position, reason, findings in details:
@@ -355,6 +357,9 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
             called_non_entry.update(array.array("Q", called))
             foreign.update(array.array("Q", entered))
             done += len(chunk) // 4
+            # the code a chunk read stays mapped in this process (libLLVM-14: 50 MB of .text over
+            # its chunks, 2/3 of the peak RSS); later chunks map again the little they need
+            elf.release_resident_pages()
             if progress:
                 progress(done, total)
     if called_non_entry:
@@ -363,9 +368,9 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
         # FDEs checked from their first row as parts of a function, which a call shows to be entries
         # after all: again, from the ABI's entry state
         entries_bytes = array.array("Q", sorted(set(array.array("Q", entries_bytes)) | called_non_entry)).tobytes()
-        for section, table in zip(sections, tables_checked):
+        for section, checked in zip(sections, tables_checked):
             r = section.results
-            _recheck(section, table, [p for p in _positions_with(r, FROM_DECLARED_ENTRY)
+            _recheck(section, checked, [p for p in _positions_with(r, FROM_DECLARED_ENTRY)
                                       if section.pc_begin[r[p * FIELDS + ENTRY]] in called_non_entry],
                      lambda item: run(item, entries_bytes))
     if foreign:
@@ -374,9 +379,9 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
         # entries (the entries this second pass reveals are not followed further)
         entered_sorted = sorted(foreign)
         foreign_bytes = array.array("Q", entered_sorted).tobytes()
-        for section, table in zip(sections, tables_checked):
+        for section, checked in zip(sections, tables_checked):
             r = section.results
-            _recheck(section, table, [p for p in _positions_with(r, UNREACHED) if _enters(
+            _recheck(section, checked, [p for p in _positions_with(r, UNREACHED) if _enters(
                          entered_sorted, section.pc_begin[r[p * FIELDS + ENTRY]], section.pc_range[r[p * FIELDS + ENTRY]])],
                      lambda item: run(item, entries_bytes, foreign_bytes))
     # code without CFI: function symbols, call targets, relocated addresses, DT_INIT and DT_FINI
@@ -412,14 +417,15 @@ def _enters(sorted_addresses: list[int], begin: int, size: int) -> bool:
     return i < len(sorted_addresses) and sorted_addresses[i] < begin + size
 
 
-def _recheck(section: SectionCheck, table: _core.CfiTable, positions: list[int],
+def _recheck(section: SectionCheck, checked: tuple[_core.CfiTable, bytes], positions: list[int],
              run: Callable[[_Chunk], _Outcome]) -> None:
-    """Check again the FDEs of `section` at `positions` (of its results), replacing their results."""
+    """Check again the FDEs of `section` (of the table `checked`, with its overlaps) at `positions`
+    (of its results), replacing their results."""
     r = section.results
     if not positions:
         return
     chunk = array.array("I", (r[p * FIELDS + ENTRY] for p in positions)).tobytes()
-    results, details, _uncovered, _called, _entered = run((section, table, chunk))
+    results, details, _uncovered, _called, _entered = run((section, *checked, chunk))
     fresh = array.array("I", results)
     by_position = {position: (reason, findings) for position, reason, findings in details}
     for k, p in enumerate(positions):

@@ -425,8 +425,8 @@ def test_every_seeded_fault_is_corrected_and_the_corrections_pass_the_check(tmp_
     fde_entries = [i for i, kind in enumerate(kinds) if kind == ENTRY_FDE]
     entries = array.array("I", (entry for r, entry in zip(synthesis.ranges, fde_entries) if r.origin == "corrected"))
     results, _details, _uncovered, _called, _foreign = _core.check_fdes(
-        view, entries.tobytes(), inputs.code, inputs.segments, inputs.noreturn, inputs.function_entries, view, None,
-        array.array("Q", [0]))
+        view, entries.tobytes(), _core.check_overlaps(view), inputs.code, inputs.segments, inputs.noreturn,
+        inputs.function_entries, view, None, array.array("Q", [0]))
     fields = len(_core.CHECK_RESULT_FIELD_NAMES)
     verdicts = array.array("I", results)[_core.CHECK_RESULT_FIELD_NAMES.index("verdict")::fields]
     assert len(verdicts) == len(entries) and _core.CHECK_MISMATCH not in verdicts, list(verdicts)

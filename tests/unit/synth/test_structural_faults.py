@@ -35,8 +35,8 @@ def check_with_fields(fdes: list[tuple[int, int, list[bytes]]], function_entries
     table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
     entries = [i for i in range(table.entry_count) if table.entry(i)["kind"] == 1]
     results, details, _uncovered, _called, _foreign = _core.check_fdes(
-        table, array.array("I", entries).tobytes(), [(CODE_START, code)], [(CODE_START, code)], b"",
-        array.array("Q", function_entries).tobytes(), table, None, work,
+        table, array.array("I", entries).tobytes(), _core.check_overlaps(table), [(CODE_START, code)],
+        [(CODE_START, code)], b"", array.array("Q", function_entries).tobytes(), table, None, work,
         array.array("Q", sorted(foreign_entries)).tobytes())
     fields = array.array("I", results)
     by_begin = {}
@@ -178,8 +178,35 @@ def test_landing_pad_entered_with_the_pushed_arguments_popped() -> None:
     table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
     entry = next(i for i in range(table.entry_count) if table.entry(i)["kind"] == 1)
     results, details, _uncovered, _called, _foreign = _core.check_fdes(
-        table, array.array("I", [entry]).tobytes(), [(CODE_START, code)], [(CODE_START, code)], b"", b"", table,
-        None, array.array("Q", [0]))
+        table, array.array("I", [entry]).tobytes(), _core.check_overlaps(table), [(CODE_START, code)],
+        [(CODE_START, code)], b"", b"", table, None, array.array("Q", [0]))
     fields = dict(zip(_core.CHECK_RESULT_FIELD_NAMES, array.array("I", results)))
     assert fields["verdict"] == _core.CHECK_AGREE, details
     assert fields["unreached"] == 0 and fields["agree"] == 9, "the pad's two instructions are checked too"
+
+
+def test_code_addresses_named_come_out_once_each_in_address_order() -> None:
+    """check_fdes' `uncovered` (code no FDE covers) and `called_non_entry` (call targets starting an
+    FDE without an entry row) hold each address once, sorted, however often and in whatever order
+    the batch's code names it (check.c collects them and looks them up once, in address order)."""
+    def call(at: int, target: int) -> bytes:
+        return b"\xe8" + (target - (at + 5)).to_bytes(4, "little", signed=True)
+    uncovered_at, cold_at = 0x1030, 0x1020
+    # 0x1000: calls to the code without CFI, to the .cold-like part twice, and to the first again
+    first = call(0x1000, uncovered_at) + call(0x1005, cold_at) + call(0x100a, cold_at) + call(0x100f, uncovered_at)
+    code = first + b"\xc3" + b"\x90" * (0x18 - len(first) - 1)
+    code += call(0x1018, uncovered_at) + b"\xc3" + b"\x90" * 2  # 0x1018..0x1020: calls it too
+    code += b"\x5b\xc3" + b"\x90" * 14  # 0x1020: pop rbx; ret under CFA rsp+16 (no entry row)
+    code += b"\xc3"  # 0x1030: no FDE
+    section = FrameSection(EH_FRAME, address=0x8000)
+    cie = section.cie(augmentation="zR", fde_encoding=PE_absptr, instructions=[def_cfa(7, 8), offset(16, 1)])
+    section.fde(cie, pc_begin=0x1000, pc_range=0x15, instructions=[])
+    section.fde(cie, pc_begin=0x1018, pc_range=6, instructions=[])
+    section.fde(cie, pc_begin=cold_at, pc_range=2, instructions=[def_cfa_offset(16), offset(3, 2)])
+    table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
+    entries = [i for i in range(table.entry_count) if table.entry(i)["kind"] == 1]
+    _results, _details, uncovered, called, _foreign = _core.check_fdes(
+        table, array.array("I", entries).tobytes(), _core.check_overlaps(table), [(CODE_START, code)],
+        [(CODE_START, code)], b"", b"", table, None, array.array("Q", [0]))
+    assert list(array.array("Q", uncovered)) == [uncovered_at]
+    assert list(array.array("Q", called)) == [cold_at]
