@@ -46,12 +46,7 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->block_insn);
     free(scratch->block_changed);
     free(scratch->block_judgments);
-    free(scratch->block_reads);
-    free(scratch->block_walk_slots);
-    free(scratch->block_exit_first);
-    free(scratch->block_exit_count);
     free(scratch->worklist);
-    free(scratch->exits);
     memset(scratch, 0, sizeof *scratch);
 }
 
@@ -92,13 +87,11 @@ static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
 {
     void **arrays[] = {(void **)&s->block_states, (void **)&s->block_entry_sp, (void **)&s->block_flags,
                        (void **)&s->block_insn, (void **)&s->worklist, (void **)&s->block_changed,
-                       (void **)&s->block_judgments, (void **)&s->block_reads, (void **)&s->block_exit_first,
-                       (void **)&s->block_exit_count, (void **)&s->block_walk_slots};
+                       (void **)&s->block_judgments};
     const size_t sizes[] = {sizeof *s->block_states, sizeof *s->block_entry_sp, sizeof *s->block_flags,
                             sizeof *s->block_insn, sizeof *s->worklist, sizeof *s->block_changed,
-                            sizeof *s->block_judgments, sizeof *s->block_reads, sizeof *s->block_exit_first,
-                            sizeof *s->block_exit_count, sizeof *s->block_walk_slots};
-    return grow_together(arrays, sizes, 11, &s->block_cap, need);
+                            sizeof *s->block_judgments};
+    return grow_together(arrays, sizes, 7, &s->block_cap, need);
 }
 
 /* ---- values and slots ------------------------------------------------------------------------- */
@@ -744,8 +737,6 @@ static int64_t block_at(synth_run *run, uint32_t index)
     sc->block_entry_sp[b] = unknown_value;
     sc->block_insn[b] = index;
     sc->block_changed[b] = 0;
-    sc->block_reads[b] = FU_SYNTH_CHANGED_ALL;
-    sc->block_exit_count[b] = UINT32_MAX;
     if (sc->walked[index])
         run->restart = true;
     return b;
@@ -758,231 +749,6 @@ typedef struct walk_judgment {
     fu_synth_judgment judgment;
     uint32_t changed;
 } walk_judgment;
-
-/* ---- replaying a walk ------------------------------------------------------------------------- */
-
-/* A block walked again only because a join made registers unknown that its walk neither reads nor
- * judges with (nor writes in a way that depends on them: they are read first, or surely
- * overwritten, or surely left alone before each edge out of it) would give its successors the
- * states of its last walk with those registers unknown where it left them alone, and keep every
- * judgment: fixpoint replays those edges instead (replay_walk). The summary of a walk that allows
- * it: */
-typedef struct fu_synth_exit {
-    fu_synth_value sp, fp; /* rsp and rbp of the state the edge carries */
-    uint32_t block;
-    uint16_t overwritten;  /* the registers surely overwritten on the way from the block's start */
-    uint8_t edge;          /* edge_kind */
-} fu_synth_exit;
-
-typedef struct walk_summary {
-    uint32_t block;
-    uint32_t reads;        /* block_reads */
-    uint8_t slot_count;    /* block_walk_slots */
-    uint16_t overwritten;  /* so far: registers surely written, whatever they held */
-    uint16_t written;      /* so far: registers perhaps written */
-    bool replayable;
-    bool appending;        /* the edges go at the end of scratch->exits, else over the block's own */
-    uint32_t exit_first, exit_count;
-} walk_summary;
-
-/* Exits recorded per fixpoint: more only when walks of a block leave it by different numbers of
- * edges, which makes its walks unreplayable. */
-#define EXITS_PER_INSTRUCTION 4
-
-static uint32_t operand_registers(const fu_x86_operand *o)
-{
-    uint32_t m = 0;
-    if (o->kind == FU_X86_OPERAND_REGISTER || o->kind == FU_X86_OPERAND_MEMORY) {
-        if (o->reg < FU_X86_GPR_COUNT)
-            m |= 1u << o->reg;
-        if (o->kind == FU_X86_OPERAND_MEMORY && o->index < FU_X86_GPR_COUNT)
-            m |= 1u << o->index;
-    }
-    return m;
-}
-
-/* The registers whose value `step` (or the walk after it) may read for `insn` (`sp`: rsp before
- * it): operands and addresses, rsp and rbp of push, pop, leave and enter, rcx of a `rep` store, and
- * every register at a call that kept_across_call reads them for. A superset. */
-STEP_INLINE uint32_t step_reads(const fu_x86_insn *insn, fu_synth_value sp)
-{
-    const uint32_t rsp = 1u << FU_REG_RSP;
-    switch (insn->kind) {
-    case FU_X86_CMP: case FU_X86_JCC: case FU_X86_RET: case FU_X86_TRAP: case FU_X86_INVALID:
-        return 0;
-    case FU_X86_JMP:
-        return insn->has_target ? 0 : FU_SYNTH_CHANGED_ALL;
-    case FU_X86_CALL:
-        return sp.kind == FU_VALUE_ENTRY_STACK ? rsp : FU_SYNTH_CHANGED_ALL;
-    case FU_X86_LEAVE: case FU_X86_ENTER:
-        return rsp | 1u << FU_REG_RBP;
-    case FU_X86_OTHER:
-        return (insn->stores ? operand_registers(&insn->dest) : 0) | (insn->repeats ? 1u << FU_REG_RCX : 0);
-    default: {
-        uint32_t reads = operand_registers(&insn->source) | (insn->repeats ? 1u << FU_REG_RCX : 0) | rsp;
-        if (insn->dest.kind == FU_X86_OPERAND_MEMORY ||
-            (insn->kind != FU_X86_MOV && insn->kind != FU_X86_LEA && insn->kind != FU_X86_POP))
-            reads |= operand_registers(&insn->dest);
-        return reads;
-    }
-    }
-}
-
-/* The registers `step` surely gives a value that does not depend on what they held. A subset. */
-STEP_INLINE uint16_t step_overwrites(const fu_x86_insn *insn)
-{
-    const fu_x86_operand *dest = &insn->dest;
-    switch (insn->kind) {
-    case FU_X86_OTHER:
-        return insn->writes;
-    case FU_X86_MOV:
-    case FU_X86_LEA:
-    case FU_X86_POP:
-        if (dest->kind != FU_X86_OPERAND_REGISTER || dest->reg >= FU_X86_GPR_COUNT)
-            return 0;
-        if (insn->kind == FU_X86_POP || dest->width == 8 ||
-            (insn->kind == FU_X86_MOV && dest->width == 4 && insn->source.kind == FU_X86_OPERAND_IMMEDIATE))
-            return (uint16_t)(1u << dest->reg);
-        return insn->writes; /* step's clobber */
-    case FU_X86_CALL:
-        return CALLER_SAVED_MASK; /* kept_across_call keeps none where rsp holds the CFA (step_reads) */
-    default:
-        return 0;
-    }
-}
-
-/* The registers `step` may change for `insn`. A superset. */
-STEP_INLINE uint16_t step_writes(const fu_x86_insn *insn)
-{
-    uint32_t m = insn->writes | (insn->dest.kind == FU_X86_OPERAND_REGISTER ? operand_registers(&insn->dest) : 0);
-    switch (insn->kind) {
-    case FU_X86_LEAVE: case FU_X86_ENTER:
-        return (uint16_t)(m | 1u << FU_REG_RSP | 1u << FU_REG_RBP);
-    case FU_X86_CALL:
-        return (uint16_t)(m | 1u << FU_REG_RSP | CALLER_SAVED_MASK);
-    case FU_X86_XCHG:
-        return (uint16_t)(m | (insn->source.kind == FU_X86_OPERAND_REGISTER ? operand_registers(&insn->source) : 0));
-    default:
-        return (uint16_t)m;
-    }
-}
-
-/* The `changed` bits of the slots an access of `width` bytes at `address` may meet (width 0: an
- * extent not known); none for memory off this frame's stack (an address not known included: such a
- * store only sets unknown_stores, the same on every walk while the joins leave it alone). */
-static uint32_t slot_bits(fu_synth_value address, uint64_t width)
-{
-    if (address.kind == FU_VALUE_ALIGNED_STACK)
-        return FU_SYNTH_CHANGED_ALIGNED_SLOTS;
-    if (address.kind != FU_VALUE_ENTRY_STACK || address.offset < INT32_MIN || address.offset > INT32_MAX)
-        return 0;
-    if (width == 0 || width > 8 * FU_SYNTH_CHANGED_SLOT_BUCKETS)
-        return FU_SYNTH_CHANGED_SLOTS;
-    uint32_t m = 0;
-    /* the slots (8 bytes at any offset) that overlap [offset, offset + width) */
-    for (int64_t k = (address.offset - 7) >> 3; k <= (address.offset + (int64_t)width - 1) >> 3; k++)
-        m |= fu_synth_changed_slot(k * 8);
-    return m;
-}
-
-/* The `changed` bits of the slots `step` may read or write for `insn` in state `s`. A superset. */
-STEP_INLINE uint32_t step_slots(const fu_x86_insn *insn, const fu_synth_state *s, uint64_t address)
-{
-    const uint64_t next = address + insn->length;
-    const fu_synth_value sp = s->regs[FU_REG_RSP];
-    const fu_x86_operand *dest = &insn->dest, *source = &insn->source;
-    uint32_t m = 0;
-    if (insn->stores)
-        m |= insn->repeats ? (address_of(s, dest, next).kind == FU_VALUE_UNKNOWN ? 0 : FU_SYNTH_CHANGED_SLOTS)
-                           : slot_bits(address_of(s, dest, next), dest->width);
-    switch (insn->kind) {
-    case FU_X86_PUSH: {
-        unsigned width = source->width ? source->width : 8;
-        return m | slot_bits(fu_synth_value_add(sp, -(int64_t)width), width) |
-               (source->kind == FU_X86_OPERAND_MEMORY ? slot_bits(address_of(s, source, next), 8) : 0);
-    }
-    case FU_X86_POP:
-        return m | slot_bits(sp, dest->width ? dest->width : 8) |
-               (dest->kind == FU_X86_OPERAND_MEMORY ? FU_SYNTH_CHANGED_SLOTS : 0);
-    case FU_X86_LEAVE:
-        return m | slot_bits(s->regs[FU_REG_RBP], 8);
-    case FU_X86_ENTER:
-        return m | slot_bits(fu_synth_value_add(sp, -8), 8);
-    case FU_X86_MOV:
-        return m | (dest->kind == FU_X86_OPERAND_MEMORY ? slot_bits(address_of(s, dest, next), dest->width ? dest->width : 8) : 0) |
-               (source->kind == FU_X86_OPERAND_MEMORY ? slot_bits(address_of(s, source, next), 8) : 0);
-    case FU_X86_CALL:
-        return m | (fu_x86_is_get_pc(insn, address) ? slot_bits(fu_synth_value_add(sp, -8), 8) : 0);
-    default:
-        return m;
-    }
-}
-
-/* Start the summary of a walk of block b. */
-static void summary_start(const synth_run *run, walk_summary *w, uint32_t b)
-{
-    const fu_synth_scratch *sc = run->scratch;
-    w->block = b;
-    w->reads = 0;
-    w->slot_count = sc->block_states[b].slot_count;
-    w->overwritten = w->written = 0;
-    w->replayable = !run->restart;
-    w->appending = sc->block_exit_count[b] == UINT32_MAX;
-    w->exit_first = w->appending ? sc->exit_count : sc->block_exit_first[b];
-    w->exit_count = 0;
-}
-
-/* An edge out of the walk, carrying `in` to block `to`; `absorbed`: the join took `in` (no early
- * way out: a call found not to return). */
-static void summary_exit(synth_run *run, walk_summary *w, uint32_t to, edge_kind edge, const fu_synth_state *in,
-                         bool absorbed)
-{
-    fu_synth_scratch *sc = run->scratch;
-    /* a register perhaps written, perhaps not: its value there depends on the state */
-    w->reads |= (uint32_t)(w->written & ~w->overwritten);
-    if (!absorbed)
-        w->replayable = false;
-    if (!w->replayable)
-        return;
-    uint32_t at = w->exit_first + w->exit_count;
-    if (w->appending) {
-        if (at >= (uint64_t)run->insn_count * EXITS_PER_INSTRUCTION + 16 ||
-            (at >= sc->exit_cap && !fu_grow_array((void **)&sc->exits, &sc->exit_cap, (uint64_t)at + 1, sizeof *sc->exits))) {
-            w->replayable = false;
-            return;
-        }
-        sc->exit_count = at + 1;
-    } else if (w->exit_count >= sc->block_exit_count[w->block]) {
-        w->replayable = false;
-        return;
-    }
-    fu_synth_exit *e = &sc->exits[at];
-    e->sp = in->regs[FU_REG_RSP];
-    e->fp = in->regs[FU_REG_RBP];
-    e->block = to;
-    e->overwritten = w->overwritten;
-    e->edge = (uint8_t)edge;
-    w->exit_count++;
-}
-
-/* The walk ended: block_reads says whether and when it may be replayed. */
-static void summary_end(synth_run *run, walk_summary *w)
-{
-    fu_synth_scratch *sc = run->scratch;
-    uint32_t b = w->block;
-    if (w->appending) {
-        if (w->replayable) {
-            sc->block_exit_first[b] = w->exit_first;
-            sc->block_exit_count[b] = w->exit_count;
-        } else {
-            sc->exit_count = w->exit_first;
-        }
-    } else if (w->exit_count != sc->block_exit_count[b]) {
-        w->replayable = false;
-    }
-    sc->block_reads[b] = w->replayable ? w->reads : FU_SYNTH_CHANGED_ALL;
-    sc->block_walk_slots[b] = w->slot_count;
-}
 
 static void describe_sp(char *out, size_t size, fu_synth_value v)
 {
@@ -1056,76 +822,6 @@ static uint32_t join_slots(fu_synth_state *s, const fu_synth_state *in, bool *lo
     return changed;
 }
 
-/* How a path whose state has rsp `sp` and rbp `fp` joins block b's state, from its stack pointers
- * alone. */
-typedef enum join_kind {
-    JOIN_DROPPED, /* the call whose fall-through it is does not return */
-    JOIN_FAILED,  /* the stack pointers disagree: reason set */
-    JOIN_FIRST,   /* the block had no state: it takes the path's */
-    JOIN_REPLACE, /* the block's state came from a call that does not return: replaced by the path's */
-    JOIN_VALUES   /* value by value */
-} join_kind;
-
-static join_kind join_stack_pointers(synth_run *run, uint32_t b, fu_synth_value sp, fu_synth_value fp, edge_kind edge)
-{
-    fu_synth_scratch *sc = run->scratch;
-    const fu_synth_state *s = &sc->block_states[b];
-    uint8_t *flags = &sc->block_flags[b];
-    fu_synth_value known_sp = sc->block_entry_sp[b];
-    if (edge == EDGE_CALL_FALLTHROUGH && known_sp.kind != FU_VALUE_UNKNOWN && sp.kind != FU_VALUE_UNKNOWN &&
-        !fu_synth_value_equal(sp, known_sp)) {
-        run->counts->assumed_noreturn++; /* found on an earlier run: the call does not return */
-        return JOIN_DROPPED;
-    }
-    if (!(*flags & BLOCK_HAS_STATE))
-        return JOIN_FIRST;
-    fu_synth_value old_sp = s->regs[FU_REG_RSP];
-    if (!fu_synth_value_equal(old_sp, sp) && old_sp.kind != FU_VALUE_UNKNOWN && sp.kind != FU_VALUE_UNKNOWN) {
-        /* A call the list of noreturn functions missed falls into code laid out after it for
-         * another path: the path that is not a call's fall-through wins. When the fall-through
-         * came first, what it joined into the blocks after this one is wrong: the fixpoint runs
-         * again, dropping those edges from the start (so the result does not depend on the
-         * order of the walk). */
-        if (edge == EDGE_CALL_FALLTHROUGH) {
-            run->counts->assumed_noreturn++;
-            return JOIN_DROPPED;
-        }
-        if (*flags & BLOCK_ONLY_CALL_FALLTHROUGH) {
-            run->counts->assumed_noreturn++;
-            sc->block_entry_sp[b] = sp;
-            run->restart = true;
-            *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
-            return JOIN_REPLACE;
-        }
-        /* with the same frame pointer on both paths the CFA stays known through it */
-        fu_synth_value fp_old = s->regs[FU_REG_RBP];
-        if (!(fu_synth_value_equal(fp_old, fp) &&
-              (fp_old.kind == FU_VALUE_ENTRY_STACK || fp_old.kind == FU_VALUE_ALIGNED_STACK))) {
-            char a[24], c[24];
-            describe_sp(a, sizeof a, old_sp);
-            describe_sp(c, sizeof c, sp);
-            snprintf(run->reason, FU_SYNTH_REASON_MAX,
-                     "paths meet at 0x%llx with different stack pointers (rsp = %s and %s)",
-                     (unsigned long long)insn_address(run, sc->block_insn[b]), a, c);
-            return JOIN_FAILED;
-        }
-    }
-    if (edge != EDGE_CALL_FALLTHROUGH && (*flags & BLOCK_ONLY_CALL_FALLTHROUGH))
-        *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
-    return JOIN_VALUES;
-}
-
-/* Record what a join changed in block b's state, and queue it if anything did. */
-static void joined(synth_run *run, uint32_t b, uint32_t changed, uint32_t *queue_len)
-{
-    fu_synth_scratch *sc = run->scratch;
-    sc->block_changed[b] |= changed;
-    if (changed && !(sc->block_flags[b] & BLOCK_QUEUED)) {
-        sc->block_flags[b] |= BLOCK_QUEUED;
-        sc->worklist[(*queue_len)++] = b;
-    }
-}
-
 /* Join `in` into block b's state (queued when it changes); false when the stack pointers disagree.
  * `judged` (NULL: none), the judgment of the walk that brings `in`: a first state inherits it. */
 static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const walk_judgment *judged, edge_kind edge,
@@ -1135,12 +831,13 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const wa
     fu_synth_state *s = &sc->block_states[b];
     uint8_t *flags = &sc->block_flags[b];
     uint32_t changed = 0; /* fu_synth_visit's bits: what the join changed */
-    switch (join_stack_pointers(run, b, in->regs[FU_REG_RSP], in->regs[FU_REG_RBP], edge)) {
-    case JOIN_DROPPED:
+    fu_synth_value known_sp = sc->block_entry_sp[b];
+    if (edge == EDGE_CALL_FALLTHROUGH && known_sp.kind != FU_VALUE_UNKNOWN &&
+        in->regs[FU_REG_RSP].kind != FU_VALUE_UNKNOWN && !fu_synth_value_equal(in->regs[FU_REG_RSP], known_sp)) {
+        run->counts->assumed_noreturn++; /* found on an earlier run: the call does not return */
         return true;
-    case JOIN_FAILED:
-        return false;
-    case JOIN_FIRST:
+    }
+    if (!(*flags & BLOCK_HAS_STATE)) {
         state_copy(s, in);
         *flags |= BLOCK_HAS_STATE | (edge == EDGE_CALL_FALLTHROUGH ? BLOCK_ONLY_CALL_FALLTHROUGH : 0);
         if (judged && judged->judgment.until) {
@@ -1153,43 +850,68 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const wa
             sc->worklist[(*queue_len)++] = b;
         }
         return true;
-    case JOIN_REPLACE:
-        state_copy(s, in);
-        joined(run, b, FU_SYNTH_CHANGED_ALL, queue_len);
-        return true;
-    case JOIN_VALUES:
-        break;
-    }
-    /* equal bytes are equal values: most joins */
-    if (memcmp(s->regs, in->regs, sizeof s->regs) != 0)
-        for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-            if (!fu_synth_value_equal(s->regs[r], in->regs[r]) && s->regs[r].kind != FU_VALUE_UNKNOWN) {
-                s->regs[r] = unknown_value;
-                changed |= 1u << r;
+    } else {
+        fu_synth_value old_sp = s->regs[FU_REG_RSP], new_sp = in->regs[FU_REG_RSP];
+        if (!fu_synth_value_equal(old_sp, new_sp) && old_sp.kind != FU_VALUE_UNKNOWN &&
+            new_sp.kind != FU_VALUE_UNKNOWN) {
+            /* A call the list of noreturn functions missed falls into code laid out after it for
+             * another path: the path that is not a call's fall-through wins. When the fall-through
+             * came first, what it joined into the blocks after this one is wrong: the fixpoint runs
+             * again, dropping those edges from the start (so the result does not depend on the
+             * order of the walk). */
+            if (edge == EDGE_CALL_FALLTHROUGH) {
+                run->counts->assumed_noreturn++;
+                return true;
             }
-    if (in->unknown_stores && !s->unknown_stores) {
-        s->unknown_stores = true;
-        changed |= FU_SYNTH_CHANGED_SLOT_FLAGS;
+            if (*flags & BLOCK_ONLY_CALL_FALLTHROUGH) {
+                run->counts->assumed_noreturn++;
+                sc->block_entry_sp[b] = new_sp;
+                run->restart = true;
+                state_copy(s, in);
+                *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
+                changed |= FU_SYNTH_CHANGED_ALL;
+                goto queue;
+            }
+            /* with the same frame pointer on both paths the CFA stays known through it */
+            fu_synth_value fp_old = s->regs[FU_REG_RBP], fp_new = in->regs[FU_REG_RBP];
+            if (!(fu_synth_value_equal(fp_old, fp_new) &&
+                  (fp_old.kind == FU_VALUE_ENTRY_STACK || fp_old.kind == FU_VALUE_ALIGNED_STACK))) {
+                char a[24], c[24];
+                describe_sp(a, sizeof a, old_sp);
+                describe_sp(c, sizeof c, new_sp);
+                snprintf(run->reason, FU_SYNTH_REASON_MAX,
+                         "paths meet at 0x%llx with different stack pointers (rsp = %s and %s)",
+                         (unsigned long long)insn_address(run, sc->block_insn[b]), a, c);
+                return false;
+            }
+        }
+        if (edge != EDGE_CALL_FALLTHROUGH && (*flags & BLOCK_ONLY_CALL_FALLTHROUGH))
+            *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
+        /* equal bytes are equal values: most joins */
+        if (memcmp(s->regs, in->regs, sizeof s->regs) != 0)
+            for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
+                if (!fu_synth_value_equal(s->regs[r], in->regs[r]) && s->regs[r].kind != FU_VALUE_UNKNOWN) {
+                    s->regs[r] = unknown_value;
+                    changed |= 1u << r;
+                }
+        if (in->unknown_stores && !s->unknown_stores) {
+            s->unknown_stores = true;
+            changed |= FU_SYNTH_CHANGED_SLOT_FLAGS;
+        }
+        bool lost = s->slots_lost || in->slots_lost;
+        if (s->slot_count != in->slot_count || memcmp(s->slots, in->slots, s->slot_count * sizeof s->slots[0]) != 0)
+            changed |= join_slots(s, in, &lost);
+        if (lost != s->slots_lost) {
+            s->slots_lost = lost;
+            changed |= FU_SYNTH_CHANGED_SLOT_FLAGS;
+        }
     }
-    bool lost = s->slots_lost || in->slots_lost;
-    if (s->slot_count != in->slot_count || memcmp(s->slots, in->slots, s->slot_count * sizeof s->slots[0]) != 0)
-        changed |= join_slots(s, in, &lost);
-    if (lost != s->slots_lost) {
-        s->slots_lost = lost;
-        changed |= FU_SYNTH_CHANGED_SLOT_FLAGS;
+queue:
+    sc->block_changed[b] |= changed;
+    if (changed && !(*flags & BLOCK_QUEUED)) {
+        *flags |= BLOCK_QUEUED;
+        sc->worklist[(*queue_len)++] = b;
     }
-    joined(run, b, changed, queue_len);
-    return true;
-}
-
-/* merge, for an edge out of a walk: recorded in its summary. */
-static bool merge_exit(synth_run *run, walk_summary *w, uint32_t b, const fu_synth_state *in, const walk_judgment *judged,
-                       edge_kind edge, uint32_t *queue_len)
-{
-    uint32_t dropped = run->counts->assumed_noreturn;
-    if (!merge(run, b, in, judged, edge, queue_len))
-        return false;
-    summary_exit(run, w, b, edge, in, dropped == run->counts->assumed_noreturn);
     return true;
 }
 
@@ -1311,8 +1033,8 @@ static uint64_t args_size_at(const fu_synth_function *f, uint64_t call_end)
 
 /* A call that throws goes on at its call site's landing pad: the state after the call joins there,
  * with the call's outgoing arguments popped. */
-static bool merge_landing_pad(synth_run *run, walk_summary *w, uint64_t address, uint64_t call_end,
-                              const fu_synth_state *after_call, const walk_judgment *judged, uint32_t *queue_len)
+static bool merge_landing_pad(synth_run *run, uint64_t address, uint64_t call_end, const fu_synth_state *after_call,
+                              const walk_judgment *judged, uint32_t *queue_len)
 {
     int64_t pad = landing_pad_insn(run, address);
     if (pad < 0)
@@ -1322,13 +1044,13 @@ static bool merge_landing_pad(synth_run *run, walk_summary *w, uint64_t address,
         return false;
     uint64_t popped = args_size_at(run->function, call_end);
     if (!popped)
-        return merge_exit(run, w, (uint32_t)b, after_call, judged, EDGE_BRANCH, queue_len);
+        return merge(run, (uint32_t)b, after_call, judged, EDGE_BRANCH, queue_len);
     fu_synth_state at_pad;
     state_copy(&at_pad, after_call);
     at_pad.regs[FU_REG_RSP] = fu_synth_value_add(at_pad.regs[FU_REG_RSP], (int64_t)popped);
     walk_judgment judged_at_pad = *judged;
     judged_at_pad.changed |= 1u << FU_REG_RSP;
-    return merge_exit(run, w, (uint32_t)b, &at_pad, &judged_at_pad, EDGE_BRANCH, queue_len);
+    return merge(run, (uint32_t)b, &at_pad, &judged_at_pad, EDGE_BRANCH, queue_len);
 }
 
 /* What bounds a jump table's index on one walk: `cmp X, imm` then `ja`/`jae` to the default case bound
@@ -1448,8 +1170,6 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
         judged.changed = sc->block_changed[b];
     }
     sc->block_changed[b] = 0;
-    walk_summary summary;
-    summary_start(run, &summary, b);
     for (;;) {
         const fu_x86_insn *insn = &insns[i];
         walked[i] = 1;
@@ -1465,9 +1185,6 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
         if (judge.judge) {
             if (address >= judged.judgment.until || address < judged.judgment.from ||
                 (judged.changed & judged.judgment.reads)) {
-                /* what the judge is given (the rules it keeps read it) */
-                if (judged.changed != FU_SYNTH_CHANGED_ALL)
-                    summary.reads |= judged.judgment.reads;
                 judge.judge(judge.context, address, &s, judged.changed, &judged.judgment);
                 judged.changed = 0;
                 if (i == first) {
@@ -1476,15 +1193,11 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
                 }
             }
             judgments[i] = judged.judgment.byte;
-            summary.reads |= judged.judgment.reads;
             /* what the instruction may change: the registers it writes (a call: the caller-saved
              * ones; rsp, which most CFA rules read, only where its value changes), the slots where
              * `step` says so */
             judged.changed |= (insn->writes & ~(1u << FU_REG_RSP)) | (insn->kind == FU_X86_CALL ? CALLER_SAVED_MASK : 0);
         }
-        summary.reads |= (step_reads(insn, sp) & ~(uint32_t)summary.overwritten) | step_slots(insn, &s, address);
-        summary.overwritten |= step_overwrites(insn);
-        summary.written |= step_writes(insn);
         if (step(run, &s, insn, address))
             judged.changed |= FU_SYNTH_CHANGED_SLOTS;
         if (writes_sp && !fu_synth_value_equal(sp, s.regs[FU_REG_RSP]))
@@ -1505,7 +1218,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
                              (unsigned long long)address, (unsigned long long)insn->target);
                     return false;
                 }
-                if (tb >= 0 && !merge_exit(run, &summary, (uint32_t)tb, &s, &judged, EDGE_BRANCH, queue_len))
+                if (tb >= 0 && !merge(run, (uint32_t)tb, &s, &judged, EDGE_BRANCH, queue_len))
                     return false;
                 /* else a (conditional) tail call */
             } else {
@@ -1513,7 +1226,6 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
                 uint64_t table_bound = o->kind == FU_X86_OPERAND_MEMORY
                                            ? (o->index < FU_X86_GPR_COUNT && (bound.registers >> o->index & 1) ? bound.bound : 0)
                                            : bound.entry_bound;
-                summary.replayable = false;
                 int64_t found = jump_table(run, i, insn, &s, &judged, table_bound, queue_len);
                 if (found < 0)
                     return false;
@@ -1531,7 +1243,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
         case FU_X86_CALL:
             if (fu_x86_is_get_pc(insn, address))
                 break;
-            if (!merge_landing_pad(run, &summary, address, address + insn->length, &s, &judged, queue_len))
+            if (!merge_landing_pad(run, address, address + insn->length, &s, &judged, queue_len))
                 return false;
             if (insn->has_target && is_noreturn(f, insn->target))
                 falls_through = false;
@@ -1544,12 +1256,9 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
         default:
             break;
         }
-        if (!falls_through) {
-            summary_end(run, &summary);
+        if (!falls_through)
             return true;
-        }
         if (i + 1 >= run->insn_count) {
-            summary_end(run, &summary);
             if (insn->kind == FU_X86_CALL) /* a call that ends the function cannot return */
                 return true;
             /* with nothing on the stack, running into the next function is a tail call without a
@@ -1566,9 +1275,8 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
         if (block_of[i] >= 0) {
             uint32_t next = (uint32_t)block_of[i];
             bool had_state = sc->block_flags[next] & BLOCK_HAS_STATE;
-            if (!merge_exit(run, &summary, next, &s, &judged, fallthrough_edge, queue_len))
+            if (!merge(run, next, &s, &judged, fallthrough_edge, queue_len))
                 return false;
-            summary_end(run, &summary);
             if (had_state || !(sc->block_flags[next] & BLOCK_HAS_STATE) || sc->worklist[*queue_len - 1] != next)
                 return true;
             /* the next walk: block `next`, from the state in hand and the judgment it was given */
@@ -1579,73 +1287,12 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
             b = next;
             first = i;
             sc->block_changed[b] = 0;
-            summary_start(run, &summary, b);
             if (!judged.judgment.until)
                 judged.changed = FU_SYNTH_CHANGED_ALL;
             fallthrough_edge = EDGE_BRANCH;
             bound = (index_bound){.compared = {.kind = FU_X86_OPERAND_NONE}, .memory = {.kind = FU_X86_OPERAND_NONE}};
         }
     }
-}
-
-/* Whether block b's walk again would be its last walk's with the registers its joins made unknown
- * since (block_changed) unknown: none of them read, none of the slots changed, and no restart
- * pending (a state replaced, blocks split). */
-static bool replayable(const synth_run *run, uint32_t b)
-{
-    const fu_synth_scratch *sc = run->scratch;
-    uint32_t changed = sc->block_changed[b];
-    return sc->block_reads[b] != FU_SYNTH_CHANGED_ALL && !run->restart &&
-           !(changed & (sc->block_reads[b] | FU_SYNTH_CHANGED_SLOT_FLAGS | 1u << FU_REG_RSP)) &&
-           sc->block_states[b].slot_count == sc->block_walk_slots[b];
-}
-
-/* Block b's walk again, replayed from its last walk's summary (replayable): each edge out of it
- * makes unknown, in the state of the block it leads to, the registers and slots that the joins
- * made unknown in block b's state since and that the walk left alone, after the join's test of
- * the stack pointers as the walk left them. Every other value the edge carries is the last walk's,
- * which that block's state took in then (values only become unknown), so the join changes what the
- * walk's would. The judgments of the last walk stand: none read what changed. */
-static bool replay_walk(synth_run *run, uint32_t b, uint32_t *queue_len)
-{
-    fu_synth_scratch *sc = run->scratch;
-    const uint32_t unknown_now = sc->block_changed[b];
-    sc->block_changed[b] = 0;
-    const fu_synth_state *from = &sc->block_states[b];
-    const fu_synth_exit *exits = sc->exits + sc->block_exit_first[b];
-    for (uint32_t k = 0; k < sc->block_exit_count[b]; k++) {
-        const fu_synth_exit *e = &exits[k];
-        const uint32_t left_alone = unknown_now & ~(uint32_t)e->overwritten & ((1u << FU_X86_GPR_COUNT) - 1);
-        const fu_synth_value fp = left_alone >> FU_REG_RBP & 1 ? unknown_value : e->fp;
-        /* the walk's join took this edge in: the block has a state, from more than a call */
-        join_kind kind = join_stack_pointers(run, e->block, e->sp, fp, (edge_kind)e->edge);
-        if (kind == JOIN_DROPPED)
-            continue;
-        if (kind == JOIN_FAILED)
-            return false;
-        fu_synth_state *to = &sc->block_states[e->block];
-        uint32_t changed = 0;
-        for (uint32_t m = left_alone; m; m &= m - 1) {
-            unsigned r = (unsigned)__builtin_ctz(m);
-            if (to->regs[r].kind != FU_VALUE_UNKNOWN) {
-                to->regs[r] = unknown_value;
-                changed |= 1u << r;
-            }
-        }
-        if (unknown_now & FU_SYNTH_CHANGED_SLOTS)
-            for (unsigned i = 0; i < from->slot_count; i++) {
-                const fu_synth_slot *slot = &from->slots[i];
-                if (slot->value.kind != FU_VALUE_UNKNOWN || !(slot_changed(slot) & unknown_now))
-                    continue;
-                int at = slot_find(to, (uint8_t)slot->space, slot->offset);
-                if (at >= 0 && to->slots[at].value.kind != FU_VALUE_UNKNOWN) {
-                    to->slots[at].value = unknown_value;
-                    changed |= slot_changed(slot);
-                }
-            }
-        joined(run, e->block, changed, queue_len);
-    }
-    return true;
 }
 
 static bool decode_all(synth_run *run)
@@ -1694,12 +1341,8 @@ static bool fixpoint(synth_run *run, bool first)
     if (!first) /* decode_all cleared them */
         for (uint32_t i = 0; i < run->insn_count; i++)
             sc->walked[i] = 0;
-    for (uint32_t b = 0; b < run->counts->blocks; b++) {
+    for (uint32_t b = 0; b < run->counts->blocks; b++)
         sc->block_flags[b] = 0;
-        sc->block_reads[b] = FU_SYNTH_CHANGED_ALL;
-        sc->block_exit_count[b] = UINT32_MAX;
-    }
-    sc->exit_count = 0;
     if (first) {
         /* every direct branch target inside the range starts a block */
         for (uint32_t k = 0; k < run->direct_branch_count; k++) {
@@ -1746,14 +1389,8 @@ static bool fixpoint(synth_run *run, bool first)
     while (queue_len) {
         uint32_t b = sc->worklist[--queue_len];
         sc->block_flags[b] &= (uint8_t)~BLOCK_QUEUED;
-        if (!count_walk(run, &walks))
+        if (!count_walk(run, &walks) || !walk_block(run, b, &queue_len, &walks))
             return false;
-        if (replayable(run, b)) {
-            if (!replay_walk(run, b, &queue_len))
-                return false;
-        } else if (!walk_block(run, b, &queue_len, &walks)) {
-            return false;
-        }
     }
     return true;
 }

@@ -228,19 +228,8 @@ typedef struct fu_synth_scratch {
      * its first state, and the judgment of its first instruction then (fu_synth_judge) */
     uint32_t *block_changed;
     fu_synth_judgment *block_judgments;
-    /* per block, of its last walk (synth.c walk_summary): the registers (fu_synth_visit's bits)
-     * whose entry value that walk or its judgments read, or that it may or may not have written
-     * before leaving the block, and the slots it read or wrote (FU_SYNTH_CHANGED_ALL: the walk
-     * cannot be replayed), and its edges
-     * out (block_exit_count of them from block_exit_first in `exits`; UINT32_MAX: none recorded) */
-    uint32_t *block_reads;
-    uint8_t *block_walk_slots; /* its slot count then (a join that adds slots makes it unreplayable) */
-    uint32_t *block_exit_first;
-    uint32_t *block_exit_count;
     uint32_t *worklist;
     uint32_t block_cap;
-    struct fu_synth_exit *exits;
-    uint32_t exit_count, exit_cap;
 } fu_synth_scratch;
 
 void fu_synth_scratch_free(fu_synth_scratch *scratch);
