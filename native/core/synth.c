@@ -781,7 +781,7 @@ static uint32_t join_slots(fu_synth_state *s, const fu_synth_state *in, bool *lo
         int c = j < in->slot_count ? slot_compare(slot->space, slot->offset, in->slots[j].space, in->slots[j].offset) : -1;
         if (c > 0)
             break;
-        if ((c < 0 || !fu_synth_value_equal(slot->value, in->slots[j].value)) && slot->value.kind != FU_VALUE_UNKNOWN) {
+        if (slot->value.kind != FU_VALUE_UNKNOWN && (c < 0 || !fu_synth_value_equal(slot->value, in->slots[j].value))) {
             slot->value = unknown_value;
             changed |= slot_changed(slot);
         }
@@ -800,7 +800,7 @@ static uint32_t join_slots(fu_synth_state *s, const fu_synth_state *in, bool *lo
         fu_synth_slot slot;
         if (c <= 0) {
             slot = s->slots[i];
-            if ((c < 0 || !fu_synth_value_equal(slot.value, in->slots[j].value)) && slot.value.kind != FU_VALUE_UNKNOWN) {
+            if (slot.value.kind != FU_VALUE_UNKNOWN && (c < 0 || !fu_synth_value_equal(slot.value, in->slots[j].value))) {
                 slot.value = unknown_value;
                 changed |= slot_changed(&slot);
             }
@@ -890,7 +890,7 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const wa
         /* equal bytes are equal values: most joins */
         if (memcmp(s->regs, in->regs, sizeof s->regs) != 0)
             for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-                if (!fu_synth_value_equal(s->regs[r], in->regs[r]) && s->regs[r].kind != FU_VALUE_UNKNOWN) {
+                if (s->regs[r].kind != FU_VALUE_UNKNOWN && !fu_synth_value_equal(s->regs[r], in->regs[r])) {
                     s->regs[r] = unknown_value;
                     changed |= 1u << r;
                 }
