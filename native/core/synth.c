@@ -316,14 +316,16 @@ static bool clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
             changed = true;
         }
     }
-    if (!kept_registers) /* most calls: the same registers each time, stored without a loop */
+    if (!kept_registers) { /* most calls: the same registers each time, stored without a loop */
+#pragma GCC unroll 16
         for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++) {
             if (CALLER_SAVED_MASK >> r & 1)
                 s->regs[r] = unknown_value;
         }
-    else
+    } else {
         for (unsigned m = CALLER_SAVED_MASK & ~(unsigned)kept_registers; m; m &= m - 1)
             s->regs[__builtin_ctz(m)] = unknown_value;
+    }
     return changed;
 }
 
