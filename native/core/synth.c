@@ -891,6 +891,7 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const wa
             *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
         /* equal bytes are equal values: most joins */
         if (memcmp(s->regs, in->regs, sizeof s->regs) != 0)
+#pragma GCC unroll 16
             for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
                 if (s->regs[r].kind != FU_VALUE_UNKNOWN && !fu_synth_value_equal(s->regs[r], in->regs[r])) {
                     s->regs[r] = unknown_value;
