@@ -473,8 +473,9 @@ JUDGE_INLINE bool compare_row(fde_check *c, uint64_t address, const fu_synth_sta
     m->row = UINT32_MAX;
     if (c->rules[1 + RETURN_ADDRESS_INDEX].kind == FU_RULE_UNDEFINED)
         return false;
+#pragma GCC unroll 8
     for (unsigned k = 0; k < 1 + FU_SYNTH_COLUMN_COUNT; k++) {
-        if (earlier && (same_rules || same_rule(before[k], c->rules[k])) && !(changed & m->reads[k]))
+        if (earlier && !(changed & m->reads[k]) && (same_rules || same_rule(before[k], c->rules[k])))
             continue;
         if (k == 0) {
             m->reads[0] = cfa_reads(c->rules[0]);

@@ -317,14 +317,16 @@ static bool clobber_for_call(fu_synth_state *s, uint16_t kept_registers)
             changed = true;
         }
     }
-    if (!kept_registers) /* most calls: the same registers each time, stored without a loop */
+    if (!kept_registers) { /* most calls: the same registers each time, stored without a loop */
+#pragma GCC unroll 16
         for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++) {
             if (CALLER_SAVED_MASK >> r & 1)
                 s->regs[r] = unknown_value;
         }
-    else
+    } else {
         for (unsigned m = CALLER_SAVED_MASK & ~(unsigned)kept_registers; m; m &= m - 1)
             s->regs[__builtin_ctz(m)] = unknown_value;
+    }
     return changed;
 }
 
@@ -782,7 +784,7 @@ static uint32_t join_slots(fu_synth_state *s, const fu_synth_state *in, bool *lo
         int c = j < in->slot_count ? slot_compare(slot->space, slot->offset, in->slots[j].space, in->slots[j].offset) : -1;
         if (c > 0)
             break;
-        if ((c < 0 || !fu_synth_value_equal(slot->value, in->slots[j].value)) && slot->value.kind != FU_VALUE_UNKNOWN) {
+        if (slot->value.kind != FU_VALUE_UNKNOWN && (c < 0 || !fu_synth_value_equal(slot->value, in->slots[j].value))) {
             slot->value = unknown_value;
             changed |= slot_changed(slot);
         }
@@ -801,7 +803,7 @@ static uint32_t join_slots(fu_synth_state *s, const fu_synth_state *in, bool *lo
         fu_synth_slot slot;
         if (c <= 0) {
             slot = s->slots[i];
-            if ((c < 0 || !fu_synth_value_equal(slot.value, in->slots[j].value)) && slot.value.kind != FU_VALUE_UNKNOWN) {
+            if (slot.value.kind != FU_VALUE_UNKNOWN && (c < 0 || !fu_synth_value_equal(slot.value, in->slots[j].value))) {
                 slot.value = unknown_value;
                 changed |= slot_changed(&slot);
             }
@@ -890,8 +892,9 @@ static bool merge(synth_run *run, uint32_t b, const fu_synth_state *in, const wa
             *flags &= (uint8_t)~BLOCK_ONLY_CALL_FALLTHROUGH;
         /* equal bytes are equal values: most joins */
         if (memcmp(s->regs, in->regs, sizeof s->regs) != 0)
+#pragma GCC unroll 16
             for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++)
-                if (!fu_synth_value_equal(s->regs[r], in->regs[r]) && s->regs[r].kind != FU_VALUE_UNKNOWN) {
+                if (s->regs[r].kind != FU_VALUE_UNKNOWN && !fu_synth_value_equal(s->regs[r], in->regs[r])) {
                     s->regs[r] = unknown_value;
                     changed |= 1u << r;
                 }
