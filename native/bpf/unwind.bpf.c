@@ -5,8 +5,10 @@
  * thread, CPU, command name, user frames, kernel stack id and outcome) through the `samples` ring
  * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
  *
- * One frame is one bpf_loop iteration (step): its rule from the CPU's previous walk where that walk
- * had a frame at the same stack pointer and PC (the memo), else find the mapping (the previous
+ * The leaf's cold lines (its rule cache entry, module entry and block slot) are fetched together
+ * first (start_fetches), so that their misses overlap. One frame is one bpf_loop iteration (step):
+ * its rule from the CPU's previous walk where that walk had a frame at the same stack pointer and
+ * PC (the memo), else find the mapping (the previous
  * frame's or one of the last four found, else a binary search over the process's sorted mappings),
  * the module's rule (the CPU's rule cache, else the slot of the PC's 512-byte block, one cache line
  * holding its rows' starts and packed rules; a continuation for a dense block, the dictionary for a
@@ -181,6 +183,11 @@ struct walk {
     /* the mappings the walks found last (end 0: none), the previous frame's at `current`: kept from
      * walk to walk (start_walk) */
     fu_bpf_mapping recent[RECENT_MAPPINGS];
+    /* where each recent mapping's module had its slots when a frame last read its entry (base_svma
+     * ~0: not known): the leaf's block slot is fetched from there before the module's entry arrives
+     * (start_fetches; a stale one only fetches a line the walk does not use) */
+    __u64 recent_base_svma[RECENT_MAPPINGS];
+    __u32 recent_first_slot[RECENT_MAPPINGS];
     __u32 current;
     __u32 recent_next; /* the entry the next search replaces */
     __u64 recent_epoch;     /* the process slot and tables_epoch the recent mappings were copied at */
@@ -375,6 +382,12 @@ static __always_inline long signal_step(struct walk *w)
     return w->regs[REG_RA] == 0 ? finish(w, FU_BPF_END) : 0;
 }
 
+/* The rule cache's entry of (module, svma) on this CPU. */
+static __always_inline __u32 rule_cache_index(const struct walk *w, __u64 svma, __u32 module_id)
+{
+    return w->rule_cache_base + (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (FU_BPF_RULE_CACHE - 1));
+}
+
 /* The rule of the frame at pc (frame n) from the process's mappings and the module's table into *rule
  * (-1), or the step's end where there is none (the bpf_loop callback's return: the frame pointer
  * followed, or the walk ended). */
@@ -408,6 +421,7 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
             }
             current = w->recent_next++ & (RECENT_MAPPINGS - 1);
             w->recent[current] = *m;
+            w->recent_base_svma[current] = ~0ull;
         }
         w->current = current;
     }
@@ -425,11 +439,12 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
         return finish(w, FU_BPF_NO_TABLE);
     if (svma < mod->base_svma || svma >= mod->end_svma)
         return frame_pointer_step(w);
+    w->recent_base_svma[current & (RECENT_MAPPINGS - 1)] = mod->base_svma;
+    w->recent_first_slot[current & (RECENT_MAPPINGS - 1)] = mod->first_slot;
     /* the rule of a PC this CPU walked recently (the outer frames repeat from sample to sample)
      * costs one line; else the slot of the PC's block: its rows' starts and packed rules in one line
      * (bpf_layout.c fu_bpf_find_rule) */
-    __u32 cache_index = w->rule_cache_base +
-                        (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (FU_BPF_RULE_CACHE - 1));
+    __u32 cache_index = rule_cache_index(w, svma, module_id);
     struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
     if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
         *rule = cached->rule;
@@ -645,6 +660,46 @@ static __always_inline void start_walk(struct walk *w, __u64 stack_top)
     w->memos[(w->memo_previous + 1) & 1].count = 0;
 }
 
+/* Loads a byte at p and discards it: its line is fetched while the walk goes on (a volatile load,
+ * which the compiler and the JIT keep). */
+static __always_inline void touch(const void *p)
+{
+    __u8 v = *(const volatile __u8 *)p;
+    barrier_var(v);
+}
+
+/* Starts the leaf's cold lines at once, before any of them is used: its rule cache entry, its
+ * module's entry and its block's slot, where the leaf's PC is in one of the recent mappings. Looked
+ * up in order, each waited for the one before (the module's entry for the slot's position, the rule
+ * cache's compare for the slot); fetched together, their misses overlap (docs/DESIGN.md, "Where a
+ * frame's time goes"). Nothing is read from them here: the leaf's lookup reads them as it would
+ * have, so a stale mapping or position only costs a line fetched for nothing. */
+static __always_inline void start_fetches(struct walk *w)
+{
+    __u64 pc = w->regs[REG_RA];
+    for (int i = 0; i < RECENT_MAPPINGS; i++) {
+        const fu_bpf_mapping *m = &w->recent[i];
+        if (pc < m->start || pc >= m->end || m->module == FU_BPF_NO_MODULE)
+            continue;
+        __u32 module_id = m->module;
+        __u64 svma = pc - m->bias, base = w->recent_base_svma[i];
+        __u32 cache_index = rule_cache_index(w, svma, module_id);
+        const struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
+        if (cached)
+            touch(cached);
+        const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
+        if (mod)
+            touch(mod);
+        if (svma >= base) {
+            __u32 at = w->recent_first_slot[i] + (__u32)((svma - base) >> FU_BPF_BLOCK_SHIFT);
+            const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
+            if (b)
+                touch(b);
+        }
+        break;
+    }
+}
+
 /* This walk's memo serves the next if the tables did not change while it was walked. */
 static __always_inline void end_walk(struct walk *w)
 {
@@ -779,6 +834,7 @@ int sample(struct bpf_perf_event_data *ctx)
             w->process = w->last.slot;
             __u64 start = timing ? bpf_ktime_get_ns() : 0;
             start_walk(w, w->last.stack_top);
+            start_fetches(w);
             bpf_loop(FU_BPF_MAX_FRAMES + 1, step, NULL, 0);
             end_walk(w);
             __u64 n = w->sample.stack.user_count, m = w->memo_frames;
