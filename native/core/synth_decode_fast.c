@@ -549,16 +549,11 @@ static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding 
  * then 0F, ModRM, SIB, a 4-byte displacement and an 8-byte immediate at most. */
 #define FAST_READ_SLACK 32
 
+/* `code` has FAST_READ_SLACK readable bytes; `size` of them are the instruction's to take. */
 static inline __attribute__((always_inline)) bool decode_fast(const uint8_t *code, size_t size, uint64_t address,
                                                               fu_x86_insn *insn)
 {
     size_t available = size < FU_X86_MAX_INSN_LENGTH ? size : FU_X86_MAX_INSN_LENGTH;
-    uint8_t padded[FAST_READ_SLACK];
-    if (size < FAST_READ_SLACK) { /* the end of the code: decode a zero-padded copy */
-        memset(padded, 0, sizeof padded);
-        memcpy(padded, code, size);
-        code = padded;
-    }
     fast_decoding d = {.code = code};
     uint8_t byte = read_u8(&d);
     /* legacy prefixes (rare: 3% of libLLVM-14's instructions), each group at most once except 66
@@ -585,8 +580,20 @@ static inline __attribute__((always_inline)) bool decode_fast(const uint8_t *cod
     return true;
 }
 
+/* The end of the code (fewer than FAST_READ_SLACK bytes left): a zero-padded copy decoded, kept out
+ * of the hot path so that its buffer does not weigh on every decoding. */
+static __attribute__((noinline)) bool decode_fast_near_end(const uint8_t *code, size_t size, uint64_t address,
+                                                           fu_x86_insn *insn)
+{
+    uint8_t padded[FAST_READ_SLACK] = {0};
+    memcpy(padded, code, size);
+    return decode_fast(padded, size, address, insn);
+}
+
 bool fu_x86_decode_fast(const uint8_t *code, size_t size, uint64_t address, fu_x86_insn *insn)
 {
+    if (size < FAST_READ_SLACK)
+        return decode_fast_near_end(code, size, address, insn);
     return decode_fast(code, size, address, insn);
 }
 
@@ -594,6 +601,8 @@ void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t si
                    fu_x86_insn *insn)
 {
     *insn = fu_x86_insn_empty;
-    if (!decode_fast(code, size, address, insn))
+    bool known = __builtin_expect(size < FAST_READ_SLACK, 0) ? decode_fast_near_end(code, size, address, insn)
+                                                             : decode_fast(code, size, address, insn);
+    if (!known)
         fu_x86_decode_zydis(decoder, code, size, address, insn);
 }
