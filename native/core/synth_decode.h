@@ -108,10 +108,9 @@ void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t si
 void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, size_t size, uint64_t address,
                          fu_x86_insn *insn);
 /* The fast path (synth_decode_fast.c): the common encodings of compiled code, decoded by table
- * and switch (with it, check's decoder takes 0.24 s over libLLVM-14's .text; Zydis with operands
- * 1.07 s). `insn` must hold fu_x86_insn_empty; true when it is filled with exactly what
- * fu_x86_decode_zydis gives; false (insn partly written) for anything it does not know exactly, or
- * bytes cut off. */
+ * and switch (its speed beside Zydis's: docs/BENCHMARKS.md, issue 23's check section). `insn`
+ * must hold fu_x86_insn_empty; true when it is filled with exactly what fu_x86_decode_zydis gives;
+ * false (insn partly written) for anything it does not know exactly, or bytes cut off. */
 bool fu_x86_decode_fast(const uint8_t *code, size_t size, uint64_t address, fu_x86_insn *insn);
 
 /* The fast path held to Zydis over a run of bytes (the differential test): decoded linearly by Zydis

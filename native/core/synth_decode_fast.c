@@ -549,28 +549,14 @@ static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding 
  * then 0F, ModRM, SIB, a 4-byte displacement and an 8-byte immediate at most. */
 #define FAST_READ_SLACK 32
 
-static inline __attribute__((always_inline)) bool decode_fast(const uint8_t *code, size_t size, uint64_t address,
-                                                              fu_x86_insn *insn)
+/* REX, the opcode and what follows, after `prefixes` (the legacy prefixes, ending at `position`).
+ * `code` has FAST_READ_SLACK readable bytes; the instruction may take `available` of them. */
+static inline __attribute__((always_inline)) bool decode_after_prefixes(const uint8_t *code, size_t position,
+                                                                        uint8_t prefixes, size_t available,
+                                                                        uint64_t address, fu_x86_insn *insn)
 {
-    size_t available = size < FU_X86_MAX_INSN_LENGTH ? size : FU_X86_MAX_INSN_LENGTH;
-    uint8_t padded[FAST_READ_SLACK];
-    if (size < FAST_READ_SLACK) { /* the end of the code: decode a zero-padded copy */
-        memset(padded, 0, sizeof padded);
-        memcpy(padded, code, size);
-        code = padded;
-    }
-    fast_decoding d = {.code = code};
+    fast_decoding d = {.code = code, .position = position, .prefixes = prefixes};
     uint8_t byte = read_u8(&d);
-    /* legacy prefixes (rare: 3% of libLLVM-14's instructions), each group at most once except 66
-     * (gcc's `data16` nops repeat it), within FU_X86_MAX_INSN_LENGTH bytes */
-    while (__builtin_expect(is_legacy_prefix[byte], 0)) {
-        uint8_t prefix = byte == 0x66 ? PREFIX_OPERAND_SIZE : byte == 0xf2 ? PREFIX_REPNE : byte == 0xf3 ? PREFIX_REP
-                         : byte == 0x2e ? PREFIX_CS : PREFIX_FS_GS;
-        if (d.prefixes & prefix & ~PREFIX_OPERAND_SIZE || d.position >= FU_X86_MAX_INSN_LENGTH)
-            return false;
-        d.prefixes |= prefix;
-        byte = read_u8(&d);
-    }
     if ((byte & 0xf0) == 0x40) { /* REX: only directly before the opcode */
         d.rex = byte;
         byte = read_u8(&d);
@@ -583,6 +569,46 @@ static inline __attribute__((always_inline)) bool decode_fast(const uint8_t *cod
         return false;
     insn->length = (uint8_t)d.position;
     return true;
+}
+
+/* An instruction that may start with legacy prefixes (3% of libLLVM-14's instructions), each group
+ * at most once except 66 (gcc's `data16` nops repeat it), within FU_X86_MAX_INSN_LENGTH bytes: kept
+ * apart so that the unprefixed decoding, the common one, is compiled knowing it has none. */
+static __attribute__((noinline)) bool decode_prefixed(const uint8_t *code, size_t available, uint64_t address,
+                                                      fu_x86_insn *insn)
+{
+    size_t position = 0;
+    uint8_t prefixes = 0;
+    while (is_legacy_prefix[code[position]]) {
+        uint8_t byte = code[position];
+        uint8_t prefix = byte == 0x66 ? PREFIX_OPERAND_SIZE : byte == 0xf2 ? PREFIX_REPNE : byte == 0xf3 ? PREFIX_REP
+                         : byte == 0x2e ? PREFIX_CS : PREFIX_FS_GS;
+        if (prefixes & prefix & ~PREFIX_OPERAND_SIZE || position >= FU_X86_MAX_INSN_LENGTH - 1)
+            return false;
+        prefixes |= prefix;
+        position++;
+    }
+    return decode_after_prefixes(code, position, prefixes, available, address, insn);
+}
+
+/* The end of the code (fewer than FAST_READ_SLACK bytes left): a zero-padded copy decoded, kept out
+ * of the hot path so that its buffer does not weigh on every decoding. */
+static __attribute__((noinline)) bool decode_near_end(const uint8_t *code, size_t size, uint64_t address,
+                                                      fu_x86_insn *insn)
+{
+    uint8_t padded[FAST_READ_SLACK] = {0};
+    memcpy(padded, code, size);
+    return decode_prefixed(padded, size < FU_X86_MAX_INSN_LENGTH ? size : FU_X86_MAX_INSN_LENGTH, address, insn);
+}
+
+static inline __attribute__((always_inline)) bool decode_fast(const uint8_t *code, size_t size, uint64_t address,
+                                                              fu_x86_insn *insn)
+{
+    if (__builtin_expect(size < FAST_READ_SLACK, 0))
+        return decode_near_end(code, size, address, insn);
+    if (__builtin_expect(is_legacy_prefix[code[0]], 0))
+        return decode_prefixed(code, FU_X86_MAX_INSN_LENGTH, address, insn);
+    return decode_after_prefixes(code, 0, 0, FU_X86_MAX_INSN_LENGTH, address, insn);
 }
 
 bool fu_x86_decode_fast(const uint8_t *code, size_t size, uint64_t address, fu_x86_insn *insn)

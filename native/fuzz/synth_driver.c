@@ -357,7 +357,9 @@ static void run_check(const uint8_t *code, size_t size, uint64_t start, const ui
         CHECK((uint64_t)r->first_finding + r->finding_count <= findings, "findings out of the buffer");
         CHECK((uint64_t)r->agree + r->mismatch + r->unknown + r->unreached <= size, "more instructions than bytes");
         CHECK(memchr(r->reason, 0, sizeof r->reason) != NULL, "reason not terminated");
-        const fu_check_finding *f = (const fu_check_finding *)batch.findings.data + r->first_finding;
+        /* no findings in the batch: no buffer to index */
+        const fu_check_finding *f = r->finding_count ? (const fu_check_finding *)batch.findings.data + r->first_finding
+                                                     : NULL;
         for (uint32_t k = 0; k < r->finding_count; k++)
             CHECK(memchr(f[k].declared, 0, sizeof f[k].declared) && memchr(f[k].derived, 0, sizeof f[k].derived),
                   "finding text not terminated");
