@@ -1064,14 +1064,18 @@ fu_status fu_check_fdes(const fu_check_image *image, const fu_cfi_table *table, 
     for (size_t i = 0; i < count; i++) {
         if (entries[i] >= table->entry_count || table->entries[entries[i]].kind != FU_ENTRY_FDE)
             return fu_fail(err, FU_ERR_INVALID, "entry %u is not an FDE of the table", entries[i]);
+        uint32_t other = overlap_partner[entries[i]];
+        if (other != UINT32_MAX && (other >= table->entry_count || table->entries[other].kind != FU_ENTRY_FDE))
+            return fu_fail(err, FU_ERR_INVALID, "the overlap partner %u of entry %u is not an FDE of the table", other,
+                           entries[i]);
         fu_check_fde_result *result = &batch->results[i];
         uint32_t shared = identical_checked(table, batch, entries[i]);
         if (shared != UINT32_MAX ? !share_result(batch, shared, entries[i], result)
-                                 : !check_fde(image, table, entries[i], overlap_partner[entries[i]], batch, result))
+                                 : !check_fde(image, table, entries[i], other, batch, result))
             return fu_fail(err, FU_ERR_NOMEM, "out of memory");
         position_of[entries[i]] = (uint32_t)i;
         /* a range finding (an overlap) makes the FDE a mismatch whatever its code says */
-        if (overlap_partner[entries[i]] != UINT32_MAX) {
+        if (other != UINT32_MAX) {
             result->verdict = FU_CHECK_MISMATCH;
             result->reason[0] = '\0';
         }

@@ -156,8 +156,8 @@ bool fu_check_starts_at_entry(const fu_check_image *image, const fu_cfi_table *t
 void fu_check_overlaps(const fu_cfi_table *table, uint32_t *partner);
 
 /* Check the FDEs `entries[0..count)` of `table` (one of image->tables); `overlap_partner` is
- * fu_check_overlaps's for the table. Runs without touching anything but its arguments, so batches
- * may run on several threads. */
+ * fu_check_overlaps's for the table (FU_ERR_INVALID where an entry or its partner is no FDE of the
+ * table). Runs without touching anything but its arguments, so batches may run on several threads. */
 fu_status fu_check_fdes(const fu_check_image *image, const fu_cfi_table *table, const uint32_t *overlap_partner,
                         const uint32_t *entries, size_t count, fu_check_batch *batch, fu_error *err);
 

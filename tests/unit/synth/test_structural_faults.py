@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import array
 
+import pytest
+
 from fastunwind import _core
 from tests.support.cfi_builder import (EH_FRAME, PE_absptr, FrameSection, advance_loc, def_cfa, def_cfa_offset, offset,
                                       gnu_args_size, restore, undefined)
@@ -210,3 +212,20 @@ def test_code_addresses_named_come_out_once_each_in_address_order() -> None:
         [(CODE_START, code)], b"", b"", table, None, array.array("Q", [0]))
     assert list(array.array("Q", uncovered)) == [uncovered_at]
     assert list(array.array("Q", called)) == [cold_at]
+
+
+def test_overlaps_naming_no_fde_of_the_table_are_an_error() -> None:
+    """check_fdes takes the overlaps as bytes: a partner that is no FDE of the table (out of range, or
+    the CIE) is a ValueError naming it, never an index read outside the table."""
+    section = FrameSection(EH_FRAME, address=0x8000)
+    cie = section.cie(augmentation="zR", fde_encoding=PE_absptr, instructions=[def_cfa(7, 8), offset(16, 1)])
+    section.fde(cie, pc_begin=0x1000, pc_range=3, instructions=[])
+    table = _core.CfiTable(section.build(), EH_FRAME, 0x8000)
+    entry = next(i for i in range(table.entry_count) if table.entry(i)["kind"] == 1)
+    cie_entry = next(i for i in range(table.entry_count) if table.entry(i)["kind"] != 1)
+    for partner in (table.entry_count, 0xfffffffe, cie_entry):
+        overlaps = array.array("I", [0xffffffff] * table.entry_count)
+        overlaps[entry] = partner
+        with pytest.raises(ValueError, match=f"overlap partner {partner} of entry {entry}"):
+            _core.check_fdes(table, array.array("I", [entry]).tobytes(), overlaps.tobytes(), [(CODE_START, CODE)],
+                             [(CODE_START, CODE)], b"", b"", table, None, array.array("Q", [0]))
