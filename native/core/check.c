@@ -292,6 +292,37 @@ static bool starts_without_entry_row(const fu_cfi_table *t, int64_t index, uint6
     return e->pc_begin == address && e->row_count && !is_entry_row(t, fu_cfi_table_state(t, t->row_state[e->first_row]));
 }
 
+/* Whether the call target starts an FDE of the checked table without an entry row. */
+static bool starts_non_entry(const fu_check_image *image, const fu_cfi_table *table, uint64_t address)
+{
+    (void)image;
+    return starts_without_entry_row(table, fu_cfi_table_find_fde(table, address), address);
+}
+
+/* Whether no FDE of either table covers the address. */
+static bool uncovered(const fu_check_image *image, const fu_cfi_table *table, uint64_t address)
+{
+    (void)table;
+    for (unsigned k = 0; k < 2; k++)
+        if (image->tables[k] && fu_cfi_table_find_fde(image->tables[k], address) >= 0)
+            return false;
+    return true;
+}
+
+/* `list` (uint64_t) sorted, without repeats, and holding only the addresses `keep` is true of. */
+static bool keep_sorted(fu_buffer *list, bool (*keep)(const fu_check_image *, const fu_cfi_table *, uint64_t),
+                        const fu_check_image *image, const fu_cfi_table *table)
+{
+    bool ok;
+    uint64_t *addresses = (uint64_t *)list->data;
+    size_t count = fu_sort_unique(addresses, list->len / sizeof *addresses, &ok), kept = 0;
+    for (size_t i = 0; i < count; i++)
+        if (keep(image, table, addresses[i]))
+            addresses[kept++] = addresses[i];
+    list->len = kept * sizeof *addresses;
+    return ok;
+}
+
 /* The code addresses the batch's code named (note_code_address), each looked up once and in address
  * order, which keeps the searches of the FDE index and the entries and first rows they find in
  * cache (looked up as the code named them, the misses after each search were 5.6% of check's
@@ -300,29 +331,8 @@ static bool starts_without_entry_row(const fu_cfi_table *t, int64_t index, uint6
  * covers stay in uncovered_calls. */
 static bool resolve_named_addresses(const fu_check_image *image, const fu_cfi_table *table, fu_check_batch *batch)
 {
-    bool ok;
-    uint64_t *called = (uint64_t *)batch->called_non_entry.data;
-    size_t count = fu_sort_unique(called, batch->called_non_entry.len / sizeof *called, &ok), kept = 0;
-    if (!ok)
-        return false;
-    for (size_t i = 0; i < count; i++)
-        if (starts_without_entry_row(table, fu_cfi_table_find_fde(table, called[i]), called[i]))
-            called[kept++] = called[i];
-    batch->called_non_entry.len = kept * sizeof *called;
-    uint64_t *named = (uint64_t *)batch->uncovered_calls.data;
-    count = fu_sort_unique(named, batch->uncovered_calls.len / sizeof *named, &ok);
-    kept = 0;
-    if (!ok)
-        return false;
-    for (size_t i = 0; i < count; i++) {
-        bool covered = false;
-        for (unsigned k = 0; k < 2 && !covered; k++)
-            covered = image->tables[k] && fu_cfi_table_find_fde(image->tables[k], named[i]) >= 0;
-        if (!covered)
-            named[kept++] = named[i];
-    }
-    batch->uncovered_calls.len = kept * sizeof *named;
-    return true;
+    return keep_sorted(&batch->called_non_entry, starts_non_entry, image, table) &&
+           keep_sorted(&batch->uncovered_calls, uncovered, image, table);
 }
 
 /* Whether `address` is in `recent` (FU_CHECK_NAMED_RECENTLY, direct-mapped), and remember it there:

@@ -102,13 +102,14 @@ typedef struct fu_check_image {
     uint64_t *work_done;
 } fu_check_image;
 
-/* The results of a batch of FDEs, and the code addresses (direct call and jump targets, addresses a
- * RIP-relative lea takes) in executable code that no FDE of either table covers (sorted, without
- * repeats). Zero-initialize; fu_check_batch_free. */
 /* Code addresses the checked code named last, per kind (calls; calls, jumps and lea), direct-mapped
  * by address: a repeat is not collected again (libLLVM-14: 1.2% of check's time went to sorting
  * the repeats away). */
 #define FU_CHECK_NAMED_RECENTLY 1024
+
+/* The results of a batch of FDEs, and the code addresses (direct call and jump targets, addresses a
+ * RIP-relative lea takes) in executable code that no FDE of either table covers (sorted, without
+ * repeats). Zero-initialize; fu_check_batch_free. */
 typedef struct fu_check_batch {
     fu_check_fde_result *results;
     size_t count;

@@ -305,7 +305,7 @@ static PyMethodDef synth_functions[] = {
     {"check_fdes", check_fdes, METH_VARARGS,
      "check_fdes(table, entries, overlaps, code, segments, noreturn, function_entries, eh_frame, debug_frame, work, "
      "foreign_entries=b'')"
-     " -> (results, details, uncovered, called_non_entry)"},
+     " -> (results, details, uncovered, called_non_entry, foreign_entries)"},
     {NULL},
 };
 
