@@ -51,6 +51,7 @@ struct fu_bpf_session {
     module_ref pending[FU_BPF_MAX_MODULES];
     uint32_t pending_count;
     uint32_t evicted_in_use; /* modules evicted with users */
+    uint32_t slots_peak;     /* the most slots loaded modules held at once */
     process_slot processes[FU_BPF_MAX_PROCESSES];
     /* freed process slots are reused last-freed-last (a walk may still read a slot just replaced) */
     uint32_t free_slots[FU_BPF_MAX_PROCESSES];
@@ -92,6 +93,27 @@ static int take_sample(void *context, void *data, size_t size)
     return fu_bpf_log_add(&s->log, data, size, &s->ring_err) == FU_OK ? 0 : -1;
 }
 
+/* Creates the slots map of `slot_capacity` slots for the skeleton's `slots` before the rest is
+ * loaded, so that the kernel refusing its memory (the one map whose size the caller chooses) is told
+ * apart from any other refusal: FU_ERR_BPF_MAP_MEMORY. */
+static fu_status create_slots_map(struct bpf_map *slots, uint32_t slot_capacity, fu_error *err)
+{
+    LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = bpf_map__map_flags(slots));
+    int fd = bpf_map_create(bpf_map__type(slots), "slots", bpf_map__key_size(slots), bpf_map__value_size(slots),
+                            slot_capacity, &opts);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOMEM || e == E2BIG)
+            return fu_fail(err, FU_ERR_BPF_MAP_MEMORY, "the kernel refused a BPF table map of %u slots (%llu MiB): %s",
+                           slot_capacity, (unsigned long long)slot_capacity * sizeof(fu_bpf_block) >> 20,
+                           strerror(e));
+        return bpf_failed(err, "creating the BPF table map", e);
+    }
+    int e = bpf_map__reuse_fd(slots, fd);
+    close(fd); /* the map holds its own copy of the fd */
+    return e ? bpf_failed(err, "giving the BPF table map to the unwinder", e) : FU_OK;
+}
+
 fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool timing, fu_error *err)
 {
     *out = NULL;
@@ -113,13 +135,16 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
         return st;
     }
     s->skel->rodata->timing = timing;
-    int e = bpf_map__set_max_entries(s->skel->maps.slots, slot_capacity);
+    fu_status st = create_slots_map(s->skel->maps.slots, slot_capacity, err);
+    if (st != FU_OK) {
+        fu_bpf_session_close(s);
+        return st;
+    }
     int cpus = libbpf_num_possible_cpus();
-    if (!e)
-        e = cpus > 0 ? bpf_map__set_max_entries(s->skel->maps.rule_cache, FU_BPF_RULE_CACHE * (uint32_t)cpus) : cpus;
+    int e = cpus > 0 ? bpf_map__set_max_entries(s->skel->maps.rule_cache, FU_BPF_RULE_CACHE * (uint32_t)cpus) : cpus;
     if (e) {
         fu_bpf_session_close(s);
-        return bpf_failed(err, "sizing the BPF table map", e);
+        return bpf_failed(err, "sizing the BPF rule cache", e);
     }
     e = fu_unwind__load(s->skel);
     if (e) {
@@ -128,7 +153,7 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
     }
     s->samples = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), take_sample, s, NULL);
     if (!s->samples) {
-        fu_status st = bpf_failed(err, "opening the BPF samples ring buffer", errno);
+        st = bpf_failed(err, "opening the BPF samples ring buffer", errno);
         fu_bpf_session_close(s);
         return st;
     }
@@ -267,6 +292,9 @@ fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *
         s->users[new_id] = PENDING_USES;
         s->pending[s->pending_count++] = (module_ref){new_id, s->generation[new_id]};
     }
+    uint32_t used = fu_bpf_session_slots_used(s);
+    if (used > s->slots_peak)
+        s->slots_peak = used;
     *id = new_id;
     *generation = s->generation[new_id];
     return FU_OK;
@@ -486,6 +514,11 @@ uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s)
     for (uint32_t i = 0; i < s->ring.module_count; i++)
         used += s->ring.modules[i].slot_count;
     return (uint32_t)used;
+}
+
+uint32_t fu_bpf_session_slots_peak(const fu_bpf_session *s)
+{
+    return s->slots_peak;
 }
 
 uint32_t fu_bpf_session_evicted_in_use(const fu_bpf_session *s)

@@ -14,9 +14,10 @@
 
 typedef struct fu_bpf_session fu_bpf_session;
 
-/* Loads the program and its maps (the slots map of `slot_capacity` 8-byte slots: the bound on the
+/* Loads the program and its maps (the slots map of `slot_capacity` 64-byte slots: the bound on the
  * tables' map memory); with `timing` the program times its walks and samples (the *_NS counters,
- * two clock reads more per sample). FU_ERR_BPF: the kernel refused (its errno in the message). */
+ * two clock reads more per sample). FU_ERR_BPF_MAP_MEMORY: the kernel refused the slots map's memory
+ * (a smaller one may be allowed); FU_ERR_BPF: it refused something else (its errno in the message). */
 fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool timing, fu_error *err);
 /* Samples every process: a cpu-clock event at `frequency` Hz on every online CPU. */
 fu_status fu_bpf_session_attach_cpus(fu_bpf_session *s, uint64_t frequency, fu_error *err);
@@ -60,6 +61,8 @@ fu_status fu_bpf_session_run_time(fu_bpf_session *s, uint64_t *run_ns, uint64_t 
 /* Bytes of the maps holding tables (rules, slots, modules). */
 uint64_t fu_bpf_session_table_bytes(const fu_bpf_session *s);
 uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s);
+/* The most slots the loaded modules held at once since the session opened. */
+uint32_t fu_bpf_session_slots_peak(const fu_bpf_session *s);
 /* Modules evicted while a loaded process mapped them, or while loaded for one being loaded: the
  * tables in use did not fit the slots map. */
 uint32_t fu_bpf_session_evicted_in_use(const fu_bpf_session *s);

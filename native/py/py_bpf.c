@@ -1,7 +1,9 @@
 /* The Python side of the in-kernel unwinder (native/bpf/bpf_session.h).
  *
- * BpfSession(slot_capacity, timing=False) loads the BPF program and its maps (BpfError if refused;
- *                                       ValueError past BPF_MAX_SLOTS);
+ * bpf_slot_count(table) -> int           the slots a CompactTable takes in the table map
+ * BpfSession(slot_capacity, timing=False) loads the BPF program and its maps (BpfMapMemoryError if
+ *                                       the kernel refused the table map's memory, BpfError if it
+ *                                       refused another part; ValueError past BPF_MAX_SLOTS);
  *                                       timing: the walks and samples timed (the *_ns counters)
  *   attach_cpus(frequency)                cpu-clock at `frequency` Hz on every CPU: every process
  *   attach_thread(frequency, tid)         cpu-clock at `frequency` Hz following the thread, inherited by
@@ -29,7 +31,7 @@
  *   counters() -> tuple                   summed over the CPUs: BPF_COUNTERS' values, then samples by
  *                                         outcome (BPF_OUTCOMES)
  *   run_time() -> (ns, runs)              the program's (kernel.bpf_stats_enabled)
- *   table_bytes, slots_used, evicted_in_use, close()
+ *   table_bytes, slots_used, slots_peak, evicted_in_use, close()
  */
 #include "py_core.h"
 
@@ -542,6 +544,12 @@ static PyObject *session_slots_used(BpfSessionObject *self, void *closure)
     return s ? PyLong_FromUnsignedLong(fu_bpf_session_slots_used(s)) : NULL;
 }
 
+static PyObject *session_slots_peak(BpfSessionObject *self, void *closure)
+{
+    fu_bpf_session *s = session_of(self);
+    return s ? PyLong_FromUnsignedLong(fu_bpf_session_slots_peak(s)) : NULL;
+}
+
 static PyObject *session_evicted_in_use(BpfSessionObject *self, void *closure)
 {
     fu_bpf_session *s = session_of(self);
@@ -584,6 +592,7 @@ static PyMethodDef session_methods[] = {
 static PyGetSetDef session_getset[] = {
     {"table_bytes", (getter)session_table_bytes, NULL, "bytes of the table maps", NULL},
     {"slots_used", (getter)session_slots_used, NULL, "table slots holding loaded modules", NULL},
+    {"slots_peak", (getter)session_slots_peak, NULL, "the most table slots loaded modules held at once", NULL},
     {"evicted_in_use", (getter)session_evicted_in_use, NULL,
      "modules evicted while a loaded process mapped them (their frames end table_evicted until it is reloaded)", NULL},
     {"logged", (getter)session_logged, NULL, "samples in the log", NULL},
@@ -655,9 +664,21 @@ static const char *counter_name(int counter)
     return names[counter];
 }
 
+static PyObject *bpf_slot_count(PyObject *module, PyObject *table)
+{
+    const fu_compact_table *t = py_core_payload(module, PY_COMPACT_TABLE, table);
+    return t ? PyLong_FromUnsignedLongLong(fu_bpf_module_slot_count(t)) : NULL;
+}
+
+static PyMethodDef bpf_functions[] = {
+    {"bpf_slot_count", (PyCFunction)bpf_slot_count, METH_O,
+     "bpf_slot_count(table) -> the slots the CompactTable takes in the BPF table map"},
+    {NULL},
+};
+
 int py_bpf_init(PyObject *module)
 {
-    if (py_core_add_type(module, PY_BPF_SESSION, &session_spec) < 0 ||
+    if (py_core_add_type(module, PY_BPF_SESSION, &session_spec) < 0 || PyModule_AddFunctions(module, bpf_functions) < 0 ||
         py_core_add_names(module, "BPF_OUTCOMES", FU_BPF_OUTCOME_COUNT, outcome_name) < 0 ||
         py_core_add_names(module, "BPF_COUNTERS", FU_BPF_COUNTER_OUTCOME, counter_name) < 0 ||
         PyModule_AddIntConstant(module, "BPF_MAX_FRAMES", FU_BPF_MAX_FRAMES) < 0 ||

@@ -470,6 +470,7 @@ BPF_MAX_MAPPINGS: Final[int]
 BPF_DEFAULT_SLOTS: Final[int]
 BPF_SLOT_BYTES: Final[int]
 BPF_MAX_SLOTS: Final[int]  #: the most slots a BpfSession's table map can have
+def bpf_slot_count(table: CompactTable, /) -> int: ...  # the slots the table takes in the table map
 
 class BpfSession:
     def __init__(self, slot_capacity: int, timing: bool = False) -> None: ...
@@ -509,6 +510,9 @@ class BpfSession:
     def table_bytes(self) -> int: ...
     @property
     def slots_used(self) -> int: ...
+    # the most slots the loaded modules held at once
+    @property
+    def slots_peak(self) -> int: ...
     # modules evicted while a loaded process mapped them (the table map was short)
     @property
     def evicted_in_use(self) -> int: ...

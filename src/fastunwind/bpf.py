@@ -6,9 +6,12 @@ A process is loaded (its executable mappings, and the compact table of each modu
 by cache key) when it enters the scope, when the kernel reports it sampled without mappings (or with
 those of the address space it had before an exec: the identity read around /proc/PID/maps), and
 again whenever its /proc/PID/maps changes (exec, dlopen), checked every RESCAN_SECONDS; an exited
-process is forgotten. The tables share one map of `slot_capacity` slots: when it is short, the
-oldest modules no loaded process maps are evicted first, then those in use (counted: their frames
-end `table_evicted` until their processes are reloaded at the next rescan). While sampling, a table
+process is forgotten. The tables share one map of slots, allocated whole at the start: of the size
+asked for, else of the tables of the modules the processes in scope map at the start
+(table_map_size: every process with `sample_all`), with headroom for what starts later, between
+today's default and a named limit, smaller if the kernel refuses that much (open_table_map). When it
+is short, the oldest modules no loaded process maps are evicted first, then those in use (counted:
+their frames end `table_evicted` until their processes are reloaded at the next rescan). While sampling, a table
 not cached yet is built on a thread of its own and its processes are loaded once it is: the others
 are loaded meanwhile. With `synth` other than
 "off" the tables are those with rows derived from the machine code (tables/compact.py), as the
@@ -31,14 +34,14 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any, NamedTuple
 
 from fastunwind import _core
 from fastunwind.address_space import VDSO, ImageCache, Mapping, ModuleImage, parse_proc_maps, vdso_image
 from fastunwind._core import SymbolTable
 from fastunwind.elf.dynamic import with_dependencies
-from fastunwind.errors import BpfError
+from fastunwind.errors import BpfError, BpfMapMemoryError
 from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
 from fastunwind.tables import compact
 
@@ -57,6 +60,18 @@ GATE = "import os, sys\nos.read(int(sys.argv[1]), 1)\nos.close(int(sys.argv[1]))
 END = _core.BPF_OUTCOMES.index("end")
 #: the bound on reads of a process's mappings while it exec's between the reads of its identity
 MAPS_READS = 4
+#: the table map's size when none is asked for: the tables of the modules in scope at the start and
+#: this share of them again, for the programs started later (at least BPF_DEFAULT_SLOTS, at most
+#: table_map_limit())
+TABLE_MAP_HEADROOM = 0.5
+#: the most a table map sized from the scope takes: this many MiB, and at most 1/TABLE_MAP_RAM_SHARE of
+#: the machine's memory (the map is kernel memory, allocated whole at the start)
+TABLE_MAP_LIMIT_MIB = 512
+TABLE_MAP_RAM_SHARE = 16
+#: the smallest table map tried once the kernel refused larger ones (1 MiB)
+TABLE_MAP_FLOOR_SLOTS = (1 << 20) // _core.BPF_SLOT_BYTES
+#: the bound on the processes counted in the scope of `-p PID` (the pids and their descendants)
+SCOPE_PROCESSES = 4096
 
 
 def address_space_identity(pid: int) -> tuple[int, int, int, int]:
@@ -83,6 +98,118 @@ def kept_mappings(mappings: list[Mapping], start_code: int) -> list[Mapping]:
         ranked = sorted(mappings, key=lambda m: (not m.start <= start_code < m.end, m.start - m.end, m.start))
         mappings = ranked[:_core.BPF_MAX_MAPPINGS]
     return sorted(mappings, key=lambda m: m.start)
+
+
+def _mib(slots: int) -> int:
+    """The MiB `slots` slots take, rounded up."""
+    return -(-slots * _core.BPF_SLOT_BYTES // (1 << 20))
+
+
+class TableMap(NamedTuple):
+    """How the table map (its slots) was sized."""
+
+    slots: int
+    chosen_by: str  #: "--table-mib" (asked for), "default", "tables in scope" or "limit" (table_map_size)
+    in_scope_slots: int  #: of the tables of the modules in scope at the start (0 when asked for)
+    refused: tuple[str, ...] = ()  #: the kernel's refusals of larger maps (open_table_map)
+
+
+class TableUse(NamedTuple):
+    """The table map of a recording and what its tables took."""
+
+    table_map: TableMap
+    slots_peak: int  #: the most slots the loaded modules held at once
+    every_table_slots: int  #: the slots of every table the recording loaded, each once: a map of this many evicts none
+
+
+def table_map_limit() -> int:
+    """The most slots a table map sized from the scope takes: TABLE_MAP_LIMIT_MIB, and
+    1/TABLE_MAP_RAM_SHARE of the machine's memory (at least the default map)."""
+    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    limit = min(TABLE_MAP_LIMIT_MIB << 20, ram // TABLE_MAP_RAM_SHARE) // _core.BPF_SLOT_BYTES
+    return max(_core.BPF_DEFAULT_SLOTS, limit)
+
+
+def table_map_size(in_scope_slots: int, limit: int | None = None) -> TableMap:
+    """The table map for tables in scope of `in_scope_slots` slots: those and TABLE_MAP_HEADROOM of
+    them again, rounded up to a MiB, at least the default map and at most `limit` (table_map_limit())."""
+    limit = table_map_limit() if limit is None else limit
+    wanted = _mib(in_scope_slots + int(in_scope_slots * TABLE_MAP_HEADROOM)) * (1 << 20) // _core.BPF_SLOT_BYTES
+    if wanted <= _core.BPF_DEFAULT_SLOTS:
+        return TableMap(_core.BPF_DEFAULT_SLOTS, "default", in_scope_slots)
+    if wanted > limit:
+        return TableMap(limit, "limit", in_scope_slots)
+    return TableMap(wanted, "tables in scope", in_scope_slots)
+
+
+def processes_in_scope(pids: Iterable[int]) -> list[int]:
+    """`pids` and their running descendants (by /proc/PID/task/TID/children), at most
+    SCOPE_PROCESSES."""
+    found: list[int] = []
+    pending = list(pids)
+    while pending and len(found) < SCOPE_PROCESSES:
+        pid = pending.pop()
+        if pid in found:
+            continue
+        found.append(pid)
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    pending += [int(c) for c in f.read().split()]
+        except OSError:  # exited meanwhile
+            pass
+    return found
+
+
+def images_in_scope(images: ImageCache, pids: Iterable[int] = (), sample_all: bool = False,
+                    programs: Sequence[str] = ()) -> list[ModuleImage]:
+    """The modules in scope now: those the processes `pids` and their descendants map (with
+    `sample_all`, every process), and the programs to be started with the libraries they need (as
+    ldd finds them); each once."""
+    scope = [int(n) for n in os.listdir("/proc") if n.isdigit()] if sample_all else processes_in_scope(pids)
+    out: dict[str, ModuleImage] = {}
+    for pid in scope:
+        try:
+            with open(f"/proc/{pid}/maps", errors="surrogateescape") as f:
+                text = f.read()
+        except OSError:  # exited, or a kernel thread's
+            continue
+        for mapping in parse_proc_maps(text, images).mappings:
+            if mapping.image is not None:
+                out.setdefault(mapping.image.cache_name(), mapping.image)
+    found = [p for p in (shutil.which(program) for program in programs) if p is not None]
+    for path in with_dependencies(found)[0]:
+        image = images.get(path)
+        if image is not None:
+            out.setdefault(image.cache_name(), image)
+    return list(out.values())
+
+
+def table_slots(images: Iterable[ModuleImage], synth: str) -> int:
+    """The slots the modules' compact tables take in the table map (the tables from the cache, or
+    built and kept in the images' memo for their loading)."""
+    total = 0
+    for image in images:
+        table = compact.for_image(image, synth)
+        total += _core.bpf_slot_count(table) if table is not None and table.row_count else 0
+    return total
+
+
+def open_table_map(size: TableMap, timing: bool) -> tuple[_core.BpfSession, TableMap]:
+    """The unwinder loaded with a table map of `size`; where the kernel refuses its memory and the size
+    was not asked for, with half as much (at most table_map_limit()), down to TABLE_MAP_FLOOR_SLOTS,
+    each refusal kept in the TableMap returned. BpfMapMemoryError where even that is refused or the
+    size was asked for."""
+    refused: list[str] = []
+    slots = size.slots
+    while True:
+        try:
+            return _core.BpfSession(slots, timing), size._replace(slots=slots, refused=tuple(refused))
+        except BpfMapMemoryError as error:
+            if size.chosen_by == "--table-mib" or slots <= TABLE_MAP_FLOOR_SLOTS:
+                raise
+            refused.append(str(error))
+            slots = max(TABLE_MAP_FLOOR_SLOTS, min(slots // 2, table_map_limit()))
 
 
 class BpfStack(NamedTuple):
@@ -146,7 +273,8 @@ class BpfProfile:
     def __init__(self, session: _core.BpfSession, stacks: list[BpfStack], counters: dict[str, int],
                  outcomes: dict[str, int], processes: dict[int, _Process], run_ns: int, runs: int, table_bytes: int,
                  slots_used: int, rows_loaded: int, modules_loaded: int, modules_without_table: int, frequency: int,
-                 synth: str = "off", timing: bool = False, left_out: int = 0, evicted_in_use: int = 0) -> None:
+                 synth: str = "off", timing: bool = False, left_out: int = 0, evicted_in_use: int = 0, *,
+                 table_use: TableUse) -> None:
         self._session = session  #: detached: its log of the samples
         self._stack_list = stacks  #: by the log's stack id
         self.stacks: Counter[BpfStack] = Counter()
@@ -162,6 +290,7 @@ class BpfProfile:
         self._sampled_comms: dict[int, tuple[str, bool]] | None = None
         self.left_out = left_out  #: processes never loaded: the unwinder's process map was full
         self.evicted_in_use = evicted_in_use  #: modules evicted while a loaded process mapped them
+        self.table_use = table_use
         self.run_ns = run_ns
         self.runs = runs
         self.table_bytes = table_bytes
@@ -390,8 +519,23 @@ class BpfProfile:
             "table_rows_loaded": self.rows_loaded,
             "modules_loaded": self.modules_loaded,
             "modules_without_table": self.modules_without_table,
-            # the tables in use did not fit the map (--table-mib): their frames ended table_evicted
+            # the tables in use did not fit the map: their frames ended table_evicted
             "modules_evicted_in_use": self.evicted_in_use,
+            **self._table_map_statistics(),
+        }
+
+    def _table_map_statistics(self) -> dict[str, Any]:
+        """The table map's size, how it was chosen (TableMap.chosen_by), the kernel's refusals of
+        larger ones, the slots of the tables in scope at the start, the peak of the slots used, and
+        the --table-mib that holds every table the recording loaded (the map evicts none)."""
+        use, slot = self.table_use, _core.BPF_SLOT_BYTES
+        return {
+            "table_map_slot_bytes": use.table_map.slots * slot,
+            "table_map_chosen_by": use.table_map.chosen_by,
+            "table_map_refused": list(use.table_map.refused),
+            "table_in_scope_bytes": use.table_map.in_scope_slots * slot,
+            "table_slots_peak_bytes": use.slots_peak * slot,
+            "table_mib_for_every_table": _mib(use.every_table_slots),
         }
 
 
@@ -399,15 +543,25 @@ class BpfRecorder:
     """One recording: the loaded BPF unwinder, the processes and modules in its maps."""
 
     def __init__(self, *, frequency: int, pids: Iterable[int] = (), sample_all: bool = False,
-                 slot_capacity: int = _core.BPF_DEFAULT_SLOTS, images: ImageCache | None = None,
+                 slot_capacity: int | None = None, programs: Sequence[str] = (), images: ImageCache | None = None,
                  synth: str = "off", timing: bool = False) -> None:
-        self._session = _core.BpfSession(slot_capacity, timing)
+        """Loads the unwinder with a table map of `slot_capacity` slots, or where None, sized from the
+        tables in scope now (table_map_size): the processes `pids` (sampled from now on) and their
+        descendants, every process with `sample_all`, and `programs` (to be started by launch) with
+        the libraries they need; smaller where the kernel refuses that much (open_table_map)."""
+        self._images = images or ImageCache()
+        pids = list(pids)
+        if slot_capacity is None:
+            in_scope = images_in_scope(self._images, pids, sample_all, programs)
+            size = table_map_size(table_slots(in_scope, synth))
+        else:
+            size = TableMap(slot_capacity, "--table-mib", 0)
+        self._session, self.table_map = open_table_map(size, timing)
         self._timing = timing  #: the program times its walks and samples (two clock reads more per sample)
         self._frequency = frequency
         self._sample_all = sample_all
         self._threads: set[int] = set()  #: the threads followed by an event of their own (not sample_all)
         self._synth = synth
-        self._images = images or ImageCache()
         self._processes: dict[int, _Process] = {}
         self._gone: dict[int, _Process] = {}
         self._modules: dict[str, tuple[int, int]] = {}  # cache key -> (id, generation)
@@ -424,6 +578,7 @@ class BpfRecorder:
         self._stacks: list[BpfStack] = []  #: by the log's stack id
         self._vdso: ModuleImage | None = None  #: the kernel's vDSO (every process sampled runs on this kernel)
         self._rows_loaded = 0  # table rows loaded into the maps (evicted ones included)
+        self._table_slots: dict[str, int] = {}  #: by cache key: the slots of each table loaded
         for pid in pids:
             self.add(pid)
 
@@ -496,10 +651,8 @@ class BpfRecorder:
         """Loads the tables of `program` and of the libraries it needs (as ldd finds them) before it
         runs: after its exec only its mappings are left to load, not tables (libLLVM-14's 950k rows
         take tens of milliseconds to put in the maps, during which its samples end `no_process`)."""
-        for path in with_dependencies([program])[0]:
-            image = self._images.get(path)
-            if image is not None:
-                self._module(image)
+        for image in images_in_scope(self._images, programs=[program]):
+            self._module(image)
 
     def add_running(self) -> None:
         """Loads every running process (for sample_all: their first samples then find their mappings)."""
@@ -532,6 +685,7 @@ class BpfRecorder:
             self._without_table.add(key)
             return NO_MODULE, 0
         self._rows_loaded += table.row_count
+        self._table_slots[key] = _core.bpf_slot_count(table)
         return self._modules[key]
 
     def _load(self, pid: int) -> None:
@@ -653,7 +807,8 @@ class BpfRecorder:
         return BpfProfile(self._session, self._stacks, counters, outcomes, {**self._gone, **self._processes}, run_ns, runs,
                           self._session.table_bytes, self._session.slots_used, self._rows_loaded,
                           len(self._modules), len(self._without_table), self._frequency, self._synth, self._timing,
-                          len(self._left_out), self._session.evicted_in_use)
+                          len(self._left_out), self._session.evicted_in_use,
+                          table_use=TableUse(self.table_map, self._session.slots_peak, sum(self._table_slots.values())))
 
     def close(self) -> None:
         """Detaches the program and releases its maps and events (the samples' log stays, for the

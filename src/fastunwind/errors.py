@@ -75,6 +75,14 @@ class BpfError(FastunwindError):
     """The kernel refused the in-kernel unwinder (`fastunwind record --bpf`): loading the BPF program
     (no CONFIG_BPF_SYSCALL, no BTF, not root, the verifier), creating or filling a map, or attaching to
     a perf event. The message names the step and the system's reason."""
+
+
+class BpfMapMemoryError(BpfError):
+    """The kernel refused the memory of the in-kernel unwinder's table map (its size, `record --bpf
+    --table-mib`): too much for the machine or for the memory the caller's cgroup may take. A
+    smaller map may be allowed."""
+
+
 class CoreFileError(FastunwindError):
     """A core file cannot be read: not an x86-64 ELF core, a program header or note outside the file,
     a note that overruns its segment, a count beyond its named limit (threads, files, segments),

@@ -51,9 +51,11 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--format", choices=perf_script.FORMATS, default=None,
                         help="the output, as perf-script's --format (default: perf script's text; with --bpf folded)")
     parser.add_argument("--json", action="store_true", help="with --bpf: the summary as JSON instead of the profile")
-    parser.add_argument("--table-mib", type=int, default=32, metavar="MIB",
+    parser.add_argument("--table-mib", type=int, metavar="MIB",
                         help="with --bpf: BPF map memory for unwind tables; beyond it the oldest modules no "
-                             "process maps are evicted first (default: 32, at most 262143)")
+                             "process maps are evicted first (at most 262143; default: the tables the processes "
+                             "in scope map at the start and half as much again, from 32 to 512 MiB and a "
+                             "sixteenth of the memory)")
     parser.add_argument("--inline", action="store_true", help="inlined functions, as perf-script --inline")
     parser.add_argument("--fields", default="", metavar="+srcline", help="as perf-script -F +srcline")
     add_synth_argument(parser)

@@ -61,8 +61,24 @@ def _summary(stats: dict[str, Any]) -> str:
     return (f"fastunwind record: {stats['samples']} samples, {complete} of {user} user stacks complete "
             f"({_share(complete, user)}){not_loaded}; outcomes: {outcomes or 'none'}; {stats['frame_pointer_frames']} frames by frame pointer, "
             f"{stats['derived_frames']} through derived rows (--synth {stats['synth']}); "
-            f"{stats['modules_loaded']} modules loaded ({stats['modules_without_table']} without CFI), "
-            f"{stats['table_slot_bytes'] // 1024} KiB of table slots{cost}{_lost(stats)}{_mappings_left_out(stats)}")
+            f"{stats['modules_loaded']} modules loaded ({stats['modules_without_table']} without CFI); "
+            f"{_table_map(stats)}{cost}{_lost(stats)}{_mappings_left_out(stats)}")
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
+
+
+def _table_map(stats: dict[str, Any]) -> str:
+    """The table map's size, how it was chosen, and its peak use."""
+    chosen_by = stats["table_map_chosen_by"]
+    in_scope = f"the tables in scope at the start take {_mib(stats['table_in_scope_bytes'])}"
+    how = {"--table-mib": "--table-mib", "default": f"the default: {in_scope}",
+           "tables in scope": f"{in_scope}, and half as much again", "limit": f"the limit: {in_scope}"}[chosen_by]
+    refused = len(stats["table_map_refused"])
+    how += f"; the kernel refused {_counted(refused, 'larger one')}" if refused else ""
+    return (f"table map {_mib(stats['table_map_slot_bytes'])} ({how}), "
+            f"at most {_mib(stats['table_slots_peak_bytes'])} used")
 
 
 def _mappings_left_out(stats: dict[str, Any]) -> str:
@@ -83,8 +99,9 @@ def _lost(stats: dict[str, Any]) -> str:
     evicted = int(stats["modules_evicted_in_use"])
     return ((f"; {dropped} samples dropped (the ring buffer was full)" if dropped else "") +
             (f"; {unlogged} samples past the log's bound (counted in folded stacks only)" if unlogged else "") +
-            (f"; {_counted(evicted, 'module')} evicted while in use (the tables in use did not fit --table-mib: "
-             "their frames end table_evicted until reloaded)" if evicted else ""))
+            (f"; {_counted(evicted, 'module')} evicted while in use (their frames end table_evicted until "
+             f"reloaded; --table-mib {stats['table_mib_for_every_table']} holds every table this recording loaded)"
+             if evicted else ""))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     if bool(command) + args.all_cpus + bool(args.pid) != 1:
         print("fastunwind: error: record --bpf needs one of -a, -p PID or -- CMD", file=sys.stderr)
         return 2
-    if args.frequency <= 0 or args.table_mib <= 0:
+    if args.frequency <= 0 or (args.table_mib is not None and args.table_mib <= 0):
         print("fastunwind: error: -F and --table-mib must be above 0", file=sys.stderr)
         return 2
     # nan would never be reached: a recording without end
@@ -113,19 +130,19 @@ def run(args: argparse.Namespace) -> int:
     if gone:  # as backtrace -p says it (live.py), not an empty profile
         print(f"fastunwind: error: no process {gone[0]}", file=sys.stderr)
         return 1
-    slots = args.table_mib * 1024 * 1024 // _core.BPF_SLOT_BYTES
-    if slots > _core.BPF_MAX_SLOTS:
+    slots = args.table_mib * 1024 * 1024 // _core.BPF_SLOT_BYTES if args.table_mib is not None else None
+    if slots is not None and slots > _core.BPF_MAX_SLOTS:
         print(f"fastunwind: error: --table-mib {args.table_mib}: at most "
               f"{_core.BPF_MAX_SLOTS * _core.BPF_SLOT_BYTES >> 20}", file=sys.stderr)
         return 2
-    recorder = BpfRecorder(frequency=args.frequency, sample_all=args.all_cpus, slot_capacity=slots,
-                           synth=args.synth or "missing")
+    recorder = BpfRecorder(frequency=args.frequency, pids=pids, sample_all=args.all_cpus, slot_capacity=slots,
+                           programs=command[:1], synth=args.synth or "missing")
+    for refusal in recorder.table_map.refused:
+        print(f"fastunwind record: {refusal}; trying a smaller table map", file=sys.stderr)
     child = None
     try:
         if command:
             child = recorder.launch(command)
-        for pid in pids:
-            recorder.add(pid)
         if args.all_cpus:
             recorder.add_running()
     except BaseException:
