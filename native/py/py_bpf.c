@@ -678,7 +678,8 @@ static PyMethodDef bpf_functions[] = {
 
 int py_bpf_init(PyObject *module)
 {
-    if (py_core_add_type(module, PY_BPF_SESSION, &session_spec) < 0 || PyModule_AddFunctions(module, bpf_functions) < 0 ||
+    if (py_core_add_type(module, PY_BPF_SESSION, &session_spec) < 0 ||
+        PyModule_AddFunctions(module, bpf_functions) < 0 ||
         py_core_add_names(module, "BPF_OUTCOMES", FU_BPF_OUTCOME_COUNT, outcome_name) < 0 ||
         py_core_add_names(module, "BPF_COUNTERS", FU_BPF_COUNTER_OUTCOME, counter_name) < 0 ||
         PyModule_AddIntConstant(module, "BPF_MAX_FRAMES", FU_BPF_MAX_FRAMES) < 0 ||
