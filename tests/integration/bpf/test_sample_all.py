@@ -10,7 +10,8 @@ machine runs:
 - the loads keep up: each of the programs' processes sampled 50 times or more was walked;
 - the walks: at least 95% of the programs' walked user stacks are complete, of those that did not
   reach a table evicted while in use: on a loaded machine the tables the running processes map can
-  outgrow the 32 MiB table map (clang-14's alone take 23 MiB, cc1plus 4.5), and a frame in a module
+  outgrow the table map (sized from the tables in scope at the start, with half as much again: the
+  programs started later, clang-14's 23 MiB, cc1plus's 4.5, come on top), and a frame in a module
   evicted since its process was loaded ends `table_evicted` until the next rescan reloads it. Those
   are counted apart, and only where the recorder reports it evicted modules in use (the modules no
   loaded process maps go first, so a quiet machine evicts none).
