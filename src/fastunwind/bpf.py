@@ -145,28 +145,29 @@ def table_map_size(in_scope_slots: int, limit: int | None = None) -> TableMap:
 def processes_in_scope(pids: Iterable[int]) -> list[int]:
     """`pids` and their running descendants (by /proc/PID/task/TID/children), at most
     SCOPE_PROCESSES."""
-    found: list[int] = []
+    found: dict[int, None] = {}  # in the order found
     pending = list(pids)
     while pending and len(found) < SCOPE_PROCESSES:
         pid = pending.pop()
         if pid in found:
             continue
-        found.append(pid)
+        found[pid] = None
         try:
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/children") as f:
                     pending += [int(c) for c in f.read().split()]
         except OSError:  # exited meanwhile
             pass
-    return found
+    return list(found)
 
 
 def images_in_scope(images: ImageCache, pids: Iterable[int] = (), sample_all: bool = False,
                     programs: Sequence[str] = ()) -> list[ModuleImage]:
     """The modules in scope now: those the processes `pids` and their descendants map (with
-    `sample_all`, every process), and the programs to be started with the libraries they need (as
-    ldd finds them); each once."""
-    scope = [int(n) for n in os.listdir("/proc") if n.isdigit()] if sample_all else processes_in_scope(pids)
+    `sample_all`, every process but this one, as add_running loads them), and the programs to be
+    started with the libraries they need (as ldd finds them); each once."""
+    scope = ([int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) != os.getpid()] if sample_all
+             else processes_in_scope(pids))
     out: dict[str, ModuleImage] = {}
     for pid in scope:
         try:
@@ -209,6 +210,7 @@ def open_table_map(size: TableMap, timing: bool) -> tuple[_core.BpfSession, Tabl
             if size.chosen_by == "--table-mib" or slots <= TABLE_MAP_FLOOR_SLOTS:
                 raise
             refused.append(str(error))
+            # smaller at each refusal down to the floor: at most log2(limit / floor) + 2 tries
             slots = max(TABLE_MAP_FLOOR_SLOTS, min(slots // 2, table_map_limit()))
 
 
