@@ -8,10 +8,10 @@ those of the address space it had before an exec: the identity read around /proc
 again whenever its /proc/PID/maps changes (exec, dlopen), checked every RESCAN_SECONDS; an exited
 process is forgotten. The tables share one map of slots, allocated whole at the start: of the size
 asked for, else of the tables of the modules the processes in scope map at the start
-(table_map_size: every process with `sample_all`), with headroom for what starts later, between
-today's default and a named limit, smaller if the kernel refuses that much (open_table_map). When it
-is short, the oldest modules no loaded process maps are evicted first, then those in use (counted:
-their frames end `table_evicted` until their processes are reloaded at the next rescan). While sampling, a table
+(table_map_size: every process with `sample_all`), with headroom for what starts later, between the
+default map and a named limit, smaller if the kernel refuses that much (open_table_map). When it is
+short, the oldest modules no loaded process maps are evicted first, then those in use (counted: their
+frames end `table_evicted` until their processes are reloaded at the next rescan). While sampling, a table
 not cached yet is built on a thread of its own and its processes are loaded once it is: the others
 are loaded meanwhile. With `synth` other than
 "off" the tables are those with rows derived from the machine code (tables/compact.py), as the
@@ -119,7 +119,8 @@ class TableUse(NamedTuple):
 
     table_map: TableMap
     slots_peak: int  #: the most slots the loaded modules held at once
-    every_table_slots: int  #: the slots of every table the recording loaded, each once: a map of this many evicts none
+    #: the slots of every table the recording loaded, each once: a map of this many evicts none
+    every_table_slots: int
 
 
 def table_map_limit() -> int:

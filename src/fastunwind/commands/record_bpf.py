@@ -14,9 +14,10 @@ did not reach the outermost frame starts with its outcome ("[frame_limit]", "[sl
 "[no_unwind_info]", "[unreadable]", ...); the summary on standard error counts the samples by
 outcome. The tables' BPF map is allocated whole at the start: `--table-mib` MiB, else the tables of
 the modules in scope then and half as much again (32 to 512 MiB, at most a sixteenth of the memory;
-smaller where the kernel refuses that much); the summary says its size and peak use. `--json` writes that summary as JSON instead of the profile. `--synth` as perf-script's:
-the tables loaded into the kernel hold rows derived from the machine code where no CFI covers it
-(missing, the default) and, with repair, in place of declared rows proven wrong; off: the CFI alone.
+smaller where the kernel refuses that much); the summary says its size and peak use. `--json`
+writes that summary as JSON instead of the profile. `--synth` as perf-script's: the tables loaded
+into the kernel hold rows derived from the machine code where no CFI covers it (missing, the
+default) and, with repair, in place of declared rows proven wrong; off: the CFI alone.
 
 Needs root (or CAP_BPF and CAP_PERFMON), a kernel with CONFIG_BPF_SYSCALL and BTF
 (/sys/kernel/btf/vmlinux): otherwise it fails with the kernel's reason.
