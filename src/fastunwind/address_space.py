@@ -185,9 +185,19 @@ def parse_proc_maps(text: str, images: ImageCache, locate: Locate | None = None,
             image = images.get(locate(path, start, end, int(fields[4])))
         else:  # a deleted file's path may name another file now
             image = None if path.endswith(DELETED_SUFFIX) else images.get(path)
-        bias = image.bias_for_mapping(start, end, pgoff) if image else None
+        bias = _bias(image, start, end, pgoff) if image else None
         mappings.append(Mapping(start, end, pgoff, path, image if bias is not None else None, bias or 0))
     return AddressSpace(mappings)
+
+
+def _bias(image: ModuleImage, start: int, end: int, pgoff: int) -> int | None:
+    """The image's bias for the mapping, or None where its file no longer reads as the ELF file it
+    was when opened (rewritten in place since, as a build does: its section headers past its new
+    end): a mapping without an image, as ImageCache.get makes one whose file does not load."""
+    try:
+        return image.bias_for_mapping(start, end, pgoff)
+    except ElfError:
+        return None
 
 
 def vdso_image_of(data: bytes) -> ModuleImage:
