@@ -669,23 +669,31 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
 
 /* ---- the control-flow graph ------------------------------------------------------------------- */
 
+/* 1 + the index of the decoded instruction that starts at `offset`, 0 if none does. The offset map
+ * is not cleared between runs: an entry counts only where the instruction it names starts there. */
+static uint32_t insn_starting_at(const synth_run *run, uint32_t offset)
+{
+    uint32_t k = run->scratch->insn_at_offset[offset];
+    return k && k <= run->insn_count && run->scratch->insn_offsets[k - 1] == offset ? k : 0;
+}
+
 static int64_t insn_index_at(const synth_run *run, uint64_t address)
 {
     const fu_synth_function *f = run->function;
     if (address < f->start || address >= f->end)
         return -1;
     uint32_t offset = (uint32_t)(address - f->start);
-    const uint32_t *insn_at_offset = run->scratch->insn_at_offset;
-    if (insn_at_offset[offset])
-        return insn_at_offset[offset] - 1;
+    uint32_t starting = insn_starting_at(run, offset);
+    if (starting)
+        return starting - 1;
     /* A jump over `lock` prefixes (glibc's `je 0f; lock; 0: cmpxchg`) lands inside the instruction
      * with them: the same instruction without them, which is the same to the interpreter. Any other
      * prefix skipped (REX.W, 0x66, 0x67) changes what the instruction does. */
     uint32_t before = 1;
-    while (before < FU_X86_MAX_INSN_LENGTH && before <= offset && !insn_at_offset[offset - before])
+    while (before < FU_X86_MAX_INSN_LENGTH && before <= offset && !insn_starting_at(run, offset - before))
         before++;
     if (before < FU_X86_MAX_INSN_LENGTH && before <= offset) {
-        uint32_t containing = insn_at_offset[offset - before] - 1;
+        uint32_t containing = insn_starting_at(run, offset - before) - 1;
         uint32_t end = offset - before + run->scratch->insns[containing].length;
         if (end <= offset)
             return -2;
@@ -1445,6 +1453,20 @@ static uint32_t state_replace(fu_synth_state *s, const fu_synth_state *to)
     return changed;
 }
 
+/* The instructions walked of the first `count` (each walked byte 0 or 1), eight at a time. */
+static uint32_t count_walked(const uint8_t *walked, uint32_t count)
+{
+    uint32_t n = 0, i = 0;
+    for (; i + 8 <= count; i += 8) {
+        uint64_t eight;
+        memcpy(&eight, walked + i, sizeof eight);
+        n += (uint32_t)((eight * 0x0101010101010101ull) >> 56); /* the sum of its bytes, at most 8 */
+    }
+    for (; i < count; i++)
+        n += walked[i];
+    return n;
+}
+
 /* The fixpoint, then the visit: instructions in address order, each with the state before it. */
 static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *context)
 {
@@ -1465,8 +1487,7 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         if (!run->restart)
             break;
     }
-    for (uint32_t i = 0; i < run->insn_count; i++)
-        counts->reached += scratch->walked[i];
+    counts->reached = count_walked(scratch->walked, run->insn_count);
     if (!visit)
         return FU_SYNTH_DECIDED;
     /* the visit */
@@ -1567,10 +1588,7 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
     run.scratch = scratch;
     run.reason = reason;
     run.counts = counts;
-    fu_synth_outcome outcome = decode_all(&run) ? interpret(&run, visit, context) : FU_SYNTH_NO_MEMORY;
-    for (uint32_t i = 0; i < run.insn_count; i++)
-        scratch->insn_at_offset[scratch->insn_offsets[i]] = 0;
-    return outcome;
+    return decode_all(&run) ? interpret(&run, visit, context) : FU_SYNTH_NO_MEMORY;
 }
 
 

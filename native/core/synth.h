@@ -219,8 +219,9 @@ typedef struct fu_synth_scratch {
     uint32_t *naming;
     uint32_t naming_count;
     uint32_t insn_cap;
-    /* per byte of the function: 1 + the index of the instruction starting there, else 0 (branch
-     * targets to instructions without a search); all zero between runs */
+    /* per byte of the function: 1 + the index of the instruction starting there (branch targets to
+     * instructions without a search); not cleared between runs: an entry counts only where the
+     * instruction it names starts (insn_offsets), so a run sets only its instructions' entries */
     uint32_t *insn_at_offset;
     uint32_t offset_cap;
     fu_synth_state *block_states;
