@@ -281,6 +281,12 @@ static inline fu_rule fu_state_rule(const fu_cfi_table *t, const fu_state *st, u
 /* lookup.c */
 /* How many indexed FDEs start at or below pc: the sorted index of the first one that starts above it. */
 uint32_t fu_cfi_table_fdes_starting_by(const fu_cfi_table *table, uint64_t pc);
+/* fu_cfi_table_fdes_starting_by for a pc at or above one whose answer was `from` (addresses asked in
+ * increasing order): a search forward from there, which reads only the index entries near it. */
+uint32_t fu_cfi_table_fdes_starting_by_from(const fu_cfi_table *table, uint32_t from, uint64_t pc);
+/* Index of the FDE entry covering svma `pc`, or -1, from `starting_by`, the answer of
+ * fu_cfi_table_fdes_starting_by(table, pc). */
+int64_t fu_cfi_table_fde_covering(const fu_cfi_table *table, uint32_t starting_by, uint64_t pc);
 /* Index of the FDE entry covering svma `pc`, or -1. */
 int64_t fu_cfi_table_find_fde(const fu_cfi_table *table, uint64_t pc);
 /* Index of the row covering `pc` (an FDE's last row ends at pc_begin + pc_range), or -1. */

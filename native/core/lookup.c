@@ -59,15 +59,40 @@ uint32_t fu_cfi_table_fdes_starting_by(const fu_cfi_table *t, uint64_t pc)
     return lo;
 }
 
-int64_t fu_cfi_table_find_fde(const fu_cfi_table *t, uint64_t pc)
+uint32_t fu_cfi_table_fdes_starting_by_from(const fu_cfi_table *t, uint32_t from, uint64_t pc)
 {
-    uint32_t lo = fu_cfi_table_fdes_starting_by(t, pc); /* the last FDE whose start <= pc is lo - 1 */
+    /* galloping: past `from` by 1, 2, 4, ... FDEs while they start at or below pc, then a binary
+     * search of the last stride */
+    uint32_t lo = from < t->fde_count ? from : t->fde_count, hi = lo, stride = 1;
+    while (hi < t->fde_count && t->fde_starts[hi] <= pc) {
+        lo = hi + 1;
+        hi = t->fde_count - hi > stride ? hi + stride : t->fde_count;
+        stride *= 2;
+    }
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->fde_starts[mid] <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int64_t fu_cfi_table_fde_covering(const fu_cfi_table *t, uint32_t starting_by, uint64_t pc)
+{
+    uint32_t lo = starting_by; /* the last FDE whose start <= pc is lo - 1 */
     if (lo == 0)
         return -1;
     const fu_entry *e = &t->entries[t->fde_sorted[lo - 1]];
     if (pc - e->pc_begin >= e->pc_range)
         return -1;
     return t->fde_sorted[lo - 1];
+}
+
+int64_t fu_cfi_table_find_fde(const fu_cfi_table *t, uint64_t pc)
+{
+    return fu_cfi_table_fde_covering(t, fu_cfi_table_fdes_starting_by(t, pc), pc);
 }
 
 int64_t fu_cfi_table_find_row(const fu_cfi_table *t, uint64_t pc, int64_t *fde_index)
