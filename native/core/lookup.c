@@ -46,9 +46,10 @@ fu_status fu_cfi_table_build_index(fu_cfi_table *t, fu_error *err)
     return FU_OK;
 }
 
-uint32_t fu_cfi_table_fdes_starting_by(const fu_cfi_table *t, uint64_t pc)
+/* The index of the first indexed FDE in [lo, hi) that starts above pc, hi if none does (those
+ * before lo start at or below it). */
+static uint32_t first_starting_above(const fu_cfi_table *t, uint32_t lo, uint32_t hi, uint64_t pc)
 {
-    uint32_t lo = 0, hi = t->fde_count;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (t->fde_starts[mid] <= pc)
@@ -57,6 +58,11 @@ uint32_t fu_cfi_table_fdes_starting_by(const fu_cfi_table *t, uint64_t pc)
             hi = mid;
     }
     return lo;
+}
+
+uint32_t fu_cfi_table_fdes_starting_by(const fu_cfi_table *t, uint64_t pc)
+{
+    return first_starting_above(t, 0, t->fde_count, pc);
 }
 
 uint32_t fu_cfi_table_fdes_starting_by_from(const fu_cfi_table *t, uint32_t from, uint64_t pc)
@@ -69,14 +75,7 @@ uint32_t fu_cfi_table_fdes_starting_by_from(const fu_cfi_table *t, uint32_t from
         hi = t->fde_count - hi > stride ? hi + stride : t->fde_count;
         stride *= 2;
     }
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (t->fde_starts[mid] <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return first_starting_above(t, lo, hi, pc);
 }
 
 int64_t fu_cfi_table_fde_covering(const fu_cfi_table *t, uint32_t starting_by, uint64_t pc)
