@@ -1307,9 +1307,9 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
     }
 }
 
-/* The kinds of instruction that may name code (fu_synth_scratch.naming; lea and indirect ones
- * included, which check's tally tells apart). */
-#define NAMING_KINDS ((1u << FU_X86_CALL) | (1u << FU_X86_JMP) | (1u << FU_X86_JCC) | (1u << FU_X86_LEA))
+/* The kinds of instruction that may name code besides jumps and branches (fu_synth_scratch.naming:
+ * indirect calls included, which check's tally passes over). */
+#define NAMING_KINDS ((1u << FU_X86_CALL) | (1u << FU_X86_LEA))
 
 static bool decode_all(synth_run *run)
 {
@@ -1333,15 +1333,18 @@ static bool decode_all(synth_run *run)
         sc->insn_offsets[n] = (uint32_t)offset;
         sc->insn_at_offset[offset] = n + 1;
         n++;
-        if (insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) {
-            if (insn->has_target)
-                sc->direct_branches[run->direct_branch_count++] = n - 1;
-            else
-                run->has_indirect_jump = true;
-        }
-        /* without a branch: one in five instructions is one of these, in no pattern to predict */
+        /* without a branch: one in ten instructions is one of these, in no pattern to predict */
         sc->naming[sc->naming_count] = n - 1;
-        sc->naming_count += (NAMING_KINDS >> insn->kind) & 1;
+        uint32_t names = (NAMING_KINDS >> insn->kind) & 1;
+        if (insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) {
+            if (insn->has_target) {
+                sc->direct_branches[run->direct_branch_count++] = n - 1;
+                names = insn->target - f->start >= size; /* the most stay inside: they name nothing new */
+            } else {
+                run->has_indirect_jump = true;
+            }
+        }
+        sc->naming_count += names;
         offset += insn->kind == FU_X86_INVALID ? 1 : insn->length; /* resynchronize byte by byte */
     }
     memset(sc->block_of, 0xff, n * sizeof *sc->block_of); /* -1: no block starts there */

@@ -213,9 +213,9 @@ typedef struct fu_synth_scratch {
     uint8_t *walked;
     uint8_t *judgments;       /* per instruction: the judge's byte of its last walk (fu_synth_judge) */
     uint32_t *direct_branches; /* the direct jumps and conditional branches, by index, in address order */
-    /* the instructions that may name code (calls, jumps, branches, lea), by index, in address
-     * order, `naming_count` of them after a run: what of the instruction records check reads
-     * after the walks (check.c tally) */
+    /* the instructions that may name code (calls, lea, direct jumps and branches to targets
+     * outside the function), by index, in address order, `naming_count` of them after a run: what
+     * of the instruction records check reads after the walks (check.c tally) */
     uint32_t *naming;
     uint32_t naming_count;
     uint32_t insn_cap;
