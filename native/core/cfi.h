@@ -250,7 +250,11 @@ fu_status fu_cfi_table_evaluate(fu_cfi_table *table, fu_error *err);
  * compact table sends it to the DWARF tables (libc: 26M instructions -> a few). */
 fu_status fu_cfi_table_evaluate_ranges(fu_cfi_table *table, const uint64_t *ranges, size_t range_count,
                                        fu_error *err);
-const fu_state *fu_cfi_table_state(const fu_cfi_table *table, uint32_t state_index);
+/* The state of a row (row_state[row]); inline: check reads one per row judged, three times. */
+static inline const fu_state *fu_cfi_table_state(const fu_cfi_table *table, uint32_t state_index)
+{
+    return &table->states[state_index];
+}
 /* The set bits of a 16-bit value, without a library call (the build targets x86-64 without popcnt). */
 static inline unsigned fu_bits_set16(unsigned v)
 {

@@ -340,8 +340,6 @@ static void expand_state(const fu_cfi_table *t, uint32_t id, dense_state *out)
     }
 }
 
-const fu_state *fu_cfi_table_state(const fu_cfi_table *t, uint32_t id) { return &t->states[id]; }
-
 static bool emit_row(evaluator *ev, uint64_t address)
 {
     fu_cfi_table *t = ev->t;

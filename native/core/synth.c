@@ -677,15 +677,24 @@ static uint32_t insn_starting_at(const synth_run *run, uint32_t offset)
     return k && k <= run->insn_count && run->scratch->insn_offsets[k - 1] == offset ? k : 0;
 }
 
-static int64_t insn_index_at(const synth_run *run, uint64_t address)
+static int64_t insn_index_inside(const synth_run *run, uint64_t address, uint32_t offset);
+
+/* The index of the instruction at `address`: -1 outside the function, -2 inside an instruction.
+ * Inline (2.4M branch targets and call sites on libLLVM-14's check): the rest is insn_index_inside. */
+static inline int64_t insn_index_at(const synth_run *run, uint64_t address)
 {
     const fu_synth_function *f = run->function;
     if (address < f->start || address >= f->end)
         return -1;
     uint32_t offset = (uint32_t)(address - f->start);
     uint32_t starting = insn_starting_at(run, offset);
-    if (starting)
-        return starting - 1;
+    return starting ? starting - 1 : insn_index_inside(run, address, offset);
+}
+
+/* insn_index_at where no instruction starts at `address` (`offset` into the function). */
+static __attribute__((noinline)) int64_t insn_index_inside(const synth_run *run, uint64_t address, uint32_t offset)
+{
+    const fu_synth_function *f = run->function;
     /* A jump over `lock` prefixes (glibc's `je 0f; lock; 0: cmpxchg`) lands inside the instruction
      * with them: the same instruction without them, which is the same to the interpreter. Any other
      * prefix skipped (REX.W, 0x66, 0x67) changes what the instruction does. */
@@ -728,11 +737,19 @@ static bool is_noreturn(const fu_synth_function *f, uint64_t target)
 }
 
 /* The block starting at instruction `index`, created if needed; -1 past FU_SYNTH_MAX_BLOCKS. */
-static int64_t block_at(synth_run *run, uint32_t index)
+static int64_t new_block(synth_run *run, uint32_t index);
+
+/* The block starting at instruction `index`, made if there is none yet (-1: too many blocks, or out
+ * of memory). Inline: most of its calls find one. */
+static inline int64_t block_at(synth_run *run, uint32_t index)
+{
+    int32_t b = run->scratch->block_of[index];
+    return b >= 0 ? b : new_block(run, index);
+}
+
+static __attribute__((noinline)) int64_t new_block(synth_run *run, uint32_t index)
 {
     fu_synth_scratch *sc = run->scratch;
-    if (sc->block_of[index] >= 0)
-        return sc->block_of[index];
     if (run->counts->blocks >= FU_SYNTH_MAX_BLOCKS) {
         snprintf(run->reason, FU_SYNTH_REASON_MAX, "more than %u basic blocks (FU_SYNTH_MAX_BLOCKS)",
                  FU_SYNTH_MAX_BLOCKS);
