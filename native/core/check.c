@@ -401,17 +401,27 @@ static bool is_padding(const fu_x86_insn *insn)
 
 /* Move the row cursor to the declared row in force at `address` (either way: walks come in the
  * fixpoint's order of blocks). */
-static void seek_row(fde_check *c, uint64_t address)
+static void search_row(fde_check *c, uint64_t address);
+
+JUDGE_INLINE void seek_row(fde_check *c, uint64_t address)
 {
     const fu_cfi_table *t = c->table;
     /* most often the next row: a walk runs on into it */
     if (c->row + 1 < c->row_end && address >= c->next_row_address &&
         (c->row + 2 >= c->row_end || address < t->row_address[c->row + 2])) {
         c->row++;
+        c->next_row_address = c->row + 1 < c->row_end ? t->row_address[c->row + 1] : UINT64_MAX;
     } else {
-        uint32_t after = fu_cfi_table_rows_starting_by(t, c->fde, address);
-        c->row = after > c->first_row ? after - 1 : c->first_row;
+        search_row(c, address);
     }
+}
+
+/* seek_row by a search of the FDE's rows. */
+static __attribute__((noinline)) void search_row(fde_check *c, uint64_t address)
+{
+    const fu_cfi_table *t = c->table;
+    uint32_t after = fu_cfi_table_rows_starting_by(t, c->fde, address);
+    c->row = after > c->first_row ? after - 1 : c->first_row;
     c->next_row_address = c->row + 1 < c->row_end ? t->row_address[c->row + 1] : UINT64_MAX;
 }
 
