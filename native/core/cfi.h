@@ -250,7 +250,11 @@ fu_status fu_cfi_table_evaluate(fu_cfi_table *table, fu_error *err);
  * compact table sends it to the DWARF tables (libc: 26M instructions -> a few). */
 fu_status fu_cfi_table_evaluate_ranges(fu_cfi_table *table, const uint64_t *ranges, size_t range_count,
                                        fu_error *err);
-const fu_state *fu_cfi_table_state(const fu_cfi_table *table, uint32_t state_index);
+/* The state of a row (row_state[row]); inline: check reads one per row judged, three times. */
+static inline const fu_state *fu_cfi_table_state(const fu_cfi_table *table, uint32_t state_index)
+{
+    return &table->states[state_index];
+}
 /* The set bits of a 16-bit value, without a library call (the build targets x86-64 without popcnt). */
 static inline unsigned fu_bits_set16(unsigned v)
 {
@@ -281,6 +285,12 @@ static inline fu_rule fu_state_rule(const fu_cfi_table *t, const fu_state *st, u
 /* lookup.c */
 /* How many indexed FDEs start at or below pc: the sorted index of the first one that starts above it. */
 uint32_t fu_cfi_table_fdes_starting_by(const fu_cfi_table *table, uint64_t pc);
+/* fu_cfi_table_fdes_starting_by for a pc at or above one whose answer was `from` (addresses asked in
+ * increasing order): a search forward from there, which reads only the index entries near it. */
+uint32_t fu_cfi_table_fdes_starting_by_from(const fu_cfi_table *table, uint32_t from, uint64_t pc);
+/* Index of the FDE entry covering svma `pc`, or -1, from `starting_by`, the answer of
+ * fu_cfi_table_fdes_starting_by(table, pc). */
+int64_t fu_cfi_table_fde_covering(const fu_cfi_table *table, uint32_t starting_by, uint64_t pc);
 /* Index of the FDE entry covering svma `pc`, or -1. */
 int64_t fu_cfi_table_find_fde(const fu_cfi_table *table, uint64_t pc);
 /* Index of the row covering `pc` (an FDE's last row ends at pc_begin + pc_range), or -1. */

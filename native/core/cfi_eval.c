@@ -233,6 +233,9 @@ typedef struct dense_state {
     int64_t cfa_offset;
     uint64_t set[FU_MAX_COLUMNS / 64]; /* columns whose rule is not unspecified */
     unsigned count;                    /* of them */
+    /* the exclusive or of column_hash over them, kept as rules are set: a state is hashed for
+     * interning at every row, without going over its columns */
+    uint64_t columns_hash;
     /* the rules of the columns in `set`; the others' hold stale rules, never read: a state is
      * never cleared or copied whole per FDE (2 KB, 6% of libLLVM-14's evaluation) */
     fu_rule rules[FU_MAX_COLUMNS];
@@ -263,15 +266,15 @@ static bool rule_equal(const fu_rule *a, const fu_rule *b)
     return a->kind == b->kind && a->reg == b->reg && a->expr_len == b->expr_len && a->value == b->value;
 }
 
+/* A set column's part of dense_state.columns_hash. */
+static uint64_t column_hash(unsigned col, const fu_rule *r)
+{
+    return hash_rule(0x12345 + col, r);
+}
+
 static uint64_t hash_dense(const dense_state *s)
 {
-    uint64_t h = hash_rule(0x12345, &s->cfa);
-    for (unsigned w = 0; w < FU_MAX_COLUMNS / 64; w++)
-        for (uint64_t bits = s->set[w]; bits; bits &= bits - 1) {
-            unsigned col = w * 64 + (unsigned)__builtin_ctzll(bits);
-            h = hash_rule(h + col, &s->rules[col]);
-        }
-    return h;
+    return hash_rule(s->columns_hash, &s->cfa);
 }
 
 static bool state_matches(const fu_cfi_table *t, const fu_state *st, const dense_state *s)
@@ -333,14 +336,14 @@ static void expand_state(const fu_cfi_table *t, uint32_t id, dense_state *out)
     out->cfa = st->cfa;
     memset(out->set, 0, sizeof out->set);
     out->count = st->count;
+    out->columns_hash = 0;
     for (unsigned k = 0; k < st->count; k++) {
         unsigned col = t->column_pool[st->first + k];
         out->set[col / 64] |= (uint64_t)1 << (col % 64);
         out->rules[col] = t->rule_pool[st->first + k];
+        out->columns_hash ^= column_hash(col, &out->rules[col]);
     }
 }
-
-const fu_state *fu_cfi_table_state(const fu_cfi_table *t, uint32_t id) { return &t->states[id]; }
 
 static bool emit_row(evaluator *ev, uint64_t address)
 {
@@ -380,7 +383,11 @@ static void set_rule(evaluator *ev, unsigned col, fu_rule rule)
     dense_state *s = &ev->current;
     uint64_t bit = (uint64_t)1 << (col % 64);
     bool was_set = s->set[col / 64] & bit;
+    if (was_set)
+        s->columns_hash ^= column_hash(col, &s->rules[col]);
     s->rules[col] = rule;
+    if (rule.kind != FU_RULE_UNSPECIFIED)
+        s->columns_hash ^= column_hash(col, &rule);
     if (rule.kind == FU_RULE_UNSPECIFIED) {
         s->set[col / 64] &= ~bit;
         s->count -= was_set;
@@ -406,6 +413,7 @@ static void copy_state(dense_state *to, const dense_state *from)
     to->cfa_offset = from->cfa_offset;
     memcpy(to->set, from->set, sizeof to->set);
     to->count = from->count;
+    to->columns_hash = from->columns_hash;
     for (unsigned w = 0; w < FU_MAX_COLUMNS / 64; w++)
         for (uint64_t bits = from->set[w]; bits; bits &= bits - 1) {
             unsigned col = w * 64 + (unsigned)__builtin_ctzll(bits);

@@ -292,32 +292,49 @@ static bool starts_without_entry_row(const fu_cfi_table *t, int64_t index, uint6
     return e->pc_begin == address && e->row_count && !is_entry_row(t, fu_cfi_table_state(t, t->row_state[e->first_row]));
 }
 
+/* Where the searches of the FDE index stand: the addresses are looked up in increasing order, each
+ * search going on from the last one's answer (fu_cfi_table_fdes_starting_by_from). */
+typedef struct index_search {
+    const fu_check_image *image;
+    const fu_cfi_table *table; /* the table checked */
+    uint32_t from[2];          /* in image->tables[k] */
+    uint32_t from_checked;     /* in table */
+} index_search;
+
 /* Whether the call target starts an FDE of the checked table without an entry row. */
-static bool starts_non_entry(const fu_check_image *image, const fu_cfi_table *table, uint64_t address)
+static bool starts_non_entry(index_search *search, uint64_t address)
 {
-    (void)image;
-    return starts_without_entry_row(table, fu_cfi_table_find_fde(table, address), address);
+    const fu_cfi_table *t = search->table;
+    search->from_checked = fu_cfi_table_fdes_starting_by_from(t, search->from_checked, address);
+    return starts_without_entry_row(t, fu_cfi_table_fde_covering(t, search->from_checked, address), address);
 }
 
 /* Whether no FDE of either table covers the address. */
-static bool uncovered(const fu_check_image *image, const fu_cfi_table *table, uint64_t address)
+static bool uncovered(index_search *search, uint64_t address)
 {
-    (void)table;
-    for (unsigned k = 0; k < 2; k++)
-        if (image->tables[k] && fu_cfi_table_find_fde(image->tables[k], address) >= 0)
+    for (unsigned k = 0; k < 2; k++) {
+        const fu_cfi_table *t = search->image->tables[k];
+        if (!t)
+            continue;
+        /* (a search skipped leaves from[k] where it was: below the answers of higher addresses) */
+        search->from[k] = fu_cfi_table_fdes_starting_by_from(t, search->from[k], address);
+        if (fu_cfi_table_fde_covering(t, search->from[k], address) >= 0)
             return false;
+    }
     return true;
 }
 
-/* `list` (uint64_t) sorted, without repeats, and holding only the addresses `keep` is true of. */
-static bool keep_sorted(fu_buffer *list, bool (*keep)(const fu_check_image *, const fu_cfi_table *, uint64_t),
-                        const fu_check_image *image, const fu_cfi_table *table)
+/* `list` (uint64_t) sorted, without repeats, and holding only the addresses `keep` is true of (asked
+ * in increasing order). */
+static bool keep_sorted(fu_buffer *list, bool (*keep)(index_search *, uint64_t), const fu_check_image *image,
+                        const fu_cfi_table *table)
 {
     bool ok;
+    index_search search = {.image = image, .table = table};
     uint64_t *addresses = (uint64_t *)list->data;
     size_t count = fu_sort_unique(addresses, list->len / sizeof *addresses, &ok), kept = 0;
     for (size_t i = 0; i < count; i++)
-        if (keep(image, table, addresses[i]))
+        if (keep(&search, addresses[i]))
             addresses[kept++] = addresses[i];
     list->len = kept * sizeof *addresses;
     return ok;
@@ -384,17 +401,27 @@ static bool is_padding(const fu_x86_insn *insn)
 
 /* Move the row cursor to the declared row in force at `address` (either way: walks come in the
  * fixpoint's order of blocks). */
-static void seek_row(fde_check *c, uint64_t address)
+static void search_row(fde_check *c, uint64_t address);
+
+JUDGE_INLINE void seek_row(fde_check *c, uint64_t address)
 {
     const fu_cfi_table *t = c->table;
     /* most often the next row: a walk runs on into it */
     if (c->row + 1 < c->row_end && address >= c->next_row_address &&
         (c->row + 2 >= c->row_end || address < t->row_address[c->row + 2])) {
         c->row++;
+        c->next_row_address = c->row + 1 < c->row_end ? t->row_address[c->row + 1] : UINT64_MAX;
     } else {
-        uint32_t after = fu_cfi_table_rows_starting_by(t, c->fde, address);
-        c->row = after > c->first_row ? after - 1 : c->first_row;
+        search_row(c, address);
     }
+}
+
+/* seek_row by a search of the FDE's rows. */
+static __attribute__((noinline)) void search_row(fde_check *c, uint64_t address)
+{
+    const fu_cfi_table *t = c->table;
+    uint32_t after = fu_cfi_table_rows_starting_by(t, c->fde, address);
+    c->row = after > c->first_row ? after - 1 : c->first_row;
     c->next_row_address = c->row + 1 < c->row_end ? t->row_address[c->row + 1] : UINT64_MAX;
 }
 
@@ -567,6 +594,15 @@ static void unknown_reason(fde_check *c, uint64_t address, unsigned which)
              (unsigned long long)address, reg, a);
 }
 
+/* Whether the eight instructions from `walked`, `judgments` on were all reached and all agree. */
+static bool eight_agree(const uint8_t *walked, const uint8_t *judgments)
+{
+    uint64_t w, j;
+    memcpy(&w, walked, sizeof w);
+    memcpy(&j, judgments, sizeof j);
+    return w == 0x0101010101010101ull && j == JUDGED_AGREE * 0x0101010101010101ull;
+}
+
 /* The judgments of a decided run, in address order: the instructions by outcome, those no path
  * reaches (padding aside), the first unknown rule's reason, and the code addresses reached
  * instructions name. */
@@ -580,6 +616,13 @@ static void tally(fde_check *c, uint32_t insn_count)
     uint32_t by_outcome[JUDGED_OUTCOME + 1] = {0};
     bool reason_found = false;
     for (uint32_t i = 0; i < insn_count; i++) {
+        /* eight reached instructions that all agree (most of them) counted at once */
+        while (i + 8 <= insn_count && eight_agree(walked + i, judgments + i)) {
+            by_outcome[JUDGED_AGREE] += 8;
+            i += 8;
+        }
+        if (i >= insn_count)
+            break;
         if (!walked[i]) {
             if (!is_padding(&insns[i]) && r->unreached++ == 0)
                 c->first_unreached = c->start + sc->insn_offsets[i];
@@ -1079,7 +1122,8 @@ fu_status fu_check_fdes(const fu_check_image *image, const fu_cfi_table *table, 
             return fu_fail(err, FU_ERR_INVALID, "the overlap partner %u of entry %u is not an FDE of the table", other,
                            entries[i]);
         fu_check_fde_result *result = &batch->results[i];
-        uint32_t shared = identical_checked(table, batch, entries[i]);
+        /* an identical copy overlaps it (its range is not empty: an empty one is judged at once) */
+        uint32_t shared = other != UINT32_MAX ? identical_checked(table, batch, entries[i]) : UINT32_MAX;
         if (shared != UINT32_MAX ? !share_result(batch, shared, entries[i], result)
                                  : !check_fde(image, table, entries[i], other, batch, result))
             return fu_fail(err, FU_ERR_NOMEM, "out of memory");

@@ -46,9 +46,10 @@ fu_status fu_cfi_table_build_index(fu_cfi_table *t, fu_error *err)
     return FU_OK;
 }
 
-uint32_t fu_cfi_table_fdes_starting_by(const fu_cfi_table *t, uint64_t pc)
+/* The index of the first indexed FDE in [lo, hi) that starts above pc, hi if none does (those
+ * before lo start at or below it). */
+static uint32_t first_starting_above(const fu_cfi_table *t, uint32_t lo, uint32_t hi, uint64_t pc)
 {
-    uint32_t lo = 0, hi = t->fde_count;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (t->fde_starts[mid] <= pc)
@@ -59,15 +60,38 @@ uint32_t fu_cfi_table_fdes_starting_by(const fu_cfi_table *t, uint64_t pc)
     return lo;
 }
 
-int64_t fu_cfi_table_find_fde(const fu_cfi_table *t, uint64_t pc)
+uint32_t fu_cfi_table_fdes_starting_by(const fu_cfi_table *t, uint64_t pc)
 {
-    uint32_t lo = fu_cfi_table_fdes_starting_by(t, pc); /* the last FDE whose start <= pc is lo - 1 */
+    return first_starting_above(t, 0, t->fde_count, pc);
+}
+
+uint32_t fu_cfi_table_fdes_starting_by_from(const fu_cfi_table *t, uint32_t from, uint64_t pc)
+{
+    /* galloping: past `from` by 1, 2, 4, ... FDEs while they start at or below pc, then a binary
+     * search of the last stride */
+    uint32_t lo = from < t->fde_count ? from : t->fde_count, hi = lo, stride = 1;
+    while (hi < t->fde_count && t->fde_starts[hi] <= pc) {
+        lo = hi + 1;
+        hi = t->fde_count - hi > stride ? hi + stride : t->fde_count;
+        stride *= 2;
+    }
+    return first_starting_above(t, lo, hi, pc);
+}
+
+int64_t fu_cfi_table_fde_covering(const fu_cfi_table *t, uint32_t starting_by, uint64_t pc)
+{
+    uint32_t lo = starting_by; /* the last FDE whose start <= pc is lo - 1 */
     if (lo == 0)
         return -1;
     const fu_entry *e = &t->entries[t->fde_sorted[lo - 1]];
     if (pc - e->pc_begin >= e->pc_range)
         return -1;
     return t->fde_sorted[lo - 1];
+}
+
+int64_t fu_cfi_table_find_fde(const fu_cfi_table *t, uint64_t pc)
+{
+    return fu_cfi_table_fde_covering(t, fu_cfi_table_fdes_starting_by(t, pc), pc);
 }
 
 int64_t fu_cfi_table_find_row(const fu_cfi_table *t, uint64_t pc, int64_t *fde_index)

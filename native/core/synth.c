@@ -669,23 +669,40 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
 
 /* ---- the control-flow graph ------------------------------------------------------------------- */
 
-static int64_t insn_index_at(const synth_run *run, uint64_t address)
+/* 1 + the index of the decoded instruction that starts at `offset`, 0 if none does. The offset map
+ * is not cleared between runs: an entry counts only where the instruction it names starts there. */
+static uint32_t insn_starting_at(const synth_run *run, uint32_t offset)
+{
+    uint32_t k = run->scratch->insn_at_offset[offset];
+    return k && k <= run->insn_count && run->scratch->insn_offsets[k - 1] == offset ? k : 0;
+}
+
+static int64_t insn_index_inside(const synth_run *run, uint64_t address, uint32_t offset);
+
+/* The index of the instruction at `address`: -1 outside the function, -2 inside an instruction.
+ * Inline (2.4M branch targets and call sites on libLLVM-14's check): the rest is insn_index_inside. */
+static inline int64_t insn_index_at(const synth_run *run, uint64_t address)
 {
     const fu_synth_function *f = run->function;
     if (address < f->start || address >= f->end)
         return -1;
     uint32_t offset = (uint32_t)(address - f->start);
-    const uint32_t *insn_at_offset = run->scratch->insn_at_offset;
-    if (insn_at_offset[offset])
-        return insn_at_offset[offset] - 1;
+    uint32_t starting = insn_starting_at(run, offset);
+    return starting ? starting - 1 : insn_index_inside(run, address, offset);
+}
+
+/* insn_index_at where no instruction starts at `address` (`offset` into the function). */
+static __attribute__((noinline)) int64_t insn_index_inside(const synth_run *run, uint64_t address, uint32_t offset)
+{
+    const fu_synth_function *f = run->function;
     /* A jump over `lock` prefixes (glibc's `je 0f; lock; 0: cmpxchg`) lands inside the instruction
      * with them: the same instruction without them, which is the same to the interpreter. Any other
      * prefix skipped (REX.W, 0x66, 0x67) changes what the instruction does. */
     uint32_t before = 1;
-    while (before < FU_X86_MAX_INSN_LENGTH && before <= offset && !insn_at_offset[offset - before])
+    while (before < FU_X86_MAX_INSN_LENGTH && before <= offset && !insn_starting_at(run, offset - before))
         before++;
     if (before < FU_X86_MAX_INSN_LENGTH && before <= offset) {
-        uint32_t containing = insn_at_offset[offset - before] - 1;
+        uint32_t containing = insn_starting_at(run, offset - before) - 1;
         uint32_t end = offset - before + run->scratch->insns[containing].length;
         if (end <= offset)
             return -2;
@@ -720,11 +737,19 @@ static bool is_noreturn(const fu_synth_function *f, uint64_t target)
 }
 
 /* The block starting at instruction `index`, created if needed; -1 past FU_SYNTH_MAX_BLOCKS. */
-static int64_t block_at(synth_run *run, uint32_t index)
+static int64_t new_block(synth_run *run, uint32_t index);
+
+/* The block starting at instruction `index`, made if there is none yet (-1: too many blocks, or out
+ * of memory). Inline: most of its calls find one. */
+static inline int64_t block_at(synth_run *run, uint32_t index)
+{
+    int32_t b = run->scratch->block_of[index];
+    return b >= 0 ? b : new_block(run, index);
+}
+
+static __attribute__((noinline)) int64_t new_block(synth_run *run, uint32_t index)
 {
     fu_synth_scratch *sc = run->scratch;
-    if (sc->block_of[index] >= 0)
-        return sc->block_of[index];
     if (run->counts->blocks >= FU_SYNTH_MAX_BLOCKS) {
         snprintf(run->reason, FU_SYNTH_REASON_MAX, "more than %u basic blocks (FU_SYNTH_MAX_BLOCKS)",
                  FU_SYNTH_MAX_BLOCKS);
@@ -1299,9 +1324,9 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
     }
 }
 
-/* The kinds of instruction that may name code (fu_synth_scratch.naming; lea and indirect ones
- * included, which check's tally tells apart). */
-#define NAMING_KINDS ((1u << FU_X86_CALL) | (1u << FU_X86_JMP) | (1u << FU_X86_JCC) | (1u << FU_X86_LEA))
+/* The kinds of instruction that may name code besides jumps and branches (fu_synth_scratch.naming:
+ * indirect calls included, which check's tally passes over). */
+#define NAMING_KINDS ((1u << FU_X86_CALL) | (1u << FU_X86_LEA))
 
 static bool decode_all(synth_run *run)
 {
@@ -1325,15 +1350,18 @@ static bool decode_all(synth_run *run)
         sc->insn_offsets[n] = (uint32_t)offset;
         sc->insn_at_offset[offset] = n + 1;
         n++;
-        if (insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) {
-            if (insn->has_target)
-                sc->direct_branches[run->direct_branch_count++] = n - 1;
-            else
-                run->has_indirect_jump = true;
-        }
-        /* without a branch: one in five instructions is one of these, in no pattern to predict */
+        /* without a branch: one in ten instructions is one of these, in no pattern to predict */
         sc->naming[sc->naming_count] = n - 1;
-        sc->naming_count += (NAMING_KINDS >> insn->kind) & 1;
+        uint32_t names = (NAMING_KINDS >> insn->kind) & 1;
+        if (insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) {
+            if (insn->has_target) {
+                sc->direct_branches[run->direct_branch_count++] = n - 1;
+                names = insn->target - f->start >= size; /* the most stay inside: they name nothing new */
+            } else {
+                run->has_indirect_jump = true;
+            }
+        }
+        sc->naming_count += names;
         offset += insn->kind == FU_X86_INVALID ? 1 : insn->length; /* resynchronize byte by byte */
     }
     memset(sc->block_of, 0xff, n * sizeof *sc->block_of); /* -1: no block starts there */
@@ -1445,6 +1473,20 @@ static uint32_t state_replace(fu_synth_state *s, const fu_synth_state *to)
     return changed;
 }
 
+/* The instructions walked of the first `count` (each walked byte 0 or 1), eight at a time. */
+static uint32_t count_walked(const uint8_t *walked, uint32_t count)
+{
+    uint32_t n = 0, i = 0;
+    for (; i + 8 <= count; i += 8) {
+        uint64_t eight;
+        memcpy(&eight, walked + i, sizeof eight);
+        n += (uint32_t)((eight * 0x0101010101010101ull) >> 56); /* the sum of its bytes, at most 8 */
+    }
+    for (; i < count; i++)
+        n += walked[i];
+    return n;
+}
+
 /* The fixpoint, then the visit: instructions in address order, each with the state before it. */
 static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *context)
 {
@@ -1465,8 +1507,7 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
         if (!run->restart)
             break;
     }
-    for (uint32_t i = 0; i < run->insn_count; i++)
-        counts->reached += scratch->walked[i];
+    counts->reached = count_walked(scratch->walked, run->insn_count);
     if (!visit)
         return FU_SYNTH_DECIDED;
     /* the visit */
@@ -1567,10 +1608,7 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
     run.scratch = scratch;
     run.reason = reason;
     run.counts = counts;
-    fu_synth_outcome outcome = decode_all(&run) ? interpret(&run, visit, context) : FU_SYNTH_NO_MEMORY;
-    for (uint32_t i = 0; i < run.insn_count; i++)
-        scratch->insn_at_offset[scratch->insn_offsets[i]] = 0;
-    return outcome;
+    return decode_all(&run) ? interpret(&run, visit, context) : FU_SYNTH_NO_MEMORY;
 }
 
 

@@ -213,14 +213,15 @@ typedef struct fu_synth_scratch {
     uint8_t *walked;
     uint8_t *judgments;       /* per instruction: the judge's byte of its last walk (fu_synth_judge) */
     uint32_t *direct_branches; /* the direct jumps and conditional branches, by index, in address order */
-    /* the instructions that may name code (calls, jumps, branches, lea), by index, in address
-     * order, `naming_count` of them after a run: what of the instruction records check reads
-     * after the walks (check.c tally) */
+    /* the instructions that may name code (calls, lea, direct jumps and branches to targets
+     * outside the function), by index, in address order, `naming_count` of them after a run: what
+     * of the instruction records check reads after the walks (check.c tally) */
     uint32_t *naming;
     uint32_t naming_count;
     uint32_t insn_cap;
-    /* per byte of the function: 1 + the index of the instruction starting there, else 0 (branch
-     * targets to instructions without a search); all zero between runs */
+    /* per byte of the function: 1 + the index of the instruction starting there (branch targets to
+     * instructions without a search); not cleared between runs: an entry counts only where the
+     * instruction it names starts (insn_offsets), so a run sets only its instructions' entries */
     uint32_t *insn_at_offset;
     uint32_t offset_cap;
     fu_synth_state *block_states;

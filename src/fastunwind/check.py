@@ -92,10 +92,16 @@ class FdeVerdict(NamedTuple):
         return self.finding_total > len(self.findings)
 
     def to_json(self) -> dict[str, object]:
-        return {"pc_begin": self.pc_begin, "pc_end": self.pc_end, "verdict": self.verdict, "reason": self.reason,
-                "findings": [f.to_json() for f in self.findings], "finding_total": self.finding_total,
-                "findings_truncated": self.findings_truncated, "unreached": self.instructions[3],
-                "skipped": self.skipped}
+        return fde_json(self.pc_begin, self.pc_end, self.verdict, self.reason, [f.to_json() for f in self.findings],
+                        self.finding_total, self.findings_truncated, self.instructions[3], self.skipped)
+
+
+def fde_json(pc_begin: int, pc_end: int, verdict: str, reason: str, findings: list[dict[str, object]],
+             finding_total: int, findings_truncated: bool, unreached: int, skipped: int) -> dict[str, object]:
+    """One FDE's object in `check --json`."""
+    return {"pc_begin": pc_begin, "pc_end": pc_end, "verdict": verdict, "reason": reason, "findings": findings,
+            "finding_total": finding_total, "findings_truncated": findings_truncated, "unreached": unreached,
+            "skipped": skipped}
 
 
 class Uncovered(NamedTuple):
@@ -124,6 +130,20 @@ class SectionCheck:
     def not_agreeing(self) -> Iterator[FdeVerdict]:
         """The mismatching and undecided FDEs only (those with details), in the order of verdicts()."""
         return (self._verdict(position) for position in sorted(self.details))
+
+    def fdes_json(self) -> Iterator[dict[str, object]]:
+        """The verdicts' to_json(), those of FDEs without details (most: they agree) made without an
+        FdeVerdict (libLLVM-14's 95k took 0.29 s)."""
+        r, begins, ranges, details = self.results, self.pc_begin, self.pc_range, self.details
+        for position in range(len(r) // FIELDS):
+            if position in details:
+                yield self._verdict(position).to_json()
+                continue
+            base = position * FIELDS
+            begin = begins[r[base + ENTRY]]
+            total = r[base + FINDING_TOTAL]
+            yield fde_json(begin, begin + ranges[r[base + ENTRY]], VERDICT_NAMES[r[base + VERDICT]], "", [], total,
+                           total > 0, r[base + UNREACHED], r[base + SKIPPED])
 
     def _verdict(self, position: int) -> FdeVerdict:
         r = self.results
@@ -241,7 +261,7 @@ class FileCheck:
         return 2 if counts.fdes["undecided"] else 0
 
     def to_json(self) -> dict[str, object]:
-        return {"file": self.path, "fdes": [v.to_json() for v in self.verdicts()],
+        return {"file": self.path, "fdes": [fde for section in self.sections for fde in section.fdes_json()],
                 "uncovered": [u.to_json() for u in self.uncovered]}
 
 

@@ -118,11 +118,28 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_AGREE
 
 
+#: elements of a long list encoded by one json.dumps call (_print_json)
+JSON_BATCH = 4096
+
+
 def _print_json(document: dict[str, Any]) -> None:
+    """`document` as json.dump writes it, one line. Encoded by json.dumps (json.dump encodes in Python
+    chunk by chunk: libLLVM-14's 95k FDEs took 0.59 s against 0.14 s), a long list JSON_BATCH elements
+    at a time (its text whole would be +40 MB at the peak)."""
     import json  # here: every other command's start-up would pay for it
 
-    json.dump(document, sys.stdout)
-    print()
+    out = sys.stdout
+    out.write("{")
+    for n, (key, value) in enumerate(document.items()):
+        out.write(f"{', ' if n else ''}{json.dumps(key)}: ")
+        if isinstance(value, list) and len(value) > JSON_BATCH:
+            out.write("[")
+            for start in range(0, len(value), JSON_BATCH):
+                out.write(f"{', ' if start else ''}{json.dumps(value[start:start + JSON_BATCH])[1:-1]}")
+            out.write("]")
+        else:
+            out.write(json.dumps(value))
+    out.write("}\n")
 
 
 def _check_one(path: str, args: argparse.Namespace) -> int:
