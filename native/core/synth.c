@@ -40,7 +40,7 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->judgments);
     free(scratch->direct_branches);
     free(scratch->naming);
-    free(scratch->start_rank);
+    free(scratch->insn_starts);
     free(scratch->starts_before);
     free(scratch->block_states);
     free(scratch->block_entry_sp);
@@ -75,14 +75,11 @@ static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
     return grow_together(arrays, sizes, 8, &s->insn_cap, need);
 }
 
-/* Where instructions start in a function of `size` bytes: start_rank zeroed. */
-static bool reserve_starts(fu_synth_scratch *s, uint64_t size)
+static bool reserve_start_words(fu_synth_scratch *s, uint64_t need)
 {
-    if (!fu_grow_array((void **)&s->start_rank, &s->rank_cap, size, sizeof *s->start_rank) ||
-        !fu_grow_array((void **)&s->starts_before, &s->starts_before_cap, size / 64 + 2, sizeof *s->starts_before))
-        return false;
-    memset(s->start_rank, 0, size);
-    return true;
+    void **arrays[] = {(void **)&s->insn_starts, (void **)&s->starts_before};
+    const size_t sizes[] = {sizeof *s->insn_starts, sizeof *s->starts_before};
+    return grow_together(arrays, sizes, 2, &s->start_words_cap, need);
 }
 
 static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
@@ -680,10 +677,16 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
 
 /* ---- the control-flow graph ------------------------------------------------------------------- */
 
-/* The index of the instruction starting at `offset` (start_rank nonzero there). */
+static bool starts_instruction(const fu_synth_scratch *sc, uint32_t offset)
+{
+    return sc->insn_starts[offset / 64] >> (offset % 64) & 1;
+}
+
+/* The index of the instruction starting at `offset` (starts_instruction). */
 static uint32_t instruction_starting_at(const fu_synth_scratch *sc, uint32_t offset)
 {
-    return sc->starts_before[offset / 64] + sc->start_rank[offset] - 1;
+    uint64_t earlier = sc->insn_starts[offset / 64] & ((1ull << (offset % 64)) - 1);
+    return sc->starts_before[offset / 64] + (uint32_t)__builtin_popcountll(earlier);
 }
 
 static int64_t insn_index_at(const synth_run *run, uint64_t address)
@@ -693,13 +696,13 @@ static int64_t insn_index_at(const synth_run *run, uint64_t address)
         return -1;
     uint32_t offset = (uint32_t)(address - f->start);
     const fu_synth_scratch *sc = run->scratch;
-    if (sc->start_rank[offset])
+    if (starts_instruction(sc, offset))
         return instruction_starting_at(sc, offset);
     /* A jump over `lock` prefixes (glibc's `je 0f; lock; 0: cmpxchg`) lands inside the instruction
      * with them: the same instruction without them, which is the same to the interpreter. Any other
      * prefix skipped (REX.W, 0x66, 0x67) changes what the instruction does. */
     uint32_t before = 1;
-    while (before < FU_X86_MAX_INSN_LENGTH && before <= offset && !sc->start_rank[offset - before])
+    while (before < FU_X86_MAX_INSN_LENGTH && before <= offset && !starts_instruction(sc, offset - before))
         before++;
     if (before < FU_X86_MAX_INSN_LENGTH && before <= offset) {
         uint32_t containing = instruction_starting_at(sc, offset - before);
@@ -1327,11 +1330,12 @@ static bool decode_all(synth_run *run)
     uint64_t size = f->end - f->start;
     uint32_t n = 0;
     sc->naming_count = 0;
-    if (!reserve_starts(sc, size)) {
+    uint64_t words = (size + 63) / 64;
+    if (!reserve_start_words(sc, words)) {
         run->out_of_memory = true;
         return false;
     }
-    sc->starts_before[0] = 0;
+    memset(sc->insn_starts, 0, words * sizeof *sc->insn_starts);
     for (uint64_t offset = 0; offset < size;) {
         if (n >= sc->insn_cap && !reserve_insns(sc, (uint64_t)n + 1)) {
             run->insn_count = n;
@@ -1341,11 +1345,7 @@ static bool decode_all(synth_run *run)
         fu_x86_insn *insn = &sc->insns[n];
         fu_x86_decode(&sc->decoder, f->code + offset, (size_t)(size - offset), f->start + offset, insn);
         sc->insn_offsets[n] = (uint32_t)offset;
-        /* the instructions start in address order, and every 64 bytes of the function hold a start
-         * (an instruction is at most 15 bytes): the last one starting in these 64 bytes leaves the
-         * count before the next 64 */
-        sc->start_rank[offset] = (uint8_t)(n + 1 - sc->starts_before[offset / 64]);
-        sc->starts_before[offset / 64 + 1] = n + 1;
+        sc->insn_starts[offset / 64] |= 1ull << (offset % 64);
         n++;
         if (insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) {
             if (insn->has_target)
@@ -1357,6 +1357,11 @@ static bool decode_all(synth_run *run)
         sc->naming[sc->naming_count] = n - 1;
         sc->naming_count += (NAMING_KINDS >> insn->kind) & 1;
         offset += insn->kind == FU_X86_INVALID ? 1 : insn->length; /* resynchronize byte by byte */
+    }
+    uint32_t before = 0;
+    for (uint64_t w = 0; w < words; w++) {
+        sc->starts_before[w] = before;
+        before += (uint32_t)__builtin_popcountll(sc->insn_starts[w]);
     }
     memset(sc->block_of, 0xff, n * sizeof *sc->block_of); /* -1: no block starts there */
     memset(sc->walked, 0, n * sizeof *sc->walked);

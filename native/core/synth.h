@@ -40,8 +40,8 @@
 #include "cfi.h"
 #include "synth_decode.h"
 
-/* A function longer than this is undecided: it bounds the scratch memory (about 55 bytes per
- * instruction, and 12 per 64 bytes of code for where instructions start). */
+/* A function longer than this is undecided: it bounds the scratch memory (about 60 bytes per
+ * instruction, and 4 per byte of code for the offset-to-instruction map). */
 #define FU_SYNTH_MAX_FUNCTION_BYTES (4u << 20)
 /* Basic blocks (branch targets) of one function: each holds a state of ~1.2 KB while the fixpoint
  * runs. */
@@ -219,13 +219,12 @@ typedef struct fu_synth_scratch {
     uint32_t *naming;
     uint32_t naming_count;
     uint32_t insn_cap;
-    /* where instructions start (branch targets to instructions without a search): per byte of the
-     * function, 0 if none starts there, else 1 + its rank among those starting in the same 64 bytes
-     * (start_rank), and per 64 bytes how many start before them (starts_before) */
-    uint8_t *start_rank;
-    uint32_t rank_cap;
+    /* where instructions start (branch targets to instructions without a search), per 64 bytes of
+     * the function: a bit per byte (bit k % 64 of insn_starts[k / 64] for offset k), and how many
+     * instructions start before them */
+    uint64_t *insn_starts;
     uint32_t *starts_before;
-    uint32_t starts_before_cap;
+    uint32_t start_words_cap;
     fu_synth_state *block_states;
     /* per block: the stack pointer of the path that showed the calls falling into it with another
      * one not to return (their fall-through edges are dropped from the restart on); unknown: none */
