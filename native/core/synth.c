@@ -40,8 +40,7 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
     free(scratch->judgments);
     free(scratch->direct_branches);
     free(scratch->naming);
-    free(scratch->insn_starts);
-    free(scratch->starts_before);
+    free(scratch->insn_at_offset);
     free(scratch->block_states);
     free(scratch->block_entry_sp);
     free(scratch->block_flags);
@@ -75,11 +74,14 @@ static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
     return grow_together(arrays, sizes, 8, &s->insn_cap, need);
 }
 
-static bool reserve_start_words(fu_synth_scratch *s, uint64_t need)
+/* The offset map for a function of `size` bytes, its new part zeroed. */
+static bool reserve_offsets(fu_synth_scratch *s, uint64_t size)
 {
-    void **arrays[] = {(void **)&s->insn_starts, (void **)&s->starts_before};
-    const size_t sizes[] = {sizeof *s->insn_starts, sizeof *s->starts_before};
-    return grow_together(arrays, sizes, 2, &s->start_words_cap, need);
+    uint32_t old_cap = s->offset_cap;
+    if (!fu_grow_array((void **)&s->insn_at_offset, &s->offset_cap, size, sizeof *s->insn_at_offset))
+        return false;
+    memset(s->insn_at_offset + old_cap, 0, (size_t)(s->offset_cap - old_cap) * sizeof *s->insn_at_offset);
+    return true;
 }
 
 static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
@@ -677,35 +679,23 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
 
 /* ---- the control-flow graph ------------------------------------------------------------------- */
 
-static bool starts_instruction(const fu_synth_scratch *sc, uint32_t offset)
-{
-    return sc->insn_starts[offset / 64] >> (offset % 64) & 1;
-}
-
-/* The index of the instruction starting at `offset` (starts_instruction). */
-static uint32_t instruction_starting_at(const fu_synth_scratch *sc, uint32_t offset)
-{
-    uint64_t earlier = sc->insn_starts[offset / 64] & ((1ull << (offset % 64)) - 1);
-    return sc->starts_before[offset / 64] + (uint32_t)__builtin_popcountll(earlier);
-}
-
 static int64_t insn_index_at(const synth_run *run, uint64_t address)
 {
     const fu_synth_function *f = run->function;
     if (address < f->start || address >= f->end)
         return -1;
     uint32_t offset = (uint32_t)(address - f->start);
-    const fu_synth_scratch *sc = run->scratch;
-    if (starts_instruction(sc, offset))
-        return instruction_starting_at(sc, offset);
+    const uint32_t *insn_at_offset = run->scratch->insn_at_offset;
+    if (insn_at_offset[offset])
+        return insn_at_offset[offset] - 1;
     /* A jump over `lock` prefixes (glibc's `je 0f; lock; 0: cmpxchg`) lands inside the instruction
      * with them: the same instruction without them, which is the same to the interpreter. Any other
      * prefix skipped (REX.W, 0x66, 0x67) changes what the instruction does. */
     uint32_t before = 1;
-    while (before < FU_X86_MAX_INSN_LENGTH && before <= offset && !starts_instruction(sc, offset - before))
+    while (before < FU_X86_MAX_INSN_LENGTH && before <= offset && !insn_at_offset[offset - before])
         before++;
     if (before < FU_X86_MAX_INSN_LENGTH && before <= offset) {
-        uint32_t containing = instruction_starting_at(sc, offset - before);
+        uint32_t containing = insn_at_offset[offset - before] - 1;
         uint32_t end = offset - before + run->scratch->insns[containing].length;
         if (end <= offset)
             return -2;
@@ -1330,12 +1320,10 @@ static bool decode_all(synth_run *run)
     uint64_t size = f->end - f->start;
     uint32_t n = 0;
     sc->naming_count = 0;
-    uint64_t words = (size + 63) / 64;
-    if (!reserve_start_words(sc, words)) {
+    if (!reserve_offsets(sc, size)) {
         run->out_of_memory = true;
         return false;
     }
-    memset(sc->insn_starts, 0, words * sizeof *sc->insn_starts);
     for (uint64_t offset = 0; offset < size;) {
         if (n >= sc->insn_cap && !reserve_insns(sc, (uint64_t)n + 1)) {
             run->insn_count = n;
@@ -1345,7 +1333,7 @@ static bool decode_all(synth_run *run)
         fu_x86_insn *insn = &sc->insns[n];
         fu_x86_decode(&sc->decoder, f->code + offset, (size_t)(size - offset), f->start + offset, insn);
         sc->insn_offsets[n] = (uint32_t)offset;
-        sc->insn_starts[offset / 64] |= 1ull << (offset % 64);
+        sc->insn_at_offset[offset] = n + 1;
         n++;
         if (insn->kind == FU_X86_JCC || insn->kind == FU_X86_JMP) {
             if (insn->has_target)
@@ -1357,11 +1345,6 @@ static bool decode_all(synth_run *run)
         sc->naming[sc->naming_count] = n - 1;
         sc->naming_count += (NAMING_KINDS >> insn->kind) & 1;
         offset += insn->kind == FU_X86_INVALID ? 1 : insn->length; /* resynchronize byte by byte */
-    }
-    uint32_t before = 0;
-    for (uint64_t w = 0; w < words; w++) {
-        sc->starts_before[w] = before;
-        before += (uint32_t)__builtin_popcountll(sc->insn_starts[w]);
     }
     memset(sc->block_of, 0xff, n * sizeof *sc->block_of); /* -1: no block starts there */
     memset(sc->walked, 0, n * sizeof *sc->walked);
@@ -1595,6 +1578,8 @@ fu_synth_outcome fu_synth_run(const fu_synth_function *function, fu_synth_scratc
     run.reason = reason;
     run.counts = counts;
     fu_synth_outcome outcome = decode_all(&run) ? interpret(&run, visit, context) : FU_SYNTH_NO_MEMORY;
+    for (uint32_t i = 0; i < run.insn_count; i++)
+        scratch->insn_at_offset[scratch->insn_offsets[i]] = 0;
     return outcome;
 }
 

@@ -219,12 +219,10 @@ typedef struct fu_synth_scratch {
     uint32_t *naming;
     uint32_t naming_count;
     uint32_t insn_cap;
-    /* where instructions start (branch targets to instructions without a search), per 64 bytes of
-     * the function: a bit per byte (bit k % 64 of insn_starts[k / 64] for offset k), and how many
-     * instructions start before them */
-    uint64_t *insn_starts;
-    uint32_t *starts_before;
-    uint32_t start_words_cap;
+    /* per byte of the function: 1 + the index of the instruction starting there, else 0 (branch
+     * targets to instructions without a search); all zero between runs */
+    uint32_t *insn_at_offset;
+    uint32_t offset_cap;
     fu_synth_state *block_states;
     /* per block: the stack pointer of the path that showed the calls falling into it with another
      * one not to return (their fall-through edges are dropped from the restart on); unknown: none */
