@@ -601,12 +601,11 @@ static void tally(fde_check *c, uint32_t insn_count)
         const fu_x86_insn *insn = &insns[i];
         if (insn->kind != FU_X86_LEA) {
             /* targets inside the FDE name nothing new (the most, its own branches) */
-            uint64_t target = fu_x86_target(insn, c->start + sc->insn_offsets[i]);
-            if (insn->has_target && target - begin >= range)
-                note_code_address(c, target, insn->kind);
+            if (insn->has_target && insn->target - begin >= range)
+                note_code_address(c, insn->target, insn->kind);
         } else if (insn->source.kind == FU_X86_OPERAND_MEMORY && insn->source.reg == FU_X86_REG_RIP &&
                    insn->source.index == FU_X86_REG_NONE && !insn->source.segment) {
-            note_code_address(c, c->start + sc->insn_offsets[i] + insn->length + (uint64_t)(int64_t)insn->source.value,
+            note_code_address(c, c->start + sc->insn_offsets[i] + insn->length + (uint64_t)insn->source.value,
                               FU_X86_LEA);
         }
     }

@@ -380,40 +380,31 @@ typedef struct synth_run {
     synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
 } synth_run;
 
-/* An operand's value (a wide one read from the function's code, where the instruction ends at
- * `next_address`). */
-STEP_INLINE int64_t operand_value(const synth_run *run, const fu_x86_operand *o, uint64_t next_address)
-{
-    return fu_x86_operand_value(o, run->function->code + (next_address - run->function->start));
-}
-
-STEP_INLINE fu_synth_value address_of(const synth_run *run, const fu_synth_state *s, const fu_x86_operand *m,
-                                      uint64_t next_address)
+STEP_INLINE fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *m, uint64_t next_address)
 {
     if (m->kind != FU_X86_OPERAND_MEMORY || m->segment || m->index != FU_X86_REG_NONE || m->untracked_address)
         return unknown_value;
     if (m->reg == FU_X86_REG_RIP)
-        return make_value(FU_VALUE_CONSTANT, 0, (int64_t)(next_address + (uint64_t)(int64_t)m->value));
+        return make_value(FU_VALUE_CONSTANT, 0, (int64_t)(next_address + (uint64_t)m->value));
     if (m->reg >= FU_X86_GPR_COUNT)
-        return m->reg == FU_X86_REG_NONE ? make_value(FU_VALUE_CONSTANT, 0, operand_value(run, m, next_address))
-                                         : unknown_value;
+        return m->reg == FU_X86_REG_NONE ? make_value(FU_VALUE_CONSTANT, 0, m->value) : unknown_value;
     return fu_synth_value_add(s->regs[m->reg], m->value);
 }
 
 /* The value of a source operand of `width` bytes. */
-STEP_INLINE fu_synth_value source_value(const synth_run *run, const fu_synth_state *s, const fu_x86_operand *o,
-                                        unsigned width, uint64_t next_address)
+STEP_INLINE fu_synth_value source_value(const fu_synth_state *s, const fu_x86_operand *o, unsigned width,
+                                        uint64_t next_address)
 {
     switch (o->kind) {
     case FU_X86_OPERAND_REGISTER:
         return width == 8 && o->width == 8 ? s->regs[o->reg] : unknown_value;
     case FU_X86_OPERAND_IMMEDIATE:
-        return make_value(FU_VALUE_CONSTANT, 0, operand_value(run, o, next_address));
+        return make_value(FU_VALUE_CONSTANT, 0, o->value);
     case FU_X86_OPERAND_MEMORY:
         if (o->sign_extends && o->width == 4 && !o->segment && o->index != FU_X86_REG_NONE && o->scale == 4 &&
             o->value == 0 && o->reg < FU_X86_GPR_COUNT && s->regs[o->reg].kind == FU_VALUE_CONSTANT)
             return make_value(FU_VALUE_TABLE_ENTRY, 0, s->regs[o->reg].offset); /* movslq (T,idx,4) */
-        return slot_load(s, address_of(run, s, o, next_address), o->width);
+        return slot_load(s, address_of(s, o, next_address), o->width);
     default:
         return unknown_value;
     }
@@ -436,11 +427,11 @@ static fu_synth_value table_target(fu_synth_value a, fu_synth_value b)
     return target;
 }
 
-static bool clobber(const synth_run *run, fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_address)
+static bool clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_address)
 {
     /* the address and count from the registers before the instruction writes them (`stos`: rdi, rcx) */
-    bool changed = insn->stores && store_to(s, address_of(run, s, &insn->dest, next_address), insn->dest.width,
-                                            insn->repeats, unknown_value, false);
+    bool changed = insn->stores &&
+                   store_to(s, address_of(s, &insn->dest, next_address), insn->dest.width, insn->repeats, unknown_value, false);
     for (unsigned m = insn->writes; m; m &= m - 1)
         s->regs[__builtin_ctz(m)] = unknown_value;
     return changed;
@@ -485,19 +476,18 @@ static uint16_t scan_callee(synth_run *run, uint64_t target)
             writes |= insn.writes;
             bool path_ends = insn.kind == FU_X86_RET || insn.kind == FU_X86_TRAP || insn.kind == FU_X86_JMP;
             if ((insn.kind == FU_X86_JMP || insn.kind == FU_X86_JCC || insn.kind == FU_X86_CALL) &&
-                !fu_x86_is_get_pc(&insn)) {
+                !fu_x86_is_get_pc(&insn, address)) {
                 if (!insn.has_target)
                     return every;
-                uint64_t branch_target = fu_x86_target(&insn, address);
-                if (insn.kind == FU_X86_CALL && is_noreturn(f, branch_target))
+                if (insn.kind == FU_X86_CALL && is_noreturn(f, insn.target))
                     path_ends = true;
                 bool known = false;
                 for (unsigned k = 0; k < start_count && !known; k++)
-                    known = starts[k] == branch_target;
+                    known = starts[k] == insn.target;
                 if (!known) {
                     if (start_count == FU_SYNTH_MAX_CALLEE_PATHS)
                         return every;
-                    starts[start_count++] = branch_target;
+                    starts[start_count++] = insn.target;
                 }
             }
             if (path_ends)
@@ -529,7 +519,7 @@ static uint16_t callee_writes(synth_run *run, uint64_t target)
  * their helpers), if the callee's code never writes them. Other values are dropped as the psABI
  * allows: only the CFA is worth the scan, and compilers' code (a local's address passed in rdi,
  * frames kept in rbp) never asks for it. */
-static uint16_t kept_across_call(synth_run *run, const fu_synth_state *s, const fu_x86_insn *insn, uint64_t address)
+static uint16_t kept_across_call(synth_run *run, const fu_synth_state *s, const fu_x86_insn *insn)
 {
     if (s->regs[FU_REG_RSP].kind == FU_VALUE_ENTRY_STACK)
         return 0; /* most calls: rsp gives the CFA after the call */
@@ -543,7 +533,7 @@ static uint16_t kept_across_call(synth_run *run, const fu_synth_state *s, const 
     }
     if (!addresses || !insn->has_target)
         return 0;
-    return addresses & (uint16_t)~callee_writes(run, fu_x86_target(insn, address));
+    return addresses & (uint16_t)~callee_writes(run, insn->target);
 }
 
 static bool is_callee_saved(unsigned reg)
@@ -562,7 +552,7 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
     switch (insn->kind) {
     case FU_X86_PUSH: {
         unsigned width = source->width ? source->width : 8;
-        fu_synth_value v = source_value(run, s, source, width, next);
+        fu_synth_value v = source_value(s, source, width, next);
         *rsp = fu_synth_value_add(*rsp, -(int64_t)width);
         return slot_store(s, *rsp, width, v, source->kind == FU_X86_OPERAND_REGISTER && is_callee_saved(source->reg));
     }
@@ -573,7 +563,7 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
         if (dest->kind == FU_X86_OPERAND_REGISTER)
             s->regs[dest->reg] = width == 8 ? v : unknown_value;
         else if (dest->kind == FU_X86_OPERAND_MEMORY) /* its address computed with rsp already raised (SDM) */
-            return store_to(s, address_of(run, s, dest, next), width, false, v, false);
+            return store_to(s, address_of(s, dest, next), width, false, v, false);
         return false;
     }
     case FU_X86_LEAVE:
@@ -594,14 +584,14 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
     }
     case FU_X86_MOV:
         if (dest_is_reg64) {
-            s->regs[dest->reg] = source_value(run, s, source, 8, next);
+            s->regs[dest->reg] = source_value(s, source, 8, next);
             return false;
         }
         if (dest->kind == FU_X86_OPERAND_MEMORY) {
             unsigned width = dest->width ? dest->width : 8;
-            fu_synth_value v = source_value(run, s, source, width, next);
+            fu_synth_value v = source_value(s, source, width, next);
             bool record = width == 8 && source->kind == FU_X86_OPERAND_REGISTER && is_callee_saved(source->reg);
-            return store_to(s, address_of(run, s, dest, next), width, false, v, record);
+            return store_to(s, address_of(s, dest, next), width, false, v, record);
         }
         /* a 32-bit immediate zero-extends: a count for `rep` stores (`mov $N,%ecx; rep stos`) */
         if (dest->kind == FU_X86_OPERAND_REGISTER && dest->width == 4 && source->kind == FU_X86_OPERAND_IMMEDIATE) {
@@ -617,7 +607,7 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
                 s->regs[dest->reg] = table_target(s->regs[source->reg], s->regs[source->index]);
                 return false;
             }
-            s->regs[dest->reg] = address_of(run, s, source, next);
+            s->regs[dest->reg] = address_of(s, source, next);
             return false;
         }
         break;
@@ -662,11 +652,11 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
         }
         break;
     case FU_X86_CALL:
-        if (fu_x86_is_get_pc(insn)) {
+        if (fu_x86_is_get_pc(insn, address)) {
             *rsp = fu_synth_value_add(*rsp, -8);
             return slot_store(s, *rsp, 8, make_value(FU_VALUE_CONSTANT, 0, (int64_t)next), false);
         }
-        return clobber_for_call(s, kept_across_call(run, s, insn, address));
+        return clobber_for_call(s, kept_across_call(run, s, insn));
     case FU_X86_CMP: /* only the flags */
         return false;
     case FU_X86_JMP: case FU_X86_JCC: case FU_X86_RET: case FU_X86_TRAP: case FU_X86_INVALID:
@@ -674,7 +664,7 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
     default:
         break;
     }
-    return clobber(run, s, insn, next);
+    return clobber(s, insn, next);
 }
 
 /* ---- the control-flow graph ------------------------------------------------------------------- */
@@ -1229,7 +1219,7 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
                 if (tb == -2) {
                     snprintf(run->reason, FU_SYNTH_REASON_MAX,
                              "the branch at 0x%llx goes into the middle of the instruction at 0x%llx",
-                             (unsigned long long)address, (unsigned long long)fu_x86_target(insn, address));
+                             (unsigned long long)address, (unsigned long long)insn->target);
                     return false;
                 }
                 if (tb >= 0 && !merge(run, (uint32_t)tb, &s, &judged, EDGE_BRANCH, queue_len))
@@ -1255,11 +1245,11 @@ static bool walk_block(synth_run *run, uint32_t b, uint32_t *queue_len, uint64_t
             falls_through = insn->kind == FU_X86_JCC;
             break;
         case FU_X86_CALL:
-            if (fu_x86_is_get_pc(insn))
+            if (fu_x86_is_get_pc(insn, address))
                 break;
             if (!merge_landing_pad(run, address, address + insn->length, &s, &judged, queue_len))
                 return false;
-            if (insn->has_target && is_noreturn(f, fu_x86_target(insn, address)))
+            if (insn->has_target && is_noreturn(f, insn->target))
                 falls_through = false;
             fallthrough_edge = EDGE_CALL_FALLTHROUGH;
             break;
@@ -1369,7 +1359,7 @@ static bool fixpoint(synth_run *run, bool first)
         /* every direct branch target inside the range starts a block */
         for (uint32_t k = 0; k < run->direct_branch_count; k++) {
             uint32_t i = sc->direct_branches[k];
-            int64_t t = insn_index_at(run, fu_x86_target(&sc->insns[i], insn_address(run, i)));
+            int64_t t = insn_index_at(run, sc->insns[i].target);
             int64_t b = t >= 0 ? block_at(run, (uint32_t)t) : t;
             if (t >= 0 && b < 0)
                 return false;
@@ -1428,7 +1418,7 @@ static uint16_t written_caller_saved(const synth_run *run)
     for (uint32_t i = 0; i < run->insn_count; i++) {
         const fu_x86_insn *insn = &sc->insns[i];
         if (sc->walked[i])
-            written |= insn->kind == FU_X86_CALL && !fu_x86_is_get_pc(insn) ? CALLER_SAVED_MASK
+            written |= insn->kind == FU_X86_CALL && !fu_x86_is_get_pc(insn, insn_address(run, i)) ? CALLER_SAVED_MASK
                                                                                                   : insn->writes;
     }
     return written & CALLER_SAVED_MASK;
@@ -1542,7 +1532,7 @@ static fu_synth_outcome interpret(synth_run *run, fu_synth_visit visit, void *co
             live = false;
             break;
         case FU_X86_CALL:
-            if (insn->has_target && is_noreturn(function, fu_x86_target(insn, address)))
+            if (insn->has_target && is_noreturn(function, insn->target))
                 live = false;
             break;
         default:

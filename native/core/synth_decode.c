@@ -30,24 +30,7 @@ static uint8_t decode_gpr(ZydisRegister reg)
     return fu_x86_dwarf_of_encoding[wide - ZYDIS_REGISTER_RAX];
 }
 
-/* `out`'s value: 32 bits, or wide when it is the instruction's last 8 bytes (movabs's imm64, a
- * moffs64 address). Any other value beyond 32 bits (none in real code: a 67-prefixed moffs32, an
- * imm32 Zydis does not sign-extend) makes the operand one the summary does not hold (OTHER):
- * unknown to the interpreter, never a wrong constant. */
-static void set_value(fu_x86_operand *out, int64_t value, const uint8_t *code, unsigned length)
-{
-    out->value = (int32_t)value;
-    if (value == out->value)
-        return;
-    out->wide = length >= 8;
-    if (!out->wide || fu_x86_operand_value(out, code + length) != value) {
-        out->wide = false;
-        out->kind = FU_X86_OPERAND_OTHER;
-    }
-}
-
-static void decode_operand(const ZydisDecodedInstruction *zi, const ZydisDecodedOperand *operand, const uint8_t *code,
-                           fu_x86_operand *out)
+static void decode_operand(const ZydisDecodedInstruction *zi, const ZydisDecodedOperand *operand, fu_x86_operand *out)
 {
     memset(out, 0, sizeof *out);
     out->reg = out->index = FU_X86_REG_NONE;
@@ -62,14 +45,14 @@ static void decode_operand(const ZydisDecodedInstruction *zi, const ZydisDecoded
         out->reg = decode_gpr(operand->mem.base);
         out->index = decode_gpr(operand->mem.index);
         out->scale = operand->mem.scale;
-        set_value(out, operand->mem.disp.value, code, zi->length);
+        out->value = operand->mem.disp.value;
         out->segment = operand->mem.segment == ZYDIS_REGISTER_FS || operand->mem.segment == ZYDIS_REGISTER_GS;
         out->untracked_address = zi->address_width != 64 ||
                                  (operand->mem.index != ZYDIS_REGISTER_NONE && out->index == FU_X86_REG_NONE);
         break;
     case ZYDIS_OPERAND_TYPE_IMMEDIATE:
         out->kind = FU_X86_OPERAND_IMMEDIATE;
-        set_value(out, operand->imm.is_signed ? operand->imm.value.s : (int64_t)operand->imm.value.u, code, zi->length);
+        out->value = operand->imm.is_signed ? operand->imm.value.s : (int64_t)operand->imm.value.u;
         break;
     default:
         out->kind = FU_X86_OPERAND_OTHER;
@@ -113,7 +96,7 @@ void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, siz
             (op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
             (op->visibility == ZYDIS_OPERAND_VISIBILITY_EXPLICIT || decode_gpr(op->mem.base) != FU_REG_RSP)) {
             insn->stores = true;
-            decode_operand(&zi, op, code, &insn->dest);
+            decode_operand(&zi, op, &insn->dest);
             insn->repeats = op->visibility != ZYDIS_OPERAND_VISIBILITY_EXPLICIT &&
                             (zi.attributes & ZYDIS_ATTRIB_HAS_REP);
             if (writes_machine_sized_area(zi.mnemonic))
@@ -129,16 +112,12 @@ void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, siz
                      : zi.meta.category == ZYDIS_CATEGORY_COND_BR ? FU_X86_JCC : FU_X86_JMP;
         if (visible >= 1 && operands[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && operands[0].imm.is_relative) {
             ZyanU64 target;
-            int64_t displacement = 0;
-            if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&zi, &operands[0], address, &target)))
-                displacement = (int64_t)(target - (address + zi.length));
-            /* a target no rel32 reaches (a 16-bit branch's, cut to 16 bits) is no branch compilers emit */
-            insn->has_target = displacement == (int32_t)displacement;
-            insn->source.value = (int32_t)displacement;
-            if (!insn->has_target)
-                insn->kind = FU_X86_INVALID;
+            if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&zi, &operands[0], address, &target))) {
+                insn->has_target = true;
+                insn->target = target;
+            }
         } else if (visible >= 1) {
-            decode_operand(&zi, &operands[0], code, &insn->source);
+            decode_operand(&zi, &operands[0], &insn->source);
         }
         if (insn->kind == FU_X86_JCC && !insn->has_target)
             insn->kind = FU_X86_INVALID; /* far or malformed: nothing the compilers emit */
@@ -160,13 +139,13 @@ void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, siz
         return;
     case ZYDIS_MNEMONIC_PUSH:
         insn->kind = FU_X86_PUSH;
-        decode_operand(&zi, &operands[0], code, &insn->source);
+        decode_operand(&zi, &operands[0], &insn->source);
         insn->source.width = (uint8_t)(zi.operand_width / 8);
         insn->stores = false;
         return;
     case ZYDIS_MNEMONIC_POP:
         insn->kind = FU_X86_POP;
-        decode_operand(&zi, &operands[0], code, &insn->dest);
+        decode_operand(&zi, &operands[0], &insn->dest);
         insn->dest.width = (uint8_t)(zi.operand_width / 8);
         insn->stores = false;
         return;
@@ -175,8 +154,8 @@ void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, siz
         return;
     case ZYDIS_MNEMONIC_ENTER:
         insn->kind = FU_X86_ENTER;
-        decode_operand(&zi, &operands[0], code, &insn->source);
-        decode_operand(&zi, &operands[1], code, &insn->dest); /* the nesting level, an immediate */
+        decode_operand(&zi, &operands[0], &insn->source);
+        decode_operand(&zi, &operands[1], &insn->dest); /* the nesting level, an immediate */
         return;
     case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_MOVSXD: case ZYDIS_MNEMONIC_MOVZX: case ZYDIS_MNEMONIC_LEA:
     case ZYDIS_MNEMONIC_ADD:
@@ -189,8 +168,8 @@ void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, siz
                      : zi.mnemonic == ZYDIS_MNEMONIC_AND ? FU_X86_AND
                      : zi.mnemonic == ZYDIS_MNEMONIC_XCHG ? FU_X86_XCHG
                      : zi.mnemonic == ZYDIS_MNEMONIC_CMP ? FU_X86_CMP : FU_X86_MOV;
-        decode_operand(&zi, &operands[0], code, &insn->dest);
-        decode_operand(&zi, &operands[1], code, &insn->source);
+        decode_operand(&zi, &operands[0], &insn->dest);
+        decode_operand(&zi, &operands[1], &insn->source);
         insn->source.sign_extends = zi.mnemonic == ZYDIS_MNEMONIC_MOVSXD;
         return;
     default:
@@ -211,7 +190,7 @@ static bool describe_operand_difference(const char *name, const fu_x86_operand *
         {"kind", a->kind, b->kind},   {"reg", a->reg, b->reg},       {"index", a->index, b->index},
         {"scale", a->scale, b->scale}, {"width", a->width, b->width}, {"sign_extends", a->sign_extends, b->sign_extends},
         {"segment", a->segment, b->segment}, {"untracked_address", a->untracked_address, b->untracked_address},
-        {"wide", a->wide, b->wide}, {"value", a->value, b->value},
+        {"value", a->value, b->value},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (fields[i].a != fields[i].b) {
@@ -229,7 +208,7 @@ static bool describe_difference(const fu_x86_insn *a, const fu_x86_insn *b, char
         uint64_t a, b;
     } fields[] = {
         {"kind", a->kind, b->kind},         {"length", a->length, b->length},
-        {"has_target", a->has_target, b->has_target},
+        {"has_target", a->has_target, b->has_target}, {"target", a->target, b->target},
         {"stores", a->stores, b->stores},   {"is_nop", a->is_nop, b->is_nop},
         {"condition", a->condition, b->condition}, {"repeats", a->repeats, b->repeats},
         {"writes", a->writes, b->writes},
@@ -252,7 +231,7 @@ void fu_x86_compare_decoders(const fu_x86_decoder *decoder, const uint8_t *code,
         fu_x86_insn zydis, fast = fu_x86_insn_empty;
         fu_x86_decode_zydis(decoder, code + offset, size - offset, address + offset, &zydis);
         comparison->instructions++;
-        if (fu_x86_decode_fast(code + offset, size - offset, &fast)) {
+        if (fu_x86_decode_fast(code + offset, size - offset, address + offset, &fast)) {
             comparison->fast++;
             char difference[sizeof comparison->first_difference];
             bool differs = zydis.kind == FU_X86_INVALID

@@ -66,46 +66,25 @@ typedef struct fu_x86_operand {
     bool untracked_address : 1; /* memory not at base + index * scale + displacement of 64-bit
                                  * general-purpose registers: the 0x67 prefix truncates that to 32
                                  * bits; a vector index (scatter, gather) makes many addresses */
-    bool wide : 1;  /* the value does not fit `value`: it is the instruction's last 8 bytes (the
-                     * only values of x86-64 beyond 32 bits: movabs's imm64, a moffs64 address),
-                     * read by fu_x86_operand_value; `value` holds its low 32 bits */
-    int32_t value;  /* displacement, or immediate (sign-extended); a direct branch's `source`: its
-                     * target from the next instruction (fu_x86_target) */
+    int64_t value;  /* displacement, or immediate */
 } fu_x86_operand;
 
 typedef struct fu_x86_insn {
     uint8_t kind;    /* fu_x86_kind */
     uint8_t length;
     uint8_t condition; /* FU_X86_JCC: FU_X86_JUMP_IF_ABOVE, FU_X86_JUMP_IF_ABOVE_OR_EQUAL, or 0 */
-    bool has_target : 1; /* a direct branch or call: source.value is its displacement */
+    bool has_target : 1;
     bool stores : 1; /* FU_X86_OTHER: writes the memory of `dest`, explicit or hidden (`stos`, `movs`:
                       * [rdi]) */
     bool is_nop : 1; /* a nop (padding, alignment) */
     bool repeats : 1; /* a `rep` string store: `dest` (dest.width bytes) is written rcx times, upwards
                        * (the direction flag is clear, psABI §3.2.1) */
     uint16_t writes; /* every general-purpose register written, explicit or not, bit per DWARF number */
+    uint64_t target; /* direct branch or call target (svma) */
     fu_x86_operand dest, source;
 } fu_x86_insn;
-/* Written once per decoded instruction and read by every walk: two records a cache line (values
- * of 32 bits, the rare wider ones left in the code, and a branch's target relative). */
-_Static_assert(sizeof(fu_x86_insn) == 32, "the decoded-instruction record");
-
-/* A direct branch's or call's target (has_target), the instruction being at `address`. */
-static inline uint64_t fu_x86_target(const fu_x86_insn *insn, uint64_t address)
-{
-    return address + insn->length + (uint64_t)(int64_t)insn->source.value;
-}
-
-/* An operand's value; `end` points just past the instruction's bytes, where a wide value ends. */
-static inline int64_t fu_x86_operand_value(const fu_x86_operand *o, const uint8_t *end)
-{
-    if (__builtin_expect(!o->wide, 1))
-        return o->value;
-    uint64_t v = 0;
-    for (unsigned i = 0; i < 8; i++)
-        v |= (uint64_t)(end - 8)[i] << (8 * i);
-    return (int64_t)v;
-}
+/* Written once per decoded instruction and read by every walk: kept small (the bitfields). */
+_Static_assert(sizeof(fu_x86_insn) == 48, "the decoded-instruction record");
 
 /* The unsigned conditions that bound a jump table's index (`ja`/`jae` to the default case). */
 enum { FU_X86_JUMP_IF_ABOVE = 1, FU_X86_JUMP_IF_ABOVE_OR_EQUAL = 2 };
@@ -132,7 +111,7 @@ void fu_x86_decode_zydis(const fu_x86_decoder *decoder, const uint8_t *code, siz
  * and switch (its speed beside Zydis's: docs/BENCHMARKS.md, issue 23's check section). `insn`
  * must hold fu_x86_insn_empty; true when it is filled with exactly what fu_x86_decode_zydis gives;
  * false (insn partly written) for anything it does not know exactly, or bytes cut off. */
-bool fu_x86_decode_fast(const uint8_t *code, size_t size, fu_x86_insn *insn);
+bool fu_x86_decode_fast(const uint8_t *code, size_t size, uint64_t address, fu_x86_insn *insn);
 
 /* The fast path held to Zydis over a run of bytes (the differential test): decoded linearly by Zydis
  * (bytes that do not decode are stepped over one at a time), every instruction is also given to
@@ -151,9 +130,9 @@ void fu_x86_compare_decoders(const fu_x86_decoder *decoder, const uint8_t *code,
 
 /* A call to the instruction right after it (`call 1f; 1: pop %reg`, how position-independent 32-bit
  * code reads its address): it pushes that address and has no callee. */
-static inline bool fu_x86_is_get_pc(const fu_x86_insn *insn)
+static inline bool fu_x86_is_get_pc(const fu_x86_insn *insn, uint64_t address)
 {
-    return insn->kind == FU_X86_CALL && insn->has_target && insn->source.value == 0;
+    return insn->kind == FU_X86_CALL && insn->has_target && insn->target == address + insn->length;
 }
 
 /* An instruction summary with nothing in it (no operands: registers FU_X86_REG_NONE). */

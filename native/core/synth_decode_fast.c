@@ -82,13 +82,13 @@ static inline __attribute__((always_inline)) void set_register(fu_x86_operand *o
     o->width = (uint16_t)width;
 }
 
-/* An immediate of `width` bytes as encoded (Zydis's operand size for it), of at most 32 bits. */
+/* An immediate of `width` bytes as encoded (Zydis's operand size for it). */
 static inline __attribute__((always_inline)) void set_immediate(fu_x86_operand *o, int64_t value, unsigned width)
 {
     o->kind = FU_X86_OPERAND_IMMEDIATE;
     o->reg = o->index = FU_X86_REG_NONE;
     o->width = (uint16_t)width;
-    o->value = (int32_t)value;
+    o->value = value;
 }
 
 /* ModRM (and SIB, displacement) into `rm`, an operand of `width` bytes; d->reg_field gets ModRM.reg.
@@ -162,13 +162,14 @@ static inline __attribute__((always_inline)) void arithmetic(fu_x86_insn *insn, 
     }
 }
 
-static inline __attribute__((always_inline)) bool direct_branch(fast_decoding *d, fu_x86_insn *insn, unsigned kind, unsigned bytes)
+static inline __attribute__((always_inline)) bool direct_branch(fast_decoding *d, fu_x86_insn *insn, uint64_t address, unsigned kind, unsigned bytes)
 {
     if (d->rex || (d->prefixes & PREFIX_OPERAND_SIZE))
         return false;
-    insn->source.value = (int32_t)read_signed(d, bytes);
+    int64_t displacement = read_signed(d, bytes);
     insn->kind = (uint8_t)kind;
     insn->has_target = true;
+    insn->target = address + d->position + (uint64_t)displacement;
     if (kind == FU_X86_CALL)
         insn->writes = rsp_bit;
     return true;
@@ -176,7 +177,7 @@ static inline __attribute__((always_inline)) bool direct_branch(fast_decoding *d
 
 /* The 0F map: jcc rel32, cmovcc, setcc, movzx/movsx, imul, bit tests, double shifts, bswap, nops,
  * endbr64, ud2 and the common SSE moves; false for the rest. */
-static inline __attribute__((always_inline)) bool decode_two_byte(fast_decoding *d, fu_x86_insn *insn)
+static inline __attribute__((always_inline)) bool decode_two_byte(fast_decoding *d, fu_x86_insn *insn, uint64_t address)
 {
     uint8_t opcode = read_u8(d);
     unsigned width = d->operand_width;
@@ -208,7 +209,7 @@ static inline __attribute__((always_inline)) bool decode_two_byte(fast_decoding 
         if (mandatory)
             return false;
         insn->condition = opcode == 0x87 ? FU_X86_JUMP_IF_ABOVE : opcode == 0x83 ? FU_X86_JUMP_IF_ABOVE_OR_EQUAL : 0;
-        return direct_branch(d, insn, FU_X86_JCC, 4);
+        return direct_branch(d, insn, address, FU_X86_JCC, 4);
     }
     /* the SSE moves and logic of vector registers: no general-purpose register written; the store
      * forms write memory of the vector's width */
@@ -340,7 +341,7 @@ static inline __attribute__((always_inline)) unsigned immediate_bytes_of(unsigne
     return width == 8 ? 4 : width;
 }
 
-static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding *d, uint8_t opcode, fu_x86_insn *insn)
+static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding *d, uint8_t opcode, fu_x86_insn *insn, uint64_t address)
 {
     unsigned width = d->operand_width;
     fu_x86_operand rm = {0}, reg = {0};
@@ -385,14 +386,13 @@ static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding 
         return true;
     case 0x70 ... 0x7f:
         insn->condition = opcode == 0x77 ? FU_X86_JUMP_IF_ABOVE : opcode == 0x73 ? FU_X86_JUMP_IF_ABOVE_OR_EQUAL : 0;
-        return direct_branch(d, insn, FU_X86_JCC, 1);
+        return direct_branch(d, insn, address, FU_X86_JCC, 1);
     case 0xb0 ... 0xbf: { /* mov r, imm (imm64 with REX.W) */
         unsigned operand_width = opcode < 0xb8 ? 1 : width;
         int64_t value = read_signed(d, operand_width);
         insn->kind = FU_X86_MOV;
         set_register(&insn->dest, (opcode & 7u) | (d->rex & REX_B ? 8u : 0u), operand_width, d->rex);
         set_immediate(&insn->source, value, operand_width);
-        insn->source.wide = value != (int32_t)value; /* movabs: the imm64 ends the instruction */
         written(insn, &insn->dest);
         return true;
     }
@@ -500,11 +500,11 @@ static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding 
         insn->kind = FU_X86_TRAP;
         return true;
     case 0xe8:
-        return direct_branch(d, insn, FU_X86_CALL, 4);
+        return direct_branch(d, insn, address, FU_X86_CALL, 4);
     case 0xe9:
-        return direct_branch(d, insn, FU_X86_JMP, 4);
+        return direct_branch(d, insn, address, FU_X86_JMP, 4);
     case 0xeb:
-        return direct_branch(d, insn, FU_X86_JMP, 1);
+        return direct_branch(d, insn, address, FU_X86_JMP, 1);
     case 0xf6: case 0xf7: { /* group 3: test imm, -, not, neg, mul, imul, div, idiv */
         unsigned operand_width = opcode == 0xf6 ? 1 : width;
         read_modrm(d, &rm, operand_width);
@@ -553,7 +553,7 @@ static inline __attribute__((always_inline)) bool decode_one_byte(fast_decoding 
  * `code` has FAST_READ_SLACK readable bytes; the instruction may take `available` of them. */
 static inline __attribute__((always_inline)) bool decode_after_prefixes(const uint8_t *code, size_t position,
                                                                         uint8_t prefixes, size_t available,
-                                                                        fu_x86_insn *insn)
+                                                                        uint64_t address, fu_x86_insn *insn)
 {
     fast_decoding d = {.code = code, .position = position, .prefixes = prefixes};
     uint8_t byte = read_u8(&d);
@@ -564,7 +564,7 @@ static inline __attribute__((always_inline)) bool decode_after_prefixes(const ui
             return false;
     }
     d.operand_width = d.rex & REX_W ? 8 : d.prefixes & PREFIX_OPERAND_SIZE ? 2 : 4;
-    bool known = byte == 0x0f ? decode_two_byte(&d, insn) : decode_one_byte(&d, byte, insn);
+    bool known = byte == 0x0f ? decode_two_byte(&d, insn, address) : decode_one_byte(&d, byte, insn, address);
     if (!known || d.position > available) /* not known, or longer than the bytes or the limit */
         return false;
     insn->length = (uint8_t)d.position;
@@ -574,7 +574,8 @@ static inline __attribute__((always_inline)) bool decode_after_prefixes(const ui
 /* An instruction that may start with legacy prefixes (3% of libLLVM-14's instructions), each group
  * at most once except 66 (gcc's `data16` nops repeat it), within FU_X86_MAX_INSN_LENGTH bytes: kept
  * apart so that the unprefixed decoding, the common one, is compiled knowing it has none. */
-static __attribute__((noinline)) bool decode_prefixed(const uint8_t *code, size_t available, fu_x86_insn *insn)
+static __attribute__((noinline)) bool decode_prefixed(const uint8_t *code, size_t available, uint64_t address,
+                                                      fu_x86_insn *insn)
 {
     size_t position = 0;
     uint8_t prefixes = 0;
@@ -587,36 +588,38 @@ static __attribute__((noinline)) bool decode_prefixed(const uint8_t *code, size_
         prefixes |= prefix;
         position++;
     }
-    return decode_after_prefixes(code, position, prefixes, available, insn);
+    return decode_after_prefixes(code, position, prefixes, available, address, insn);
 }
 
 /* The end of the code (fewer than FAST_READ_SLACK bytes left): a zero-padded copy decoded, kept out
  * of the hot path so that its buffer does not weigh on every decoding. */
-static __attribute__((noinline)) bool decode_near_end(const uint8_t *code, size_t size, fu_x86_insn *insn)
+static __attribute__((noinline)) bool decode_near_end(const uint8_t *code, size_t size, uint64_t address,
+                                                      fu_x86_insn *insn)
 {
     uint8_t padded[FAST_READ_SLACK] = {0};
     memcpy(padded, code, size);
-    return decode_prefixed(padded, size < FU_X86_MAX_INSN_LENGTH ? size : FU_X86_MAX_INSN_LENGTH, insn);
+    return decode_prefixed(padded, size < FU_X86_MAX_INSN_LENGTH ? size : FU_X86_MAX_INSN_LENGTH, address, insn);
 }
 
-static inline __attribute__((always_inline)) bool decode_fast(const uint8_t *code, size_t size, fu_x86_insn *insn)
+static inline __attribute__((always_inline)) bool decode_fast(const uint8_t *code, size_t size, uint64_t address,
+                                                              fu_x86_insn *insn)
 {
     if (__builtin_expect(size < FAST_READ_SLACK, 0))
-        return decode_near_end(code, size, insn);
+        return decode_near_end(code, size, address, insn);
     if (__builtin_expect(is_legacy_prefix[code[0]], 0))
-        return decode_prefixed(code, FU_X86_MAX_INSN_LENGTH, insn);
-    return decode_after_prefixes(code, 0, 0, FU_X86_MAX_INSN_LENGTH, insn);
+        return decode_prefixed(code, FU_X86_MAX_INSN_LENGTH, address, insn);
+    return decode_after_prefixes(code, 0, 0, FU_X86_MAX_INSN_LENGTH, address, insn);
 }
 
-bool fu_x86_decode_fast(const uint8_t *code, size_t size, fu_x86_insn *insn)
+bool fu_x86_decode_fast(const uint8_t *code, size_t size, uint64_t address, fu_x86_insn *insn)
 {
-    return decode_fast(code, size, insn);
+    return decode_fast(code, size, address, insn);
 }
 
 void fu_x86_decode(const fu_x86_decoder *decoder, const uint8_t *code, size_t size, uint64_t address,
                    fu_x86_insn *insn)
 {
     *insn = fu_x86_insn_empty;
-    if (!decode_fast(code, size, insn))
+    if (!decode_fast(code, size, address, insn))
         fu_x86_decode_zydis(decoder, code, size, address, insn);
 }

@@ -210,12 +210,12 @@ static void note_target(collector *c, uint64_t address, const fu_x86_insn *insn,
 {
     uint64_t target;
     if (insn->kind == FU_X86_CALL && insn->has_target)
-        target = fu_x86_target(insn, address);
+        target = insn->target;
     else if ((insn->kind == FU_X86_JMP || insn->kind == FU_X86_JCC) && insn->has_target && entry_row(state))
-        target = fu_x86_target(insn, address);
+        target = insn->target;
     else if (insn->kind == FU_X86_LEA && insn->source.kind == FU_X86_OPERAND_MEMORY &&
              insn->source.reg == FU_X86_REG_RIP && insn->source.index == FU_X86_REG_NONE && !insn->source.segment)
-        target = address + insn->length + (uint64_t)(int64_t)insn->source.value;
+        target = address + insn->length + (uint64_t)insn->source.value;
     else
         return;
     bool outside = target < c->start || target >= c->end;
