@@ -200,7 +200,7 @@ struct walk {
     __u64 regs[REGISTERS]; /* DWARF numbering; REG_RA holds the IP */
     __u32 known;           /* bit r: regs[r] is the caller's true value */
     __u32 process;
-    __u32 rule_cache_base; /* this CPU's part of rule_cache */
+    __u32 rule_cache_base; /* this CPU's first part in rule_caches */
     __u8 outcome;
     __u8 ip_is_return; /* look the IP up at IP - 1 (a return address) */
     __u8 done;
@@ -215,15 +215,29 @@ struct walk {
     struct memo memos[2];
 };
 
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+/* Each CPU's state is the one entry of a map of its own, in the outer map `walks` at the CPU's
+ * number (user space creates one per possible CPU: bpf_session.c): a map of at most
+ * FU_BPF_DIRECT_MAP_BYTES is kmalloc'd, in the kernel's direct map (large pages), where a per-CPU
+ * array's values are in the per-CPU allocator's vmalloc'd chunks (4 KiB pages, each a translation the
+ * profiled program evicts). The verifier inlines both lookups. */
+struct walk_state {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
     __uint(max_entries, 1);
-    __type(key, __u32);
-    __type(value, struct walk);
-} scratch SEC(".maps");
+    __uint(key_size, sizeof(__u32));
+    __uint(value_size, sizeof(struct walk)); /* by size: clang leaves an inner map's value struct a forward declaration in BTF */
+};
 
-/* The rule found for (module, generation, svma), direct-mapped, FU_BPF_RULE_CACHE per CPU: the outer
- * frames repeat from sample to sample. */
+_Static_assert(sizeof(struct walk) <= FU_BPF_DIRECT_MAP_BYTES, "a CPU's walk state is kmalloc'd whole");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+    __uint(max_entries, 1); /* user space sets one per possible CPU */
+    __type(key, __u32);
+    __array(values, struct walk_state);
+} walks SEC(".maps");
+
+/* The rule found for (module, generation, svma), direct-mapped: the outer frames repeat from sample
+ * to sample. */
 struct cached_rule {
     __u64 svma;
     __u32 module;
@@ -231,17 +245,35 @@ struct cached_rule {
     fu_bpf_rule rule;
 };
 
-struct {
+/* A CPU's rule cache is FU_BPF_RULE_CACHE_PARTS maps of its own, each kmalloc'd as the walk's state
+ * is, in the outer map `rule_caches` from the CPU's number times FU_BPF_RULE_CACHE_PARTS. */
+#define RULE_CACHE_PART_ENTRIES (FU_BPF_DIRECT_MAP_BYTES / sizeof(struct cached_rule))
+
+struct rule_cache_part {
     __uint(type, BPF_MAP_TYPE_ARRAY);
-    __uint(max_entries, FU_BPF_RULE_CACHE); /* user space sets FU_BPF_RULE_CACHE per possible CPU */
+    __uint(max_entries, RULE_CACHE_PART_ENTRIES);
+    __uint(key_size, sizeof(__u32));
+    __uint(value_size, sizeof(struct cached_rule));
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+    __uint(max_entries, FU_BPF_RULE_CACHE_PARTS); /* user space sets FU_BPF_RULE_CACHE_PARTS per possible CPU */
     __type(key, __u32);
-    __type(value, struct cached_rule);
-} rule_cache SEC(".maps");
+    __array(values, struct rule_cache_part);
+} rule_caches SEC(".maps");
+
+/* This CPU's state. */
+static __always_inline struct walk *this_cpu_walk(void)
+{
+    __u32 cpu = bpf_get_smp_processor_id(), zero = 0;
+    void *state = bpf_map_lookup_elem(&walks, &cpu);
+    return state ? bpf_map_lookup_elem(state, &zero) : NULL;
+}
 
 static __always_inline void count_n(__u32 counter, __u64 n)
 {
-    __u32 zero = 0;
-    struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+    struct walk *w = this_cpu_walk();
     if (w && counter < FU_BPF_COUNTER_COUNT)
         w->counters.count[counter] += n;
 }
@@ -382,10 +414,15 @@ static __always_inline long signal_step(struct walk *w)
     return w->regs[REG_RA] == 0 ? finish(w, FU_BPF_END) : 0;
 }
 
-/* The rule cache's entry of (module, svma) on this CPU. */
-static __always_inline __u32 rule_cache_index(const struct walk *w, __u64 svma, __u32 module_id)
+/* The rule cache's entry of (module, svma) on this CPU, or NULL: a hash's low bits choose the part,
+ * the next 16 its entry (scaled to the part's entries). */
+static __always_inline struct cached_rule *rule_cache_entry(const struct walk *w, __u64 svma, __u32 module_id)
 {
-    return w->rule_cache_base + (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (FU_BPF_RULE_CACHE - 1));
+    __u32 hash = (__u32)(svma ^ (svma >> 17) ^ ((__u64)module_id << 7));
+    __u32 part = w->rule_cache_base + hash % FU_BPF_RULE_CACHE_PARTS;
+    __u32 index = (__u32)(((hash / FU_BPF_RULE_CACHE_PARTS) & 0xffff) * RULE_CACHE_PART_ENTRIES >> 16);
+    void *cache = bpf_map_lookup_elem(&rule_caches, &part);
+    return cache ? bpf_map_lookup_elem(cache, &index) : NULL;
 }
 
 /* The rule of the frame at pc (frame n) from the process's mappings and the module's table into *rule
@@ -444,8 +481,7 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
     /* the rule of a PC this CPU walked recently (the outer frames repeat from sample to sample)
      * costs one line; else the slot of the PC's block: its rows' starts and packed rules in one line
      * (bpf_layout.c fu_bpf_find_rule) */
-    __u32 cache_index = rule_cache_index(w, svma, module_id);
-    struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
+    struct cached_rule *cached = rule_cache_entry(w, svma, module_id);
     if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
         *rule = cached->rule;
     } else {
@@ -610,8 +646,7 @@ static __always_inline long apply_rule(struct walk *w, const fu_bpf_rule *rule, 
 
 static long step(__u32 index, void *context)
 {
-    __u32 zero = 0;
-    struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+    struct walk *w = this_cpu_walk();
     if (!w)
         return 1;
     __u32 n = w->sample.stack.user_count;
@@ -683,8 +718,7 @@ static __always_inline void start_fetches(struct walk *w)
             continue;
         __u32 module_id = m->module;
         __u64 svma = pc - m->bias, base = w->recent_base_svma[i];
-        __u32 cache_index = rule_cache_index(w, svma, module_id);
-        const struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
+        const struct cached_rule *cached = rule_cache_entry(w, svma, module_id);
         if (cached)
             touch(cached);
         const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
@@ -751,18 +785,18 @@ int sample(struct bpf_perf_event_data *ctx)
     /* the thread and its process from the task's own fields (bpf_get_current_pid_tgid's values): a
      * helper call costs its cold kernel text at each sample */
     struct task_struct *task = bpf_get_current_task_btf();
-    __u32 tgid = task->tgid, zero = 0;
+    __u32 tgid = task->tgid;
     if (tgid == 0)
         return 0;
     __u64 entered = timing ? bpf_ktime_get_ns() : 0;
-    struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+    struct walk *w = this_cpu_walk();
     if (!w)
         return 0;
     count(FU_BPF_COUNTER_SAMPLES);
     __builtin_memset(&w->sample, 0, FU_BPF_SAMPLE_HEADER);
     w->sample.tid = task->pid;
     w->sample.cpu = bpf_get_smp_processor_id();
-    w->rule_cache_base = w->sample.cpu * FU_BPF_RULE_CACHE;
+    w->rule_cache_base = w->sample.cpu * FU_BPF_RULE_CACHE_PARTS;
     /* the command name as two 8-byte loads (the kernel keeps it NUL-padded): bpf_get_current_comm's
      * call (its cold text, its string copy) cost ~200 ns a sample at 999 Hz, ~470 at 99 Hz */
     __builtin_memcpy(w->sample.comm, task->comm, sizeof w->sample.comm);
