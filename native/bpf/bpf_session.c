@@ -31,13 +31,6 @@ typedef struct process_slot {
     uint32_t module_count;
 } process_slot;
 
-/* What an outer map's inner maps are (libbpf frees its definition of them at the load). */
-typedef struct inner_map_shape {
-    enum bpf_map_type type;
-    uint32_t key_size, value_size, max_entries;
-    char name[BPF_OBJ_NAME_LEN];
-} inner_map_shape;
-
 struct fu_bpf_session {
     struct fu_unwind *skel;
     struct bpf_link **links;
@@ -63,9 +56,6 @@ struct fu_bpf_session {
     uint32_t free_slots[FU_BPF_MAX_PROCESSES];
     uint32_t free_head, free_count;
     fu_bpf_process scratch;
-    inner_map_shape walk_state;
-    int *walk_states; /* each possible CPU's state (the inner maps of `walks`): its counters */
-    int cpus;
     uint64_t kernel[FU_BPF_KERNEL_MAX_FRAMES];
     struct ring_buffer *samples; /* the program's ring buffer, taken into `log` */
     fu_bpf_log log;
@@ -102,40 +92,6 @@ static int take_sample(void *context, void *data, size_t size)
     return fu_bpf_log_add(&s->log, data, size, &s->ring_err) == FU_OK ? 0 : -1;
 }
 
-static int inner_shape(const struct bpf_map *outer, inner_map_shape *out)
-{
-    const struct bpf_map *inner = bpf_map__inner_map((struct bpf_map *)outer);
-    if (!inner)
-        return -EINVAL;
-    *out = (inner_map_shape){bpf_map__type(inner), bpf_map__key_size(inner), bpf_map__value_size(inner),
-                             bpf_map__max_entries(inner), {0}};
-    snprintf(out->name, sizeof out->name, "%s", bpf_map__name(inner));
-    return 0;
-}
-
-/* Puts a new map of `shape` in each of the `count` entries of the loaded outer map, which holds them
- * (the program's per-CPU maps, each small enough to be kmalloc'd: bpf_layout.h
- * FU_BPF_DIRECT_MAP_BYTES); their fds go to `kept` (closed by the session's detach; -1 where none
- * was made), else are closed at once. 0 or a negative errno. */
-static int fill_outer_map(const struct bpf_map *outer, const inner_map_shape *shape, uint32_t count, int *kept)
-{
-    for (uint32_t i = 0; kept && i < count; i++)
-        kept[i] = -1;
-    for (uint32_t i = 0; i < count; i++) {
-        int fd = bpf_map_create(shape->type, shape->name, shape->key_size, shape->value_size, shape->max_entries, NULL);
-        if (fd < 0)
-            return -errno;
-        int e = bpf_map_update_elem(bpf_map__fd(outer), &i, &fd, BPF_ANY) ? -errno : 0;
-        if (kept && !e)
-            kept[i] = fd;
-        else
-            close(fd);
-        if (e)
-            return e;
-    }
-    return 0;
-}
-
 fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool timing, fu_error *err)
 {
     *out = NULL;
@@ -158,17 +114,15 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
     }
     s->skel->rodata->timing = timing;
     int e = bpf_map__set_max_entries(s->skel->maps.slots, slot_capacity);
-    s->cpus = libbpf_num_possible_cpus();
-    uint32_t cpus = s->cpus > 0 ? (uint32_t)s->cpus : 0;
+    int cpus = libbpf_num_possible_cpus();
+    uint32_t rule_cache_parts = cpus > 0 ? FU_BPF_RULE_CACHE_PARTS * (uint32_t)cpus : 0;
     if (!e)
-        e = s->cpus > 0 ? bpf_map__set_max_entries(s->skel->maps.walks, cpus) : s->cpus;
-    if (!e)
-        e = bpf_map__set_max_entries(s->skel->maps.rule_caches, FU_BPF_RULE_CACHE_PARTS * cpus);
-    inner_map_shape rule_cache_part;
-    if (!e)
-        e = inner_shape(s->skel->maps.walks, &s->walk_state);
-    if (!e)
-        e = inner_shape(s->skel->maps.rule_caches, &rule_cache_part);
+        e = cpus > 0 ? bpf_map__set_max_entries(s->skel->maps.rule_caches, rule_cache_parts) : cpus;
+    /* libbpf frees its definition of the inner maps at the load */
+    const struct bpf_map *part = bpf_map__inner_map(s->skel->maps.rule_caches);
+    uint32_t part_value_size = part ? bpf_map__value_size(part) : 0, part_entries = part ? bpf_map__max_entries(part) : 0;
+    if (!e && !part)
+        e = -EINVAL;
     if (e) {
         fu_bpf_session_close(s);
         return bpf_failed(err, "sizing the BPF maps", e);
@@ -178,17 +132,18 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
         fu_bpf_session_close(s);
         return bpf_failed(err, "loading the BPF unwinder (the verifier or the kernel refused it)", e);
     }
-    s->walk_states = malloc(cpus * sizeof *s->walk_states);
-    if (!s->walk_states) {
-        fu_bpf_session_close(s);
-        return fu_fail(err, FU_ERR_NOMEM, "out of memory");
-    }
-    e = fill_outer_map(s->skel->maps.walks, &s->walk_state, cpus, s->walk_states);
-    if (!e)
-        e = fill_outer_map(s->skel->maps.rule_caches, &rule_cache_part, FU_BPF_RULE_CACHE_PARTS * cpus, NULL);
-    if (e) {
-        fu_bpf_session_close(s);
-        return bpf_failed(err, "creating the per-CPU maps", e);
+    /* each CPU's rule cache parts: maps of their own, so that each is kmalloc'd (bpf_layout.h
+     * FU_BPF_DIRECT_MAP_BYTES); the outer map holds them, so their fds are closed at once */
+    for (uint32_t i = 0; i < rule_cache_parts; i++) {
+        int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fu_rule_cache", sizeof(uint32_t), part_value_size, part_entries,
+                                NULL);
+        e = fd < 0 ? -errno : bpf_map_update_elem(bpf_map__fd(s->skel->maps.rule_caches), &i, &fd, BPF_ANY) ? -errno : 0;
+        if (fd >= 0)
+            close(fd);
+        if (e) {
+            fu_bpf_session_close(s);
+            return bpf_failed(err, "creating the per-CPU rule caches", e);
+        }
     }
     s->samples = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), take_sample, s, NULL);
     if (!s->samples) {
@@ -499,27 +454,30 @@ const fu_bpf_log *fu_bpf_session_log(const fu_bpf_session *s)
 
 fu_status fu_bpf_session_counters(fu_bpf_session *s, uint64_t *out, fu_error *err)
 {
-    /* each CPU's state begins with its counters (bpf_layout.h) */
-    size_t size = s->walk_state.value_size;
-    if (size < sizeof(fu_bpf_cpu_counters))
+    int cpus = libbpf_num_possible_cpus();
+    if (cpus <= 0)
+        return bpf_failed(err, "counting the CPUs", cpus);
+    /* each CPU's state, rounded up to 8 bytes, begins with its counters (bpf_layout.h) */
+    size_t stride = ((size_t)bpf_map__value_size(s->skel->maps.scratch) + 7) & ~(size_t)7;
+    if (stride < sizeof(fu_bpf_cpu_counters))
         return fu_fail(err, FU_ERR_INVALID, "the program's per-CPU state is smaller than its counters");
-    char *state = malloc(size);
-    if (!state)
+    char *per_cpu = calloc((size_t)cpus, stride);
+    if (!per_cpu)
         return fu_fail(err, FU_ERR_NOMEM, "out of memory");
-    memset(out, 0, FU_BPF_COUNTER_COUNT * sizeof *out);
     uint32_t zero = 0;
-    for (int c = 0; c < s->cpus; c++) {
-        if (bpf_map_lookup_elem(s->walk_states[c], &zero, state)) {
-            int e = errno;
-            free(state);
-            return bpf_failed(err, "reading the counters", e);
-        }
+    int e = bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.scratch), &zero, per_cpu);
+    if (e) {
+        free(per_cpu);
+        return bpf_failed(err, "reading the counters", e);
+    }
+    memset(out, 0, FU_BPF_COUNTER_COUNT * sizeof *out);
+    for (int c = 0; c < cpus; c++) {
         fu_bpf_cpu_counters counters;
-        memcpy(&counters, state, sizeof counters);
+        memcpy(&counters, per_cpu + (size_t)c * stride, sizeof counters);
         for (uint32_t i = 0; i < FU_BPF_COUNTER_COUNT; i++)
             out[i] += counters.count[i];
     }
-    free(state);
+    free(per_cpu);
     return FU_OK;
 }
 
@@ -576,11 +534,6 @@ void fu_bpf_session_detach(fu_bpf_session *s)
     s->rules = NULL;
     s->slots = NULL;
     s->modules = NULL;
-    for (int c = 0; s->walk_states && c < s->cpus; c++)
-        if (s->walk_states[c] >= 0)
-            close(s->walk_states[c]);
-    free(s->walk_states);
-    s->walk_states = NULL;
     fu_unwind__destroy(s->skel);
     s->skel = NULL;
 }

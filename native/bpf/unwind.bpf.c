@@ -215,26 +215,12 @@ struct walk {
     struct memo memos[2];
 };
 
-/* Each CPU's state is the one entry of a map of its own, in the outer map `walks` at the CPU's
- * number (user space creates one per possible CPU: bpf_session.c): a map of at most
- * FU_BPF_DIRECT_MAP_BYTES is kmalloc'd, in the kernel's direct map (large pages), where a per-CPU
- * array's values are in the per-CPU allocator's vmalloc'd chunks (4 KiB pages, each a translation the
- * profiled program evicts). The verifier inlines both lookups. */
-struct walk_state {
-    __uint(type, BPF_MAP_TYPE_ARRAY);
-    __uint(max_entries, 1);
-    __uint(key_size, sizeof(__u32));
-    __uint(value_size, sizeof(struct walk)); /* by size: clang leaves an inner map's value struct a forward declaration in BTF */
-};
-
-_Static_assert(sizeof(struct walk) <= FU_BPF_DIRECT_MAP_BYTES, "a CPU's walk state is kmalloc'd whole");
-
 struct {
-    __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-    __uint(max_entries, 1); /* user space sets one per possible CPU */
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
     __type(key, __u32);
-    __array(values, struct walk_state);
-} walks SEC(".maps");
+    __type(value, struct walk);
+} scratch SEC(".maps");
 
 /* The rule found for (module, generation, svma), direct-mapped: the outer frames repeat from sample
  * to sample. */
@@ -245,14 +231,18 @@ struct cached_rule {
     fu_bpf_rule rule;
 };
 
-/* A CPU's rule cache is FU_BPF_RULE_CACHE_PARTS maps of its own, each kmalloc'd as the walk's state
- * is, in the outer map `rule_caches` from the CPU's number times FU_BPF_RULE_CACHE_PARTS. */
+/* A CPU's rule cache is FU_BPF_RULE_CACHE_PARTS maps of its own, in the outer map `rule_caches` from
+ * the CPU's number times FU_BPF_RULE_CACHE_PARTS (user space creates them: bpf_session.c), each of
+ * at most FU_BPF_DIRECT_MAP_BYTES: kmalloc'd, in the kernel's direct map, where one array holding
+ * every CPU's part is vmalloc'd (4 KiB pages, each a translation the profiled program evicts). The
+ * verifier inlines both lookups. */
 #define RULE_CACHE_PART_ENTRIES (FU_BPF_DIRECT_MAP_BYTES / sizeof(struct cached_rule))
 
 struct rule_cache_part {
     __uint(type, BPF_MAP_TYPE_ARRAY);
     __uint(max_entries, RULE_CACHE_PART_ENTRIES);
     __uint(key_size, sizeof(__u32));
+    /* by size: clang leaves an inner map's value struct a forward declaration in BTF */
     __uint(value_size, sizeof(struct cached_rule));
 };
 
@@ -263,17 +253,10 @@ struct {
     __array(values, struct rule_cache_part);
 } rule_caches SEC(".maps");
 
-/* This CPU's state. */
-static __always_inline struct walk *this_cpu_walk(void)
-{
-    __u32 cpu = bpf_get_smp_processor_id(), zero = 0;
-    void *state = bpf_map_lookup_elem(&walks, &cpu);
-    return state ? bpf_map_lookup_elem(state, &zero) : NULL;
-}
-
 static __always_inline void count_n(__u32 counter, __u64 n)
 {
-    struct walk *w = this_cpu_walk();
+    __u32 zero = 0;
+    struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
     if (w && counter < FU_BPF_COUNTER_COUNT)
         w->counters.count[counter] += n;
 }
@@ -646,7 +629,8 @@ static __always_inline long apply_rule(struct walk *w, const fu_bpf_rule *rule, 
 
 static long step(__u32 index, void *context)
 {
-    struct walk *w = this_cpu_walk();
+    __u32 zero = 0;
+    struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
     if (!w)
         return 1;
     __u32 n = w->sample.stack.user_count;
@@ -785,11 +769,11 @@ int sample(struct bpf_perf_event_data *ctx)
     /* the thread and its process from the task's own fields (bpf_get_current_pid_tgid's values): a
      * helper call costs its cold kernel text at each sample */
     struct task_struct *task = bpf_get_current_task_btf();
-    __u32 tgid = task->tgid;
+    __u32 tgid = task->tgid, zero = 0;
     if (tgid == 0)
         return 0;
     __u64 entered = timing ? bpf_ktime_get_ns() : 0;
-    struct walk *w = this_cpu_walk();
+    struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
     if (!w)
         return 0;
     count(FU_BPF_COUNTER_SAMPLES);

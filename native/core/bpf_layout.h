@@ -25,12 +25,12 @@
  *                    a PC outside their mappings (mapped since): user space (re)loads them
  *   samples   RINGBUF fu_bpf_sample per sample (its stack cut to its user frames)
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
- *   walks     ARRAY_OF_MAPS CPU -> an ARRAY of one entry, the CPU's state: the counters
- *                    (fu_bpf_cpu_counters) first, then the sample being sent, then the walk's
- *                    (unwind.bpf.c's struct walk); a map per CPU, of at most FU_BPF_DIRECT_MAP_BYTES
+ *   scratch   PERCPU_ARRAY 0 -> the CPU's state: the counters (fu_bpf_cpu_counters) first, then the
+ *                    sample being sent, then the walk's (unwind.bpf.c's struct walk)
  *   rule_caches ARRAY_OF_MAPS CPU * FU_BPF_RULE_CACHE_PARTS + part -> an ARRAY of
- *                    FU_BPF_DIRECT_MAP_BYTES: by a hash, the rule last found for (module,
- *                    generation, svma): one line per frame whose rule the CPU found recently
+ *                    FU_BPF_DIRECT_MAP_BYTES (kmalloc'd), by a hash: the rule last found for (module,
+ *                    generation, svma): one line per frame whose rule the CPU found recently, where a
+ *                    per-CPU array costs two (its pointer array, then the entry)
  */
 #ifndef FASTUNWIND_BPF_LAYOUT_H
 #define FASTUNWIND_BPF_LAYOUT_H
@@ -72,7 +72,7 @@
  * direct map (large pages); a larger one is vmalloc'd, in 4 KiB pages. */
 #define FU_BPF_DIRECT_MAP_BYTES (32768 - 312)
 /* Maps of FU_BPF_DIRECT_MAP_BYTES each holding a CPU's rule cache (rule_caches: CPU i's at
- * [i * FU_BPF_RULE_CACHE_PARTS, (i + 1) * FU_BPF_RULE_CACHE_PARTS)). */
+ * [i * FU_BPF_RULE_CACHE_PARTS, (i + 1) * FU_BPF_RULE_CACHE_PARTS)): 2028 rules a CPU. */
 #define FU_BPF_RULE_CACHE_PARTS 2
 
 /* compact_table.h's fu_compact_cfa_kind values (checked in bpf_layout.c). */
