@@ -141,15 +141,34 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
         return st;
     }
     int cpus = libbpf_num_possible_cpus();
-    int e = cpus > 0 ? bpf_map__set_max_entries(s->skel->maps.rule_cache, FU_BPF_RULE_CACHE * (uint32_t)cpus) : cpus;
+    uint32_t rule_cache_parts = cpus > 0 ? FU_BPF_RULE_CACHE_PARTS * (uint32_t)cpus : 0;
+    int e = cpus > 0 ? bpf_map__set_max_entries(s->skel->maps.rule_caches, rule_cache_parts) : cpus;
+    /* libbpf frees its definition of the inner maps at the load */
+    const struct bpf_map *part = bpf_map__inner_map(s->skel->maps.rule_caches);
+    uint32_t part_value_size = part ? bpf_map__value_size(part) : 0, part_entries = part ? bpf_map__max_entries(part) : 0;
+    if (!e && !part)
+        e = -EINVAL;
     if (e) {
         fu_bpf_session_close(s);
-        return bpf_failed(err, "sizing the BPF rule cache", e);
+        return bpf_failed(err, "sizing the BPF rule caches", e);
     }
     e = fu_unwind__load(s->skel);
     if (e) {
         fu_bpf_session_close(s);
         return bpf_failed(err, "loading the BPF unwinder (the verifier or the kernel refused it)", e);
+    }
+    /* each CPU's rule cache parts: maps of their own, so that each is kmalloc'd (bpf_layout.h
+     * FU_BPF_DIRECT_MAP_BYTES); the outer map holds them, so their fds are closed at once */
+    for (uint32_t i = 0; i < rule_cache_parts; i++) {
+        int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fu_rule_cache", sizeof(uint32_t), part_value_size, part_entries,
+                                NULL);
+        e = fd < 0 ? -errno : bpf_map_update_elem(bpf_map__fd(s->skel->maps.rule_caches), &i, &fd, BPF_ANY) ? -errno : 0;
+        if (fd >= 0)
+            close(fd);
+        if (e) {
+            fu_bpf_session_close(s);
+            return bpf_failed(err, "creating the per-CPU rule caches", e);
+        }
     }
     s->samples = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), take_sample, s, NULL);
     if (!s->samples) {

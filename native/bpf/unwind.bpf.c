@@ -200,7 +200,7 @@ struct walk {
     __u64 regs[REGISTERS]; /* DWARF numbering; REG_RA holds the IP */
     __u32 known;           /* bit r: regs[r] is the caller's true value */
     __u32 process;
-    __u32 rule_cache_base; /* this CPU's part of rule_cache */
+    __u32 rule_cache_base; /* this CPU's first part in rule_caches */
     __u8 outcome;
     __u8 ip_is_return; /* look the IP up at IP - 1 (a return address) */
     __u8 done;
@@ -222,8 +222,8 @@ struct {
     __type(value, struct walk);
 } scratch SEC(".maps");
 
-/* The rule found for (module, generation, svma), direct-mapped, FU_BPF_RULE_CACHE per CPU: the outer
- * frames repeat from sample to sample. */
+/* The rule found for (module, generation, svma), direct-mapped: the outer frames repeat from sample
+ * to sample. */
 struct cached_rule {
     __u64 svma;
     __u32 module;
@@ -231,12 +231,27 @@ struct cached_rule {
     fu_bpf_rule rule;
 };
 
-struct {
+/* A CPU's rule cache is FU_BPF_RULE_CACHE_PARTS maps of its own, in the outer map `rule_caches` from
+ * the CPU's number times FU_BPF_RULE_CACHE_PARTS (user space creates them: bpf_session.c), each of
+ * at most FU_BPF_DIRECT_MAP_BYTES: kmalloc'd, in the kernel's direct map, where one array holding
+ * every CPU's part is vmalloc'd (4 KiB pages, each a translation the profiled program evicts). The
+ * verifier inlines both lookups. */
+#define RULE_CACHE_PART_ENTRIES (FU_BPF_DIRECT_MAP_BYTES / sizeof(struct cached_rule))
+
+struct rule_cache_part {
     __uint(type, BPF_MAP_TYPE_ARRAY);
-    __uint(max_entries, FU_BPF_RULE_CACHE); /* user space sets FU_BPF_RULE_CACHE per possible CPU */
+    __uint(max_entries, RULE_CACHE_PART_ENTRIES);
+    __uint(key_size, sizeof(__u32));
+    /* by size: clang leaves an inner map's value struct a forward declaration in BTF */
+    __uint(value_size, sizeof(struct cached_rule));
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+    __uint(max_entries, FU_BPF_RULE_CACHE_PARTS); /* user space sets FU_BPF_RULE_CACHE_PARTS per possible CPU */
     __type(key, __u32);
-    __type(value, struct cached_rule);
-} rule_cache SEC(".maps");
+    __array(values, struct rule_cache_part);
+} rule_caches SEC(".maps");
 
 static __always_inline void count_n(__u32 counter, __u64 n)
 {
@@ -382,10 +397,15 @@ static __always_inline long signal_step(struct walk *w)
     return w->regs[REG_RA] == 0 ? finish(w, FU_BPF_END) : 0;
 }
 
-/* The rule cache's entry of (module, svma) on this CPU. */
-static __always_inline __u32 rule_cache_index(const struct walk *w, __u64 svma, __u32 module_id)
+/* The rule cache's entry of (module, svma) on this CPU, or NULL: a hash's low bits choose the part,
+ * the next 16 its entry (scaled to the part's entries). */
+static __always_inline struct cached_rule *rule_cache_entry(const struct walk *w, __u64 svma, __u32 module_id)
 {
-    return w->rule_cache_base + (__u32)((svma ^ (svma >> 17) ^ ((__u64)module_id << 7)) & (FU_BPF_RULE_CACHE - 1));
+    __u32 hash = (__u32)(svma ^ (svma >> 17) ^ ((__u64)module_id << 7));
+    __u32 part = w->rule_cache_base + hash % FU_BPF_RULE_CACHE_PARTS;
+    __u32 index = (__u32)(((hash / FU_BPF_RULE_CACHE_PARTS) & 0xffff) * RULE_CACHE_PART_ENTRIES >> 16);
+    void *cache = bpf_map_lookup_elem(&rule_caches, &part);
+    return cache ? bpf_map_lookup_elem(cache, &index) : NULL;
 }
 
 /* The rule of the frame at pc (frame n) from the process's mappings and the module's table into *rule
@@ -444,8 +464,7 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
     /* the rule of a PC this CPU walked recently (the outer frames repeat from sample to sample)
      * costs one line; else the slot of the PC's block: its rows' starts and packed rules in one line
      * (bpf_layout.c fu_bpf_find_rule) */
-    __u32 cache_index = rule_cache_index(w, svma, module_id);
-    struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
+    struct cached_rule *cached = rule_cache_entry(w, svma, module_id);
     if (cached && cached->svma == svma && cached->module == module_id && cached->generation == generation) {
         *rule = cached->rule;
     } else {
@@ -683,8 +702,7 @@ static __always_inline void start_fetches(struct walk *w)
             continue;
         __u32 module_id = m->module;
         __u64 svma = pc - m->bias, base = w->recent_base_svma[i];
-        __u32 cache_index = rule_cache_index(w, svma, module_id);
-        const struct cached_rule *cached = bpf_map_lookup_elem(&rule_cache, &cache_index);
+        const struct cached_rule *cached = rule_cache_entry(w, svma, module_id);
         if (cached)
             touch(cached);
         const fu_bpf_module *mod = bpf_map_lookup_elem(&modules, &module_id);
@@ -762,7 +780,7 @@ int sample(struct bpf_perf_event_data *ctx)
     __builtin_memset(&w->sample, 0, FU_BPF_SAMPLE_HEADER);
     w->sample.tid = task->pid;
     w->sample.cpu = bpf_get_smp_processor_id();
-    w->rule_cache_base = w->sample.cpu * FU_BPF_RULE_CACHE;
+    w->rule_cache_base = w->sample.cpu * FU_BPF_RULE_CACHE_PARTS;
     /* the command name as two 8-byte loads (the kernel keeps it NUL-padded): bpf_get_current_comm's
      * call (its cold text, its string copy) cost ~200 ns a sample at 999 Hz, ~470 at 99 Hz */
     __builtin_memcpy(w->sample.comm, task->comm, sizeof w->sample.comm);

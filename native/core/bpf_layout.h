@@ -27,9 +27,10 @@
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
  *   scratch   PERCPU_ARRAY 0 -> the CPU's state: the counters (fu_bpf_cpu_counters) first, then the
  *                    sample being sent, then the walk's (unwind.bpf.c's struct walk)
- *   rule_cache ARRAY  CPU * FU_BPF_RULE_CACHE + hash -> the rule last found for (module, generation,
- *                    svma): one line per frame whose rule the CPU found recently, where a per-CPU
- *                    array costs two (its pointer array, then the entry)
+ *   rule_caches ARRAY_OF_MAPS CPU * FU_BPF_RULE_CACHE_PARTS + part -> an ARRAY of
+ *                    FU_BPF_DIRECT_MAP_BYTES (kmalloc'd), by a hash: the rule last found for (module,
+ *                    generation, svma): one line per frame whose rule the CPU found recently, where a
+ *                    per-CPU array costs two (its pointer array, then the entry)
  */
 #ifndef FASTUNWIND_BPF_LAYOUT_H
 #define FASTUNWIND_BPF_LAYOUT_H
@@ -65,8 +66,14 @@
 /* The most the map can have: slots are numbered in 32 bits (fu_bpf_module.first_slot). */
 #define FU_BPF_MAX_SLOTS 0xffffffffu
 #define FU_BPF_KERNEL_STACKS 16384
-/* Rules a CPU remembers (rule_cache: CPU i's at [i * FU_BPF_RULE_CACHE, (i + 1) * FU_BPF_RULE_CACHE)). */
-#define FU_BPF_RULE_CACHE 2048
+/* The most bytes of values an array map holds in memory the kernel kmallocs (bpf_map_area_alloc:
+ * up to PAGE_SIZE << PAGE_ALLOC_COSTLY_ORDER, 32 KiB, with the map's 312-byte header on 6.18: an
+ * array of 1014 values of 32 bytes is not in /proc/vmallocinfo, one of 1015 is), in the kernel's
+ * direct map (large pages); a larger one is vmalloc'd, in 4 KiB pages. */
+#define FU_BPF_DIRECT_MAP_BYTES (32768 - 312)
+/* Maps of FU_BPF_DIRECT_MAP_BYTES each holding a CPU's rule cache (rule_caches: CPU i's at
+ * [i * FU_BPF_RULE_CACHE_PARTS, (i + 1) * FU_BPF_RULE_CACHE_PARTS)): 2028 rules a CPU. */
+#define FU_BPF_RULE_CACHE_PARTS 2
 
 /* compact_table.h's fu_compact_cfa_kind values (checked in bpf_layout.c). */
 #define FU_BPF_CFA_NO_INFO 0

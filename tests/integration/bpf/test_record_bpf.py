@@ -408,6 +408,29 @@ def test_the_session_releases_its_programs_maps_and_events() -> None:
     assert bpf_fds() == before
 
 
+def bpf_map_ids(name: str) -> set[int]:
+    """The ids of the kernel's BPF maps named `name`."""
+    shown = json.loads(subprocess.run(["bpftool", "map", "show", "-j"], capture_output=True, text=True,
+                                      check=True).stdout)
+    return {m["id"] for m in shown if m.get("name") == name}
+
+
+def test_the_per_cpu_rule_caches_go_with_the_session() -> None:
+    """Each possible CPU's rule cache is maps the session creates after loading (bpf_session.c): held by
+    the outer map alone, so the kernel frees them with it."""
+    before = bpf_map_ids("fu_rule_cache")
+    recorder = BpfRecorder(frequency=FREQUENCY)
+    recorder.add(os.getpid())
+    parts = bpf_map_ids("fu_rule_cache") - before
+    assert len(parts) >= 2 * (os.cpu_count() or 1), parts
+    deadline = time.monotonic() + 0.3
+    recorder.run(lambda: time.monotonic() > deadline)
+    freed = time.monotonic() + 30  # the kernel frees a map after an RCU grace period
+    while bpf_map_ids("fu_rule_cache") & parts and time.monotonic() < freed:
+        time.sleep(0.1)
+    assert not bpf_map_ids("fu_rule_cache") & parts
+
+
 def test_ctrl_c_detaches_and_writes_the_profile(tmp_path: Path) -> None:
     out = tmp_path / "out.folded"
     spinner = [sys.executable, "-c", "import time\nend = time.time() + 30\nwhile time.time() < end: pass"]
