@@ -387,6 +387,7 @@ def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | Non
     # code without CFI: function symbols, call targets, relocated addresses, DT_INIT and DT_FINI
     targets = b"".join(uncovered_calls) + array.array("Q", init_and_fini(elf)).tobytes()
     found = _core.check_uncovered(elf.file_view(), image.eh_frame, image.debug_frame, code, symbols, targets)
+    image.check_unchanged()  # every verdict read the file: none from the zeros of a truncated one
     return FileCheck(path, sections, [Uncovered(*u) for u in found], image,
                      CodeInputs(code, segments, noreturn_bytes, entries_bytes))
 

@@ -47,6 +47,14 @@ class ModuleImage:
         self.segments = [(segment.vaddr, elf.segment_data(segment)) for segment in elf.loaded_segments(read_only=True)]
         #: what the tables modules derived from this image (by their own keys: "compact", ...)
         self.memo: dict[str, Any] = {}
+        self.check_unchanged()
+
+    def check_unchanged(self) -> None:
+        """FileChangedError if the file or its debug file was truncated under its mapping (ElfFile
+        .check_unchanged): for the end of each operation that read them."""
+        self.elf.check_unchanged()
+        for file, _section in self._sources.values():
+            file.check_unchanged()
 
     @classmethod
     def load(cls, path: str) -> Self:
@@ -71,6 +79,7 @@ class ModuleImage:
         for kind, (file, section) in self._sources.items():
             file_bases = bases.get(file) or bases.setdefault(file, SectionBases(file))
             tables[kind] = section_table(file, section, kind, file_bases, ranges)[1]
+        self.check_unchanged()
         return tables
 
     def slow_row_tables(self, ranges: bytes) -> tuple[_core.CfiTable | None, _core.CfiTable | None]:

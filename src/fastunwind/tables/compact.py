@@ -14,12 +14,10 @@ and version when read.
 
 from __future__ import annotations
 
-import mmap
 import os
 from typing import Any
 
 from fastunwind import _core, cache
-from fastunwind.elf import release_resident_pages
 from fastunwind.errors import CompactTableError
 from fastunwind.image import ModuleImage
 
@@ -64,7 +62,7 @@ def _open_cached(image: ModuleImage, path: str, kind: int, key: bytes, synth: st
         with open(path, "rb") as f:
             if os.fstat(f.fileno()).st_size < _core.COMPACT_HEADER_SIZE:
                 return None
-            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            mapped = _core.MappedFile(f.fileno(), path)
     except (OSError, ValueError):
         return None
     try:
@@ -72,9 +70,11 @@ def _open_cached(image: ModuleImage, path: str, kind: int, key: bytes, synth: st
     except CompactTableError:
         mapped.close()
         return None
+    if mapped.changed:  # truncated while validated: built again
+        return None
     # validating read every page; the walker touches few of them (they come back from the page
     # cache when it does): a 5.7 MB table of libLLVM would otherwise stay resident, unused
-    release_resident_pages(mapped)
+    mapped.release_pages()
     return table if _matches(image, table, kind, key, synth) else None
 
 
