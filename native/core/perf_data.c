@@ -2320,8 +2320,8 @@ fu_status fu_perf_stream_next(fu_perf_stream *st, fu_perf_data *window, bool *do
         st->ahead_ready = true;
     }
     fu_status status = st->ahead_status;
-    if (status == FU_OK)
-        status = stream_check(st, &st->ahead_error);
+    if (stream_check(st, &st->ahead_error) != FU_OK)
+        status = FU_ERR_FILE_CHANGED; /* any other failure came from its zeros */
     *window = st->ahead;
     *done = st->ahead_done;
     *err = st->ahead_error;

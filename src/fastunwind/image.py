@@ -21,7 +21,7 @@ import _thread  # its lock alone: threading's import costs a CLI run ~4M instruc
 from typing import Any, Self
 
 from fastunwind import _core
-from fastunwind.elf import ElfFile
+from fastunwind.elf import CheckedRead, ElfFile
 from fastunwind.errors import FastunwindError
 from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame_sources, section_table
 
@@ -38,16 +38,17 @@ class ModuleImage:
         #: the bytes of a copy from a process's memory or a core (the vDSO), which `path` does not
         #: reopen (tables/synthesized.py hands them to synth.py as a file); None for a file
         self.memory_copy: bytes | None = None
-        self.build_id = elf.build_id
-        #: the first .eh_frame and the first .debug_frame (of the file, else of its debug file)
-        self._sources = {kind: (file, section) for file, section, kind in reversed(frame_sources(elf))}
+        with CheckedRead(elf.check_unchanged):
+            self.build_id = elf.build_id
+            #: the first .eh_frame and the first .debug_frame (of the file, else of its debug file)
+            self._sources = {kind: (file, section) for file, section, kind in reversed(frame_sources(elf))}
+        self.check_unchanged()
         self._tables: dict[int, _core.CfiTable] | None = None
         self._tables_lock = _thread.allocate_lock()
         #: read-only PT_LOAD bytes by svma: constants an expression may read
         self.segments = [(segment.vaddr, elf.segment_data(segment)) for segment in elf.loaded_segments(read_only=True)]
         #: what the tables modules derived from this image (by their own keys: "compact", ...)
         self.memo: dict[str, Any] = {}
-        self.check_unchanged()
 
     def check_unchanged(self) -> None:
         """FileChangedError if the file or its debug file was truncated under its mapping (ElfFile
@@ -76,10 +77,10 @@ class ModuleImage:
     def _parse_tables(self, ranges: bytes | None) -> dict[int, _core.CfiTable]:
         bases: dict[ElfFile, SectionBases] = {}
         tables = {}
-        for kind, (file, section) in self._sources.items():
-            file_bases = bases.get(file) or bases.setdefault(file, SectionBases(file))
-            tables[kind] = section_table(file, section, kind, file_bases, ranges)[1]
-        self.check_unchanged()
+        with CheckedRead(self.check_unchanged):
+            for kind, (file, section) in self._sources.items():
+                file_bases = bases.get(file) or bases.setdefault(file, SectionBases(file))
+                tables[kind] = section_table(file, section, kind, file_bases, ranges)[1]
         return tables
 
     def slow_row_tables(self, ranges: bytes) -> tuple[_core.CfiTable | None, _core.CfiTable | None]:

@@ -294,8 +294,8 @@ class ElfFile:
         #: parsed from bytes in memory (from_bytes: a vDSO copy), not from a file at `path`
         self.in_memory = mapping is None
         self.file_size = len(data)
-        self._parse_headers()
-        self.check_unchanged()
+        with CheckedRead(self.check_unchanged):
+            self._parse_headers()
         self._symbols: tuple[Symbol, ...] | None = None
         self._section_by_name: dict[str, Section] = {}
         for section in self.sections:
@@ -681,10 +681,10 @@ class ElfFile:
         order, including each table's null entry 0 (so list positions match readelf -s numbers)."""
         if self._symbols is None:
             result: list[Symbol] = []
-            for symbol_section in self.sections:
-                if symbol_section.type in (SHT_SYMTAB, SHT_DYNSYM):
-                    result.extend(self._symbols_of(symbol_section))
-            self.check_unchanged()
+            with CheckedRead(self.check_unchanged):
+                for symbol_section in self.sections:
+                    if symbol_section.type in (SHT_SYMTAB, SHT_DYNSYM):
+                        result.extend(self._symbols_of(symbol_section))
             self._symbols = tuple(result)
         return list(self._symbols)
 
@@ -825,6 +825,22 @@ _READELF_RELOCATION_KINDS = {
 
 
 # --- helpers -----------------------------------------------------------------------------------------
+
+
+class CheckedRead:
+    """An operation over mapped files (`with CheckedRead(image.check_unchanged): ...`): `check` runs
+    at its end, whether it returned or raised, so a file truncated under its mapping meanwhile gives
+    FileChangedError in place of a result, or of the error its zeros caused (native/core/mapped_file.h)."""
+
+    def __init__(self, check: "Callable[[], None]") -> None:
+        self._check = check
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self._check()
 
 
 def _string_at(table: bytes, offset: int, where: str) -> str:
@@ -1002,6 +1018,7 @@ def file_crc32(path: str) -> int | None:
 
 __all__ = [
     "DEFAULT_DEBUG_ROOTS",
+    "CheckedRead",
     "ElfFile",
     "Section",
     "SectionBytes",

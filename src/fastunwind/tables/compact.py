@@ -18,7 +18,8 @@ import os
 from typing import Any
 
 from fastunwind import _core, cache
-from fastunwind.errors import CompactTableError
+from fastunwind.elf import CheckedRead
+from fastunwind.errors import CompactTableError, FileChangedError
 from fastunwind.image import ModuleImage
 
 #: the image.memo keys of this module (per synth mode: _TABLE + mode, ...)
@@ -91,15 +92,16 @@ def load(image: ModuleImage, directory: str | None = None, *, use_cache: bool = 
             image.memo[_SOURCE + synth] = "cache"
             return table
     try:
-        if synth == "off":
-            data = _core.build_compact_table(image.eh_frame, image.debug_frame, kind, key)
-        else:
-            from fastunwind.tables import synthesized
+        with CheckedRead(image.check_unchanged):  # never a table of zeros, in the cache or the walker
+            if synth == "off":
+                data = _core.build_compact_table(image.eh_frame, image.debug_frame, kind, key)
+            else:
+                from fastunwind.tables import synthesized
 
-            view, origins = synthesized.view(image, synth)
-            data = _core.build_compact_table(image.eh_frame, image.debug_frame, kind, key, view, origins,
-                                             synth_value(synth))
-    except (CompactTableError, ValueError) as error:
+                view, origins = synthesized.view(image, synth)
+                data = _core.build_compact_table(image.eh_frame, image.debug_frame, kind, key, view, origins,
+                                                 synth_value(synth))
+    except (CompactTableError, ValueError, FileChangedError) as error:
         image.memo[_ERROR + synth] = str(error)
         return None
     if use_cache:
