@@ -2305,9 +2305,7 @@ void fu_perf_stream_decode_ahead(fu_perf_stream *st, bool on) { st->decode_ahead
 
 void fu_perf_stream_executable_mmaps_only(fu_perf_stream *st, bool on) { st->executable_mmaps_only = on; }
 
-/* FU_ERR_FILE_CHANGED when the mapped recording was truncated under the stream: asked once per window
- * (the one cut, and the one the caller worked on before asking for the next). */
-static fu_status stream_check(const fu_perf_stream *st, fu_error *err)
+fu_status fu_perf_stream_check(const fu_perf_stream *st, fu_error *err)
 {
     return st->mapped_file ? fu_mapped_file_check(&st->file, "perf.data", err) : FU_OK;
 }
@@ -2320,7 +2318,7 @@ fu_status fu_perf_stream_next(fu_perf_stream *st, fu_perf_data *window, bool *do
         st->ahead_ready = true;
     }
     fu_status status = st->ahead_status;
-    if (stream_check(st, &st->ahead_error) != FU_OK)
+    if (fu_perf_stream_check(st, &st->ahead_error) != FU_OK)
         status = FU_ERR_FILE_CHANGED; /* any other failure came from its zeros */
     *window = st->ahead;
     *done = st->ahead_done;

@@ -382,6 +382,7 @@ class PerfData:
     def __init__(self, native: _core.PerfData, source: str = "<bytes>") -> None:
         self._native = native
         self._file: BinaryIO | None = None  #: a stream's file (open_stream)
+        self._mapped: _core.MappedFile | None = None  #: the file open() mapped, which `native` reads
         self.source = source
         self.attrs: list[PerfAttr] = [
             PerfAttr(index=i, type=a["type"], config=a["config"], sample_period=a["sample_period"], freq=a["freq"],
@@ -412,9 +413,18 @@ class PerfData:
         except PerfDataError as error:
             del buffer  # unmapped once the half-built object lets go of it
             raise PerfDataError(f"{os.fspath(path)}: {error}") from None
+        perf = cls(native, os.fspath(path))
         if isinstance(buffer, _core.MappedFile):
-            buffer.check()  # truncated while parsed: its records read as zeros
-        return cls(native, os.fspath(path))
+            perf._mapped = buffer
+        perf.check_unchanged()  # truncated while parsed: its records read as zeros
+        return perf
+
+    def check_unchanged(self) -> None:
+        """FileChangedError if the recording's file was truncated under its mapping since it was
+        opened (native/core/mapped_file.h): for the end of the work on its samples, before output."""
+        if self._mapped is not None:
+            self._mapped.check()
+        self._native.check_unchanged()
 
     @classmethod
     def open_stream(cls, source: str | os.PathLike[str] | BinaryIO, *, window_bytes: int = 0,

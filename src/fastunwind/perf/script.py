@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, BinaryIO, NamedTuple, TextIO, cast, overload
 
 from fastunwind import _core
@@ -351,8 +351,18 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     stats.synth = synth
     stats.add_batch(unwound)
     stats.images = list({id(m.image): m.image for m in session.mappings if m.image is not None}.values())
+    _check_unchanged(perf, stats.images)
     stats.total_seconds = time.perf_counter() - started
     return UnwoundRecording(native), stats
+
+
+def _check_unchanged(perf: PerfData, images: Iterable[ModuleImage | None]) -> None:
+    """FileChangedError if the recording or a module's file was truncated under its mapping while
+    samples were read, walked or named: before anything of them is written."""
+    perf.check_unchanged()
+    for image in images:
+        if image is not None:
+            image.check_unchanged()
 
 
 #: FASTUNWIND_WINDOW_BYTES: the least bytes of records a window of a stream holds (tests force small
@@ -473,6 +483,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
         stats.samples += window.sample_count
         stats.walk_ns += unwound.walk_ns
         stats.add_batch(unwound)
+        _check_unchanged(perf, (image for _path, image in replayer.file_images))
         if write is not None:  # mode "text"
             native.render(write)
         elif folded is not None:

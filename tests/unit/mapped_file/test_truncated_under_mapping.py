@@ -136,11 +136,14 @@ def test_a_core_walk_names_a_module_cut_while_opened_as_not_used(library):
 
 
 def recording(path, rounds):
-    """A file-mode recording of `rounds` rounds of samples, many windows long."""
-    attr = b.Attr(sample_type=b.IP | b.TID | b.TIME)
+    """A file-mode recording of `rounds` rounds of samples with user stacks (read in place, from the
+    file's bytes), many windows long."""
+    attr = b.Attr(sample_type=b.IP | b.TID | b.TIME | b.REGS_USER | b.STACK_USER, sample_regs_user=0xff0fff,
+                  sample_stack_user=64)
     records = [b.comm_record(attr, 1, 1, "w", time=1)]
     for r in range(rounds):
-        records += [b.sample_record(attr, ip=0x1000 + i, pid=1, tid=1, time=10 + r * 100 + i) for i in range(100)]
+        records += [b.sample_record(attr, ip=0x1000 + i, pid=1, tid=1, time=10 + r * 100 + i, regs=list(range(20)),
+                                    stack=bytes([1 + i % 255]) * 64) for i in range(100)]
         records.append(b.record(b.FINISHED_ROUND, b""))
     with open(path, "wb") as f:
         f.write(b.file_mode([attr], b"".join(records)))
@@ -166,6 +169,23 @@ def test_a_perf_data_cut_while_streamed_gives_file_changed_error(tmp_path, decod
             print("read whole", windows)
     """, str(path)))
     assert output.startswith("FileChangedError: perf.data: changed while read"), output
+
+
+def test_a_perf_data_opened_whole_and_cut_says_so_before_its_samples_are_used(tmp_path):
+    path = tmp_path / "perf.data"
+    recording(path, rounds=200)
+    output = survived(run_victim("""
+        from fastunwind.perf import data
+        data.HUGE_PAGE_READ_MAX_BYTES = 0  # mapped, not read into memory
+        perf = data.PerfData.open(path)
+        cut()
+        stacks = [perf.native.sample_stack(i) for i in range(perf.sample_count)]  # past the cut: zeros
+        try:
+            perf.check_unchanged()
+        except FileChangedError as error:
+            print("FileChangedError:", error)
+    """, str(path)))
+    assert output.startswith(f"FileChangedError: {path}: changed while read"), output
 
 
 def test_perf_script_of_a_recording_cut_while_read_exits_with_the_error(tmp_path):
