@@ -79,6 +79,20 @@ def test_an_image_cut_under_its_mapping_gives_file_changed_error(library, operat
         assert output.startswith(f"FileChangedError: {library}: changed while read"), output
 
 
+def test_the_guard_serves_under_faulthandler_enabled_before_it(library):
+    # python -X faulthandler (and pytest) install faulthandler first: the guard chains to it
+    output = survived(run_victim("""
+        from fastunwind.address_space import ImageCache
+        image = ImageCache().get(path)
+        cut()
+        try:
+            image.eh_frame
+        except FileChangedError as error:
+            print("FileChangedError:", error)
+    """, library, faulthandler=True))
+    assert output.startswith(f"FileChangedError: {library}: changed while read"), output
+
+
 def test_check_of_a_file_cut_while_checked_gives_file_changed_error(library):
     # cut right after the image is opened: every verdict after that reads the zeros
     output = survived(run_victim("""
