@@ -30,6 +30,22 @@ from fastunwind.errors import FileChangedError
 path = sys.argv[1]
 def cut():
     os.truncate(path, 4096)
+def report(operation):
+    try:
+        result = operation()
+    except FileChangedError as error:
+        print("FileChangedError:", error)
+    else:
+        print("answered:", result)
+def cut_while_opened():
+    # the file cut while an image of it is made: between its headers and its CFI's location
+    from fastunwind import image as image_module
+    frame_sources = image_module.frame_sources
+    def cut_then_frame_sources(elf):
+        cut()
+        elf.symbols()  # reads past the cut
+        return frame_sources(elf)
+    image_module.frame_sources = cut_then_frame_sources
 """
 
 
@@ -65,12 +81,7 @@ def test_an_image_cut_under_its_mapping_gives_file_changed_error(library, operat
         image = ImageCache().get(path)
         assert image is not None
         cut()
-        try:
-            result = {operation}
-        except FileChangedError as error:
-            print("FileChangedError:", error)
-        else:
-            print("answered:", result)
+        report(lambda: {operation})
     """, library))
     if operation.startswith("fastunwind.tables"):
         # the compact table's contract is None and why: the walker then has no table of zeros
@@ -85,10 +96,7 @@ def test_the_guard_serves_under_faulthandler_enabled_before_it(library):
         from fastunwind.address_space import ImageCache
         image = ImageCache().get(path)
         cut()
-        try:
-            image.eh_frame
-        except FileChangedError as error:
-            print("FileChangedError:", error)
+        report(lambda: image.eh_frame)
     """, library, faulthandler=True))
     assert output.startswith(f"FileChangedError: {library}: changed while read"), output
 
@@ -103,10 +111,7 @@ def test_check_of_a_file_cut_while_checked_gives_file_changed_error(library):
             cut()
             return image
         check.ModuleImage.load = load_then_cut
-        try:
-            check.check_file(path)
-        except FileChangedError as error:
-            print("FileChangedError:", error)
+        report(lambda: check.check_file(path))
     """, library))
     assert output.startswith(f"FileChangedError: {library}: changed while read"), output
 
@@ -114,14 +119,8 @@ def test_check_of_a_file_cut_while_checked_gives_file_changed_error(library):
 def test_a_module_cut_while_opened_is_a_mapping_without_an_image(library):
     # parse_proc_maps' contract: a file that cannot be read is a mapping without an image, with the reason
     output = survived(run_victim("""
-        from fastunwind import image as image_module
         from fastunwind.address_space import ImageCache, parse_proc_maps
-        frame_sources = image_module.frame_sources
-        def cut_then_frame_sources(elf):
-            cut()
-            elf.symbols()  # reads past the cut
-            return frame_sources(elf)
-        image_module.frame_sources = cut_then_frame_sources
+        cut_while_opened()
         images = ImageCache()
         maps = f"7f0000000000-7f0000100000 r-xp 00000000 08:01 1234 {path}\\n"
         (mapping,) = parse_proc_maps(maps, images).mappings
@@ -132,16 +131,10 @@ def test_a_module_cut_while_opened_is_a_mapping_without_an_image(library):
 
 def test_a_core_walk_names_a_module_cut_while_opened_as_not_used(library):
     output = survived(run_victim("""
-        from fastunwind import image as image_module
         from types import SimpleNamespace
         from fastunwind.core import CoreFile
         from fastunwind.address_space import ImageCache
-        frame_sources = image_module.frame_sources
-        def cut_then_frame_sources(elf):
-            cut()
-            elf.symbols()
-            return frame_sources(elf)
-        image_module.frame_sources = cut_then_frame_sources
+        cut_while_opened()
         images = ImageCache()
         image, problem = CoreFile._check(SimpleNamespace(_images=images), path, path, None)
         print(image, problem)
@@ -194,10 +187,7 @@ def test_a_perf_data_opened_whole_and_cut_says_so_before_its_samples_are_used(tm
         perf = data.PerfData.open(path)
         cut()
         stacks = [perf.native.sample_stack(i) for i in range(perf.sample_count)]  # past the cut: zeros
-        try:
-            perf.check_unchanged()
-        except FileChangedError as error:
-            print("FileChangedError:", error)
+        report(perf.check_unchanged)
     """, str(path)))
     assert output.startswith(f"FileChangedError: {path}: changed while read"), output
 
