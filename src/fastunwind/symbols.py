@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 
 from fastunwind import _core, cache
-from fastunwind.elf import (SHT_DYNSYM, SHT_NOBITS, SHT_RELA, SHT_SYMTAB, ElfFile, SectionBytes,
+from fastunwind.elf import (SHT_DYNSYM, SHT_NOBITS, SHT_RELA, SHT_SYMTAB, CheckedRead, ElfFile, SectionBytes,
                             find_debug_file)
 from fastunwind.errors import ElfError, FileChangedError
 from fastunwind._core import SymbolTable
@@ -83,15 +83,26 @@ def symbol_table_for_file(elf: ElfFile) -> SymbolTable:
 
 
 def _symbol_table_of(elf: ElfFile, debug_path: str | None) -> SymbolTable:
-    source = None
+    source, debug = None, None
     if debug_path:
         try:
-            with ElfFile.open(debug_path) as debug:
-                source = _symbol_section(debug, SHT_SYMTAB)
+            debug = ElfFile.open(debug_path)
+            source = _symbol_section(debug, SHT_SYMTAB)
         except (OSError, ElfError):
             source = None
-    source = source or _symbol_section(elf, SHT_SYMTAB) or _symbol_section(elf, SHT_DYNSYM)
-    return SymbolTable.from_elf([source] if source else [], plt=_plt_input(elf))
+
+    def check_files() -> None:  # no table from the zeros of a file truncated while read
+        for file in (elf, debug):
+            if file is not None:
+                file.check_unchanged()
+
+    try:
+        with CheckedRead(check_files):
+            source = source or _symbol_section(elf, SHT_SYMTAB) or _symbol_section(elf, SHT_DYNSYM)
+            return SymbolTable.from_elf([source] if source else [], plt=_plt_input(elf))
+    finally:
+        if debug is not None:
+            debug.close()
 
 
 def perf_map_table(path: str) -> SymbolTable | None:
