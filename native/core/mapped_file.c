@@ -14,7 +14,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -98,26 +97,33 @@ static int claim_slot(void)
 {
     for (int i = 0; i < FU_MAPPED_FILE_MAX_GUARDED; i++) {
         bool free_slot = false;
-        if (atomic_compare_exchange_strong(&guarded[i].claimed, &free_slot, true))
+        if (!atomic_load_explicit(&guarded[i].claimed, memory_order_relaxed) &&
+            atomic_compare_exchange_strong(&guarded[i].claimed, &free_slot, true))
             return i;
     }
     return -1;
 }
 
+/* The copy is anonymous memory, page-aligned as a mapping is: a reader that gives back the pages it
+ * has read (MADV_DONTNEED, perf_data.c's stream) treats both alike. */
 static fu_status read_whole(fu_mapped_file *file, int fd, size_t size, fu_error *err)
 {
-    uint8_t *copy = malloc(size);
-    if (!copy)
+    void *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED)
         return fu_fail(err, FU_ERR_NOMEM, "out of memory reading a file of %zu bytes", size);
+    uint8_t *copy = memory;
     size_t done = 0;
     while (done < size) {
         ssize_t n = pread(fd, copy + done, size - done, (off_t)done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            free(copy);
-            return fu_fail(err, FU_ERR_INVALID, "cannot read the file at 0x%zx: %s", done,
-                           n < 0 ? strerror(errno) : "shorter than its size (changed while read)");
+            int reason = errno;
+            munmap(memory, size);
+            if (n == 0)
+                return fu_fail(err, FU_ERR_FILE_CHANGED, "changed while read (truncated in place: it ends at 0x%zx, "
+                                                         "not at its size 0x%zx)", done, size);
+            return fu_fail(err, FU_ERR_INVALID, "cannot read the file at 0x%zx: %s", done, strerror(reason));
         }
         done += (size_t)n;
     }
@@ -174,14 +180,13 @@ void fu_mapped_file_close(fu_mapped_file *file)
 {
     if (!file->data)
         return;
-    if (file->guard > 0) {
-        guarded_range *range = &guarded[file->guard - 1];
+    guarded_range *range = file->guard > 0 ? &guarded[file->guard - 1] : NULL;
+    if (range) {
         atomic_store_explicit(&range->length, 0, memory_order_release);
         atomic_store_explicit(&range->start, 0, memory_order_relaxed);
-        munmap((void *)file->data, file->size);
-        atomic_store(&range->claimed, false);
-    } else {
-        free((void *)file->data);
     }
+    munmap((void *)file->data, file->size);
+    if (range)
+        atomic_store(&range->claimed, false); /* free for another file once unmapped */
     memset(file, 0, sizeof *file);
 }

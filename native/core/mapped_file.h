@@ -36,8 +36,8 @@ fu_status fu_mapped_file_guard_install(fu_error *err);
 
 /* Map `size` bytes (the file's size, above 0) of the regular file `fd` read-only and guard them;
  * `populate` maps every page at once (MAP_POPULATE). With the table full, or no guard installed, the
- * bytes are read into memory instead. FU_ERR_INVALID (mmap's or read's reason, or a file shorter than
- * `size`), FU_ERR_NOMEM. */
+ * bytes are read into memory instead. FU_ERR_INVALID (mmap's or read's reason), FU_ERR_FILE_CHANGED
+ * (a copy that ends before `size`), FU_ERR_NOMEM. */
 fu_status fu_mapped_file_open(fu_mapped_file *file, int fd, size_t size, bool populate, fu_error *err);
 
 /* Whether a page of the file was replaced by zeros since it was opened (it was truncated under us):
@@ -54,7 +54,7 @@ fu_status fu_mapped_file_check(const fu_mapped_file *file, const char *name, fu_
  * cache); nothing for bytes read into memory. */
 void fu_mapped_file_release_pages(const fu_mapped_file *file);
 
-/* Unguard and unmap (or free). Idempotent. */
+/* Unguard and unmap (a copy too). Idempotent. */
 void fu_mapped_file_close(fu_mapped_file *file);
 
 #endif
