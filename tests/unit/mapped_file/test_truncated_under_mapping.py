@@ -42,8 +42,9 @@ def cut_while_opened():
     from fastunwind import image as image_module
     frame_sources = image_module.frame_sources
     def cut_then_frame_sources(elf):
-        cut()
-        elf.symbols()  # reads past the cut
+        if elf.path == path:
+            cut()
+            elf.symbols()  # reads past the cut
         return frame_sources(elf)
     image_module.frame_sources = cut_then_frame_sources
 """
@@ -129,6 +130,31 @@ def test_a_module_cut_while_opened_is_a_mapping_without_an_image(library):
         print(mapping.image, images.changed(path))
     """, library))
     assert output.startswith(f"None {library}: changed while read"), output
+
+
+def test_a_live_backtrace_of_a_process_mapping_a_module_cut_while_opened_has_no_image_for_it(library):
+    holder = subprocess.Popen([sys.executable, "-c", "import ctypes, sys, time; ctypes.CDLL(sys.argv[1]); "
+                               "print('ready', flush=True); time.sleep(60)", library],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "ready\n"
+        result = run_victim("""
+            from fastunwind import live
+            cut_while_opened()
+            images = live.FileImages()
+            space, _maps = live.address_space(int(sys.argv[2]), images)
+            print([m.image for m in space.mappings if m.path == path])
+            snapshot = live.backtrace(int(sys.argv[2]), images=images)
+            print(len(snapshot.threads), snapshot.threads[0].outcome)
+        """, library, str(holder.pid))
+    finally:
+        holder.kill()
+        holder.wait()
+    if "not_permitted" in result.stderr or "ptrace" in result.stderr:
+        pytest.skip(f"ptrace is refused here: {result.stderr.strip()[-200:]}")
+    lines = survived(result).splitlines()
+    assert lines[0].startswith("[None") and "ModuleImage" not in lines[0], lines
+    assert lines[1].startswith("1 "), lines
 
 
 def test_a_core_walk_names_a_module_cut_while_opened_as_not_used(library):
