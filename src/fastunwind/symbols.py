@@ -90,14 +90,8 @@ def _symbol_table_of(elf: ElfFile, debug_path: str | None) -> SymbolTable:
             source = _symbol_section(debug, SHT_SYMTAB)
         except (OSError, ElfError):
             source = None
-
-    def check_files() -> None:  # no table from the zeros of a file truncated while read
-        for file in (elf, debug):
-            if file is not None:
-                file.check_unchanged()
-
-    try:
-        with CheckedRead(check_files):
+    try:  # no table from the zeros of a file truncated while read
+        with CheckedRead(*(file.check_unchanged for file in (elf, debug) if file is not None)):
             source = source or _symbol_section(elf, SHT_SYMTAB) or _symbol_section(elf, SHT_DYNSYM)
             return SymbolTable.from_elf([source] if source else [], plt=_plt_input(elf))
     finally:

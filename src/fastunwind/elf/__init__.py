@@ -828,19 +828,21 @@ _READELF_RELOCATION_KINDS = {
 
 
 class CheckedRead:
-    """An operation over mapped files (`with CheckedRead(image.check_unchanged): ...`): `check` runs
-    at its end, whether it returned or raised, so a file truncated under its mapping meanwhile gives
-    FileChangedError in place of a result, or of the error its zeros caused (native/core/mapped_file.h)."""
+    """An operation over mapped files (`with CheckedRead(image.check_unchanged): ...`): the checks
+    run at its end, whether it returned or raised, so a file truncated under its mapping meanwhile
+    gives FileChangedError in place of a result, or of the error its zeros caused
+    (native/core/mapped_file.h)."""
 
-    def __init__(self, check: "Callable[[], None]") -> None:
-        self._check = check
+    def __init__(self, *checks: "Callable[[], None]") -> None:
+        self._checks = checks
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        self._check()
+        for check in self._checks:
+            check()
 
 
 def _string_at(table: bytes, offset: int, where: str) -> str:

@@ -73,10 +73,12 @@ def library(tmp_path):
     "image.elf.symbols()",
     "image.eh_frame",
     "fastunwind.symbols.symbol_table_for_file(image.elf)",
+    "fastunwind.cfi.UnwindInfo.from_elf(image.elf)",
     "fastunwind.tables.compact.load(image, use_cache=False) or compact.error(image)",
 ])
 def test_an_image_cut_under_its_mapping_gives_file_changed_error(library, operation):
     output = survived(run_victim(f"""
+        import fastunwind.cfi
         import fastunwind.symbols
         import fastunwind.tables.compact
         from fastunwind.tables import compact
