@@ -38,6 +38,8 @@ class ModuleImage:
         #: the bytes of a copy from a process's memory or a core (the vDSO), which `path` does not
         #: reopen (tables/synthesized.py hands them to synth.py as a file); None for a file
         self.memory_copy: bytes | None = None
+        #: what the tables modules derived from this image (by their own keys: "compact", ...)
+        self.memo: dict[str, Any] = {}
         with CheckedRead(elf.check_unchanged):
             self.build_id = elf.build_id
             #: the first .eh_frame and the first .debug_frame (of the file, else of its debug file)
@@ -47,15 +49,17 @@ class ModuleImage:
         self._tables_lock = _thread.allocate_lock()
         #: read-only PT_LOAD bytes by svma: constants an expression may read
         self.segments = [(segment.vaddr, elf.segment_data(segment)) for segment in elf.loaded_segments(read_only=True)]
-        #: what the tables modules derived from this image (by their own keys: "compact", ...)
-        self.memo: dict[str, Any] = {}
 
     def check_unchanged(self) -> None:
-        """FileChangedError if the file or its debug file was truncated under its mapping (ElfFile
+        """FileChangedError if the file, its debug file or a cache file a table derived from it is
+        read from (a `_core.MappedFile` in `memo`) was truncated under its mapping (ElfFile
         .check_unchanged): for the end of each operation that read them."""
         self.elf.check_unchanged()
         for file, _section in self._sources.values():
             file.check_unchanged()
+        for value in self.memo.values():
+            if isinstance(value, _core.MappedFile):
+                value.check()
 
     @classmethod
     def load(cls, path: str) -> Self:

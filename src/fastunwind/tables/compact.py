@@ -23,7 +23,7 @@ from fastunwind.errors import CompactTableError, FileChangedError
 from fastunwind.image import ModuleImage
 
 #: the image.memo keys of this module (per synth mode: _TABLE + mode, ...)
-_TABLE, _SOURCE, _ERROR = "compact", "compact.source", "compact.error"
+_TABLE, _SOURCE, _ERROR, _MAPPED = "compact", "compact.source", "compact.error", "compact.mapped"
 #: --synth: no synthesized rows; rows derived from the code where no CFI covers it; those and
 #: derived rows in place of declared ones the check proved wrong (compact_table.h, FU_COMPACT_SYNTH_*)
 SYNTH_MODES = _core.COMPACT_SYNTH_MODES  #: by code: "off", "missing", "repair"
@@ -76,7 +76,10 @@ def _open_cached(image: ModuleImage, path: str, kind: int, key: bytes, synth: st
     # validating read every page; the walker touches few of them (they come back from the page
     # cache when it does): a 5.7 MB table of libLLVM would otherwise stay resident, unused
     mapped.release_pages()
-    return table if _matches(image, table, kind, key, synth) else None
+    if not _matches(image, table, kind, key, synth):
+        return None
+    image.memo[_MAPPED + synth] = mapped  # the walker reads it in place: checked with the image's files
+    return table
 
 
 def load(image: ModuleImage, directory: str | None = None, *, use_cache: bool = True,

@@ -106,6 +106,24 @@ def test_the_guard_serves_under_faulthandler_enabled_before_it(library):
     assert output.startswith(f"FileChangedError: {library}: changed while read"), output
 
 
+def test_a_cached_compact_table_cut_under_the_walker_is_checked_with_its_image(library, tmp_path):
+    # the walker reads a cached table in place: a cut of it is the image's change too
+    output = survived(run_victim("""
+        from fastunwind.image import ModuleImage
+        from fastunwind.tables import compact
+        built = ModuleImage.load(path)
+        assert compact.load(built, sys.argv[2]) is not None  # built, and written to the cache
+        image = ModuleImage.load(path)
+        table = compact.load(image, sys.argv[2])
+        assert compact.source(image) == "cache"
+        os.truncate(compact.cache_path(image, sys.argv[2]), 4096)
+        image.check_unchanged()  # nothing read past the cut yet
+        rows = table.slow_ranges()  # the walker's reads of the table
+        report(image.check_unchanged)
+    """, library, str(tmp_path / "cache")))
+    assert output.startswith(f"FileChangedError: {tmp_path / 'cache'}/") and "changed while read" in output, output
+
+
 def test_check_of_a_file_cut_while_checked_gives_file_changed_error(library):
     # cut right after the image is opened: every verdict after that reads the zeros
     output = survived(run_victim("""
