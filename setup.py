@@ -57,7 +57,7 @@ build_bpf_skeleton()
 # script, so `pip install` makes it the command (docs/DESIGN.md, "The launcher").
 LAUNCHER = "launcher"  #: its file name, beside the extension
 COMMAND = "fastunwind"  #: its name as the installed command
-LAUNCHER_CORE_SOURCES = ["address_space.c", "cache_paths.c", "cfi_eval.c", "cfi_eh_frame_hdr.c", "cfi_parse.c", "compact_table.c", "coredump.c", "elf_file.c",
+LAUNCHER_CORE_SOURCES = ["address_space.c", "cache_paths.c", "mapped_file.c", "cfi_eval.c", "cfi_eh_frame_hdr.c", "cfi_parse.c", "compact_table.c", "coredump.c", "elf_file.c",
                          "demangle.c", "dwarf_expr.c", "eh_elf.c", "error.c", "live.c", "lookup.c", "memory.c", "perf_data.c", "perf_regs.c",
                          "perf_replay.c", "perf_script.c", "perf_walk.c", "plt.c", "report.c", "srcline.c",
                          "snapshot.c", "symbol_cache.c", "symbols.c", "walk.c", "x86_64.c"]

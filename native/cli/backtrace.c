@@ -223,7 +223,7 @@ static fu_cli_image *vdso_image(int pid, const char *maps, fu_cli_image *out, bo
                 free(copy);
                 return NULL; /* unreadable: the Python path has no vDSO image either */
             }
-            if (fu_cli_image_open(out, "", (fu_cli_bytes){copy, end - start, true}, true) == FU_CLI_MODULE_OK)
+            if (fu_cli_image_open(out, "", (fu_cli_bytes){.data = copy, .size = end - start, .owned = true}, true) == FU_CLI_MODULE_OK)
                 return out;
             fu_cli_image_free(out);
             *unserved = true;

@@ -351,7 +351,7 @@ static bool find_modules(core_run *r, const fu_cli_request *request)
             if (!copy)
                 return false;
             memcpy(copy, data, segment->present);
-            if (fu_cli_image_open(&r->vdso, "", (fu_cli_bytes){copy, segment->present, true}, true) != FU_CLI_MODULE_OK)
+            if (fu_cli_image_open(&r->vdso, "", (fu_cli_bytes){.data = copy, .size = segment->present, .owned = true}, true) != FU_CLI_MODULE_OK)
                 return false; /* its ElfError's words are the Python path's */
             uint64_t bias;
             if (fu_cli_image_bias(&r->vdso, vdso.start, vdso.end, 0, &bias)) {

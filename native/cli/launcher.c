@@ -14,6 +14,7 @@
 
 #include "backtrace.h"
 #include "core.h"
+#include "mapped_file.h"
 #include "recording.h"
 #include "stacks.h"
 
@@ -125,8 +126,11 @@ int fu_cli_serve(const fu_cli_request *request)
     /* a reader that goes away is a failed write, as for the Python CLI (which ignores SIGPIPE too,
      * so the exec of it inherits nothing it would not set itself) */
     signal(SIGPIPE, SIG_IGN);
+    fu_error guard_err = {0};
+    (void)fu_mapped_file_guard_install(&guard_err); /* refused: files are read into memory instead */
     fu_cli_output out = {.path = request->output, .fd = -1};
     int status = FU_CLI_NOT_SERVED;
+    uint64_t changes_before = fu_mapped_file_changes();
     if (default_tables()) {
         switch (request->verb) {
         case FU_CLI_BACKTRACE: status = fu_cli_backtrace(request, &out.held); break;
@@ -134,6 +138,18 @@ int fu_cli_serve(const fu_cli_request *request)
         case FU_CLI_PERF_SCRIPT: status = fu_cli_perf_script(request, &out); break;
         case FU_CLI_REPORT: status = fu_cli_report(request, &out); break;
         }
+    }
+    /* a file truncated under its mapping (core/mapped_file.h): read as zeros, so nothing is answered
+     * from it; the Python CLI says which file, or how the module is classified */
+    if (fu_mapped_file_changes() != changes_before) {
+        if (out.fd < 0) {
+            fu_cli_unserved("a file changed while read", NULL);
+            free(out.held.data);
+            return FU_CLI_NOT_SERVED;
+        }
+        fprintf(stderr, "fastunwind: error: a file changed while read (truncated in place): the output is "
+                        "incomplete\n");
+        status = 1;
     }
     if ((status == FU_CLI_NOT_SERVED || status == FU_CLI_INTERRUPTED) && out.fd < 0) {
         free(out.held.data);

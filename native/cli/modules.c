@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,12 +17,10 @@
 
 void fu_cli_bytes_free(fu_cli_bytes *bytes)
 {
-    if (bytes->data) {
-        if (bytes->owned)
-            free((void *)bytes->data);
-        else
-            munmap((void *)bytes->data, bytes->size);
-    }
+    if (bytes->owned)
+        free((void *)bytes->data);
+    else
+        fu_mapped_file_close(&bytes->mapped);
     *bytes = (fu_cli_bytes){0};
 }
 
@@ -52,9 +49,10 @@ bool fu_cli_read_file(const char *path, fu_cli_bytes *out)
     struct stat st;
     bool ok = false;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-        void *mapped = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (mapped != MAP_FAILED) {
-            *out = (fu_cli_bytes){mapped, (size_t)st.st_size, false};
+        fu_error err = {0};
+        if (fu_mapped_file_open(&out->mapped, fd, (size_t)st.st_size, false, &err) == FU_OK) {
+            out->data = out->mapped.data;
+            out->size = out->mapped.size;
             ok = true;
             if (file_seen)
                 file_seen(file_seen_context, path, &st);

@@ -24,16 +24,19 @@
 #include "compact_table.h"
 #include "eh_elf.h"
 #include "elf_file.h"
+#include "mapped_file.h"
 #include "symbols.h"
 
 /* Most distinct module files one snapshot opens (a process maps a few hundred at most). */
 #define FU_CLI_MAX_IMAGES 4096
 
-/* Bytes mapped read-only (munmap'ed by fu_cli_image_free), or owned (free'd) when `owned`. */
+/* Bytes of a file mapped read-only (`mapped`, closed by fu_cli_bytes_free), or owned (free'd) when
+ * `owned`. */
 typedef struct fu_cli_bytes {
     const uint8_t *data;
     size_t size;
     bool owned;
+    fu_mapped_file mapped;
 } fu_cli_bytes;
 
 /* An ELF file the launcher read: its bytes, its headers (core/elf_file.h) and its build-id. */

@@ -8,11 +8,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "elf_file.h"
+#include "mapped_file.h"
 
 /* The checks of a mapped file's headers (core/elf_file.h reads them), or NULL. */
 static const char *check_headers(const uint8_t *data, size_t size, char *why, size_t why_size)
@@ -63,13 +63,18 @@ const char *fu_eh_elf_check_file(const char *path, char *why, size_t why_size)
     } else if (st.st_size == 0) {
         problem = check_headers(NULL, 0, why, why_size);
     } else {
-        void *mapped = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (mapped == MAP_FAILED) {
-            snprintf(why, why_size, "cannot map: %s", strerror(errno));
+        fu_mapped_file mapped;
+        fu_error err = {0};
+        if (fu_mapped_file_open(&mapped, fd, (size_t)st.st_size, false, &err) != FU_OK) {
+            snprintf(why, why_size, "cannot map: %s", err.message);
             problem = why;
         } else {
-            problem = check_headers(mapped, (size_t)st.st_size, why, why_size);
-            munmap(mapped, (size_t)st.st_size);
+            problem = check_headers(mapped.data, mapped.size, why, why_size);
+            if (fu_mapped_file_changed(&mapped)) {
+                snprintf(why, why_size, "changed while read (truncated in place)");
+                problem = why;
+            }
+            fu_mapped_file_close(&mapped);
         }
     }
     close(fd);

@@ -29,6 +29,7 @@ const char *fu_status_exception(fu_status status)
     case FU_ERR_CORE: return "CoreFileError";
     case FU_ERR_ELF: return "ElfError";
     case FU_ERR_BPF_MAP_MEMORY: return "BpfMapMemoryError";
+    case FU_ERR_FILE_CHANGED: return "FileChangedError";
     case FU_OK:
     case FU_ERR_INVALID:
     default: return "ValueError";

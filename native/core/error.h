@@ -24,6 +24,7 @@ typedef enum fu_status {
     FU_ERR_CORE = 19,      /* a malformed or unsupported core file: CoreFileError */
     FU_ERR_ELF = 20,       /* a malformed or unsupported ELF file: ElfError */
     FU_ERR_BPF_MAP_MEMORY = 21, /* the kernel refused the memory of the BPF table map: BpfMapMemoryError */
+    FU_ERR_FILE_CHANGED = 22, /* a mapped file truncated while read (mapped_file.h): FileChangedError */
 } fu_status;
 
 typedef struct fu_error {
@@ -36,7 +37,7 @@ fu_status fu_fail(fu_error *err, fu_status status, const char *fmt, ...) __attri
 
 /* The name of the Python exception `status` is raised as: a class of fastunwind.errors ("CfiError",
  * "ExprError", "NoUnwindInfo", "CompactTableError", "EhElfError", "PerfDataError", "TraceError",
- * "CoreFileError", "ElfError", "BpfMapMemoryError") or a builtin
+ * "CoreFileError", "ElfError", "BpfMapMemoryError", "FileChangedError") or a builtin
  * ("MemoryError", "ValueError"; "ValueError" for a status not in the table). */
 const char *fu_status_exception(fu_status status);
 

@@ -36,6 +36,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "mapped_file.h"
+
 #define PERF_MAGIC2 0x32454c4946524550ull      /* "PERFILE2" read little-endian */
 #define PERF_MAGIC2_SWAPPED 0x50455246494c4532ull /* a big-endian recording */
 #define PERF_MAGIC1 0x454c494646524550ull      /* "PERFFILE": the version-1 format */
@@ -1794,7 +1796,8 @@ void fu_perf_data_free(fu_perf_data *pd)
 struct fu_perf_stream {
     fu_perf_data *pd;          /* the header, and the queue of records decoded but not delivered */
     int fd;
-    bool mapped_file;          /* a regular file, mapped whole; otherwise read into the reservation */
+    bool mapped_file;          /* a regular file, mapped whole (file); otherwise read into the reservation */
+    fu_mapped_file file;
     uint8_t *region;           /* the recording's bytes at their offsets */
     uint64_t region_size;      /* mapped or reserved bytes */
     uint64_t filled;           /* bytes of the recording in the region */
@@ -1890,12 +1893,16 @@ fu_status fu_perf_stream_open(fu_perf_stream **stream, fu_perf_data *pd, int fd,
     parser p = stream_parser(st, err);
     struct stat info;
     if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
-        void *map = mmap(NULL, (size_t)info.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED)
-            return perf_fail(&p, NULL, "cannot map the recording (%s)", strerror(errno));
-        (void)madvise(map, (size_t)info.st_size, MADV_SEQUENTIAL); /* read-ahead, pages dropped behind */
+        fu_error map_err = {0};
+        fu_status s = fu_mapped_file_open(&st->file, fd, (size_t)info.st_size, false, &map_err);
+        if (s == FU_ERR_NOMEM)
+            return perf_nomem(&p);
+        if (s != FU_OK)
+            return perf_fail(&p, NULL, "cannot map the recording (%s)", map_err.message);
+        /* read-ahead, pages dropped behind */
+        (void)madvise((void *)st->file.data, st->file.size, MADV_SEQUENTIAL);
         st->mapped_file = true;
-        st->region = map;
+        st->region = (uint8_t *)st->file.data;
         st->region_size = st->filled = (uint64_t)info.st_size;
         st->eof = true;
         p.copy_header_records = false;
@@ -2298,6 +2305,11 @@ void fu_perf_stream_decode_ahead(fu_perf_stream *st, bool on) { st->decode_ahead
 
 void fu_perf_stream_executable_mmaps_only(fu_perf_stream *st, bool on) { st->executable_mmaps_only = on; }
 
+fu_status fu_perf_stream_check(const fu_perf_stream *st, fu_error *err)
+{
+    return st->mapped_file ? fu_mapped_file_check(&st->file, "perf.data", err) : FU_OK;
+}
+
 fu_status fu_perf_stream_next(fu_perf_stream *st, fu_perf_data *window, bool *done, fu_error *err)
 {
     fu_perf_stream_wait(st);
@@ -2306,6 +2318,8 @@ fu_status fu_perf_stream_next(fu_perf_stream *st, fu_perf_data *window, bool *do
         st->ahead_ready = true;
     }
     fu_status status = st->ahead_status;
+    if (fu_perf_stream_check(st, &st->ahead_error) != FU_OK)
+        status = FU_ERR_FILE_CHANGED; /* any other failure came from its zeros */
     *window = st->ahead;
     *done = st->ahead_done;
     *err = st->ahead_error;
@@ -2333,7 +2347,9 @@ void fu_perf_stream_free(fu_perf_stream *st)
     fu_perf_data_free(&st->ahead);
     if (st->zstream)
         ZSTD_freeDStream(st->zstream);
-    if (st->region)
+    if (st->mapped_file)
+        fu_mapped_file_close(&st->file);
+    else if (st->region)
         munmap(st->region, (size_t)st->region_size);
     pthread_mutex_destroy(&st->ahead_lock);
     free(st);

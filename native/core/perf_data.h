@@ -398,8 +398,13 @@ typedef struct fu_perf_stream fu_perf_stream;
 fu_status fu_perf_stream_open(fu_perf_stream **stream, fu_perf_data *pd, int fd, uint64_t window_bytes,
                               const fu_perf_options *options, fu_error *err);
 /* The next window into `window` (zeroed by the caller, freed with fu_perf_data_free); *done with
- * nothing delivered at the end of the recording. */
+ * nothing delivered at the end of the recording. FU_ERR_FILE_CHANGED when the recording was truncated
+ * in place while this window or the last was read (mapped_file.h). */
 fu_status fu_perf_stream_next(fu_perf_stream *stream, fu_perf_data *window, bool *done, fu_error *err);
+/* FU_ERR_FILE_CHANGED when the recording's file was truncated under its mapping since it was opened
+ * (mapped_file.h: what was read past the cut was zeros); for the end of the work on a window, before
+ * its output. fu_perf_stream_next asks it for every window it cuts. */
+fu_status fu_perf_stream_check(const fu_perf_stream *stream, fu_error *err);
 /* Cut each next window on a thread of its own while the caller works on the last (off by default).
  * Then the stream's header (attrs, build-ids) may change under the caller until fu_perf_stream_wait. */
 void fu_perf_stream_decode_ahead(fu_perf_stream *stream, bool on);

@@ -35,6 +35,7 @@ typedef enum py_type_id {
     PY_BPF_SESSION,     /* fu_bpf_session (py_bpf.c) */
     PY_CORE_FILE,       /* fu_core_memory of a core file (py_coredump.c) */
     PY_SOURCE_LINES,    /* fu_srcline_module (py_srcline.c) */
+    PY_MAPPED_FILE,     /* fu_mapped_file (py_mapped_file.c) */
     PY_TYPE_COUNT
 } py_type_id;
 

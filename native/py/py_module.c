@@ -33,6 +33,7 @@ int py_srcline_init(PyObject *module);       /* SourceLines */
 int py_snapshot_init(PyObject *module);      /* render_snapshot */
 int py_cache_paths_init(PyObject *module);   /* cache_root, symbol_key_elf/_memory_image/_kallsyms */
 int py_elf_init(PyObject *module);           /* elf_headers, elf_build_id, elf_mapping_bias, ... */
+int py_mapped_file_init(PyObject *module);   /* MappedFile; installs the SIGBUS guard */
 
 static const py_init_fn INITS[] = {
     py_x86_64_init,        py_cfi_init,       py_dwarf_expr_init,  py_compact_table_init, py_eh_elf_init,
@@ -41,6 +42,7 @@ static const py_init_fn INITS[] = {
     py_check_scope_init,   py_trace_init,
     py_report_init,        py_sample_filter_init, py_profile_init, py_live_init,          py_bpf_init,
     py_coredump_init,      py_srcline_init,   py_snapshot_init,    py_cache_paths_init,   py_elf_init,
+    py_mapped_file_init,
 };
 
 static int module_exec(PyObject *module)

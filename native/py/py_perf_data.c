@@ -105,6 +105,17 @@ static PyObject *perf_open_stream(PyObject *cls, PyObject *args, PyObject *kwarg
     return (PyObject *)self;
 }
 
+/* check_unchanged(): FileChangedError if the stream's mapped file was truncated since it was opened;
+ * nothing for a PerfData that is no stream (its buffer is the caller's to check). */
+static PyObject *perf_check_unchanged(PerfDataObject *self, PyObject *unused)
+{
+    (void)unused;
+    fu_error err = {0};
+    if (self->stream && fu_perf_stream_check(self->stream, &err) != FU_OK)
+        return py_core_raise(&err);
+    Py_RETURN_NONE;
+}
+
 /* next_window() -> PerfData of the next window's records in time order, or None at the end. The
  * previous window's samples must not be read any more (their bytes are given back). */
 static PyObject *perf_next_window(PerfDataObject *self, PyObject *unused)
@@ -550,6 +561,8 @@ static PyMethodDef perf_methods[] = {
     {"events", (PyCFunction)perf_events, METH_NOARGS,
      "events() -> (kinds: bytes of u8, indices: bytes of native u32), in time order"},
     {"mmap", (PyCFunction)perf_mmap, METH_O, "mmap(i) -> tuple (see py_perf_data.c)"},
+    {"check_unchanged", (PyCFunction)perf_check_unchanged, METH_NOARGS,
+     "check_unchanged(): FileChangedError if a stream's file was truncated under its mapping"},
     {"comm", (PyCFunction)perf_comm, METH_O, "comm(i) -> tuple"},
     {"task", (PyCFunction)perf_task, METH_O, "task(i) -> tuple (FORK or EXIT)"},
     {"sample", (PyCFunction)perf_sample, METH_O, "sample(i) -> tuple of the main fields"},

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from fastunwind import _core, image
 from fastunwind.elf import ElfFile
-from fastunwind.errors import ElfError
+from fastunwind.errors import ElfError, FileChangedError
 from fastunwind.tables import compact, eh_elf
 
 BACKENDS: tuple[str, ...] = _core.WALK_BACKENDS  #: address_space.h fu_backend, by code
@@ -93,6 +93,7 @@ class ImageCache:
 
     def __init__(self) -> None:
         self._images: dict[object, ModuleImage | None] = {}
+        self._changed: dict[object, str] = {}
 
     def key(self, path: str) -> object:
         """What the cache knows a path's image by: the path itself."""
@@ -109,7 +110,15 @@ class ImageCache:
                 self._images[key] = ModuleImage.load(path) if os.path.isfile(path) else None
             except (OSError, ElfError):
                 self._images[key] = None
+            except FileChangedError as error:
+                self._images[key] = None
+                self._changed[key] = str(error)
         return self._images[key]
+
+    def changed(self, path: str) -> str | None:
+        """Why `path` has no image when it was truncated while opened (FileChangedError's message),
+        else None."""
+        return self._changed.get(self.key(path))
 
 
 class AddressSpace:
@@ -118,6 +127,13 @@ class AddressSpace:
     def __init__(self, mappings: Iterable[Mapping]) -> None:
         self.mappings = sorted(mappings, key=lambda m: m.start)
         self._cores: dict[str, _core.AddressSpace] = {}
+
+    def check_unchanged(self) -> None:
+        """FileChangedError if a module's file was truncated under its mapping (ModuleImage
+        .check_unchanged): for the end of a walk over the space."""
+        for mapping in self.mappings:
+            if mapping.image is not None:
+                mapping.image.check_unchanged()
 
     def to_core(self, backend: str | None = None, synth: str = "off") -> _core.AddressSpace:
         """The C walker's view. `backend` (address_space.h, fu_backend): "auto" (per row the compact table's

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastunwind import _core
-from fastunwind.elf import ElfFile, Section
+from fastunwind.elf import CheckedRead, ElfFile, Section
 from fastunwind.errors import CfiError, NoUnwindInfo
 from fastunwind.frame_sections import (DEBUG_FRAME, EH_FRAME, SectionBases, frame_section_kind, frame_sections,
                                        frame_sources, section_table)
@@ -406,7 +406,9 @@ class UnwindInfo:
     def from_elf(cls, elf: ElfFile, *, separate_debug: bool = True, strict: bool = True) -> UnwindInfo:
         """The CFI of an ELF file already open (the sections keep its bytes alive)."""
         sources = frame_sources(elf, separate_debug=separate_debug)
-        sections = list(_open_sections(sources, strict))
+        files = {file for file, _section, _kind in sources} | {elf}
+        with CheckedRead(*(file.check_unchanged for file in files)):  # no table from a truncated file's zeros
+            sections = list(_open_sections(sources, strict))
         for file in {file for file, _section, _kind in sources} - {elf}:
             file.close()  # the sections keep the bytes they use
         hdr: EhFrameHdr | None = None

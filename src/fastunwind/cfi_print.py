@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-from fastunwind.elf import ElfFile
+from fastunwind.elf import CheckedRead, ElfFile
 from fastunwind.elf.debug_files import separate_debug_files
 from fastunwind.errors import CfiError, ElfError
 from fastunwind.frame_sections import SKIP_EMPTY, SKIP_NOBITS, SectionBases, frame_sections, section_table
@@ -44,7 +44,9 @@ def render_file(path: str, out: BinaryIO, *, raw: bool = False, follow_links: bo
         show_origin = len(files) > 1
         try:
             for file_path, file_elf in files:
-                errors.extend(_render_sections(file_elf, file_path, out, raw, show_origin))
+                # a file truncated while printed: the error after what was written (zeros past the cut)
+                with CheckedRead(file_elf.check_unchanged):
+                    errors.extend(_render_sections(file_elf, file_path, out, raw, show_origin))
         finally:
             for _, file_elf in files[1:]:
                 file_elf.close()

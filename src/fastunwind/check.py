@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import NamedTuple
 
 from fastunwind import _core
-from fastunwind.elf import ET_REL, PF_X, ElfFile, find_debug_file
+from fastunwind.elf import ET_REL, PF_X, CheckedRead, ElfFile, find_debug_file
 from fastunwind.elf.dynamic import init_and_fini
 from fastunwind.errors import ElfError
 from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME
@@ -317,6 +317,11 @@ _Chunk = tuple[SectionCheck, _core.CfiTable, bytes, bytes]
 
 def _check_file(path: str, jobs: int, progress: Callable[[int, int], None] | None) -> FileCheck:
     image = ModuleImage.load(path)
+    with CheckedRead(image.check_unchanged):  # no verdict from the zeros of a file truncated meanwhile
+        return _check_image(path, image, jobs, progress)
+
+
+def _check_image(path: str, image: ModuleImage, jobs: int, progress: Callable[[int, int], None] | None) -> FileCheck:
     elf = image.elf
     if elf.elf_type_number == ET_REL:
         raise ElfError(f"{path}: a relocatable object (ET_REL): its code is not at its final addresses and its "

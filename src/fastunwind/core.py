@@ -19,7 +19,6 @@ unwind_core) and named as every source's are (stacks.py).
 
 from __future__ import annotations
 
-import mmap
 import os
 import stat
 from collections.abc import Iterator
@@ -42,15 +41,15 @@ class CoreModule(NamedTuple):
     problem: str | None  #: why it is not used, None if it is
 
 
-def _map_file(path: str) -> mmap.mmap | None:
-    """The file mapped read-only, or None if it is empty or not a regular file (OSError if it cannot
-    be opened)."""
+def _map_file(path: str) -> _core.MappedFile | None:
+    """The file mapped read-only and guarded, or None if it is empty or not a regular file (OSError
+    if it cannot be opened)."""
     descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode) or status.st_size == 0:
             return None
-        return mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ)
+        return _core.MappedFile(descriptor, path)
     finally:
         os.close(descriptor)
 
@@ -79,12 +78,13 @@ class CoreFile:
         if mapped is None:
             raise CoreFileError(f"{self.path}: empty, or not a regular file")
         self._map = mapped
-        self._file_maps: list[mmap.mmap] = []
+        self._file_maps: list[_core.MappedFile] = []
         try:
             self._core = _core.CoreFile(self._map)
         except CoreFileError as error:
             self._map.close()
             raise CoreFileError(f"{self.path}: {error}") from None
+        self._map.check()  # truncated while parsed
         self._images = images or ImageCache()
         self.modules, mappings, mapped_files = self._find_modules(exe, sysroot)
         self._core.set_mapped_files(mapped_files)
@@ -171,7 +171,9 @@ class CoreFile:
         """The image of `candidate` for the module `path`, or None and why it is not used."""
         image = self._images.get(candidate)
         if image is None:
-            reason = "not found" if not os.path.exists(candidate) else "not a readable ELF file"
+            changed = self._images.changed(candidate)
+            reason = ("not found" if not os.path.exists(candidate) else
+                      "not a readable ELF file" if changed is None else f"unreadable: {changed}")
             where = "" if candidate == path else f" (looked up as {candidate})"
             return None, f"{path}{where}: {reason}: not used"
         if expected is not None and image.build_id != expected:
@@ -179,7 +181,7 @@ class CoreFile:
             return None, f"{path}: build-id {expected.hex()} in the core, {found} in {candidate}: not used"
         return image, None
 
-    def _map_file(self, path: str) -> mmap.mmap | None:
+    def _map_file(self, path: str) -> _core.MappedFile | None:
         try:
             mapped = _map_file(path)
         except OSError:
@@ -214,7 +216,16 @@ class CoreFile:
         """Every thread's stack, in the core's order (the thread that took the signal first);
         `with_registers`: each frame's registers too; `synth`: the rows derived from the machine
         code (tables.compact.SYNTH_MODES)."""
-        return tuple(self._iter_threads(with_registers, max_frames, synth))
+        threads = tuple(self._iter_threads(with_registers, max_frames, synth))
+        self.check_unchanged()
+        return threads
+
+    def check_unchanged(self) -> None:
+        """FileChangedError if the core, a file mapped for the memory it left out or a module's file
+        was truncated in place since it was opened: the walks read zeros there."""
+        for mapped in [self._map, *self._file_maps]:
+            mapped.check()
+        self.space.check_unchanged()
 
     def _iter_threads(self, with_registers: bool, max_frames: int, synth: str) -> Iterator[stacks.Thread]:
         space = self.space.to_core(synth=synth)

@@ -17,6 +17,13 @@ class ElfError(FastunwindError):
     (a section or segment outside the file, a bad string index, an undecompressable section)."""
 
 
+class FileChangedError(FastunwindError):
+    """A file was truncated in place while fastunwind read it through a mapping (cp over a library, a
+    build rewriting an .so, perf still writing a perf.data): the pages past its new end read as zeros
+    (native/core/mapped_file.h), so nothing computed from them is answered. The message names the
+    file."""
+
+
 class CfiError(FastunwindError):
     """Call frame information is malformed: an entry overruns its section, a CIE pointer is wrong, an
     opcode or pointer encoding is unknown, a bound (state stack, register number) is exceeded.

@@ -21,7 +21,7 @@ import _thread  # its lock alone: threading's import costs a CLI run ~4M instruc
 from typing import Any, Self
 
 from fastunwind import _core
-from fastunwind.elf import ElfFile
+from fastunwind.elf import CheckedRead, ElfFile
 from fastunwind.errors import FastunwindError
 from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame_sources, section_table
 
@@ -38,15 +38,28 @@ class ModuleImage:
         #: the bytes of a copy from a process's memory or a core (the vDSO), which `path` does not
         #: reopen (tables/synthesized.py hands them to synth.py as a file); None for a file
         self.memory_copy: bytes | None = None
-        self.build_id = elf.build_id
-        #: the first .eh_frame and the first .debug_frame (of the file, else of its debug file)
-        self._sources = {kind: (file, section) for file, section, kind in reversed(frame_sources(elf))}
+        #: what the tables modules derived from this image (by their own keys: "compact", ...)
+        self.memo: dict[str, Any] = {}
+        with CheckedRead(elf.check_unchanged):
+            self.build_id = elf.build_id
+            #: the first .eh_frame and the first .debug_frame (of the file, else of its debug file)
+            self._sources = {kind: (file, section) for file, section, kind in reversed(frame_sources(elf))}
+        self.check_unchanged()
         self._tables: dict[int, _core.CfiTable] | None = None
         self._tables_lock = _thread.allocate_lock()
         #: read-only PT_LOAD bytes by svma: constants an expression may read
         self.segments = [(segment.vaddr, elf.segment_data(segment)) for segment in elf.loaded_segments(read_only=True)]
-        #: what the tables modules derived from this image (by their own keys: "compact", ...)
-        self.memo: dict[str, Any] = {}
+
+    def check_unchanged(self) -> None:
+        """FileChangedError if the file, its debug file or a cache file a table derived from it is
+        read from (a `_core.MappedFile` in `memo`) was truncated under its mapping (ElfFile
+        .check_unchanged): for the end of each operation that read them."""
+        self.elf.check_unchanged()
+        for file, _section in self._sources.values():
+            file.check_unchanged()
+        for value in self.memo.values():
+            if isinstance(value, _core.MappedFile):
+                value.check()
 
     @classmethod
     def load(cls, path: str) -> Self:
@@ -68,9 +81,10 @@ class ModuleImage:
     def _parse_tables(self, ranges: bytes | None) -> dict[int, _core.CfiTable]:
         bases: dict[ElfFile, SectionBases] = {}
         tables = {}
-        for kind, (file, section) in self._sources.items():
-            file_bases = bases.get(file) or bases.setdefault(file, SectionBases(file))
-            tables[kind] = section_table(file, section, kind, file_bases, ranges)[1]
+        with CheckedRead(self.check_unchanged):
+            for kind, (file, section) in self._sources.items():
+                file_bases = bases.get(file) or bases.setdefault(file, SectionBases(file))
+                tables[kind] = section_table(file, section, kind, file_bases, ranges)[1]
         return tables
 
     def slow_row_tables(self, ranges: bytes) -> tuple[_core.CfiTable | None, _core.CfiTable | None]:

@@ -212,4 +212,5 @@ def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bo
         raise _not_permitted(pid)
     if outcomes == {"exited"}:
         raise LiveError(f"process {pid} exited during the snapshot")
+    space.check_unchanged()  # no frame from the zeros of a module file truncated during the walks
     return ProcessSnapshot(pid, tuple(threads))

@@ -12,15 +12,14 @@ in C). PLT stubs (.plt, .plt.sec, .plt.got) are named `symbol@plt` from the file
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 from collections.abc import Callable
 
 from fastunwind import _core, cache
-from fastunwind.elf import (SHT_DYNSYM, SHT_NOBITS, SHT_RELA, SHT_SYMTAB, ElfFile, SectionBytes, find_debug_file,
-                            release_resident_pages)
-from fastunwind.errors import ElfError
+from fastunwind.elf import (SHT_DYNSYM, SHT_NOBITS, SHT_RELA, SHT_SYMTAB, CheckedRead, ElfFile, SectionBytes,
+                            find_debug_file)
+from fastunwind.errors import ElfError, FileChangedError
 from fastunwind._core import SymbolTable
 from fastunwind.elf.build_id_cache import build_id_cache_file
 
@@ -84,39 +83,52 @@ def symbol_table_for_file(elf: ElfFile) -> SymbolTable:
 
 
 def _symbol_table_of(elf: ElfFile, debug_path: str | None) -> SymbolTable:
-    source = None
+    source, debug = None, None
     if debug_path:
         try:
-            with ElfFile.open(debug_path) as debug:
-                source = _symbol_section(debug, SHT_SYMTAB)
+            debug = ElfFile.open(debug_path)
+            source = _symbol_section(debug, SHT_SYMTAB)
         except (OSError, ElfError):
             source = None
-    source = source or _symbol_section(elf, SHT_SYMTAB) or _symbol_section(elf, SHT_DYNSYM)
-    return SymbolTable.from_elf([source] if source else [], plt=_plt_input(elf))
+    try:  # no table from the zeros of a file truncated while read
+        with CheckedRead(*(file.check_unchanged for file in (elf, debug) if file is not None)):
+            source = source or _symbol_section(elf, SHT_SYMTAB) or _symbol_section(elf, SHT_DYNSYM)
+            return SymbolTable.from_elf([source] if source else [], plt=_plt_input(elf))
+    finally:
+        if debug is not None:
+            debug.close()
 
 
 def perf_map_table(path: str) -> SymbolTable | None:
     """The symbols of a JIT's perf map (`/tmp/perf-PID.map`), None if it cannot be read."""
     try:
-        return SymbolTable.from_perf_map(_read_mapped(path))
-    except OSError:
+        return table_from_file(SymbolTable.from_perf_map, _read_mapped(path))
+    except (OSError, FileChangedError):
         return None
 
 
-def _read_mapped(path: str) -> bytes | mmap.mmap:
+def _read_mapped(path: str) -> bytes | _core.MappedFile:
     """A file's bytes: a regular file mapped with its pages in memory at once (5 MB of kallsyms
     read() costs 1-4 ms of copying, mapped 0.5 ms), a /proc file (size 0) read."""
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size > 0:
             try:
-                return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
-                                 prot=mmap.PROT_READ)
+                return _core.MappedFile(f.fileno(), path, populate=True)
             except (OSError, ValueError):
                 pass
         return f.read()
 
 
-def kallsyms_bytes(build_id: str | None = None) -> bytes | mmap.mmap:
+def table_from_file(build: Callable[..., SymbolTable], data: bytes | _core.MappedFile, *args: bytes) -> SymbolTable:
+    """`build(data, *args)`; FileChangedError when `data` is a mapped file truncated meanwhile (its
+    pages past the new end read as zeros)."""
+    table = build(data, *args)
+    if isinstance(data, _core.MappedFile):
+        data.check()
+    return table
+
+
+def kallsyms_bytes(build_id: str | None = None) -> bytes | _core.MappedFile:
     """kallsyms' text: perf's build-id-cache copy for the kernel with `build_id` when there is one,
     else /proc/kallsyms; empty if neither is readable."""
     candidates = [build_id_cache_file("[kernel.kallsyms]", build_id, "kallsyms")] if build_id else []
@@ -138,7 +150,7 @@ def cached_kernel_symbol_table(build_id: str | None) -> SymbolTable | None:
     key = _core.symbol_key_kallsyms(path)
     if key is None:
         return None
-    return cached_table(f"kallsyms-{build_id}", key, lambda: SymbolTable.from_kallsyms(_read_mapped(path)))
+    return cached_table(f"kallsyms-{build_id}", key, lambda: table_from_file(SymbolTable.from_kallsyms, _read_mapped(path)))
 
 
 #: cache entries of symbol tables (native/core/symbol_cache.h)
@@ -152,7 +164,7 @@ def cached_table(name: str, key_bytes: bytes, build: Callable[[], SymbolTable]) 
     path = os.path.join(cache.cache_dir("symbols"), name + SUFFIX)
     try:
         with open(path, "rb") as f:
-            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            mapped = _core.MappedFile(f.fileno(), path)
     except (OSError, ValueError):  # missing, or empty
         mapped = None
     if mapped is not None:
@@ -161,9 +173,10 @@ def cached_table(name: str, key_bytes: bytes, build: Callable[[], SymbolTable]) 
         except ValueError:  # another version, another file's, or corrupt: rebuilt below
             mapped.close()
         else:
-            # checking read every page; lookups touch few of them (back from the page cache then)
-            release_resident_pages(mapped)
-            return table
+            if not mapped.changed:  # truncated while checked: rebuilt below
+                # checking read every page; lookups touch few of them (back from the page cache then)
+                mapped.release_pages()
+                return table
     table = build()
     try:
         cache.write_atomically(path, table.cache_file(key_bytes))
@@ -179,4 +192,4 @@ def kernel_symbol_table(build_id: str | None = None, addresses: bytes | None = N
     the addresses are hidden (kptr_restrict; root sees them). With `addresses` (bytes of u64), only
     the symbols their lookups need are kept (one pass, ~4 ms instead of ~12 for all ~120k)."""
     data = kallsyms_bytes(build_id)
-    return SymbolTable.from_kallsyms(data) if addresses is None else SymbolTable.from_kallsyms(data, addresses)
+    return table_from_file(SymbolTable.from_kallsyms, data, *([] if addresses is None else [addresses]))

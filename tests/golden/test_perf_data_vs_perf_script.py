@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import fastunwind.perf.data as perf_data
+from fastunwind import _core
 from fastunwind.errors import PerfDataError
 from fastunwind.perf.data import Comm, Exit, Fork, Mmap, PerfData, Sample
 
@@ -177,7 +178,7 @@ def test_open_reads_into_huge_pages_and_maps_beyond_the_bound(recordings, monkey
     read = events_as_tuples(PerfData.open(path))
     monkeypatch.setattr(perf_data, "HUGE_PAGE_READ_MAX_BYTES", 0)
     with open(path, "rb") as f:
-        assert isinstance(perf_data._load_recording(f, path.stat().st_size), mmap.mmap)
+        assert isinstance(perf_data._load_recording(f, path.stat().st_size), _core.MappedFile)
     assert events_as_tuples(PerfData.open(path)) == read
 
 

@@ -10,8 +10,9 @@ What this stage gives the later ones (cfi_parse, table, lookup):
 
 Design:
 
-* The file is mapped read-only with `mmap`; nothing is read until asked for, so opening a 100 MB
-  library costs one ELF header, one program header table and one section header table.
+* The file is mapped read-only (`_core.MappedFile`, guarded against truncation in place:
+  `check_unchanged`); nothing is read until asked for, so opening a 100 MB library costs one ELF
+  header, one program header table and one section header table.
 * The headers, the build-id note, `.gnu_debuglink`, the process entry, a mapping's bias and the
   separate debug files to try are read by the C core (core/elf_file.c, through `_core.elf_*`): the
   one reader the launcher uses too. What only Python reads (symbols, relocations, decompression)
@@ -29,7 +30,6 @@ Files" (build-id and debuglink lookup); binutils 2.40 `readelf.c` `apply_relocat
 
 import collections
 import functools
-import mmap
 import os
 import stat
 import struct
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 from fastunwind import _core
-from fastunwind.errors import ElfError
+from fastunwind.errors import ElfError, FileChangedError
 
 
 
@@ -286,7 +286,7 @@ class ElfFile:
     sections: list[Section]
     segments: list[Segment]
 
-    def __init__(self, data: memoryview, path: str, mapping: mmap.mmap | None = None) -> None:
+    def __init__(self, data: memoryview, path: str, mapping: _core.MappedFile | None = None) -> None:
         """Parse the headers of `data`; prefer `open` / `from_bytes`, which build `data`."""
         self.path = path
         self._view: memoryview | None = data
@@ -294,7 +294,8 @@ class ElfFile:
         #: parsed from bytes in memory (from_bytes: a vDSO copy), not from a file at `path`
         self.in_memory = mapping is None
         self.file_size = len(data)
-        self._parse_headers()
+        with CheckedRead(self.check_unchanged):
+            self._parse_headers()
         self._symbols: tuple[Symbol, ...] | None = None
         self._section_by_name: dict[str, Section] = {}
         for section in self.sections:
@@ -317,7 +318,7 @@ class ElfFile:
             if file_status.st_size == 0:
                 raise ElfError(f"{path_text}: empty file, too short for an ELF header (size 0x0)")
             try:
-                mapping = mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ)
+                mapping = _core.MappedFile(descriptor, path_text)
             except (OSError, ValueError) as error:
                 raise ElfError(f"{path_text}: cannot map the file: {error}") from error
         finally:
@@ -362,7 +363,14 @@ class ElfFile:
         """Let the kernel take back the pages of the file read so far (a symbol table's sections,
         once the table is built); any touched again are mapped again from the page cache."""
         if self._mapping is not None:
-            release_resident_pages(self._mapping)
+            self._mapping.release_pages()
+
+    def check_unchanged(self) -> None:
+        """FileChangedError if the file was truncated under its mapping since it was opened (pages
+        past its new end were read as zeros: native/core/mapped_file.h); for the end of each
+        operation that read it. Nothing for an image in memory."""
+        if self._mapping is not None:
+            self._mapping.check()
 
     def __enter__(self) -> "ElfFile":
         return self
@@ -673,9 +681,10 @@ class ElfFile:
         order, including each table's null entry 0 (so list positions match readelf -s numbers)."""
         if self._symbols is None:
             result: list[Symbol] = []
-            for symbol_section in self.sections:
-                if symbol_section.type in (SHT_SYMTAB, SHT_DYNSYM):
-                    result.extend(self._symbols_of(symbol_section))
+            with CheckedRead(self.check_unchanged):
+                for symbol_section in self.sections:
+                    if symbol_section.type in (SHT_SYMTAB, SHT_DYNSYM):
+                        result.extend(self._symbols_of(symbol_section))
             self._symbols = tuple(result)
         return list(self._symbols)
 
@@ -818,12 +827,22 @@ _READELF_RELOCATION_KINDS = {
 # --- helpers -----------------------------------------------------------------------------------------
 
 
-def release_resident_pages(mapping: mmap.mmap) -> None:
-    """Drop a read-only file mapping's pages from the process's memory (MADV_DONTNEED: they stay in
-    the page cache, and a later access maps them again): for files read through once (validated,
-    or turned into a table) of which little is used afterwards."""
-    if hasattr(mmap, "MADV_DONTNEED"):
-        mapping.madvise(mmap.MADV_DONTNEED)
+class CheckedRead:
+    """An operation over mapped files (`with CheckedRead(image.check_unchanged): ...`): the checks
+    run at its end, whether it returned or raised, so a file truncated under its mapping meanwhile
+    gives FileChangedError in place of a result, or of the error its zeros caused
+    (native/core/mapped_file.h)."""
+
+    def __init__(self, *checks: "Callable[[], None]") -> None:
+        self._checks = checks
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        for check in self._checks:
+            check()
 
 
 def _string_at(table: bytes, offset: int, where: str) -> str:
@@ -990,15 +1009,18 @@ def file_crc32(path: str) -> int | None:
         with open(path, "rb") as handle:
             if os.fstat(handle.fileno()).st_size == 0:
                 return zlib.crc32(b"")
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapping:
-                return zlib.crc32(mapping)
-    except (OSError, ValueError) as error:
+            with _core.MappedFile(handle.fileno(), path) as mapping:
+                crc = zlib.crc32(mapping)
+                mapping.check()
+                return crc
+    except (OSError, ValueError, FileChangedError) as error:
         _logger().debug("%s: cannot compute CRC-32: %s", path, error)
         return None
 
 
 __all__ = [
     "DEFAULT_DEBUG_ROOTS",
+    "CheckedRead",
     "ElfFile",
     "Section",
     "SectionBytes",

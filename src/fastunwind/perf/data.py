@@ -343,13 +343,13 @@ class _ReadableFile(Protocol):
     def readinto(self, buffer: memoryview, /) -> int | None: ...
 
 
-def _load_recording(f: _ReadableFile, size: int | None = None) -> mmap.mmap | memoryview:
+def _load_recording(f: _ReadableFile, size: int | None = None) -> _core.MappedFile | memoryview:
     """The bytes of the binary file `f`, read to its end into memory advised for huge pages: a
     regular file of `size` bytes (read up to that, or mapped if larger than HUGE_PAGE_READ_MAX_BYTES
     or where huge pages cannot be asked for), or a stream (`size` None) in memory that doubles as it
     fills."""
     if size is not None and (size > HUGE_PAGE_READ_MAX_BYTES or not hasattr(mmap, "MADV_HUGEPAGE")):
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return _core.MappedFile(f.fileno(), str(getattr(f, "name", "perf.data")))
     memory = _anonymous_memory(size if size is not None else STREAM_INITIAL_BYTES)
     limit = size if size is not None else len(memory)
     filled = 0
@@ -382,6 +382,7 @@ class PerfData:
     def __init__(self, native: _core.PerfData, source: str = "<bytes>") -> None:
         self._native = native
         self._file: BinaryIO | None = None  #: a stream's file (open_stream)
+        self._mapped: _core.MappedFile | None = None  #: the file open() mapped, which `native` reads
         self.source = source
         self.attrs: list[PerfAttr] = [
             PerfAttr(index=i, type=a["type"], config=a["config"], sample_period=a["sample_period"], freq=a["freq"],
@@ -412,7 +413,18 @@ class PerfData:
         except PerfDataError as error:
             del buffer  # unmapped once the half-built object lets go of it
             raise PerfDataError(f"{os.fspath(path)}: {error}") from None
-        return cls(native, os.fspath(path))
+        perf = cls(native, os.fspath(path))
+        if isinstance(buffer, _core.MappedFile):
+            perf._mapped = buffer
+        perf.check_unchanged()  # truncated while parsed: its records read as zeros
+        return perf
+
+    def check_unchanged(self) -> None:
+        """FileChangedError if the recording's file was truncated under its mapping since it was
+        opened (native/core/mapped_file.h): for the end of the work on its samples, before output."""
+        if self._mapped is not None:
+            self._mapped.check()
+        self._native.check_unchanged()
 
     @classmethod
     def open_stream(cls, source: str | os.PathLike[str] | BinaryIO, *, window_bytes: int = 0,
@@ -447,7 +459,7 @@ class PerfData:
     def read(cls, source: bytes | bytearray | memoryview | BinaryIO, *, max_decompressed: int = 0) -> "PerfData":
         """Parse a recording from bytes or from a binary file object read to its end (pipe mode:
         `perf record -o - ...` on stdin), which is read into huge pages as PerfData.open reads a file."""
-        data: bytes | bytearray | memoryview | mmap.mmap
+        data: bytes | bytearray | memoryview | _core.MappedFile
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = source
         elif hasattr(source, "readinto"):

@@ -16,13 +16,12 @@ The samples are also a Python sequence of `UnwoundSample`s, made on access (for 
 """
 
 import io
-import mmap
 import os
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, BinaryIO, NamedTuple, TextIO, cast, overload
 
 from fastunwind import _core
@@ -37,7 +36,7 @@ from fastunwind._core import SourceLines, SymbolTable
 from fastunwind.elf.debuginfod import DebuginfodClient
 from fastunwind.srcline import open_source_lines
 from fastunwind.symbols import (PERF_MAP_PATH, cached_kernel_symbol_table, kallsyms_bytes, kernel_symbol_table,
-                                perf_map_table, symbol_table_for_file)
+                                perf_map_table, symbol_table_for_file, table_from_file)
 
 __all__ = ["DEFAULT_MAX_FRAMES", "OUTCOME_NAME_BY_CODE", "OUTCOME_NAMES", "PHASES", "RECORD_HINT", "SOURCE_CALLCHAIN",
            "SOURCE_DWARF", "SOURCE_IP", "Frame", "PerfDataError", "Statistics", "UnwoundRecording", "UnwoundSample",
@@ -352,8 +351,18 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
     stats.synth = synth
     stats.add_batch(unwound)
     stats.images = list({id(m.image): m.image for m in session.mappings if m.image is not None}.values())
+    _check_unchanged(perf, stats.images)
     stats.total_seconds = time.perf_counter() - started
     return UnwoundRecording(native), stats
+
+
+def _check_unchanged(perf: PerfData, images: Iterable[ModuleImage | None]) -> None:
+    """FileChangedError if the recording or a module's file was truncated under its mapping while
+    samples were read, walked or named: before anything of them is written."""
+    perf.check_unchanged()
+    for image in images:
+        if image is not None:
+            image.check_unchanged()
 
 
 #: FASTUNWIND_WINDOW_BYTES: the least bytes of records a window of a stream holds (tests force small
@@ -371,7 +380,7 @@ class _KernelSymbols:
     def __init__(self, perf: PerfData, tables: _SymbolTables) -> None:
         self._perf = perf
         self._tables = tables
-        self._data: bytes | mmap.mmap | None = None
+        self._data: bytes | _core.MappedFile | None = None
         self._ahead = not perf.pipe_mode and PREFETCH_CPUS > 1
         #: read here when the table is made ahead: the worker does not touch the recording
         self._ahead_build_id = self._build_id() if self._ahead else None
@@ -385,19 +394,20 @@ class _KernelSymbols:
     def _kernel_build_id(self) -> str | None:
         return self._ahead_build_id if self._ahead else self._build_id()
 
-    def _kallsyms(self) -> bytes | mmap.mmap:
+    def _kallsyms(self) -> bytes | _core.MappedFile:
         if self._data is None:
             self._data = kallsyms_bytes(self._kernel_build_id())
         return self._data
 
     def _whole(self) -> SymbolTable:
-        table = cached_kernel_symbol_table(self._kernel_build_id()) or SymbolTable.from_kallsyms(self._kallsyms())
+        table = (cached_kernel_symbol_table(self._kernel_build_id())
+                 or table_from_file(SymbolTable.from_kallsyms, self._kallsyms()))
         self._data = b""  # the text (5 MB) is not read again
         return table
 
     def __call__(self, addresses: bytes) -> SymbolTable | None:
         if self._data is None and not self._ahead:
-            return SymbolTable.from_kallsyms(self._kallsyms(), addresses)
+            return table_from_file(SymbolTable.from_kallsyms, self._kallsyms(), addresses)
         return self._tables.get(self._tables.KERNEL, self._whole)
 
 
@@ -473,6 +483,7 @@ def stream_recording(path: str, out: TextIO | BinaryIO | None, *, mode: str = "t
         stats.samples += window.sample_count
         stats.walk_ns += unwound.walk_ns
         stats.add_batch(unwound)
+        _check_unchanged(perf, (image for _path, image in replayer.file_images))
         if write is not None:  # mode "text"
             native.render(write)
         elif folded is not None:

@@ -14,17 +14,16 @@ and version when read.
 
 from __future__ import annotations
 
-import mmap
 import os
 from typing import Any
 
 from fastunwind import _core, cache
-from fastunwind.elf import release_resident_pages
-from fastunwind.errors import CompactTableError
+from fastunwind.elf import CheckedRead
+from fastunwind.errors import CompactTableError, FileChangedError
 from fastunwind.image import ModuleImage
 
 #: the image.memo keys of this module (per synth mode: _TABLE + mode, ...)
-_TABLE, _SOURCE, _ERROR = "compact", "compact.source", "compact.error"
+_TABLE, _SOURCE, _ERROR, _MAPPED = "compact", "compact.source", "compact.error", "compact.mapped"
 #: --synth: no synthesized rows; rows derived from the code where no CFI covers it; those and
 #: derived rows in place of declared ones the check proved wrong (compact_table.h, FU_COMPACT_SYNTH_*)
 SYNTH_MODES = _core.COMPACT_SYNTH_MODES  #: by code: "off", "missing", "repair"
@@ -64,7 +63,7 @@ def _open_cached(image: ModuleImage, path: str, kind: int, key: bytes, synth: st
         with open(path, "rb") as f:
             if os.fstat(f.fileno()).st_size < _core.COMPACT_HEADER_SIZE:
                 return None
-            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            mapped = _core.MappedFile(f.fileno(), path)
     except (OSError, ValueError):
         return None
     try:
@@ -72,10 +71,15 @@ def _open_cached(image: ModuleImage, path: str, kind: int, key: bytes, synth: st
     except CompactTableError:
         mapped.close()
         return None
+    if mapped.changed:  # truncated while validated: built again
+        return None
     # validating read every page; the walker touches few of them (they come back from the page
     # cache when it does): a 5.7 MB table of libLLVM would otherwise stay resident, unused
-    release_resident_pages(mapped)
-    return table if _matches(image, table, kind, key, synth) else None
+    mapped.release_pages()
+    if not _matches(image, table, kind, key, synth):
+        return None
+    image.memo[_MAPPED + synth] = mapped  # the walker reads it in place: checked with the image's files
+    return table
 
 
 def load(image: ModuleImage, directory: str | None = None, *, use_cache: bool = True,
@@ -91,15 +95,16 @@ def load(image: ModuleImage, directory: str | None = None, *, use_cache: bool = 
             image.memo[_SOURCE + synth] = "cache"
             return table
     try:
-        if synth == "off":
-            data = _core.build_compact_table(image.eh_frame, image.debug_frame, kind, key)
-        else:
-            from fastunwind.tables import synthesized
+        with CheckedRead(image.check_unchanged):  # never a table of zeros, in the cache or the walker
+            if synth == "off":
+                data = _core.build_compact_table(image.eh_frame, image.debug_frame, kind, key)
+            else:
+                from fastunwind.tables import synthesized
 
-            view, origins = synthesized.view(image, synth)
-            data = _core.build_compact_table(image.eh_frame, image.debug_frame, kind, key, view, origins,
-                                             synth_value(synth))
-    except (CompactTableError, ValueError) as error:
+                view, origins = synthesized.view(image, synth)
+                data = _core.build_compact_table(image.eh_frame, image.debug_frame, kind, key, view, origins,
+                                                 synth_value(synth))
+    except (CompactTableError, ValueError, FileChangedError) as error:
         image.memo[_ERROR + synth] = str(error)
         return None
     if use_cache:
