@@ -18,7 +18,7 @@ const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT] = {FU_REG_RBX, FU_REG_RBP,
 #define BLOCK_ONLY_CALL_FALLTHROUGH 4u /* every edge into it so far is the fall-through of a call */
 #define BLOCK_JUDGED 8u /* block_judgments holds its first instruction's judgment */
 
-static const fu_synth_value unknown_value = {FU_VALUE_UNKNOWN, 0, 0, 0};
+static const fu_synth_value unknown_value = {.kind = FU_VALUE_UNKNOWN};
 
 /* `step` runs ~17M times on libLLVM-14's check (every instruction of every walk): it and its small
  * helpers are inlined (into the walk and the visit) whatever the compiler's size estimate says. */
@@ -99,7 +99,7 @@ static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
 
 static fu_synth_value make_value(uint8_t kind, uint8_t reg, int64_t offset)
 {
-    fu_synth_value v = {kind, reg, 0, offset};
+    fu_synth_value v = {.offset = offset, .kind = kind, .reg = reg};
     return v;
 }
 
@@ -377,7 +377,10 @@ typedef struct synth_run {
     bool has_indirect_jump; /* jump tables are looked for (and their bounds tracked) only then */
     uint32_t direct_branch_count; /* scratch->direct_branches */
     uint32_t jump_table_count;
-    synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
+    uint32_t table_base_count;
+    /* last: left uninitialized past their counts */
+    synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES];
+    int32_t table_bases[FU_SYNTH_MAX_TABLE_BASES]; /* FU_VALUE_TABLE_TARGET's distances, by number */
 } synth_run;
 
 STEP_INLINE fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *m, uint64_t next_address)
@@ -410,9 +413,10 @@ STEP_INLINE fu_synth_value source_value(const fu_synth_state *s, const fu_x86_op
     }
 }
 
-/* A table entry plus the base it counts from (`add` or `lea (%T,%entry)`): the jump-table target;
+/* A table entry plus the base it counts from (`add` or `lea (%T,%entry)`): the jump-table target,
+ * the base's distance from the table numbered among the function's (so that a value fits 12 bytes);
  * unknown for other operands. */
-static fu_synth_value table_target(fu_synth_value a, fu_synth_value b)
+static fu_synth_value table_target(synth_run *run, fu_synth_value a, fu_synth_value b)
 {
     if (a.kind == FU_VALUE_CONSTANT && b.kind == FU_VALUE_TABLE_ENTRY) {
         fu_synth_value t = a;
@@ -422,9 +426,15 @@ static fu_synth_value table_target(fu_synth_value a, fu_synth_value b)
     int64_t delta = (int64_t)((uint64_t)b.offset - (uint64_t)a.offset);
     if (a.kind != FU_VALUE_TABLE_ENTRY || b.kind != FU_VALUE_CONSTANT || delta < INT32_MIN || delta > INT32_MAX)
         return unknown_value;
-    fu_synth_value target = make_value(FU_VALUE_TABLE_TARGET, 0, a.offset);
-    target.base_delta = (int32_t)delta;
-    return target;
+    uint32_t k = 0;
+    while (k < run->table_base_count && run->table_bases[k] != delta)
+        k++;
+    if (k == run->table_base_count) {
+        if (k == FU_SYNTH_MAX_TABLE_BASES)
+            return unknown_value;
+        run->table_bases[run->table_base_count++] = (int32_t)delta;
+    }
+    return make_value(FU_VALUE_TABLE_TARGET, (uint8_t)k, a.offset);
 }
 
 static bool clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_address)
@@ -604,7 +614,7 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
             /* `lea (%T,%entry), %r`: a jump-table target computed as clang and glibc's assembly do */
             if (source->kind == FU_X86_OPERAND_MEMORY && !source->segment && source->scale == 1 && source->value == 0 &&
                 source->reg < FU_X86_GPR_COUNT && source->index < FU_X86_GPR_COUNT) {
-                s->regs[dest->reg] = table_target(s->regs[source->reg], s->regs[source->index]);
+                s->regs[dest->reg] = table_target(run, s->regs[source->reg], s->regs[source->index]);
                 return false;
             }
             s->regs[dest->reg] = address_of(s, source, next);
@@ -620,7 +630,7 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
                 return false;
             }
             if (insn->kind == FU_X86_ADD && source->kind == FU_X86_OPERAND_REGISTER && source->width == 8) {
-                *d = table_target(*d, s->regs[source->reg]);
+                *d = table_target(run, *d, s->regs[source->reg]);
                 return false;
             }
             *d = unknown_value;
@@ -957,7 +967,7 @@ static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *ins
         bound = known->bound;
     } else if (o->kind == FU_X86_OPERAND_REGISTER && o->width == 8 && s->regs[o->reg].kind == FU_VALUE_TABLE_TARGET) {
         table = (uint64_t)s->regs[o->reg].offset;
-        base = table + (uint64_t)(int64_t)s->regs[o->reg].base_delta;
+        base = table + (uint64_t)(int64_t)run->table_bases[s->regs[o->reg].reg];
         entry_size = 4;
     } else if (o->kind == FU_X86_OPERAND_MEMORY && !o->segment && o->index != FU_X86_REG_NONE && o->scale == 8 &&
                o->width == 8 && o->reg == FU_X86_REG_NONE) {
