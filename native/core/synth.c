@@ -52,14 +52,25 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
 }
 
 /* Grow arrays that are indexed together to hold `need` elements each (fu_grow_array's doubling
- * from the same capacity gives every array the same new capacity). */
-static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned count, uint32_t *cap, uint64_t need)
+ * from the same capacity gives every array the same new capacity); without `keep`, what they held
+ * is not copied (new arrays: their pages are touched only as they are used). */
+static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned count, uint32_t *cap, uint64_t need,
+                          bool keep)
 {
+    if (need <= *cap)
+        return true;
     uint32_t grown = *cap;
     for (unsigned i = 0; i < count; i++) {
+        if (!keep) {
+            free(*arrays[i]);
+            *arrays[i] = NULL;
+        }
         grown = *cap;
-        if (!fu_grow_array(arrays[i], &grown, need, item_sizes[i]))
+        if (!fu_grow_array(arrays[i], &grown, need, item_sizes[i])) {
+            if (!keep)
+                *cap = 0; /* some arrays are gone: none holds anything */
             return false;
+        }
     }
     *cap = grown;
     return true;
@@ -71,7 +82,7 @@ static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
                        (void **)&s->walked, (void **)&s->judgments, (void **)&s->direct_branches, (void **)&s->naming};
     const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->branch_block,
                             sizeof *s->walked, sizeof *s->judgments, sizeof *s->direct_branches, sizeof *s->naming};
-    return grow_together(arrays, sizes, 8, &s->insn_cap, need);
+    return grow_together(arrays, sizes, 8, &s->insn_cap, need, true);
 }
 
 /* The offset map for a function of `size` bytes, its new part zeroed. */
@@ -84,7 +95,7 @@ static bool reserve_offsets(fu_synth_scratch *s, uint64_t size)
     return true;
 }
 
-static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
+static bool reserve_blocks(fu_synth_scratch *s, uint64_t need, bool keep)
 {
     void **arrays[] = {(void **)&s->block_states, (void **)&s->block_entry_sp, (void **)&s->block_flags,
                        (void **)&s->block_insn, (void **)&s->worklist, (void **)&s->block_changed,
@@ -92,7 +103,7 @@ static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
     const size_t sizes[] = {sizeof *s->block_states, sizeof *s->block_entry_sp, sizeof *s->block_flags,
                             sizeof *s->block_insn, sizeof *s->worklist, sizeof *s->block_changed,
                             sizeof *s->block_judgments};
-    return grow_together(arrays, sizes, 7, &s->block_cap, need);
+    return grow_together(arrays, sizes, 7, &s->block_cap, need, keep);
 }
 
 /* ---- values and slots ------------------------------------------------------------------------- */
@@ -740,7 +751,7 @@ static int64_t block_at(synth_run *run, uint32_t index)
                  FU_SYNTH_MAX_BLOCKS);
         return -1;
     }
-    if (run->counts->blocks >= sc->block_cap && !reserve_blocks(sc, (uint64_t)run->counts->blocks + 1)) {
+    if (run->counts->blocks >= sc->block_cap && !reserve_blocks(sc, (uint64_t)run->counts->blocks + 1, true)) {
         run->out_of_memory = true;
         return -1;
     }
@@ -1366,6 +1377,14 @@ static bool fixpoint(synth_run *run, bool first)
     for (uint32_t b = 0; b < run->counts->blocks; b++)
         sc->block_flags[b] = 0;
     if (first) {
+        /* before the first block, room for those the direct branches, landing pads and entries may
+         * start, without copying what the arrays held for the previous function */
+        uint64_t most = (uint64_t)run->direct_branch_count + run->function->call_site_count +
+                        run->function->entry_count + 1;
+        if (!reserve_blocks(sc, most < FU_SYNTH_MAX_BLOCKS ? most : FU_SYNTH_MAX_BLOCKS, false)) {
+            run->out_of_memory = true;
+            return false;
+        }
         /* every direct branch target inside the range starts a block */
         for (uint32_t k = 0; k < run->direct_branch_count; k++) {
             uint32_t i = sc->direct_branches[k];
