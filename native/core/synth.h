@@ -88,24 +88,24 @@ typedef enum fu_synth_value_kind {
     FU_VALUE_NEVER_WRITTEN   /* (slot reads) a slot of this frame the function never wrote */
 } fu_synth_value_kind;
 
-/* Without padding, so that equal values are equal bytes (joins compare states as bytes), and in 12
- * bytes (4-byte aligned): a state is mostly values, and the fixpoint copies and compares states. */
-typedef struct __attribute__((packed, aligned(4))) fu_synth_value {
+/* Without padding, so that equal values are equal bytes (joins compare states as bytes), and in 10
+ * bytes (2-byte aligned): a state is mostly values, and the fixpoint copies and compares states. */
+typedef struct __attribute__((packed, aligned(2))) fu_synth_value {
     int64_t offset;
-    uint16_t kind; /* fu_synth_value_kind */
-    uint16_t reg;  /* FU_VALUE_ENTRY_REGISTER: the register; FU_VALUE_TABLE_TARGET: the base distance */
+    uint8_t kind; /* fu_synth_value_kind */
+    uint8_t reg;  /* FU_VALUE_ENTRY_REGISTER: the register; FU_VALUE_TABLE_TARGET: the base distance */
 } fu_synth_value;
-_Static_assert(sizeof(fu_synth_value) == 12, "a value has no padding");
+_Static_assert(sizeof(fu_synth_value) == 10, "a value has no padding");
 
 /* Slots are keyed by space (entry stack or realigned stack) and offset in it. */
 enum { FU_SLOT_ENTRY_STACK = 0, FU_SLOT_ALIGNED_STACK = 1 };
 
 typedef struct fu_synth_slot {
     int32_t offset;
-    uint32_t space;
+    uint16_t space;
     fu_synth_value value;
 } fu_synth_slot;
-_Static_assert(sizeof(fu_synth_slot) == 20, "a slot has no padding");
+_Static_assert(sizeof(fu_synth_slot) == 16, "a slot has no padding");
 
 typedef struct fu_synth_state {
     fu_synth_value regs[FU_X86_GPR_COUNT];
