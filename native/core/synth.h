@@ -43,8 +43,8 @@
 /* A function longer than this is undecided: it bounds the scratch memory (about 60 bytes per
  * instruction, and 4 per byte of code for the offset-to-instruction map). */
 #define FU_SYNTH_MAX_FUNCTION_BYTES (4u << 20)
-/* Basic blocks (branch targets) of one function: each holds a state of ~1 KB while the fixpoint
- * runs. */
+/* Basic blocks (branch targets) of one function: each holds a state (fu_synth_state, ~0.8 KB) while
+ * the fixpoint runs. */
 #define FU_SYNTH_MAX_BLOCKS (1u << 16)
 /* Times one block may be walked before the fixpoint is declared divergent. Values at a block's entry
  * only move towards unknown, with one exception: a state that came only from a call's fall-through is
