@@ -425,7 +425,7 @@ STEP_INLINE fu_synth_value source_value(const fu_synth_state *s, const fu_x86_op
 }
 
 /* A table entry plus the base it counts from (`add` or `lea (%T,%entry)`): the jump-table target,
- * the base's distance from the table numbered among the function's (so that a value fits 12 bytes);
+ * the base's distance from the table numbered among the function's (so that a value fits 10 bytes);
  * unknown for other operands. */
 static fu_synth_value table_target(synth_run *run, fu_synth_value a, fu_synth_value b)
 {
