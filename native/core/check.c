@@ -125,7 +125,7 @@ static bool breg_value(const fu_cfi_table *table, fu_rule rule, const fu_synth_s
     if (!fu_expr_match_breg(table->section.data + rule.value, rule.expr_len, &reg, &offset, deref))
         return false;
     if (reg >= FU_X86_GPR_COUNT) {
-        *address = (fu_synth_value){0, 0, 0, 0};
+        *address = (fu_synth_value){.kind = FU_VALUE_UNKNOWN};
         return true;
     }
     fu_synth_value base = s->regs[reg];
@@ -147,9 +147,9 @@ static fu_synth_value memory_value(const fu_synth_state *s, fu_synth_value addre
         return fu_synth_slot_value(s, FU_SLOT_ALIGNED_STACK, address.offset, NULL);
     case FU_VALUE_ENTRY_REGISTER:
     case FU_VALUE_RETURN_ADDRESS:
-        return (fu_synth_value){FU_VALUE_NEVER_WRITTEN, 0, 0, 0};
+        return (fu_synth_value){.kind = FU_VALUE_NEVER_WRITTEN};
     default:
-        return (fu_synth_value){0, 0, 0, 0};
+        return (fu_synth_value){.kind = FU_VALUE_UNKNOWN};
     }
 }
 
@@ -171,7 +171,7 @@ static comparison compare(fu_synth_value got, fu_synth_value wanted)
 
 static comparison compare_cfa(const fu_cfi_table *table, fu_rule rule, const fu_synth_state *s)
 {
-    fu_synth_value wanted = {FU_VALUE_ENTRY_STACK, 0, 0, 8};
+    fu_synth_value wanted = {.kind = FU_VALUE_ENTRY_STACK, .offset = 8};
     if (rule.kind == FU_CFA_REG_OFFSET) {
         if (rule.reg >= FU_X86_GPR_COUNT)
             return COMPARE_UNKNOWN;
@@ -216,7 +216,7 @@ JUDGE_INLINE comparison compare_column(const fu_cfi_table *table, fu_rule rule, 
     case FU_RULE_VAL_OFFSET:
         if (!entry_stack_offset(rule.value, &slot))
             return COMPARE_UNKNOWN;
-        return compare((fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, slot}, wanted);
+        return compare((fu_synth_value){.offset = slot, .kind = FU_VALUE_ENTRY_STACK}, wanted);
     case FU_RULE_REGISTER:
         if (rule.reg >= FU_X86_GPR_COUNT)
             return COMPARE_UNKNOWN;
@@ -747,8 +747,8 @@ static bool declared_entry_state(const fu_cfi_table *table, const fu_state *row,
     int64_t cfa_register_offset; /* the CFA register's value, from the entry rsp: CFA - offset */
     if (__builtin_sub_overflow((int64_t)8, row->cfa.value, &cfa_register_offset))
         return false;
-    out->regs[FU_REG_RSP] = (fu_synth_value){0, 0, 0, 0};
-    out->regs[cfa_register] = (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, cfa_register_offset};
+    out->regs[FU_REG_RSP] = (fu_synth_value){.kind = FU_VALUE_UNKNOWN};
+    out->regs[cfa_register] = (fu_synth_value){.offset = cfa_register_offset, .kind = FU_VALUE_ENTRY_STACK};
     for (unsigned k = 0; k < FU_SYNTH_COLUMN_COUNT; k++) {
         unsigned column = fu_synth_columns[k];
         fu_rule rule = fu_state_rule(table, row, column);
@@ -757,13 +757,13 @@ static bool declared_entry_state(const fu_cfi_table *table, const fu_state *row,
         if (rule.kind == FU_RULE_OFFSET) {
             if (!entry_stack_offset(rule.value, &slot))
                 return false;
-            fu_synth_store(out, (fu_synth_value){FU_VALUE_ENTRY_STACK, 0, 0, slot}, saved);
+            fu_synth_store(out, (fu_synth_value){.offset = slot, .kind = FU_VALUE_ENTRY_STACK}, saved);
             if (column < FU_X86_GPR_COUNT && column != cfa_register)
-                out->regs[column] = (fu_synth_value){0, 0, 0, 0};
+                out->regs[column] = (fu_synth_value){.kind = FU_VALUE_UNKNOWN};
         } else if (rule.kind == FU_RULE_REGISTER && rule.reg < FU_X86_GPR_COUNT && rule.reg != cfa_register) {
             out->regs[rule.reg] = saved;
             if (column < FU_X86_GPR_COUNT && column != cfa_register)
-                out->regs[column] = (fu_synth_value){0, 0, 0, 0};
+                out->regs[column] = (fu_synth_value){.kind = FU_VALUE_UNKNOWN};
         } else if (rule.kind != FU_RULE_UNSPECIFIED && rule.kind != FU_RULE_SAME_VALUE) {
             return false;
         }

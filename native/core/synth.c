@@ -18,7 +18,7 @@ const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT] = {FU_REG_RBX, FU_REG_RBP,
 #define BLOCK_ONLY_CALL_FALLTHROUGH 4u /* every edge into it so far is the fall-through of a call */
 #define BLOCK_JUDGED 8u /* block_judgments holds its first instruction's judgment */
 
-static const fu_synth_value unknown_value = {FU_VALUE_UNKNOWN, 0, 0, 0};
+static const fu_synth_value unknown_value = {.kind = FU_VALUE_UNKNOWN};
 
 /* `step` runs ~17M times on libLLVM-14's check (every instruction of every walk): it and its small
  * helpers are inlined (into the walk and the visit) whatever the compiler's size estimate says. */
@@ -52,14 +52,25 @@ void fu_synth_scratch_free(fu_synth_scratch *scratch)
 }
 
 /* Grow arrays that are indexed together to hold `need` elements each (fu_grow_array's doubling
- * from the same capacity gives every array the same new capacity). */
-static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned count, uint32_t *cap, uint64_t need)
+ * from the same capacity gives every array the same new capacity); without `keep`, what they held
+ * is not copied (new arrays: their pages are touched only as they are used). */
+static bool grow_together(void **arrays[], const size_t item_sizes[], unsigned count, uint32_t *cap, uint64_t need,
+                          bool keep)
 {
+    if (need <= *cap)
+        return true;
     uint32_t grown = *cap;
     for (unsigned i = 0; i < count; i++) {
+        if (!keep) {
+            free(*arrays[i]);
+            *arrays[i] = NULL;
+        }
         grown = *cap;
-        if (!fu_grow_array(arrays[i], &grown, need, item_sizes[i]))
+        if (!fu_grow_array(arrays[i], &grown, need, item_sizes[i])) {
+            if (!keep)
+                *cap = 0; /* some arrays are gone: none holds anything */
             return false;
+        }
     }
     *cap = grown;
     return true;
@@ -71,7 +82,7 @@ static bool reserve_insns(fu_synth_scratch *s, uint64_t need)
                        (void **)&s->walked, (void **)&s->judgments, (void **)&s->direct_branches, (void **)&s->naming};
     const size_t sizes[] = {sizeof *s->insns, sizeof *s->insn_offsets, sizeof *s->block_of, sizeof *s->branch_block,
                             sizeof *s->walked, sizeof *s->judgments, sizeof *s->direct_branches, sizeof *s->naming};
-    return grow_together(arrays, sizes, 8, &s->insn_cap, need);
+    return grow_together(arrays, sizes, 8, &s->insn_cap, need, true);
 }
 
 /* The offset map for a function of `size` bytes, its new part zeroed. */
@@ -84,7 +95,7 @@ static bool reserve_offsets(fu_synth_scratch *s, uint64_t size)
     return true;
 }
 
-static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
+static bool reserve_blocks(fu_synth_scratch *s, uint64_t need, bool keep)
 {
     void **arrays[] = {(void **)&s->block_states, (void **)&s->block_entry_sp, (void **)&s->block_flags,
                        (void **)&s->block_insn, (void **)&s->worklist, (void **)&s->block_changed,
@@ -92,14 +103,14 @@ static bool reserve_blocks(fu_synth_scratch *s, uint64_t need)
     const size_t sizes[] = {sizeof *s->block_states, sizeof *s->block_entry_sp, sizeof *s->block_flags,
                             sizeof *s->block_insn, sizeof *s->worklist, sizeof *s->block_changed,
                             sizeof *s->block_judgments};
-    return grow_together(arrays, sizes, 7, &s->block_cap, need);
+    return grow_together(arrays, sizes, 7, &s->block_cap, need, keep);
 }
 
 /* ---- values and slots ------------------------------------------------------------------------- */
 
 static fu_synth_value make_value(uint8_t kind, uint8_t reg, int64_t offset)
 {
-    fu_synth_value v = {kind, reg, 0, offset};
+    fu_synth_value v = {.offset = offset, .kind = kind, .reg = reg};
     return v;
 }
 
@@ -377,7 +388,10 @@ typedef struct synth_run {
     bool has_indirect_jump; /* jump tables are looked for (and their bounds tracked) only then */
     uint32_t direct_branch_count; /* scratch->direct_branches */
     uint32_t jump_table_count;
-    synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES]; /* last: left uninitialized past the count */
+    uint32_t table_base_count;
+    /* last: left uninitialized past their counts */
+    synth_jump_table jump_tables[FU_SYNTH_MAX_JUMP_TABLES];
+    int32_t table_bases[FU_SYNTH_MAX_TABLE_BASES]; /* FU_VALUE_TABLE_TARGET's distances, by number */
 } synth_run;
 
 STEP_INLINE fu_synth_value address_of(const fu_synth_state *s, const fu_x86_operand *m, uint64_t next_address)
@@ -410,9 +424,10 @@ STEP_INLINE fu_synth_value source_value(const fu_synth_state *s, const fu_x86_op
     }
 }
 
-/* A table entry plus the base it counts from (`add` or `lea (%T,%entry)`): the jump-table target;
+/* A table entry plus the base it counts from (`add` or `lea (%T,%entry)`): the jump-table target,
+ * the base's distance from the table numbered among the function's (so that a value fits 10 bytes);
  * unknown for other operands. */
-static fu_synth_value table_target(fu_synth_value a, fu_synth_value b)
+static fu_synth_value table_target(synth_run *run, fu_synth_value a, fu_synth_value b)
 {
     if (a.kind == FU_VALUE_CONSTANT && b.kind == FU_VALUE_TABLE_ENTRY) {
         fu_synth_value t = a;
@@ -422,9 +437,15 @@ static fu_synth_value table_target(fu_synth_value a, fu_synth_value b)
     int64_t delta = (int64_t)((uint64_t)b.offset - (uint64_t)a.offset);
     if (a.kind != FU_VALUE_TABLE_ENTRY || b.kind != FU_VALUE_CONSTANT || delta < INT32_MIN || delta > INT32_MAX)
         return unknown_value;
-    fu_synth_value target = make_value(FU_VALUE_TABLE_TARGET, 0, a.offset);
-    target.base_delta = (int32_t)delta;
-    return target;
+    uint32_t k = 0;
+    while (k < run->table_base_count && run->table_bases[k] != delta)
+        k++;
+    if (k == run->table_base_count) {
+        if (k == FU_SYNTH_MAX_TABLE_BASES)
+            return unknown_value;
+        run->table_bases[run->table_base_count++] = (int32_t)delta;
+    }
+    return make_value(FU_VALUE_TABLE_TARGET, (uint8_t)k, a.offset);
 }
 
 static bool clobber(fu_synth_state *s, const fu_x86_insn *insn, uint64_t next_address)
@@ -604,7 +625,7 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
             /* `lea (%T,%entry), %r`: a jump-table target computed as clang and glibc's assembly do */
             if (source->kind == FU_X86_OPERAND_MEMORY && !source->segment && source->scale == 1 && source->value == 0 &&
                 source->reg < FU_X86_GPR_COUNT && source->index < FU_X86_GPR_COUNT) {
-                s->regs[dest->reg] = table_target(s->regs[source->reg], s->regs[source->index]);
+                s->regs[dest->reg] = table_target(run, s->regs[source->reg], s->regs[source->index]);
                 return false;
             }
             s->regs[dest->reg] = address_of(s, source, next);
@@ -620,7 +641,7 @@ STEP_INLINE bool step(synth_run *run, fu_synth_state *s, const fu_x86_insn *insn
                 return false;
             }
             if (insn->kind == FU_X86_ADD && source->kind == FU_X86_OPERAND_REGISTER && source->width == 8) {
-                *d = table_target(*d, s->regs[source->reg]);
+                *d = table_target(run, *d, s->regs[source->reg]);
                 return false;
             }
             *d = unknown_value;
@@ -755,7 +776,7 @@ static __attribute__((noinline)) int64_t new_block(synth_run *run, uint32_t inde
                  FU_SYNTH_MAX_BLOCKS);
         return -1;
     }
-    if (run->counts->blocks >= sc->block_cap && !reserve_blocks(sc, (uint64_t)run->counts->blocks + 1)) {
+    if (run->counts->blocks >= sc->block_cap && !reserve_blocks(sc, (uint64_t)run->counts->blocks + 1, true)) {
         run->out_of_memory = true;
         return -1;
     }
@@ -982,7 +1003,7 @@ static int64_t jump_table(synth_run *run, uint32_t index, const fu_x86_insn *ins
         bound = known->bound;
     } else if (o->kind == FU_X86_OPERAND_REGISTER && o->width == 8 && s->regs[o->reg].kind == FU_VALUE_TABLE_TARGET) {
         table = (uint64_t)s->regs[o->reg].offset;
-        base = table + (uint64_t)(int64_t)s->regs[o->reg].base_delta;
+        base = table + (uint64_t)(int64_t)run->table_bases[s->regs[o->reg].reg];
         entry_size = 4;
     } else if (o->kind == FU_X86_OPERAND_MEMORY && !o->segment && o->index != FU_X86_REG_NONE && o->scale == 8 &&
                o->width == 8 && o->reg == FU_X86_REG_NONE) {
@@ -1384,6 +1405,14 @@ static bool fixpoint(synth_run *run, bool first)
     for (uint32_t b = 0; b < run->counts->blocks; b++)
         sc->block_flags[b] = 0;
     if (first) {
+        /* before the first block, room for those the direct branches, landing pads and entries may
+         * start, without copying what the arrays held for the previous function */
+        uint64_t most = (uint64_t)run->direct_branch_count + run->function->call_site_count +
+                        run->function->entry_count + 1;
+        if (!reserve_blocks(sc, most < FU_SYNTH_MAX_BLOCKS ? most : FU_SYNTH_MAX_BLOCKS, false)) {
+            run->out_of_memory = true;
+            return false;
+        }
         /* every direct branch target inside the range starts a block */
         for (uint32_t k = 0; k < run->direct_branch_count; k++) {
             uint32_t i = sc->direct_branches[k];

@@ -43,8 +43,8 @@
 /* A function longer than this is undecided: it bounds the scratch memory (about 60 bytes per
  * instruction, and 4 per byte of code for the offset-to-instruction map). */
 #define FU_SYNTH_MAX_FUNCTION_BYTES (4u << 20)
-/* Basic blocks (branch targets) of one function: each holds a state of ~1.2 KB while the fixpoint
- * runs. */
+/* Basic blocks (branch targets) of one function: each holds a state (fu_synth_state, ~0.8 KB) while
+ * the fixpoint runs. */
 #define FU_SYNTH_MAX_BLOCKS (1u << 16)
 /* Times one block may be walked before the fixpoint is declared divergent. Values at a block's entry
  * only move towards unknown, with one exception: a state that came only from a call's fall-through is
@@ -58,6 +58,10 @@
 #define FU_SYNTH_MAX_JUMP_TABLE_ENTRIES 4096
 /* Jump tables remembered per function (a jump resolved once keeps its table on later walks). */
 #define FU_SYNTH_MAX_JUMP_TABLES 256
+/* Distinct distances from a jump table to the base its entries count from, per function (a
+ * FU_VALUE_TABLE_TARGET names its distance by number: synth.c table_target); a target with one
+ * more is unknown. */
+#define FU_SYNTH_MAX_TABLE_BASES 256
 /* Restarts of the fixpoint after a jump table revealed a target inside an already walked block, or
  * a call was found not to return after its fall-through had been joined. */
 #define FU_SYNTH_MAX_RESTARTS 16
@@ -79,29 +83,29 @@ typedef enum fu_synth_value_kind {
     FU_VALUE_RETURN_ADDRESS,
     FU_VALUE_CONSTANT,       /* offset: an address or an immediate */
     FU_VALUE_TABLE_ENTRY,    /* a sign-extended 4-byte entry of the table at `offset` */
-    FU_VALUE_TABLE_TARGET,   /* one entry of the table at `offset`, plus `offset + base_delta`:
-                              * a jump-table target */
+    FU_VALUE_TABLE_TARGET,   /* one entry of the table at `offset`, plus `offset` + the function's
+                              * table base distance number `reg`: a jump-table target */
     FU_VALUE_NEVER_WRITTEN   /* (slot reads) a slot of this frame the function never wrote */
 } fu_synth_value_kind;
 
-/* Without padding, so that equal values are equal bytes (joins compare states as bytes). */
-typedef struct fu_synth_value {
-    uint16_t kind;      /* fu_synth_value_kind */
-    uint16_t reg;       /* FU_VALUE_ENTRY_REGISTER */
-    int32_t base_delta; /* FU_VALUE_TABLE_TARGET: where the entries count from, relative to the table */
+/* Without padding, so that equal values are equal bytes (joins compare states as bytes), and in 10
+ * bytes (2-byte aligned): a state is mostly values, and the fixpoint copies and compares states. */
+typedef struct __attribute__((packed, aligned(2))) fu_synth_value {
     int64_t offset;
+    uint8_t kind; /* fu_synth_value_kind */
+    uint8_t reg;  /* FU_VALUE_ENTRY_REGISTER: the register; FU_VALUE_TABLE_TARGET: the base distance */
 } fu_synth_value;
-_Static_assert(sizeof(fu_synth_value) == 16, "a value has no padding");
+_Static_assert(sizeof(fu_synth_value) == 10, "a value has no padding");
 
 /* Slots are keyed by space (entry stack or realigned stack) and offset in it. */
 enum { FU_SLOT_ENTRY_STACK = 0, FU_SLOT_ALIGNED_STACK = 1 };
 
 typedef struct fu_synth_slot {
     int32_t offset;
-    uint32_t space;
+    uint16_t space;
     fu_synth_value value;
 } fu_synth_slot;
-_Static_assert(sizeof(fu_synth_slot) == 24, "a slot has no padding");
+_Static_assert(sizeof(fu_synth_slot) == 16, "a slot has no padding");
 
 typedef struct fu_synth_state {
     fu_synth_value regs[FU_X86_GPR_COUNT];
@@ -314,8 +318,8 @@ extern const uint8_t fu_synth_columns[FU_SYNTH_COLUMN_COUNT]; /* 3 rbx, 6 rbp, 1
  * recover for the caller: the caller's value of the register, or the return address. */
 static inline fu_synth_value fu_synth_column_value(unsigned column)
 {
-    fu_synth_value v = {column == FU_RETURN_ADDRESS_COLUMN ? FU_VALUE_RETURN_ADDRESS : FU_VALUE_ENTRY_REGISTER,
-                        column == FU_RETURN_ADDRESS_COLUMN ? 0 : (uint8_t)column, 0, 0};
+    fu_synth_value v = {.kind = column == FU_RETURN_ADDRESS_COLUMN ? FU_VALUE_RETURN_ADDRESS : FU_VALUE_ENTRY_REGISTER,
+                        .reg = column == FU_RETURN_ADDRESS_COLUMN ? 0 : (uint8_t)column};
     return v;
 }
 

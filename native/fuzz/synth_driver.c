@@ -73,7 +73,6 @@ static uint8_t state_digest(const fu_synth_state *state)
     for (unsigned r = 0; r < FU_X86_GPR_COUNT; r++) {
         MIX(state->regs[r].kind);
         MIX(state->regs[r].reg);
-        MIX(state->regs[r].base_delta);
         MIX(state->regs[r].offset);
     }
     MIX(state->slot_count);
@@ -84,7 +83,6 @@ static uint8_t state_digest(const fu_synth_state *state)
         MIX(state->slots[i].offset);
         MIX(state->slots[i].value.kind);
         MIX(state->slots[i].value.reg);
-        MIX(state->slots[i].value.base_delta);
         MIX(state->slots[i].value.offset);
     }
 #undef MIX
@@ -410,7 +408,7 @@ static void run_input(const uint8_t *data, size_t size)
     fu_synth_state entry;
     fu_synth_entry_state(&entry, flags & 1);
     entry.regs[FU_REG_RSP].offset = -(int64_t)(flags & 0xf8);
-    fu_synth_store(&entry, entry.regs[FU_REG_RSP], (fu_synth_value){FU_VALUE_ENTRY_REGISTER, 3, 0, 0});
+    fu_synth_store(&entry, entry.regs[FU_REG_RSP], (fu_synth_value){.kind = FU_VALUE_ENTRY_REGISTER, .reg = 3});
     run_synth(code, code_size, start, segments, segment_count, noreturn, 2, &entry, &scratch);
     /* the input's own bytes as the LSDA (readable when the input is a segment) */
     run_check(code, code_size, start, cfi, segments, segment_count, noreturn, 2, flags & 4 ? 0x600000 + HEADER_BYTES : 0);
