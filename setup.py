@@ -22,7 +22,8 @@ if os.environ.get("FASTUNWIND_SANITIZE"):
 elif os.environ.get("FASTUNWIND_DEBUG"):
     compile_args += ["-O0", "-g"]
 else:
-    compile_args += ["-O2"]
+    compile_args += ["-O2", "-flto=auto"]
+    link_args += ["-flto=auto", "-O2"]
 
 # The in-kernel unwinder (native/bpf): the BPF program is compiled by clang-14 -target bpf against
 # this kernel's types (vmlinux.h from its BTF: CO-RE relocates the fields it reads on other kernels)

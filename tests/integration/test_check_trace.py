@@ -355,14 +355,22 @@ def test_ctrl_c_kills_the_command(program: Path) -> None:
     """SIGINT to the terminal's process group (Ctrl-C) reaches the tracer and the command: the
     command is gone, the CLI says so and exits 3."""
     command = oracle_files.tool_command(["check", "--trace", "--max-steps", "100000000", "--", str(program), "loop"])
+    # SIGINT at its default in the CLI whatever this run inherited (a job started in the background
+    # by a shell without job control ignores it, and Python then installs no handler)
     tracer = subprocess.Popen(command, env=oracle_files.subprocess_env(), stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    deadline = time.monotonic() + 30
-    while not _left_behind(program) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(0.5)
-    os.killpg(tracer.pid, signal.SIGINT)
-    _stdout, stderr = tracer.communicate(timeout=30)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 30
+        while not _left_behind(program) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        os.killpg(tracer.pid, signal.SIGINT)
+        _stdout, stderr = tracer.communicate(timeout=30)
+    finally:
+        if tracer.poll() is None:  # not even the test's failure leaves the tracer and its command running
+            os.killpg(tracer.pid, signal.SIGKILL)
+            tracer.wait()
     assert tracer.returncode == 3 and b"interrupted" in stderr, stderr
     assert _left_behind(program) == []
 
