@@ -1,9 +1,11 @@
 """Build the C core (fastunwind._core). Everything else is declared in pyproject.toml.
 
 FASTUNWIND_SANITIZE=1 builds the extension with ASAN+UBSAN (see `make asan`);
-FASTUNWIND_DEBUG=1 builds it with -O0 -g.
+FASTUNWIND_DEBUG=1 builds it with -O0 -g; FASTUNWIND_PGO=0 leaves out the profile-guided pass of
+the in-place build (PGO_TRAINING).
 """
 import os
+import shutil
 import subprocess
 import sys
 from glob import glob
@@ -24,6 +26,22 @@ elif os.environ.get("FASTUNWIND_DEBUG"):
 else:
     compile_args += ["-O2", "-flto=auto"]
     link_args += ["-flto=auto", "-O2"]
+
+# The optimized in-place build (`make build`) is guided by a profile: the extension is built with
+# counters, `check` runs on the system's libc and libstdc++ (PGO_TRAINING), and the extension is
+# built again from the counts. Code the training does not run is optimized as without a profile
+# (-fprofile-partial-training). Wheels (not in place) are built without it: the training needs the
+# built package. docs/DESIGN.md, "check", Speed.
+PGO = not os.environ.get("FASTUNWIND_SANITIZE") and not os.environ.get("FASTUNWIND_DEBUG") \
+    and os.environ.get("FASTUNWIND_PGO", "1") != "0"
+PGO_PROFILES = os.path.abspath(".build/pgo")
+PGO_TRAINING = """
+import os
+from fastunwind.check import check_file
+for path in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libstdc++.so.6"):
+    if os.path.exists(path):
+        check_file(path)
+"""
 
 # The in-kernel unwinder (native/bpf): the BPF program is compiled by clang-14 -target bpf against
 # this kernel's types (vmlinux.h from its BTF: CO-RE relocates the fields it reads on other kernels)
@@ -73,8 +91,34 @@ class BuildWithLauncher(build_ext):
             return os.path.join(os.path.dirname(self.get_ext_fullpath("fastunwind._core")), LAUNCHER)
         return os.path.join(self.build_temp, COMMAND)
 
+    def _build_extension(self, extra_compile: list[str], extra_link: list[str]) -> None:
+        """The extension built (again) with these flags besides compile_args and link_args: the
+        first time by build_ext.run, which sets the compiler up, then by build_extensions."""
+        for extension in self.extensions:
+            extension.extra_compile_args = compile_args + extra_compile
+            extension.extra_link_args = link_args + extra_link
+        self.force = True
+        if isinstance(self.compiler, str) or self.compiler is None:
+            super().run()
+        else:
+            self.build_extensions()
+
     def run(self) -> None:
-        super().run()
+        if self.inplace and PGO:
+            shutil.rmtree(PGO_PROFILES, ignore_errors=True)
+            self._build_extension(["-fprofile-generate", "-fprofile-update=prefer-atomic",
+                                   f"-fprofile-dir={PGO_PROFILES}"], ["-fprofile-generate"])
+            training = subprocess.run([sys.executable, "-c", PGO_TRAINING],
+                                      env=dict(os.environ, PYTHONPATH=os.path.abspath("src")))
+            if training.returncode == 0:
+                self._build_extension(["-fprofile-use", "-fprofile-partial-training",
+                                       f"-fprofile-dir={PGO_PROFILES}", "-Wno-missing-profile"], [])
+            else:
+                print("setup.py: the profile's training run failed: the extension is built without a profile",
+                      file=sys.stderr)
+                self._build_extension([], [])
+        else:
+            super().run()
         python = os.environ.get("FASTUNWIND_PYTHON", sys.executable)
         sources = sorted(glob("native/cli/*.c")) + [f"native/core/{name}" for name in LAUNCHER_CORE_SOURCES]
         objects = self.compiler.compile(
