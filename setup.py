@@ -1,8 +1,8 @@
 """Build the C core (fastunwind._core). Everything else is declared in pyproject.toml.
 
 FASTUNWIND_SANITIZE=1 builds the extension with ASAN+UBSAN (see `make asan`);
-FASTUNWIND_DEBUG=1 builds it with -O0 -g; FASTUNWIND_PGO=0 leaves out the profile-guided pass of
-the in-place build (PGO_TRAINING).
+FASTUNWIND_DEBUG=1 builds it with -O0 -g; FASTUNWIND_PGO=0 leaves out the profile-guided pass
+(PGO_TRAINING).
 """
 import os
 import shutil
@@ -27,11 +27,10 @@ else:
     compile_args += ["-O2", "-flto=auto"]
     link_args += ["-flto=auto", "-O2"]
 
-# The optimized in-place build (`make build`) is guided by a profile: the extension is built with
+# The optimized build (`make build`, a wheel) is guided by a profile: the extension is built with
 # counters, `check` runs on the system's libc and libstdc++ (PGO_TRAINING), and the extension is
 # built again from the counts. Code the training does not run is optimized as without a profile
-# (-fprofile-partial-training). Wheels (not in place) are built without it: the training needs the
-# built package. docs/DESIGN.md, "check", Speed.
+# (-fprofile-partial-training). docs/DESIGN.md, "check", Speed.
 PGO = not os.environ.get("FASTUNWIND_SANITIZE") and not os.environ.get("FASTUNWIND_DEBUG") \
     and os.environ.get("FASTUNWIND_PGO", "1") != "0"
 PGO_PROFILES = os.path.abspath(".build/pgo")
@@ -104,12 +103,14 @@ class BuildWithLauncher(build_ext):
             self.build_extensions()
 
     def run(self) -> None:
-        if self.inplace and PGO:
+        if PGO:
             shutil.rmtree(PGO_PROFILES, ignore_errors=True)
             self._build_extension(["-fprofile-generate", "-fprofile-update=prefer-atomic",
                                    f"-fprofile-dir={PGO_PROFILES}"], ["-fprofile-generate"])
-            training = subprocess.run([sys.executable, "-c", PGO_TRAINING],
-                                      env=dict(os.environ, PYTHONPATH=os.path.abspath("src")))
+            # the package where the extension is built: src in place, else the build's folder, where
+            # build_py has put its Python files
+            package_root = os.path.dirname(os.path.dirname(os.path.abspath(self.get_ext_fullpath("fastunwind._core"))))
+            training = subprocess.run([sys.executable, "-c", PGO_TRAINING], env=dict(os.environ, PYTHONPATH=package_root))
             if training.returncode == 0:
                 self._build_extension(["-fprofile-use", "-fprofile-partial-training",
                                        f"-fprofile-dir={PGO_PROFILES}", "-Wno-missing-profile"], [])
