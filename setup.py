@@ -24,8 +24,10 @@ if os.environ.get("FASTUNWIND_SANITIZE"):
 elif os.environ.get("FASTUNWIND_DEBUG"):
     compile_args += ["-O0", "-g"]
 else:
-    compile_args += ["-O2", "-flto=auto"]
-    link_args += ["-flto=auto", "-O2"]
+    # one partition: no static function is promoted and renamed (`name.lto_priv.0`), so frames in the
+    # core keep their names (stacks.unwind_current_thread's leaf is `unwind_self`)
+    compile_args += ["-O2", "-flto=auto", "-flto-partition=one"]
+    link_args += ["-flto=auto", "-flto-partition=one", "-O2"]
 
 # The optimized build (`make build`, a wheel) is guided by a profile: the extension is built with
 # counters, `check` runs on the system's libc and libstdc++ (PGO_TRAINING), and the extension is
