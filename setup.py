@@ -139,7 +139,7 @@ class BuildWithLauncher(build_ext):
             # that the launcher loads no library but libc
             libraries=["iberty", ":libdw.a", ":libelf.a", ":libzstd.a", ":libz.a", ":liblzma.a", ":libbz2.a"],
             extra_postargs=["-Wl,--gc-sections", "-Wl,--as-needed"]
-            + [a for a in link_args if a.startswith("-fsanitize")],
+            + [a for a in link_args if not a.startswith("-Wl,")],  # the sanitizers, LTO as the extension's
             target_lang="c")
 
 
