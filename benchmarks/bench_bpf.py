@@ -1,5 +1,6 @@
 """The in-kernel unwinder's cost: `fastunwind record --bpf` against `perf record --call-graph dwarf`
-and against no profiler, on a fixed amount of work (clang-14 -O2 -c on the compiler workload's
+(perf's default 8 KiB of stack a sample, and its largest, 64 KiB: the size at which its stacks are
+as complete as ours) and against no profiler, on a fixed amount of work (clang-14 -O2 -c on the compiler workload's
 generated C file, scripts/record_workloads.py).
 
     .venv/bin/python -m benchmarks.bench_bpf [--repeat N] [--seconds S] [--rounds R] [--overhead-seconds S]
@@ -7,13 +8,16 @@ generated C file, scripts/record_workloads.py).
     .venv/bin/python -m benchmarks.bench_bpf --pool FILE... [--json [FILE]]
 
 Needs root. For each configuration (no profiler; BPF at 99 and 999 Hz, the program timing its walks
-and samples; perf at 99 and 999 Hz), N runs (default 3), the best of each figure:
+and samples; perf at 99 and 999 Hz, with 8 and with 64 KiB of stack), N runs (default 3), the best of each figure:
 
 - target CPU: the profiled program's user + system CPU seconds (getrusage of a wrapper that runs it),
   which includes the kernel's work in its context (the BPF walk, perf's stack copies);
 - profiler CPU: the profiler's own CPU seconds (perf record's process; for BPF this process's CPU
   during the recording: loading tables, draining, naming the frames);
 - bytes on disk per sample: perf.data's size, or the folded profile's size, over the samples;
+- the share of user stacks complete (walked to their outermost frame): BPF's own outcomes, and
+  for perf, fastunwind perf-script's offline unwinding of the recording (a stack whose chain runs
+  past the copied bytes is truncated);
 - the program's runs per sample taken (above 1: runs for processes out of scope) and its run time
   per run and per user frame walked, from the kernel's own accounting
   (kernel.bpf_stats_enabled is set to 1 for the run and restored; every run of the program counts,
@@ -42,14 +46,14 @@ The machine may be shared: every figure is a best of N, and the report says so.
 The overhead on the profiled program (`--rounds R`, default 30; 0 leaves it out) is decided apart,
 by a paired test, since a best of three cannot separate a 1% difference on a loaded machine: R
 rounds of a shorter run of the same program (`--overhead-seconds`, default 0.5), each round running
-the six configurations once in an order rotated from round to round (a burst of load falls on a
-different configuration each time: no profiler, bpf and perf dwarf at 99 and 999 Hz, and perf
-record without stacks at 999 Hz, the cost of the sampling alone); then bpf 99 Hz against perf dwarf 99 Hz alone (`--rounds-99`,
+the eight configurations once in an order rotated from round to round (a burst of load falls on a
+different configuration each time: no profiler, bpf and perf dwarf with 8 and 64 KiB at 99 and 999
+Hz, and perf record without stacks at 999 Hz, the cost of the sampling alone); then bpf 99 Hz against perf dwarf 99 Hz alone (`--rounds-99`,
 default 100, of a longer run, `--seconds-99`, default 2.0: 1.5 s of clang), whose difference is too
 small for the first rounds. These runs are `record --bpf` as users run it (the program's timing off,
 the command's tables loaded before it starts) and perf record, with nothing done after (no profile
 written, no perf script). Within a round, each profiled run is paired with its partner
-(bpf against perf at the same rate, each against the round's run without a profiler); over the
+(bpf against each perf at the same rate, each against the round's run without a profiler); over the
 rounds, for the target's CPU and its wall time:
 
 - the sign test: how many rounds the first of the pair is below the second, and the exact
@@ -127,12 +131,16 @@ def run_plain(command: list[str], work: Path) -> dict[str, Any]:
     return {"target_cpu": times[0], "target_times": times}
 
 
-def run_perf(command: list[str], hz: int, work: Path, details: bool = True, stacks: bool = True) -> dict[str, Any]:
-    """One recording (`stacks`: --call-graph dwarf, else the samples alone: their IP, thread and
-    time); without `details` only the target's times (the overhead rounds)."""
+def run_perf(command: list[str], hz: int, work: Path, details: bool = True, stacks: bool = True,
+             stack_bytes: int | None = None) -> dict[str, Any]:
+    """One recording (`stacks`: --call-graph dwarf, with `stack_bytes` of stack a sample if given
+    (else perf's default, 8 KiB), else the samples alone: their IP, thread and time); without
+    `details` only the target's times (the overhead rounds). With them, the share of user stacks
+    that unwind to their end offline (fastunwind perf-script: the copied stack holds the whole
+    chain)."""
     cpu_file, data = work / "cpu", work / "perf.data"
     before = children_cpu()
-    call_graph = ["--call-graph", "dwarf"] if stacks else []
+    call_graph = ["--call-graph", "dwarf" if stack_bytes is None else f"dwarf,{stack_bytes}"] if stacks else []
     subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), *call_graph, "-o", str(data),
                     "--", *wrapped(command, cpu_file)], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
@@ -144,12 +152,23 @@ def run_perf(command: list[str], hz: int, work: Path, details: bool = True, stac
     samples = _perf_samples(data)
     size = data.stat().st_size
     return {"target_cpu": target, "target_times": times, "profiler_cpu": total - target, "samples": samples,
-            "disk_bytes_per_sample": size / samples if samples else None}
+            "disk_bytes_per_sample": size / samples if samples else None,
+            "complete_user_share": _perf_complete_share(data) if stacks else None}
 
 
 def _perf_samples(data: Path) -> int:
     text = subprocess.run(["perf", "script", "-i", str(data), "-F", "tid"], capture_output=True, text=True).stdout
     return len(text.splitlines())  # one line per sample: -F tid prints no call chain
+
+
+def _perf_complete_share(data: Path) -> float | None:
+    """The share of the recording's user stacks that fastunwind unwinds offline to their end (the
+    outcome "end"; the others ran out of copied stack, or of unwind information)."""
+    result = subprocess.run([sys.executable, "-m", "fastunwind", "perf-script", "-i", str(data), "--json"],
+                            capture_output=True, text=True, check=True)
+    stats = json.loads(result.stdout)
+    unwound = int(stats["unwound_samples"])
+    return stats["outcomes"].get("end", 0) / unwound if unwound else None
 
 
 def run_bpf(command: list[str], hz: int, work: Path, details: bool = True) -> dict[str, Any]:
@@ -205,7 +224,14 @@ SIGNIFICANCE = 0.05
 #: "perf samples 999 Hz" is perf record without stacks: what sampling alone costs the program (the
 #: timer's interrupt, a 40-byte record), which both profilers pay; each profiler's cost per sample
 #: beyond it is its own (the walk and its record; the 8 KiB stack copy and its bigger ring)
-CONFIGURATIONS = ("none", "bpf 99 Hz", "perf dwarf 99 Hz", "bpf 999 Hz", "perf dwarf 999 Hz", "perf samples 999 Hz")
+CONFIGURATIONS = ("none", "bpf 99 Hz", "perf dwarf 99 Hz", "perf dwarf 64 KiB 99 Hz", "bpf 999 Hz", "perf dwarf 999 Hz",
+                  "perf dwarf 64 KiB 999 Hz", "perf samples 999 Hz")
+#: "perf dwarf 64 KiB" copies perf's largest user stack a sample (its dump size is a 16-bit field:
+#: `--call-graph dwarf,65528` is the most perf record accepts); perf's default, 8 KiB, holds the
+#: whole chain of few of a deep program's stacks (clang-14: ~1.5% of its samples unwind to their
+#: end from 8 KiB, ~80% from 32 KiB, all from 64 KiB), so this is perf giving the profile that
+#: `record --bpf` gives
+PERF_LARGEST_STACK = 65528
 #: the 99 Hz comparison decided apart, in rounds of these two alone (in alternating order), each
 #: run longer: the difference is a few tenths of a percent of the program's CPU, which 30 rounds of
 #: a 0.37 s compile leave inside the runs' own spread (on the quiet machine, a 95% interval of
@@ -275,10 +301,11 @@ def comparisons(measured: list[dict[str, tuple[float, float]]], names: tuple[str
     bpf against perf at each rate, and each against none, where both were run."""
     out = {}
     for hz in (99, 999):
-        bpf, perf = f"bpf {hz} Hz", f"perf dwarf {hz} Hz"
+        bpf, perf, whole = f"bpf {hz} Hz", f"perf dwarf {hz} Hz", f"perf dwarf 64 KiB {hz} Hz"
         for which, measure in enumerate(("cpu", "wall")):
             bare = f"perf samples {hz} Hz"
-            for first, second in ((bpf, perf), (bpf, "none"), (perf, "none"), (bpf, bare), (perf, bare), (bare, "none")):
+            for first, second in ((bpf, perf), (bpf, whole), (bpf, "none"), (perf, "none"), (whole, "none"),
+                                  (bpf, bare), (perf, bare), (whole, bare), (bare, "none")):
                 if first in names and second in names:
                     out[f"{first} / {second}, {measure}"] = paired(measured, first, second, which)
     return out
@@ -348,6 +375,8 @@ def configurations(command: list[str], details: bool = True) -> dict[str, Callab
     for hz in (99, 999):
         runs[f"bpf {hz} Hz"] = partial(run_bpf, command, hz, details=details)
         runs[f"perf dwarf {hz} Hz"] = partial(run_perf, command, hz, details=details)
+        runs[f"perf dwarf 64 KiB {hz} Hz"] = partial(run_perf, command, hz, details=details,
+                                                     stack_bytes=PERF_LARGEST_STACK)
     runs["perf samples 999 Hz"] = partial(run_perf, command, 999, details=details, stacks=False)
     return runs
 

@@ -53,11 +53,14 @@ def test_the_99_hz_rounds_compare_bpf_with_perf_alone() -> None:
     assert list(found) == ["bpf 99 Hz / perf dwarf 99 Hz, cpu", "bpf 99 Hz / perf dwarf 99 Hz, wall"]
     assert found["bpf 99 Hz / perf dwarf 99 Hz, cpu"]["verdict"] == "below"
     assert found["bpf 99 Hz / perf dwarf 99 Hz, wall"]["verdict"] == "above"
-    # the six configurations: at each rate bpf / perf, bpf / none, perf / none, and at 999 Hz each
-    # profiler against perf without stacks and that against none, for CPU and wall
-    six = [{name: (1.0, 1.0) for name in CONFIGURATIONS}] * 3
-    found = comparisons(six, CONFIGURATIONS)
-    assert len(found) == 18 and "perf dwarf 999 Hz / perf samples 999 Hz, cpu" in found
+    # the eight configurations: at each rate bpf against each perf, and the three profilers
+    # against none, and at 999 Hz each profiler against perf without stacks and that against none,
+    # for CPU and wall
+    eight = [{name: (1.0, 1.0) for name in CONFIGURATIONS}] * 3
+    found = comparisons(eight, CONFIGURATIONS)
+    assert len(found) == 28 and "perf dwarf 999 Hz / perf samples 999 Hz, cpu" in found
+    assert "bpf 99 Hz / perf dwarf 64 KiB 99 Hz, cpu" in found
+    assert "perf dwarf 64 KiB 999 Hz / perf samples 999 Hz, wall" in found
 
 
 def test_the_cost_per_sample_is_the_ratios_excess_over_the_samples() -> None:
