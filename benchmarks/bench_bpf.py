@@ -48,9 +48,9 @@ by a paired test, since a best of three cannot separate a 1% difference on a loa
 rounds of a shorter run of the same program (`--overhead-seconds`, default 0.5), each round running
 the eight configurations once in an order rotated from round to round (a burst of load falls on a
 different configuration each time: no profiler, bpf and perf dwarf with 8 and 64 KiB at 99 and 999
-Hz, and perf record without stacks at 999 Hz, the cost of the sampling alone); then bpf 99 Hz against perf dwarf 99 Hz alone (`--rounds-99`,
-default 100, of a longer run, `--seconds-99`, default 2.0: 1.5 s of clang), whose difference is too
-small for the first rounds. These runs are `record --bpf` as users run it (the program's timing off,
+Hz, and perf record without stacks at 999 Hz, the cost of the sampling alone); then bpf 99 Hz
+against perf dwarf 99 Hz (8 KiB) alone (`--rounds-99`, default 100, of a longer run, `--seconds-99`,
+default 2.0: 1.5 s of clang), whose difference is too small for the first rounds. These runs are `record --bpf` as users run it (the program's timing off,
 the command's tables loaded before it starts) and perf record, with nothing done after (no profile
 written, no perf script). Within a round, each profiled run is paired with its partner
 (bpf against each perf at the same rate, each against the round's run without a profiler); over the
