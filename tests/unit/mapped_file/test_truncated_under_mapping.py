@@ -335,3 +335,58 @@ def test_beyond_the_guarded_bound_a_file_is_read_into_memory(tmp_path, library):
 @pytest.fixture(autouse=True)
 def small_file(tmp_path):
     (tmp_path / "small").write_bytes(b"x" * 100)
+
+
+def test_the_guard_serves_under_faulthandler_enabled_after_it(library):
+    # faulthandler.enable() after the import installs its handler over the guard, once the image is
+    # open: the operation's start puts the guard back in front of it
+    output = survived(run_victim("""
+        import faulthandler
+        from fastunwind.address_space import ImageCache
+        image = ImageCache().get(path)
+        faulthandler.enable()
+        cut()
+        report(lambda: image.eh_frame)
+    """, library))
+    assert output.startswith(f"FileChangedError: {library}: changed while read"), output
+
+
+def test_the_guard_serves_a_mapping_opened_after_faulthandler_enabled_after_it(library):
+    output = survived(run_victim("""
+        import faulthandler
+        from fastunwind import _core
+        faulthandler.enable()
+        from fastunwind.address_space import ImageCache
+        cut_while_opened()
+        images = ImageCache()
+        print(images.get(path), images.changed(path))
+    """, library))
+    assert output.startswith(f"None {library}: changed while read"), output
+
+
+@pytest.mark.parametrize("sequence,traceback", [
+    ("faulthandler.enable()", True),
+    ("faulthandler.enable(); _core.guard_mapped_files(); faulthandler.disable()", False),
+    ("faulthandler.enable(); _core.guard_mapped_files(); faulthandler.disable(); faulthandler.enable()", True),
+])
+def test_a_sigbus_outside_the_guarded_files_kills_once_under_faulthandler_enabled_after_it(library, sequence,
+                                                                                           traceback):
+    # the guard put back in front of faulthandler hands it the fault (one traceback), and what
+    # faulthandler then re-raises to its own previous handler, the guard, goes to the default action;
+    # a faulthandler disabled since put the guard back, and is not called (nor is a fault repeated forever)
+    result = run_victim(f"""
+        import faulthandler, mmap
+        from fastunwind import _core
+        {sequence}
+        _core.guard_mapped_files()
+        with open(path, "rb") as f:
+            mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        cut()
+        print(mapping[len(mapping) - 1])
+    """, library)
+    assert result.returncode == -signal.SIGBUS, (result.returncode, result.stderr)
+    assert result.stderr.count("Fatal Python error: Bus error") == (1 if traceback else 0), result.stderr
+
+
+def test_putting_the_guard_back_costs_nothing_when_it_is_in_front():
+    assert _core.guard_mapped_files() is False
