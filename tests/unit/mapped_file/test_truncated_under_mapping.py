@@ -422,3 +422,31 @@ def test_a_compiled_table_cut_while_loaded_runs_from_its_private_copy(tmp_path):
         print(len(rows) > 0, sum(path in " ".join(row) for row in rows), loaded.row_count > 0)
     """, str(tmp_path / "eh_elf.so")))
     assert output.split() == ["True", "0", "True"], output
+
+
+def test_a_table_printed_from_a_file_cut_while_printed_writes_nothing(library):
+    # readelf's text of the zeros past the cut would look like the file's: none of it is written
+    result = run_victim("""
+        from fastunwind import cfi_print, cli
+        section_table = cfi_print.section_table
+        def cut_then_section_table(*args):
+            cut()
+            return section_table(*args)
+        cfi_print.section_table = cut_then_section_table
+        sys.exit(cli.main(["table", "--no-follow-links", path]))
+    """, library)
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert result.stdout == "", result.stdout[:400]
+    assert f"{library}: changed while read" in result.stderr, result.stderr
+
+
+def test_a_table_printed_from_a_file_left_whole_is_written_whole(library):
+    # readelf's text, its separate debug file's sections too (readelf exits 1 on a NOBITS .eh_frame there)
+    result = run_victim("""
+        from fastunwind import cli
+        sys.exit(cli.main(["table", path]))
+    """, library)
+    assert result.returncode == 0, result.stderr
+    expected = subprocess.run(["readelf", "--debug-dump=frames-interp", library], capture_output=True,
+                              text=True).stdout
+    assert result.stdout == expected
