@@ -13,7 +13,7 @@ of binutils 2.40 readelf around them, so that `fastunwind table FILE` and readel
 
 A file truncated in place while it is printed (native/core/mapped_file.h) reads as zeros past the
 cut, and the text from them would look like the file's: the text is held in an anonymous temporary
-file (not in memory: libLLVM's is hundreds of MB) until every file printed is checked, and written
+file (not in memory: libLLVM-14's is 63 MB) until every file printed is checked, and written
 only then; a changed file raises FileChangedError with nothing written.
 """
 
