@@ -42,10 +42,11 @@ typedef struct fu_mapped_file {
  * not own to the handler installed before it. FU_ERR_INVALID if sigaction refuses. */
 fu_status fu_mapped_file_guard_install(fu_error *err);
 
-/* Put the guard back in front of SIGBUS's handler if another was installed over it since (it then
- * hands that one the faults it does not own, and it hands them on to the guard's older chain): one
- * sigaction query when nothing changed. Whether it was put back. Called by fu_mapped_file_open; the
- * Python side calls it when an operation starts (_core.guard_mapped_files). */
+/* Put the guard back in front of SIGBUS's handler if another was installed over it since: the guard
+ * then hands that handler the faults it does not own, and what that handler hands back goes on to the
+ * handlers before it (mapped_file.c, the chain). One sigaction query when the guard is in front.
+ * Whether it was put back. Called by fu_mapped_file_open; the Python side calls it when an operation
+ * starts (_core.guard_mapped_files). */
 bool fu_mapped_file_guard_refresh(void);
 
 /* Map `size` bytes (the file's size, above 0) of the regular file `fd` read-only and guard them;
