@@ -1,5 +1,5 @@
 /* eh_elf: the checks on a compiled unwind table's file before it is loaded (see eh_elf.h). */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include "eh_elf.h"
 
 #include <dlfcn.h>
@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,13 +50,9 @@ static const char *check_headers(const uint8_t *data, size_t size, char *why, si
     return NULL;
 }
 
-const char *fu_eh_elf_check_file(const char *path, char *why, size_t why_size)
+/* fu_eh_elf_check_file on an open descriptor (not closed). */
+static const char *check_descriptor(int fd, char *why, size_t why_size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, why_size, "cannot open: %s", strerror(errno));
-        return why;
-    }
     const char *problem = NULL;
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -77,8 +75,77 @@ const char *fu_eh_elf_check_file(const char *path, char *why, size_t why_size)
             fu_mapped_file_close(&mapped);
         }
     }
+    return problem;
+}
+
+const char *fu_eh_elf_check_file(const char *path, char *why, size_t why_size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_size, "cannot open: %s", strerror(errno));
+        return why;
+    }
+    const char *problem = check_descriptor(fd, why, why_size);
     close(fd);
     return problem;
+}
+
+/* The file's bytes in a memfd sealed against growing, shrinking and writing (eh_elf.h fu_eh_elf_load),
+ * checked as fu_eh_elf_check_file checks the file: its descriptor, or -1 with `why` written. */
+static int sealed_copy(const char *path, char *why, size_t why_size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_size, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    int copy = -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, why_size, "cannot stat: %s", strerror(errno));
+        goto done;
+    }
+    if ((uint64_t)st.st_size > FU_EH_ELF_MAX_FILE_BYTES) {
+        snprintf(why, why_size, "%lld bytes: above the bound of %u for a compiled table", (long long)st.st_size,
+                 FU_EH_ELF_MAX_FILE_BYTES);
+        goto done;
+    }
+    const char *base = strrchr(path, '/');
+    char name[64];
+    snprintf(name, sizeof name, "fastunwind-eh_elf:%s", base ? base + 1 : path);
+    copy = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (copy < 0) {
+        snprintf(why, why_size, "cannot make a private copy: memfd_create: %s", strerror(errno));
+        goto done;
+    }
+    /* bounded by the size: every round copies at least a byte or ends the loop */
+    off_t offset = 0;
+    while (offset < st.st_size) {
+        ssize_t n = sendfile(copy, fd, &offset, (size_t)(st.st_size - offset));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                snprintf(why, why_size, "changed while read (truncated in place: it ends at 0x%llx, not at its size "
+                         "0x%llx)", (unsigned long long)offset, (unsigned long long)st.st_size);
+            else
+                snprintf(why, why_size, "cannot copy: %s", strerror(errno));
+            goto fail;
+        }
+    }
+    if (fcntl(copy, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+        snprintf(why, why_size, "cannot seal the private copy: %s", strerror(errno));
+        goto fail;
+    }
+    if (check_descriptor(copy, why, why_size))
+        goto fail;
+    goto done;
+fail:
+    close(copy);
+    copy = -1;
+done:
+    close(fd);
+    return copy;
 }
 
 void fu_hex(char *out, size_t out_size, const uint8_t *bytes, size_t n)
@@ -98,8 +165,10 @@ const char *fu_eh_elf_status_name(int status)
 
 void fu_eh_elf_unload(fu_eh_elf_loaded *loaded)
 {
-    if (loaded->handle)
+    if (loaded->handle) {
         dlclose(loaded->handle);
+        close(loaded->copy_fd);
+    }
     memset(loaded, 0, sizeof *loaded);
 }
 
@@ -112,17 +181,20 @@ const char *fu_eh_elf_load(const char *path, uint32_t key_kind, const uint8_t *k
         snprintf(why, why_size, "a key of %zu bytes (at most %d)", key_size, FU_EH_ELF_MAX_KEY);
         return why;
     }
-    const char *problem = fu_eh_elf_check_file(path, why, why_size);
-    if (problem)
-        return problem;
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    int copy = sealed_copy(path, why, why_size);
+    if (copy < 0)
+        return why;
+    char copy_path[64];
+    snprintf(copy_path, sizeof copy_path, "/proc/self/fd/%d", copy);
+    void *handle = dlopen(copy_path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         const char *message = dlerror();
         snprintf(why, why_size, "dlopen failed: %s", message ? message : "?");
+        close(copy);
         return why;
     }
     const fu_eh_elf_info *info = dlsym(handle, "fu_eh_elf_info");
-    fu_eh_elf_loaded loaded = {.handle = handle};
+    fu_eh_elf_loaded loaded = {.handle = handle, .copy_fd = copy};
     if (!info) {
         snprintf(why, why_size, "no fu_eh_elf_info symbol: not a compiled unwind table");
         goto fail;
@@ -167,5 +239,6 @@ const char *fu_eh_elf_load(const char *path, uint32_t key_kind, const uint8_t *k
     return NULL;
 fail:
     dlclose(handle);
+    close(copy);
     return why;
 }

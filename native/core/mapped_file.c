@@ -27,33 +27,47 @@ typedef struct guarded_range {
 } guarded_range;
 
 static guarded_range guarded[FU_MAPPED_FILE_MAX_GUARDED];
-static struct sigaction previous_action;
+/* The chain of handlers behind the guard, oldest first: [0] what SIGBUS had when the guard was
+ * installed, then each handler installed over the guard since, in front of which the guard put itself
+ * back (fu_mapped_file_guard_refresh). The guard in front of chain[0..k] is installed as its level k,
+ * its own function (guard_levels[k]): a handler that put it there saved that level as its "previous",
+ * so the guard knows, by the function called, how deep in the chain a fault handed on has come (a
+ * handler of the chain hands back to the level it displaced), and by the function installed, which
+ * handlers of the chain have put their previous one back since (faulthandler.disable()). An entry is
+ * written before `chain_length` counts it (release). */
+static struct sigaction chain[FU_MAPPED_FILE_MAX_CHAIN];
+static atomic_int chain_length;
+static atomic_flag refreshing = ATOMIC_FLAG_INIT;
 static atomic_bool guard_installed;
 static atomic_uint_fast64_t pages_replaced;
 static uintptr_t page_size;
 
-/* Hand the fault to what handled SIGBUS before: its function, or the default action (the fault
- * repeats when the handler returns, now fatal). */
-static void hand_over(int signal_number, siginfo_t *info, void *context)
+/* The default action: the fault repeats when the handler returns, now fatal; a signal that was sent
+ * (kill, raise), which nothing repeats, is raised again (delivered once the handler returns). */
+static void take_default_action(const siginfo_t *info)
 {
-    if (previous_action.sa_flags & SA_SIGINFO) {
-        previous_action.sa_sigaction(signal_number, info, context);
-        return;
-    }
-    if (previous_action.sa_handler != SIG_DFL && previous_action.sa_handler != SIG_IGN) {
-        previous_action.sa_handler(signal_number);
-        return;
-    }
     struct sigaction fatal;
     memset(&fatal, 0, sizeof fatal);
     fatal.sa_handler = SIG_DFL;
     sigemptyset(&fatal.sa_mask);
     sigaction(SIGBUS, &fatal, NULL);
-    if (info->si_code <= 0) /* sent (kill, raise), not a fault: nothing repeats it */
+    if (info->si_code <= 0)
         raise(SIGBUS);
 }
 
-static void on_sigbus(int signal_number, siginfo_t *info, void *context)
+/* Hand a fault the guard does not own to chain[level]: its function, or the default action. */
+static void hand_on(int level, int signal_number, siginfo_t *info, void *context)
+{
+    const struct sigaction *next = &chain[level];
+    if (next->sa_flags & SA_SIGINFO)
+        next->sa_sigaction(signal_number, info, context);
+    else if (next->sa_handler != SIG_DFL && next->sa_handler != SIG_IGN)
+        next->sa_handler(signal_number);
+    else
+        take_default_action(info);
+}
+
+static void on_sigbus(int level, int signal_number, siginfo_t *info, void *context)
 {
     uintptr_t address = (uintptr_t)info->si_addr;
     if (info->si_code > 0) {
@@ -73,7 +87,42 @@ static void on_sigbus(int signal_number, siginfo_t *info, void *context)
             return;
         }
     }
-    hand_over(signal_number, info, context);
+    int saved_errno = errno;
+    hand_on(level, signal_number, info, context);
+    errno = saved_errno;
+}
+
+#define GUARD_LEVEL(k) \
+    static void on_sigbus_##k(int signal_number, siginfo_t *info, void *context) { on_sigbus(k, signal_number, info, context); }
+GUARD_LEVEL(0)
+GUARD_LEVEL(1)
+GUARD_LEVEL(2)
+GUARD_LEVEL(3)
+GUARD_LEVEL(4)
+GUARD_LEVEL(5)
+GUARD_LEVEL(6)
+GUARD_LEVEL(7)
+static void (*const guard_levels[])(int, siginfo_t *, void *) = {on_sigbus_0, on_sigbus_1, on_sigbus_2, on_sigbus_3,
+                                                                 on_sigbus_4, on_sigbus_5, on_sigbus_6, on_sigbus_7};
+_Static_assert(sizeof guard_levels / sizeof guard_levels[0] == FU_MAPPED_FILE_MAX_CHAIN, "a guard level per chain entry");
+
+static void guard_action(int level, struct sigaction *action)
+{
+    memset(action, 0, sizeof *action);
+    action->sa_sigaction = guard_levels[level];
+    action->sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&action->sa_mask);
+}
+
+/* The guard's level that `action` installs, or -1: another handler. */
+static int guard_level(const struct sigaction *action)
+{
+    if (!(action->sa_flags & SA_SIGINFO))
+        return -1;
+    for (int level = 0; level < FU_MAPPED_FILE_MAX_CHAIN; level++)
+        if (action->sa_sigaction == guard_levels[level])
+            return level;
+    return -1;
 }
 
 fu_status fu_mapped_file_guard_install(fu_error *err)
@@ -82,15 +131,42 @@ fu_status fu_mapped_file_guard_install(fu_error *err)
         return FU_OK;
     page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
     struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_sigaction = on_sigbus;
-    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    if (sigaction(SIGBUS, &action, &previous_action) != 0) {
+    guard_action(0, &action);
+    if (sigaction(SIGBUS, &action, &chain[0]) != 0) {
         atomic_store(&guard_installed, false);
         return fu_fail(err, FU_ERR_INVALID, "cannot install the SIGBUS handler: %s", strerror(errno));
     }
+    atomic_store_explicit(&chain_length, 1, memory_order_release);
     return FU_OK;
+}
+
+bool fu_mapped_file_guard_refresh(void)
+{
+    if (!atomic_load_explicit(&guard_installed, memory_order_relaxed))
+        return false;
+    struct sigaction current;
+    if (sigaction(SIGBUS, NULL, &current) != 0 ||
+        guard_level(&current) == atomic_load_explicit(&chain_length, memory_order_relaxed) - 1)
+        return false; /* the guard is in front of the whole chain */
+    if (atomic_flag_test_and_set(&refreshing))
+        return false; /* another thread is at it */
+    bool put_back = false;
+    int length = atomic_load_explicit(&chain_length, memory_order_relaxed);
+    int level = sigaction(SIGBUS, NULL, &current) == 0 ? guard_level(&current) : length - 1;
+    if (level >= 0) {
+        /* the handlers above `level` put back the guard they had displaced: they are gone */
+        atomic_store_explicit(&chain_length, level + 1, memory_order_release);
+    } else if (length < FU_MAPPED_FILE_MAX_CHAIN) {
+        chain[length] = current;
+        atomic_store_explicit(&chain_length, length + 1, memory_order_release);
+        struct sigaction action;
+        guard_action(length, &action);
+        put_back = sigaction(SIGBUS, &action, NULL) == 0;
+        if (!put_back)
+            atomic_store_explicit(&chain_length, length, memory_order_release);
+    }
+    atomic_flag_clear(&refreshing);
+    return put_back;
 }
 
 static int claim_slot(void)
@@ -137,6 +213,7 @@ fu_status fu_mapped_file_open(fu_mapped_file *file, int fd, size_t size, bool po
     memset(file, 0, sizeof *file);
     if (size == 0)
         return fu_fail(err, FU_ERR_INVALID, "cannot map an empty file");
+    (void)fu_mapped_file_guard_refresh();
     int slot = atomic_load(&guard_installed) ? claim_slot() : -1;
     if (slot < 0)
         return read_whole(file, fd, size, err);

@@ -9,7 +9,10 @@
  * the interrupted read goes on with zeros. Each operation over a mapping asks once, when it is done,
  * whether its file changed (fu_mapped_file_check), and then fails with FU_ERR_FILE_CHANGED instead of
  * answering from the zeros. A SIGBUS outside the registered ranges goes to the handler that was there
- * before (Python's faulthandler) or the default action: a real bug still crashes.
+ * before (Python's faulthandler) or the default action: a real bug still crashes. A handler installed
+ * over the guard later (faulthandler.enable() after the import) is found by fu_mapped_file_guard_refresh,
+ * when a mapping is opened or an operation starts, and the guard is put back in front of it, handing
+ * it what the guard does not own.
  */
 #ifndef FASTUNWIND_MAPPED_FILE_H
 #define FASTUNWIND_MAPPED_FILE_H
@@ -24,6 +27,11 @@
  * the cost of a copy. A process holds one per open module image, perf.data, cached table or core. */
 #define FU_MAPPED_FILE_MAX_GUARDED 4096
 
+/* Handlers the guard hands on to, at most: the one it found at install, then each one installed over it
+ * that it put itself back in front of. Past the bound, a handler installed over the guard stays in
+ * front of it (a cut file is then fatal, as without the guard). */
+#define FU_MAPPED_FILE_MAX_CHAIN 8
+
 typedef struct fu_mapped_file {
     const uint8_t *data; /* the file's bytes, read-only; NULL when closed */
     size_t size;
@@ -33,6 +41,13 @@ typedef struct fu_mapped_file {
 /* Install the SIGBUS handler, once per process (later calls do nothing); it hands every fault it does
  * not own to the handler installed before it. FU_ERR_INVALID if sigaction refuses. */
 fu_status fu_mapped_file_guard_install(fu_error *err);
+
+/* Put the guard back in front of SIGBUS's handler if another was installed over it since: the guard
+ * then hands that handler the faults it does not own, and what that handler hands back goes on to the
+ * handlers before it (mapped_file.c, the chain). One sigaction query when the guard is in front.
+ * Whether it was put back. Called by fu_mapped_file_open; the Python side calls it when an operation
+ * starts (_core.guard_mapped_files). */
+bool fu_mapped_file_guard_refresh(void);
 
 /* Map `size` bytes (the file's size, above 0) of the regular file `fd` read-only and guard them;
  * `populate` maps every page at once (MAP_POPULATE). With the table full, or no guard installed, the

@@ -4,7 +4,8 @@
  * those past it zeros, and the file must say it changed exactly when a page lay wholly past the cut.
  * Then every slot of the table is taken and one more file is opened (read into memory: a cut leaves
  * its bytes), and a child maps a file without the guard and reads past a cut: it must not survive
- * (a SIGBUS the guard does not own goes on to the sanitizer's handler or the default action).
+ * (a SIGBUS the guard does not own goes on to the sanitizer's handler or the default action); then the
+ * same with a handler installed over the guard, which the guard is put back in front of.
  * Exit status 0 when every check held; the seed is printed first.
  *
  *   make -C native/fuzz asan-mapped-file [SEED=N]
@@ -131,6 +132,54 @@ static void foreign_fault_kills(size_t page)
     close(fd);
 }
 
+/* A handler installed over the guard that hands on what it gets, as a chaining handler does: it calls
+ * the handler it displaced (the guard's level 0), after writing a byte to `displacer_pipe`. */
+static struct sigaction displaced;
+static int displacer_pipe = -1;
+
+static void displacer(int signal_number, siginfo_t *info, void *context)
+{
+    ssize_t ignored = write(displacer_pipe, "d", 1);
+    (void)ignored;
+    displaced.sa_sigaction(signal_number, info, context);
+}
+
+/* A handler installed over the guard later: the guard is put back in front of it, a cut file still
+ * reads as zeros, and a fault the guard does not own reaches that handler once, then the guard's older
+ * level (the sanitizer's handler, or the default action): the process still ends. */
+static void a_later_handler_is_put_behind(size_t page)
+{
+    int pipe_ends[2];
+    CHECK(pipe(pipe_ends) == 0);
+    displacer_pipe = pipe_ends[1];
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = displacer;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    CHECK(sigaction(SIGBUS, &action, &displaced) == 0);
+    CHECK(fu_mapped_file_guard_refresh());
+    CHECK(!fu_mapped_file_guard_refresh()); /* in front already: one query, nothing done */
+    uint8_t bytes[2 * 4096] = {1};
+    int fd = write_file(bytes, sizeof bytes);
+    fu_mapped_file file;
+    fu_error err = {0};
+    CHECK(fu_mapped_file_open(&file, fd, sizeof bytes, false, &err) == FU_OK && file.guard > 0);
+    CHECK(ftruncate(fd, 0) == 0);
+    CHECK(((volatile const uint8_t *)file.data)[page] == 0 && fu_mapped_file_changed(&file));
+    fu_mapped_file_close(&file);
+    close(fd);
+    foreign_fault_kills(page);
+    close(pipe_ends[1]);
+    char calls[8];
+    CHECK(read(pipe_ends[0], calls, sizeof calls) == 1); /* the displacer, once, by the child's fault */
+    close(pipe_ends[0]);
+    /* the displacer gone (its previous handler, the guard's level 0, put back): the chain is cut there */
+    CHECK(sigaction(SIGBUS, &displaced, NULL) == 0);
+    CHECK(!fu_mapped_file_guard_refresh());
+    foreign_fault_kills(page);
+}
+
 int main(int argc, char **argv)
 {
     int rounds = 2000;
@@ -153,6 +202,7 @@ int main(int argc, char **argv)
         one_round(page);
     beyond_the_bound(page);
     foreign_fault_kills(page);
+    a_later_handler_is_put_behind(page);
     unlink(path);
     printf("mapped_file_driver: %d rounds, %llu pages read as zeros\n", rounds,
            (unsigned long long)fu_mapped_file_changes());

@@ -7,6 +7,8 @@
  *   f.release_pages() (MADV_DONTNEED), f.close() (BufferError while a view exports it), and a
  *   context manager. ValueError for an empty or non-regular file and for mmap's or read's failure
  *   (its reason in the message).
+ * guard_mapped_files() -> bool
+ *   fu_mapped_file_guard_refresh: the guard back in front of a SIGBUS handler installed over it since.
  * The module's import installs the SIGBUS guard (fu_mapped_file_guard_install).
  */
 #include "py_core.h"
@@ -193,6 +195,21 @@ static PyType_Spec mapped_file_spec = {
     .slots = mapped_file_slots,
 };
 
+static PyObject *guard_mapped_files(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PyBool_FromLong(fu_mapped_file_guard_refresh());
+}
+
+static PyMethodDef mapped_file_functions[] = {
+    {"guard_mapped_files", guard_mapped_files, METH_NOARGS,
+     "guard_mapped_files() -> bool: put the SIGBUS guard back in front of a handler installed over it since "
+     "(faulthandler.enable() after the import), chained to it; one sigaction query when none was. Whether it "
+     "was put back (for the start of an operation over mapped files)"},
+    {NULL},
+};
+
 int py_mapped_file_init(PyObject *module)
 {
     fu_error err = {0};
@@ -201,6 +218,8 @@ int py_mapped_file_init(PyObject *module)
         return -1;
     }
     if (py_core_add_type(module, PY_MAPPED_FILE, &mapped_file_spec) < 0)
+        return -1;
+    if (PyModule_AddFunctions(module, mapped_file_functions) < 0)
         return -1;
     return PyModule_AddObject(module, "MAPPED_FILE_MAX_GUARDED", PyLong_FromLong(FU_MAPPED_FILE_MAX_GUARDED));
 }

@@ -10,10 +10,17 @@ of binutils 2.40 readelf around them, so that `fastunwind table FILE` and readel
 - readelf follows links by default: after the file it shows the frame sections of the separate
   debug files it finds (elf/debug_files.py); only then do its section headers say
   "(loaded from FILE)".
+
+A file truncated in place while it is printed (native/core/mapped_file.h) reads as zeros past the
+cut, and the text from them would look like the file's: the text is held in an anonymous temporary
+file (not in memory: libLLVM-14's is 63 MB) until every file printed is checked, and written
+only then; a changed file raises FileChangedError with nothing written.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from typing import BinaryIO
 
 from fastunwind.elf import CheckedRead, ElfFile
@@ -21,13 +28,31 @@ from fastunwind.elf.debug_files import separate_debug_files
 from fastunwind.errors import CfiError, ElfError
 from fastunwind.frame_sections import SKIP_EMPTY, SKIP_NOBITS, SectionBases, frame_sections, section_table
 
+#: the held text goes to the output in chunks of this size
+COPY_CHUNK_BYTES = 1 << 20
+
+
 def _write(out: BinaryIO, text: str) -> None:
     out.write(text.encode())
 
 
 def render_file(path: str, out: BinaryIO, *, raw: bool = False, follow_links: bool = True) -> list[CfiError]:
     """Write what readelf -wF (-wf with raw) prints for `path` to `out`; return the CFI errors met
-    (their entries are shown without rows, as far as they decode)."""
+    (their entries are shown without rows, as far as they decode). FileChangedError, and nothing
+    written, if a file it reads was truncated in place meanwhile."""
+    with tempfile.TemporaryFile(buffering=0) as held:
+        errors = _render_file(path, held, raw, follow_links)
+        _copy(held, out)
+    return errors
+
+
+def _copy(held: BinaryIO, out: BinaryIO) -> None:
+    """All of `held` (written through its descriptor) to `out`, a MiB at a time."""
+    held.seek(0)
+    shutil.copyfileobj(held, out, COPY_CHUNK_BYTES)
+
+
+def _render_file(path: str, out: BinaryIO, raw: bool, follow_links: bool) -> list[CfiError]:
     errors: list[CfiError] = []
     with ElfFile.open(path) as elf:
         files = [(path, elf)]
@@ -44,7 +69,7 @@ def render_file(path: str, out: BinaryIO, *, raw: bool = False, follow_links: bo
         show_origin = len(files) > 1
         try:
             for file_path, file_elf in files:
-                # a file truncated while printed: the error after what was written (zeros past the cut)
+                # a file truncated while printed: FileChangedError, and render_file writes none of the text
                 with CheckedRead(file_elf.check_unchanged):
                     errors.extend(_render_sections(file_elf, file_path, out, raw, show_origin))
         finally:

@@ -216,6 +216,7 @@ class CoreFile:
         """Every thread's stack, in the core's order (the thread that took the signal first);
         `with_registers`: each frame's registers too; `synth`: the rows derived from the machine
         code (tables.compact.SYNTH_MODES)."""
+        _core.guard_mapped_files()  # in front of a SIGBUS handler installed since the core was opened
         threads = tuple(self._iter_threads(with_registers, max_frames, synth))
         self.check_unchanged()
         return threads

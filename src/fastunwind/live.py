@@ -179,6 +179,7 @@ def backtrace(pid: int, tids: Sequence[int] | None = None, *, with_registers: bo
         raise LiveError(f"process {pid} is this process: a process cannot trace its own threads "
                         "(fastunwind.stacks.unwind_current_thread walks the calling thread)")
     wanted = _threads(pid, tids)
+    _core.guard_mapped_files()  # in front of a SIGBUS handler installed since the images were opened
     space, maps = address_space(pid, images)
     try:
         mem_fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY)

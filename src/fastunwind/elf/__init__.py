@@ -828,16 +828,17 @@ _READELF_RELOCATION_KINDS = {
 
 
 class CheckedRead:
-    """An operation over mapped files (`with CheckedRead(image.check_unchanged): ...`): the checks
-    run at its end, whether it returned or raised, so a file truncated under its mapping meanwhile
-    gives FileChangedError in place of a result, or of the error its zeros caused
-    (native/core/mapped_file.h)."""
+    """An operation over mapped files (`with CheckedRead(image.check_unchanged): ...`): the SIGBUS
+    guard is put back in front of a handler installed over it since (faulthandler.enable() after the
+    import) when it starts, and the checks run at its end, whether it returned or raised, so a file
+    truncated under its mapping meanwhile gives FileChangedError in place of a result, or of the
+    error its zeros caused (native/core/mapped_file.h)."""
 
     def __init__(self, *checks: "Callable[[], None]") -> None:
         self._checks = checks
 
     def __enter__(self) -> None:
-        return None
+        _core.guard_mapped_files()
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:

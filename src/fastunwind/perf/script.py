@@ -358,7 +358,9 @@ def unwind_recording(path: str, *, max_frames: int = DEFAULT_MAX_FRAMES, images:
 
 def _check_unchanged(perf: PerfData, images: Iterable[ModuleImage | None]) -> None:
     """FileChangedError if the recording or a module's file was truncated under its mapping while
-    samples were read, walked or named: before anything of them is written."""
+    samples were read, walked or named: before anything of them is written. The SIGBUS guard is then
+    put back in front of a handler installed over it meanwhile, for the next window."""
+    _core.guard_mapped_files()
     perf.check_unchanged()
     for image in images:
         if image is not None:

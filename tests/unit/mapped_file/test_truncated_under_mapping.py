@@ -335,3 +335,118 @@ def test_beyond_the_guarded_bound_a_file_is_read_into_memory(tmp_path, library):
 @pytest.fixture(autouse=True)
 def small_file(tmp_path):
     (tmp_path / "small").write_bytes(b"x" * 100)
+
+
+def test_the_guard_serves_under_faulthandler_enabled_after_it(library):
+    # faulthandler.enable() after the import installs its handler over the guard, once the image is
+    # open: the operation's start puts the guard back in front of it
+    output = survived(run_victim("""
+        import faulthandler
+        from fastunwind.address_space import ImageCache
+        image = ImageCache().get(path)
+        faulthandler.enable()
+        cut()
+        report(lambda: image.eh_frame)
+    """, library))
+    assert output.startswith(f"FileChangedError: {library}: changed while read"), output
+
+
+def test_the_guard_serves_a_mapping_opened_after_faulthandler_enabled_after_it(library):
+    output = survived(run_victim("""
+        import faulthandler
+        from fastunwind import _core
+        faulthandler.enable()
+        from fastunwind.address_space import ImageCache
+        cut_while_opened()
+        images = ImageCache()
+        print(images.get(path), images.changed(path))
+    """, library))
+    assert output.startswith(f"None {library}: changed while read"), output
+
+
+@pytest.mark.parametrize("sequence,traceback", [
+    ("faulthandler.enable()", True),
+    ("faulthandler.enable(); _core.guard_mapped_files(); faulthandler.disable()", False),
+    ("faulthandler.enable(); _core.guard_mapped_files(); faulthandler.disable(); faulthandler.enable()", True),
+])
+def test_a_sigbus_outside_the_guarded_files_kills_once_under_faulthandler_enabled_after_it(library, sequence,
+                                                                                           traceback):
+    # the guard put back in front of faulthandler hands it the fault (one traceback), and what
+    # faulthandler then re-raises to its own previous handler, the guard, goes to the default action;
+    # a faulthandler disabled since put the guard back, and is not called (nor is a fault repeated forever)
+    result = run_victim(f"""
+        import faulthandler, mmap
+        from fastunwind import _core
+        {sequence}
+        _core.guard_mapped_files()
+        with open(path, "rb") as f:
+            mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        cut()
+        print(mapping[len(mapping) - 1])
+    """, library)
+    assert result.returncode == -signal.SIGBUS, (result.returncode, result.stderr)
+    assert result.stderr.count("Fatal Python error: Bus error") == (1 if traceback else 0), result.stderr
+
+
+def test_putting_the_guard_back_costs_nothing_when_it_is_in_front():
+    assert _core.guard_mapped_files() is False
+
+
+#: an eh_elf of it compiles in ~0.1 s (tests/unit/eh_elf)
+SMALL_LIBRARY = "/lib/x86_64-linux-gnu/libpthread.so.0"
+
+
+def test_a_compiled_table_cut_while_loaded_runs_from_its_private_copy(tmp_path):
+    # its code runs from the mapping dlopen made, where no page of zeros may stand in: that mapping
+    # is of a sealed copy, which a cut of the cache file does not reach
+    if not os.path.isfile(SMALL_LIBRARY):
+        pytest.skip(f"{SMALL_LIBRARY} not installed")
+    output = survived(run_victim(f"""
+        import ctypes
+        from fastunwind.tables import eh_elf
+        from fastunwind.address_space import ModuleImage
+        image = ModuleImage.load("{SMALL_LIBRARY}")
+        (built,) = eh_elf.compile_images([image], directory=os.path.dirname(path))
+        assert not isinstance(built, Exception), built
+        del built  # its eh_elf unloaded
+        os.rename(eh_elf.cache_path(image, os.path.dirname(path)), path)
+        loaded = eh_elf.open_cached(image, path)
+        with open("/proc/self/maps") as f:
+            rows = [line.split() for line in f if "fastunwind-eh_elf" in line or path in line]
+        os.truncate(path, 4096)
+        for row in rows:  # what the walker's calls into it read: its code and tables
+            start, end = (int(x, 16) for x in row[0].split("-"))
+            if row[1][0] == "r":
+                for page in range(start, end, 4096):
+                    ctypes.string_at(page, 1)
+        print(len(rows) > 0, sum(path in " ".join(row) for row in rows), loaded.row_count > 0)
+    """, str(tmp_path / "eh_elf.so")))
+    assert output.split() == ["True", "0", "True"], output
+
+
+def test_a_table_printed_from_a_file_cut_while_printed_writes_nothing(library):
+    # readelf's text of the zeros past the cut would look like the file's: none of it is written
+    result = run_victim("""
+        from fastunwind import cfi_print, cli
+        section_table = cfi_print.section_table
+        def cut_then_section_table(*args):
+            cut()
+            return section_table(*args)
+        cfi_print.section_table = cut_then_section_table
+        sys.exit(cli.main(["table", "--no-follow-links", path]))
+    """, library)
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert result.stdout == "", result.stdout[:400]
+    assert f"{library}: changed while read" in result.stderr, result.stderr
+
+
+def test_a_table_printed_from_a_file_left_whole_is_written_whole(library):
+    # readelf's text, its separate debug file's sections too (readelf exits 1 on a NOBITS .eh_frame there)
+    result = run_victim("""
+        from fastunwind import cli
+        sys.exit(cli.main(["table", path]))
+    """, library)
+    assert result.returncode == 0, result.stderr
+    expected = subprocess.run(["readelf", "--debug-dump=frames-interp", library], capture_output=True,
+                              text=True).stdout
+    assert result.stdout == expected
