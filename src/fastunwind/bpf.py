@@ -41,7 +41,8 @@ from fastunwind import _core
 from fastunwind.address_space import VDSO, ImageCache, Mapping, ModuleImage, parse_proc_maps, vdso_image
 from fastunwind._core import SymbolTable
 from fastunwind.elf.dynamic import with_dependencies
-from fastunwind.errors import BpfError, BpfMapMemoryError
+from fastunwind.errors import BpfError, BpfMapMemoryError, ScriptError
+from fastunwind.script import executed_program
 from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
 from fastunwind.tables import compact
 
@@ -166,7 +167,8 @@ def images_in_scope(images: ImageCache, pids: Iterable[int] = (), sample_all: bo
                     programs: Sequence[str] = ()) -> list[ModuleImage]:
     """The modules in scope now: those the processes `pids` and their descendants map (with
     `sample_all`, every process but this one, as add_running loads them), and the programs to be
-    started with the libraries they need (as ldd finds them); each once."""
+    started with the libraries they need (as ldd finds them; a script's, its interpreter's:
+    script.executed_program, and none where that is not found); each once."""
     scope = ([int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) != os.getpid()] if sample_all
              else processes_in_scope(pids))
     out: dict[str, ModuleImage] = {}
@@ -179,7 +181,13 @@ def images_in_scope(images: ImageCache, pids: Iterable[int] = (), sample_all: bo
         for mapping in parse_proc_maps(text, images).mappings:
             if mapping.image is not None:
                 out.setdefault(mapping.image.cache_name(), mapping.image)
-    found = [p for p in (shutil.which(program) for program in programs) if p is not None]
+    found = []
+    for program in programs:
+        path = shutil.which(program)
+        try:
+            found += [executed_program(path)] if path is not None else []
+        except ScriptError:
+            pass  # its exec fails (launch says why): nothing of it is mapped
     for path in with_dependencies(found)[0]:
         image = images.get(path)
         if image is not None:
@@ -627,10 +635,13 @@ class BpfRecorder:
         """Starts `command` (subprocess.Popen's keyword arguments) and samples it from its first
         instruction: it waits at a gate (a Python that reads a pipe, then execs the command) until
         its event is open, so the threads and processes it starts inherit it. The tables of the
-        command's program are loaded first (`preload`: that of a program it starts, too, if asked)."""
+        command's program are loaded first (`preload`: that of a program it starts, too, if asked; a
+        script's interpreter's). ScriptError where the program is a script whose interpreter is not
+        found (script.executed_program)."""
         program = shutil.which(command[0])
         if program is None:
             raise FileNotFoundError(f"{command[0]}: no such program")
+        executed_program(program)
         self.preload(program)
         read_end, write_end = os.pipe()
         try:
@@ -651,9 +662,10 @@ class BpfRecorder:
         return child
 
     def preload(self, program: str) -> None:
-        """Loads the tables of `program` and of the libraries it needs (as ldd finds them) before it
-        runs: after its exec only its mappings are left to load, not tables (libLLVM-14's 950k rows
-        take tens of milliseconds to put in the maps, during which its samples end `no_process`)."""
+        """Loads the tables of `program` (a script's interpreter's) and of the libraries it needs (as
+        ldd finds them) before it runs: after its exec only its mappings are left to load, not tables
+        (libLLVM-14's 950k rows take tens of milliseconds to put in the maps, during which its
+        samples end `no_process`)."""
         for image in images_in_scope(self._images, programs=[program]):
             self._module(image)
 
