@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from fastunwind import _core, bpf
-from fastunwind.bpf import BpfRecorder, TableMap
+from fastunwind.bpf import BpfRecorder, TableMap, open_table_map
 from tests.integration.bpf.test_record_bpf import FREQUENCY, PROBLEM
 from tests.integration.bpf.test_table_eviction import IDENTITY, slots, tables
 
@@ -72,6 +72,20 @@ def test_past_its_limit_the_map_evicts_as_without_growth() -> None:
         session.load_module(libc)
         session.load_module(libstdcxx)
         assert session.slot_capacity == start
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("chosen_by, grows", [("tables in scope", True), ("default", True), ("--table-mib", False)])
+def test_a_map_grows_unless_its_size_was_asked_for(chosen_by: str, grows: bool) -> None:
+    libc, libstdcxx, _ = tables()
+    start = slots(libc) + 16
+    session, size = open_table_map(TableMap(start, chosen_by, 0), timing=False)
+    try:
+        first = session.load_module(libc)
+        session.load_module(libstdcxx)
+        assert size.slots == start and (session.slot_capacity > start) == grows
+        assert session.module_loaded(*first) == grows
     finally:
         session.close()
 
