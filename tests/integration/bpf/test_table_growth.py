@@ -2,20 +2,27 @@
 evict another, the map grows by segments of BPF_SEGMENT_SLOTS (maps of their own in an array of maps)
 up to its limit, then evicts as before; the walk reads a module whose slots lie in the segments (or
 across the map's end) as any other. A Python that imports an extension module after the recording
-started, with the map nearly full at the start, is unwound through it. Skipped as test_record_bpf.py
-is."""
+started, with the map nearly full at the start, is unwound through it; one that loads libLLVM-14 and
+other big libraries (ctypes) after the start of `record --bpf -- CMD` grows the default map, none
+evicted, and the summary says what it grew to. Skipped as test_record_bpf.py is."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from fastunwind import _core, bpf
-from fastunwind.bpf import BpfRecorder, TableMap, open_table_map
+from fastunwind.address_space import ImageCache
+from fastunwind.bpf import BpfRecorder, TableMap, open_table_map, table_slots
+from fastunwind.elf.dynamic import with_dependencies
 from tests.integration.bpf.test_record_bpf import FREQUENCY, PROBLEM
 from tests.integration.bpf.test_table_eviction import IDENTITY, slots, tables
+from tests.integration.bpf.test_table_map_size import LIBRARIES
+from tests.support.paths import SRC
 
 pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
 
@@ -116,6 +123,28 @@ def test_a_module_imported_after_the_start_is_unwound_through(monkeypatch: pytes
     complete = sum(n for s, n in in_late.items() if s.outcome == "end")
     # its frames unwound to the outermost (python's main), not ended at a table evicted or missing
     assert samples >= 50 and complete >= 0.9 * samples, by_outcome(in_late)
+
+
+def test_libraries_loaded_after_the_start_grow_the_map_and_the_summary_says_so() -> None:
+    libraries = [path for path in LIBRARIES if os.path.exists(path)]
+    images = ImageCache()
+    # their tables built now (into the cache, as the recording finds them) and counted
+    later = table_slots(filter(None, (images.get(p) for p in with_dependencies(libraries)[0])), "missing")
+    if later <= _core.BPF_DEFAULT_SLOTS:
+        pytest.skip(f"the libraries installed here take {later} slots, within the default map: {LIBRARIES}")
+    # a plugin host: nothing big mapped at the start (the default map), then libLLVM-14 and the others
+    host = "import ctypes, sys, time\ntime.sleep(1)\nheld = [ctypes.CDLL(p) for p in sys.argv[1:]]\ntime.sleep(4)\n"
+    result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "--json", "-F", str(FREQUENCY),
+                             "--", sys.executable, "-c", host, *libraries], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)
+    assert stats["table_map_chosen_by"] == "default" and stats["table_map_slot_bytes"] == 32 << 20
+    assert stats["table_map_end_slot_bytes"] >= stats["table_slots_peak_bytes"] > 32 << 20, stats
+    assert stats["modules_evicted_in_use"] == 0
+    grown = stats["table_map_end_slot_bytes"] / (1 << 20)
+    assert "table map 32.0 MiB (the default: " in result.stderr and f", grown to {grown:.1f} MiB by modules mapped " \
+        "since, at most " in result.stderr, result.stderr
 
 
 def by_outcome(stacks: dict[bpf.BpfStack, int]) -> dict[str, int]:
