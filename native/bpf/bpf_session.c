@@ -38,9 +38,14 @@ struct fu_bpf_session {
     int event_count, event_capacity;
     /* the table maps, mmap'd */
     fu_bpf_rule *rules;
-    fu_bpf_block *slots;
+    fu_bpf_block *slots; /* the first base_slots slots; the others in segments */
     fu_bpf_module *modules;
     size_t rules_size, slots_size, modules_size;
+    uint32_t base_slots;
+    /* the segments the slots map grew by (slot_segments: FU_BPF_SEGMENT_SLOTS each), at most
+     * segment_limit of them; 0 once the kernel refused one */
+    fu_bpf_block **segments;
+    uint32_t segment_count, segment_limit;
     uint32_t rules_loaded; /* dictionary entries already in the map */
     fu_bpf_rules dictionary;
     fu_bpf_ring ring;
@@ -114,7 +119,8 @@ static fu_status create_slots_map(struct bpf_map *slots, uint32_t slot_capacity,
     return e ? bpf_failed(err, "giving the BPF table map to the unwinder", e) : FU_OK;
 }
 
-fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool timing, fu_error *err)
+fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, uint32_t slot_limit, bool timing,
+                              fu_error *err)
 {
     *out = NULL;
     if (slot_capacity == 0)
@@ -123,6 +129,13 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
     if (!s)
         return fu_fail(err, FU_ERR_NOMEM, "out of memory");
     s->ring.capacity = slot_capacity;
+    s->base_slots = slot_capacity;
+    s->segment_limit = slot_limit > slot_capacity ? (slot_limit - slot_capacity) / FU_BPF_SEGMENT_SLOTS : 0;
+    s->segments = s->segment_limit ? calloc(s->segment_limit, sizeof *s->segments) : NULL;
+    if (s->segment_limit && !s->segments) {
+        free(s);
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+    }
     s->ring.users = s->users;
     for (uint32_t i = 0; i < FU_BPF_MAX_PROCESSES; i++)
         s->free_slots[i] = i;
@@ -135,6 +148,7 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
         return st;
     }
     s->skel->rodata->timing = timing;
+    s->skel->rodata->base_slots = slot_capacity;
     fu_status st = create_slots_map(s->skel->maps.slots, slot_capacity, err);
     if (st != FU_OK) {
         fu_bpf_session_close(s);
@@ -143,6 +157,8 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool
     int cpus = libbpf_num_possible_cpus();
     uint32_t rule_cache_parts = cpus > 0 ? FU_BPF_RULE_CACHE_PARTS * (uint32_t)cpus : 0;
     int e = cpus > 0 ? bpf_map__set_max_entries(s->skel->maps.rule_caches, rule_cache_parts) : cpus;
+    if (!e) /* an outer map has at least one entry */
+        e = bpf_map__set_max_entries(s->skel->maps.slot_segments, s->segment_limit ? s->segment_limit : 1);
     /* libbpf frees its definition of the inner maps at the load */
     const struct bpf_map *part = bpf_map__inner_map(s->skel->maps.rule_caches);
     uint32_t part_value_size = part ? bpf_map__value_size(part) : 0, part_entries = part ? bpf_map__max_entries(part) : 0;
@@ -257,6 +273,58 @@ static void advance_tables_epoch(fu_bpf_session *s)
     __atomic_fetch_add(&s->skel->bss->tables_epoch, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Adds segments to the slots (slot_segments) until `count` slots fit without evicting a module,
+ * where the segment limit allows as many; none where it does not, or where the kernel refuses one
+ * (no more are asked for then: the ring evicts as without segments). A segment is in the outer map
+ * before any module's slots are written in it. */
+static void grow_slots(fu_bpf_session *s, uint32_t count)
+{
+    uint32_t wanted = count / FU_BPF_SEGMENT_SLOTS + (count % FU_BPF_SEGMENT_SLOTS != 0);
+    if (fu_bpf_ring_fits(&s->ring, count) || wanted > s->segment_limit - s->segment_count)
+        return;
+    size_t bytes = (size_t)FU_BPF_SEGMENT_SLOTS * sizeof(fu_bpf_block);
+    LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+    int outer = bpf_map__fd(s->skel->maps.slot_segments);
+    for (uint32_t i = 0; i < wanted; i++) {
+        int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fu_slots", sizeof(uint32_t), sizeof(fu_bpf_block),
+                                FU_BPF_SEGMENT_SLOTS, &opts);
+        void *p = fd < 0 ? MAP_FAILED : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        uint32_t index = s->segment_count;
+        bool inserted = p != MAP_FAILED && bpf_map_update_elem(outer, &index, &fd, BPF_ANY) == 0;
+        if (fd >= 0)
+            close(fd); /* the outer map and the mapping hold the map */
+        if (!inserted) {
+            if (p != MAP_FAILED)
+                munmap(p, bytes);
+            s->segment_limit = s->segment_count;
+            break;
+        }
+        s->segments[s->segment_count++] = p;
+    }
+    fu_bpf_ring_grow(&s->ring, s->base_slots + s->segment_count * FU_BPF_SEGMENT_SLOTS);
+}
+
+/* Slot `at` of the tables in user space's mappings of the slots map and its segments. */
+static fu_bpf_block *slot_at(fu_bpf_session *s, uint32_t at)
+{
+    if (at < s->base_slots)
+        return &s->slots[at];
+    uint32_t rest = at - s->base_slots;
+    return &s->segments[rest >> FU_BPF_SEGMENT_SHIFT][rest & (FU_BPF_SEGMENT_SLOTS - 1)];
+}
+
+/* Writes `count` slots from `first` on, across the slots map's end and the segments'. */
+static void write_slots(fu_bpf_session *s, uint32_t first, const fu_bpf_block *blocks, uint32_t count)
+{
+    for (uint32_t done = 0, n; done < count; done += n) {
+        uint32_t at = first + done;
+        uint32_t room = at < s->base_slots ? s->base_slots - at
+                                           : FU_BPF_SEGMENT_SLOTS - ((at - s->base_slots) & (FU_BPF_SEGMENT_SLOTS - 1));
+        n = count - done < room ? count - done : room;
+        memcpy(slot_at(s, at), blocks + done, sizeof *blocks * n);
+    }
+}
+
 static void set_generation(fu_bpf_session *s, uint32_t id, uint32_t generation)
 {
     advance_tables_epoch(s);
@@ -270,6 +338,8 @@ fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *
     uint64_t slot_count = fu_bpf_module_slot_count(t);
     if (slot_count == 0)
         return fu_fail(err, FU_ERR_INVALID, "an empty compact table has nothing to load");
+    if (slot_count <= FU_BPF_MAX_SLOTS)
+        grow_slots(s, (uint32_t)slot_count);
     if (slot_count > s->ring.capacity)
         return fu_fail(err, FU_ERR_INVALID, "a table of %llu slots does not fit the %u of the BPF map",
                        (unsigned long long)slot_count, s->ring.capacity);
@@ -299,7 +369,7 @@ fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *
     if (!(s->generation[new_id] & 1))
         set_generation(s, new_id, s->generation[new_id] + 1);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    memcpy(&s->slots[first], staged, sizeof *staged * count);
+    write_slots(s, first, staged, count);
     free(staged);
     module.first_slot = first;
     module.generation = s->generation[new_id];
@@ -524,7 +594,13 @@ fu_status fu_bpf_session_run_time(fu_bpf_session *s, uint64_t *run_ns, uint64_t 
 
 uint64_t fu_bpf_session_table_bytes(const fu_bpf_session *s)
 {
-    return s->rules_size + s->slots_size + s->modules_size;
+    return s->rules_size + s->slots_size + s->modules_size +
+           (uint64_t)s->segment_count * FU_BPF_SEGMENT_SLOTS * sizeof(fu_bpf_block);
+}
+
+uint32_t fu_bpf_session_slot_capacity(const fu_bpf_session *s)
+{
+    return s->ring.capacity;
 }
 
 uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s)
@@ -564,6 +640,9 @@ void fu_bpf_session_detach(fu_bpf_session *s)
         munmap(s->slots, s->slots_size);
     if (s->modules)
         munmap(s->modules, s->modules_size);
+    for (uint32_t i = 0; i < s->segment_count; i++)
+        munmap(s->segments[i], (size_t)FU_BPF_SEGMENT_SLOTS * sizeof(fu_bpf_block));
+    s->segment_count = s->segment_limit = 0;
     s->rules = NULL;
     s->slots = NULL;
     s->modules = NULL;
@@ -578,6 +657,7 @@ void fu_bpf_session_close(fu_bpf_session *s)
     fu_bpf_session_detach(s);
     for (uint32_t i = 0; i < FU_BPF_MAX_PROCESSES; i++)
         free(s->processes[i].modules);
+    free(s->segments);
     fu_bpf_rules_free(&s->dictionary);
     fu_bpf_ring_free(&s->ring);
     fu_bpf_log_free(&s->log);

@@ -14,18 +14,21 @@
 
 typedef struct fu_bpf_session fu_bpf_session;
 
-/* Loads the program and its maps (the slots map of `slot_capacity` 64-byte slots: the bound on the
- * tables' map memory); with `timing` the program times its walks and samples (the *_NS counters,
- * two clock reads more per sample). FU_ERR_BPF_MAP_MEMORY: the kernel refused the slots map's memory
- * (a smaller one may be allowed); FU_ERR_BPF: it refused something else (its errno in the message). */
-fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, bool timing, fu_error *err);
+/* Loads the program and its maps (the slots map of `slot_capacity` 64-byte slots, which grows while
+ * recording by segments of FU_BPF_SEGMENT_SLOTS up to `slot_limit` slots where a module would
+ * otherwise evict another: the bound on the tables' map memory); with `timing` the program times its
+ * walks and samples (the *_NS counters, two clock reads more per sample). FU_ERR_BPF_MAP_MEMORY: the
+ * kernel refused the slots map's memory (a smaller one may be allowed); FU_ERR_BPF: it refused
+ * something else (its errno in the message). */
+fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, uint32_t slot_limit, bool timing,
+                              fu_error *err);
 /* Samples every process: a cpu-clock event at `frequency` Hz on every online CPU. */
 fu_status fu_bpf_session_attach_cpus(fu_bpf_session *s, uint64_t frequency, fu_error *err);
 /* Samples thread `tid` and the threads and processes it starts from now on: a cpu-clock event at
  * `frequency` Hz that follows it on every CPU, inherited by its children. */
 fu_status fu_bpf_session_attach_thread(fu_bpf_session *s, uint64_t frequency, uint32_t tid, fu_error *err);
-/* Loads a compact table, evicting the oldest modules if the slots are short; *id and *generation
- * name it in a mapping. */
+/* Loads a compact table, growing the slots if they are short and the limit allows, else evicting
+ * the oldest modules; *id and *generation name it in a mapping. */
 fu_status fu_bpf_session_load_module(fu_bpf_session *s, const fu_compact_table *t, uint32_t *id, uint32_t *generation,
                                      fu_error *err);
 /* Whether module `id` of `generation` is still loaded (not evicted). */
@@ -61,6 +64,8 @@ fu_status fu_bpf_session_run_time(fu_bpf_session *s, uint64_t *run_ns, uint64_t 
 /* Bytes of the maps holding tables (rules, slots, modules). */
 uint64_t fu_bpf_session_table_bytes(const fu_bpf_session *s);
 uint32_t fu_bpf_session_slots_used(const fu_bpf_session *s);
+/* The slots the tables have now: the slots map's and its segments'. */
+uint32_t fu_bpf_session_slot_capacity(const fu_bpf_session *s);
 /* The most slots the loaded modules held at once since the session opened. */
 uint32_t fu_bpf_session_slots_peak(const fu_bpf_session *s);
 /* Modules evicted while a loaded process mapped them, or while loaded for one being loaded: the

@@ -55,6 +55,26 @@ struct {
     __uint(map_flags, BPF_F_MMAPABLE);
 } slots SEC(".maps");
 
+/* The slots past the `slots` map's (its max_entries, which user space sets before loading, is
+ * base_slots): segments of FU_BPF_SEGMENT_SLOTS that user space creates and inserts while recording,
+ * when the tables outgrow the map (bpf_session.c grow_slots). */
+const volatile __u32 base_slots = FU_BPF_DEFAULT_SLOTS;
+
+struct slot_segment {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, FU_BPF_SEGMENT_SLOTS);
+    __uint(key_size, sizeof(__u32));
+    __uint(value_size, sizeof(fu_bpf_block));
+    __uint(map_flags, BPF_F_MMAPABLE);
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+    __uint(max_entries, 1); /* user space sets the most segments the map may grow by */
+    __type(key, __u32);
+    __array(values, struct slot_segment);
+} slot_segments SEC(".maps");
+
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
     __uint(max_entries, FU_BPF_MAX_MODULES);
@@ -397,6 +417,19 @@ static __always_inline long signal_step(struct walk *w)
     return w->regs[REG_RA] == 0 ? finish(w, FU_BPF_END) : 0;
 }
 
+/* Slot `at` of the tables: in the `slots` map (whose inlined lookup is NULL from base_slots on),
+ * else in a segment the map grew by; NULL where there is none. The slots map's lookup is all a walk pays
+ * while the map has not grown: the segments are reached only past its end. */
+static __always_inline const fu_bpf_block *slot_at(__u32 at)
+{
+    const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
+    if (b)
+        return b;
+    __u32 rest = at - base_slots, segment = rest >> FU_BPF_SEGMENT_SHIFT, within = rest & (FU_BPF_SEGMENT_SLOTS - 1);
+    void *inner = bpf_map_lookup_elem(&slot_segments, &segment);
+    return inner ? bpf_map_lookup_elem(inner, &within) : NULL;
+}
+
 /* The rule cache's entry of (module, svma) on this CPU, or NULL: a hash's low bits choose the part,
  * the next 16 its entry (scaled to the part's entries). */
 static __always_inline struct cached_rule *rule_cache_entry(const struct walk *w, __u64 svma, __u32 module_id)
@@ -475,7 +508,7 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
         if (block >= mod->block_count)
             return finish(w, FU_BPF_NO_TABLE);
         __u32 at = first + block;
-        const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
+        const fu_bpf_block *b = slot_at(at);
         if (!b)
             return finish(w, FU_BPF_NO_TABLE);
         for (int i = 0; i < FU_BPF_BLOCK_CHAIN_STEPS; i++) {
@@ -486,7 +519,7 @@ static __always_inline long find_rule(struct walk *w, __u64 pc, __u32 n, fu_bpf_
                 return finish(w, FU_BPF_NO_TABLE);
             count(FU_BPF_COUNTER_EXTRA_LOOKUPS);
             at = first + (next & FU_BPF_NEXT_SLOT_MASK);
-            b = bpf_map_lookup_elem(&slots, &at);
+            b = slot_at(at);
             if (!b)
                 return finish(w, FU_BPF_NO_TABLE);
         }
@@ -710,7 +743,7 @@ static __always_inline void start_fetches(struct walk *w)
             touch(mod);
         if (svma >= base) {
             __u32 at = w->recent_first_slot[i] + (__u32)((svma - base) >> FU_BPF_BLOCK_SHIFT);
-            const fu_bpf_block *b = bpf_map_lookup_elem(&slots, &at);
+            const fu_bpf_block *b = slot_at(at);
             if (b)
                 touch(b);
         }

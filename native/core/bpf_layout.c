@@ -299,6 +299,30 @@ fu_status fu_bpf_ring_place(fu_bpf_ring *r, uint32_t count, uint32_t *first, uin
     return FU_OK;
 }
 
+bool fu_bpf_ring_fits(const fu_bpf_ring *r, uint32_t count)
+{
+    if (count == 0 || count > r->capacity)
+        return false;
+    if (!r->modules)
+        return true;
+    uint64_t in_use, newest;
+    window_cost(r, window_start(r, count), count, &in_use, &newest);
+    return newest == 0; /* loaded_at starts at 1: a module overlaps */
+}
+
+void fu_bpf_ring_grow(fu_bpf_ring *r, uint32_t capacity)
+{
+    uint32_t old = r->capacity;
+    if (capacity <= old)
+        return;
+    uint64_t in_use = 0, newest = 0;
+    if (r->modules)
+        window_cost(r, r->head, old - r->head, &in_use, &newest);
+    r->capacity = capacity;
+    if (newest) /* [head, the former end) holds modules (head wrapped to 0): the new slots come next */
+        r->head = old;
+}
+
 void fu_bpf_ring_free(fu_bpf_ring *r)
 {
     free(r->modules);

@@ -65,6 +65,11 @@
 #define FU_BPF_DEFAULT_SLOTS (1u << 19)
 /* The most the map can have: slots are numbered in 32 bits (fu_bpf_module.first_slot). */
 #define FU_BPF_MAX_SLOTS 0xffffffffu
+/* The table map grows while recording by segments of this many slots (4 MiB), maps of their own in
+ * the outer map `slot_segments`: slot i past the `slots` map's n is slot (i - n) % FU_BPF_SEGMENT_SLOTS
+ * of segment (i - n) / FU_BPF_SEGMENT_SLOTS (unwind.bpf.c slot_at). */
+#define FU_BPF_SEGMENT_SHIFT 16
+#define FU_BPF_SEGMENT_SLOTS (1u << FU_BPF_SEGMENT_SHIFT)
 #define FU_BPF_KERNEL_STACKS 16384
 /* The most bytes of values an array map holds in memory the kernel kmallocs (bpf_map_area_alloc:
  * up to PAGE_SIZE << PAGE_ALLOC_COSTLY_ORDER, 32 KiB, with the map's 312-byte header on 6.18: an
@@ -360,6 +365,11 @@ typedef struct fu_bpf_ring {
  * (an evicted one's if none is free; FU_ERR_INVALID when all FU_BPF_MAX_MODULES are in use). */
 fu_status fu_bpf_ring_place(fu_bpf_ring *r, uint32_t count, uint32_t *first, uint32_t *id, uint32_t *evicted,
                             uint32_t *evicted_count, fu_error *err);
+/* Whether fu_bpf_ring_place would place `count` slots evicting no module. */
+bool fu_bpf_ring_fits(const fu_bpf_ring *r, uint32_t count);
+/* The ring's end moved to `capacity` (above the present one): the next module goes at the former
+ * end unless the window from head evicts none. */
+void fu_bpf_ring_grow(fu_bpf_ring *r, uint32_t capacity);
 void fu_bpf_ring_free(fu_bpf_ring *r);
 #endif
 

@@ -197,6 +197,35 @@ static void check_bpf_ring_uses(const template_module *t, const fu_bpf_module *m
     fu_bpf_ring_free(&ring);
 }
 
+/* The ring's growth: full with three copies of the module, a fourth does not fit; grown by one
+ * copy's slots, it fits and goes at the former end, evicting none; grown again by less than a copy
+ * past a free tail, the window from head (free up to the former end) is kept. */
+static void check_bpf_ring_growth(const template_module *t, const fu_bpf_module *module, uint32_t count,
+                                  uint32_t *evicted)
+{
+    fu_bpf_ring ring = {.capacity = 3 * count};
+    uint32_t first, id, n;
+    fu_error err = {0};
+    for (int round = 0; round < 5; round++) {
+        if (round == 3) {
+            if (fu_bpf_ring_fits(&ring, count))
+                die("%s: BPF ring growth: a fourth copy fits a ring of three", t->name);
+            fu_bpf_ring_grow(&ring, 4 * count + count / 2);
+        }
+        if (round == 4)
+            fu_bpf_ring_grow(&ring, 5 * count);
+        bool fits = fu_bpf_ring_fits(&ring, count);
+        if (fu_bpf_ring_place(&ring, count, &first, &id, evicted, &n, &err) != FU_OK)
+            die("%s: BPF ring growth: %s", t->name, err.message);
+        if (!fits || n != 0 || (round >= 3 && first != (uint32_t)round * count))
+            die("%s: BPF ring growth: module %d placed at %u (capacity %u), %u evicted", t->name, round, first,
+                ring.capacity, n);
+        ring.modules[id] = *module;
+        ring.modules[id].first_slot = first;
+    }
+    fu_bpf_ring_free(&ring);
+}
+
 /* The table as the BPF unwinder's slots (bpf_layout.c): the lookup finds fu_compact_find's rule at
  * each row's first and last byte (packed, or through the shared dictionary), and the ring places it
  * (evicting) in maps too small and just big enough. */
@@ -243,6 +272,7 @@ static void check_bpf_layout(const template_module *t)
     }
     fu_bpf_ring_free(&ring);
     check_bpf_ring_uses(t, &module, (uint32_t)count, evicted);
+    check_bpf_ring_growth(t, &module, (uint32_t)count, evicted);
     fu_bpf_rules_free(&rules);
     free(slots);
 }

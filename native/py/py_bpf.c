@@ -1,10 +1,12 @@
 /* The Python side of the in-kernel unwinder (native/bpf/bpf_session.h).
  *
  * bpf_slot_count(table) -> int           the slots a CompactTable takes in the table map
- * BpfSession(slot_capacity, timing=False) loads the BPF program and its maps (BpfMapMemoryError if
- *                                       the kernel refused the table map's memory, BpfError if it
- *                                       refused another part; ValueError past BPF_MAX_SLOTS);
- *                                       timing: the walks and samples timed (the *_ns counters)
+ * BpfSession(slot_capacity, timing=False, slot_limit=None) loads the BPF program and its maps
+ *                                       (BpfMapMemoryError if the kernel refused the table map's
+ *                                       memory, BpfError if it refused another part; ValueError past
+ *                                       BPF_MAX_SLOTS); timing: the walks and samples timed (the *_ns
+ *                                       counters); slot_limit: the slots the table map may grow to
+ *                                       (by BPF_SEGMENT_SLOTS) instead of evicting (None: no growth)
  *   attach_cpus(frequency)                cpu-clock at `frequency` Hz on every CPU: every process
  *   attach_thread(frequency, tid)         cpu-clock at `frequency` Hz following the thread, inherited by
  *                                         the threads and processes it starts
@@ -31,7 +33,7 @@
  *   counters() -> tuple                   summed over the CPUs: BPF_COUNTERS' values, then samples by
  *                                         outcome (BPF_OUTCOMES)
  *   run_time() -> (ns, runs)              the program's (kernel.bpf_stats_enabled)
- *   table_bytes, slots_used, slots_peak, evicted_in_use, close()
+ *   table_bytes, slots_used, slots_peak, slot_capacity, evicted_in_use, close()
  */
 #include "py_core.h"
 
@@ -77,12 +79,13 @@ static int unsigned_arg(PyObject *value, unsigned long long max, const char *wha
 
 static int session_init(BpfSessionObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"slot_capacity", "timing", NULL};
-    PyObject *capacity_arg;
-    unsigned long long capacity;
+    static char *kwlist[] = {"slot_capacity", "timing", "slot_limit", NULL};
+    PyObject *capacity_arg, *limit_arg = Py_None;
+    unsigned long long capacity, limit = 0;
     int timing = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p", kwlist, &capacity_arg, &timing) ||
-        unsigned_arg(capacity_arg, FU_BPF_MAX_SLOTS, "the BPF table map's slots", &capacity) < 0)
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|pO", kwlist, &capacity_arg, &timing, &limit_arg) ||
+        unsigned_arg(capacity_arg, FU_BPF_MAX_SLOTS, "the BPF table map's slots", &capacity) < 0 ||
+        (limit_arg != Py_None && unsigned_arg(limit_arg, FU_BPF_MAX_SLOTS, "the BPF table map's limit", &limit) < 0))
         return -1;
     fu_bpf_session_close(self->session);
     self->session = NULL;
@@ -91,7 +94,7 @@ static int session_init(BpfSessionObject *self, PyObject *args, PyObject *kwargs
     fu_error err = {0};
     fu_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = fu_bpf_session_open(&self->session, (uint32_t)capacity, timing, &err);
+    st = fu_bpf_session_open(&self->session, (uint32_t)capacity, (uint32_t)limit, timing, &err);
     Py_END_ALLOW_THREADS
     if (st != FU_OK) {
         py_core_raise(&err);
@@ -544,6 +547,12 @@ static PyObject *session_slots_used(BpfSessionObject *self, void *closure)
     return s ? PyLong_FromUnsignedLong(fu_bpf_session_slots_used(s)) : NULL;
 }
 
+static PyObject *session_slot_capacity(BpfSessionObject *self, void *closure)
+{
+    fu_bpf_session *s = session_of(self);
+    return s ? PyLong_FromUnsignedLong(fu_bpf_session_slot_capacity(s)) : NULL;
+}
+
 static PyObject *session_slots_peak(BpfSessionObject *self, void *closure)
 {
     fu_bpf_session *s = session_of(self);
@@ -593,6 +602,8 @@ static PyGetSetDef session_getset[] = {
     {"table_bytes", (getter)session_table_bytes, NULL, "bytes of the table maps", NULL},
     {"slots_used", (getter)session_slots_used, NULL, "table slots holding loaded modules", NULL},
     {"slots_peak", (getter)session_slots_peak, NULL, "the most table slots loaded modules held at once", NULL},
+    {"slot_capacity", (getter)session_slot_capacity, NULL, "the table slots now (the map's and its segments')",
+     NULL},
     {"evicted_in_use", (getter)session_evicted_in_use, NULL,
      "modules evicted while a loaded process mapped them (their frames end table_evicted until it is reloaded)", NULL},
     {"logged", (getter)session_logged, NULL, "samples in the log", NULL},
@@ -686,7 +697,8 @@ int py_bpf_init(PyObject *module)
         PyModule_AddIntConstant(module, "BPF_MAX_MAPPINGS", FU_BPF_MAX_MAPPINGS) < 0 ||
         PyModule_AddIntConstant(module, "BPF_DEFAULT_SLOTS", FU_BPF_DEFAULT_SLOTS) < 0 ||
         PyModule_AddIntConstant(module, "BPF_MAX_SLOTS", FU_BPF_MAX_SLOTS) < 0 ||
-        PyModule_AddIntConstant(module, "BPF_SLOT_BYTES", sizeof(fu_bpf_block)) < 0)
+        PyModule_AddIntConstant(module, "BPF_SLOT_BYTES", sizeof(fu_bpf_block)) < 0 ||
+        PyModule_AddIntConstant(module, "BPF_SEGMENT_SLOTS", FU_BPF_SEGMENT_SLOTS) < 0)
         return -1;
     return 0;
 }

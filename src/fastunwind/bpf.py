@@ -9,7 +9,8 @@ again whenever its /proc/PID/maps changes (exec, dlopen), checked every RESCAN_S
 process is forgotten. The tables share one map of slots, allocated whole at the start: of the size
 asked for, else of the tables of the modules the processes in scope map at the start
 (table_map_size: every process with `sample_all`), with headroom for what starts later, between the
-default map and a named limit, smaller if the kernel refuses that much (open_table_map). When it is
+default map and a named limit, smaller if the kernel refuses that much (open_table_map); a size not
+asked for grows by segments up to that limit where a module would evict another. When it is
 short, the oldest modules no loaded process maps are evicted first, then those in use (counted: their
 frames end `table_evicted` until their processes are reloaded at the next rescan). While sampling, a table
 not cached yet is built on a thread of its own and its processes are loaded once it is: the others
@@ -41,7 +42,8 @@ from fastunwind import _core
 from fastunwind.address_space import VDSO, ImageCache, Mapping, ModuleImage, parse_proc_maps, vdso_image
 from fastunwind._core import SymbolTable
 from fastunwind.elf.dynamic import with_dependencies
-from fastunwind.errors import BpfError, BpfMapMemoryError
+from fastunwind.errors import BpfError, BpfMapMemoryError, ScriptError
+from fastunwind.script import executed_program
 from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
 from fastunwind.tables import compact
 
@@ -119,6 +121,7 @@ class TableUse(NamedTuple):
 
     table_map: TableMap
     slots_peak: int  #: the most slots the loaded modules held at once
+    slots_end: int  #: the map's slots at the end: more than table_map.slots where it grew
     #: the slots of every table the recording loaded, each once: a map of this many evicts none
     every_table_slots: int
 
@@ -166,7 +169,8 @@ def images_in_scope(images: ImageCache, pids: Iterable[int] = (), sample_all: bo
                     programs: Sequence[str] = ()) -> list[ModuleImage]:
     """The modules in scope now: those the processes `pids` and their descendants map (with
     `sample_all`, every process but this one, as add_running loads them), and the programs to be
-    started with the libraries they need (as ldd finds them); each once."""
+    started with the libraries they need (as ldd finds them; a script's, its interpreter's:
+    script.executed_program, and none where that is not found); each once."""
     scope = ([int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) != os.getpid()] if sample_all
              else processes_in_scope(pids))
     out: dict[str, ModuleImage] = {}
@@ -179,7 +183,13 @@ def images_in_scope(images: ImageCache, pids: Iterable[int] = (), sample_all: bo
         for mapping in parse_proc_maps(text, images).mappings:
             if mapping.image is not None:
                 out.setdefault(mapping.image.cache_name(), mapping.image)
-    found = [p for p in (shutil.which(program) for program in programs) if p is not None]
+    found = []
+    for program in programs:
+        path = shutil.which(program)
+        try:
+            found += [executed_program(path)] if path is not None else []
+        except ScriptError:
+            pass  # its exec fails (launch says why): nothing of it is mapped
     for path in with_dependencies(found)[0]:
         image = images.get(path)
         if image is not None:
@@ -198,15 +208,19 @@ def table_slots(images: Iterable[ModuleImage], synth: str) -> int:
 
 
 def open_table_map(size: TableMap, timing: bool) -> tuple[_core.BpfSession, TableMap]:
-    """The unwinder loaded with a table map of `size`; where the kernel refuses its memory and the size
-    was not asked for, with half as much (at most table_map_limit()), down to TABLE_MAP_FLOOR_SLOTS,
-    each refusal kept in the TableMap returned. BpfMapMemoryError where even that is refused or the
-    size was asked for."""
+    """The unwinder loaded with a table map of `size`, which grows while recording (by segments of
+    BPF_SEGMENT_SLOTS, where a module would otherwise evict another) up to table_map_limit() unless
+    the size was asked for; where the kernel refuses its memory and the size was not asked for, with
+    half as much (at most table_map_limit()) and no growth, down to TABLE_MAP_FLOOR_SLOTS, each
+    refusal kept in the TableMap returned. BpfMapMemoryError where even that is refused or the size
+    was asked for."""
     refused: list[str] = []
     slots = size.slots
     while True:
+        grows = size.chosen_by != "--table-mib" and not refused
         try:
-            return _core.BpfSession(slots, timing), size._replace(slots=slots, refused=tuple(refused))
+            return (_core.BpfSession(slots, timing, slot_limit=max(slots, table_map_limit()) if grows else None),
+                    size._replace(slots=slots, refused=tuple(refused)))
         except BpfMapMemoryError as error:
             if size.chosen_by == "--table-mib" or slots <= TABLE_MAP_FLOOR_SLOTS:
                 raise
@@ -530,7 +544,8 @@ class BpfProfile:
     def _table_map_statistics(self) -> dict[str, Any]:
         """The table map's size, how it was chosen (TableMap.chosen_by), the kernel's refusals of
         larger ones, the slots of the tables in scope at the start, the peak of the slots used, and
-        the --table-mib that holds every table the recording loaded (the map evicts none)."""
+        the --table-mib that holds every table the recording loaded (the map evicts none), and what the
+        map grew to."""
         use, slot = self.table_use, _core.BPF_SLOT_BYTES
         return {
             "table_map_slot_bytes": use.table_map.slots * slot,
@@ -538,6 +553,7 @@ class BpfProfile:
             "table_map_refused": list(use.table_map.refused),
             "table_in_scope_bytes": use.table_map.in_scope_slots * slot,
             "table_slots_peak_bytes": use.slots_peak * slot,
+            "table_map_end_slot_bytes": use.slots_end * slot,
             "table_mib_for_every_table": _mib(use.every_table_slots),
         }
 
@@ -627,10 +643,13 @@ class BpfRecorder:
         """Starts `command` (subprocess.Popen's keyword arguments) and samples it from its first
         instruction: it waits at a gate (a Python that reads a pipe, then execs the command) until
         its event is open, so the threads and processes it starts inherit it. The tables of the
-        command's program are loaded first (`preload`: that of a program it starts, too, if asked)."""
+        command's program are loaded first (`preload`: that of a program it starts, too, if asked; a
+        script's interpreter's). ScriptError where the program is a script whose interpreter is not
+        found (script.executed_program)."""
         program = shutil.which(command[0])
         if program is None:
             raise FileNotFoundError(f"{command[0]}: no such program")
+        executed_program(program)
         self.preload(program)
         read_end, write_end = os.pipe()
         try:
@@ -651,9 +670,10 @@ class BpfRecorder:
         return child
 
     def preload(self, program: str) -> None:
-        """Loads the tables of `program` and of the libraries it needs (as ldd finds them) before it
-        runs: after its exec only its mappings are left to load, not tables (libLLVM-14's 950k rows
-        take tens of milliseconds to put in the maps, during which its samples end `no_process`)."""
+        """Loads the tables of `program` (a script's interpreter's) and of the libraries it needs (as
+        ldd finds them) before it runs: after its exec only its mappings are left to load, not tables
+        (libLLVM-14's 950k rows take tens of milliseconds to put in the maps, during which its
+        samples end `no_process`)."""
         for image in images_in_scope(self._images, programs=[program]):
             self._module(image)
 
@@ -811,7 +831,8 @@ class BpfRecorder:
                           self._session.table_bytes, self._session.slots_used, self._rows_loaded,
                           len(self._modules), len(self._without_table), self._frequency, self._synth, self._timing,
                           len(self._left_out), self._session.evicted_in_use,
-                          table_use=TableUse(self.table_map, self._session.slots_peak, sum(self._table_slots.values())))
+                          table_use=TableUse(self.table_map, self._session.slots_peak, self._session.slot_capacity,
+                                             sum(self._table_slots.values())))
 
     def close(self) -> None:
         """Detaches the program and releases its maps and events (the samples' log stays, for the

@@ -90,6 +90,13 @@ class BpfMapMemoryError(BpfError):
     smaller map may be allowed."""
 
 
+class ScriptError(FastunwindError):
+    """The program a command runs cannot be found from its file (`record --bpf -- CMD`): a script
+    whose interpreter is missing or not on the PATH (`#!/usr/bin/env NAME`), a file neither ELF nor
+    script, or interpreters that loop or chain past their bound. The message names the command and
+    the file."""
+
+
 class CoreFileError(FastunwindError):
     """A core file cannot be read: not an x86-64 ELF core, a program header or note outside the file,
     a note that overruns its segment, a count beyond its named limit (threads, files, segments),

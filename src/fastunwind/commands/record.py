@@ -55,7 +55,7 @@ def add_parser(subparsers: Any) -> None:
                         help="with --bpf: BPF map memory for unwind tables; beyond it the oldest modules no "
                              "process maps are evicted first (at most 262143; default: the tables the processes "
                              "in scope map at the start and half as much again, from 32 to 512 MiB and a "
-                             "sixteenth of the memory)")
+                             "sixteenth of the memory, growing up to that limit for modules mapped later)")
     parser.add_argument("--inline", action="store_true", help="inlined functions, as perf-script --inline")
     parser.add_argument("--fields", default="", metavar="+srcline", help="as perf-script -F +srcline")
     add_synth_argument(parser)

@@ -12,9 +12,11 @@ a command (`-- CMD ...`, with the processes it starts), running processes (`-p P
 process (`-a`); it stops when they have exited, after --duration seconds, or on Ctrl-C. A stack that
 did not reach the outermost frame starts with its outcome ("[frame_limit]", "[slow_row]",
 "[no_unwind_info]", "[unreadable]", ...); the summary on standard error counts the samples by
-outcome. The tables' BPF map is allocated whole at the start: `--table-mib` MiB, else the tables of
-the modules in scope then and half as much again (32 to 512 MiB, at most a sixteenth of the memory;
-smaller where the kernel refuses that much); the summary says its size and peak use. `--json`
+outcome. The tables' BPF map is allocated at the start: `--table-mib` MiB, else the tables of the
+modules in scope then (a script's: its interpreter's) and half as much again (32 to 512 MiB, at most
+a sixteenth of the memory; smaller where the kernel refuses that much), growing by 4 MiB segments up
+to that limit where a module mapped since would evict another; the summary says its size, what it
+grew to and its peak use. `--json`
 writes that summary as JSON instead of the profile. `--synth` as perf-script's: the tables loaded
 into the kernel hold rows derived from the machine code where no CFI covers it (missing, the
 default) and, with repair, in place of declared rows proven wrong; off: the CFI alone.
@@ -73,14 +75,16 @@ def _mib(size: int) -> str:
 
 
 def _table_map(stats: dict[str, Any]) -> str:
-    """The table map's size, how it was chosen, and its peak use."""
+    """The table map's size, how it was chosen, what it grew to, and its peak use."""
     chosen_by = stats["table_map_chosen_by"]
     in_scope = f"the tables in scope at the start take {_mib(stats['table_in_scope_bytes'])}"
     how = {"--table-mib": "--table-mib", "default": f"the default: {in_scope}",
            "tables in scope": f"{in_scope}, and half as much again", "limit": f"the limit: {in_scope}"}[chosen_by]
     refused = len(stats["table_map_refused"])
     how += f"; the kernel refused {_counted(refused, 'larger one')}" if refused else ""
-    return (f"table map {_mib(stats['table_map_slot_bytes'])} ({how}), "
+    grown = stats["table_map_end_slot_bytes"]
+    grown_to = f", grown to {_mib(grown)} by modules mapped since" if grown > stats["table_map_slot_bytes"] else ""
+    return (f"table map {_mib(stats['table_map_slot_bytes'])} ({how}){grown_to}, "
             f"at most {_mib(stats['table_slots_peak_bytes'])} used")
 
 

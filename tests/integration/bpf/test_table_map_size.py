@@ -204,3 +204,32 @@ def test_a_command_s_program_and_libraries_are_the_scope(source: Path) -> None:
     assert stats["table_map_chosen_by"] == "tables in scope" and stats["table_map_slot_bytes"] > 32 << 20
     assert stats["modules_evicted_in_use"] == 0 and "table_evicted" not in stats["outcomes"], stats["outcomes"]
     assert "(the tables in scope at the start take " in result.stderr
+
+
+def test_a_script_command_s_scope_is_its_interpreter_s(tmp_path: Path) -> None:
+    # a script clang-14 runs (through env and the PATH): the map is sized from clang's tables, not
+    # the default a script's own file gives
+    clang = "/usr/lib/llvm-14/bin/clang"
+    if not os.path.exists(clang) or not os.path.exists("/usr/bin/env"):
+        pytest.skip(f"{clang} or /usr/bin/env missing")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "clang-for-scripts").symlink_to(clang)
+    script = tmp_path / "script"
+    script.write_text("#!/usr/bin/env clang-for-scripts\n")
+    script.chmod(0o755)
+    in_scope = table_slots(images_in_scope(ImageCache(), programs=[clang]), "missing")
+    env = {**os.environ, "PYTHONPATH": str(SRC), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    # clang refuses the script as input at once: the recording ends with it
+    result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "--json", "-F", str(FREQUENCY),
+                             "--", str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)
+    assert stats["table_in_scope_bytes"] == in_scope * _core.BPF_SLOT_BYTES > 16 << 20
+    assert stats["table_map_chosen_by"] == "tables in scope"
+    # an interpreter that is missing: an error before anything runs
+    script.write_text("#!/nonexistent/interpreter\n")
+    result = subprocess.run([sys.executable, "-m", "fastunwind", "record", "--bpf", "--", str(script)],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 1 and "the interpreter /nonexistent/interpreter: No such file or directory" in \
+        result.stderr, result.stderr

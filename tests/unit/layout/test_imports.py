@@ -58,7 +58,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fastunwind.cfi",),
     ("fastunwind.frame_sections",),
     ("fastunwind.elf.build_id_cache", "fastunwind.elf.debug_files", "fastunwind.elf.debug_file_writer", "fastunwind.elf.debuginfod",
-     "fastunwind.elf.dynamic"),
+     "fastunwind.elf.dynamic", "fastunwind.script"),
     ("fastunwind.elf",),
     ("fastunwind.cache",),
     ("fastunwind.errors", "fastunwind._core"),
