@@ -14,12 +14,15 @@ of binutils 2.40 readelf around them, so that `fastunwind table FILE` and readel
 
 from __future__ import annotations
 
-from typing import BinaryIO
-
 from fastunwind.elf import CheckedRead, ElfFile
 from fastunwind.elf.debug_files import separate_debug_files
 from fastunwind.errors import CfiError, ElfError
 from fastunwind.frame_sections import SKIP_EMPTY, SKIP_NOBITS, SectionBases, frame_sections, section_table
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
 
 def _write(out: BinaryIO, text: str) -> None:
     out.write(text.encode())

@@ -19,13 +19,14 @@ import argparse
 import gc
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
 from fastunwind import _core
 from fastunwind.commands import (add_filter_arguments, add_output_argument, add_synth_argument, command_parser,
                                  no_samples_message, recording_progress, sample_filter, synth_mode)
+from fastunwind.typecheck import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any
     from fastunwind.perf.report import CountedReport, ReportRow
 
 EXAMPLE = """\

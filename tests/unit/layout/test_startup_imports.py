@@ -7,11 +7,17 @@ the backtrace path (a lock is _thread's); and shutil, which argparse imports for
 width whenever a parser adds an argument unless the formatter finds it (commands.HelpFormatter).
 And the record classes (typing.NamedTuple) on the path are declared with evaluated annotations: a
 string annotation (the `from __future__ import annotations` rule) makes typing compile it: the
-first compile() of a run sets up the compiler (~9M instructions), each one after ~50k."""
+first compile() of a run sets up the compiler (~9M instructions), each one after ~50k.
+
+The commands run from Python on small files, often in loops (table, check, cache, lookup, synth,
+and --help, which builds every command's parser), import no typing either (~12M instructions):
+their modules take TYPE_CHECKING and NamedTuple from fastunwind.typecheck."""
 from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
 
 KEPT_OUT = ("dataclasses", "inspect", "fastunwind.cfi", "concurrent.futures", "logging", "subprocess", "hashlib",
             "rich", "tempfile", "json", "shlex", "pathlib", "html")
@@ -24,6 +30,33 @@ def test_the_perf_script_path_imports_none_of_the_heavy_modules():
              f"print(' '.join(m for m in {KEPT_OUT!r} if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
     assert loaded == []
+
+
+#: a short command's modules (the CLI's, the command's, the work's) -> the modules it keeps out
+SHORT_COMMAND_PATHS = {
+    "fastunwind.commands.table, fastunwind.cfi_print": ("typing", *KEPT_OUT),
+    "fastunwind.commands.check, fastunwind.check": ("typing", *KEPT_OUT),
+    "fastunwind.commands.cache, fastunwind.cache": ("typing", *KEPT_OUT),
+    # the CFI inspection API is these commands' work: its dataclasses (and their inspect) come with it
+    "fastunwind.commands.lookup, fastunwind.cfi": ("typing", "rich", "subprocess", "logging"),
+    "fastunwind.commands.synth, fastunwind.synth": ("typing", "rich", "subprocess", "logging"),
+}
+
+
+@pytest.mark.parametrize("modules", SHORT_COMMAND_PATHS)
+def test_a_short_commands_path_imports_no_typing_and_none_of_the_heavy_modules(modules: str) -> None:
+    kept_out = SHORT_COMMAND_PATHS[modules]
+    probe = (f"import sys, fastunwind.cli, {modules}\n"
+             f"print(' '.join(m for m in {kept_out!r} if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
+    assert loaded == []
+
+
+def test_building_every_commands_parser_imports_no_typing() -> None:
+    """--help and --version build the parser of every command, importing every command's module."""
+    probe = "import sys, fastunwind.cli\nfastunwind.cli.build_parser()\nprint('typing' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
+    assert loaded == ["False"]
 
 
 def test_the_backtrace_path_imports_none_of_the_heavy_modules():
