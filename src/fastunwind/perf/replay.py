@@ -17,6 +17,7 @@ and gets no unwind tables.
 
 import array
 import os
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, overload
 
@@ -24,7 +25,6 @@ from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, ModuleImage
 from fastunwind.elf.build_id_cache import build_id_cache_candidates
 from fastunwind.perf.data import PerfData
-from fastunwind.symbols import PERF_MAP_PATH
 
 if TYPE_CHECKING:
     from fastunwind.perf.data import Sample
@@ -118,6 +118,8 @@ VDSO = "[vdso]"
 #: executable mappings without a file: perf's anonymous and "no DSO" names (util/map.c)
 ANONYMOUS_NAMES = ("//anon", "/dev/zero", "/anon_hugepage")
 ANONYMOUS_PREFIXES = ("/SYSV", "/memfd:")
+#: the name perf gives the anonymous executable mappings of process PID (util/map.c, map__new)
+PERF_MAP_PATH = re.compile(r"/tmp/perf-(\d+)\.map")
 
 
 def _is_anonymous(filename: str) -> bool:

@@ -28,14 +28,14 @@ from fastunwind import _core
 from fastunwind.address_space import ImageCache, Mapping, ModuleImage
 from fastunwind.errors import PerfDataError
 from fastunwind.perf.data import PerfData, RecordingCut
-from fastunwind.perf.replay import Replayer, replay
+from fastunwind.perf.replay import PERF_MAP_PATH, Replayer, replay
 from fastunwind.perf.sample_filter import SampleFilter
 from fastunwind.perf.walk import (DEFAULT_MAX_FRAMES, SOURCE_CALLCHAIN, SOURCE_DWARF, SOURCE_IP, UnwindBatch,
                                   recording_source, walk_samples)
 from fastunwind._core import SourceLines, SymbolTable
 from fastunwind.elf.debuginfod import DebuginfodClient
 from fastunwind.srcline import open_source_lines
-from fastunwind.symbols import (PERF_MAP_PATH, cached_kernel_symbol_table, kallsyms_bytes, kernel_symbol_table,
+from fastunwind.symbols import (cached_kernel_symbol_table, kallsyms_bytes, kernel_symbol_table,
                                 perf_map_table, symbol_table_for_file, table_from_file)
 
 __all__ = ["DEFAULT_MAX_FRAMES", "OUTCOME_NAME_BY_CODE", "OUTCOME_NAMES", "PHASES", "RECORD_HINT", "SOURCE_CALLCHAIN",
