@@ -3,8 +3,8 @@
 Importing typing costs a short command ~12M instructions (~3 ms: `python -c 'import typing'` against
 the interpreter's start; the module builds its special forms when imported), and typing is needed
 by mypy only: annotations are strings (`from __future__ import annotations`), never evaluated.
-So a module imports the names it annotates with under `if TYPE_CHECKING:`, and takes both
-TYPE_CHECKING and NamedTuple from here:
+So a module imports the names it annotates with under `if TYPE_CHECKING:`, and takes what it uses
+of typing at run time from here:
 
 * `TYPE_CHECKING` is False at run time; mypy takes any `if TYPE_CHECKING:` as true.
 * `class Record(NamedTuple):` declares a record as with typing.NamedTuple, which is what mypy sees.
@@ -12,6 +12,9 @@ TYPE_CHECKING and NamedTuple from here:
   the defaults, methods, properties and docstring of the class body, as typing.NamedTuple does,
   except that the annotations are kept as written instead of being turned into `typing.ForwardRef`s
   (which compile each string: the first compile of a run sets the compiler up, ~9M instructions).
+* `cast` and `overload` are typing's for mypy; at run time `cast` returns the value, as typing's
+  does, and `overload` returns the signature it decorates, which the implementation defined after
+  it replaces (typing's registers it for get_overloads(), which nothing here asks).
 """
 
 from __future__ import annotations
@@ -22,7 +25,15 @@ TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import NamedTuple as NamedTuple
+    from typing import cast as cast
+    from typing import overload as overload
 else:
+    def cast(kind, value):
+        return value
+
+    def overload(signature):
+        return signature
+
     #: what namedtuple makes itself, that a class body may not define (typing.NamedTuple's rule)
     _NAMEDTUPLE_ATTRIBUTES = frozenset({"__new__", "__init__", "__slots__", "__getnewargs__", "_fields",
                                         "_field_defaults", "_make", "_replace", "_asdict", "_source"})
