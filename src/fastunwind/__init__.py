@@ -7,11 +7,12 @@ its modules) stays cheap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
 
 from fastunwind.errors import CfiError, ElfError, ExprError, FastunwindError, LiveError, NoUnwindInfo
+from fastunwind.typecheck import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any
     from fastunwind.live import backtrace
     from fastunwind.stacks import unwind_current_thread
 

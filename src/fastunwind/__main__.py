@@ -1,8 +1,14 @@
 """`python -m fastunwind` runs the CLI; so does `fastunwind-python`, the script pip installs (the
 Python CLI the launcher hands the command lines it does not serve itself to)."""
 
+from __future__ import annotations
+
 import gc
-from typing import NoReturn
+
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def run() -> NoReturn:

@@ -11,14 +11,19 @@ FASTUNWIND_BACKEND (one of BACKENDS: auto, dwarf, table, compiled, ...) sets the
 `AddressSpace.to_core()`; FASTUNWIND_COMPACT=0 and FASTUNWIND_COMPILED=0 disable the tables.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
 
 from fastunwind import _core, image
 from fastunwind.elf import ElfFile
 from fastunwind.errors import ElfError, FileChangedError
 from fastunwind.tables import compact, eh_elf
+from fastunwind.typecheck import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import Any
 
 BACKENDS: tuple[str, ...] = _core.WALK_BACKENDS  #: address_space.h fu_backend, by code
 

@@ -36,7 +36,6 @@ import time
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Sequence
-from typing import IO, Any, NamedTuple
 
 from fastunwind import _core
 from fastunwind.address_space import VDSO, ImageCache, Mapping, ModuleImage, parse_proc_maps, vdso_image
@@ -46,6 +45,10 @@ from fastunwind.errors import BpfError, BpfMapMemoryError, ScriptError
 from fastunwind.script import executed_program
 from fastunwind.symbols import kernel_symbol_table, symbol_table_for_file
 from fastunwind.tables import compact
+from fastunwind.typecheck import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 RESCAN_SECONDS = 0.5
 #: the longest the recording sleeps between its rounds (samples into the log, `until` checked):

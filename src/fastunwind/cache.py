@@ -17,11 +17,13 @@ of them may be deleted at any time: a missing one is rebuilt when needed. `fastu
 prunes (least recently used first) and clears them.
 """
 
+from __future__ import annotations
+
 import os
 import time
-from typing import NamedTuple
 
 from fastunwind import _core
+from fastunwind.typecheck import NamedTuple
 
 #: kind -> the suffix of its entries
 KINDS = {"compact": ".fut", "eh_elf": ".so", "symbols": ".fus", "debug": ".debug",

@@ -26,13 +26,16 @@ import enum
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from fastunwind import _core
 from fastunwind.elf import CheckedRead, ElfFile, Section
 from fastunwind.errors import CfiError, NoUnwindInfo
 from fastunwind.frame_sections import (DEBUG_FRAME, EH_FRAME, SectionBases, frame_section_kind, frame_sections,
                                        frame_sources, section_table)
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DEBUG_FRAME", "EH_FRAME", "Cie", "CfiSection", "EhFrameHdr", "Fde", "Row", "Rule", "RuleKind",
            "UnwindInfo", "cfi_sections", "frame_section_kind", "register_name"]

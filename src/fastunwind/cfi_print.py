@@ -19,14 +19,15 @@ only then; a changed file raises FileChangedError with nothing written.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from typing import BinaryIO
-
 from fastunwind.elf import CheckedRead, ElfFile
 from fastunwind.elf.debug_files import separate_debug_files
 from fastunwind.errors import CfiError, ElfError
 from fastunwind.frame_sections import SKIP_EMPTY, SKIP_NOBITS, SectionBases, frame_sections, section_table
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
 
 #: the held text goes to the output in chunks of this size
 COPY_CHUNK_BYTES = 1 << 20
@@ -40,6 +41,8 @@ def render_file(path: str, out: BinaryIO, *, raw: bool = False, follow_links: bo
     """Write what readelf -wF (-wf with raw) prints for `path` to `out`; return the CFI errors met
     (their entries are shown without rows, as far as they decode). FileChangedError, and nothing
     written, if a file it reads was truncated in place meanwhile."""
+    import tempfile  # here, not at the top: the short commands' imports (docs/DESIGN.md, "Start-up and caches")
+
     with tempfile.TemporaryFile(buffering=0) as held:
         errors = _render_file(path, held, raw, follow_links)
         _copy(held, out)
@@ -49,7 +52,8 @@ def render_file(path: str, out: BinaryIO, *, raw: bool = False, follow_links: bo
 def _copy(held: BinaryIO, out: BinaryIO) -> None:
     """All of `held` (written through its descriptor) to `out`, a MiB at a time."""
     held.seek(0)
-    shutil.copyfileobj(held, out, COPY_CHUNK_BYTES)
+    while chunk := held.read(COPY_CHUNK_BYTES):
+        out.write(chunk)
 
 
 def _render_file(path: str, out: BinaryIO, raw: bool, follow_links: bool) -> list[CfiError]:

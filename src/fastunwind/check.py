@@ -22,7 +22,6 @@ import itertools
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NamedTuple
 
 from fastunwind import _core
 from fastunwind.elf import ET_REL, PF_X, CheckedRead, ElfFile, find_debug_file
@@ -31,6 +30,7 @@ from fastunwind.errors import ElfError
 from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME
 from fastunwind.image import ModuleImage
 from fastunwind.symbols import EM_X86_64, PLT_SECTIONS, symbol_table_for_file
+from fastunwind.typecheck import NamedTuple
 
 VERDICT_NAMES = {_core.CHECK_AGREE: "agree", _core.CHECK_MISMATCH: "mismatch", _core.CHECK_UNDECIDED: "undecided"}
 #: FDEs per chunk handed to one C call (the unit of parallelism and of progress): at most

@@ -10,11 +10,14 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
 
 from fastunwind import __version__
 from fastunwind.commands import HelpFormatter, output_to
 from fastunwind.errors import FastunwindError
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 #: exit status after Ctrl-C (128 + SIGINT, as a shell reports an interrupted command)
 INTERRUPTED_STATUS = 130

@@ -23,12 +23,12 @@ import os
 import stat
 from collections.abc import Iterator
 from types import TracebackType
-from typing import NamedTuple
 
 from fastunwind import _core, stacks
 from fastunwind.address_space import VDSO, AddressSpace, ImageCache, Mapping, ModuleImage, vdso_image_of
 from fastunwind.elf import PF_X
 from fastunwind.errors import CoreFileError, ElfError
+from fastunwind.typecheck import NamedTuple
 
 
 class CoreModule(NamedTuple):

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import os
 import _thread  # its lock alone: threading's import costs a CLI run ~4M instructions
-from typing import Any, Self
 
 from fastunwind import _core
 from fastunwind.elf import CheckedRead, ElfFile
 from fastunwind.errors import FastunwindError
 from fastunwind.frame_sections import DEBUG_FRAME, EH_FRAME, SectionBases, frame_sources, section_table
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Self
 
 #: the memo key of slow_row_tables
 _SLOW_ROW_TABLES = "cfi.slow_rows"

@@ -10,8 +10,9 @@ through a decompressed copy kept in the cache (`debug/<build-id>.debug`, made on
 libc's debug file against 0.01 s for its copy.
 """
 
+from __future__ import annotations
+
 import os
-from typing import NamedTuple
 
 from fastunwind import _core
 from fastunwind.cache import cache_dir
@@ -19,6 +20,7 @@ from fastunwind.elf import ElfFile, find_debug_file
 from fastunwind.elf.build_id_cache import build_id_cache_root
 from fastunwind.elf.debuginfod import DebuginfodClient
 from fastunwind.errors import FastunwindError
+from fastunwind.typecheck import NamedTuple
 
 __all__ = ["SourceLocation", "debug_file_with_dwarf", "open_source_lines", "source_chain"]
 

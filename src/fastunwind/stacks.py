@@ -20,12 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, NamedTuple, TextIO
 
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ModuleImage
 from fastunwind.address_space import Mapping as AddressMapping
 from fastunwind.symbols import symbol_table_for_file
+from fastunwind.typecheck import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 #: the walker's registers by DWARF number (x86_64.h: 0 rax ... 15 r15, 16 the return address)
 REGISTER_NAMES: tuple[str, ...] = tuple(_core.register_name(column) or f"r{column}"
@@ -122,7 +125,7 @@ def unwind_thread(space: AddressSpace, registers: Mapping[int, int], stack: byte
 
 #: the frames a source named already, by the walker's (address, module, frame kind, flags) as the
 #: source gives them: within one address space, those name a frame
-KnownFrames = dict[tuple[int, Any, int, int], Frame]
+KnownFrames = dict[tuple[int, object, int, int], Frame]
 #: the registers of a frame whose registers were not asked for
 NO_REGISTERS: Mapping[str, int | None] = MappingProxyType({})
 

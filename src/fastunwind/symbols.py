@@ -13,7 +13,6 @@ in C). PLT stubs (.plt, .plt.sec, .plt.got) are named `symbol@plt` from the file
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 
 from fastunwind import _core, cache
@@ -27,8 +26,6 @@ EM_X86_64 = 62
 #: sections holding PLT stubs, and the relocation sections naming their GOT slots (native/core/plt.h)
 PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got")
 PLT_RELOCATION_SECTIONS = (".rela.plt", ".rela.dyn")
-#: the name perf gives the anonymous executable mappings of process PID (util/map.c, map__new)
-PERF_MAP_PATH = re.compile(r"/tmp/perf-(\d+)\.map")
 
 
 def _symbol_section(elf: ElfFile, kind: int) -> tuple[SectionBytes, SectionBytes, int, bytes] | None:

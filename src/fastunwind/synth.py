@@ -24,7 +24,6 @@ import array
 import json
 import os
 from collections.abc import Callable
-from typing import BinaryIO
 from dataclasses import dataclass
 
 from fastunwind import _core
@@ -33,6 +32,10 @@ from fastunwind.check import ENTRY, FIELDS, VERDICT, FileCheck, check_file
 from fastunwind.elf.debug_file_writer import build_id_path
 from fastunwind.elf.debug_file_writer import write_debug_file as write_debug_file_of
 from fastunwind.errors import ElfError
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 MODES = {"missing": _core.SYNTH_MISSING, "repair": _core.SYNTH_REPAIR}
 ORIGINS = _core.SYNTH_ORIGIN_NAMES

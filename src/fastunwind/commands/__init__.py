@@ -8,9 +8,12 @@ import io
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
 
 from fastunwind.errors import FastunwindError
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 #: the terminal width help is laid out for when neither COLUMNS nor the terminal says (shutil's)

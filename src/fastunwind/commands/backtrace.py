@@ -12,10 +12,13 @@ from __future__ import annotations
 import argparse
 import gc
 import signal
-from typing import Any, NoReturn
 
 from fastunwind.commands import (add_snapshot_output_arguments, add_synth_argument, command_parser, synth_mode,
                                  write_snapshot)
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 EXAMPLE = """\
 examples:

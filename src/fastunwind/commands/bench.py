@@ -18,14 +18,15 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from fastunwind import _core
 from fastunwind._core import WALK_BACKENDS as BACKENDS  # address_space.h fu_backend
 from fastunwind.commands import add_output_argument, command_parser
 from fastunwind.errors import FastunwindError
+from fastunwind.typecheck import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any
     from fastunwind.perf.bench import BackendTiming
 
 EXAMPLE = """\

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
 
 from fastunwind.commands import add_output_argument, command_parser
 
 from fastunwind.errors import FastunwindError
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 EXAMPLE = """\
 examples:

@@ -30,9 +30,12 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 from fastunwind.commands import add_output_argument, command_parser
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 EXAMPLE = """\
 examples:

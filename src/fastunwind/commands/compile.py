@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
 
 from fastunwind.commands import add_output_argument, command_parser
+from fastunwind.typecheck import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any
     from fastunwind.address_space import ModuleImage
     from fastunwind.errors import EhElfError
     from fastunwind.tables.eh_elf import CompileResult

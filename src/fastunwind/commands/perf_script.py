@@ -23,11 +23,14 @@ import gc
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from fastunwind import _core
 from fastunwind.commands import (add_filter_arguments, add_output_argument, add_synth_argument, command_parser,
                                  no_samples_message, recording_progress, sample_filter, synth_mode)
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 EXAMPLE = """\
 examples:

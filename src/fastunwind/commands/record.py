@@ -13,11 +13,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 from fastunwind import _core
 from fastunwind.commands import add_output_argument, add_synth_argument, command_parser, perf_script
 from fastunwind.errors import FastunwindError
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 EXAMPLE = """\
 examples:

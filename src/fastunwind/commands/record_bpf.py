@@ -33,9 +33,11 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TextIO
+
+from fastunwind.typecheck import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any, TextIO
     from fastunwind.bpf import BpfProfile
 
 #: the formats of the in-kernel profile

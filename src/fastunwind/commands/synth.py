@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from fastunwind.commands import add_output_argument, command_parser
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 EXAMPLE = """\
 examples:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
 
 from fastunwind.commands import add_output_argument, command_parser
+from fastunwind.typecheck import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any, TextIO
     from fastunwind.cfi import CfiSection
 
 EXAMPLE = """\

@@ -28,6 +28,8 @@ System V AMD64 ABI §4.4 (x86-64 relocation types); GDB manual §18.3 "Debugging
 Files" (build-id and debuglink lookup); binutils 2.40 `readelf.c` `apply_relocations` (relocations).
 """
 
+from __future__ import annotations
+
 import collections
 import functools
 import os
@@ -36,15 +38,18 @@ import struct
 import zlib
 from collections.abc import Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple, TypeVar, Union
+
+from fastunwind import _core
+from fastunwind.errors import ElfError, FileChangedError
+from fastunwind.typecheck import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import logging
     from collections.abc import Callable
+    from typing import TypeVar
 
-from fastunwind import _core
-from fastunwind.errors import ElfError, FileChangedError
-
+    #: what a reader of core/elf_file.c gives back (ElfFile._in_core)
+    _T = TypeVar("_T")
 
 
 def _logger() -> "logging.Logger":  # logging is imported on first use: it costs 5 ms of every CLI start
@@ -53,9 +58,7 @@ def _logger() -> "logging.Logger":  # logging is imported on first use: it costs
     return logging.getLogger(__name__)
 
 #: What `section_data` returns: a zero-copy view into the mapped file, or bytes it had to build.
-SectionBytes = Union[memoryview, bytes]
-#: what a reader of core/elf_file.c gives back (ElfFile._in_core)
-_T = TypeVar("_T")
+SectionBytes = memoryview | bytes
 
 # --- ELF constants (gABI chapter 4) ------------------------------------------------------------------
 

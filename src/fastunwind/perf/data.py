@@ -27,14 +27,26 @@ last record dropped, feature sections outside the file absent; `PerfData.cut` sa
 (None for a whole recording). A file cut before its first complete sample is an error.
 """
 
+from __future__ import annotations
+
 import mmap
 import os
 import stat
 from collections.abc import Iterator
-from typing import Any, BinaryIO, NamedTuple, NoReturn, Protocol, cast
 
 from fastunwind import _core
 from fastunwind.errors import PerfDataError
+from fastunwind.typecheck import TYPE_CHECKING, NamedTuple, cast
+
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, NoReturn, Protocol
+
+    class _ReadableFile(Protocol):
+        """A binary file _load_recording reads: a file descriptor, and readinto (sys.stdin.buffer, open(..., "rb"))."""
+
+        def fileno(self) -> int: ...
+
+        def readinto(self, buffer: memoryview, /) -> int | None: ...
 
 __all__ = [
     "PERF_REGS",
@@ -335,14 +347,6 @@ def _advise_huge_pages(memory: mmap.mmap) -> None:
         memory.madvise(mmap.MADV_HUGEPAGE)
 
 
-class _ReadableFile(Protocol):
-    """A binary file _load_recording reads: a file descriptor, and readinto (sys.stdin.buffer, open(..., "rb"))."""
-
-    def fileno(self) -> int: ...
-
-    def readinto(self, buffer: memoryview, /) -> int | None: ...
-
-
 def _load_recording(f: _ReadableFile, size: int | None = None) -> _core.MappedFile | memoryview:
     """The bytes of the binary file `f`, read to its end into memory advised for huge pages: a
     regular file of `size` bytes (read up to that, or mapped if larger than HUGE_PAGE_READ_MAX_BYTES
@@ -463,7 +467,7 @@ class PerfData:
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = source
         elif hasattr(source, "readinto"):
-            data = _load_recording(cast(_ReadableFile, source))
+            data = _load_recording(cast("_ReadableFile", source))
         else:
             data = source.read()
         if not isinstance(data, (bytes, bytearray, memoryview)):

@@ -15,23 +15,21 @@ provides the recorded file; without a copy there the mapping is reported as repl
 and gets no unwind tables.
 """
 
+from __future__ import annotations
+
 import array
 import os
+import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple, overload
 
 from fastunwind import _core
 from fastunwind.address_space import AddressSpace, ImageCache, Mapping, ModuleImage
 from fastunwind.elf.build_id_cache import build_id_cache_candidates
 from fastunwind.perf.data import PerfData
-from fastunwind.symbols import PERF_MAP_PATH
+from fastunwind.typecheck import TYPE_CHECKING, NamedTuple, overload
 
 if TYPE_CHECKING:
     from fastunwind.perf.data import Sample
-
-    _U32Array = array.array[int]
-else:
-    _U32Array = array.array  # array.array[int] is not subscriptable at run time (a NamedTuple field's type)
 
 NO_SPACE = _core.REPLAY_NONE  #: a sample without an address space (unwind_samples skips it)
 NO_COMM = _core.REPLAY_NONE  #: a sample without a thread name (the event index does not list it)
@@ -102,8 +100,8 @@ class Replay(NamedTuple):
     `comm_names` (`comm_ids`, both u32 arrays)."""
 
     session: PerfSession
-    space_ids: _U32Array
-    comm_ids: _U32Array
+    space_ids: array.array[int]
+    comm_ids: array.array[int]
     comm_names: list[bytes]
     samples: Samples
 
@@ -118,6 +116,8 @@ VDSO = "[vdso]"
 #: executable mappings without a file: perf's anonymous and "no DSO" names (util/map.c)
 ANONYMOUS_NAMES = ("//anon", "/dev/zero", "/anon_hugepage")
 ANONYMOUS_PREFIXES = ("/SYSV", "/memfd:")
+#: the name perf gives the anonymous executable mappings of process PID (util/map.c, map__new)
+PERF_MAP_PATH = re.compile(r"/tmp/perf-(\d+)\.map")
 
 
 def _is_anonymous(filename: str) -> bool:

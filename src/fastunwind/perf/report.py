@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from fastunwind import _core
 from fastunwind.perf.sample_filter import SampleFilter
 from fastunwind.perf.script import DEFAULT_MAX_FRAMES, Statistics, stream_recording
+from fastunwind.typecheck import NamedTuple
 
 __all__ = ["SORT_KEYS", "CountedReport", "ReportRow", "ReportTable", "count_recording", "parse_sort",
            "render_report", "report_recording"]

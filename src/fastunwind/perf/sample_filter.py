@@ -5,11 +5,13 @@ needs the thread's name at the sample's time, which the replay knows: it is appl
 replay, before the walk.
 """
 
+from __future__ import annotations
+
 import array
 import math
-from typing import NamedTuple
 
 from fastunwind import _core
+from fastunwind.typecheck import NamedTuple
 
 __all__ = ["SampleFilter", "parse_cpus", "parse_ids", "parse_names", "parse_time_percentages", "parse_times"]
 

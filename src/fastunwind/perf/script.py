@@ -15,6 +15,8 @@ the frame a signal interrupted (its IP is the interrupted instruction, not a ret
 The samples are also a Python sequence of `UnwoundSample`s, made on access (for the API and tests).
 """
 
+from __future__ import annotations
+
 import io
 import os
 import sys
@@ -22,21 +24,24 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, BinaryIO, NamedTuple, TextIO, cast, overload
 
 from fastunwind import _core
 from fastunwind.address_space import ImageCache, Mapping, ModuleImage
 from fastunwind.errors import PerfDataError
 from fastunwind.perf.data import PerfData, RecordingCut
-from fastunwind.perf.replay import Replayer, replay
+from fastunwind.perf.replay import PERF_MAP_PATH, Replayer, replay
 from fastunwind.perf.sample_filter import SampleFilter
 from fastunwind.perf.walk import (DEFAULT_MAX_FRAMES, SOURCE_CALLCHAIN, SOURCE_DWARF, SOURCE_IP, UnwindBatch,
                                   recording_source, walk_samples)
 from fastunwind._core import SourceLines, SymbolTable
 from fastunwind.elf.debuginfod import DebuginfodClient
 from fastunwind.srcline import open_source_lines
-from fastunwind.symbols import (PERF_MAP_PATH, cached_kernel_symbol_table, kallsyms_bytes, kernel_symbol_table,
+from fastunwind.symbols import (cached_kernel_symbol_table, kallsyms_bytes, kernel_symbol_table,
                                 perf_map_table, symbol_table_for_file, table_from_file)
+from fastunwind.typecheck import TYPE_CHECKING, NamedTuple, cast, overload
+
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, TextIO
 
 __all__ = ["DEFAULT_MAX_FRAMES", "OUTCOME_NAME_BY_CODE", "OUTCOME_NAMES", "PHASES", "RECORD_HINT", "SOURCE_CALLCHAIN",
            "SOURCE_DWARF", "SOURCE_IP", "Frame", "PerfDataError", "Statistics", "UnwoundRecording", "UnwoundSample",
@@ -581,7 +586,7 @@ def _writer(out: TextIO | BinaryIO) -> Callable[[bytes], object]:
     if isinstance(out, io.TextIOBase):
         text = out
         return lambda chunk: text.write(chunk.decode("utf-8", "surrogateescape"))
-    return cast(BinaryIO, out).write
+    return cast("BinaryIO", out).write
 
 
 def render_perf_script(samples: UnwoundRecording, out: TextIO | BinaryIO) -> None:

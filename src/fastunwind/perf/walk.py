@@ -8,11 +8,13 @@ unwinds. Without them the frames are each sample's callchain as the kernel recor
 (`perf record -g`, `--call-graph fp` or `lbr`), or its sampled IP alone (`recording_source`).
 """
 
+from __future__ import annotations
+
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from fastunwind import _core
 from fastunwind.perf.data import SAMPLE_CALLCHAIN, PerfData
+from fastunwind.typecheck import NamedTuple
 
 #: perf's default callchain depth (kernel.perf_event_max_stack)
 DEFAULT_MAX_FRAMES = _core.PERF_MAX_FRAMES

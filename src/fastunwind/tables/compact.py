@@ -15,12 +15,15 @@ and version when read.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from fastunwind import _core, cache
 from fastunwind.elf import CheckedRead
 from fastunwind.errors import CompactTableError, FileChangedError
 from fastunwind.image import ModuleImage
+from fastunwind.typecheck import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the image.memo keys of this module (per synth mode: _TABLE + mode, ...)
 _TABLE, _SOURCE, _ERROR, _MAPPED = "compact", "compact.source", "compact.error", "compact.mapped"

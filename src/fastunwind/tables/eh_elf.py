@@ -29,15 +29,17 @@ The generated code (contract: src/fastunwind/include/fu_unwind_abi.h):
 Generating twice gives the same bytes: bodies are numbered by first use in address order.
 """
 
+from __future__ import annotations
+
 import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
 
 from fastunwind import _core, cache
 from fastunwind.image import ModuleImage
 from fastunwind.errors import EhElfError, FastunwindError
+from fastunwind.typecheck import TYPE_CHECKING, NamedTuple
 
 # What only compiling needs (concurrent.futures and the logging it brings, subprocess, tempfile,
 # shutil, shlex) is imported where compiling starts: `fastunwind perf-script` loads cached eh_elfs

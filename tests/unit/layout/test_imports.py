@@ -61,7 +61,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "fastunwind.elf.dynamic", "fastunwind.script"),
     ("fastunwind.elf",),
     ("fastunwind.cache",),
-    ("fastunwind.errors", "fastunwind._core"),
+    ("fastunwind.errors", "fastunwind._core", "fastunwind.typecheck"),
 )
 
 RANK = {module: len(LAYERS) - depth for depth, layer in enumerate(LAYERS) for module in layer}
