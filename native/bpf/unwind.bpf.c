@@ -2,8 +2,9 @@
  * or one per thread in scope inherited by its children: the events choose what is sampled) walks the user
  * stack of the interrupted process from the compact tables user space loaded into the maps of
  * bpf_layout.h, reading the stack only with bpf_probe_read_user, and sends the sample (its time,
- * thread, CPU, command name, user frames, kernel stack id and outcome) through the `samples` ring
- * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
+ * thread, CPU, command name, user frames, kernel stack id and outcome) into its CPU's batch, sent
+ * whole through the `samples` ring buffer (fu_bpf_batch). Nothing of the stack's contents leaves the
+ * kernel but return addresses.
  *
  * The leaf's cold lines (its rule cache entry, module entry and block slot) are fetched together
  * first (start_fetches), so that their misses overlap. One frame is one bpf_loop iteration (step):
@@ -252,6 +253,22 @@ struct {
     __type(key, __u32);
     __array(values, struct rule_cache_part);
 } rule_caches SEC(".maps");
+
+/* A CPU's batch of samples: one map of its own (kmalloc'd, bpf_layout.h fu_bpf_batch), in the outer
+ * map `batches` at the CPU's number (user space creates them: bpf_session.c). */
+struct batch {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __uint(key_size, sizeof(__u32));
+    __uint(value_size, sizeof(fu_bpf_batch));
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+    __uint(max_entries, 1); /* user space sets one per possible CPU */
+    __type(key, __u32);
+    __array(values, struct batch);
+} batches SEC(".maps");
 
 static __always_inline void count_n(__u32 counter, __u64 n)
 {
@@ -729,6 +746,45 @@ static __always_inline void end_walk(struct walk *w)
     w->memo_previous++;
 }
 
+/* Sends the batch's records as one ring buffer record (a full ring drops them: counted) and empties
+ * it. */
+static __always_inline void send_batch(fu_bpf_batch *b, __u64 flags)
+{
+    __u32 bytes = b->bytes;
+    if (bytes > FU_BPF_BATCH_BYTES)
+        bytes = FU_BPF_BATCH_BYTES;
+    if (bytes && bpf_ringbuf_output(&samples, b->data, bytes, flags))
+        count_n(FU_BPF_COUNTER_SAMPLES_DROPPED, b->records);
+    b->bytes = 0;
+    b->records = 0;
+}
+
+/* Appends the sample (FU_BPF_SAMPLE_HEADER bytes and `frames` user frames) to the CPU's batch,
+ * sending the batch first when a sample might not fit after it, and with the sample when user space
+ * must wake (a process to load); no wakeup otherwise (user space takes the records every 100 ms). */
+static __always_inline void batch_sample(struct walk *w, __u32 cpu, __u32 frames)
+{
+    __u32 zero = 0;
+    void *inner = bpf_map_lookup_elem(&batches, &cpu);
+    fu_bpf_batch *b = inner ? bpf_map_lookup_elem(inner, &zero) : NULL;
+    if (!b) {
+        count(FU_BPF_COUNTER_SAMPLES_DROPPED);
+        return;
+    }
+    __u32 at = b->bytes;
+    if (at > FU_BPF_BATCH_BYTES - FU_BPF_SAMPLE_MAX_BYTES) {
+        send_batch(b, BPF_RB_NO_WAKEUP);
+        at = 0;
+    }
+    /* the whole sample, past its frames too (a constant size, within the batch as `at` is): the
+     * next record overwrites the rest, and the batch ends at `bytes` */
+    __builtin_memcpy(b->data + at, &w->sample, FU_BPF_SAMPLE_MAX_BYTES);
+    b->bytes = at + FU_BPF_SAMPLE_HEADER + 8 * frames;
+    b->records++;
+    if (w->wake)
+        send_batch(b, BPF_RB_FORCE_WAKEUP);
+}
+
 static __always_inline void load_registers(struct walk *w, const bpf_user_pt_regs_t *r)
 {
     w->regs[0] = r->ax;
@@ -879,10 +935,7 @@ int sample(struct bpf_perf_event_data *ctx)
     __u32 frames = w->sample.stack.user_count;
     if (frames > FU_BPF_MAX_FRAMES)
         frames = FU_BPF_MAX_FRAMES;
-    /* no wakeup (user space takes the samples every 100 ms) unless there is a process to load */
-    if (bpf_ringbuf_output(&samples, &w->sample, FU_BPF_SAMPLE_HEADER + 8 * frames,
-                           w->wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
-        count(FU_BPF_COUNTER_SAMPLES_DROPPED);
+    batch_sample(w, w->sample.cpu, frames);
     if (timing && walked) {
         __u64 sample_ns = bpf_ktime_get_ns() - entered;
         count_n(FU_BPF_COUNTER_SAMPLE_NS, sample_ns);

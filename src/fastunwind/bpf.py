@@ -18,7 +18,8 @@ are loaded meanwhile. With `synth` other than
 offline walk's: the kernel walks code without CFI through them and counts the frames it did.
 
 Each sample arrives through the program's ring buffer (its time, thread, CPU, thread's command name
-and stack), taken into the C session's log each time the recording wakes (the log keeps each
+and stack) in a batch of its CPU's samples, taken into the C session's log each time the recording
+wakes, and what is left in the batches when the recording ends (the log keeps each
 distinct stack once); the stacks reach Python once, after the recording: the Python work here is
 per distinct stack and per distinct address, never per sample, and none of it runs per stack while
 the profiled program does (perf script's text and the profile files are written from the log in C,
@@ -796,6 +797,7 @@ class BpfRecorder:
                         last_scan = time.monotonic()
             except KeyboardInterrupt:
                 pass  # Ctrl-C ends the recording; the profile is still written
+            self._session.stop()  # the samples still in the CPUs' batches into the log
             self.drain()
             return self._profile()
         finally:
