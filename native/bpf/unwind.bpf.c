@@ -180,7 +180,7 @@ volatile __u64 tables_epoch;
  * page: bpf_layout.h fu_bpf_cpu_counters), then the walk's. */
 struct walk {
     fu_bpf_cpu_counters counters; /* first: user space reads them there */
-    fu_bpf_sample sample;         /* sent whole up to its last user frame */
+    fu_bpf_sample sample;         /* its header (its user frames are written in the CPU's batch) */
     /* the mappings the walks found last (end 0: none), the previous frame's at `current`: kept from
      * walk to walk (start_walk) */
     fu_bpf_mapping recent[RECENT_MAPPINGS];
@@ -206,6 +206,8 @@ struct walk {
     __u8 ip_is_return; /* look the IP up at IP - 1 (a return address) */
     __u8 done;
     __u8 wake; /* user space has a process to load: wake it */
+    __u32 batch_at; /* where the sample's record starts in the CPU's batch (its frames are written
+                     * there, its header here, in `sample`, copied there at the end) */
     __u64 signal[SIGNAL_WORDS];
     struct last_scope last;
     __u64 epoch;            /* tables_epoch at the walk's start */
@@ -281,6 +283,14 @@ static __always_inline void count_n(__u32 counter, __u64 n)
 static __always_inline void count(__u32 counter)
 {
     count_n(counter, 1);
+}
+
+/* The CPU's batch (bpf_layout.h fu_bpf_batch), or NULL. */
+static __always_inline fu_bpf_batch *cpu_batch(__u32 cpu)
+{
+    __u32 zero = 0;
+    void *inner = bpf_map_lookup_elem(&batches, &cpu);
+    return inner ? bpf_map_lookup_elem(inner, &zero) : NULL;
 }
 
 /* Reads the user word at addr into *out, from the window or by refilling it there; 0 or a
@@ -654,7 +664,14 @@ static long step(__u32 index, void *context)
     if (n >= FU_BPF_MAX_FRAMES)
         return finish(w, FU_BPF_FRAME_LIMIT);
     __u64 ip = w->regs[REG_RA];
-    w->sample.stack.user[n] = ip;
+    /* the frame straight into the sample's record in the CPU's batch: the sample found the batch
+     * and its record's start within bounds (start_record), so neither test fails; they are the
+     * verifier's */
+    fu_bpf_batch *b = cpu_batch(w->sample.cpu);
+    __u32 at = w->batch_at;
+    if (!b || at > FU_BPF_BATCH_BYTES - FU_BPF_SAMPLE_MAX_BYTES)
+        return finish(w, FU_BPF_FRAME_LIMIT);
+    *(__u64 *)(b->data + at + FU_BPF_SAMPLE_HEADER + 8 * n) = ip;
     w->sample.stack.user_count = n + 1;
     if (n > 0 && !w->ip_is_return)
         w->sample.stack.interrupted |= 1ull << n;
@@ -759,30 +776,17 @@ static __always_inline void send_batch(fu_bpf_batch *b, __u64 flags)
     b->records = 0;
 }
 
-/* Appends the sample (FU_BPF_SAMPLE_HEADER bytes and `frames` user frames) to the CPU's batch,
- * sending the batch first when a sample might not fit after it, and with the sample when user space
- * must wake (a process to load); no wakeup otherwise (user space takes the records every 100 ms). */
-static __always_inline void batch_sample(struct walk *w, __u32 cpu, __u32 frames)
+/* Where the sample's record starts in the CPU's batch: after its records, or at its start once they
+ * are sent, when a sample might not fit after them (at most FU_BPF_BATCH_BYTES -
+ * FU_BPF_SAMPLE_MAX_BYTES: a record of every frame fits). */
+static __always_inline __u32 start_record(fu_bpf_batch *b)
 {
-    __u32 zero = 0;
-    void *inner = bpf_map_lookup_elem(&batches, &cpu);
-    fu_bpf_batch *b = inner ? bpf_map_lookup_elem(inner, &zero) : NULL;
-    if (!b) {
-        count(FU_BPF_COUNTER_SAMPLES_DROPPED);
-        return;
-    }
     __u32 at = b->bytes;
     if (at > FU_BPF_BATCH_BYTES - FU_BPF_SAMPLE_MAX_BYTES) {
         send_batch(b, BPF_RB_NO_WAKEUP);
         at = 0;
     }
-    /* the whole sample, past its frames too (a constant size, within the batch as `at` is): the
-     * next record overwrites the rest, and the batch ends at `bytes` */
-    __builtin_memcpy(b->data + at, &w->sample, FU_BPF_SAMPLE_MAX_BYTES);
-    b->bytes = at + FU_BPF_SAMPLE_HEADER + 8 * frames;
-    b->records++;
-    if (w->wake)
-        send_batch(b, BPF_RB_FORCE_WAKEUP);
+    return at;
 }
 
 static __always_inline void load_registers(struct walk *w, const bpf_user_pt_regs_t *r)
@@ -833,9 +837,17 @@ int sample(struct bpf_perf_event_data *ctx)
     if (!w)
         return 0;
     count(FU_BPF_COUNTER_SAMPLES);
+    __u32 cpu = bpf_get_smp_processor_id();
+    fu_bpf_batch *b = cpu_batch(cpu);
+    if (!b) {
+        count(FU_BPF_COUNTER_SAMPLES_DROPPED);
+        return 0;
+    }
+    __u32 at = start_record(b);
+    w->batch_at = at;
     __builtin_memset(&w->sample, 0, FU_BPF_SAMPLE_HEADER);
     w->sample.tid = task->pid;
-    w->sample.cpu = bpf_get_smp_processor_id();
+    w->sample.cpu = cpu;
     w->rule_cache_base = w->sample.cpu * FU_BPF_RULE_CACHE_PARTS;
     /* the command name as two 8-byte loads (the kernel keeps it NUL-padded): bpf_get_current_comm's
      * call (its cold text, its string copy) cost ~200 ns a sample at 999 Hz, ~470 at 99 Hz */
@@ -900,7 +912,7 @@ int sample(struct bpf_perf_event_data *ctx)
             w->sample.stack.space_pid = space;
         }
         if (!found) {
-            w->sample.stack.user[0] = w->regs[REG_RA];
+            *(__u64 *)(b->data + at + FU_BPF_SAMPLE_HEADER) = w->regs[REG_RA];
             w->sample.stack.user_count = 1;
         } else {
             w->sample.stack.space_pid = w->last.space;
@@ -935,7 +947,13 @@ int sample(struct bpf_perf_event_data *ctx)
     __u32 frames = w->sample.stack.user_count;
     if (frames > FU_BPF_MAX_FRAMES)
         frames = FU_BPF_MAX_FRAMES;
-    batch_sample(w, w->sample.cpu, frames);
+    /* the header before the frames the walk wrote; no wakeup (user space takes the records every
+     * 100 ms) unless there is a process to load */
+    __builtin_memcpy(b->data + at, &w->sample, FU_BPF_SAMPLE_HEADER);
+    b->bytes = at + FU_BPF_SAMPLE_HEADER + 8 * frames;
+    b->records++;
+    if (w->wake)
+        send_batch(b, BPF_RB_FORCE_WAKEUP);
     if (timing && walked) {
         __u64 sample_ns = bpf_ktime_get_ns() - entered;
         count_n(FU_BPF_COUNTER_SAMPLE_NS, sample_ns);

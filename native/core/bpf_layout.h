@@ -27,7 +27,7 @@
  *                    its user frames, one after another
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
  *   scratch   PERCPU_ARRAY 0 -> the CPU's state: the counters (fu_bpf_cpu_counters) first, then the
- *                    sample being sent, then the walk's (unwind.bpf.c's struct walk)
+ *                    header of the sample being sent, then the walk's (unwind.bpf.c's struct walk)
  *   rule_caches ARRAY_OF_MAPS CPU * FU_BPF_RULE_CACHE_PARTS + part -> an ARRAY of
  *                    FU_BPF_DIRECT_MAP_BYTES (kmalloc'd), by a hash: the rule last found for (module,
  *                    generation, svma): one line per frame whose rule the CPU found recently, where a
@@ -313,12 +313,13 @@ typedef struct fu_bpf_sample {
 #define FU_BPF_SAMPLE_RING_BYTES (8u << 20)
 
 /* A CPU's samples not sent yet: records (fu_bpf_sample, each FU_BPF_SAMPLE_HEADER bytes and 8 a
- * user frame) one after another in data[0, bytes). The program sends the batch as one ring buffer
- * record when the next sample might not fit (less than FU_BPF_SAMPLE_MAX_BYTES left) and when a
- * sample must wake user space, so that the ring's reservation (its lock and positions: cold lines
- * at each sample) is paid once a batch; user space takes what is left in each CPU's batch once the
- * events are closed (bpf_session.c fu_bpf_session_stop). The whole value fits
- * FU_BPF_DIRECT_MAP_BYTES: kmalloc'd. */
+ * user frame) one after another in data[0, bytes). The walk writes each frame into its sample's
+ * record there, then the header; the program sends the batch as one ring buffer record when the
+ * next sample might not fit (less than FU_BPF_SAMPLE_MAX_BYTES left) and when a sample must wake
+ * user space, so that the ring's reservation (its lock and positions: cold lines at each sample)
+ * is paid once a batch; user space takes what is left in each CPU's batch once the events are
+ * closed (bpf_session.c fu_bpf_session_stop). The whole value fits FU_BPF_DIRECT_MAP_BYTES:
+ * kmalloc'd, in the direct map's large pages. */
 #define FU_BPF_BATCH_BYTES (FU_BPF_DIRECT_MAP_BYTES - 8)
 typedef struct fu_bpf_batch {
     uint32_t bytes;   /* of records in data, at most FU_BPF_BATCH_BYTES */

@@ -409,7 +409,7 @@ class BpfProfile:
 
     def write_perf_script(self, out: IO[str]) -> None:
         """perf script's text (`perf script -F comm,tid,time,event,ip,sym,symoff,dso`), a sample per
-        record as the kernel sent them, with its thread, command name and time."""
+        record in time order, with its thread, command name and time."""
         blocks = [self.perf_block(stack).encode() for stack in self._stack_list]
         self._session.perf_script(lambda chunk: out.write(chunk.decode("utf-8", "surrogateescape")), blocks,
                                   "cpu-clock")
