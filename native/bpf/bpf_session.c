@@ -476,7 +476,14 @@ static fu_status samples_taken(fu_bpf_session *s, int taken, fu_error *err)
 
 fu_status fu_bpf_session_wait(fu_bpf_session *s, int timeout_ms, fu_error *err)
 {
-    return s->samples ? samples_taken(s, ring_buffer__poll(s->samples, timeout_ms), err) : FU_OK;
+    if (!s->samples)
+        return FU_OK;
+    if (samples_taken(s, ring_buffer__poll(s->samples, timeout_ms), err) != FU_OK)
+        return err->status;
+    /* the poll takes records only when the program woke it, and it sends without a wakeup but
+     * for a process to load: the batches sent since are taken here, or the ring would hold every
+     * one until the end (and refuse them once full) */
+    return samples_taken(s, ring_buffer__consume(s->samples), err);
 }
 
 fu_status fu_bpf_session_drain(fu_bpf_session *s, fu_bpf_stack_fn fn, void *context, fu_error *err)
