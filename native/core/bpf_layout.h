@@ -133,7 +133,7 @@ enum fu_bpf_counter {
     /* timed samples only (the program loaded with `timing`): ns spent in the user-stack walks
      * (bpf_ktime_get_ns around them), and over the walked samples, for the least-squares fit of their
      * cost on their frames (n: the sample's user frames; t: its walk's ns; T: the program's ns from
-     * entry to after the ring buffer record; m: its frames whose rule came from the CPU's previous
+     * entry to after its record in the CPU's batch (and the batch's send, if it sent it); m: its frames whose rule came from the CPU's previous
      * walk, unwind.bpf.c's memo): sum n*t, sum T, sum n*T, sum m^2, sum n*m, sum m*t (sum n, sum
      * n^2 and sum m are FRAMES, FRAMES_SQUARED and MEMO_FRAMES) */
     FU_BPF_COUNTER_WALK_NS,
@@ -295,8 +295,9 @@ typedef struct fu_bpf_stack {
     uint64_t user[FU_BPF_MAX_FRAMES]; /* the leaf's IP, then return addresses */
 } fu_bpf_stack;
 
-/* One sample as the program sends it through the `samples` ring buffer: FU_BPF_SAMPLE_HEADER bytes,
- * then stack.user_count user frames, where the record ends (bpf_log.h keeps them). */
+/* One sample's record, in its CPU's batch (fu_bpf_batch) as the program sends it through the
+ * `samples` ring buffer: FU_BPF_SAMPLE_HEADER bytes, then stack.user_count user frames, where the
+ * record ends (bpf_log.h keeps them). */
 typedef struct fu_bpf_sample {
     uint64_t time; /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
     uint32_t tid;
@@ -308,8 +309,9 @@ typedef struct fu_bpf_sample {
 #define FU_BPF_SAMPLE_HEADER __builtin_offsetof(fu_bpf_sample, stack.user)
 /* The most bytes one record takes (every user frame). */
 #define FU_BPF_SAMPLE_MAX_BYTES (FU_BPF_SAMPLE_HEADER + 8 * FU_BPF_MAX_FRAMES)
-/* The ring buffer's bytes: 56 bytes and 8 a user frame a sample (clang: ~340), drained every 100 ms at
- * most (bpf.py POLL_SECONDS): room for ~24,000 such samples between two drains. */
+/* The ring buffer's bytes: 56 bytes and 8 a user frame a sample (clang: ~340), in batches of up to
+ * FU_BPF_BATCH_BYTES, drained every 100 ms at most (bpf.py POLL_SECONDS): room for ~24,000 such
+ * samples between two drains. */
 #define FU_BPF_SAMPLE_RING_BYTES (8u << 20)
 
 /* A CPU's samples not sent yet: records (fu_bpf_sample, each FU_BPF_SAMPLE_HEADER bytes and 8 a
