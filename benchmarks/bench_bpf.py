@@ -30,8 +30,9 @@ and samples; perf at 99 and 999 Hz, with 8 and with 64 KiB of stack), N runs (de
   frames whose rule came from the CPU's previous walk (the memo: looked up by no map);
 - the cost split into a fixed part per sample and a part per frame: over the walked samples, the
   least-squares line of each sample's cost on its user frames (BpfProfile.cost_fit, from sums the
-  program keeps), for the whole program run of the sample (its own clock from entry to after the
-  ring buffer output: registers, scope and pid lookups, kernel stack, walk, output) and for the
+  program keeps), for the whole program run of the sample (its own clock from entry to after its
+  record in the CPU's batch: registers, scope and pid lookups, kernel stack, walk, the record and
+  the batch's send when it sent it) and for the
   walk alone; the slope is the frame loop's cost per frame, the intercept what a sample costs
   whatever its depth; and, exactly, the program's time outside the walk per walked sample (its
   own clock's total less the walks'); and the walk's cost on the frames of each kind apart, the

@@ -64,6 +64,9 @@ struct fu_bpf_session {
     fu_bpf_process scratch;
     uint64_t kernel[FU_BPF_KERNEL_MAX_FRAMES];
     struct ring_buffer *samples; /* the program's ring buffer, taken into `log` */
+    int *batches;                /* each CPU's batch map (fu_bpf_batch), -1: none */
+    int batch_count;
+    bool stopped;                /* the events closed and the batches taken (fu_bpf_session_stop) */
     fu_bpf_log log;
     uint32_t stacks_reported; /* stacks of the log handed to a drain's fn */
     fu_error ring_err;        /* the first record the log refused */
@@ -95,7 +98,7 @@ static void *map_memory(struct bpf_map *map, size_t *size, fu_error *err)
 static int take_sample(void *context, void *data, size_t size)
 {
     fu_bpf_session *s = context;
-    return fu_bpf_log_add(&s->log, data, size, &s->ring_err) == FU_OK ? 0 : -1;
+    return fu_bpf_log_add_batch(&s->log, data, size, &s->ring_err) == FU_OK ? 0 : -1;
 }
 
 /* Creates the slots map of `slot_capacity` slots for the skeleton's `slots` before the rest is
@@ -159,6 +162,8 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, uint
     int e = cpus > 0 ? bpf_map__set_max_entries(s->skel->maps.rule_caches, rule_cache_parts) : cpus;
     if (!e) /* an outer map has at least one entry */
         e = bpf_map__set_max_entries(s->skel->maps.slot_segments, s->segment_limit ? s->segment_limit : 1);
+    if (!e)
+        e = bpf_map__set_max_entries(s->skel->maps.batches, (uint32_t)cpus);
     /* libbpf frees its definition of the inner maps at the load */
     const struct bpf_map *part = bpf_map__inner_map(s->skel->maps.rule_caches);
     uint32_t part_value_size = part ? bpf_map__value_size(part) : 0, part_entries = part ? bpf_map__max_entries(part) : 0;
@@ -166,7 +171,12 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, uint
         e = -EINVAL;
     if (e) {
         fu_bpf_session_close(s);
-        return bpf_failed(err, "sizing the BPF rule caches", e);
+        return bpf_failed(err, "sizing the BPF rule caches and batches", e);
+    }
+    s->batches = malloc(sizeof *s->batches * (size_t)cpus);
+    if (!s->batches) {
+        fu_bpf_session_close(s);
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory");
     }
     e = fu_unwind__load(s->skel);
     if (e) {
@@ -184,6 +194,19 @@ fu_status fu_bpf_session_open(fu_bpf_session **out, uint32_t slot_capacity, uint
         if (e) {
             fu_bpf_session_close(s);
             return bpf_failed(err, "creating the per-CPU rule caches", e);
+        }
+    }
+    /* each CPU's batch: a map of its own (kmalloc'd), its fd kept to take what is left in it at the
+     * end (fu_bpf_session_stop) */
+    for (int cpu = 0; cpu < cpus; cpu++) {
+        uint32_t key = (uint32_t)cpu;
+        int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fu_batch", sizeof(uint32_t), sizeof(fu_bpf_batch), 1, NULL);
+        e = fd < 0 ? -errno : bpf_map_update_elem(bpf_map__fd(s->skel->maps.batches), &key, &fd, BPF_ANY) ? -errno : 0;
+        if (fd >= 0)
+            s->batches[s->batch_count++] = fd;
+        if (e) {
+            fu_bpf_session_close(s);
+            return bpf_failed(err, "creating the per-CPU sample batches", e);
         }
     }
     s->samples = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), take_sample, s, NULL);
@@ -209,6 +232,8 @@ static fu_status attach_event(fu_bpf_session *s, uint64_t frequency, int pid, in
 {
     if (frequency == 0)
         return fu_fail(err, FU_ERR_INVALID, "the sampling frequency must be above 0");
+    if (s->stopped)
+        return fu_fail(err, FU_ERR_INVALID, "the BPF session's sampling has ended");
     if (s->event_count == s->event_capacity) {
         int capacity = s->event_capacity ? 2 * s->event_capacity : 8;
         struct bpf_link **links = realloc(s->links, (size_t)capacity * sizeof *links);
@@ -521,7 +546,14 @@ static fu_status samples_taken(fu_bpf_session *s, int taken, fu_error *err)
 
 fu_status fu_bpf_session_wait(fu_bpf_session *s, int timeout_ms, fu_error *err)
 {
-    return s->samples ? samples_taken(s, ring_buffer__poll(s->samples, timeout_ms), err) : FU_OK;
+    if (!s->samples)
+        return FU_OK;
+    if (samples_taken(s, ring_buffer__poll(s->samples, timeout_ms), err) != FU_OK)
+        return err->status;
+    /* the poll takes records only when the program woke it, and it sends without a wakeup but
+     * for a process to load: the batches sent since are taken here, or the ring would hold every
+     * one until the end (and refuse them once full) */
+    return samples_taken(s, ring_buffer__consume(s->samples), err);
 }
 
 fu_status fu_bpf_session_drain(fu_bpf_session *s, fu_bpf_stack_fn fn, void *context, fu_error *err)
@@ -621,7 +653,9 @@ uint32_t fu_bpf_session_evicted_in_use(const fu_bpf_session *s)
     return s->evicted_in_use;
 }
 
-void fu_bpf_session_detach(fu_bpf_session *s)
+/* Detaches the program from its events and closes them: once closed, no run of the program is
+ * under way or to come (closing a cpu-clock event cancels its timer and waits for its handler). */
+static void close_events(fu_bpf_session *s)
 {
     for (int i = 0; i < s->event_count; i++) {
         bpf_link__destroy(s->links[i]);
@@ -632,6 +666,48 @@ void fu_bpf_session_detach(fu_bpf_session *s)
     free(s->events);
     s->links = NULL;
     s->events = NULL;
+}
+
+fu_status fu_bpf_session_stop(fu_bpf_session *s, fu_error *err)
+{
+    if (s->stopped)
+        return FU_OK;
+    close_events(s);
+    s->stopped = true;
+    if (s->samples && samples_taken(s, ring_buffer__consume(s->samples), err) != FU_OK)
+        return err->status;
+    fu_bpf_batch *batch = malloc(sizeof *batch);
+    if (!batch)
+        return fu_fail(err, FU_ERR_NOMEM, "out of memory");
+    uint32_t zero = 0;
+    fu_status st = FU_OK;
+    for (int cpu = 0; st == FU_OK && cpu < s->batch_count; cpu++) {
+        if (bpf_map_lookup_elem(s->batches[cpu], &zero, batch)) {
+            st = bpf_failed(err, "reading a CPU's sample batch", errno);
+        } else if (batch->bytes > FU_BPF_BATCH_BYTES) {
+            st = fu_fail(err, FU_ERR_INVALID, "a CPU's sample batch of %u bytes (it holds %u)", batch->bytes,
+                         (unsigned)FU_BPF_BATCH_BYTES);
+        } else {
+            size_t before = fu_bpf_log_sample_count(&s->log) + s->log.unlogged;
+            st = fu_bpf_log_add_batch(&s->log, batch->data, batch->bytes, err);
+            if (st == FU_OK && fu_bpf_log_sample_count(&s->log) + s->log.unlogged - before != batch->records)
+                st = fu_fail(err, FU_ERR_INVALID, "a CPU's sample batch of %u records held %zu", batch->records,
+                             fu_bpf_log_sample_count(&s->log) + (size_t)s->log.unlogged - before);
+        }
+    }
+    free(batch);
+    if (st == FU_OK)
+        fu_bpf_log_sort(&s->log);
+    return st;
+}
+
+void fu_bpf_session_detach(fu_bpf_session *s)
+{
+    close_events(s);
+    s->stopped = true;
+    for (int i = 0; i < s->batch_count; i++)
+        close(s->batches[i]);
+    s->batch_count = 0;
     ring_buffer__free(s->samples);
     s->samples = NULL;
     if (s->rules)
@@ -655,6 +731,7 @@ void fu_bpf_session_close(fu_bpf_session *s)
     if (!s)
         return;
     fu_bpf_session_detach(s);
+    free(s->batches);
     for (uint32_t i = 0; i < FU_BPF_MAX_PROCESSES; i++)
         free(s->processes[i].modules);
     free(s->segments);

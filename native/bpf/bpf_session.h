@@ -55,6 +55,11 @@ fu_status fu_bpf_session_wait(fu_bpf_session *s, int timeout_ms, fu_error *err);
  * yet to `fn`, in id order (false from fn stops: FU_ERR_INVALID; a record the log refuses:
  * its error). */
 fu_status fu_bpf_session_drain(fu_bpf_session *s, fu_bpf_stack_fn fn, void *context, fu_error *err);
+/* Ends the sampling: closes the events (no run of the program after it), then takes the samples in
+ * the ring buffer and those left in each CPU's batch into the log, every sample once, and orders
+ * the log by time (the batches arrive CPU by CPU). Once only: the session attaches no event after
+ * it. */
+fu_status fu_bpf_session_stop(fu_bpf_session *s, fu_error *err);
 /* The samples taken so far (bpf_log.h). */
 const fu_bpf_log *fu_bpf_session_log(const fu_bpf_session *s);
 /* The counters summed over the CPUs (FU_BPF_COUNTER_COUNT of them). */
@@ -71,7 +76,8 @@ uint32_t fu_bpf_session_slots_peak(const fu_bpf_session *s);
 /* Modules evicted while a loaded process mapped them, or while loaded for one being loaded: the
  * tables in use did not fit the slots map. */
 uint32_t fu_bpf_session_evicted_in_use(const fu_bpf_session *s);
-/* Detaches and releases the program, its maps and events; the log stays (drain hands nothing new). */
+/* Detaches and releases the program, its maps and events; the log stays (drain hands nothing new;
+ * the samples still in the batches are not taken: fu_bpf_session_stop takes them). */
 void fu_bpf_session_detach(fu_bpf_session *s);
 void fu_bpf_session_close(fu_bpf_session *s);
 

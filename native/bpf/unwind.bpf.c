@@ -2,8 +2,9 @@
  * or one per thread in scope inherited by its children: the events choose what is sampled) walks the user
  * stack of the interrupted process from the compact tables user space loaded into the maps of
  * bpf_layout.h, reading the stack only with bpf_probe_read_user, and sends the sample (its time,
- * thread, CPU, command name, user frames, kernel stack id and outcome) through the `samples` ring
- * buffer. Nothing of the stack's contents leaves the kernel but return addresses.
+ * thread, CPU, command name, user frames, kernel stack id and outcome) into its CPU's batch, sent
+ * whole through the `samples` ring buffer (fu_bpf_batch). Nothing of the stack's contents leaves the
+ * kernel but return addresses.
  *
  * The leaf's cold lines (its rule cache entry, module entry and block slot) are fetched together
  * first (start_fetches), so that their misses overlap. One frame is one bpf_loop iteration (step):
@@ -199,7 +200,7 @@ volatile __u64 tables_epoch;
  * page: bpf_layout.h fu_bpf_cpu_counters), then the walk's. */
 struct walk {
     fu_bpf_cpu_counters counters; /* first: user space reads them there */
-    fu_bpf_sample sample;         /* sent whole up to its last user frame */
+    fu_bpf_sample sample;         /* its header (its user frames are written in the CPU's batch) */
     /* the mappings the walks found last (end 0: none), the previous frame's at `current`: kept from
      * walk to walk (start_walk) */
     fu_bpf_mapping recent[RECENT_MAPPINGS];
@@ -225,6 +226,8 @@ struct walk {
     __u8 ip_is_return; /* look the IP up at IP - 1 (a return address) */
     __u8 done;
     __u8 wake; /* user space has a process to load: wake it */
+    __u32 batch_at; /* where the sample's record starts in the CPU's batch (its frames are written
+                     * there, its header here, in `sample`, copied there at the end) */
     __u64 signal[SIGNAL_WORDS];
     struct last_scope last;
     __u64 epoch;            /* tables_epoch at the walk's start */
@@ -273,6 +276,22 @@ struct {
     __array(values, struct rule_cache_part);
 } rule_caches SEC(".maps");
 
+/* A CPU's batch of samples: one map of its own (kmalloc'd, bpf_layout.h fu_bpf_batch), in the outer
+ * map `batches` at the CPU's number (user space creates them: bpf_session.c). */
+struct batch {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __uint(key_size, sizeof(__u32));
+    __uint(value_size, sizeof(fu_bpf_batch));
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+    __uint(max_entries, 1); /* user space sets one per possible CPU */
+    __type(key, __u32);
+    __array(values, struct batch);
+} batches SEC(".maps");
+
 static __always_inline void count_n(__u32 counter, __u64 n)
 {
     __u32 zero = 0;
@@ -284,6 +303,14 @@ static __always_inline void count_n(__u32 counter, __u64 n)
 static __always_inline void count(__u32 counter)
 {
     count_n(counter, 1);
+}
+
+/* The CPU's batch (bpf_layout.h fu_bpf_batch), or NULL. */
+static __always_inline fu_bpf_batch *cpu_batch(__u32 cpu)
+{
+    __u32 zero = 0;
+    void *inner = bpf_map_lookup_elem(&batches, &cpu);
+    return inner ? bpf_map_lookup_elem(inner, &zero) : NULL;
 }
 
 /* Reads the user word at addr into *out, from the window or by refilling it there; 0 or a
@@ -670,7 +697,14 @@ static long step(__u32 index, void *context)
     if (n >= FU_BPF_MAX_FRAMES)
         return finish(w, FU_BPF_FRAME_LIMIT);
     __u64 ip = w->regs[REG_RA];
-    w->sample.stack.user[n] = ip;
+    /* the frame straight into the sample's record in the CPU's batch: the sample found the batch
+     * and its record's start within bounds (start_record), so neither test fails; they are the
+     * verifier's */
+    fu_bpf_batch *b = cpu_batch(w->sample.cpu);
+    __u32 at = w->batch_at;
+    if (!b || at > FU_BPF_BATCH_BYTES - FU_BPF_SAMPLE_MAX_BYTES)
+        return finish(w, FU_BPF_FRAME_LIMIT);
+    *(__u64 *)(b->data + at + FU_BPF_SAMPLE_HEADER + 8 * n) = ip;
     w->sample.stack.user_count = n + 1;
     if (n > 0 && !w->ip_is_return)
         w->sample.stack.interrupted |= 1ull << n;
@@ -762,6 +796,32 @@ static __always_inline void end_walk(struct walk *w)
     w->memo_previous++;
 }
 
+/* Sends the batch's records as one ring buffer record (a full ring drops them: counted) and empties
+ * it. */
+static __always_inline void send_batch(fu_bpf_batch *b, __u64 flags)
+{
+    __u32 bytes = b->bytes;
+    if (bytes > FU_BPF_BATCH_BYTES)
+        bytes = FU_BPF_BATCH_BYTES;
+    if (bytes && bpf_ringbuf_output(&samples, b->data, bytes, flags))
+        count_n(FU_BPF_COUNTER_SAMPLES_DROPPED, b->records);
+    b->bytes = 0;
+    b->records = 0;
+}
+
+/* Where the sample's record starts in the CPU's batch: after its records, or at its start once they
+ * are sent, when a sample might not fit after them (at most FU_BPF_BATCH_BYTES -
+ * FU_BPF_SAMPLE_MAX_BYTES: a record of every frame fits). */
+static __always_inline __u32 start_record(fu_bpf_batch *b)
+{
+    __u32 at = b->bytes;
+    if (at > FU_BPF_BATCH_BYTES - FU_BPF_SAMPLE_MAX_BYTES) {
+        send_batch(b, BPF_RB_NO_WAKEUP);
+        at = 0;
+    }
+    return at;
+}
+
 static __always_inline void load_registers(struct walk *w, const bpf_user_pt_regs_t *r)
 {
     w->regs[0] = r->ax;
@@ -810,9 +870,17 @@ int sample(struct bpf_perf_event_data *ctx)
     if (!w)
         return 0;
     count(FU_BPF_COUNTER_SAMPLES);
+    __u32 cpu = bpf_get_smp_processor_id();
+    fu_bpf_batch *b = cpu_batch(cpu);
+    if (!b) {
+        count(FU_BPF_COUNTER_SAMPLES_DROPPED);
+        return 0;
+    }
+    __u32 at = start_record(b);
+    w->batch_at = at;
     __builtin_memset(&w->sample, 0, FU_BPF_SAMPLE_HEADER);
     w->sample.tid = task->pid;
-    w->sample.cpu = bpf_get_smp_processor_id();
+    w->sample.cpu = cpu;
     w->rule_cache_base = w->sample.cpu * FU_BPF_RULE_CACHE_PARTS;
     /* the command name as two 8-byte loads (the kernel keeps it NUL-padded): bpf_get_current_comm's
      * call (its cold text, its string copy) cost ~200 ns a sample at 999 Hz, ~470 at 99 Hz */
@@ -877,7 +945,7 @@ int sample(struct bpf_perf_event_data *ctx)
             w->sample.stack.space_pid = space;
         }
         if (!found) {
-            w->sample.stack.user[0] = w->regs[REG_RA];
+            *(__u64 *)(b->data + at + FU_BPF_SAMPLE_HEADER) = w->regs[REG_RA];
             w->sample.stack.user_count = 1;
         } else {
             w->sample.stack.space_pid = w->last.space;
@@ -912,10 +980,13 @@ int sample(struct bpf_perf_event_data *ctx)
     __u32 frames = w->sample.stack.user_count;
     if (frames > FU_BPF_MAX_FRAMES)
         frames = FU_BPF_MAX_FRAMES;
-    /* no wakeup (user space takes the samples every 100 ms) unless there is a process to load */
-    if (bpf_ringbuf_output(&samples, &w->sample, FU_BPF_SAMPLE_HEADER + 8 * frames,
-                           w->wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
-        count(FU_BPF_COUNTER_SAMPLES_DROPPED);
+    /* the header before the frames the walk wrote; no wakeup (user space takes the records every
+     * 100 ms) unless there is a process to load */
+    __builtin_memcpy(b->data + at, &w->sample, FU_BPF_SAMPLE_HEADER);
+    b->bytes = at + FU_BPF_SAMPLE_HEADER + 8 * frames;
+    b->records++;
+    if (w->wake)
+        send_batch(b, BPF_RB_FORCE_WAKEUP);
     if (timing && walked) {
         __u64 sample_ns = bpf_ktime_get_ns() - entered;
         count_n(FU_BPF_COUNTER_SAMPLE_NS, sample_ns);

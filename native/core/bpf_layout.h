@@ -23,14 +23,17 @@
  *   missing   HASH   tgid -> samples: processes sampled with no process slot (and not a fork child of
  *                    a loaded one), with mappings of another address space (an exec since), or at
  *                    a PC outside their mappings (mapped since): user space (re)loads them
- *   samples   RINGBUF fu_bpf_sample per sample (its stack cut to its user frames)
+ *   samples   RINGBUF batches of samples (fu_bpf_batch.data): fu_bpf_sample records, each cut to
+ *                    its user frames, one after another
  *   kstacks   STACK_TRACE: kernel stacks (bpf_get_stackid), by fu_bpf_stack.kernel_stack
  *   scratch   PERCPU_ARRAY 0 -> the CPU's state: the counters (fu_bpf_cpu_counters) first, then the
- *                    sample being sent, then the walk's (unwind.bpf.c's struct walk)
+ *                    header of the sample being sent, then the walk's (unwind.bpf.c's struct walk)
  *   rule_caches ARRAY_OF_MAPS CPU * FU_BPF_RULE_CACHE_PARTS + part -> an ARRAY of
  *                    FU_BPF_DIRECT_MAP_BYTES (kmalloc'd), by a hash: the rule last found for (module,
  *                    generation, svma): one line per frame whose rule the CPU found recently, where a
  *                    per-CPU array costs two (its pointer array, then the entry)
+ *   batches   ARRAY_OF_MAPS CPU -> an ARRAY of one fu_bpf_batch (kmalloc'd, as a rule cache part):
+ *                    the CPU's samples not sent yet, sent whole through `samples`
  */
 #ifndef FASTUNWIND_BPF_LAYOUT_H
 #define FASTUNWIND_BPF_LAYOUT_H
@@ -125,7 +128,7 @@ enum fu_bpf_outcome {
  * the walk"). */
 enum fu_bpf_counter {
     FU_BPF_COUNTER_FP_FRAMES = 0,   /* frames walked by the frame pointer (no row covered the PC) */
-    FU_BPF_COUNTER_SAMPLES_DROPPED, /* the samples ring buffer was full */
+    FU_BPF_COUNTER_SAMPLES_DROPPED, /* samples of batches the ring buffer had no room for */
     FU_BPF_COUNTER_EXTRA_LOOKUPS,   /* map lookups of the frames' rows past the block's slot: its
                                      * continuations and the rule dictionary */
     FU_BPF_COUNTER_MAPPING_SEARCHES, /* frames whose mapping was not among the walk's recent ones */
@@ -135,7 +138,7 @@ enum fu_bpf_counter {
     /* timed samples only (the program loaded with `timing`): ns spent in the user-stack walks
      * (bpf_ktime_get_ns around them), and over the walked samples, for the least-squares fit of their
      * cost on their frames (n: the sample's user frames; t: its walk's ns; T: the program's ns from
-     * entry to after the ring buffer record; m: its frames whose rule came from the CPU's previous
+     * entry to after its record in the CPU's batch (and the batch's send, if it sent it); m: its frames whose rule came from the CPU's previous
      * walk, unwind.bpf.c's memo): sum n*t, sum T, sum n*T, sum m^2, sum n*m, sum m*t (sum n, sum
      * n^2 and sum m are FRAMES, FRAMES_SQUARED and MEMO_FRAMES) */
     FU_BPF_COUNTER_WALK_NS,
@@ -297,8 +300,9 @@ typedef struct fu_bpf_stack {
     uint64_t user[FU_BPF_MAX_FRAMES]; /* the leaf's IP, then return addresses */
 } fu_bpf_stack;
 
-/* One sample as the program sends it through the `samples` ring buffer: FU_BPF_SAMPLE_HEADER bytes,
- * then stack.user_count user frames, where the record ends (bpf_log.h keeps them). */
+/* One sample's record, in its CPU's batch (fu_bpf_batch) as the program sends it through the
+ * `samples` ring buffer: FU_BPF_SAMPLE_HEADER bytes, then stack.user_count user frames, where the
+ * record ends (bpf_log.h keeps them). */
 typedef struct fu_bpf_sample {
     uint64_t time; /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
     uint32_t tid;
@@ -308,9 +312,27 @@ typedef struct fu_bpf_sample {
 } fu_bpf_sample;
 
 #define FU_BPF_SAMPLE_HEADER __builtin_offsetof(fu_bpf_sample, stack.user)
-/* The ring buffer's bytes: 56 bytes and 8 a user frame a sample (clang: ~340), drained every 100 ms at
- * most (bpf.py POLL_SECONDS): room for ~24,000 such samples between two drains. */
+/* The most bytes one record takes (every user frame). */
+#define FU_BPF_SAMPLE_MAX_BYTES (FU_BPF_SAMPLE_HEADER + 8 * FU_BPF_MAX_FRAMES)
+/* The ring buffer's bytes: 56 bytes and 8 a user frame a sample (clang: ~340), in batches of up to
+ * FU_BPF_BATCH_BYTES, drained every 100 ms at most (bpf.py POLL_SECONDS): room for ~24,000 such
+ * samples between two drains. */
 #define FU_BPF_SAMPLE_RING_BYTES (8u << 20)
+
+/* A CPU's samples not sent yet: records (fu_bpf_sample, each FU_BPF_SAMPLE_HEADER bytes and 8 a
+ * user frame) one after another in data[0, bytes). The walk writes each frame into its sample's
+ * record there, then the header; the program sends the batch as one ring buffer record when the
+ * next sample might not fit (less than FU_BPF_SAMPLE_MAX_BYTES left) and when a sample must wake
+ * user space, so that the ring's reservation (its lock and positions: cold lines at each sample)
+ * is paid once a batch; user space takes what is left in each CPU's batch once the events are
+ * closed (bpf_session.c fu_bpf_session_stop). The whole value fits FU_BPF_DIRECT_MAP_BYTES:
+ * kmalloc'd, in the direct map's large pages. */
+#define FU_BPF_BATCH_BYTES (FU_BPF_DIRECT_MAP_BYTES - 8)
+typedef struct fu_bpf_batch {
+    uint32_t bytes;   /* of records in data, at most FU_BPF_BATCH_BYTES */
+    uint32_t records; /* in data */
+    uint8_t data[FU_BPF_BATCH_BYTES];
+} fu_bpf_batch;
 
 #ifndef __bpf__
 #include "compact_table.h"

@@ -1,6 +1,7 @@
 /* bpf_log: the in-kernel unwinder's samples kept in user space (bpf_log.h). */
 #include "bpf_log.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "render.h"
@@ -50,7 +51,8 @@ static uint32_t intern(fu_bpf_log *log, fu_buffer *items, fu_intern_set *index, 
     return (uint32_t)id;
 }
 
-fu_status fu_bpf_log_add(fu_bpf_log *log, const void *record, size_t size, fu_error *err)
+/* Keeps the record at the start of `record` (`size` bytes left in its batch); *taken: its bytes. */
+static fu_status add_record(fu_bpf_log *log, const unsigned char *record, size_t size, size_t *taken, fu_error *err)
 {
     if (size < FU_BPF_SAMPLE_HEADER)
         return fu_fail(err, FU_ERR_INVALID, "a BPF sample of %zu bytes (its header takes %zu)", size,
@@ -63,6 +65,7 @@ fu_status fu_bpf_log_add(fu_bpf_log *log, const void *record, size_t size, fu_er
         sample.stack.outcome >= FU_BPF_OUTCOME_COUNT || sample.stack.reserved)
         return fu_fail(err, FU_ERR_INVALID, "a BPF sample of %zu bytes with %u user frames and outcome %u", size,
                        frames, sample.stack.outcome);
+    *taken = FU_BPF_SAMPLE_HEADER + 8 * (size_t)frames;
     memcpy(sample.stack.user, (const unsigned char *)record + FU_BPF_SAMPLE_HEADER, 8 * (size_t)frames);
     size_t stack_bytes = FU_BPF_SAMPLE_HEADER - offsetof(fu_bpf_sample, stack) + 8 * (size_t)frames;
     log_key key = {&sample.stack, stack_bytes};
@@ -88,6 +91,39 @@ fu_status fu_bpf_log_add(fu_bpf_log *log, const void *record, size_t size, fu_er
     if (!fu_buffer_append(&log->samples, &entry, sizeof entry))
         return fu_fail(err, FU_ERR_NOMEM, "out of memory keeping BPF samples");
     return FU_OK;
+}
+
+fu_status fu_bpf_log_add_batch(fu_bpf_log *log, const void *batch, size_t size, fu_error *err)
+{
+    const unsigned char *at = batch;
+    /* each record takes at least its header: the bound on the records of a batch */
+    size_t left = size, records = size / FU_BPF_SAMPLE_HEADER;
+    for (size_t i = 0; left && i < records; i++) {
+        size_t taken = 0;
+        fu_status st = add_record(log, at, left, &taken, err);
+        if (st != FU_OK)
+            return st;
+        at += taken;
+        left -= taken;
+    }
+    return left ? fu_fail(err, FU_ERR_INVALID, "a BPF sample batch ends with %zu bytes of no whole sample", left)
+                : FU_OK;
+}
+
+/* The samples' order: by time, then CPU (a CPU's own samples have distinct times). */
+static int logged_order(const void *a, const void *b)
+{
+    const fu_bpf_logged *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
+}
+
+void fu_bpf_log_sort(fu_bpf_log *log)
+{
+    size_t n = fu_bpf_log_sample_count(log);
+    if (n > 1)
+        qsort(log->samples.data, n, sizeof(fu_bpf_logged), logged_order);
 }
 
 uint32_t fu_bpf_log_stack_count(const fu_bpf_log *log)

@@ -1,6 +1,6 @@
 /* bpf_log: the samples of the in-kernel unwinder as user space keeps them. The BPF program sends
- * one record per sample through its ring buffer (fu_bpf_sample: time, thread, CPU, the thread's
- * command name and the stack); fu_bpf_log_add checks a record and keeps it as one entry of the
+ * one record per sample, in batches, through its ring buffer (fu_bpf_sample: time, thread, CPU, the
+ * thread's command name and the stack); fu_bpf_log_add_batch checks each record and keeps it as one entry of the
  * sample log (time, tid, CPU, command name id, stack id) over the distinct stacks and command
  * names, each kept once. From the log: perf script's text (fu_bpf_log_perf_script) and the profile
  * files' samples (fu_bpf_log_profile), each sample with its own thread and time.
@@ -37,10 +37,14 @@ typedef struct fu_bpf_log {
     uint64_t unlogged;
 } fu_bpf_log;
 
-/* Keeps one ring-buffer record of `size` bytes: FU_ERR_INVALID if it is not a whole fu_bpf_sample
- * (shorter than its header, more than FU_BPF_MAX_FRAMES user frames or fewer bytes than they
- * take, an outcome past FU_BPF_OUTCOME_COUNT), FU_ERR_NOMEM. */
-fu_status fu_bpf_log_add(fu_bpf_log *log, const void *record, size_t size, fu_error *err);
+/* Keeps each record of a batch of `size` bytes (a ring-buffer record or what is left in a CPU's
+ * batch: fu_bpf_batch.data), records one after another, each FU_BPF_SAMPLE_HEADER bytes and 8 a
+ * user frame: FU_ERR_INVALID at the first that is not a whole fu_bpf_sample (shorter than its
+ * header, more than FU_BPF_MAX_FRAMES user frames or fewer bytes than they take, an outcome past
+ * FU_BPF_OUTCOME_COUNT), the records before it kept; FU_ERR_NOMEM. */
+fu_status fu_bpf_log_add_batch(fu_bpf_log *log, const void *batch, size_t size, fu_error *err);
+/* Orders the logged samples by time (then CPU). */
+void fu_bpf_log_sort(fu_bpf_log *log);
 uint32_t fu_bpf_log_stack_count(const fu_bpf_log *log);
 const fu_bpf_stack *fu_bpf_log_stack(const fu_bpf_log *log, uint32_t id);
 uint64_t fu_bpf_log_stack_samples(const fu_bpf_log *log, uint32_t id);

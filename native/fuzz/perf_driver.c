@@ -618,9 +618,10 @@ static const char *filter_problem(fu_perf_data *pd)
     return listed == kept ? NULL : "filter: the events do not list every kept sample";
 }
 
-/* The input cut into BPF ring-buffer records (bpf_log.c): each record's size is the next byte
- * times 8; a record kept must come back as a stack with at most FU_BPF_MAX_FRAMES frames and a
- * command name of at most 16 bytes, and the log's perf text and profile take every sample. */
+/* The input cut into BPF ring-buffer records, batches of samples (bpf_log.c): each record's size is
+ * the next byte times 8; a sample kept must come back as a stack with at most FU_BPF_MAX_FRAMES
+ * frames and a command name of at most 16 bytes, and the log's perf text and profile take every
+ * sample. */
 static const char *bpf_log_problem(const uint8_t *data, size_t size)
 {
     fu_bpf_log log = {0};
@@ -634,10 +635,11 @@ static const char *bpf_log_problem(const uint8_t *data, size_t size)
         if (!record)
             break;
         memcpy(record, data + at, len);
-        fu_status st = fu_bpf_log_add(&log, record, len, &err);
+        fu_status st = fu_bpf_log_add_batch(&log, record, len, &err);
         free(record);
         at += len;
-        if (st == FU_OK && fu_bpf_log_stack(&log, fu_bpf_log_stack_count(&log) - 1)->user_count > FU_BPF_MAX_FRAMES)
+        if (st == FU_OK && fu_bpf_log_stack_count(&log) &&
+            fu_bpf_log_stack(&log, fu_bpf_log_stack_count(&log) - 1)->user_count > FU_BPF_MAX_FRAMES)
             problem = "bpf log: a stack kept with too many frames";
         else if (st != FU_OK && st != FU_ERR_INVALID && st != FU_ERR_NOMEM)
             problem = "bpf log: an unexpected status";

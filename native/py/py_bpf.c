@@ -29,6 +29,8 @@
  *   add_to_profile(profile, stacks, interval_ms)  each logged sample into a Profile, stacks[stack id]
  *                                         = (frames root first, outcome or "")
  *   samples() -> [(time, tid, cpu, comm, stack id)]  the log
+ *   stop()                                ends the sampling (the events closed) and takes every sample
+ *                                         sent or left in the CPUs' batches into the log, ordered by time
  *   detach()                              releases the program, maps and events; the log stays
  *   counters() -> tuple                   summed over the CPUs: BPF_COUNTERS' values, then samples by
  *                                         outcome (BPF_OUTCOMES)
@@ -500,6 +502,21 @@ static PyObject *session_sampled_comms(BpfSessionObject *self, PyObject *unused)
     return names;
 }
 
+static PyObject *session_stop(BpfSessionObject *self, PyObject *unused)
+{
+    fu_bpf_session *s = attached_session(self);
+    if (!s)
+        return NULL;
+    fu_error err = {0};
+    fu_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = fu_bpf_session_stop(s, &err);
+    Py_END_ALLOW_THREADS
+    if (status != FU_OK)
+        return py_core_raise(&err);
+    Py_RETURN_NONE;
+}
+
 static PyObject *session_detach(BpfSessionObject *self, PyObject *unused)
 {
     fu_bpf_session *s = session_of(self);
@@ -589,6 +606,8 @@ static PyMethodDef session_methods[] = {
     {"sampled_comms", (PyCFunction)session_sampled_comms, METH_NOARGS,
      "sampled_comms() -> {pid: (its main thread's command name at its last logged sample, True), or its last "
      "sample's thread's (name, False)}"},
+    {"stop", (PyCFunction)session_stop, METH_NOARGS,
+     "stop(): end the sampling, every sample sent or batched into the log"},
     {"detach", (PyCFunction)session_detach, METH_NOARGS, "detach(): release the kernel objects, keep the log"},
     {"wait", (PyCFunction)session_wait, METH_O,
      "wait(timeout_ms): until the program asks for a process to load, at most timeout_ms"},

@@ -19,7 +19,8 @@ are loaded meanwhile. With `synth` other than
 offline walk's: the kernel walks code without CFI through them and counts the frames it did.
 
 Each sample arrives through the program's ring buffer (its time, thread, CPU, thread's command name
-and stack), taken into the C session's log each time the recording wakes (the log keeps each
+and stack) in a batch of its CPU's samples, taken into the C session's log each time the recording
+wakes, and what is left in the batches when the recording ends (the log keeps each
 distinct stack once); the stacks reach Python once, after the recording: the Python work here is
 per distinct stack and per distinct address, never per sample, and none of it runs per stack while
 the profiled program does (perf script's text and the profile files are written from the log in C,
@@ -425,7 +426,7 @@ class BpfProfile:
 
     def write_perf_script(self, out: IO[str]) -> None:
         """perf script's text (`perf script -F comm,tid,time,event,ip,sym,symoff,dso`), a sample per
-        record as the kernel sent them, with its thread, command name and time."""
+        record in time order, with its thread, command name and time."""
         blocks = [self.perf_block(stack).encode() for stack in self._stack_list]
         self._session.perf_script(lambda chunk: out.write(chunk.decode("utf-8", "surrogateescape")), blocks,
                                   "cpu-clock")
@@ -819,6 +820,7 @@ class BpfRecorder:
                         last_scan = time.monotonic()
             except KeyboardInterrupt:
                 pass  # Ctrl-C ends the recording; the profile is still written
+            self._session.stop()  # the samples still in the CPUs' batches into the log
             self.drain()
             return self._profile()
         finally:
