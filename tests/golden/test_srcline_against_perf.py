@@ -304,6 +304,11 @@ def test_perf_names_inlined_functions_by_their_names(first_malloc: Path, tmp_pat
     perf, ours = _perf_script(data, True), _ours(data, True)
     samples = _callers(perf, ours, leaf, caller)
     assert len(samples) >= least, ours[:2000]
+    if case == "ld-init":
+        functions = _eu_functions(*_group_dso(samples[0][1], samples[0][2]))
+        if len(functions) != 2 or functions[0].split()[0] != caller or " inlined at " not in functions[0]:
+            pytest.skip(f"this ld.so does not inline call_init into its own copy there (eu-addr2line: {functions}; "
+                        "Debian 12's glibc 2.36 does)")
     for theirs, mine, first in samples:
         dso, address = _group_dso(mine, first)
         functions = _eu_functions(dso, address)
